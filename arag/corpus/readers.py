@@ -1,0 +1,355 @@
+"""Read raw corpus files into `Document`s, in parts that can be processed independently.
+
+A corpus is planned into `InputPart`s first (cheap, on the driver): a byte range of a JSON Lines
+file, one row group of a Parquet file, or one whole compressed / WikiExtractor / JSON file. The
+plan is deterministic for the same input files and settings, which is what makes chunk and
+sentence ids stable across runs and lets an interrupted build resume part by part.
+
+Bad records never raise: they come out as `Reject`s naming file, line and reason. Problems that
+make the whole corpus unusable (a missing path, an unknown format) raise `CorpusError` up front.
+"""
+
+from __future__ import annotations
+
+import bz2
+import fnmatch
+import gzip
+import html
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterator
+
+import pyarrow.parquet as pq
+
+from arag.corpus.records import Document, Reject
+
+FORMATS = ("jsonl", "json", "parquet", "wikiextractor")
+DEFAULT_INCLUDE = {
+    "jsonl": ["*.jsonl", "*.jsonl.gz", "*.jsonl.bz2", "*.ndjson"],
+    "json": ["*.json"],
+    "parquet": ["*.parquet"],
+    "wikiextractor": ["wiki_*"],
+}
+
+
+class CorpusError(ValueError):
+    """The corpus as configured cannot be read at all."""
+
+
+@dataclass(frozen=True)
+class FieldNames:
+    id: str | None = "doc_id"  # None: ids are made from file and line
+    title: str | None = "title"
+    text: str = "text"
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    name: str
+    format: str
+    path: str
+    fields: FieldNames = field(default_factory=FieldNames)
+    include: tuple[str, ...] = ()  # file-name globs when `path` is a folder; empty: per-format default
+    prepend_title: bool = False  # put the title as the first line of the text (it becomes a sentence)
+    part_size_mb: float = 4.0  # target size of a JSON Lines byte-range part
+
+    def validate(self) -> None:
+        if self.format not in FORMATS:
+            raise CorpusError(
+                f"corpus '{self.name}': unknown format '{self.format}'; known formats: {', '.join(FORMATS)}"
+            )
+        if not Path(self.path).exists():
+            raise CorpusError(f"corpus '{self.name}': input path does not exist: {self.path}")
+        if self.part_size_mb <= 0:
+            raise CorpusError(f"corpus '{self.name}': part_size_mb must be positive, got {self.part_size_mb}")
+
+
+@dataclass(frozen=True)
+class InputPart:
+    part: int  # position in the plan; output files are named after it
+    file: str  # relative to the corpus root
+    start: int = 0  # JSON Lines: byte range [start, end); Parquet: row group index in `start`
+    end: int = -1
+    first_line: int = 1
+
+
+def corpus_root(spec: CorpusSpec) -> Path:
+    """The folder that input file names in the plan are relative to."""
+    path = Path(spec.path)
+    return path.parent if path.is_file() else path
+
+
+def list_input_files(spec: CorpusSpec) -> tuple[Path, list[Path]]:
+    """The corpus root and its input files in a stable order."""
+    spec.validate()
+    root = Path(spec.path)
+    if root.is_file():
+        return root.parent, [root]
+    patterns = list(spec.include) or DEFAULT_INCLUDE[spec.format]
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and any(fnmatch.fnmatch(p.name, pat) for pat in patterns)
+    )
+    if not files:
+        raise CorpusError(
+            f"corpus '{spec.name}': no input files matching {patterns} under {root} (format '{spec.format}')"
+        )
+    return root, files
+
+
+def plan_parts(spec: CorpusSpec) -> list[InputPart]:
+    root, files = list_input_files(spec)
+    parts: list[InputPart] = []
+    for path in files:
+        rel = str(path.relative_to(root))
+        if spec.format == "parquet":
+            try:
+                groups = pq.ParquetFile(path).metadata.num_row_groups
+            except Exception as exc:  # pyarrow raises several types for a bad footer
+                raise CorpusError(f"{path}: not a readable Parquet file: {exc}") from exc
+            for g in range(groups):
+                parts.append(InputPart(len(parts), rel, start=g))
+        elif spec.format == "jsonl" and not _is_compressed(path):
+            for start, end, line in _line_aligned_ranges(path, int(spec.part_size_mb * 2**20)):
+                parts.append(InputPart(len(parts), rel, start, end, line))
+        else:
+            parts.append(InputPart(len(parts), rel))
+    return parts
+
+
+def read_part(spec: CorpusSpec, part: InputPart) -> Iterator[Document | Reject]:
+    """Documents and rejects of one part, in input order."""
+    path = corpus_root(spec) / part.file
+    if spec.format == "jsonl":
+        records = _read_jsonl(path, part)
+    elif spec.format == "json":
+        records = _read_json_list(path, part)
+    elif spec.format == "parquet":
+        records = _read_parquet(path, part)
+    else:
+        records = _read_wikiextractor(path, part)
+    for item in records:
+        if isinstance(item, Reject):
+            yield item
+            continue
+        source, line, obj = item
+        yield _to_document(spec, source, line, obj)
+
+
+# ---------------------------------------------------------------------------------------------
+# Formats. Each yields (source, line, mapping) or Reject.
+
+RawRecord = tuple[str, int, dict]
+
+
+def _is_compressed(path: Path) -> bool:
+    return path.suffix in (".gz", ".bz2")
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def _line_aligned_ranges(path: Path, target: int) -> Iterator[tuple[int, int, int]]:
+    """Split a file into byte ranges of about `target` bytes that start at line starts.
+
+    Also yields each range's first line number, counting newlines in one streaming pass.
+    """
+    size = path.stat().st_size
+    start, line = 0, 1
+    with open(path, "rb") as f:
+        while start < size:
+            f.seek(start)
+            if start + target >= size:
+                yield start, size, line
+                return
+            f.seek(start + target)
+            f.readline()  # move to the next line start
+            end = f.tell()
+            f.seek(start)
+            newlines = 0
+            remaining = end - start
+            while remaining:
+                block = f.read(min(remaining, 1 << 22))
+                newlines += block.count(b"\n")
+                remaining -= len(block)
+            yield start, end, line
+            start, line = end, line + newlines
+
+
+def _decode(source: str, line: int, raw: bytes) -> str | Reject:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Reject.of(source, line, f"invalid UTF-8 at byte {exc.start} of the line", raw)
+
+
+def _read_jsonl(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
+    source = part.file
+    with _open_binary(path) as f:
+        if not _is_compressed(path):
+            f.seek(part.start)
+        pos, line = part.start, part.first_line - 1
+        for raw in f:
+            line += 1
+            if part.end >= 0 and not _is_compressed(path):
+                if pos >= part.end:
+                    break
+                pos += len(raw)
+            if not raw.strip():
+                continue
+            text = _decode(source, line, raw)
+            if isinstance(text, Reject):
+                yield text
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield Reject.of(source, line, f"invalid JSON: {exc.msg} at column {exc.colno}", text)
+                continue
+            if not isinstance(obj, dict):
+                yield Reject.of(source, line, f"expected a JSON object, got {type(obj).__name__}", text)
+                continue
+            yield source, line, obj
+
+
+def _read_json_list(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
+    source = part.file
+    try:
+        with _open_binary(path) as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        yield Reject.of(source, 0, f"invalid UTF-8 at byte {exc.start} of the file")
+        return
+    except json.JSONDecodeError as exc:
+        yield Reject.of(source, exc.lineno, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        return
+    if not isinstance(data, list):
+        yield Reject.of(source, 1, f"expected a JSON list of objects, got {type(data).__name__}")
+        return
+    # A JSON list has no lines per record; the record's 1-based position stands in for the line.
+    for i, obj in enumerate(data, start=1):
+        if not isinstance(obj, dict):
+            yield Reject.of(source, i, f"element {i}: expected a JSON object, got {type(obj).__name__}", str(obj))
+            continue
+        yield source, i, obj
+
+
+def _read_parquet(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
+    source = part.file
+    pf = pq.ParquetFile(path)
+    first_row = sum(pf.metadata.row_group(g).num_rows for g in range(part.start)) + 1
+    table = pf.read_row_group(part.start)
+    for i, obj in enumerate(table.to_pylist()):
+        yield source, first_row + i, obj  # "line" is the 1-based row number in the file
+
+
+_DOC_OPEN = re.compile(r'<doc\s+([^>]*)>')
+_ATTR = re.compile(r'(\w+)="([^"]*)"')
+
+
+def _read_wikiextractor(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
+    """WikiExtractor output: `<doc id=.. url=.. title=..>`, the title line, the body, `</doc>`."""
+    source = part.file
+    header: dict | None = None
+    header_line = 0
+    body: list[str] = []
+    bad: Reject | None = None
+    line = 0
+    try:
+        with _open_binary(path) as f:
+            for raw in f:
+                line += 1
+                text = _decode(source, line, raw)
+                if isinstance(text, Reject):
+                    if header is not None and bad is None:
+                        bad = text
+                    elif header is None:
+                        yield text
+                    continue
+                stripped = text.rstrip("\n")
+                if header is None:
+                    m = _DOC_OPEN.match(stripped.strip())
+                    if m:
+                        header = {k: html.unescape(v) for k, v in _ATTR.findall(m.group(1))}
+                        header_line, body, bad = line, [], None
+                    elif stripped.strip():
+                        yield Reject.of(source, line, "text outside a <doc> element", stripped)
+                    continue
+                if stripped.strip() == "</doc>":
+                    if bad is not None:
+                        yield Reject.of(source, header_line, f"document {header.get('id', '?')}: {bad.reason} (line {bad.line})", bad.raw)
+                    else:
+                        yield source, header_line, _wiki_record(header, body)
+                    header = None
+                    continue
+                body.append(stripped)
+    except (EOFError, OSError) as exc:
+        # A truncated or corrupt compressed stream: everything before it is kept.
+        where = f"document {header.get('id', '?')} starting at line {header_line}" if header else f"line {line}"
+        yield Reject.of(source, line, f"truncated or corrupt file, stopped reading in {where}: {exc}")
+        return
+    if header is not None:
+        yield Reject.of(source, header_line, f"document {header.get('id', '?')} has no closing </doc> (file ends)")
+
+
+def _wiki_record(header: dict, body: list[str]) -> dict:
+    title = header.get("title", "")
+    # WikiExtractor repeats the title as the body's first line; the title has its own field.
+    if body and body[0].strip() == title.strip():
+        body = body[1:]
+    return {"doc_id": header.get("id"), "title": title, "text": "\n".join(body).strip()}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _to_document(spec: CorpusSpec, source: str, line: int, obj: dict) -> Document | Reject:
+    fields = spec.fields if spec.format != "wikiextractor" else FieldNames()
+    raw = json.dumps(obj, ensure_ascii=False, default=str)
+    text = obj.get(fields.text)
+    if text is None:
+        return Reject.of(source, line, f"missing field '{fields.text}'", raw)
+    if not isinstance(text, str):
+        return Reject.of(source, line, f"field '{fields.text}' is a {type(text).__name__}, not a string", raw)
+    if not text.strip():
+        return Reject.of(source, line, f"field '{fields.text}' is empty", raw)
+    if fields.id is None:
+        doc_id = f"{source}:{line}"
+    else:
+        value = obj.get(fields.id)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return Reject.of(source, line, f"missing field '{fields.id}' (set corpus.fields.id=null to number documents by file and line)", raw)
+        doc_id = str(value).strip()
+    title = obj.get(fields.title) if fields.title else None
+    title = "" if title is None else str(title).strip()
+    text = text.strip()
+    if spec.prepend_title and title:
+        text = f"{title}\n{text}"
+    return Document(doc_id=doc_id, title=title, text=text, source=source, line=line)
+
+
+def corpus_spec_from_config(cfg) -> CorpusSpec:
+    """Build a spec from the Hydra `corpus` node (a DictConfig or a plain mapping)."""
+    fields = cfg.get("fields") or {}
+    return CorpusSpec(
+        name=str(cfg["name"]),
+        format=str(cfg["format"]),
+        path=os.path.expanduser(str(cfg["path"])),
+        fields=FieldNames(
+            id=fields.get("id", "doc_id"),
+            title=fields.get("title", "title"),
+            text=fields.get("text", "text"),
+        ),
+        include=tuple(cfg.get("include") or ()),
+        prepend_title=bool(cfg.get("prepend_title", False)),
+        part_size_mb=float(cfg.get("part_size_mb", 4.0)),
+    )

@@ -1,0 +1,184 @@
+"""Build bookkeeping that needs no executor: settings identity, resume decisions, the manifest.
+
+A build is identified by the settings that decide its output (corpus, chunking, embedding model,
+FAISS factory). `build.json` records them when a build starts; `manifest.json` is written last.
+On a rerun: same settings and a manifest → nothing to do; same settings, no manifest → resume
+(committed parts are kept); different settings or `overwrite` → the old files are removed first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from arag import __version__
+from arag.corpus.readers import CorpusSpec, InputPart
+from arag.index.embedding import EmbedderSpec
+from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, IndexLayout, read_json, write_json_atomic
+from arag.index.parts import ChunkingSettings, PartRecord
+from arag.index.tokens import TOKENIZER_NAME
+from arag.index.vectors import effective_factory
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    corpus: CorpusSpec
+    embedder: EmbedderSpec
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    faiss_factory: str = "Flat"
+
+    def identity(self) -> dict[str, Any]:
+        corpus = asdict(self.corpus)
+        corpus["path"] = str(Path(self.corpus.path).resolve())
+        return {
+            "format_version": FORMAT_VERSION,
+            "corpus": corpus,
+            "chunking": {**asdict(self.chunking), "tokenizer": TOKENIZER_NAME, "splitter": "sentencex"},
+            "embedder": self.embedder.identity(),
+            "faiss_factory": self.faiss_factory,
+        }
+
+    def fingerprint(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class BuildAction(Enum):
+    UP_TO_DATE = "up-to-date"
+    RESUME = "resume"
+    FRESH = "fresh"
+
+
+class IndexDirectoryError(RuntimeError):
+    pass
+
+
+def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: bool = False) -> BuildAction:
+    """Decide what a build must do in `layout.root` and leave the directory ready for it."""
+    root = layout.root
+    fingerprint = settings.fingerprint()
+    if root.exists() and any(root.iterdir()):
+        ours = layout.manifest.exists() or layout.build_state.exists()
+        if not ours:
+            raise IndexDirectoryError(
+                f"{root} is not empty and holds no arag index (no {MANIFEST} or {BUILD_STATE}); "
+                "choose another index.path or empty it first"
+            )
+        previous = read_json(layout.manifest if layout.manifest.exists() else layout.build_state)
+        same = previous.get("fingerprint") == fingerprint
+        if same and not overwrite:
+            if layout.manifest.exists():
+                return BuildAction.UP_TO_DATE
+            layout.remove_temporaries()
+            return BuildAction.RESUME
+        _remove_index_files(layout)
+    layout.make_dirs()
+    write_json_atomic(
+        layout.build_state,
+        {"fingerprint": fingerprint, "settings": settings.identity(), "started_at": time.time(), "arag_version": __version__},
+    )
+    return BuildAction.FRESH
+
+
+def _remove_index_files(layout: IndexLayout) -> None:
+    # The manifest goes first: from that moment the directory no longer looks complete.
+    layout.manifest.unlink(missing_ok=True)
+    for sub in SUBDIRS:
+        shutil.rmtree(layout.root / sub, ignore_errors=True)
+    layout.build_state.unlink(missing_ok=True)
+
+
+def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], limit: int = 5) -> list[tuple[str, int]]:
+    files = [str(layout.chunks(r.part)) for r in records if r.num_chunks]
+    if not files:
+        return []
+    con = duckdb.connect()
+    try:
+        return con.execute(
+            "select chunk_id, count(*) from read_parquet(?) group by chunk_id having count(*) > 1 order by chunk_id limit ?",
+            [files, limit],
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def assemble_manifest(
+    layout: IndexLayout,
+    settings: IndexSettings,
+    plan: list[InputPart],
+    records: list[PartRecord],
+    dimension: int,
+    elapsed_s: float,
+) -> dict[str, Any]:
+    by_part = {r.part: r for r in records}
+    missing = [p.part for p in plan if p.part not in by_part]
+    if missing:
+        raise IndexDirectoryError(f"parts {missing[:5]} have no commit record; cannot write the manifest")
+    parts, files = [], []
+    root = layout.root
+    for p in plan:
+        r = by_part[p.part]
+        entry = {
+            "part": p.part,
+            "input": p.file,
+            "chunks": str(layout.chunks(p.part).relative_to(root)),
+            "sentences": str(layout.sentences(p.part).relative_to(root)),
+            "rejects": str(layout.rejects(p.part).relative_to(root)),
+            "vectors": str(layout.vectors(p.part).relative_to(root)),
+            "faiss_factory": effective_factory(settings.faiss_factory, r.num_sentences),
+            "num_documents": r.num_documents,
+            "num_chunks": r.num_chunks,
+            "num_sentences": r.num_sentences,
+            "num_rejected": r.num_rejected,
+        }
+        parts.append(entry)
+        files += [
+            {"path": entry["chunks"], "rows": r.num_chunks},
+            {"path": entry["sentences"], "rows": r.num_sentences},
+            {"path": entry["rejects"], "rows": r.num_rejected},
+        ]
+        if r.num_sentences:
+            files.append({"path": entry["vectors"], "rows": r.num_sentences})
+    identity = settings.identity()
+    return {
+        "format_version": FORMAT_VERSION,
+        "arag_version": __version__,
+        "fingerprint": settings.fingerprint(),
+        "corpus": identity["corpus"],
+        "chunking": identity["chunking"],
+        "embedding": {"model": settings.embedder.name, "dimension": dimension, "normalized": True, "spec": asdict(settings.embedder)},
+        "faiss": {"factory": settings.faiss_factory, "metric": "inner_product", "ids": "sentence_id"},
+        "num_documents": sum(r.num_documents for r in records),
+        "num_chunks": sum(r.num_chunks for r in records),
+        "num_sentences": sum(r.num_sentences for r in records),
+        "num_rejected": sum(r.num_rejected for r in records),
+        "num_parts": len(plan),
+        "parts": parts,
+        "files": files,
+        "elapsed_s": round(elapsed_s, 3),
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def commit_manifest(layout: IndexLayout, manifest: dict[str, Any]) -> None:
+    write_json_atomic(layout.manifest, manifest)
+    layout.build_state.unlink(missing_ok=True)
+
+
+def sample_rejects(layout: IndexLayout, manifest: dict[str, Any], limit: int = 5) -> list[tuple[str, int, str]]:
+    files = [str(layout.root / p["rejects"]) for p in manifest["parts"] if p["num_rejected"]]
+    if not files:
+        return []
+    con = duckdb.connect()
+    try:
+        return con.execute("select source, line, reason from read_parquet(?) limit ?", [files, limit]).fetchall()
+    finally:
+        con.close()

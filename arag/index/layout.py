@@ -1,0 +1,120 @@
+"""Where everything of an index lives on disk, and how files are committed.
+
+```
+<index>/
+  manifest.json                  written last, atomically: the index is complete iff it exists
+  build.json                     settings of the build in progress (lets a rerun resume or rebuild)
+  parts/part-00000.json          phase 1 commit record of a part (counts), written after its Parquet
+  chunks/part-00000.parquet      chunk_id, doc_id, title, position, text, n_tokens
+  sentences/part-00000.parquet   sentence_id (int64, the FAISS id), chunk_id, text
+  rejects/part-00000.parquet     source, line, reason, raw
+  vectors/part-00000.faiss       FAISS index of the part's sentence vectors, ids = sentence_id
+```
+Every file is written to a temporary name in the same folder and renamed into place, so a reader
+never sees half a file and a killed build leaves only whole files (and stray temporaries, which
+are ignored and cleaned up).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+MANIFEST = "manifest.json"
+BUILD_STATE = "build.json"
+FORMAT_VERSION = 1
+SUBDIRS = ("parts", "chunks", "sentences", "rejects", "vectors")
+# Sentence ids carry their part in the high bits: part k's rows are k<<32 | row. That makes ids
+# stable without a global barrier and lets a sentence id name its file and row directly.
+PART_SHIFT = 32
+
+
+def sentence_id(part: int, row: int) -> int:
+    return (part << PART_SHIFT) | row
+
+
+def part_of_sentence(sid: int) -> tuple[int, int]:
+    return sid >> PART_SHIFT, sid & ((1 << PART_SHIFT) - 1)
+
+
+def part_name(part: int) -> str:
+    return f"part-{part:05d}"
+
+
+class IndexLayout:
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / MANIFEST
+
+    @property
+    def build_state(self) -> Path:
+        return self.root / BUILD_STATE
+
+    def part_record(self, part: int) -> Path:
+        return self.root / "parts" / f"{part_name(part)}.json"
+
+    def chunks(self, part: int) -> Path:
+        return self.root / "chunks" / f"{part_name(part)}.parquet"
+
+    def sentences(self, part: int) -> Path:
+        return self.root / "sentences" / f"{part_name(part)}.parquet"
+
+    def rejects(self, part: int) -> Path:
+        return self.root / "rejects" / f"{part_name(part)}.parquet"
+
+    def vectors(self, part: int) -> Path:
+        return self.root / "vectors" / f"{part_name(part)}.faiss"
+
+    def make_dirs(self) -> None:
+        for sub in SUBDIRS:
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def remove_temporaries(self) -> None:
+        for sub in SUBDIRS:
+            for tmp in (self.root / sub).glob(".tmp-*"):
+                tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """A temporary path beside `target` that is renamed onto it when the block succeeds."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=target.suffix, dir=target.parent)
+    os.close(fd)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; index files are meant to be shared
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def write_json_atomic(target: Path, data: Any) -> None:
+    with atomic_path(target) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def read_json(path: Path) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)

@@ -1,0 +1,135 @@
+"""Phase 1 of a build, for one input part: read → chunk → split sentences → Parquet files.
+
+Plain Python, no Ray: the runtime layer decides where parts run. A part is committed by writing
+its record (`parts/part-k.json`) after its Parquet files, so a part with a record is complete and
+a rerun skips it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arag.corpus.readers import CorpusSpec, InputPart, read_part
+from arag.corpus.records import Reject
+from arag.index.chunking import MIN_CHUNK_TOKENS, chunk_document
+from arag.index.layout import IndexLayout, atomic_path, read_json, sentence_id, write_json_atomic
+
+CHUNK_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("position", pa.int32()),
+        ("text", pa.string()),
+        ("n_tokens", pa.int32()),
+    ]
+)
+SENTENCE_SCHEMA = pa.schema([("sentence_id", pa.int64()), ("chunk_id", pa.string()), ("text", pa.string())])
+REJECT_SCHEMA = pa.schema([("source", pa.string()), ("line", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
+
+# Rows per Parquet row group: small enough for readers to skip around, big enough to compress well.
+ROW_GROUP_SIZE = 8192
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    chunk_tokens: int = 1000
+    language: str = "en"
+
+    def __post_init__(self) -> None:
+        if self.chunk_tokens < MIN_CHUNK_TOKENS:
+            raise ValueError(f"index.chunk_tokens must be at least {MIN_CHUNK_TOKENS}, got {self.chunk_tokens}")
+
+
+@dataclass
+class PartRecord:
+    part: int
+    input: str
+    num_documents: int
+    num_chunks: int
+    num_sentences: int
+    num_rejected: int
+    seconds: float
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class _ColumnBuffer:
+    """Accumulates rows column-wise and flushes row groups to a Parquet writer."""
+
+    def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema):
+        self.writer, self.schema = writer, schema
+        self.columns: dict[str, list] = {name: [] for name in schema.names}
+        self.rows = 0
+        self.total = 0
+
+    def add(self, *values) -> None:
+        for name, value in zip(self.schema.names, values):
+            self.columns[name].append(value)
+        self.rows += 1
+        self.total += 1
+        if self.rows >= ROW_GROUP_SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.writer.write_table(pa.table(self.columns, schema=self.schema))
+            self.columns = {name: [] for name in self.schema.names}
+            self.rows = 0
+
+
+def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, layout: IndexLayout) -> PartRecord:
+    """Write chunks, sentences and rejects of one input part, then its commit record."""
+    record_path = layout.part_record(part.part)
+    if record_path.exists():
+        return PartRecord(**read_json(record_path))
+    started = time.perf_counter()
+    num_documents = 0
+    with (
+        atomic_path(layout.chunks(part.part)) as chunks_tmp,
+        atomic_path(layout.sentences(part.part)) as sentences_tmp,
+        atomic_path(layout.rejects(part.part)) as rejects_tmp,
+    ):
+        with (
+            pq.ParquetWriter(chunks_tmp, CHUNK_SCHEMA, compression="zstd") as cw,
+            pq.ParquetWriter(sentences_tmp, SENTENCE_SCHEMA, compression="zstd") as sw,
+            pq.ParquetWriter(rejects_tmp, REJECT_SCHEMA, compression="zstd") as rw,
+        ):
+            chunks, sentences, rejects = (
+                _ColumnBuffer(cw, CHUNK_SCHEMA),
+                _ColumnBuffer(sw, SENTENCE_SCHEMA),
+                _ColumnBuffer(rw, REJECT_SCHEMA),
+            )
+            for item in read_part(spec, part):
+                if isinstance(item, Reject):
+                    rejects.add(item.source, item.line, item.reason, item.raw)
+                    continue
+                doc_chunks = chunk_document(item, settings.chunk_tokens, settings.language)
+                if not doc_chunks:
+                    rejects.add(item.source, item.line, "no sentences found in the text", item.text[: Reject.MAX_RAW_CHARS])
+                    continue
+                num_documents += 1
+                for c in doc_chunks:
+                    chunks.add(c.chunk_id, c.doc_id, c.title, c.position, c.text, c.n_tokens)
+                    for s in c.sentences:
+                        sentences.add(sentence_id(part.part, sentences.total), c.chunk_id, s)
+            for buf in (chunks, sentences, rejects):
+                buf.flush()
+    record = PartRecord(
+        part=part.part,
+        input=part.file,
+        num_documents=num_documents,
+        num_chunks=chunks.total,
+        num_sentences=sentences.total,
+        num_rejected=rejects.total,
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    write_json_atomic(record_path, record.to_json())
+    return record
+
+

@@ -1,0 +1,49 @@
+"""Rule-based sentence segmentation that keeps each sentence's exact span in the source text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sentencex
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int  # exclusive; text[start:end] is the sentence without surrounding white space
+
+
+def sentence_spans(text: str, language: str = "en") -> list[Span]:
+    """Sentence spans of `text`.
+
+    sentencex (Wikimedia's segmenter) returns consecutive pieces that concatenate to the input, so
+    offsets follow from running lengths; white space around each piece is trimmed off the span.
+    Line breaks always end a sentence: headings and list items are sentences of their own.
+    """
+    spans: list[Span] = []
+    pos = 0
+    for piece in sentencex.segment(language, text):
+        start = text.find(piece, pos) if not text.startswith(piece, pos) else pos
+        if start < 0:  # defensive: should not happen, the pieces tile the text
+            start = pos
+        end = start + len(piece)
+        pos = end
+        for line_start, line_end in _lines(text, start, end):
+            spans.append(Span(line_start, line_end))
+    return spans
+
+
+def _lines(text: str, start: int, end: int):
+    """Sub-spans of text[start:end] separated by line breaks, trimmed, non-empty."""
+    seg_start = start
+    while seg_start < end:
+        nl = text.find("\n", seg_start, end)
+        seg_end = end if nl < 0 else nl
+        a, b = seg_start, seg_end
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b > a:
+            yield a, b
+        seg_start = seg_end + 1

@@ -1,0 +1,88 @@
+"""Open a finished index for reading. An index without a manifest is incomplete and never opened."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from arag.index.embedding import EmbedderSpec
+from arag.index.layout import FORMAT_VERSION, IndexLayout, read_json
+
+
+class IndexNotFoundError(FileNotFoundError):
+    pass
+
+
+class IncompleteIndexError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class PartFiles:
+    part: int
+    chunks: Path
+    sentences: Path
+    vectors: Path
+    num_chunks: int
+    num_sentences: int
+
+
+class Index:
+    """Read-only view of a complete index directory: its manifest and per-part files."""
+
+    def __init__(self, root: str | Path):
+        self.layout = IndexLayout(root)
+        self.root = self.layout.root
+        if not self.root.is_dir():
+            raise IndexNotFoundError(f"no index directory at {self.root}")
+        if not self.layout.manifest.exists():
+            hint = " (a build is in progress or was interrupted; rerun pipelines.index)" if self.layout.build_state.exists() else ""
+            raise IncompleteIndexError(f"{self.root} has no manifest.json: not a complete index{hint}")
+        self.manifest: dict[str, Any] = read_json(self.layout.manifest)
+        version = self.manifest.get("format_version")
+        if version != FORMAT_VERSION:
+            raise IncompleteIndexError(f"{self.layout.manifest}: format_version {version}, this arag reads {FORMAT_VERSION}")
+
+    @cached_property
+    def parts(self) -> list[PartFiles]:
+        return [
+            PartFiles(
+                part=p["part"],
+                chunks=self.root / p["chunks"],
+                sentences=self.root / p["sentences"],
+                vectors=self.root / p["vectors"],
+                num_chunks=p["num_chunks"],
+                num_sentences=p["num_sentences"],
+            )
+            for p in self.manifest["parts"]
+        ]
+
+    @property
+    def chunk_files(self) -> list[Path]:
+        return [p.chunks for p in self.parts if p.num_chunks]
+
+    @property
+    def sentence_files(self) -> list[Path]:
+        return [p.sentences for p in self.parts if p.num_sentences]
+
+    @property
+    def vector_files(self) -> list[Path]:
+        return [p.vectors for p in self.parts if p.num_sentences]
+
+    @property
+    def embedder_spec(self) -> EmbedderSpec:
+        return EmbedderSpec(**self.manifest["embedding"]["spec"])
+
+    @property
+    def dimension(self) -> int:
+        return int(self.manifest["embedding"]["dimension"])
+
+    def __repr__(self) -> str:
+        m = self.manifest
+        return f"Index({str(self.root)!r}, chunks={m['num_chunks']}, sentences={m['num_sentences']})"
+
+
+def open_index(root: str | Path) -> Index:
+    return Index(root)

