@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import duckdb
@@ -35,27 +34,39 @@ def build(s: IndexSettings, root: Path, **kw):
     return build_index(s, str(root), progress=False, ray_init=lambda: None, **kw)
 
 
-@pytest.fixture
-def multi_part_corpus(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def multi_part_corpus(tmp_path_factory) -> Path:
     rows = [
         {"doc_id": f"doc{i}", "title": f"Title {i}", "text": " ".join(f"Fact {j} about subject {i} is recorded here." for j in range(1 + i % 9))}
         for i in range(120)
     ]
-    return write_jsonl(tmp_path / "corpus" / "multi.jsonl", rows)
+    return write_jsonl(tmp_path_factory.mktemp("corpus") / "multi.jsonl", rows)
+
+
+MULTI = dict(chunk_tokens=64, part_size_mb=0.002)
+
+
+@pytest.fixture(scope="module")
+def multi_part_index(multi_part_corpus, tmp_path_factory):
+    from arag.runtime.cluster import init_ray
+
+    init_ray(num_cpus=2)
+    root = tmp_path_factory.mktemp("index") / "idx"
+    return root, build(settings(multi_part_corpus, **MULTI), root)
 
 
 def mtimes(root: Path) -> dict[str, float]:
     return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
 
 
-def test_build_writes_consistent_chunks_sentences_vectors_and_manifest(ray_local, multi_part_corpus, tmp_path):
-    s = settings(multi_part_corpus, chunk_tokens=64, part_size_mb=0.002)
-    result = build(s, tmp_path / "idx")
+def test_build_writes_consistent_chunks_sentences_vectors_and_manifest(multi_part_corpus, multi_part_index):
+    s = settings(multi_part_corpus, **MULTI)
+    root, result = multi_part_index
     m = result.manifest
     assert result.action is BuildAction.FRESH
     assert m["num_parts"] == len(plan_parts(s.corpus)) > 2
     assert m["num_documents"] == 120 and m["num_rejected"] == 0
-    index = open_index(tmp_path / "idx")
+    index = open_index(root)
     con = duckdb.connect()
     chunks = con.execute("select chunk_id, doc_id, position, n_tokens from read_parquet(?) order by all", [[str(f) for f in index.chunk_files]]).fetchall()
     assert len(chunks) == m["num_chunks"] > 120  # long documents made several chunks
@@ -81,14 +92,15 @@ def test_build_writes_consistent_chunks_sentences_vectors_and_manifest(ray_local
     assert total == m["num_sentences"]
     assert np.array_equal(np.sort(np.concatenate(faiss_ids)), ids_in_parquet)
     for f in m["files"]:
-        path = tmp_path / "idx" / f["path"]
+        path = root / f["path"]
         rows = faiss.read_index(str(path)).ntotal if path.suffix == ".faiss" else pq.ParquetFile(path).metadata.num_rows
         assert rows == f["rows"], f["path"]
-    assert not (tmp_path / "idx" / "build.json").exists()
+    assert not (root / "build.json").exists()
 
 
-def test_sentence_vectors_match_direct_encoding(ray_local, passages_corpus, tmp_path):
-    build(settings(passages_corpus), tmp_path / "idx")
+def test_vectors_rerun_rebuild_and_overwrite(ray_local, passages_corpus, tmp_path):
+    s = settings(passages_corpus)
+    first = build(s, tmp_path / "idx")
     index = open_index(tmp_path / "idx")
     table = pq.read_table(index.sentence_files[0])
     shard = faiss.read_index(str(index.vector_files[0]))
@@ -100,19 +112,14 @@ def test_sentence_vectors_match_direct_encoding(ray_local, passages_corpus, tmp_
     # the 2Wiki-style title line is its own sentence of the passage's single chunk
     assert table["text"].to_pylist()[:2] == ["Teutberga", "Teutberga (died 11 November 875) was a queen of Lotharingia by marriage to Lothair II."]
 
-
-def test_rerun_with_same_settings_does_no_work(ray_local, passages_corpus, tmp_path):
-    s = settings(passages_corpus)
-    build(s, tmp_path / "idx")
+    # The same settings again: nothing is touched.
     before = mtimes(tmp_path / "idx")
     again = build(s, tmp_path / "idx")
     assert again.action is BuildAction.UP_TO_DATE
     assert mtimes(tmp_path / "idx") == before
 
-
-def test_changed_settings_or_overwrite_rebuild(ray_local, passages_corpus, tmp_path):
-    build(settings(passages_corpus), tmp_path / "idx")
-    first = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    # A setting that decides the output changed: rebuilt; overwrite=true: rebuilt regardless.
+    first = first.manifest
     changed = build(settings(passages_corpus, chunk_tokens=16), tmp_path / "idx")
     assert changed.action is BuildAction.FRESH
     assert changed.manifest["fingerprint"] != first["fingerprint"]
@@ -121,8 +128,8 @@ def test_changed_settings_or_overwrite_rebuild(ray_local, passages_corpus, tmp_p
     assert forced.action is BuildAction.FRESH and forced.manifest["num_chunks"] == changed.manifest["num_chunks"]
 
 
-def test_interrupted_build_resumes_without_redoing_committed_parts(ray_local, multi_part_corpus, tmp_path):
-    s = settings(multi_part_corpus, part_size_mb=0.002)
+def test_interrupted_build_resumes_without_redoing_committed_parts(ray_local, multi_part_corpus, multi_part_index, tmp_path):
+    s = settings(multi_part_corpus, **MULTI)
     root = tmp_path / "idx"
     layout = IndexLayout(root)
     # Simulate a build killed after two parts of phase 1, with a stray half-written file.
@@ -138,8 +145,8 @@ def test_interrupted_build_resumes_without_redoing_committed_parts(ray_local, mu
     assert result.action is BuildAction.RESUME
     assert {p: layout.part_record(p.part).stat().st_mtime_ns for p in plan[:2]} == committed
     assert not list((root / "chunks").glob(".tmp-*"))
-    clean = build(s, tmp_path / "clean")
-    for key in ("num_documents", "num_chunks", "num_sentences", "num_rejected", "parts"):
+    clean = multi_part_index[1]
+    for key in ("num_documents", "num_chunks", "num_sentences", "num_rejected", "parts", "files"):
         assert result.manifest[key] == clean.manifest[key]
 
 
@@ -166,3 +173,11 @@ def test_refuses_foreign_directories_and_duplicate_ids(ray_local, tmp_path):
     with pytest.raises(IndexDirectoryError, match="duplicate chunk ids.*x#0"):
         build(settings(corpus), tmp_path / "idx")
     assert not (tmp_path / "idx" / "manifest.json").exists()
+
+
+def test_an_edited_corpus_file_changes_the_build_identity(passages_corpus):
+    before = settings(passages_corpus).fingerprint()
+    assert settings(passages_corpus).fingerprint() == before  # stable when nothing changed
+    with open(passages_corpus, "a") as f:
+        f.write('{"doc_id": "9", "title": "New", "text": "A new passage."}\n')
+    assert settings(passages_corpus).fingerprint() != before

@@ -123,7 +123,7 @@ def test_kill_9_mid_build_then_rerun_finishes_without_redoing_work(tmp_path):
     try:
         while time.time() < deadline and not list((index / "vectors").glob("part-*.faiss")):
             assert proc.poll() is None, "the build ended before it could be interrupted"
-            time.sleep(0.2)
+            time.sleep(0.05)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 
 from arag import __version__
-from arag.corpus.readers import CorpusSpec, InputPart
+from arag.corpus.readers import CorpusSpec, InputPart, list_input_files
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, IndexLayout, read_json, write_json_atomic
 from arag.index.parts import ChunkingSettings, PartRecord
@@ -41,6 +41,7 @@ class IndexSettings:
         return {
             "format_version": FORMAT_VERSION,
             "corpus": corpus,
+            "inputs": input_signature(self.corpus),
             "chunking": {**asdict(self.chunking), "tokenizer": TOKENIZER_NAME, "splitter": "sentencex"},
             "embedder": self.embedder.identity(),
             "faiss_factory": self.faiss_factory,
@@ -49,6 +50,19 @@ class IndexSettings:
     def fingerprint(self) -> str:
         blob = json.dumps(self.identity(), sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def input_signature(corpus: CorpusSpec) -> dict[str, Any]:
+    """Number, total size and a digest of (name, size, mtime) of the input files: an edited or
+    replaced corpus file changes the build's identity, so a rerun rebuilds instead of reusing."""
+    root, files = list_input_files(corpus)
+    digest = hashlib.sha256()
+    total = 0
+    for path in files:
+        stat = path.stat()
+        total += stat.st_size
+        digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return {"files": len(files), "bytes": total, "digest": digest.hexdigest()[:16]}
 
 
 class BuildAction(Enum):
@@ -153,6 +167,7 @@ def assemble_manifest(
         "arag_version": __version__,
         "fingerprint": settings.fingerprint(),
         "corpus": identity["corpus"],
+        "inputs": identity["inputs"],
         "chunking": identity["chunking"],
         "embedding": {"model": settings.embedder.name, "dimension": dimension, "normalized": True, "spec": asdict(settings.embedder)},
         "faiss": {"factory": settings.faiss_factory, "metric": "inner_product", "ids": "sentence_id"},

@@ -199,7 +199,10 @@ def _run_phase2(
         if not todo:
             return _dimension_from_shards(layout, records)
         assembler = _ShardAssembler(layout, {r.part: r.num_sentences for r in todo}, settings.faiss_factory)
-        ds = ray.data.read_parquet([str(layout.sentences(r.part)) for r in todo]).select_columns(["sentence_id", "text"])
+        # One block per part: shards complete (and progress moves) part by part.
+        ds = ray.data.read_parquet(
+            [str(layout.sentences(r.part)) for r in todo], override_num_blocks=len(todo)
+        ).select_columns(["sentence_id", "text"])
         ds = ds.map_batches(
             _Embedder,
             fn_constructor_kwargs={"spec": settings.embedder},
