@@ -181,3 +181,19 @@ def test_an_edited_corpus_file_changes_the_build_identity(passages_corpus):
     with open(passages_corpus, "a") as f:
         f.write('{"doc_id": "9", "title": "New", "text": "A new passage."}\n')
     assert settings(passages_corpus).fingerprint() != before
+
+
+def test_retrieval_tools_work_on_a_pipeline_built_index(multi_part_index):
+    from arag.tools import ReadTracker, ToolContext
+
+    root, _ = multi_part_index
+    ctx = ToolContext(root)
+    found = ctx.call("keyword_search", {"keywords": ["about subject 17 "], "top_k": 3})
+    assert found.ok and {h.doc_id for h in found.results} == {"doc17"}
+    semantic = ctx.call("semantic_search", {"query": "Fact 3 about subject 8 is recorded here.", "top_k": 3})
+    best = semantic.results[0]
+    assert best.doc_id == "doc8" and best.score > 0.99
+    assert "Fact 3 about subject 8 is recorded here." in best.snippets
+    read = ctx.call("chunk_read", {"chunk_ids": ["doc8#0"]}, tracker=ReadTracker())
+    assert read.ok and read.results[0].next_id == "doc8#1" and read.results[0].prev_id is None
+    assert read.results[0].snippets[0].startswith("Title 8\nFact 0 about subject 8")

@@ -22,7 +22,7 @@ import duckdb
 from arag import __version__
 from arag.corpus.readers import CorpusSpec, InputPart, list_input_files
 from arag.index.embedding import EmbedderSpec
-from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, IndexLayout, read_json, write_json_atomic
+from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, TOOLS_CACHE, IndexLayout, read_json, write_json_atomic
 from arag.index.parts import ChunkingSettings, PartRecord
 from arag.index.tokens import TOKENIZER_NAME
 from arag.index.vectors import effective_factory
@@ -105,7 +105,7 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
 def _remove_index_files(layout: IndexLayout) -> None:
     # The manifest goes first: from that moment the directory no longer looks complete.
     layout.manifest.unlink(missing_ok=True)
-    for sub in SUBDIRS:
+    for sub in (*SUBDIRS, TOOLS_CACHE):
         shutil.rmtree(layout.root / sub, ignore_errors=True)
     layout.build_state.unlink(missing_ok=True)
 

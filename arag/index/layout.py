@@ -9,6 +9,8 @@
   sentences/part-00000.parquet   sentence_id (int64, the FAISS id), chunk_id, text
   rejects/part-00000.parquet     source, line, reason, raw
   vectors/part-00000.faiss       FAISS index of the part's sentence vectors, ids = sentence_id
+  tools_cache/<fingerprint>/     the retrieval tools' read cache (arag.tools.store), derived from
+                                 the files above and rebuilt when the manifest changes
 ```
 Every file is written to a temporary name in the same folder and renamed into place, so a reader
 never sees half a file and a killed build leaves only whole files (and stray temporaries, which
@@ -28,6 +30,7 @@ MANIFEST = "manifest.json"
 BUILD_STATE = "build.json"
 FORMAT_VERSION = 1
 SUBDIRS = ("parts", "chunks", "sentences", "rejects", "vectors")
+TOOLS_CACHE = "tools_cache"
 # Sentence ids carry their part in the high bits: part k's rows are k<<32 | row. That makes ids
 # stable without a global barrier and lets a sentence id name its file and row directly.
 PART_SHIFT = 32

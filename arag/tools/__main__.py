@@ -1,0 +1,58 @@
+"""Command line: run one tool call against an index and print what the agent would see.
+
+    python -m arag.tools <index_dir> <tool_name> '<json arguments>' [--json] [--full-text]
+
+  --json        print one JSON object: results (chunk_id, score, snippets, …), retrieved_tokens, error
+  --full-text   search tools return whole chunk texts instead of snippets (the ablation setting)
+  --schema      print the tool's function schema instead of calling it
+Exit status: 0 on success, 1 when the tool answered with an error, 2 when the index cannot be opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from arag.index.store import IncompleteIndexError, IndexNotFoundError
+
+
+def main(argv: list[str] | None = None) -> int:
+    from arag.tools import TOOLS, ToolContext
+
+    parser = argparse.ArgumentParser(prog="python -m arag.tools", description="Run one A-RAG retrieval tool call against an index.")
+    parser.add_argument("index_dir")
+    parser.add_argument("tool", help=f"one of: {', '.join(TOOLS)}")
+    parser.add_argument("arguments", nargs="?", default="{}", help="the tool's arguments as a JSON object")
+    parser.add_argument("--json", action="store_true", help="print structured results as one JSON object")
+    parser.add_argument("--full-text", action="store_true", help="search tools return whole chunks instead of snippets")
+    parser.add_argument("--schema", action="store_true", help="print the tool's function schema and exit")
+    parser.add_argument("--cache-dir", default=None, help="where the tools cache lives (default: <index>/tools_cache)")
+    parser.add_argument("--no-accelerate", action="store_true", help="scan all chunks for keywords (no trigram index)")
+    parser.add_argument("--nprobe", type=int, default=None, help="IVF lists to probe (default: as saved in the shards)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+
+    if args.tool not in TOOLS:
+        print(f"unknown tool {args.tool!r}; available: {', '.join(TOOLS)}", file=sys.stderr)
+        return 2
+    if args.schema:
+        print(json.dumps(TOOLS[args.tool].schema(), indent=2, ensure_ascii=False))
+        return 0
+    try:
+        ctx = ToolContext(args.index_dir, cache_dir=args.cache_dir, accelerate=not args.no_accelerate, nprobe=args.nprobe)
+    except (IndexNotFoundError, IncompleteIndexError) as exc:
+        print(f"cannot open index: {exc}", file=sys.stderr)
+        return 2
+    with ctx:
+        result = ctx.call(args.tool, args.arguments, full_text=args.full_text)
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        print(result.text)
+    return 1 if result.error else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

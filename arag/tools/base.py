@@ -1,0 +1,241 @@
+"""What every tool shares: the result record, the tool spec, and argument validation.
+
+A tool call takes JSON-able arguments and returns a `ToolResult`. Bad arguments never raise out of
+a call: validation raises `ToolArgumentError` inside the tool, and `ToolSpec.call` turns it (and
+any unexpected failure) into a result whose `error` is set and whose `text` tells the agent what
+was wrong, so one bad call never ends an episode.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+if TYPE_CHECKING:
+    from arag.tools.context import ToolContext
+    from arag.tools.tracker import ReadTracker
+
+# The paper caps every search at 20 results.
+MAX_TOP_K = 20
+DEFAULT_TOP_K = 5
+# Limits that keep a malformed call cheap; far above anything a sensible agent sends.
+MAX_KEYWORDS = 32
+MAX_KEYWORD_CHARS = 200
+MAX_QUERY_CHARS = 4000
+MAX_CHUNK_IDS = 50
+MAX_CHUNK_ID_CHARS = 1000
+
+
+class ToolArgumentError(ValueError):
+    """Bad arguments to a tool; the message is shown to the agent as the tool's answer."""
+
+
+@dataclass
+class Hit:
+    """One chunk in a tool's structured results.
+
+    `snippets` are the pieces of the chunk's text the agent was shown (matched sentences, or the
+    whole text when a tool returns full chunks). `score` is the tool's own score: the keyword score
+    (an integer, stored as float), the cosine similarity of the best sentence, or None for chunk_read.
+    """
+
+    chunk_id: str
+    score: float | None = None
+    snippets: list[str] = field(default_factory=list)
+    title: str | None = None
+    doc_id: str | None = None
+    # chunk_read only: neighbours in the same document and whether the text was withheld.
+    prev_id: str | None = None
+    next_id: str | None = None
+    already_read: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class ToolResult:
+    """The answer of one tool call.
+
+    text: exactly what the agent sees.
+    results: structured hits for programs (empty on error).
+    retrieved_tokens: cl100k_base tokens of the chunk content put into the agent's context (the
+        snippet or chunk texts, not headers or notes); see `arag.tools.render.content_tokens`.
+    error: None on success, else the message (also in `text`).
+    details: tool-specific facts, e.g. {"unknown_ids": [...]} or {"top_k_capped_from": 50}.
+    """
+
+    tool: str
+    text: str
+    results: list[Hit] = field(default_factory=list)
+    retrieved_tokens: int = 0
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "results": [h.to_json() for h in self.results],
+            "retrieved_tokens": self.retrieved_tokens,
+            "error": self.error,
+            "details": self.details,
+        }
+
+
+def error_result(tool: str, message: str) -> ToolResult:
+    return ToolResult(tool=tool, text=f"Error in {tool}: {message}", error=message)
+
+
+ToolFn = Callable[["ToolContext", dict[str, Any], "ToolOptions"], ToolResult]
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    """Per-method settings that are not the agent's to choose.
+
+    full_text: search tools return each chunk's whole text instead of snippets (the paper's
+        ablation without the snippet level).
+    tracker: the episode's read tracker (chunk_read); None means no memory across calls.
+    """
+
+    full_text: bool = False
+    tracker: "ReadTracker | None" = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool: its name, the function schema the LLM sees, and the code that runs it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: ToolFn
+
+    def schema(self) -> dict[str, Any]:
+        """OpenAI-style function schema (the `tools=[...]` entry of a chat request)."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+    def call(self, ctx: "ToolContext", arguments: Any, options: ToolOptions | None = None) -> ToolResult:
+        """Run the tool. Never raises: bad arguments and internal failures come back as errors."""
+        options = options or ToolOptions()
+        try:
+            if isinstance(arguments, (str, bytes)):
+                arguments = parse_json_arguments(arguments)
+            if not isinstance(arguments, Mapping):
+                raise ToolArgumentError(f"arguments must be a JSON object, got {type_name(arguments)}")
+            allowed = set(self.parameters.get("properties", {}))
+            unknown = [str(k) for k in arguments if k not in allowed]
+            if unknown:
+                raise ToolArgumentError(f"unexpected argument(s) {', '.join(repr(u[:50]) for u in unknown[:5])}; {self.name} takes {', '.join(sorted(allowed))}")
+            missing = [k for k in self.parameters.get("required", []) if k not in arguments]
+            if missing:
+                raise ToolArgumentError(f"missing required argument(s): {', '.join(missing)}")
+            return self.fn(ctx, dict(arguments), options)
+        except ToolArgumentError as exc:
+            return error_result(self.name, str(exc))
+        except Exception as exc:  # a bug or a broken index must not end the agent's episode
+            result = error_result(self.name, f"internal error ({type(exc).__name__}: {str(exc)[:300]})")
+            result.details["traceback"] = traceback.format_exc(limit=8)
+            return result
+
+
+def parse_json_arguments(raw: str | bytes) -> Any:
+    import json
+
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ToolArgumentError(f"arguments are not valid JSON ({str(exc)[:200]})") from None
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def check_text(value: str, what: str) -> None:
+    """Strings must be encodable as UTF-8 (no lone surrogates) and free of NUL characters."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolArgumentError(f"{what} is not valid Unicode text (it contains a lone surrogate)") from None
+    if "\x00" in value:
+        raise ToolArgumentError(f"{what} contains a NUL character")
+
+
+def get_top_k(args: dict[str, Any], details: dict[str, Any]) -> int:
+    """`top_k`: an integer ≥ 1 (an integral number like 5.0 is accepted); above 20 it is capped."""
+    value = args.get("top_k", DEFAULT_TOP_K)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ToolArgumentError(f"top_k must be an integer between 1 and {MAX_TOP_K}, got {type_name(value)}")
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise ToolArgumentError(f"top_k must be a whole number between 1 and {MAX_TOP_K}, got {value!r}")
+        value = int(value)
+    if value < 1:
+        raise ToolArgumentError(f"top_k must be at least 1, got {value}")
+    if value > MAX_TOP_K:
+        details["top_k_capped_from"] = value if value < 10**12 else "a huge number"
+        value = MAX_TOP_K
+    return value
+
+
+def get_keywords(args: dict[str, Any]) -> list[str]:
+    value = args.get("keywords")
+    if isinstance(value, str):
+        raise ToolArgumentError('keywords must be a list of strings, e.g. ["Lothair II", "Tuscany"], not a single string')
+    if not isinstance(value, list):
+        raise ToolArgumentError(f"keywords must be a list of strings, got {type_name(value)}")
+    if not value:
+        raise ToolArgumentError("keywords is empty; give at least one keyword")
+    if len(value) > MAX_KEYWORDS:
+        raise ToolArgumentError(f"too many keywords ({len(value)}); give at most {MAX_KEYWORDS}")
+    for i, k in enumerate(value):
+        if not isinstance(k, str):
+            raise ToolArgumentError(f"keyword {i + 1} must be a string, got {type_name(k)}")
+        if not k.strip():
+            raise ToolArgumentError(f"keyword {i + 1} is empty or blank; every keyword needs visible characters")
+        if len(k) > MAX_KEYWORD_CHARS:
+            raise ToolArgumentError(f"keyword {i + 1} is {len(k)} characters long; keywords are at most {MAX_KEYWORD_CHARS}")
+        check_text(k, f"keyword {i + 1}")
+    return value
+
+
+def get_query(args: dict[str, Any]) -> str:
+    value = args.get("query")
+    if not isinstance(value, str):
+        raise ToolArgumentError(f"query must be a string, got {type_name(value)}")
+    if not value.strip():
+        raise ToolArgumentError("query is empty or blank")
+    if len(value) > MAX_QUERY_CHARS:
+        raise ToolArgumentError(f"query is {len(value)} characters long; queries are at most {MAX_QUERY_CHARS}")
+    check_text(value, "query")
+    return value
+
+
+def get_chunk_ids(args: dict[str, Any]) -> list[str]:
+    value = args.get("chunk_ids")
+    if isinstance(value, str):
+        raise ToolArgumentError(f'chunk_ids must be a list of strings, e.g. ["{value[:40]}"], not a single string')
+    if not isinstance(value, list):
+        raise ToolArgumentError(f"chunk_ids must be a list of strings, got {type_name(value)}")
+    if not value:
+        raise ToolArgumentError("chunk_ids is empty; give at least one chunk id")
+    if len(value) > MAX_CHUNK_IDS:
+        raise ToolArgumentError(f"too many chunk ids ({len(value)}); read at most {MAX_CHUNK_IDS} at once")
+    for i, c in enumerate(value):
+        if not isinstance(c, str):
+            raise ToolArgumentError(f"chunk id {i + 1} must be a string, got {type_name(c)}")
+        if not c.strip():
+            raise ToolArgumentError(f"chunk id {i + 1} is empty or blank")
+        if len(c) > MAX_CHUNK_ID_CHARS:
+            raise ToolArgumentError(f"chunk id {i + 1} is {len(c)} characters long; not a chunk id of this index")
+        check_text(c, f"chunk id {i + 1}")
+    return value

@@ -1,0 +1,115 @@
+"""chunk_read: the full text of chunks by id, with each chunk's neighbours in its document.
+
+With a per-episode `ReadTracker`, a chunk already read in the episode is answered with a short
+note instead of its text (and counts no retrieved tokens). Ids repeated within one call are read
+once. Unknown ids are named in the answer; the call still returns the known ones. The previous and
+next chunk of the same document (position ∓ 1) are named so the agent can read around a passage.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from arag.tools.base import Hit, ToolOptions, ToolResult, ToolSpec, get_chunk_ids
+from arag.tools.render import chunk_read_text, content_tokens
+
+if TYPE_CHECKING:
+    from arag.tools.context import ToolContext
+
+NAME = "chunk_read"
+
+DESCRIPTION = (
+    "Read the complete text of one or more chunks, by the chunk ids shown in search results "
+    "(e.g. \"12#0\"). Use it when a snippet looks relevant but the surrounding text is needed to be "
+    "sure of the answer. Each chunk comes with the ids of the previous and next chunk of the same "
+    "document, so you can read on. Chunks you already read in this conversation are not repeated."
+)
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "chunk_ids": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "description": "Ids of the chunks to read, as shown in search results.",
+        }
+    },
+    "required": ["chunk_ids"],
+    "additionalProperties": False,
+}
+
+_COLUMNS = ["chunk_id", "doc_id", "title", "position", "text"]
+
+
+def lookup_ids(ctx: "ToolContext", chunk_ids: list[str]) -> dict[str, int]:
+    """ord of each known chunk id (one scan of the id column, ids bound as a parameter)."""
+    rows = ctx.sql("SELECT chunk_id, ord FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
+    return {c: int(o) for c, o in rows}
+
+
+def neighbours(ctx: "ToolContext", ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
+    """(previous id, next id) of each chunk: the chunks of the same document at position ∓ 1.
+
+    The pipeline writes a document's chunks consecutively, so rows ord∓1 are checked first; any
+    other layout falls back to a lookup by (doc_id, position).
+    """
+    store = ctx.store
+    out: list[list[str | None]] = []
+    missing: list[tuple[int, int, str, int]] = []  # (result index, side, doc_id, position)
+    probe = sorted({o + d for o in ords for d in (-1, 1) if 0 <= o + d < store.num_chunks})
+    near = dict(zip(probe, zip(*store.chunk_rows(probe, ["chunk_id", "doc_id", "position"]).values()))) if probe else {}
+    for i, (o, doc, pos) in enumerate(zip(ords, doc_ids, positions)):
+        pair: list[str | None] = [None, None]
+        for side, d in ((0, -1), (1, 1)):
+            want = pos + d
+            if want < 0:
+                continue
+            got = near.get(o + d)
+            if got is not None and got[1] == doc and got[2] == want:
+                pair[side] = got[0]
+            else:
+                missing.append((i, side, doc, want))
+        out.append(pair)
+    if missing:
+        rows = ctx.sql(
+            "SELECT doc_id, position, chunk_id FROM chunks WHERE doc_id IN (SELECT unnest($1::VARCHAR[]))",
+            [sorted({m[2] for m in missing})],
+        )
+        by_key = {(d, p): c for d, p, c in rows}
+        for i, side, doc, want in missing:
+            out[i][side] = by_key.get((doc, want))
+    return [(p, n) for p, n in out]
+
+
+def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolResult:
+    requested = list(dict.fromkeys(get_chunk_ids(args)))  # read each id once, in the order asked
+    found = lookup_ids(ctx, requested)
+    known = [c for c in requested if c in found]
+    unknown = [c for c in requested if c not in found]
+    hits: list[Hit] = []
+    texts: dict[str, str] = {}
+    if known:
+        ords = [found[c] for c in known]
+        rows = ctx.store.chunk_rows(ords, _COLUMNS)
+        links = neighbours(ctx, ords, rows["doc_id"], rows["position"])
+        tracker = options.tracker
+        for i, cid in enumerate(known):
+            already = tracker is not None and tracker.seen(cid)
+            hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
+            if not already:
+                texts[cid] = rows["text"][i]
+                hits[-1].snippets = [rows["text"][i]]
+                if tracker is not None:
+                    tracker.mark(cid)
+    text = chunk_read_text(hits, texts, unknown)
+    return ToolResult(
+        tool=NAME,
+        text=text,
+        results=hits,
+        retrieved_tokens=content_tokens(texts.values()),
+        details={"unknown_ids": unknown} if unknown else {},
+    )
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

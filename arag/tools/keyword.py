@@ -1,0 +1,136 @@
+"""keyword_search: exact, case-insensitive substring matching of keywords in chunk texts.
+
+Definition (A-RAG): for keywords k_1..k_m and a chunk with text T,
+    score(T) = Σ_i count(lower(k_i), lower(T)) · len(k_i)
+where lower is Python's `str.lower()`, count is the number of non-overlapping occurrences
+(`str.count`), and len is the keyword's length in characters as given. No word boundaries;
+only the chunk's text is searched (not its title unless the text contains it). The sum runs over
+the list as given, so a keyword repeated twice counts twice. Chunks scoring 0 are left out; ties
+are broken by index order (part, then row: the `ord` of the tools cache), smaller first.
+The snippet of a chunk is its sentences that contain at least one keyword (case-insensitively).
+
+How it runs: DuckDB over the cache's lowered chunk text (an Arrow table memory-mapped from disk),
+keywords always bound as parameters. `replace`/`contains`/`strlen` are literal byte operations, so
+'%', '_', quotes and backslashes are plain characters; UTF-8 matches fall on character boundaries,
+so byte counts give the same non-overlapping count as Python. With the trigram index (default),
+only candidate chunks are scored; the result is the same, as the candidates are a superset.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from arag.tools.base import Hit, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k
+from arag.tools.render import content_tokens, keywords_phrase, search_text
+
+if TYPE_CHECKING:
+    from arag.tools.context import ToolContext
+
+NAME = "keyword_search"
+
+DESCRIPTION = (
+    "Find chunks of the corpus that contain your keywords literally. Each keyword is matched as a "
+    "case-insensitive substring of the chunk text (no stemming, no synonyms, no word boundaries: "
+    "'Paris' also matches 'Parisian'). A chunk scores the number of times each keyword occurs times "
+    "the keyword's length, summed over keywords, so longer, rarer keywords weigh more. Returns the "
+    "best chunks with the sentences that contain a keyword.\n"
+    "Good keywords are short and specific strings that should appear verbatim in the answer's source: "
+    "names of people, places, works and organisations, dates, numbers, titles, technical terms. "
+    "Give a few separate keywords (e.g. [\"Lothair II\", \"Ermengarde\"]) rather than a sentence; "
+    "a whole question as one keyword almost never matches. Add spelling variants as extra keywords. "
+    "Avoid common words ('the', 'was', 'film'), which match almost everything. For paraphrased or "
+    "conceptual needs use semantic_search instead."
+)
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "keywords": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "description": "Keywords to match literally (case-insensitive substrings of the chunk text).",
+        },
+        "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many chunks to return (at most 20)."},
+    },
+    "required": ["keywords"],
+    "additionalProperties": False,
+}
+
+
+def score_sql(n_keywords: int) -> str:
+    """SQL scoring over a table (ord, lt); $1..$m lowered keywords, $m+1..$2m their lengths, $2m+1 limit.
+
+    Only placeholders are formatted into the text, never a keyword.
+    """
+    m = n_keywords
+    terms = " + ".join(f"((strlen(lt) - strlen(replace(lt, ${i}, ''))) // strlen(${i})) * ${m + i}" for i in range(1, m + 1))
+    match = " OR ".join(f"contains(lt, ${i})" for i in range(1, m + 1))
+    return f"SELECT ord, CAST({terms} AS BIGINT) AS score FROM src WHERE {match} ORDER BY score DESC, ord ASC LIMIT ${2 * m + 1}"
+
+
+# Above this share of all chunks, scanning everything is as cheap as scoring candidates.
+SCAN_SHARE = 0.25
+
+
+def keyword_scores(ctx: "ToolContext", keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+    """Top `top_k` (ord, score) by the definition above."""
+    lowered = [k.lower() for k in keywords]
+    lengths = [len(k) for k in keywords]
+    store = ctx.store
+    source: pa.Table | None = None
+    if ctx.accelerate and store.trigrams is not None:
+        sets = [store.trigrams.candidates(k) for k in dict.fromkeys(lowered)]
+        if all(s is not None for s in sets):
+            cands = np.unique(np.concatenate(sets)) if sets else np.zeros(0, np.uint32)
+            if len(cands) == 0:
+                return []
+            if len(cands) <= SCAN_SHARE * store.num_chunks:
+                source = pa.table({"ord": pa.array(cands.astype(np.int64)), "lt": store.take("lt", cands)})
+    if source is None:
+        source = store.chunks.select(["ord", "lt"])
+    rows = ctx.sql(score_sql(len(lowered)), [*lowered, *lengths, top_k], tables={"src": source})
+    return [(int(o), int(s)) for o, s in rows]
+
+
+def matching_sentences(sentences: list[str], lowered_keywords: list[str]) -> list[str]:
+    """Sentences containing a keyword; if a match only spans a sentence break, the adjacent pair."""
+    hits = [s for s in sentences if any(k in s.lower() for k in lowered_keywords)]
+    if hits or not sentences:
+        return hits
+    for a, b in zip(sentences, sentences[1:]):
+        if any(k in f"{a} {b}".lower() or k in f"{a}\n{b}".lower() for k in lowered_keywords):
+            return [a, b]
+    return sentences[:1]
+
+
+def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolResult:
+    details: dict[str, Any] = {}
+    keywords = get_keywords(args)
+    top_k = get_top_k(args, details)
+    scored = keyword_scores(ctx, keywords, top_k)
+    hits: list[Hit] = []
+    if scored:
+        ords = [o for o, _ in scored]
+        rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "doc_id", "text", "s_start", "s_count"])
+        lowered = [k.lower() for k in keywords]
+        for i, (_, score) in enumerate(scored):
+            if options.full_text:
+                snippets = [rows["text"][i]]
+            else:
+                sentences = ctx.store.sentence_texts(rows["s_start"][i], rows["s_count"][i])
+                snippets = matching_sentences(sentences, lowered)
+            hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets, title=rows["title"][i], doc_id=rows["doc_id"][i]))
+    return ToolResult(
+        tool=NAME,
+        text=search_text(NAME, keywords_phrase(keywords), hits, options.full_text, "score", details),
+        results=hits,
+        retrieved_tokens=content_tokens(s for h in hits for s in h.snippets),
+        details=details,
+    )
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

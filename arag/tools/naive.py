@@ -1,0 +1,59 @@
+"""naive_embedding_search: the retrieval tool of the A-RAG Naive variant (whole chunks by similarity).
+
+Chunk similarity is defined as the cosine similarity of the chunk's *best-matching sentence* to
+the query (max over the chunk's sentence vectors; the index stores sentence vectors only, so no
+separate chunk vectors are needed). The top_k chunks by that similarity are exactly the first
+top_k distinct chunks met when walking sentences from most to least similar, so the tool fetches
+3·top_k sentences and doubles that until top_k distinct chunks are found (or none are left).
+On exact (Flat) shards this equals brute force: max over each chunk's sentences, then the top_k.
+Ties are broken as in semantic_search. Returns each chunk's whole text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from arag.tools.base import ToolOptions, ToolResult, ToolSpec, get_query, get_top_k
+from arag.tools.render import content_tokens, query_phrase, search_text
+from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, group_by_chunk, hits_for
+
+if TYPE_CHECKING:
+    from arag.tools.context import ToolContext
+
+NAME = "naive_embedding_search"
+
+DESCRIPTION = (
+    "Retrieve the corpus chunks most similar in meaning to a natural-language query and read their "
+    "full text. A chunk's similarity is that of its sentence closest to the query. Write the query as "
+    "a short, self-contained question or statement about what you need; search again with a "
+    "reformulated query if the chunks do not contain the answer."
+)
+
+
+def top_chunks(ctx: "ToolContext", query: str, top_k: int):
+    qvec = ctx.encode_query(query)
+    total = ctx.store.num_sentences
+    n = SENTENCES_PER_RESULT * top_k
+    while True:
+        scores, sids = ctx.search_sentences(qvec, n)
+        groups = group_by_chunk(ctx, scores, sids)
+        if len(groups) >= top_k or n >= total or len(sids) < n:
+            return groups[:top_k]
+        n = min(2 * n, total)
+
+
+def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolResult:
+    details: dict[str, Any] = {}
+    query = get_query(args)
+    top_k = get_top_k(args, details)
+    hits = hits_for(ctx, top_chunks(ctx, query, top_k), full_text=True)
+    return ToolResult(
+        tool=NAME,
+        text=search_text(NAME, query_phrase(query), hits, True, "similarity", details),
+        results=hits,
+        retrieved_tokens=content_tokens(s for h in hits for s in h.snippets),
+        details=details,
+    )
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

@@ -1,0 +1,91 @@
+"""semantic_search: dense retrieval of sentences, grouped into their chunks.
+
+Definition (A-RAG): encode the query with the index's own model (with its query prompt, if any);
+take the top 3·top_k sentences by cosine similarity (inner product of unit vectors) over every
+FAISS shard; group them by parent chunk; a chunk's score is its best sentence's similarity; return
+the top_k chunks by score with their matched sentences in text order. Ties: equal sentence
+scores are ordered by smaller sentence id; equal chunk scores by index order (smaller `ord`).
+On exact (Flat) shards this equals brute-force cosine over all sentence vectors.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from arag.tools.base import Hit, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k
+from arag.tools.render import content_tokens, query_phrase, search_text
+
+if TYPE_CHECKING:
+    from arag.tools.context import ToolContext
+
+NAME = "semantic_search"
+SENTENCES_PER_RESULT = 3
+
+DESCRIPTION = (
+    "Find chunks whose sentences are close in meaning to a natural-language query, using the "
+    "embedding model of the index. Use it when you do not know the exact words of the source: "
+    "paraphrases, descriptions, relations ('the director of the film that won ...'). Write the query "
+    "as a short, self-contained statement or question about one fact. Returns the best chunks with "
+    "the matching sentences and their cosine similarity (higher is closer). For exact names, dates "
+    "or identifiers, keyword_search is usually more precise."
+)
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What to look for, in natural language."},
+        "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many chunks to return (at most 20)."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+def group_by_chunk(ctx: "ToolContext", scores: np.ndarray, sids: np.ndarray) -> list[tuple[int, float, np.ndarray]]:
+    """(chunk ord, best score, sentence rows in text order) per chunk, best chunk first."""
+    if len(sids) == 0:
+        return []
+    rows = ctx.store.sentence_rows(sids)
+    ords = ctx.store.chunk_of_sentence_rows(rows)
+    groups: dict[int, list[int]] = {}
+    best: dict[int, float] = {}
+    for o, r, s in zip(ords.tolist(), rows.tolist(), scores.tolist()):
+        groups.setdefault(o, []).append(r)
+        best[o] = max(best.get(o, -np.inf), s)
+    order = sorted(groups, key=lambda o: (-best[o], o))
+    return [(o, best[o], np.sort(np.asarray(groups[o]))) for o in order]
+
+
+def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolResult:
+    details: dict[str, Any] = {}
+    query = get_query(args)
+    top_k = get_top_k(args, details)
+    scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)
+    groups = group_by_chunk(ctx, scores, sids)[:top_k]
+    hits = hits_for(ctx, groups, full_text=options.full_text)
+    return ToolResult(
+        tool=NAME,
+        text=search_text(NAME, query_phrase(query), hits, options.full_text, "similarity", details),
+        results=hits,
+        retrieved_tokens=content_tokens(s for h in hits for s in h.snippets),
+        details=details,
+    )
+
+
+def hits_for(ctx: "ToolContext", groups: list[tuple[int, float, np.ndarray]], full_text: bool) -> list[Hit]:
+    if not groups:
+        return []
+    rows = ctx.store.chunk_rows([g[0] for g in groups], ["chunk_id", "title", "doc_id", "text"])
+    hits = []
+    for i, (_, score, sentence_rows) in enumerate(groups):
+        if full_text:
+            snippets = [rows["text"][i]]
+        else:
+            snippets = [ctx.store.sentence_texts(int(r), 1)[0] for r in sentence_rows]
+        hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets, title=rows["title"][i], doc_id=rows["doc_id"][i]))
+    return hits
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

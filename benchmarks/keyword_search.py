@@ -1,0 +1,235 @@
+"""Benchmark keyword_search against the original A-RAG way (a Python loop over every chunk).
+
+    python benchmarks/keyword_search.py [--index /work/indexes/2wiki] [--chunks 1000000] [--workdir /tmp/arag-bench-keyword]
+
+In one run, on each index (the real 2Wiki index if given/found, and a synthetic corpus of
+`--chunks` chunks generated under --workdir, never committed):
+  * the reference: `text.lower().count(k.lower())` summed over keywords for every chunk in a
+    Python list held in memory, as the original scripts do;
+  * keyword_search through `ToolContext` (DuckDB; with the trigram candidate index, and as a pure
+    DuckDB scan with --scan);
+  * checks that every query returns identical top-k chunk ids and scores;
+  * prints p50/p95 latency, the speed-up as a ratio to the reference, memory (RSS) and the
+    one-time cost of building the tools cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from arag.tools import ToolContext, reference  # noqa: E402
+from arag.tools.synthetic import Vocabulary, iter_chunk_texts, wiki_sentences, write_synthetic_index  # noqa: E402
+
+TOP_K = 5
+
+
+def rss_mb() -> float:
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(xs) * 1000, q))
+
+
+def twowiki_queries(n: int, seed: int = 0) -> list[list[str]]:
+    """Keyword lists an agent would send for 2Wiki questions: the entities of their evidence."""
+    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
+    if not path.exists():
+        path = Path("/work/shared/data/2wikimultihopqa/questions.jsonl")
+    rng = random.Random(seed)
+    out = []
+    for line in path.read_text().splitlines():
+        q = json.loads(line)
+        ents = list(dict.fromkeys([e for t in q.get("evidence", []) for e in (t[0], t[2]) if isinstance(e, str) and 3 <= len(e) <= 60]))
+        if ents:
+            rng.shuffle(ents)
+            out.append(ents[: rng.randint(1, 3)])
+    rng.shuffle(out)
+    return out[:n]
+
+
+def synthetic_queries(n: int, seed: int = 0) -> list[list[str]]:
+    """Names (full, surname only), years and rarer words of the synthetic vocabulary, 1-3 per list."""
+    vocab = Vocabulary(seed)  # the same vocabulary the corpus was drawn from
+    rng = random.Random(seed + 7)
+    out = []
+    for _ in range(n):
+        kws = []
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.random()
+            if kind < 0.45:
+                kws.append(vocab.names[int(len(vocab.names) ** rng.random()) - 1])  # log-uniform rank: common to rare
+            elif kind < 0.65:
+                kws.append(vocab.names[rng.randrange(len(vocab.names))].split()[1])
+            elif kind < 0.8:
+                kws.append(str(rng.randint(1500, 2024)))
+            else:
+                kws.append(vocab.words[rng.randrange(2000, len(vocab.words))])
+        out.append(kws)
+    return out
+
+
+def wiki_queries(folder: Path, n: int, seed: int = 0) -> list[list[str]]:
+    """Article titles, capitalised two-word names and years from the same Wikipedia sentences."""
+    import re
+
+    sentences, titles = wiki_sentences(folder)
+    names = sorted({m for s in sentences[::7] for m in re.findall(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b", s)})
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        kws = []
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.random()
+            if kind < 0.4:
+                kws.append(rng.choice([t for t in titles if len(t) >= 3]))
+            elif kind < 0.8:
+                kws.append(rng.choice(names))
+            else:
+                kws.append(str(rng.randint(1500, 2015)))
+        out.append(kws)
+    return out
+
+
+def run_reference(texts: list[str], queries: list[list[str]]) -> tuple[list, list[float]]:
+    results, times = [], []
+    for kws in queries:
+        t = time.perf_counter()
+        results.append(reference.keyword_scores(texts, kws, TOP_K))
+        times.append(time.perf_counter() - t)
+    return results, times
+
+
+def run_tool(ctx: ToolContext, queries: list[list[str]]) -> tuple[list, list[float]]:
+    for kws in queries[:3]:  # warm-up: page in the memory-mapped files
+        ctx.call("keyword_search", {"keywords": kws, "top_k": TOP_K})
+    results, times = [], []
+    for kws in queries:
+        t = time.perf_counter()
+        r = ctx.call("keyword_search", {"keywords": kws, "top_k": TOP_K})
+        times.append(time.perf_counter() - t)
+        if r.error:
+            raise SystemExit(f"tool error for {kws}: {r.error}")
+        results.append([(h.chunk_id, int(h.score)) for h in r.results])
+    return results, times
+
+
+def bench(name: str, index_dir: Path, queries: list[list[str]], ref_queries: int, scan: bool, rebuild_cache: bool) -> None:
+    print(f"\n== {name}: {index_dir}")
+    cache = index_dir / "tools_cache"
+    if rebuild_cache and cache.exists():
+        shutil.rmtree(cache)
+    import duckdb
+
+    duckdb.connect().execute("SELECT 1")  # libraries loaded before the baseline: RSS growth is data
+    gc.collect()
+    base = rss_mb()
+    t = time.perf_counter()
+    ctx = ToolContext(index_dir)
+    open_s = time.perf_counter() - t
+    meta = ctx.store.meta
+    disk = sum(f.stat().st_size for f in ctx.store.dir.iterdir()) / 2**20
+    print(f"chunks: {ctx.store.num_chunks:,}  sentences: {ctx.store.num_sentences:,}  lowered text: {meta['lowered_chars'] / 1e6:.0f} M chars")
+    print(f"tools cache: open/build {open_s:.1f} s (build {meta['build_seconds']:.1f} s, once per index), {disk:,.0f} MiB on disk, trigram postings {meta['trigram_postings']:,}")
+    tool_res, tool_t = run_tool(ctx, queries)
+    tool_rss = rss_mb() - base
+    ids = {cid: i for i, cid in enumerate(ctx.store.chunks.column("chunk_id").to_pylist())} if ref_queries else {}
+    scan_t: list[float] = []
+    if scan:
+        sctx = ToolContext(index_dir, accelerate=False)
+        scan_res, scan_t = run_tool(sctx, queries[:ref_queries])
+        assert scan_res == tool_res[:ref_queries], "scan and trigram paths differ"
+        sctx.close()
+    ctx.close()
+    del ctx
+    gc.collect()
+    # The reference holds every chunk text in a Python list, as the original scripts do.
+    before = rss_mb()
+    t = time.perf_counter()
+    texts = [s for batch in iter_chunk_texts(index_dir) for s in batch]
+    load_s = time.perf_counter() - t
+    ref_rss = rss_mb() - before
+    ref_res, ref_t = run_reference(texts, queries[:ref_queries])
+    chunk_ids = list(ids)
+    mismatches = 0
+    for q, r, mine in zip(queries, ref_res, tool_res):
+        expected = [(chunk_ids[o], s) for o, s in r]
+        if expected != mine:
+            mismatches += 1
+            print(f"  MISMATCH for {q}: reference {expected} tool {mine}")
+    del texts
+    gc.collect()
+    n = len(ref_t)
+    print(f"queries: {len(queries)} keyword lists (top_k={TOP_K}); reference timed on {n}; identical top-k ids and scores: {n - mismatches}/{n}")
+    print(f"{'method':<34}{'p50 ms':>10}{'p95 ms':>10}{'speed-up p50':>14}{'memory MiB':>12}")
+    rp50, rp95 = pct(ref_t, 50), pct(ref_t, 95)
+    print(f"{'reference (Python loop)':<34}{rp50:>10.1f}{rp95:>10.1f}{'1.0x':>14}{ref_rss:>12,.0f}   (+{load_s:.1f} s to load texts)")
+    p50 = pct(tool_t, 50)
+    print(f"{'keyword_search (DuckDB+trigram)':<34}{p50:>10.1f}{pct(tool_t, 95):>10.1f}{rp50 / p50:>13.0f}x{tool_rss:>12,.0f}")
+    if scan_t:
+        s50 = pct(scan_t, 50)
+        print(f"{'keyword_search (DuckDB scan only)':<34}{s50:>10.1f}{pct(scan_t, 95):>10.1f}{rp50 / s50:>13.1f}x")
+    print("memory: RSS growth of this process; the tool's memory is mostly memory-mapped cache pages (shared, evictable)")
+    if mismatches:
+        raise SystemExit(f"{mismatches} queries differ from the reference")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--index", default="/work/indexes/2wiki", help="a real index (skipped if missing)")
+    ap.add_argument("--chunks", type=int, default=1_000_000, help="synthetic corpus size (0: skip)")
+    ap.add_argument("--sentences-per-chunk", type=int, default=7, help="pool sentences per synthetic chunk (+1 unique)")
+    ap.add_argument("--workdir", default="/tmp/arag-bench-keyword")
+    ap.add_argument("--queries", type=int, default=200, help="keyword lists per index")
+    ap.add_argument("--ref-queries", type=int, default=20, help="how many of them the (slow) reference runs at full size")
+    ap.add_argument("--scan", action="store_true", help="also time the pure DuckDB scan (no trigram index)")
+    ap.add_argument("--rebuild-cache", action="store_true", help="delete and rebuild the tools cache (times the build)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated corpus for the next run")
+    ap.add_argument("--text", choices=["wiki", "pseudo"], default="wiki", help="synthetic sentences: real Wikipedia sentences (shared/data/wiki) or pseudo-words")
+    ap.add_argument("--wiki", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "wiki"), help="WikiExtractor folder for --text wiki")
+    args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
+
+    real = Path(args.index)
+    if (real / "manifest.json").exists():
+        qs = twowiki_queries(args.queries)
+        bench("2Wiki", real, qs, len(qs), args.scan, args.rebuild_cache)
+    else:
+        print(f"\n(no index at {real}: skipping the 2Wiki run)")
+
+    if args.chunks:
+        wiki = Path(args.wiki) if args.text == "wiki" else None
+        if wiki is not None and not any(wiki.rglob("wiki_*")):
+            print(f"(no Wikipedia sample under {wiki}: using pseudo-word text)")
+            wiki = None
+        work = Path(args.workdir) / f"synthetic-{args.chunks}-{args.sentences_per_chunk}-{'wiki' if wiki else 'pseudo'}"
+        if not (work / "manifest.json").exists():
+            shutil.rmtree(work, ignore_errors=True)
+            t = time.perf_counter()
+            print(f"\ngenerating {args.chunks:,} synthetic chunks under {work} ...")
+            write_synthetic_index(work, args.chunks, sentences_per_chunk=args.sentences_per_chunk, wiki=wiki)
+            print(f"generated in {time.perf_counter() - t:.0f} s")
+        try:
+            queries = wiki_queries(wiki, args.queries) if wiki else synthetic_queries(args.queries)
+            label = "Wikipedia sentences" if wiki else "pseudo-words"
+            bench(f"synthetic {args.chunks:,} chunks ({label})", work, queries, min(args.ref_queries, args.queries), args.scan, args.rebuild_cache)
+        finally:
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

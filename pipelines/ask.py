@@ -1,0 +1,64 @@
+"""Answer one question and print the trajectory:
+`python -m pipelines.ask index.path=<dir> method=arag_full question="..."`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from arag.agent import Agent, AgentConfig
+from arag.agent.render import render_episode
+from arag.llm.factory import make_backend
+from arag.methods import method_from_config
+
+
+def build_agent(cfg: DictConfig):
+    """(agent, backend, tool context) from an ask/evaluate config."""
+    method = method_from_config(OmegaConf.to_container(cfg.method, resolve=True))
+    ctx = None
+    if method.needs_index():
+        if not cfg.index.path:
+            raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
+        from arag.tools import ToolContext
+
+        ctx = ToolContext(str(cfg.index.path))
+    model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
+    backend = make_backend(model_cfg)
+    agent_cfg = AgentConfig.from_dict(OmegaConf.to_container(cfg.agent, resolve=True))
+    agent = Agent(backend, method, ctx, protocol=model_cfg.get("protocol", "json"), config=agent_cfg)
+    return agent, backend, ctx
+
+
+def ask(cfg: DictConfig):
+    """Run one episode for `cfg.question`; returns the episode record."""
+    agent, backend, ctx = build_agent(cfg)
+    try:
+        return agent.run(str(cfg.question), question_id=cfg.question_id)
+    finally:
+        backend.close()
+        if ctx is not None:
+            ctx.close()
+
+
+@hydra.main(config_path="../conf", config_name="ask", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    if not cfg.question:
+        sys.exit('error: give the question: question="..."')
+    try:
+        episode = ask(cfg)
+    except (ValueError, ImportError, FileNotFoundError, RuntimeError) as exc:
+        sys.exit(f"error: {exc}")
+    print(render_episode(episode, int(cfg.show.observation_lines)))
+    if cfg.output:
+        Path(cfg.output).write_text(json.dumps(episode.to_json(), ensure_ascii=False, indent=2, default=str))
+        print(f"episode record: {cfg.output}")
+    if episode.status != "answered":
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""Fixtures for the tools: small indexes written directly in the index format, and a fake encoder.
+
+`make_index` writes chunks/sentences Parquet, one FAISS shard per part and a manifest exactly as
+arag.index.store reads them, so the tools can be tested without the (Ray) index pipeline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import faiss
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+DIM = 32
+
+CHUNK_SCHEMA = pa.schema(
+    [("chunk_id", pa.string()), ("doc_id", pa.string()), ("title", pa.string()), ("position", pa.int32()), ("text", pa.string()), ("n_tokens", pa.int32())]
+)
+SENTENCE_SCHEMA = pa.schema([("sentence_id", pa.int64()), ("chunk_id", pa.string()), ("text", pa.string())])
+
+
+def fake_encode(texts: list[str], dim: int = DIM) -> np.ndarray:
+    """Deterministic unit vectors: hashed character trigrams, so similar strings are close."""
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for i, t in enumerate(texts):
+        t = f"  {t.lower()}  "
+        for j in range(len(t) - 2):
+            h = int.from_bytes(hashlib.blake2b(t[j : j + 3].encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+            out[i, h % dim] += 1.0 if (h >> 32) & 1 else -1.0
+        # A small text-specific offset keeps distinct texts from tying exactly.
+        rng = np.random.default_rng(int.from_bytes(hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"))
+        out[i] += 0.01 * rng.standard_normal(dim)
+        out[i] /= np.linalg.norm(out[i]) or 1.0
+    return out
+
+
+@dataclass
+class Doc:
+    doc_id: str
+    title: str
+    chunks: list[list[str]]  # sentences of each chunk; chunk text = sentences joined by a space
+    part: int = 0
+
+
+@dataclass
+class BuiltIndex:
+    path: Path
+    chunk_ids: list[str]  # index order
+    chunk_texts: list[str]
+    sentence_ids: np.ndarray
+    sentence_texts: list[str]
+    sentence_chunk: dict[int, int]  # sentence id -> chunk ordinal
+    vectors: np.ndarray  # rows aligned with sentence_ids
+
+
+def make_index(
+    root: Path,
+    docs: Sequence[Doc],
+    encoder: Callable[[list[str]], np.ndarray] = fake_encode,
+    factory: str = "Flat",
+    embedder_spec: dict | None = None,
+    sep: str = " ",
+) -> BuiltIndex:
+    """Write a complete index of `docs` (grouped by their `part`) under `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    for sub in ("chunks", "sentences", "vectors", "parts", "rejects"):
+        (root / sub).mkdir(exist_ok=True)
+    parts = sorted({d.part for d in docs})
+    entries, all_ids, all_texts, all_sids, all_stexts, all_vecs = [], [], [], [], [], []
+    sentence_chunk: dict[int, int] = {}
+    dimension = None
+    for p in parts:
+        crow, srow = {k: [] for k in CHUNK_SCHEMA.names}, {k: [] for k in SENTENCE_SCHEMA.names}
+        for d in (d for d in docs if d.part == p):
+            for pos, sentences in enumerate(d.chunks):
+                cid = f"{d.doc_id}#{pos}"
+                text = sep.join(sentences)
+                for k, v in zip(CHUNK_SCHEMA.names, (cid, d.doc_id, d.title, pos, text, len(text.split()))):
+                    crow[k].append(v)
+                for s in sentences:
+                    sid = (p << 32) | len(srow["sentence_id"])
+                    srow["sentence_id"].append(sid)
+                    srow["chunk_id"].append(cid)
+                    srow["text"].append(s)
+                    sentence_chunk[sid] = len(all_ids)
+                all_ids.append(cid)
+                all_texts.append(text)
+        name = f"part-{p:05d}"
+        pq.write_table(pa.table(crow, schema=CHUNK_SCHEMA), root / "chunks" / f"{name}.parquet", row_group_size=3)
+        pq.write_table(pa.table(srow, schema=SENTENCE_SCHEMA), root / "sentences" / f"{name}.parquet", row_group_size=4)
+        sids = np.asarray(srow["sentence_id"], dtype=np.int64)
+        if len(sids):
+            vecs = np.ascontiguousarray(encoder(srow["text"]), dtype=np.float32)
+            dimension = vecs.shape[1]
+            if factory == "Flat":
+                shard = faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
+            else:
+                shard = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+                shard.train(vecs)
+            shard.add_with_ids(vecs, sids)
+            faiss.write_index(shard, str(root / "vectors" / f"{name}.faiss"))
+            all_vecs.append(vecs)
+        all_sids.append(sids)
+        all_stexts += srow["text"]
+        entries.append(
+            {
+                "part": p,
+                "chunks": f"chunks/{name}.parquet",
+                "sentences": f"sentences/{name}.parquet",
+                "rejects": f"rejects/{name}.parquet",
+                "vectors": f"vectors/{name}.faiss",
+                "faiss_factory": factory,
+                "num_documents": sum(1 for d in docs if d.part == p),
+                "num_chunks": len(crow["chunk_id"]),
+                "num_sentences": len(sids),
+                "num_rejected": 0,
+            }
+        )
+    spec = embedder_spec or {"name": "fake-trigram-hash"}
+    manifest = {
+        "format_version": 1,
+        "embedding": {"model": spec["name"], "dimension": int(dimension or DIM), "normalized": True, "spec": spec},
+        "faiss": {"factory": factory, "metric": "inner_product", "ids": "sentence_id"},
+        "num_documents": len(docs),
+        "num_chunks": len(all_ids),
+        "num_sentences": int(sum(len(s) for s in all_sids)),
+        "num_parts": len(parts),
+        "parts": entries,
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    vectors = np.concatenate(all_vecs) if all_vecs else np.zeros((0, DIM), np.float32)
+    return BuiltIndex(root, all_ids, all_texts, np.concatenate(all_sids), all_stexts, sentence_chunk, vectors)
+
+
+# Edge cases of keyword matching: overlapping occurrences, unicode case folding, titles that are
+# not in the text, ties, chunks at document edges, SQL-looking characters.
+EDGE_DOCS = [
+    Doc("0", "Teutberga", [["Teutberga died 11 November 875.", "She was a queen of Lotharingia."], ["Lothair II repudiated her.", "The marriage of Lothair II failed."]]),
+    Doc("1", "Aaa", [["aaaa aaa.", "Banana bandana."], ["Nothing here at all."], ["AAA at the end."]]),
+    Doc("2", "Istanbul", [["İstanbul is large.", "ISTANBUL and istanbul."], ["The river İ and i̇ are different."]]),
+    Doc("3", "Greek", [["ΟΔΟΣ means road.", "Οδός in Greek; ΣΟΦΟΣ too."], ["Straße and STRASSE and strasse."]]),
+    Doc("4", "Percent", [["100% sure, 50 % maybe.", "a_b and a-b and a\\b."], ["It's O'Brien's 'quoted' text; DROP TABLE chunks;"]]),
+    Doc("5", "Tie", [["tie tie.", "other."], ["tie tie.", "another."]], part=1),
+    Doc("6", "Only title word Zyzzyva", [["This chunk never names its title.", "It says aardvark."]], part=1),
+    Doc("7", "Empty part doc", [["Ελληνικά: ΣΊΣΥΦΟΣ.", "ﬁne ligature and FINE."]], part=3),
+    Doc("8", "Emoji", [["Rocket 🚀 launch 🚀🚀.", "Café CAFÉ café."]], part=3),
+]
+
+
+@pytest.fixture(scope="session")
+def edge_index(tmp_path_factory) -> BuiltIndex:
+    return make_index(tmp_path_factory.mktemp("edge") / "index", EDGE_DOCS)
+
+
+@pytest.fixture(scope="session")
+def edge_ctx(edge_index):
+    from arag.tools import ToolContext
+
+    with ToolContext(edge_index.path, encoder=fake_encode) as ctx:
+        yield ctx
+
+
+@pytest.fixture(scope="session")
+def edge_ctx_scan(edge_index, tmp_path_factory):
+    """The same index searched by a full DuckDB scan (no trigram index)."""
+    from arag.tools import ToolContext
+
+    with ToolContext(edge_index.path, encoder=fake_encode, accelerate=False, cache_dir=tmp_path_factory.mktemp("scan-cache")) as ctx:
+        yield ctx

@@ -1,0 +1,210 @@
+"""keyword_search against the reference definition (a Python loop over every chunk)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arag.index.tokens import count_tokens
+from arag.tools import reference
+from arag.tools.trigram import _batch_pairs, choose_bits
+
+KEYWORD_SETS = [
+    ["Lothair II"],
+    ["lothair ii", "Teutberga"],
+    ["aa"],  # overlapping occurrences: count is non-overlapping, left to right
+    ["aaa", "a"],
+    ["AAA"],
+    ["İ"],  # Python lowers İ to 'i̇' (two code points); DuckDB's lower() would not
+    ["i̇"],
+    ["istanbul"],
+    ["İSTANBUL"],
+    ["i"],
+    ["ς"],  # final sigma: only where Python's lower() produces it
+    ["σ"],
+    ["οδος"],
+    ["ΟΔΟΣ"],
+    ["σοφος"],
+    ["ß"],
+    ["ss"],
+    ["strasse"],
+    ["ﬁ"],
+    ["fi"],
+    ["🚀"],
+    ["🚀🚀"],
+    ["café"],
+    ["CAFÉ"],
+    ["%"],
+    ["_"],
+    ["a_b"],
+    ["\\"],
+    ["a\\b"],
+    ["'"],
+    ['"'],
+    ["'; DROP TABLE chunks; --"],
+    ["DROP TABLE chunks;"],
+    ["O'Brien"],
+    ["Zyzzyva"],  # only in a title: titles are not searched
+    ["tie"],  # tie: index order decides
+    ["tie", "tie"],  # repeated keyword counts twice
+    ["e"],
+    [" a", "a "],  # spaces inside a keyword are significant
+    [".", ","],
+    ["no such keyword anywhere"],
+    ["the", "a", "e", "i", "o", "u"],
+]
+
+
+def chunk_ids_scores(index, pairs):
+    return [(index.chunk_ids[o], s) for o, s in pairs]
+
+
+@pytest.mark.parametrize("keywords", KEYWORD_SETS, ids=lambda k: repr(k)[:40])
+@pytest.mark.parametrize("which", ["trigram", "scan"])
+def test_matches_reference(edge_index, edge_ctx, edge_ctx_scan, keywords, which):
+    ctx = edge_ctx if which == "trigram" else edge_ctx_scan
+    for top_k in (1, 3, 20):
+        expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, keywords, top_k))
+        result = ctx.call("keyword_search", {"keywords": keywords, "top_k": top_k})
+        assert result.error is None, result.text
+        assert [(h.chunk_id, int(h.score)) for h in result.results] == expected
+
+
+def test_specific_scores(edge_ctx):
+    # "aaaa aaa." has 2 + 1 non-overlapping "aa"; "AAA at the end." and "aardvark" have 1; score = count * len("aa").
+    res = edge_ctx.call("keyword_search", {"keywords": ["aa"]})
+    assert [(h.chunk_id, h.score) for h in res.results] == [("1#0", 6.0), ("1#2", 2.0), ("6#0", 2.0)]
+    # A tie between two chunks of the same score: index order.
+    res = edge_ctx.call("keyword_search", {"keywords": ["tie"]})
+    assert [h.chunk_id for h in res.results] == ["5#0", "5#1"]
+    # Literal percent sign, not a LIKE wildcard.
+    res = edge_ctx.call("keyword_search", {"keywords": ["%"]})
+    assert [(h.chunk_id, h.score) for h in res.results] == [("4#0", 2.0)]
+    # Title-only words never match.
+    assert edge_ctx.call("keyword_search", {"keywords": ["Zyzzyva"]}).results == []
+    # İ lowers to i + combining dot (Python): it matches 'İ' and 'i̇' but not a plain 'i'.
+    res = edge_ctx.call("keyword_search", {"keywords": ["İ"]})
+    assert {h.chunk_id for h in res.results} == {"2#0", "2#1"}
+
+
+def test_snippets_are_matching_sentences(edge_ctx):
+    res = edge_ctx.call("keyword_search", {"keywords": ["lotharingia", "II"]})
+    by_id = {h.chunk_id: h for h in res.results}
+    assert by_id["0#0"].snippets == ["She was a queen of Lotharingia."]
+    assert by_id["0#1"].snippets == ["Lothair II repudiated her.", "The marriage of Lothair II failed."]
+    assert "... She was a queen of Lotharingia. ..." in res.text
+    assert res.retrieved_tokens == sum(count_tokens(s) for h in res.results for s in h.snippets)
+    assert res.text.count("chunk_id:") == len(res.results)
+
+
+def test_match_across_sentence_break_still_has_a_snippet(edge_ctx):
+    res = edge_ctx.call("keyword_search", {"keywords": ["november 875. she"]})
+    assert [h.chunk_id for h in res.results] == ["0#0"]
+    assert res.results[0].snippets == ["Teutberga died 11 November 875.", "She was a queen of Lotharingia."]
+
+
+def test_full_text_option(edge_ctx, edge_index):
+    res = edge_ctx.call("keyword_search", {"keywords": ["lothair"]}, full_text=True)
+    assert res.results[0].snippets == [edge_index.chunk_texts[edge_index.chunk_ids.index("0#1")]]
+    assert "Snippets show" not in res.text
+    assert res.retrieved_tokens == count_tokens(res.results[0].snippets[0])
+
+
+def test_top_k_cap_and_default(edge_ctx):
+    res = edge_ctx.call("keyword_search", {"keywords": ["e"], "top_k": 500})
+    assert res.error is None and res.details["top_k_capped_from"] == 500 and "capped at 20" in res.text
+    assert len(edge_ctx.call("keyword_search", {"keywords": ["e"]}).results) == 5
+    assert len(edge_ctx.call("keyword_search", {"keywords": ["e"], "top_k": 2.0}).results) == 2
+
+
+def test_no_match_text(edge_ctx):
+    res = edge_ctx.call("keyword_search", {"keywords": ["qqqqq"]})
+    assert res.error is None and res.results == [] and res.retrieved_tokens == 0
+    assert "no chunk found" in res.text
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ({}, "missing required argument"),
+        ({"keywords": "Paris"}, "list of strings"),
+        ({"keywords": []}, "empty"),
+        ({"keywords": ["  "]}, "blank"),
+        ({"keywords": [""]}, "blank"),
+        ({"keywords": [3]}, "must be a string"),
+        ({"keywords": [None]}, "must be a string"),
+        ({"keywords": ["x"], "top_k": 0}, "at least 1"),
+        ({"keywords": ["x"], "top_k": -3}, "at least 1"),
+        ({"keywords": ["x"], "top_k": "5"}, "integer"),
+        ({"keywords": ["x"], "top_k": True}, "integer"),
+        ({"keywords": ["x"], "top_k": 2.5}, "whole number"),
+        ({"keywords": ["x"], "top_k": float("nan")}, "whole number"),
+        ({"keywords": ["x" * 1_000_000]}, "characters long"),
+        ({"keywords": ["x"] * 100}, "too many"),
+        ({"keywords": ["\ud800"]}, "surrogate"),
+        ({"keywords": ["a\x00b"]}, "NUL"),
+        ({"keywords": ["x"], "query": "y"}, "unexpected argument"),
+    ],
+)
+def test_bad_arguments(edge_ctx, args, fragment):
+    res = edge_ctx.call("keyword_search", args)
+    assert res.error is not None and fragment in res.error, res.error
+    assert res.text.startswith("Error in keyword_search:") and res.results == [] and res.retrieved_tokens == 0
+
+
+def test_json_string_arguments(edge_ctx):
+    assert edge_ctx.call("keyword_search", '{"keywords": ["tie"], "top_k": 1}').results[0].chunk_id == "5#0"
+    assert "not valid JSON" in edge_ctx.call("keyword_search", '{"keywords": [').error
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    keywords=st.lists(
+        st.one_of(
+            st.text(alphabet=st.sampled_from("aAiIİıσςΣßẞsS%_'\\\"ﬁ🚀é. -lothrTE"), min_size=1, max_size=6),
+            st.sampled_from(["Lothair", "ss", "İs", "ΟΣ", "a_b", "100%", "tie t", "é c"]),
+        ).filter(lambda k: k.strip()),
+        min_size=1,
+        max_size=4,
+    ),
+    top_k=st.integers(1, 20),
+)
+def test_random_keywords_match_reference(edge_index, edge_ctx, edge_ctx_scan, keywords, top_k):
+    expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, keywords, top_k))
+    for ctx in (edge_ctx, edge_ctx_scan):
+        res = ctx.call("keyword_search", {"keywords": keywords, "top_k": top_k})
+        assert res.error is None, res.text
+        assert [(h.chunk_id, int(h.score)) for h in res.results] == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.text(max_size=40), min_size=1, max_size=8), data=st.data())
+def test_trigram_candidates_are_a_superset(tmp_path_factory, texts, data):
+    """Any chunk containing the keyword is a candidate (hash collisions only add candidates)."""
+    from arag.tools.trigram import TrigramIndex, build_trigram_index
+
+    texts = [t.encode("utf-8", "replace").decode("utf-8").lower() for t in texts]
+    i = data.draw(st.integers(0, len(texts) - 1))
+    t = texts[i]
+    if len(t) < 3:
+        return
+    a = data.draw(st.integers(0, len(t) - 3))
+    b = data.draw(st.integers(a + 3, len(t)))
+    keyword = t[a:b]
+    d = tmp_path_factory.mktemp("tri")
+    bits = choose_bits(sum(map(len, texts)))
+    build_trigram_index([texts], d, bits)
+    cands = TrigramIndex(d, bits).candidates(keyword, enough=0)
+    assert cands is not None
+    must = {j for j, x in enumerate(texts) if keyword in x}
+    assert must <= set(cands.tolist())
+    assert np.all(np.diff(cands.astype(np.int64)) > 0)
+
+
+def test_batch_pairs_skip_chunk_boundaries():
+    bits = 12
+    keys = _batch_pairs(["ab", "cd"], bits)  # no trigram inside either text; "b\x00c" must not count
+    assert len(keys) == 0
+
