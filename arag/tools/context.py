@@ -7,7 +7,9 @@ and safe to share between threads (calls that touch DuckDB or FAISS take a lock)
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -56,6 +58,7 @@ class ToolContext:
         self._encoder = encoder
         self._shards: list[Any] | None = None
         self._lock = threading.RLock()
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)), thread_name_prefix="faiss-shard")
         self.con = duckdb.connect(":memory:")
         if duckdb_threads:
             self.con.execute(f"SET threads = {int(duckdb_threads)}")
@@ -123,15 +126,17 @@ class ToolContext:
     def search_sentences(self, qvec: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Top `n` sentences over all shards: (scores desc, sentence ids); ties by smaller id."""
         scores, ids = [], []
-        with self._lock:
-            for shard in self.shards:
-                k = min(n, shard.ntotal)
-                if k <= 0:
-                    continue
-                d, i = shard.search(qvec, k)
-                keep = i[0] >= 0
-                scores.append(d[0][keep])
-                ids.append(i[0][keep])
+        shards = [s for s in self.shards if s.ntotal > 0]
+
+        def search(shard: Any) -> tuple[np.ndarray, np.ndarray]:
+            return shard.search(qvec, min(n, shard.ntotal))
+
+        # FAISS answers a single query on one thread and releases the GIL: shards run in parallel.
+        results = self._pool.map(search, shards) if len(shards) > 1 else map(search, shards)
+        for d, i in results:
+            keep = i[0] >= 0
+            scores.append(d[0][keep])
+            ids.append(i[0][keep])
         if not scores:
             return np.zeros(0, np.float32), np.zeros(0, np.int64)
         s, i = np.concatenate(scores), np.concatenate(ids)
@@ -142,6 +147,7 @@ class ToolContext:
         with self._lock:
             self.con.close()
             self._shards = None
+        self._pool.shutdown(wait=False)
 
     def __enter__(self) -> "ToolContext":
         return self
