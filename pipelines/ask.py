@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -60,5 +61,22 @@ def main(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
+def quote_question(argv: list[str]) -> list[str]:
+    """Let `question="When did Lothair II's mother die?"` work from a shell: the shell drops the
+    quotes, and Hydra's override grammar rejects apostrophes and some punctuation in bare values, so
+    an unquoted question is quoted for Hydra here."""
+    out = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key.lstrip("+") == "question" and not value.startswith(("'", '"')):
+            # Hydra escapes: only backslashes before a quote (or before the closing quote) are doubled.
+            value = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", value)
+            value = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, value)
+            arg = f"{key}='{value}'"
+        out.append(arg)
+    return out
+
+
 if __name__ == "__main__":
+    sys.argv = quote_question(sys.argv)
     main()

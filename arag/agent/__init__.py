@@ -1,0 +1,11 @@
+"""The agent: the A-RAG loop (Algorithm 1), action protocols, and episode records.
+
+    from arag.agent import Agent, AgentConfig
+    agent = Agent(backend, load_method("arag_full"), ToolContext(index_dir), protocol="json")
+    episode = agent.run("Who was the mother of Lothair II?")
+"""
+
+from arag.agent.loop import Agent, AgentConfig, GuardRails
+from arag.agent.records import ANSWERED, FAILED, Episode, ModelCallRecord, ToolCallRecord
+
+__all__ = ["ANSWERED", "FAILED", "Agent", "AgentConfig", "Episode", "GuardRails", "ModelCallRecord", "ToolCallRecord"]

@@ -1,0 +1,298 @@
+"""The agent loop (A-RAG, Algorithm 1).
+
+The conversation starts with the method's system prompt and the question. Each step the model either
+calls tools (each call runs, in order, and its result is appended as an observation) or answers. After
+`max_steps` steps without an answer, or once the conversation reaches `token_budget` tokens, the model
+is asked once more, with no tools, to answer from what it gathered (a *forced* answer).
+
+Nothing the model writes can crash the loop: unknown tools, malformed arguments, tool errors and
+unparseable replies become observations. LLM errors marked retryable are retried with exponential
+backoff (tenacity); an episode whose model calls still fail is returned with status "failed" and the
+reason, and no answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol
+from arag.agent.records import ANSWERED, FAILED, Episode, ModelCallRecord, ToolCallRecord
+from arag.index.tokens import count_tokens
+from arag.llm.base import LLMBackend
+from arag.llm.types import Completion, LLMError, Message
+from arag.methods.base import Method
+
+if TYPE_CHECKING:
+    from arag.tools import ToolContext
+
+# Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.
+MESSAGE_OVERHEAD_TOKENS = 4
+# Room kept free in a model's context window beyond the token budget: the last step's tool results
+# (which may cross the budget) and the final-answer request must still fit.
+CONTEXT_MARGIN_TOKENS = 1536
+
+
+@dataclass
+class GuardRails:
+    """Extra help for small models; all off by default (the paper's methods run without them) and
+    recorded in every episode.
+
+    require_read_before_answer: refuse an answer until some tool call has put content into the
+        context, at most `max_refusals` times per episode (then the answer is accepted).
+    tool_steps: the first `tool_steps` steps may only call tools: the JSON action schema of those
+        steps has no answer branch, so the grammar itself rules out answering from memory
+        (JSON protocol only).
+    """
+
+    require_read_before_answer: bool = False
+    max_refusals: int = 2
+    tool_steps: int = 0
+
+    def active(self) -> bool:
+        return self.require_read_before_answer or self.tool_steps > 0
+
+
+@dataclass
+class AgentConfig:
+    max_steps: int = 15
+    token_budget: int | None = 32_000  # conversation tokens (prompt + reply) that trigger the forced answer
+    max_reply_tokens: int | None = None  # per model call; None: the backend's own default
+    llm_attempts: int = 4  # tries per model call (1 + retries) for retryable LLM errors
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 30.0
+    backoff_jitter_s: float = 1.0
+    keep_messages: bool = True  # store the whole conversation in the episode
+    guard_rails: GuardRails = field(default_factory=GuardRails)
+
+    @classmethod
+    def from_dict(cls, cfg: dict[str, Any]) -> "AgentConfig":
+        cfg = dict(cfg)
+        cfg["guard_rails"] = GuardRails(**(cfg.get("guard_rails") or {}))
+        return cls(**cfg)
+
+
+class EpisodeFailed(Exception):
+    pass
+
+
+class Agent:
+    """Runs episodes of one method with one backend over one index. Safe to run many episodes
+    concurrently (`arun` from several tasks): per-episode state lives in the episode only."""
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        method: Method,
+        ctx: "ToolContext | None" = None,
+        *,
+        protocol: str | ActionProtocol = "json",
+        config: AgentConfig | None = None,
+    ):
+        self.backend = backend
+        self.method = method
+        self.ctx = ctx
+        self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
+        self.config = fit_budget(config or AgentConfig(), backend)
+        if method.needs_index() and ctx is None:
+            raise ValueError(f"method {method.name!r} needs an index (a ToolContext)")
+        if self.protocol.name not in backend.protocols:
+            raise ValueError(f"backend {backend.kind!r} does not support the {self.protocol.name!r} protocol (it offers {', '.join(backend.protocols)})")
+        self.tool_schemas = method.tool_schemas()
+        self.allowed = tuple(method.tools)
+        if self.config.guard_rails.tool_steps and not isinstance(self.protocol, JsonProtocol):
+            raise ValueError("guard_rails.tool_steps needs the json protocol (its schema drops the answer branch)")
+
+    # ---- public -----------------------------------------------------------------------------------
+    def run(self, question: str, question_id: str | None = None) -> Episode:
+        return asyncio.run(self.arun(question, question_id))
+
+    async def arun(self, question: str, question_id: str | None = None) -> Episode:
+        from arag.tools import ReadTracker
+
+        cfg = self.config
+        episode = Episode(
+            question=question,
+            question_id=question_id,
+            method=self.method.name,
+            protocol=self.protocol.name,
+            backend=self.backend.describe(),
+            guard_rails=asdict(cfg.guard_rails),
+            agent={k: v for k, v in asdict(cfg).items() if k != "guard_rails"} | {"method": self.method.describe()},
+        )
+        started = time.perf_counter()
+        messages: list[Message] = []
+        try:
+            await self._episode(question, episode, ReadTracker(), messages)
+        except EpisodeFailed as exc:
+            episode.status, episode.failure, episode.answer = FAILED, str(exc), None
+        except Exception as exc:  # a bug in a method or backend: record it, never lose the batch
+            episode.status, episode.failure, episode.answer = FAILED, f"{type(exc).__name__}: {str(exc)[:500]}", None
+        episode.wall_s = time.perf_counter() - started
+        if cfg.keep_messages and messages:
+            episode.messages = [m.to_openai() for m in messages]
+        return episode
+
+    # ---- the loop ---------------------------------------------------------------------------------
+    async def _episode(self, question: str, ep: Episode, tracker: Any, messages: list[Message]) -> None:
+        """Fills `messages` in place, so the conversation is kept even when the episode fails midway."""
+        cfg = self.config
+        initial, pre = await asyncio.to_thread(self.method.initial_messages, question, self.ctx, tracker)
+        messages.extend(initial)
+        ep.tool_calls.extend(pre)
+        if isinstance(self.protocol, JsonProtocol):
+            messages[0] = Message("system", messages[0].content + "\n\n" + self._json_instructions())
+        conversation = sum(estimate_tokens(m) for m in messages)
+        refusals = 0
+
+        for step in range(1, cfg.max_steps + 1):
+            if cfg.token_budget is not None and conversation >= cfg.token_budget:
+                ep.forced_reason = "token_budget"
+                break
+            ep.steps = step
+            tools_only = bool(self.tool_schemas) and step <= cfg.guard_rails.tool_steps
+            request = self.protocol.request(self.tool_schemas, allow_answer=not tools_only)
+            completion = await self._call_model(messages, request, step, ep, final=False)
+            messages.append(self.protocol.assistant_message(completion))
+            conversation = reported_size(completion, conversation + estimate_tokens(messages[-1]))
+            answer = None
+            for action in self.protocol.parse(completion):
+                if isinstance(action, InvalidAction):
+                    ep.invalid_replies += 1
+                    note = self.protocol.feedback(f"Your reply could not be used: {action.reason}. Try again.")
+                elif isinstance(action, AnswerAction):
+                    if self._refuse_answer(ep, refusals):
+                        refusals += 1
+                        ep.guard_rail_events.append(f"step {step}: answer refused (nothing read yet)")
+                        note = self.protocol.feedback("Do not answer yet: you have not read anything from the collection. Use a tool first.")
+                    else:
+                        answer = action.text
+                        break
+                else:
+                    note = await self._run_tool(action, step, ep, tracker)
+                messages.append(note)
+                conversation += estimate_tokens(note)
+            if answer is not None:
+                ep.answer, ep.status = answer, ANSWERED
+                return
+
+        # Out of steps or tokens: one last call without tools.
+        ep.forced = True
+        ep.forced_reason = ep.forced_reason or "max_steps"
+        messages.append(Message("user", self.method.final_prompt))
+        completion = await self._call_model(messages, self.protocol.request([]), ep.steps + 1, ep, final=True)
+        messages.append(self.protocol.assistant_message(completion))
+        answers = [a for a in self.protocol.parse(completion) if isinstance(a, AnswerAction)]
+        if not answers:
+            ep.invalid_replies += 1
+            raise EpisodeFailed(f"the forced final reply was not an answer: {(completion.text or '')[:200]!r}")
+        ep.answer, ep.status = answers[0].text, ANSWERED
+
+    def _json_instructions(self) -> str:
+        from arag.agent.protocols import describe_actions
+
+        if not self.tool_schemas:
+            return 'Reply with exactly one JSON object and nothing else: {"answer": "<short answer>"}'
+        return describe_actions(self.tool_schemas)
+
+    def _refuse_answer(self, ep: Episode, refusals: int) -> bool:
+        rails = self.config.guard_rails
+        return bool(rails.require_read_before_answer and self.allowed and ep.retrieved_tokens == 0 and refusals < rails.max_refusals)
+
+    async def _call_model(self, messages: list[Message], request: dict[str, Any], step: int, ep: Episode, final: bool) -> Completion:
+        cfg = self.config
+        attempts = 0
+        started = time.perf_counter()
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(max(1, cfg.llm_attempts)),
+            wait=wait_exponential_jitter(multiplier=cfg.backoff_initial_s, max=cfg.backoff_max_s, jitter=cfg.backoff_jitter_s),
+            retry=retry_if_exception(lambda e: isinstance(e, LLMError) and e.retryable),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    completion = await self.backend.acomplete(list(messages), max_tokens=cfg.max_reply_tokens, **request)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {str(exc)[:300]}"
+            ep.model_calls.append(ModelCallRecord(step, None, None, None, time.perf_counter() - started, attempts, final=final, error=reason))
+            raise EpisodeFailed(f"model call failed after {attempts} attempt(s): {reason}") from exc
+        if not isinstance(completion, Completion):
+            raise EpisodeFailed(f"backend returned {type(completion).__name__}, not a Completion")
+        ep.model_calls.append(
+            ModelCallRecord(
+                step,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                completion.reasoning_tokens,
+                time.perf_counter() - started,
+                attempts,
+                completion.finish_reason,
+                final=final,
+                raw=completion.text or "",
+            )
+        )
+        return completion
+
+    async def _run_tool(self, action: ToolAction, step: int, ep: Episode, tracker: Any) -> Message:
+        started = time.perf_counter()
+        record = ToolCallRecord(step=step, name=str(action.name)[:200], arguments=recorded_arguments(action.arguments), text="")
+        if action.name not in self.allowed:
+            allowed = ", ".join(self.allowed) or "none (answer directly)"
+            record.error = "unknown tool"
+            record.text = f"Error: there is no tool named {str(action.name)[:100]!r}. The tools you can use are: {allowed}."
+        else:
+            try:
+                result = await asyncio.to_thread(self.method.call_tool, self.ctx, action.name, action.arguments, tracker)
+                record.text, record.error, record.retrieved_tokens = result.text, result.error, result.retrieved_tokens
+                record.chunk_ids = [h.chunk_id for h in result.results]
+            except Exception as exc:  # tools should not raise; if one does, the model sees it as an error
+                record.error = f"{type(exc).__name__}: {str(exc)[:300]}"
+                record.text = f"Error in {action.name}: {record.error}"
+        record.latency_s = time.perf_counter() - started
+        ep.tool_calls.append(record)
+        return self.protocol.observation(action, record.text)
+
+
+def fit_budget(config: AgentConfig, backend: LLMBackend) -> AgentConfig:
+    """With a backend of known context window, cap the token budget so the forced answer still fits;
+    `token_budget=None` then means "as much as the window allows". The effective value is recorded."""
+    window = getattr(backend, "context_window", None)
+    if not window:
+        return config
+    reply = config.max_reply_tokens or backend.max_tokens
+    limit = max(256, window - 2 * reply - CONTEXT_MARGIN_TOKENS)
+    budget = limit if config.token_budget is None else min(config.token_budget, limit)
+    return replace(config, token_budget=budget)
+
+
+def recorded_arguments(arguments: Any) -> Any:
+    """Arguments as JSON for the record: the parsed object when the model's text parses, else the raw text."""
+    if isinstance(arguments, (str, bytes)):
+        try:
+            return json.loads(arguments)
+        except (ValueError, RecursionError):
+            return arguments if isinstance(arguments, str) else arguments.decode("utf-8", "replace")
+    return arguments
+
+
+def estimate_tokens(message: Message) -> int:
+    text = message.content or ""
+    text += "".join(c.name + c.arguments for c in message.tool_calls)
+    try:
+        return count_tokens(text) + MESSAGE_OVERHEAD_TOKENS
+    except Exception:  # text the tokenizer rejects (e.g. lone surrogates from a broken model): rough size
+        return len(text) // 3 + MESSAGE_OVERHEAD_TOKENS
+
+
+def reported_size(completion: Completion, fallback: int) -> int:
+    """The conversation's size after this reply: exact when the backend reported both counts."""
+    if completion.prompt_tokens is not None and completion.completion_tokens is not None:
+        return completion.prompt_tokens + completion.completion_tokens
+    return fallback

@@ -1,0 +1,187 @@
+"""Action protocols: how a model's reply becomes actions, and how results go back into the conversation.
+
+- `native`: OpenAI tool calling. Tools are offered as `tools=[...]`; the reply's `tool_calls` are the
+  actions (several run in order), plain text without tool calls is the answer.
+- `json`: one JSON object per step, enforced by the backend's grammar / structured output:
+  {"tool": <name>, "arguments": {...}} or {"answer": "..."}. The schema is a oneOf built from the tool
+  set's own parameter schemas; small local models can only act reliably this way.
+
+Parsing never raises: a reply that is not a valid action becomes an `InvalidAction` whose reason is
+shown to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+import jsonschema
+
+from arag.llm.types import Completion, Message
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+# What a parsed reply must look like before it is acted on. Tool names and arguments are checked by
+# the loop and the tools themselves, which give the model precise messages.
+ENVELOPE_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {"type": "object", "properties": {"tool": {"type": "string"}, "arguments": {"type": "object"}}, "required": ["tool", "arguments"], "additionalProperties": False},
+        ANSWER_SCHEMA,
+    ]
+}
+_ENVELOPE = jsonschema.Draft202012Validator(ENVELOPE_SCHEMA)
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+
+
+@dataclass
+class ToolAction:
+    name: str
+    arguments: Any  # a dict (JSON protocol) or the raw JSON text (native protocol)
+    call_id: str = ""
+
+
+@dataclass
+class AnswerAction:
+    text: str
+
+
+@dataclass
+class InvalidAction:
+    reason: str
+    raw: str
+
+
+Action = Union[ToolAction, AnswerAction, InvalidAction]
+
+
+def json_action_schema(tool_schemas: list[dict[str, Any]], allow_answer: bool = True) -> dict[str, Any]:
+    """oneOf: one branch per tool ({"tool": const name, "arguments": its parameters}) and the answer
+    (left out with `allow_answer=False`, when a guard rail asks for tool calls only)."""
+    branches = []
+    for s in tool_schemas:
+        fn = s["function"]
+        branches.append(
+            {
+                "type": "object",
+                "properties": {"tool": {"const": fn["name"]}, "arguments": fn["parameters"]},
+                "required": ["tool", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    if allow_answer or not branches:
+        branches.append(ANSWER_SCHEMA)
+    return {"oneOf": branches} if len(branches) > 1 else branches[0]
+
+
+def _placeholder(name: str, prop: dict[str, Any]) -> str:
+    kind = prop.get("type")
+    if kind == "array":
+        return f'["<{name.rstrip("s")}>", ...]'
+    if kind in ("integer", "number"):
+        return str(prop.get("default", f"<{kind}>"))
+    return f'"<{name}>"'
+
+
+def describe_actions(tool_schemas: list[dict[str, Any]]) -> str:
+    """Plain-text description of the JSON actions, put into the system prompt for the JSON protocol."""
+    lines = ["Reply with exactly one JSON object and nothing else. Either call one tool:"]
+    for s in tool_schemas:
+        fn = s["function"]
+        params = fn["parameters"]
+        props = params.get("properties", {})
+        args = ", ".join(f'"{k}": {_placeholder(k, v)}' for k, v in props.items())
+        optional = [k for k in props if k not in params.get("required", [])]
+        note = f" ({', '.join(optional)} optional)" if optional else ""
+        lines.append(f'  {{"tool": "{fn["name"]}", "arguments": {{{args}}}}}{note}')
+        lines.append(f"    {fn['description']}")
+    lines.append('or give your final answer: {"answer": "<short answer>"}')
+    return "\n".join(lines)
+
+
+class ActionProtocol:
+    name = "?"
+
+    def request(self, tool_schemas: list[dict[str, Any]], allow_answer: bool = True) -> dict[str, Any]:
+        """Keyword arguments of `LLMBackend.acomplete` for a step offering these tools ([] = answer only)."""
+        raise NotImplementedError
+
+    def parse(self, completion: Completion) -> list[Action]:
+        raise NotImplementedError
+
+    def assistant_message(self, completion: Completion) -> Message:
+        raise NotImplementedError
+
+    def observation(self, action: ToolAction, text: str) -> Message:
+        raise NotImplementedError
+
+    def feedback(self, text: str) -> Message:
+        """A note from the harness (invalid reply, guard rail): a user turn in both protocols."""
+        return Message("user", text)
+
+
+class NativeProtocol(ActionProtocol):
+    name = "native"
+
+    def request(self, tool_schemas, allow_answer=True):
+        return {"tools": tool_schemas or None}
+
+    def parse(self, completion: Completion) -> list[Action]:
+        if completion.tool_calls:
+            return [ToolAction(c.name, c.arguments, c.id) for c in completion.tool_calls]
+        text = (completion.text or "").strip()
+        if not text:
+            return [InvalidAction("the reply was empty: call a tool or write the answer", completion.text or "")]
+        return [AnswerAction(text)]
+
+    def assistant_message(self, completion: Completion) -> Message:
+        return Message("assistant", completion.text or "", tool_calls=list(completion.tool_calls))
+
+    def observation(self, action: ToolAction, text: str) -> Message:
+        return Message("tool", text, tool_call_id=action.call_id, name=action.name)
+
+
+class JsonProtocol(ActionProtocol):
+    name = "json"
+
+    def request(self, tool_schemas, allow_answer=True):
+        return {"response_schema": json_action_schema(tool_schemas, allow_answer)}
+
+    def parse(self, completion: Completion) -> list[Action]:
+        raw = completion.text or ""
+        text = raw.strip()
+        fenced = _FENCE.match(text)
+        if fenced:
+            text = fenced.group(1)
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            return [InvalidAction(f"the reply is not valid JSON ({str(exc)[:120]})", raw)]
+        errors = list(_ENVELOPE.iter_errors(value)) if isinstance(value, dict) else None
+        if errors is None or errors:
+            return [InvalidAction('the reply must be one JSON object: {"tool": <name>, "arguments": {...}} or {"answer": "..."}', raw)]
+        if "answer" in value:
+            return [AnswerAction(value["answer"].strip())]
+        return [ToolAction(value["tool"], value["arguments"])]
+
+    def assistant_message(self, completion: Completion) -> Message:
+        return Message("assistant", completion.text or "")
+
+    def observation(self, action: ToolAction, text: str) -> Message:
+        return Message("user", f"Result of {action.name}:\n{text}")
+
+
+PROTOCOLS: dict[str, type[ActionProtocol]] = {"native": NativeProtocol, "json": JsonProtocol}
+
+
+def get_protocol(name: str) -> ActionProtocol:
+    try:
+        return PROTOCOLS[name]()
+    except KeyError:
+        raise ValueError(f"unknown action protocol {name!r}; known: {', '.join(PROTOCOLS)}") from None

@@ -1,0 +1,84 @@
+"""Episode records: everything one question's run produced, JSON-able, one Parquet row per episode."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Episode.status values.
+ANSWERED = "answered"  # the model gave an answer (possibly forced: see `forced`)
+FAILED = "failed"  # no answer: the LLM kept failing, or a non-retryable error; never scored
+
+
+@dataclass
+class ToolCallRecord:
+    step: int
+    name: str
+    arguments: Any  # as the model wrote them (a dict, or raw text when it was not valid JSON)
+    text: str  # what the model was shown
+    retrieved_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+    chunk_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModelCallRecord:
+    step: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    reasoning_tokens: int | None
+    latency_s: float
+    attempts: int = 1  # 1 + retries
+    finish_reason: str | None = None
+    final: bool = False  # the tool-less call asking for the answer
+    error: str | None = None
+    raw: str = ""  # the reply text (JSON actions, answers); tool calls are in ToolCallRecord
+
+
+@dataclass
+class Episode:
+    question: str
+    method: str
+    protocol: str
+    backend: dict[str, Any]
+    question_id: str | None = None
+    status: str = ANSWERED
+    answer: str | None = None
+    forced: bool = False
+    forced_reason: str | None = None  # "max_steps" | "token_budget"
+    failure: str | None = None
+    steps: int = 0
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    model_calls: list[ModelCallRecord] = field(default_factory=list)
+    invalid_replies: int = 0
+    guard_rails: dict[str, Any] = field(default_factory=dict)
+    guard_rail_events: list[str] = field(default_factory=list)
+    agent: dict[str, Any] = field(default_factory=dict)  # loop settings (max_steps, token budget, …)
+    wall_s: float = 0.0
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def retrieved_tokens(self) -> int:
+        return sum(c.retrieved_tokens for c in self.tool_calls)
+
+    def token_totals(self) -> dict[str, int]:
+        def total(attr: str) -> int:
+            return sum(getattr(m, attr) or 0 for m in self.model_calls)
+
+        return {"prompt_tokens": total("prompt_tokens"), "completion_tokens": total("completion_tokens"), "reasoning_tokens": total("reasoning_tokens")}
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["retrieved_tokens"] = self.retrieved_tokens
+        out.update(self.token_totals())
+        return out
+
+    def to_row(self) -> dict[str, Any]:
+        """Flat columns for a Parquet row: scalars stay, nested values become JSON text."""
+        row = self.to_json()
+        for key, value in row.items():
+            if isinstance(value, (list, dict)):
+                row[key] = json.dumps(value, ensure_ascii=False, default=str)
+        return row

@@ -1,0 +1,90 @@
+"""The backend interface the agent loop talks to.
+
+The interface is async because the serving backends (vLLM actors, HTTP endpoints) run many episodes
+concurrently; `complete` is the blocking convenience for scripts and tests. Backends whose engine is
+blocking (llama-cpp) derive from `BlockingBackend` and write only `_complete`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from abc import ABC, abstractmethod
+from typing import Any
+
+from arag.llm.reasoning import ReasoningSetting, resolve
+from arag.llm.types import Completion, Message
+
+# Which ways of acting a backend offers (see arag.agent.protocols).
+NATIVE = "native"
+JSON = "json"
+
+
+class LLMBackend(ABC):
+    """A chat model.
+
+    tools: OpenAI function schemas; only with the native protocol.
+    response_schema: a JSON schema the reply must satisfy (grammar / structured output); only with
+        the JSON protocol.
+    """
+
+    kind: str = "?"
+    protocols: tuple[str, ...] = (NATIVE, JSON)
+    context_window: int | None = None  # tokens, where known: the agent fits its token budget into it
+
+    def __init__(self, model: str, *, reasoning: ReasoningSetting | None = None, max_tokens: int = 1024, temperature: float = 0.0):
+        self.model = model
+        self.reasoning = reasoning or resolve(None, "none")
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+
+    @abstractmethod
+    async def acomplete(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> Completion: ...
+
+    def complete(self, messages: list[Message], **kwargs: Any) -> Completion:
+        return asyncio.run(self.acomplete(messages, **kwargs))
+
+    def describe(self) -> dict[str, Any]:
+        """Settings recorded with every episode."""
+        return {
+            "backend": self.kind,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "reasoning": self.reasoning.to_json(),
+        }
+
+    def close(self) -> None:
+        pass
+
+
+class BlockingBackend(LLMBackend):
+    """A backend around a blocking, single-threaded engine: calls run in a worker thread, one at a time,
+    so the event loop (and other episodes' tool calls) keep going meanwhile."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._engine_lock = threading.Lock()
+
+    @abstractmethod
+    def _complete(self, messages: list[Message], *, tools: list[dict[str, Any]] | None, response_schema: dict[str, Any] | None, max_tokens: int) -> Completion: ...
+
+    async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
+        def run() -> Completion:
+            with self._engine_lock:
+                return self._complete(messages, tools=tools, response_schema=response_schema, max_tokens=max_tokens or self.max_tokens)
+
+        return await asyncio.to_thread(run)
+
+    def complete(self, messages: list[Message], **kwargs: Any) -> Completion:
+        with self._engine_lock:
+            return self._complete(
+                messages, tools=kwargs.get("tools"), response_schema=kwargs.get("response_schema"), max_tokens=kwargs.get("max_tokens") or self.max_tokens
+            )

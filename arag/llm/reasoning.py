@@ -1,0 +1,88 @@
+"""Reasoning effort: one config value (`minimal | low | medium | high`, or `null` for the model's
+default) mapped per model family onto what the model really supports.
+
+| family            | minimal                    | low                       | medium                     | high                       |
+| ----------------- | -------------------------- | ------------------------- | -------------------------- | -------------------------- |
+| `gpt-oss`         | unsupported (lowest: low)  | reasoning_effort=low      | reasoning_effort=medium    | reasoning_effort=high      |
+| `openai-reasoning`| reasoning_effort=minimal   | reasoning_effort=low      | reasoning_effort=medium    | reasoning_effort=high      |
+| `qwen3`           | thinking off               | thinking on, budget 512   | thinking on, budget 2048   | thinking on, budget 8192   |
+| `none` (Qwen2.5, Llama 3, …: no reasoning mode) | unsupported | unsupported | unsupported | unsupported |
+
+`openai-reasoning` is the hosted o-series / GPT-5 models. Qwen3's thinking switch is the chat
+template's `enable_thinking`; the budget is a cap on thinking tokens that the backend enforces (a
+backend that cannot enforce it must refuse the level, not ignore it). Levels a family lacks are
+*unsupported*: `resolve` raises by default, or, with `on_unsupported="record"`, returns a setting
+with `supported=False` that runs at the model's default and is recorded as such in every episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from arag.llm.types import ConfigurationError
+
+LEVELS = ("minimal", "low", "medium", "high")
+QWEN3_THINKING_BUDGET = {"low": 512, "medium": 2048, "high": 8192}
+
+
+@dataclass(frozen=True)
+class ReasoningSetting:
+    """What a requested level became for one model family.
+
+    request: extra top-level fields of a chat request (e.g. {"reasoning_effort": "low"}).
+    chat_template_kwargs: switches passed to the chat template (e.g. {"enable_thinking": False}).
+    thinking_budget: cap on thinking tokens the backend must enforce; None: no cap.
+    """
+
+    requested: str | None
+    family: str
+    supported: bool
+    request: dict[str, Any] = field(default_factory=dict)
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    thinking_budget: int | None = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+FAMILIES = ("gpt-oss", "openai-reasoning", "qwen3", "none")
+
+
+def family_of(model: str) -> str:
+    """Guess the family from a model name; configs may name it explicitly instead."""
+    m = model.lower()
+    if "gpt-oss" in m:
+        return "gpt-oss"
+    if "qwen3" in m and "coder" not in m:
+        return "qwen3"
+    base = m.rsplit("/", 1)[-1]
+    if base.startswith(("o1", "o3", "o4", "gpt-5")):
+        return "openai-reasoning"
+    return "none"
+
+
+def resolve(level: str | None, family: str, *, on_unsupported: str = "error") -> ReasoningSetting:
+    if family not in FAMILIES:
+        raise ConfigurationError(f"unknown model family {family!r} for reasoning effort; known: {', '.join(FAMILIES)}")
+    if on_unsupported not in ("error", "record"):
+        raise ConfigurationError(f"on_unsupported must be 'error' or 'record', got {on_unsupported!r}")
+    if level is None:
+        return ReasoningSetting(None, family, True, note="model default")
+    if level not in LEVELS:
+        raise ConfigurationError(f"reasoning effort must be one of {', '.join(LEVELS)} or null, got {level!r}")
+
+    if family == "openai-reasoning":
+        return ReasoningSetting(level, family, True, request={"reasoning_effort": level})
+    if family == "gpt-oss" and level != "minimal":
+        return ReasoningSetting(level, family, True, request={"reasoning_effort": level})
+    if family == "qwen3":
+        if level == "minimal":
+            return ReasoningSetting(level, family, True, chat_template_kwargs={"enable_thinking": False}, note="thinking off")
+        return ReasoningSetting(level, family, True, chat_template_kwargs={"enable_thinking": True}, thinking_budget=QWEN3_THINKING_BUDGET[level])
+
+    why = {"gpt-oss": "gpt-oss has no level below 'low'", "none": "this model has no reasoning mode"}[family]
+    if on_unsupported == "error":
+        raise ConfigurationError(f"reasoning effort {level!r} is not supported for family {family!r}: {why}")
+    return ReasoningSetting(level, family, False, note=f"unsupported, running at the model default: {why}")

@@ -1,0 +1,75 @@
+"""`ScriptedBackend`: a deterministic test double that replays a script of replies.
+
+Each script item is one reply (or failure) of the model, in order:
+  - a `Completion` (returned as is),
+  - a `str` (raw reply text, e.g. a JSON action or garbage),
+  - a dict action: {"tool": name, "arguments": {...}} or {"answer": "..."}, rendered for the protocol
+    in use (JSON text when a response schema was given, else a native tool call / plain-text answer),
+  - a list of dict actions (several native tool calls in one reply),
+  - an `Exception` instance (raised, e.g. `LLMError("timeout")`).
+Every request is kept in `requests` so tests can check what the model was shown.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from arag.llm.base import LLMBackend
+from arag.llm.types import Completion, LLMError, Message, ToolCall
+
+
+@dataclass
+class Request:
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    response_schema: dict[str, Any] | None
+
+
+class ScriptExhausted(LLMError):
+    def __init__(self) -> None:
+        super().__init__("the script has no more replies", retryable=False)
+
+
+class ScriptedBackend(LLMBackend):
+    kind = "scripted"
+
+    def __init__(self, script: Sequence[Any], model: str = "scripted", **kwargs: Any):
+        super().__init__(model, **kwargs)
+        self.script = list(script)
+        self.position = 0
+        self.requests: list[Request] = []
+
+    async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
+        self.requests.append(Request([Message(**vars(m)) for m in messages], tools, response_schema))
+        if self.position >= len(self.script):
+            raise ScriptExhausted()
+        item = self.script[self.position]
+        self.position += 1
+        if isinstance(item, BaseException):
+            raise item
+        # Without a response schema the model acts natively (tool calls, plain-text answers).
+        completion = self._render(item, native=response_schema is None)
+        if completion.prompt_tokens is None:
+            # Something deterministic and monotone in the conversation, so token budgets can be tested.
+            completion.prompt_tokens = sum(len(m.content) // 4 + 4 for m in messages)
+        if completion.completion_tokens is None:
+            completion.completion_tokens = len(completion.text) // 4 + 8 * len(completion.tool_calls)
+        return completion
+
+    def _render(self, item: Any, native: bool) -> Completion:
+        if isinstance(item, Completion):
+            return Completion(**vars(item))
+        if isinstance(item, str):
+            return Completion(text=item)
+        actions = item if isinstance(item, list) else [item]
+        if native and all(isinstance(a, dict) and "tool" in a for a in actions):
+            calls = []
+            for a in actions:
+                args = a.get("arguments", {})
+                calls.append(ToolCall(name=a["tool"], arguments=args if isinstance(args, str) else json.dumps(args), id=f"call_{self.position}_{len(calls)}"))
+            return Completion(tool_calls=calls, finish_reason="tool_calls")
+        if native and isinstance(item, dict) and "answer" in item:
+            return Completion(text=str(item["answer"]), finish_reason="stop")
+        return Completion(text=json.dumps(item), finish_reason="stop")

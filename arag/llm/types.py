@@ -1,0 +1,72 @@
+"""The currency between the agent loop and every LLM backend: messages, tool calls, completions, errors.
+
+Messages follow the OpenAI chat format (what vLLM, llama.cpp's server and hosted APIs all speak), so a
+backend can send `Message.to_openai()` as is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ToolCall:
+    """One function call proposed by the model. `arguments` is the raw JSON text the model wrote:
+    it is parsed (and may fail to parse) by the tool, never by the backend."""
+
+    name: str
+    arguments: str
+    id: str = ""
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@dataclass
+class Message:
+    role: str  # system | user | assistant | tool
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None  # role == "tool": the call this observation answers
+    name: str | None = None  # role == "tool": the tool's name
+
+    def to_openai(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None and self.role == "tool":
+            out["name"] = self.name
+        return out
+
+
+@dataclass
+class Completion:
+    """One model reply: text and/or tool calls, with the token counts the backend reported.
+
+    Counts are None when the backend does not report them (the loop then estimates).
+    `reasoning` holds separated thinking text where a backend returns it apart from the answer.
+    """
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    finish_reason: str | None = None
+    reasoning: str | None = None
+
+
+class LLMError(Exception):
+    """A model call failed. `retryable` errors (timeouts, overloaded servers, dropped connections) are
+    retried by the loop with backoff; the others end the episode at once as failed."""
+
+    def __init__(self, message: str, *, retryable: bool = True):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class ConfigurationError(ValueError):
+    """A backend was asked for something it cannot do (e.g. a reasoning level, a protocol)."""

@@ -1,0 +1,43 @@
+"""Naive RAG: the top-k chunks by embedding similarity pasted into one prompt; one model call, no tools."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from arag.agent.records import ToolCallRecord
+from arag.llm.types import Message
+from arag.methods.base import Method
+
+RETRIEVAL_TOOL = "naive_embedding_search"
+
+
+@dataclass
+class NaiveRagMethod(Method):
+    top_k: int = 5
+    user_template: str = "Context:\n{context}\n\nQuestion: {question}"
+
+    def needs_index(self) -> bool:
+        return True
+
+    def initial_messages(self, question, ctx, tracker):
+        if ctx is None:
+            raise ValueError(f"method {self.name!r} needs an index")
+        started = time.perf_counter()
+        result = ctx.call(RETRIEVAL_TOOL, {"query": question, "top_k": self.top_k}, tracker=tracker)
+        record = ToolCallRecord(
+            step=0,
+            name=RETRIEVAL_TOOL,
+            arguments={"query": question, "top_k": self.top_k},
+            text=result.text,
+            retrieved_tokens=result.retrieved_tokens,
+            latency_s=time.perf_counter() - started,
+            error=result.error,
+            chunk_ids=[h.chunk_id for h in result.results],
+        )
+        messages = [Message("system", self.system_prompt), Message("user", self.user_template.format(question=question, context=result.text))]
+        return messages, [record]
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "retrieval": RETRIEVAL_TOOL, "top_k": self.top_k}

@@ -1,0 +1,245 @@
+"""The agent loop (Algorithm 1) with the scripted backend: every method, both protocols, edge cases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arag.agent import ANSWERED, FAILED, Agent, AgentConfig, GuardRails
+from arag.llm.scripted import ScriptedBackend
+from arag.llm.types import Completion, LLMError, ToolCall
+from arag.methods import available_methods, load_method
+
+FAST = dict(backoff_initial_s=0.0, backoff_max_s=0.0, backoff_jitter_s=0.0)
+
+ARGS = {
+    "keyword_search": {"keywords": ["Lothair II"]},
+    "semantic_search": {"query": "mother of Lothair II"},
+    "naive_embedding_search": {"query": "mother of Lothair II"},
+    "chunk_read": {"chunk_ids": ["1#0"]},
+}
+
+
+def agent(script, method="arag_full", ctx=None, protocol="json", **cfg):
+    backend = ScriptedBackend(script)
+    config = AgentConfig(**{"max_steps": 6, **FAST, **cfg})
+    return Agent(backend, load_method(method), ctx, protocol=protocol, config=config), backend
+
+
+def test_all_methods_are_configured():
+    assert set(available_methods()) >= {"direct", "naive_rag", "arag_naive", "arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read"}
+
+
+@pytest.mark.parametrize("protocol", ["json", "native"])
+@pytest.mark.parametrize("method", ["direct", "naive_rag", "arag_naive", "arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read"])
+def test_every_method_runs(method, protocol, agent_ctx):
+    m = load_method(method)
+    script = [{"tool": t, "arguments": ARGS[t]} for t in m.tools] + [{"answer": "Ermengarde of Tours"}]
+    a, backend = agent(script, method, agent_ctx, protocol)
+    ep = a.run("Who was the mother of Lothair II?", question_id="q1")
+    assert ep.status == ANSWERED and ep.answer == "Ermengarde of Tours" and not ep.forced
+    assert ep.steps == len(m.tools) + 1 and ep.question_id == "q1" and ep.method == method
+    assert [c.name for c in ep.tool_calls if c.step > 0] == list(m.tools)
+    assert all(c.error is None for c in ep.tool_calls)
+    json.dumps(ep.to_json())
+    first = backend.requests[0]
+    assert first.messages[0].role == "system" and "Lothair II" in first.messages[1].content
+    if protocol == "native":
+        assert first.response_schema is None
+        assert [t["function"]["name"] for t in first.tools or []] == list(m.tools)
+    else:
+        assert first.tools is None
+        branches = first.response_schema.get("oneOf", [first.response_schema])
+        assert [b["properties"]["tool"]["const"] for b in branches if "tool" in b["properties"]] == list(m.tools)
+    if method == "naive_rag":
+        assert ep.tool_calls[0].step == 0 and ep.tool_calls[0].name == "naive_embedding_search"
+        assert "Ermengarde of Tours" in first.messages[1].content and ep.retrieved_tokens > 0
+    if method == "direct":
+        assert ep.tool_calls == [] and ep.retrieved_tokens == 0
+    if method == "arag_no_chunk_read":
+        # No snippet level: searches return whole chunks.
+        assert "His mother was Ermengarde of Tours." in ep.tool_calls[0].text and "Lothair II was the king" in ep.tool_calls[0].text
+    if m.tools:
+        assert ep.retrieved_tokens > 0
+
+
+def test_max_steps_forces_an_answer_without_tools(agent_ctx):
+    script = [{"tool": "keyword_search", "arguments": {"keywords": [f"k{i}"]}} for i in range(3)] + [{"answer": "forced one"}]
+    a, backend = agent(script, ctx=agent_ctx, max_steps=3)
+    ep = a.run("q?")
+    assert ep.status == ANSWERED and ep.forced and ep.forced_reason == "max_steps" and ep.answer == "forced one"
+    assert ep.steps == 3 and len(ep.model_calls) == 4 and ep.model_calls[-1].final
+    final = backend.requests[-1]
+    assert final.response_schema == {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}
+    assert final.messages[-1].role == "user" and "final answer" in final.messages[-1].content
+
+
+def test_max_steps_native_final_call_offers_no_tools(agent_ctx):
+    script = [{"tool": "keyword_search", "arguments": {"keywords": ["x"]}}] * 2 + ["plain text answer"]
+    a, backend = agent(script, ctx=agent_ctx, protocol="native", max_steps=2)
+    ep = a.run("q?")
+    assert ep.forced and ep.answer == "plain text answer" and backend.requests[-1].tools is None
+
+
+def test_token_budget_forces_an_answer(agent_ctx):
+    from arag.agent.loop import estimate_tokens
+
+    read = {"tool": "chunk_read", "arguments": {"chunk_ids": ["1#0", "0#0"]}}
+    probe, backend = agent([{"answer": "x"}], ctx=agent_ctx)
+    probe.run("q?")
+    start = sum(estimate_tokens(m) for m in backend.requests[0].messages)
+    # The system prompt and question fit; after the first read the conversation is over the budget.
+    a, backend = agent([read, {"answer": "a"}], ctx=agent_ctx, token_budget=start + 40)
+    ep = a.run("q?")
+    assert ep.forced and ep.forced_reason == "token_budget" and ep.steps == 1 and ep.answer == "a"
+    assert backend.requests[-1].response_schema["required"] == ["answer"]
+    a, _ = agent([{"answer": "direct"}], ctx=agent_ctx, token_budget=10)
+    ep = a.run("q?")
+    assert ep.forced and ep.forced_reason == "token_budget" and ep.steps == 0 and ep.answer == "direct"
+
+
+def test_token_budget_fits_the_context_window():
+    backend = ScriptedBackend([], max_tokens=256)
+    backend.context_window = 8192
+    a = Agent(backend, load_method("direct"), config=AgentConfig(token_budget=None))
+    assert a.config.token_budget == 8192 - 512 - 1536
+    a = Agent(backend, load_method("direct"), config=AgentConfig(token_budget=1000))
+    assert a.config.token_budget == 1000
+    assert Agent(ScriptedBackend([]), load_method("direct"), config=AgentConfig(token_budget=None)).config.token_budget is None
+
+
+def test_unknown_tool_is_an_observation(agent_ctx):
+    a, backend = agent([{"tool": "web_search", "arguments": {"q": "x"}}, {"answer": "ok"}], ctx=agent_ctx)
+    ep = a.run("q?")
+    assert ep.status == ANSWERED and ep.answer == "ok"
+    assert ep.tool_calls[0].error == "unknown tool" and "keyword_search" in ep.tool_calls[0].text
+    assert "no tool named 'web_search'" in backend.requests[1].messages[-1].content
+
+
+def test_tool_outside_the_method_set_is_unknown(agent_ctx):
+    a, _ = agent([{"tool": "chunk_read", "arguments": {"chunk_ids": ["1#0"]}}, {"answer": "ok"}], method="arag_no_chunk_read", ctx=agent_ctx)
+    ep = a.run("q?")
+    assert ep.tool_calls[0].error == "unknown tool" and ep.retrieved_tokens == 0
+
+
+def test_malformed_json_arguments_native(agent_ctx):
+    bad = Completion(tool_calls=[ToolCall("keyword_search", '{"keywords": ["Lothair', "c1")])
+    a, backend = agent([bad, {"answer": "ok"}], ctx=agent_ctx, protocol="native")
+    ep = a.run("q?")
+    assert ep.status == ANSWERED and ep.tool_calls[0].error and "not valid JSON" in ep.tool_calls[0].text
+    assert ep.tool_calls[0].arguments == '{"keywords": ["Lothair'
+    obs = backend.requests[1].messages[-1]
+    assert obs.role == "tool" and obs.tool_call_id == "c1"
+
+
+def test_tool_error_is_an_observation(agent_ctx):
+    script = [{"tool": "keyword_search", "arguments": {"keywords": "Lothair"}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["nope#9"]}}, {"answer": "ok"}]
+    a, _ = agent(script, ctx=agent_ctx)
+    ep = a.run("q?")
+    assert ep.status == ANSWERED and ep.tool_calls[0].error and "list of strings" in ep.tool_calls[0].text
+    assert "nope#9" in ep.tool_calls[1].text
+
+
+def test_invalid_reply_gets_feedback(agent_ctx):
+    a, backend = agent(["this is not json", '{"tool": 3}', "```json\n{\"answer\": \"fenced\"}\n```"], ctx=agent_ctx)
+    ep = a.run("q?")
+    assert ep.status == ANSWERED and ep.answer == "fenced" and ep.invalid_replies == 2
+    assert "could not be used" in backend.requests[1].messages[-1].content
+
+
+def test_llm_errors_are_retried(agent_ctx):
+    a, _ = agent([LLMError("timeout"), LLMError("503"), {"answer": "ok"}], ctx=agent_ctx, llm_attempts=3)
+    ep = a.run("q?")
+    assert ep.status == ANSWERED and ep.model_calls[0].attempts == 3
+
+
+def test_llm_errors_exhausted_fail_the_episode(agent_ctx):
+    a, _ = agent([{"tool": "keyword_search", "arguments": {"keywords": ["x"]}}] + [LLMError("timeout")] * 5, ctx=agent_ctx, llm_attempts=3)
+    ep = a.run("q?")
+    assert ep.status == FAILED and ep.answer is None and "3 attempt(s)" in ep.failure and "timeout" in ep.failure
+    assert ep.model_calls[-1].error and ep.model_calls[-1].attempts == 3
+    assert len(ep.tool_calls) == 1 and ep.messages  # what happened before the failure is kept
+
+
+def test_non_retryable_error_fails_at_once(agent_ctx):
+    a, _ = agent([LLMError("context too long", retryable=False), {"answer": "never"}], ctx=agent_ctx, llm_attempts=5)
+    ep = a.run("q?")
+    assert ep.status == FAILED and ep.model_calls[0].attempts == 1
+
+
+def test_backend_bug_fails_the_episode(agent_ctx):
+    a, _ = agent([RuntimeError("boom")], ctx=agent_ctx)
+    ep = a.run("q?")
+    assert ep.status == FAILED and "boom" in ep.failure
+
+
+def test_unparseable_forced_answer_fails(agent_ctx):
+    a, _ = agent([{"tool": "keyword_search", "arguments": {"keywords": ["x"]}}, "garbage"], ctx=agent_ctx, max_steps=1)
+    ep = a.run("q?")
+    assert ep.status == FAILED and ep.forced and ep.answer is None
+
+
+def test_several_tool_calls_in_one_reply_run_in_order(agent_ctx):
+    reply = [{"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}]
+    a, backend = agent([reply, {"answer": "ok"}], ctx=agent_ctx, protocol="native")
+    ep = a.run("q?")
+    assert [c.name for c in ep.tool_calls] == ["keyword_search", "chunk_read", "chunk_read"] and ep.steps == 2
+    assert {c.step for c in ep.tool_calls} == {1}
+    msgs = backend.requests[1].messages
+    assert [m.role for m in msgs[-4:]] == ["assistant", "tool", "tool", "tool"]
+    assert [m.tool_call_id for m in msgs[-3:]] == [c.id for c in msgs[-4].tool_calls]
+    # The read tracker lives per episode: the second read of the same chunk is not shown again.
+    assert ep.tool_calls[1].retrieved_tokens > 0 and ep.tool_calls[2].retrieved_tokens == 0
+
+
+def test_tracker_is_per_episode(agent_ctx):
+    read = {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}
+    a, _ = agent([read, {"answer": "1"}, read, {"answer": "2"}], ctx=agent_ctx)
+    first, second = a.run("q?"), a.run("q?")
+    assert first.tool_calls[0].retrieved_tokens == second.tool_calls[0].retrieved_tokens > 0
+
+
+def test_guard_rail_off_by_default_and_recorded(agent_ctx):
+    a, _ = agent([{"answer": "early"}], ctx=agent_ctx)
+    ep = a.run("q?")
+    assert ep.answer == "early" and ep.guard_rails == {"require_read_before_answer": False, "max_refusals": 2, "tool_steps": 0}
+
+
+def test_guard_rail_refuses_answer_before_reading(agent_ctx):
+    script = [{"answer": "early"}, {"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"answer": "late"}]
+    a, _ = agent(script, ctx=agent_ctx, guard_rails=GuardRails(require_read_before_answer=True))
+    ep = a.run("q?")
+    assert ep.answer == "late" and len(ep.guard_rail_events) == 1 and ep.guard_rails["require_read_before_answer"]
+    a, _ = agent([{"answer": "a1"}, {"answer": "a2"}], ctx=agent_ctx, guard_rails=GuardRails(require_read_before_answer=True, max_refusals=1))
+    ep = a.run("q?")
+    assert ep.answer == "a2" and len(ep.guard_rail_events) == 1
+
+
+def test_script_exhausted_fails():
+    a, _ = agent([], method="direct")
+    ep = a.run("q?")
+    assert ep.status == FAILED and "no more replies" in ep.failure
+
+
+def test_episode_row_is_flat(agent_ctx):
+    a, _ = agent([{"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"answer": "ok"}], ctx=agent_ctx)
+    row = a.run("q?").to_row()
+    assert all(isinstance(v, (str, int, float, bool, type(None))) for v in row.values())
+    assert json.loads(row["tool_calls"])[0]["name"] == "keyword_search" and row["prompt_tokens"] > 0
+
+
+def test_method_needing_an_index_without_one():
+    with pytest.raises(ValueError, match="needs an index"):
+        agent([], method="arag_full")
+
+
+def test_guard_rail_tool_steps_drops_the_answer_branch(agent_ctx):
+    script = [{"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"answer": "ok"}]
+    a, backend = agent(script, ctx=agent_ctx, guard_rails=GuardRails(tool_steps=1))
+    ep = a.run("q?")
+    assert ep.answer == "ok" and ep.guard_rails["tool_steps"] == 1
+    first, second = (r.response_schema["oneOf"] for r in backend.requests)
+    assert all("tool" in b["properties"] for b in first) and any("answer" in b["properties"] for b in second)
+    with pytest.raises(ValueError, match="json protocol"):
+        agent([], ctx=agent_ctx, protocol="native", guard_rails=GuardRails(tool_steps=1))
