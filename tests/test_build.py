@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import duckdb
@@ -181,6 +183,18 @@ def test_an_edited_corpus_file_changes_the_build_identity(passages_corpus):
     with open(passages_corpus, "a") as f:
         f.write('{"doc_id": "9", "title": "New", "text": "A new passage."}\n')
     assert settings(passages_corpus).fingerprint() != before
+
+
+def test_same_bytes_with_a_new_mtime_keep_the_build_identity(tmp_path):
+    # A corpus copied to another disk or re-mounted keeps its index; an edit still counts.
+    path = tmp_path / "c.jsonl"
+    rows = [{"doc_id": str(i), "title": "T", "text": f"Passage number {i} " + "x" * 200} for i in range(2000)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = settings(path).fingerprint()
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    assert settings(path).fingerprint() == before
+    path.write_text(path.read_text().replace("Passage number 9", "Passage number X", 1))  # head
+    assert settings(path).fingerprint() != before
 
 
 def test_retrieval_tools_work_on_a_pipeline_built_index(multi_part_index):

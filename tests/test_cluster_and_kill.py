@@ -118,15 +118,21 @@ def test_two_node_cluster_build_equals_local_build(two_node_cluster, tmp_path):
 def test_kill_9_mid_build_then_rerun_finishes_without_redoing_work(tmp_path):
     source = corpus(tmp_path, n=400)
     index = tmp_path / "killed"
-    proc = subprocess.Popen(index_command(source, index), env=env(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # The build holds still after its second FAISS shard (a fault point read from the
+    # environment), so the kill lands mid-build however fast the machine is.
+    log = (tmp_path / "killed.log").open("w")
+    proc = subprocess.Popen(index_command(source, index), env=env(ARAG_FAULT_HANG_AFTER_SHARDS="2"), cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.time() + 600
     try:
-        while time.time() < deadline and not list((index / "vectors").glob("part-*.faiss")):
-            assert proc.poll() is None, "the build ended before it could be interrupted"
-            time.sleep(0.05)
+        while time.time() < deadline and "holding the build here" not in (tmp_path / "killed.log").read_text():
+            assert proc.poll() is None, "the build ended before it could be interrupted:\n" + (tmp_path / "killed.log").read_text()[-3000:]
+            time.sleep(0.1)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        log.close()
+    parts = len(list((index / "parts").glob("*.json")))
+    assert 2 <= len(list((index / "vectors").glob("part-*.faiss"))) < parts
     assert not (index / "manifest.json").exists()
     survivors = {p.name: p.stat().st_mtime_ns for p in (index / "vectors").glob("part-*.faiss")}
     records = {p.name: p.stat().st_mtime_ns for p in (index / "parts").glob("*.json")}

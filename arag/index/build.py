@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,6 +27,8 @@ from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, TO
 from arag.index.parts import ChunkingSettings, PartRecord
 from arag.index.tokens import TOKENIZER_NAME
 from arag.index.vectors import effective_factory
+
+log = logging.getLogger("arag.index")
 
 
 @dataclass(frozen=True)
@@ -52,16 +55,32 @@ class IndexSettings:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
+_SAMPLE_BYTES = 64 * 1024
+
+
 def input_signature(corpus: CorpusSpec) -> dict[str, Any]:
-    """Number, total size and a digest of (name, size, mtime) of the input files: an edited or
-    replaced corpus file changes the build's identity, so a rerun rebuilds instead of reusing."""
+    """Number, total size and a digest of each input file's name, size and first and last 64 KiB.
+
+    An edited or replaced corpus file changes the build's identity, so a rerun rebuilds instead
+    of reusing. Content samples, not modification times: a corpus copied to another disk or
+    re-mounted (mtimes change, bytes do not) keeps its index, and reading 128 KiB per file costs
+    nothing next to the build.
+    """
     root, files = list_input_files(corpus)
     digest = hashlib.sha256()
     total = 0
     for path in files:
-        stat = path.stat()
-        total += stat.st_size
-        digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        size = path.stat().st_size
+        total += size
+        digest.update(f"{path.relative_to(root)}\0{size}\0".encode())
+        with path.open("rb") as handle:
+            digest.update(handle.read(_SAMPLE_BYTES))
+            if size > 2 * _SAMPLE_BYTES:
+                handle.seek(size - _SAMPLE_BYTES)
+                digest.update(handle.read(_SAMPLE_BYTES))
+            elif size > _SAMPLE_BYTES:
+                digest.update(handle.read())
+        digest.update(b"\n")
     return {"files": len(files), "bytes": total, "digest": digest.hexdigest()[:16]}
 
 
@@ -93,6 +112,11 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
                 return BuildAction.UP_TO_DATE
             layout.remove_temporaries()
             return BuildAction.RESUME
+        if overwrite:
+            log.info("index.overwrite=true: removing the index in %s and building it again", root)
+        else:
+            changed = _changed_settings(previous.get("settings", {}), settings.identity())
+            log.info("settings changed since this index was built (%s): removing it and building again", ", ".join(changed) or "format")
         _remove_index_files(layout)
     layout.make_dirs()
     write_json_atomic(
@@ -100,6 +124,18 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
         {"fingerprint": fingerprint, "settings": settings.identity(), "started_at": time.time(), "arag_version": __version__},
     )
     return BuildAction.FRESH
+
+
+def _changed_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Dotted names of the identity entries that differ, e.g. ['inputs.digest', 'chunking.chunk_tokens']."""
+    changed: list[str] = []
+    for key in sorted(set(before) | set(now)):
+        old, new = before.get(key), now.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            changed += [f"{key}.{sub}" for sub in _changed_settings(old, new)]
+        elif json.dumps(old, sort_keys=True, default=str) != json.dumps(new, sort_keys=True, default=str):
+            changed.append(key)
+    return changed
 
 
 def _remove_index_files(layout: IndexLayout) -> None:

@@ -8,6 +8,7 @@ This is the only index code that imports Ray. Everything it schedules is plain P
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -76,6 +77,17 @@ class _Embedder:
         return {"sentence_id": batch["sentence_id"], "vector": vectors}
 
 
+def _fault_point(variable: str, count: int) -> None:
+    """Fault injection for the kill tests: with `variable`=N set, the build stops making progress
+    (sleeps) once `count` reaches N, so a test can kill it at a known point however fast the
+    machine is. Unset (always, outside tests) it does nothing."""
+    limit = os.environ.get(variable)
+    if limit and count >= int(limit):
+        log.warning("%s=%s: holding the build here until it is killed", variable, limit)
+        while True:
+            time.sleep(3600)
+
+
 class _ShardAssembler:
     """Collects embedded rows per part and writes a part's FAISS shard once all its rows arrived."""
 
@@ -83,6 +95,7 @@ class _ShardAssembler:
         self.layout, self.expected, self.factory = layout, expected, factory
         self.buffers: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
         self.dimension: int | None = None
+        self.written = 0
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         self.dimension = vectors.shape[1]
@@ -104,6 +117,8 @@ class _ShardAssembler:
             return
         del self.buffers[part]
         write_shard(build_shard(buf_v, buf_ids, self.factory), self.layout.vectors(part))
+        self.written += 1
+        _fault_point("ARAG_FAULT_HANG_AFTER_SHARDS", self.written)
 
     def check_complete(self) -> None:
         if self.buffers:
