@@ -26,9 +26,9 @@ from arag.agent.records import ANSWERED, FAILED, Episode, ModelCallRecord, ToolC
 from arag.index.tokens import count_tokens
 from arag.llm.base import LLMBackend
 from arag.llm.types import Completion, LLMError, Message
-from arag.methods.base import Method
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # methods build on the agent's records; importing them here would be circular
+    from arag.methods.base import Method
     from arag.tools import ToolContext
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.

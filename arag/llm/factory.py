@@ -27,4 +27,8 @@ def make_backend(cfg: Mapping[str, Any], **extra: Any) -> LLMBackend:
         from arag.llm.openai import OpenAIBackend
 
         return OpenAIBackend(**kwargs)
-    raise ValueError(f"unknown backend {kind!r}; known: llamacpp, openai, scripted")
+    if kind == "vllm":
+        from arag.llm.vllm import VLLMBackend
+
+        return VLLMBackend(**kwargs)
+    raise ValueError(f"unknown backend {kind!r}; known: llamacpp, openai, scripted, vllm")

@@ -6,17 +6,27 @@ Each script item is one reply (or failure) of the model, in order:
   - a dict action: {"tool": name, "arguments": {...}} or {"answer": "..."}, rendered for the protocol
     in use (JSON text when a response schema was given, else a native tool call / plain-text answer),
   - a list of dict actions (several native tool calls in one reply),
-  - an `Exception` instance (raised, e.g. `LLMError("timeout")`).
+  - an `Exception` instance (raised, e.g. `LLMError("timeout")`), or, from a config file,
+    {"error": "message", "retryable": false} (raised as an `LLMError`).
 Every request is kept in `requests` so tests can check what the model was shown.
+
+`replay=True` (evaluation tests and the harness benchmark) serves many concurrent episodes from one
+backend: the reply to a request is the script item numbered by how many assistant turns the
+conversation already holds, so every episode replays the same script from the start, whatever
+the interleaving. Requests are then not kept (thousands of episodes). `latency_s` waits that long
+before each reply, like a model server, so episodes stay in flight. `reasoning_effort` is only
+recorded (as for a hosted reasoning model), so sweeps over it can be tested.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from arag.llm.base import LLMBackend
+from arag.llm.reasoning import resolve
 from arag.llm.types import Completion, LLMError, Message, ToolCall
 
 
@@ -35,20 +45,34 @@ class ScriptExhausted(LLMError):
 class ScriptedBackend(LLMBackend):
     kind = "scripted"
 
-    def __init__(self, script: Sequence[Any], model: str = "scripted", **kwargs: Any):
+    def __init__(
+        self, script: Sequence[Any], model: str = "scripted", *, replay: bool = False, latency_s: float = 0.0, reasoning_effort: str | None = None, **kwargs: Any
+    ):
+        if reasoning_effort is not None:
+            kwargs["reasoning"] = resolve(reasoning_effort, "openai-reasoning")
         super().__init__(model, **kwargs)
         self.script = list(script)
         self.position = 0
+        self.replay = replay
+        self.latency_s = float(latency_s)
         self.requests: list[Request] = []
 
     async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
-        self.requests.append(Request([Message(**vars(m)) for m in messages], tools, response_schema))
-        if self.position >= len(self.script):
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if self.replay:
+            index = sum(1 for m in messages if m.role == "assistant")
+        else:
+            self.requests.append(Request([Message(**vars(m)) for m in messages], tools, response_schema))
+            index = self.position
+        if index >= len(self.script):
             raise ScriptExhausted()
-        item = self.script[self.position]
+        item = self.script[index]
         self.position += 1
         if isinstance(item, BaseException):
             raise item
+        if isinstance(item, dict) and "error" in item:
+            raise LLMError(str(item["error"]), retryable=bool(item.get("retryable", False)))
         # Without a response schema the model acts natively (tool calls, plain-text answers).
         completion = self._render(item, native=response_schema is None)
         if completion.prompt_tokens is None:

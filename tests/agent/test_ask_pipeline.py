@@ -66,7 +66,7 @@ def test_every_model_config_is_well_formed():
     assert {"llamacpp_qwen2.5_coder_1.5b", "openai", "scripted"} <= set(names)
     for name in names:
         cfg = compose_ask(f"model={name}").model
-        assert cfg.backend in ("llamacpp", "openai", "scripted") and cfg.protocol in (JSON, NATIVE), name
+        assert cfg.backend in ("llamacpp", "openai", "scripted", "vllm") and cfg.protocol in (JSON, NATIVE), name
 
 
 def test_openai_configs_build_a_backend():

@@ -1,0 +1,17 @@
+"""Evaluation of agents over benchmark questions (plain Python, no Ray).
+
+One module per job:
+
+    questions.py  benchmark question files (JSON Lines) → `Question` records; bad lines named by line
+    metrics.py    Contain-Acc, EM and F1 with SQuAD-style normalisation over every gold answer
+    evidence.py   which supporting documents the agent saw and read (evidence recall)
+    judge.py      LLM-Acc: an LLM decides whether a prediction means the gold answer
+    settings.py   what defines a run (method, model, agent, judge, questions, index) and its run id
+    records.py    one result row per episode (`EpisodeRow`) and its fixed Parquet schema
+    runner.py     one question end to end: agent episode → judge → metrics → row
+    results.py    the results tree: atomic Parquet parts, resume keys, failed-episode bookkeeping
+    report.py     Markdown tables and PNG plots from a results tree (DuckDB)
+
+The Ray side (actors that each hold an `EpisodeRunner`, the driver loop, progress) lives in
+`arag.runtime.evaluate_job`; entry points in `pipelines.evaluate` and `pipelines.report`.
+"""

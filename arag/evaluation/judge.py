@@ -1,0 +1,140 @@
+"""LLM-Acc: an LLM judge decides whether a prediction is semantically equivalent to a gold answer.
+
+The prompts come from the run config (`judge.system_prompt`, `judge.user_template`); the reply is a
+JSON object `{"verdict": "correct" | "incorrect"}`, constrained by a JSON schema where the backend
+supports it (grammar on llama.cpp, structured output on an endpoint), else parsed from the text
+(a bare "correct"/"incorrect"/"yes"/"no" is accepted too).
+
+A judge that cannot give a verdict (the model call keeps failing, or the reply is unusable after
+`attempts` tries) is recorded as `failed` with the reason: its LLM-Acc is unknown (null), never
+"wrong". With `skip_exact`, a prediction that exactly matches a gold answer after normalisation is
+`correct` without asking (status `exact_match`): the judge could only agree, and CPU time is dear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from arag.llm.base import JSON, LLMBackend
+from arag.llm.types import LLMError, Message
+
+# Verdict.status values.
+CORRECT = "correct"
+INCORRECT = "incorrect"
+FAILED = "failed"  # the judge gave no usable verdict: LLM-Acc unknown
+SKIPPED = "skipped"  # judging disabled
+NO_ANSWER = "no_answer"  # the episode produced no prediction (scored 0, the judge is not asked)
+EXACT_MATCH = "exact_match"  # normalised exact match: correct without a judge call
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": [CORRECT, INCORRECT]}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    system_prompt: str
+    user_template: str  # fields: {question}, {gold}, {prediction}
+    enabled: bool = True
+    max_tokens: int = 32
+    attempts: int = 3  # tries per question: retryable LLM errors and unusable replies
+    skip_exact: bool = True
+
+    @classmethod
+    def from_dict(cls, cfg: Mapping[str, Any]) -> "JudgeConfig":
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in cfg.items() if k in known})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    reply: str | None = None
+    error: str | None = None
+    latency_s: float = 0.0
+
+    @property
+    def llm_acc(self) -> float | None:
+        """1/0 for a verdict, 0 for no answer, None when the judge failed or was off."""
+        if self.status in (CORRECT, EXACT_MATCH):
+            return 1.0
+        if self.status in (INCORRECT, NO_ANSWER):
+            return 0.0
+        return None
+
+
+class Judge:
+    def __init__(self, backend: LLMBackend | None, config: JudgeConfig):
+        self.backend = backend
+        self.config = config
+        self.structured = backend is not None and JSON in backend.protocols
+
+    def messages(self, question: str, golds: Sequence[str], prediction: str) -> list[Message]:
+        gold = " | ".join(golds)
+        return [
+            Message("system", self.config.system_prompt.strip()),
+            Message("user", self.config.user_template.format(question=question, gold=gold, prediction=prediction).strip()),
+        ]
+
+    async def judge(self, question: str, golds: Sequence[str], prediction: str | None, *, exact: bool = False) -> Verdict:
+        if prediction is None or not prediction.strip():
+            return Verdict(NO_ANSWER)
+        if self.config.skip_exact and exact:
+            return Verdict(EXACT_MATCH)
+        if not self.config.enabled or self.backend is None:
+            return Verdict(SKIPPED)
+        started = time.perf_counter()
+        messages = self.messages(question, golds, prediction)
+        problem = "no attempt"
+        reply: str | None = None
+        for attempt in range(max(1, self.config.attempts)):
+            try:
+                completion = await self.backend.acomplete(
+                    messages, response_schema=VERDICT_SCHEMA if self.structured else None, max_tokens=self.config.max_tokens
+                )
+            except LLMError as exc:
+                problem = f"LLMError: {str(exc)[:300]}"
+                if not exc.retryable:
+                    break
+                await asyncio.sleep(min(8.0, 0.5 * 2**attempt))
+                continue
+            except Exception as exc:  # a backend bug: a judge failure, not a lost episode
+                problem = f"{type(exc).__name__}: {str(exc)[:300]}"
+                break
+            reply = completion.text or ""
+            status = parse_verdict(reply)
+            if status is not None:
+                return Verdict(status, reply[:500], None, time.perf_counter() - started)
+            problem = f"unusable judge reply: {reply[:200]!r}"
+        return Verdict(FAILED, reply[:500] if reply else None, problem, time.perf_counter() - started)
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def parse_verdict(text: str) -> str | None:
+    """`{"verdict": "correct"}` (or a bare correct/incorrect/yes/no) → CORRECT/INCORRECT; None if unusable."""
+    text = (text or "").strip()
+    value: Any = None
+    try:
+        obj = json.loads(text)
+        value = obj.get("verdict", obj.get("equivalent")) if isinstance(obj, dict) else obj
+    except (ValueError, RecursionError):
+        words = _WORD.findall(text.lower())
+        value = words[0] if words else None
+    if isinstance(value, bool):
+        return CORRECT if value else INCORRECT
+    value = str(value).strip().lower() if value is not None else ""
+    if value in ("correct", "yes", "true", "equivalent"):
+        return CORRECT
+    if value in ("incorrect", "no", "false", "wrong"):
+        return INCORRECT
+    return None

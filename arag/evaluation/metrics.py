@@ -1,0 +1,85 @@
+"""Answer metrics over every gold answer (the best-matching gold counts), SQuAD-style normalised.
+
+normalize_answer: lower-case, drop punctuation, drop the articles a/an/the, collapse whitespace
+    (the SQuAD v1.1 evaluation script's rule, so numbers compare with published EM/F1).
+exact_match: 1.0 when the normalised prediction equals a normalised gold answer.
+f1: token-level F1 between the normalised prediction and a gold answer (bag of tokens).
+contain_acc: 1.0 when a normalised gold answer occurs in the normalised prediction as a whole-token
+    span ("20 march 851" in "she died on 20 march 851"). Whole tokens, not raw substrings, so a gold
+    "no" is not found in "not known" and "1946" is not found in "19460"; this is the Contain-Acc
+    (Cont-Acc) of the A-RAG paper with word boundaries made explicit.
+
+A gold answer that normalises to nothing (e.g. "The") is compared in its lower-cased, stripped form
+instead, so it can still match; a missing prediction (a failed episode) scores 0 on every metric.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    text = text.lower().translate(_PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _norm(text: str) -> str:
+    n = normalize_answer(text)
+    return n if n else " ".join(text.lower().split())
+
+
+def _golds(golds: Iterable[str]) -> list[str]:
+    out = [_norm(g) for g in golds]
+    return [g for g in out if g]
+
+
+def exact_match(prediction: str | None, golds: Iterable[str]) -> float:
+    if not prediction:
+        return 0.0
+    p = _norm(prediction)
+    return float(any(p == g for g in _golds(golds)))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """F1 of two already-normalised strings."""
+    p, g = prediction.split(), gold.split()
+    common = Counter(p) & Counter(g)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1(prediction: str | None, golds: Iterable[str]) -> float:
+    if not prediction:
+        return 0.0
+    p = _norm(prediction)
+    return max((token_f1(p, g) for g in _golds(golds)), default=0.0)
+
+
+def contain_acc(prediction: str | None, golds: Iterable[str]) -> float:
+    if not prediction:
+        return 0.0
+    p = f" {_norm(prediction)} "
+    return float(any(f" {g} " in p for g in _golds(golds)))
+
+
+@dataclass(frozen=True)
+class AnswerScores:
+    contain_acc: float
+    exact_match: float
+    f1: float
+
+
+def score_answer(prediction: str | None, golds: Iterable[str]) -> AnswerScores:
+    golds = list(golds)
+    return AnswerScores(contain_acc(prediction, golds), exact_match(prediction, golds), f1(prediction, golds))

@@ -1,0 +1,142 @@
+"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses.
+
+Every part file of every run has exactly `ROW_SCHEMA`, so `read_parquet('results/**/*.parquet')`
+in DuckDB reads a whole results tree without schema merging. Nested data (the trajectory: every
+model call, tool call and message) is one JSON text column; everything a table needs is a flat
+column. Scoring rules (see README "Evaluation"):
+
+* status `ok`: the agent answered (possibly a forced answer, see `forced`).
+* status `failed`: no answer (the LLM kept failing, a worker died twice on it, a timeout, ...);
+  `failure` says why, `prediction` is null, and the answer metrics are 0: averages are over all
+  attempted questions, and `status` counts the failures separately. Evidence recall is still
+  computed from whatever the agent read before it failed.
+* `llm_acc` is null when the judge gave no verdict (`judge_status='failed'`) or was disabled:
+  unknown, never "wrong".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+OK = "ok"
+FAILED = "failed"
+
+# Tool-call counts get a column each (fixed, so every file has the same schema); any other name
+# the model used (unknown tools) is counted in calls_other.
+COUNTED_TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read")
+
+
+@dataclass
+class EpisodeRow:
+    run_id: str
+    dataset: str
+    question_id: str
+    question: str
+    gold_answers: list[str]
+    supporting_titles: list[str]
+    method: str
+    model: str
+    backend: str
+    status: str = OK
+    prediction: str | None = None
+    failure: str | None = None
+    attempt: int = 1  # 1 + earlier failed attempts of this question in this run
+    protocol: str | None = None
+    # swept settings
+    max_steps: int | None = None
+    token_budget: int | None = None
+    reasoning_effort: str | None = None
+    temperature: float | None = None
+    settings: str = "{}"  # JSON: the run's identity settings (see arag.evaluation.settings)
+    overrides: list[str] = field(default_factory=list)  # the command-line overrides of the run
+    # what the agent did
+    forced: bool = False
+    forced_reason: str | None = None
+    steps: int = 0
+    invalid_replies: int = 0
+    tool_calls: int = 0
+    calls_keyword_search: int = 0
+    calls_semantic_search: int = 0
+    calls_naive_embedding_search: int = 0
+    calls_chunk_read: int = 0
+    calls_other: int = 0
+    tool_errors: int = 0
+    retrieved_tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    model_calls: int = 0
+    # metrics
+    contain_acc: float = 0.0
+    exact_match: float = 0.0
+    f1: float = 0.0
+    llm_acc: float | None = None
+    judge_status: str | None = None
+    judge_error: str | None = None
+    judge_reply: str | None = None
+    evidence_supporting: int = 0
+    evidence_seen: int = 0
+    evidence_read: int = 0
+    evidence_recall_seen: float | None = None
+    evidence_recall_read: float | None = None
+    # time and place
+    wall_s: float = 0.0
+    llm_s: float = 0.0
+    tool_s: float = 0.0
+    judge_s: float = 0.0
+    worker: str | None = None  # Ray node id of the worker that ran it
+    finished_at: dt.datetime | None = None
+    trajectory: str = "{}"  # JSON: the whole episode record (arag.agent.records.Episode.to_json)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_TYPES: dict[str, pa.DataType] = {
+    "gold_answers": pa.list_(pa.string()),
+    "supporting_titles": pa.list_(pa.string()),
+    "overrides": pa.list_(pa.string()),
+    "attempt": pa.int32(),
+    "max_steps": pa.int32(),
+    "token_budget": pa.int64(),
+    "temperature": pa.float64(),
+    "forced": pa.bool_(),
+    "steps": pa.int32(),
+    "invalid_replies": pa.int32(),
+    "tool_calls": pa.int32(),
+    **{f"calls_{t}": pa.int32() for t in COUNTED_TOOLS},
+    "calls_other": pa.int32(),
+    "tool_errors": pa.int32(),
+    "retrieved_tokens": pa.int64(),
+    "prompt_tokens": pa.int64(),
+    "completion_tokens": pa.int64(),
+    "reasoning_tokens": pa.int64(),
+    "model_calls": pa.int32(),
+    "contain_acc": pa.float64(),
+    "exact_match": pa.float64(),
+    "f1": pa.float64(),
+    "llm_acc": pa.float64(),
+    "evidence_supporting": pa.int32(),
+    "evidence_seen": pa.int32(),
+    "evidence_read": pa.int32(),
+    "evidence_recall_seen": pa.float64(),
+    "evidence_recall_read": pa.float64(),
+    "wall_s": pa.float64(),
+    "llm_s": pa.float64(),
+    "tool_s": pa.float64(),
+    "judge_s": pa.float64(),
+    "finished_at": pa.timestamp("us"),  # UTC (naive: reading a zoned timestamp into Python would need pytz)
+    "schema_version": pa.int32(),
+}
+# Everything else is text.
+ROW_SCHEMA = pa.schema([pa.field(f.name, _TYPES.get(f.name, pa.string())) for f in fields(EpisodeRow)])
+
+
+def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)

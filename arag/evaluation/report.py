@@ -1,0 +1,332 @@
+"""A Markdown report with PNG plots from a results tree (every run's Parquet files, read by DuckDB).
+
+Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, like Table 1 of the A-RAG
+paper), the ablation table (A-RAG Full and its `arag_no_*` variants), details per run (EM, F1,
+evidence recall, failures), retrieved tokens and cost per method, tool use, and plots of accuracy
+against the step limit and against reasoning effort, and of tool-use distributions.
+
+Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
+run; accuracies average over all attempted questions, a failed episode scoring 0; LLM-Acc leaves
+out questions whose judge gave no verdict (counted in "judge failed").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import duckdb
+
+MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
+METHOD_LABELS = {
+    "direct": "Direct answer",
+    "naive_rag": "Naive RAG",
+    "arag_naive": "A-RAG (Naive)",
+    "arag_full": "A-RAG (Full)",
+    "arag_no_keyword": "w/o keyword_search",
+    "arag_no_semantic": "w/o semantic_search",
+    "arag_no_chunk_read": "w/o chunk_read",
+}
+EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
+TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "other")
+# Settings that may vary between runs; a column is shown only where it does vary.
+SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature")
+
+
+@dataclass
+class Report:
+    markdown: str
+    path: Path
+    plots: list[Path] = field(default_factory=list)
+    rows: int = 0
+
+
+def result_files(results_path: str | Path) -> list[str]:
+    root = Path(results_path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no results folder at {root}")
+    files = sorted(str(p) for p in root.glob("**/*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"no results (*.parquet) under {root}")
+    return files
+
+
+def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the view `episodes` over every results file (one row per question and run)."""
+    con = duckdb.connect()
+    files = result_files(results_path)
+    listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    con.execute(f"CREATE VIEW all_episodes AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
+    con.execute(f"CREATE VIEW episodes AS SELECT * FROM all_episodes {'WHERE ' + where if where else ''}")
+    return con
+
+
+def _varying(con: duckdb.DuckDBPyConnection) -> list[str]:
+    out = []
+    for col in SETTING_COLUMNS:
+        n = con.execute(f"SELECT count(DISTINCT coalesce(CAST({col} AS VARCHAR), '—')) FROM episodes").fetchone()[0]
+        if n > 1:
+            out.append(col)
+    return out
+
+
+def _fmt(value: Any, kind: str = "pct") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if kind == "pct":
+        return f"{100 * value:.1f}"
+    if kind == "int":
+        return f"{value:,.0f}"
+    if kind == "f1":
+        return f"{value:.1f}"
+    if kind == "f2":
+        return f"{value:.2f}"
+    return str(value)
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None) -> str:
+    align = align or ["l"] + ["r"] * (len(header) - 1)
+    sep = ["---:" if a == "r" else ":---:" if a == "c" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _method_order(methods: Sequence[str]) -> list[str]:
+    known = list(MAIN_METHODS) + [m for m in METHOD_LABELS if m not in MAIN_METHODS]
+    return sorted(methods, key=lambda m: (known.index(m) if m in known else len(known), m))
+
+
+def _label(method: str) -> str:
+    return METHOD_LABELS.get(method, method)
+
+
+def _setting_label(keys: Sequence[str], values: Sequence[Any]) -> str:
+    return ", ".join(f"{k}={'—' if v is None else v}" for k, v in zip(keys, values))
+
+
+def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = ()) -> str:
+    """Per (model, varying settings): rows = methods, columns = dataset × (LLM-Acc, Cont-Acc).
+    `require`: show only the settings blocks that hold at least one of these methods."""
+    varying = _varying(con)
+    keys = ["model", *varying]
+    where = ""
+    if methods is not None:
+        where = "WHERE method IN (" + ", ".join("'" + m + "'" for m in methods) + ")"
+    data = con.execute(
+        f"""SELECT {', '.join(keys)}, method, dataset, avg(llm_acc), avg(contain_acc), count(*)
+            FROM episodes {where} GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    if not data:
+        return ""
+    datasets = sorted({r[len(keys) + 1] for r in data})
+    groups: dict[tuple, dict[tuple[str, str], tuple]] = {}
+    for r in data:
+        groups.setdefault(tuple(r[: len(keys)]), {})[(r[len(keys)], r[len(keys) + 1])] = r[len(keys) + 2 :]
+    out = [f"## {title}", ""]
+    for group, cells in groups.items():
+        if require and not any(m in require for m, _ in cells):
+            continue
+        out.append(f"**{_setting_label(keys, group)}** — accuracy in %, over all attempted questions (n per cell in the details table)")
+        out.append("")
+        header = ["Method"] + [f"{d} {m}" for d in datasets for m in ("LLM-Acc", "Cont-Acc")]
+        rows = []
+        for method in _method_order(sorted({m for m, _ in cells})):
+            row = [_label(method)]
+            for d in datasets:
+                llm, cont, _n = cells.get((method, d), (None, None, 0))
+                row += [_fmt(llm), _fmt(cont)]
+            rows.append(row)
+        out += [markdown_table(header, rows), ""]
+    return "\n".join(out)
+
+
+def details_table(con: duckdb.DuckDBPyConnection) -> str:
+    varying = _varying(con)
+    cols = ["dataset", "model", "method", *varying]
+    data = con.execute(
+        f"""SELECT {', '.join(cols)}, count(DISTINCT run_id), count(*), count(*) FILTER (status = 'ok'),
+                   count(*) FILTER (status = 'failed'), count(*) FILTER (forced), avg(contain_acc), avg(llm_acc),
+                   count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1), avg(evidence_recall_read), avg(evidence_recall_seen)
+            FROM episodes GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    header = [*cols, "runs", "questions", "answered", "failed", "forced", "Cont-Acc", "LLM-Acc", "judge failed", "EM", "F1", "evidence read", "evidence seen"]
+    rows = []
+    for r in data:
+        n = len(cols)
+        rows.append([*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "int") for v in r[n : n + 5]), _fmt(r[n + 5]), _fmt(r[n + 6]), _fmt(r[n + 7], "int"), *(_fmt(v) for v in r[n + 8 :])])
+    text = [
+        "## Details per run",
+        "",
+        "Accuracies in % over all attempted questions (a failed episode scores 0); LLM-Acc leaves out questions whose judge gave no verdict ('judge failed'). "
+        "Evidence recall: share of the supporting documents whose chunks the agent read in full / saw in any tool result.",
+        "",
+        markdown_table(header, rows, ["l"] * len(cols) + ["r"] * (len(header) - len(cols))),
+        "",
+    ]
+    return "\n".join(text)
+
+
+def cost_table(con: duckdb.DuckDBPyConnection) -> str:
+    varying = _varying(con)
+    cols = ["dataset", "model", "method", *varying]
+    data = con.execute(
+        f"""SELECT {', '.join(cols)}, avg(retrieved_tokens), avg(prompt_tokens), avg(completion_tokens), avg(reasoning_tokens),
+                   avg(steps), avg(tool_calls), avg(wall_s), avg(llm_s), avg(tool_s)
+            FROM episodes GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    header = [*cols, "retrieved tokens", "prompt tokens", "completion tokens", "reasoning tokens", "steps", "tool calls", "wall s", "LLM s", "tools s"]
+    rows = []
+    for r in data:
+        n = len(cols)
+        rows.append([*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "int") for v in r[n : n + 4]), _fmt(r[n + 4], "f1"), _fmt(r[n + 5], "f1"), *(_fmt(v, "f2") for v in r[n + 6 :])])
+    return "\n".join(["## Retrieved tokens and cost per episode", "", "Means per episode (retrieved tokens: cl100k_base tokens of chunk text put into the context).", "", markdown_table(header, rows, ["l"] * len(cols) + ["r"] * (len(header) - len(cols))), ""])
+
+
+def tool_table(con: duckdb.DuckDBPyConnection) -> str:
+    data = con.execute(
+        """SELECT method, avg(calls_keyword_search), avg(calls_semantic_search), avg(calls_naive_embedding_search), avg(calls_chunk_read),
+                  avg(calls_other), avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER))
+           FROM episodes GROUP BY method"""
+    ).fetchall()
+    by_method = {r[0]: r[1:] for r in data}
+    header = ["method", *TOOLS, "tool errors", "invalid replies", "forced answers %"]
+    rows = [[m, *(_fmt(v, "f2") for v in by_method[m][:7]), _fmt(by_method[m][7])] for m in _method_order(list(by_method))]
+    return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "", markdown_table(header, rows), ""])
+
+
+# ---- plots ---------------------------------------------------------------------------------------
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path:
+    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per (dataset, model, method, other setting)."""
+    plt = _pyplot()
+    other = "reasoning_effort" if x == "max_steps" else "max_steps"
+    data = con.execute(
+        f"""SELECT dataset, model, method, coalesce(CAST({other} AS VARCHAR), '—') AS o, coalesce(CAST({x} AS VARCHAR), 'none') AS x,
+                   avg(contain_acc), avg(llm_acc), count(*)
+            FROM episodes GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    lines: dict[tuple, list[tuple]] = {}
+    for d, model, method, o, xv, cont, llm, _n in data:
+        lines.setdefault((d, model, method, o), []).append((xv, cont, llm))
+    if x == "max_steps":
+        xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v))
+    else:
+        xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (EFFORT_ORDER.index(v) if v in EFFORT_ORDER else len(EFFORT_ORDER), v))
+    pos = {v: i for i, v in enumerate(xs)}
+    show_dataset = len({k[0] for k in lines}) > 1
+    show_model = len({k[1] for k in lines}) > 1
+    fig, ax = plt.subplots(figsize=(10, 4.8), dpi=110)
+    def order(key: tuple) -> tuple:
+        d, model, method, o = key
+        o_key = (0, int(o), "") if o.isdigit() else (1, EFFORT_ORDER.index(o) if o in EFFORT_ORDER else 99, o)
+        return (d, model, _method_order(sorted({k[2] for k in lines})).index(method), o_key)
+
+    for i, (key, pts) in enumerate(sorted(lines.items(), key=lambda kv: order(kv[0]))):
+        pts = sorted(pts, key=lambda p: pos[p[0]])
+        color = f"C{i % 10}"
+        label = " · ".join([_label(key[2]), *([key[0]] if show_dataset else []), *([key[1]] if show_model else []), *([f"{other}={key[3]}"] if key[3] != "—" else [])])
+        ax.plot([pos[p[0]] for p in pts], [100 * (p[1] or 0) for p in pts], "-o", color=color, label=label + " (Cont-Acc)")
+        if any(p[2] is not None for p in pts):
+            ax.plot([pos[p[0]] for p in pts if p[2] is not None], [100 * p[2] for p in pts if p[2] is not None], "--s", color=color, alpha=0.7, label=label + " (LLM-Acc)")
+    ax.set_xticks(range(len(xs)), xs)
+    ax.set_xlabel({"max_steps": "max steps", "reasoning_effort": "reasoning effort"}.get(x, x))
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    ax.set_title(f"Accuracy vs {x.replace('_', ' ')} (Cont-Acc solid, LLM-Acc dashed)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_tool_use(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
+    """Left: mean calls per episode by tool (stacked) per method. Right: distribution of tool calls per episode."""
+    plt = _pyplot()
+    means = con.execute(
+        """SELECT method, avg(calls_keyword_search), avg(calls_semantic_search), avg(calls_naive_embedding_search), avg(calls_chunk_read), avg(calls_other)
+           FROM episodes GROUP BY method"""
+    ).fetchall()
+    by_method = {r[0]: r[1:] for r in means}
+    methods = _method_order(list(by_method))
+    hist = con.execute("SELECT method, tool_calls, count(*) FROM episodes GROUP BY ALL ORDER BY ALL").fetchall()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
+    bottom = [0.0] * len(methods)
+    for j, tool in enumerate(TOOLS):
+        values = [by_method[m][j] or 0.0 for m in methods]
+        left.bar(range(len(methods)), values, bottom=bottom, label=tool, color=f"C{j}")
+        bottom = [b + v for b, v in zip(bottom, values)]
+    left.set_xticks(range(len(methods)), [_label(m) for m in methods], rotation=20, ha="right", fontsize=8)
+    left.set_ylabel("mean calls per episode")
+    left.set_title("Tool calls by tool")
+    left.legend(fontsize=7)
+    totals: dict[str, int] = {}
+    for m, _k, c in hist:
+        totals[m] = totals.get(m, 0) + c
+    for i, m in enumerate(methods):
+        pts = [(k, c / totals[m]) for mm, k, c in hist if mm == m]
+        right.plot([k for k, _ in pts], [100 * s for _, s in pts], "-o", color=f"C{i % 10}", label=_label(m), markersize=3)
+    right.set_xlabel("tool calls in the episode")
+    right.set_ylabel("episodes (%)")
+    right.set_title("Distribution of tool calls per episode")
+    right.grid(alpha=0.3)
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+# ---- the report ----------------------------------------------------------------------------------
+def build_report(results_path: str | Path, out_dir: str | Path | None = None, *, where: str | None = None, title: str = "Evaluation report") -> Report:
+    results_path = Path(results_path)
+    con = connect(results_path, where)  # first: a missing results folder must not be created
+    out = Path(out_dir) if out_dir else results_path / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    n, runs, failed, judge_failed = con.execute(
+        "SELECT count(*), count(DISTINCT run_id), count(*) FILTER (status = 'failed'), count(*) FILTER (judge_status = 'failed') FROM episodes"
+    ).fetchone()
+    if n == 0:
+        raise ValueError(f"no episodes under {results_path}" + (f" matching {where}" if where else ""))
+    plots = [
+        plot_accuracy_vs(con, "max_steps", out / "accuracy_vs_max_steps.png"),
+        plot_accuracy_vs(con, "reasoning_effort", out / "accuracy_vs_reasoning_effort.png"),
+        plot_tool_use(con, out / "tool_use.png"),
+    ]
+    ablations = [m for (m,) in con.execute("SELECT DISTINCT method FROM episodes WHERE method LIKE 'arag_no_%'").fetchall()]
+    parts = [
+        f"# {title}",
+        "",
+        f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of LLM-Acc).",
+        "",
+        accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("arag_no_")], "Main results"),
+        accuracy_pivot(con, ["arag_full", *ablations], "Ablation: A-RAG (Full) without one tool", require=ablations) if ablations else "## Ablation: A-RAG (Full) without one tool\n\nNo ablation runs (methods `arag_no_*`) in these results.\n",
+        details_table(con),
+        cost_table(con),
+        tool_table(con),
+        "## Plots",
+        "",
+        "![Accuracy vs max steps](accuracy_vs_max_steps.png)",
+        "",
+        "![Accuracy vs reasoning effort](accuracy_vs_reasoning_effort.png)",
+        "",
+        "![Tool use](tool_use.png)",
+        "",
+    ]
+    markdown = "\n".join(parts)
+    path = out / "report.md"
+    path.write_text(markdown, encoding="utf-8")
+    return Report(markdown, path, plots, n)
+

@@ -1,0 +1,190 @@
+"""The results tree: one folder per run, Parquet part files written atomically, exact resume.
+
+```
+<results.path>/<run_id>/
+  run.json                 the run's settings, identity and resolved config (written once, atomically)
+  invocations.jsonl        one line per evaluate command on this run: when, what ran, runtime settings
+  episodes/part-*.parquet  rows of answered episodes (status ok); one file per written batch
+  failed/failed.parquet    rows of failed episodes, latest attempt only; replaced as a whole
+  run.lock                 held (flock) while an evaluation writes this run
+```
+
+Rules that make resume exact and keep every question counted once:
+* A part is written under a temporary name (`.part-….parquet.tmp`, which no `*.parquet` glob
+  matches) and renamed into place: a reader, or a run killed at any point, sees whole files only.
+  Temporary files left by a killed run are deleted when the run is next opened.
+* A question whose id is in `episodes/` is done: a rerun skips it. Everything else (never run,
+  lost in flight, or failed) is run again.
+* `failed/failed.parquet` holds each failed question once. Before a rerun retries failed
+  questions it removes them from that file (the new attempt numbers continue theirs), so a question
+  is never both in `episodes/` and in `failed/`: within a run directory each question id occurs
+  at most once across all its Parquet files, whatever moment a run was killed at.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arag.evaluation.records import FAILED, OK, ROW_SCHEMA, rows_to_table
+
+EPISODES = "episodes"
+FAILED_DIR = "failed"
+FAILED_FILE = "failed.parquet"
+
+
+class RunLockedError(RuntimeError):
+    """Another evaluation process is writing this run."""
+
+
+class RunStore:
+    def __init__(self, results_root: str | Path, run_id: str):
+        self.root = Path(results_root) / run_id
+        self.run_id = run_id
+        self.episodes = self.root / EPISODES
+        self.failed_dir = self.root / FAILED_DIR
+        self.failed_file = self.failed_dir / FAILED_FILE
+        self._lock_fd: int | None = None
+        self._seq = 0
+
+    # ---- opening ------------------------------------------------------------------------------
+    def open(self) -> "RunStore":
+        """Create the folders, take the run's lock, and delete temp files of a killed writer."""
+        self.episodes.mkdir(parents=True, exist_ok=True)
+        self.failed_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunLockedError(f"another evaluation is writing {self.root} (its run.lock is held); wait for it or stop it") from None
+        self._lock_fd = fd
+        for folder in (self.root, self.episodes, self.failed_dir):
+            for stale in folder.glob(".*.tmp"):
+                stale.unlink(missing_ok=True)
+        return self
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> "RunStore":
+        return self.open()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ---- run description --------------------------------------------------------------------------
+    def write_run_info(self, info: dict[str, Any]) -> None:
+        """run.json, once: a rerun of the same run keeps the first description."""
+        path = self.root / "run.json"
+        if path.exists():
+            existing = json.loads(path.read_text())
+            if existing.get("run_id") != self.run_id:
+                raise ValueError(f"{path} belongs to run {existing.get('run_id')!r}, not {self.run_id!r}")
+            return
+        atomic_write_bytes(path, json.dumps(info, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
+
+    def log_invocation(self, record: dict[str, Any]) -> None:
+        with open(self.root / "invocations.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+
+    # ---- resume ---------------------------------------------------------------------------------
+    def part_files(self) -> list[Path]:
+        return sorted(self.episodes.glob("part-*.parquet"))
+
+    def done_ids(self) -> set[str]:
+        """Question ids with an answered episode stored (read from the parts' id column only)."""
+        done: set[str] = set()
+        for part in self.part_files():
+            done.update(pq.read_table(part, columns=["question_id"]).column("question_id").to_pylist())
+        return done
+
+    def failed_table(self) -> pa.Table | None:
+        return pq.read_table(self.failed_file, schema=ROW_SCHEMA) if self.failed_file.exists() else None
+
+    def claim_failed(self, question_ids: Iterable[str]) -> dict[str, int]:
+        """Take the failed rows of the questions about to be retried out of failed/ (atomically);
+        returns each one's last attempt number, which the retry continues."""
+        table = self.failed_table()
+        if table is None:
+            return {}
+        wanted = set(question_ids)
+        ids = table.column("question_id").to_pylist()
+        attempts = table.column("attempt").to_pylist()
+        claimed = {q: int(a or 1) for q, a in zip(ids, attempts) if q in wanted}
+        if claimed:
+            keep = pa.array([q not in wanted for q in ids])
+            self._replace_failed(table.filter(keep))
+        return claimed
+
+    # ---- writing --------------------------------------------------------------------------------
+    def write(self, rows: list[dict[str, Any]]) -> tuple[int, int]:
+        """Store one batch: answered rows as a new part, failed rows merged into failed/.
+        Returns (ok rows, failed rows) written."""
+        ok = [r for r in rows if r["status"] == OK]
+        failed = [r for r in rows if r["status"] == FAILED]
+        if ok:
+            self._seq += 1
+            name = f"part-{time.time_ns():020d}-{os.getpid()}-{self._seq:05d}.parquet"
+            atomic_write_table(rows_to_table(ok), self.episodes / name)
+        if failed:
+            new = rows_to_table(failed)
+            old = self.failed_table()
+            if old is not None:
+                replaced = set(new.column("question_id").to_pylist())
+                old = old.filter(pa.array([q not in replaced for q in old.column("question_id").to_pylist()]))
+                new = pa.concat_tables([old, new])
+            self._replace_failed(new)
+        return len(ok), len(failed)
+
+    def _replace_failed(self, table: pa.Table) -> None:
+        if table.num_rows:
+            atomic_write_table(table, self.failed_file)
+        else:
+            self.failed_file.unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def atomic_write_table(table: pa.Table, path: Path) -> None:
+    """Write a Parquet file under a temporary name, flush it to disk, then rename it into place."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems do not sync directories; the rename is still atomic
+    finally:
+        os.close(fd)

@@ -1,0 +1,189 @@
+"""One question end to end: the agent's episode, the judge, the metrics → an `EpisodeRow`.
+
+`EpisodeRunner` is built once per evaluation worker: it opens the index once (a `ToolContext`) and
+builds the backend once, then runs any number of questions, concurrently if asked (`run` is async
+and keeps no per-question state outside the call). Ray actors wrap it (arag.runtime.evaluate_job);
+tests and benchmarks use it directly. It never raises for one question: whatever goes wrong comes
+back as a `failed` row with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from arag.agent import ANSWERED, Agent, AgentConfig, Episode
+from arag.evaluation.evidence import evidence_recall
+from arag.evaluation.judge import NO_ANSWER, Judge, JudgeConfig, Verdict
+from arag.evaluation.metrics import score_answer
+from arag.evaluation.questions import Question
+from arag.evaluation.records import COUNTED_TOOLS, FAILED, OK, EpisodeRow
+from arag.evaluation.settings import RunSettings
+from arag.llm.base import LLMBackend
+from arag.llm.factory import make_backend
+from arag.methods import method_from_config
+
+if TYPE_CHECKING:
+    from arag.tools import ToolContext
+
+
+class EpisodeRunner:
+    """settings: the run; backend/ctx: already built ones (tests, benchmarks), else built here.
+    episode_timeout_s: wall-clock cap per episode (the episode is then `failed`); None: no cap."""
+
+    def __init__(
+        self,
+        settings: RunSettings,
+        *,
+        overrides: list[str] | None = None,
+        backend: LLMBackend | None = None,
+        ctx: "ToolContext | None" = None,
+        model_overrides: dict[str, Any] | None = None,
+        episode_timeout_s: float | None = None,
+    ):
+        self.settings = settings
+        self.run_id = settings.run_id
+        self.overrides = list(overrides or [])
+        self.episode_timeout_s = episode_timeout_s
+        self.settings_json = json.dumps(settings.identity(), sort_keys=True, ensure_ascii=False, default=str)
+        method = method_from_config(settings.method)
+        self._own_ctx = ctx is None and method.needs_index()
+        if self._own_ctx:
+            if not settings.index_path:
+                raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
+            from arag.tools import ToolContext
+
+            ctx = ToolContext(settings.index_path)
+        self.ctx = ctx
+        self._own_backend = backend is None
+        self.backend = backend or make_backend({**settings.model, **(model_overrides or {})})
+        self.agent = Agent(self.backend, method, ctx, protocol=settings.model.get("protocol", "json"), config=AgentConfig.from_dict(settings.agent))
+        # By default the judge is the agent's own backend (one model in memory per worker).
+        self.judge_backend = self.backend if settings.judge_model is None else make_backend(settings.judge_model)
+        self.judge = Judge(self.judge_backend, JudgeConfig.from_dict(settings.judge))
+
+    async def run(self, question: Question, attempt: int = 1, worker: str | None = None) -> EpisodeRow:
+        try:
+            if self.episode_timeout_s:
+                episode = await asyncio.wait_for(self.agent.arun(question.question, question.id), self.episode_timeout_s)
+            else:
+                episode = await self.agent.arun(question.question, question.id)
+        except asyncio.TimeoutError:
+            return self.failed_row(question, f"episode timed out after {self.episode_timeout_s:g}s", attempt, worker)
+        except Exception as exc:  # Agent.arun records its own failures; this is a last resort
+            return self.failed_row(question, f"{type(exc).__name__}: {str(exc)[:500]}", attempt, worker)
+        try:
+            return await self.score(question, episode, attempt, worker)
+        except Exception as exc:
+            return self.failed_row(question, f"scoring failed: {type(exc).__name__}: {str(exc)[:500]}", attempt, worker)
+
+    async def score(self, question: Question, episode: Episode, attempt: int, worker: str | None) -> EpisodeRow:
+        answered = episode.status == ANSWERED and episode.answer is not None
+        prediction = episode.answer if answered else None
+        scores = score_answer(prediction, question.answers)
+        verdict = await self.judge.judge(question.question, question.answers, prediction, exact=scores.exact_match == 1.0)
+        evidence = await asyncio.to_thread(evidence_recall, episode, question.supporting_titles, self.titles_of if self.ctx is not None else None)
+        counts = Counter(c.name for c in episode.tool_calls)
+        tokens = episode.token_totals()
+        row = self.base_row(question, attempt, worker)
+        row.status = OK if answered else FAILED
+        row.prediction = prediction
+        row.failure = None if answered else (episode.failure or f"episode status {episode.status}")
+        row.protocol = episode.protocol
+        row.forced, row.forced_reason = episode.forced, episode.forced_reason
+        row.steps, row.invalid_replies = episode.steps, episode.invalid_replies
+        row.tool_calls = len(episode.tool_calls)
+        for tool in COUNTED_TOOLS:
+            setattr(row, f"calls_{tool}", counts.pop(tool, 0))
+        row.calls_other = sum(counts.values())
+        row.tool_errors = sum(1 for c in episode.tool_calls if c.error)
+        row.retrieved_tokens = episode.retrieved_tokens
+        row.prompt_tokens, row.completion_tokens, row.reasoning_tokens = tokens["prompt_tokens"], tokens["completion_tokens"], tokens["reasoning_tokens"]
+        row.model_calls = len(episode.model_calls)
+        row.contain_acc, row.exact_match, row.f1 = scores.contain_acc, scores.exact_match, scores.f1
+        self._set_verdict(row, verdict)
+        row.evidence_supporting, row.evidence_seen, row.evidence_read = evidence.n_supporting, evidence.found_seen, evidence.found_read
+        row.evidence_recall_seen, row.evidence_recall_read = evidence.recall_seen, evidence.recall_read
+        row.wall_s = episode.wall_s + verdict.latency_s
+        row.llm_s = sum(m.latency_s for m in episode.model_calls)
+        row.tool_s = sum(c.latency_s for c in episode.tool_calls)
+        row.judge_s = verdict.latency_s
+        row.trajectory = json.dumps(episode.to_json(), ensure_ascii=False, default=str)
+        return row
+
+    def failed_row(self, question: Question, reason: str, attempt: int = 1, worker: str | None = None) -> EpisodeRow:
+        return failed_row(self.settings, question, reason, attempt, worker, self.overrides, self.settings_json, self.backend)
+
+    def base_row(self, question: Question, attempt: int, worker: str | None) -> EpisodeRow:
+        return base_row(self.settings, question, attempt, worker, self.overrides, self.settings_json, self.backend)
+
+    @staticmethod
+    def _set_verdict(row: EpisodeRow, verdict: Verdict) -> None:
+        row.llm_acc, row.judge_status, row.judge_error, row.judge_reply = verdict.llm_acc, verdict.status, verdict.error, verdict.reply
+
+    def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:
+        rows = self.ctx.sql("SELECT chunk_id, title FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
+        return {c: t for c, t in rows if t is not None}
+
+    def close(self) -> None:
+        if self._own_backend:
+            self.backend.close()
+        if self.judge_backend is not self.backend:
+            self.judge_backend.close()
+        if self._own_ctx and self.ctx is not None:
+            self.ctx.close()
+
+
+def base_row(
+    settings: RunSettings,
+    question: Question,
+    attempt: int = 1,
+    worker: str | None = None,
+    overrides: list[str] | None = None,
+    settings_json: str | None = None,
+    backend: LLMBackend | None = None,
+) -> EpisodeRow:
+    """The columns every row of a run shares, plus the question's own; metrics at their defaults."""
+    described: dict[str, Any] = backend.describe() if backend is not None else {}
+    return EpisodeRow(
+        run_id=settings.run_id,
+        dataset=settings.dataset,
+        question_id=question.id,
+        question=question.question,
+        gold_answers=list(question.answers),
+        supporting_titles=list(question.supporting_titles),
+        method=settings.method_name,
+        model=str(described.get("model") or settings.model.get("model")),
+        backend=str(described.get("backend") or settings.model.get("backend")),
+        protocol=settings.model.get("protocol"),
+        attempt=attempt,
+        settings=settings_json or json.dumps(settings.identity(), sort_keys=True, ensure_ascii=False, default=str),
+        overrides=list(overrides or []),
+        worker=worker,
+        finished_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
+        evidence_supporting=len({t for t in question.supporting_titles if t.strip()}),
+        **settings.swept(),
+    )
+
+
+def failed_row(
+    settings: RunSettings,
+    question: Question,
+    reason: str,
+    attempt: int = 1,
+    worker: str | None = None,
+    overrides: list[str] | None = None,
+    settings_json: str | None = None,
+    backend: LLMBackend | None = None,
+) -> EpisodeRow:
+    """A row for an episode that left no record (timeout, a worker that died, a bug): no answer,
+    nothing read, every answer metric 0."""
+    row = base_row(settings, question, attempt, worker, overrides, settings_json, backend)
+    row.status, row.failure = FAILED, reason
+    row.llm_acc, row.judge_status = Verdict(NO_ANSWER).llm_acc, NO_ANSWER
+    if row.evidence_supporting:
+        row.evidence_recall_seen = row.evidence_recall_read = 0.0
+    return row

@@ -1,0 +1,98 @@
+"""What defines a run, and its id.
+
+A run is one (dataset, method, model, agent settings, judge, index) combination; its episodes are
+keyed by (run id, question id), which is what makes resume exact. The run id hashes the settings
+that can change an episode's outcome or score, and nothing else: run-time knobs (threads, worker
+counts, concurrency, endpoint address, retry backoff, `limit`) are left out, so rerunning with more
+workers or a larger `limit` continues the same run instead of starting a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+# Model config keys that change speed, capacity or plumbing, not replies (llamacpp threads, an
+# endpoint's address and limits, vLLM engine placement and memory, the scripted double's delay).
+RUNTIME_MODEL_KEYS = frozenset(
+    {
+        "n_threads", "n_batch", "verbose", "max_concurrency", "timeout_s", "api_key_env", "base_url", "latency_s",
+        "actor_name", "detached", "max_inflight", "startup_timeout_s", "num_gpus", "num_cpus",
+        "gpu_memory_utilization", "kv_cache_gb", "max_num_seqs", "enforce_eager", "env",
+    }
+)
+# Agent config keys that change retries or what is stored, not the episode.
+RUNTIME_AGENT_KEYS = frozenset({"llm_attempts", "backoff_initial_s", "backoff_max_s", "backoff_jitter_s", "keep_messages"})
+# Judge keys of the same kind.
+RUNTIME_JUDGE_KEYS = frozenset({"attempts"})
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    dataset: str
+    method: dict[str, Any]  # the method config (conf/method/<name>.yaml, resolved)
+    model: dict[str, Any]  # the backend config (conf/model/<name>.yaml, resolved)
+    agent: dict[str, Any]  # AgentConfig fields
+    judge: dict[str, Any]  # JudgeConfig fields
+    judge_model: dict[str, Any] | None  # the judge's backend config; None: the agent's backend
+    questions_path: str
+    questions_sha256: str
+    index_path: str | None = None
+    index_fingerprint: str | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """The settings hashed into the run id (also stored in run.json and every row)."""
+        return {
+            "dataset": self.dataset,
+            "questions_sha256": self.questions_sha256,
+            "index": self.index_fingerprint,
+            "method": self.method,
+            "model": _drop(self.model, RUNTIME_MODEL_KEYS),
+            "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
+            "judge": _drop(self.judge, RUNTIME_JUDGE_KEYS),
+            "judge_model": "agent" if self.judge_model is None else _drop(self.judge_model, RUNTIME_MODEL_KEYS),
+        }
+
+    @property
+    def run_id(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def method_name(self) -> str:
+        return str(self.method.get("name"))
+
+    def swept(self) -> dict[str, Any]:
+        """The settings a sweep usually varies, as row columns."""
+        return {
+            "max_steps": self.agent.get("max_steps"),
+            "token_budget": self.agent.get("token_budget"),
+            "reasoning_effort": self.model.get("reasoning_effort"),
+            "temperature": self.model.get("temperature"),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "RunSettings":
+        return cls(**data)
+
+
+def _drop(cfg: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in cfg.items() if k not in keys}
+
+
+def index_fingerprint(index_path: str | Path) -> str:
+    """The index's own fingerprint (manifest.json), else a hash of the manifest: a rebuilt index
+    with other settings is another run; the same index moved elsewhere is the same run."""
+    manifest_path = Path(index_path) / "manifest.json"
+    data = manifest_path.read_bytes()
+    try:
+        fp = json.loads(data).get("fingerprint")
+    except ValueError:
+        fp = None
+    return str(fp) if fp else "manifest-" + hashlib.sha256(data).hexdigest()[:16]

@@ -1,0 +1,524 @@
+"""`vllm`: open models served by vLLM engines inside Ray actors.
+
+One Ray actor holds one vLLM `AsyncLLM` engine (continuous batching, prefix caching on by default)
+and serves many requests at once: every `acomplete` of every episode is one async actor call, so a
+batch of episodes in flight keeps the engine's batch full. Backends with the same engine settings
+share one actor: in a process by a handle cache, across processes (or drivers of one cluster) by the
+actor's name (`actor_name`, derived from the settings unless given) in the `arag` namespace; set
+`detached: true` to keep it alive after the driver exits. The actor asks Ray for `num_gpus` GPUs
+(tensor parallel inside the actor over `tensor_parallel_size` of them) and `num_cpus` CPUs.
+
+Prompts are rendered with the model's own chat template (tools included, for the native protocol);
+JSON actions are constrained by vLLM's structured output (JSON-schema guided decoding); native tool
+calls are read back by vLLM's tool-call parser for the model (`tool_parser`, guessed from the name:
+hermes for Qwen2.5/Qwen3, qwen3_coder, llama3_json, mistral, openai for gpt-oss). Without a parser
+the backend offers the JSON protocol only.
+
+Reasoning effort (arag.llm.reasoning): Qwen3 thinking is switched by the chat template's
+`enable_thinking`; with thinking on, the reply is generated in two phases: thinking (no constraint,
+stopped at `</think>` or at the level's budget, where `</think>` is forced) and then the answer
+(constrained, `max_tokens`), which is what makes the budget a real cap and keeps the JSON grammar off
+the thoughts. gpt-oss gets `reasoning_effort` through its template. Hosted-only families are refused.
+
+The agent loop stays Ray-free: this module is the serving layer. What runs in the actor is the plain
+class `EngineServer`, testable with a fake engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import threading
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arag.llm.base import JSON, NATIVE, LLMBackend
+from arag.llm.models import MODELS
+from arag.llm.reasoning import ReasoningSetting, family_of, resolve
+from arag.llm.types import Completion, ConfigurationError, LLMError, Message, ToolCall
+
+NAMESPACE = "arag"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+# Appended after the (possibly cut) thoughts; Qwen3's canonical layout is "<think>\n…\n</think>\n\n".
+THINK_END = "\n" + THINK_CLOSE + "\n\n"
+
+
+def guess_tool_parser(model: str) -> str | None:
+    """vLLM's tool-call parser for a model name, or None when unknown (then: JSON protocol only)."""
+    m = model.lower()
+    if "qwen3" in m and "coder" in m:
+        return "qwen3_coder"
+    if "qwen" in m or "hermes" in m:
+        return "hermes"  # <tool_call>{...}</tool_call>: Qwen2.5 and Qwen3 chat templates
+    if "gpt-oss" in m:
+        return "openai"
+    if "llama-4" in m or "llama4" in m:
+        return "llama4_pythonic"
+    if "llama" in m:
+        return "llama3_json"
+    if "mistral" in m or "ministral" in m:
+        return "mistral"
+    return None
+
+
+def vllm_reasoning(level: str | None, family: str, on_unsupported: str = "error") -> ReasoningSetting:
+    """`resolve`, adapted to what a self-hosted engine can honour: chat-API request fields (gpt-oss's
+    `reasoning_effort`) go to the chat template instead; hosted-only families cannot run here."""
+    if family == "openai-reasoning":
+        raise ConfigurationError("the vllm backend serves open models; the openai-reasoning family is hosted-only (use the openai backend)")
+    setting = resolve(level, family, on_unsupported=on_unsupported)
+    if setting.request:
+        kwargs = {**setting.chat_template_kwargs, **setting.request}
+        return ReasoningSetting(setting.requested, setting.family, setting.supported, {}, kwargs, setting.thinking_budget, setting.note or "via the chat template")
+    return setting
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """Everything that decides an engine actor: equal specs share one actor."""
+
+    model: str  # the name requests are served under
+    model_path: str  # what vLLM loads (HF folder or hub id)
+    dtype: str = "bfloat16"
+    max_model_len: int = 8192
+    tensor_parallel_size: int = 1
+    num_gpus: float = 0
+    num_cpus: float = 1
+    gpu_memory_utilization: float = 0.9
+    kv_cache_gb: float | None = None  # explicit KV cache size (needed on CPU, where the default is a RAM fraction)
+    enable_prefix_caching: bool = True
+    max_num_seqs: int = 64
+    enforce_eager: bool = False
+    seed: int = 0
+    tool_parser: str | None = None
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def key(self) -> str:
+        return hashlib.sha1(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+    def actor_name(self) -> str:
+        base = "".join(c if c.isalnum() or c in "-_." else "-" for c in Path(self.model).name)[:48]
+        return f"arag-vllm-{base}-{self.key()}"
+
+    def engine_args(self) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "model": self.model_path,
+            "tokenizer": self.model_path,
+            "served_model_name": self.model,
+            "dtype": self.dtype,
+            "max_model_len": self.max_model_len,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "enable_prefix_caching": self.enable_prefix_caching,
+            "max_num_seqs": self.max_num_seqs,
+            "enforce_eager": self.enforce_eager,
+            "seed": self.seed,
+            "disable_log_stats": True,
+        }
+        if self.kv_cache_gb:
+            args["kv_cache_memory_bytes"] = int(self.kv_cache_gb * (1 << 30))
+        args.update(self.engine_kwargs)
+        return args
+
+
+# ---- the request, both sides of the actor boundary (plain dicts: they cross Ray) ---------------------
+
+
+def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI chat messages as HF chat templates want them: tool-call arguments as objects (templates
+    write `arguments | tojson`; a JSON string would be quoted twice). Unparseable arguments stay text."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("tool_calls"):
+            calls = []
+            for c in m["tool_calls"]:
+                fn = dict(c.get("function") or {})
+                if isinstance(fn.get("arguments"), str):
+                    try:
+                        fn["arguments"] = json.loads(fn["arguments"])
+                    except (ValueError, RecursionError):
+                        pass
+                calls.append({**c, "function": fn})
+            m["tool_calls"] = calls
+        out.append(m)
+    return out
+
+
+def completion_from_reply(reply: dict[str, Any]) -> Completion:
+    """The actor's reply (a dict) as a Completion; an error reply raises LLMError."""
+    if reply.get("error"):
+        raise LLMError(f"vllm: {reply['error']}", retryable=bool(reply.get("retryable")))
+    return Completion(
+        text=reply.get("text") or "",
+        tool_calls=[ToolCall(name=c["name"], arguments=c["arguments"], id=c.get("id") or f"call_{i}") for i, c in enumerate(reply.get("tool_calls") or [])],
+        prompt_tokens=reply.get("prompt_tokens"),
+        completion_tokens=reply.get("completion_tokens"),
+        reasoning_tokens=reply.get("reasoning_tokens"),
+        finish_reason=reply.get("finish_reason"),
+        reasoning=reply.get("reasoning"),
+    )
+
+
+class EngineServer:
+    """Runs inside the actor (`ray.remote(EngineServer)`): one AsyncLLM engine, many requests at once.
+
+    `chat` never raises for a failed request: it returns {"error", "retryable"} so the backend can
+    classify it (a bad request is final; a dead engine is rebuilt and the call may be retried)."""
+
+    def __init__(self, spec: dict[str, Any], engine: Any = None, tokenizer: Any = None):
+        self.spec = dict(spec)
+        self.max_model_len = int(self.spec["max_model_len"])
+        self._engine, self._tokenizer = engine, tokenizer
+        self._lock: asyncio.Lock | None = None
+        self._tool_parser_cls: Any = None
+        self.requests = self.inflight = self.peak_inflight = 0
+
+    # -- engine ------------------------------------------------------------------------------------
+    def _build(self) -> tuple[Any, Any]:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.spec["engine_args"]))
+        return engine, engine.get_tokenizer()
+
+    async def _ensure(self) -> None:
+        if self._engine is not None:
+            return
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._engine is None:
+                self._engine, self._tokenizer = await asyncio.to_thread(self._build)
+
+    async def ready(self) -> dict[str, Any]:
+        await self._ensure()
+        return {"model": self.spec["model"], "max_model_len": self.max_model_len, "pid": os.getpid(), **self.stats()}
+
+    def stats(self, reset_peak: bool = False) -> dict[str, int]:
+        """Requests served, in flight now, and the most in flight at once (since the last reset)."""
+        out = {"requests": self.requests, "inflight": self.inflight, "peak_inflight": self.peak_inflight}
+        if reset_peak:
+            self.peak_inflight = self.inflight
+        return out
+
+    def shutdown(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None and hasattr(engine, "shutdown"):
+            engine.shutdown()
+
+    # -- pieces (overridable in tests) -------------------------------------------------------------
+    def sampling(self, **kwargs: Any) -> Any:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
+
+        schema = kwargs.pop("json_schema", None)
+        if schema is not None:
+            kwargs["structured_outputs"] = StructuredOutputsParams(json=schema)
+        return SamplingParams(output_kind=RequestOutputKind.FINAL_ONLY, **kwargs)
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, template_kwargs: dict[str, Any]) -> str:
+        return self._tokenizer.apply_chat_template(normalize_messages(messages), tools=tools or None, add_generation_prompt=True, tokenize=False, **template_kwargs)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def parse_tool_calls(self, text: str, tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+        from vllm.tool_parsers import ToolParserManager
+
+        if self._tool_parser_cls is None:
+            self._tool_parser_cls = ToolParserManager.get_tool_parser(self.spec["tool_parser"])
+        request = ChatCompletionRequest(model=self.spec["model"], messages=[{"role": "user", "content": ""}], tools=tools, tool_choice="auto")
+        info = self._tool_parser_cls(self._tokenizer, request.tools).extract_tool_calls(text, request)
+        if not info.tools_called:
+            return text, []
+        calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in info.tool_calls]
+        return info.content or "", calls
+
+    async def _generate(self, ids: list[int], params: Any) -> Any:
+        final = None
+        async for out in self._engine.generate({"prompt_token_ids": ids}, params, request_id=uuid.uuid4().hex):
+            final = out
+        return final.outputs[0]
+
+    # -- a request ---------------------------------------------------------------------------------
+    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+        self.requests += 1
+        self.inflight += 1
+        self.peak_inflight = max(self.peak_inflight, self.inflight)
+        try:
+            await self._ensure()
+            return await self._chat(req)
+        except Exception as exc:
+            return self._error(exc)
+        finally:
+            self.inflight -= 1
+
+    def _error(self, exc: Exception) -> dict[str, Any]:
+        name = type(exc).__name__
+        if name == "EngineDeadError":  # rebuilt on the next call; the caller may retry
+            try:
+                self.shutdown()
+            except Exception:
+                pass
+            return {"error": f"{name}: {exc}", "retryable": True}
+        # Bad requests (validation, prompt too long, a schema the grammar compiler rejects) are final.
+        return {"error": f"{name}: {str(exc)[:500]}", "retryable": False}
+
+    async def _chat(self, req: dict[str, Any]) -> dict[str, Any]:
+        tools = req.get("tools") or None
+        prompt = self.render(req["messages"], tools, dict(req.get("chat_template_kwargs") or {}))
+        thinking = bool(req.get("thinking"))
+        if thinking and not prompt.rstrip().endswith(THINK_OPEN):
+            prompt += THINK_OPEN + "\n"
+        ids = self.encode(prompt)
+        room = self.max_model_len - len(ids)
+        if room <= 1:
+            raise ValueError(f"the prompt has {len(ids)} tokens; the context window is {self.max_model_len}")
+        max_tokens = int(req.get("max_tokens") or 512)
+        common = {"temperature": float(req.get("temperature") or 0.0), "seed": req.get("seed"), "skip_special_tokens": not tools}
+
+        reasoning, answer_ids = None, ids
+        if thinking:
+            budget = req.get("thinking_budget")
+            cap = room - 1 - min(max_tokens, room // 2)  # leave room for the answer
+            limit = max(1, min(int(budget), cap) if budget is not None else cap)
+            thought = await self._generate(ids, self.sampling(max_tokens=limit, stop=[THINK_CLOSE], **common))
+            reasoning = thought.text.strip()
+            # Stopped at </think> or cut at the budget: either way the thoughts are closed here.
+            answer_ids = ids + self.encode(reasoning + THINK_END)
+            room = self.max_model_len - len(answer_ids)
+            if room <= 1:
+                raise ValueError(f"no room left for the answer after {len(answer_ids) - len(ids)} thinking tokens")
+        params = self.sampling(max_tokens=min(max_tokens, room - 1), json_schema=req.get("response_schema"), **common)
+        out = await self._generate(answer_ids, params)
+        text, calls = out.text, []
+        if tools:
+            text, calls = self.parse_tool_calls(out.text, tools)
+        extra = len(answer_ids) - len(ids)  # thinking tokens (with their closing) count as completion
+        return {
+            "text": text,
+            "tool_calls": calls,
+            "prompt_tokens": len(ids),
+            "completion_tokens": extra + len(out.token_ids),
+            "reasoning_tokens": extra if thinking else None,
+            "finish_reason": out.finish_reason,
+            "reasoning": reasoning,
+        }
+
+
+# ---- the actor registry (per process) ----------------------------------------------------------------
+
+_ACTORS: dict[str, Any] = {}
+_USERS: dict[str, int] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def engine_actor(spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = 256) -> tuple[str, Any]:
+    """The actor serving `spec` (created if no actor of that name exists in the cluster)."""
+    import ray
+
+    from arag.runtime.cluster import init_ray
+
+    init_ray()
+    name = name or spec.actor_name()
+    with _REGISTRY_LOCK:
+        handle = _ACTORS.get(name)
+        if handle is None:
+            env = {"VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false", **spec.env}
+            options: dict[str, Any] = {
+                "name": name,
+                "namespace": NAMESPACE,
+                "get_if_exists": True,
+                "num_cpus": spec.num_cpus,
+                "num_gpus": spec.num_gpus,
+                "max_concurrency": max_inflight,
+                "max_restarts": 1,
+                "runtime_env": {"env_vars": {k: str(v) for k, v in env.items()}},
+            }
+            if detached:
+                options["lifetime"] = "detached"
+            payload = {"model": spec.model, "max_model_len": spec.max_model_len, "tool_parser": spec.tool_parser, "engine_args": spec.engine_args()}
+            handle = ray.remote(EngineServer).options(**options).remote(payload)
+            _ACTORS[name] = handle
+        _USERS[name] = _USERS.get(name, 0) + 1
+    return name, handle
+
+
+def release_actor(name: str, *, kill: bool) -> None:
+    """One user fewer; the last user of a non-detached actor in this process stops it."""
+    import ray
+
+    with _REGISTRY_LOCK:
+        _USERS[name] = max(0, _USERS.get(name, 0) - 1)
+        if _USERS[name] or not kill:
+            return
+        handle = _ACTORS.pop(name, None)
+        _USERS.pop(name, None)
+    if handle is not None and ray.is_initialized():
+        try:
+            ray.get(handle.shutdown.remote(), timeout=60)  # the engine's own processes end with it
+        except Exception:
+            pass
+        ray.kill(handle)
+
+
+async def _await(ref: Any) -> Any:
+    return await ref
+
+
+class VLLMBackend(LLMBackend):
+    kind = "vllm"
+
+    def __init__(
+        self,
+        model: str = "qwen2.5-coder-0.5b-instruct-q4",
+        *,
+        model_path: str | None = None,
+        dtype: str = "bfloat16",
+        max_model_len: int = 8192,
+        tensor_parallel_size: int = 1,
+        num_gpus: float = 0,
+        num_cpus: float = 1,
+        gpu_memory_utilization: float = 0.9,
+        kv_cache_gb: float | None = None,
+        enable_prefix_caching: bool = True,
+        max_num_seqs: int = 64,
+        enforce_eager: bool = False,
+        tool_parser: str | None = "auto",
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int | None = 0,
+        reasoning_effort: str | None = None,
+        family: str | None = None,
+        on_unsupported: str = "error",
+        actor_name: str | None = None,
+        detached: bool = False,
+        max_inflight: int = 256,
+        timeout_s: float = 600.0,
+        startup_timeout_s: float = 1800.0,
+        engine_kwargs: dict[str, Any] | None = None,
+        env: dict[str, Any] | None = None,
+    ):
+        family = family or (MODELS[model].chat_family if model in MODELS else family_of(model))
+        reasoning = vllm_reasoning(reasoning_effort, family, on_unsupported)
+        super().__init__(model, reasoning=reasoning, max_tokens=max_tokens, temperature=temperature)
+        if num_gpus and num_gpus < tensor_parallel_size:
+            raise ConfigurationError(f"tensor_parallel_size={tensor_parallel_size} needs num_gpus >= {tensor_parallel_size} per actor, got {num_gpus}")
+        if tool_parser == "auto":
+            tool_parser = guess_tool_parser(model if model_path is None else f"{model} {model_path}")
+        self.tool_parser = tool_parser
+        self.protocols = (NATIVE, JSON) if tool_parser else (JSON,)
+        self.family = family
+        # Qwen3 thinks unless its template is told not to; the two-phase generation then applies.
+        self.thinking = family == "qwen3" and self.reasoning.chat_template_kwargs.get("enable_thinking", True)
+        self.context_window = max_model_len
+        self.seed = seed
+        self.timeout_s, self.startup_timeout_s = timeout_s, startup_timeout_s
+        self.detached, self.max_inflight = detached, max_inflight
+        self._model_path = model_path
+        self._spec_args = dict(
+            dtype=dtype,
+            max_model_len=max_model_len,
+            tensor_parallel_size=tensor_parallel_size,
+            num_gpus=num_gpus,
+            num_cpus=num_cpus,
+            gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_gb=kv_cache_gb,
+            enable_prefix_caching=enable_prefix_caching,
+            max_num_seqs=max_num_seqs,
+            enforce_eager=enforce_eager,
+            seed=seed or 0,
+            tool_parser=tool_parser,
+            engine_kwargs=dict(engine_kwargs or {}),
+            env={k: str(v) for k, v in (env or {}).items()},
+        )
+        self._requested_name = actor_name
+        self._actor: Any = None
+        self._actor_lock = threading.Lock()
+        self.actor_name: str | None = None
+        self._started = False
+
+    # -- engine settings ---------------------------------------------------------------------------
+    def model_path(self) -> str:
+        """What the engine loads: `model_path`, else a packaged GGUF model converted to an HF folder
+        (arag.llm.convert; once, cached), else `model` itself (a hub id or a folder)."""
+        if self._model_path is None:
+            if self.model in MODELS:
+                from arag.llm.convert import ensure_hf_model
+
+                self._model_path = str(ensure_hf_model(self.model, dtype="float32" if self._spec_args["dtype"] == "float32" else "bfloat16"))
+            else:
+                self._model_path = self.model
+        return self._model_path
+
+    def spec(self) -> EngineSpec:
+        return EngineSpec(model=self.model, model_path=self.model_path(), **self._spec_args)
+
+    def describe(self) -> dict[str, Any]:
+        s = self._spec_args
+        keys = ("dtype", "max_model_len", "tensor_parallel_size", "num_gpus", "enable_prefix_caching", "max_num_seqs", "tool_parser")
+        return {**super().describe(), **{k: s[k] for k in keys}, "model_path": self._model_path, "actor": self.actor_name, "seed": self.seed}
+
+    # -- requests ----------------------------------------------------------------------------------
+    def request(self, messages: list[Message], tools: list[dict[str, Any]] | None, response_schema: dict[str, Any] | None, max_tokens: int | None) -> dict[str, Any]:
+        """The plain-dict request the actor's `chat` takes."""
+        return {
+            "messages": [m.to_openai() for m in messages],
+            "tools": tools or None,
+            "response_schema": response_schema,
+            "max_tokens": max_tokens or self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "chat_template_kwargs": dict(self.reasoning.chat_template_kwargs),
+            "thinking": self.thinking,
+            "thinking_budget": self.reasoning.thinking_budget,
+        }
+
+    def actor(self) -> Any:
+        with self._actor_lock:  # episodes starting together ask at once: one registration per backend
+            if self._actor is None:
+                self.actor_name, self._actor = engine_actor(self.spec(), name=self._requested_name, detached=self.detached, max_inflight=self.max_inflight)
+            return self._actor
+
+    def start(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """Create the actor and wait until its engine is up (optional: the first call does it too)."""
+        import ray
+
+        info = ray.get(self.actor().ready.remote(), timeout=timeout_s or self.startup_timeout_s)
+        self._started = True
+        return info
+
+    async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
+        if tools and not self.tool_parser:
+            raise LLMError(f"no tool-call parser is known for {self.model!r}: set tool_parser or use the json protocol", retryable=False)
+        import ray
+        from ray.exceptions import GetTimeoutError, RayActorError, RayError
+
+        req = self.request(messages, tools, response_schema, max_tokens)
+        actor = await asyncio.to_thread(self.actor)  # the first call may convert a model: off the event loop
+        timeout = self.timeout_s if self._started else self.timeout_s + self.startup_timeout_s
+        ref = actor.chat.remote(req)
+        try:
+            reply = await asyncio.wait_for(_await(ref), timeout)
+        except (asyncio.TimeoutError, GetTimeoutError) as exc:
+            ray.cancel(ref)
+            raise LLMError(f"vllm: no reply in {timeout:.0f}s", retryable=True) from exc
+        except RayActorError as exc:  # the actor died (it is restarted once): worth a retry
+            raise LLMError(f"vllm actor died: {str(exc)[:300]}", retryable=True) from exc
+        except RayError as exc:
+            raise LLMError(f"vllm actor call failed: {str(exc)[:300]}", retryable=False) from exc
+        self._started = True
+        return completion_from_reply(reply)
+
+    def close(self) -> None:
+        with self._actor_lock:
+            actor, self._actor = self._actor, None
+        if actor is not None and self.actor_name:
+            release_actor(self.actor_name, kill=not self.detached)

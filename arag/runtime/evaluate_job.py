@@ -1,0 +1,318 @@
+"""Evaluation on Ray: `EpisodeWorker` actors run episodes; the driver feeds them and writes results.
+
+Each `EpisodeWorker` holds one `arag.evaluation.runner.EpisodeRunner`: it opens the index once
+(a ToolContext) and builds the LLM backend once (the embedded llama.cpp model, an endpoint client,
+or a GPU engine placed by `worker_gpus`), then runs up to `concurrency` episodes at once on its
+event loop (`Agent.arun`). Throughput scales with `workers` (actors, spread over the cluster's
+nodes) and with `concurrency` where the backend serves requests in parallel.
+
+The driver keeps every worker's slots full, collects rows, and writes them in batches (at
+`batch_size` rows, or every `flush_s` seconds) through `RunStore`, atomically. When a worker dies
+(its process, or its node), the questions it had in flight go back to the queue and a replacement
+worker is started (up to `max_worker_restarts`); a question in flight on `max_losses` dead workers
+is recorded as failed rather than retried forever. Nothing a worker returned is written twice,
+and a killed driver loses only its unwritten batch, which the rerun runs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import ray
+
+from arag.evaluation.questions import Question
+from arag.evaluation.records import OK
+from arag.evaluation.results import RunStore
+from arag.evaluation.runner import failed_row
+from arag.evaluation.settings import RunSettings
+
+log = logging.getLogger("arag.runtime.evaluate")
+
+
+class EvaluationError(RuntimeError):
+    pass
+
+
+@dataclass
+class EvalRuntime:
+    workers: int = 1  # EpisodeWorker actors
+    concurrency: int | None = None  # episodes in flight per worker; None: see default_concurrency
+    worker_cpus: float = 1.0  # CPUs Ray reserves per worker
+    worker_gpus: float = 0.0  # GPUs per worker (a worker that runs a GPU engine in-process)
+    batch_size: int = 25  # rows per written part
+    flush_s: float = 30.0  # write a part at least this often while rows are waiting
+    episode_timeout_s: float | None = None  # wall-clock cap per episode; None: none
+    max_worker_restarts: int = 4  # replacement workers started in all, after deaths
+    max_losses: int = 3  # dead workers a question may be in flight on before it is recorded failed
+    start_timeout_s: float = 900.0  # give up when no worker has been ready for this long
+    spread: bool = True  # SPREAD scheduling: one worker per node first
+    engines: int | None = None  # vLLM: engine actors the workers share (worker i → engine i mod engines); None: one per worker
+
+    @classmethod
+    def from_dict(cls, cfg: dict[str, Any]) -> "EvalRuntime":
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in cfg.items() if k in known})
+
+
+def default_concurrency(model_cfg: dict[str, Any]) -> int:
+    """Episodes per worker when not configured: 1 for the embedded llama.cpp model (it runs one
+    sequence at a time, and interleaved episodes would defeat its prompt-prefix cache), the
+    endpoint's own request limit for HTTP backends, the engine's batch size for vLLM (a worker per
+    engine keeps its continuous batch full), 16 for the rest (the scripted test double)."""
+    kind = model_cfg.get("backend")
+    if kind == "llamacpp":
+        return 1
+    if kind == "openai":
+        return int(model_cfg.get("max_concurrency") or 8)
+    if kind == "vllm":
+        return int(model_cfg.get("max_num_seqs") or 64)
+    return 16
+
+
+def engine_overrides(model_cfg: dict[str, Any], slot: int, engines: int) -> dict[str, Any]:
+    """Which vLLM engine actor worker `slot` talks to: `<name>-e<slot mod engines>`.
+
+    The vllm backend shares one engine actor among all backends with equal engine settings (by
+    name); an evaluation wants one engine per GPU (or per tensor-parallel group), each fed by its own
+    workers, so every worker slot names its engine. The name depends on the engine settings only
+    (not the run), so the runs of a sweep over agent settings or reasoning effort can reuse detached
+    engines (`model.detached=true`)."""
+    if model_cfg.get("backend") != "vllm":
+        return {}
+    from arag.llm.vllm import EngineSpec
+
+    material = {k: model_cfg.get(k) for k in sorted(EngineSpec.__dataclass_fields__) if k in model_cfg}
+    base = model_cfg.get("actor_name") or "arag-eval-vllm-" + hashlib.sha1(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return {"actor_name": f"{base}-e{slot % max(1, engines)}"}
+
+
+class EpisodeWorker:
+    """A Ray actor (async): one EpisodeRunner, up to `max_concurrency` episodes at once."""
+
+    def __init__(self, settings: dict[str, Any], overrides: list[str], episode_timeout_s: float | None, model_overrides: dict[str, Any] | None = None):
+        from arag.evaluation.runner import EpisodeRunner
+
+        self.node = ray.get_runtime_context().get_node_id()
+        self.runner = EpisodeRunner(RunSettings.from_json(settings), overrides=overrides, episode_timeout_s=episode_timeout_s, model_overrides=model_overrides)
+
+    async def ready(self) -> str:
+        return self.node
+
+    async def run(self, question: dict[str, Any], attempt: int) -> dict[str, Any]:
+        row = await self.runner.run(Question.from_json(question), attempt, self.node)
+        return row.to_record()
+
+
+@dataclass
+class _Worker:
+    handle: Any
+    slot: int  # a replacement takes the slot (and so the engine) of the worker it replaces
+    ready: bool = False
+    inflight: set = field(default_factory=set)
+
+
+@dataclass
+class EvalCounts:
+    ran: int = 0
+    ok: int = 0
+    failed: int = 0
+    requeued: int = 0  # questions put back after their worker died
+    workers_lost: int = 0
+    batches: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def per_min(self) -> float:
+        return 60.0 * self.ran / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def run_episodes(
+    settings: RunSettings,
+    questions: list[Question],
+    store: RunStore,
+    runtime: EvalRuntime,
+    *,
+    attempts: dict[str, int] | None = None,
+    overrides: list[str] | None = None,
+    progress: bool = True,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> EvalCounts:
+    """Run `questions` on EpisodeWorker actors (Ray must be initialised) and store every row."""
+    attempts = dict(attempts or {})
+    overrides = list(overrides or [])
+    concurrency = max(1, int(runtime.concurrency or default_concurrency(settings.model)))
+    actor_cls = ray.remote(EpisodeWorker)
+    settings_json = settings.to_json()
+    counts = EvalCounts()
+    started = time.monotonic()
+
+    pending: deque[Question] = deque(questions)
+    losses: Counter = Counter()
+    workers: dict[int, _Worker] = {}
+    ready_refs: dict[Any, int] = {}
+    inflight: dict[Any, tuple[int, Question]] = {}
+    buffer: list[dict[str, Any]] = []
+    restarts_left = runtime.max_worker_restarts
+    ever_ready = False
+    next_id = 0
+    last_flush = time.monotonic()
+    idle_since: float | None = None
+
+    engines = runtime.engines or max(1, runtime.workers)
+
+    def spawn(slot: int) -> None:
+        nonlocal next_id
+        options: dict[str, Any] = {"num_cpus": runtime.worker_cpus, "num_gpus": runtime.worker_gpus, "max_concurrency": concurrency, "max_restarts": 0}
+        if runtime.spread:
+            options["scheduling_strategy"] = "SPREAD"
+        handle = actor_cls.options(**options).remote(settings_json, overrides, runtime.episode_timeout_s, engine_overrides(settings.model, slot, engines))
+        workers[next_id] = _Worker(handle, slot)
+        ready_refs[handle.ready.remote()] = next_id
+        next_id += 1
+
+    def lose(wid: int, why: str) -> None:
+        nonlocal restarts_left
+        worker = workers.pop(wid, None)
+        if worker is None:
+            return  # already handled (several of its episodes fail together)
+        counts.workers_lost += 1
+        try:
+            ray.kill(worker.handle, no_restart=True)
+        except Exception:
+            pass
+        if restarts_left > 0:
+            restarts_left -= 1
+            log.warning("evaluation worker lost (%s); its %d episodes in flight go back to the queue; starting a replacement", why, len(worker.inflight))
+            spawn(worker.slot)
+        else:
+            log.warning("evaluation worker lost (%s); no restarts left", why)
+
+    def flush() -> None:
+        nonlocal last_flush
+        last_flush = time.monotonic()
+        if not buffer:
+            return
+        store.write(buffer)
+        buffer.clear()
+        counts.batches += 1
+        _fault_point("ARAG_FAULT_HANG_AFTER_BATCHES", counts.batches)
+
+    def record(row: dict[str, Any]) -> None:
+        buffer.append(row)
+        counts.ran += 1
+        if row["status"] == OK:
+            counts.ok += 1
+        else:
+            counts.failed += 1
+        if on_row is not None:
+            on_row(row)
+        bar.update(1)
+        elapsed = time.monotonic() - started
+        bar.set_postfix(ok=counts.ok, failed=counts.failed, per_min=f"{60 * counts.ran / max(elapsed, 1e-9):.0f}", refresh=False)
+
+    for slot in range(max(1, runtime.workers)):
+        spawn(slot)
+    bar = _bar(len(questions), settings.method_name, progress)
+    try:
+        while pending or inflight:
+            for wid, worker in list(workers.items()):
+                while worker.ready and len(worker.inflight) < concurrency and pending:
+                    q = pending.popleft()
+                    ref = worker.handle.run.remote(q.to_json(), attempts.get(q.id, 0) + 1)
+                    inflight[ref] = (wid, q)
+                    worker.inflight.add(ref)
+            if not inflight and not ready_refs:
+                raise EvaluationError(f"no evaluation worker is left ({counts.workers_lost} lost, no restarts left); {len(pending)} questions not run")
+            if not inflight:
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since > runtime.start_timeout_s:
+                    raise EvaluationError(
+                        f"no evaluation worker became ready in {runtime.start_timeout_s:g}s (does the cluster have "
+                        f"{runtime.worker_cpus:g} CPUs / {runtime.worker_gpus:g} GPUs free for one?)"
+                    )
+            else:
+                idle_since = None
+            waiting = list(inflight) + list(ready_refs)
+            done, rest = ray.wait(waiting, num_returns=1, timeout=1.0)
+            if done and rest:
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                done += more
+            for ref in done:
+                if ref in ready_refs:
+                    wid = ready_refs.pop(ref)
+                    try:
+                        ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        if not ever_ready:
+                            raise EvaluationError(f"the evaluation worker could not start: {summarize_error(exc)}") from None
+                        lose(wid, f"failed to start: {summarize_error(exc)}")
+                        continue
+                    if wid in workers:
+                        workers[wid].ready = ever_ready = True
+                    continue
+                wid, q = inflight.pop(ref)
+                worker = workers.get(wid)
+                if worker is not None:
+                    worker.inflight.discard(ref)
+                attempt = attempts.get(q.id, 0) + 1
+                try:
+                    row = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:  # a bug in the worker code: record, go on
+                    row = failed_row(settings, q, f"worker error: {summarize_error(exc)}", attempt, overrides=overrides).to_record()
+                except ray.exceptions.RayError as exc:  # the worker or its node is gone
+                    losses[q.id] += 1
+                    lose(wid, summarize_error(exc))
+                    if losses[q.id] < runtime.max_losses:
+                        pending.appendleft(q)
+                        counts.requeued += 1
+                        continue
+                    row = failed_row(settings, q, f"lost with its worker {losses[q.id]} times (last: {summarize_error(exc)})", attempt, overrides=overrides).to_record()
+                record(row)
+            if len(buffer) >= runtime.batch_size or (buffer and time.monotonic() - last_flush >= runtime.flush_s):
+                flush()
+    finally:
+        # Rows already received are whole episodes: keep them even when the loop is interrupted.
+        try:
+            flush()
+        finally:
+            bar.close()
+            for worker in workers.values():
+                try:
+                    ray.kill(worker.handle, no_restart=True)
+                except Exception:
+                    pass
+            counts.wall_s = time.monotonic() - started
+    return counts
+
+
+def summarize_error(exc: BaseException, limit: int = 400) -> str:
+    """The last meaningful line of a Ray error (its traceback ends with the cause)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    cause = next((line for line in reversed(lines) if ":" in line and not line.startswith(("File ", "^"))), lines[-1] if lines else type(exc).__name__)
+    return f"{type(exc).__name__}: {cause}"[:limit]
+
+
+def _bar(total: int, desc: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="ep", desc=desc, disable=not enabled, file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
+
+
+def _fault_point(variable: str, count: int) -> None:
+    """Fault injection for the kill tests: with `variable`=N set, the driver stops making progress
+    (sleeps) once `count` reaches N, so a test can kill it at a known point however fast the
+    machine is. Unset (always, outside tests) it does nothing."""
+    limit = os.environ.get(variable)
+    if limit and count >= int(limit):
+        log.warning("%s=%s: holding the evaluation here until it is killed", variable, limit)
+        print(f"{variable}={limit}: holding the evaluation here until it is killed", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(3600)

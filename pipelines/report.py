@@ -1,0 +1,28 @@
+"""Write a Markdown report (tables + PNG plots) from a results tree:
+`python -m pipelines.report results.path=<dir>` → `<dir>/report/report.md` and its plots."""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from arag.evaluation.report import build_report
+
+
+@hydra.main(config_path="../conf", config_name="report", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        report = build_report(str(cfg.results.path), cfg.report.path, where=cfg.report.where, title=str(cfg.report.title))
+    except (FileNotFoundError, ValueError) as exc:
+        sys.exit(f"error: {exc}")
+    except Exception as exc:  # e.g. a bad report.where filter (DuckDB's message names the problem)
+        if type(exc).__module__.startswith("duckdb") or type(exc).__module__.startswith("_duckdb"):
+            sys.exit(f"error: {exc}")
+        raise
+    print(f"report: {report.path} ({report.rows} episodes; plots: {', '.join(p.name for p in report.plots)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""The LLM judge: verdicts, failures recorded as failures (not as wrong), shortcuts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from arag.evaluation import judge as J
+from arag.evaluation.judge import Judge, JudgeConfig, parse_verdict
+from arag.llm.scripted import ScriptedBackend
+from arag.llm.types import LLMError
+
+CONFIG = JudgeConfig(system_prompt="Grade.", user_template="Q: {question}\nGold: {gold}\nPred: {prediction}\nJSON {{\"verdict\": ...}}", attempts=2)
+
+
+def run(judge, prediction="Ermengarde", golds=("Ermengarde of Tours",), exact=False):
+    return asyncio.run(judge.judge("Who was the mother?", list(golds), prediction, exact=exact))
+
+
+@pytest.mark.parametrize(
+    "text, status",
+    [
+        ('{"verdict": "correct"}', J.CORRECT),
+        ('{"verdict": "incorrect"}', J.INCORRECT),
+        ('{"equivalent": true}', J.CORRECT),
+        ("Yes, it matches.", J.CORRECT),
+        ("incorrect", J.INCORRECT),
+        ('{"verdict": "maybe"}', None),
+        ("", None),
+        ("[1, 2]", None),
+    ],
+)
+def test_parse_verdict(text, status):
+    assert parse_verdict(text) == status
+
+
+def test_the_judge_asks_with_a_schema_and_the_config_prompt():
+    backend = ScriptedBackend([{"verdict": "correct"}])
+    v = run(Judge(backend, CONFIG), golds=["Ermengarde of Tours", "Ermengarde"])
+    assert v.status == J.CORRECT and v.llm_acc == 1.0 and v.error is None
+    req = backend.requests[0]
+    assert req.response_schema == J.VERDICT_SCHEMA
+    assert req.messages[0].content == "Grade." and "Gold: Ermengarde of Tours | Ermengarde" in req.messages[1].content
+    assert 'JSON {"verdict": ...}' in req.messages[1].content
+    assert run(Judge(ScriptedBackend([{"verdict": "incorrect"}]), CONFIG)).llm_acc == 0.0
+
+
+def test_judge_failures_are_recorded_as_failures_not_as_wrong():
+    v = run(Judge(ScriptedBackend([LLMError("down", retryable=False)]), CONFIG))
+    assert v.status == J.FAILED and v.llm_acc is None and "down" in v.error
+    v = run(Judge(ScriptedBackend(["gibberish", "more gibberish"]), CONFIG))
+    assert v.status == J.FAILED and v.llm_acc is None and "unusable judge reply" in v.error and v.reply == "more gibberish"
+    # A usable second reply after an unusable first one is a verdict.
+    assert run(Judge(ScriptedBackend(["??", {"verdict": "correct"}]), CONFIG)).status == J.CORRECT
+
+
+def test_shortcuts_no_answer_exact_match_and_disabled():
+    backend = ScriptedBackend([])
+    judge = Judge(backend, CONFIG)
+    assert run(judge, prediction=None).status == J.NO_ANSWER and run(judge, prediction=None).llm_acc == 0.0
+    assert run(judge, prediction="  ").status == J.NO_ANSWER
+    assert run(judge, exact=True).status == J.EXACT_MATCH and run(judge, exact=True).llm_acc == 1.0
+    off = Judge(backend, JudgeConfig(system_prompt="", user_template="", enabled=False))
+    assert run(off).status == J.SKIPPED and run(off).llm_acc is None
+    assert backend.requests == []  # none of these asked the model
+
+
+def test_the_default_config_prompt_formats():
+    from omegaconf import OmegaConf
+
+    from tests.evaluation.conftest import compose_evaluate
+
+    cfg = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate().judge, resolve=True))
+    msgs = Judge(ScriptedBackend([]), cfg).messages("Q?", ["A", "B"], "C")
+    assert "Reference answer: A | B" in msgs[1].content and '{"verdict": "correct"}' in msgs[1].content

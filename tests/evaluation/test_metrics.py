@@ -1,0 +1,93 @@
+"""Answer metrics (SQuAD-style normalisation, several gold answers) and evidence recall."""
+
+from __future__ import annotations
+
+import pytest
+
+from arag.agent.records import Episode, ToolCallRecord
+from arag.evaluation.evidence import chunks_seen_and_read, evidence_recall
+from arag.evaluation.metrics import contain_acc, exact_match, f1, normalize_answer, score_answer
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The Eiffel Tower!", "eiffel tower"),
+        ("  a  Tale of Two   Cities. ", "tale of two cities"),
+        ("U.S.A.", "usa"),
+        ("an apple, the pear", "apple pear"),
+        ("Theatre", "theatre"),  # "the" only as a whole word
+        ("20 March, 851", "20 march 851"),
+        ("", ""),
+    ],
+)
+def test_normalize_answer_follows_squad(text, expected):
+    assert normalize_answer(text) == expected
+
+
+def test_exact_match_takes_the_best_gold():
+    assert exact_match("the Phoolwari", ["Aas Ka Panchhi", "Phoolwari"]) == 1.0
+    assert exact_match("Phoolwari (1946)", ["Phoolwari"]) == 0.0
+    assert exact_match(None, ["x"]) == 0.0 and exact_match("", ["x"]) == 0.0
+
+
+def test_f1_is_token_overlap_with_the_best_gold():
+    assert f1("20 March 851", ["851"]) == pytest.approx(0.5)  # precision 1/3, recall 1
+    assert f1("20 March 851", ["March 851", "1 April 900"]) == pytest.approx(0.8)
+    assert f1("Ermengarde of Tours", ["Ermengarde"]) == pytest.approx(0.5)
+    assert f1("no idea", ["Paris"]) == 0.0
+    # Repeated tokens count once per occurrence (bag of tokens).
+    assert f1("paris paris", ["paris"]) == pytest.approx(2 * 0.5 * 1 / 1.5)
+
+
+def test_contain_acc_matches_whole_tokens_of_any_gold():
+    assert contain_acc("She died on 20 March 851.", ["20 March 851"]) == 1.0
+    assert contain_acc("It was Phoolwari, released in 1946", ["Aas Ka Panchhi", "Phoolwari"]) == 1.0
+    assert contain_acc("not known", ["no"]) == 0.0  # not a raw substring match
+    assert contain_acc("in 19460", ["1946"]) == 0.0
+    assert contain_acc("The answer is yes.", ["Yes"]) == 1.0
+    assert contain_acc(None, ["x"]) == 0.0
+
+
+def test_a_gold_that_normalises_to_nothing_still_matches():
+    assert exact_match("The", ["The"]) == 1.0 and contain_acc("the", ["The"]) == 1.0
+
+
+def test_score_answer_bundles_the_three():
+    s = score_answer("20 March 851", ["20 March 851", "851"])
+    assert (s.contain_acc, s.exact_match, s.f1) == (1.0, 1.0, 1.0)
+
+
+def _episode(calls, full_text=False):
+    ep = Episode(question="q", method="m", protocol="json", backend={}, agent={"method": {"full_text": full_text}})
+    ep.tool_calls = [ToolCallRecord(step=i, name=n, arguments={}, text="", chunk_ids=ids) for i, (n, ids) in enumerate(calls)]
+    return ep
+
+
+TITLES = {"1#0": "Lothair II", "1#1": "Lothair II", "2#0": "Ermengarde of Tours", "3#0": "Phoolwari"}
+
+
+def lookup(ids):
+    return {c: TITLES[c] for c in ids if c in TITLES}
+
+
+def test_evidence_recall_separates_seen_from_read():
+    ep = _episode([("keyword_search", ["1#0", "3#0"]), ("chunk_read", ["2#0"])])
+    seen, read = chunks_seen_and_read(ep)
+    assert seen == {"1#0", "3#0", "2#0"} and read == {"2#0"}
+    r = evidence_recall(ep, ["Lothair II", "Ermengarde of Tours"], lookup)
+    assert (r.n_supporting, r.found_seen, r.found_read) == (2, 2, 1)
+    assert r.recall_seen == 1.0 and r.recall_read == 0.5
+
+
+def test_whole_chunk_tools_and_full_text_methods_count_as_read():
+    assert chunks_seen_and_read(_episode([("naive_embedding_search", ["1#0"])]))[1] == {"1#0"}
+    assert chunks_seen_and_read(_episode([("semantic_search", ["1#0"])]))[1] == set()
+    assert chunks_seen_and_read(_episode([("semantic_search", ["1#0"])], full_text=True))[1] == {"1#0"}
+
+
+def test_evidence_recall_without_supporting_titles_is_unknown():
+    r = evidence_recall(_episode([("chunk_read", ["1#0"])]), [], lookup)
+    assert r.recall_seen is None and r.recall_read is None
+    r = evidence_recall(_episode([]), ["Lothair II"], None)  # direct: nothing read
+    assert r.recall_read == 0.0 and r.recall_seen == 0.0

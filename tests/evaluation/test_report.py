@@ -1,0 +1,97 @@
+"""pipelines.report: tables and plots from a results tree (rows written directly, no agent runs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from arag.evaluation.records import EpisodeRow
+from arag.evaluation.report import build_report, markdown_table
+from arag.evaluation.results import RunStore
+
+REPO = Path(__file__).resolve().parents[2]
+METHODS = ("direct", "naive_rag", "arag_naive", "arag_full", "arag_no_keyword")
+
+
+def make_results(root: Path) -> None:
+    """10 questions per run; runs over methods, and for arag_full also max_steps × reasoning effort."""
+    runs = [(m, 10, "low") for m in METHODS] + [("arag_full", s, e) for s in (5, 20) for e in ("low", "high")]
+    for k, (method, steps, effort) in enumerate(runs):
+        run_id = f"run{k:02d}"
+        good = {"direct": 2, "naive_rag": 4, "arag_naive": 5, "arag_full": 6, "arag_no_keyword": 5}[method] + (steps == 20) + (effort == "high")
+        rows = []
+        for i in range(10):
+            failed = i == 9 and method == "naive_rag"
+            tools = {"keyword_search": 0, "semantic_search": 0, "naive_embedding_search": 0, "chunk_read": 0}
+            if method.startswith("arag"):
+                tools.update(keyword_search=1 if method != "arag_no_keyword" else 0, semantic_search=i % 3, chunk_read=1 + i % 2)
+            elif method == "naive_rag":
+                tools["naive_embedding_search"] = 1
+            rows.append(
+                EpisodeRow(
+                    run_id=run_id, dataset="2wikimultihopqa", question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"],
+                    method=method, model="qwen", backend="llamacpp", status="failed" if failed else "ok", prediction=None if failed else "a",
+                    max_steps=steps, reasoning_effort=effort, contain_acc=float(i < good), exact_match=float(i < good - 1), f1=float(i < good),
+                    llm_acc=None if i == 8 else float(i < good), judge_status="failed" if i == 8 else "correct",
+                    evidence_recall_read=0.5, evidence_recall_seen=1.0, retrieved_tokens=100 * (k + 1), prompt_tokens=1000, completion_tokens=50,
+                    steps=3, tool_calls=sum(tools.values()), **{f"calls_{t}": v for t, v in tools.items()}, forced=i == 0, wall_s=1.5,
+                ).to_record()
+            )
+        with RunStore(root, run_id) as store:
+            store.write(rows)
+
+
+def test_report_renders_tables_and_plots(tmp_path):
+    results = tmp_path / "results"
+    make_results(results)
+    report = build_report(results)
+    text = report.path.read_text()
+    assert report.rows == 90 and report.path == results / "report" / "report.md"
+    assert "## Main results" in text and "## Ablation" in text and "## Retrieved tokens" in text and "## Tool use" in text
+    # Main table: methods as rows, the dataset's LLM-Acc and Cont-Acc as columns, one block per setting.
+    assert "| Method | 2wikimultihopqa LLM-Acc | 2wikimultihopqa Cont-Acc |" in text
+    assert "**model=qwen, max_steps=10, reasoning_effort=low**" in text
+    assert "| A-RAG (Full) | 66.7 | 60.0 |" in text  # LLM-Acc leaves the judge failure out: 6/9
+    assert "| Naive RAG | 44.4 | 40.0 |" in text  # the failed episode scores 0 in Cont-Acc
+    ablation = text.split("## Ablation")[1].split("## Details")[0]
+    assert "w/o keyword_search" in ablation and "Direct answer" not in ablation
+    assert "Direct answer" in text.split("## Main results")[1].split("## Ablation")[0]
+    assert "w/o keyword_search" not in text.split("## Main results")[1].split("## Ablation")[0]
+    for plot in ("accuracy_vs_max_steps.png", "accuracy_vs_reasoning_effort.png", "tool_use.png"):
+        data = (results / "report" / plot).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+        assert f"]({plot})" in text
+    # The same numbers from a plain DuckDB query over the tree (the report's counting rule).
+    ((acc,),) = duckdb.sql(f"select avg(contain_acc) from '{results}/**/*.parquet' where method = 'naive_rag'").fetchall()
+    assert acc == pytest.approx(0.4)
+
+
+def test_report_filter_and_errors(tmp_path):
+    results = tmp_path / "results"
+    make_results(results)
+    only = build_report(results, tmp_path / "r2", where="method = 'direct'")
+    assert only.rows == 10 and "No ablation runs" in only.markdown
+    with pytest.raises(FileNotFoundError, match="no results folder"):
+        build_report(tmp_path / "empty-does-not-exist")
+    assert not (tmp_path / "empty-does-not-exist").exists()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"no results \(\*\.parquet\)"):
+        build_report(tmp_path / "empty")
+
+
+def test_report_cli(tmp_path):
+    results = tmp_path / "results"
+    make_results(results)
+    done = subprocess.run([sys.executable, "-m", "pipelines.report", f"results.path={results}", f"hydra.run.dir={tmp_path / 'h'}"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "report: " in done.stdout and (results / "report" / "tool_use.png").exists()
+    bad = subprocess.run([sys.executable, "-m", "pipelines.report", f"results.path={tmp_path / 'nothing'}", f"hydra.run.dir={tmp_path / 'h'}"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert bad.returncode != 0 and "no results folder" in bad.stderr
+
+
+def test_markdown_table():
+    assert markdown_table(["a", "b"], [["x", "1"]]) == "| a | b |\n| --- | ---: |\n| x | 1 |"
