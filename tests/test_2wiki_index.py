@@ -1,0 +1,72 @@
+"""The 2WikiMultiHopQA corpus indexed by the README's first command: every passage is a document, and the
+manifest, the chunk and sentence Parquet files and the FAISS shards agree with each other row for row.
+
+Slow in spirit (it reads a real index); skipped without one. CI builds it and requires this file
+(ARAG_REQUIRE_TESTS in .ci/run). The index is looked up at $ARAG_2WIKI_INDEX, else /work/indexes/2wiki.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import faiss
+import pytest
+
+from arag.index.store import open_index
+
+INDEX = Path(os.environ.get("ARAG_2WIKI_INDEX", "/work/indexes/2wiki"))
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (INDEX / "manifest.json").exists(), reason=f"no complete 2Wiki index at {INDEX} (set ARAG_2WIKI_INDEX)"),
+]
+
+
+def parquet(files: list[Path]) -> str:
+    return "[" + ", ".join(f"'{f}'" for f in files) + "]"
+
+
+def test_every_passage_is_a_document_and_counts_agree():
+    index = open_index(INDEX)
+    m = index.manifest
+    assert m["num_documents"] == 6119 and m["num_rejected"] == 0
+
+    con = duckdb.connect()
+    chunks = parquet(index.chunk_files)
+    sentences = parquet(index.sentence_files)
+    n_chunks, n_docs, n_bad_positions = con.execute(
+        f"select count(*), count(distinct doc_id), count(*) filter (where chunk_id != doc_id || '#' || position) from read_parquet({chunks})"
+    ).fetchone()
+    assert (n_chunks, n_docs, n_bad_positions) == (m["num_chunks"], m["num_documents"], 0)
+    assert n_chunks >= n_docs  # a passage over chunk_tokens tokens spans several chunks, never the reverse
+
+    n_sent, n_ids, min_id, max_id, orphans = con.execute(
+        f"""select count(*), count(distinct sentence_id), min(sentence_id), max(sentence_id),
+                   count(*) filter (where chunk_id not in (select chunk_id from read_parquet({chunks})))
+            from read_parquet({sentences})"""
+    ).fetchone()
+    assert n_sent == n_ids == m["num_sentences"] and orphans == 0
+    assert (min_id, max_id) == (0, n_sent - 1)  # sentence ids are the FAISS ids: dense, unique
+    sentenceless = con.execute(
+        f"select count(*) from read_parquet({chunks}) c where not exists (select 1 from read_parquet({sentences}) s where s.chunk_id = c.chunk_id)"
+    ).fetchone()[0]
+    assert sentenceless == 0
+
+    vectors = 0
+    for part in index.parts:
+        if part.num_sentences:
+            shard = faiss.read_index(str(part.vectors))
+            assert shard.ntotal == part.num_sentences and shard.d == m["embedding"]["dimension"]
+            vectors += shard.ntotal
+    assert vectors == n_sent
+
+    for entry in m["files"]:  # the manifest's own row counts are the files' real row counts
+        path = INDEX / entry["path"]
+        if entry["rows"] == 0 and not path.exists():
+            continue
+        if path.suffix == ".parquet":
+            assert con.execute(f"select count(*) from read_parquet('{path}')").fetchone()[0] == entry["rows"], path
+        elif path.suffix == ".faiss":
+            assert faiss.read_index(str(path)).ntotal == entry["rows"], path
