@@ -32,7 +32,15 @@ METHOD_LABELS = {
 EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
 TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "other")
 # Settings that may vary between runs; a column is shown only where it does vary.
-SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature")
+SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails")
+
+# Guard rails change what an agent may do, so runs that differ only in them must not share a table
+# block; they live in the `settings` JSON, and the view spells the ones that are on as one value.
+GUARD_RAILS_SQL = """coalesce(nullif(concat_ws(' ',
+    CASE WHEN TRY_CAST(json_extract_string(settings, '$.agent.guard_rails.tool_steps') AS INTEGER) > 0
+         THEN 'tool_steps=' || json_extract_string(settings, '$.agent.guard_rails.tool_steps') END,
+    CASE WHEN json_extract_string(settings, '$.agent.guard_rails.require_read_before_answer') = 'true'
+         THEN 'require_read_before_answer' END), ''), 'off')"""
 
 
 @dataclass
@@ -59,7 +67,7 @@ def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDB
     files = result_files(results_path)
     listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     con.execute(f"CREATE VIEW all_episodes AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
-    con.execute(f"CREATE VIEW episodes AS SELECT * FROM all_episodes {'WHERE ' + where if where else ''}")
+    con.execute(f"CREATE VIEW episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails FROM all_episodes {'WHERE ' + where if where else ''}")
     return con
 
 
@@ -208,17 +216,17 @@ def _pyplot():
 
 
 def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path:
-    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per (dataset, model, method, other setting)."""
+    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per (dataset, model, method, other setting, guard rails)."""
     plt = _pyplot()
     other = "reasoning_effort" if x == "max_steps" else "max_steps"
     data = con.execute(
-        f"""SELECT dataset, model, method, coalesce(CAST({other} AS VARCHAR), '—') AS o, coalesce(CAST({x} AS VARCHAR), 'none') AS x,
+        f"""SELECT dataset, model, method, coalesce(CAST({other} AS VARCHAR), '—') AS o, guard_rails AS g, coalesce(CAST({x} AS VARCHAR), 'none') AS x,
                    avg(contain_acc), avg(llm_acc), count(*)
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     lines: dict[tuple, list[tuple]] = {}
-    for d, model, method, o, xv, cont, llm, _n in data:
-        lines.setdefault((d, model, method, o), []).append((xv, cont, llm))
+    for d, model, method, o, g, xv, cont, llm, _n in data:
+        lines.setdefault((d, model, method, o, g), []).append((xv, cont, llm))
     if x == "max_steps":
         xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v))
     else:
@@ -228,14 +236,14 @@ def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path
     show_model = len({k[1] for k in lines}) > 1
     fig, ax = plt.subplots(figsize=(10, 4.8), dpi=110)
     def order(key: tuple) -> tuple:
-        d, model, method, o = key
+        d, model, method, o, g = key
         o_key = (0, int(o), "") if o.isdigit() else (1, EFFORT_ORDER.index(o) if o in EFFORT_ORDER else 99, o)
-        return (d, model, _method_order(sorted({k[2] for k in lines})).index(method), o_key)
+        return (d, model, _method_order(sorted({k[2] for k in lines})).index(method), o_key, g)
 
     for i, (key, pts) in enumerate(sorted(lines.items(), key=lambda kv: order(kv[0]))):
         pts = sorted(pts, key=lambda p: pos[p[0]])
         color = f"C{i % 10}"
-        label = " · ".join([_label(key[2]), *([key[0]] if show_dataset else []), *([key[1]] if show_model else []), *([f"{other}={key[3]}"] if key[3] != "—" else [])])
+        label = " · ".join([_label(key[2]), *([key[0]] if show_dataset else []), *([key[1]] if show_model else []), *([f"{other}={key[3]}"] if key[3] != "—" else []), *([f"guard_rails={key[4]}"] if key[4] != "off" else [])])
         ax.plot([pos[p[0]] for p in pts], [100 * (p[1] or 0) for p in pts], "-o", color=color, label=label + " (Cont-Acc)")
         if any(p[2] is not None for p in pts):
             ax.plot([pos[p[0]] for p in pts if p[2] is not None], [100 * p[2] for p in pts if p[2] is not None], "--s", color=color, alpha=0.7, label=label + " (LLM-Acc)")

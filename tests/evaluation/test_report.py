@@ -95,3 +95,26 @@ def test_report_cli(tmp_path):
 
 def test_markdown_table():
     assert markdown_table(["a", "b"], [["x", "1"]]) == "| a | b |\n| --- | ---: |\n| x | 1 |"
+
+
+def test_runs_differing_only_in_guard_rails_get_their_own_blocks(tmp_path):
+    """A guard rail (e.g. tool_steps=1) changes the method's behaviour: its run is a block of its own."""
+    import json
+
+    results = tmp_path / "results"
+    for run_id, tool_steps, good in (("plain", 0, 3), ("railed", 1, 7)):
+        settings = json.dumps({"agent": {"guard_rails": {"tool_steps": tool_steps, "require_read_before_answer": False}}})
+        rows = [
+            EpisodeRow(
+                run_id=run_id, dataset="2wikimultihopqa", question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=[],
+                method="arag_full", model="qwen", backend="llamacpp", status="ok", prediction="a", max_steps=10,
+                contain_acc=float(i < good), llm_acc=float(i < good), settings=settings,
+            ).to_record()
+            for i in range(10)
+        ]
+        with RunStore(results, run_id) as store:
+            store.write(rows)
+    text = build_report(results).path.read_text()
+    main = text.split("## Main results")[1].split("## Ablation")[0]
+    assert "**model=qwen, guard_rails=off**" in main and "**model=qwen, guard_rails=tool_steps=1**" in main
+    assert "| A-RAG (Full) | 30.0 | 30.0 |" in main and "| A-RAG (Full) | 70.0 | 70.0 |" in main
