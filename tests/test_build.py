@@ -130,6 +130,34 @@ def test_vectors_rerun_rebuild_and_overwrite(ray_local, passages_corpus, tmp_pat
     assert forced.action is BuildAction.FRESH and forced.manifest["num_chunks"] == changed.manifest["num_chunks"]
 
 
+def _stored_vectors(root: Path) -> np.ndarray:
+    index = open_index(root)
+    ids = pq.read_table(index.sentence_files[0])["sentence_id"].to_numpy()
+    shard = faiss.read_index(str(index.vector_files[0]))
+    return np.vstack([shard.reconstruct(int(i)) for i in ids])
+
+
+def test_bfloat16_rebuilds_is_recorded_and_stays_close(ray_local, passages_corpus, tmp_path):
+    pytest.importorskip("openvino")
+    from dataclasses import replace
+
+    f32 = settings(passages_corpus)
+    build(f32, tmp_path / "idx")
+    f32_vectors = _stored_vectors(tmp_path / "idx")
+
+    bf16 = replace(f32, embedder=replace(MINILM, backend="openvino", dtype="bfloat16"))
+    rebuilt = build(bf16, tmp_path / "idx")
+    assert rebuilt.action is BuildAction.FRESH  # a reduced precision is part of the index identity
+    assert rebuilt.manifest["embedding"]["spec"]["dtype"] == "bfloat16"
+    assert open_index(tmp_path / "idx").embedder_spec.dtype == "bfloat16"  # queries get encoded the same way
+    bf16_vectors = _stored_vectors(tmp_path / "idx")
+    assert np.min(np.sum(f32_vectors * bf16_vectors, axis=1)) >= 0.999
+
+    # run-time settings (batch size, streams, backend) do not rebuild it
+    again = build(replace(bf16, embedder=replace(bf16.embedder, backend="torch", batch_size=4, streams=1)), tmp_path / "idx")
+    assert again.action is BuildAction.UP_TO_DATE
+
+
 def test_interrupted_build_resumes_without_redoing_committed_parts(ray_local, multi_part_corpus, multi_part_index, tmp_path):
     s = settings(multi_part_corpus, **MULTI)
     root = tmp_path / "idx"

@@ -116,3 +116,43 @@ def test_without_openvino_falls_back_to_torch(monkeypatch, caplog, torch_embedde
     assert e.backend == "torch"
     assert "not installed" in caplog.text
     assert np.allclose(e.encode_documents(SENTENCES[:4]), torch_embedder.encode_documents(SENTENCES[:4]), atol=1e-5)
+
+
+def test_reduced_dtype_is_part_of_the_identity():
+    bf16 = EmbedderSpec(name=MINILM.name, package=MINILM.package, backend="openvino", dtype="bfloat16")
+    assert bf16.identity() != MINILM.identity() and bf16.identity()["dtype"] == "bfloat16"
+    assert "dtype" not in MINILM.identity()  # float32 indexes keep the identity they were built with
+
+
+def test_openvino_bfloat16_stays_close_to_fp32(openvino_cache, torch_embedder, caplog):
+    with caplog.at_level(logging.INFO, logger="arag.embedding"):
+        bf16 = SentenceEmbedder(EmbedderSpec(name=MINILM.name, package=MINILM.package, backend="openvino", dtype="bfloat16", batch_size=4))
+    assert bf16.backend == "openvino"
+    native = "BF16" in embedding.cpu_capabilities(embedding.import_openvino().Core())
+    # bf16 where the CPU has it; elsewhere OpenVINO stays f32 rather than emulate, and says so
+    assert bf16.precision == ("bfloat16" if native else "float32")
+    assert native or "no native bf16" in caplog.text
+    fast = bf16.encode_documents(SENTENCES)
+    ref = torch_embedder.encode_documents(SENTENCES)
+    assert fast.dtype == np.float32 and np.allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
+    cosine = np.sum(fast * ref, axis=1)
+    assert cosine.min() >= 0.999
+    # the nearest neighbours do not move: each sentence's best match among the others is the same
+    sims_fast, sims_ref = fast @ fast.T, ref @ ref.T
+    np.fill_diagonal(sims_fast, -1)
+    np.fill_diagonal(sims_ref, -1)
+    assert (sims_fast.argmax(axis=1) == sims_ref.argmax(axis=1)).all()
+
+
+def test_torch_fallback_computes_in_the_asked_dtype(monkeypatch):
+    import torch
+
+    def missing():
+        raise ImportError("No module named 'openvino'")
+
+    monkeypatch.setattr(embedding, "import_openvino", missing)
+    e = SentenceEmbedder(EmbedderSpec(name=MINILM.name, package=MINILM.package, backend="openvino", dtype="bfloat16"))
+    assert e.backend == "torch" and e.precision == "bfloat16"
+    assert next(e.model.parameters()).dtype == torch.bfloat16
+    vectors = e.encode_documents(SENTENCES[:3])
+    assert vectors.dtype == np.float32 and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-2)
