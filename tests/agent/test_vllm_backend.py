@@ -254,3 +254,12 @@ def test_converted_model_folder_is_reused_by_its_marker(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]  # no temporary folder left
     with pytest.raises(ValueError, match="dtype"):
         convert.ensure_hf_model(name, dtype="int8", directory=tmp_path)
+
+
+def test_a_missing_vllm_names_the_install_script():
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed in this environment")
+    with pytest.raises(ImportError, match="cluster/install_vllm.sh"):
+        EngineServer({"max_model_len": 64, "engine_args": {}})._build()
