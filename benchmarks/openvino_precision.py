@@ -1,13 +1,11 @@
-"""OpenVINO inference precision on this CPU: the index's f32 embedder against the same model compiled
-with a lower-precision hint (bf16 on CPUs with AMX/AVX512-BF16), on sentences of a built index.
+"""`embedder.dtype` on this CPU: the index's embedder in float32 against the same embedder in a
+reduced dtype (bfloat16: OpenVINO's bf16 on CPUs with AMX/AVX512-BF16), on sentences of a built index.
 
-    python benchmarks/openvino_precision.py --index indexes/wiki [--n 4000] [--precision bf16]
+    python benchmarks/openvino_precision.py --index indexes/wiki [--n 4000] [--dtype bfloat16]
 
-Each precision runs in a fresh process: it loads the index's embedder with
-`INFERENCE_PRECISION_HINT` replaced, encodes the first `--n` sentences of part 0, and compares the
-vectors with the ones stored in the index (min cosine). Prints sentences/s and the ratio to f32
-measured in the same run. arag itself always compiles f32 (see arag/index/embedding.py); this
-measures what a lower-precision option would buy.
+Each dtype runs in a fresh process: it loads the index's embedder spec with `dtype` replaced,
+encodes the first `--n` sentences of part 0, and compares the vectors with the ones stored in the
+index (min cosine). Prints sentences/s and the ratio to float32 measured in the same run.
 """
 
 from __future__ import annotations
@@ -23,27 +21,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def _measure(index_dir: str, n: int, precision: str) -> dict:
+def _measure(index_dir: str, n: int, dtype: str) -> dict:
     import faiss
     import numpy as np
     import pyarrow.parquet as pq
 
-    import arag.index.embedding as embedding
+    from dataclasses import replace
+
+    from arag.index.embedding import SentenceEmbedder
     from arag.index.store import open_index
     from arag.index.vectors import read_shard
 
-    embedding.MIN_BACKEND_COSINE = 0.99  # a lower precision must not fall back to torch here
-    ov = embedding.import_openvino()
-    compile_model = ov.Core.compile_model
-
-    def with_precision(self, model, device, config):
-        return compile_model(self, model, device, {**config, "INFERENCE_PRECISION_HINT": precision})
-
-    ov.Core.compile_model = with_precision
     index = open_index(index_dir)
     part = index.parts[0]
     table = pq.read_table(part.sentences, columns=["sentence_id", "text"]).slice(0, n)
-    embedder = embedding.SentenceEmbedder(index.embedder_spec)
+    embedder = SentenceEmbedder(replace(index.embedder_spec, dtype=dtype))
     started = time.perf_counter()
     vectors = np.asarray(embedder.encode_documents(table["text"].to_pylist()), dtype=np.float32)
     seconds = time.perf_counter() - started
@@ -51,7 +43,7 @@ def _measure(index_dir: str, n: int, precision: str) -> dict:
     row = {int(s): i for i, s in enumerate(faiss.vector_to_array(shard.id_map))}
     stored = shard.index.reconstruct_n(0, shard.ntotal)[[row[int(s)] for s in table["sentence_id"].to_pylist()]]
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return {"precision": precision, "backend": embedder.backend, "n": table.num_rows, "seconds": seconds,
+    return {"dtype": embedder.precision, "backend": embedder.backend, "n": table.num_rows, "seconds": seconds,
             "min_cosine": float(np.sum(vectors * stored, axis=1).min())}
 
 
@@ -59,23 +51,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--index", required=True, help="a built index (its embedder and stored vectors are the baseline)")
     ap.add_argument("--n", type=int, default=4000, help="sentences of part 0 to encode")
-    ap.add_argument("--precision", default="bf16", help="the hint to compare with f32 (bf16 or f16)")
+    ap.add_argument("--dtype", default="bfloat16", help="the embedder.dtype to compare with float32")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(_measure(args.index, args.n, args.worker)))
         return
     results = []
-    for precision in ("f32", args.precision):
-        cmd = [sys.executable, __file__, "--index", args.index, "--n", str(args.n), "--worker", precision]
+    for dtype in ("float32", args.dtype):
+        cmd = [sys.executable, __file__, "--index", args.index, "--n", str(args.n), "--worker", dtype]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
         if proc.returncode != 0:
-            sys.exit(f"{precision} run failed:\n{proc.stderr[-3000:]}")
+            sys.exit(f"{dtype} run failed:\n{proc.stderr[-3000:]}")
         results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     base = results[0]["n"] / results[0]["seconds"]
     for r in results:
         rate = r["n"] / r["seconds"]
-        print(f"{r['precision']:>5s} ({r['backend']}): {rate:7.1f} sentences/s  {rate / base:4.2f}x f32   min cosine to the index {r['min_cosine']:.6f}")
+        print(f"{r['dtype']:>8s} ({r['backend']}): {rate:7.1f} sentences/s  {rate / base:4.2f}x float32   min cosine to the index {r['min_cosine']:.6f}")
 
 
 if __name__ == "__main__":

@@ -73,9 +73,9 @@ class EmbedderSpec:
     batch_size: int = 32
     threads: int | None = None  # CPU threads in all; None: all cores of the machine
     # Batches encoded at once on CPU, each on threads/streams threads. None: one per thread.
-    # Single-threaded batches side by side beat one batch split across threads (on 2 cores:
-    # openvino 5-15%, torch up to 1.8x): no thread waits at a barrier for another that the OS
-    # preempted, and tokenizing and pooling run in parallel too. The vectors are the same.
+    # Single-threaded batches side by side beat one batch split across threads: no thread waits
+    # at a barrier for another that the OS preempted, and tokenizing and pooling run in parallel
+    # too. The vectors are the same.
     streams: int | None = None
     backend: str = "torch"  # "torch" or "openvino" (CPU, fp32; same vectors, faster: see the module doc)
 
@@ -153,12 +153,13 @@ class SentenceEmbedder:
         self.dimension = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else self.model.get_sentence_embedding_dimension())
         self.backend = "torch"
         self.precision = spec.dtype  # what the transformer actually computes in
+        streams = max(1, min(self.threads, int(spec.streams or self.threads)))
         if spec.backend == "openvino":
-            self._try_openvino(model_path)
+            self._try_openvino(model_path, streams)
         if self.backend == "torch" and openvino_candidate and spec.dtype != "float32":
             self.model.to(getattr(torch, spec.dtype))  # loaded in fp32 for a conversion that did not happen
         if spec.device == "cpu":
-            self.streams = max(1, min(self.threads, int(spec.streams or self.threads)))
+            self.streams = streams
             if self.backend == "torch":
                 torch.set_num_threads(max(1, self.threads // self.streams))
 
@@ -201,7 +202,7 @@ class SentenceEmbedder:
 
     # -- OpenVINO ---------------------------------------------------------------------------------
 
-    def _try_openvino(self, model_path: str) -> None:
+    def _try_openvino(self, model_path: str, streams: int) -> None:
         spec = self.spec
         if spec.device != "cpu" or spec.dtype not in OPENVINO_PRECISIONS:
             log.warning("embedder '%s': the openvino backend runs on CPU in %s only; using torch for device=%s dtype=%s",
@@ -220,10 +221,7 @@ class SentenceEmbedder:
         torch_model = transformer.model
         probe_torch = self._encode(_PROBE, None, None)
         try:
-            streams = max(1, min(self.threads, int(spec.streams or self.threads)))
-            encoder = OpenVINOTransformer.load(
-                ov, torch_model, transformer.tokenizer, model_path, self.threads, streams, OPENVINO_PRECISIONS[spec.dtype]
-            )
+            encoder = OpenVINOTransformer.load(ov, torch_model, transformer.tokenizer, model_path, self.threads, streams, spec.dtype)
             transformer.model = encoder
             probe = self._encode(_PROBE, None, None)
         except Exception as exc:  # a model the converter cannot take: torch still works
@@ -236,9 +234,9 @@ class SentenceEmbedder:
             log.warning("embedder '%s': openvino vectors differ from torch's (min cosine %.5f); using torch", spec.name, cosine)
             return
         self.backend = "openvino"
-        self.precision = "bfloat16" if encoder.precision == "bf16" else "float32"
+        self.precision = encoder.compute_dtype
         log.info("embedder '%s': openvino backend, %s, %d threads in %d streams (probe cosine to torch fp32 %.6f)",
-                 spec.name, encoder.precision, self.threads, streams, cosine)
+                 spec.name, encoder.compute_dtype, self.threads, streams, cosine)
 
 
 def import_openvino():
@@ -308,28 +306,28 @@ class OpenVINOTransformer:
     _module_class = None
 
     @classmethod
-    def module(cls, torch_model, compiled, input_names: list[str], streams: int = 1, precision: str = "f32"):
+    def module(cls, torch_model, compiled, input_names: list[str], streams: int = 1, dtype: str = "float32"):
         if cls._module_class is None:
             cls._module_class = _define_module_class()
-        return cls._module_class(torch_model, compiled, input_names, streams, precision)
+        return cls._module_class(torch_model, compiled, input_names, streams, dtype)
 
     @classmethod
-    def load(cls, ov, torch_model, tokenizer, model_path: str, threads: int, streams: int = 1, precision: str = "f32"):
-        """`precision`: "f32", or "bf16" where the CPU computes bf16 natively (AVX512-BF16/AMX);
-        elsewhere bf16 would be emulated, slower than f32, so f32 is used and the log says so."""
+    def load(cls, ov, torch_model, tokenizer, model_path: str, threads: int, streams: int = 1, dtype: str = "float32"):
+        """`dtype`: "float32", or "bfloat16" where the CPU computes bf16 natively (AVX512-BF16/AMX);
+        elsewhere bf16 would be emulated, slower than f32, so float32 is used and the log says so."""
         example = tokenizer(["a short one", "a somewhat longer example sentence for tracing"], padding=True, return_tensors="pt")
         input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in example]
         ov_model = cls._converted(ov, torch_model, example, input_names, model_path)
         core = ov.Core()
-        if precision == "bf16" and "BF16" not in cpu_capabilities(core):
+        if dtype == "bfloat16" and "BF16" not in cpu_capabilities(core):
             log.warning("this CPU has no native bf16 (AVX512-BF16 or AMX); the openvino embedder computes in f32")
-            precision = "f32"
+            dtype = "float32"
         compiled = core.compile_model(
             ov_model,
             "CPU",
             {
                 # f32 is exactly torch's graph; bf16 is opt-in (embedder.dtype) and part of the index identity.
-                "INFERENCE_PRECISION_HINT": precision,
+                "INFERENCE_PRECISION_HINT": OPENVINO_PRECISIONS[dtype],
                 "INFERENCE_NUM_THREADS": int(threads),
                 "NUM_STREAMS": int(streams),
                 # No pinning of threads to cores: an actor shares the machine (other actors,
@@ -337,7 +335,7 @@ class OpenVINOTransformer:
                 "ENABLE_CPU_PINNING": False,
             },
         )
-        return cls.module(torch_model, compiled, input_names, streams, precision)
+        return cls.module(torch_model, compiled, input_names, streams, dtype)
 
     @staticmethod
     def _converted(ov, torch_model, example, input_names: list[str], model_path: str):
@@ -398,9 +396,9 @@ def _define_module_class():
     import torch
 
     class _OpenVINOModule(torch.nn.Module):
-        def __init__(self, torch_model, compiled, input_names: list[str], streams: int = 1, precision: str = "f32"):
+        def __init__(self, torch_model, compiled, input_names: list[str], streams: int = 1, dtype: str = "float32"):
             super().__init__()
-            self.precision = precision
+            self.compute_dtype = dtype  # what it computes in (the torch model's parameters stay fp32)
             self.torch_model = torch_model
             self.config = torch_model.config
             self.input_names = input_names
