@@ -82,6 +82,8 @@ def test_run_time_settings_are_not_identity():
     assert fast.identity() == MINILM.identity()
     with pytest.raises(ValueError, match="unknown backend"):
         EmbedderSpec(name="x", package="p", backend="tensorrt")
+    with pytest.raises(ValueError, match="unknown dtype 'bf16'"):
+        EmbedderSpec(name="x", package="p", dtype="bf16")
 
 
 def test_openvino_agrees_with_torch(openvino_embedder, torch_embedder):

@@ -42,6 +42,7 @@ import numpy as np
 log = logging.getLogger("arag.embedding")
 
 BACKENDS = ("torch", "openvino")
+DTYPES = ("float32", "bfloat16", "float16")
 # The dtypes the openvino backend computes in, with their OpenVINO inference-precision hints.
 OPENVINO_PRECISIONS = {"float32": "f32", "bfloat16": "bf16"}
 # Bump when the converted model's layout or the conversion itself changes: old caches are ignored.
@@ -82,6 +83,8 @@ class EmbedderSpec:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"embedder '{self.name}': unknown backend '{self.backend}' (choose one of {', '.join(BACKENDS)})")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"embedder '{self.name}': unknown dtype '{self.dtype}' (choose one of {', '.join(DTYPES)})")
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the vectors: a change means the index must be rebuilt.
