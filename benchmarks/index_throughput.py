@@ -52,20 +52,10 @@ def _sentences(index_dir: str) -> tuple[list[int], list[str]]:
 
 
 def _stored_vectors(index_dir: str, ids: list[int]):
-    import faiss
-    import numpy as np
-
     from arag.index.store import Index
-    from arag.index.vectors import read_shard
+    from arag.index.vectors import stored_vectors
 
-    where = {sid: i for i, sid in enumerate(ids)}
-    out = np.zeros((len(ids), Index(index_dir).dimension), dtype=np.float32)
-    for path in Index(index_dir).vector_files:
-        shard = read_shard(path)
-        shard_ids = faiss.vector_to_array(shard.id_map)
-        vectors = shard.index.reconstruct_n(0, shard.ntotal)
-        out[[where[int(s)] for s in shard_ids]] = vectors
-    return out
+    return stored_vectors(Index(index_dir).vector_files, ids)
 
 
 def _worker(args: argparse.Namespace) -> None:

@@ -22,7 +22,6 @@ sys.path.insert(0, str(REPO))
 
 
 def _measure(index_dir: str, n: int, dtype: str) -> dict:
-    import faiss
     import numpy as np
     import pyarrow.parquet as pq
 
@@ -30,7 +29,7 @@ def _measure(index_dir: str, n: int, dtype: str) -> dict:
 
     from arag.index.embedding import SentenceEmbedder
     from arag.index.store import open_index
-    from arag.index.vectors import read_shard
+    from arag.index.vectors import stored_vectors
 
     index = open_index(index_dir)
     part = index.parts[0]
@@ -39,9 +38,7 @@ def _measure(index_dir: str, n: int, dtype: str) -> dict:
     started = time.perf_counter()
     vectors = np.asarray(embedder.encode_documents(table["text"].to_pylist()), dtype=np.float32)
     seconds = time.perf_counter() - started
-    shard = read_shard(part.vectors)
-    row = {int(s): i for i, s in enumerate(faiss.vector_to_array(shard.id_map))}
-    stored = shard.index.reconstruct_n(0, shard.ntotal)[[row[int(s)] for s in table["sentence_id"].to_pylist()]]
+    stored = stored_vectors([part.vectors], table["sentence_id"].to_pylist())
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return {"dtype": embedder.precision, "backend": embedder.backend, "n": table.num_rows, "seconds": seconds,
             "min_cosine": float(np.sum(vectors * stored, axis=1).min())}

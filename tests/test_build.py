@@ -18,6 +18,7 @@ from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout, part_of_sentence
 from arag.index.parts import ChunkingSettings, build_part
 from arag.index.store import IncompleteIndexError, open_index
+from arag.index.vectors import stored_vectors
 from arag.runtime.index_job import build_index
 from tests.conftest import write_jsonl
 
@@ -132,9 +133,7 @@ def test_vectors_rerun_rebuild_and_overwrite(ray_local, passages_corpus, tmp_pat
 
 def _stored_vectors(root: Path) -> np.ndarray:
     index = open_index(root)
-    ids = pq.read_table(index.sentence_files[0])["sentence_id"].to_numpy()
-    shard = faiss.read_index(str(index.vector_files[0]))
-    return np.vstack([shard.reconstruct(int(i)) for i in ids])
+    return stored_vectors(index.vector_files, pq.read_table(index.sentence_files[0])["sentence_id"].to_pylist())
 
 
 def test_bfloat16_rebuilds_is_recorded_and_stays_close(ray_local, passages_corpus, tmp_path):

@@ -42,3 +42,24 @@ def write_shard(index: faiss.Index, target: Path) -> None:
 def read_shard(path: Path, mmap: bool = False) -> faiss.Index:
     flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
     return faiss.read_index(str(path), flags)
+
+
+def shard_contents(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The sentence ids and vectors an exact (Flat) shard holds, in the shard's order."""
+    shard = read_shard(path)
+    return faiss.vector_to_array(shard.id_map).astype(np.int64), faiss.downcast_index(shard.index).reconstruct_n(0, shard.ntotal)
+
+
+def stored_vectors(paths: list[Path], ids: list[int]) -> np.ndarray:
+    """The vectors of sentence `ids`, in that order, gathered from the exact shards at `paths`."""
+    where = {int(sid): i for i, sid in enumerate(ids)}
+    out: np.ndarray | None = None
+    for path in paths:
+        shard_ids, vectors = shard_contents(path)
+        if out is None:
+            out = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+        keep = [k for k, sid in enumerate(shard_ids) if int(sid) in where]
+        out[[where[int(shard_ids[k])] for k in keep]] = vectors[keep]
+    if out is None:
+        raise ValueError("no vector shards given")
+    return out

@@ -13,10 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import faiss
 import numpy as np
 import pytest
 
+from arag.index.vectors import shard_contents
 from arag.tools import ToolContext, reference
 from arag.tools.synthetic import iter_chunk_texts
 
@@ -79,9 +79,9 @@ def test_keyword_search_equals_reference(wiki):
 def all_vectors() -> tuple[np.ndarray, np.ndarray]:
     vecs, ids = [], []
     for path in sorted((INDEX / "vectors").glob("part-*.faiss")):
-        shard = faiss.read_index(str(path))
-        ids.append(faiss.vector_to_array(shard.id_map).astype(np.int64))
-        vecs.append(faiss.downcast_index(shard.index).reconstruct_n(0, shard.ntotal))
+        shard_ids, shard_vectors = shard_contents(path)
+        ids.append(shard_ids)
+        vecs.append(shard_vectors)
     return np.concatenate(vecs), np.concatenate(ids)
 
 
