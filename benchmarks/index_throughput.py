@@ -134,20 +134,21 @@ def _build(args: argparse.Namespace, index_dir: str) -> dict:
 
     job._run_phase1 = timed("chunk", job._run_phase1)
     job._run_phase2 = timed("embed", job._run_phase2)
-    # The embedding actor notes when it starts and when each batch begins and ends (wall clock,
-    # one machine): start-up is everything before the first batch, the rest is the steady state.
+    # The embedding actor notes when each part's call begins and ends (wall clock, one machine;
+    # a call reads the part's sentences, embeds them and writes its shard): start-up is everything
+    # before the first call, the rest is the steady state.
     timeline = Path(tempfile.mkdtemp(prefix="arag-timeline-")) / "calls.jsonl"
     timeline.touch()
 
-    class TimedEmbedder(job._Embedder):
-        def __call__(self, batch):
+    class TimedEmbedder(job._PartEmbedder):
+        def __call__(self, row):
             started = time.time()
-            out = super().__call__(batch)
+            out = super().__call__(row)
             with open(timeline, "a") as f:
-                f.write(json.dumps({"start": started, "end": time.time(), "n": len(batch["text"])}) + "\n")
+                f.write(json.dumps({"start": started, "end": time.time(), "n": out["rows"]}) + "\n")
             return out
 
-    job._Embedder = TimedEmbedder
+    job._PartEmbedder = TimedEmbedder
     build_started = time.time()
     load = os.getloadavg()[0]
     result = job.build_index(
@@ -213,8 +214,8 @@ def main() -> None:
         print(f"{'  of which the embedding phase':34s} {n / embed_s:11.1f} {embed_s:8.1f}")
     steady = pipe.get("steady")
     if steady:
-        print(f"{'  steady state (actor batches)':34s} {steady['rows'] / steady['seconds']:11.1f} {steady['seconds']:8.1f}  "
-              f"the first batch began {steady['first_batch_s']:.1f}s after the start (Ray, chunking, actor and model start-up)")
+        print(f"{'  steady state (actor calls)':34s} {steady['rows'] / steady['seconds']:11.1f} {steady['seconds']:8.1f}  "
+              f"the first call began {steady['first_batch_s']:.1f}s after the start (Ray, chunking, actor and model start-up)")
     for name, r in (("bare encode (pipeline settings)", bare), ("reference (A-RAG scripts)", ref)):
         if r:
             print(f"{name:34s} {rate(r):11.1f} {r['seconds']:8.1f} {r['load1']:6.2f}  {r['backend']} bs{r['batch_size']} "

@@ -213,15 +213,86 @@ def test_an_edited_corpus_file_changes_the_build_identity(passages_corpus):
 
 
 def test_same_bytes_with_a_new_mtime_keep_the_build_identity(tmp_path):
-    # A corpus copied to another disk or re-mounted keeps its index; an edit still counts.
+    # A corpus copied to another disk or re-mounted keeps its index.
     path = tmp_path / "c.jsonl"
     rows = [{"doc_id": str(i), "title": "T", "text": f"Passage number {i} " + "x" * 200} for i in range(2000)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     before = settings(path).fingerprint()
     os.utime(path, (1_000_000_000, 1_000_000_000))
     assert settings(path).fingerprint() == before
-    path.write_text(path.read_text().replace("Passage number 9", "Passage number X", 1))  # head
-    assert settings(path).fingerprint() != before
+
+
+def test_part_size_is_in_the_identity_of_json_lines_only(tmp_path):
+    import pyarrow as pa
+
+    rows = [{"doc_id": str(i), "title": "T", "text": f"Passage {i}."} for i in range(50)]
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "c.json").write_text(json.dumps(rows))
+    (tmp_path / "p").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "p" / "c.parquet", row_group_size=10)
+    write_jsonl(tmp_path / "l" / "c.jsonl", rows)
+    for fmt, folder, used in (("json", "j", False), ("parquet", "p", False), ("jsonl", "l", True)):
+        fingerprints = {
+            IndexSettings(corpus=CorpusSpec("t", fmt, str(tmp_path / folder), part_size_mb=size), embedder=MINILM).fingerprint()
+            for size in (1.0, 4.0)
+        }
+        assert len(fingerprints) == (2 if used else 1), fmt
+
+
+def test_a_same_size_edit_in_the_middle_rebuilds_the_parts_it_touched(ray_local, multi_part_corpus, tmp_path):
+    corpus = tmp_path / "c" / "multi.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_bytes(multi_part_corpus.read_bytes())
+    s = settings(corpus, **MULTI)
+    root = tmp_path / "idx"
+    layout = IndexLayout(root)
+    first = build(s, root).manifest
+    plan = plan_parts(s.corpus)
+    assert len(plan) > 4
+    records = {p.part: layout.part_record(p.part).stat().st_mtime_ns for p in plan}
+    shards = {p.part: layout.vectors(p.part).stat().st_mtime_ns for p in plan}
+
+    data = corpus.read_bytes()
+    at = data.index(b"Fact 2 about subject 60 ")
+    assert len(data) // 4 < at < 3 * len(data) // 4  # the middle of the file
+    corpus.write_bytes(data[:at] + b"Fact 2 about subjekt 60 " + data[at + 24 :])
+    assert corpus.stat().st_size == len(data) and s.fingerprint() == first["fingerprint"]  # the same size and names
+
+    again = build(s, root)
+    assert again.action is BuildAction.RESUME  # not "up to date"
+    m = again.manifest
+    assert m["inputs"]["content"]["digest"] != first["inputs"]["content"]["digest"]
+    assert m["inputs"]["listing"] == first["inputs"]["listing"]
+    edited = [p.part for p in plan if p.start <= at < p.end]
+    assert len(edited) == 1
+    rebuilt = [p.part for p in plan if layout.part_record(p.part).stat().st_mtime_ns != records[p.part]]
+    reembedded = [p.part for p in plan if layout.vectors(p.part).stat().st_mtime_ns != shards[p.part]]
+    assert rebuilt == reembedded == edited
+    texts = duckdb.sql(f"select text from read_parquet('{root}/chunks/*.parquet') where doc_id = 'doc60'").fetchall()
+    assert any("subjekt" in t for (t,) in texts)
+    old_parts = {p["part"]: p for p in first["parts"]}
+    assert [p["part"] for p in m["parts"] if p["source"] != old_parts[p["part"]]["source"]] == edited
+    assert build(s, root).action is BuildAction.UP_TO_DATE
+
+
+def test_records_of_a_built_index_name_whole_files(multi_part_index):
+    from tests.index_checks import commit_records, files_missing_or_short
+
+    root, result = multi_part_index
+    named = commit_records(root)
+    parts = result.manifest["num_parts"]
+    assert sum(n.endswith(".vectors.json") for n in named) == parts  # every part has sentences here
+    assert len(named) == 2 * parts + 1 and sum(len(files) for files in named.values()) == 2 * 4 * parts
+    assert files_missing_or_short(root) == []
+    # and the check can fail: a shard cut short is reported by every record that names it
+    shard = root / "vectors" / "part-00001.faiss"
+    data = shard.read_bytes()
+    try:
+        shard.write_bytes(data[:-1])
+        short = f"vectors/part-00001.faiss ({len(data) - 1} < {len(data)} bytes)"
+        assert sorted(files_missing_or_short(root)) == [f"manifest.json: {short}", f"part-00001.vectors.json: {short}"]
+    finally:
+        shard.write_bytes(data)
 
 
 def test_retrieval_tools_work_on_a_pipeline_built_index(multi_part_index):

@@ -15,15 +15,17 @@ import bz2
 import fnmatch
 import gzip
 import html
+import io
 import json
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
 import pyarrow.parquet as pq
-
+from arag.corpus.digest import HashingFile, InputDigest, hash_range, parquet_ranges
 from arag.corpus.records import Document, Reject
 
 FORMATS = ("jsonl", "json", "parquet", "wikiextractor")
@@ -113,7 +115,7 @@ def plan_parts(spec: CorpusSpec) -> list[InputPart]:
                 raise CorpusError(f"{path}: not a readable Parquet file: {exc}") from exc
             for g in range(groups):
                 parts.append(InputPart(len(parts), rel, start=g))
-        elif spec.format == "jsonl" and not _is_compressed(path):
+        elif spec.format == "jsonl" and not is_compressed(path):
             for start, end, line in _line_aligned_ranges(path, int(spec.part_size_mb * 2**20)):
                 parts.append(InputPart(len(parts), rel, start, end, line))
         else:
@@ -121,17 +123,23 @@ def plan_parts(spec: CorpusSpec) -> list[InputPart]:
     return parts
 
 
-def read_part(spec: CorpusSpec, part: InputPart) -> Iterator[Document | Reject]:
-    """Documents and rejects of one part, in input order."""
+def part_is_byte_range(spec: CorpusSpec, part: InputPart) -> bool:
+    """Whether the part is a byte range of a plain JSON Lines file (else a whole file or a row group)."""
+    return spec.format == "jsonl" and not is_compressed(Path(part.file))
+
+
+def read_part(spec: CorpusSpec, part: InputPart, digest: InputDigest | None = None) -> Iterator[Document | Reject]:
+    """Documents and rejects of one part, in input order. With `digest`, every input byte the part
+    depends on is added to it as it is read (the same bytes `arag.corpus.digest.part_digest` hashes)."""
     path = corpus_root(spec) / part.file
     if spec.format == "jsonl":
-        records = _read_jsonl(path, part)
+        records = _read_jsonl(path, part, digest)
     elif spec.format == "json":
-        records = _read_json_list(path, part)
+        records = _read_json_list(path, part, digest)
     elif spec.format == "parquet":
-        records = _read_parquet(path, part)
+        records = _read_parquet(path, part, digest)
     else:
-        records = _read_wikiextractor(path, part)
+        records = _read_wikiextractor(path, part, digest)
     for item in records:
         if isinstance(item, Reject):
             yield item
@@ -146,16 +154,32 @@ def read_part(spec: CorpusSpec, part: InputPart) -> Iterator[Document | Reject]:
 RawRecord = tuple[str, int, dict]
 
 
-def _is_compressed(path: Path) -> bool:
+def is_compressed(path: Path) -> bool:
     return path.suffix in (".gz", ".bz2")
 
 
-def _open_binary(path: Path) -> IO[bytes]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")
-    if path.suffix == ".bz2":
-        return bz2.open(path, "rb")
-    return open(path, "rb")
+@contextmanager
+def _open_binary(path: Path, digest: InputDigest | None = None) -> Iterator[IO[bytes]]:
+    """The file's (decompressed) bytes. With `digest`, the file's own bytes are hashed as they
+    are read, and whatever the reader left unread is hashed on the way out: the whole file."""
+    raw: IO[bytes] = open(path, "rb")
+    if digest is not None:
+        raw = HashingFile(raw, digest)
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(raw, "rb") as f:
+                yield f
+        elif path.suffix == ".bz2":
+            with bz2.open(raw, "rb") as f:
+                yield f
+        else:
+            yield io.BufferedReader(raw) if digest is not None else raw
+    finally:
+        try:
+            if digest is not None:
+                raw.drain()  # also after a truncated stream stopped the reader: the digest is of the file
+        finally:
+            raw.close()
 
 
 def _line_aligned_ranges(path: Path, target: int) -> Iterator[tuple[int, int, int]]:
@@ -192,18 +216,23 @@ def _decode(source: str, line: int, raw: bytes) -> str | Reject:
         return Reject.of(source, line, f"invalid UTF-8 at byte {exc.start} of the line", raw)
 
 
-def _read_jsonl(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
+def _read_jsonl(path: Path, part: InputPart, digest: InputDigest | None) -> Iterator[RawRecord | Reject]:
     source = part.file
-    with _open_binary(path) as f:
-        if not _is_compressed(path):
+    compressed = is_compressed(path)
+    # A compressed file is one part: the reader hashes the whole file. A plain file's part is a
+    # byte range: its lines are hashed here, exactly the bytes [start, end).
+    with _open_binary(path, digest if compressed else None) as f:
+        if not compressed:
             f.seek(part.start)
         pos, line = part.start, part.first_line - 1
         for raw in f:
             line += 1
-            if part.end >= 0 and not _is_compressed(path):
+            if part.end >= 0 and not compressed:
                 if pos >= part.end:
                     break
                 pos += len(raw)
+                if digest is not None:
+                    digest.update(raw)
             if not raw.strip():
                 continue
             text = _decode(source, line, raw)
@@ -221,10 +250,10 @@ def _read_jsonl(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
             yield source, line, obj
 
 
-def _read_json_list(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
+def _read_json_list(path: Path, part: InputPart, digest: InputDigest | None) -> Iterator[RawRecord | Reject]:
     source = part.file
     try:
-        with _open_binary(path) as f:
+        with _open_binary(path, digest) as f:
             data = json.loads(f.read().decode("utf-8"))
     except UnicodeDecodeError as exc:
         yield Reject.of(source, 0, f"invalid UTF-8 at byte {exc.start} of the file")
@@ -243,8 +272,12 @@ def _read_json_list(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]
         yield source, i, obj
 
 
-def _read_parquet(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
+def _read_parquet(path: Path, part: InputPart, digest: InputDigest | None) -> Iterator[RawRecord | Reject]:
     source = part.file
+    if digest is not None:
+        # pyarrow reads the row group's pages itself; the same bytes, just read, come from the page cache.
+        for start, end in parquet_ranges(path, part.start):
+            hash_range(path, start, end, digest)
     pf = pq.ParquetFile(path)
     first_row = sum(pf.metadata.row_group(g).num_rows for g in range(part.start)) + 1
     table = pf.read_row_group(part.start)
@@ -256,7 +289,7 @@ _DOC_OPEN = re.compile(r'<doc\s+([^>]*)>')
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
 
 
-def _read_wikiextractor(path: Path, part: InputPart) -> Iterator[RawRecord | Reject]:
+def _read_wikiextractor(path: Path, part: InputPart, digest: InputDigest | None) -> Iterator[RawRecord | Reject]:
     """WikiExtractor output: `<doc id=.. url=.. title=..>`, the title line, the body, `</doc>`."""
     source = part.file
     header: dict | None = None
@@ -265,7 +298,7 @@ def _read_wikiextractor(path: Path, part: InputPart) -> Iterator[RawRecord | Rej
     bad: Reject | None = None
     line = 0
     try:
-        with _open_binary(path) as f:
+        with _open_binary(path, digest) as f:
             for raw in f:
                 line += 1
                 text = _decode(source, line, raw)

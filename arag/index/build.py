@@ -1,9 +1,16 @@
 """Build bookkeeping that needs no executor: settings identity, resume decisions, the manifest.
 
 A build is identified by the settings that decide its output (corpus, chunking, embedding model,
-FAISS factory). `build.json` records them when a build starts; `manifest.json` is written last.
-On a rerun: same settings and a manifest → nothing to do; same settings, no manifest → resume
-(committed parts are kept); different settings or `overwrite` → the old files are removed first.
+FAISS factory) and the names and sizes of its input files. `build.json` records them when a build
+starts; `manifest.json` is written last. On a rerun: same settings and a manifest → nothing to do
+once every part's input still hashes to its recorded digest; same settings, no manifest → resume
+(committed parts whose input still hashes the same are kept); different settings or `overwrite`
+→ the old files are removed first.
+
+Content is not part of the identity: hashing every input byte costs a read of the corpus, which
+the distributed phase-1 tasks do anyway (each hashes its part as it reads it). The identity holds
+the cheap metadata, each part's record holds its input digest, a part whose input no longer
+hashes the same is rebuilt, and the manifest records the digest of the whole content.
 """
 
 from __future__ import annotations
@@ -19,12 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import xxhash
 
 from arag import __version__
-from arag.corpus.readers import CorpusSpec, InputPart, list_input_files
+from arag.corpus.digest import HASH_NAME, corpus_digest
+from arag.corpus.readers import CorpusSpec, InputPart, is_compressed, list_input_files
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, TOOLS_CACHE, IndexLayout, read_json, write_json_atomic
-from arag.index.parts import ChunkingSettings, PartRecord
+from arag.index.part_vectors import committed_vectors, read_vectors_record
+from arag.index.parts import ChunkingSettings, PartRecord, discard_part
 from arag.index.tokens import TOKENIZER_NAME
 from arag.index.vectors import effective_factory
 
@@ -41,6 +51,8 @@ class IndexSettings:
     def identity(self) -> dict[str, Any]:
         corpus = asdict(self.corpus)
         corpus["path"] = str(Path(self.corpus.path).resolve())
+        if not uses_part_size(self.corpus):
+            del corpus["part_size_mb"]  # it only cuts plain JSON Lines files into parts
         return {
             "format_version": FORMAT_VERSION,
             "corpus": corpus,
@@ -55,33 +67,29 @@ class IndexSettings:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-_SAMPLE_BYTES = 64 * 1024
+def uses_part_size(corpus: CorpusSpec) -> bool:
+    """Whether `corpus.part_size_mb` decides the plan: only for plain JSON Lines files."""
+    if corpus.format != "jsonl":
+        return False
+    _, files = list_input_files(corpus)
+    return any(not is_compressed(f) for f in files)
 
 
 def input_signature(corpus: CorpusSpec) -> dict[str, Any]:
-    """Number, total size and a digest of each input file's name, size and first and last 64 KiB.
+    """Number, total size and a digest of the input files' names and sizes.
 
-    An edited or replaced corpus file changes the build's identity, so a rerun rebuilds instead
-    of reusing. Content samples, not modification times: a corpus copied to another disk or
-    re-mounted (mtimes change, bytes do not) keeps its index, and reading 128 KiB per file costs
-    nothing next to the build.
+    A renamed, added, removed, grown or shrunk file changes the build's identity, so a rerun
+    rebuilds. Edits that keep sizes are caught by the content digests of the parts (see the module
+    doc). No modification times: a corpus copied to another disk or re-mounted keeps its index.
     """
     root, files = list_input_files(corpus)
-    digest = hashlib.sha256()
+    digest = xxhash.xxh3_128()
     total = 0
     for path in files:
         size = path.stat().st_size
         total += size
-        digest.update(f"{path.relative_to(root)}\0{size}\0".encode())
-        with path.open("rb") as handle:
-            digest.update(handle.read(_SAMPLE_BYTES))
-            if size > 2 * _SAMPLE_BYTES:
-                handle.seek(size - _SAMPLE_BYTES)
-                digest.update(handle.read(_SAMPLE_BYTES))
-            elif size > _SAMPLE_BYTES:
-                digest.update(handle.read())
-        digest.update(b"\n")
-    return {"files": len(files), "bytes": total, "digest": digest.hexdigest()[:16]}
+        digest.update(f"{path.relative_to(root)}\0{size}\n".encode())
+    return {"files": len(files), "bytes": total, "listing": digest.hexdigest()[:16]}
 
 
 class BuildAction(Enum):
@@ -119,11 +127,25 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
             log.info("settings changed since this index was built (%s): removing it and building again", ", ".join(changed) or "format")
         _remove_index_files(layout)
     layout.make_dirs()
+    _write_build_state(layout, settings)
+    return BuildAction.FRESH
+
+
+def reopen_for_rebuild(layout: IndexLayout, settings: IndexSettings, stale_parts: list[int]) -> None:
+    """A complete index whose inputs changed under some parts: make it a build in progress again
+    (the manifest goes first, so the directory never looks complete while parts change) and
+    discard those parts, which the build then makes again."""
+    layout.manifest.unlink(missing_ok=True)
+    _write_build_state(layout, settings)
+    for part in stale_parts:
+        discard_part(layout, part)
+
+
+def _write_build_state(layout: IndexLayout, settings: IndexSettings) -> None:
     write_json_atomic(
         layout.build_state,
-        {"fingerprint": fingerprint, "settings": settings.identity(), "started_at": time.time(), "arag_version": __version__},
+        {"fingerprint": settings.fingerprint(), "settings": settings.identity(), "started_at": time.time(), "arag_version": __version__},
     )
-    return BuildAction.FRESH
 
 
 def _changed_settings(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
@@ -172,6 +194,9 @@ def assemble_manifest(
     missing = [p.part for p in plan if p.part not in by_part]
     if missing:
         raise IndexDirectoryError(f"parts {missing[:5]} have no commit record; cannot write the manifest")
+    unembedded = [r.part for r in records if r.num_sentences and committed_vectors(layout, r) is None]
+    if unembedded:
+        raise IndexDirectoryError(f"parts {unembedded[:5]} have no complete vectors record; cannot write the manifest")
     parts, files = [], []
     root = layout.root
     for p in plan:
@@ -188,22 +213,25 @@ def assemble_manifest(
             "num_chunks": r.num_chunks,
             "num_sentences": r.num_sentences,
             "num_rejected": r.num_rejected,
+            "source": r.source,
         }
-        parts.append(entry)
         files += [
-            {"path": entry["chunks"], "rows": r.num_chunks},
-            {"path": entry["sentences"], "rows": r.num_sentences},
-            {"path": entry["rejects"], "rows": r.num_rejected},
+            {"path": entry["chunks"], "rows": r.num_chunks, "bytes": r.files[entry["chunks"]]},
+            {"path": entry["sentences"], "rows": r.num_sentences, "bytes": r.files[entry["sentences"]]},
+            {"path": entry["rejects"], "rows": r.num_rejected, "bytes": r.files[entry["rejects"]]},
         ]
         if r.num_sentences:
-            files.append({"path": entry["vectors"], "rows": r.num_sentences})
+            v = read_vectors_record(layout, r.part)
+            files.append({"path": v.path, "rows": v.rows, "bytes": v.bytes})
+        parts.append(entry)
     identity = settings.identity()
+    content = corpus_digest([(p.file, p.start, p.end, by_part[p.part].input_digest) for p in plan])
     return {
         "format_version": FORMAT_VERSION,
         "arag_version": __version__,
         "fingerprint": settings.fingerprint(),
         "corpus": identity["corpus"],
-        "inputs": identity["inputs"],
+        "inputs": {**identity["inputs"], "content": {"hash": HASH_NAME, "digest": content}},
         "chunking": identity["chunking"],
         "embedding": {"model": settings.embedder.name, "dimension": dimension, "normalized": True, "spec": asdict(settings.embedder)},
         "faiss": {"factory": settings.faiss_factory, "metric": "inner_product", "ids": "sentence_id"},

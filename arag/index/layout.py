@@ -4,7 +4,10 @@
 <index>/
   manifest.json                  written last, atomically: the index is complete iff it exists
   build.json                     settings of the build in progress (lets a rerun resume or rebuild)
-  parts/part-00000.json          phase 1 commit record of a part (counts), written after its Parquet
+  parts/part-00000.json          phase 1 commit record of a part (counts, input digest, file sizes),
+                                 written after its Parquet files
+  parts/part-00000.vectors.json  phase 2 commit record of a part (shard size, rows, where it was
+                                 embedded), written after its FAISS shard
   chunks/part-00000.parquet      chunk_id, doc_id, title, position, text, n_tokens
   sentences/part-00000.parquet   sentence_id (int64, the FAISS id), chunk_id, text
   rejects/part-00000.parquet     source, line, reason, raw
@@ -12,9 +15,11 @@
   tools_cache/<fingerprint>/     the retrieval tools' read cache (arag.tools.store), derived from
                                  the files above and rebuilt when the manifest changes
 ```
-Every file is written to a temporary name in the same folder and renamed into place, so a reader
-never sees half a file and a killed build leaves only whole files (and stray temporaries, which
-are ignored and cleaned up).
+Every file is written to a temporary name in the same folder, fsynced, renamed into place, and
+its folder fsynced, so a reader never sees half a file, a killed build leaves only whole files
+(and stray temporaries, which are ignored and cleaned up), and a commit record, written after the
+files it names, never outlives them in a crash of the machine. Commit records carry each file's
+size, so a reader can check that what a record names is all there.
 """
 
 from __future__ import annotations
@@ -63,6 +68,9 @@ class IndexLayout:
     def part_record(self, part: int) -> Path:
         return self.root / "parts" / f"{part_name(part)}.json"
 
+    def vectors_record(self, part: int) -> Path:
+        return self.root / "parts" / f"{part_name(part)}.vectors.json"
+
     def chunks(self, part: int) -> Path:
         return self.root / "chunks" / f"{part_name(part)}.parquet"
 
@@ -94,10 +102,43 @@ def atomic_path(target: Path) -> Iterator[Path]:
     os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; index files are meant to be shared
     try:
         yield Path(tmp)
+        fsync_file(Path(tmp))  # the bytes are on disk before the name points at them
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(target.parent)  # and the new name is on disk before anything names it
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def file_sizes(root: Path, paths: list[Path]) -> dict[str, int]:
+    """{path relative to the index root: size in bytes}, for a commit record."""
+    return {str(p.relative_to(root)): p.stat().st_size for p in paths}
+
+
+def missing_or_short(root: Path, sizes: dict[str, int]) -> list[str]:
+    """The files of a commit record that are missing or not of their recorded size."""
+    bad = []
+    for rel, size in sizes.items():
+        path = root / rel
+        if not path.is_file() or path.stat().st_size != size:
+            bad.append(rel)
+    return bad
 
 
 def _read_umask() -> int:
@@ -114,8 +155,6 @@ def write_json_atomic(target: Path, data: Any) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
             f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
 
 
 def read_json(path: Path) -> Any:

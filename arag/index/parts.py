@@ -1,22 +1,25 @@
 """Phase 1 of a build, for one input part: read → chunk → split sentences → Parquet files.
 
 Plain Python, no Ray: the runtime layer decides where parts run. A part is committed by writing
-its record (`parts/part-k.json`) after its Parquet files, so a part with a record is complete and
-a rerun skips it.
+its record (`parts/part-k.json`) after its Parquet files; the record holds the digest of the input
+bytes the part was read from (hashed while reading) and the size of each file it wrote. A rerun
+keeps a committed part only while its input still hashes the same (`verify_part`); otherwise the
+part and its vectors are discarded and built again.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from arag.corpus.digest import PartDigest, new_digest, part_digest
 from arag.corpus.readers import CorpusSpec, InputPart, read_part
 from arag.corpus.records import Reject
 from arag.index.chunking import MIN_CHUNK_TOKENS, chunk_document
-from arag.index.layout import IndexLayout, atomic_path, read_json, sentence_id, write_json_atomic
+from arag.index.layout import IndexLayout, atomic_path, file_sizes, read_json, sentence_id, write_json_atomic
 
 CHUNK_SCHEMA = pa.schema(
     [
@@ -54,9 +57,39 @@ class PartRecord:
     num_sentences: int
     num_rejected: int
     seconds: float
+    # What the part was read from: {"start", "end", "bytes", "digest"} (xxh3-128 of those bytes).
+    source: dict = field(default_factory=dict)
+    # Every file the part wrote, relative to the index root, with its size in bytes.
+    files: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @property
+    def input_digest(self) -> str | None:
+        return self.source.get("digest")
+
+
+def _source(part: InputPart, digest: PartDigest) -> dict:
+    return {"start": part.start, "end": part.end, "bytes": digest.bytes, "digest": digest.digest}
+
+
+def read_part_record(layout: IndexLayout, part: int) -> PartRecord | None:
+    path = layout.part_record(part)
+    return PartRecord(**read_json(path)) if path.exists() else None
+
+
+def verify_part(spec: CorpusSpec, part: InputPart, record: PartRecord) -> bool:
+    """Whether a committed part was read from exactly the bytes its input holds now."""
+    if record.input != part.file or record.source.get("start") != part.start or record.source.get("end") != part.end:
+        return False
+    return _source(part, part_digest(spec, part)) == record.source
+
+
+def discard_part(layout: IndexLayout, part: int) -> None:
+    """Forget a committed part and its vectors (their records first, so no record outlives a file)."""
+    for path in (layout.vectors_record(part), layout.part_record(part), layout.vectors(part)):
+        path.unlink(missing_ok=True)
 
 
 class _ColumnBuffer:
@@ -84,12 +117,17 @@ class _ColumnBuffer:
 
 
 def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, layout: IndexLayout) -> PartRecord:
-    """Write chunks, sentences and rejects of one input part, then its commit record."""
-    record_path = layout.part_record(part.part)
-    if record_path.exists():
-        return PartRecord(**read_json(record_path))
+    """Write chunks, sentences and rejects of one input part, then its commit record.
+
+    A part committed before is kept if its input still hashes the same, and built again if not."""
+    committed = read_part_record(layout, part.part)
+    if committed is not None:
+        if verify_part(spec, part, committed):
+            return committed
+        discard_part(layout, part.part)
     started = time.perf_counter()
     num_documents = 0
+    digest = new_digest()
     with (
         atomic_path(layout.chunks(part.part)) as chunks_tmp,
         atomic_path(layout.sentences(part.part)) as sentences_tmp,
@@ -105,7 +143,7 @@ def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, la
                 _ColumnBuffer(sw, SENTENCE_SCHEMA),
                 _ColumnBuffer(rw, REJECT_SCHEMA),
             )
-            for item in read_part(spec, part):
+            for item in read_part(spec, part, digest):
                 if isinstance(item, Reject):
                     rejects.add(item.source, item.line, item.reason, item.raw)
                     continue
@@ -128,8 +166,10 @@ def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, la
         num_sentences=sentences.total,
         num_rejected=rejects.total,
         seconds=round(time.perf_counter() - started, 3),
+        source=_source(part, digest.result()),
+        files=file_sizes(layout.root, [layout.chunks(part.part), layout.sentences(part.part), layout.rejects(part.part)]),
     )
-    write_json_atomic(record_path, record.to_json())
+    write_json_atomic(layout.part_record(part.part), record.to_json())
     return record
 
 

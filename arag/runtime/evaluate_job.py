@@ -24,6 +24,7 @@ import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 import ray
@@ -33,6 +34,11 @@ from arag.evaluation.records import OK
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import failed_row
 from arag.evaluation.settings import RunSettings
+from arag.runtime.faults import hold_at_fault_point
+from arag.runtime.progress import progress_bar
+
+_bar = partial(progress_bar, unit="ep", smoothing=0.1)
+_fault_point = partial(hold_at_fault_point, job="evaluation")
 
 log = logging.getLogger("arag.runtime.evaluate")
 
@@ -298,21 +304,3 @@ def summarize_error(exc: BaseException, limit: int = 400) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     cause = next((line for line in reversed(lines) if ":" in line and not line.startswith(("File ", "^"))), lines[-1] if lines else type(exc).__name__)
     return f"{type(exc).__name__}: {cause}"[:limit]
-
-
-def _bar(total: int, desc: str, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="ep", desc=desc, disable=not enabled, file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
-
-
-def _fault_point(variable: str, count: int) -> None:
-    """Fault injection for the kill tests: with `variable`=N set, the driver stops making progress
-    (sleeps) once `count` reaches N, so a test can kill it at a known point however fast the
-    machine is. Unset (always, outside tests) it does nothing."""
-    limit = os.environ.get(variable)
-    if limit and count >= int(limit):
-        log.warning("%s=%s: holding the evaluation here until it is killed", variable, limit)
-        print(f"{variable}={limit}: holding the evaluation here until it is killed", file=sys.stderr, flush=True)
-        while True:
-            time.sleep(3600)

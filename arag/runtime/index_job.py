@@ -1,20 +1,20 @@
-"""Run an index build on Ray: phase 1 (chunk and split) as Ray Data tasks, phase 2 (embed) on a
-Ray Data actor pool, FAISS shards written as their parts complete, the manifest last.
+"""Run an index build on Ray: phase 1 (read, hash, chunk and split) as one Ray Data task per part,
+phase 2 (embed) on a Ray Data actor pool whose actors embed whole parts and write their FAISS
+shards where they run, the manifest last.
 
-This is the only index code that imports Ray. Everything it schedules is plain Python from
-`arag.index`, so a part built here is byte-for-byte what a test builds without Ray.
+The driver schedules and collects small commit records; no sentence text or vector passes
+through it, so its memory does not grow with the corpus. This is the only index code that imports
+Ray. Everything it schedules is plain Python from `arag.index`, so a part built here is
+byte-for-byte what a test builds without Ray.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import os
-import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
-
-import numpy as np
 
 from arag.corpus.readers import CorpusSpec, InputPart, plan_parts
 from arag.index.build import (
@@ -25,12 +25,15 @@ from arag.index.build import (
     commit_manifest,
     find_duplicate_chunk_ids,
     prepare_directory,
+    reopen_for_rebuild,
 )
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder
 from arag.index.layout import IndexLayout, part_of_sentence, read_json
-from arag.index.parts import ChunkingSettings, PartRecord, build_part
-from arag.index.vectors import build_shard, read_shard, write_shard
+from arag.index.part_vectors import committed_vectors, embed_part
+from arag.index.parts import ChunkingSettings, PartRecord, build_part, read_part_record, verify_part
 from arag.runtime.cluster import init_ray
+from arag.runtime.faults import hold_at_fault_point
+from arag.runtime.progress import progress_bar
 
 log = logging.getLogger("arag.index")
 
@@ -40,7 +43,10 @@ class EmbedRuntime:
     actors: int = 1  # embedding actors (one per GPU on a GPU cluster)
     num_gpus: float = 0  # per actor
     num_cpus: float = 1  # per actor (torch may still use more threads: see EmbedderSpec.threads)
-    rows_per_batch: int = 2048  # sentences handed to an actor at a time; it sorts them by length
+    rows_per_batch: int = 2048  # sentences of a part encoded per call; each call sorts them by length
+    # Custom Ray resources each actor needs, e.g. {"embed": 1} to keep embedding on the nodes
+    # started with `ray start --resources='{"embed": N}'`.
+    resources: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -61,69 +67,39 @@ class BuildResult:
 
 
 def _build_part_row(row: dict, corpus: CorpusSpec, chunking: ChunkingSettings, root: str) -> dict:
-    """Ray Data row function for phase 1: one input part in, its commit record out."""
-    part = InputPart(**{k: row[k] for k in ("part", "file", "start", "end", "first_line")})
-    return build_part(corpus, part, chunking, IndexLayout(root)).to_json()
+    """Ray Data row function for phase 1: one input part in, its commit record out (a part
+    committed before is kept if its input still hashes the same, built again if not)."""
+    return build_part(corpus, _input_part(row), chunking, IndexLayout(root)).to_json()
 
 
-class _Embedder:
-    """Ray Data actor for phase 2: loads the model once, embeds batches of sentences."""
+def _verify_part_row(row: dict, corpus: CorpusSpec, root: str) -> dict:
+    """Ray Data row function checking a committed part against its input as it is now."""
+    record = read_part_record(IndexLayout(root), row["part"])
+    return {"part": row["part"], "same": record is not None and verify_part(corpus, _input_part(row), record)}
 
-    def __init__(self, spec: EmbedderSpec):
+
+def _input_part(row: dict) -> InputPart:
+    return InputPart(**{k: row[k] for k in ("part", "file", "start", "end", "first_line")})
+
+
+class _PartEmbedder:
+    """Ray Data actor for phase 2: loads the model once, then embeds whole parts where it runs and
+    writes each part's shard and vectors record there; only that small record goes back."""
+
+    def __init__(self, spec: EmbedderSpec, root: str, factory: str, sentences_per_call: int):
+        import ray
+
         self.model = SentenceEmbedder(spec)
+        self.layout = IndexLayout(root)
+        self.factory, self.sentences_per_call = factory, sentences_per_call
+        self.node = ray.get_runtime_context().get_node_id()
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        vectors = self.model.encode_documents(list(batch["text"]))
-        return {"sentence_id": batch["sentence_id"], "vector": vectors}
-
-
-def _fault_point(variable: str, count: int) -> None:
-    """Fault injection for the kill tests: with `variable`=N set, the build stops making progress
-    (sleeps) once `count` reaches N, so a test can kill it at a known point however fast the
-    machine is. Unset (always, outside tests) it does nothing."""
-    limit = os.environ.get(variable)
-    if limit and count >= int(limit):
-        log.warning("%s=%s: holding the build here until it is killed", variable, limit)
-        while True:
-            time.sleep(3600)
-
-
-class _ShardAssembler:
-    """Collects embedded rows per part and writes a part's FAISS shard once all its rows arrived."""
-
-    def __init__(self, layout: IndexLayout, expected: dict[int, int], factory: str):
-        self.layout, self.expected, self.factory = layout, expected, factory
-        self.buffers: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
-        self.dimension: int | None = None
-        self.written = 0
-
-    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        self.dimension = vectors.shape[1]
-        parts = ids >> 32
-        for part in np.unique(parts):
-            mask = parts == part
-            self._add_part(int(part), ids[mask], vectors[mask])
-
-    def _add_part(self, part: int, ids: np.ndarray, vectors: np.ndarray) -> None:
-        n = self.expected[part]
-        if part not in self.buffers:
-            self.buffers[part] = (np.empty((n, vectors.shape[1]), np.float32), np.empty(n, np.int64), 0)
-        buf_v, buf_ids, filled = self.buffers[part]
-        buf_v[filled : filled + len(ids)] = vectors
-        buf_ids[filled : filled + len(ids)] = ids
-        filled += len(ids)
-        if filled < n:
-            self.buffers[part] = (buf_v, buf_ids, filled)
-            return
-        del self.buffers[part]
-        write_shard(build_shard(buf_v, buf_ids, self.factory), self.layout.vectors(part))
-        self.written += 1
-        _fault_point("ARAG_FAULT_HANG_AFTER_SHARDS", self.written)
-
-    def check_complete(self) -> None:
-        if self.buffers:
-            incomplete = {p: f"{b[2]}/{self.expected[p]}" for p, b in self.buffers.items()}
-            raise IndexDirectoryError(f"embedding finished with incomplete parts (rows received/expected): {incomplete}")
+    def __call__(self, row: dict) -> dict:
+        part = PartRecord(**json.loads(row["record"]))
+        record = embed_part(self.layout, part, self.model.encode_documents, self.factory, self.sentences_per_call, self.node)
+        written = sum(1 for _ in self.layout.root.joinpath("parts").glob("*.vectors.json"))
+        hold_at_fault_point("ARAG_FAULT_HANG_AFTER_SHARDS", written, "build")
+        return record.to_json()
 
 
 def build_index(
@@ -138,14 +114,23 @@ def build_index(
     layout = IndexLayout(root)
     settings.corpus.validate()  # a missing path or unknown format fails before any work
     action = prepare_directory(layout, settings, overwrite)
-    if action is BuildAction.UP_TO_DATE:
-        return BuildResult(action, read_json(layout.manifest), time.perf_counter() - started)
     plan = plan_parts(settings.corpus)
     log.info("planned %d parts from %s", len(plan), settings.corpus.path)
     log.info("ray: %s", ray_init())
     _quiet_ray_data()
+    if action is BuildAction.UP_TO_DATE:
+        # Same settings and file sizes; the content must hash the same too before nothing is done.
+        stale = _stale_parts(settings, layout, plan, progress)
+        if not stale:
+            return BuildResult(action, read_json(layout.manifest), time.perf_counter() - started)
+        log.info("input content changed under %d of %d parts (%s): rebuilding them", len(stale), len(plan), _part_files(plan, stale))
+        reopen_for_rebuild(layout, settings, stale)
+        action = BuildAction.RESUME
+        verified = {p.part for p in plan} - set(stale)
+    else:
+        verified = set()
 
-    records = _run_phase1(settings, layout, plan, progress)
+    records = _run_phase1(settings, layout, plan, progress, verified)
     duplicates = find_duplicate_chunk_ids(layout, records)
     if duplicates:
         raise IndexDirectoryError(
@@ -164,33 +149,51 @@ def _quiet_ray_data() -> None:
 
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # our own bars below say what matters
-    ctx.execution_options.preserve_order = True  # parts complete in order: bounded buffering
+    ctx.execution_options.preserve_order = True  # records come back in plan order
     ctx.print_on_execution_start = False
-    # Small output blocks: vectors reach the shard writer (and the progress bar) every few
-    # thousand sentences instead of once per input file.
-    ctx.target_max_block_size = 8 * 2**20
     logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
-def _bar(total: int, unit: str, desc: str, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit=unit, desc=desc, disable=not enabled, file=sys.stderr, dynamic_ncols=True)
+def _part_rows(parts: list[InputPart]) -> list[dict]:
+    return [{"part": p.part, "file": p.file, "start": p.start, "end": p.end, "first_line": p.first_line} for p in parts]
 
 
-def _run_phase1(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool) -> list[PartRecord]:
+def _part_files(plan: list[InputPart], parts: list[int]) -> str:
+    files = sorted({plan[p].file for p in parts})
+    return ", ".join(files[:5]) + (f" and {len(files) - 5} more files" if len(files) > 5 else "")
+
+
+def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool) -> list[int]:
+    """Parts of a complete index whose input no longer hashes to the digest in their record
+    (one Ray task per part, reading its bytes where it runs; nothing is written)."""
     import ray.data
 
-    done = {p.part: PartRecord(**read_json(layout.part_record(p.part))) for p in plan if layout.part_record(p.part).exists()}
+    stale = []
+    with progress_bar(len(plan), "checking inputs", progress, unit="part") as bar:
+        ds = ray.data.from_items(_part_rows(plan), override_num_blocks=max(1, len(plan))).map(
+            _verify_part_row, fn_kwargs={"corpus": settings.corpus, "root": str(layout.root)}, num_cpus=1
+        )
+        for row in ds.iter_rows():
+            if not row["same"]:
+                stale.append(int(row["part"]))
+            bar.update(1)
+    return sorted(stale)
+
+
+def _run_phase1(
+    settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool, verified: set[int] = frozenset()
+) -> list[PartRecord]:
+    """Chunk every part that has no record, and check every part that has one against its input
+    (a killed build may be resumed on edited files), except those `verified` in this run already:
+    one Ray task per part."""
+    import ray.data
+
+    done = {p: read_part_record(layout, p) for p in verified}
     pending = [p for p in plan if p.part not in done]
-    with _bar(len(plan), "part", "chunking", progress) as bar:
+    with progress_bar(len(plan), "chunking", progress, unit="part") as bar:
         bar.update(len(done))
         if pending:
-            rows = [
-                {"part": p.part, "file": p.file, "start": p.start, "end": p.end, "first_line": p.first_line}
-                for p in pending
-            ]
-            ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(
+            ds = ray.data.from_items(_part_rows(pending), override_num_blocks=len(pending)).map(
                 _build_part_row,
                 fn_kwargs={"corpus": settings.corpus, "chunking": settings.chunking, "root": str(layout.root)},
                 num_cpus=1,
@@ -205,40 +208,37 @@ def _run_phase1(settings: IndexSettings, layout: IndexLayout, plan: list[InputPa
 def _run_phase2(
     settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], embed: EmbedRuntime, progress: bool
 ) -> int:
+    """Embed every part without a complete vectors record on the actor pool; each actor writes
+    its parts' shards where it runs, and the driver only collects their records."""
     import ray.data
 
-    todo = [r for r in records if r.num_sentences and not layout.vectors(r.part).exists()]
+    committed = {r.part: committed_vectors(layout, r) for r in records if r.num_sentences}
+    todo = [r for r in records if r.num_sentences and committed[r.part] is None]
     total = sum(r.num_sentences for r in records)
-    with _bar(total, "sent", "embedding", progress) as bar:
+    dimension = next((v.dimension for v in committed.values() if v is not None), 0)
+    with progress_bar(total, "embedding", progress, unit="sent") as bar:
         bar.update(total - sum(r.num_sentences for r in todo))
         if not todo:
-            return _dimension_from_shards(layout, records)
-        assembler = _ShardAssembler(layout, {r.part: r.num_sentences for r in todo}, settings.faiss_factory)
-        # One block per part: shards complete (and progress moves) part by part.
-        ds = ray.data.read_parquet(
-            [str(layout.sentences(r.part)) for r in todo], override_num_blocks=len(todo)
-        ).select_columns(["sentence_id", "text"])
-        ds = ds.map_batches(
-            _Embedder,
-            fn_constructor_kwargs={"spec": settings.embedder},
-            batch_size=embed.rows_per_batch,
-            batch_format="numpy",
+            return dimension
+        rows = [{"record": json.dumps(r.to_json())} for r in todo]
+        ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(
+            _PartEmbedder,
+            fn_constructor_kwargs={
+                "spec": settings.embedder, "root": str(layout.root),
+                "factory": settings.faiss_factory, "sentences_per_call": embed.rows_per_batch,
+            },
             compute=ray.data.ActorPoolStrategy(size=embed.actors),
             num_gpus=embed.num_gpus or None,
             num_cpus=embed.num_cpus,
+            **({"resources": dict(embed.resources)} if embed.resources else {}),
         )
-        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-            assembler.add(batch["sentence_id"], batch["vector"])
-            bar.update(len(batch["sentence_id"]))
-        assembler.check_complete()
-        return int(assembler.dimension)
-
-
-def _dimension_from_shards(layout: IndexLayout, records: list[PartRecord]) -> int:
-    for r in records:
-        if r.num_sentences:
-            return int(read_shard(layout.vectors(r.part), mmap=True).d)
-    return 0
+        nodes: set[str] = set()
+        for record in ds.iter_rows():
+            bar.update(record["rows"])
+            dimension = int(record["dimension"])
+            nodes.add(record["node"])
+        log.info("embedded %d parts on %d node(s)", len(todo), len(nodes))
+    return dimension
 
 
 __all__ = ["EmbedRuntime", "BuildResult", "build_index", "part_of_sentence"]

@@ -1,0 +1,148 @@
+"""Content digests of input parts: every input byte goes through xxh3-128 exactly once.
+
+A part's digest covers the bytes its reader depends on: the byte range of a JSON Lines part, the
+whole file of a compressed, JSON or WikiExtractor part, and for a Parquet row group its slice of
+the file plus the footer (schema and column metadata decide how the slice is read). The readers
+feed the digest while they read (`HashingFile`), so a build pays no extra pass; `part_digest`
+computes the same value without parsing, to check a committed part against the bytes on disk now.
+The corpus digest combines the part digests in plan order.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+import xxhash
+
+if TYPE_CHECKING:
+    from arag.corpus.readers import CorpusSpec, InputPart
+
+HASH_NAME = "xxh3_128"
+_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class PartDigest:
+    """What a part was read from: its byte count and digest (hex)."""
+
+    bytes: int
+    digest: str
+
+
+class InputDigest:
+    """xxh3-128 of the bytes fed to it, and how many there were."""
+
+    def __init__(self) -> None:
+        self._hash = xxhash.xxh3_128()
+        self.bytes = 0
+
+    def update(self, data: bytes) -> None:
+        self._hash.update(data)
+        self.bytes += len(data)
+
+    def result(self) -> PartDigest:
+        return PartDigest(self.bytes, self._hash.hexdigest())
+
+
+def new_digest() -> InputDigest:
+    return InputDigest()
+
+
+class HashingFile(io.RawIOBase):
+    """A read-only binary file that adds every byte read from it to a digest, in order.
+
+    Decompressors and parsers read through it; `drain` hashes whatever they left unread, so the
+    digest always covers the whole file."""
+
+    def __init__(self, raw: io.BufferedIOBase, digest: InputDigest):
+        self.raw, self.digest = raw, digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.raw.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        self.digest.update(data)
+        return n
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.digest.update(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(_BLOCK):
+            pass
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+def hash_range(path: Path, start: int, end: int, digest: InputDigest) -> None:
+    """Add bytes [start, end) of `path` to `digest`."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        remaining = end - start
+        while remaining > 0:
+            block = f.read(min(remaining, _BLOCK))
+            if not block:
+                break
+            digest.update(block)
+            remaining -= len(block)
+
+
+def parquet_ranges(path: Path, row_group: int) -> list[tuple[int, int]]:
+    """The byte ranges a Parquet row group part depends on: its slice of the file (from its first
+    page to the next row group's, the first part from byte 0, the last to the end) and the footer."""
+    size = path.stat().st_size
+    meta = pq.ParquetFile(path).metadata
+    starts = [_row_group_start(meta.row_group(g)) for g in range(meta.num_row_groups)]
+    with open(path, "rb") as f:
+        f.seek(size - 8)
+        footer_start = size - 8 - int.from_bytes(f.read(4), "little")
+    if any(b <= a for a, b in zip(starts, starts[1:])) or (starts and starts[-1] >= footer_start):
+        return [(0, size)]  # an unusual layout: depend on the whole file rather than guess
+    bounds = [0, *starts[1:], footer_start]
+    ranges = [(bounds[row_group], bounds[row_group + 1])]
+    return ranges + [(footer_start, size)]
+
+
+def _row_group_start(rg) -> int:
+    offsets = []
+    for c in range(rg.num_columns):
+        col = rg.column(c)
+        offsets.append(col.data_page_offset)
+        if col.has_dictionary_page and col.dictionary_page_offset:
+            offsets.append(col.dictionary_page_offset)
+    return min(offsets)
+
+
+def part_digest(spec: "CorpusSpec", part: "InputPart") -> PartDigest:
+    """The digest of `part` as the files are now, computed without parsing them."""
+    from arag.corpus.readers import corpus_root, part_is_byte_range
+
+    path = corpus_root(spec) / part.file
+    digest = new_digest()
+    if spec.format == "parquet":
+        for start, end in parquet_ranges(path, part.start):
+            hash_range(path, start, end, digest)
+    elif part_is_byte_range(spec, part):
+        hash_range(path, part.start, part.end, digest)
+    else:
+        hash_range(path, 0, path.stat().st_size, digest)
+    return digest.result()
+
+
+def corpus_digest(parts: list[tuple[str, int, int, str]]) -> str:
+    """One digest of the whole corpus from (file, start, end, part digest) in plan order."""
+    digest = xxhash.xxh3_128()
+    for file, start, end, part in parts:
+        digest.update(f"{file}\0{start}\0{end}\0{part}\n".encode())
+    return digest.hexdigest()
