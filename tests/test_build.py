@@ -239,11 +239,10 @@ def test_part_size_is_in_the_identity_of_json_lines_only(tmp_path):
         assert len(fingerprints) == (2 if used else 1), fmt
 
 
-def test_a_same_size_edit_in_the_middle_rebuilds_the_parts_it_touched(ray_local, multi_part_corpus, tmp_path):
-    corpus = tmp_path / "c" / "multi.jsonl"
-    corpus.parent.mkdir()
-    corpus.write_bytes(multi_part_corpus.read_bytes())
-    s = settings(corpus, **MULTI)
+def test_a_same_size_edit_in_the_middle_rebuilds_the_parts_it_touched(ray_local, tmp_path):
+    rows = [{"doc_id": f"doc{i}", "title": f"Title {i}", "text": " ".join(f"Fact {j} about subject {i} is recorded here." for j in range(1 + i % 9))} for i in range(700)]
+    corpus = write_jsonl(tmp_path / "c" / "big.jsonl", rows)
+    s = settings(corpus, chunk_tokens=64, part_size_mb=0.04)
     root = tmp_path / "idx"
     layout = IndexLayout(root)
     first = build(s, root).manifest
@@ -253,9 +252,9 @@ def test_a_same_size_edit_in_the_middle_rebuilds_the_parts_it_touched(ray_local,
     shards = {p.part: layout.vectors(p.part).stat().st_mtime_ns for p in plan}
 
     data = corpus.read_bytes()
-    at = data.index(b"Fact 2 about subject 60 ")
-    assert len(data) // 4 < at < 3 * len(data) // 4  # the middle of the file
-    corpus.write_bytes(data[:at] + b"Fact 2 about subjekt 60 " + data[at + 24 :])
+    at = data.index(b"Fact 2 about subject 350 ")
+    assert 64 * 1024 < at < len(data) - 64 * 1024  # neither in the first nor in the last 64 KiB
+    corpus.write_bytes(data[:at] + b"Fact 2 about subjekt 350 " + data[at + 25 :])
     assert corpus.stat().st_size == len(data) and s.fingerprint() == first["fingerprint"]  # the same size and names
 
     again = build(s, root)
@@ -268,7 +267,7 @@ def test_a_same_size_edit_in_the_middle_rebuilds_the_parts_it_touched(ray_local,
     rebuilt = [p.part for p in plan if layout.part_record(p.part).stat().st_mtime_ns != records[p.part]]
     reembedded = [p.part for p in plan if layout.vectors(p.part).stat().st_mtime_ns != shards[p.part]]
     assert rebuilt == reembedded == edited
-    texts = duckdb.sql(f"select text from read_parquet('{root}/chunks/*.parquet') where doc_id = 'doc60'").fetchall()
+    texts = duckdb.sql(f"select text from read_parquet('{root}/chunks/*.parquet') where doc_id = 'doc350'").fetchall()
     assert any("subjekt" in t for (t,) in texts)
     old_parts = {p["part"]: p for p in first["parts"]}
     assert [p["part"] for p in m["parts"] if p["source"] != old_parts[p["part"]]["source"]] == edited

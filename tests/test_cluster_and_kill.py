@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -18,10 +19,12 @@ import psutil
 import pytest
 
 from tests.conftest import write_jsonl
+from tests.index_checks import files_missing_or_short
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).with_name("ray"))
+WORKER_RESOURCE = "arag_test_worker"
 
 
 def corpus(tmp_path: Path, n: int = 200) -> Path:
@@ -97,18 +100,37 @@ def two_node_cluster():
     common = ["--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp_dir}" ]
     try:
         subprocess.run([RAY, "start", "--head", f"--port={port}", "--include-dashboard=false", *common], env=env(), check=True, capture_output=True, timeout=120)
-        subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", "--disable-usage-stats"], env=env(), check=True, capture_output=True, timeout=120)
+        # The worker node alone has the resource the embedding actors are made to ask for below.
+        subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", "--disable-usage-stats", f"--resources={{\"{WORKER_RESOURCE}\": 1}}"],
+                       env=env(), check=True, capture_output=True, timeout=120)
         yield f"127.0.0.1:{port}"
     finally:
         kill_tree_matching(temp_dir)
         kill_tree_matching(f"127.0.0.1:{port}")
 
 
+def cluster_nodes(address: str) -> dict[str, dict]:
+    """Node id → resources of the live nodes, asked of the cluster by a separate driver."""
+    script = "import json, ray; ray.init(); print(json.dumps({n['NodeID']: n['Resources'] for n in ray.nodes() if n['Alive']}))"
+    out = subprocess.run([sys.executable, "-c", script], env=env(RAY_ADDRESS=address), capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def test_two_node_cluster_build_equals_local_build(two_node_cluster, tmp_path):
     source = corpus(tmp_path)
-    on_cluster = subprocess.run(index_command(source, tmp_path / "cluster"), env=env(RAY_ADDRESS=two_node_cluster), cwd=REPO, capture_output=True, text=True, timeout=900)
+    index = tmp_path / "cluster"
+    command = [*index_command(source, index), f"runtime.embed.resources={{{WORKER_RESOURCE}:1}}"]
+    on_cluster = subprocess.run(command, env=env(RAY_ADDRESS=two_node_cluster), cwd=REPO, capture_output=True, text=True, timeout=900)
     assert on_cluster.returncode == 0, on_cluster.stderr[-3000:]
     assert "2 nodes" in on_cluster.stdout + on_cluster.stderr
+    # Embedding and shard writing happened on the worker node: every shard's commit record names
+    # it (the record is written by the process that wrote the shard), and none names the head.
+    nodes = cluster_nodes(two_node_cluster)
+    worker = [n for n, resources in nodes.items() if WORKER_RESOURCE in resources]
+    assert len(nodes) == 2 and len(worker) == 1
+    written_on = {json.loads(p.read_text())["node"] for p in (index / "parts").glob("*.vectors.json")}
+    assert written_on == set(worker)
+    assert len(list((index / "parts").glob("*.vectors.json"))) == len(list((index / "vectors").glob("*.faiss"))) > 1
     local = subprocess.run(index_command(source, tmp_path / "local"), env=env(), cwd=REPO, capture_output=True, text=True, timeout=900)
     assert local.returncode == 0, local.stderr[-3000:]
     assert "1 nodes" in local.stdout + local.stderr
@@ -131,9 +153,11 @@ def test_kill_9_mid_build_then_rerun_finishes_without_redoing_work(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         log.close()
-    parts = len(list((index / "parts").glob("*.json")))
+    parts = len(list((index / "parts").glob("part-?????.json")))
     assert 2 <= len(list((index / "vectors").glob("part-*.faiss"))) < parts
     assert not (index / "manifest.json").exists()
+    assert len(list((index / "parts").glob("*.vectors.json"))) == 2
+    assert files_missing_or_short(index) == []  # killed mid-build: every record still names whole files
     survivors = {p.name: p.stat().st_mtime_ns for p in (index / "vectors").glob("part-*.faiss")}
     records = {p.name: p.stat().st_mtime_ns for p in (index / "parts").glob("*.json")}
     assert survivors and records
@@ -142,6 +166,7 @@ def test_kill_9_mid_build_then_rerun_finishes_without_redoing_work(tmp_path):
     assert (index / "manifest.json").exists()
     assert {n: (index / "vectors" / n).stat().st_mtime_ns for n in survivors} == survivors  # not redone
     assert {n: (index / "parts" / n).stat().st_mtime_ns for n in records} == records
+    assert files_missing_or_short(index) == []
     clean = subprocess.run(index_command(source, tmp_path / "clean"), env=env(), cwd=REPO, capture_output=True, text=True, timeout=900)
     assert clean.returncode == 0, clean.stderr[-3000:]
     assert_same_index(index, tmp_path / "clean")

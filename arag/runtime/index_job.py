@@ -93,12 +93,13 @@ class _PartEmbedder:
         self.layout = IndexLayout(root)
         self.factory, self.sentences_per_call = factory, sentences_per_call
         self.node = ray.get_runtime_context().get_node_id()
+        self.written = 0
 
     def __call__(self, row: dict) -> dict:
         part = PartRecord(**json.loads(row["record"]))
         record = embed_part(self.layout, part, self.model.encode_documents, self.factory, self.sentences_per_call, self.node)
-        written = sum(1 for _ in self.layout.root.joinpath("parts").glob("*.vectors.json"))
-        hold_at_fault_point("ARAG_FAULT_HANG_AFTER_SHARDS", written, "build")
+        self.written += 1
+        hold_at_fault_point("ARAG_FAULT_HANG_AFTER_SHARDS", self.written, "build")  # kill tests: this actor stops after N shards
         return record.to_json()
 
 
@@ -198,10 +199,12 @@ def _run_phase1(
                 fn_kwargs={"corpus": settings.corpus, "chunking": settings.chunking, "root": str(layout.root)},
                 num_cpus=1,
             )
+            chunks, rejected = sum(r.num_chunks for r in done.values()), sum(r.num_rejected for r in done.values())
             for record in ds.iter_rows():
-                done[record["part"]] = PartRecord(**record)
+                done[record["part"]] = r = PartRecord(**record)
+                chunks, rejected = chunks + r.num_chunks, rejected + r.num_rejected
                 bar.update(1)
-                bar.set_postfix(chunks=sum(r.num_chunks for r in done.values()), rejected=sum(r.num_rejected for r in done.values()))
+                bar.set_postfix(chunks=chunks, rejected=rejected)
     return [done[p.part] for p in plan]
 
 
