@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from arag.corpus.readers import CorpusSpec, InputPart, plan_parts
@@ -46,7 +46,7 @@ class EmbedRuntime:
     rows_per_batch: int = 2048  # sentences of a part encoded per call; each call sorts them by length
     # Custom Ray resources each actor needs, e.g. {"embed": 1} to keep embedding on the nodes
     # started with `ray start --resources='{"embed": N}'`.
-    resources: dict[str, float] = field(default_factory=dict)
+    resources: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
