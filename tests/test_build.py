@@ -308,3 +308,16 @@ def test_retrieval_tools_work_on_a_pipeline_built_index(multi_part_index):
     read = ctx.call("chunk_read", {"chunk_ids": ["doc8#0"]}, tracker=ReadTracker())
     assert read.ok and read.results[0].next_id == "doc8#1" and read.results[0].prev_id is None
     assert read.results[0].snippets[0].startswith("Title 8\nFact 0 about subject 8")
+
+
+def test_parts_beyond_a_shorter_plan_are_discarded(multi_part_corpus, tmp_path):
+    from arag.index.parts import discard_parts_beyond
+
+    s = settings(multi_part_corpus, **MULTI)
+    layout = IndexLayout(tmp_path / "idx")
+    layout.make_dirs()
+    for part in plan_parts(s.corpus)[:4]:
+        build_part(s.corpus, part, s.chunking, layout)
+    assert discard_parts_beyond(layout, 2) == [2, 3]
+    assert [p.name for p in sorted((layout.root / "parts").iterdir())] == ["part-00000.json", "part-00001.json"]
+    assert sorted(p.name for p in (layout.root / "chunks").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]

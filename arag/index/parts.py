@@ -90,6 +90,17 @@ def discard_part(layout: IndexLayout, part: int) -> None:
     """Forget a committed part and its vectors (their records first, so no record outlives a file)."""
     for path in (layout.vectors_record(part), layout.part_record(part), layout.vectors(part)):
         path.unlink(missing_ok=True)
+    for path in (layout.chunks(part), layout.sentences(part), layout.rejects(part)):
+        path.unlink(missing_ok=True)
+
+
+def discard_parts_beyond(layout: IndexLayout, num_parts: int) -> list[int]:
+    """Discard committed parts numbered `num_parts` or more: an edit that moved line boundaries
+    can plan a file into fewer parts than before."""
+    extra = sorted({int(p.name[len("part-") :].split(".")[0]) for p in (layout.root / "parts").glob("part-*.json")} - set(range(num_parts)))
+    for part in extra:
+        discard_part(layout, part)
+    return extra
 
 
 class _ColumnBuffer:

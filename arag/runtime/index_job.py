@@ -30,7 +30,7 @@ from arag.index.build import (
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder
 from arag.index.layout import IndexLayout, part_of_sentence, read_json
 from arag.index.part_vectors import committed_vectors, embed_part
-from arag.index.parts import ChunkingSettings, PartRecord, build_part, read_part_record, verify_part
+from arag.index.parts import ChunkingSettings, PartRecord, build_part, discard_parts_beyond, read_part_record, verify_part
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
@@ -130,6 +130,8 @@ def build_index(
         verified = {p.part for p in plan} - set(stale)
     else:
         verified = set()
+    if action is BuildAction.RESUME and discard_parts_beyond(layout, len(plan)):
+        log.info("the inputs now plan into %d parts: the parts beyond were discarded", len(plan))
 
     records = _run_phase1(settings, layout, plan, progress, verified)
     duplicates = find_duplicate_chunk_ids(layout, records)
