@@ -36,7 +36,7 @@ from arag.agent import Agent, AgentConfig  # noqa: E402
 from arag.evaluation.questions import load_questions  # noqa: E402
 from arag.evaluation.results import RunStore  # noqa: E402
 from arag.evaluation.runner import EpisodeRunner  # noqa: E402
-from arag.evaluation.settings import RunSettings, index_fingerprint  # noqa: E402
+from arag.evaluation.settings import RunSettings, index_build_fingerprint  # noqa: E402
 from arag.llm.scripted import ScriptedBackend  # noqa: E402
 from arag.methods import METHOD_CONF_DIR, method_from_config  # noqa: E402
 from arag.tools import ToolContext  # noqa: E402
@@ -73,7 +73,7 @@ def settings_for(args, script: list[dict], question_set) -> RunSettings:
         questions_path=str(question_set.path.resolve()),
         questions_sha256=question_set.sha256,
         index_path=str(Path(args.index).resolve()),
-        index_fingerprint=index_fingerprint(args.index),
+        index_build_fingerprint=index_build_fingerprint(args.index),
     )
 
 

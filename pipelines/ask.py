@@ -13,12 +13,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.agent import Agent, AgentConfig
 from arag.agent.render import render_episode
+from arag.conf_files import conf_dir
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
+from pipelines.settings import check_ask_config
 
 
 def build_agent(cfg: DictConfig):
-    """(agent, backend, tool context) from an ask/evaluate config."""
+    """(agent, backend, tool context) from an ask config (its keys checked first)."""
+    check_ask_config(cfg)
     method = method_from_config(OmegaConf.to_container(cfg.method, resolve=True))
     ctx = None
     if method.needs_index():
@@ -45,7 +48,7 @@ def ask(cfg: DictConfig):
             ctx.close()
 
 
-@hydra.main(config_path="../conf", config_name="ask", version_base="1.3")
+@hydra.main(config_path=str(conf_dir()), config_name="ask", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     if not cfg.question:
         sys.exit('error: give the question: question="..."')

@@ -18,11 +18,13 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from arag.conf_files import conf_dir
 from arag.evaluation.questions import QuestionFileError, load_questions
 from arag.evaluation.results import RunLockedError, RunStore
-from arag.evaluation.settings import RunSettings, index_fingerprint
+from arag.evaluation.settings import RunSettings, index_build_fingerprint
 from arag.index.store import IncompleteIndexError, open_index
 from arag.methods import method_from_config
+from pipelines.settings import check_evaluate_config
 
 log = logging.getLogger("pipelines.evaluate")
 
@@ -52,7 +54,7 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
             raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
         index_path = str(Path(str(given)).resolve())
         open_index(index_path)  # fails now, with the path named, rather than in every worker
-        fingerprint = index_fingerprint(index_path)
+        fingerprint = index_build_fingerprint(index_path)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
     return RunSettings(
@@ -65,7 +67,7 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
         questions_path=str(question_set.path.resolve()),
         questions_sha256=question_set.sha256,
         index_path=index_path,
-        index_fingerprint=fingerprint,
+        index_build_fingerprint=fingerprint,
     )
 
 
@@ -84,6 +86,7 @@ def evaluate(cfg: DictConfig, *, out=sys.stdout) -> dict[str, Any]:
     from arag.runtime.evaluate_job import EvalRuntime, run_episodes
 
     started = time.time()
+    check_evaluate_config(cfg)
     questions_path = OmegaConf.select(cfg, "questions.path", throw_on_resolution_failure=False)
     if not questions_path:
         raise QuestionFileError("choose the benchmark with +corpus=<name> (its questions.jsonl in data_dir) or give questions.path=<file>")
@@ -190,7 +193,7 @@ def format_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
+@hydra.main(config_path=str(conf_dir()), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate_job import EvaluationError
 

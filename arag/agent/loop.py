@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol
-from arag.agent.records import ANSWERED, FAILED, Episode, ModelCallRecord, ToolCallRecord
+from arag.agent.records import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 from arag.index.tokens import count_tokens
 from arag.llm.base import LLMBackend
 from arag.llm.types import Completion, LLMError, Message
+from arag.strict_settings import from_settings
 
 if TYPE_CHECKING:  # methods build on the agent's records; importing them here would be circular
     from arag.methods.base import Method
@@ -72,9 +73,9 @@ class AgentConfig:
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> "AgentConfig":
-        cfg = dict(cfg)
-        cfg["guard_rails"] = GuardRails(**(cfg.get("guard_rails") or {}))
-        return cls(**cfg)
+        """From the `agent` config group; an unknown key (here or in guard_rails) lists the valid ones."""
+        guard_rails = from_settings(GuardRails, cfg.get("guard_rails") or {}, "agent.guard_rails")
+        return from_settings(cls, cfg, "agent", guard_rails=guard_rails)
 
 
 class EpisodeFailed(Exception):
@@ -130,9 +131,9 @@ class Agent:
         try:
             await self._episode(question, episode, ReadTracker(), messages)
         except EpisodeFailed as exc:
-            episode.status, episode.failure, episode.answer = FAILED, str(exc), None
+            episode.status, episode.failure, episode.answer = EPISODE_FAILED, str(exc), None
         except Exception as exc:  # a bug in a method or backend: record it, never lose the batch
-            episode.status, episode.failure, episode.answer = FAILED, f"{type(exc).__name__}: {str(exc)[:500]}", None
+            episode.status, episode.failure, episode.answer = EPISODE_FAILED, f"{type(exc).__name__}: {str(exc)[:500]}", None
         episode.wall_s = time.perf_counter() - started
         if cfg.keep_messages and messages:
             episode.messages = [m.to_openai() for m in messages]

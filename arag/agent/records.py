@@ -8,7 +8,7 @@ from typing import Any
 
 # Episode.status values.
 ANSWERED = "answered"  # the model gave an answer (possibly forced: see `forced`)
-FAILED = "failed"  # no answer: the LLM kept failing, or a non-retryable error; never scored
+EPISODE_FAILED = "failed"  # no answer: the LLM kept failing, or a non-retryable error; never scored
 
 
 @dataclass

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 SCHEMA_VERSION = 1
 OK = "ok"
-FAILED = "failed"
+ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
 # Tool-call counts get a column each (fixed, so every file has the same schema); any other name
 # the model used (unknown tools) is counted in calls_other.

@@ -20,7 +20,7 @@ from arag.evaluation.evidence import evidence_recall
 from arag.evaluation.judge import NO_ANSWER, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
 from arag.evaluation.questions import Question
-from arag.evaluation.records import COUNTED_TOOLS, FAILED, OK, EpisodeRow
+from arag.evaluation.records import COUNTED_TOOLS, ROW_FAILED, OK, EpisodeRow
 from arag.evaluation.settings import RunSettings
 from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
@@ -89,7 +89,7 @@ class EpisodeRunner:
         counts = Counter(c.name for c in episode.tool_calls)
         tokens = episode.token_totals()
         row = self.base_row(question, attempt, worker)
-        row.status = OK if answered else FAILED
+        row.status = OK if answered else ROW_FAILED
         row.prediction = prediction
         row.failure = None if answered else (episode.failure or f"episode status {episode.status}")
         row.protocol = episode.protocol
@@ -182,7 +182,7 @@ def failed_row(
     """A row for an episode that left no record (timeout, a worker that died, a bug): no answer,
     nothing read, every answer metric 0."""
     row = base_row(settings, question, attempt, worker, overrides, settings_json, backend)
-    row.status, row.failure = FAILED, reason
+    row.status, row.failure = ROW_FAILED, reason
     row.llm_acc, row.judge_status = Verdict(NO_ANSWER).llm_acc, NO_ANSWER
     if row.evidence_supporting:
         row.evidence_recall_seen = row.evidence_recall_read = 0.0

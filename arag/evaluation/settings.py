@@ -41,14 +41,14 @@ class RunSettings:
     questions_path: str
     questions_sha256: str
     index_path: str | None = None
-    index_fingerprint: str | None = None
+    index_build_fingerprint: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row)."""
         return {
             "dataset": self.dataset,
             "questions_sha256": self.questions_sha256,
-            "index": self.index_fingerprint,
+            "index": self.index_build_fingerprint,
             "method": self.method,
             "model": _drop(self.model, RUNTIME_MODEL_KEYS),
             "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
@@ -86,7 +86,7 @@ def _drop(cfg: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in keys}
 
 
-def index_fingerprint(index_path: str | Path) -> str:
+def index_build_fingerprint(index_path: str | Path) -> str:
     """The index's own fingerprint (manifest.json), else a hash of the manifest: a rebuilt index
     with other settings is another run; the same index moved elsewhere is the same run."""
     manifest_path = Path(index_path) / "manifest.json"

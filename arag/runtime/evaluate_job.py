@@ -33,6 +33,7 @@ from arag.evaluation.records import OK
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import failed_row
 from arag.evaluation.settings import RunSettings
+from arag.strict_settings import from_settings
 
 log = logging.getLogger("arag.runtime.evaluate")
 
@@ -54,12 +55,13 @@ class EvalRuntime:
     max_losses: int = 3  # dead workers a question may be in flight on before it is recorded failed
     start_timeout_s: float = 900.0  # give up when no worker has been ready for this long
     spread: bool = True  # SPREAD scheduling: one worker per node first
+    num_cpus: float | None = None  # size of a local Ray instance (the driver starts it); None: all cores; ignored with RAY_ADDRESS
     engines: int | None = None  # vLLM: engine actors the workers share (worker i → engine i mod engines); None: one per worker
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> "EvalRuntime":
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in cfg.items() if k in known})
+        """From the evaluation's `runtime` config group; an unknown key lists the valid ones."""
+        return from_settings(cls, cfg, "runtime")
 
 
 def default_concurrency(model_cfg: dict[str, Any]) -> int:

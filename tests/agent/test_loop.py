@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from arag.agent import ANSWERED, FAILED, Agent, AgentConfig, GuardRails
+from arag.agent import ANSWERED, EPISODE_FAILED, Agent, AgentConfig, GuardRails
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import Completion, LLMError, ToolCall
 from arag.methods import available_methods, load_method
@@ -157,7 +157,7 @@ def test_llm_errors_are_retried(agent_ctx):
 def test_llm_errors_exhausted_fail_the_episode(agent_ctx):
     a, _ = agent([{"tool": "keyword_search", "arguments": {"keywords": ["x"]}}] + [LLMError("timeout")] * 5, ctx=agent_ctx, llm_attempts=3)
     ep = a.run("q?")
-    assert ep.status == FAILED and ep.answer is None and "3 attempt(s)" in ep.failure and "timeout" in ep.failure
+    assert ep.status == EPISODE_FAILED and ep.answer is None and "3 attempt(s)" in ep.failure and "timeout" in ep.failure
     assert ep.model_calls[-1].error and ep.model_calls[-1].attempts == 3
     assert len(ep.tool_calls) == 1 and ep.messages  # what happened before the failure is kept
 
@@ -165,19 +165,19 @@ def test_llm_errors_exhausted_fail_the_episode(agent_ctx):
 def test_non_retryable_error_fails_at_once(agent_ctx):
     a, _ = agent([LLMError("context too long", retryable=False), {"answer": "never"}], ctx=agent_ctx, llm_attempts=5)
     ep = a.run("q?")
-    assert ep.status == FAILED and ep.model_calls[0].attempts == 1
+    assert ep.status == EPISODE_FAILED and ep.model_calls[0].attempts == 1
 
 
 def test_backend_bug_fails_the_episode(agent_ctx):
     a, _ = agent([RuntimeError("boom")], ctx=agent_ctx)
     ep = a.run("q?")
-    assert ep.status == FAILED and "boom" in ep.failure
+    assert ep.status == EPISODE_FAILED and "boom" in ep.failure
 
 
 def test_unparseable_forced_answer_fails(agent_ctx):
     a, _ = agent([{"tool": "keyword_search", "arguments": {"keywords": ["x"]}}, "garbage"], ctx=agent_ctx, max_steps=1)
     ep = a.run("q?")
-    assert ep.status == FAILED and ep.forced and ep.answer is None
+    assert ep.status == EPISODE_FAILED and ep.forced and ep.answer is None
 
 
 def test_several_tool_calls_in_one_reply_run_in_order(agent_ctx):
@@ -219,7 +219,7 @@ def test_guard_rail_refuses_answer_before_reading(agent_ctx):
 def test_script_exhausted_fails():
     a, _ = agent([], method="direct")
     ep = a.run("q?")
-    assert ep.status == FAILED and "no more replies" in ep.failure
+    assert ep.status == EPISODE_FAILED and "no more replies" in ep.failure
 
 
 def test_episode_row_is_flat(agent_ctx):

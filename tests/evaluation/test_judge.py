@@ -48,9 +48,9 @@ def test_the_judge_asks_with_a_schema_and_the_config_prompt():
 
 def test_judge_failures_are_recorded_as_failures_not_as_wrong():
     v = run(Judge(ScriptedBackend([LLMError("down", retryable=False)]), CONFIG))
-    assert v.status == J.FAILED and v.llm_acc is None and "down" in v.error
+    assert v.status == J.VERDICT_FAILED and v.llm_acc is None and "down" in v.error
     v = run(Judge(ScriptedBackend(["gibberish", "more gibberish"]), CONFIG))
-    assert v.status == J.FAILED and v.llm_acc is None and "unusable judge reply" in v.error and v.reply == "more gibberish"
+    assert v.status == J.VERDICT_FAILED and v.llm_acc is None and "unusable judge reply" in v.error and v.reply == "more gibberish"
     # A usable second reply after an unusable first one is a verdict.
     assert run(Judge(ScriptedBackend(["??", {"verdict": "correct"}]), CONFIG)).status == J.CORRECT
 

@@ -36,7 +36,7 @@ def settings(method="arag_full", model=None, agent=None, judge_model=None, **jud
         questions_path="/q.jsonl",
         questions_sha256="0" * 64,
         index_path="/index",
-        index_fingerprint="fp",
+        index_build_fingerprint="fp",
     )
 
 
