@@ -28,8 +28,9 @@ from arag.llm.base import LLMBackend
 from arag.llm.types import Completion, LLMError, Message
 from arag.strict_settings import from_settings
 
-if TYPE_CHECKING:  # methods build on the agent's records; importing them here would be circular
-    from arag.methods.base import Method
+from arag.methods.base import Method
+
+if TYPE_CHECKING:  # the tools (and their index readers) load only when an episode needs them
     from arag.tools import ToolContext
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.

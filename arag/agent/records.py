@@ -6,21 +6,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from arag.methods.records import ToolCallRecord
+
 # Episode.status values.
 ANSWERED = "answered"  # the model gave an answer (possibly forced: see `forced`)
 EPISODE_FAILED = "failed"  # no answer: the LLM kept failing, or a non-retryable error; never scored
-
-
-@dataclass
-class ToolCallRecord:
-    step: int
-    name: str
-    arguments: Any  # as the model wrote them (a dict, or raw text when it was not valid JSON)
-    text: str  # what the model was shown
-    retrieved_tokens: int = 0
-    latency_s: float = 0.0
-    error: str | None = None
-    chunk_ids: list[str] = field(default_factory=list)
 
 
 @dataclass

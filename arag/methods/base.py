@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from arag.agent.records import ToolCallRecord
 from arag.llm.types import Message
+from arag.methods.records import ToolCallRecord
 
 if TYPE_CHECKING:
     from arag.tools import ReadTracker, ToolContext, ToolResult

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from arag.agent.records import ToolCallRecord
 from arag.llm.types import Message
+from arag.methods.records import ToolCallRecord
 from arag.methods.base import Method
 
 RETRIEVAL_TOOL = "naive_embedding_search"

@@ -33,6 +33,8 @@ from arag.evaluation.records import OK
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import failed_row
 from arag.evaluation.settings import RunSettings
+from arag.llm.vllm import EngineSpec
+from arag.runtime import vllm_engine  # noqa: F401  (workers' vllm backends reach their engine actors through it)
 from arag.strict_settings import from_settings
 
 log = logging.getLogger("arag.runtime.evaluate")
@@ -89,8 +91,6 @@ def engine_overrides(model_cfg: dict[str, Any], slot: int, engines: int) -> dict
     engines (`model.detached=true`)."""
     if model_cfg.get("backend") != "vllm":
         return {}
-    from arag.llm.vllm import EngineSpec
-
     material = {k: model_cfg.get(k) for k in sorted(EngineSpec.__dataclass_fields__) if k in model_cfg}
     base = model_cfg.get("actor_name") or "arag-eval-vllm-" + hashlib.sha1(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return {"actor_name": f"{base}-e{slot % max(1, engines)}"}
