@@ -11,7 +11,10 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/arag-installed.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 deps_site="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-python -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$work/dist" "$checkout"
+# Built from a copy of the files git knows (no stale build/ folder or local leftovers get in).
+mkdir "$work/src"
+git -C "$checkout" ls-files -z --cached --others --exclude-standard | (cd "$checkout" && xargs -0 tar -c --no-recursion --ignore-failed-read 2>/dev/null) | tar -x -C "$work/src"
+python -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$work/dist" "$work/src"
 python -m venv "$work/venv"
 py="$work/venv/bin/python"
 site="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
