@@ -1,6 +1,6 @@
 """Harness overhead of `pipelines.evaluate`: episodes/min when the model answers instantly.
 
-    python benchmarks/evaluate_harness.py [--index /work/indexes/2wiki] [--n 300] [--workers 1,2] [--concurrency 8] [--semantic]
+    python benchmarks/evaluate_harness.py [--index indexes/2wiki] [--n 300] [--workers 1,2] [--concurrency 8] [--semantic]
 
 The scripted backend replays the same actions for every question (keyword_search, semantic_search
 with --semantic, chunk_read of a real chunk, then an answer) with no model latency, and a scripted
@@ -45,10 +45,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def default_index() -> str:
-    for candidate in ("/work/indexes/2wiki", str(REPO / "indexes" / "2wiki")):
-        if (Path(candidate) / "manifest.json").exists():
-            return candidate
-    return str(REPO / "indexes" / "2wiki")
+    """$ARAG_2WIKI_INDEX, else where the README's first command writes the 2Wiki index."""
+    return os.environ.get("ARAG_2WIKI_INDEX") or str(REPO / "indexes" / "2wiki")
 
 
 def script_for(ctx: ToolContext, semantic: bool) -> list[dict]:

@@ -166,3 +166,27 @@ def test_the_checks_see_cycles_and_ray(tmp_path, monkeypatch):
     assert "arag/a/x.py:2" in describe(["arag.a.x", "arag.b.y"], graph)
     with pytest.raises(AssertionError, match=r"arag/b/y.py:4: import ray"):
         test_ray_is_imported_only_in_the_runtime()
+
+
+# Files that still name this machine's folders, each being rewritten on another branch: the lead
+# deletes the entry when merging that rewrite.
+MACHINE_PATHS_TO_REMOVE_AT_MERGE = {
+    "tests/tools/test_tools_2wiki.py": "keyword helper's branch (tests/tools)",
+    "benchmarks/keyword_search.py": "keyword helper's benchmark rewrite",
+}
+
+
+def test_no_machine_specific_paths():
+    """Tests, benchmarks, library and configs find outside data through settings and environment
+    variables (tests/paths.py), never through a folder of the machine they were written on."""
+    repo = ARAG.parent
+    offenders = [
+        f"{path.relative_to(repo)}:{n}: {line.strip()}"
+        for folder in ("arag", "pipelines", "conf", "tests", "benchmarks", "cluster", ".ci")
+        for path in sorted((repo / folder).rglob("*"))
+        if path.is_file() and path.suffix in (".py", ".yaml", ".sh", "") and path != Path(__file__).resolve()
+        and str(path.relative_to(repo)) not in MACHINE_PATHS_TO_REMOVE_AT_MERGE
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if '"/work/' in line or "'/work/" in line or " /work/" in line
+    ]
+    assert not offenders, "machine-specific paths:\n" + "\n".join(offenders)
