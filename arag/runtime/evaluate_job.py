@@ -136,19 +136,10 @@ class EvalCounts:
         return 60.0 * self.ran / self.wall_s if self.wall_s > 0 else 0.0
 
 
-def run_episodes(
-    settings: RunSettings,
-    questions: list[Question],
-    store: RunStore,
-    runtime: EvalRuntime,
-    *,
-    attempts: dict[str, int] | None = None,
-    overrides: list[str] | None = None,
-    progress: bool = True,
-    on_row: Callable[[dict[str, Any]], None] | None = None,
-) -> EvalCounts:
-    """Run `questions` on EpisodeWorker actors (Ray must be initialised) and store every row."""
-    return EpisodeScheduler(settings, questions, store, runtime, attempts=attempts, overrides=overrides, progress=progress, on_row=on_row).run()
+def run_episodes(settings: RunSettings, questions: list[Question], store: RunStore, runtime: EvalRuntime, **options: Any) -> EvalCounts:
+    """Run `questions` on EpisodeWorker actors (Ray must be initialised) and store every row.
+    `options`: attempts, overrides, progress, on_row (see EpisodeScheduler)."""
+    return EpisodeScheduler(settings, questions, store, runtime, **options).run()
 
 
 class EpisodeScheduler:
