@@ -38,6 +38,7 @@ from arag.evaluation.results import RunStore  # noqa: E402
 from arag.evaluation.runner import EpisodeRunner  # noqa: E402
 from arag.evaluation.settings import RunSettings, index_build_fingerprint  # noqa: E402
 from arag.llm.scripted import ScriptedBackend  # noqa: E402
+from arag.conf_files import conf_path  # noqa: E402
 from arag.methods import METHOD_CONF_DIR, method_from_config  # noqa: E402
 from arag.tools import ToolContext  # noqa: E402
 
@@ -58,7 +59,7 @@ def script_for(ctx: ToolContext, semantic: bool) -> list[dict]:
 
 
 def settings_for(args, script: list[dict], question_set) -> RunSettings:
-    conf = yaml.safe_load((REPO / "conf" / "evaluate.yaml").read_text())
+    conf = yaml.safe_load(conf_path("evaluate.yaml").read_text())
     judge = {k: v for k, v in conf["judge"].items() if k != "model"}
     agent = {k: v for k, v in conf["agent"].items()}
     return RunSettings(
