@@ -161,3 +161,19 @@ def test_the_helper():
     assert from_settings(Settings, {"size": 2}, "s") == Settings(2)
     with pytest.raises(UnknownSettingError, match="valid keys of s: size"):
         from_settings(Settings, {"sise": 2}, "s")
+
+
+def test_sweeps_name_only_valid_keys():
+    """The `sweep` group sets Hydra sweeper params: each must be a key the evaluation accepts (a
+    misspelled one without `+` is refused by Hydra itself; with `+`, by the check above)."""
+    import yaml
+    from hydra.errors import ConfigCompositionException
+
+    for path in sorted((conf_dir() / "sweep").glob("*.yaml")):
+        params = yaml.safe_load(path.read_text())["hydra"]["sweeper"]["params"]
+        first = [f"{key}={str(values).split(',')[0]}" for key, values in params.items()]
+        check_evaluate_config(compose_config("evaluate", "model=openai", *first))
+    with pytest.raises(ConfigCompositionException, match="agent.max_step"):
+        compose_config("evaluate", "model=scripted", "agent.max_step=5")
+    with pytest.raises(UnknownSettingError, match=r"agent\.max_step\b"):
+        check_evaluate_config(compose_config("evaluate", "model=scripted", "+agent.max_step=5"))
