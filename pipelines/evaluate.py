@@ -46,10 +46,18 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
     method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
     method = method_from_config(method_cfg)
     index_path = fingerprint = None
-    if method.needs_index():
+    index_url = OmegaConf.select(cfg, "index.url", default=None)
+    token_env = OmegaConf.select(cfg, "index.token_env", default=None)
+    if method.needs_index() and index_url:
+        from arag.service.client import RemoteTools, open_tools
+
+        with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:  # fails now, not in every worker
+            assert isinstance(served, RemoteTools)
+            fingerprint = served.fingerprint
+    elif method.needs_index():
         given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
         if not given:
-            raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
+            raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
         index_path = str(Path(str(given)).resolve())
         open_index(index_path)  # fails now, with the path named, rather than in every worker
         fingerprint = index_fingerprint(index_path)
@@ -66,6 +74,8 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
         questions_sha256=question_set.sha256,
         index_path=index_path,
         index_fingerprint=fingerprint,
+        index_url=str(index_url) if method.needs_index() and index_url else None,
+        index_token_env=token_env,
     )
 
 
@@ -193,10 +203,11 @@ def format_summary(s: dict[str, Any]) -> str:
 @hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate_job import EvaluationError
+    from arag.service.client import ToolServerError
 
     try:
         summary = evaluate(cfg)
-    except (QuestionFileError, RunLockedError, EvaluationError, IncompleteIndexError, FileNotFoundError, ImportError, ValueError) as exc:
+    except (QuestionFileError, RunLockedError, EvaluationError, IncompleteIndexError, FileNotFoundError, ImportError, ValueError, ToolServerError) as exc:
         sys.exit(f"error: {exc}")
     except KeyboardInterrupt:
         print("interrupted: the episodes received so far are stored; rerun the same command to finish", file=sys.stderr)

@@ -42,6 +42,10 @@ class RunSettings:
     questions_sha256: str
     index_path: str | None = None
     index_fingerprint: str | None = None
+    # A served index (pipelines.serve) instead of index_path, and the environment variable holding
+    # its token; how the index is reached, not which index: not part of the run id.
+    index_url: str | None = None
+    index_token_env: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row)."""
