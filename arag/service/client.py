@@ -63,7 +63,7 @@ class RemoteTools:
         self._retrying = Retrying(
             retry=retry_if_exception_type((httpx.ConnectError, httpx.ConnectTimeout)),
             stop=stop_after_attempt(1 + max(0, retries)),
-            wait=wait_exponential_jitter(initial=0.5, max=8.0),
+            wait=wait_exponential_jitter(multiplier=0.5, max=8.0, jitter=0.5),
             reraise=True,
         )
         self._client = httpx.Client(
