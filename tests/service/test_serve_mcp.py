@@ -4,6 +4,10 @@ and schemas as the agent sees, the same answers as ToolContext.call, a read trac
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
+
 import sys
 
 import anyio

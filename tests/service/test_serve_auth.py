@@ -3,8 +3,11 @@ endpoint included, answers 401 and nothing else without the token or with anothe
 
 from __future__ import annotations
 
-import httpx
 import pytest
+
+pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
+
+import httpx
 
 from arag.service.client import RemoteTools, ToolServerError
 from tests.service.conftest import TOKEN

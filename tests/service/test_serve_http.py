@@ -3,12 +3,15 @@ sessions keep chunk_read's memory apart, errors are clear JSON and the server ke
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
+
 import json
 import subprocess
 import sys
 
 import httpx
-import pytest
 
 from arag.service.tool_service import result_json
 from arag.tools import TOOLS, ReadTracker, tool_schemas
