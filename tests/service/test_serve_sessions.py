@@ -77,3 +77,22 @@ def test_the_token_comes_from_settings_or_environment(monkeypatch):
     assert ServeSettings(token="given").resolved_token() == "given"
     monkeypatch.setenv("ARAG_SERVE_TOKEN", " ")
     assert ServeSettings().resolved_token() is None
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "error: give the index to serve: index.path=<dir>"),
+        (["index.path=/nonexistent/index"], "error: cannot open index: no index directory at /nonexistent/index"),
+        (["index.path=.", "serve.transport=grpc"], "error: serve.transport must be one of stdio, http, got 'grpc'"),
+        (["index.path=.", "serve.prot=1"], "Could not override 'serve.prot'"),
+    ],
+)
+def test_the_command_names_what_is_wrong(args, message):
+    import subprocess
+    import sys
+
+    from tests.service.conftest import REPO, server_env
+
+    done = subprocess.run([sys.executable, "-m", "pipelines.serve", *args], cwd=REPO, env=server_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr
