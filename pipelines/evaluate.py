@@ -49,11 +49,10 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
     index_url = OmegaConf.select(cfg, "index.url", default=None)
     token_env = OmegaConf.select(cfg, "index.token_env", default=None)
     if method.needs_index() and index_url:
-        from arag.service.client import RemoteTools, open_tools
+        from arag.service.client import open_tools
 
         with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:  # fails now, not in every worker
-            assert isinstance(served, RemoteTools)
-            fingerprint = served.fingerprint
+            fingerprint = served.fingerprint  # the served index's own: the same run as with index.path
     elif method.needs_index():
         given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
         if not given:
