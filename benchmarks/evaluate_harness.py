@@ -36,7 +36,8 @@ from arag.agent import Agent, AgentConfig  # noqa: E402
 from arag.evaluation.questions import load_questions  # noqa: E402
 from arag.evaluation.results import RunStore  # noqa: E402
 from arag.evaluation.runner import EpisodeRunner  # noqa: E402
-from arag.evaluation.settings import RunSettings, index_build_fingerprint  # noqa: E402
+from arag.evaluation.settings import RunSettings  # noqa: E402
+from arag.index.fingerprint import index_build_fingerprint  # noqa: E402
 from arag.llm.scripted import ScriptedBackend  # noqa: E402
 from arag.conf_files import conf_path  # noqa: E402
 from arag.methods import METHOD_CONF_DIR, method_from_config  # noqa: E402

@@ -25,11 +25,9 @@ def build_agent(cfg: DictConfig):
     method = method_from_config(OmegaConf.to_container(cfg.method, resolve=True))
     ctx = None
     if method.needs_index():
-        if not cfg.index.path:
-            raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
-        from arag.tools import ToolContext
+        from arag.service.client import open_tools
 
-        ctx = ToolContext(str(cfg.index.path))
+        ctx = open_tools(cfg.index.path, cfg.index.get("url"), token_env=cfg.index.get("token_env"), require_tools=method.tools)
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
     if model_cfg.get("backend") == "vllm":
         from arag.runtime import vllm_engine  # noqa: F401  (its engines are Ray actors; Ray loads only for this backend)

@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from arag.conf_files import conf_dir
 from arag.evaluation.questions import QuestionFileError, load_questions
 from arag.evaluation.results import RunLockedError, RunStore
-from arag.evaluation.settings import RunSettings, index_build_fingerprint
+from arag.evaluation.settings import RunSettings
+from arag.index.fingerprint import index_build_fingerprint
 from arag.index.store import IncompleteIndexError, open_index
 from arag.methods import method_from_config
 from pipelines.settings import check_evaluate_config
@@ -48,10 +49,17 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
     method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
     method = method_from_config(method_cfg)
     index_path = fingerprint = None
-    if method.needs_index():
+    index_url = OmegaConf.select(cfg, "index.url", default=None)
+    token_env = OmegaConf.select(cfg, "index.token_env", default=None)
+    if method.needs_index() and index_url:
+        from arag.service.client import open_tools
+
+        with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:  # fails now, not in every worker
+            fingerprint = served.fingerprint  # the served index's own: the same run as with index.path
+    elif method.needs_index():
         given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
         if not given:
-            raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
+            raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
         index_path = str(Path(str(given)).resolve())
         open_index(index_path)  # fails now, with the path named, rather than in every worker
         fingerprint = index_build_fingerprint(index_path)
@@ -68,6 +76,8 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
         questions_sha256=question_set.sha256,
         index_path=index_path,
         index_build_fingerprint=fingerprint,
+        index_url=str(index_url) if method.needs_index() and index_url else None,
+        index_token_env=token_env,
     )
 
 
@@ -196,10 +206,11 @@ def format_summary(s: dict[str, Any]) -> str:
 @hydra.main(config_path=str(conf_dir()), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate_job import EvaluationError
+    from arag.service.client import ToolServerError
 
     try:
         summary = evaluate(cfg)
-    except (QuestionFileError, RunLockedError, EvaluationError, IncompleteIndexError, FileNotFoundError, ImportError, ValueError) as exc:
+    except (QuestionFileError, RunLockedError, EvaluationError, IncompleteIndexError, FileNotFoundError, ImportError, ValueError, ToolServerError) as exc:
         sys.exit(f"error: {exc}")
     except KeyboardInterrupt:
         print("interrupted: the episodes received so far are stored; rerun the same command to finish", file=sys.stderr)

@@ -10,7 +10,11 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from arag.strict_settings import check_keys, field_names
+from arag.strict_settings import check_keys, constructor_keys, field_names
+
+
+# How ask and evaluate reach an index: a folder, or a tool server (pipelines.serve) and its token's variable.
+INDEX_SOURCE = {"path": None, "url": None, "token_env": None}
 
 
 def _plain(node: Any) -> Any:
@@ -82,7 +86,7 @@ def check_ask_config(cfg: DictConfig) -> None:
         {
             "model": None,
             "method": None,
-            "index": {"path": None},
+            "index": INDEX_SOURCE,
             "question": None,
             "question_id": None,
             "agent": agent_keys(),
@@ -108,7 +112,7 @@ def check_evaluate_config(cfg: DictConfig) -> None:
             "data_dir": None,
             "questions": {"path": None, "on_bad_line": None},
             "limit": None,
-            "index": {"path": None},
+            "index": INDEX_SOURCE,
             "results": {"path": None},
             "agent": agent_keys(),
             "judge": {**dict.fromkeys(field_names(JudgeConfig)), "model": None},
@@ -120,6 +124,14 @@ def check_evaluate_config(cfg: DictConfig) -> None:
     if cfg.judge.get("model") is not None:
         check_model(cfg.judge.model, "judge.model")
     check_method(cfg.method)
+
+
+def check_serve_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.serve` (conf/serve.yaml); `serve` itself is checked by ServeSettings.from_dict."""
+    from arag.tools import ToolContext
+
+    tool_keys = [k for k in constructor_keys(ToolContext) if k != "index"]
+    check_nodes(cfg, {"index": {"path": None}, "serve": None, "tools": dict.fromkeys(tool_keys)})
 
 
 def check_report_config(cfg: DictConfig) -> None:

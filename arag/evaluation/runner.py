@@ -27,6 +27,7 @@ from arag.llm.factory import make_backend
 from arag.methods import method_from_config
 
 if TYPE_CHECKING:
+    from arag.service.client import RemoteTools
     from arag.tools import ToolContext
 
 
@@ -40,7 +41,7 @@ class EpisodeRunner:
         *,
         overrides: list[str] | None = None,
         backend: LLMBackend | None = None,
-        ctx: "ToolContext | None" = None,
+        ctx: "ToolContext | RemoteTools | None" = None,
         model_overrides: dict[str, Any] | None = None,
         episode_timeout_s: float | None = None,
     ):
@@ -52,11 +53,11 @@ class EpisodeRunner:
         method = method_from_config(settings.method)
         self._own_ctx = ctx is None and method.needs_index()
         if self._own_ctx:
-            if not settings.index_path:
-                raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
-            from arag.tools import ToolContext
+            if not settings.index_path and not settings.index_url:
+                raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
+            from arag.service.client import open_tools
 
-            ctx = ToolContext(settings.index_path)
+            ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools)
         self.ctx = ctx
         self._own_backend = backend is None
         self.backend = backend or make_backend({**settings.model, **(model_overrides or {})})
@@ -125,8 +126,10 @@ class EpisodeRunner:
         row.llm_acc, row.judge_status, row.judge_error, row.judge_reply = verdict.llm_acc, verdict.status, verdict.error, verdict.reply
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:
-        rows = self.ctx.sql("SELECT chunk_id, title FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
-        return {c: t for c, t in rows if t is not None}
+        from arag.service.client import RemoteTools
+        from arag.tools.chunk_read import chunk_titles
+
+        return self.ctx.titles_of(chunk_ids) if isinstance(self.ctx, RemoteTools) else chunk_titles(self.ctx, chunk_ids)
 
     def close(self) -> None:
         if self._own_backend:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 # Model config keys that change speed, capacity or plumbing, not replies (llamacpp threads, an
@@ -42,6 +41,10 @@ class RunSettings:
     questions_sha256: str
     index_path: str | None = None
     index_build_fingerprint: str | None = None
+    # A served index (pipelines.serve) instead of index_path, and the environment variable holding
+    # its token; how the index is reached, not which index: not part of the run id.
+    index_url: str | None = None
+    index_token_env: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row)."""
@@ -84,15 +87,3 @@ class RunSettings:
 
 def _drop(cfg: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in keys}
-
-
-def index_build_fingerprint(index_path: str | Path) -> str:
-    """The index's own fingerprint (manifest.json), else a hash of the manifest: a rebuilt index
-    with other settings is another run; the same index moved elsewhere is the same run."""
-    manifest_path = Path(index_path) / "manifest.json"
-    data = manifest_path.read_bytes()
-    try:
-        fp = json.loads(data).get("fingerprint")
-    except ValueError:
-        fp = None
-    return str(fp) if fp else "manifest-" + hashlib.sha256(data).hexdigest()[:16]

@@ -48,6 +48,12 @@ def lookup_ids(ctx: "ToolContext", chunk_ids: list[str]) -> dict[str, int]:
     return {c: int(o) for c, o in rows}
 
 
+def chunk_titles(ctx: "ToolContext", chunk_ids: list[str]) -> dict[str, str]:
+    """{chunk id: title} of the given ids that exist and have a title (evaluation's evidence recall)."""
+    rows = ctx.sql("SELECT chunk_id, title FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
+    return {c: t for c, t in rows if t is not None}
+
+
 def neighbours(ctx: "ToolContext", ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
     """(previous id, next id) of each chunk: the chunks of the same document at position ∓ 1.
 
