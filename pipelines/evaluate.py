@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from arag.conf_files import conf_dir
 from arag.evaluation.questions import QuestionFileError, load_questions
 from arag.evaluation.results import RunLockedError, RunStore
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.settings import RunSettings, answer_style_for
 from arag.index.fingerprint import index_build_fingerprint
 from arag.index.store import IncompleteIndexError, open_index
 from arag.methods import method_from_config
@@ -47,6 +47,8 @@ def dataset_name(cfg: DictConfig, questions_name: str) -> str:
 
 def run_settings(cfg: DictConfig, question_set) -> RunSettings:
     method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
+    # short answers for the multi-hop sets, free-form for GraphRAG-Bench, unless the method sets one
+    method_cfg.setdefault("answer_style", answer_style_for(dataset_name(cfg, question_set.name)))
     method = method_from_config(method_cfg)
     index_path = fingerprint = None
     index_url = OmegaConf.select(cfg, "index.url", default=None)

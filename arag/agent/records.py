@@ -43,6 +43,8 @@ class Episode:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     model_calls: list[ModelCallRecord] = field(default_factory=list)
     invalid_replies: int = 0
+    refused_calls: int = 0  # tool calls after the first in one reply: not run (one tool per step)
+    truncated_observations: int = 0  # tool results cut to fit the context window
     guard_rails: dict[str, Any] = field(default_factory=dict)
     guard_rail_events: list[str] = field(default_factory=list)
     agent: dict[str, Any] = field(default_factory=dict)  # loop settings (max_steps, token budget, …)

@@ -14,6 +14,15 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+# Datasets graded on long-form answers (GraphRAG-Bench); every other dataset gets short answers.
+FREE_FORM_DATASETS = ("graphrag-bench",)
+
+
+def answer_style_for(dataset: str) -> str:
+    """The answer style (arag.methods.base.ANSWER_STYLES) a dataset's gold answers call for."""
+    return "free_form" if dataset.startswith(FREE_FORM_DATASETS) else "short"
+
+
 # Model config keys that change speed, capacity or plumbing, not replies (llamacpp threads, an
 # endpoint's address and limits, vLLM engine placement and memory, the scripted double's delay).
 RUNTIME_MODEL_KEYS = frozenset(

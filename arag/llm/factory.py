@@ -9,8 +9,10 @@ from typing import Any, Mapping
 from arag.llm.base import LLMBackend
 from arag.strict_settings import check_keys, constructor_keys
 
-# Keys of a model config that are for the agent, not the backend constructor.
-AGENT_KEYS = ("backend", "protocol")
+# Keys of a model config that are for the agent, not the backend constructor: `guard_rails` are the
+# agent.guard_rails a small model needs to act as an agent (conf/ask.yaml and conf/evaluate.yaml
+# take their defaults from it, so runs record them in their identity).
+AGENT_KEYS = ("backend", "protocol", "guard_rails")
 KINDS = ("llamacpp", "openai", "scripted", "vllm")
 
 

@@ -36,7 +36,7 @@ class NaiveRagMethod(Method):
             error=result.error,
             chunk_ids=[h.chunk_id for h in result.results],
         )
-        messages = [Message("system", self.system_prompt), Message("user", self.user_template.format(question=question, context=result.text))]
+        messages = [Message("system", self.system_text), Message("user", self.user_template.format(question=question, context=result.text))]
         return messages, [record]
 
     def describe(self) -> dict[str, Any]:
