@@ -45,7 +45,7 @@ class JudgeConfig:
     system_prompt: str
     user_template: str  # fields: {question}, {gold}, {prediction}
     enabled: bool = True
-    max_tokens: int = 32
+    max_tokens: int | None = None  # None: the judge backend's own cap (by model family)
     attempts: int = 3  # tries per question: retryable LLM errors and unusable replies
     skip_exact: bool = True
 

@@ -104,10 +104,12 @@ class EpisodeRunner:
         row.retrieved_tokens = episode.retrieved_tokens
         row.prompt_tokens, row.completion_tokens, row.reasoning_tokens = tokens["prompt_tokens"], tokens["completion_tokens"], tokens["reasoning_tokens"]
         row.model_calls = len(episode.model_calls)
-        row.contain_acc, row.exact_match, row.f1 = scores.contain_acc, scores.exact_match, scores.f1
+        row.contain_acc, row.contain_acc_token, row.exact_match, row.f1 = scores.contain_acc, scores.contain_acc_token, scores.exact_match, scores.f1
+        row.refused_calls, row.truncated_observations = episode.refused_calls, episode.truncated_observations
         self._set_verdict(row, verdict)
         row.evidence_supporting, row.evidence_seen, row.evidence_read = evidence.n_supporting, evidence.found_seen, evidence.found_read
         row.evidence_recall_seen, row.evidence_recall_read = evidence.recall_seen, evidence.recall_read
+        row.evidence_recall_at_2, row.evidence_recall_at_5 = (evidence.at_k or {}).get(2), (evidence.at_k or {}).get(5)
         row.wall_s = episode.wall_s + verdict.latency_s
         row.llm_s = sum(m.latency_s for m in episode.model_calls)
         row.tool_s = sum(c.latency_s for c in episode.tool_calls)

@@ -67,10 +67,15 @@ def test_shortcuts_no_answer_exact_match_and_disabled():
 
 
 def test_the_default_config_prompt_formats():
+    """The default judge is the paper preset (lenient, no question shown); `judge=strict` is ours."""
     from omegaconf import OmegaConf
 
     from tests.evaluation.conftest import compose_evaluate
 
     cfg = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate().judge, resolve=True))
     msgs = Judge(ScriptedBackend([]), cfg).messages("Q?", ["A", "B"], "C")
-    assert "Reference answer: A | B" in msgs[1].content and '{"verdict": "correct"}' in msgs[1].content
+    assert "Gold answer: A | B" in msgs[1].content and '{"verdict": "correct"}' in msgs[1].content and "Q?" not in msgs[1].content
+    assert "key information" in " ".join(msgs[0].content.split()) and "contradicts" in msgs[0].content and cfg.max_tokens is None
+    strict = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate("judge=strict").judge, resolve=True))
+    msgs = Judge(ScriptedBackend([]), strict).messages("Q?", ["A", "B"], "C")
+    assert "Reference answer: A | B" in msgs[1].content and "Question: Q?" in msgs[1].content
