@@ -175,7 +175,7 @@ def summarize_run(run_dir: Path, question_ids: list[str]) -> dict[str, Any]:
     row = con.execute(
         """
         SELECT count(*), count(*) FILTER (status = 'ok'), count(*) FILTER (status = 'failed'),
-               avg(contain_acc), avg(llm_acc), count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1),
+               avg(contain_acc) FILTER (coalesce(judge_status, '') <> 'failed'), avg(llm_acc), count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1),
                avg(evidence_recall_read), avg(evidence_recall_seen), avg(retrieved_tokens), avg(steps), avg(wall_s)
         FROM read_parquet($files) WHERE question_id IN (SELECT qid FROM wanted)
         """,
@@ -197,7 +197,7 @@ def format_summary(s: dict[str, Any]) -> str:
     if s["stored"]:
         lines.append(
             f"contain-acc {pct('contain_acc')}  llm-acc {pct('llm_acc')}"
-            + (f" ({s['judge_failed']} judge failures, not counted)" if s.get("judge_failed") else "")
+            + (f" (both over the same questions: {s['judge_failed']} judge failures left out)" if s.get("judge_failed") else "")
             + f"  EM {pct('exact_match')}  F1 {pct('f1')}  evidence read {pct('evidence_recall_read')} / seen {pct('evidence_recall_seen')}"
             + f"  retrieved tokens {s['retrieved_tokens'] or 0:.0f}  steps {s['steps'] or 0:.1f}"
         )

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 # Datasets graded on long-form answers (GraphRAG-Bench); every other dataset gets short answers.
@@ -66,6 +69,8 @@ class RunSettings:
             "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
             "judge": _drop(self.judge, RUNTIME_JUDGE_KEYS),
             "judge_model": "agent" if self.judge_model is None else _drop(self.judge_model, RUNTIME_MODEL_KEYS),
+            "texts": model_texts(self.method, self.model.get("protocol", "json")),
+            "code": code_version(),
         }
 
     @property
@@ -96,3 +101,41 @@ class RunSettings:
 
 def _drop(cfg: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in keys}
+
+
+def model_texts(method_cfg: dict[str, Any], protocol: str) -> dict[str, Any]:
+    """Every text the model sees besides the question: the method's prompts (answer style in place),
+    the tool descriptions and parameter schemas, the action protocol's instructions and the loop's
+    notes. Part of the run id, so a reworded prompt or tool description starts a new run."""
+    from arag.agent import loop
+    from arag.agent.protocols import describe_actions
+    from arag.methods import method_from_config
+
+    method = method_from_config(dict(method_cfg))
+    schemas = method.tool_schemas()
+    return {
+        "method": method.texts(),
+        "tools": schemas,
+        "protocol": protocol,
+        "actions": describe_actions(schemas) if schemas else None,
+        "notes": [loop.EXTRA_CALL_NOTE, loop.TRUNCATION_NOTE],
+    }
+
+
+@lru_cache(maxsize=1)
+def code_version() -> dict[str, str | None]:
+    """The package version and, in a git checkout, the commit (an installed package has none)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        package = version("arag")
+    except PackageNotFoundError:
+        package = None
+    root = Path(__file__).resolve().parents[2]
+    commit = None
+    if (root / ".git").exists():
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            commit = None
+    return {"version": package, "commit": commit}
