@@ -74,6 +74,7 @@ def main() -> None:
     args = p.parse_args()
 
     from arag.llm.vllm import VLLMBackend
+    from arag.runtime import vllm_engine  # noqa: F401  (connects the backend to its Ray engine actors)
     from arag.runtime.cluster import init_ray
 
     questions = [json.loads(line) for line in open(args.questions)][: args.n]

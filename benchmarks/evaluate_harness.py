@@ -1,6 +1,6 @@
 """Harness overhead of `pipelines.evaluate`: episodes/min when the model answers instantly.
 
-    python benchmarks/evaluate_harness.py [--index /work/indexes/2wiki] [--n 300] [--workers 1,2] [--concurrency 8] [--semantic]
+    python benchmarks/evaluate_harness.py [--index indexes/2wiki] [--n 300] [--workers 1,2] [--concurrency 8] [--semantic]
 
 The scripted backend replays the same actions for every question (keyword_search, semantic_search
 with --semantic, chunk_read of a real chunk, then an answer) with no model latency, and a scripted
@@ -36,8 +36,10 @@ from arag.agent import Agent, AgentConfig  # noqa: E402
 from arag.evaluation.questions import load_questions  # noqa: E402
 from arag.evaluation.results import RunStore  # noqa: E402
 from arag.evaluation.runner import EpisodeRunner  # noqa: E402
-from arag.evaluation.settings import RunSettings, index_fingerprint  # noqa: E402
+from arag.evaluation.settings import RunSettings  # noqa: E402
+from arag.index.fingerprint import index_build_fingerprint  # noqa: E402
 from arag.llm.scripted import ScriptedBackend  # noqa: E402
+from arag.conf_files import conf_path  # noqa: E402
 from arag.methods import METHOD_CONF_DIR, method_from_config  # noqa: E402
 from arag.tools import ToolContext  # noqa: E402
 
@@ -45,10 +47,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def default_index() -> str:
-    for candidate in ("/work/indexes/2wiki", str(REPO / "indexes" / "2wiki")):
-        if (Path(candidate) / "manifest.json").exists():
-            return candidate
-    return str(REPO / "indexes" / "2wiki")
+    """$ARAG_2WIKI_INDEX, else where the README's first command writes the 2Wiki index."""
+    return os.environ.get("ARAG_2WIKI_INDEX") or str(REPO / "indexes" / "2wiki")
 
 
 def script_for(ctx: ToolContext, semantic: bool) -> list[dict]:
@@ -60,7 +60,7 @@ def script_for(ctx: ToolContext, semantic: bool) -> list[dict]:
 
 
 def settings_for(args, script: list[dict], question_set) -> RunSettings:
-    conf = yaml.safe_load((REPO / "conf" / "evaluate.yaml").read_text())
+    conf = yaml.safe_load(conf_path("evaluate.yaml").read_text())
     judge = {k: v for k, v in conf["judge"].items() if k != "model"}
     agent = {k: v for k, v in conf["agent"].items()}
     return RunSettings(
@@ -73,7 +73,7 @@ def settings_for(args, script: list[dict], question_set) -> RunSettings:
         questions_path=str(question_set.path.resolve()),
         questions_sha256=question_set.sha256,
         index_path=str(Path(args.index).resolve()),
-        index_fingerprint=index_fingerprint(args.index),
+        index_build_fingerprint=index_build_fingerprint(args.index),
     )
 
 

@@ -13,21 +13,24 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.agent import Agent, AgentConfig
 from arag.agent.render import render_episode
+from arag.conf_files import conf_dir
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
+from pipelines.settings import check_ask_config
 
 
 def build_agent(cfg: DictConfig):
-    """(agent, backend, tool context) from an ask/evaluate config."""
+    """(agent, backend, tool context) from an ask config (its keys checked first)."""
+    check_ask_config(cfg)
     method = method_from_config(OmegaConf.to_container(cfg.method, resolve=True))
     ctx = None
     if method.needs_index():
-        if not cfg.index.path:
-            raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
-        from arag.tools import ToolContext
+        from arag.service.client import open_tools
 
-        ctx = ToolContext(str(cfg.index.path))
+        ctx = open_tools(cfg.index.path, cfg.index.get("url"), token_env=cfg.index.get("token_env"), require_tools=method.tools)
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
+    if model_cfg.get("backend") == "vllm":
+        from arag.runtime import vllm_engine  # noqa: F401  (its engines are Ray actors; Ray loads only for this backend)
     backend = make_backend(model_cfg)
     agent_cfg = AgentConfig.from_dict(OmegaConf.to_container(cfg.agent, resolve=True))
     agent = Agent(backend, method, ctx, protocol=model_cfg.get("protocol", "json"), config=agent_cfg)
@@ -45,7 +48,7 @@ def ask(cfg: DictConfig):
             ctx.close()
 
 
-@hydra.main(config_path="../conf", config_name="ask", version_base="1.3")
+@hydra.main(config_path=str(conf_dir()), config_name="ask", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     if not cfg.question:
         sys.exit('error: give the question: question="..."')

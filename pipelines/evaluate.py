@@ -18,11 +18,14 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from arag.conf_files import conf_dir
 from arag.evaluation.questions import QuestionFileError, load_questions
 from arag.evaluation.results import RunLockedError, RunStore
-from arag.evaluation.settings import RunSettings, index_fingerprint
+from arag.evaluation.settings import RunSettings, answer_style_for
+from arag.index.fingerprint import index_build_fingerprint
 from arag.index.store import IncompleteIndexError, open_index
 from arag.methods import method_from_config
+from pipelines.settings import check_evaluate_config
 
 log = logging.getLogger("pipelines.evaluate")
 
@@ -44,15 +47,24 @@ def dataset_name(cfg: DictConfig, questions_name: str) -> str:
 
 def run_settings(cfg: DictConfig, question_set) -> RunSettings:
     method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
+    # short answers for the multi-hop sets, free-form for GraphRAG-Bench, unless the method sets one
+    method_cfg.setdefault("answer_style", answer_style_for(dataset_name(cfg, question_set.name)))
     method = method_from_config(method_cfg)
     index_path = fingerprint = None
-    if method.needs_index():
+    index_url = OmegaConf.select(cfg, "index.url", default=None)
+    token_env = OmegaConf.select(cfg, "index.token_env", default=None)
+    if method.needs_index() and index_url:
+        from arag.service.client import open_tools
+
+        with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:  # fails now, not in every worker
+            fingerprint = served.fingerprint  # the served index's own: the same run as with index.path
+    elif method.needs_index():
         given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
         if not given:
-            raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
+            raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
         index_path = str(Path(str(given)).resolve())
         open_index(index_path)  # fails now, with the path named, rather than in every worker
-        fingerprint = index_fingerprint(index_path)
+        fingerprint = index_build_fingerprint(index_path)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
     return RunSettings(
@@ -65,7 +77,9 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
         questions_path=str(question_set.path.resolve()),
         questions_sha256=question_set.sha256,
         index_path=index_path,
-        index_fingerprint=fingerprint,
+        index_build_fingerprint=fingerprint,
+        index_url=str(index_url) if method.needs_index() and index_url else None,
+        index_token_env=token_env,
     )
 
 
@@ -84,6 +98,7 @@ def evaluate(cfg: DictConfig, *, out=sys.stdout) -> dict[str, Any]:
     from arag.runtime.evaluate_job import EvalRuntime, run_episodes
 
     started = time.time()
+    check_evaluate_config(cfg)
     questions_path = OmegaConf.select(cfg, "questions.path", throw_on_resolution_failure=False)
     if not questions_path:
         raise QuestionFileError("choose the benchmark with +corpus=<name> (its questions.jsonl in data_dir) or give questions.path=<file>")
@@ -160,7 +175,7 @@ def summarize_run(run_dir: Path, question_ids: list[str]) -> dict[str, Any]:
     row = con.execute(
         """
         SELECT count(*), count(*) FILTER (status = 'ok'), count(*) FILTER (status = 'failed'),
-               avg(contain_acc), avg(llm_acc), count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1),
+               avg(contain_acc) FILTER (coalesce(judge_status, '') <> 'failed'), avg(llm_acc), count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1),
                avg(evidence_recall_read), avg(evidence_recall_seen), avg(retrieved_tokens), avg(steps), avg(wall_s)
         FROM read_parquet($files) WHERE question_id IN (SELECT qid FROM wanted)
         """,
@@ -182,7 +197,7 @@ def format_summary(s: dict[str, Any]) -> str:
     if s["stored"]:
         lines.append(
             f"contain-acc {pct('contain_acc')}  llm-acc {pct('llm_acc')}"
-            + (f" ({s['judge_failed']} judge failures, not counted)" if s.get("judge_failed") else "")
+            + (f" (both over the same questions: {s['judge_failed']} judge failures left out)" if s.get("judge_failed") else "")
             + f"  EM {pct('exact_match')}  F1 {pct('f1')}  evidence read {pct('evidence_recall_read')} / seen {pct('evidence_recall_seen')}"
             + f"  retrieved tokens {s['retrieved_tokens'] or 0:.0f}  steps {s['steps'] or 0:.1f}"
         )
@@ -190,13 +205,14 @@ def format_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
+@hydra.main(config_path=str(conf_dir()), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate_job import EvaluationError
+    from arag.service.client import ToolServerError
 
     try:
         summary = evaluate(cfg)
-    except (QuestionFileError, RunLockedError, EvaluationError, IncompleteIndexError, FileNotFoundError, ImportError, ValueError) as exc:
+    except (QuestionFileError, RunLockedError, EvaluationError, IncompleteIndexError, FileNotFoundError, ImportError, ValueError, ToolServerError) as exc:
         sys.exit(f"error: {exc}")
     except KeyboardInterrupt:
         print("interrupted: the episodes received so far are stored; rerun the same command to finish", file=sys.stderr)

@@ -10,6 +10,7 @@ from functools import partial
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from arag.conf_files import conf_dir
 from arag.corpus.readers import CorpusError, corpus_spec_from_config
 from arag.index.build import IndexDirectoryError, IndexSettings, sample_rejects
 from arag.index.embedding import EmbedderSpec
@@ -17,6 +18,7 @@ from arag.index.layout import IndexLayout
 from arag.index.parts import ChunkingSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.index_job import EmbedRuntime, build_index
+from pipelines.settings import check_index_config
 
 log = logging.getLogger("pipelines.index")
 
@@ -30,11 +32,12 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
     )
 
 
-@hydra.main(config_path="../conf", config_name="index", version_base="1.3")
+@hydra.main(config_path=str(conf_dir()), config_name="index", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     if "corpus" not in cfg:
         sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, graphrag-bench-medical, graphrag-bench-novel, jsonl, json, parquet)")
     try:
+        check_index_config(cfg)
         settings = settings_from_config(cfg)
         result = build_index(
             settings,

@@ -8,12 +8,15 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from arag.conf_files import conf_dir
 from arag.evaluation.report import build_report
+from pipelines.settings import check_report_config
 
 
-@hydra.main(config_path="../conf", config_name="report", version_base="1.3")
+@hydra.main(config_path=str(conf_dir()), config_name="report", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     try:
+        check_report_config(cfg)
         report = build_report(str(cfg.results.path), cfg.report.path, where=cfg.report.where, title=str(cfg.report.title))
     except (FileNotFoundError, ValueError) as exc:
         sys.exit(f"error: {exc}")

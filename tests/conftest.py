@@ -65,33 +65,9 @@ def ray_local():
 
 # Optional parts (the embedded model, llama.cpp's server, vLLM, the real 2Wiki index) skip their tests
 # where they are absent, which is right on a laptop and wrong in CI: there `.ci/run` installs them and
-# names the test files in ARAG_REQUIRE_TESTS, and a skip in one of those files fails the run.
-REQUIRED_TEST_FILES = os.environ.get("ARAG_REQUIRE_TESTS", "").split()
-_required_but_skipped: list[str] = []
+# names the test files in ARAG_REQUIRE_TESTS; tests/required_tests.py fails the run when one of them
+# skips or is not there at all.
+def pytest_configure(config) -> None:
+    from tests.required_tests import RequiredTests
 
-
-def _note_required_skip(report) -> None:
-    path = report.nodeid.split("::", 1)[0]
-    if report.skipped and any(path.endswith(name) for name in REQUIRED_TEST_FILES):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        _required_but_skipped.append(f"{report.nodeid}: {reason}")
-
-
-def pytest_collectreport(report) -> None:
-    _note_required_skip(report)
-
-
-def pytest_runtest_logreport(report) -> None:
-    _note_required_skip(report)
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    if _required_but_skipped:
-        terminalreporter.section("required tests skipped (ARAG_REQUIRE_TESTS)", red=True)
-        for line in _required_but_skipped:
-            terminalreporter.line(line)
-
-
-def pytest_sessionfinish(session, exitstatus) -> None:
-    if _required_but_skipped and exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    config.pluginmanager.register(RequiredTests.from_env(config), "arag-required-tests")

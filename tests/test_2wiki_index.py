@@ -2,12 +2,11 @@
 manifest, the chunk and sentence Parquet files and the FAISS shards agree with each other row for row.
 
 Slow in spirit (it reads a real index); skipped without one. CI builds it and requires this file
-(ARAG_REQUIRE_TESTS in .ci/run). The index is looked up at $ARAG_2WIKI_INDEX, else /work/indexes/2wiki.
+(ARAG_REQUIRE_TESTS in .ci/run). The index is looked up at $ARAG_2WIKI_INDEX, else indexes/2wiki in the checkout (tests/paths.py).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import duckdb
@@ -15,8 +14,9 @@ import faiss
 import pytest
 
 from arag.index.store import open_index
+from tests.paths import TWOWIKI_INDEX
 
-INDEX = Path(os.environ.get("ARAG_2WIKI_INDEX", "/work/indexes/2wiki"))
+INDEX = TWOWIKI_INDEX
 
 pytestmark = [
     pytest.mark.slow,

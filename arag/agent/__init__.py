@@ -6,6 +6,6 @@
 """
 
 from arag.agent.loop import Agent, AgentConfig, GuardRails
-from arag.agent.records import ANSWERED, FAILED, Episode, ModelCallRecord, ToolCallRecord
+from arag.agent.records import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 
-__all__ = ["ANSWERED", "FAILED", "Agent", "AgentConfig", "Episode", "GuardRails", "ModelCallRecord", "ToolCallRecord"]
+__all__ = ["ANSWERED", "EPISODE_FAILED", "Agent", "AgentConfig", "Episode", "GuardRails", "ModelCallRecord", "ToolCallRecord"]

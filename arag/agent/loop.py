@@ -22,17 +22,27 @@ from typing import TYPE_CHECKING, Any
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol
-from arag.agent.records import ANSWERED, FAILED, Episode, ModelCallRecord, ToolCallRecord
+from arag.agent.records import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 from arag.index.tokens import count_tokens
 from arag.llm.base import LLMBackend
 from arag.llm.types import Completion, LLMError, Message
+from arag.strict_settings import from_settings
 
-if TYPE_CHECKING:  # methods build on the agent's records; importing them here would be circular
-    from arag.methods.base import Method
+from arag.methods.base import Method
+
+if TYPE_CHECKING:  # the tools (and their index readers) load only when an episode needs them
     from arag.tools import ToolContext
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.
 MESSAGE_OVERHEAD_TOKENS = 4
+# Tools whose results are whole chunk texts (the read-before-answer guard rail looks for one of them).
+WHOLE_CHUNK_TOOLS = frozenset({"chunk_read", "naive_embedding_search"})
+# What the agent reads instead of the result of a second (third, ...) tool call in one reply.
+EXTRA_CALL_NOTE = "Not run: only one tool call is carried out per step. Call it again in your next step if you still need it."
+# Appended to an observation cut to fit the context window.
+TRUNCATION_NOTE = "\n[Result cut here: it did not fit in the remaining context. Read fewer chunks at a time, or answer from what you have.]"
+# Default token budget: the paper code's (128k), capped by the model's context window (fit_budget).
+PAPER_TOKEN_BUDGET = 128_000
 # Room kept free in a model's context window beyond the token budget: the last step's tool results
 # (which may cross the budget) and the final-answer request must still fit.
 CONTEXT_MARGIN_TOKENS = 1536
@@ -43,8 +53,9 @@ class GuardRails:
     """Extra help for small models; all off by default (the paper's methods run without them) and
     recorded in every episode.
 
-    require_read_before_answer: refuse an answer until some tool call has put content into the
-        context, at most `max_refusals` times per episode (then the answer is accepted).
+    require_read_before_answer: refuse an answer until some tool call has put whole chunk text into
+        the context (chunk_read, a whole-chunk search, or any search of a `full_text` method; search
+        snippets are not enough), at most `max_refusals` times per episode (then it is accepted).
     tool_steps: the first `tool_steps` steps may only call tools: the JSON action schema of those
         steps has no answer branch, so the grammar itself rules out answering from memory
         (JSON protocol only).
@@ -61,7 +72,7 @@ class GuardRails:
 @dataclass
 class AgentConfig:
     max_steps: int = 15
-    token_budget: int | None = 32_000  # conversation tokens (prompt + reply) that trigger the forced answer
+    token_budget: int | None = PAPER_TOKEN_BUDGET  # conversation tokens (prompt + reply) that trigger the forced answer
     max_reply_tokens: int | None = None  # per model call; None: the backend's own default
     llm_attempts: int = 4  # tries per model call (1 + retries) for retryable LLM errors
     backoff_initial_s: float = 1.0
@@ -72,9 +83,9 @@ class AgentConfig:
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> "AgentConfig":
-        cfg = dict(cfg)
-        cfg["guard_rails"] = GuardRails(**(cfg.get("guard_rails") or {}))
-        return cls(**cfg)
+        """From the `agent` config group; an unknown key (here or in guard_rails) lists the valid ones."""
+        guard_rails = from_settings(GuardRails, cfg.get("guard_rails") or {}, "agent.guard_rails")
+        return from_settings(cls, cfg, "agent", guard_rails=guard_rails)
 
 
 class EpisodeFailed(Exception):
@@ -130,9 +141,9 @@ class Agent:
         try:
             await self._episode(question, episode, ReadTracker(), messages)
         except EpisodeFailed as exc:
-            episode.status, episode.failure, episode.answer = FAILED, str(exc), None
+            episode.status, episode.failure, episode.answer = EPISODE_FAILED, str(exc), None
         except Exception as exc:  # a bug in a method or backend: record it, never lose the batch
-            episode.status, episode.failure, episode.answer = FAILED, f"{type(exc).__name__}: {str(exc)[:500]}", None
+            episode.status, episode.failure, episode.answer = EPISODE_FAILED, f"{type(exc).__name__}: {str(exc)[:500]}", None
         episode.wall_s = time.perf_counter() - started
         if cfg.keep_messages and messages:
             episode.messages = [m.to_openai() for m in messages]
@@ -161,6 +172,7 @@ class Agent:
             messages.append(self.protocol.assistant_message(completion))
             conversation = reported_size(completion, conversation + estimate_tokens(messages[-1]))
             answer = None
+            ran_tool = False
             for action in self.protocol.parse(completion):
                 if isinstance(action, InvalidAction):
                     ep.invalid_replies += 1
@@ -168,13 +180,19 @@ class Agent:
                 elif isinstance(action, AnswerAction):
                     if self._refuse_answer(ep, refusals):
                         refusals += 1
-                        ep.guard_rail_events.append(f"step {step}: answer refused (nothing read yet)")
-                        note = self.protocol.feedback("Do not answer yet: you have not read anything from the collection. Use a tool first.")
+                        ep.guard_rail_events.append(f"step {step}: answer refused (no chunk read in full yet)")
+                        note = self.protocol.feedback("Do not answer yet: you have not read any chunk in full. Search results are only snippets: read the relevant chunks with chunk_read first.")
                     else:
                         answer = action.text
                         break
+                elif ran_tool:
+                    # One tool per step (the paper's setting): later calls of the same reply are not run.
+                    ep.refused_calls += 1
+                    note = self.protocol.observation(action, EXTRA_CALL_NOTE)
                 else:
+                    ran_tool = True
                     note = await self._run_tool(action, step, ep, tracker)
+                    note = self._fit_observation(action, note, conversation, ep, step)
                 messages.append(note)
                 conversation += estimate_tokens(note)
             if answer is not None:
@@ -184,7 +202,7 @@ class Agent:
         # Out of steps or tokens: one last call without tools.
         ep.forced = True
         ep.forced_reason = ep.forced_reason or "max_steps"
-        messages.append(Message("user", self.method.final_prompt))
+        messages.append(Message("user", self.method.final_text))
         completion = await self._call_model(messages, self.protocol.request([]), ep.steps + 1, ep, final=True)
         messages.append(self.protocol.assistant_message(completion))
         answers = [a for a in self.protocol.parse(completion) if isinstance(a, AnswerAction)]
@@ -193,16 +211,42 @@ class Agent:
             raise EpisodeFailed(f"the forced final reply was not an answer: {(completion.text or '')[:200]!r}")
         ep.answer, ep.status = answers[0].text, ANSWERED
 
+    def _fit_observation(self, action: ToolAction, note: Message, conversation: int, ep: Episode, step: int) -> Message:
+        """An observation must leave room in the model's context window for the forced-answer prompt
+        and a reply (without a known window: cross the budget by at most CONTEXT_MARGIN_TOKENS); a
+        larger one is cut to fit, with a note to the agent, so the forced answer always happens."""
+        if self.config.token_budget is None:
+            return note
+        window = getattr(self.backend, "context_window", None)
+        ceiling = window - (self.config.max_reply_tokens or self.backend.max_tokens) if window else self.config.token_budget + CONTEXT_MARGIN_TOKENS
+        room = ceiling - conversation - estimate_tokens(Message("user", self.method.final_text))
+        size = estimate_tokens(note)
+        if size <= room:
+            return note
+        room = int(room * 0.9) - 16  # the backend's tokenizer may count the cut text higher than cl100k does
+        text = note_text(note, action, self.protocol)
+        keep = max(0, room - (size - count_tokens(text)) - count_tokens(TRUNCATION_NOTE))
+        cut = self.protocol.observation(action, truncate_tokens(text, keep) + TRUNCATION_NOTE)
+        while keep > 0 and estimate_tokens(cut) > room:  # token counts of joined pieces are not additive
+            keep = max(0, keep - (estimate_tokens(cut) - room))
+            cut = self.protocol.observation(action, truncate_tokens(text, keep) + TRUNCATION_NOTE)
+        ep.truncated_observations += 1
+        ep.guard_rail_events.append(f"step {step}: {action.name} result cut from {size} to {estimate_tokens(cut)} tokens to fit the context window")
+        return cut
+
     def _json_instructions(self) -> str:
         from arag.agent.protocols import describe_actions
 
         if not self.tool_schemas:
-            return 'Reply with exactly one JSON object and nothing else: {"answer": "<short answer>"}'
+            return 'Reply with exactly one JSON object and nothing else: {"answer": "<answer>"}'
         return describe_actions(self.tool_schemas)
 
     def _refuse_answer(self, ep: Episode, refusals: int) -> bool:
         rails = self.config.guard_rails
-        return bool(rails.require_read_before_answer and self.allowed and ep.retrieved_tokens == 0 and refusals < rails.max_refusals)
+        if not (rails.require_read_before_answer and self.allowed and refusals < rails.max_refusals):
+            return False
+        read = any(c.retrieved_tokens and not c.error and (c.name in WHOLE_CHUNK_TOOLS or self.method.full_text) for c in ep.tool_calls)
+        return not read
 
     async def _call_model(self, messages: list[Message], request: dict[str, Any], step: int, ep: Episode, final: bool) -> Completion:
         cfg = self.config
@@ -267,9 +311,24 @@ def fit_budget(config: AgentConfig, backend: LLMBackend) -> AgentConfig:
     if not window:
         return config
     reply = config.max_reply_tokens or backend.max_tokens
-    limit = max(256, window - 2 * reply - CONTEXT_MARGIN_TOKENS)
+    limit = max(256, window - reply - CONTEXT_MARGIN_TOKENS)
     budget = limit if config.token_budget is None else min(config.token_budget, limit)
     return replace(config, token_budget=budget)
+
+
+def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> str:
+    """The tool result inside an observation message (the JSON protocol prefixes the tool name)."""
+    prefix = protocol.observation(action, "").content
+    text = note.content or ""
+    return text[len(prefix):] if prefix and text.startswith(prefix) else text
+
+
+def truncate_tokens(text: str, max_tokens: int) -> str:
+    """The first `max_tokens` tokens of `text` (cl100k_base, the budget's tokenizer)."""
+    from arag.index.tokens import encoding
+
+    tokens = encoding().encode_ordinary(text)
+    return text if len(tokens) <= max_tokens else encoding().decode(tokens[:max_tokens])
 
 
 def recorded_arguments(arguments: Any) -> Any:

@@ -101,7 +101,7 @@ def describe_actions(tool_schemas: list[dict[str, Any]]) -> str:
         note = f" ({', '.join(optional)} optional)" if optional else ""
         lines.append(f'  {{"tool": "{fn["name"]}", "arguments": {{{args}}}}}{note}')
         lines.append(f"    {fn['description']}")
-    lines.append('or give your final answer: {"answer": "<short answer>"}')
+    lines.append('or give your final answer: {"answer": "<answer>"}')
     return "\n".join(lines)
 
 

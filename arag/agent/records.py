@@ -6,21 +6,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from arag.methods.records import ToolCallRecord
+
 # Episode.status values.
 ANSWERED = "answered"  # the model gave an answer (possibly forced: see `forced`)
-FAILED = "failed"  # no answer: the LLM kept failing, or a non-retryable error; never scored
-
-
-@dataclass
-class ToolCallRecord:
-    step: int
-    name: str
-    arguments: Any  # as the model wrote them (a dict, or raw text when it was not valid JSON)
-    text: str  # what the model was shown
-    retrieved_tokens: int = 0
-    latency_s: float = 0.0
-    error: str | None = None
-    chunk_ids: list[str] = field(default_factory=list)
+EPISODE_FAILED = "failed"  # no answer: the LLM kept failing, or a non-retryable error; never scored
 
 
 @dataclass
@@ -53,6 +43,8 @@ class Episode:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     model_calls: list[ModelCallRecord] = field(default_factory=list)
     invalid_replies: int = 0
+    refused_calls: int = 0  # tool calls after the first in one reply: not run (one tool per step)
+    truncated_observations: int = 0  # tool results cut to fit the context window
     guard_rails: dict[str, Any] = field(default_factory=dict)
     guard_rail_events: list[str] = field(default_factory=list)
     agent: dict[str, Any] = field(default_factory=dict)  # loop settings (max_steps, token budget, …)

@@ -16,6 +16,9 @@ def _clip(text: str, lines: int) -> str:
 
 def render_episode(ep: Episode, observation_lines: int = 12) -> str:
     out = [f"question: {ep.question}", f"method: {ep.method}   model: {ep.backend.get('model')} ({ep.backend.get('backend')}, {ep.protocol} protocol)"]
+    rails = {k: v for k, v in (ep.guard_rails or {}).items() if k != "max_refusals" and v}
+    if rails:
+        out.append("guard rails on: " + ", ".join(f"{k}={v}" for k, v in rails.items()) + " (help for small models, not part of the paper's method)")
     by_step: dict[int, list] = {}
     for call in ep.tool_calls:
         by_step.setdefault(call.step, []).append(call)
@@ -36,6 +39,8 @@ def render_episode(ep: Episode, observation_lines: int = 12) -> str:
             out.append(f"  → {call.name} {json.dumps(call.arguments, ensure_ascii=False)[:300]}  ({status}, {call.latency_s:.2f}s)")
             out.append(_clip(call.text, observation_lines))
     out.append("")
+    if ep.refused_calls:
+        out.append(f"{ep.refused_calls} extra tool call(s) not run (one tool per step)")
     if ep.guard_rail_events:
         out.append("guard rails: " + "; ".join(ep.guard_rail_events))
     if ep.status == "failed":

@@ -4,14 +4,19 @@ Two levels, from the episode's tool calls (their result chunk ids):
   seen: the chunk appeared in any tool's results (a search snippet, a whole chunk, a chunk_read);
   read: the chunk's full text was put into the context: chunk_read, naive_embedding_search (whole
         chunks, also naive_rag's retrieval), or keyword/semantic search of a `full_text` method.
-`read` is a subset of `seen`. A supporting title counts when any chunk of a document with that
-title is in the set; recall = found titles / supporting titles (None when a question lists none).
+`read` is a subset of `seen`. A supporting title counts when any chunk covering a document with
+that title is in the set; recall = found titles / supporting titles (None when a question lists none).
+A chunk may cover several documents (packed chunking, `index.chunking=packed`): its title field then
+holds every title it covers, joined by TITLE_SEPARATOR, and each of them counts.
+
+Rank-limited recall (Recall@k, as A2RAG reports it): the chunks retrieved, in the order they first
+appeared in the episode's tool results, cut after k; see `recall_at_k`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from arag.agent.records import Episode
 
@@ -22,6 +27,44 @@ SNIPPET_TOOLS = frozenset({"keyword_search", "semantic_search"})
 
 # chunk ids -> {chunk id: title} for the ids that exist (the tool context's index).
 TitleLookup = Callable[[list[str]], dict[str, str]]
+# Between the titles of a chunk that covers several documents (packed chunking).
+TITLE_SEPARATOR = "\n"
+# The ranks Recall@k is reported at (row columns evidence_recall_at_<k>).
+RECALL_KS = (2, 5)
+
+
+def titles_covered(title: str | Sequence[str] | None) -> list[str]:
+    """The document titles one chunk covers, from its title field (one title, or several joined)."""
+    if title is None:
+        return []
+    parts = title.split(TITLE_SEPARATOR) if isinstance(title, str) else list(title)
+    return [t.strip() for t in parts if t and t.strip()]
+
+
+def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_titles: Iterable[str], k: int) -> float | None:
+    """Share of the supporting titles covered by the first `k` retrieved chunks.
+
+    ranked_titles: one entry per retrieved chunk, best (earliest) first; each entry is the chunk's
+        title field or the list of titles it covers. None when no title is known.
+    Returns None when the question lists no supporting titles.
+    """
+    if k < 1:
+        raise ValueError(f"recall_at_k needs k >= 1, got {k}")
+    wanted = {t.strip() for t in supporting_titles if t and t.strip()}
+    if not wanted:
+        return None
+    found = {t for entry in ranked_titles[:k] for t in titles_covered(entry)}
+    return len(wanted & found) / len(wanted)
+
+
+def ranked_chunks(episode: Episode) -> list[str]:
+    """Chunk ids in the order they first appeared in the episode's tool results (retrieval before
+    the first model call, e.g. naive RAG's, comes first: it has step 0)."""
+    seen: dict[str, None] = {}
+    for call in sorted(episode.tool_calls, key=lambda c: c.step):
+        for chunk_id in call.chunk_ids:
+            seen.setdefault(chunk_id, None)
+    return list(seen)
 
 
 @dataclass(frozen=True)
@@ -29,6 +72,7 @@ class EvidenceRecall:
     n_supporting: int
     found_seen: int
     found_read: int
+    at_k: dict[int, float | None] | None = None  # Recall@k over the chunks in retrieval order
 
     @property
     def recall_seen(self) -> float | None:
@@ -54,9 +98,11 @@ def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
 def evidence_recall(episode: Episode, supporting_titles: Iterable[str], titles_of: TitleLookup | None) -> EvidenceRecall:
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
     if not wanted:
-        return EvidenceRecall(0, 0, 0)
+        return EvidenceRecall(0, 0, 0, {k: None for k in RECALL_KS})
     seen, read = chunks_seen_and_read(episode)
     titles = titles_of(sorted(seen)) if (seen and titles_of is not None) else {}
-    seen_titles = {titles[c].strip() for c in seen if c in titles}
-    read_titles = {titles[c].strip() for c in read if c in titles}
-    return EvidenceRecall(len(wanted), len(wanted & seen_titles), len(wanted & read_titles))
+    seen_titles = {t for c in seen for t in titles_covered(titles.get(c))}
+    read_titles = {t for c in read for t in titles_covered(titles.get(c))}
+    ranked = [titles.get(c) for c in ranked_chunks(episode)]
+    at_k = {k: recall_at_k(ranked, wanted, k) for k in RECALL_KS}
+    return EvidenceRecall(len(wanted), len(wanted & seen_titles), len(wanted & read_titles), at_k)

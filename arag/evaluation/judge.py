@@ -22,11 +22,12 @@ from typing import Any, Mapping, Sequence
 
 from arag.llm.base import JSON, LLMBackend
 from arag.llm.types import LLMError, Message
+from arag.strict_settings import from_settings
 
 # Verdict.status values.
 CORRECT = "correct"
 INCORRECT = "incorrect"
-FAILED = "failed"  # the judge gave no usable verdict: LLM-Acc unknown
+VERDICT_FAILED = "failed"  # the judge gave no usable verdict: LLM-Acc unknown
 SKIPPED = "skipped"  # judging disabled
 NO_ANSWER = "no_answer"  # the episode produced no prediction (scored 0, the judge is not asked)
 EXACT_MATCH = "exact_match"  # normalised exact match: correct without a judge call
@@ -44,14 +45,15 @@ class JudgeConfig:
     system_prompt: str
     user_template: str  # fields: {question}, {gold}, {prediction}
     enabled: bool = True
-    max_tokens: int = 32
+    max_tokens: int | None = None  # None: the judge backend's own cap (by model family)
     attempts: int = 3  # tries per question: retryable LLM errors and unusable replies
     skip_exact: bool = True
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "JudgeConfig":
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in cfg.items() if k in known})
+        """From the `judge` config group; its `model` (the judge's own backend config, if any) is
+        the caller's to build, every other key must be a field."""
+        return from_settings(cls, {k: v for k, v in cfg.items() if k != "model"}, "judge")
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class Judge:
             if status is not None:
                 return Verdict(status, reply[:500], None, time.perf_counter() - started)
             problem = f"unusable judge reply: {reply[:200]!r}"
-        return Verdict(FAILED, reply[:500] if reply else None, problem, time.perf_counter() - started)
+        return Verdict(VERDICT_FAILED, reply[:500] if reply else None, problem, time.perf_counter() - started)
 
 
 _WORD = re.compile(r"[a-z]+")

@@ -4,10 +4,11 @@ normalize_answer: lower-case, drop punctuation, drop the articles a/an/the, coll
     (the SQuAD v1.1 evaluation script's rule, so numbers compare with published EM/F1).
 exact_match: 1.0 when the normalised prediction equals a normalised gold answer.
 f1: token-level F1 between the normalised prediction and a gold answer (bag of tokens).
-contain_acc: 1.0 when a normalised gold answer occurs in the normalised prediction as a whole-token
-    span ("20 march 851" in "she died on 20 march 851"). Whole tokens, not raw substrings, so a gold
-    "no" is not found in "not known" and "1946" is not found in "19460"; this is the Contain-Acc
-    (Cont-Acc) of the A-RAG paper with word boundaries made explicit.
+contain_acc: 1.0 when a normalised gold answer is a substring of the normalised prediction: the
+    Contain-Acc (Cont-Acc) of the A-RAG paper's evaluation code, raw substrings, so "1946" is found
+    in "19460" and "no" in "not known", as there.
+contain_acc_token: the same with whole tokens only ("20 march 851" in "she died on 20 march 851",
+    but not "no" in "not known"): a stricter column of our own beside the paper's.
 
 A gold answer that normalises to nothing (e.g. "The") is compared in its lower-cased, stripped form
 instead, so it can still match; a missing prediction (a failed episode) scores 0 on every metric.
@@ -67,6 +68,15 @@ def f1(prediction: str | None, golds: Iterable[str]) -> float:
 
 
 def contain_acc(prediction: str | None, golds: Iterable[str]) -> float:
+    """The paper code's rule: normalised gold is a substring of the normalised prediction."""
+    if not prediction:
+        return 0.0
+    p = _norm(prediction)
+    return float(any(g in p for g in _golds(golds)))
+
+
+def contain_acc_token(prediction: str | None, golds: Iterable[str]) -> float:
+    """Whole-token containment: the gold's tokens appear as a contiguous run of the prediction's."""
     if not prediction:
         return 0.0
     p = f" {_norm(prediction)} "
@@ -78,8 +88,9 @@ class AnswerScores:
     contain_acc: float
     exact_match: float
     f1: float
+    contain_acc_token: float
 
 
 def score_answer(prediction: str | None, golds: Iterable[str]) -> AnswerScores:
     golds = list(golds)
-    return AnswerScores(contain_acc(prediction, golds), exact_match(prediction, golds), f1(prediction, golds))
+    return AnswerScores(contain_acc(prediction, golds), exact_match(prediction, golds), f1(prediction, golds), contain_acc_token(prediction, golds))

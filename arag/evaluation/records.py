@@ -22,9 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
 OK = "ok"
-FAILED = "failed"
+ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
 # Tool-call counts get a column each (fixed, so every file has the same schema); any other name
 # the model used (unknown tools) is counted in calls_other.
@@ -72,7 +72,8 @@ class EpisodeRow:
     reasoning_tokens: int = 0
     model_calls: int = 0
     # metrics
-    contain_acc: float = 0.0
+    contain_acc: float = 0.0  # the paper code's substring rule
+    contain_acc_token: float = 0.0  # whole-token containment (stricter)
     exact_match: float = 0.0
     f1: float = 0.0
     llm_acc: float | None = None
@@ -84,6 +85,10 @@ class EpisodeRow:
     evidence_read: int = 0
     evidence_recall_seen: float | None = None
     evidence_recall_read: float | None = None
+    evidence_recall_at_2: float | None = None  # Recall@2 over the chunks in retrieval order
+    evidence_recall_at_5: float | None = None
+    refused_calls: int = 0  # extra tool calls of a reply, not run (one tool per step)
+    truncated_observations: int = 0  # tool results cut to fit the context window
     # time and place
     wall_s: float = 0.0
     llm_s: float = 0.0
@@ -119,6 +124,11 @@ _TYPES: dict[str, pa.DataType] = {
     "reasoning_tokens": pa.int64(),
     "model_calls": pa.int32(),
     "contain_acc": pa.float64(),
+    "contain_acc_token": pa.float64(),
+    "evidence_recall_at_2": pa.float64(),
+    "evidence_recall_at_5": pa.float64(),
+    "refused_calls": pa.int32(),
+    "truncated_observations": pa.int32(),
     "exact_match": pa.float64(),
     "f1": pa.float64(),
     "llm_acc": pa.float64(),

@@ -6,8 +6,13 @@ evidence recall, failures), retrieved tokens and cost per method, tool use, and 
 against the step limit and against reasoning effort, and of tool-use distributions.
 
 Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
-run; accuracies average over all attempted questions, a failed episode scoring 0; LLM-Acc leaves
-out questions whose judge gave no verdict (counted in "judge failed").
+run; LLM-Acc and Cont-Acc average over the same questions: every attempted question except those
+whose judge gave no verdict (counted beside them in "judge failed"), a failed episode scoring 0.
+
+Runs are never averaged together: a table cell holds one run. Results holding two runs for the same
+(dataset, model, method, shown settings) that differ in anything else of their identity (judge,
+protocol, index, prompts, code version, ...) are refused with the run ids named; pick one with
+`report.where="run_id IN (...)"`.
 """
 
 from __future__ import annotations
@@ -33,6 +38,29 @@ EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
 TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "other")
 # Settings that may vary between runs; a column is shown only where it does vary.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails")
+
+# The questions both accuracies average over: all but those the judge gave no verdict for.
+SCORED = "coalesce(judge_status, '') <> 'failed'"
+
+
+class UnlikeRunsError(ValueError):
+    """Two runs would share a table cell though their identities differ."""
+
+
+def check_one_run_per_cell(con: duckdb.DuckDBPyConnection) -> None:
+    keys = ["dataset", "model", "method", *_varying(con)]
+    clash = con.execute(
+        f"""SELECT {', '.join(keys)}, list(DISTINCT run_id ORDER BY run_id) FROM episodes
+            GROUP BY ALL HAVING count(DISTINCT run_id) > 1 ORDER BY ALL"""
+    ).fetchall()
+    if clash:
+        lines = [f"  {_setting_label(keys, r[:-1])}: runs {', '.join(r[-1])}" for r in clash[:10]]
+        raise UnlikeRunsError(
+            "these results hold runs that differ in their settings (judge, protocol, index, prompts or code version) "
+            "but would share a table cell; the report does not average unlike runs. Choose one per cell with "
+            "report.where=\"run_id IN ('...')\" or separate results folders:\n" + "\n".join(lines)
+        )
+
 
 # Guard rails change what an agent may do, so runs that differ only in them must not share a table
 # block; they live in the `settings` JSON, and the view spells the ones that are on as one value.
@@ -124,7 +152,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
     if methods is not None:
         where = "WHERE method IN (" + ", ".join("'" + m + "'" for m in methods) + ")"
     data = con.execute(
-        f"""SELECT {', '.join(keys)}, method, dataset, avg(llm_acc), avg(contain_acc), count(*)
+        f"""SELECT {', '.join(keys)}, method, dataset, avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}), count(*)
             FROM episodes {where} GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     if not data:
@@ -137,7 +165,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
     for group, cells in groups.items():
         if require and not any(m in require for m, _ in cells):
             continue
-        out.append(f"**{_setting_label(keys, group)}** — accuracy in %, over all attempted questions (n per cell in the details table)")
+        out.append(f"**{_setting_label(keys, group)}** — accuracy in %, LLM-Acc and Cont-Acc over the same questions: all attempted ones but judge failures (n and judge failures per cell in the details table)")
         out.append("")
         header = ["Method"] + [f"{d} {m}" for d in datasets for m in ("LLM-Acc", "Cont-Acc")]
         rows = []
@@ -156,7 +184,7 @@ def details_table(con: duckdb.DuckDBPyConnection) -> str:
     cols = ["dataset", "model", "method", *varying]
     data = con.execute(
         f"""SELECT {', '.join(cols)}, count(DISTINCT run_id), count(*), count(*) FILTER (status = 'ok'),
-                   count(*) FILTER (status = 'failed'), count(*) FILTER (forced), avg(contain_acc), avg(llm_acc),
+                   count(*) FILTER (status = 'failed'), count(*) FILTER (forced), avg(contain_acc) FILTER ({SCORED}), avg(llm_acc) FILTER ({SCORED}),
                    count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1), avg(evidence_recall_read), avg(evidence_recall_seen)
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
@@ -221,7 +249,7 @@ def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path
     other = "reasoning_effort" if x == "max_steps" else "max_steps"
     data = con.execute(
         f"""SELECT dataset, model, method, coalesce(CAST({other} AS VARCHAR), '—') AS o, guard_rails AS g, coalesce(CAST({x} AS VARCHAR), 'none') AS x,
-                   avg(contain_acc), avg(llm_acc), count(*)
+                   avg(contain_acc) FILTER ({SCORED}), avg(llm_acc) FILTER ({SCORED}), count(*)
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     lines: dict[tuple, list[tuple]] = {}
@@ -308,6 +336,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
     ).fetchone()
     if n == 0:
         raise ValueError(f"no episodes under {results_path}" + (f" matching {where}" if where else ""))
+    check_one_run_per_cell(con)
     plots = [
         plot_accuracy_vs(con, "max_steps", out / "accuracy_vs_max_steps.png"),
         plot_accuracy_vs(con, "reasoning_effort", out / "accuracy_vs_reasoning_effort.png"),
@@ -317,7 +346,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
     parts = [
         f"# {title}",
         "",
-        f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of LLM-Acc).",
+        f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
         "",
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("arag_no_")], "Main results"),
         accuracy_pivot(con, ["arag_full", *ablations], "Ablation: A-RAG (Full) without one tool", require=ablations) if ablations else "## Ablation: A-RAG (Full) without one tool\n\nNo ablation runs (methods `arag_no_*`) in these results.\n",

@@ -33,7 +33,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.evaluation.records import FAILED, OK, ROW_SCHEMA, rows_to_table
+from arag.evaluation.records import ROW_FAILED, OK, ROW_SCHEMA, rows_to_table
 
 EPISODES = "episodes"
 FAILED_DIR = "failed"
@@ -132,7 +132,7 @@ class RunStore:
         """Store one batch: answered rows as a new part, failed rows merged into failed/.
         Returns (ok rows, failed rows) written."""
         ok = [r for r in rows if r["status"] == OK]
-        failed = [r for r in rows if r["status"] == FAILED]
+        failed = [r for r in rows if r["status"] == ROW_FAILED]
         if ok:
             self._seq += 1
             name = f"part-{time.time_ns():020d}-{os.getpid()}-{self._seq:05d}.parquet"

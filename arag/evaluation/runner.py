@@ -20,13 +20,14 @@ from arag.evaluation.evidence import evidence_recall
 from arag.evaluation.judge import NO_ANSWER, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
 from arag.evaluation.questions import Question
-from arag.evaluation.records import COUNTED_TOOLS, FAILED, OK, EpisodeRow
+from arag.evaluation.records import COUNTED_TOOLS, ROW_FAILED, OK, EpisodeRow
 from arag.evaluation.settings import RunSettings
 from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
 
 if TYPE_CHECKING:
+    from arag.service.client import RemoteTools
     from arag.tools import ToolContext
 
 
@@ -40,7 +41,7 @@ class EpisodeRunner:
         *,
         overrides: list[str] | None = None,
         backend: LLMBackend | None = None,
-        ctx: "ToolContext | None" = None,
+        ctx: "ToolContext | RemoteTools | None" = None,
         model_overrides: dict[str, Any] | None = None,
         episode_timeout_s: float | None = None,
     ):
@@ -52,11 +53,11 @@ class EpisodeRunner:
         method = method_from_config(settings.method)
         self._own_ctx = ctx is None and method.needs_index()
         if self._own_ctx:
-            if not settings.index_path:
-                raise ValueError(f"method {method.name} needs an index: give index.path=<dir>")
-            from arag.tools import ToolContext
+            if not settings.index_path and not settings.index_url:
+                raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
+            from arag.service.client import open_tools
 
-            ctx = ToolContext(settings.index_path)
+            ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools)
         self.ctx = ctx
         self._own_backend = backend is None
         self.backend = backend or make_backend({**settings.model, **(model_overrides or {})})
@@ -89,7 +90,7 @@ class EpisodeRunner:
         counts = Counter(c.name for c in episode.tool_calls)
         tokens = episode.token_totals()
         row = self.base_row(question, attempt, worker)
-        row.status = OK if answered else FAILED
+        row.status = OK if answered else ROW_FAILED
         row.prediction = prediction
         row.failure = None if answered else (episode.failure or f"episode status {episode.status}")
         row.protocol = episode.protocol
@@ -103,10 +104,12 @@ class EpisodeRunner:
         row.retrieved_tokens = episode.retrieved_tokens
         row.prompt_tokens, row.completion_tokens, row.reasoning_tokens = tokens["prompt_tokens"], tokens["completion_tokens"], tokens["reasoning_tokens"]
         row.model_calls = len(episode.model_calls)
-        row.contain_acc, row.exact_match, row.f1 = scores.contain_acc, scores.exact_match, scores.f1
+        row.contain_acc, row.contain_acc_token, row.exact_match, row.f1 = scores.contain_acc, scores.contain_acc_token, scores.exact_match, scores.f1
+        row.refused_calls, row.truncated_observations = episode.refused_calls, episode.truncated_observations
         self._set_verdict(row, verdict)
         row.evidence_supporting, row.evidence_seen, row.evidence_read = evidence.n_supporting, evidence.found_seen, evidence.found_read
         row.evidence_recall_seen, row.evidence_recall_read = evidence.recall_seen, evidence.recall_read
+        row.evidence_recall_at_2, row.evidence_recall_at_5 = (evidence.at_k or {}).get(2), (evidence.at_k or {}).get(5)
         row.wall_s = episode.wall_s + verdict.latency_s
         row.llm_s = sum(m.latency_s for m in episode.model_calls)
         row.tool_s = sum(c.latency_s for c in episode.tool_calls)
@@ -125,8 +128,10 @@ class EpisodeRunner:
         row.llm_acc, row.judge_status, row.judge_error, row.judge_reply = verdict.llm_acc, verdict.status, verdict.error, verdict.reply
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:
-        rows = self.ctx.sql("SELECT chunk_id, title FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
-        return {c: t for c, t in rows if t is not None}
+        from arag.service.client import RemoteTools
+        from arag.tools.chunk_read import chunk_titles
+
+        return self.ctx.titles_of(chunk_ids) if isinstance(self.ctx, RemoteTools) else chunk_titles(self.ctx, chunk_ids)
 
     def close(self) -> None:
         if self._own_backend:
@@ -182,7 +187,7 @@ def failed_row(
     """A row for an episode that left no record (timeout, a worker that died, a bug): no answer,
     nothing read, every answer metric 0."""
     row = base_row(settings, question, attempt, worker, overrides, settings_json, backend)
-    row.status, row.failure = FAILED, reason
+    row.status, row.failure = ROW_FAILED, reason
     row.llm_acc, row.judge_status = Verdict(NO_ANSWER).llm_acc, NO_ANSWER
     if row.evidence_supporting:
         row.evidence_recall_seen = row.evidence_recall_read = 0.0

@@ -11,9 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+# Datasets graded on long-form answers (GraphRAG-Bench); every other dataset gets short answers.
+FREE_FORM_DATASETS = ("graphrag-bench",)
+
+
+def answer_style_for(dataset: str) -> str:
+    """The answer style (arag.methods.base.ANSWER_STYLES) a dataset's gold answers call for."""
+    return "free_form" if dataset.startswith(FREE_FORM_DATASETS) else "short"
+
 
 # Model config keys that change speed, capacity or plumbing, not replies (llamacpp threads, an
 # endpoint's address and limits, vLLM engine placement and memory, the scripted double's delay).
@@ -41,19 +52,25 @@ class RunSettings:
     questions_path: str
     questions_sha256: str
     index_path: str | None = None
-    index_fingerprint: str | None = None
+    index_build_fingerprint: str | None = None
+    # A served index (pipelines.serve) instead of index_path, and the environment variable holding
+    # its token; how the index is reached, not which index: not part of the run id.
+    index_url: str | None = None
+    index_token_env: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row)."""
         return {
             "dataset": self.dataset,
             "questions_sha256": self.questions_sha256,
-            "index": self.index_fingerprint,
+            "index": self.index_build_fingerprint,
             "method": self.method,
             "model": _drop(self.model, RUNTIME_MODEL_KEYS),
             "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
             "judge": _drop(self.judge, RUNTIME_JUDGE_KEYS),
             "judge_model": "agent" if self.judge_model is None else _drop(self.judge_model, RUNTIME_MODEL_KEYS),
+            "texts": model_texts(self.method, self.model.get("protocol", "json")),
+            "code": code_version(),
         }
 
     @property
@@ -86,13 +103,39 @@ def _drop(cfg: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in keys}
 
 
-def index_fingerprint(index_path: str | Path) -> str:
-    """The index's own fingerprint (manifest.json), else a hash of the manifest: a rebuilt index
-    with other settings is another run; the same index moved elsewhere is the same run."""
-    manifest_path = Path(index_path) / "manifest.json"
-    data = manifest_path.read_bytes()
+def model_texts(method_cfg: dict[str, Any], protocol: str) -> dict[str, Any]:
+    """Every text the model sees besides the question: the method's prompts (answer style in place),
+    the tool descriptions and parameter schemas, the action protocol's instructions and the loop's
+    notes. Part of the run id, so a reworded prompt or tool description starts a new run."""
+    from arag.agent import loop
+    from arag.agent.protocols import describe_actions
+    from arag.methods import method_from_config
+
+    method = method_from_config(dict(method_cfg))
+    schemas = method.tool_schemas()
+    return {
+        "method": method.texts(),
+        "tools": schemas,
+        "protocol": protocol,
+        "actions": describe_actions(schemas) if schemas else None,
+        "notes": [loop.EXTRA_CALL_NOTE, loop.TRUNCATION_NOTE],
+    }
+
+
+@lru_cache(maxsize=1)
+def code_version() -> dict[str, str | None]:
+    """The package version and, in a git checkout, the commit (an installed package has none)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        fp = json.loads(data).get("fingerprint")
-    except ValueError:
-        fp = None
-    return str(fp) if fp else "manifest-" + hashlib.sha256(data).hexdigest()[:16]
+        package = version("arag")
+    except PackageNotFoundError:
+        package = None
+    root = Path(__file__).resolve().parents[2]
+    commit = None
+    if (root / ".git").exists():
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            commit = None
+    return {"version": package, "commit": commit}

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from arag.strict_settings import from_settings
+
 log = logging.getLogger("arag.embedding")
 
 BACKENDS = ("torch", "openvino")
@@ -115,9 +117,8 @@ class EmbedderSpec:
 
     @classmethod
     def from_config(cls, cfg: Any) -> "EmbedderSpec":
-        known = set(cls.__dataclass_fields__)
-        values = {k: cfg[k] for k in cfg if k in known}
-        return cls(**values)
+        """From the `embedder` config group; an unknown key is an error that lists the valid ones."""
+        return from_settings(cls, {k: cfg[k] for k in cfg}, "embedder")
 
 
 class SentenceEmbedder:

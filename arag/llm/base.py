@@ -12,7 +12,7 @@ import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
-from arag.llm.reasoning import ReasoningSetting, resolve
+from arag.llm.reasoning import reply_tokens, ReasoningSetting, resolve
 from arag.llm.types import Completion, Message
 
 # Which ways of acting a backend offers (see arag.agent.protocols).
@@ -32,10 +32,11 @@ class LLMBackend(ABC):
     protocols: tuple[str, ...] = (NATIVE, JSON)
     context_window: int | None = None  # tokens, where known: the agent fits its token budget into it
 
-    def __init__(self, model: str, *, reasoning: ReasoningSetting | None = None, max_tokens: int = 1024, temperature: float = 0.0):
+    def __init__(self, model: str, *, reasoning: ReasoningSetting | None = None, max_tokens: int | None = None, temperature: float = 0.0):
         self.model = model
         self.reasoning = reasoning or resolve(None, "none")
-        self.max_tokens = max_tokens
+        # None: the family's default reply cap (16,384 for reasoning families, 1,024 otherwise)
+        self.max_tokens = max_tokens if max_tokens is not None else reply_tokens(self.reasoning.family)
         self.temperature = temperature
 
     @abstractmethod

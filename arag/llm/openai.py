@@ -36,7 +36,7 @@ class OpenAIBackend(LLMBackend):
         timeout_s: float = 120.0,
         connect_timeout_s: float = 10.0,
         max_concurrency: int = 8,
-        max_tokens: int = 1024,
+        max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int | None = 0,
         json_mode: str = "json_schema",
@@ -45,6 +45,7 @@ class OpenAIBackend(LLMBackend):
         on_unsupported: str = "error",
         context_window: int | None = None,
         extra_body: dict[str, Any] | None = None,
+        parallel_tool_calls: bool | None = False,  # False: ask for one tool call per reply (the paper's setting); None: leave it out (endpoints that reject the field)
         transport: Any = None,  # an httpx transport (tests)
     ):
         family = family or family_of(model)
@@ -68,6 +69,7 @@ class OpenAIBackend(LLMBackend):
         self.json_mode = json_mode
         self.context_window = context_window
         self.extra_body = dict(extra_body or {})
+        self.parallel_tool_calls = parallel_tool_calls
         self.transport = transport
         self._loop: Any = None
         self._client: Any = None
@@ -106,6 +108,8 @@ class OpenAIBackend(LLMBackend):
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
+            if self.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = self.parallel_tool_calls
         if response_schema is not None:
             if self.json_mode == "json_schema":
                 body["response_format"] = {"type": "json_schema", "json_schema": {"name": "action", "schema": response_schema}}

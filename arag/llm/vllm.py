@@ -20,8 +20,11 @@ stopped at `</think>` or at the level's budget, where `</think>` is forced) and 
 (constrained, `max_tokens`), which is what makes the budget a real cap and keeps the JSON grammar off
 the thoughts. gpt-oss gets `reasoning_effort` through its template. Hosted-only families are refused.
 
-The agent loop stays Ray-free: this module is the serving layer. What runs in the actor is the plain
-class `EngineServer`, testable with a fake engine.
+This module is plain Python: the request and reply on both sides of the actor boundary, the
+backend (`VLLMBackend`), and the class that runs in the actor (`EngineServer`, testable with a fake
+engine). The actor itself, and every Ray call, are in arag.runtime.vllm_engine, which connects
+backends to their actors (`set_engine_connector`) when imported; the pipelines and the evaluation
+workers import it.
 """
 
 from __future__ import annotations
@@ -34,14 +37,13 @@ import threading
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Protocol
 
 from arag.llm.base import JSON, NATIVE, LLMBackend
 from arag.llm.models import MODELS
 from arag.llm.reasoning import ReasoningSetting, family_of, resolve
 from arag.llm.types import Completion, ConfigurationError, LLMError, Message, ToolCall
 
-NAMESPACE = "arag"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # Appended after the (possibly cut) thoughts; Qwen3's canonical layout is "<think>\n…\n</think>\n\n".
 THINK_END = "\n" + THINK_CLOSE + "\n\n"
@@ -318,64 +320,34 @@ class EngineServer:
         }
 
 
-# ---- the actor registry (per process) ----------------------------------------------------------------
-
-_ACTORS: dict[str, Any] = {}
-_USERS: dict[str, int] = {}
-_REGISTRY_LOCK = threading.Lock()
+# ---- where the engine runs ---------------------------------------------------------------------------
 
 
-def engine_actor(spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = 256) -> tuple[str, Any]:
-    """The actor serving `spec` (created if no actor of that name exists in the cluster)."""
-    import ray
+class EngineConnection(Protocol):
+    """One backend's line to an `EngineServer` (arag.runtime.vllm_engine: a Ray actor)."""
 
-    from arag.runtime.cluster import init_ray
+    name: str  # the engine's name (equal specs share an engine)
 
-    init_ray()
-    name = name or spec.actor_name()
-    with _REGISTRY_LOCK:
-        handle = _ACTORS.get(name)
-        if handle is None:
-            env = {"VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false", **spec.env}
-            options: dict[str, Any] = {
-                "name": name,
-                "namespace": NAMESPACE,
-                "get_if_exists": True,
-                "num_cpus": spec.num_cpus,
-                "num_gpus": spec.num_gpus,
-                "max_concurrency": max_inflight,
-                "max_restarts": 1,
-                "runtime_env": {"env_vars": {k: str(v) for k, v in env.items()}},
-            }
-            if detached:
-                options["lifetime"] = "detached"
-            payload = {"model": spec.model, "max_model_len": spec.max_model_len, "tool_parser": spec.tool_parser, "engine_args": spec.engine_args()}
-            handle = ray.remote(EngineServer).options(**options).remote(payload)
-            _ACTORS[name] = handle
-        _USERS[name] = _USERS.get(name, 0) + 1
-    return name, handle
+    def start(self, timeout_s: float) -> dict[str, Any]:
+        """Wait until the engine is up; its `ready()` info."""
+        ...
+
+    async def chat(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """The server's reply to `req`; raises LLMError when the engine cannot be reached in time."""
+        ...
+
+    def close(self) -> None: ...
 
 
-def release_actor(name: str, *, kill: bool) -> None:
-    """One user fewer; the last user of a non-detached actor in this process stops it."""
-    import ray
-
-    with _REGISTRY_LOCK:
-        _USERS[name] = max(0, _USERS.get(name, 0) - 1)
-        if _USERS[name] or not kill:
-            return
-        handle = _ACTORS.pop(name, None)
-        _USERS.pop(name, None)
-    if handle is not None and ray.is_initialized():
-        try:
-            ray.get(handle.shutdown.remote(), timeout=60)  # the engine's own processes end with it
-        except Exception:
-            pass
-        ray.kill(handle)
+# (spec, *, name, detached, max_inflight) -> a connection to the engine serving `spec`.
+EngineConnector = Callable[..., EngineConnection]
+_default_connector: EngineConnector | None = None
 
 
-async def _await(ref: Any) -> Any:
-    return await ref
+def set_engine_connector(connector: EngineConnector | None) -> None:
+    """Where backends built without a `connector` run their engines (arag.runtime.vllm_engine sets it)."""
+    global _default_connector
+    _default_connector = connector
 
 
 class VLLMBackend(LLMBackend):
@@ -410,6 +382,7 @@ class VLLMBackend(LLMBackend):
         startup_timeout_s: float = 1800.0,
         engine_kwargs: dict[str, Any] | None = None,
         env: dict[str, Any] | None = None,
+        connector: EngineConnector | None = None,
     ):
         family = family or (MODELS[model].chat_family if model in MODELS else family_of(model))
         reasoning = vllm_reasoning(reasoning_effort, family, on_unsupported)
@@ -445,8 +418,9 @@ class VLLMBackend(LLMBackend):
             env={k: str(v) for k, v in (env or {}).items()},
         )
         self._requested_name = actor_name
-        self._actor: Any = None
-        self._actor_lock = threading.Lock()
+        self._connector = connector
+        self._connection: EngineConnection | None = None
+        self._connection_lock = threading.Lock()
         self.actor_name: str | None = None
         self._started = False
 
@@ -486,44 +460,35 @@ class VLLMBackend(LLMBackend):
             "thinking_budget": self.reasoning.thinking_budget,
         }
 
-    def actor(self) -> Any:
-        with self._actor_lock:  # episodes starting together ask at once: one registration per backend
-            if self._actor is None:
-                self.actor_name, self._actor = engine_actor(self.spec(), name=self._requested_name, detached=self.detached, max_inflight=self.max_inflight)
-            return self._actor
+    def connection(self) -> EngineConnection:
+        """The connection to this backend's engine (made on first use: equal specs share an engine)."""
+        with self._connection_lock:  # episodes starting together ask at once: one registration per backend
+            if self._connection is None:
+                connect = self._connector or _default_connector
+                if connect is None:
+                    raise ConfigurationError("the vllm backend runs its engines as Ray actors: import arag.runtime.vllm_engine first (the pipelines do), or pass connector=")
+                self._connection = connect(self.spec(), name=self._requested_name, detached=self.detached, max_inflight=self.max_inflight)
+                self.actor_name = self._connection.name
+            return self._connection
 
     def start(self, timeout_s: float | None = None) -> dict[str, Any]:
-        """Create the actor and wait until its engine is up (optional: the first call does it too)."""
-        import ray
-
-        info = ray.get(self.actor().ready.remote(), timeout=timeout_s or self.startup_timeout_s)
+        """Start the engine and wait until it is up (optional: the first call does it too)."""
+        info = self.connection().start(timeout_s or self.startup_timeout_s)
         self._started = True
         return info
 
     async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
         if tools and not self.tool_parser:
             raise LLMError(f"no tool-call parser is known for {self.model!r}: set tool_parser or use the json protocol", retryable=False)
-        import ray
-        from ray.exceptions import GetTimeoutError, RayActorError, RayError
-
         req = self.request(messages, tools, response_schema, max_tokens)
-        actor = await asyncio.to_thread(self.actor)  # the first call may convert a model: off the event loop
+        connection = await asyncio.to_thread(self.connection)  # the first call may convert a model: off the event loop
         timeout = self.timeout_s if self._started else self.timeout_s + self.startup_timeout_s
-        ref = actor.chat.remote(req)
-        try:
-            reply = await asyncio.wait_for(_await(ref), timeout)
-        except (asyncio.TimeoutError, GetTimeoutError) as exc:
-            ray.cancel(ref)
-            raise LLMError(f"vllm: no reply in {timeout:.0f}s", retryable=True) from exc
-        except RayActorError as exc:  # the actor died (it is restarted once): worth a retry
-            raise LLMError(f"vllm actor died: {str(exc)[:300]}", retryable=True) from exc
-        except RayError as exc:
-            raise LLMError(f"vllm actor call failed: {str(exc)[:300]}", retryable=False) from exc
+        reply = await connection.chat(req, timeout)
         self._started = True
         return completion_from_reply(reply)
 
     def close(self) -> None:
-        with self._actor_lock:
-            actor, self._actor = self._actor, None
-        if actor is not None and self.actor_name:
-            release_actor(self.actor_name, kill=not self.detached)
+        with self._connection_lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()

@@ -6,15 +6,17 @@ class's fields (prompts, tools, options). Register a new kind with `register_kin
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping
 
+from arag.conf_files import conf_path
 from arag.methods.base import Method
 from arag.methods.naive_rag import NaiveRagMethod
+from arag.strict_settings import check_keys, field_names
 
 KINDS: dict[str, type[Method]] = {"direct": Method, "agent": Method, "naive_rag": NaiveRagMethod}
 
-METHOD_CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "method"
+# conf/method in a checkout, arag/conf/method in an installed package.
+METHOD_CONF_DIR = conf_path("method")
 
 
 def register_kind(kind: str, cls: type[Method]) -> None:
@@ -25,16 +27,23 @@ def available_methods() -> list[str]:
     return sorted(p.stem for p in METHOD_CONF_DIR.glob("*.yaml"))
 
 
-def method_from_config(cfg: Mapping[str, Any]) -> Method:
-    cfg = dict(cfg)
-    kind = cfg.pop("kind", "agent")
+def method_class(cfg: Mapping[str, Any]) -> type[Method]:
+    """The class a method config names (`kind`), after checking its keys are that class's fields."""
+    kind = cfg.get("kind", "agent")
     if kind not in KINDS:
         raise ValueError(f"unknown method kind {kind!r}; known: {', '.join(KINDS)}")
+    check_keys("method", cfg, ("kind", *field_names(KINDS[kind])))
+    return KINDS[kind]
+
+
+def method_from_config(cfg: Mapping[str, Any]) -> Method:
+    cls = method_class(cfg)
+    cfg = {k: v for k, v in cfg.items() if k != "kind"}
     if "tools" in cfg:
         cfg["tools"] = tuple(cfg["tools"] or ())
     if "system_prompt" in cfg:
         cfg["system_prompt"] = str(cfg["system_prompt"]).strip()
-    return KINDS[kind](**cfg)
+    return cls(**cfg)
 
 
 def load_method(name: str, overrides: Mapping[str, Any] | None = None) -> Method:
@@ -48,4 +57,4 @@ def load_method(name: str, overrides: Mapping[str, Any] | None = None) -> Method
     return method_from_config(cfg)
 
 
-__all__ = ["KINDS", "Method", "NaiveRagMethod", "available_methods", "load_method", "method_from_config", "register_kind"]
+__all__ = ["KINDS", "Method", "NaiveRagMethod", "available_methods", "load_method", "method_class", "method_from_config", "register_kind"]

@@ -9,13 +9,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from arag.agent.records import ToolCallRecord
 from arag.llm.types import Message
+from arag.methods.records import ToolCallRecord
 
 if TYPE_CHECKING:
     from arag.tools import ReadTracker, ToolContext, ToolResult
 
-DEFAULT_FINAL_PROMPT = "No more tools are available. From what you have gathered so far, give your final answer now, as briefly as possible."
+# How the answer should look, per dataset: the multi-hop sets grade a short span (a name, a date),
+# GraphRAG-Bench grades long-form answers. A method's prompts say `{answer_style}` where it goes; the
+# evaluation picks the style from the corpus config (`corpus.answer_style`).
+ANSWER_STYLES: dict[str, str] = {
+    "short": "Give the answer only: a name, a date, a number, a short phrase, or yes/no, with no explanation.",
+    "free_form": "Answer in a few complete sentences that state every fact the question asks for, taken from what you read.",
+}
+ANSWER_STYLE_SLOT = "{answer_style}"
+
+DEFAULT_FINAL_PROMPT = (
+    "You have reached the limit of tool use: no more tools are available. Do not ask for more. From the "
+    "information you have gathered so far, give your final answer now. {answer_style}"
+)
 
 
 @dataclass
@@ -26,6 +38,23 @@ class Method:
     full_text: bool = False  # search tools return whole chunks instead of snippets
     user_template: str = "Question: {question}"
     final_prompt: str = DEFAULT_FINAL_PROMPT
+    answer_style: str = "short"  # a key of ANSWER_STYLES
+
+    def __post_init__(self) -> None:
+        if self.answer_style not in ANSWER_STYLES:
+            raise ValueError(f"method {self.name}: unknown answer_style {self.answer_style!r}; known: {', '.join(ANSWER_STYLES)}")
+
+    def styled(self, text: str) -> str:
+        """A prompt with the dataset's answer style put in its `{answer_style}` slot."""
+        return text.replace(ANSWER_STYLE_SLOT, ANSWER_STYLES[self.answer_style])
+
+    @property
+    def system_text(self) -> str:
+        return self.styled(self.system_prompt)
+
+    @property
+    def final_text(self) -> str:
+        return self.styled(self.final_prompt)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         from arag.tools import tool_schemas
@@ -37,10 +66,14 @@ class Method:
 
     def initial_messages(self, question: str, ctx: "ToolContext | None", tracker: "ReadTracker") -> tuple[list[Message], list[ToolCallRecord]]:
         """The conversation before the first model call, and any retrieval done to build it."""
-        return [Message("system", self.system_prompt), Message("user", self.user_template.format(question=question))], []
+        return [Message("system", self.system_text), Message("user", self.user_template.format(question=question))], []
 
     def call_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
         return ctx.call(name, arguments, tracker=tracker, full_text=self.full_text)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "class": type(self).__name__, "tools": list(self.tools), "full_text": self.full_text}
+        return {"name": self.name, "class": type(self).__name__, "tools": list(self.tools), "full_text": self.full_text, "answer_style": self.answer_style}
+
+    def texts(self) -> dict[str, str]:
+        """Every text of this method the model can see (with the answer style in place): part of a run's identity."""
+        return {"system": self.system_text, "user_template": self.user_template, "final": self.final_text}

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from arag.agent.records import ToolCallRecord
 from arag.llm.types import Message
+from arag.methods.records import ToolCallRecord
 from arag.methods.base import Method
 
 RETRIEVAL_TOOL = "naive_embedding_search"
@@ -36,7 +36,7 @@ class NaiveRagMethod(Method):
             error=result.error,
             chunk_ids=[h.chunk_id for h in result.results],
         )
-        messages = [Message("system", self.system_prompt), Message("user", self.user_template.format(question=question, context=result.text))]
+        messages = [Message("system", self.system_text), Message("user", self.user_template.format(question=question, context=result.text))]
         return messages, [record]
 
     def describe(self) -> dict[str, Any]:

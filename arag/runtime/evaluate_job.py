@@ -34,8 +34,11 @@ from arag.evaluation.records import OK
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import failed_row
 from arag.evaluation.settings import RunSettings
+from arag.llm.vllm import EngineSpec
+from arag.runtime import vllm_engine  # noqa: F401  (workers' vllm backends reach their engine actors through it)
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
+from arag.strict_settings import from_settings
 
 _bar = partial(progress_bar, unit="ep", smoothing=0.1)
 _fault_point = partial(hold_at_fault_point, job="evaluation")
@@ -60,12 +63,13 @@ class EvalRuntime:
     max_losses: int = 3  # dead workers a question may be in flight on before it is recorded failed
     start_timeout_s: float = 900.0  # give up when no worker has been ready for this long
     spread: bool = True  # SPREAD scheduling: one worker per node first
+    num_cpus: float | None = None  # size of a local Ray instance (the driver starts it); None: all cores; ignored with RAY_ADDRESS
     engines: int | None = None  # vLLM: engine actors the workers share (worker i → engine i mod engines); None: one per worker
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> "EvalRuntime":
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in cfg.items() if k in known})
+        """From the evaluation's `runtime` config group; an unknown key lists the valid ones."""
+        return from_settings(cls, cfg, "runtime")
 
 
 def default_concurrency(model_cfg: dict[str, Any]) -> int:
@@ -93,8 +97,6 @@ def engine_overrides(model_cfg: dict[str, Any], slot: int, engines: int) -> dict
     engines (`model.detached=true`)."""
     if model_cfg.get("backend") != "vllm":
         return {}
-    from arag.llm.vllm import EngineSpec
-
     material = {k: model_cfg.get(k) for k in sorted(EngineSpec.__dataclass_fields__) if k in model_cfg}
     base = model_cfg.get("actor_name") or "arag-eval-vllm-" + hashlib.sha1(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return {"actor_name": f"{base}-e{slot % max(1, engines)}"}
@@ -140,163 +142,203 @@ class EvalCounts:
         return 60.0 * self.ran / self.wall_s if self.wall_s > 0 else 0.0
 
 
-def run_episodes(
-    settings: RunSettings,
-    questions: list[Question],
-    store: RunStore,
-    runtime: EvalRuntime,
-    *,
-    attempts: dict[str, int] | None = None,
-    overrides: list[str] | None = None,
-    progress: bool = True,
-    on_row: Callable[[dict[str, Any]], None] | None = None,
-) -> EvalCounts:
-    """Run `questions` on EpisodeWorker actors (Ray must be initialised) and store every row."""
-    attempts = dict(attempts or {})
-    overrides = list(overrides or [])
-    concurrency = max(1, int(runtime.concurrency or default_concurrency(settings.model)))
-    actor_cls = ray.remote(EpisodeWorker)
-    settings_json = settings.to_json()
-    counts = EvalCounts()
-    started = time.monotonic()
+def run_episodes(settings: RunSettings, questions: list[Question], store: RunStore, runtime: EvalRuntime, **options: Any) -> EvalCounts:
+    """Run `questions` on EpisodeWorker actors (Ray must be initialised) and store every row.
+    `options`: attempts, overrides, progress, on_row (see EpisodeScheduler)."""
+    return EpisodeScheduler(settings, questions, store, runtime, **options).run()
 
-    pending: deque[Question] = deque(questions)
-    losses: Counter = Counter()
-    workers: dict[int, _Worker] = {}
-    ready_refs: dict[Any, int] = {}
-    inflight: dict[Any, tuple[int, Question]] = {}
-    buffer: list[dict[str, Any]] = []
-    restarts_left = runtime.max_worker_restarts
-    ever_ready = False
-    next_id = 0
-    last_flush = time.monotonic()
-    idle_since: float | None = None
 
-    engines = runtime.engines or max(1, runtime.workers)
+class EpisodeScheduler:
+    """One call of `run_episodes`: the workers, the questions waiting and in flight, and the rows not
+    yet written. `run` loops: fill every ready worker's slots, wait for whatever finishes first (a
+    worker becoming ready, or an episode), handle it, write a batch when one is due."""
 
-    def spawn(slot: int) -> None:
-        nonlocal next_id
-        options: dict[str, Any] = {"num_cpus": runtime.worker_cpus, "num_gpus": runtime.worker_gpus, "max_concurrency": concurrency, "max_restarts": 0}
+    def __init__(
+        self,
+        settings: RunSettings,
+        questions: list[Question],
+        store: RunStore,
+        runtime: EvalRuntime,
+        *,
+        attempts: dict[str, int] | None = None,
+        overrides: list[str] | None = None,
+        progress: bool = True,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        self.settings, self.store, self.runtime, self.on_row = settings, store, runtime, on_row
+        self.attempts = dict(attempts or {})
+        self.overrides = list(overrides or [])
+        self.concurrency = max(1, int(runtime.concurrency or default_concurrency(settings.model)))
+        self.engines = runtime.engines or max(1, runtime.workers)
+        self.actor_cls = ray.remote(EpisodeWorker)
+        self.settings_json = settings.to_json()
+        self.counts = EvalCounts()
+        self.started = time.monotonic()
+        self.total = len(questions)
+        self.progress = progress
+
+        self.pending: deque[Question] = deque(questions)
+        self.losses: Counter = Counter()  # question id -> dead workers it was in flight on
+        self.workers: dict[int, _Worker] = {}
+        self.ready_refs: dict[Any, int] = {}  # a worker's ready() call -> its id
+        self.inflight: dict[Any, tuple[int, Question]] = {}  # an episode's call -> (worker id, question)
+        self.buffer: list[dict[str, Any]] = []  # rows received, not yet written
+        self.restarts_left = runtime.max_worker_restarts
+        self.ever_ready = False
+        self.next_id = 0
+        self.last_flush = time.monotonic()
+        self.idle_since: float | None = None
+        self.bar: Any = None
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self) -> EvalCounts:
+        for slot in range(max(1, self.runtime.workers)):
+            self.spawn(slot)
+        self.bar = _bar(self.total, self.settings.method_name, self.progress)
+        try:
+            while self.pending or self.inflight:
+                self.dispatch()
+                self.check_progress_possible()
+                for ref in self.wait_for_some():
+                    if ref in self.ready_refs:
+                        self.on_ready(ref)
+                    else:
+                        self.on_episode(ref)
+                if len(self.buffer) >= self.runtime.batch_size or (self.buffer and time.monotonic() - self.last_flush >= self.runtime.flush_s):
+                    self.flush()
+        finally:
+            self.close()
+        return self.counts
+
+    def dispatch(self) -> None:
+        """Give every ready worker questions until its slots are full or none are waiting."""
+        for wid, worker in list(self.workers.items()):
+            while worker.ready and len(worker.inflight) < self.concurrency and self.pending:
+                q = self.pending.popleft()
+                ref = worker.handle.run.remote(q.to_json(), self.attempts.get(q.id, 0) + 1)
+                self.inflight[ref] = (wid, q)
+                worker.inflight.add(ref)
+
+    def check_progress_possible(self) -> None:
+        """Fail when no worker is left, or none has become ready for `start_timeout_s`."""
+        if not self.inflight and not self.ready_refs:
+            raise EvaluationError(f"no evaluation worker is left ({self.counts.workers_lost} lost, no restarts left); {len(self.pending)} questions not run")
+        if self.inflight:
+            self.idle_since = None
+            return
+        self.idle_since = self.idle_since or time.monotonic()
+        if time.monotonic() - self.idle_since > self.runtime.start_timeout_s:
+            raise EvaluationError(
+                f"no evaluation worker became ready in {self.runtime.start_timeout_s:g}s (does the cluster have "
+                f"{self.runtime.worker_cpus:g} CPUs / {self.runtime.worker_gpus:g} GPUs free for one?)"
+            )
+
+    def wait_for_some(self) -> list[Any]:
+        """The calls finished now: at least one (within a second), and every other already done."""
+        waiting = list(self.inflight) + list(self.ready_refs)
+        done, rest = ray.wait(waiting, num_returns=1, timeout=1.0)
+        if done and rest:
+            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+            done += more
+        return done
+
+    # -- what finished -----------------------------------------------------------------------------
+    def on_ready(self, ref: Any) -> None:
+        wid = self.ready_refs.pop(ref)
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            if not self.ever_ready:
+                raise EvaluationError(f"the evaluation worker could not start: {summarize_error(exc)}") from None
+            self.lose(wid, f"failed to start: {summarize_error(exc)}")
+            return
+        if wid in self.workers:
+            self.workers[wid].ready = self.ever_ready = True
+
+    def on_episode(self, ref: Any) -> None:
+        wid, q = self.inflight.pop(ref)
+        worker = self.workers.get(wid)
+        if worker is not None:
+            worker.inflight.discard(ref)
+        attempt = self.attempts.get(q.id, 0) + 1
+        try:
+            row = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:  # a bug in the worker code: record, go on
+            row = failed_row(self.settings, q, f"worker error: {summarize_error(exc)}", attempt, overrides=self.overrides).to_record()
+        except ray.exceptions.RayError as exc:  # the worker or its node is gone
+            self.losses[q.id] += 1
+            self.lose(wid, summarize_error(exc))
+            if self.losses[q.id] < self.runtime.max_losses:
+                self.pending.appendleft(q)
+                self.counts.requeued += 1
+                return
+            row = failed_row(self.settings, q, f"lost with its worker {self.losses[q.id]} times (last: {summarize_error(exc)})", attempt, overrides=self.overrides).to_record()
+        self.record(row)
+
+    # -- workers -----------------------------------------------------------------------------------
+    def spawn(self, slot: int) -> None:
+        runtime = self.runtime
+        options: dict[str, Any] = {"num_cpus": runtime.worker_cpus, "num_gpus": runtime.worker_gpus, "max_concurrency": self.concurrency, "max_restarts": 0}
         if runtime.spread:
             options["scheduling_strategy"] = "SPREAD"
-        handle = actor_cls.options(**options).remote(settings_json, overrides, runtime.episode_timeout_s, engine_overrides(settings.model, slot, engines))
-        workers[next_id] = _Worker(handle, slot)
-        ready_refs[handle.ready.remote()] = next_id
-        next_id += 1
+        handle = self.actor_cls.options(**options).remote(self.settings_json, self.overrides, runtime.episode_timeout_s, engine_overrides(self.settings.model, slot, self.engines))
+        self.workers[self.next_id] = _Worker(handle, slot)
+        self.ready_refs[handle.ready.remote()] = self.next_id
+        self.next_id += 1
 
-    def lose(wid: int, why: str) -> None:
-        nonlocal restarts_left
-        worker = workers.pop(wid, None)
+    def lose(self, wid: int, why: str) -> None:
+        worker = self.workers.pop(wid, None)
         if worker is None:
             return  # already handled (several of its episodes fail together)
-        counts.workers_lost += 1
+        self.counts.workers_lost += 1
         try:
             ray.kill(worker.handle, no_restart=True)
         except Exception:
             pass
-        if restarts_left > 0:
-            restarts_left -= 1
+        if self.restarts_left > 0:
+            self.restarts_left -= 1
             log.warning("evaluation worker lost (%s); its %d episodes in flight go back to the queue; starting a replacement", why, len(worker.inflight))
-            spawn(worker.slot)
+            self.spawn(worker.slot)
         else:
             log.warning("evaluation worker lost (%s); no restarts left", why)
 
-    def flush() -> None:
-        nonlocal last_flush
-        last_flush = time.monotonic()
-        if not buffer:
-            return
-        store.write(buffer)
-        buffer.clear()
-        counts.batches += 1
-        _fault_point("ARAG_FAULT_HANG_AFTER_BATCHES", counts.batches)
-
-    def record(row: dict[str, Any]) -> None:
-        buffer.append(row)
+    # -- rows --------------------------------------------------------------------------------------
+    def record(self, row: dict[str, Any]) -> None:
+        counts = self.counts
+        self.buffer.append(row)
         counts.ran += 1
         if row["status"] == OK:
             counts.ok += 1
         else:
             counts.failed += 1
-        if on_row is not None:
-            on_row(row)
-        bar.update(1)
-        elapsed = time.monotonic() - started
-        bar.set_postfix(ok=counts.ok, failed=counts.failed, per_min=f"{60 * counts.ran / max(elapsed, 1e-9):.0f}", refresh=False)
+        if self.on_row is not None:
+            self.on_row(row)
+        self.bar.update(1)
+        elapsed = time.monotonic() - self.started
+        self.bar.set_postfix(ok=counts.ok, failed=counts.failed, per_min=f"{60 * counts.ran / max(elapsed, 1e-9):.0f}", refresh=False)
 
-    for slot in range(max(1, runtime.workers)):
-        spawn(slot)
-    bar = _bar(len(questions), settings.method_name, progress)
-    try:
-        while pending or inflight:
-            for wid, worker in list(workers.items()):
-                while worker.ready and len(worker.inflight) < concurrency and pending:
-                    q = pending.popleft()
-                    ref = worker.handle.run.remote(q.to_json(), attempts.get(q.id, 0) + 1)
-                    inflight[ref] = (wid, q)
-                    worker.inflight.add(ref)
-            if not inflight and not ready_refs:
-                raise EvaluationError(f"no evaluation worker is left ({counts.workers_lost} lost, no restarts left); {len(pending)} questions not run")
-            if not inflight:
-                idle_since = idle_since or time.monotonic()
-                if time.monotonic() - idle_since > runtime.start_timeout_s:
-                    raise EvaluationError(
-                        f"no evaluation worker became ready in {runtime.start_timeout_s:g}s (does the cluster have "
-                        f"{runtime.worker_cpus:g} CPUs / {runtime.worker_gpus:g} GPUs free for one?)"
-                    )
-            else:
-                idle_since = None
-            waiting = list(inflight) + list(ready_refs)
-            done, rest = ray.wait(waiting, num_returns=1, timeout=1.0)
-            if done and rest:
-                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-                done += more
-            for ref in done:
-                if ref in ready_refs:
-                    wid = ready_refs.pop(ref)
-                    try:
-                        ray.get(ref)
-                    except ray.exceptions.RayError as exc:
-                        if not ever_ready:
-                            raise EvaluationError(f"the evaluation worker could not start: {summarize_error(exc)}") from None
-                        lose(wid, f"failed to start: {summarize_error(exc)}")
-                        continue
-                    if wid in workers:
-                        workers[wid].ready = ever_ready = True
-                    continue
-                wid, q = inflight.pop(ref)
-                worker = workers.get(wid)
-                if worker is not None:
-                    worker.inflight.discard(ref)
-                attempt = attempts.get(q.id, 0) + 1
-                try:
-                    row = ray.get(ref)
-                except ray.exceptions.RayTaskError as exc:  # a bug in the worker code: record, go on
-                    row = failed_row(settings, q, f"worker error: {summarize_error(exc)}", attempt, overrides=overrides).to_record()
-                except ray.exceptions.RayError as exc:  # the worker or its node is gone
-                    losses[q.id] += 1
-                    lose(wid, summarize_error(exc))
-                    if losses[q.id] < runtime.max_losses:
-                        pending.appendleft(q)
-                        counts.requeued += 1
-                        continue
-                    row = failed_row(settings, q, f"lost with its worker {losses[q.id]} times (last: {summarize_error(exc)})", attempt, overrides=overrides).to_record()
-                record(row)
-            if len(buffer) >= runtime.batch_size or (buffer and time.monotonic() - last_flush >= runtime.flush_s):
-                flush()
-    finally:
-        # Rows already received are whole episodes: keep them even when the loop is interrupted.
+    def flush(self) -> None:
+        self.last_flush = time.monotonic()
+        if not self.buffer:
+            return
+        self.store.write(self.buffer)
+        self.buffer.clear()
+        self.counts.batches += 1
+        _fault_point("ARAG_FAULT_HANG_AFTER_BATCHES", self.counts.batches)
+
+    def close(self) -> None:
+        """Rows already received are whole episodes: keep them even when the loop is interrupted."""
         try:
-            flush()
+            self.flush()
         finally:
-            bar.close()
-            for worker in workers.values():
+            if self.bar is not None:
+                self.bar.close()
+            for worker in self.workers.values():
                 try:
                     ray.kill(worker.handle, no_restart=True)
                 except Exception:
                     pass
-            counts.wall_s = time.monotonic() - started
-    return counts
+            self.counts.wall_s = time.monotonic() - self.started
 
 
 def summarize_error(exc: BaseException, limit: int = 400) -> str:

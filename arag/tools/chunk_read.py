@@ -20,9 +20,11 @@ NAME = "chunk_read"
 
 DESCRIPTION = (
     "Read the complete text of one or more chunks, by the chunk ids shown in search results "
-    "(e.g. \"12#0\"). Use it when a snippet looks relevant but the surrounding text is needed to be "
-    "sure of the answer. Each chunk comes with the ids of the previous and next chunk of the same "
-    "document, so you can read on. Chunks you already read in this conversation are not repeated."
+    "(e.g. \"12#0\"). Search results only show snippets, which often leave out the fact you need or "
+    "its context: read the chunks a search pointed to before you answer from them. Each chunk comes "
+    "with the ids of the previous and next chunk, so you can read on when a passage continues. Chunks "
+    "you already read in this conversation are not repeated. Read only the chunks you need: each one "
+    "adds to the conversation."
 )
 
 PARAMETERS: dict[str, Any] = {
@@ -46,6 +48,12 @@ def lookup_ids(ctx: "ToolContext", chunk_ids: list[str]) -> dict[str, int]:
     """ord of each known chunk id (one scan of the id column, ids bound as a parameter)."""
     rows = ctx.sql("SELECT chunk_id, ord FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
     return {c: int(o) for c, o in rows}
+
+
+def chunk_titles(ctx: "ToolContext", chunk_ids: list[str]) -> dict[str, str]:
+    """{chunk id: title} of the given ids that exist and have a title (evaluation's evidence recall)."""
+    rows = ctx.sql("SELECT chunk_id, title FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
+    return {c: t for c, t in rows if t is not None}
 
 
 def neighbours(ctx: "ToolContext", ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:

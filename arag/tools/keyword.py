@@ -32,17 +32,18 @@ if TYPE_CHECKING:
 NAME = "keyword_search"
 
 DESCRIPTION = (
-    "Find chunks of the corpus that contain your keywords literally. Each keyword is matched as a "
-    "case-insensitive substring of the chunk text (no stemming, no synonyms, no word boundaries: "
-    "'Paris' also matches 'Parisian'). A chunk scores the number of times each keyword occurs times "
-    "the keyword's length, summed over keywords, so longer, rarer keywords weigh more. Returns the "
-    "best chunks with the sentences that contain a keyword.\n"
-    "Good keywords are short and specific strings that should appear verbatim in the answer's source: "
-    "names of people, places, works and organisations, dates, numbers, titles, technical terms. "
-    "Give a few separate keywords (e.g. [\"Lothair II\", \"Ermengarde\"]) rather than a sentence; "
-    "a whole question as one keyword almost never matches. Add spelling variants as extra keywords. "
-    "Avoid common words ('the', 'was', 'film'), which match almost everything. For paraphrased or "
-    "conceptual needs use semantic_search instead."
+    "Exact-match search: find chunks of the corpus that contain your keywords literally. Each keyword "
+    "is matched as a case-insensitive substring of the chunk text (no stemming, no synonyms, no word "
+    "boundaries: 'Paris' also matches 'Parisian'). A chunk scores the number of times each keyword "
+    "occurs times the keyword's length, summed over keywords, so longer, rarer keywords weigh more. "
+    "Returns the best chunks with only the sentences that contain a keyword: these snippets are "
+    "previews, not the whole chunk, so read a promising chunk with chunk_read before relying on it.\n"
+    "Keep every keyword short: one to three words, such as a name, a place, a title, a date, a number "
+    "or a technical term that should appear verbatim in the source. Give several separate keywords "
+    "(e.g. [\"Marie Curie\", \"Warsaw\"]) rather than a sentence; a whole question as one keyword "
+    "almost never matches. Add spelling variants as extra keywords. Avoid common words ('the', 'was', "
+    "'film'), which match almost everything. When you do not know the exact wording, or keywords find "
+    "nothing useful, use semantic_search instead."
 )
 
 PARAMETERS: dict[str, Any] = {
@@ -52,7 +53,7 @@ PARAMETERS: dict[str, Any] = {
             "type": "array",
             "items": {"type": "string"},
             "minItems": 1,
-            "description": "Keywords to match literally (case-insensitive substrings of the chunk text).",
+            "description": "Keywords to match literally (case-insensitive substrings of the chunk text), each one to three words.",
         },
         "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many chunks to return (at most 20)."},
     },

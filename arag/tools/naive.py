@@ -25,8 +25,9 @@ NAME = "naive_embedding_search"
 DESCRIPTION = (
     "Retrieve the corpus chunks most similar in meaning to a natural-language query and read their "
     "full text. A chunk's similarity is that of its sentence closest to the query. Write the query as "
-    "a short, self-contained question or statement about what you need; search again with a "
-    "reformulated query if the chunks do not contain the answer."
+    "a short, self-contained question or statement about one fact; for a multi-hop question, retrieve "
+    "one hop at a time, and search again with a reformulated query if the chunks do not contain the "
+    "answer."
 )
 
 

@@ -24,12 +24,15 @@ NAME = "semantic_search"
 SENTENCES_PER_RESULT = 3
 
 DESCRIPTION = (
-    "Find chunks whose sentences are close in meaning to a natural-language query, using the "
-    "embedding model of the index. Use it when you do not know the exact words of the source: "
-    "paraphrases, descriptions, relations ('the director of the film that won ...'). Write the query "
-    "as a short, self-contained statement or question about one fact. Returns the best chunks with "
-    "the matching sentences and their cosine similarity (higher is closer). For exact names, dates "
-    "or identifiers, keyword_search is usually more precise."
+    "Meaning-based search: find chunks whose sentences are close in meaning to a natural-language "
+    "query, using the embedding model of the index. Prefer it over keyword_search when you do not know "
+    "the exact words of the source (paraphrases, descriptions, relations such as 'the director of the "
+    "film that won ...'), or when keyword searches return nothing relevant. Write the query as a short, "
+    "self-contained statement or question about one fact; for a multi-hop question, search one hop at "
+    "a time. Returns the best chunks with their matching sentences and cosine similarity (higher is "
+    "closer). The sentences are previews, not the whole chunk: read a promising chunk with chunk_read "
+    "before answering from it. For exact names, dates or identifiers, keyword_search is usually more "
+    "precise."
 )
 
 PARAMETERS: dict[str, Any] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 
@@ -10,10 +11,13 @@ class ReadTracker:
     """Per-episode memory of chunk_read: a chunk read once is not put into the context again.
 
     Create one per episode (question) and pass it to every chunk_read call of that episode.
+    Against a served index (arag.service.client.RemoteTools) the server keeps the episode's reads
+    under `session_id`, a random id per tracker.
     """
 
     read: set[str] = field(default_factory=set)
     order: list[str] = field(default_factory=list)
+    session_id: str = field(default_factory=lambda: uuid.uuid4().hex, compare=False, repr=False)
 
     def seen(self, chunk_id: str) -> bool:
         return chunk_id in self.read
@@ -26,3 +30,4 @@ class ReadTracker:
     def reset(self) -> None:
         self.read.clear()
         self.order.clear()
+        self.session_id = uuid.uuid4().hex  # a served index forgets the old reads too

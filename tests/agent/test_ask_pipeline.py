@@ -11,9 +11,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from arag.agent.render import render_episode
+from arag.conf_files import conf_dir
 from pipelines.ask import ask
 
-CONF = str(Path(__file__).resolve().parents[2] / "conf")
+CONF = str(conf_dir())
 
 
 def compose_ask(*overrides: str):

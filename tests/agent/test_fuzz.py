@@ -8,7 +8,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arag.agent import ANSWERED, FAILED, Agent, AgentConfig
+from arag.agent import ANSWERED, EPISODE_FAILED, Agent, AgentConfig
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import Completion, LLMError, ToolCall
 from arag.methods import load_method
@@ -64,7 +64,7 @@ def test_malformed_outputs_never_crash(agent_ctx, script, protocol, method):
     config = AgentConfig(max_steps=3, token_budget=4000, llm_attempts=2, backoff_initial_s=0, backoff_max_s=0, backoff_jitter_s=0)
     agent = Agent(ScriptedBackend(script), load_method(method), agent_ctx, protocol=protocol, config=config)
     ep = agent.run("Who was the mother of Lothair II?")
-    assert ep.status in (ANSWERED, FAILED)
+    assert ep.status in (ANSWERED, EPISODE_FAILED)
     if ep.status == ANSWERED:
         assert isinstance(ep.answer, str)
     else:

@@ -54,3 +54,18 @@ def test_every_method_runs_a_real_episode(embedded, agent_ctx, method):
     json.dumps(ep.to_json())
     if method not in ("direct", "naive_rag") and not ep.forced:
         assert ep.steps >= 1
+
+
+def test_the_tool_step_guard_rail_makes_the_model_search(embedded, agent_ctx):
+    """The episodes above pass whether or not the model calls a tool. Here the guard rail
+    (`agent.guard_rails.tool_steps=1`) takes the answer branch out of the first step's grammar, so the
+    model must call a tool: the tool really ran over the index and its result reached the model."""
+    config = AgentConfig.from_dict({"max_steps": 3, "llm_attempts": 1, "guard_rails": {"tool_steps": 1}})
+    agent = Agent(embedded, load_method("arag_full"), agent_ctx, protocol="json", config=config)
+    ep = agent.run("When did Lothair II's mother die?", question_id="guarded")
+    assert ep.status == ANSWERED and ep.guard_rails["tool_steps"] == 1, ep.failure
+    first = ep.tool_calls[0] if ep.tool_calls else None
+    assert first is not None and first.step == 1, [m.raw for m in ep.model_calls]
+    assert first.name in ("keyword_search", "semantic_search", "chunk_read") and first.error is None, first
+    assert first.retrieved_tokens > 0 and first.text.strip(), first  # it returned content from the index
+    assert ep.model_calls[1].prompt_tokens > ep.model_calls[0].prompt_tokens  # the result went into the next prompt

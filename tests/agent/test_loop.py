@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from arag.agent import ANSWERED, FAILED, Agent, AgentConfig, GuardRails
+from arag.agent import ANSWERED, EPISODE_FAILED, Agent, AgentConfig, GuardRails
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import Completion, LLMError, ToolCall
 from arag.methods import available_methods, load_method
@@ -103,7 +103,7 @@ def test_token_budget_fits_the_context_window():
     backend = ScriptedBackend([], max_tokens=256)
     backend.context_window = 8192
     a = Agent(backend, load_method("direct"), config=AgentConfig(token_budget=None))
-    assert a.config.token_budget == 8192 - 512 - 1536
+    assert a.config.token_budget == 8192 - 256 - 1536  # room for one reply and the margin
     a = Agent(backend, load_method("direct"), config=AgentConfig(token_budget=1000))
     assert a.config.token_budget == 1000
     assert Agent(ScriptedBackend([]), load_method("direct"), config=AgentConfig(token_budget=None)).config.token_budget is None
@@ -157,7 +157,7 @@ def test_llm_errors_are_retried(agent_ctx):
 def test_llm_errors_exhausted_fail_the_episode(agent_ctx):
     a, _ = agent([{"tool": "keyword_search", "arguments": {"keywords": ["x"]}}] + [LLMError("timeout")] * 5, ctx=agent_ctx, llm_attempts=3)
     ep = a.run("q?")
-    assert ep.status == FAILED and ep.answer is None and "3 attempt(s)" in ep.failure and "timeout" in ep.failure
+    assert ep.status == EPISODE_FAILED and ep.answer is None and "3 attempt(s)" in ep.failure and "timeout" in ep.failure
     assert ep.model_calls[-1].error and ep.model_calls[-1].attempts == 3
     assert len(ep.tool_calls) == 1 and ep.messages  # what happened before the failure is kept
 
@@ -165,32 +165,71 @@ def test_llm_errors_exhausted_fail_the_episode(agent_ctx):
 def test_non_retryable_error_fails_at_once(agent_ctx):
     a, _ = agent([LLMError("context too long", retryable=False), {"answer": "never"}], ctx=agent_ctx, llm_attempts=5)
     ep = a.run("q?")
-    assert ep.status == FAILED and ep.model_calls[0].attempts == 1
+    assert ep.status == EPISODE_FAILED and ep.model_calls[0].attempts == 1
 
 
 def test_backend_bug_fails_the_episode(agent_ctx):
     a, _ = agent([RuntimeError("boom")], ctx=agent_ctx)
     ep = a.run("q?")
-    assert ep.status == FAILED and "boom" in ep.failure
+    assert ep.status == EPISODE_FAILED and "boom" in ep.failure
 
 
 def test_unparseable_forced_answer_fails(agent_ctx):
     a, _ = agent([{"tool": "keyword_search", "arguments": {"keywords": ["x"]}}, "garbage"], ctx=agent_ctx, max_steps=1)
     ep = a.run("q?")
-    assert ep.status == FAILED and ep.forced and ep.answer is None
+    assert ep.status == EPISODE_FAILED and ep.forced and ep.answer is None
 
 
-def test_several_tool_calls_in_one_reply_run_in_order(agent_ctx):
-    reply = [{"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}]
+def test_one_tool_call_per_step_native(agent_ctx):
+    """The paper's setting: only the first call of a reply runs; the others get a note, each answering its call id."""
+    reply = [{"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["1#0"]}}]
     a, backend = agent([reply, {"answer": "ok"}], ctx=agent_ctx, protocol="native")
     ep = a.run("q?")
-    assert [c.name for c in ep.tool_calls] == ["keyword_search", "chunk_read", "chunk_read"] and ep.steps == 2
-    assert {c.step for c in ep.tool_calls} == {1}
+    assert [c.name for c in ep.tool_calls] == ["keyword_search"] and ep.steps == 2 and ep.refused_calls == 2
     msgs = backend.requests[1].messages
     assert [m.role for m in msgs[-4:]] == ["assistant", "tool", "tool", "tool"]
     assert [m.tool_call_id for m in msgs[-3:]] == [c.id for c in msgs[-4].tool_calls]
-    # The read tracker lives per episode: the second read of the same chunk is not shown again.
-    assert ep.tool_calls[1].retrieved_tokens > 0 and ep.tool_calls[2].retrieved_tokens == 0
+    assert all("only one tool call" in m.content for m in msgs[-2:]) and "Teutberga" in msgs[-3].content
+
+
+def test_one_tool_call_per_step_json(agent_ctx):
+    """The JSON protocol's schema is one object: one tool or the answer, never a list of calls."""
+    a, backend = agent([{"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"answer": "ok"}], ctx=agent_ctx)
+    ep = a.run("q?")
+    schema = backend.requests[0].response_schema
+    assert all(b["type"] == "object" for b in schema["oneOf"]) and len(ep.tool_calls) == 1
+    ep = a.protocol.parse(Completion(text=json.dumps([{"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}] * 2)))
+    assert type(ep[0]).__name__ == "InvalidAction"
+
+
+def test_openai_backend_asks_for_one_tool_call_per_reply():
+    from arag.llm.openai import OpenAIBackend
+
+    body = OpenAIBackend("m").request_body([], [{"type": "function", "function": {"name": "t", "parameters": {}}}], None, None)
+    assert body["parallel_tool_calls"] is False
+    assert "parallel_tool_calls" not in OpenAIBackend("m", parallel_tool_calls=None).request_body([], [{"type": "function"}], None, None)
+
+
+@pytest.mark.parametrize("protocol", ["json", "native"])
+def test_oversized_read_ends_in_a_forced_answer(agent_ctx, protocol, monkeypatch):
+    """A read larger than the window left is cut with a note; the forced answer still happens and fits."""
+    from arag.agent import loop
+
+    monkeypatch.setattr(loop, "CONTEXT_MARGIN_TOKENS", 100)  # the test chunks are tiny: a small margin makes a read overflow
+    read = {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0", "1#0", "1#1", "2#0", "3#0"]}}
+    probe = Agent(ScriptedBackend([read, {"answer": "x"}]), load_method("arag_full"), agent_ctx, protocol=protocol, config=AgentConfig(max_steps=1, **FAST))
+    probe.run("q?")
+    start = probe.backend.requests and sum(len(m.content) // 4 + 4 for m in probe.backend.requests[0].messages)  # the scripted backend's count
+    backend = ScriptedBackend([read, {"answer": "20 March 851"}], max_tokens=64)
+    backend.context_window = window = start + 64 + 100 + 40
+    a = Agent(backend, load_method("arag_full"), agent_ctx, protocol=protocol, config=AgentConfig(max_steps=5, **FAST))
+    ep = a.run("q?")
+    assert ep.status == ANSWERED and ep.forced and ep.forced_reason == "token_budget" and ep.answer == "20 March 851"
+    assert ep.truncated_observations == 1 and "cut" in ep.guard_rail_events[0]
+    final = backend.requests[-1]
+    # the prompt of the forced call, as the backend counts it, leaves room for its reply
+    assert len(backend.requests) == 2 and ep.model_calls[-1].final and ep.model_calls[-1].prompt_tokens + 64 <= window
+    assert "did not fit" in final.messages[-2].content
 
 
 def test_tracker_is_per_episode(agent_ctx):
@@ -207,10 +246,12 @@ def test_guard_rail_off_by_default_and_recorded(agent_ctx):
 
 
 def test_guard_rail_refuses_answer_before_reading(agent_ctx):
-    script = [{"answer": "early"}, {"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"answer": "late"}]
-    a, _ = agent(script, ctx=agent_ctx, guard_rails=GuardRails(require_read_before_answer=True))
+    # a search's snippets are not a read: the answer is refused until chunk_read put a whole chunk in view
+    search = {"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}
+    script = [{"answer": "early"}, search, {"answer": "after search"}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}, {"answer": "late"}]
+    a, _ = agent(script, ctx=agent_ctx, guard_rails=GuardRails(require_read_before_answer=True, max_refusals=3))
     ep = a.run("q?")
-    assert ep.answer == "late" and len(ep.guard_rail_events) == 1 and ep.guard_rails["require_read_before_answer"]
+    assert ep.answer == "late" and len(ep.guard_rail_events) == 2 and ep.guard_rails["require_read_before_answer"]
     a, _ = agent([{"answer": "a1"}, {"answer": "a2"}], ctx=agent_ctx, guard_rails=GuardRails(require_read_before_answer=True, max_refusals=1))
     ep = a.run("q?")
     assert ep.answer == "a2" and len(ep.guard_rail_events) == 1
@@ -219,7 +260,7 @@ def test_guard_rail_refuses_answer_before_reading(agent_ctx):
 def test_script_exhausted_fails():
     a, _ = agent([], method="direct")
     ep = a.run("q?")
-    assert ep.status == FAILED and "no more replies" in ep.failure
+    assert ep.status == EPISODE_FAILED and "no more replies" in ep.failure
 
 
 def test_episode_row_is_flat(agent_ctx):

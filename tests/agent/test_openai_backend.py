@@ -8,7 +8,7 @@ import pytest
 
 httpx = pytest.importorskip("httpx", reason="the openai backend needs httpx")
 
-from arag.agent import ANSWERED, FAILED, Agent, AgentConfig  # noqa: E402
+from arag.agent import ANSWERED, EPISODE_FAILED, Agent, AgentConfig  # noqa: E402
 from arag.llm.openai import OpenAIBackend  # noqa: E402
 from arag.llm.types import ConfigurationError, LLMError, Message  # noqa: E402
 from arag.methods import load_method  # noqa: E402
@@ -70,13 +70,13 @@ def test_retryable_errors_are_retried_then_fail():
     assert ep.status == ANSWERED and ep.model_calls[0].attempts == 3
     b = backend([429, 500, 502], [])
     ep = Agent(b, load_method("direct"), protocol="native", config=FAST).run("q?")
-    assert ep.status == FAILED and "HTTP 502" in ep.failure
+    assert ep.status == EPISODE_FAILED and "HTTP 502" in ep.failure
 
 
 def test_client_errors_are_not_retried():
     b = backend([400, reply("never")], [])
     ep = Agent(b, load_method("direct"), protocol="native", config=FAST).run("q?")
-    assert ep.status == FAILED and ep.model_calls[0].attempts == 1
+    assert ep.status == EPISODE_FAILED and ep.model_calls[0].attempts == 1
 
 
 def test_malformed_response_is_an_llm_error():

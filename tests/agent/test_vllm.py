@@ -31,6 +31,7 @@ QUESTIONS = ["When did Lothair II's mother die?", "Who directed Phoolwari?", "Wh
 def engine():
     from arag.llm.models import ModelUnavailable
     from arag.llm.vllm import VLLMBackend
+    from arag.runtime import vllm_engine  # noqa: F401  (connects the backend to its Ray engine actors)
     from arag.runtime.cluster import init_ray
 
     init_ray(num_cpus=2)
@@ -85,7 +86,7 @@ def test_concurrent_episodes_share_one_actor(engine, agent_ctx):
     async def together():
         return await asyncio.gather(*(agents[i % 2].arun(q, question_id=f"c{i}") for i, q in enumerate(QUESTIONS)))
 
-    actor = engine.actor()
+    actor = engine.connection().handle
     assert ray.get(actor.stats.remote(reset_peak=True))["peak_inflight"] == 1  # the sequential run: one at a time
     assert ray.get(actor.stats.remote())["peak_inflight"] == 0
     t = time.perf_counter()
@@ -121,7 +122,7 @@ def test_thinking_budget_two_phases_on_the_real_engine(engine):
     schema = json_action_schema([])
     req = engine.request([Message("user", "Is 851 before 869? Reply in JSON.")], None, schema, 32)
     req.update(thinking=True, thinking_budget=12)
-    reply = ray.get(engine.actor().chat.remote(req), timeout=600)
+    reply = ray.get(engine.connection().handle.chat.remote(req), timeout=600)
     assert not reply.get("error"), reply
     assert reply["reasoning"] is not None and 0 < reply["reasoning_tokens"] <= 12 + 8
     assert "answer" in json.loads(reply["text"])  # the answer phase is still schema-constrained

@@ -125,7 +125,7 @@ def test_factory_and_configs_build_without_starting_anything():
     for name in ("vllm", "vllm_cpu"):
         cfg = OmegaConf.to_container(compose_ask(f"model={name}").model, resolve=True)
         b = make_backend(cfg)
-        assert isinstance(b, VLLMBackend) and cfg["protocol"] in b.protocols and b._actor is None
+        assert isinstance(b, VLLMBackend) and cfg["protocol"] in b.protocols and b._connection is None
     assert b.describe()["model_path"] is None  # the packaged model is converted on first use, not here
 
 
@@ -201,17 +201,24 @@ def test_server_errors_never_raise():
     assert out["error"].startswith("RuntimeError: boom") and out["retryable"] is False
 
 
-class _Handle:
-    """Stands in for the Ray actor handle: `chat.remote(req)` returns an awaitable, as an ObjectRef is."""
+class FakeConnection:
+    """Stands in for arag.runtime.vllm_engine's Ray actor connection: calls the server directly."""
 
-    def __init__(self, srv):
-        self.chat = SimpleNamespace(remote=lambda req: srv.chat(req))
+    def __init__(self, srv, spec, **options):
+        self.srv, self.spec, self.options, self.name, self.closed = srv, spec, options, "fake-engine", False
+
+    def start(self, timeout_s):
+        return {"model": self.spec.model}
+
+    async def chat(self, req, timeout_s):
+        return await self.srv.chat(req)
+
+    def close(self):
+        self.closed = True
 
 
-def test_agent_episodes_through_the_backend(monkeypatch, agent_ctx):
-    """Backend -> (actor) -> EngineServer -> agent: two episodes at once over one server."""
-    pytest.importorskip("ray")
-    script = {}
+def test_agent_episodes_through_the_backend(agent_ctx):
+    """Backend -> (connection) -> EngineServer -> agent: two episodes at once over one server."""
 
     def reply(prompt, params):
         if "Result of keyword_search" in prompt:
@@ -219,8 +226,13 @@ def test_agent_episodes_through_the_backend(monkeypatch, agent_ctx):
         return json.dumps({"tool": "keyword_search", "arguments": {"keywords": ["Ermengarde"]}})
 
     srv = server(reply, max_model_len=16384)
-    b = backend(max_model_len=16384)
-    monkeypatch.setattr(b, "actor", lambda: _Handle(srv))
+    connections = []
+
+    def connect(spec, **options):
+        connections.append(FakeConnection(srv, spec, **options))
+        return connections[-1]
+
+    b = backend(max_model_len=16384, connector=connect)
     agent = Agent(b, load_method("arag_full"), agent_ctx, protocol=JsonProtocol(), config=AgentConfig(max_steps=3, llm_attempts=1))
 
     async def both():
@@ -229,7 +241,21 @@ def test_agent_episodes_through_the_backend(monkeypatch, agent_ctx):
     eps = asyncio.run(both())
     assert all(ep.status == ANSWERED and ep.answer == "20 March 851" for ep in eps), [ep.failure for ep in eps]
     assert all(ep.tool_calls[0].name == "keyword_search" and ep.model_calls[0].prompt_tokens for ep in eps)
-    assert all(params.get("json_schema") for _, params in srv._engine.calls) and not script
+    # Every model call of both episodes reached the one server, schema-constrained: a search, then the answer.
+    assert srv.requests == 4 and len(srv._engine.calls) == 4 and all(params.get("json_schema") for _, params in srv._engine.calls)
+    prompts = [prompt for prompt, _ in srv._engine.calls]
+    assert sum("Lothair II's mother" in p for p in prompts) == 2 and sum("Who was Ermengarde?" in p for p in prompts) == 2
+    assert len(connections) == 1 and connections[0].spec.model_path == "/models/x" and b.describe()["actor"] == "fake-engine"
+    b.close()
+    assert connections[0].closed
+
+
+def test_without_the_runtime_the_backend_names_it(monkeypatch):
+    from arag.llm import vllm
+
+    monkeypatch.setattr(vllm, "_default_connector", None)
+    with pytest.raises(ConfigurationError, match="arag.runtime.vllm_engine"):
+        backend().start()
 
 
 def test_converted_model_folder_is_reused_by_its_marker(tmp_path, monkeypatch):

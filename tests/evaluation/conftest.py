@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
+from arag.conf_files import conf_dir
 from tests.conftest import write_jsonl
 from tests.tools.conftest import Doc, make_index
 
-CONF = str(Path(__file__).resolve().parents[2] / "conf")
+CONF = str(conf_dir())
 
 EVAL_DOCS = [
     Doc("0", "Teutberga", [["Teutberga died 11 November 875.", "She was a queen of Lotharingia by marriage to Lothair II."]]),

@@ -86,8 +86,15 @@ def test_failed_episodes_are_kept_apart_and_retried_on_rerun(ray_local, eval_ind
 def test_a_worker_that_cannot_start_stops_the_run_with_its_reason(ray_local, eval_index, questions_file, tmp_path):
     from arag.runtime.evaluate_job import EvaluationError
 
-    with pytest.raises(EvaluationError, match="could not start: .*unknown backend 'nope'"):
+    # A backend setting only the backend can refuse: the worker builds it, fails, and says why.
+    with pytest.raises(EvaluationError, match="could not start: .*reasoning effort must be one of .* got 'extreme'"):
+        run(eval_index, questions_file, tmp_path / "results", "model.reasoning_effort=extreme")
+
+
+def test_an_unknown_backend_stops_the_run_before_any_worker(eval_index, questions_file, tmp_path):
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
         run(eval_index, questions_file, tmp_path / "results", "model.backend=nope")
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.slow

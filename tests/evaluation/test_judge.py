@@ -48,9 +48,9 @@ def test_the_judge_asks_with_a_schema_and_the_config_prompt():
 
 def test_judge_failures_are_recorded_as_failures_not_as_wrong():
     v = run(Judge(ScriptedBackend([LLMError("down", retryable=False)]), CONFIG))
-    assert v.status == J.FAILED and v.llm_acc is None and "down" in v.error
+    assert v.status == J.VERDICT_FAILED and v.llm_acc is None and "down" in v.error
     v = run(Judge(ScriptedBackend(["gibberish", "more gibberish"]), CONFIG))
-    assert v.status == J.FAILED and v.llm_acc is None and "unusable judge reply" in v.error and v.reply == "more gibberish"
+    assert v.status == J.VERDICT_FAILED and v.llm_acc is None and "unusable judge reply" in v.error and v.reply == "more gibberish"
     # A usable second reply after an unusable first one is a verdict.
     assert run(Judge(ScriptedBackend(["??", {"verdict": "correct"}]), CONFIG)).status == J.CORRECT
 
@@ -67,10 +67,15 @@ def test_shortcuts_no_answer_exact_match_and_disabled():
 
 
 def test_the_default_config_prompt_formats():
+    """The default judge is the paper preset (lenient, no question shown); `judge=strict` is ours."""
     from omegaconf import OmegaConf
 
     from tests.evaluation.conftest import compose_evaluate
 
     cfg = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate().judge, resolve=True))
     msgs = Judge(ScriptedBackend([]), cfg).messages("Q?", ["A", "B"], "C")
-    assert "Reference answer: A | B" in msgs[1].content and '{"verdict": "correct"}' in msgs[1].content
+    assert "Gold answer: A | B" in msgs[1].content and '{"verdict": "correct"}' in msgs[1].content and "Q?" not in msgs[1].content
+    assert "key information" in " ".join(msgs[0].content.split()) and "contradicts" in msgs[0].content and cfg.max_tokens is None
+    strict = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate("judge=strict").judge, resolve=True))
+    msgs = Judge(ScriptedBackend([]), strict).messages("Q?", ["A", "B"], "C")
+    assert "Reference answer: A | B" in msgs[1].content and "Question: Q?" in msgs[1].content

@@ -6,7 +6,7 @@ import pytest
 
 from arag.agent.records import Episode, ToolCallRecord
 from arag.evaluation.evidence import chunks_seen_and_read, evidence_recall
-from arag.evaluation.metrics import contain_acc, exact_match, f1, normalize_answer, score_answer
+from arag.evaluation.metrics import contain_acc, contain_acc_token, exact_match, f1, normalize_answer, score_answer
 
 
 @pytest.mark.parametrize(
@@ -40,13 +40,43 @@ def test_f1_is_token_overlap_with_the_best_gold():
     assert f1("paris paris", ["paris"]) == pytest.approx(2 * 0.5 * 1 / 1.5)
 
 
-def test_contain_acc_matches_whole_tokens_of_any_gold():
+def test_contain_acc_is_the_paper_codes_substring_rule():
+    """Normalised gold a substring of the normalised prediction, raw characters (the paper's code)."""
     assert contain_acc("She died on 20 March 851.", ["20 March 851"]) == 1.0
     assert contain_acc("It was Phoolwari, released in 1946", ["Aas Ka Panchhi", "Phoolwari"]) == 1.0
-    assert contain_acc("not known", ["no"]) == 0.0  # not a raw substring match
-    assert contain_acc("in 19460", ["1946"]) == 0.0
-    assert contain_acc("The answer is yes.", ["Yes"]) == 1.0
-    assert contain_acc(None, ["x"]) == 0.0
+    assert contain_acc("The Answer is: YES!", ["yes"]) == 1.0  # case, punctuation and articles normalised away
+    assert contain_acc("not known", ["no"]) == 1.0  # a raw substring counts, as in the paper's code
+    assert contain_acc("in 19460", ["1946"]) == 1.0
+    assert contain_acc("Ermengarde", ["Ermengarde of Tours"]) == 0.0  # the gold must be inside the prediction
+    assert contain_acc(None, ["x"]) == 0.0 and contain_acc("", ["x"]) == 0.0
+
+
+def test_contain_acc_token_needs_whole_tokens():
+    assert contain_acc_token("She died on 20 March 851.", ["20 March 851"]) == 1.0
+    assert contain_acc_token("not known", ["no"]) == 0.0
+    assert contain_acc_token("in 19460", ["1946"]) == 0.0
+    assert contain_acc_token("The answer is yes.", ["Yes"]) == 1.0
+
+
+def test_recall_at_k_over_chunks_in_retrieval_order():
+    from arag.evaluation.evidence import recall_at_k
+
+    ranked = ["A", ["B", "C"], "D", None, "E"]  # the second chunk covers two documents (packed chunking)
+    assert recall_at_k(ranked, ["C", "E"], 2) == 0.5
+    assert recall_at_k(ranked, ["C", "E"], 5) == 1.0
+    assert recall_at_k(ranked, ["A"], 1) == 1.0 and recall_at_k(ranked, ["D"], 2) == 0.0
+    assert recall_at_k(["A\nB"], ["B"], 1) == 1.0  # a packed chunk's title field: titles joined by newlines
+    assert recall_at_k(ranked, [], 2) is None
+    with pytest.raises(ValueError):
+        recall_at_k(ranked, ["A"], 0)
+
+
+def test_evidence_recall_at_k_follows_the_order_of_tool_results():
+    ep = Episode(question="q", method="m", protocol="json", backend={})
+    ep.tool_calls = [ToolCallRecord(1, "semantic_search", {}, "", chunk_ids=["x#0", "y#0", "z#0"]), ToolCallRecord(2, "chunk_read", {}, "", chunk_ids=["z#0"])]
+    titles = {"x#0": "X", "y#0": "Y", "z#0": "Z\nW"}
+    r = evidence_recall(ep, ["W", "X"], lambda ids: {i: titles[i] for i in ids})
+    assert r.at_k == {2: 0.5, 5: 1.0} and r.found_read == 1
 
 
 def test_a_gold_that_normalises_to_nothing_still_matches():

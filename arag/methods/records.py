@@ -1,0 +1,21 @@
+"""What a tool call in an episode leaves behind, whoever made it: the model (the agent loop) or the
+method itself (e.g. naive RAG's retrieval before the first model call). Methods build these and the
+agent's `Episode` holds them, so they live here, below the agent: the agent imports methods, never
+the other way round."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ToolCallRecord:
+    step: int
+    name: str
+    arguments: Any  # as the model wrote them (a dict, or raw text when it was not valid JSON)
+    text: str  # what the model was shown
+    retrieved_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+    chunk_ids: list[str] = field(default_factory=list)

@@ -1,0 +1,105 @@
+"""vLLM engines in Ray actors: one actor holds one `arag.llm.vllm.EngineServer` (an AsyncLLM engine)
+and serves many requests at once. Backends with the same engine settings share one actor: in a
+process through the registry below, across processes (or drivers of one cluster) by the actor's name
+in the `arag` namespace; `detached` keeps it alive after the driver exits.
+
+Importing this module connects `arag.llm.vllm.VLLMBackend` to these actors (`set_engine_connector`):
+the backend keeps the request/response logic, this module every Ray call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayError
+
+from arag.llm.types import LLMError
+from arag.llm.vllm import EngineServer, EngineSpec, set_engine_connector
+from arag.runtime.cluster import init_ray
+
+NAMESPACE = "arag"
+
+# ---- the actor registry (per process) ----------------------------------------------------------------
+
+_ACTORS: dict[str, Any] = {}
+_USERS: dict[str, int] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def engine_actor(spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = 256) -> tuple[str, Any]:
+    """The actor serving `spec` (created if no actor of that name exists in the cluster)."""
+    init_ray()
+    name = name or spec.actor_name()
+    with _REGISTRY_LOCK:
+        handle = _ACTORS.get(name)
+        if handle is None:
+            env = {"VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false", **spec.env}
+            options: dict[str, Any] = {
+                "name": name,
+                "namespace": NAMESPACE,
+                "get_if_exists": True,
+                "num_cpus": spec.num_cpus,
+                "num_gpus": spec.num_gpus,
+                "max_concurrency": max_inflight,
+                "max_restarts": 1,
+                "runtime_env": {"env_vars": {k: str(v) for k, v in env.items()}},
+            }
+            if detached:
+                options["lifetime"] = "detached"
+            payload = {"model": spec.model, "max_model_len": spec.max_model_len, "tool_parser": spec.tool_parser, "engine_args": spec.engine_args()}
+            handle = ray.remote(EngineServer).options(**options).remote(payload)
+            _ACTORS[name] = handle
+        _USERS[name] = _USERS.get(name, 0) + 1
+    return name, handle
+
+
+def release_actor(name: str, *, kill: bool) -> None:
+    """One user fewer; the last user of a non-detached actor in this process stops it."""
+    with _REGISTRY_LOCK:
+        _USERS[name] = max(0, _USERS.get(name, 0) - 1)
+        if _USERS[name] or not kill:
+            return
+        handle = _ACTORS.pop(name, None)
+        _USERS.pop(name, None)
+    if handle is not None and ray.is_initialized():
+        try:
+            ray.get(handle.shutdown.remote(), timeout=60)  # the engine's own processes end with it
+        except Exception:
+            pass
+        ray.kill(handle)
+
+
+async def _await(ref: Any) -> Any:
+    return await ref
+
+
+class RayEngineConnection:
+    """A backend's connection to the engine actor serving its spec (`arag.llm.vllm.EngineConnection`)."""
+
+    def __init__(self, spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = 256):
+        self.detached = detached
+        self.name, self.handle = engine_actor(spec, name=name, detached=detached, max_inflight=max_inflight)
+
+    def start(self, timeout_s: float) -> dict[str, Any]:
+        return ray.get(self.handle.ready.remote(), timeout=timeout_s)
+
+    async def chat(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        ref = self.handle.chat.remote(req)
+        try:
+            return await asyncio.wait_for(_await(ref), timeout_s)
+        except (asyncio.TimeoutError, GetTimeoutError) as exc:
+            ray.cancel(ref)
+            raise LLMError(f"vllm: no reply in {timeout_s:.0f}s", retryable=True) from exc
+        except RayActorError as exc:  # the actor died (it is restarted once): worth a retry
+            raise LLMError(f"vllm actor died: {str(exc)[:300]}", retryable=True) from exc
+        except RayError as exc:
+            raise LLMError(f"vllm actor call failed: {str(exc)[:300]}", retryable=False) from exc
+
+    def close(self) -> None:
+        release_actor(self.name, kill=not self.detached)
+
+
+set_engine_connector(RayEngineConnection)

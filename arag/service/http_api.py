@@ -1,0 +1,106 @@
+"""The JSON API: Starlette routes over a `ToolService`.
+
+    GET  /tools               {"tools": [function schema, ...]}
+    POST /tools/<name>        body: the tool's JSON arguments → the tool result (as `python -m
+                              arag.tools ... --json`) plus "text", the agent-facing answer;
+                              X-Session-Id header or ?session= picks the read tracker,
+                              ?full_text=true|false the snippet level
+    GET  /index               the served index's fingerprint and sizes (remote clients check it)
+    POST /chunks/titles       {"chunk_ids": [...]} → {"titles": {...}} (evaluation's evidence recall)
+    GET  /openapi.json        the OpenAPI document
+
+Statuses: 200 answered, 400 bad arguments (the body is the tool's error result), 404 unknown tool
+(with the list), 500 the tool failed on its own. Bodies are always JSON, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from arag.service.openapi import openapi_document
+from arag.service.sessions import SessionIdError, check_session_id
+from arag.service.tool_service import ToolService, is_internal_failure, result_json
+from arag.tools import ToolArgumentError
+
+log = logging.getLogger("arag.service")
+
+SESSION_HEADER = "x-session-id"
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off"}
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def request_session(request: Request) -> str | None:
+    session = request.headers.get(SESSION_HEADER) or request.query_params.get("session")
+    if session is None:
+        return None
+    try:
+        return check_session_id(session)
+    except SessionIdError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def request_full_text(request: Request) -> bool | None:
+    value = request.query_params.get("full_text")
+    if value is None:
+        return None
+    if value.lower() in TRUE_WORDS:
+        return True
+    if value.lower() in FALSE_WORDS:
+        return False
+    raise BadRequest(f"full_text must be true or false, got {value[:40]!r}")
+
+
+def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[Route]:
+    openapi = openapi_document(service.tools, token=token, version=version)
+
+    async def list_tools(request: Request) -> JSONResponse:
+        return JSONResponse({"tools": service.schemas()})
+
+    async def call_tool(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        if name not in service.tools:
+            return JSONResponse({"error": f"unknown tool {name[:100]!r}; served tools: {', '.join(service.tools)}", "tools": list(service.tools)}, status_code=404)
+        try:
+            session, full_text = request_session(request), request_full_text(request)
+        except BadRequest as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        body = await request.body()
+        result = await service.call(name, body if body.strip() else b"{}", tracker=service.tracker(session), full_text=full_text)
+        status = 200 if result.error is None else (500 if is_internal_failure(result) else 400)
+        return JSONResponse(result_json(result), status_code=status)
+
+    async def index_info(request: Request) -> JSONResponse:
+        return JSONResponse(service.info())
+
+    async def chunk_titles(request: Request) -> JSONResponse:
+        try:
+            args: Any = await request.json()
+        except ValueError as exc:
+            return JSONResponse({"error": f"the body is not valid JSON ({str(exc)[:200]})"}, status_code=400)
+        if not isinstance(args, dict) or set(args) != {"chunk_ids"}:
+            return JSONResponse({"error": 'the body must be {"chunk_ids": [...]}'}, status_code=400)
+        try:
+            titles = await service.titles(args["chunk_ids"])
+        except ToolArgumentError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse({"titles": titles})
+
+    async def openapi_json(request: Request) -> JSONResponse:
+        return JSONResponse(openapi)
+
+    return [
+        Route("/tools", list_tools, methods=["GET"]),
+        Route("/tools/{name}", call_tool, methods=["POST"]),
+        Route("/index", index_info, methods=["GET"]),
+        Route("/chunks/titles", chunk_titles, methods=["POST"]),
+        Route("/openapi.json", openapi_json, methods=["GET"]),
+    ]

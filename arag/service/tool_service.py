@@ -1,0 +1,103 @@
+"""The tools of one open index as a server offers them: which tools, run where, with whose tracker.
+
+Both front ends (MCP and the JSON API) call `ToolService.call`, so a tool answers the same text and
+structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Tool
+calls run on a thread pool: the event loop keeps accepting requests while DuckDB and FAISS work
+(ToolContext is safe to share between threads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from arag.index.fingerprint import index_build_fingerprint
+from arag.service.sessions import SessionTrackers
+from arag.tools import TOOL_SETS, TOOLS, ReadTracker, ToolContext, ToolResult, ToolSpec
+from arag.tools.base import get_chunk_ids
+from arag.tools.chunk_read import chunk_titles
+
+log = logging.getLogger("arag.service")
+
+
+def served_tool_names(tools: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """`serve.tools`: null (every tool), a method's tool set (e.g. arag_full), a tool name, or a list of names."""
+    if tools is None:
+        return tuple(TOOLS)
+    if isinstance(tools, str):
+        names: tuple[str, ...] = TOOL_SETS.get(tools, (tools,))
+    else:
+        names = tuple(str(t) for t in tools)
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown or not names:
+        raise ValueError(f"serve.tools: unknown tool(s) {', '.join(map(repr, unknown)) or '(none given)'}; tools: {', '.join(TOOLS)}; tool sets: {', '.join(TOOL_SETS)}")
+    return tuple(dict.fromkeys(names))
+
+
+def result_json(result: ToolResult) -> dict[str, Any]:
+    """What a client gets: the structured result of `python -m arag.tools ... --json` plus the
+    agent-facing `text`. An internal failure's traceback stays in the server's log."""
+    body = result.to_json()
+    body["details"] = {k: v for k, v in body["details"].items() if k != "traceback"}
+    body["text"] = result.text
+    return body
+
+
+def is_internal_failure(result: ToolResult) -> bool:
+    """A tool that failed on its own (a bug, a broken index), not on the caller's arguments."""
+    return "traceback" in result.details
+
+
+class ToolService:
+    """ctx: the open index; tools: the names offered; full_text: the default for calls that do not
+    say (MCP calls never do); threads: tool calls running at once."""
+
+    def __init__(self, ctx: ToolContext, *, sessions: SessionTrackers, tools: tuple[str, ...] = tuple(TOOLS), full_text: bool = False, threads: int = 16):
+        if threads < 1:
+            raise ValueError(f"serve.threads must be at least 1, got {threads}")
+        self.ctx = ctx
+        self.sessions = sessions
+        self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in tools}
+        self.full_text = full_text
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="arag-tool")
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [spec.schema() for spec in self.tools.values()]
+
+    def tracker(self, session_id: str | None) -> ReadTracker | None:
+        """The session's tracker; no session, no memory across calls (like `python -m arag.tools`)."""
+        return None if session_id is None else self.sessions.get(session_id)
+
+    async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None) -> ToolResult:
+        """Run a served tool off the event loop. `arguments`: a dict, or the raw JSON text (parsed
+        and checked by the tool, so a malformed body gets the tool's own error message)."""
+        if tool not in self.tools:
+            raise KeyError(tool)
+        run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=self.full_text if full_text is None else full_text)
+        result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
+        if is_internal_failure(result):
+            log.error("%s failed: %s\n%s", tool, result.error, result.details["traceback"])
+        return result
+
+    async def titles(self, chunk_ids: Any) -> dict[str, str]:
+        """{chunk id: title} for up to 50 ids (as chunk_read takes); raises ToolArgumentError."""
+        ids = get_chunk_ids({"chunk_ids": chunk_ids})
+        return await asyncio.get_running_loop().run_in_executor(self._pool, chunk_titles, self.ctx, ids)
+
+    def info(self) -> dict[str, Any]:
+        """What a remote client checks before use: the index's identity and the tools offered."""
+        index = self.ctx.index
+        return {
+            "fingerprint": index_build_fingerprint(index.root),
+            "num_chunks": index.manifest.get("num_chunks"),
+            "num_sentences": index.manifest.get("num_sentences"),
+            "embedding_model": index.manifest.get("embedding", {}).get("model"),
+            "tools": list(self.tools),
+            "full_text": self.full_text,
+        }
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,139 @@
+"""The keys each pipeline's config accepts, checked before any work starts (arag.strict_settings):
+a misspelled or unknown key, added with `+key=value` or in a YAML file, stops the command with the
+key named and the valid keys listed. The config groups are checked against the settings objects
+that read them (dataclass fields, a backend's constructor), the pipelines' own nodes against the
+names below."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from arag.strict_settings import check_keys, constructor_keys, field_names
+
+
+# How ask and evaluate reach an index: a folder, or a tool server (pipelines.serve) and its token's variable.
+INDEX_SOURCE = {"path": None, "url": None, "token_env": None}
+
+
+def _plain(node: Any) -> Any:
+    return OmegaConf.to_container(node, resolve=False) if isinstance(node, DictConfig) else node
+
+
+def _mapping(group: str, node: Any) -> Mapping[str, Any]:
+    node = _plain(node)
+    if not isinstance(node, Mapping):
+        raise ValueError(f"setting {group} must be a mapping of keys, got {node!r}")
+    return node
+
+
+def check_nodes(cfg: Any, nodes: Mapping[str, Any], group: str = "") -> None:
+    """`nodes` maps each valid key to None (a value) or to the valid keys of its own mapping."""
+    given = _mapping(group or "the config", cfg)
+    check_keys(group, given, nodes)
+    for key, inner in nodes.items():
+        if inner is not None and given.get(key) is not None:
+            check_nodes(given[key], inner, f"{group}.{key}" if group else key)
+
+
+def corpus_keys() -> dict[str, Any]:
+    from arag.corpus.readers import CorpusSpec, FieldNames
+
+    return {**dict.fromkeys(field_names(CorpusSpec)), "fields": dict.fromkeys(field_names(FieldNames))}
+
+
+def agent_keys() -> dict[str, Any]:
+    from arag.agent.loop import AgentConfig, GuardRails
+
+    return {**dict.fromkeys(field_names(AgentConfig)), "guard_rails": dict.fromkeys(field_names(GuardRails))}
+
+
+def check_model(cfg: Any, group: str = "model") -> None:
+    from arag.llm.factory import check_model_settings
+
+    check_model_settings(_mapping(group, cfg), group)
+
+
+def check_method(cfg: Any) -> None:
+    from arag.methods import method_class
+
+    method_class(_mapping("method", cfg))
+
+
+def check_index_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.index` (conf/index.yaml, +corpus, embedder, runtime)."""
+    from arag.index.embedding import EmbedderSpec
+    from arag.runtime.index_job import EmbedRuntime
+
+    check_nodes(
+        cfg,
+        {
+            "data_dir": None,
+            "progress": None,
+            "index": dict.fromkeys(("path", "chunk_tokens", "language", "faiss_factory", "overwrite", "tools_cache")),
+            "corpus": corpus_keys(),
+            "embedder": dict.fromkeys(field_names(EmbedderSpec)),
+            "runtime": {"num_cpus": None, "embed": dict.fromkeys(field_names(EmbedRuntime))},
+        },
+    )
+
+
+def check_ask_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.ask` (conf/ask.yaml, model, method)."""
+    check_nodes(
+        cfg,
+        {
+            "model": None,
+            "method": None,
+            "index": INDEX_SOURCE,
+            "question": None,
+            "question_id": None,
+            "agent": agent_keys(),
+            "show": {"observation_lines": None},
+            "output": None,
+        },
+    )
+    check_model(cfg.model)
+    check_method(cfg.method)
+
+
+def check_evaluate_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.evaluate` (conf/evaluate.yaml, model, method, +corpus)."""
+    from arag.evaluation.judge import JudgeConfig
+    from arag.runtime.evaluate_job import EvalRuntime
+
+    check_nodes(
+        cfg,
+        {
+            "model": None,
+            "method": None,
+            "corpus": corpus_keys(),
+            "data_dir": None,
+            "questions": {"path": None, "on_bad_line": None},
+            "limit": None,
+            "index": INDEX_SOURCE,
+            "results": {"path": None},
+            "agent": agent_keys(),
+            "judge": {**dict.fromkeys(field_names(JudgeConfig)), "model": None},
+            "runtime": dict.fromkeys(field_names(EvalRuntime)),
+            "progress": None,
+        },
+    )
+    check_model(cfg.model)
+    if cfg.judge.get("model") is not None:
+        check_model(cfg.judge.model, "judge.model")
+    check_method(cfg.method)
+
+
+def check_serve_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.serve` (conf/serve.yaml); `serve` itself is checked by ServeSettings.from_dict."""
+    from arag.tools import ToolContext
+
+    tool_keys = [k for k in constructor_keys(ToolContext) if k != "index"]
+    check_nodes(cfg, {"index": {"path": None}, "serve": None, "tools": dict.fromkeys(tool_keys)})
+
+
+def check_report_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.report` (conf/report.yaml)."""
+    check_nodes(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None}})
