@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arag.corpus.digest import corpus_digest, new_digest, part_digest
-from arag.corpus.readers import CorpusSpec, corpus_root, plan_parts, read_part
+from arag.corpus.digest import corpus_digest, new_digest
+from arag.corpus.readers import CorpusSpec, corpus_root, part_digest, plan_parts, read_part
 from tests.conftest import write_jsonl, write_wiki
 
 ROWS = [{"doc_id": str(i), "title": f"T{i}", "text": f"Passage {i} says something about topic {i % 7}. " * (1 + i % 5)} for i in range(300)]

@@ -3,8 +3,8 @@
 A part's digest covers the bytes its reader depends on: the byte range of a JSON Lines part, the
 whole file of a compressed, JSON or WikiExtractor part, and for a Parquet row group its slice of
 the file plus the footer (schema and column metadata decide how the slice is read). The readers
-feed the digest while they read (`HashingFile`), so a build pays no extra pass; `part_digest`
-computes the same value without parsing, to check a committed part against the bytes on disk now.
+feed the digest while they read (`HashingFile`), so a build pays no extra pass;
+`arag.corpus.readers.part_digest` computes the same value without parsing, to check a committed part against the bytes on disk now.
 The corpus digest combines the part digests in plan order.
 """
 
@@ -13,13 +13,9 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 import xxhash
-
-if TYPE_CHECKING:
-    from arag.corpus.readers import CorpusSpec, InputPart
 
 HASH_NAME = "xxh3_128"
 _BLOCK = 1 << 20
@@ -122,22 +118,6 @@ def _row_group_start(rg) -> int:
         if col.has_dictionary_page and col.dictionary_page_offset:
             offsets.append(col.dictionary_page_offset)
     return min(offsets)
-
-
-def part_digest(spec: "CorpusSpec", part: "InputPart") -> PartDigest:
-    """The digest of `part` as the files are now, computed without parsing them."""
-    from arag.corpus.readers import corpus_root, part_is_byte_range
-
-    path = corpus_root(spec) / part.file
-    digest = new_digest()
-    if spec.format == "parquet":
-        for start, end in parquet_ranges(path, part.start):
-            hash_range(path, start, end, digest)
-    elif part_is_byte_range(spec, part):
-        hash_range(path, part.start, part.end, digest)
-    else:
-        hash_range(path, 0, path.stat().st_size, digest)
-    return digest.result()
 
 
 def corpus_digest(parts: list[tuple[str, int, int, str]]) -> str:

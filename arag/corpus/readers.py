@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 import pyarrow.parquet as pq
-from arag.corpus.digest import HashingFile, InputDigest, hash_range, parquet_ranges
+from arag.corpus.digest import HashingFile, InputDigest, PartDigest, hash_range, new_digest, parquet_ranges
 from arag.corpus.records import Document, Reject
 
 FORMATS = ("jsonl", "json", "parquet", "wikiextractor")
@@ -128,9 +128,24 @@ def part_is_byte_range(spec: CorpusSpec, part: InputPart) -> bool:
     return spec.format == "jsonl" and not is_compressed(Path(part.file))
 
 
+def part_digest(spec: CorpusSpec, part: InputPart) -> PartDigest:
+    """The digest of `part` as its file is now, computed without parsing it: the same bytes
+    `read_part` hashes while reading."""
+    path = corpus_root(spec) / part.file
+    digest = new_digest()
+    if spec.format == "parquet":
+        for start, end in parquet_ranges(path, part.start):
+            hash_range(path, start, end, digest)
+    elif part_is_byte_range(spec, part):
+        hash_range(path, part.start, part.end, digest)
+    else:
+        hash_range(path, 0, path.stat().st_size, digest)
+    return digest.result()
+
+
 def read_part(spec: CorpusSpec, part: InputPart, digest: InputDigest | None = None) -> Iterator[Document | Reject]:
     """Documents and rejects of one part, in input order. With `digest`, every input byte the part
-    depends on is added to it as it is read (the same bytes `arag.corpus.digest.part_digest` hashes)."""
+    depends on is added to it as it is read (the same bytes `part_digest` hashes)."""
     path = corpus_root(spec) / part.file
     if spec.format == "jsonl":
         records = _read_jsonl(path, part, digest)

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.corpus.digest import PartDigest, new_digest, part_digest
-from arag.corpus.readers import CorpusSpec, InputPart, read_part
+from arag.corpus.digest import PartDigest, new_digest
+from arag.corpus.readers import CorpusSpec, InputPart, part_digest, read_part
 from arag.corpus.records import Reject
 from arag.index.chunking import MIN_CHUNK_TOKENS, chunk_document
 from arag.index.layout import IndexLayout, atomic_path, file_sizes, read_json, sentence_id, write_json_atomic
