@@ -4,8 +4,8 @@ A part's digest covers the bytes its reader depends on: the byte range of a JSON
 whole file of a compressed, JSON or WikiExtractor part, and for a Parquet row group its slice of
 the file plus the footer (schema and column metadata decide how the slice is read). The readers
 feed the digest while they read (`HashingFile`), so a build pays no extra pass;
-`arag.corpus.readers.part_digest` computes the same value without parsing, to check a committed part against the bytes on disk now.
-The corpus digest combines the part digests in plan order.
+`arag.corpus.readers.part_digest` computes the same value without parsing, to check a committed
+part against the bytes on disk now. The corpus digest combines the part digests in plan order.
 """
 
 from __future__ import annotations
