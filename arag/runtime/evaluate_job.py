@@ -19,8 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
