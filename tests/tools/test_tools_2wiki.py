@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from arag.index.vectors import shard_contents
-from arag.tools import ToolContext, reference
-from arag.tools.synthetic import iter_chunk_texts
+from arag.tools import ToolContext
+from benchmarks import tools_reference as reference
+from benchmarks.synthetic_index import iter_chunk_texts
 
 INDEX = Path(os.environ.get("ARAG_2WIKI_INDEX", "/work/indexes/2wiki"))
 QUESTIONS = Path(__file__).resolve().parents[3] / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
