@@ -31,6 +31,8 @@ from arag.index.layout import IndexLayout, part_of_sentence, read_json
 from arag.index.parts import ChunkingSettings, PartRecord, build_part
 from arag.index.vectors import build_shard, read_shard, write_shard
 from arag.runtime.cluster import init_ray
+from arag.tools.part_cache import build_part_cache
+from arag.tools.store import part_cache_dir
 
 log = logging.getLogger("arag.index")
 
@@ -63,7 +65,11 @@ class BuildResult:
 def _build_part_row(row: dict, corpus: CorpusSpec, chunking: ChunkingSettings, root: str) -> dict:
     """Ray Data row function for phase 1: one input part in, its commit record out."""
     part = InputPart(**{k: row[k] for k in ("part", "file", "start", "end", "first_line")})
-    return build_part(corpus, part, chunking, IndexLayout(root)).to_json()
+    layout = IndexLayout(root)
+    record = build_part(corpus, part, chunking, layout)
+    # The retrieval tools' cache of this part, from the files just written, in this same task.
+    build_part_cache(layout.chunks(part.part), layout.sentences(part.part), part.part, part_cache_dir(layout.root, part.part))
+    return record.to_json()
 
 
 class _Embedder:

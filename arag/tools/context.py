@@ -104,9 +104,10 @@ class ToolContext:
                 con = duckdb.connect(":memory:")
                 if self._duckdb_threads:
                     con.execute(f"SET threads = {int(self._duckdb_threads)}")
-                files = [str(f) for f in self.index.chunk_files]
+                # A view cannot take bound parameters: the file names are quoted as SQL strings.
+                files = ", ".join("'" + str(f).replace("'", "''") + "'" for f in self.index.chunk_files)
                 if files:
-                    con.execute("CREATE VIEW chunks AS SELECT * FROM read_parquet($1)", [files])
+                    con.execute(f"CREATE VIEW chunks AS SELECT * FROM read_parquet([{files}])")
                 else:
                     con.execute("CREATE VIEW chunks AS SELECT NULL::VARCHAR AS chunk_id, NULL::VARCHAR AS doc_id, NULL::VARCHAR AS title, NULL::INTEGER AS position, NULL::VARCHAR AS text, NULL::INTEGER AS n_tokens WHERE false")
                 self._con = con

@@ -2,27 +2,33 @@
 
 Why a cache: the tools need random access by row (a chunk's text, a sentence by its FAISS id, a
 chunk by its id), which zstd Parquet row groups of 8,192 rows make slow, and candidate narrowing
-for keyword search, whose score is defined on *Python's* `str.lower()` (DuckDB's `lower()`
-differs on some characters). The cache stores the text once, compressed in small blocks, so it
-stays within ~1.1× the chunk text on disk, and everything is memory-mapped: opening is instant
-and memory does not grow with the corpus.
+for keyword search, whose score is defined on *Python's* `str.lower()`. The cache stores the
+text once (sentences are spans of their chunk's text, not copies), uncompressed so that scoring
+candidates reads it in place, and everything is memory-mapped: opening is instant and the
+process's own memory does not grow with the corpus (the mapped pages are the OS page cache).
 
 ```
-<part cache>/chunks.arrow         Arrow IPC file, zstd, record batches of BLOCK_ROWS chunks:
-                                  chunk_id, doc_id, title, position, text, n_tokens (one batch is
-                                  read and decompressed per access: ~0.1 ms)
+<part cache>/chunks.arrow         Arrow IPC file, memory-mapped, uncompressed: chunk_id, doc_id,
+                                  title, position, text, n_tokens (arag.index.parts.CHUNK_SCHEMA)
             sentence_starts.npy   int64, chunks+1: chunk r owns sentence rows [starts[r], starts[r+1])
             sentence_spans.npy    int32 (sentences, 2): each sentence as [start, end) characters of
                                   its chunk's text; start = -1: end is its row in sentences_extra.arrow
             sentences_extra.arrow text of sentences that are not a substring of their chunk (rare)
+            python_lower_rows.npy rows whose Python-lowered text differs from Arrow's utf8_lower
+                                  (e.g. 'İ', final sigma): those are scored in Python
             chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (int64):
             doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
-            trigram_*             keyword candidates (arag.tools.ngrams)
+            trigram_*             keyword candidates per unit of UNIT_ROWS chunks (arag.tools.ngrams)
             cache.json            written last: the cache is complete iff it exists; it names the
                                   Parquet files' sizes and mtimes, so a rewritten part is noticed
 ```
 A cache is written in a temporary folder beside its target and renamed into place, so concurrent
 builders and killed builds are safe.
+
+Scoring (`PartCache.keyword_scores`): over the candidate rows, Arrow's `utf8_lower` and
+`count_substring` (non-overlapping, like `str.count`) in C++ without the GIL; rows listed in
+python_lower_rows.npy are scored with Python's `str.lower`/`str.count`, so every score is
+exactly the definition in arag.tools.keyword.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arag.index.layout import PART_SHIFT
@@ -47,11 +54,9 @@ from arag.tools.ngrams import Postings, PostingsWriter
 
 CACHE_FORMAT = 2
 MARKER = "cache.json"
-# Chunks per compressed block: 32 (~32 KB of text) compresses wiki text to ~0.47 of its size and
-# decompresses in ~0.15 ms; bigger blocks compress a little better and make every access slower.
-BLOCK_ROWS = 32
-ZSTD_LEVEL = 9
-READ_BATCH = 4096
+# Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter).
+UNIT_ROWS = 32
+READ_BATCH = 4096  # a multiple of UNIT_ROWS
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
 
 
@@ -136,8 +141,8 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
 
 
 def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
-    options = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level=ZSTD_LEVEL))
-    postings = PostingsWriter()
+    postings = PostingsWriter(UNIT_ROWS)
+    python_lower: list[int] = []
     starts: list[int] = [0]
     spans: list[tuple[int, int]] = []
     extra: list[str] = []
@@ -146,7 +151,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
     sentence_iter = _sentences(sentences, part)
     pending = next(sentence_iter, None)
     rows = text_chars = 0
-    with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA, options=options) as writer:
+    with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA) as writer:
         batches = pq.ParquetFile(chunks).iter_batches(batch_size=READ_BATCH, columns=CHUNK_SCHEMA.names) if chunks.exists() else []
         for batch in batches:
             batch = pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(CHUNK_SCHEMA.names, CHUNK_SCHEMA)], schema=CHUNK_SCHEMA)
@@ -165,16 +170,19 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
                         pos = at + len(s)
                     pending = next(sentence_iter, None)
                 starts.append(len(spans))
-            postings.add([t.lower() for t in texts], rows)
+            lowered = [t.lower() for t in texts]
+            postings.add(lowered, rows)
+            arrow_lowered = pc.utf8_lower(batch.column("text")).to_pylist()
+            python_lower += [rows + i for i, (a, b) in enumerate(zip(lowered, arrow_lowered)) if a != b]
             text_chars += sum(map(len, texts))
-            for lo in range(0, batch.num_rows, BLOCK_ROWS):
-                writer.write_batch(batch.slice(lo, BLOCK_ROWS))
+            writer.write_batch(batch)
             id_hashes.append(hash64(ids))
             doc_hashes.append(hash64(batch.column("doc_id").to_pylist()))
             rows += batch.num_rows
     if pending is not None:
         raise CacheBuildError(f"{sentences}: sentences of chunk {pending[0]!r} are out of chunk order or belong to no chunk")
     np.save(out / "sentence_starts.npy", np.asarray(starts, dtype=np.int64))
+    np.save(out / "python_lower_rows.npy", np.asarray(python_lower, dtype=np.int64))
     np.save(out / "sentence_spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2))
     if extra:
         with pa.OSFile(str(out / "sentences_extra.arrow"), "wb") as sink, pa.ipc.new_file(sink, EXTRA_SCHEMA) as writer:
@@ -185,7 +193,15 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         np.save(out / f"{name}_hash.npy", h[order])
         np.save(out / f"{name}_rows.npy", order.astype(np.int64))
     n_postings = postings.write(out)
-    return {"num_chunks": rows, "num_sentences": len(spans), "extra_sentences": len(extra), "text_chars": text_chars, "trigram_postings": n_postings}
+    return {
+        "num_chunks": rows,
+        "num_sentences": len(spans),
+        "extra_sentences": len(extra),
+        "python_lower_rows": len(python_lower),
+        "text_chars": text_chars,
+        "unit_rows": UNIT_ROWS,
+        "trigram_postings": n_postings,
+    }
 
 
 def _fsync_tree(directory: Path) -> None:
@@ -200,54 +216,85 @@ def _fsync_tree(directory: Path) -> None:
 
 
 class PartCache:
-    """Read side of one part's cache. Safe to share between threads (readers are per thread)."""
+    """Read side of one part's cache. Immutable and memory-mapped: safe to share between threads."""
 
     def __init__(self, directory: Path):
         self.dir = Path(directory)
         self.meta = json.loads((self.dir / MARKER).read_text())
         self.num_chunks = int(self.meta["num_chunks"])
         self.num_sentences = int(self.meta["num_sentences"])
+        self.unit_rows = int(self.meta["unit_rows"])
+        self.table = pa.ipc.open_file(pa.memory_map(str(self.dir / "chunks.arrow"))).read_all()  # zero-copy
+        self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
         self.sentence_starts = np.load(self.dir / "sentence_starts.npy", mmap_mode="r")
         self.spans = np.load(self.dir / "sentence_spans.npy", mmap_mode="r")
+        self.python_lower = np.load(self.dir / "python_lower_rows.npy")
         self.id_hash = np.load(self.dir / "chunk_id_hash.npy", mmap_mode="r")
         self.id_rows = np.load(self.dir / "chunk_id_rows.npy", mmap_mode="r")
         self.doc_hash = np.load(self.dir / "doc_id_hash.npy", mmap_mode="r")
         self.doc_rows = np.load(self.dir / "doc_id_rows.npy", mmap_mode="r")
         self.postings = Postings(self.dir)
-        self._local = threading.local()
         self._extra: list[str] | None = None
 
-    def _reader(self) -> pa.ipc.RecordBatchFileReader:
-        # One reader per thread: a reader keeps read state, and opening one only reads the footer.
-        reader = getattr(self._local, "reader", None)
-        if reader is None:
-            reader = self._local.reader = pa.ipc.open_file(pa.memory_map(str(self.dir / "chunks.arrow")))
-        return reader
+    def _pieces(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(record batch, positions in `rows`, rows within that batch) for ascending `rows`."""
+        which = np.searchsorted(self.bounds, rows, side="right") - 1
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        for lo, hi in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(rows)])).tolist()):
+            b = int(which[lo])
+            yield b, np.arange(lo, hi), rows[lo:hi] - self.bounds[b]
 
-    def block(self, b: int) -> pa.RecordBatch:
-        """Chunk rows [b·BLOCK_ROWS, (b+1)·BLOCK_ROWS), decompressed."""
-        return self._reader().get_batch(b)
+    def take(self, column: str, rows: np.ndarray | list[int]) -> pa.Array:
+        """Values of `column` at local `rows` (in that order), copying only those rows (Arrow's
+        ChunkedArray.take would concatenate the whole column first)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        col = self.table.column(column)
+        if len(rows) == 0:
+            return pa.array([], type=col.type)
+        order = np.argsort(rows, kind="stable")
+        pieces = [col.chunk(b).take(pa.array(local)) for b, _, local in self._pieces(rows[order])]
+        values = pa.concat_arrays(pieces)
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return values.take(pa.array(inverse))
 
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
         """Columns of the chunks at local `rows` (in that order) as Python lists."""
-        out: dict[str, list] = {c: [None] * len(rows) for c in columns}
-        by_block: dict[int, list[int]] = {}
-        for i, r in enumerate(rows):
-            by_block.setdefault(r // BLOCK_ROWS, []).append(i)
-        for b, idx in by_block.items():
-            batch = self.block(b)
-            for c in columns:
-                values = batch.column(c).to_pylist()
-                for i in idx:
-                    out[c][i] = values[rows[i] - b * BLOCK_ROWS]
-        return out
+        return {c: self.take(c, rows).to_pylist() for c in columns}
+
+    def keyword_scores(self, rows: np.ndarray, terms: list[tuple[str, int]]) -> np.ndarray:
+        """Σ count(k, lower(text))·n over `terms` (lowered keyword k, weight n) for ascending local `rows`."""
+        scores = np.zeros(len(rows), dtype=np.int64)
+        col = self.table.column("text")
+        for b, at, local in self._pieces(rows):
+            chunk = col.chunk(b)
+            texts = chunk if len(local) == len(chunk) else chunk.take(pa.array(local))
+            lowered = pc.utf8_lower(texts)
+            for k, n in terms:
+                scores[at] += pc.count_substring(lowered, k).to_numpy(zero_copy_only=False).astype(np.int64) * n
+        if len(self.python_lower):  # rows where Arrow's lowercase differs from Python's
+            for i in np.flatnonzero(np.isin(rows, self.python_lower)).tolist():
+                t = self.take("text", [int(rows[i])])[0].as_py().lower()
+                scores[i] = sum(t.count(k) * n for k, n in terms)
+        return scores
+
+    def candidate_rows(self, codes: list[np.ndarray]) -> np.ndarray:
+        """Ascending local rows that may contain any of the keywords (one trigram-code array each)."""
+        units = self.postings.candidates(codes[0])
+        for c in codes[1:]:
+            units |= self.postings.candidates(c)
+        if not units:
+            return np.zeros(0, dtype=np.int64)
+        u = np.frombuffer(units.to_array(), dtype=np.uint32).astype(np.int64)
+        rows = (u[:, None] * self.unit_rows + np.arange(self.unit_rows)).ravel()
+        return rows[rows < self.num_chunks]
 
     def sentence_texts(self, rows: list[int]) -> list[str]:
         """Texts of the sentences at local `rows`, cut out of their chunks' text."""
         rows_arr = np.asarray(rows, dtype=np.int64)
         owners = (np.searchsorted(self.sentence_starts, rows_arr, side="right") - 1).tolist()
-        texts = self.rows(sorted(set(owners)), ["text"])["text"]
-        by_owner = dict(zip(sorted(set(owners)), texts))
+        distinct = sorted(set(owners))
+        by_owner = dict(zip(distinct, self.rows(distinct, ["text"])["text"]))
         out = []
         for r, o in zip(rows_arr.tolist(), owners):
             start, end = (int(x) for x in self.spans[r])

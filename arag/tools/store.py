@@ -17,7 +17,6 @@ part << 32 | row).
 from __future__ import annotations
 
 import hashlib
-import heapq
 import logging
 import os
 from pathlib import Path
@@ -27,7 +26,7 @@ import numpy as np
 from arag.index.layout import PART_SHIFT, TOOLS_CACHE, part_name
 from arag.index.store import Index, PartFiles
 from arag.tools.ngrams import keyword_trigrams
-from arag.tools.part_cache import BLOCK_ROWS, CacheBuildError, PartCache, build_part_cache, is_valid
+from arag.tools.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
 
 log = logging.getLogger(__name__)
 
@@ -177,27 +176,22 @@ class ChunkStore:
         terms = [(k.lower(), len(k)) for k in keywords]
         distinct = list(dict.fromkeys(t for t, _ in terms))
         codes = [keyword_trigrams(t) for t in distinct] if narrow else [None]
-        best: list[tuple[int, int]] = []  # (-score, ord), at most top_k kept
+        ords, scores = [], []
         for w, part in enumerate(self.parts):
             if part.num_chunks == 0:
                 continue
             if any(c is None for c in codes):  # a keyword without trigrams: every row is a candidate
-                rows = range(part.num_chunks)
+                rows = np.arange(part.num_chunks, dtype=np.int64)
             else:
-                cands = part.postings.candidates(codes[0])
-                for c in codes[1:]:
-                    cands |= part.postings.candidates(c)
-                rows = cands
-            base = int(self.chunk_offsets[w])
-            block, texts = -1, []
-            scored = []
-            for r in rows:  # ascending rows: each block is decompressed once
-                if r // BLOCK_ROWS != block:
-                    block = r // BLOCK_ROWS
-                    texts = part.block(block).column("text").to_pylist()
-                t = texts[r - block * BLOCK_ROWS].lower()
-                score = sum(t.count(k) * n for k, n in terms)
-                if score:
-                    scored.append((-score, base + r))
-            best = heapq.nsmallest(top_k, best + scored)
-        return [(o, -s) for s, o in best]
+                rows = part.candidate_rows(codes)
+            if len(rows) == 0:
+                continue
+            s = part.keyword_scores(rows, terms)
+            hit = s > 0
+            ords.append(rows[hit] + self.chunk_offsets[w])
+            scores.append(s[hit])
+        if not ords:
+            return []
+        o, s = np.concatenate(ords), np.concatenate(scores)
+        top = np.lexsort((o, -s))[:top_k]
+        return [(int(o[i]), int(s[i])) for i in top]
