@@ -55,7 +55,7 @@ from arag.tools.ngrams import Postings, PostingsWriter
 CACHE_FORMAT = 2
 MARKER = "cache.json"
 # Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter).
-UNIT_ROWS = 32
+UNIT_ROWS = 1
 READ_BATCH = 4096  # a multiple of UNIT_ROWS
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
 
