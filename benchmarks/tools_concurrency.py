@@ -129,7 +129,7 @@ def main() -> None:
     ap.add_argument("--big", default=None, help="a large index without vectors (keyword and chunk_read only)")
     ap.add_argument("--callers", type=int, nargs="+", default=[1, 2, 4, 16, 64, 256])
     ap.add_argument("--calls", type=int, default=600)
-    ap.add_argument("--cache-dir", default=None, help="where the tools caches are (default: inside each index)")
+    ap.add_argument("--cache-dir", default=None, help="where the 2Wiki index's tools caches are (default: inside the index)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
     for name, path, semantic in (("2Wiki", args.index, True), ("large index", args.big, False)):
@@ -138,7 +138,7 @@ def main() -> None:
         if not (Path(path) / "manifest.json").exists():
             print(f"\n(no index at {path}: skipped)")
             continue
-        cache = Path(args.cache_dir) / Path(path).name if args.cache_dir else None
+        cache = Path(args.cache_dir) if args.cache_dir and semantic else None
         with ToolContext(path, cache_dir=cache) as ctx:
             bench(f"{name} {path} ({ctx.store.num_chunks:,} chunks)", ctx, make_calls(ctx, args.calls, semantic), args.callers)
 
