@@ -107,7 +107,7 @@ def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int]) -> 
     for c in calls[:20]:  # warm-up: model loaded, shards and cache pages in
         one(ctx, c)
     expected = [one(ctx, c)[0] for c in calls]  # answers made one at a time
-    print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>11}{'same':>7}")
+    print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>11}{'same':>9}")
     for mode, fn in (("threads", run_threads), ("asyncio", run_asyncio)):
         base = None
         for callers in callers_list:
@@ -119,7 +119,7 @@ def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int]) -> 
             batches, queries = ctx._batcher.batches - b0, ctx._batcher.queries - q0
             enc = f"{queries}/{batches}" if batches else "-"
             p50, p95 = np.percentile(np.asarray(lat) * 1000, [50, 95])
-            print(f"{mode:<8}{callers:>8}{rate:>10.1f}{rate / base:>7.2f}x{p50:>9.1f}{p95:>9.1f}{enc:>11}{f'{same}/{len(calls)}':>7}", flush=True)
+            print(f"{mode:<8}{callers:>8}{rate:>10.1f}{rate / base:>7.2f}x{p50:>9.1f}{p95:>9.1f}{enc:>11}{f'{same}/{len(calls)}':>9}", flush=True)
     print("encodings: queries encoded / encoder calls (micro-batching); same: answers identical to the calls made alone")
 
 
