@@ -18,7 +18,7 @@ process's own memory does not grow with the corpus (the mapped pages are the OS 
                                   (e.g. 'İ', final sigma): those are scored in Python
             chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (int64):
             doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
-            trigram_*             keyword candidates per unit of UNIT_ROWS chunks (arag.tools.ngrams)
+            trigram_*             keyword candidates: trigram -> chunk rows (arag.tools.ngrams)
             cache.json            written last: the cache is complete iff it exists; it names the
                                   Parquet files' sizes and mtimes, so a rewritten part is noticed
 ```
@@ -54,7 +54,7 @@ from arag.tools.ngrams import Postings, PostingsWriter
 
 CACHE_FORMAT = 2
 MARKER = "cache.json"
-# Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter).
+# Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter for why 1).
 UNIT_ROWS = 1
 READ_BATCH = 4096  # a multiple of UNIT_ROWS
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
