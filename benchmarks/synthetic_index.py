@@ -21,7 +21,9 @@ import pyarrow.parquet as pq
 from arag.corpus.readers import CorpusSpec, InputPart
 from arag.index.build import IndexSettings, assemble_manifest, commit_manifest
 from arag.index.embedding import EmbedderSpec
-from arag.index.layout import IndexLayout, sentence_id
+from arag.index.layout import IndexLayout, sentence_id, write_json_atomic
+from arag.index.part_vectors import VectorsRecord
+from arag.index.vectors import build_shard, read_shard, write_shard
 from arag.index.parts import CHUNK_SCHEMA, ROW_GROUP_SIZE, SENTENCE_SCHEMA, PartRecord
 
 ROW_GROUP = ROW_GROUP_SIZE
@@ -40,13 +42,30 @@ def commit_parts(
     `corpus_file` is what the index says it was made from (its identity hashes the file), e.g.
     the documents as JSON Lines, or a description of a generated corpus.
     """
+    layout = IndexLayout(root)
+    for r in records:
+        _record_part_files(layout, r)
     corpus = CorpusSpec(name=corpus_file.stem, format="jsonl", path=str(corpus_file))
     settings = IndexSettings(corpus=corpus, embedder=embedder or EmbedderSpec(name="synthetic"), faiss_factory=factory)
     plan = [InputPart(part=r.part, file=corpus_file.name) for r in records]
-    layout = IndexLayout(root)
     manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed_s=0.0)
     commit_manifest(layout, manifest)
     return manifest
+
+
+def _record_part_files(layout: IndexLayout, record: PartRecord) -> None:
+    """What the pipeline's workers record as they commit a part: its files' sizes, and the vectors
+    record of its shard (a part is complete only with both)."""
+    root = layout.root
+    for path in (layout.chunks(record.part), layout.sentences(record.part), layout.rejects(record.part)):
+        record.files[str(path.relative_to(root))] = path.stat().st_size
+    shard = layout.vectors(record.part)
+    if record.num_sentences and shard.exists():
+        vectors = VectorsRecord(
+            part=record.part, path=str(shard.relative_to(root)), bytes=shard.stat().st_size, rows=record.num_sentences,
+            dimension=int(read_shard(shard, mmap=True).d), input_digest=record.input_digest, seconds=0.0, node="", host="",
+        )
+        write_json_atomic(layout.vectors_record(record.part), vectors.to_json())
 
 
 def part_record(part: int, corpus_file: Path, num_documents: int, num_chunks: int, num_sentences: int) -> PartRecord:
@@ -200,9 +219,13 @@ def write_synthetic_index(
         sw.close()
         done += n_part
         write_rejects(layout, p)
+        # Keyword-only index: 1-d zero vectors stand in for embeddings (never searched), so the part
+        # is complete by the pipeline's rules at 4 bytes a sentence.
+        sids = np.asarray([sentence_id(p, r) for r in range(srow)], dtype=np.int64)
+        write_shard(build_shard(np.zeros((srow, 1), np.float32), sids), layout.vectors(p))
         records.append(part_record(p, corpus_file, doc - first_doc, n_part, srow))
         log(f"  part {p}: {n_part} chunks, {srow} sentences")
-    return commit_parts(root, corpus_file, records, dimension=384, factory="Flat")
+    return commit_parts(root, corpus_file, records, dimension=1, factory="Flat", embedder=EmbedderSpec(name="none (keyword-only synthetic index)"))
 
 
 def iter_chunk_texts(index_root: Path, batch: int = 65536) -> Iterator[list[str]]:

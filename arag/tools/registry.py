@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from arag.tools import chunk_read, keyword, naive, semantic
 from arag.tools.base import ToolSpec
+from arag.tools.chunk_read import SPEC as CHUNK_READ
+from arag.tools.keyword import SPEC as KEYWORD_SEARCH
+from arag.tools.naive import SPEC as NAIVE_EMBEDDING_SEARCH
+from arag.tools.semantic import SPEC as SEMANTIC_SEARCH
 
-TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (keyword.SPEC, semantic.SPEC, chunk_read.SPEC, naive.SPEC)}
+TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (KEYWORD_SEARCH, SEMANTIC_SEARCH, CHUNK_READ, NAIVE_EMBEDDING_SEARCH)}
 
 # Tool sets of the A-RAG methods. The ablations that drop the snippet level use the same tools
 # with `full_text=True` in `ToolContext.call` / `ToolOptions`.
