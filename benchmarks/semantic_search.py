@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import shutil
 import sys
@@ -33,9 +34,25 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.index.layout import PART_SHIFT  # noqa: E402
-from arag.tools import ToolContext, reference  # noqa: E402
-from arag.tools.synthetic import CHUNK_SCHEMA, SENTENCE_SCHEMA, write_manifest  # noqa: E402
+from arag.index.layout import FORMAT_VERSION, PART_SHIFT  # noqa: E402
+from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA  # noqa: E402
+from arag.tools import ToolContext  # noqa: E402
+from benchmarks import tools_reference as reference  # noqa: E402
+
+
+def write_manifest(root: Path, entries: list[dict], dimension: int, factory: str) -> None:
+    """The two indexes share one set of Parquet files (entries point at ../data), which the
+    pipeline's manifest writer does not do; only the fields the tools read are written."""
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "embedding": {"model": "synthetic", "dimension": dimension, "normalized": True, "spec": {"name": "synthetic"}},
+        "faiss": {"factory": factory, "metric": "inner_product", "ids": "sentence_id"},
+        "num_chunks": sum(e["num_chunks"] for e in entries),
+        "num_sentences": sum(e["num_sentences"] for e in entries),
+        "num_parts": len(entries),
+        "parts": entries,
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
 def rss_mb() -> float:

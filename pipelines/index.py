@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from functools import partial
 
 import hydra
@@ -55,19 +54,7 @@ def main(cfg: DictConfig) -> None:
         print(f"rejected records are kept in {layout.root / 'rejects'}; the first ones:")
         for source, line, reason in sample_rejects(layout, result.manifest, 5):
             print(f"  {source}:{line}: {reason}")
-    if cfg.index.tools_cache:
-        _prepare_tools_cache(str(cfg.index.path))
     print(f"index: {cfg.index.path}")
-
-
-def _prepare_tools_cache(path: str) -> None:
-    """Build the retrieval tools' read cache now, so the first agent does not wait for it."""
-    from arag.index.store import open_index
-    from arag.tools.store import ChunkStore
-
-    started = time.perf_counter()
-    store = ChunkStore.open(open_index(path))
-    print(f"tools cache ready in {time.perf_counter() - started:.1f}s: {store.dir}")
 
 
 if __name__ == "__main__":

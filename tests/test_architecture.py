@@ -15,9 +15,7 @@ ARAG = Path(__file__).resolve().parents[1] / "arag"
 
 # Module cycles known when this test was written, each fixed on another branch: the lead deletes the
 # entry when merging that fix (test_allowlisted_cycles_still_exist fails until then).
-KNOWN_CYCLES_TO_REMOVE_AT_MERGE = {
-    "arag.tools": "arag/tools/base.py <-> arag/tools/context.py (and context -> the package): fixed on the keyword helper's branch",
-}
+KNOWN_CYCLES_TO_REMOVE_AT_MERGE: dict[str, str] = {}
 
 
 def module_name(path: Path) -> str:
@@ -170,10 +168,7 @@ def test_the_checks_see_cycles_and_ray(tmp_path, monkeypatch):
 
 # Files that still name this machine's folders, each being rewritten on another branch: the lead
 # deletes the entry when merging that rewrite.
-MACHINE_PATHS_TO_REMOVE_AT_MERGE = {
-    "tests/tools/test_tools_2wiki.py": "keyword helper's branch (tests/tools)",
-    "benchmarks/keyword_search.py": "keyword helper's benchmark rewrite",
-}
+MACHINE_PATHS_TO_REMOVE_AT_MERGE: dict[str, str] = {}
 
 
 def test_no_machine_specific_paths():

@@ -297,8 +297,18 @@ def test_records_of_a_built_index_name_whole_files(multi_part_index):
 def test_retrieval_tools_work_on_a_pipeline_built_index(multi_part_index):
     from arag.tools import ReadTracker, ToolContext
 
+    from arag.index.store import open_index
+    from arag.tools.part_cache import is_valid
+    from arag.tools.store import part_cache_dir
+
     root, _ = multi_part_index
+    # Phase 1 built every part's tools cache beside its Parquet files; opening the tools builds nothing.
+    parts = open_index(root).parts
+    assert len(parts) > 1 and all(is_valid(part_cache_dir(root, p.part), p.chunks, p.sentences) for p in parts)
+    before = {p.part: (part_cache_dir(root, p.part) / "cache.json").stat().st_mtime_ns for p in parts}
     ctx = ToolContext(root)
+    assert ctx.store.dirs == [part_cache_dir(root, p.part) for p in parts]
+    assert before == {p.part: (part_cache_dir(root, p.part) / "cache.json").stat().st_mtime_ns for p in parts}
     found = ctx.call("keyword_search", {"keywords": ["about subject 17 "], "top_k": 3})
     assert found.ok and {h.doc_id for h in found.results} == {"doc17"}
     semantic = ctx.call("semantic_search", {"query": "Fact 3 about subject 8 is recorded here.", "top_k": 3})

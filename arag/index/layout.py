@@ -12,8 +12,8 @@
   sentences/part-00000.parquet   sentence_id (int64, the FAISS id), chunk_id, text
   rejects/part-00000.parquet     source, line, reason, raw
   vectors/part-00000.faiss       FAISS index of the part's sentence vectors, ids = sentence_id
-  tools_cache/<fingerprint>/     the retrieval tools' read cache (arag.tools.store), derived from
-                                 the files above and rebuilt when the manifest changes
+  tools_cache/part-00000/        the retrieval tools' read cache of each part (arag.tools.part_cache),
+                                 written by the phase-1 task after the part's Parquet files
 ```
 Every file is written to a temporary name in the same folder, fsynced, renamed into place, and
 its folder fsynced, so a reader never sees half a file, a killed build leaves only whole files

@@ -34,6 +34,8 @@ from arag.index.parts import ChunkingSettings, PartRecord, build_part, discard_p
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
+from arag.tools.part_cache import build_part_cache
+from arag.tools.store import part_cache_dir
 
 log = logging.getLogger("arag.index")
 
@@ -68,8 +70,13 @@ class BuildResult:
 
 def _build_part_row(row: dict, corpus: CorpusSpec, chunking: ChunkingSettings, root: str) -> dict:
     """Ray Data row function for phase 1: one input part in, its commit record out (a part
-    committed before is kept if its input still hashes the same, built again if not)."""
-    return build_part(corpus, _input_part(row), chunking, IndexLayout(root)).to_json()
+    committed before is kept if its input still hashes the same, built again if not). The
+    retrieval tools' cache of the part is built from the files just written, in this same task."""
+    part = _input_part(row)
+    layout = IndexLayout(root)
+    record = build_part(corpus, part, chunking, layout)
+    build_part_cache(layout.chunks(part.part), layout.sentences(part.part), part.part, part_cache_dir(layout.root, part.part))
+    return record.to_json()
 
 
 def _verify_part_row(row: dict, corpus: CorpusSpec, root: str) -> dict:

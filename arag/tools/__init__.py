@@ -12,34 +12,10 @@ Tool calls never raise for bad arguments: the error comes back as the result's t
 
 from __future__ import annotations
 
-from arag.tools import chunk_read, keyword, naive, semantic
 from arag.tools.base import Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
 from arag.tools.context import ToolContext
+from arag.tools.registry import TOOL_SETS, TOOLS, get_tool, tool_schemas
 from arag.tools.tracker import ReadTracker
-
-TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (keyword.SPEC, semantic.SPEC, chunk_read.SPEC, naive.SPEC)}
-
-# Tool sets of the A-RAG methods. The ablations that drop the snippet level use the same tools
-# with `full_text=True` in `ToolContext.call` / `ToolOptions`.
-TOOL_SETS: dict[str, tuple[str, ...]] = {
-    "arag_full": ("keyword_search", "semantic_search", "chunk_read"),
-    "arag_naive": ("naive_embedding_search", "chunk_read"),
-    "arag_no_keyword": ("semantic_search", "chunk_read"),
-    "arag_no_semantic": ("keyword_search", "chunk_read"),
-    "arag_no_chunk_read": ("keyword_search", "semantic_search"),
-}
-
-
-def get_tool(name: str) -> ToolSpec:
-    try:
-        return TOOLS[name]
-    except KeyError:
-        raise KeyError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}") from None
-
-
-def tool_schemas(tool_set: str | list[str] | tuple[str, ...]) -> list[dict]:
-    names = TOOL_SETS[tool_set] if isinstance(tool_set, str) else tool_set
-    return [get_tool(n).schema() for n in names]
 
 
 __all__ = [

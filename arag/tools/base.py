@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 if TYPE_CHECKING:
-    from arag.tools.context import ToolContext
+    import numpy as np
+
+    from arag.tools.store import ChunkStore
     from arag.tools.tracker import ReadTracker
 
 # The paper caps every search at 20 results.
@@ -92,7 +94,20 @@ def error_result(tool: str, message: str) -> ToolResult:
     return ToolResult(tool=tool, text=f"Error in {tool}: {message}", error=message)
 
 
-ToolFn = Callable[["ToolContext", dict[str, Any], "ToolOptions"], ToolResult]
+class ToolHost(Protocol):
+    """What a tool uses of the open index; `arag.tools.context.ToolContext` provides it. (The
+    tools name this protocol, not ToolContext, so the tool modules and the context that
+    dispatches to them do not import each other.)"""
+
+    store: "ChunkStore"
+    accelerate: bool
+
+    def encode_query(self, query: str) -> "np.ndarray": ...
+
+    def search_sentences(self, qvec: "np.ndarray", n: int) -> "tuple[np.ndarray, np.ndarray]": ...
+
+
+ToolFn = Callable[[ToolHost, dict[str, Any], "ToolOptions"], ToolResult]
 
 
 @dataclass(frozen=True)
@@ -121,7 +136,7 @@ class ToolSpec:
         """OpenAI-style function schema (the `tools=[...]` entry of a chat request)."""
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
 
-    def call(self, ctx: "ToolContext", arguments: Any, options: ToolOptions | None = None) -> ToolResult:
+    def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions | None = None) -> ToolResult:
         """Run the tool. Never raises: bad arguments and internal failures come back as errors."""
         options = options or ToolOptions()
         try:

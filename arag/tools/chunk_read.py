@@ -8,13 +8,10 @@ next chunk of the same document (position ∓ 1) are named so the agent can read
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from arag.tools.base import Hit, ToolOptions, ToolResult, ToolSpec, get_chunk_ids
+from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids
 from arag.tools.render import chunk_read_text, content_tokens
-
-if TYPE_CHECKING:
-    from arag.tools.context import ToolContext
 
 NAME = "chunk_read"
 
@@ -44,19 +41,22 @@ PARAMETERS: dict[str, Any] = {
 _COLUMNS = ["chunk_id", "doc_id", "title", "position", "text"]
 
 
-def lookup_ids(ctx: "ToolContext", chunk_ids: list[str]) -> dict[str, int]:
-    """ord of each known chunk id (one scan of the id column, ids bound as a parameter)."""
-    rows = ctx.sql("SELECT chunk_id, ord FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
-    return {c: int(o) for c, o in rows}
+def lookup_ids(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, int]:
+    """ord of each known chunk id (hashed id lookup in each part's cache)."""
+    return {c: ords[0] for c, ords in ctx.store.find_chunks("chunk_id", chunk_ids).items()}
 
 
-def chunk_titles(ctx: "ToolContext", chunk_ids: list[str]) -> dict[str, str]:
+def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
     """{chunk id: title} of the given ids that exist and have a title (evaluation's evidence recall)."""
-    rows = ctx.sql("SELECT chunk_id, title FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [chunk_ids])
-    return {c: t for c, t in rows if t is not None}
+    found = lookup_ids(ctx, chunk_ids)
+    if not found:
+        return {}
+    ids = list(found)
+    rows = ctx.store.chunk_rows([found[c] for c in ids], ["title"])
+    return {c: t for c, t in zip(ids, rows["title"]) if t is not None}
 
 
-def neighbours(ctx: "ToolContext", ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
+def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
     """(previous id, next id) of each chunk: the chunks of the same document at position ∓ 1.
 
     The pipeline writes a document's chunks consecutively, so rows ord∓1 are checked first; any
@@ -80,17 +80,16 @@ def neighbours(ctx: "ToolContext", ords: list[int], doc_ids: list[str], position
                 missing.append((i, side, doc, want))
         out.append(pair)
     if missing:
-        rows = ctx.sql(
-            "SELECT doc_id, position, chunk_id FROM chunks WHERE doc_id IN (SELECT unnest($1::VARCHAR[]))",
-            [sorted({m[2] for m in missing})],
-        )
-        by_key = {(d, p): c for d, p, c in rows}
+        found = store.find_chunks("doc_id", sorted({m[2] for m in missing}))
+        doc_ords = sorted({o for ords in found.values() for o in ords})
+        rows = store.chunk_rows(doc_ords, ["doc_id", "position", "chunk_id"]) if doc_ords else {"doc_id": [], "position": [], "chunk_id": []}
+        by_key = {(d, p): c for d, p, c in zip(rows["doc_id"], rows["position"], rows["chunk_id"])}
         for i, side, doc, want in missing:
             out[i][side] = by_key.get((doc, want))
     return [(p, n) for p, n in out]
 
 
-def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolResult:
+def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     requested = list(dict.fromkeys(get_chunk_ids(args)))  # read each id once, in the order asked
     found = lookup_ids(ctx, requested)
     known = [c for c in requested if c in found]

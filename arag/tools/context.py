@@ -1,7 +1,9 @@
-"""`ToolContext`: one open index shared by every tool (DuckDB connection, FAISS shards, embedder).
+"""`ToolContext`: one open index shared by every tool (the per-part caches, FAISS shards, embedder).
 
-Open it once per process (per evaluation worker) and call tools through it; it is cheap to keep
-and safe to share between threads (calls that touch DuckDB or FAISS take a lock).
+Open it once per process (per evaluation worker or tool server) and call tools through it from
+any number of threads: nothing serialises the calls. The caches are memory-mapped and read with
+per-thread readers, FAISS and numpy release the GIL, DuckDB (only for ad-hoc `sql`) runs on a
+cursor per thread, and concurrent query encodings are micro-batched (arag.tools.batching).
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-import duckdb
 import numpy as np
 
 from arag.index.store import Index, open_index
 from arag.tools.base import ToolOptions, ToolResult, error_result
+from arag.tools.batching import BatchingEncoder
+from arag.tools.registry import TOOLS
 from arag.tools.store import ChunkStore
 from arag.tools.tracker import ReadTracker
 
@@ -34,11 +37,14 @@ class ToolContext:
     """The retrieval layer over one index.
 
     index: an index directory (must hold manifest.json) or an open `Index`.
-    encoder: query encoder; default: the index's own embedder (`SentenceEmbedder(index.embedder_spec)
-        .encode_queries`, with the model's query prompt), loaded on the first semantic call.
-    cache_dir: where the tools cache lives (default `<index>/tools_cache`, see arag.tools.store).
-    accelerate: build/use the trigram candidate index for keyword search (same results, faster).
+    encoder: query encoder (a batch of texts in, one row per text out); default: the index's own
+        embedder (`SentenceEmbedder(index.embedder_spec).encode_queries`, with the model's query
+        prompt), loaded on the first semantic call. Calls are micro-batched across threads.
+    cache_dir: where the per-part tools caches live (default `<index>/tools_cache`, see arag.tools.store).
+    accelerate: narrow keyword candidates with the trigram postings (same results, faster);
+        False scores every chunk.
     nprobe: for IVF shards, how many lists to visit (default: the value saved in the shard).
+    batch_window_s: how long the query encoder waits for more concurrent queries to batch.
     """
 
     def __init__(
@@ -50,27 +56,25 @@ class ToolContext:
         accelerate: bool = True,
         nprobe: int | None = None,
         duckdb_threads: int | None = None,
+        batch_window_s: float = 0.001,
     ):
         self.index = index if isinstance(index, Index) else open_index(index)
-        self.store = ChunkStore.open(self.index, cache_dir=cache_dir, trigrams=accelerate)
-        self.accelerate = accelerate and self.store.trigrams is not None
+        self.store = ChunkStore.open(self.index, cache_dir=cache_dir)
+        self.accelerate = accelerate
         self.nprobe = nprobe
         self._encoder = encoder
+        self._batcher = BatchingEncoder(self._encode_batch, window_s=batch_window_s)
         self._shards: list[Any] | None = None
         self._exact: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}  # by id() of a loaded shard
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # one-time loads only (the encoder, the shards)
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)), thread_name_prefix="faiss-shard")
-        self.con = duckdb.connect(":memory:")
-        if duckdb_threads:
-            self.con.execute(f"SET threads = {int(duckdb_threads)}")
-        # The Arrow table is memory-mapped; DuckDB scans it in place (no copy into DuckDB).
-        self.con.register("chunks", self.store.chunks)
+        self._duckdb_threads = duckdb_threads
+        self._con: Any = None
+        self._cursors = threading.local()
 
     # ---- tools ------------------------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
         """Run tool `tool` with JSON-able `arguments` (a dict or a JSON string). Never raises."""
-        from arag.tools import TOOLS
-
         spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}")
@@ -78,27 +82,52 @@ class ToolContext:
 
     # ---- shared resources -----------------------------------------------------------------------
     def sql(self, query: str, params: list[Any] | None = None, tables: dict[str, Any] | None = None) -> list[tuple]:
-        """Run a query with bound parameters; `tables` are Arrow tables visible for this query only."""
+        """Ad-hoc DuckDB query with bound parameters over the view `chunks` (the index's chunk
+        Parquet files: chunk_id, doc_id, title, position, text, n_tokens); `tables` are Arrow
+        tables visible to this query only. Not used by the tools; each thread has its own cursor."""
+        cur = getattr(self._cursors, "cursor", None)
+        if cur is None:
+            cur = self._cursors.cursor = self._connection().cursor()
+        for name, table in (tables or {}).items():
+            cur.register(name, table)
+        try:
+            return cur.execute(query, params or []).fetchall()
+        finally:
+            for name in tables or {}:
+                cur.unregister(name)
+
+    def _connection(self) -> Any:
         with self._lock:
-            for name, table in (tables or {}).items():
-                self.con.register(name, table)
-            try:
-                return self.con.execute(query, params or []).fetchall()
-            finally:
-                for name in tables or {}:
-                    self.con.unregister(name)
+            if self._con is None:
+                import duckdb
+
+                con = duckdb.connect(":memory:")
+                if self._duckdb_threads:
+                    con.execute(f"SET threads = {int(self._duckdb_threads)}")
+                # A view cannot take bound parameters: the file names are quoted as SQL strings.
+                files = ", ".join("'" + str(f).replace("'", "''") + "'" for f in self.index.chunk_files)
+                if files:
+                    con.execute(f"CREATE VIEW chunks AS SELECT * FROM read_parquet([{files}])")
+                else:
+                    con.execute("CREATE VIEW chunks AS SELECT NULL::VARCHAR AS chunk_id, NULL::VARCHAR AS doc_id, NULL::VARCHAR AS title, NULL::INTEGER AS position, NULL::VARCHAR AS text, NULL::INTEGER AS n_tokens WHERE false")
+                self._con = con
+            return self._con
 
     def encode_query(self, query: str) -> np.ndarray:
-        with self._lock:
-            if self._encoder is None:
-                from arag.index.embedding import SentenceEmbedder
+        """(1, d) unit vector of `query`; concurrent calls are encoded together."""
+        vec = self._batcher.encode(query)
+        if vec.ndim != 1 or vec.shape[0] != self.index.dimension:
+            raise ValueError(f"query encoder returned shape {vec.shape}, expected ({self.index.dimension},)")
+        return np.ascontiguousarray(vec[None, :], dtype=np.float32)
 
-                log.info("loading the query encoder %s", self.index.embedder_spec.name)
-                self._encoder = SentenceEmbedder(self.index.embedder_spec).encode_queries
-            vec = np.asarray(self._encoder([query]), dtype=np.float32)
-        if vec.ndim != 2 or vec.shape[0] != 1 or vec.shape[1] != self.index.dimension:
-            raise ValueError(f"query encoder returned shape {vec.shape}, expected (1, {self.index.dimension})")
-        return np.ascontiguousarray(vec)
+    def _encode_batch(self, queries: list[str]) -> np.ndarray:
+        # Runs on the batching worker thread only: the model is loaded once, there.
+        if self._encoder is None:
+            from arag.index.embedding import SentenceEmbedder
+
+            log.info("loading the query encoder %s", self.index.embedder_spec.name)
+            self._encoder = SentenceEmbedder(self.index.embedder_spec).encode_queries
+        return self._encoder(queries)
 
     @property
     def shards(self) -> list[Any]:
@@ -166,8 +195,11 @@ class ToolContext:
         return self._exact[key]
 
     def close(self) -> None:
+        self._batcher.close()
         with self._lock:
-            self.con.close()
+            if self._con is not None:
+                self._con.close()
+                self._con = None
             self._shards = None
             self._exact.clear()
         self._pool.shutdown(wait=False)

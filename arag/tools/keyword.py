@@ -9,25 +9,20 @@ the list as given, so a keyword repeated twice counts twice. Chunks scoring 0 ar
 are broken by index order (part, then row: the `ord` of the tools cache), smaller first.
 The snippet of a chunk is its sentences that contain at least one keyword (case-insensitively).
 
-How it runs: DuckDB over the cache's lowered chunk text (an Arrow table memory-mapped from disk),
-keywords always bound as parameters. `replace`/`contains`/`strlen` are literal byte operations, so
-'%', '_', quotes and backslashes are plain characters; UTF-8 matches fall on character boundaries,
-so byte counts give the same non-overlapping count as Python. With the trigram index (default),
-only candidate chunks are scored; the result is the same, as the candidates are a superset.
+How it runs: each part's tools cache (arag.tools.part_cache) holds trigram posting lists of the
+Python-lowered chunk text; the chunks holding every trigram of a keyword are its candidates (a
+superset of the matches), and only those are scored, exactly, by the definition above in Python
+(arag.tools.store.ChunkStore.keyword_top). Keywords of fewer than 3 characters have no trigram:
+every chunk is scored. `ToolContext(accelerate=False)` scores every chunk for every keyword; the
+result is the same.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
-from arag.tools.base import Hit, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k
+from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k
 from arag.tools.render import content_tokens, keywords_phrase, search_text
-
-if TYPE_CHECKING:
-    from arag.tools.context import ToolContext
 
 NAME = "keyword_search"
 
@@ -62,39 +57,9 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def score_sql(n_keywords: int) -> str:
-    """SQL scoring over a table (ord, lt); $1..$m lowered keywords, $m+1..$2m their lengths, $2m+1 limit.
-
-    Only placeholders are formatted into the text, never a keyword.
-    """
-    m = n_keywords
-    terms = " + ".join(f"((strlen(lt) - strlen(replace(lt, ${i}, ''))) // strlen(${i})) * ${m + i}" for i in range(1, m + 1))
-    match = " OR ".join(f"contains(lt, ${i})" for i in range(1, m + 1))
-    return f"SELECT ord, CAST({terms} AS BIGINT) AS score FROM src WHERE {match} ORDER BY score DESC, ord ASC LIMIT ${2 * m + 1}"
-
-
-# Above this share of all chunks, scanning everything is as cheap as scoring candidates.
-SCAN_SHARE = 0.25
-
-
-def keyword_scores(ctx: "ToolContext", keywords: list[str], top_k: int) -> list[tuple[int, int]]:
+def keyword_scores(ctx: ToolHost, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
     """Top `top_k` (ord, score) by the definition above."""
-    lowered = [k.lower() for k in keywords]
-    lengths = [len(k) for k in keywords]
-    store = ctx.store
-    source: pa.Table | None = None
-    if ctx.accelerate and store.trigrams is not None:
-        sets = [store.trigrams.candidates(k) for k in dict.fromkeys(lowered)]
-        if all(s is not None for s in sets):
-            cands = np.unique(np.concatenate(sets)) if sets else np.zeros(0, np.uint32)
-            if len(cands) == 0:
-                return []
-            if len(cands) <= SCAN_SHARE * store.num_chunks:
-                source = pa.table({"ord": pa.array(cands.astype(np.int64)), "lt": store.take("lt", cands)})
-    if source is None:
-        source = store.chunks.select(["ord", "lt"])
-    rows = ctx.sql(score_sql(len(lowered)), [*lowered, *lengths, top_k], tables={"src": source})
-    return [(int(o), int(s)) for o, s in rows]
+    return ctx.store.keyword_top(keywords, top_k, narrow=ctx.accelerate)
 
 
 def matching_sentences(sentences: list[str], lowered_keywords: list[str]) -> list[str]:
@@ -108,7 +73,7 @@ def matching_sentences(sentences: list[str], lowered_keywords: list[str]) -> lis
     return sentences[:1]
 
 
-def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolResult:
+def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     details: dict[str, Any] = {}
     keywords = get_keywords(args)
     top_k = get_top_k(args, details)

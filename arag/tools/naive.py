@@ -11,14 +11,11 @@ Ties are broken as in semantic_search. Returns each chunk's whole text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from arag.tools.base import ToolOptions, ToolResult, ToolSpec, get_query, get_top_k
+from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k
 from arag.tools.render import content_tokens, query_phrase, search_text
 from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, group_by_chunk, hits_for
-
-if TYPE_CHECKING:
-    from arag.tools.context import ToolContext
 
 NAME = "naive_embedding_search"
 
@@ -31,7 +28,7 @@ DESCRIPTION = (
 )
 
 
-def top_chunks(ctx: "ToolContext", query: str, top_k: int):
+def top_chunks(ctx: ToolHost, query: str, top_k: int):
     qvec = ctx.encode_query(query)
     total = ctx.store.num_sentences
     n = SENTENCES_PER_RESULT * top_k
@@ -43,7 +40,7 @@ def top_chunks(ctx: "ToolContext", query: str, top_k: int):
         n = min(2 * n, total)
 
 
-def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolResult:
+def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     details: dict[str, Any] = {}
     query = get_query(args)
     top_k = get_top_k(args, details)

@@ -10,15 +10,12 @@ On exact (Flat) shards this equals brute-force cosine over all sentence vectors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from arag.tools.base import Hit, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k
+from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k
 from arag.tools.render import content_tokens, query_phrase, search_text
-
-if TYPE_CHECKING:
-    from arag.tools.context import ToolContext
 
 NAME = "semantic_search"
 SENTENCES_PER_RESULT = 3
@@ -46,7 +43,7 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def group_by_chunk(ctx: "ToolContext", scores: np.ndarray, sids: np.ndarray) -> list[tuple[int, float, np.ndarray]]:
+def group_by_chunk(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[tuple[int, float, np.ndarray]]:
     """(chunk ord, best score, sentence rows in text order) per chunk, best chunk first."""
     if len(sids) == 0:
         return []
@@ -61,7 +58,7 @@ def group_by_chunk(ctx: "ToolContext", scores: np.ndarray, sids: np.ndarray) -> 
     return [(o, best[o], np.sort(np.asarray(groups[o]))) for o in order]
 
 
-def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolResult:
+def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     details: dict[str, Any] = {}
     query = get_query(args)
     top_k = get_top_k(args, details)
@@ -77,7 +74,7 @@ def run(ctx: "ToolContext", args: dict[str, Any], options: ToolOptions) -> ToolR
     )
 
 
-def hits_for(ctx: "ToolContext", groups: list[tuple[int, float, np.ndarray]], full_text: bool) -> list[Hit]:
+def hits_for(ctx: ToolHost, groups: list[tuple[int, float, np.ndarray]], full_text: bool) -> list[Hit]:
     if not groups:
         return []
     rows = ctx.store.chunk_rows([g[0] for g in groups], ["chunk_id", "title", "doc_id", "text"])

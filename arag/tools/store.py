@@ -1,282 +1,197 @@
-"""The tools' read cache of an index: memory-mapped Arrow tables built once from its Parquet files.
+"""The tools' read cache of a whole index: one cache per part (arag.tools.part_cache), opened together.
 
-Why a cache: the tools need (1) the chunk text lowered by *Python's* `str.lower()` — the keyword
-score is defined by it, and DuckDB's `lower()` differs on some characters (it maps 'İ' to 'i', not
-'i̇', and ignores the Greek final-sigma rule) — and (2) random access by row (a chunk's text, a
-sentence by its FAISS id), which zstd Parquet row groups make slow. Both live in uncompressed Arrow
-IPC files that are memory-mapped, so opening is instant and nothing is copied into Python lists.
+The pipeline builds each part's cache in the phase-1 task that wrote the part
+(`arag.runtime.index_job`), so a finished index normally has them all. Opening the tools on an
+index without them (built before, or copied without `tools_cache/`) builds the missing ones here,
+part by part (logged; about a minute per million chunks).
 
-```
-<cache>/chunks.arrow      ord, chunk_id, doc_id, title, position, text, n_tokens,
-                          lt (Python-lowered text), s_start, s_count (its rows in sentences.arrow)
-<cache>/sentences.arrow   sentence_id, text — every part's sentences, parts in manifest order
-<cache>/trigram_*.npy     optional keyword candidate index (see arag.tools.trigram)
-<cache>/cache.json        written last: the cache is complete iff it exists
-```
-Location: `<index>/tools_cache/<fingerprint>/` (fingerprint = hash of manifest.json), or under
-`$ARAG_CACHE_DIR` / `~/.cache/arag/tools/` when the index directory is read-only. A cache is built
-in a temporary folder and renamed into place, so concurrent builders and killed builds are safe.
+Location: `<index>/tools_cache/part-00000/`, …; with `cache_dir` given, `<cache_dir>/part-00000/`;
+when the index directory is read-only, `$ARAG_CACHE_DIR/tools/<manifest hash>/` (default
+`~/.cache/arag/tools/<manifest hash>/`).
+
+Row numbers: a chunk's `ord` is its place in index order (parts in manifest order, then rows);
+a sentence's global row is its part's sentence offset plus its row in the part (FAISS id =
+part << 32 | row).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
-import shutil
-import tempfile
-import time
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from arag.index.layout import PART_SHIFT
-from arag.index.store import Index
-from arag.tools.trigram import TrigramIndex, build_trigram_index, choose_bits
+from arag.index.layout import PART_SHIFT, TOOLS_CACHE, part_name
+from arag.index.store import Index, PartFiles
+from arag.tools.ngrams import keyword_trigrams
+from arag.tools.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
 
 log = logging.getLogger(__name__)
 
-CACHE_FORMAT = 1
-READ_BATCH = 8192
-
-CHUNKS_SCHEMA = pa.schema(
-    [
-        ("ord", pa.int64()),
-        ("chunk_id", pa.string()),
-        ("doc_id", pa.string()),
-        ("title", pa.string()),
-        ("position", pa.int32()),
-        ("text", pa.string()),
-        ("n_tokens", pa.int32()),
-        ("lt", pa.string()),
-        ("s_start", pa.int64()),
-        ("s_count", pa.int32()),
-    ]
-)
-SENTENCES_SCHEMA = pa.schema([("sentence_id", pa.int64()), ("text", pa.string())])
+__all__ = ["CacheBuildError", "ChunkStore", "manifest_hash", "part_cache_dir"]
 
 
-class CacheBuildError(RuntimeError):
-    pass
+def manifest_hash(index: Index) -> str:
+    """Hash of the bytes of the index's manifest.json (names the per-user cache of an index)."""
+    return hashlib.sha256(index.layout.manifest.read_bytes()).hexdigest()[:16]
 
 
-def index_fingerprint(index: Index) -> str:
-    data = index.layout.manifest.read_bytes()
-    return hashlib.sha256(data + f"|tools-cache-{CACHE_FORMAT}".encode()).hexdigest()[:16]
+def part_cache_dir(index_root: Path, part: int) -> Path:
+    """Where the pipeline puts a part's cache: inside the index."""
+    return Path(index_root) / TOOLS_CACHE / part_name(part)
 
 
-def _default_cache_roots(index: Index) -> list[Path]:
-    roots = [index.root / "tools_cache"]
+def _user_cache_root(index: Index) -> Path:
     env = os.environ.get("ARAG_CACHE_DIR")
-    roots.append(Path(env) / "tools" if env else Path.home() / ".cache" / "arag" / "tools")
-    return roots
+    base = Path(env) / "tools" if env else Path.home() / ".cache" / "arag" / "tools"
+    return base / manifest_hash(index)
+
+
+def _open_part(index: Index, part: PartFiles, cache_dir: Path | None) -> PartCache:
+    """The part's cache: a complete one where it may be, else built in the first writable place."""
+    roots = [Path(cache_dir)] if cache_dir else [index.root / TOOLS_CACHE, _user_cache_root(index)]
+    for root in roots:
+        d = root / part_name(part.part)
+        if is_valid(d, part.chunks, part.sentences):
+            return PartCache(d)
+    errors = []
+    for root in roots:
+        try:
+            log.info("building the tools cache of part %d of %s in %s", part.part, index.root, root)
+            return PartCache(build_part_cache(part.chunks, part.sentences, part.part, root / part_name(part.part)))
+        except PermissionError as exc:  # read-only index directory: try the next place
+            errors.append(f"{root}: {exc}")
+            log.warning("cannot write the tools cache under %s (%s); trying the next place", root, exc)
+    raise CacheBuildError(f"could not build the tools cache of {index.root}: {'; '.join(errors)}")
 
 
 class ChunkStore:
-    """Open cache of one index. Row `ord` of chunks.arrow is the chunk's place in index order."""
+    """All parts' caches of one index, addressed by global chunk `ord` and global sentence row."""
 
-    def __init__(self, directory: Path, index: Index):
-        self.dir = directory
-        self.meta = json.loads((directory / "cache.json").read_text())
-        self.chunks: pa.Table = pa.ipc.open_file(pa.memory_map(str(directory / "chunks.arrow"))).read_all()
-        self.sentences: pa.Table = pa.ipc.open_file(pa.memory_map(str(directory / "sentences.arrow"))).read_all()
-        self.num_chunks = self.chunks.num_rows
-        self.num_sentences = self.sentences.num_rows
-        # Small numeric columns are copied once (8 bytes a chunk) for fast vectorised lookups.
-        self.s_start = self.chunks.column("s_start").to_numpy()
-        self.s_count = self.chunks.column("s_count").to_numpy()
-        self.part_offsets: dict[int, int] = {int(k): v for k, v in self.meta["part_sentence_offsets"].items()}
-        self.part_sizes: dict[int, int] = {int(k): v for k, v in self.meta["part_sentence_counts"].items()}
-        self.trigrams = TrigramIndex(directory, self.meta["trigram_bits"]) if self.meta.get("trigram_bits") else None
-        # Row offsets of the tables' record batches: `take` is done per batch, because Arrow's
-        # ChunkedArray.take concatenates the whole column first (a full copy per call).
-        self._chunk_bounds = _bounds(self.chunks)
+    def __init__(self, index: Index, parts: list[tuple[int, PartCache]]):
+        self.index = index
+        self.parts = [p for _, p in parts]
+        self.part_numbers = [n for n, _ in parts]
+        self.chunk_offsets = np.cumsum([0] + [p.num_chunks for p in self.parts], dtype=np.int64)
+        self.sentence_offsets = np.cumsum([0] + [p.num_sentences for p in self.parts], dtype=np.int64)
+        self.num_chunks = int(self.chunk_offsets[-1])
+        self.num_sentences = int(self.sentence_offsets[-1])
+        self._part_index = {n: i for i, n in enumerate(self.part_numbers)}
 
-    def take(self, column: str, ords: np.ndarray | list[int]) -> pa.Array:
-        """Values of chunks-table `column` at `ords` (in that order), copying only those rows."""
-        ords = np.asarray(ords, dtype=np.int64)
-        col = self.chunks.column(column)
-        if len(ords) == 0:
-            return pa.array([], type=col.type)
-        order = np.argsort(ords, kind="stable")
-        sorted_ords = ords[order]
-        which = np.searchsorted(self._chunk_bounds, sorted_ords, side="right") - 1
-        cuts = np.flatnonzero(np.diff(which)) + 1
-        pieces = []
-        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(ords)]))):
-            b = int(which[lo])
-            pieces.append(col.chunk(b).take(pa.array(sorted_ords[lo:hi] - self._chunk_bounds[b])))
-        values = pa.concat_arrays(pieces)
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        return values.take(pa.array(inverse))
-
-    # ---- opening / building -------------------------------------------------------------
     @classmethod
-    def open(cls, index: Index, cache_dir: str | Path | None = None, trigrams: bool = True) -> "ChunkStore":
-        """Open the cache of `index`, building it first if needed (logged; minutes at 1M chunks)."""
-        fp = index_fingerprint(index)
-        roots = [Path(cache_dir)] if cache_dir else _default_cache_roots(index)
-        for root in roots:
-            d = root / fp
-            if (d / "cache.json").exists():
-                meta = json.loads((d / "cache.json").read_text())
-                if not trigrams or meta.get("trigram_bits"):
-                    return cls(d, index)
-        last_error: Exception | None = None
-        for root in roots:
-            try:
-                root.mkdir(parents=True, exist_ok=True)
-                d = build_cache(index, root, fp, trigrams=trigrams)
-                return cls(d, index)
-            except OSError as exc:  # read-only index directory: try the next place
-                last_error = exc
-                log.warning("cannot write the tools cache under %s (%s); trying the next place", root, exc)
-        raise CacheBuildError(f"could not build the tools cache of {index.root}: {last_error}")
+    def open(cls, index: Index, cache_dir: str | Path | None = None) -> "ChunkStore":
+        """Open every part's cache of `index`, building missing or stale ones first."""
+        parts = []
+        for part in index.parts:
+            cache = _open_part(index, part, Path(cache_dir) if cache_dir else None)
+            if cache.num_chunks != part.num_chunks or cache.num_sentences != part.num_sentences:
+                raise CacheBuildError(
+                    f"part {part.part} of {index.root}: the manifest says {part.num_chunks} chunks and {part.num_sentences} sentences, "
+                    f"its files hold {cache.num_chunks} and {cache.num_sentences}"
+                )
+            parts.append((part.part, cache))
+        return cls(index, parts)
 
-    # ---- row access -----------------------------------------------------------------------
+    @property
+    def dirs(self) -> list[Path]:
+        return [p.dir for p in self.parts]
+
+    # ---- addressing -------------------------------------------------------------------------
+    def _split(self, ords: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
+        ords = np.asarray(ords, dtype=np.int64)
+        which = np.searchsorted(self.chunk_offsets, ords, side="right") - 1
+        return which, ords - self.chunk_offsets[which]
+
     def chunk_rows(self, ords: np.ndarray | list[int], columns: list[str]) -> dict[str, list]:
-        """Columns of the chunks at `ords` (in that order) as Python lists."""
-        return {c: self.take(c, ords).to_pylist() for c in columns}
+        """Columns of the chunks at `ords` (in that order) as Python lists; columns of
+        arag.index.parts.CHUNK_SCHEMA plus s_start and s_count (global sentence rows)."""
+        ords = list(ords)
+        out: dict[str, list] = {c: [None] * len(ords) for c in columns}
+        stored = [c for c in columns if c not in ("s_start", "s_count")]
+        which, local = self._split(ords)
+        for w in np.unique(which).tolist():
+            idx = np.flatnonzero(which == w).tolist()
+            part = self.parts[w]
+            rows = [int(local[i]) for i in idx]
+            values = part.rows(rows, stored) if stored else {}
+            for c in stored:
+                for i, v in zip(idx, values[c]):
+                    out[c][i] = v
+            for i, r in zip(idx, rows):
+                a, b = int(part.sentence_starts[r]), int(part.sentence_starts[r + 1])
+                if "s_start" in out:
+                    out["s_start"][i] = int(self.sentence_offsets[w]) + a
+                if "s_count" in out:
+                    out["s_count"][i] = b - a
+        return out
 
     def sentence_texts(self, start: int, count: int) -> list[str]:
-        return self.sentences.column("text").slice(start, count).to_pylist()
+        """Texts of global sentence rows [start, start+count) (a chunk's sentences never span parts)."""
+        if count <= 0:
+            return []
+        w = int(np.searchsorted(self.sentence_offsets, start, side="right") - 1)
+        local = start - int(self.sentence_offsets[w])
+        return self.parts[w].sentence_texts(list(range(local, local + count)))
 
     def sentence_rows(self, sentence_ids: np.ndarray) -> np.ndarray:
-        """Global row in sentences.arrow of each FAISS id (part << 32 | row)."""
+        """Global sentence row of each FAISS id (part << 32 | row)."""
         sids = np.asarray(sentence_ids, dtype=np.int64)
         parts = sids >> PART_SHIFT
         rows = sids & ((1 << PART_SHIFT) - 1)
         out = np.empty(len(sids), dtype=np.int64)
-        for p in np.unique(parts):
+        for p in np.unique(parts).tolist():
             m = parts == p
-            if int(p) not in self.part_offsets or rows[m].max() >= self.part_sizes[int(p)]:
+            w = self._part_index.get(int(p))
+            if w is None or rows[m].max() >= self.parts[w].num_sentences:
                 raise KeyError(f"sentence id of part {int(p)} not in this index (stale vector file?)")
-            out[m] = self.part_offsets[int(p)] + rows[m]
+            out[m] = self.sentence_offsets[w] + rows[m]
         return out
 
     def chunk_of_sentence_rows(self, rows: np.ndarray) -> np.ndarray:
-        """Chunk ordinal of each global sentence row (chunks own consecutive sentence ranges)."""
-        return np.searchsorted(self.s_start, rows, side="right") - 1
+        """Chunk ord of each global sentence row."""
+        rows = np.asarray(rows, dtype=np.int64)
+        which = np.searchsorted(self.sentence_offsets, rows, side="right") - 1
+        out = np.empty(len(rows), dtype=np.int64)
+        for w in np.unique(which).tolist():
+            m = which == w
+            local = rows[m] - self.sentence_offsets[w]
+            out[m] = self.chunk_offsets[w] + np.searchsorted(self.parts[w].sentence_starts, local, side="right") - 1
+        return out
 
+    def find_chunks(self, column: str, values: list[str]) -> dict[str, list[int]]:
+        """Ords of the chunks whose chunk_id or doc_id equals each value (absent when none)."""
+        out: dict[str, list[int]] = {}
+        for w, part in enumerate(self.parts):
+            for v, rows in part.find_rows(column, values).items():
+                out.setdefault(v, []).extend(int(self.chunk_offsets[w]) + r for r in rows)
+        return out
 
-def _bounds(table: pa.Table) -> np.ndarray:
-    lengths = [len(c) for c in table.column(0).chunks] if table.num_columns else []
-    return np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
-
-
-def _runs(chunk_ids: pa.ChunkedArray) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Consecutive runs of equal chunk ids in a sentence file: (ids, starts, lengths)."""
-    n = len(chunk_ids)
-    if n == 0:
-        return [], np.zeros(0, np.int64), np.zeros(0, np.int64)
-    enc = pc.dictionary_encode(chunk_ids).combine_chunks()
-    codes = enc.indices.to_numpy(zero_copy_only=False)
-    starts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
-    lengths = np.diff(np.append(starts, n))
-    ids = enc.dictionary.take(pa.array(codes[starts])).to_pylist()
-    return ids, starts, lengths
-
-
-def _iter_batches(path: Path, columns: list[str]) -> Iterator[pa.RecordBatch]:
-    yield from pq.ParquetFile(path).iter_batches(batch_size=READ_BATCH, columns=columns)
-
-
-def build_cache(index: Index, root: Path, fingerprint: str, trigrams: bool = True) -> Path:
-    """Build the cache of `index` into `root/<fingerprint>`; return that folder."""
-    target = root / fingerprint
-    started = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-    log.info("building the tools cache of %s in %s", index.root, target)
-    try:
-        part_offsets: dict[int, int] = {}
-        part_counts: dict[int, int] = {}
-        total_chars = 0
-        ord_ = 0
-        s_global = 0
-        with pa.OSFile(str(tmp / "chunks.arrow"), "wb") as cf, pa.OSFile(str(tmp / "sentences.arrow"), "wb") as sf:
-            with pa.ipc.new_file(cf, CHUNKS_SCHEMA) as cw, pa.ipc.new_file(sf, SENTENCES_SCHEMA) as sw:
-                for part in index.parts:
-                    part_offsets[part.part] = s_global
-                    n_sent = 0
-                    run_ids: list[str] = []
-                    run_starts = run_lengths = np.zeros(0, np.int64)
-                    if part.num_sentences:
-                        run_ids, run_starts, run_lengths = _runs(pq.read_table(part.sentences, columns=["chunk_id"]).column("chunk_id"))
-                        for batch in _iter_batches(part.sentences, ["sentence_id", "text"]):
-                            sids = batch.column("sentence_id").to_numpy()
-                            expected = (part.part << PART_SHIFT) + n_sent + np.arange(len(sids), dtype=np.int64)
-                            if not np.array_equal(sids, expected):
-                                raise CacheBuildError(f"{part.sentences}: sentence ids are not part<<32|row; cannot map FAISS ids to rows")
-                            sw.write_batch(pa.record_batch([batch.column("sentence_id"), batch.column("text")], schema=SENTENCES_SCHEMA))
-                            n_sent += len(sids)
-                    part_counts[part.part] = n_sent
-                    run = 0  # next sentence run; runs follow the chunks' order
-                    if part.num_chunks:
-                        for batch in _iter_batches(part.chunks, ["chunk_id", "doc_id", "title", "position", "text", "n_tokens"]):
-                            ids = batch.column("chunk_id").to_pylist()
-                            texts = batch.column("text").to_pylist()
-                            s_start = np.empty(len(ids), np.int64)
-                            s_count = np.zeros(len(ids), np.int32)
-                            for i, cid in enumerate(ids):
-                                if run < len(run_ids) and run_ids[run] == cid:
-                                    s_start[i] = s_global + run_starts[run]
-                                    s_count[i] = run_lengths[run]
-                                    run += 1
-                                else:  # a chunk without sentences owns an empty range
-                                    s_start[i] = s_global + (run_starts[run] if run < len(run_ids) else n_sent)
-                            lowered = [t.lower() for t in texts]
-                            total_chars += sum(len(t) for t in lowered)
-                            cols = [pa.array(np.arange(ord_, ord_ + len(ids), dtype=np.int64))]
-                            cols += [batch.column(c) for c in ("chunk_id", "doc_id", "title", "position", "text", "n_tokens")]
-                            cols += [pa.array(lowered, pa.string()), pa.array(s_start), pa.array(s_count)]
-                            cw.write_batch(pa.record_batch(cols, schema=CHUNKS_SCHEMA))
-                            ord_ += len(ids)
-                    if run != len(run_ids):
-                        raise CacheBuildError(f"{part.sentences}: sentences of chunk {run_ids[run]!r} are out of chunk order or belong to no chunk")
-                    s_global += n_sent
-        bits = 0
-        postings = 0
-        if trigrams:
-            bits = choose_bits(total_chars)
-            table = pa.ipc.open_file(pa.memory_map(str(tmp / "chunks.arrow"))).read_all()
-            lt = table.column("lt")
-            postings = build_trigram_index((lt.slice(i, 65536).to_pylist() for i in range(0, ord_, 65536)), tmp, bits)
-            del table, lt
-        meta = {
-            "cache_format": CACHE_FORMAT,
-            "index": str(index.root),
-            "num_chunks": ord_,
-            "num_sentences": s_global,
-            "part_sentence_offsets": {str(k): v for k, v in part_offsets.items()},
-            "part_sentence_counts": {str(k): v for k, v in part_counts.items()},
-            "lowered_chars": total_chars,
-            "trigram_bits": bits,
-            "trigram_postings": postings,
-            "build_seconds": round(time.perf_counter() - started, 3),
-        }
-        if ord_ != index.manifest.get("num_chunks", ord_):
-            raise CacheBuildError(f"manifest says {index.manifest['num_chunks']} chunks, the chunk files hold {ord_}")
-        (tmp / "cache.json").write_text(json.dumps(meta, indent=2) + "\n")
-        if target.exists():  # an older build without trigrams, or a concurrent builder won
-            old = (target / "cache.json").exists() and json.loads((target / "cache.json").read_text())
-            if old and (old.get("trigram_bits") or not trigrams):
-                shutil.rmtree(tmp, ignore_errors=True)
-                return target
-            shutil.rmtree(target, ignore_errors=True)
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not (target / "cache.json").exists():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-        log.info("tools cache built in %.1f s", time.perf_counter() - started)
-        return target
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    # ---- keyword search -----------------------------------------------------------------------
+    def keyword_top(self, keywords: list[str], top_k: int, narrow: bool = True) -> list[tuple[int, int]]:
+        """Top `top_k` (ord, score), score = Σ count(lower(k), lower(text))·len(k) (str.count:
+        non-overlapping), score > 0, ties by smaller ord. `narrow`: score only the trigram
+        candidates (same result); else every chunk."""
+        terms = [(k.lower(), len(k)) for k in keywords]
+        distinct = list(dict.fromkeys(t for t, _ in terms))
+        codes = [keyword_trigrams(t) for t in distinct] if narrow else [None]
+        ords, scores = [], []
+        for w, part in enumerate(self.parts):
+            if part.num_chunks == 0:
+                continue
+            if any(c is None for c in codes):  # a keyword without trigrams: every row is a candidate
+                rows = np.arange(part.num_chunks, dtype=np.int64)
+            else:
+                rows = part.candidate_rows(codes)
+            if len(rows) == 0:
+                continue
+            s = part.keyword_scores(rows, terms)
+            hit = s > 0
+            ords.append(rows[hit] + self.chunk_offsets[w])
+            scores.append(s[hit])
+        if not ords:
+            return []
+        o, s = np.concatenate(ords), np.concatenate(scores)
+        top = np.lexsort((o, -s))[:top_k]
+        return [(int(o[i]), int(s[i])) for i in top]

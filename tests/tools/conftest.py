@@ -1,7 +1,9 @@
-"""Fixtures for the tools: small indexes written directly in the index format, and a fake encoder.
+"""Fixtures for the tools: small indexes in the pipeline's format, and a fake encoder.
 
-`make_index` writes chunks/sentences Parquet, one FAISS shard per part and a manifest exactly as
-arag.index.store reads them, so the tools can be tested without the (Ray) index pipeline.
+`make_index` writes chunks/sentences Parquet with the pipeline's schemas, one FAISS shard per part
+and the manifest with the pipeline's own writer (benchmarks/synthetic_index.commit_parts), so the
+tools are tested on what `pipelines.index` writes, without running the Ray pipeline; only the
+chunking is given by the test instead of computed.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-DIM = 32
+from arag.index.embedding import EmbedderSpec
+from arag.index.layout import IndexLayout, sentence_id
+from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA
+from benchmarks.synthetic_index import commit_parts, part_record, write_rejects
 
-CHUNK_SCHEMA = pa.schema(
-    [("chunk_id", pa.string()), ("doc_id", pa.string()), ("title", pa.string()), ("position", pa.int32()), ("text", pa.string()), ("n_tokens", pa.int32())]
-)
-SENTENCE_SCHEMA = pa.schema([("sentence_id", pa.int64()), ("chunk_id", pa.string()), ("text", pa.string())])
+DIM = 32
 
 
 def fake_encode(texts: list[str], dim: int = DIM) -> np.ndarray:
@@ -69,11 +71,12 @@ def make_index(
     sep: str = " ",
 ) -> BuiltIndex:
     """Write a complete index of `docs` (grouped by their `part`) under `root`."""
-    root.mkdir(parents=True, exist_ok=True)
-    for sub in ("chunks", "sentences", "vectors", "parts", "rejects"):
-        (root / sub).mkdir(exist_ok=True)
+    layout = IndexLayout(root)
+    layout.make_dirs()
+    corpus_file = root / "docs.jsonl"  # what the index says it was made from
+    corpus_file.write_text("".join(json.dumps({"id": d.doc_id, "title": d.title, "text": sep.join(sep.join(c) for c in d.chunks)}, ensure_ascii=False) + "\n" for d in docs))
     parts = sorted({d.part for d in docs})
-    entries, all_ids, all_texts, all_sids, all_stexts, all_vecs = [], [], [], [], [], []
+    records, all_ids, all_texts, all_sids, all_stexts, all_vecs = [], [], [], [], [], []
     sentence_chunk: dict[int, int] = {}
     dimension = None
     for p in parts:
@@ -85,16 +88,16 @@ def make_index(
                 for k, v in zip(CHUNK_SCHEMA.names, (cid, d.doc_id, d.title, pos, text, len(text.split()))):
                     crow[k].append(v)
                 for s in sentences:
-                    sid = (p << 32) | len(srow["sentence_id"])
+                    sid = sentence_id(p, len(srow["sentence_id"]))
                     srow["sentence_id"].append(sid)
                     srow["chunk_id"].append(cid)
                     srow["text"].append(s)
                     sentence_chunk[sid] = len(all_ids)
                 all_ids.append(cid)
                 all_texts.append(text)
-        name = f"part-{p:05d}"
-        pq.write_table(pa.table(crow, schema=CHUNK_SCHEMA), root / "chunks" / f"{name}.parquet", row_group_size=3)
-        pq.write_table(pa.table(srow, schema=SENTENCE_SCHEMA), root / "sentences" / f"{name}.parquet", row_group_size=4)
+        pq.write_table(pa.table(crow, schema=CHUNK_SCHEMA), layout.chunks(p), row_group_size=3)
+        pq.write_table(pa.table(srow, schema=SENTENCE_SCHEMA), layout.sentences(p), row_group_size=4)
+        write_rejects(layout, p)
         sids = np.asarray(srow["sentence_id"], dtype=np.int64)
         if len(sids):
             vecs = np.ascontiguousarray(encoder(srow["text"]), dtype=np.float32)
@@ -105,36 +108,13 @@ def make_index(
                 shard = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
                 shard.train(vecs)
             shard.add_with_ids(vecs, sids)
-            faiss.write_index(shard, str(root / "vectors" / f"{name}.faiss"))
+            faiss.write_index(shard, str(layout.vectors(p)))
             all_vecs.append(vecs)
         all_sids.append(sids)
         all_stexts += srow["text"]
-        entries.append(
-            {
-                "part": p,
-                "chunks": f"chunks/{name}.parquet",
-                "sentences": f"sentences/{name}.parquet",
-                "rejects": f"rejects/{name}.parquet",
-                "vectors": f"vectors/{name}.faiss",
-                "faiss_factory": factory,
-                "num_documents": sum(1 for d in docs if d.part == p),
-                "num_chunks": len(crow["chunk_id"]),
-                "num_sentences": len(sids),
-                "num_rejected": 0,
-            }
-        )
-    spec = embedder_spec or {"name": "fake-trigram-hash"}
-    manifest = {
-        "format_version": 1,
-        "embedding": {"model": spec["name"], "dimension": int(dimension or DIM), "normalized": True, "spec": spec},
-        "faiss": {"factory": factory, "metric": "inner_product", "ids": "sentence_id"},
-        "num_documents": len(docs),
-        "num_chunks": len(all_ids),
-        "num_sentences": int(sum(len(s) for s in all_sids)),
-        "num_parts": len(parts),
-        "parts": entries,
-    }
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
+        records.append(part_record(p, corpus_file, sum(1 for d in docs if d.part == p), len(crow["chunk_id"]), len(sids)))
+    spec = EmbedderSpec(**(embedder_spec or {"name": "fake-trigram-hash"}))
+    commit_parts(root, corpus_file, records, dimension=int(dimension or DIM), factory=factory, embedder=spec)
     vectors = np.concatenate(all_vecs) if all_vecs else np.zeros((0, DIM), np.float32)
     return BuiltIndex(root, all_ids, all_texts, np.concatenate(all_sids), all_stexts, sentence_chunk, vectors)
 

@@ -1,7 +1,8 @@
 """Equivalence on the real 2Wiki index (built by `python -m pipelines.index +corpus=2wikimultihopqa`).
 
 Slow: it loads the real embedding model and runs the references over all 6,123 chunks. The index is
-looked up at $ARAG_2WIKI_INDEX, else /work/indexes/2wiki; without one these tests are skipped.
+looked up at $ARAG_2WIKI_INDEX, else indexes/2wiki in the checkout (tests/paths.py); without one these tests
+are skipped.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ import numpy as np
 import pytest
 
 from arag.index.vectors import shard_contents
-from arag.tools import ToolContext, reference
-from arag.tools.synthetic import iter_chunk_texts
+from arag.tools import ToolContext
+from benchmarks import tools_reference as reference
+from benchmarks.synthetic_index import iter_chunk_texts
 
-INDEX = Path(os.environ.get("ARAG_2WIKI_INDEX", "/work/indexes/2wiki"))
-QUESTIONS = Path(__file__).resolve().parents[3] / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
-if not QUESTIONS.exists():
-    QUESTIONS = Path("/work/shared/data/2wikimultihopqa/questions.jsonl")
+from tests.paths import TWOWIKI_INDEX as INDEX, TWOWIKI_QUESTIONS as QUESTIONS
 
 pytestmark = [
     pytest.mark.slow,

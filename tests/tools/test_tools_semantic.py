@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from arag.index.tokens import count_tokens
-from arag.tools import ToolContext, reference
+from arag.tools import ToolContext
+from benchmarks import tools_reference as reference
 
 from conftest import Doc, fake_encode, make_index
 

@@ -1,56 +1,92 @@
-"""The tools cache: built once, reused, rebuilt when the index changes, placed elsewhere if read-only."""
+"""The tools cache: one per part, built once, reused, rebuilt when a part's files change, placed
+elsewhere when the index directory is read-only."""
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 import pytest
 
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from arag.tools import TOOL_SETS, TOOLS, ToolContext, get_tool, tool_schemas
-from arag.tools.store import index_fingerprint
+from arag.tools import part_cache
+from arag.tools.store import manifest_hash, part_cache_dir
 
 from conftest import EDGE_DOCS, Doc, fake_encode, make_index
 
 
-def test_cache_is_built_once_and_reused(tmp_path):
-    built = make_index(tmp_path / "index", EDGE_DOCS[:3])
+def test_cache_is_built_once_per_part_and_reused(tmp_path):
+    built = make_index(tmp_path / "index", EDGE_DOCS)  # parts 0, 1 and 3
     with ToolContext(built.path, encoder=fake_encode) as ctx:
-        cache = ctx.store.dir
-        assert cache.parent == built.path / "tools_cache" and (cache / "cache.json").exists()
+        dirs = ctx.store.dirs
+        assert dirs == [part_cache_dir(built.path, p) for p in (0, 1, 3)]
+        assert all((d / "cache.json").exists() for d in dirs)
         assert ctx.store.num_chunks == len(built.chunk_ids) and ctx.store.num_sentences == len(built.sentence_ids)
-    mtime = (cache / "chunks.arrow").stat().st_mtime_ns
+    mtimes = [(d / "chunks.arrow").stat().st_mtime_ns for d in dirs]
     with ToolContext(built.path, encoder=fake_encode) as ctx:
-        assert ctx.store.dir == cache and (cache / "chunks.arrow").stat().st_mtime_ns == mtime
-    assert not [p for p in cache.parent.iterdir() if p.name.startswith(".tmp-")]
+        assert ctx.store.dirs == dirs and [(d / "chunks.arrow").stat().st_mtime_ns for d in dirs] == mtimes
+    assert not [p for p in dirs[0].parent.iterdir() if p.name.startswith(".tmp-")]
 
 
-def test_cache_follows_the_manifest(tmp_path):
+def test_cache_is_small_text_stored_once(tmp_path):
+    docs = [Doc(str(i), f"T{i}", [[f"Sentence {i} number {j} about the topic of {i * j}." for j in range(8)] for _ in range(3)]) for i in range(200)]
+    built = make_index(tmp_path / "index", docs)
+    with ToolContext(built.path) as ctx:
+        (cache,) = ctx.store.dirs
+        meta = json.loads((cache / "cache.json").read_text())
+        assert meta["extra_sentences"] == 0  # every sentence is a span of its chunk, not a copy
+        text = sum(len(t.encode()) for t in built.chunk_texts)
+        sentences = sum(len(t.encode()) for t in built.sentence_texts)
+        assert sentences > 0.9 * text  # so storing sentences as text would double the size
+        assert (cache / "chunks.arrow").stat().st_size < 1.2 * text and (cache / "sentence_spans.npy").stat().st_size < 0.2 * text
+        assert not (cache / "sentences_extra.arrow").exists()
+
+
+def test_sentences_not_in_their_chunk_text_are_kept(tmp_path):
+    built = make_index(tmp_path / "index", [Doc("a", "A", [["One two.", "Three four."]])], sep="\n")
+    chunks = built.path / "chunks" / "part-00000.parquet"
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(chunks)
+    pq.write_table(table.set_column(4, "text", [["One two. Three five."]]), chunks)  # second sentence no longer a substring
+    with ToolContext(built.path, encoder=fake_encode) as ctx:
+        assert ctx.store.sentence_texts(0, 2) == ["One two.", "Three four."]
+
+
+def test_a_rewritten_part_is_rebuilt(tmp_path):
     built = make_index(tmp_path / "index", EDGE_DOCS[:2])
     with ToolContext(built.path) as ctx:
         assert ctx.call("keyword_search", {"keywords": ["Istanbul"]}).results == []
-    rebuilt = make_index(tmp_path / "index", EDGE_DOCS[:3])  # a rebuild writes a new manifest
+    rebuilt = make_index(tmp_path / "index", EDGE_DOCS[:3])  # new part files, new manifest
     with ToolContext(rebuilt.path) as ctx:
         assert [h.chunk_id for h in ctx.call("keyword_search", {"keywords": ["Istanbul"]}).results] == ["2#0"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write to read-only folders")
 def test_read_only_index_uses_user_cache(tmp_path, monkeypatch):
+    """Writing inside the index fails (simulated: root may write anywhere) -> the user cache."""
     built = make_index(tmp_path / "index", EDGE_DOCS[:2])
     monkeypatch.setenv("ARAG_CACHE_DIR", str(tmp_path / "user-cache"))
-    os.chmod(built.path, 0o555)
-    try:
-        with ToolContext(built.path) as ctx:
-            assert ctx.store.dir.parent == tmp_path / "user-cache" / "tools"
-    finally:
-        os.chmod(built.path, 0o755)
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(*args, dir=None, **kwargs):
+        if dir is not None and str(dir).startswith(str(built.path)):
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real_mkdtemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(part_cache.tempfile, "mkdtemp", mkdtemp)
+    with ToolContext(built.path) as ctx:
+        expected = tmp_path / "user-cache" / "tools" / manifest_hash(ctx.index)
+        assert [d.parent for d in ctx.store.dirs] == [expected]
+        assert [h.chunk_id for h in ctx.call("keyword_search", {"keywords": ["lothair"]}).results] == ["0#1"]
+    assert not (built.path / "tools_cache" / "part-00000").exists()
 
 
 def test_explicit_cache_dir(tmp_path):
     built = make_index(tmp_path / "index", EDGE_DOCS[:2])
     with ToolContext(built.path, cache_dir=tmp_path / "c") as ctx:
-        assert ctx.store.dir == tmp_path / "c" / index_fingerprint(ctx.index)
+        assert ctx.store.dirs == [tmp_path / "c" / "part-00000"]
     assert not (built.path / "tools_cache").exists()
 
 

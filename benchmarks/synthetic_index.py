@@ -1,8 +1,11 @@
-"""Synthetic indexes for benchmarks: streamed straight to the index format, at any size.
+"""Indexes written without the Ray pipeline, for benchmarks and test fixtures, in the pipeline's format.
 
-The text is random but shaped like encyclopedia prose: Zipf-distributed pseudo-words, capitalised
-multi-word names, years and numbers, grouped into sentences and chunks. Nothing here is used by
-the tools themselves.
+`commit_parts` writes the manifest with the pipeline's own `assemble_manifest`/`commit_manifest`
+over Parquet files written with its own schemas (`arag.index.parts`), so what the tools are
+tested and measured on is what `pipelines.index` writes; only the chunking is given instead of
+computed. `write_synthetic_index` streams a corpus of any size: real Wikipedia sentences or
+random text shaped like encyclopedia prose (Zipf-distributed pseudo-words, capitalised names,
+years), grouped into sentences and chunks.
 """
 
 from __future__ import annotations
@@ -15,13 +18,45 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.index.layout import FORMAT_VERSION, PART_SHIFT
+from arag.corpus.readers import CorpusSpec, InputPart
+from arag.index.build import IndexSettings, assemble_manifest, commit_manifest
+from arag.index.embedding import EmbedderSpec
+from arag.index.layout import IndexLayout, sentence_id
+from arag.index.parts import CHUNK_SCHEMA, ROW_GROUP_SIZE, SENTENCE_SCHEMA, PartRecord
 
-CHUNK_SCHEMA = pa.schema(
-    [("chunk_id", pa.string()), ("doc_id", pa.string()), ("title", pa.string()), ("position", pa.int32()), ("text", pa.string()), ("n_tokens", pa.int32())]
-)
-SENTENCE_SCHEMA = pa.schema([("sentence_id", pa.int64()), ("chunk_id", pa.string()), ("text", pa.string())])
-ROW_GROUP = 8192
+ROW_GROUP = ROW_GROUP_SIZE
+
+
+def commit_parts(
+    root: Path,
+    corpus_file: Path,
+    records: list[PartRecord],
+    dimension: int,
+    factory: str = "Flat",
+    embedder: EmbedderSpec | None = None,
+) -> dict:
+    """Write the manifest of an index whose parts' files are written: the pipeline's own manifest.
+
+    `corpus_file` is what the index says it was made from (its identity hashes the file), e.g.
+    the documents as JSON Lines, or a description of a generated corpus.
+    """
+    corpus = CorpusSpec(name=corpus_file.stem, format="jsonl", path=str(corpus_file))
+    settings = IndexSettings(corpus=corpus, embedder=embedder or EmbedderSpec(name="synthetic"), faiss_factory=factory)
+    plan = [InputPart(part=r.part, file=corpus_file.name) for r in records]
+    layout = IndexLayout(root)
+    manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed_s=0.0)
+    commit_manifest(layout, manifest)
+    return manifest
+
+
+def part_record(part: int, corpus_file: Path, num_documents: int, num_chunks: int, num_sentences: int) -> PartRecord:
+    return PartRecord(part=part, input=corpus_file.name, num_documents=num_documents, num_chunks=num_chunks, num_sentences=num_sentences, num_rejected=0, seconds=0.0)
+
+
+def write_rejects(layout: IndexLayout, part: int) -> None:
+    from arag.index.parts import REJECT_SCHEMA
+
+    pq.write_table(REJECT_SCHEMA.empty_table(), layout.rejects(part))
 
 _SYLLABLES = "ka lo ther an mi ro sen tu vel dor is en ar qu zy pha ol ri ne sta bar gen mon tal fer wick ham ton ley burg".split()
 
@@ -117,21 +152,24 @@ def write_synthetic_index(
     vocab = Vocabulary(seed)
     pool = wiki_sentences(wiki, sentence_pool)[0] if wiki else vocab.sentences(sentence_pool)
     rng = np.random.default_rng(seed + 1)
-    root.mkdir(parents=True, exist_ok=True)
-    for sub in ("chunks", "sentences", "vectors", "rejects", "parts"):
-        (root / sub).mkdir(exist_ok=True)
+    layout = IndexLayout(root)
+    layout.make_dirs()
+    corpus_file = root / "generated-corpus.json"
+    corpus_file.write_text(
+        json.dumps({"generator": "benchmarks/synthetic_index.py", "chunks": num_chunks, "sentences_per_chunk": sentences_per_chunk, "parts": parts, "seed": seed, "pool": sentence_pool, "wiki": str(wiki) if wiki else None}) + "\n"
+    )
     per_part = -(-num_chunks // parts)
-    entries = []
+    records = []
     doc = 0
     done = 0
     for p in range(parts):
         n_part = min(per_part, num_chunks - done)
         if n_part <= 0:
             break
-        name = f"part-{p:05d}"
-        cw = pq.ParquetWriter(root / "chunks" / f"{name}.parquet", CHUNK_SCHEMA, compression="zstd")
-        sw = pq.ParquetWriter(root / "sentences" / f"{name}.parquet", SENTENCE_SCHEMA, compression="zstd")
+        cw = pq.ParquetWriter(layout.chunks(p), CHUNK_SCHEMA, compression="zstd")
+        sw = pq.ParquetWriter(layout.sentences(p), SENTENCE_SCHEMA, compression="zstd")
         srow = 0
+        first_doc = doc
         for start in range(0, n_part, ROW_GROUP):
             n = min(ROW_GROUP, n_part - start)
             picks = rng.integers(0, len(pool), size=(n, sentences_per_chunk))
@@ -150,7 +188,7 @@ def write_synthetic_index(
                     for k, v in zip(CHUNK_SCHEMA.names, (cid, did, title, pos, text, len(text) // 4)):
                         c[k].append(v)
                     for st in sents:
-                        s["sentence_id"].append((p << PART_SHIFT) | srow)
+                        s["sentence_id"].append(sentence_id(p, srow))
                         s["chunk_id"].append(cid)
                         s["text"].append(st)
                         srow += 1
@@ -161,40 +199,10 @@ def write_synthetic_index(
         cw.close()
         sw.close()
         done += n_part
-        entries.append(
-            {
-                "part": p,
-                "chunks": f"chunks/{name}.parquet",
-                "sentences": f"sentences/{name}.parquet",
-                "rejects": f"rejects/{name}.parquet",
-                "vectors": f"vectors/{name}.faiss",
-                "faiss_factory": "none",
-                "num_documents": 0,
-                "num_chunks": n_part,
-                "num_sentences": srow,
-                "num_rejected": 0,
-            }
-        )
+        write_rejects(layout, p)
+        records.append(part_record(p, corpus_file, doc - first_doc, n_part, srow))
         log(f"  part {p}: {n_part} chunks, {srow} sentences")
-    manifest = write_manifest(root, entries, dimension=384, factory="none")
-    return manifest
-
-
-def write_manifest(root: Path, entries: list[dict], dimension: int, factory: str, spec: dict | None = None) -> dict:
-    spec = spec or {"name": "synthetic"}
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "embedding": {"model": spec["name"], "dimension": dimension, "normalized": True, "spec": spec},
-        "faiss": {"factory": factory, "metric": "inner_product", "ids": "sentence_id"},
-        "num_documents": 0,
-        "num_chunks": sum(e["num_chunks"] for e in entries),
-        "num_sentences": sum(e["num_sentences"] for e in entries),
-        "num_parts": len(entries),
-        "parts": entries,
-        "synthetic": True,
-    }
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    return manifest
+    return commit_parts(root, corpus_file, records, dimension=384, factory="Flat")
 
 
 def iter_chunk_texts(index_root: Path, batch: int = 65536) -> Iterator[list[str]]:

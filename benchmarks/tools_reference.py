@@ -12,12 +12,15 @@ from typing import Iterable
 import numpy as np
 
 
-def keyword_scores(texts: Iterable[str], keywords: list[str], top_k: int) -> list[tuple[int, int]]:
-    """(chunk ordinal, score) of the top_k chunks; score = Σ text.lower().count(k.lower()) · len(k)."""
+def keyword_scores(texts: Iterable[str], keywords: list[str], top_k: int, lowered_texts: bool = False) -> list[tuple[int, int]]:
+    """(chunk ordinal, score) of the top_k chunks; score = Σ text.lower().count(k.lower()) · len(k).
+
+    lowered_texts: the texts are already lowered (as a search over a prepared corpus would keep them).
+    """
     lowered = [(k.lower(), len(k)) for k in keywords]
     scored = []
     for i, text in enumerate(texts):
-        t = text.lower()
+        t = text if lowered_texts else text.lower()
         score = sum(t.count(k) * n for k, n in lowered)
         if score > 0:
             scored.append((-score, i))

@@ -1,0 +1,144 @@
+"""Trigram posting lists over Python-lowered chunk text, as compressed bitmaps: keyword candidates.
+
+Why: the keyword score needs every chunk that contains a keyword. If a chunk's lowered text
+contains the lowered keyword, it contains every 3-code-point substring of it, so the chunks listed
+under *all* the keyword's trigrams are a superset of the matches. Keyword search scores only those
+candidates, exactly; results are identical with or without this index.
+
+Trigrams are kept exactly (three code points packed into one uint64, no hashing, so no false
+candidates from collisions). Each trigram's chunk rows are a roaring bitmap (pyroaring), which
+stores sparse lists as sorted 16-bit arrays and dense ones as plain bitmaps: about 0.56 bytes per
+byte of wiki text. tantivy's n-gram tokenizer was measured too (0.43 bytes per byte, faster to
+build), but it answers with scored documents rather than row sets, so every candidate would cross
+into Python as an object and need a stored-field lookup for its row; bitmaps intersect in C and
+hand back row numbers.
+
+On disk, per part (see arag.tools.part_cache): `trigram_keys.npy` (sorted uint64 codes),
+`trigram_offsets.npy` (int64, len(keys)+1) and `trigram_postings.bin` (the bitmaps in roaring's
+portable format, back to back); all three are memory-mapped. Trigrams that contain a NUL are not
+indexed: keywords never contain one (the tools refuse them).
+"""
+
+from __future__ import annotations
+
+import mmap
+from pathlib import Path
+
+import numpy as np
+from pyroaring import BitMap
+
+_BITS = 21  # every Unicode code point fits in 21 bits: three make one uint64 code
+# Rows per extraction step: bounds the temporary arrays (a few million positions).
+EXTRACT_ROWS = 2048
+
+
+def _codepoints(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+
+
+def _codes(cps: np.ndarray) -> np.ndarray:
+    return (cps[:-2] << np.uint64(2 * _BITS)) | (cps[1:-1] << np.uint64(_BITS)) | cps[2:]
+
+
+def keyword_trigrams(lowered_keyword: str) -> np.ndarray | None:
+    """Distinct trigram codes of a lowered keyword; None if it has none (under 3 code points, or a NUL)."""
+    cps = _codepoints(lowered_keyword)
+    if len(cps) < 3 or (cps == 0).any():
+        return None
+    return np.unique(_codes(cps))
+
+
+class PostingsWriter:
+    """Collects (trigram, unit) pairs batch by batch; memory is the bitmaps (~0.5× the text).
+
+    A posting names a unit of `unit_rows` consecutive rows (chunk r is in unit r // unit_rows).
+    Units of several chunks make the lists smaller (32 chunks: ~3x, measured on 20k wiki-sentence
+    chunks) but far less selective: a multi-word keyword of common words finds all its trigrams in
+    almost every 32-chunk unit, which made p50 4x slower there; the cache uses units of 1."""
+
+    def __init__(self, unit_rows: int = 1) -> None:
+        self.bitmaps: dict[int, BitMap] = {}
+        self.unit_rows = unit_rows
+
+    def add(self, lowered_texts: list[str], first_row: int) -> None:
+        step = EXTRACT_ROWS - EXTRACT_ROWS % self.unit_rows or self.unit_rows
+        for start in range(0, len(lowered_texts), step):
+            self._add(lowered_texts[start : start + step], first_row + start)
+
+    def _add(self, texts: list[str], first_row: int) -> None:
+        # One NUL between texts: a trigram containing it crosses a chunk boundary and is dropped.
+        cps = _codepoints("\x00".join(texts))
+        if len(cps) < 3:
+            return
+        lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
+        local = np.repeat(np.arange(len(texts), dtype=np.uint64), lengths)[: len(cps)]
+        codes = _codes(cps)
+        keep = (cps[:-2] != 0) & (cps[1:-1] != 0) & (cps[2:] != 0)
+        if not keep.any():
+            return
+        unique_codes, code_ids = np.unique(codes[keep], return_inverse=True)
+        # (code id, row) pairs, once each, sorted by code then row.
+        pairs = np.unique((code_ids.astype(np.uint64) << np.uint64(32)) | local[:-2][keep])
+        ids, rows = pairs >> np.uint64(32), (pairs & np.uint64(0xFFFFFFFF)).astype(np.uint32) + np.uint32(first_row)
+        if self.unit_rows > 1:  # rows to units; pairs that became equal are merged by the bitmaps
+            rows = rows // np.uint32(self.unit_rows)
+        starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        ends = np.append(starts[1:], len(ids))
+        bitmaps = self.bitmaps
+        for code, a, b in zip(unique_codes[ids[starts]].tolist(), starts.tolist(), ends.tolist()):
+            bm = bitmaps.get(code)
+            if bm is None:
+                bitmaps[code] = BitMap(rows[a:b].tolist())
+            else:
+                bm.update(rows[a:b].tolist())
+
+    def write(self, directory: Path) -> int:
+        """Write the three files; return the number of (trigram, row) postings."""
+        keys = np.array(sorted(self.bitmaps), dtype=np.uint64)
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        postings = 0
+        with open(directory / "trigram_postings.bin", "wb") as f:
+            for i, code in enumerate(keys.tolist()):
+                bm = self.bitmaps[code]
+                bm.run_optimize()
+                postings += len(bm)
+                blob = bm.serialize()
+                f.write(blob)
+                offsets[i + 1] = offsets[i] + len(blob)
+        np.save(directory / "trigram_keys.npy", keys)
+        np.save(directory / "trigram_offsets.npy", offsets)
+        return postings
+
+
+class Postings:
+    """Read side: the memory-mapped files of one part."""
+
+    def __init__(self, directory: Path):
+        self.keys = np.load(directory / "trigram_keys.npy", mmap_mode="r")
+        self.offsets = np.load(directory / "trigram_offsets.npy", mmap_mode="r")
+        path = directory / "trigram_postings.bin"
+        with open(path, "rb") as f:
+            self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if path.stat().st_size else b""
+
+    def _bitmap(self, i: int) -> BitMap:
+        return BitMap.deserialize(self._blob[int(self.offsets[i]) : int(self.offsets[i + 1])])
+
+    def candidates(self, codes: np.ndarray, enough: int = 32) -> BitMap:
+        """Units holding every trigram of `codes` (a superset of those containing the keyword).
+
+        Intersects from the smallest bitmap up and stops once at most `enough` rows remain:
+        checking a few extra rows exactly is cheaper than more intersections.
+        """
+        if len(self.keys) == 0:
+            return BitMap()
+        pos = np.searchsorted(self.keys, codes)
+        if (pos >= len(self.keys)).any() or (self.keys[np.minimum(pos, len(self.keys) - 1)] != codes).any():
+            return BitMap()  # a trigram no chunk of this part has
+        sizes = self.offsets[pos + 1] - self.offsets[pos]
+        order = np.argsort(sizes, kind="stable")
+        cand = self._bitmap(int(pos[order[0]]))
+        for j in order[1:]:
+            if len(cand) <= enough:
+                break
+            cand &= self._bitmap(int(pos[j]))
+        return cand

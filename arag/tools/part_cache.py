@@ -1,0 +1,321 @@
+"""The tools' read cache of ONE index part, built from that part's Parquet files by a plain function.
+
+Why a cache: the tools need random access by row (a chunk's text, a sentence by its FAISS id, a
+chunk by its id), which zstd Parquet row groups of 8,192 rows make slow, and candidate narrowing
+for keyword search, whose score is defined on *Python's* `str.lower()`. The cache stores the
+text once (sentences are spans of their chunk's text, not copies), uncompressed so that scoring
+candidates reads it in place, and everything is memory-mapped: opening is instant and the
+process's own memory does not grow with the corpus (the mapped pages are the OS page cache).
+
+```
+<part cache>/chunks.arrow         Arrow IPC file, memory-mapped, uncompressed: chunk_id, doc_id,
+                                  title, position, text, n_tokens (arag.index.parts.CHUNK_SCHEMA)
+            sentence_starts.npy   int64, chunks+1: chunk r owns sentence rows [starts[r], starts[r+1])
+            sentence_spans.npy    int32 (sentences, 2): each sentence as [start, end) characters of
+                                  its chunk's text; start = -1: end is its row in sentences_extra.arrow
+            sentences_extra.arrow text of sentences that are not a substring of their chunk (rare)
+            python_lower_rows.npy rows whose Python-lowered text differs from Arrow's utf8_lower
+                                  (e.g. 'İ', final sigma): those are scored in Python
+            chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (int64):
+            doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
+            trigram_*             keyword candidates: trigram -> chunk rows (arag.tools.ngrams)
+            cache.json            written last: the cache is complete iff it exists; it names the
+                                  Parquet files' sizes and mtimes, so a rewritten part is noticed
+```
+A cache is written in a temporary folder beside its target and renamed into place, so concurrent
+builders and killed builds are safe.
+
+Scoring (`PartCache.keyword_scores`): over the candidate rows, Arrow's `utf8_lower` and
+`count_substring` (non-overlapping, like `str.count`) in C++ without the GIL; rows listed in
+python_lower_rows.npy are scored with Python's `str.lower`/`str.count`, so every score is
+exactly the definition in arag.tools.keyword.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from arag.index.layout import PART_SHIFT
+from arag.index.parts import CHUNK_SCHEMA
+from arag.tools.ngrams import Postings, PostingsWriter
+
+CACHE_FORMAT = 2
+MARKER = "cache.json"
+# Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter for why 1).
+UNIT_ROWS = 1
+READ_BATCH = 4096  # a multiple of UNIT_ROWS
+EXTRA_SCHEMA = pa.schema([("text", pa.string())])
+
+
+class CacheBuildError(RuntimeError):
+    pass
+
+
+def source_stamp(chunks: Path, sentences: Path) -> dict:
+    """What the cache was built from: the Parquet files' sizes and modification times."""
+    out = {}
+    for name, path in (("chunks", chunks), ("sentences", sentences)):
+        st = path.stat() if path.exists() else None
+        out[name] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns} if st else None
+    return out
+
+
+def is_valid(directory: Path, chunks: Path, sentences: Path) -> bool:
+    """A complete cache of the current files of this part (a stale or partial one is not)."""
+    try:
+        meta = json.loads((directory / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return meta.get("cache_format") == CACHE_FORMAT and meta.get("source") == source_stamp(chunks, sentences)
+
+
+def hash64(values: list[str]) -> np.ndarray:
+    """A stable 64-bit hash of each string (for id lookups; collisions are checked on read)."""
+    return np.fromiter(
+        (int.from_bytes(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") for v in values),
+        dtype=np.uint64,
+        count=len(values),
+    )
+
+
+def _sentences(path: Path, part: int) -> Iterator[tuple[str, str]]:
+    """(chunk_id, text) of a part's sentences in row order, checking the ids are part<<32|row."""
+    if not path.exists():
+        return
+    row = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=READ_BATCH, columns=["sentence_id", "chunk_id", "text"]):
+        sids = batch.column("sentence_id").to_numpy()
+        expected = (part << PART_SHIFT) + row + np.arange(len(sids), dtype=np.int64)
+        if not np.array_equal(sids, expected):
+            raise CacheBuildError(f"{path}: sentence ids are not part<<32|row; cannot map FAISS ids to rows")
+        row += len(sids)
+        yield from zip(batch.column("chunk_id").to_pylist(), batch.column("text").to_pylist())
+
+
+def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> Path:
+    """Build the cache of one part (its chunks and sentences Parquet) into `target`; return it.
+
+    Plain Python, one pass over each file, memory ~0.6× the part's text (the bitmaps being built).
+    An existing complete cache of the same files is kept as is.
+    """
+    chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
+    if is_valid(target, chunks, sentences):
+        return target
+    started = time.perf_counter()
+    stamp = source_stamp(chunks, sentences)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    try:
+        meta = _write(chunks, sentences, part, tmp)
+        meta.update(cache_format=CACHE_FORMAT, part=part, source=stamp, build_seconds=round(time.perf_counter() - started, 3))
+        (tmp / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
+        _fsync_tree(tmp)
+        if target.exists():
+            if is_valid(target, chunks, sentences):  # a concurrent builder finished first
+                shutil.rmtree(tmp, ignore_errors=True)
+                return target
+            shutil.rmtree(target, ignore_errors=True)  # stale: built from older files
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not is_valid(target, chunks, sentences):
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
+    postings = PostingsWriter(UNIT_ROWS)
+    python_lower: list[int] = []
+    starts: list[int] = [0]
+    spans: list[tuple[int, int]] = []
+    extra: list[str] = []
+    id_hashes: list[np.ndarray] = []
+    doc_hashes: list[np.ndarray] = []
+    sentence_iter = _sentences(sentences, part)
+    pending = next(sentence_iter, None)
+    rows = text_chars = 0
+    with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA) as writer:
+        batches = pq.ParquetFile(chunks).iter_batches(batch_size=READ_BATCH, columns=CHUNK_SCHEMA.names) if chunks.exists() else []
+        for batch in batches:
+            batch = pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(CHUNK_SCHEMA.names, CHUNK_SCHEMA)], schema=CHUNK_SCHEMA)
+            ids = batch.column("chunk_id").to_pylist()
+            texts = batch.column("text").to_pylist()
+            for cid, text in zip(ids, texts):
+                pos = 0
+                while pending is not None and pending[0] == cid:
+                    s = pending[1]
+                    at = text.find(s, pos)
+                    if at < 0:  # not a substring of its chunk: kept verbatim
+                        spans.append((-1, len(extra)))
+                        extra.append(s)
+                    else:
+                        spans.append((at, at + len(s)))
+                        pos = at + len(s)
+                    pending = next(sentence_iter, None)
+                starts.append(len(spans))
+            lowered = [t.lower() for t in texts]
+            postings.add(lowered, rows)
+            arrow_lowered = pc.utf8_lower(batch.column("text")).to_pylist()
+            python_lower += [rows + i for i, (a, b) in enumerate(zip(lowered, arrow_lowered)) if a != b]
+            text_chars += sum(map(len, texts))
+            writer.write_batch(batch)
+            id_hashes.append(hash64(ids))
+            doc_hashes.append(hash64(batch.column("doc_id").to_pylist()))
+            rows += batch.num_rows
+    if pending is not None:
+        raise CacheBuildError(f"{sentences}: sentences of chunk {pending[0]!r} are out of chunk order or belong to no chunk")
+    np.save(out / "sentence_starts.npy", np.asarray(starts, dtype=np.int64))
+    np.save(out / "python_lower_rows.npy", np.asarray(python_lower, dtype=np.int64))
+    np.save(out / "sentence_spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2))
+    if extra:
+        with pa.OSFile(str(out / "sentences_extra.arrow"), "wb") as sink, pa.ipc.new_file(sink, EXTRA_SCHEMA) as writer:
+            writer.write_batch(pa.record_batch([pa.array(extra, pa.string())], schema=EXTRA_SCHEMA))
+    for name, hashes in (("chunk_id", id_hashes), ("doc_id", doc_hashes)):
+        h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+        order = np.argsort(h, kind="stable")
+        np.save(out / f"{name}_hash.npy", h[order])
+        np.save(out / f"{name}_rows.npy", order.astype(np.int64))
+    n_postings = postings.write(out)
+    return {
+        "num_chunks": rows,
+        "num_sentences": len(spans),
+        "extra_sentences": len(extra),
+        "python_lower_rows": len(python_lower),
+        "text_chars": text_chars,
+        "unit_rows": UNIT_ROWS,
+        "trigram_postings": n_postings,
+    }
+
+
+def _fsync_tree(directory: Path) -> None:
+    for p in directory.iterdir():
+        with open(p, "rb") as f:
+            os.fsync(f.fileno())
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PartCache:
+    """Read side of one part's cache. Immutable and memory-mapped: safe to share between threads."""
+
+    def __init__(self, directory: Path):
+        self.dir = Path(directory)
+        self.meta = json.loads((self.dir / MARKER).read_text())
+        self.num_chunks = int(self.meta["num_chunks"])
+        self.num_sentences = int(self.meta["num_sentences"])
+        self.unit_rows = int(self.meta["unit_rows"])
+        self.table = pa.ipc.open_file(pa.memory_map(str(self.dir / "chunks.arrow"))).read_all()  # zero-copy
+        self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
+        self.sentence_starts = np.load(self.dir / "sentence_starts.npy", mmap_mode="r")
+        self.spans = np.load(self.dir / "sentence_spans.npy", mmap_mode="r")
+        self.python_lower = np.load(self.dir / "python_lower_rows.npy")
+        self.id_hash = np.load(self.dir / "chunk_id_hash.npy", mmap_mode="r")
+        self.id_rows = np.load(self.dir / "chunk_id_rows.npy", mmap_mode="r")
+        self.doc_hash = np.load(self.dir / "doc_id_hash.npy", mmap_mode="r")
+        self.doc_rows = np.load(self.dir / "doc_id_rows.npy", mmap_mode="r")
+        self.postings = Postings(self.dir)
+        self._extra: list[str] | None = None
+
+    def _pieces(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(record batch, positions in `rows`, rows within that batch) for ascending `rows`."""
+        which = np.searchsorted(self.bounds, rows, side="right") - 1
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        for lo, hi in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(rows)])).tolist()):
+            b = int(which[lo])
+            yield b, np.arange(lo, hi), rows[lo:hi] - self.bounds[b]
+
+    def take(self, column: str, rows: np.ndarray | list[int]) -> pa.Array:
+        """Values of `column` at local `rows` (in that order), copying only those rows (Arrow's
+        ChunkedArray.take would concatenate the whole column first)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        col = self.table.column(column)
+        if len(rows) == 0:
+            return pa.array([], type=col.type)
+        order = np.argsort(rows, kind="stable")
+        pieces = [col.chunk(b).take(pa.array(local)) for b, _, local in self._pieces(rows[order])]
+        values = pa.concat_arrays(pieces)
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return values.take(pa.array(inverse))
+
+    def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
+        """Columns of the chunks at local `rows` (in that order) as Python lists."""
+        return {c: self.take(c, rows).to_pylist() for c in columns}
+
+    def keyword_scores(self, rows: np.ndarray, terms: list[tuple[str, int]]) -> np.ndarray:
+        """Σ count(k, lower(text))·n over `terms` (lowered keyword k, weight n) for ascending local `rows`."""
+        scores = np.zeros(len(rows), dtype=np.int64)
+        col = self.table.column("text")
+        for b, at, local in self._pieces(rows):
+            chunk = col.chunk(b)
+            texts = chunk if len(local) == len(chunk) else chunk.take(pa.array(local))
+            lowered = pc.utf8_lower(texts)
+            for k, n in terms:
+                scores[at] += pc.count_substring(lowered, k).to_numpy(zero_copy_only=False).astype(np.int64) * n
+        if len(self.python_lower):  # rows where Arrow's lowercase differs from Python's
+            for i in np.flatnonzero(np.isin(rows, self.python_lower)).tolist():
+                t = self.take("text", [int(rows[i])])[0].as_py().lower()
+                scores[i] = sum(t.count(k) * n for k, n in terms)
+        return scores
+
+    def candidate_rows(self, codes: list[np.ndarray]) -> np.ndarray:
+        """Ascending local rows that may contain any of the keywords (one trigram-code array each)."""
+        units = self.postings.candidates(codes[0])
+        for c in codes[1:]:
+            units |= self.postings.candidates(c)
+        if not units:
+            return np.zeros(0, dtype=np.int64)
+        u = np.frombuffer(units.to_array(), dtype=np.uint32).astype(np.int64)
+        rows = (u[:, None] * self.unit_rows + np.arange(self.unit_rows)).ravel()
+        return rows[rows < self.num_chunks]
+
+    def sentence_texts(self, rows: list[int]) -> list[str]:
+        """Texts of the sentences at local `rows`, cut out of their chunks' text."""
+        rows_arr = np.asarray(rows, dtype=np.int64)
+        owners = (np.searchsorted(self.sentence_starts, rows_arr, side="right") - 1).tolist()
+        distinct = sorted(set(owners))
+        by_owner = dict(zip(distinct, self.rows(distinct, ["text"])["text"]))
+        out = []
+        for r, o in zip(rows_arr.tolist(), owners):
+            start, end = (int(x) for x in self.spans[r])
+            out.append(self._extra_text(end) if start < 0 else by_owner[o][start:end])
+        return out
+
+    def _extra_text(self, i: int) -> str:
+        if self._extra is None:
+            table = pa.ipc.open_file(pa.memory_map(str(self.dir / "sentences_extra.arrow"))).read_all()
+            self._extra = table.column("text").to_pylist()
+        return self._extra[i]
+
+    def find_rows(self, column: str, values: list[str]) -> dict[str, list[int]]:
+        """Local rows whose `column` (chunk_id or doc_id) equals each value; values not present are absent."""
+        hashes, order = (self.id_hash, self.id_rows) if column == "chunk_id" else (self.doc_hash, self.doc_rows)
+        h = hash64(values)
+        lo, hi = np.searchsorted(hashes, h, side="left"), np.searchsorted(hashes, h, side="right")
+        wanted = {v: [int(r) for r in order[a:b]] for v, a, b in zip(values, lo.tolist(), hi.tolist()) if b > a}
+        if not wanted:
+            return {}
+        every = sorted({r for rs in wanted.values() for r in rs})
+        actual = dict(zip(every, self.rows(every, [column])[column]))  # rule out hash collisions
+        out = {v: [r for r in rs if actual[r] == v] for v, rs in wanted.items()}
+        return {v: rs for v, rs in out.items() if rs}

@@ -1,0 +1,147 @@
+"""Tool calls per second on ONE ToolContext as the number of concurrent callers grows.
+
+    python benchmarks/tools_concurrency.py [--index ../main/indexes/2wiki] [--big /tmp/.../synthetic-1000000-7-wiki]
+        [--callers 1 2 4 16 64 256] [--calls 600] [--cache-dir /tmp/arag-keyword/tools-cache]
+
+The calls are a fixed mix drawn from real 2Wiki questions (../shared/data/2wikimultihopqa):
+keyword_search on the entities of a question's evidence, semantic_search on the question text,
+chunk_read of chunk ids the keyword search returned; the same list for every caller count. Each
+caller takes the next call from the shared list until all are done; callers are threads, or
+asyncio tasks awaiting `asyncio.to_thread` (with a default executor of as many threads as callers).
+Printed per caller count: calls/s and the ratio to one caller (the baseline, same run, same calls),
+p50/p95 latency of a call, and how many query encodings were batched together. Every answer is
+checked against the same call made alone (one caller).
+
+`--big` adds an index without vectors (benchmarks/keyword_search.py --keep leaves a 1M-chunk one):
+there the mix is keyword_search and chunk_read only (what differs: no semantic calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import random
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from arag.tools import ReadTracker, ToolContext  # noqa: E402
+
+QUESTIONS = REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
+
+
+def make_calls(ctx: ToolContext, n: int, semantic: bool, seed: int = 0) -> list[tuple[str, dict]]:
+    rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines()]
+    random.Random(seed).shuffle(rows)
+    calls: list[tuple[str, dict]] = []
+    for q in rows:
+        if len(calls) >= n:
+            break
+        ents = list(dict.fromkeys(e for t in q.get("evidence", []) for e in (t[0], t[2]) if isinstance(e, str) and 3 <= len(e) <= 60))
+        if not ents:
+            continue
+        kw = ("keyword_search", {"keywords": ents[:2], "top_k": 5})
+        calls.append(kw)
+        if semantic:
+            calls.append(("semantic_search", {"query": q["question"], "top_k": 5}))
+        ids = [h.chunk_id for h in ctx.call(*kw).results[:2]]
+        if ids:
+            calls.append(("chunk_read", {"chunk_ids": ids}))
+    return calls[:n]
+
+
+def one(ctx: ToolContext, call: tuple[str, dict]) -> tuple[str, float]:
+    t = time.perf_counter()
+    r = ctx.call(call[0], call[1], tracker=ReadTracker())
+    return r.text, time.perf_counter() - t
+
+
+def run_threads(ctx: ToolContext, calls: list, callers: int) -> tuple[float, list[float], list[str]]:
+    texts: list[str] = [""] * len(calls)
+    lat: list[float] = [0.0] * len(calls)
+    counter = itertools.count()
+
+    def worker() -> None:
+        while (i := next(counter)) < len(calls):
+            texts[i], lat[i] = one(ctx, calls[i])
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=callers) as pool:
+        for f in [pool.submit(worker) for _ in range(callers)]:
+            f.result()
+    return time.perf_counter() - t, lat, texts
+
+
+def run_asyncio(ctx: ToolContext, calls: list, callers: int) -> tuple[float, list[float], list[str]]:
+    texts: list[str] = [""] * len(calls)
+    lat: list[float] = [0.0] * len(calls)
+    counter = itertools.count()
+
+    async def worker() -> None:
+        while (i := next(counter)) < len(calls):
+            texts[i], lat[i] = await asyncio.to_thread(one, ctx, calls[i])
+
+    async def main() -> float:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=callers))
+        t = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(callers)))
+        return time.perf_counter() - t
+
+    wall = asyncio.run(main())
+    return wall, lat, texts
+
+
+def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int]) -> None:
+    kinds = {k: sum(1 for c in calls if c[0] == k) for k in dict.fromkeys(c[0] for c in calls)}
+    print(f"\n== {name}: {len(calls)} calls ({', '.join(f'{v} {k}' for k, v in kinds.items())})")
+    for c in calls[:20]:  # warm-up: model loaded, shards and cache pages in
+        one(ctx, c)
+    expected = [one(ctx, c)[0] for c in calls]  # answers made one at a time
+    print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>11}{'same':>9}")
+    for mode, fn in (("threads", run_threads), ("asyncio", run_asyncio)):
+        base = None
+        for callers in callers_list:
+            b0, q0 = ctx._batcher.batches, ctx._batcher.queries
+            wall, lat, texts = fn(ctx, calls, callers)
+            rate = len(calls) / wall
+            base = base or rate
+            same = sum(a == b for a, b in zip(texts, expected))
+            batches, queries = ctx._batcher.batches - b0, ctx._batcher.queries - q0
+            enc = f"{queries}/{batches}" if batches else "-"
+            p50, p95 = np.percentile(np.asarray(lat) * 1000, [50, 95])
+            print(f"{mode:<8}{callers:>8}{rate:>10.1f}{rate / base:>7.2f}x{p50:>9.1f}{p95:>9.1f}{enc:>11}{f'{same}/{len(calls)}':>9}", flush=True)
+    print("encodings: queries encoded / encoder calls (micro-batching); same: answers identical to the calls made alone")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--index", default=str(REPO / "indexes" / "2wiki"))
+    ap.add_argument("--big", default=None, help="a large index without vectors (keyword and chunk_read only)")
+    ap.add_argument("--callers", type=int, nargs="+", default=[1, 2, 4, 16, 64, 256])
+    ap.add_argument("--calls", type=int, default=600)
+    ap.add_argument("--cache-dir", default=None, help="where the 2Wiki index's tools caches are (default: inside the index)")
+    args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
+    for name, path, semantic in (("2Wiki", args.index, True), ("large index", args.big, False)):
+        if not path:
+            continue
+        if not (Path(path) / "manifest.json").exists():
+            print(f"\n(no index at {path}: skipped)")
+            continue
+        cache = Path(args.cache_dir) if args.cache_dir and semantic else None
+        with ToolContext(path, cache_dir=cache) as ctx:
+            bench(f"{name} {path} ({ctx.store.num_chunks:,} chunks)", ctx, make_calls(ctx, args.calls, semantic), args.callers)
+
+
+if __name__ == "__main__":
+    main()
