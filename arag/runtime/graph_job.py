@@ -66,8 +66,8 @@ def _extract_task(index_root: str, part: Any, extractor_cfg: Mapping[str, Any]) 
     return asdict(extract_part(index_root, part, extractor_cfg, worker=f"{node}/{_worker_name()}"))
 
 
-def _merge_task(index_root: str, plan: list, summary_sentences: int) -> dict:
-    return merge_graph(index_root, plan, summary_sentences)
+def _merge_task(index_root: str, plan: list, summary_sentences: int, encoder: Callable | None) -> dict:
+    return merge_graph(index_root, plan, summary_sentences, encoder)
 
 
 def build_graph(
@@ -77,7 +77,10 @@ def build_graph(
     overwrite: bool = False,
     progress: bool = True,
     ray_init: Callable[[], object] = init_ray,
+    encoder: Callable | None = None,
 ) -> GraphResult:
+    """`encoder` embeds nodes, relations and summaries (default: the index's embedder, loaded in
+    the merge task)."""
     import ray
 
     started = time.perf_counter()
@@ -108,7 +111,7 @@ def build_graph(
     records = [done[p.part] for p in plan]
     log.info("merging %d parts", len(plan))
     merge = ray.remote(num_cpus=runtime.merge_num_cpus, max_retries=1)(_merge_task)
-    counts = ray.get(merge.remote(str(layout.index_root), plan, settings.summary_sentences))
+    counts = ray.get(merge.remote(str(layout.index_root), plan, settings.summary_sentences, encoder))
     elapsed = time.perf_counter() - started
     manifest = assemble_graph_manifest(layout, identity, records, counts, elapsed)
     commit_graph_manifest(layout, manifest)
