@@ -18,6 +18,7 @@ from arag.graph.extract import RuleExtractor
 from arag.graph.store import GraphStore
 from arag.index.store import open_index
 from tests.graph.conftest import GRAPH_DOCS, RULES
+from tests.test_cluster_and_kill import two_node_cluster  # noqa: F401  (the fixture)
 from tests.tools.conftest import fake_encode, make_index
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,3 +84,22 @@ def test_kill_9_mid_graph_build_then_rerun_keeps_committed_parts(tmp_path, ray_l
     result = build_graph(str(root), GraphSettings(extractor=RULES, chunks_per_part=1), progress=False, ray_init=lambda: "test", encoder=fake_encode)
     assert result.action == "resume" and result.manifest["num_parts"] == 6
     assert all((layout.root / "parts" / name).read_text() == text for name, text in committed.items())  # not redone
+
+
+@pytest.mark.slow
+def test_graph_builds_on_a_two_node_cluster(tmp_path, two_node_cluster, monkeypatch):
+    import ray
+
+    from arag.runtime.cluster import init_ray
+    from arag.runtime.graph_job import build_graph
+
+    root = make_index(tmp_path / "index", GRAPH_DOCS).path
+    monkeypatch.setenv("RAY_ADDRESS", two_node_cluster)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    try:
+        result = build_graph(str(root), GraphSettings(extractor=RULES, chunks_per_part=1), progress=False, ray_init=init_ray, encoder=fake_encode)
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+    finally:
+        ray.shutdown()
+    nodes = {w.split("/")[0] for w in result.manifest["workers"]}
+    assert result.manifest["num_parts"] == 6 and len(nodes) == 2, result.manifest["workers"]  # work on both nodes
