@@ -109,3 +109,24 @@ def test_seed_alignment_by_edit_similarity(graph_index):
     store = GraphStore(graph_index.path)
     seeds = store.align(["Lothar II", "Zzzqx"], fake_encode(["Lothar II", "Zzzqx"]), edit_weight=0.5, min_score=0.6)
     assert [s.name for s in seeds] == ["lothair ii"]
+
+
+def test_llm_extraction_part_keeps_bad_output_as_rejects(tmp_path):
+    from arag.graph.build import GraphSettings, extract_part, plan_graph_parts, prepare_graph_directory
+    from arag.index.store import open_index
+    from tests.graph.conftest import GRAPH_DOCS
+    from tests.tools.conftest import make_index
+
+    root = make_index(tmp_path / "index", GRAPH_DOCS[:2]).path  # chunks 0#0, 1#0, 1#1
+    backend = ScriptedBackend(['{"triples": [["Teutberga", "married", "Lothair II"]]}', "I cannot do that.", '{"triples": []}'])
+    extractor = LLMExtractor({"backend": "scripted"}, backend=backend)
+    index = open_index(root)
+    layout = GraphLayout(root)
+    prepare_graph_directory(layout, GraphSettings({"kind": "llm"}).identity(index, extractor), overwrite=False)
+    (part,) = plan_graph_parts(index, 10)
+    record = extract_part(str(root), part, {}, extractor=extractor)
+    assert (record.num_chunks, record.num_triples, record.num_rejected) == (3, 1, 1)
+    rejects = pq.read_table(layout.part_file("rejects", 0)).to_pylist()
+    assert rejects == [{"chunk_id": "1#0", "reason": rejects[0]["reason"], "raw": "I cannot do that."}] and "not JSON" in rejects[0]["reason"]
+    triples = pq.read_table(layout.part_file("triples", 0)).to_pylist()
+    assert triples == [{"chunk_id": "0#0", "doc_id": "0", "head": "Teutberga", "relation": "married", "tail": "Lothair II"}]
