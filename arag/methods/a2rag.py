@@ -13,7 +13,8 @@ The method drives its own episode (`run_episode`) instead of the tool-calling lo
    A rewritten query restarts retrieval at the stage reached so far, never below it.
 4. Answer from the evidence, then Triple-Check (evidence relevance, answer grounding, query
    resolution), three binary LLM validators run in that order; the first failure names the type.
-   A type-conditioned rewrite (a new query; for grounding failures the evidence is kept) and retry,
+   A type-conditioned rewrite (a new query; evidence judged off topic is dropped, for grounding
+   failures the evidence is kept and only the answer is asked again) and retry,
    at most `max_rewrites` times, then the outcome is `fail` (answer: `abstain_answer`, or the last
    answer with `exhausted: last`).
 
@@ -122,6 +123,8 @@ class A2RagMethod(Method):
             if failure != "answer_grounding":
                 # A new query restarts retrieval at the stage reached (monotone), never below it.
                 stage = max(0, stage - 1) if attempt else 0
+                if failure == "evidence_relevance":
+                    evidence = []  # judged off topic: start the evidence afresh
                 evidence, stage = await self._escalate(query, question, top_docs, graph, ctx, episode, call, messages, evidence, stage)
             answer = await self._answer(question, query, evidence, call, messages, grounded=failure == "answer_grounding")
             verdicts = await self._triple_check(question, answer, evidence, call, messages)

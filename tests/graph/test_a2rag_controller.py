@@ -54,6 +54,8 @@ def test_evidence_relevance_failure_rewrites_and_retrieves_again(graph_ctx):
     second = episode.tool_calls[-1]
     assert second.arguments["query"] == "Ermengarde of Tours death" and "ermengarde of tours" in second.arguments["seeds"]
     assert "off topic" in backend.requests[3].messages[0].content  # the relevance-specific rewrite prompt
+    # The off-topic evidence is dropped: the second answer sees only the second retrieval's chunks.
+    assert backend.requests[5].messages[-1].content.count("\n\n[") + 1 == len(second.chunk_ids)
 
 
 def test_grounding_failure_reanswers_from_the_same_evidence(graph_ctx):
