@@ -51,7 +51,7 @@ class GraphResult:
             return f"graph up to date: {m['num_nodes']} nodes, {m['num_edges']} edges (nothing to do)"
         return (
             f"graph: {m['num_nodes']} nodes, {m['num_edges']} edges, {m['num_triples']} triples from {m['num_chunks']} chunks "
-            f"({m['num_rejected']} rejected) in {self.elapsed_s:.1f}s on {len(m['workers'])} worker host(s)"
+            f"({m['num_rejected']} rejected) in {self.elapsed_s:.1f}s by {len(m['workers'])} worker processes on {len({w.split('/')[0] for w in m['workers']})} Ray node(s)"
         )
 
 
