@@ -79,6 +79,26 @@ def check_index_config(cfg: DictConfig) -> None:
     )
 
 
+def check_graph_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.graph` (conf/graph.yaml, graph.extractor.model)."""
+    from arag.graph.build import GraphSettings
+    from arag.graph.extract import EXTRACTOR_KEYS
+    from arag.runtime.graph_job import GraphRuntime
+
+    graph_keys = {k: None for k in field_names(GraphSettings) if k != "extractor"}
+    check_nodes(
+        cfg,
+        {
+            "index": {"path": None},
+            "graph": {**graph_keys, "overwrite": None, "extractor": dict.fromkeys(EXTRACTOR_KEYS)},
+            "runtime": {"num_cpus": None, "graph": dict.fromkeys(field_names(GraphRuntime))},
+            "progress": None,
+        },
+    )
+    if cfg.graph.extractor.get("kind") == "llm":
+        check_model(cfg.graph.extractor.model, "graph.extractor.model")
+
+
 def check_ask_config(cfg: DictConfig) -> None:
     """`python -m pipelines.ask` (conf/ask.yaml, model, method)."""
     check_nodes(

@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 
 from arag.conf_files import conf_dir
 from arag.strict_settings import UnknownSettingError, check_keys, constructor_keys, from_settings
-from pipelines.settings import check_ask_config, check_evaluate_config, check_index_config, check_report_config, check_serve_config
+from pipelines.settings import check_ask_config, check_evaluate_config, check_graph_config, check_index_config, check_report_config, check_serve_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -88,13 +88,18 @@ def test_report_refuses_a_misspelled_report_key(tmp_path):
         ("report", check_report_config, "+results.pth=x", "results.pth"),
         ("serve", check_serve_config, "+tools.nprob=3", "tools.nprob"),
         ("serve", check_serve_config, "+index.pth=x", "index.pth"),
+        ("graph", check_graph_config, "+graph.chunk_per_part=3", "graph.chunk_per_part"),
+        ("graph", check_graph_config, "+graph.extractor.knd=rule", "graph.extractor.knd"),
+        ("graph", check_graph_config, "+runtime.graph.num_cpu=1", "runtime.graph.num_cpu"),
+        ("graph", check_graph_config, "+indx=x", "indx"),
+        ("graph", check_graph_config, "+graph.extractor.model.temprature=1 graph.extractor.kind=llm", "graph.extractor.model.temprature"),
     ],
 )
 def test_each_group_names_an_unknown_key(config, check, override, key):
     extra = ["+corpus=2wikimultihopqa"] if config == "index" else ["model=scripted"] if config in ("ask", "evaluate") else []
     check(compose_config(config, *extra))  # the shipped configs pass
     with pytest.raises(UnknownSettingError, match=rf"unknown setting {key.replace('.', '[.]')}\b.*valid keys"):
-        check(compose_config(config, *extra, override))
+        check(compose_config(config, *extra, *override.split()))
 
 
 def test_every_shipped_model_and_method_config_passes():
@@ -135,6 +140,8 @@ def test_settings_objects_refuse_unknown_keys():
         method_from_config({"name": "x", "system_prompt": "s", "tool": ["keyword_search"]})
     with pytest.raises(UnknownSettingError, match=r"method\.k\b"):  # a kind's own fields only
         load_method("naive_rag", {"k": 3})
+    with pytest.raises(UnknownSettingError, match=r"method\.gate_treshold\b.*gate_threshold"):
+        load_method("a2rag", {"gate_treshold": 0.5})
     with pytest.raises(UnknownSettingError, match=r"model\.replays\b.*replay"):
         make_backend({"backend": "scripted", "script": [], "replays": True})
 

@@ -153,6 +153,9 @@ class Agent:
     async def _episode(self, question: str, ep: Episode, tracker: Any, messages: list[Message]) -> None:
         """Fills `messages` in place, so the conversation is kept even when the episode fails midway."""
         cfg = self.config
+        if await self.method.run_episode(question, self.ctx, tracker, ep, self._controller_call(ep), messages):
+            ep.status = ANSWERED
+            return
         initial, pre = await asyncio.to_thread(self.method.initial_messages, question, self.ctx, tracker)
         messages.extend(initial)
         ep.tool_calls.extend(pre)
@@ -233,6 +236,17 @@ class Agent:
         ep.truncated_observations += 1
         ep.guard_rail_events.append(f"step {step}: {action.name} result cut from {size} to {estimate_tokens(cut)} tokens to fit the context window")
         return cut
+
+    def _controller_call(self, ep: Episode):
+        """The model call a method that drives its own episode uses: this loop's retries and
+        records, one step per call; the response schema is passed only under the JSON protocol."""
+
+        async def call(messages: list[Message], response_schema: dict[str, Any] | None = None, final: bool = False) -> Completion:
+            ep.steps += 1
+            request = {"response_schema": response_schema} if response_schema and isinstance(self.protocol, JsonProtocol) else {}
+            return await self._call_model(messages, request, ep.steps, ep, final=final)
+
+        return call
 
     def _json_instructions(self) -> str:
         from arag.agent.protocols import describe_actions

@@ -49,6 +49,7 @@ class Episode:
     guard_rail_events: list[str] = field(default_factory=list)
     agent: dict[str, Any] = field(default_factory=dict)  # loop settings (max_steps, token budget, …)
     wall_s: float = 0.0
+    trace: dict[str, Any] = field(default_factory=dict)  # a controller method's own record (A2RAG: stages, checks, rewrites)
     messages: list[dict[str, Any]] = field(default_factory=list)
 
     @property

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 from arag.agent.records import Episode
 
 # Tools whose results always carry whole chunk texts.
-FULL_TEXT_TOOLS = frozenset({"chunk_read", "naive_embedding_search"})
+FULL_TEXT_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "graph_retrieval"})  # graph_retrieval: A2RAG's stages
 # Tools that show whole chunks only when the method asks for full text (the no-chunk_read ablation).
 SNIPPET_TOOLS = frozenset({"keyword_search", "semantic_search"})
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from arag.conf_files import conf_path
+from arag.methods.a2rag import A2RagMethod
 from arag.methods.base import Method
 from arag.methods.naive_rag import NaiveRagMethod
 from arag.strict_settings import check_keys, field_names
 
-KINDS: dict[str, type[Method]] = {"direct": Method, "agent": Method, "naive_rag": NaiveRagMethod}
+KINDS: dict[str, type[Method]] = {"direct": Method, "agent": Method, "naive_rag": NaiveRagMethod, "a2rag": A2RagMethod}
 
 # conf/method in a checkout, arag/conf/method in an installed package.
 METHOD_CONF_DIR = conf_path("method")

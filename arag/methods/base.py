@@ -68,6 +68,12 @@ class Method:
         """The conversation before the first model call, and any retrieval done to build it."""
         return [Message("system", self.system_text), Message("user", self.user_template.format(question=question))], []
 
+    async def run_episode(self, question: str, ctx: "ToolContext | None", tracker: "ReadTracker", episode: Any, call: Any, messages: list[Message]) -> bool:
+        """A method with its own controller (A2RAG) runs the whole episode here, calling the model
+        through `call(messages, response_schema, final)`, and returns True; the default returns
+        False and the agent loop runs the episode."""
+        return False
+
     def call_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
         return ctx.call(name, arguments, tracker=tracker, full_text=self.full_text)
 

@@ -1,0 +1,294 @@
+"""The offline graph of an index, in plain Python: where its files live, the per-part extraction
+step, and the merge step. `arag.runtime.graph_job` schedules them on Ray.
+
+```
+<index>/graph/
+  manifest.json              written last: the graph is complete iff it exists
+  build.json                 identity of the build in progress (a rerun resumes it or starts over)
+  parts/part-00000.json      commit record of an extraction part, written after its Parquet files
+  triples/part-00000.parquet chunk_id, doc_id, head, relation, tail (surface forms)
+  mentions/part-00000.parquet chunk_id, doc_id, surface (every entity met, even in no triple)
+  rejects/part-00000.parquet chunk_id, reason, raw (extractor output that could not be used)
+  nodes.parquet              node_id, name (normalised), aliases, degree
+  edges.parquet              head, relation, tail (node ids), chunk_id
+  provenance.parquet         node_id, chunk_id (π: node → chunks)
+  summaries.parquet          doc_id, title, summary (per-document, for the gate)
+  node_vectors.npy, relation_vectors.npy (+ relations.parquet), summary_vectors.npy
+```
+An extraction part is a slice of rows of one index part (`chunks_per_part`), so even a one-file
+corpus is extracted in parallel and resumes at a fine grain after a kill.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from arag.graph.extract import Chunk, ExtractionReject, Extractor, make_extractor, normalise_name
+from arag.index.layout import atomic_path, part_name, read_json, write_json_atomic
+from arag.index.store import Index
+
+GRAPH_DIR = "graph"
+GRAPH_FORMAT_VERSION = 1
+PART_DIRS = ("parts", "triples", "mentions", "rejects")
+TRIPLE_SCHEMA = pa.schema([("chunk_id", pa.string()), ("doc_id", pa.string()), ("head", pa.string()), ("relation", pa.string()), ("tail", pa.string())])
+MENTION_SCHEMA = pa.schema([("chunk_id", pa.string()), ("doc_id", pa.string()), ("surface", pa.string())])
+GRAPH_REJECT_SCHEMA = pa.schema([("chunk_id", pa.string()), ("reason", pa.string()), ("raw", pa.string())])
+SUMMARY_CHARS = 400
+
+
+class GraphBuildError(RuntimeError):
+    pass
+
+
+class GraphLayout:
+    def __init__(self, index_root: str | os.PathLike):
+        self.index_root = Path(index_root)
+        self.root = self.index_root / GRAPH_DIR
+
+    def __getattr__(self, name: str) -> Path:  # nodes, edges, provenance, summaries, relations, *_vectors
+        files = {
+            "manifest": "manifest.json", "build_state": "build.json", "nodes": "nodes.parquet", "edges": "edges.parquet",
+            "provenance": "provenance.parquet", "summaries": "summaries.parquet", "relations": "relations.parquet",
+            "node_vectors": "node_vectors.npy", "relation_vectors": "relation_vectors.npy", "summary_vectors": "summary_vectors.npy",
+        }
+        if name in files:
+            return self.root / files[name]
+        raise AttributeError(name)
+
+    def part_file(self, kind: str, part: int) -> Path:
+        return self.root / kind / f"{part_name(part)}.{'json' if kind == 'parts' else 'parquet'}"
+
+    def make_dirs(self) -> None:
+        for sub in PART_DIRS:
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def remove_temporaries(self) -> None:
+        for tmp in self.root.rglob(".tmp-*"):
+            tmp.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class GraphPart:
+    part: int
+    index_part: int
+    start: int  # rows [start, end) of the index part's chunks file
+    end: int
+
+
+@dataclass
+class GraphPartRecord:
+    part: int
+    num_chunks: int
+    num_triples: int
+    num_mentions: int
+    num_rejected: int
+    seconds: float
+    worker: str = ""  # host:pid that extracted it (shows the work spread over a cluster)
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    extractor: Mapping[str, Any]
+    chunks_per_part: int = 2000
+    summary_sentences: int = 2
+    limit_chunks: int | None = None  # only the first N chunks (a slice, for trying an extractor)
+
+    def identity(self, index: Index, extractor: Extractor) -> dict[str, Any]:
+        return {
+            "format_version": GRAPH_FORMAT_VERSION,
+            "index_created_at": index.manifest.get("created_at"),
+            "index_chunks": index.manifest.get("num_chunks"),
+            "extractor": extractor.identity(),
+            "chunks_per_part": self.chunks_per_part,
+            "summary_sentences": self.summary_sentences,
+            "limit_chunks": self.limit_chunks,
+            "embedder": index.manifest["embedding"]["model"],
+        }
+
+
+def plan_graph_parts(index: Index, chunks_per_part: int, limit_chunks: int | None = None) -> list[GraphPart]:
+    if chunks_per_part < 1:
+        raise ValueError(f"graph.chunks_per_part must be at least 1, got {chunks_per_part}")
+    plan: list[GraphPart] = []
+    left = limit_chunks if limit_chunks is not None else sum(p.num_chunks for p in index.parts)
+    for p in index.parts:
+        for start in range(0, min(p.num_chunks, left), chunks_per_part):
+            plan.append(GraphPart(len(plan), p.part, start, min(p.num_chunks, left, start + chunks_per_part)))
+        left -= min(p.num_chunks, left)
+    return plan
+
+
+def prepare_graph_directory(layout: GraphLayout, identity: dict[str, Any], overwrite: bool) -> str:
+    """"up_to_date", "resume" or "build"; a graph of other settings is removed only with overwrite."""
+    if layout.root.exists():
+        previous_path = layout.manifest if layout.manifest.exists() else layout.build_state
+        previous = read_json(previous_path).get("identity") if previous_path.exists() else None
+        if previous == identity and not overwrite:
+            if layout.manifest.exists():
+                return "up_to_date"
+            layout.remove_temporaries()
+            return "resume"
+        if previous is not None and not overwrite:
+            changed = sorted(k for k in set(previous) | set(identity) if previous.get(k) != identity.get(k))
+            raise GraphBuildError(f"{layout.root} holds a graph built with other settings ({', '.join(changed)}); set graph.overwrite=true to rebuild it")
+        shutil.rmtree(layout.root)
+    layout.make_dirs()
+    write_json_atomic(layout.build_state, {"identity": identity})
+    return "build"
+
+
+def _fsynced(path: Path) -> None:
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _write_parquet(table: pa.Table, target: Path) -> None:
+    """Temporary name, fsync, rename: a reader (or a resumed build) only ever sees whole files."""
+    with atomic_path(target) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+        _fsynced(tmp)
+
+
+def extract_part(index_root: str, part: GraphPart, extractor_cfg: Mapping[str, Any], worker: str = "", extractor: Extractor | None = None) -> GraphPartRecord:
+    """Extract one part's chunks and commit it (Parquet files first, the record last)."""
+    layout = GraphLayout(index_root)
+    record_path = layout.part_file("parts", part.part)
+    if record_path.exists():
+        return GraphPartRecord(**read_json(record_path))
+    started = time.perf_counter()
+    extractor = extractor or make_extractor(extractor_cfg)
+    index = Index(index_root)
+    chunks = pq.read_table(index.parts[part.index_part].chunks, columns=["chunk_id", "doc_id", "title", "text"]).slice(part.start, part.end - part.start)
+    triples: dict[str, list] = {n: [] for n in TRIPLE_SCHEMA.names}
+    mentions: dict[str, list] = {n: [] for n in MENTION_SCHEMA.names}
+    rejects: dict[str, list] = {n: [] for n in GRAPH_REJECT_SCHEMA.names}
+    for row in chunks.to_pylist():
+        chunk = Chunk(row["chunk_id"], row["doc_id"], row["title"] or "", row["text"])
+        try:
+            got = extractor.extract(chunk)
+        except ExtractionReject as exc:
+            for k, v in zip(GRAPH_REJECT_SCHEMA.names, (chunk.chunk_id, exc.reason, exc.raw)):
+                rejects[k].append(v)
+            continue
+        for surface in dict.fromkeys(e for e in got.entities if normalise_name(e)):
+            for k, v in zip(MENTION_SCHEMA.names, (chunk.chunk_id, chunk.doc_id, surface)):
+                mentions[k].append(v)
+        for t in got.triples:
+            if normalise_name(t.head) and normalise_name(t.tail):
+                for k, v in zip(TRIPLE_SCHEMA.names, (chunk.chunk_id, chunk.doc_id, t.head, t.relation, t.tail)):
+                    triples[k].append(v)
+    _write_parquet(pa.table(triples, schema=TRIPLE_SCHEMA), layout.part_file("triples", part.part))
+    _write_parquet(pa.table(mentions, schema=MENTION_SCHEMA), layout.part_file("mentions", part.part))
+    _write_parquet(pa.table(rejects, schema=GRAPH_REJECT_SCHEMA), layout.part_file("rejects", part.part))
+    record = GraphPartRecord(part.part, chunks.num_rows, len(triples["head"]), len(mentions["surface"]), len(rejects["chunk_id"]), round(time.perf_counter() - started, 3), worker)
+    write_json_atomic(record_path, asdict(record))
+    return record
+
+
+def merge_graph(index_root: str, plan: list[GraphPart], summary_sentences: int = 2, encoder: Callable[[list[str]], np.ndarray] | None = None) -> dict[str, Any]:
+    """Nodes, edges, provenance and summaries from the committed parts (DuckDB over their Parquet,
+    so memory follows the graph, not the corpus text), then their embeddings with `encoder`
+    (default: the index's own embedder). Returns counts."""
+    layout = GraphLayout(index_root)
+    missing = [p.part for p in plan if not layout.part_file("parts", p.part).exists()]
+    if missing:
+        raise GraphBuildError(f"graph parts {missing[:5]} have no commit record; cannot merge")
+    files = {kind: [str(layout.part_file(kind, p.part)) for p in plan] for kind in ("triples", "mentions")}
+    con = duckdb.connect()
+    con.create_function("norm", normalise_name, ["VARCHAR"], "VARCHAR")
+    try:
+        con.execute("CREATE TABLE m AS SELECT chunk_id, surface, norm(surface) AS name FROM read_parquet(?)", [files["mentions"]])
+        con.execute("CREATE TABLE t AS SELECT chunk_id, norm(head) AS h, relation, norm(tail) AS tl, head, tail FROM read_parquet(?)", [files["triples"]])
+        # Every triple end is a node, even if an LLM named it only in a triple.
+        con.execute("INSERT INTO m SELECT chunk_id, head, h FROM t UNION ALL SELECT chunk_id, tail, tl FROM t")
+        con.execute(
+            "CREATE TABLE names AS SELECT row_number() OVER (ORDER BY name) - 1 AS node_id, name, list(DISTINCT surface ORDER BY surface) AS aliases "
+            "FROM m WHERE name <> '' GROUP BY name"
+        )
+        con.execute(
+            "CREATE TABLE edges AS SELECT DISTINCT a.node_id AS head, t.relation, b.node_id AS tail, t.chunk_id "
+            "FROM t JOIN names a ON a.name = t.h JOIN names b ON b.name = t.tl WHERE a.node_id <> b.node_id ORDER BY head, tail, relation, chunk_id"
+        )
+        con.execute(
+            "CREATE TABLE nodes AS SELECT n.node_id, n.name, n.aliases, coalesce(d.degree, 0)::INTEGER AS degree FROM names n LEFT JOIN "
+            "(SELECT node_id, count(DISTINCT other) AS degree FROM (SELECT head AS node_id, tail AS other FROM edges UNION ALL SELECT tail, head FROM edges) GROUP BY node_id) d "
+            "USING (node_id) ORDER BY node_id"
+        )
+        con.execute("CREATE TABLE prov AS SELECT DISTINCT n.node_id, m.chunk_id FROM m JOIN names n USING (name) ORDER BY node_id, chunk_id")
+        con.execute("CREATE TABLE rels AS SELECT row_number() OVER (ORDER BY relation) - 1 AS relation_id, relation FROM (SELECT DISTINCT relation FROM edges)")
+        for table, target in (("nodes", layout.nodes), ("edges", layout.edges), ("prov", layout.provenance), ("rels", layout.relations)):
+            _write_parquet(con.sql(f"SELECT * FROM {table}").to_arrow_table(), target)
+        counts = {k: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for k, t in (("num_nodes", "nodes"), ("num_edges", "edges"), ("num_provenance", "prov"), ("num_relations", "rels"))}
+    finally:
+        con.close()
+    index = Index(index_root)
+    summaries = document_summaries(index, summary_sentences)
+    _write_parquet(summaries, layout.summaries)
+    counts["num_summaries"] = summaries.num_rows
+    if encoder is None:
+        from arag.index.embedding import SentenceEmbedder
+
+        encoder = SentenceEmbedder(index.embedder_spec).encode_documents
+    nodes = pq.read_table(layout.nodes, columns=["name"]).column("name").to_pylist()
+    rels = pq.read_table(layout.relations, columns=["relation"]).column("relation").to_pylist()
+    for texts, target in ((nodes, layout.node_vectors), (rels, layout.relation_vectors), (summaries.column("summary").to_pylist(), layout.summary_vectors)):
+        vectors = encoder(texts) if texts else np.zeros((0, index.dimension), np.float32)
+        with atomic_path(target) as tmp:
+            with open(tmp, "wb") as f:
+                np.save(f, np.asarray(vectors, dtype=np.float32))
+                f.flush()
+                os.fsync(f.fileno())
+    return counts
+
+
+def document_summaries(index: Index, sentences: int = 2) -> pa.Table:
+    """Extractive summaries: each document's title and the first `sentences` sentences of its first chunk."""
+    from arag.graph.extract import _SENTENCE
+
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT doc_id, arg_min(title, position), arg_min(text, position) FROM read_parquet(?) GROUP BY doc_id ORDER BY doc_id",
+            [[str(f) for f in index.chunk_files]],
+        ).fetchall()
+    finally:
+        con.close()
+    doc_ids, titles, texts = [], [], []
+    for doc_id, title, text in rows:
+        title = title or ""
+        body = text[len(title):] if title and text.startswith(title) else text
+        first = " ".join(s.strip() for s in _SENTENCE.split(body.strip())[:sentences] if s.strip())
+        doc_ids.append(doc_id)
+        titles.append(title)
+        texts.append(f"{title}: {first}"[:SUMMARY_CHARS] if title else first[:SUMMARY_CHARS])
+    return pa.table({"doc_id": doc_ids, "title": titles, "summary": texts})
+
+
+def assemble_graph_manifest(layout: GraphLayout, identity: dict[str, Any], records: list[GraphPartRecord], counts: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+    return {
+        "identity": identity,
+        "format_version": GRAPH_FORMAT_VERSION,
+        "num_parts": len(records),
+        "num_chunks": sum(r.num_chunks for r in records),
+        "num_triples": sum(r.num_triples for r in records),
+        "num_rejected": sum(r.num_rejected for r in records),
+        "workers": sorted({r.worker for r in records if r.worker}),
+        **counts,
+        "elapsed_s": round(elapsed_s, 3),
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def commit_graph_manifest(layout: GraphLayout, manifest: dict[str, Any]) -> None:
+    write_json_atomic(layout.manifest, manifest)
+    layout.build_state.unlink(missing_ok=True)

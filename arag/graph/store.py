@@ -1,0 +1,209 @@
+"""A built graph opened for retrieval: igraph over the edges, provenance π, and the vectors for
+seed alignment and gating. Retrieval stages (local 1-hop, bridges, degree-normalised PPR) are
+igraph calls; nodes map back to chunks through π."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from arag.graph.build import GraphLayout
+from arag.graph.extract import normalise_name
+from arag.index.layout import read_json
+
+
+class GraphNotBuiltError(FileNotFoundError):
+    pass
+
+
+@dataclass(frozen=True)
+class Seed:
+    node_id: int
+    name: str
+    mention: str
+    score: float
+
+
+class GraphStore:
+    def __init__(self, index_root: str | Path):
+        import igraph
+
+        self.layout = GraphLayout(index_root)
+        if not self.layout.manifest.exists():
+            raise GraphNotBuiltError(f"{self.layout.root} has no manifest.json: build the graph first with `python -m pipelines.graph index.path={index_root}`")
+        self.manifest = read_json(self.layout.manifest)
+        nodes = pq.read_table(self.layout.nodes, columns=["node_id", "name", "degree"])
+        self.names: list[str] = nodes.column("name").to_pylist()
+        self.degree = np.asarray(nodes.column("degree").to_numpy(), dtype=np.float64)
+        edges = pq.read_table(self.layout.edges)
+        self.edge_head = edges.column("head").to_numpy()
+        self.edge_tail = edges.column("tail").to_numpy()
+        self.edge_relation = edges.column("relation").to_pylist()
+        pairs = np.unique(np.sort(np.stack([self.edge_head, self.edge_tail], 1), axis=1), axis=0) if len(edges) else np.zeros((0, 2), np.int64)
+        self.graph = igraph.Graph(n=len(self.names), edges=pairs.tolist(), directed=False)
+        prov = pq.read_table(self.layout.provenance)
+        self._prov_nodes = prov.column("node_id").to_numpy()
+        self._prov_chunks = prov.column("chunk_id").to_pylist()
+        self._prov_start = np.searchsorted(self._prov_nodes, np.arange(len(self.names) + 1))
+        self.by_name = {n: i for i, n in enumerate(self.names)}
+
+    # ---- vectors (loaded on first use) -------------------------------------------------------
+    @cached_property
+    def node_vectors(self) -> np.ndarray:
+        return np.load(self.layout.node_vectors, mmap_mode="r")
+
+    @cached_property
+    def summary_vectors(self) -> np.ndarray:
+        return np.load(self.layout.summary_vectors, mmap_mode="r")
+
+    @cached_property
+    def summaries(self):
+        return pq.read_table(self.layout.summaries)
+
+    @cached_property
+    def relations(self) -> list[str]:
+        return pq.read_table(self.layout.relations).column("relation").to_pylist()
+
+    @cached_property
+    def relation_vectors(self) -> np.ndarray:
+        return np.load(self.layout.relation_vectors, mmap_mode="r")
+
+    # ---- provenance ------------------------------------------------------------------------
+    def chunks_of(self, node: int) -> list[str]:
+        return self._prov_chunks[self._prov_start[node] : self._prov_start[node + 1]]
+
+    def rank_chunks(self, node_scores: dict[int, float], limit: int) -> list[str]:
+        """Chunks by the summed score of their nodes (π), best first; ties by chunk id."""
+        totals: dict[str, float] = {}
+        for node, score in node_scores.items():
+            for chunk in self.chunks_of(node):
+                totals[chunk] = totals.get(chunk, 0.0) + score
+        return [c for c, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
+
+    # ---- gate ------------------------------------------------------------------------------
+    def gate_scores(self, qvec: np.ndarray, top: int = 3) -> list[tuple[str, str, float]]:
+        """(doc_id, title, cosine) of the best-matching document summaries, best first."""
+        if not len(self.summary_vectors):
+            return []
+        scores = np.asarray(self.summary_vectors) @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+        order = np.argsort(-scores, kind="stable")[:top]
+        docs, titles = self.summaries.column("doc_id"), self.summaries.column("title")
+        return [(docs[int(i)].as_py(), titles[int(i)].as_py(), float(scores[i])) for i in order]
+
+    # ---- seeds -----------------------------------------------------------------------------
+    def align(self, mentions: list[str], mention_vectors: np.ndarray | None, edit_weight: float, min_score: float, per_mention: int = 1) -> list[Seed]:
+        """Nodes for question entities: edit similarity (rapidfuzz) and embedding cosine, mixed
+        by `edit_weight`; candidates are the best edit matches and the best cosine matches."""
+        from rapidfuzz import fuzz, process
+
+        seeds: dict[int, Seed] = {}
+        vectors = np.asarray(self.node_vectors) if mention_vectors is not None and len(self.names) else None
+        for i, mention in enumerate(mentions):
+            key = normalise_name(mention)
+            if not key:
+                continue
+            candidates = {idx: score / 100.0 for _, score, idx in process.extract(key, self.names, scorer=fuzz.ratio, limit=10)}
+            cos = None
+            if vectors is not None:
+                cos = vectors @ mention_vectors[i]
+                for idx in np.argsort(-cos)[:10]:
+                    candidates.setdefault(int(idx), fuzz.ratio(key, self.names[int(idx)]) / 100.0)
+            scored = []
+            for idx, edit in candidates.items():
+                c = float(cos[idx]) if cos is not None else edit
+                scored.append((edit_weight * edit + (1 - edit_weight) * c, idx))
+            for score, idx in sorted(scored, reverse=True)[:per_mention]:
+                if score >= min_score and (idx not in seeds or seeds[idx].score < score):
+                    seeds[idx] = Seed(idx, self.names[idx], mention, round(score, 4))
+        return sorted(seeds.values(), key=lambda s: (-s.score, s.node_id))
+
+    def matching_relations(self, words: list[str], vectors: np.ndarray | None, min_score: float) -> set[str]:
+        """Relation seeds: relation names close to the question's relation words (edit or cosine)."""
+        from rapidfuzz import fuzz, process
+
+        found: set[str] = set()
+        for i, word in enumerate(words):
+            for name, score, _ in process.extract(word.lower(), self.relations, scorer=fuzz.partial_ratio, limit=20):
+                if score / 100.0 >= min_score:
+                    found.add(name)
+            if vectors is not None and len(self.relations):
+                cos = np.asarray(self.relation_vectors) @ vectors[i]
+                found.update(self.relations[int(j)] for j in np.flatnonzero(cos >= min_score))
+        return found
+
+    # ---- the three stages --------------------------------------------------------------------
+    def local(self, seeds: list[int], relations: set[str] | None = None) -> dict[int, float]:
+        """Stage 1: seeds (score 1) and their 1-hop neighbours (score 1/2); with relation seeds, only
+        neighbours over an edge of a matching relation."""
+        scores = {s: 1.0 for s in seeds}
+        if relations:
+            seed_set = set(seeds)
+            for h, t, r in zip(self.edge_head, self.edge_tail, self.edge_relation):
+                if r in relations and (h in seed_set or t in seed_set):
+                    for n in (int(h), int(t)):
+                        scores.setdefault(n, 0.5)
+            return scores
+        for hood in self.graph.neighborhood(seeds, order=1, mindist=1) if seeds else []:
+            for n in hood:
+                scores.setdefault(n, 0.5)
+        return scores
+
+    def bridges(self, seeds: list[int], hops: int, max_paths: int) -> tuple[dict[int, float], list[list[int]]]:
+        """Stage 2: nodes within `hops` of at least two seeds, and up to `max_paths` shortest paths
+        seed → bridge (their nodes are evidence too). Scores: seeds and bridges 1, path nodes 1/2."""
+        if hops < 2:
+            raise ValueError(f"bridge hops must be at least 2, got {hops}")
+        if len(seeds) < 2:
+            return {}, []
+        reach: dict[int, int] = {}
+        hoods = self.graph.neighborhood(seeds, order=hops)
+        for hood in hoods:
+            for n in set(hood):
+                reach[n] = reach.get(n, 0) + 1
+        bridge_nodes = sorted(n for n, k in reach.items() if k >= 2 and n not in seeds)
+        # Fewest-degree bridges first: a hub reached by every seed explains nothing.
+        bridge_nodes.sort(key=lambda n: (self.degree[n], n))
+        scores = {s: 1.0 for s in seeds}
+        paths: list[list[int]] = []
+        for b in bridge_nodes:
+            if len(paths) >= max_paths:
+                break
+            scores[b] = 1.0
+            for s in seeds:
+                if len(paths) >= max_paths:
+                    break
+                path = self.graph.get_shortest_path(s, b)
+                if path and len(path) - 1 <= hops:
+                    paths.append(path)
+                    for n in path:
+                        scores.setdefault(n, 0.5)
+        return scores, paths
+
+    def ppr(self, seeds: list[int], alpha: float, top: int) -> dict[int, float]:
+        """Stage 3: r = α·p₀ + (1 − α)·Pᵀr with p₀ ∝ 1/deg over the seeds (igraph's PRPACK solver;
+        its damping is 1 − α); the `top` nodes by r."""
+        if not seeds:
+            return {}
+        r = personalized_pagerank(self.graph, seeds, alpha)
+        order = np.argsort(-r, kind="stable")[:top]
+        return {int(i): float(r[i]) for i in order if r[i] > 0}
+
+
+def degree_normalised_reset(degrees: np.ndarray, seeds: list[int]) -> np.ndarray:
+    """p₀ ∝ deg⁻¹ over the seeds (a seed without edges counts as degree 1)."""
+    p0 = np.zeros(len(degrees))
+    for s in seeds:
+        p0[s] = 1.0 / max(1.0, float(degrees[s]))
+    return p0 / p0.sum()
+
+
+def personalized_pagerank(graph, seeds: list[int], alpha: float) -> np.ndarray:
+    if not 0 < alpha < 1:
+        raise ValueError(f"PPR alpha (restart probability) must be in (0, 1), got {alpha}")
+    degrees = np.asarray(graph.degree(), dtype=np.float64)
+    p0 = degree_normalised_reset(degrees, seeds)
+    return np.asarray(graph.personalized_pagerank(damping=1 - alpha, reset=p0.tolist(), directed=False))

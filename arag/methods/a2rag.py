@@ -1,0 +1,268 @@
+"""A2RAG: gated, adaptive graph retrieval with Triple-Check and failure-aware rewrites.
+
+The method drives its own episode (`run_episode`) instead of the tool-calling loop:
+
+1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else the
+   episode ends as an abstention (an outcome, not an error).
+2. Seeds: the question's entities (the rule extractor's spans) aligned to graph nodes by edit
+   similarity (rapidfuzz) and embedding cosine; with none, the titles of the documents the gate
+   matched. Optional relation seeds (`relation_seeds`) filter Stage 1's edges.
+3. Monotone escalation, each stage at most once per query, an evidence-sufficiency check (a binary
+   LLM validator) after each: local 1-hop → bridges within `bridge_hops` of ≥ 2 seeds (capped
+   shortest paths) → degree-normalised PPR, top `ppr_top_nodes` nodes mapped to chunks through π.
+   A rewritten query restarts retrieval at the stage reached so far, never below it.
+4. Answer from the evidence, then Triple-Check (evidence relevance, answer grounding, query
+   resolution), three binary LLM validators run in that order; the first failure names the type.
+   A type-conditioned rewrite (a new query; evidence judged off topic is dropped, for grounding
+   failures the evidence is kept and only the answer is asked again) and retry,
+   at most `max_rewrites` times, then the outcome is `fail` (answer: `abstain_answer`, or the last
+   answer with `exhausted: last`).
+
+Everything is recorded in `Episode.trace`: outcome, stage reached, stages run, validator verdicts,
+rewrites, LLM calls and tokens; each stage's retrieval is a `graph_retrieval` tool-call record (its
+chunks count as read for evidence recall).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from arag.llm.types import Completion, Message
+from arag.methods.base import Method
+from arag.methods.records import ToolCallRecord
+
+RETRIEVAL_RECORD = "graph_retrieval"
+STAGES = ("local", "bridge", "ppr")
+CHECKS = ("evidence_relevance", "answer_grounding", "query_resolution")
+VERDICT_SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}}, "required": ["verdict"]}
+ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+QUERY_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+_QUESTION_WORDS = frozenset("who what when where which whose whom why how is was are were did does do the a an of in on at to for by from and or with as that this".split())
+
+# (messages, response schema or None, final) -> the model's completion; the agent loop's model
+# call (retries, records) behind it.
+ModelCall = Callable[[list[Message], "dict[str, Any] | None", bool], Awaitable[Completion]]
+
+
+@dataclass
+class A2RagMethod(Method):
+    gate_threshold: float = 0.3
+    seed_min_score: float = 0.6
+    seed_edit_weight: float = 0.5
+    relation_seeds: bool = False
+    relation_min_score: float = 0.8
+    bridge_hops: int = 2
+    max_paths: int = 8
+    ppr_alpha: float = 0.15
+    ppr_top_nodes: int = 20
+    chunks_per_stage: int = 5
+    max_evidence_chunks: int = 8
+    max_rewrites: int = 2
+    exhausted: str = "abstain"  # abstain | last: what a question whose checks keep failing answers
+    abstain_answer: str = "I don't know"
+    sufficiency_prompt: str = ""
+    answer_prompt: str = ""
+    check_prompts: dict[str, str] = field(default_factory=dict)
+    rewrite_prompts: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.bridge_hops < 2:
+            raise ValueError(f"method.bridge_hops must be at least 2, got {self.bridge_hops}")
+        if self.exhausted not in ("abstain", "last"):
+            raise ValueError(f"method.exhausted must be abstain or last, got {self.exhausted!r}")
+        for group, keys in (("check_prompts", CHECKS), ("rewrite_prompts", CHECKS)):
+            missing = [k for k in keys if not getattr(self, group).get(k)]
+            if missing:
+                raise ValueError(f"method.{group} lacks {', '.join(missing)}")
+        self._graphs: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def needs_index(self) -> bool:
+        return True
+
+    def describe(self) -> dict[str, Any]:
+        keys = ("gate_threshold", "seed_min_score", "seed_edit_weight", "relation_seeds", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "chunks_per_stage", "max_rewrites", "exhausted")
+        return {**super().describe(), **{k: getattr(self, k) for k in keys}, "full_text": True}
+
+    def graph_for(self, ctx: Any) -> Any:
+        from arag.graph.store import GraphStore
+
+        root = getattr(getattr(ctx, "index", None), "root", None)
+        if root is None:
+            raise ValueError("method a2rag reads the index's graph from disk: give index.path (a tool server is not supported)")
+        with self._lock:
+            if str(root) not in self._graphs:
+                self._graphs[str(root)] = GraphStore(root)
+            return self._graphs[str(root)]
+
+    # ---- the episode ---------------------------------------------------------------------------
+    async def run_episode(self, question: str, ctx: Any, tracker: Any, episode: Any, call: ModelCall, messages: list[Message]) -> bool:
+        import asyncio
+
+        graph = await asyncio.to_thread(self.graph_for, ctx)
+        trace: dict[str, Any] = {"outcome": None, "stage_reached": None, "stages": [], "gate": None, "checks": [], "rewrites": [], "sufficiency": []}
+        episode.trace = trace
+        qvec = await asyncio.to_thread(ctx.encode_query, question)
+        top_docs = graph.gate_scores(qvec[0], top=3)
+        best = top_docs[0][2] if top_docs else 0.0
+        trace["gate"] = {"score": round(best, 4), "threshold": self.gate_threshold, "documents": [t for _, t, _ in top_docs]}
+        if best < self.gate_threshold:
+            trace["outcome"] = "abstain"
+            episode.answer = self.abstain_answer
+            return True
+
+        query, evidence, answer = question, [], None
+        stage = 0  # index into STAGES of the next stage to run
+        for attempt in range(self.max_rewrites + 1):
+            failure = trace["rewrites"][-1]["failure"] if trace["rewrites"] else None
+            if failure != "answer_grounding":
+                # A new query restarts retrieval at the stage reached (monotone), never below it.
+                stage = max(0, stage - 1) if attempt else 0
+                if failure == "evidence_relevance":
+                    evidence = []  # judged off topic: start the evidence afresh
+                evidence, stage = await self._escalate(query, question, top_docs, graph, ctx, episode, call, messages, evidence, stage)
+            answer = await self._answer(question, query, evidence, call, messages, grounded=failure == "answer_grounding")
+            verdicts = await self._triple_check(question, answer, evidence, call, messages)
+            trace["checks"].append({"attempt": attempt, "answer": answer, **verdicts})
+            failed = next((c for c in CHECKS if not verdicts[c]), None)
+            if failed is None:
+                trace["outcome"] = "answered"
+                episode.answer = answer
+                return True
+            if attempt == self.max_rewrites:
+                break
+            query = await self._rewrite(question, query, answer, failed, evidence, call, messages)
+            trace["rewrites"].append({"failure": failed, "query": query})
+        trace["outcome"] = "fail"
+        episode.answer = answer if self.exhausted == "last" else self.abstain_answer
+        return True
+
+    async def _escalate(self, query, question, top_docs, graph, ctx, episode, call, messages, evidence, stage):
+        import asyncio
+
+        seeds, relations = await asyncio.to_thread(self._seeds, query, top_docs, graph, ctx)
+        trace = episode.trace
+        while stage < len(STAGES):
+            name = STAGES[stage]
+            started = time.perf_counter()
+            scores, extra = self._stage(name, graph, [s.node_id for s in seeds], relations)
+            have = {c for c, _ in evidence}
+            new = [c for c in graph.rank_chunks(scores, self.chunks_per_stage + len(have)) if c not in have][: self.chunks_per_stage]
+            text, chunk_ids, tokens, texts = await asyncio.to_thread(_render_chunks, ctx, new)
+            evidence = (evidence + [(c, texts[c]) for c in chunk_ids])[: self.max_evidence_chunks]
+            episode.tool_calls.append(
+                ToolCallRecord(
+                    step=episode.steps, name=RETRIEVAL_RECORD, text=text, retrieved_tokens=tokens, chunk_ids=chunk_ids, latency_s=time.perf_counter() - started,
+                    arguments={"stage": name, "query": query, "seeds": [s.name for s in seeds], "relations": sorted(relations or ()), **extra},
+                )
+            )
+            trace["stages"].append({"stage": name, "seeds": len(seeds), "nodes": len(scores), "new_chunks": len(new)})
+            trace["stage_reached"] = name
+            stage += 1
+            if stage == len(STAGES):
+                break
+            sufficient = await self._yes_no(self.sufficiency_prompt, question, None, evidence, ctx_text=True, call=call, messages=messages)
+            trace["sufficiency"].append({"stage": name, "sufficient": sufficient})
+            if sufficient:
+                break
+        return evidence, stage
+
+    def _seeds(self, query: str, top_docs, graph, ctx):
+        from arag.graph.extract import sentence_entities
+
+        mentions = list(dict.fromkeys(t for _, _, t in sentence_entities(query)))
+        vectors = _encode(ctx, mentions) if mentions else None
+        seeds = graph.align(mentions, vectors, self.seed_edit_weight, self.seed_min_score) if mentions else []
+        if not seeds:  # no entity in the question matched: the documents the gate found
+            titles = [t for _, t, _ in top_docs if t]
+            seeds = graph.align(titles, None, 1.0, 0.99)
+        relations = None
+        if self.relation_seeds:
+            entity_words = {w.lower() for m in mentions for w in m.split()}
+            words = [w for w in re.findall(r"[a-z]+", query.lower()) if w not in _QUESTION_WORDS and w not in entity_words and len(w) > 2]
+            relations = graph.matching_relations(words, _encode(ctx, words) if words else None, self.relation_min_score) if words else set()
+        return seeds, relations
+
+    def _stage(self, name: str, graph, seeds: list[int], relations):
+        if name == "local":
+            return graph.local(seeds, relations), {}
+        if name == "bridge":
+            scores, paths = graph.bridges(seeds, self.bridge_hops, self.max_paths)
+            return scores, {"paths": [[graph.names[n] for n in p] for p in paths]}
+        return graph.ppr(seeds, self.ppr_alpha, self.ppr_top_nodes), {}
+
+    # ---- LLM steps ---------------------------------------------------------------------------
+    async def _answer(self, question, query, evidence, call, messages, grounded: bool) -> str:
+        note = "\nUse only facts stated in the passages." if grounded else ""
+        prompt = f"{self._passages(evidence)}\n\nQuestion: {question}" + (f"\n(Rewritten as: {query})" if query != question else "") + note
+        turn = [Message("system", self.answer_prompt), Message("user", prompt)]
+        completion = await call(turn, ANSWER_SCHEMA, True)
+        messages.extend(turn + [Message("assistant", completion.text or "")])
+        return parse_field(completion.text or "", "answer")
+
+    async def _triple_check(self, question, answer, evidence, call, messages) -> dict[str, bool | None]:
+        verdicts: dict[str, bool | None] = {}
+        for check in CHECKS:
+            verdicts[check] = await self._yes_no(self.check_prompts[check], question, answer, evidence, ctx_text=check != "query_resolution", call=call, messages=messages)
+            if not verdicts[check]:
+                break  # the first failing check names the failure; later ones are not asked
+        return {c: verdicts.get(c) for c in CHECKS}
+
+    async def _rewrite(self, question, query, answer, failure, evidence, call, messages) -> str:
+        turn = [Message("system", self.rewrite_prompts[failure]), Message("user", f"Question: {question}\nCurrent query: {query}\nRejected answer: {answer}")]
+        completion = await call(turn, QUERY_SCHEMA, False)
+        messages.extend(turn + [Message("assistant", completion.text or "")])
+        return parse_field(completion.text or "", "query") or query
+
+    async def _yes_no(self, instruction, question, answer, evidence, ctx_text, call, messages) -> bool:
+        parts = [self._passages(evidence)] if ctx_text else []
+        parts.append(f"Question: {question}")
+        if answer is not None:
+            parts.append(f"Answer: {answer}")
+        turn = [Message("system", instruction), Message("user", "\n\n".join(parts))]
+        completion = await call(turn, VERDICT_SCHEMA, False)
+        messages.extend(turn + [Message("assistant", completion.text or "")])
+        return parse_verdict(completion.text or "")
+
+    def _passages(self, evidence: list[tuple[str, str]]) -> str:
+        return "Passages:\n" + ("\n\n".join(f"[{i}] {text}" for i, (_, text) in enumerate(evidence, 1)) if evidence else "(none)")
+
+
+def _render_chunks(ctx: Any, chunk_ids: list[str]) -> tuple[str, list[str], int, dict[str, str]]:
+    from arag.index.tokens import count_tokens
+
+    if not chunk_ids:
+        return "", [], 0, {}
+    rows = ctx.sql("SELECT chunk_id, text FROM chunks WHERE chunk_id IN (SELECT unnest(?))", [chunk_ids])
+    texts = dict(rows)
+    ordered = [c for c in chunk_ids if c in texts]
+    text = "\n\n".join(f"[{c}] {texts[c]}" for c in ordered)
+    return text, ordered, count_tokens(text), texts
+
+
+def _encode(ctx: Any, texts: list[str]):
+    import numpy as np
+
+    return np.concatenate([ctx.encode_query(t) for t in texts]) if texts else None
+
+
+def parse_verdict(text: str) -> bool:
+    """yes → True; no, or a reply that says neither, → False (a check that cannot be read fails)."""
+    value = parse_field(text, "verdict").strip().lower()
+    return bool(re.match(r"yes\b", value))
+
+
+def parse_field(text: str, key: str) -> str:
+    """`key` of a JSON reply, or the whole reply when it is not JSON (native-protocol backends)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip()
+    if isinstance(data, dict) and key in data:
+        return str(data[key]).strip()
+    return text.strip()

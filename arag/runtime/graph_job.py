@@ -1,0 +1,119 @@
+"""Build an index's graph on Ray: one task per extraction part (resumable: a part with a commit
+record is skipped), then one merge task (nodes, edges, provenance, summaries, embeddings), the
+graph manifest last. The driver only schedules tasks and reads their small records."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping
+
+from arag.graph.build import (
+    GraphLayout,
+    GraphPartRecord,
+    GraphSettings,
+    assemble_graph_manifest,
+    commit_graph_manifest,
+    extract_part,
+    merge_graph,
+    plan_graph_parts,
+    prepare_graph_directory,
+)
+from arag.graph.extract import make_extractor
+from arag.index.layout import read_json
+from arag.index.store import open_index
+from arag.runtime.cluster import init_ray
+from arag.runtime.faults import hold_at_fault_point
+from arag.runtime.progress import progress_bar
+
+log = logging.getLogger("arag.graph")
+
+
+@dataclass(frozen=True)
+class GraphRuntime:
+    num_cpus: float = 1  # per extraction task
+    num_gpus: float = 0  # per extraction task (an LLM extractor on a GPU node)
+    max_in_flight: int = 64  # extraction tasks submitted at a time
+    merge_num_cpus: float = 1
+
+
+@dataclass(frozen=True)
+class GraphResult:
+    action: str
+    manifest: dict[str, Any]
+    elapsed_s: float
+
+    def summary(self) -> str:
+        m = self.manifest
+        if self.action == "up_to_date":
+            return f"graph up to date: {m['num_nodes']} nodes, {m['num_edges']} edges (nothing to do)"
+        return (
+            f"graph: {m['num_nodes']} nodes, {m['num_edges']} edges, {m['num_triples']} triples from {m['num_chunks']} chunks "
+            f"({m['num_rejected']} rejected) in {self.elapsed_s:.1f}s by {len(m['workers'])} worker processes on {len({w.split('/')[0] for w in m['workers']})} Ray node(s)"
+        )
+
+
+def _worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _extract_task(index_root: str, part: Any, extractor_cfg: Mapping[str, Any]) -> dict:
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()[:8]
+    return asdict(extract_part(index_root, part, extractor_cfg, worker=f"{node}/{_worker_name()}"))
+
+
+def _merge_task(index_root: str, plan: list, summary_sentences: int, encoder: Callable | None) -> dict:
+    return merge_graph(index_root, plan, summary_sentences, encoder)
+
+
+def build_graph(
+    index_root: str,
+    settings: GraphSettings,
+    runtime: GraphRuntime = GraphRuntime(),
+    overwrite: bool = False,
+    progress: bool = True,
+    ray_init: Callable[[], object] = init_ray,
+    encoder: Callable | None = None,
+) -> GraphResult:
+    """`encoder` embeds nodes, relations and summaries (default: the index's embedder, loaded in
+    the merge task)."""
+    import ray
+
+    started = time.perf_counter()
+    index = open_index(index_root)
+    layout = GraphLayout(index_root)
+    identity = settings.identity(index, make_extractor(settings.extractor))
+    action = prepare_graph_directory(layout, identity, overwrite)
+    if action == "up_to_date":
+        return GraphResult(action, read_json(layout.manifest), time.perf_counter() - started)
+    plan = plan_graph_parts(index, settings.chunks_per_part, settings.limit_chunks)
+    log.info("ray: %s", ray_init())
+    done = {p.part: GraphPartRecord(**read_json(layout.part_file("parts", p.part))) for p in plan if layout.part_file("parts", p.part).exists()}
+    pending = [p for p in plan if p.part not in done]
+    extract = ray.remote(num_cpus=runtime.num_cpus, num_gpus=runtime.num_gpus or None, max_retries=1)(_extract_task)
+    with progress_bar(sum(p.end - p.start for p in plan), "extracting", progress, unit="chunk") as bar:
+        bar.update(sum(r.num_chunks for r in done.values()))
+        in_flight: list = []
+        queue = list(pending)
+        while queue or in_flight:
+            while queue and len(in_flight) < runtime.max_in_flight:
+                in_flight.append(extract.remote(str(layout.index_root), queue.pop(0), dict(settings.extractor)))
+            ready, in_flight = ray.wait(in_flight, num_returns=1)
+            record = GraphPartRecord(**ray.get(ready[0]))
+            done[record.part] = record
+            bar.update(record.num_chunks)
+            bar.set_postfix(triples=sum(r.num_triples for r in done.values()), rejected=sum(r.num_rejected for r in done.values()))
+            hold_at_fault_point("ARAG_FAULT_HANG_AFTER_GRAPH_PARTS", len(done), "graph build")
+    records = [done[p.part] for p in plan]
+    log.info("merging %d parts", len(plan))
+    merge = ray.remote(num_cpus=runtime.merge_num_cpus, max_retries=1)(_merge_task)
+    counts = ray.get(merge.remote(str(layout.index_root), plan, settings.summary_sentences, encoder))
+    elapsed = time.perf_counter() - started
+    manifest = assemble_graph_manifest(layout, identity, records, counts, elapsed)
+    commit_graph_manifest(layout, manifest)
+    return GraphResult(action, manifest, elapsed)

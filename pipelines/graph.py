@@ -1,0 +1,50 @@
+"""Build the knowledge graph of an index (A2RAG): `python -m pipelines.graph index.path=<dir>`."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from functools import partial
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from arag.conf_files import conf_dir
+from arag.graph.build import GraphBuildError, GraphSettings
+from arag.index.store import IncompleteIndexError
+from arag.runtime.cluster import init_ray
+from arag.runtime.graph_job import GraphRuntime, build_graph
+from pipelines.settings import check_graph_config
+
+log = logging.getLogger("pipelines.graph")
+
+
+def settings_from_config(cfg: DictConfig) -> GraphSettings:
+    g = OmegaConf.to_container(cfg.graph, resolve=True)
+    return GraphSettings(extractor=g["extractor"], chunks_per_part=int(g["chunks_per_part"]), summary_sentences=int(g["summary_sentences"]), limit_chunks=g["limit_chunks"])
+
+
+@hydra.main(config_path=str(conf_dir()), config_name="graph", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    if not cfg.index.path:
+        sys.exit("error: name the index: index.path=<dir> (built with python -m pipelines.index)")
+    try:
+        check_graph_config(cfg)
+        result = build_graph(
+            str(cfg.index.path),
+            settings_from_config(cfg),
+            GraphRuntime(**OmegaConf.to_container(cfg.runtime.graph)),
+            overwrite=bool(cfg.graph.overwrite),
+            progress=bool(cfg.progress),
+            ray_init=partial(init_ray, num_cpus=cfg.runtime.num_cpus),
+        )
+    except (GraphBuildError, IncompleteIndexError, FileNotFoundError, ImportError, ValueError) as exc:
+        sys.exit(f"error: {exc}")
+    print(result.summary())
+    if result.manifest["num_rejected"]:
+        print(f"extractor output that could not be used is kept in {cfg.index.path}/graph/rejects")
+    print(f"graph: {cfg.index.path}/graph")
+
+
+if __name__ == "__main__":
+    main()
