@@ -52,7 +52,7 @@ def default_index() -> str:
 
 
 def script_for(ctx: ToolContext, semantic: bool) -> list[dict]:
-    chunk_id = ctx.store.chunks.column("chunk_id")[0].as_py()
+    chunk_id = ctx.store.chunk_rows([0], ["chunk_id"])["chunk_id"][0]
     script = [{"tool": "keyword_search", "arguments": {"keywords": ["film", "director"], "top_k": 5}}]
     if semantic:
         script.append({"tool": "semantic_search", "arguments": {"query": "Who directed the film?", "top_k": 5}})
