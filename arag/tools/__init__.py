@@ -1,4 +1,6 @@
-"""Retrieval tools of A-RAG over an index: keyword_search, semantic_search, chunk_read, naive_embedding_search.
+"""Retrieval tools over an index: A-RAG's keyword_search, semantic_search, chunk_read,
+naive_embedding_search, and AgenticRAG's document tools search, find, open, summarize (their
+per-episode state is a `DocumentSession`, see arag.tools.documents).
 
     from arag.tools import ToolContext, ReadTracker, tool_schemas
     ctx = ToolContext("/path/to/index")            # opens the index once (builds its tools cache once)
@@ -12,12 +14,15 @@ Tool calls never raise for bad arguments: the error comes back as the result's t
 
 from __future__ import annotations
 
-from arag.tools import chunk_read, keyword, naive, semantic
+from arag.tools import chunk_read, doc_find, doc_open, doc_search, keyword, naive, semantic, summarize
 from arag.tools.base import Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
 from arag.tools.context import ToolContext
+from arag.tools.documents import DocumentSession, DocumentToolSettings
 from arag.tools.tracker import ReadTracker
 
-TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (keyword.SPEC, semantic.SPEC, chunk_read.SPEC, naive.SPEC)}
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec for spec in (keyword.SPEC, semantic.SPEC, chunk_read.SPEC, naive.SPEC, doc_search.SPEC, doc_find.SPEC, doc_open.SPEC, summarize.SPEC)
+}
 
 # Tool sets of the A-RAG methods. The ablations that drop the snippet level use the same tools
 # with `full_text=True` in `ToolContext.call` / `ToolOptions`.
@@ -27,6 +32,7 @@ TOOL_SETS: dict[str, tuple[str, ...]] = {
     "arag_no_keyword": ("semantic_search", "chunk_read"),
     "arag_no_semantic": ("keyword_search", "chunk_read"),
     "arag_no_chunk_read": ("keyword_search", "semantic_search"),
+    "agenticrag": ("search", "find", "open", "summarize"),
 }
 
 
@@ -45,6 +51,8 @@ def tool_schemas(tool_set: str | list[str] | tuple[str, ...]) -> list[dict]:
 __all__ = [
     "TOOLS",
     "TOOL_SETS",
+    "DocumentSession",
+    "DocumentToolSettings",
     "Hit",
     "ReadTracker",
     "ToolArgumentError",
