@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # the tools (and their index readers) load only when an episo
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.
 MESSAGE_OVERHEAD_TOKENS = 4
-# Tools whose results are whole chunk texts (the read-before-answer guard rail looks for one of them).
-WHOLE_CHUNK_TOOLS = frozenset({"chunk_read", "naive_embedding_search"})
+# Tools whose results are whole chunk texts or document lines (the read-before-answer guard rail looks for one of them).
+WHOLE_CHUNK_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "open", "find"})
 # What the agent reads instead of the result of a second (third, ...) tool call in one reply.
 EXTRA_CALL_NOTE = "Not run: only one tool call is carried out per step. Call it again in your next step if you still need it."
 # Appended to an observation cut to fit the context window.

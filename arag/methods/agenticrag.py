@@ -11,7 +11,7 @@ reference ids it rests on, each optionally with a relevance score, which ranks t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from arag.methods.base import Method
@@ -54,17 +54,8 @@ class AgenticRagMethod(Method):
     def new_episode_state(self) -> "DocumentSession":
         from arag.tools import DocumentSession, DocumentToolSettings
 
-        return DocumentSession(
-            settings=DocumentToolSettings(
-                max_queries=self.max_queries,
-                search_results=self.search_results,
-                open_window_lines=self.open_window_lines,
-                find_max_tokens=self.find_max_tokens,
-                find_passages_per_pattern=self.find_passages_per_pattern,
-                find_context_lines=self.find_context_lines,
-                semantic_find=self.semantic_find,
-            )
-        )
+        # The method's fields of the same names are the tools' settings.
+        return DocumentSession(settings=DocumentToolSettings(**{f.name: getattr(self, f.name) for f in fields(DocumentToolSettings)}))
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools' schemas with this method's limits (the ablations narrow them)."""
