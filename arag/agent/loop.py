@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # the tools (and their index readers) load only when an episo
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.
 MESSAGE_OVERHEAD_TOKENS = 4
-# Tools whose results are whole chunk texts (the read-before-answer guard rail looks for one of them).
-WHOLE_CHUNK_TOOLS = frozenset({"chunk_read", "naive_embedding_search"})
+# Tools whose results are whole chunk texts or document lines (the read-before-answer guard rail looks for one of them).
+WHOLE_CHUNK_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "open", "find"})
 # What the agent reads instead of the result of a second (third, ...) tool call in one reply.
 EXTRA_CALL_NOTE = "Not run: only one tool call is carried out per step. Call it again in your next step if you still need it."
 # Appended to an observation cut to fit the context window.
@@ -124,8 +124,6 @@ class Agent:
         return asyncio.run(self.arun(question, question_id))
 
     async def arun(self, question: str, question_id: str | None = None) -> Episode:
-        from arag.tools import ReadTracker
-
         cfg = self.config
         episode = Episode(
             question=question,
@@ -139,7 +137,7 @@ class Agent:
         started = time.perf_counter()
         messages: list[Message] = []
         try:
-            await self._episode(question, episode, ReadTracker(), messages)
+            await self._episode(question, episode, self.method.new_episode_state(), messages)
         except EpisodeFailed as exc:
             episode.status, episode.failure, episode.answer = EPISODE_FAILED, str(exc), None
         except Exception as exc:  # a bug in a method or backend: record it, never lose the batch
@@ -163,9 +161,13 @@ class Agent:
             messages[0] = Message("system", messages[0].content + "\n\n" + self._json_instructions())
         conversation = sum(estimate_tokens(m) for m in messages)
         refusals = 0
+        manager = self._context_manager()
 
         for step in range(1, cfg.max_steps + 1):
-            if cfg.token_budget is not None and conversation >= cfg.token_budget:
+            if manager is not None and conversation >= manager.budget:
+                conversation = await self._forced_summarize(manager, messages, conversation, step, ep, tracker)
+            budget = manager.budget if manager is not None else cfg.token_budget
+            if budget is not None and conversation >= budget:
                 ep.forced_reason = "token_budget"
                 break
             ep.steps = step
@@ -175,7 +177,8 @@ class Agent:
             messages.append(self.protocol.assistant_message(completion))
             conversation = reported_size(completion, conversation + estimate_tokens(messages[-1]))
             answer = None
-            ran_tool = False
+            ran_tools = 0
+            per_step = self.method.tools_per_step
             for action in self.protocol.parse(completion):
                 if isinstance(action, InvalidAction):
                     ep.invalid_replies += 1
@@ -188,19 +191,28 @@ class Agent:
                     else:
                         answer = action.text
                         break
-                elif ran_tool:
-                    # One tool per step (the paper's setting): later calls of the same reply are not run.
+                elif per_step is not None and ran_tools >= per_step:
+                    # One tool per step (A-RAG, the paper's setting): later calls of the same reply are not run.
                     ep.refused_calls += 1
                     note = self.protocol.observation(action, EXTRA_CALL_NOTE)
                 else:
-                    ran_tool = True
+                    ran_tools += 1
                     note = await self._run_tool(action, step, ep, tracker)
                     note = self._fit_observation(action, note, conversation, ep, step)
+                    if manager is not None:
+                        messages.append(note)
+                        conversation = self._after_tool(manager, action, ep.tool_calls[-1], messages, conversation)
+                        continue
                 messages.append(note)
                 conversation += estimate_tokens(note)
             if answer is not None:
-                ep.answer, ep.status = answer, ANSWERED
+                ep.answer, ep.citations = self.method.finish_answer(answer, tracker)
+                ep.status = ANSWERED
                 return
+            if manager is not None and manager.should_warn(conversation):
+                ep.context_warnings += 1
+                messages.append(manager.warning(conversation))
+                conversation += estimate_tokens(messages[-1])
 
         # Out of steps or tokens: one last call without tools.
         ep.forced = True
@@ -212,7 +224,51 @@ class Agent:
         if not answers:
             ep.invalid_replies += 1
             raise EpisodeFailed(f"the forced final reply was not an answer: {(completion.text or '')[:200]!r}")
-        ep.answer, ep.status = answers[0].text, ANSWERED
+        ep.answer, ep.citations = self.method.finish_answer(answers[0].text, tracker)
+        ep.status = ANSWERED
+
+    # ---- context management (methods with summarize, see arag.agent.context) ----------------------
+    def _context_manager(self) -> Any:
+        if not (self.method.manages_context and self.tool_schemas):
+            return None
+        from arag.agent.context import ContextManager
+
+        budgets = [b for b in (getattr(self.method, "context_budget", None), self.config.token_budget) if b is not None]
+        return ContextManager(budget=min(budgets), warn_fraction=getattr(self.method, "warn_fraction", 0.9)) if budgets else None
+
+    def _after_tool(self, manager: Any, action: ToolAction, record: ToolCallRecord, messages: list[Message], conversation: int) -> int:
+        """Register the observation just appended; a successful summarize compacts the conversation."""
+        from arag.agent.context import SUMMARIZE_TOOL, Observation
+
+        manager.observed(len(messages) - 1, Observation(record.name, record.ref_ids, lambda text, a=action: self.protocol.observation(a, text), record.text))
+        if record.name == SUMMARIZE_TOOL and not record.error:
+            manager.compact(messages, set(record.ref_ids))
+            return sum(estimate_tokens(m) for m in messages)
+        return conversation + estimate_tokens(messages[-1])
+
+    async def _forced_summarize(self, manager: Any, messages: list[Message], conversation: int, step: int, ep: Episode, tracker: Any) -> int:
+        """At the budget: ask for a summarize (the only tool offered) and compact; without a valid one,
+        every referenced result is removed. The loop then goes on."""
+        from arag.agent.context import SUMMARIZE_TOOL
+
+        ep.forced_summaries += 1
+        messages.append(manager.force_request(conversation))
+        schemas = [s for s in self.tool_schemas if s["function"]["name"] == SUMMARIZE_TOOL]
+        completion = await self._call_model(messages, self.protocol.request(schemas, allow_answer=False), step, ep, final=False)
+        messages.append(self.protocol.assistant_message(completion))
+        summarized = False
+        for action in self.protocol.parse(completion):
+            if isinstance(action, ToolAction) and action.name == SUMMARIZE_TOOL and not summarized:
+                note = await self._run_tool(action, step, ep, tracker)
+                messages.append(note)
+                self._after_tool(manager, action, ep.tool_calls[-1], messages, conversation)
+                summarized = not ep.tool_calls[-1].error
+            elif isinstance(action, ToolAction):  # a native reply must answer every call it made
+                messages.append(self.protocol.observation(action, EXTRA_CALL_NOTE))
+        if not summarized:
+            ep.guard_rail_events.append(f"step {step}: no valid summarize when the context was full; every referenced result removed")
+            manager.compact(messages, set())
+        return sum(estimate_tokens(m) for m in messages)
 
     def _fit_observation(self, action: ToolAction, note: Message, conversation: int, ep: Episode, step: int) -> Message:
         """An observation must leave room in the model's context window for the forced-answer prompt
@@ -310,6 +366,7 @@ class Agent:
                 result = await asyncio.to_thread(self.method.call_tool, self.ctx, action.name, action.arguments, tracker)
                 record.text, record.error, record.retrieved_tokens = result.text, result.error, result.retrieved_tokens
                 record.chunk_ids = [h.chunk_id for h in result.results]
+                record.ref_ids = list(result.details.get("ref_ids", []))
             except Exception as exc:  # tools should not raise; if one does, the model sees it as an error
                 record.error = f"{type(exc).__name__}: {str(exc)[:300]}"
                 record.text = f"Error in {action.name}: {record.error}"

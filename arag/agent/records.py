@@ -45,6 +45,9 @@ class Episode:
     invalid_replies: int = 0
     refused_calls: int = 0  # tool calls after the first in one reply: not run (one tool per step)
     truncated_observations: int = 0  # tool results cut to fit the context window
+    context_warnings: int = 0  # methods with summarize: warnings near the context budget
+    forced_summaries: int = 0  # methods with summarize: summaries the loop asked for at the budget
+    citations: list[dict[str, Any]] = field(default_factory=list)  # cited reference ids, best first
     guard_rails: dict[str, Any] = field(default_factory=dict)
     guard_rail_events: list[str] = field(default_factory=list)
     agent: dict[str, Any] = field(default_factory=dict)  # loop settings (max_steps, token budget, …)

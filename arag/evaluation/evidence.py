@@ -21,9 +21,9 @@ from typing import Callable, Iterable, Sequence
 from arag.agent.records import Episode
 
 # Tools whose results always carry whole chunk texts.
-FULL_TEXT_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "graph_retrieval"})  # graph_retrieval: A2RAG's stages
+FULL_TEXT_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "graph_retrieval", "open"})  # graph_retrieval: A2RAG's stages
 # Tools that show whole chunks only when the method asks for full text (the no-chunk_read ablation).
-SNIPPET_TOOLS = frozenset({"keyword_search", "semantic_search"})
+SNIPPET_TOOLS = frozenset({"keyword_search", "semantic_search", "search", "find"})
 
 # chunk ids -> {chunk id: title} for the ids that exist (the tool context's index).
 TitleLookup = Callable[[list[str]], dict[str, str]]
@@ -31,6 +31,8 @@ TitleLookup = Callable[[list[str]], dict[str, str]]
 TITLE_SEPARATOR = "\n"
 # The ranks Recall@k is reported at (row columns evidence_recall_at_<k>).
 RECALL_KS = (2, 5)
+# The ranks citation recall is reported at (row columns citation_recall_at_<k>; the paper's R@1).
+CITATION_KS = (1, 3)
 
 
 def titles_covered(title: str | Sequence[str] | None) -> list[str]:
@@ -93,6 +95,18 @@ def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
         if call.name in FULL_TEXT_TOOLS or (full_text and call.name in SNIPPET_TOOLS):
             read |= ids
     return seen, read
+
+
+def citation_recall(episode: Episode, supporting_titles: Iterable[str]) -> dict[int, float | None]:
+    """Recall@k of the documents an answer cites, ranked by their relevance scores (None for methods
+    that do not cite, or questions without supporting titles). Each document counts once."""
+    if not (episode.agent.get("method") or {}).get("cites"):
+        return {k: None for k in CITATION_KS}
+    docs: dict[str, str | None] = {}
+    for c in episode.citations:
+        docs.setdefault(c.get("doc_id") or c.get("ref_id"), c.get("title"))
+    ranked = list(docs.values())
+    return {k: recall_at_k(ranked, supporting_titles, k) for k in CITATION_KS}
 
 
 def evidence_recall(episode: Episode, supporting_titles: Iterable[str], titles_of: TitleLookup | None) -> EvidenceRecall:

@@ -22,13 +22,14 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
+SCHEMA_VERSION = 3  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
+# 3: AgenticRAG: calls_search/find/open/summarize, citation Recall@1/@3, forced_summaries, context_warnings
 OK = "ok"
 ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
 # Tool-call counts get a column each (fixed, so every file has the same schema); any other name
 # the model used (unknown tools) is counted in calls_other.
-COUNTED_TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read")
+COUNTED_TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "search", "find", "open", "summarize")
 
 
 @dataclass
@@ -64,6 +65,10 @@ class EpisodeRow:
     calls_semantic_search: int = 0
     calls_naive_embedding_search: int = 0
     calls_chunk_read: int = 0
+    calls_search: int = 0
+    calls_find: int = 0
+    calls_open: int = 0
+    calls_summarize: int = 0
     calls_other: int = 0
     tool_errors: int = 0
     retrieved_tokens: int = 0
@@ -89,6 +94,10 @@ class EpisodeRow:
     evidence_recall_at_5: float | None = None
     refused_calls: int = 0  # extra tool calls of a reply, not run (one tool per step)
     truncated_observations: int = 0  # tool results cut to fit the context window
+    forced_summaries: int = 0  # AgenticRAG: summaries the loop asked for at the context budget
+    context_warnings: int = 0  # AgenticRAG: warnings at 90% of the context budget
+    citation_recall_at_1: float | None = None  # methods that cite: Recall@k of the ranked cited documents
+    citation_recall_at_3: float | None = None
     # time and place
     wall_s: float = 0.0
     llm_s: float = 0.0
@@ -129,6 +138,10 @@ _TYPES: dict[str, pa.DataType] = {
     "evidence_recall_at_5": pa.float64(),
     "refused_calls": pa.int32(),
     "truncated_observations": pa.int32(),
+    "forced_summaries": pa.int32(),
+    "context_warnings": pa.int32(),
+    "citation_recall_at_1": pa.float64(),
+    "citation_recall_at_3": pa.float64(),
     "exact_match": pa.float64(),
     "f1": pa.float64(),
     "llm_acc": pa.float64(),

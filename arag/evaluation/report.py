@@ -33,9 +33,15 @@ METHOD_LABELS = {
     "arag_no_keyword": "w/o keyword_search",
     "arag_no_semantic": "w/o semantic_search",
     "arag_no_chunk_read": "w/o chunk_read",
+    "agenticrag": "AgenticRAG",
+    "agenticrag_no_summarize": "AgenticRAG w/o summarize",
+    "agenticrag_no_semantic_find": "AgenticRAG w/o semantic find",
+    "agenticrag_single_query": "AgenticRAG single query",
 }
+# The AgenticRAG comparison table: its ablations beside A-RAG (Full) and Naive RAG.
+AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
 EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
-TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "other")
+TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "search", "find", "open", "summarize", "other")
 # Settings that may vary between runs; a column is shown only where it does vary.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails")
 
@@ -223,14 +229,43 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
 
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:
     data = con.execute(
-        """SELECT method, avg(calls_keyword_search), avg(calls_semantic_search), avg(calls_naive_embedding_search), avg(calls_chunk_read),
-                  avg(calls_other), avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER))
+        f"""SELECT method, {', '.join(f'avg(calls_{t})' for t in TOOLS)}, avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER))
            FROM episodes GROUP BY method"""
     ).fetchall()
     by_method = {r[0]: r[1:] for r in data}
     header = ["method", *TOOLS, "tool errors", "invalid replies", "forced answers %"]
-    rows = [[m, *(_fmt(v, "f2") for v in by_method[m][:7]), _fmt(by_method[m][7])] for m in _method_order(list(by_method))]
+    n = len(TOOLS) + 2
+    rows = [[m, *(_fmt(v, "f2") for v in by_method[m][:n]), _fmt(by_method[m][n])] for m in _method_order(list(by_method))]
     return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "", markdown_table(header, rows), ""])
+
+
+def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
+    """AgenticRAG and its ablations beside A-RAG (Full) and Naive RAG, per dataset and model."""
+    listed = ", ".join(f"'{m}'" for m in AGENTIC_COMPARISON)
+    data = con.execute(
+        f"""SELECT dataset, model, method, count(*), avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}),
+                   avg(citation_recall_at_1), avg(citation_recall_at_3), avg(prompt_tokens + completion_tokens), avg(retrieved_tokens),
+                   avg(calls_search), avg(calls_find), avg(calls_open), avg(calls_summarize), avg(forced_summaries), avg(CAST(forced AS INTEGER))
+            FROM episodes WHERE method IN ({listed}) GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    if not any(r[2].startswith("agenticrag") for r in data):
+        return "## AgenticRAG\n\nNo AgenticRAG runs (methods `agenticrag*`) in these results.\n"
+    header = ["dataset", "model", "method", "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3", "tokens / question", "retrieved tokens",
+              "search", "find", "open", "summarize", "forced summarizes", "forced answers %"]
+    order = {m: i for i, m in enumerate(AGENTIC_COMPARISON)}
+    rows = []
+    for r in sorted(data, key=lambda r: (r[0], r[1], order[r[2]])):
+        rows.append([r[0], r[1], _label(r[2]), _fmt(r[3], "int"), *(_fmt(v) for v in r[4:8]), *(_fmt(v, "int") for v in r[8:10]), *(_fmt(v, "f2") for v in r[10:15]), _fmt(r[15])])
+    return "\n".join([
+        "## AgenticRAG beside A-RAG (Full) and Naive RAG",
+        "",
+        "Accuracy in %; cited R@k: share of the supporting documents among the first k documents the answer cites, ranked by "
+        "their relevance scores (AgenticRAG only); tokens / question: prompt + completion tokens of all model calls; tool "
+        "columns: mean calls per question.",
+        "",
+        markdown_table(header, rows, ["l"] * 3 + ["r"] * (len(header) - 3)),
+        "",
+    ])
 
 
 # ---- plots ---------------------------------------------------------------------------------------
@@ -292,8 +327,7 @@ def plot_tool_use(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
     """Left: mean calls per episode by tool (stacked) per method. Right: distribution of tool calls per episode."""
     plt = _pyplot()
     means = con.execute(
-        """SELECT method, avg(calls_keyword_search), avg(calls_semantic_search), avg(calls_naive_embedding_search), avg(calls_chunk_read), avg(calls_other)
-           FROM episodes GROUP BY method"""
+        f"""SELECT method, {', '.join(f'avg(calls_{t})' for t in TOOLS)} FROM episodes GROUP BY method"""
     ).fetchall()
     by_method = {r[0]: r[1:] for r in means}
     methods = _method_order(list(by_method))
@@ -348,8 +382,9 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         "",
         f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
         "",
-        accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("arag_no_")], "Main results"),
+        accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results"),
         accuracy_pivot(con, ["arag_full", *ablations], "Ablation: A-RAG (Full) without one tool", require=ablations) if ablations else "## Ablation: A-RAG (Full) without one tool\n\nNo ablation runs (methods `arag_no_*`) in these results.\n",
+        agentic_table(con),
         details_table(con),
         cost_table(con),
         tool_table(con),

@@ -16,7 +16,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from arag.agent import ANSWERED, Agent, AgentConfig, Episode
-from arag.evaluation.evidence import evidence_recall
+from arag.evaluation.evidence import citation_recall, evidence_recall
 from arag.evaluation.judge import NO_ANSWER, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
 from arag.evaluation.questions import Question
@@ -110,6 +110,9 @@ class EpisodeRunner:
         row.evidence_supporting, row.evidence_seen, row.evidence_read = evidence.n_supporting, evidence.found_seen, evidence.found_read
         row.evidence_recall_seen, row.evidence_recall_read = evidence.recall_seen, evidence.recall_read
         row.evidence_recall_at_2, row.evidence_recall_at_5 = (evidence.at_k or {}).get(2), (evidence.at_k or {}).get(5)
+        cited = citation_recall(episode, question.supporting_titles)
+        row.citation_recall_at_1, row.citation_recall_at_3 = cited[1], cited[3]
+        row.forced_summaries, row.context_warnings = episode.forced_summaries, episode.context_warnings
         row.wall_s = episode.wall_s + verdict.latency_s
         row.llm_s = sum(m.latency_s for m in episode.model_calls)
         row.tool_s = sum(c.latency_s for c in episode.tool_calls)

@@ -10,11 +10,12 @@ from typing import Any, Mapping
 
 from arag.conf_files import conf_path
 from arag.methods.a2rag import A2RagMethod
+from arag.methods.agenticrag import AgenticRagMethod
 from arag.methods.base import Method
 from arag.methods.naive_rag import NaiveRagMethod
 from arag.strict_settings import check_keys, field_names
 
-KINDS: dict[str, type[Method]] = {"direct": Method, "agent": Method, "naive_rag": NaiveRagMethod, "a2rag": A2RagMethod}
+KINDS: dict[str, type[Method]] = {"direct": Method, "agent": Method, "naive_rag": NaiveRagMethod, "a2rag": A2RagMethod, "agenticrag": AgenticRagMethod}
 
 # conf/method in a checkout, arag/conf/method in an installed package.
 METHOD_CONF_DIR = conf_path("method")
@@ -58,4 +59,4 @@ def load_method(name: str, overrides: Mapping[str, Any] | None = None) -> Method
     return method_from_config(cfg)
 
 
-__all__ = ["KINDS", "Method", "NaiveRagMethod", "available_methods", "load_method", "method_class", "method_from_config", "register_kind"]
+__all__ = ["KINDS", "AgenticRagMethod", "Method", "NaiveRagMethod", "available_methods", "load_method", "method_class", "method_from_config", "register_kind"]

@@ -39,6 +39,7 @@ class Method:
     user_template: str = "Question: {question}"
     final_prompt: str = DEFAULT_FINAL_PROMPT
     answer_style: str = "short"  # a key of ANSWER_STYLES
+    tools_per_step: int | None = 1  # tool calls of one reply that run (A-RAG: one); None: all
 
     def __post_init__(self) -> None:
         if self.answer_style not in ANSWER_STYLES:
@@ -63,6 +64,21 @@ class Method:
 
     def needs_index(self) -> bool:
         return bool(self.tools)
+
+    @property
+    def manages_context(self) -> bool:
+        """True: the loop warns near the budget and compacts on summarize instead of forcing an answer."""
+        return False
+
+    def new_episode_state(self) -> Any:
+        """The per-episode state handed to every tool call (A-RAG: a ReadTracker)."""
+        from arag.tools import ReadTracker
+
+        return ReadTracker()
+
+    def finish_answer(self, text: str, state: Any) -> tuple[str, list[dict[str, Any]]]:
+        """The answer as scored, and its citations (methods that cite override this)."""
+        return text, []
 
     def initial_messages(self, question: str, ctx: "ToolContext | None", tracker: "ReadTracker") -> tuple[list[Message], list[ToolCallRecord]]:
         """The conversation before the first model call, and any retrieval done to build it."""

@@ -19,3 +19,4 @@ class ToolCallRecord:
     latency_s: float = 0.0
     error: str | None = None
     chunk_ids: list[str] = field(default_factory=list)
+    ref_ids: list[str] = field(default_factory=list)  # document tools: the reference ids the result is about

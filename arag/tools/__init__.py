@@ -1,4 +1,6 @@
-"""Retrieval tools of A-RAG over an index: keyword_search, semantic_search, chunk_read, naive_embedding_search.
+"""Retrieval tools over an index: A-RAG's keyword_search, semantic_search, chunk_read,
+naive_embedding_search, and AgenticRAG's document tools search, find, open, summarize (their
+per-episode state is a `DocumentSession`, see arag.tools.documents).
 
     from arag.tools import ToolContext, ReadTracker, tool_schemas
     ctx = ToolContext("/path/to/index")            # opens the index once (builds its tools cache once)
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from arag.tools.base import Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
 from arag.tools.context import ToolContext
+from arag.tools.documents import DocumentSession, DocumentToolSettings
 from arag.tools.registry import TOOL_SETS, TOOLS, get_tool, tool_schemas
 from arag.tools.tracker import ReadTracker
 
@@ -21,6 +24,8 @@ from arag.tools.tracker import ReadTracker
 __all__ = [
     "TOOLS",
     "TOOL_SETS",
+    "DocumentSession",
+    "DocumentToolSettings",
     "Hit",
     "ReadTracker",
     "ToolArgumentError",

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from arag.tools.base import ToolSpec
 from arag.tools.chunk_read import SPEC as CHUNK_READ
+from arag.tools.doc_find import SPEC as DOC_FIND
+from arag.tools.doc_open import SPEC as DOC_OPEN
+from arag.tools.doc_search import SPEC as DOC_SEARCH
 from arag.tools.keyword import SPEC as KEYWORD_SEARCH
 from arag.tools.naive import SPEC as NAIVE_EMBEDDING_SEARCH
 from arag.tools.semantic import SPEC as SEMANTIC_SEARCH
+from arag.tools.summarize import SPEC as SUMMARIZE
 
-TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (KEYWORD_SEARCH, SEMANTIC_SEARCH, CHUNK_READ, NAIVE_EMBEDDING_SEARCH)}
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (KEYWORD_SEARCH, SEMANTIC_SEARCH, CHUNK_READ, NAIVE_EMBEDDING_SEARCH, DOC_SEARCH, DOC_FIND, DOC_OPEN, SUMMARIZE)
+}
 
 # Tool sets of the A-RAG methods. The ablations that drop the snippet level use the same tools
 # with `full_text=True` in `ToolContext.call` / `ToolOptions`.
@@ -18,6 +25,7 @@ TOOL_SETS: dict[str, tuple[str, ...]] = {
     "arag_no_keyword": ("semantic_search", "chunk_read"),
     "arag_no_semantic": ("keyword_search", "chunk_read"),
     "arag_no_chunk_read": ("keyword_search", "semantic_search"),
+    "agenticrag": ("search", "find", "open", "summarize"),
 }
 
 

@@ -135,6 +135,23 @@ class ChunkStore:
         local = start - int(self.sentence_offsets[w])
         return self.parts[w].sentence_texts(list(range(local, local + count)))
 
+    def sentence_ids(self, start: int, count: int) -> list[int]:
+        """FAISS ids (part << 32 | row) of global sentence rows [start, start+count) (within one part)."""
+        if count <= 0:
+            return []
+        w = int(np.searchsorted(self.sentence_offsets, start, side="right") - 1)
+        local = start - int(self.sentence_offsets[w])
+        return [(self.part_numbers[w] << PART_SHIFT) | r for r in range(local, local + count)]
+
+    def document_ords(self, doc_ids: list[str]) -> dict[str, list[int]]:
+        """Each document's chunk ords in position order (documents without chunks absent)."""
+        found = self.find_chunks("doc_id", doc_ids)
+        out: dict[str, list[int]] = {}
+        for doc, ords in found.items():
+            positions = self.chunk_rows(ords, ["position"])["position"]
+            out[doc] = [o for _, o in sorted(zip(positions, ords))]
+        return out
+
     def sentence_rows(self, sentence_ids: np.ndarray) -> np.ndarray:
         """Global sentence row of each FAISS id (part << 32 | row)."""
         sids = np.asarray(sentence_ids, dtype=np.int64)

@@ -1,0 +1,112 @@
+"""find (AgenticRAG): passages inside one referenced document that match patterns.
+
+mode "lexical": lines containing the pattern as a case-insensitive substring (`str.lower()`), the
+first ones in line order. mode "semantic": the lines (sentences) most similar in meaning to the
+pattern, by cosine with the index's own sentence vectors. Each pattern yields at most
+`find_passages_per_pattern` passages (paper: 2): the matched line with `find_context_lines` lines
+either side. A passage already shown for an earlier pattern of the call is not repeated. The reply
+stops once its passages reach `find_max_tokens` (paper: ~11k), saying how many were left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arag.index.tokens import count_tokens
+from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
+from arag.tools.documents import DocumentLines, get_ref_id, get_string_list, line_similarities, load_document, numbered, session_of
+
+
+NAME = "find"
+MAX_PATTERNS = 10
+MODES = ("lexical", "semantic")
+
+DESCRIPTION = (
+    "Look inside one document found by search (by its reference id) for passages about your patterns. "
+    "mode \"lexical\" (default) finds lines that contain a pattern literally (case-insensitive), for "
+    "names, dates and exact phrases; mode \"semantic\" finds the lines closest in meaning to a pattern, "
+    "for descriptions and paraphrases. Each pattern gives at most 2 passages with their line numbers; "
+    "open the document at a line number to read more around it."
+)
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "ref_id": {"type": "string", "description": "Reference id of a search result, e.g. turn1search2."},
+        "patterns": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_PATTERNS, "description": "Words, phrases or short statements to look for."},
+        "mode": {"type": "string", "enum": list(MODES), "default": "lexical", "description": "lexical: literal matches; semantic: matches in meaning."},
+    },
+    "required": ["ref_id", "patterns"],
+    "additionalProperties": False,
+}
+
+
+def get_mode(args: dict[str, Any], semantic_allowed: bool) -> str:
+    mode = args.get("mode", "lexical")
+    allowed = MODES if semantic_allowed else ("lexical",)
+    if mode not in allowed:
+        shown = mode if isinstance(mode, str) else type(mode).__name__
+        raise ToolArgumentError(f"mode must be one of {', '.join(repr(m) for m in allowed)}, got {str(shown)[:40]!r}")
+    return mode
+
+
+def matched_lines(doc: DocumentLines, ctx: ToolHost, pattern: str, mode: str, limit: int) -> list[int]:
+    if mode == "lexical":
+        needle = pattern.lower()
+        out = []
+        for i, line in enumerate(doc.lines):
+            if needle in line.lower():
+                out.append(i)
+                if len(out) == limit:
+                    break
+        return out
+    sims = line_similarities(ctx, pattern, doc.sentence_ids)
+    scored = [(sims[s], i) for i, s in enumerate(doc.sentence_ids) if s in sims]
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return [i for _, i in scored[:limit]]
+
+
+def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
+    session = session_of(options)
+    settings = session.settings
+    ref = session.resolve(get_ref_id(args))
+    patterns = get_string_list(args, "patterns", max_items=MAX_PATTERNS, max_chars=MAX_KEYWORD_CHARS, example='"Lothair II"')
+    mode = get_mode(args, settings.semantic_find)
+    doc = load_document(ctx, session, ref.doc_id)
+    c = settings.find_context_lines
+    shown: set[tuple[int, int]] = set()
+    blocks: list[str] = []
+    hits: list[Hit] = []
+    pieces: list[str] = []
+    tokens = 0
+    left_out = 0
+    no_match: list[str] = []
+    for pattern in patterns:
+        lines = matched_lines(doc, ctx, pattern, mode, settings.find_passages_per_pattern)
+        if not lines:
+            no_match.append(pattern)
+        for line in lines:
+            span = (max(0, line - c), min(len(doc.lines), line + c + 1))
+            if span in shown:
+                continue
+            passage = doc.lines[span[0] : span[1]]
+            size = sum(count_tokens(p) for p in passage)
+            if tokens + size > settings.find_max_tokens:
+                left_out += 1
+                continue
+            shown.add(span)
+            tokens += size
+            pieces += passage
+            blocks.append(f"match for {pattern[:80]!r} at line {line}:\n{numbered(passage, span[0])}")
+            hits.append(Hit(chunk_id=doc.chunk_ids[line], snippets=passage, title=doc.title, doc_id=doc.doc_id))
+    head = f"find ({mode}) in [{ref.ref_id}]{' ' + repr(doc.title) if doc.title else ''}, {len(doc.lines)} lines: {len(blocks)} passage{'s' if len(blocks) != 1 else ''}"
+    notes = []
+    if no_match:
+        notes.append(f"no match for {', '.join(repr(p[:80]) for p in no_match)}")
+    if left_out:
+        notes.append(f"{left_out} more passage{'s' if left_out != 1 else ''} left out: the reply is capped at {settings.find_max_tokens} tokens")
+    text = "\n\n".join([head + (f" ({'; '.join(notes)})" if notes else "") + ".", *blocks])
+    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=tokens, details={"ref_ids": [ref.ref_id], "left_out": left_out})
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

@@ -1,0 +1,72 @@
+"""open (AgenticRAG): a window of a referenced document's numbered lines.
+
+Shows `open_window_lines` lines (a method setting, paper: 1,800) starting at `line` (0-based),
+headed "Viewing lines [a–b] of N" (a and b inclusive). A line outside 0..N-1 is an error that
+gives the valid range.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from arag.tools.base import ToolHost, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, type_name
+from arag.tools.documents import get_ref_id, load_document, numbered, session_of
+from arag.tools.render import content_tokens
+
+
+NAME = "open"
+
+DESCRIPTION = (
+    "Read a document found by search (by its reference id) as numbered lines, from line `line` "
+    "(0 = the start) on, a window of lines at a time. Use the line numbers from find to jump to a "
+    "passage, and open again further on to keep reading."
+)
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "ref_id": {"type": "string", "description": "Reference id of a search result, e.g. turn1search2."},
+        "line": {"type": "integer", "minimum": 0, "default": 0, "description": "First line to show (0-based)."},
+    },
+    "required": ["ref_id"],
+    "additionalProperties": False,
+}
+
+
+def get_line(args: dict[str, Any]) -> int:
+    value = args.get("line", 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ToolArgumentError(f"line must be a whole number, got {type_name(value)}")
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise ToolArgumentError(f"line must be a whole number, got {value!r}")
+        value = int(value)
+    return value
+
+
+def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
+    session = session_of(options)
+    ref = session.resolve(get_ref_id(args))
+    line = get_line(args)
+    doc = load_document(ctx, session, ref.doc_id)
+    n = len(doc.lines)
+    if not 0 <= line < n:
+        shown = line if abs(line) < 10**12 else "a huge number"
+        raise ToolArgumentError(f"line {shown} is out of range: [{ref.ref_id}] has {n} lines, numbered 0–{n - 1}")
+    end = min(n, line + session.settings.open_window_lines)
+    window = doc.lines[line:end]
+    title = f" of {doc.title!r}" if doc.title else ""
+    head = f"[{ref.ref_id}]{title}: Viewing lines [{line}–{end - 1}] of {n}"
+    tail = f"\n(Lines {end}–{n - 1} follow: open with line={end} to read on.)" if end < n else ""
+    hit = Hit(chunk_id=doc.chunk_ids[line], snippets=window, title=doc.title, doc_id=doc.doc_id)
+    return ToolResult(
+        tool=NAME,
+        text=f"{head}\n{numbered(window, line)}{tail}",
+        results=[hit],
+        retrieved_tokens=content_tokens(window),
+        details={"ref_ids": [ref.ref_id], "first_line": line, "last_line": end - 1, "lines": n},
+    )
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

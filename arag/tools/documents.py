@@ -1,0 +1,194 @@
+"""Documents as numbered lines, and the per-episode state of the document tools (AgenticRAG).
+
+The AgenticRAG tools (search, find, open, summarize) work on *documents* of the same index the A-RAG
+tools use: a document is its chunks in position order, and its lines are those chunks' sentences in
+order (a chunk without sentences is one line of its whole text). Line numbers start at 0.
+
+A search hands out reference ids `turn{t}search{n}` (t: the episode's search call, n: the result's
+rank in it); find and open take such an id. The ids live in a `DocumentSession`, one per episode,
+passed to the tools as their tracker (it is a `ReadTracker`, so the loop and `ToolContext.call`
+handle it like any other), with the method's settings for the tools.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, check_text, type_name
+from arag.tools.tracker import ReadTracker
+
+
+REF_ID = re.compile(r"turn\d+search\d+")
+
+
+@dataclass(frozen=True)
+class DocumentToolSettings:
+    """What the method decides for the document tools (the paper's values are the defaults).
+
+    max_queries: reformulations one search call may carry.
+    search_results: documents one search call returns (after merging its queries).
+    open_window_lines: lines one open call shows.
+    find_max_tokens: cap on one find reply (cl100k_base tokens of the passages).
+    find_passages_per_pattern: passages one pattern may yield.
+    find_context_lines: lines shown on each side of a matched line.
+    semantic_find: whether find accepts mode="semantic".
+    """
+
+    max_queries: int = 5
+    search_results: int = 10
+    open_window_lines: int = 1800
+    find_max_tokens: int = 11_000
+    find_passages_per_pattern: int = 2
+    find_context_lines: int = 1
+    semantic_find: bool = True
+
+
+@dataclass
+class DocumentRef:
+    ref_id: str
+    doc_id: str
+    title: str | None
+    n_lines: int
+
+
+@dataclass
+class DocumentLines:
+    doc_id: str
+    title: str | None
+    lines: list[str]
+    sentence_ids: list[int]  # FAISS id of each line; -1 for a chunk without sentences
+    chunk_ids: list[str]  # the chunk each line comes from
+
+
+@dataclass
+class DocumentSession(ReadTracker):
+    """One episode's references (ref id → document) and the tools' settings."""
+
+    settings: DocumentToolSettings = field(default_factory=DocumentToolSettings)
+    refs: dict[str, DocumentRef] = field(default_factory=dict)
+    searches: int = 0
+    documents: dict[str, DocumentLines] = field(default_factory=dict, repr=False)  # read once per episode
+
+    def next_turn(self) -> int:
+        self.searches += 1
+        return self.searches
+
+    def resolve(self, ref_id: str) -> DocumentRef:
+        if ref_id not in self.refs:
+            known = ", ".join(list(self.refs)[-10:]) or "none yet (call search first)"
+            raise ToolArgumentError(f"unknown reference id {ref_id[:60]!r}; ids come from search results, e.g. {known}")
+        return self.refs[ref_id]
+
+    def reset(self) -> None:
+        super().reset()
+        self.refs.clear()
+        self.documents.clear()
+        self.searches = 0
+
+
+def session_of(options: ToolOptions) -> DocumentSession:
+    """The episode's session; a call without one (a bare `ToolContext.call`) gets a fresh session,
+    so a search still works but its ids are forgotten after the call."""
+    tracker = options.tracker
+    return tracker if isinstance(tracker, DocumentSession) else DocumentSession()
+
+
+def get_ref_id(args: dict[str, Any]) -> str:
+    value = args.get("ref_id")
+    if not isinstance(value, str):
+        raise ToolArgumentError(f"ref_id must be a string such as \"turn1search1\", got {type_name(value)}")
+    if not value.strip() or len(value) > MAX_CHUNK_ID_CHARS:
+        raise ToolArgumentError("ref_id must be a reference id from a search result, such as \"turn1search1\"")
+    check_text(value, "ref_id")
+    return value.strip()
+
+
+def get_string_list(args: dict[str, Any], key: str, *, max_items: int, max_chars: int, example: str) -> list[str]:
+    value = args.get(key)
+    if isinstance(value, str):
+        raise ToolArgumentError(f"{key} must be a list of strings, e.g. [{example}], not a single string")
+    if not isinstance(value, list):
+        raise ToolArgumentError(f"{key} must be a list of strings, got {type_name(value)}")
+    if not value:
+        raise ToolArgumentError(f"{key} is empty; give at least one")
+    if len(value) > max_items:
+        raise ToolArgumentError(f"too many {key} ({len(value)}); give at most {max_items}")
+    for i, v in enumerate(value):
+        if not isinstance(v, str):
+            raise ToolArgumentError(f"{key} item {i + 1} must be a string, got {type_name(v)}")
+        if not v.strip():
+            raise ToolArgumentError(f"{key} item {i + 1} is empty or blank")
+        if len(v) > max_chars:
+            raise ToolArgumentError(f"{key} item {i + 1} is {len(v)} characters long; at most {max_chars}")
+        check_text(v, f"{key} item {i + 1}")
+    return value
+
+
+def document_ords(ctx: ToolHost, doc_id: str) -> list[int]:
+    return ctx.store.document_ords([doc_id]).get(doc_id, [])
+
+
+def document_line_counts(ctx: ToolHost, doc_ids: list[str]) -> dict[str, int]:
+    """Lines of each document: its chunks' sentences (a chunk without sentences is one line)."""
+    if not doc_ids:
+        return {}
+    out = {}
+    for doc, ords in ctx.store.find_chunks("doc_id", doc_ids).items():
+        out[doc] = sum(max(int(n), 1) for n in ctx.store.chunk_rows(ords, ["s_count"])["s_count"])
+    return out
+
+
+def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str) -> DocumentLines:
+    if doc_id in session.documents:
+        return session.documents[doc_id]
+    ords = document_ords(ctx, doc_id)
+    rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "text", "s_start", "s_count"]) if ords else {}
+    lines: list[str] = []
+    sids: list[int] = []
+    chunk_ids: list[str] = []
+    for i in range(len(ords)):
+        start, count = int(rows["s_start"][i]), int(rows["s_count"][i])
+        if count:
+            lines += ctx.store.sentence_texts(start, count)
+            sids += ctx.store.sentence_ids(start, count)
+        else:
+            lines.append(rows["text"][i])
+            sids.append(-1)
+        chunk_ids += [rows["chunk_id"][i]] * max(count, 1)
+    doc = DocumentLines(doc_id, rows["title"][0] if ords else None, lines, sids, chunk_ids)
+    session.documents[doc_id] = doc
+    return doc
+
+
+def line_similarities(ctx: ToolHost, query: str, sentence_ids: list[int]) -> dict[int, float]:
+    """Cosine of `query` to each of the given sentences ({sentence id: similarity}): an exact FAISS
+    search restricted to those ids (an ID selector), so no vector leaves the index."""
+    import faiss
+
+    wanted = np.asarray(sorted({s for s in sentence_ids if s >= 0}), dtype=np.int64)
+    if len(wanted) == 0:
+        return {}
+    qvec = ctx.encode_query(query)
+    selector = faiss.IDSelectorBatch(len(wanted), faiss.swig_ptr(wanted))
+    out: dict[int, float] = {}
+    for shard in ctx.shards:
+        if shard.ntotal == 0:
+            continue
+        try:
+            ivf = faiss.extract_index_ivf(shard)
+        except RuntimeError:
+            ivf = None
+        params = faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nlist) if ivf is not None else faiss.SearchParameters(sel=selector)
+        scores, ids = shard.search(qvec, min(len(wanted), shard.ntotal), params=params)
+        for s, i in zip(scores[0].tolist(), ids[0].tolist()):
+            if i >= 0:
+                out[int(i)] = float(s)
+    return out
+
+
+def numbered(lines: list[str], start: int) -> str:
+    return "\n".join(f"{start + i}: {line}" for i, line in enumerate(lines))

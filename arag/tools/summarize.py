@@ -1,0 +1,62 @@
+"""summarize (AgenticRAG): the agent's notes, and which referenced results to keep in its context.
+
+The tool checks the reference ids and records the notes; the agent loop then compacts the
+conversation (arag.agent.context): results of the ids not kept become a short "[removed]" marker,
+kept ones and the notes stay. The harness also forces a summarize when the conversation fills
+its context budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arag.tools.base import ToolHost, MAX_QUERY_CHARS, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, check_text, type_name
+from arag.tools.documents import session_of
+
+
+NAME = "summarize"
+MAX_NOTES_CHARS = 4 * MAX_QUERY_CHARS
+MAX_KEEP = 100
+
+DESCRIPTION = (
+    "Free room in your context: write notes of everything you found that matters for the question "
+    "(facts, names, line numbers, which documents said what), and list the reference ids whose "
+    "results you still need. Results of every other reference id are removed from the conversation; "
+    "your notes stay."
+)
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "notes": {"type": "string", "description": "What you found so far that matters for the question."},
+        "keep_ref_ids": {"type": "array", "items": {"type": "string"}, "description": "Reference ids whose results stay in the conversation."},
+    },
+    "required": ["notes", "keep_ref_ids"],
+    "additionalProperties": False,
+}
+
+
+def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
+    session = session_of(options)
+    notes = args.get("notes")
+    if not isinstance(notes, str):
+        raise ToolArgumentError(f"notes must be a string, got {type_name(notes)}")
+    if len(notes) > MAX_NOTES_CHARS:
+        raise ToolArgumentError(f"notes are {len(notes)} characters long; keep them under {MAX_NOTES_CHARS}")
+    check_text(notes, "notes")
+    keep = args.get("keep_ref_ids")
+    if not isinstance(keep, list) or not all(isinstance(k, str) for k in keep):
+        raise ToolArgumentError(f"keep_ref_ids must be a list of reference ids (strings), got {type_name(keep)}")
+    if len(keep) > MAX_KEEP:
+        raise ToolArgumentError(f"too many keep_ref_ids ({len(keep)}); at most {MAX_KEEP}")
+    for k in keep:
+        check_text(k, "keep_ref_ids item")
+    unknown = [k for k in keep if k not in session.refs]
+    if unknown:
+        raise ToolArgumentError(f"unknown reference id(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; known: {', '.join(session.refs) or 'none'}")
+    kept = list(dict.fromkeys(keep))
+    text = f"Notes kept:\n{notes.strip() or '(none)'}\nResults kept: {', '.join(kept) or 'none'}."
+    return ToolResult(tool=NAME, text=text, details={"ref_ids": kept, "keep_ref_ids": kept, "notes": notes})
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

@@ -1,0 +1,101 @@
+"""AgenticRAG through the agent loop (scripted backend): several calls per reply, the 90% warning,
+the forced summarize that removes exactly the un-kept results and goes on, citations and their recall."""
+
+from __future__ import annotations
+
+import json
+
+from arag.agent import ANSWERED, Agent, AgentConfig
+from arag.agent.context import REMOVED
+from arag.agent.records import Episode
+from arag.evaluation.evidence import citation_recall
+from arag.llm.scripted import ScriptedBackend
+from arag.llm.types import Completion
+from arag.methods import load_method
+
+FAST = dict(backoff_initial_s=0.0, backoff_max_s=0.0, backoff_jitter_s=0.0)
+
+
+def agent(script, ctx, method="agenticrag", protocol="json", overrides=None, **cfg):
+    backend = ScriptedBackend(script)
+    return Agent(backend, load_method(method, overrides), ctx, protocol=protocol, config=AgentConfig(**{"max_steps": 8, **FAST, **cfg})), backend
+
+
+def act(action: dict, size: int) -> Completion:
+    """A JSON-protocol reply whose backend-reported conversation size is `size` tokens."""
+    return Completion(text=json.dumps(action), prompt_tokens=size, completion_tokens=0)
+
+
+def test_several_calls_per_reply_and_cited_answer(agent_ctx):
+    script = [
+        [{"tool": "search", "arguments": {"queries": ["Lothair II mother", "Ermengarde"]}}, {"tool": "search", "arguments": {"queries": ["Teutberga"]}}],
+        {"tool": "find", "arguments": {"ref_id": "turn1search1", "patterns": ["mother"]}},
+        {"answer": "Ermengarde of Tours\nCitations: turn2search1 (0.2), turn1search1 (0.9), turn1search1, turn9search9"},
+    ]
+    a, _ = agent(script, agent_ctx, protocol="native")
+    ep = a.run("Who was the mother of Lothair II?")
+    assert ep.status == ANSWERED and ep.answer == "Ermengarde of Tours"
+    assert [c.name for c in ep.tool_calls] == ["search", "search", "find"] and ep.refused_calls == 0  # both calls of the reply ran
+    assert [c["ref_id"] for c in ep.citations] == ["turn1search1", "turn2search1", "turn9search9"]  # by score, once each
+    assert ep.citations[0]["score"] == 0.9 and ep.citations[2]["doc_id"] is None
+    # A-RAG keeps one call per step.
+    b, _ = agent([[{"tool": "semantic_search", "arguments": {"query": "x"}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["1#0"]}}], {"answer": "x"}], agent_ctx, "arag_full", "native")
+    assert b.run("q").refused_calls == 1
+
+
+def test_warning_then_forced_summarize_removes_unkept_and_continues(agent_ctx):
+    budget = 2000
+    script = [
+        act({"tool": "search", "arguments": {"queries": ["Lothair II"]}}, 10),
+        act({"tool": "find", "arguments": {"ref_id": "turn1search1", "patterns": ["Lothair"]}}, int(0.92 * budget)),  # crosses 90%: warning
+        act({"tool": "search", "arguments": {"queries": ["Ermengarde of Tours"]}}, budget),  # reaches 100%: summarize forced
+        act({"tool": "summarize", "arguments": {"notes": "Lothair II's mother: Ermengarde of Tours.", "keep_ref_ids": ["turn2search1"]}}, budget),
+        act({"answer": "Ermengarde of Tours\nCitations: turn2search1 (1.0)"}, 100),
+    ]
+    a, backend = agent(script, agent_ctx, overrides={"context_budget": budget})
+    ep = a.run("Who was the mother of Lothair II?")
+    assert ep.status == ANSWERED and not ep.forced and ep.answer == "Ermengarde of Tours"
+    assert ep.context_warnings == 1 and ep.forced_summaries == 1
+    assert sum("Context note" in m.content for m in backend.requests[2].messages) == 1
+    forced = backend.requests[3]
+    assert "Context full" in forced.messages[-1].content
+    assert [b["properties"]["tool"]["const"] for b in forced.response_schema.get("oneOf", [forced.response_schema])] == ["summarize"]
+    after = [m.content for m in backend.requests[4].messages]  # the conversation the loop went on with
+    searches = [t for t in after if t.startswith("Result of search:")]
+    assert searches[0] == f"Result of search:\n{REMOVED}"  # turn1: nothing kept
+    assert [t for t in after if t.startswith("Result of find:")] == [f"Result of find:\n{REMOVED}"]
+    second = ep.tool_calls[2]
+    kept = [b for b in searches[1].split("\n\n") if b.startswith("[turn2search1]")]
+    assert kept and kept[0] in second.text  # the kept entry is intact
+    for ref in second.ref_ids[1:]:
+        assert f"[{ref}] {REMOVED}" in searches[1]
+    assert any("Ermengarde of Tours." in t and t.startswith("Result of summarize:") for t in after)  # the notes stay
+    assert after[:2] == [m.content for m in backend.requests[0].messages[:2]]  # system prompt and question stay
+
+
+def test_agent_summarize_compacts_at_once_and_no_summarize_ablation_forces_answer(agent_ctx):
+    script = [
+        {"tool": "search", "arguments": {"queries": ["Phoolwari"]}},
+        {"tool": "summarize", "arguments": {"notes": "nothing yet", "keep_ref_ids": []}},
+        {"answer": "unknown"},
+    ]
+    a, backend = agent(script, agent_ctx)
+    ep = a.run("q")
+    assert ep.forced_summaries == 0 and f"Result of search:\n{REMOVED}" in [m.content for m in backend.requests[2].messages]
+    budget = 1500
+    ablation = [act({"tool": "search", "arguments": {"queries": ["Lothair II"]}}, budget), {"answer": "Ermengarde"}]
+    b, backend = agent(ablation, agent_ctx, "agenticrag_no_summarize", token_budget=budget)
+    ep = b.run("q")
+    assert ep.forced and ep.forced_reason == "token_budget" and ep.forced_summaries == 0
+
+
+def test_citation_recall_ranks_by_score():
+    ep = Episode(question="q", method="agenticrag", protocol="json", backend={}, agent={"method": {"cites": True}})
+    ep.citations = [{"ref_id": "turn1search2", "doc_id": "a", "title": "A", "score": 0.9}, {"ref_id": "turn1search1", "doc_id": "b", "title": "B", "score": 0.5},
+                    {"ref_id": "turn2search1", "doc_id": "a", "title": "A", "score": 0.4}, {"ref_id": "turn2search3", "doc_id": "c", "title": "C", "score": None}]
+    assert citation_recall(ep, ["B", "C"]) == {1: 0.0, 3: 1.0}
+    assert citation_recall(ep, ["A", "B"]) == {1: 0.5, 3: 1.0}
+    assert citation_recall(ep, []) == {1: None, 3: None}
+    ep.agent = {"method": {"name": "arag_full"}}
+    assert citation_recall(ep, ["A"]) == {1: None, 3: None}  # a method that does not cite
+    assert load_method("agenticrag").finish_answer("Paris\ncitations: turn1search1 [0.3] turn1search2: 0.8", None)[1][0]["ref_id"] == "turn1search2"

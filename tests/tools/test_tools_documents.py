@@ -1,0 +1,116 @@
+"""AgenticRAG's document tools (search, find, open, summarize): limits, errors, reference ids, de-duplication."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from arag.tools import DocumentSession, DocumentToolSettings
+from tests.tools.conftest import Doc, fake_encode, make_index
+
+# A "novel" of 3 chunks (7 lines) and short passages.
+DOCS = [
+    Doc("novel", "The Long Road", [["Anna left Kraków in May.", "She walked north.", "The river was high."], ["Anna met Tomasz at the ferry.", "Tomasz was a fisherman."], ["In June they reached Gdańsk.", "The sea was grey."]]),
+    Doc("p1", "Tomasz Wrona", [["Tomasz Wrona was a fisherman from Gdańsk.", "He married Anna in 1901."]]),
+    Doc("p2", "Kraków", [["Kraków is a city in Poland.", "It lies on the Vistula river."]], part=1),
+    Doc("p3", "Ferry", [["A ferry crosses a river.", "Fishermen often run ferries."]], part=1),
+]
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    from arag.tools import ToolContext
+
+    built = make_index(tmp_path_factory.mktemp("docs") / "index", DOCS)
+    with ToolContext(built.path, encoder=fake_encode, cache_dir=tmp_path_factory.mktemp("docs-cache")) as c:
+        yield c
+
+
+def search(ctx, session, *queries):
+    result = ctx.call("search", {"queries": list(queries)}, tracker=session)
+    assert result.error is None, result.error
+    return result
+
+
+def ref_of(session, doc_id):
+    return next(r for r, ref in session.refs.items() if ref.doc_id == doc_id)
+
+
+def test_search_ids_metadata_and_dedup(ctx):
+    session = DocumentSession()
+    first = search(ctx, session, "Anna and Tomasz", "Tomasz fisherman", "Tomasz fisherman")
+    docs = first.details["documents"]
+    assert len(docs) == len(set(docs)) and {"novel", "p1"} <= set(docs)  # merged over queries, once each
+    assert first.details["ref_ids"] == [f"turn1search{n}" for n in range(1, len(docs) + 1)]
+    assert "[turn1search1]" in first.text and "| 7 lines" in first.text  # the novel's length in lines
+    assert session.refs[ref_of(session, "novel")].n_lines == 7 and session.refs[ref_of(session, "p1")].title == "Tomasz Wrona"
+    assert all(h.snippets for h in first.results) and first.retrieved_tokens > 0
+    second = search(ctx, session, "Kraków")
+    assert all(r.startswith("turn2search") for r in second.details["ref_ids"])  # the per-episode counter
+    assert len(session.refs) == len(docs) + len(second.details["ref_ids"])
+
+
+def test_search_limits(ctx):
+    session = DocumentSession(settings=DocumentToolSettings(search_results=2))
+    assert len(search(ctx, session, "river", "Anna", "ferry").results) == 2
+    for bad, msg in (([], "empty"), (["a"] * 6, "at most 5"), ("Anna", "not a single string"), ([3], "must be a string"), ([" "], "blank")):
+        r = ctx.call("search", {"queries": bad}, tracker=session)
+        assert r.error and msg in r.error and r.results == []
+    one = DocumentSession(settings=DocumentToolSettings(max_queries=1))
+    assert "at most 1" in ctx.call("search", {"queries": ["a", "b"]}, tracker=one).error
+    assert session.searches == 1  # failed calls hand out no ids
+
+
+def test_open_window_and_range(ctx):
+    session = DocumentSession(settings=DocumentToolSettings(open_window_lines=3))
+    search(ctx, session, "Anna Kraków")
+    ref = ref_of(session, "novel")
+    r = ctx.call("open", {"ref_id": ref}, tracker=session)
+    assert r.text.splitlines()[0].endswith("Viewing lines [0–2] of 7")
+    assert "0: Anna left Kraków in May." in r.text and "3: " not in r.text and "open with line=3" in r.text
+    tail = ctx.call("open", {"ref_id": ref, "line": 5}, tracker=session)
+    assert "Viewing lines [5–6] of 7" in tail.text and "6: The sea was grey." in tail.text and "follow" not in tail.text
+    for line in (7, -1, 10**30):
+        err = ctx.call("open", {"ref_id": ref, "line": line}, tracker=session).error
+        assert err and "out of range" in err and "0–6" in err
+    assert "whole number" in ctx.call("open", {"ref_id": ref, "line": 1.5}, tracker=session).error
+    assert "unknown reference id" in ctx.call("open", {"ref_id": "turn9search9"}, tracker=session).error
+
+
+def test_find_lexical_semantic_dedup_and_cap(ctx):
+    session = DocumentSession()
+    search(ctx, session, "Anna Kraków")
+    ref = ref_of(session, "novel")
+    r = ctx.call("find", {"ref_id": ref, "patterns": ["ANNA", "anna", "zebra"]}, tracker=session)
+    # "Anna" is on lines 0 and 3: two passages for the first pattern, none repeated for the second.
+    assert r.error is None and len(re.findall(r"^match for", r.text, re.M)) == 2
+    assert "at line 0" in r.text and "at line 3" in r.text and "no match for 'zebra'" in r.text
+    assert r.details["ref_ids"] == [ref] and {h.doc_id for h in r.results} == {"novel"}
+    many = ctx.call("find", {"ref_id": ref, "patterns": ["a"]}, tracker=session)  # matches every line
+    assert len(many.results) == 2  # at most 2 passages per pattern
+    sem = ctx.call("find", {"ref_id": ref, "patterns": ["They reached Gdańsk in June"], "mode": "semantic"}, tracker=session)
+    assert sem.error is None and "at line 5" in sem.text.split("\n\n")[1]
+    capped_session = DocumentSession(settings=DocumentToolSettings(find_max_tokens=12))
+    search(ctx, capped_session, "Anna Kraków")
+    capped = ctx.call("find", {"ref_id": ref_of(capped_session, "novel"), "patterns": ["Anna", "sea"]}, tracker=capped_session)
+    assert capped.retrieved_tokens <= 12 and "left out" in capped.text and capped.details["left_out"] >= 1
+
+
+def test_find_errors_and_no_semantic(ctx):
+    session = DocumentSession(settings=DocumentToolSettings(semantic_find=False))
+    search(ctx, session, "Anna")
+    ref = next(iter(session.refs))
+    assert "mode must be one of 'lexical'" in ctx.call("find", {"ref_id": ref, "patterns": ["x"], "mode": "semantic"}, tracker=session).error
+    assert "unknown reference id" in ctx.call("find", {"ref_id": "turn1search99", "patterns": ["x"]}, tracker=session).error
+    assert "empty" in ctx.call("find", {"ref_id": ref, "patterns": []}, tracker=session).error
+    assert "at most 10" in ctx.call("find", {"ref_id": ref, "patterns": ["x"] * 11}, tracker=session).error
+
+
+def test_summarize_checks_ids(ctx):
+    session = DocumentSession()
+    search(ctx, session, "Anna")
+    ok = ctx.call("summarize", {"notes": "Anna married Tomasz in 1901.", "keep_ref_ids": ["turn1search1", "turn1search1"]}, tracker=session)
+    assert ok.error is None and ok.details["keep_ref_ids"] == ["turn1search1"] and "1901" in ok.text
+    assert "unknown reference id" in ctx.call("summarize", {"notes": "", "keep_ref_ids": ["turn5search1"]}, tracker=session).error
+    assert "must be a list" in ctx.call("summarize", {"notes": "", "keep_ref_ids": "turn1search1"}, tracker=session).error
