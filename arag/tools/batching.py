@@ -5,8 +5,11 @@ dominates), so when many episodes search at once, queries that arrive while the 
 or within `window_s` of each other, are encoded as ONE batch. A single caller pays one hand-off
 to the worker thread plus the window (1 ms by default).
 
-The worker is a daemon thread started on first use; callers block on a future. An encoder error
-is raised in every caller of that batch.
+`workers` batches are encoded at once (each by its own daemon thread, started on first use):
+with a CPU encoder that runs one batch per core (the embedder's OpenVINO streams are
+single-threaded), one worker would leave the other cores idle while two callers take turns;
+with one worker per core, two callers' queries are encoded side by side. Callers block on a
+future. An encoder error is raised in every caller of that batch.
 """
 
 from __future__ import annotations
@@ -23,32 +26,36 @@ Encoder = Callable[[list[str]], np.ndarray]
 
 
 class BatchingEncoder:
-    def __init__(self, encode: Encoder, max_batch: int = 64, window_s: float = 0.001):
+    def __init__(self, encode: Encoder, max_batch: int = 64, window_s: float = 0.001, workers: int = 1):
         self._encode = encode
         self.max_batch = max_batch
         self.window_s = window_s
+        self.workers = max(1, int(workers))
         self._queue: queue.SimpleQueue[tuple[str, Future] | None] = queue.SimpleQueue()
-        self._worker: threading.Thread | None = None
-        self._start = threading.Lock()  # guards only the one-time start of the worker
+        self._threads: list[threading.Thread] = []
+        self._start = threading.Lock()  # guards the one-time start of the workers and the counters
         self.batches = 0  # encoder calls made (for tests and benchmarks)
         self.queries = 0
 
     def encode(self, query: str) -> np.ndarray:
         """The encoder's row for `query`, shape (d,)."""
-        if self._worker is None:
+        if not self._threads:
             with self._start:
-                if self._worker is None:
-                    self._worker = threading.Thread(target=self._run, name="query-encoder", daemon=True)
-                    self._worker.start()
+                if not self._threads:
+                    threads = [threading.Thread(target=self._run, name=f"query-encoder-{i}", daemon=True) for i in range(self.workers)]
+                    for t in threads:
+                        t.start()
+                    self._threads = threads
         done: Future = Future()
         self._queue.put((query, done))
         return done.result()
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._queue.put(None)
-            self._worker.join(timeout=5)
-            self._worker = None
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            self._queue.put(None)  # one stop marker per worker
+        for t in threads:
+            t.join(timeout=5)
 
     def _run(self) -> None:
         while True:
@@ -69,7 +76,7 @@ class BatchingEncoder:
                     except queue.Empty:
                         break
                 if item is None:
-                    self._queue.put(None)  # stop after this batch
+                    self._queue.put(None)  # this worker's marker: stop after this batch
                     break
                 batch.append(item)
             self._answer(batch)
@@ -83,7 +90,8 @@ class BatchingEncoder:
             for _, f in batch:
                 f.set_exception(exc)
             return
-        self.batches += 1
-        self.queries += len(batch)
+        with self._start:
+            self.batches += 1
+            self.queries += len(batch)
         for i, (_, f) in enumerate(batch):
             f.set_result(vectors[i])
