@@ -17,6 +17,11 @@ On disk, per part (see arag.tools.part_cache): `trigram_keys.npy` (sorted uint64
 `trigram_offsets.npy` (int64, len(keys)+1) and `trigram_postings.bin` (the bitmaps in roaring's
 portable format, back to back); all three are memory-mapped. Trigrams that contain a NUL are not
 indexed: keywords never contain one (the tools refuse them).
+
+Dense trigrams (in at least `DENSE_FRACTION` of a part's chunks, e.g. " th", "the", "ion" in
+English) keep their key but no bitmap (an empty byte range): they mean "every chunk may match".
+Their bitmaps are the biggest (one bit per chunk) and the least useful: intersecting with a list
+that holds most rows removes few candidates. Candidates stay a superset, so results are exact.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ from pyroaring import BitMap
 _BITS = 21  # every Unicode code point fits in 21 bits: three make one uint64 code
 # Rows per extraction step: bounds the temporary arrays (a few million positions).
 EXTRACT_ROWS = 2048
+# A trigram in at least this fraction of a part's units gets no bitmap ("every unit"), in parts
+# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway).
+DENSE_FRACTION = 0.5
+DENSE_MIN_UNITS = 4096
 
 
 def _codepoints(text: str) -> np.ndarray:
@@ -56,11 +65,16 @@ class PostingsWriter:
     chunks) but far less selective: a multi-word keyword of common words finds all its trigrams in
     almost every 32-chunk unit, which made p50 4x slower there; the cache uses units of 1."""
 
-    def __init__(self, unit_rows: int = 1) -> None:
+    def __init__(self, unit_rows: int = 1, dense_fraction: float | None = None, dense_min_units: int | None = None) -> None:
         self.bitmaps: dict[int, BitMap] = {}
         self.unit_rows = unit_rows
+        self.dense_fraction = DENSE_FRACTION if dense_fraction is None else dense_fraction
+        self.dense_min_units = DENSE_MIN_UNITS if dense_min_units is None else dense_min_units
+        self.rows = 0  # rows seen (one past the last row added)
+        self.dense = 0  # trigrams written without a bitmap (set by write)
 
     def add(self, lowered_texts: list[str], first_row: int) -> None:
+        self.rows = max(self.rows, first_row + len(lowered_texts))
         step = EXTRACT_ROWS - EXTRACT_ROWS % self.unit_rows or self.unit_rows
         for start in range(0, len(lowered_texts), step):
             self._add(lowered_texts[start : start + step], first_row + start)
@@ -93,13 +107,19 @@ class PostingsWriter:
                 bm.update(rows[a:b].tolist())
 
     def write(self, directory: Path) -> int:
-        """Write the three files; return the number of (trigram, row) postings."""
+        """Write the three files; return the number of (trigram, row) postings kept."""
         keys = np.array(sorted(self.bitmaps), dtype=np.uint64)
         offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-        postings = 0
+        units = -(-self.rows // self.unit_rows)
+        dense_at = self.dense_fraction * units if units >= self.dense_min_units else float("inf")
+        postings = self.dense = 0
         with open(directory / "trigram_postings.bin", "wb") as f:
             for i, code in enumerate(keys.tolist()):
                 bm = self.bitmaps[code]
+                if len(bm) >= dense_at:  # no bitmap: "every unit" (an empty byte range)
+                    self.dense += 1
+                    offsets[i + 1] = offsets[i]
+                    continue
                 bm.run_optimize()
                 postings += len(bm)
                 blob = bm.serialize()
@@ -123,8 +143,9 @@ class Postings:
     def _bitmap(self, i: int) -> BitMap:
         return BitMap.deserialize(self._blob[int(self.offsets[i]) : int(self.offsets[i + 1])])
 
-    def candidates(self, codes: np.ndarray, enough: int = 32) -> BitMap:
-        """Units holding every trigram of `codes` (a superset of those containing the keyword).
+    def candidates(self, codes: np.ndarray, enough: int = 32) -> BitMap | None:
+        """Units holding every trigram of `codes` (a superset of those containing the keyword);
+        None: every unit (all the keyword's trigrams are dense).
 
         Intersects from the smallest bitmap up and stops once at most `enough` rows remain:
         checking a few extra rows exactly is cheaper than more intersections.
@@ -135,7 +156,9 @@ class Postings:
         if (pos >= len(self.keys)).any() or (self.keys[np.minimum(pos, len(self.keys) - 1)] != codes).any():
             return BitMap()  # a trigram no chunk of this part has
         sizes = self.offsets[pos + 1] - self.offsets[pos]
-        order = np.argsort(sizes, kind="stable")
+        order = [j for j in np.argsort(sizes, kind="stable").tolist() if sizes[j] > 0]  # dense ones: no narrowing
+        if not order:
+            return None
         cand = self._bitmap(int(pos[order[0]]))
         for j in order[1:]:
             if len(cand) <= enough:

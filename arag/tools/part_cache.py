@@ -47,12 +47,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyroaring import BitMap
 
 from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
 from arag.tools.ngrams import Postings, PostingsWriter
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3  # 3: dense trigrams stored without a bitmap (arag.tools.ngrams)
 MARKER = "cache.json"
 # Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter for why 1).
 UNIT_ROWS = 1
@@ -201,6 +202,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         "text_chars": text_chars,
         "unit_rows": UNIT_ROWS,
         "trigram_postings": n_postings,
+        "dense_trigrams": postings.dense,
     }
 
 
@@ -280,9 +282,12 @@ class PartCache:
 
     def candidate_rows(self, codes: list[np.ndarray]) -> np.ndarray:
         """Ascending local rows that may contain any of the keywords (one trigram-code array each)."""
-        units = self.postings.candidates(codes[0])
-        for c in codes[1:]:
-            units |= self.postings.candidates(c)
+        units = BitMap()
+        for c in codes:
+            found = self.postings.candidates(c)
+            if found is None:  # a keyword whose trigrams are all dense: every row
+                return np.arange(self.num_chunks, dtype=np.int64)
+            units |= found
         if not units:
             return np.zeros(0, dtype=np.int64)
         u = np.frombuffer(units.to_array(), dtype=np.uint32).astype(np.int64)

@@ -215,3 +215,31 @@ def test_trigrams_never_cross_chunk_boundaries(tmp_path):
     assert len(postings.keys) == 1
     assert list(postings.candidates(keyword_trigrams("xyz"))) == [2]
     assert list(postings.candidates(keyword_trigrams("bcd"))) == []
+
+
+def test_dense_trigrams_have_no_bitmap_and_mean_every_unit(tmp_path):
+    texts = ["the cat", "the dog", "the owl", "a zebra"]  # "the" in 3 of 4 rows: dense at 0.5
+    writer = PostingsWriter(dense_fraction=0.5, dense_min_units=1)
+    writer.add(texts, 0)
+    writer.write(tmp_path)
+    postings = Postings(tmp_path)
+    assert writer.dense >= 1 and len(postings.keys) > writer.dense
+    assert postings.candidates(keyword_trigrams("the")) is None  # every unit may match
+    assert list(postings.candidates(keyword_trigrams("the c"))) == [0]  # the sparse trigrams still narrow
+    assert list(postings.candidates(keyword_trigrams("zeb"))) == [3]
+    assert list(postings.candidates(keyword_trigrams("thx"))) == []
+
+
+def test_keyword_search_is_exact_when_every_trigram_is_dense(edge_index, monkeypatch, tmp_path):
+    from arag.index.store import open_index
+    from arag.tools import ngrams
+    from arag.tools.store import ChunkStore
+
+    monkeypatch.setattr(ngrams, "DENSE_MIN_UNITS", 1)
+    monkeypatch.setattr(ngrams, "DENSE_FRACTION", 0.0)  # every trigram dense: no narrowing at all
+    index = open_index(edge_index.path)
+    dense = ChunkStore.open(index, cache_dir=tmp_path)
+    assert all(p.meta["dense_trigrams"] == len(p.postings.keys) for p in dense.parts if p.num_chunks)
+    plain = ChunkStore.open(index)
+    for kws in (["Lothair II"], ["aa", "tie"], ["e"], ["queen", "road"], ["nothing-like-this"]):
+        assert dense.keyword_top(kws, 20) == plain.keyword_top(kws, 20, narrow=False)
