@@ -7,11 +7,10 @@ cursor per thread, and concurrent query encodings are micro-batched (arag.tools.
 batch per core at a time.
 
 Admission: at most `max_active` calls (default: twice the cores) run their CPU work at once;
-the other callers wait their turn on a semaphore, holding no GIL. Without it, 256 callers all
-runnable at once thrash: each of them holds the GIL for a switch interval in turn, so the
-encoder threads, which release the GIL inside OpenVINO and need it back for tokenising and
-pooling, wait behind hundreds of threads after every release (measured: 175 calls/s at 16
-callers, 50 at 256). A call waiting for its query encoding gives its slot back, so every
+the other callers wait their turn on a semaphore, holding no GIL. Without it, 256 runnable
+callers took 3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py); the likely reason is
+that the encoder threads, which release the GIL inside OpenVINO and need it back for tokenising
+and pooling, then wait behind hundreds of GIL-hungry threads after every release. A call waiting for its query encoding gives its slot back, so every
 waiting query can still join one batch.
 """
 
