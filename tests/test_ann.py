@@ -83,7 +83,7 @@ def ann_index(tmp_path_factory):
 def test_merged_part_lists_equal_one_index_over_all_vectors(ann_index):
     layout, parts = ann_index
     entry = json.loads(layout.manifest.read_text())["ann"]
-    assert entry["kind"] == "ivfpq" and entry["factory"] == f"IVF{entry['nlist']},PQ4" and entry["nlist"] == 128
+    assert entry["kind"] == "ivfpq" and entry["factory"] == f"IVF{entry['nlist']},PQ8" and entry["nlist"] == 128
     merged = ann.merge_parts(ann.read_trained(ann.trained_path(layout.root)), [layout.root / p["file"] for p in entry["parts"]])
     single = ann.read_trained(ann.trained_path(layout.root))
     for p, v in enumerate(parts):
@@ -188,11 +188,12 @@ def test_bad_ann_setting_names_the_setting_and_the_choices(value):
         ann.check_ann_setting(value)
 
 
-def test_index_settings_check_ann_and_refuse_per_part_ivf():
+def test_index_settings_check_ann_and_refuse_per_part_ivf(tmp_path):
     from arag.corpus.readers import CorpusSpec
     from arag.index.embedding import EmbedderSpec
 
-    corpus, embedder = CorpusSpec("t", "jsonl", "/nonexistent"), EmbedderSpec(name="m", package="p")
+    (tmp_path / "c.jsonl").write_text('{"doc_id": "1", "text": "x"}\n')
+    corpus, embedder = CorpusSpec("t", "jsonl", str(tmp_path / "c.jsonl")), EmbedderSpec(name="m", package="p")
     assert IndexSettings(corpus, embedder).identity()["ann"] == "auto"
     assert IndexSettings(corpus, embedder, ann="flat").fingerprint() != IndexSettings(corpus, embedder).fingerprint()
     with pytest.raises(ValueError, match=r"index\.ann='ivf'"):
@@ -205,7 +206,7 @@ def test_auto_is_exact_up_to_the_threshold_and_ivfpq_above():
     limit = ann.AUTO_FLAT_MAX_SENTENCES
     assert ann.plan_ann("auto", limit, 384).kind == "flat"
     above = ann.plan_ann("auto", limit + 1, 384)
-    assert above.kind == "ivfpq" and above.pq_m == 48 and above.factory == f"IVF{above.nlist},PQ48"
+    assert above.kind == "ivfpq" and above.pq_m == 96 and above.factory == f"IVF{above.nlist},PQ96"
     assert ann.plan_ann("flat", 10**9, 384).factory is None
     # Lists grow like sqrt(N): ~1k at 1M, 4k at 10M, 16k at 250M, 32k at 1B.
     assert [ann.plan_ann("auto", n, 384).nlist for n in (10**6, 10**7, 25 * 10**7, 10**9)] == [1024, 4096, 16384, 32768]
