@@ -177,6 +177,13 @@ def test_concurrent_searches_give_the_single_threaded_results(ann_index):
     assert [got[i] for i in range(len(queries))] == expected
 
 
+@pytest.mark.skipif(faiss.get_num_gpus() > 0, reason="this FAISS has a GPU: training there is the supported path")
+def test_gpu_training_without_a_gpu_faiss_is_an_error_not_a_cpu_fallback():
+    plan = ann.plan_ann("IVF4,PQ8", 1000, DIM)
+    with pytest.raises(RuntimeError, match="no GPU.*faiss-gpu"):
+        ann.train(plan, clustered(1000, seed=1), use_gpu=True)
+
+
 @pytest.mark.parametrize("value", ["auto", "flat", "ivfpq", "IVF4096,PQ48", "IVF1024,PQ48x4", "IVF64,SQ8", "IVF64_HNSW32,Flat"])
 def test_valid_ann_settings(value):
     assert ann.check_ann_setting(value) == value
