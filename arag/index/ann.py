@@ -12,7 +12,7 @@ all per query is too slow, `index.ann` adds one IVF index for the whole corpus:
 Because every part is encoded against the same centroids, concatenating the parts' lists gives
 exactly the index that adding all vectors to one trained index would give (`merge_parts`).
 A search probes `nprobe` lists for `candidates` sentences and re-ranks them by their exact inner
-product, read from the memory-mapped Flat shards (`rerank`): scores are exact, ranking errors
+product, read from the Flat shards on disk (`rerank`): scores are exact, ranking errors
 only come from true neighbours that the probe missed.
 
 No Ray here: arag.runtime.ann_job schedules these functions as tasks.
@@ -21,6 +21,7 @@ No Ray here: arag.runtime.ann_job schedules these functions as tasks.
 from __future__ import annotations
 
 import math
+import os
 import re
 import struct
 from dataclasses import asdict, dataclass
@@ -164,8 +165,8 @@ class FlatShardError(ValueError):
     pass
 
 
-def map_flat_shard(path: Path) -> np.ndarray:
-    """The (rows, d) float32 vectors of an exact shard, memory-mapped straight from its file.
+def flat_shard_layout(path: Path) -> tuple[int, int, int]:
+    """(byte offset of the vectors, rows, dimension) of an exact shard file.
 
     FAISS's own reader would build IndexIDMap2's id hash map (~50 bytes per vector in RAM, 12 GB
     at 250M sentences); the vectors need none of it, because the shard's ids are its part's
@@ -183,9 +184,49 @@ def map_flat_shard(path: Path) -> np.ndarray:
     offset = 2 * (4 + _HEADER.size) + 8
     if metric != faiss.METRIC_INNER_PRODUCT or count != ntotal * d or size != offset + 4 * count + 8 + 8 * ntotal:
         raise FlatShardError(f"{path}: unexpected exact shard layout (d={d}, rows={ntotal}, floats={count}, {size} bytes)")
-    if ntotal == 0:
+    return offset, ntotal, d
+
+
+def map_flat_shard(path: Path) -> np.ndarray:
+    """The (rows, d) float32 vectors of an exact shard, memory-mapped from its file (for bulk
+    reads: training samples, encoding; see `flat_shard_layout`)."""
+    offset, rows, d = flat_shard_layout(path)
+    if rows == 0:
         return np.zeros((0, d), np.float32)
-    return np.memmap(path, dtype=np.float32, mode="r", offset=offset, shape=(ntotal, d))
+    return np.memmap(path, dtype=np.float32, mode="r", offset=offset, shape=(rows, d))
+
+
+class StoredVectors:
+    """Single rows of the exact shards, by sentence id, read with positioned reads.
+
+    Re-ranking reads a few hundred scattered rows per query. Through a memory map every row
+    would also map its neighbours (the kernel maps pages around a fault), so the search
+    process's resident memory would grow towards the size of all shards; `pread` copies just
+    the row, the OS page cache keeps hot rows, and the process's memory stays the ANN's own.
+    No shared state: threads read at once."""
+
+    def __init__(self, parts: dict[int, Path]):
+        self.files = {part: (str(path), *flat_shard_layout(path)) for part, path in parts.items()}
+
+    def scores(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Inner products of the stored vectors of sentence `ids` with `query`."""
+        out = np.empty(len(ids), np.float32)
+        parts = ids >> PART_SHIFT
+        for part in np.unique(parts).tolist():
+            where = np.flatnonzero(parts == part)
+            path, offset, rows, d = self.files[part]
+            row_bytes = 4 * d
+            buf = bytearray(row_bytes * len(where))
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                for k, row in enumerate((ids[where] & _ROW_MASK).tolist()):
+                    if row >= rows:
+                        raise IndexError(f"{path}: sentence row {row} beyond its {rows} rows")
+                    buf[k * row_bytes : (k + 1) * row_bytes] = os.pread(fd, row_bytes, offset + row * row_bytes)
+            finally:
+                os.close(fd)
+            out[where] = np.frombuffer(buf, np.float32).reshape(len(where), d) @ query
+        return out
 
 
 def sample_rows(part_rows: dict[int, int], size: int, seed: int = SAMPLE_SEED) -> dict[int, np.ndarray]:
@@ -289,28 +330,21 @@ def top_exact(scores: np.ndarray, ids: np.ndarray, n: int) -> tuple[np.ndarray, 
     return scores[order], ids[order]
 
 
-def rerank(vectors: dict[int, np.ndarray], candidates: np.ndarray, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact inner products of `candidates` (sentence ids) with `query`, from the stored vectors
-    of each part (row = id & 0xffffffff); the top `n`."""
+def rerank(vectors: StoredVectors, candidates: np.ndarray, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top `n` of `candidates` (sentence ids) by exact inner product with `query`."""
     candidates = np.unique(candidates[candidates >= 0])
-    scores = np.empty(len(candidates), np.float32)
-    parts = candidates >> PART_SHIFT
-    for part in np.unique(parts).tolist():
-        where = np.flatnonzero(parts == part)
-        rows = candidates[where] & _ROW_MASK
-        scores[where] = vectors[part][rows] @ query
-    return top_exact(scores, candidates, n)
+    return top_exact(vectors.scores(candidates, query), candidates, n)
 
 
 class AnnSearcher:
-    """The merged IVF index and the memory-mapped exact vectors of one index directory.
+    """The merged IVF index and the exact vectors (on disk) of one index directory.
 
     Immutable once built: `search` takes no lock, so threads search at once (FAISS releases the GIL)."""
 
     def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path]):
         self.entry = entry
         self.index = merge_parts(read_trained(Path(root) / entry["trained"]), [Path(root) / p["file"] for p in entry["parts"] if p["rows"]])
-        self.vectors = {part: map_flat_shard(path) for part, path in parts.items()}
+        self.vectors = StoredVectors(parts)
         self.nlist = int(entry["nlist"])
 
     def search(self, query: np.ndarray, n: int, nprobe: int = DEFAULT_NPROBE, rerank_factor: int = DEFAULT_RERANK) -> tuple[np.ndarray, np.ndarray]:
@@ -336,7 +370,7 @@ def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[di
         trained=str(trained_path(root).relative_to(root)),
         train_seconds=trained["seconds"],
         train_device=trained["device"],
-        rerank="exact, from vectors/part-*.faiss (memory-mapped)",
+        rerank="exact, rows read from vectors/part-*.faiss",
         parts=sorted(parts, key=lambda p: p["part"]),
     )
     return entry

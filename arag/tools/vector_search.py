@@ -7,7 +7,7 @@ sentence id) for one query. Which path runs depends on the manifest's `ann` entr
   memory); the result equals brute force.
 * an IVF kind (arag.index.ann): the merged IVF index over all parts proposes candidates
   (`nprobe` lists, `rerank`·n candidates), which are re-ranked by exact inner product from the
-  memory-mapped exact shards; scores are exact.
+  exact shards on disk (positioned reads); scores are exact.
 
 Query-time knobs (`nprobe`, `rerank`) are arguments here, not part of the index. Loading happens
 once, on first use, under a lock; searching takes no lock (FAISS and BLAS release the GIL), so
