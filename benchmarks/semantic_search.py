@@ -197,19 +197,11 @@ def recall(got: list[list[int]], exact: np.ndarray) -> float:
 # ---- one size ---------------------------------------------------------------------------------------
 
 
-def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, queries: np.ndarray) -> dict:
-    per_part = args.part_vectors
-    parts = -(-n // per_part)
-    if parts * per_part != n:
-        raise SystemExit(f"--sizes: {n} is not a multiple of --part-vectors {per_part}")
-    work = Path(args.workdir)
-    print(f"\n=== {n:,} vectors: {parts} parts of {per_part:,} ===", flush=True)
-    shards = ensure_shards(work, parts, per_part, real, knn)
-    plan = ann.plan_ann("ivfpq", n, DIM)
-    root = work / f"index-{n}"
+def build_ann(root: Path, shards: list[Path], plan: ann.AnnPlan, per_part: int) -> dict:
+    """The ANN phase's steps (arag.runtime.ann_job runs them as Ray tasks) one after the other."""
     shutil.rmtree(root, ignore_errors=True)
     t = time.perf_counter()
-    sample = ann.read_sample(dict(enumerate(shards)), dict.fromkeys(range(parts), per_part), plan.train_size, plan.seed)
+    sample = ann.read_sample(dict(enumerate(shards)), dict.fromkeys(range(len(shards)), per_part), plan.train_size, plan.seed)
     sample_s = time.perf_counter() - t
     t = time.perf_counter()
     trained = ann.train(plan, sample)
@@ -222,9 +214,29 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, queries: np.ndarra
         for p, s in enumerate(shards)
     ]
     encode_s = time.perf_counter() - t
-    del trained
     ann_bytes = sum((root / r["file"]).stat().st_size for r in records)
     write_index(root, shards, per_part, ann.ann_entry(plan, root, {"seconds": round(sample_s + train_s, 3), "device": "cpu"}, records))
+    return {"sample_s": sample_s, "train_s": train_s, "encode_s": encode_s, "ann_bytes": ann_bytes}
+
+
+def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, queries: np.ndarray) -> dict:
+    per_part = args.part_vectors
+    parts = -(-n // per_part)
+    if parts * per_part != n:
+        raise SystemExit(f"--sizes: {n} is not a multiple of --part-vectors {per_part}")
+    work = Path(args.workdir)
+    print(f"\n=== {n:,} vectors: {parts} parts of {per_part:,} ===", flush=True)
+    shards = ensure_shards(work, parts, per_part, real, knn)
+    plan = ann.plan_ann("ivfpq", n, DIM)
+    root = work / f"index-{n}"
+    record = root / "bench-build.json"
+    if args.reuse and record.exists():
+        build = json.loads(record.read_text())
+        print("reusing the ANN built by an earlier run of this script (--reuse); its build figures:", flush=True)
+    else:
+        build = build_ann(root, shards, plan, per_part)
+        record.write_text(json.dumps(build))
+    sample_s, train_s, encode_s, ann_bytes = build["sample_s"], build["train_s"], build["encode_s"], build["ann_bytes"]
     write_index(work / f"flat-{n}", shards, per_part, None)
     auto = ann.plan_ann("auto", n, DIM).kind
     print(
@@ -310,6 +322,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/arag-ann")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--keep", action="store_true", help="keep the generated shards and indexes")
+    ap.add_argument("--reuse", action="store_true", help="search an ANN that an earlier --keep run built (its build figures are reprinted)")
     args = ap.parse_args()
     import psutil
 

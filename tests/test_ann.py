@@ -89,6 +89,9 @@ def test_merged_part_lists_equal_one_index_over_all_vectors(ann_index):
     for p, v in enumerate(parts):
         single.add_with_ids(v, part_ids(p, len(v)))
     assert merged.ntotal == single.ntotal == sum(len(v) for v in parts)
+    for p in entry["parts"]:  # the header reader agrees with FAISS's own
+        lists = ann.read_part_lists(layout.root / p["file"])
+        assert ann.part_list_sizes(layout.root / p["file"]).tolist() == [lists.list_size(i) for i in range(lists.nlist)]
     queries = clustered(50, seed=99)
     for nprobe in (1, 8, 128):
         params = faiss.SearchParametersIVF(nprobe=nprobe)

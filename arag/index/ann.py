@@ -305,19 +305,47 @@ def read_part_lists(path: Path) -> faiss.InvertedLists:
         del reader
 
 
+def part_list_sizes(path: Path) -> np.ndarray:
+    """Entries per list of a part's lists file, from its header (FAISS "ilar" layout: nlist,
+    code size, "full" + every list's size, or "sprs" + (list, size) pairs), without reading it."""
+    with open(path, "rb") as f:
+        head = f.read(32)
+        if len(head) < 32 or head[:4] != b"ilar" or head[20:24] not in (b"full", b"sprs"):
+            raise ValueError(f"{path}: not a FAISS inverted-lists file")
+        nlist, _ = struct.unpack_from("<QQ", head, 4)
+        (count,) = struct.unpack_from("<Q", head, 24)
+        values = np.fromfile(f, dtype="<u8", count=count)
+    if head[20:24] == b"full":
+        return values.astype(np.int64)
+    sizes = np.zeros(nlist, np.int64)
+    sizes[values[0::2].astype(np.int64)] = values[1::2]
+    return sizes
+
+
 def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
     """One searchable IVF index: `trained` with every part's lists appended, in part order.
 
     The parts share `trained`'s centroids, so list i of the result holds exactly the vectors
-    one index would have put in list i: the same results as adding every vector to it."""
+    one index would have put in list i: the same results as adding every vector to it. Each
+    list's final size is known from the files' headers and reserved first, so appending never
+    reallocates (growing vectors would leave up to 2x slack: 2.3 GB instead of 1.0 GB at 10M)."""
     ivf = faiss.extract_index_ivf(trained)
+    totals = np.zeros(ivf.nlist, np.int64)
+    for path in list_files:
+        sizes = part_list_sizes(path)
+        if len(sizes) != ivf.nlist:
+            raise ValueError(f"{path}: {len(sizes)} lists, the trained index has {ivf.nlist}")
+        totals += sizes
+    invlists = faiss.downcast_InvertedLists(ivf.invlists)
+    for list_no in np.flatnonzero(totals).tolist():
+        invlists.resize(list_no, int(totals[list_no]))  # allocates exactly ...
+        invlists.resize(list_no, 0)  # ... and keeps the capacity
     for path in list_files:
         lists = read_part_lists(path)
         if lists.nlist != ivf.nlist or lists.code_size != ivf.code_size:
             raise ValueError(f"{path}: {lists.nlist} lists of {lists.code_size}-byte codes, the trained index has {ivf.nlist} of {ivf.code_size}")
-        added = sum(lists.list_size(i) for i in range(lists.nlist))
-        ivf.invlists.merge_from(lists, 0)  # moves the entries (`lists` is left empty)
-        ivf.ntotal += added  # `ivf` is `trained` itself (a view of the same FAISS object)
+        invlists.merge_from(lists, 0)  # moves the entries (`lists` is left empty)
+    ivf.ntotal = int(totals.sum())  # `ivf` is `trained` itself (a view of the same FAISS object)
     return trained
 
 
