@@ -25,6 +25,7 @@ from arag.index.parts import PartRecord
 log = logging.getLogger("arag.index")
 
 TRAINED_RECORD = "trained.json"
+TRAIN_MAX_CPUS = 16
 
 
 def run_ann_phase(settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], progress: bool, use_gpu: bool) -> dict[str, Any]:
@@ -52,8 +53,10 @@ def run_ann_phase(settings: IndexSettings, layout: IndexLayout, records: list[Pa
         log.info("ANN %s: training on %d of %d vectors (%s)", plan.factory, plan.train_size, num_vectors, "GPU" if use_gpu else "CPU")
         shards = {r.part: str(layout.vectors(r.part)) for r in with_vectors}
         rows = {r.part: r.num_sentences for r in with_vectors}
-        task = ray.remote(_train).options(num_cpus=1, num_gpus=1 if use_gpu else 0, max_retries=2)
-        training = ray.get(task.remote(plan, shards, rows, str(trained), use_gpu))
+        # k-means is one multi-threaded task: give it the cores of the largest node (up to 16).
+        threads = _largest_node_cpus(TRAIN_MAX_CPUS, use_gpu)
+        task = ray.remote(_train).options(num_cpus=threads, num_gpus=1 if use_gpu else 0, max_retries=2)
+        training = ray.get(task.remote(plan, shards, rows, str(trained), use_gpu, threads))
         write_json_atomic(record_path, training)  # after trained.faiss: its presence means training is done
     todo = [r for r in with_vectors if not ann.part_lists_path(root, r.part).exists()]
     parts = {r.part: _part_record(root, r.part, r.num_sentences, None) for r in with_vectors if r not in todo}
@@ -79,7 +82,16 @@ def _part_record(root: Path, part: int, rows: int, seconds: float | None) -> dic
     return record
 
 
-def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], target: str, use_gpu: bool) -> dict[str, Any]:
+def _largest_node_cpus(cap: int, with_gpu: bool) -> int:
+    """CPUs of the largest alive node (with a GPU, when the task needs one), at most `cap`."""
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive") and (n["Resources"].get("GPU", 0) >= 1 or not with_gpu)]
+    return max(1, min(cap, int(max((n.get("CPU", 0) for n in nodes), default=1))))
+
+
+def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], target: str, use_gpu: bool, threads: int) -> dict[str, Any]:
+    import faiss
+
+    faiss.omp_set_num_threads(threads)
     started = time.perf_counter()
     sample = ann.read_sample({p: Path(s) for p, s in shards.items()}, rows, plan.train_size, plan.seed)
     read_s = time.perf_counter() - started
@@ -91,6 +103,7 @@ def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], targ
         "seconds": round(time.perf_counter() - started, 3),
         "sample_read_seconds": round(read_s, 3),
         "device": "gpu" if use_gpu else "cpu",
+        "threads": threads,
         "node": os.uname().nodename,
     }
 
@@ -99,6 +112,9 @@ _TRAINED_CACHE: dict[tuple[str, float], Any] = {}
 
 
 def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str) -> dict[str, Any]:
+    import faiss
+
+    faiss.omp_set_num_threads(1)  # one task per core
     started = time.perf_counter()
     key = (trained, os.stat(trained).st_mtime)
     if key not in _TRAINED_CACHE:  # a Ray worker runs many parts: read the quantizer once
