@@ -291,21 +291,22 @@ def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path,
         chunk = np.ascontiguousarray(vectors[start : start + batch])
         ids = (np.int64(part) << PART_SHIFT) | np.arange(start, start + len(chunk), dtype=np.int64)
         index.add_with_ids(chunk, ids)
+    writer = faiss.VectorIOWriter()
+    faiss.write_InvertedLists(faiss.extract_index_ivf(index).invlists, writer)
     with atomic_path(target) as tmp:
-        writer = faiss.FileIOWriter(str(tmp))
-        faiss.write_InvertedLists(faiss.extract_index_ivf(index).invlists, writer)
-        del writer  # closes the file before the rename
+        with open(tmp, "wb") as f:  # written and flushed here, not by a SWIG destructor
+            f.write(faiss.vector_to_array(writer.data).tobytes())
+            f.flush()
+            os.fsync(f.fileno())
     return len(vectors)
 
 
 def read_part_lists(path: Path) -> faiss.InvertedLists:
     reader = faiss.FileIOReader(str(path))
     try:
-        lists = faiss.read_InvertedLists(reader)
+        return faiss.read_InvertedLists(reader)  # not owned by Python: see `_free_lists`
     finally:
         del reader
-    lists.this.own(True)  # SWIG does not own what read_InvertedLists returns: it would leak
-    return lists
 
 
 def part_list_sizes(path: Path) -> np.ndarray:
@@ -347,10 +348,26 @@ def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
         lists = read_part_lists(path)
         if lists.nlist != ivf.nlist or lists.code_size != ivf.code_size:
             raise ValueError(f"{path}: {lists.nlist} lists of {lists.code_size}-byte codes, the trained index has {ivf.nlist} of {ivf.code_size}")
-        invlists.merge_from(lists, 0)  # copies the entries; `lists` is freed below
-        del lists
+        invlists.merge_from(lists, 0)  # copies the entries
+        _free_lists(faiss.downcast_index(ivf), lists)
     ivf.ntotal = int(totals.sum())  # `ivf` is `trained` itself (a view of the same FAISS object)
     return trained
+
+
+def _free_lists(ivf: faiss.IndexIVF, lists: faiss.InvertedLists) -> None:
+    """Free lists returned by read_InvertedLists (Python does not own them). Deleting them
+    through SWIG (`thisown`) corrupts SWIG's type table in faiss 1.15.1; a throwaway IVF index of
+    the same kind that owns them deletes them in C++ instead."""
+    if isinstance(ivf, faiss.IndexIVFPQ):
+        holder = faiss.IndexIVFPQ(ivf.quantizer, ivf.d, ivf.nlist, ivf.pq.M, ivf.pq.nbits, ivf.metric_type)
+    elif isinstance(ivf, faiss.IndexIVFScalarQuantizer):
+        holder = faiss.IndexIVFScalarQuantizer(ivf.quantizer, ivf.d, ivf.nlist, ivf.sq.qtype, ivf.metric_type)
+    elif isinstance(ivf, faiss.IndexIVFFlat):
+        holder = faiss.IndexIVFFlat(ivf.quantizer, ivf.d, ivf.nlist, ivf.metric_type)
+    else:
+        raise TypeError(f"no way to free the inverted lists of a {type(ivf).__name__}")
+    holder.replace_invlists(lists, True)
+    del holder
 
 
 # ---- search ---------------------------------------------------------------------------------------
