@@ -88,7 +88,7 @@ def main() -> None:
     bridge_ms = timed(lambda s: store.bridges(s, 2, 8), seed_sets)
     ppr_top_ms = timed(lambda s: store.rank_chunks(store.ppr(s, args.alpha, 20), 5), seed_sets)
     for name, ms in (("stage 1 local 1-hop", local_ms), ("stage 2 bridges (K=2, 8 paths)", bridge_ms), ("stage 3 PPR + top-20 → chunks", ppr_top_ms)):
-        print(f"{describe(name, ms)}  ({np.median(ms) / np.median(ppr_top_ms):.2f}x stage 3)")
+        print(f"{describe(name, ms)}  ({np.median(ms) / np.median(ppr_top_ms):.4f}x stage 3's time)")
 
     index = open_index(args.index)
     table = pq.read_table(index.chunk_files[0], columns=["chunk_id", "doc_id", "title", "text"]).slice(0, args.chunks)

@@ -1,25 +1,43 @@
-"""Benchmark semantic_search on synthetic sentence vectors: Flat vs IVF shards, against brute force.
+"""Benchmark sentence vector search at 1M–10M vectors: the index's ANN against exact search.
 
-    python benchmarks/semantic_search.py [--vectors 1000000] [--dim 384] [--parts 4] [--nlist 512] [--nprobe 8,32,128]
+    python benchmarks/semantic_search.py [--sizes 250000,1000000,4000000,10000000] [--part-vectors 250000]
+        [--queries 300] [--anchor-queries 20] [--nprobe 16,32,64,128] [--rerank 8,16,32,64]
+        [--workdir /tmp/arag-ann] [--keep]
 
-In one run (data generated under --workdir, deleted afterwards unless --keep):
-  * `--vectors` clustered unit vectors (a mixture of Gaussians: real sentence embeddings cluster
-    by topic, uniform random vectors would make IVF look worse than it is), split into `--parts`
-    shards, grouped `--sentences-per-chunk` per chunk;
-  * the same data as two indexes: exact `IndexIDMap2(IndexFlatIP)` shards and IVF shards
-    ("IVF<nlist>,Flat" per shard, ids added with add_with_ids);
-  * the baseline: exact brute force with numpy (one matrix-vector product over every vector);
-  * per layout: semantic_search p50/p95 through `ToolContext` (queries encoded by a lookup, so the
-    figure is retrieval only), the raw FAISS search time, sentence recall@10 against brute force,
-    and whether the tool's chunks equal the brute-force reference (`arag.tools.reference`);
-  * memory (RSS growth) after loading each layout's shards.
+Data (benchmarks/ann_data.py says exactly how): real all-MiniLM-L6-v2 vectors of 100k wiki-sample
+sentences, extended by generated ones (a point between a real vector and one of its 16 nearest
+real neighbours, plus small Gaussian noise, re-normalised), written as the index pipeline writes
+them: exact `IndexIDMap2(IndexFlatIP)` shards of `--part-vectors` vectors each, part by part, so
+RAM stays low (10M x 384 float32 = 15 GB on disk). The sizes share their first parts. Queries:
+the first `--queries` 2WikiMultihopQA questions, embedded as queries with the same model.
+
+Per size, in one run:
+  * the ANN as the pipeline builds it (arag.index.ann: `index.ann=ivfpq`, lists and PQ size
+    derived from the size; the same functions the Ray tasks run, here one after the other in
+    this process): training time (sample read + k-means + PQ, 2 cores) and encoding time;
+  * exact top-10 of every query (batched numpy over the memory-mapped shards): the reference;
+  * search through `arag.tools.vector_search.VectorSearch`, the code behind semantic_search
+    (`ToolContext.search_sentences`), one caller, one query at a time, each layout in a fresh
+    process so its RSS is its own (RSS = resident memory incl. the pages of memory-mapped shards
+    it touched; "anon" = the part that is not file pages):
+      - ANN for every `--nprobe` x `--rerank` (exact re-rank of rerank*10 candidates, >= 256),
+        over all `--queries` queries;
+      - anchors, over the first `--anchor-queries` queries only (they are slow): numpy brute
+        force (matrix-vector products over aligned copies of 64k-row blocks of the memory-mapped
+        shards, then the top 10), and today's
+        exact Flat shard scan (`VectorSearch` without an ANN: BLAS over each FAISS shard, shards
+        in parallel threads; memory-mapped, since 250k-vector shards would otherwise be read
+        whole into RAM: 15 GB at 10M).
+    Recall@10 = |top-10 ∩ exact top-10| / 10. The ratios compare p50s over the SAME anchor
+    queries. Cache state: every search runs after the reference pass has read all shards, so
+    shard pages are in the OS page cache as far as RAM (24 GB, shared) allows.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
+import multiprocessing as mp
 import os
 import shutil
 import sys
@@ -28,202 +46,303 @@ from pathlib import Path
 
 import faiss
 import numpy as np
-import psutil
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import ann_data  # noqa: E402
+
+from arag.index import ann  # noqa: E402
 from arag.index.layout import FORMAT_VERSION, PART_SHIFT  # noqa: E402
-from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA  # noqa: E402
-from arag.tools import ToolContext  # noqa: E402
-from benchmarks import tools_reference as reference  # noqa: E402
+from arag.index.vectors import build_shard, write_shard  # noqa: E402
+
+K = 10
+DIM = 384
 
 
-def write_manifest(root: Path, entries: list[dict], dimension: int, factory: str) -> None:
-    """The two indexes share one set of Parquet files (entries point at ../data), which the
-    pipeline's manifest writer does not do; only the fields the tools read are written."""
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "embedding": {"model": "synthetic", "dimension": dimension, "normalized": True, "spec": {"name": "synthetic"}},
-        "faiss": {"factory": factory, "metric": "inner_product", "ids": "sentence_id"},
-        "num_chunks": sum(e["num_chunks"] for e in entries),
-        "num_sentences": sum(e["num_sentences"] for e in entries),
-        "num_parts": len(entries),
-        "parts": entries,
-    }
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
-
-
-def rss_mb() -> float:
-    return psutil.Process().memory_info().rss / 2**20
+def memory() -> dict[str, float]:
+    """RSS and its anonymous part, MiB, from /proc (file pages of mapped shards count in RSS)."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile"):
+            fields[key] = int(value.split()[0]) / 1024
+    return {"rss": fields["VmRSS"], "anon": fields["RssAnon"]}
 
 
 def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000, q))
 
 
-def unit(x: np.ndarray) -> np.ndarray:
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+# ---- data -------------------------------------------------------------------------------------
 
 
-def generate(work: Path, n: int, dim: int, parts: int, per_chunk: int, nlist: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Write shared Parquet files and both shard layouts; return all vectors, their ids and chunk ordinals."""
-    rng = np.random.default_rng(seed)
-    centers = unit(rng.standard_normal((max(64, n // 1000), dim)))
-    data = work / "data"
-    for sub in ("chunks", "sentences"):
-        (data / sub).mkdir(parents=True, exist_ok=True)
-    for layout in ("flat", "ivf"):
-        (work / layout / "vectors").mkdir(parents=True, exist_ok=True)
-    per_part = -(-n // parts)
-    all_vecs, all_ids, all_chunks, entries = [], [], [], []
-    chunk_base = 0
+def ensure_shards(work: Path, parts: int, per_part: int, real: np.ndarray, knn: np.ndarray) -> list[Path]:
+    folder = work / f"shards-{per_part}"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
     for p in range(parts):
-        m = min(per_part, n - p * per_part)
-        if m <= 0:
-            break
-        vecs = unit(centers[rng.integers(0, len(centers), m)] + 0.09 * rng.standard_normal((m, dim)).astype(np.float32))
-        ids = (np.int64(p) << PART_SHIFT) | np.arange(m, dtype=np.int64)
-        n_chunks = -(-m // per_chunk)
-        chunk_ids = [f"d{(chunk_base + c) // 4}#{(chunk_base + c) % 4}" for c in range(n_chunks)]
-        pq.write_table(
-            pa.table(
-                {
-                    "chunk_id": chunk_ids,
-                    "doc_id": [c.split("#")[0] for c in chunk_ids],
-                    "title": [f"Document {c.split('#')[0]}" for c in chunk_ids],
-                    "position": pa.array([int(c.split("#")[1]) for c in chunk_ids], pa.int32()),
-                    "text": [f"Chunk {c} text." for c in chunk_ids],
-                    "n_tokens": pa.array([4] * n_chunks, pa.int32()),
-                },
-                schema=CHUNK_SCHEMA,
-            ),
-            data / "chunks" / f"part-{p:05d}.parquet",
-            row_group_size=8192,
+        path = folder / f"part-{p:05d}.faiss"
+        if not path.exists():
+            vecs = ann_data.generated_part(real, knn, p, per_part)
+            write_shard(build_shard(vecs, (np.int64(p) << PART_SHIFT) | np.arange(per_part, dtype=np.int64)), path)
+            del vecs
+            print(f"  wrote {path.name}", flush=True)
+        paths.append(path)
+    return paths
+
+
+def write_index(root: Path, shards: list[Path], per_part: int, ann_entry: dict | None) -> None:
+    """A manifest over the shards (vectors only: enough for VectorSearch)."""
+    root.mkdir(parents=True, exist_ok=True)
+    parts = [
+        {"part": p, "chunks": "-", "sentences": "-", "rejects": "-", "vectors": os.path.relpath(s, root), "num_chunks": 0, "num_sentences": per_part}
+        for p, s in enumerate(shards)
+    ]
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "embedding": {"model": "all-MiniLM-L6-v2", "dimension": DIM, "normalized": True, "spec": {"name": "all-MiniLM-L6-v2"}},
+        "parts": parts,
+        "num_sentences": per_part * len(shards),
+    }
+    if ann_entry is not None:
+        manifest["ann"] = ann_entry
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def exact_top(shards: list[Path], queries: np.ndarray, k: int = K) -> np.ndarray:
+    """Exact top-k sentence ids of every query (ties: smaller id), batched over memory-mapped shards."""
+    best_s = np.full((len(queries), 0), -np.inf, np.float32)
+    best_i = np.zeros((len(queries), 0), np.int64)
+    for p, path in enumerate(shards):
+        mm = ann.map_flat_shard(path)
+        for start in range(0, len(mm), 65536):
+            block = np.asarray(mm[start : start + 65536])
+            scores = queries @ block.T
+            ids = (np.int64(p) << PART_SHIFT) | np.arange(start, start + len(block), dtype=np.int64)
+            top = np.argpartition(-scores, k, axis=1)[:, :k]
+            best_s = np.concatenate([best_s, np.take_along_axis(scores, top, 1)], axis=1)
+            best_i = np.concatenate([best_i, ids[top]], axis=1)
+            keep = np.stack([np.lexsort((best_i[q], -best_s[q]))[:k] for q in range(len(queries))])
+            best_s, best_i = np.take_along_axis(best_s, keep, 1), np.take_along_axis(best_i, keep, 1)
+        del mm
+    return best_i
+
+
+# ---- measurements (each in a fresh process) -------------------------------------------------------
+
+
+def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None, int | None]], mmap_bytes: int, out) -> None:
+    from arag.index.store import open_index
+    from arag.tools.vector_search import VectorSearch
+
+    base = memory()
+    search = VectorSearch(open_index(root), mmap_bytes=mmap_bytes)
+    t = time.perf_counter()
+    search.load()
+    load_s = time.perf_counter() - t
+    loaded = memory()
+    results = []
+    for nprobe, rerank in knobs:
+        search.search(queries[:1], K, nprobe=nprobe, rerank=rerank)  # warm-up
+        times, ids = [], []
+        for q in queries:
+            t = time.perf_counter()
+            _, got = search.search(q[None, :], K, nprobe=nprobe, rerank=rerank)
+            times.append(time.perf_counter() - t)
+            ids.append(got.tolist())
+        results.append({"nprobe": nprobe, "rerank": rerank, "times": times, "ids": ids})
+    out.put({"base": base, "loaded": loaded, "after": memory(), "load_s": load_s, "results": results})
+
+
+def measure_numpy(shards: list[str], queries: np.ndarray, out) -> None:
+    """Brute force with numpy, one query at a time: per shard, blocks of the memory-mapped
+    vectors are copied into one aligned buffer and multiplied there (BLAS needs aligned floats;
+    the vectors start at byte 82 of a FAISS file), then the top 10 of all shards."""
+    base = memory()
+    maps = [(p, ann.map_flat_shard(Path(s))) for p, s in enumerate(shards)]
+    block = np.empty((65536, DIM), np.float32)
+    times, ids = [], []
+    for q in queries:
+        t = time.perf_counter()
+        scores, cand = [], []
+        for p, mm in maps:
+            for start in range(0, len(mm), len(block)):
+                rows = min(len(block), len(mm) - start)
+                np.copyto(block[:rows], mm[start : start + rows])
+                s = block[:rows] @ q
+                top = np.argpartition(-s, K)[:K]
+                scores.append(s[top])
+                cand.append((np.int64(p) << PART_SHIFT) | (start + top).astype(np.int64))
+        _, got = ann.top_exact(np.concatenate(scores), np.concatenate(cand), K)
+        times.append(time.perf_counter() - t)
+        ids.append(got.tolist())
+    out.put({"base": base, "loaded": base, "after": memory(), "load_s": 0.0, "results": [{"nprobe": None, "rerank": None, "times": times, "ids": ids}]})
+
+
+def in_child(fn, *args) -> dict:
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=fn, args=(*args, out))
+    proc.start()
+    result = out.get()
+    proc.join()
+    return result
+
+
+def recall(got: list[list[int]], exact: np.ndarray) -> float:
+    return float(np.mean([len(set(g) & set(e.tolist())) / K for g, e in zip(got, exact)]))
+
+
+# ---- one size ---------------------------------------------------------------------------------------
+
+
+def build_ann(root: Path, shards: list[Path], plan: ann.AnnPlan, per_part: int) -> dict:
+    """The ANN phase's steps (arag.runtime.ann_job runs them as Ray tasks) one after the other."""
+    shutil.rmtree(root, ignore_errors=True)
+    t = time.perf_counter()
+    sample = ann.read_sample(dict(enumerate(shards)), dict.fromkeys(range(len(shards)), per_part), plan.train_size, plan.seed)
+    sample_s = time.perf_counter() - t
+    t = time.perf_counter()
+    trained = ann.train(plan, sample)
+    train_s = time.perf_counter() - t
+    ann.write_trained(trained, ann.trained_path(root))
+    del sample
+    t = time.perf_counter()
+    records = [
+        {"part": p, "file": str(ann.part_lists_path(root, p).relative_to(root)), "rows": ann.encode_part(trained, s, p, ann.part_lists_path(root, p))}
+        for p, s in enumerate(shards)
+    ]
+    encode_s = time.perf_counter() - t
+    ann_bytes = sum((root / r["file"]).stat().st_size for r in records)
+    write_index(root, shards, per_part, ann.ann_entry(plan, root, {"seconds": round(sample_s + train_s, 3), "device": "cpu"}, records))
+    return {"sample_s": sample_s, "train_s": train_s, "encode_s": encode_s, "ann_bytes": ann_bytes}
+
+
+def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, queries: np.ndarray) -> dict:
+    per_part = args.part_vectors
+    parts = -(-n // per_part)
+    if parts * per_part != n:
+        raise SystemExit(f"--sizes: {n} is not a multiple of --part-vectors {per_part}")
+    work = Path(args.workdir)
+    print(f"\n=== {n:,} vectors: {parts} parts of {per_part:,} ===", flush=True)
+    shards = ensure_shards(work, parts, per_part, real, knn)
+    plan = ann.plan_ann("ivfpq", n, DIM)
+    root = work / f"index-{n}"
+    record = root / "bench-build.json"
+    if args.reuse and record.exists():
+        build = json.loads(record.read_text())
+        print("reusing the ANN built by an earlier run of this script (--reuse); its build figures:", flush=True)
+    else:
+        build = build_ann(root, shards, plan, per_part)
+        record.write_text(json.dumps(build))
+    sample_s, train_s, encode_s, ann_bytes = build["sample_s"], build["train_s"], build["encode_s"], build["ann_bytes"]
+    write_index(work / f"flat-{n}", shards, per_part, None)
+    auto = ann.plan_ann("auto", n, DIM).kind
+    print(
+        f"{plan.factory} (index.ann=auto would choose: {auto}): sample of {plan.train_size:,} read in {sample_s:.1f} s, "
+        f"trained in {train_s:.1f} s; {n:,} vectors encoded in {encode_s:.1f} s ({n / encode_s:,.0f}/s); "
+        f"part lists {ann_bytes / n:.1f} B/vector on disk; {faiss.omp_get_max_threads()} threads",
+        flush=True,
+    )
+    t = time.perf_counter()
+    exact = exact_top(shards, queries)
+    print(f"exact top-{K} of {len(queries)} queries (batched numpy) in {time.perf_counter() - t:.1f} s", flush=True)
+
+    knobs = [(int(a), int(b)) for a in args.nprobe.split(",") for b in args.rerank.split(",")]
+    default = (ann.DEFAULT_NPROBE, ann.DEFAULT_RERANK)
+    if default not in knobs:
+        knobs.append(default)
+    annm = in_child(measure_search, str(root), queries, knobs, 1 << 62)
+    a = args.anchor_queries
+    anchors = {
+        "numpy brute force": in_child(measure_numpy, [str(s) for s in shards], queries[:a]),
+        "Flat shards (today)": in_child(measure_search, str(work / f"flat-{n}"), queries[:a], [(None, None)], 0),
+    }
+    rows = []
+    header = f"{'layout':<30}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}"
+    print(header)
+    anchor_p50 = {}
+    for name, m in anchors.items():
+        r = m["results"][0]
+        anchor_p50[name] = pct(r["times"], 50)
+        print(f"{name:<30}{a:>8}{recall(r['ids'], exact[:a]):>10.3f}{pct(r['times'], 50):>9.1f}{pct(r['times'], 95):>9.1f}{pct(r['times'], 50):>9.1f}{m['after']['rss']:>9,.0f}{m['after']['anon']:>7,.0f}")
+    for r in annm["results"]:
+        p50_a = pct(r["times"][:a], 50)
+        row = {
+            "nprobe": r["nprobe"],
+            "rerank": r["rerank"],
+            "recall": recall(r["ids"], exact),
+            "p50": pct(r["times"], 50),
+            "p95": pct(r["times"], 95),
+            "p50_anchor_queries": p50_a,
+            "vs_numpy": anchor_p50["numpy brute force"] / p50_a,
+            "vs_flat": anchor_p50["Flat shards (today)"] / p50_a,
+        }
+        rows.append(row)
+        mark = " *" if (r["nprobe"], r["rerank"]) == default else ""
+        name = f"ANN nprobe={r['nprobe']} rerank={r['rerank']}{mark}"
+        print(
+            f"{name:<30}{len(queries):>8}{row['recall']:>10.3f}{row['p50']:>9.2f}{row['p95']:>9.2f}{p50_a:>9.2f}"
+            f"{'':>16}{row['vs_numpy']:>9.0f}x{row['vs_flat']:>8.0f}x"
         )
-        owner = np.arange(m) // per_chunk
-        pq.write_table(
-            pa.table({"sentence_id": ids, "chunk_id": [chunk_ids[o] for o in owner], "text": [f"Sentence {p}-{r}." for r in range(m)]}, schema=SENTENCE_SCHEMA),
-            data / "sentences" / f"part-{p:05d}.parquet",
-            row_group_size=8192,
-        )
-        flat = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
-        flat.add_with_ids(vecs, ids)
-        faiss.write_index(flat, str(work / "flat" / "vectors" / f"part-{p:05d}.faiss"))
-        del flat
-        ivf = faiss.index_factory(dim, f"IVF{nlist},Flat", faiss.METRIC_INNER_PRODUCT)
-        ivf.cp.max_points_per_centroid = 80  # train on a sample: k-means on all vectors is slow on 2 cores
-        ivf.train(vecs)
-        ivf.add_with_ids(vecs, ids)
-        faiss.write_index(ivf, str(work / "ivf" / "vectors" / f"part-{p:05d}.faiss"))
-        del ivf
-        entries.append(
-            {
-                "part": p,
-                "chunks": f"../data/chunks/part-{p:05d}.parquet",
-                "sentences": f"../data/sentences/part-{p:05d}.parquet",
-                "rejects": f"../data/rejects/part-{p:05d}.parquet",
-                "vectors": f"vectors/part-{p:05d}.faiss",
-                "num_documents": 0,
-                "num_chunks": n_chunks,
-                "num_sentences": m,
-                "num_rejected": 0,
-            }
-        )
-        all_vecs.append(vecs)
-        all_ids.append(ids)
-        all_chunks.append(chunk_base + owner)
-        chunk_base += n_chunks
-        print(f"  part {p}: {m:,} vectors, {n_chunks:,} chunks", flush=True)
-    write_manifest(work / "flat", entries, dim, "Flat")
-    write_manifest(work / "ivf", entries, dim, f"IVF{nlist},Flat")
-    return np.concatenate(all_vecs), np.concatenate(all_ids), np.concatenate(all_chunks)
+    print(
+        f"ANN process: RSS {annm['after']['rss']:,.0f} MiB after all queries (anon {annm['after']['anon']:,.0f}), "
+        f"{annm['loaded']['rss'] - annm['base']['rss']:,.0f} MiB for loading (merge of {parts} part lists in {annm['load_s']:.1f} s); "
+        f"* = default knobs; vs = anchor p50 / ANN p50 over the same {a} queries",
+        flush=True,
+    )
+    best = next(r for r in rows if (r["nprobe"], r["rerank"]) == default)
+    return {
+        "vectors": n,
+        "factory": plan.factory,
+        "train_size": plan.train_size,
+        "sample_s": sample_s,
+        "train_s": train_s,
+        "encode_s": encode_s,
+        "ann_bytes_per_vector": ann_bytes / n,
+        "ann_rss_mib": annm["after"]["rss"],
+        "ann_anon_mib": annm["after"]["anon"],
+        "load_s": annm["load_s"],
+        "anchors": {k: {"p50": v, "rss": anchors[k]["after"]["rss"]} for k, v in anchor_p50.items()},
+        "default": best,
+        "grid": rows,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--vectors", type=int, default=1_000_000)
-    ap.add_argument("--dim", type=int, default=384)
-    ap.add_argument("--parts", type=int, default=4)
-    ap.add_argument("--sentences-per-chunk", type=int, default=8)
-    ap.add_argument("--nlist", type=int, default=512, help="IVF lists per shard")
-    ap.add_argument("--nprobe", default="8,32,128", help="IVF lists probed per shard (comma-separated)")
-    ap.add_argument("--queries", type=int, default=100)
-    ap.add_argument("--top-k", type=int, default=10)
-    ap.add_argument("--workdir", default="/tmp/arag-bench-semantic")
-    ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sizes", default="250000,1000000,4000000,10000000")
+    ap.add_argument("--part-vectors", type=int, default=250_000)
+    ap.add_argument("--real", type=int, default=100_000, help="real wiki sentences embedded (cached)")
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--anchor-queries", type=int, default=20)
+    ap.add_argument("--nprobe", default="16,32,64,128")
+    ap.add_argument("--rerank", default="8,16,32,64")
+    ap.add_argument("--workdir", default="/tmp/arag-ann")
+    ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--keep", action="store_true", help="keep the generated shards and indexes")
+    ap.add_argument("--reuse", action="store_true", help="search an ANN that an earlier --keep run built (its build figures are reprinted)")
     args = ap.parse_args()
-    print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, faiss {faiss.__version__}")
-    work = Path(args.workdir) / f"v{args.vectors}-d{args.dim}-p{args.parts}-n{args.nlist}"
-    shutil.rmtree(work, ignore_errors=True)
-    t = time.perf_counter()
-    print(f"generating {args.vectors:,} vectors (dim {args.dim}) in {args.parts} shards, Flat and IVF{args.nlist},Flat ...")
-    vecs, ids, chunk_ords = generate(work, args.vectors, args.dim, args.parts, args.sentences_per_chunk, args.nlist, args.seed)
-    print(f"generated in {time.perf_counter() - t:.0f} s")
+    import psutil
+
+    print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, faiss {faiss.__version__}", flush=True)
+    work = Path(args.workdir)
+    real, knn = ann_data.real_vectors(work, args.real)
+    queries = ann_data.query_vectors(work, args.queries)
+    print(f"{len(real):,} real vectors, {len(queries)} queries", flush=True)
+    figures = []
     try:
-        rng = np.random.default_rng(args.seed + 1)
-        picks = rng.integers(0, len(vecs), args.queries)
-        queries = unit(vecs[picks] + 0.05 * rng.standard_normal((args.queries, args.dim)).astype(np.float32))
-        lookup = {f"q{i}": queries[i] for i in range(args.queries)}
-
-        def encoder(texts: list[str]) -> np.ndarray:
-            return np.stack([lookup[t] for t in texts])
-
-        k = args.top_k
-        # Baseline: exact brute force over all vectors (what the tool must equal on Flat shards).
-        exact_ids, brute_t = [], []
-        for q in queries:
-            t = time.perf_counter()
-            scores = vecs @ q
-            top = np.argpartition(-scores, 3 * k)[: 3 * k]
-            top = top[np.lexsort((ids[top], -scores[top]))]
-            brute_t.append(time.perf_counter() - t)
-            exact_ids.append(ids[top])
-        bp50 = pct(brute_t, 50)
-        chunk_of = dict(zip(ids.tolist(), chunk_ords.tolist()))
-        chunk_names = None
-        print(f"\nqueries: {args.queries}, top_k={k} chunks (= top {3 * k} sentences)")
-        print(f"{'layout':<26}{'tool p50':>10}{'tool p95':>10}{'faiss p50':>10}{'vs brute':>10}{'recall@10':>11}{'chunks=ref':>12}{'RSS MiB':>9}")
-        print(f"{'brute force (numpy, exact)':<26}{bp50:>10.1f}{pct(brute_t, 95):>10.1f}{'':>10}{'1.0x':>10}{1.0:>11.3f}{'':>12}{vecs.nbytes / 2**20:>9,.0f}")
-        layouts = [("Flat", work / "flat", None)] + [(f"IVF{args.nlist} nprobe={p}", work / "ivf", int(p)) for p in args.nprobe.split(",")]
-        for name, root, nprobe in layouts:
-            gc.collect()
-            before = rss_mb()
-            ctx = ToolContext(root, encoder=encoder, accelerate=False, nprobe=nprobe)
-            ctx.shards  # load now, to measure memory separately from search
-            mem = rss_mb() - before
-            if chunk_names is None:
-                chunk_names = ctx.store.chunks.column("chunk_id")
-            tool_t, faiss_t, recalls, same = [], [], [], 0
-            ctx.call("semantic_search", {"query": "q0", "top_k": k})  # warm-up
-            for i in range(args.queries):
-                t = time.perf_counter()
-                res = ctx.call("semantic_search", {"query": f"q{i}", "top_k": k})
-                tool_t.append(time.perf_counter() - t)
-                if res.error:
-                    raise SystemExit(res.error)
-                t = time.perf_counter()
-                _, got = ctx.search_sentences(queries[i : i + 1], k)
-                faiss_t.append(time.perf_counter() - t)
-                recalls.append(len(set(got.tolist()) & set(exact_ids[i][:k].tolist())) / k)
-                expected = reference.semantic_chunks(vecs, ids, chunk_of, queries[i], k) if nprobe is None or i < 20 else None
-                if expected is not None:
-                    same += [h.chunk_id for h in res.results] == [chunk_names[c].as_py() for c, _, _ in expected]
-            checked = args.queries if nprobe is None else min(20, args.queries)
-            p50 = pct(tool_t, 50)
-            print(
-                f"{name:<26}{p50:>10.1f}{pct(tool_t, 95):>10.1f}{pct(faiss_t, 50):>10.1f}{bp50 / p50:>9.1f}x"
-                f"{np.mean(recalls):>11.3f}{f'{same}/{checked}':>12}{mem:>9,.0f}"
-            )
-            ctx.close()
-            del ctx
-        print("tool = semantic_search end to end (FAISS over all shards, merge, group by chunk, snippets, text);")
-        print("vs brute = brute-force p50 / tool p50; recall@10 = top-10 sentences vs exact; chunks=ref = identical top-k chunk ids to brute force")
+        for n in (int(s) for s in args.sizes.split(",")):
+            figures.append(run_size(args, n, real, knn, queries))
+            if args.json:
+                Path(args.json).write_text(json.dumps(figures, indent=2))
     finally:
         if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+            for path in work.glob("index-*"):
+                shutil.rmtree(path, ignore_errors=True)
+            for path in list(work.glob("flat-*")) + list(work.glob("shards-*")):
+                shutil.rmtree(path, ignore_errors=True)
 
 
 if __name__ == "__main__":

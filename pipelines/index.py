@@ -28,6 +28,7 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
         embedder=EmbedderSpec.from_config(OmegaConf.to_container(cfg.embedder, resolve=True)),
         chunking=ChunkingSettings(chunk_tokens=int(cfg.index.chunk_tokens), language=str(cfg.index.language)),
         faiss_factory=str(cfg.index.faiss_factory),
+        ann=str(cfg.index.ann),
     )
 
 

@@ -71,7 +71,7 @@ def check_index_config(cfg: DictConfig) -> None:
         {
             "data_dir": None,
             "progress": None,
-            "index": dict.fromkeys(("path", "chunk_tokens", "language", "faiss_factory", "overwrite", "tools_cache")),
+            "index": dict.fromkeys(("path", "chunk_tokens", "language", "faiss_factory", "overwrite", "ann")),
             "corpus": corpus_keys(),
             "embedder": dict.fromkeys(field_names(EmbedderSpec)),
             "runtime": {"num_cpus": None, "embed": dict.fromkeys(field_names(EmbedRuntime))},

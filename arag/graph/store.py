@@ -159,12 +159,11 @@ class GraphStore:
             raise ValueError(f"bridge hops must be at least 2, got {hops}")
         if len(seeds) < 2:
             return {}, []
-        reach: dict[int, int] = {}
-        hoods = self.graph.neighborhood(seeds, order=hops)
-        for hood in hoods:
+        reached_from: dict[int, list[int]] = {}
+        for seed, hood in zip(seeds, self.graph.neighborhood(seeds, order=hops)):
             for n in set(hood):
-                reach[n] = reach.get(n, 0) + 1
-        bridge_nodes = sorted(n for n, k in reach.items() if k >= 2 and n not in seeds)
+                reached_from.setdefault(n, []).append(seed)
+        bridge_nodes = sorted(n for n, by in reached_from.items() if len(by) >= 2 and n not in seeds)
         # Fewest-degree bridges first: a hub reached by every seed explains nothing.
         bridge_nodes.sort(key=lambda n: (self.degree[n], n))
         scores = {s: 1.0 for s in seeds}
@@ -173,11 +172,11 @@ class GraphStore:
             if len(paths) >= max_paths:
                 break
             scores[b] = 1.0
-            for s in seeds:
+            for s in reached_from[b]:  # only seeds within `hops` of it: a path exists
                 if len(paths) >= max_paths:
                     break
                 path = self.graph.get_shortest_path(s, b)
-                if path and len(path) - 1 <= hops:
+                if len(path) - 1 <= hops:
                     paths.append(path)
                     for n in path:
                         scores.setdefault(n, 0.5)

@@ -31,12 +31,12 @@ import xxhash
 from arag import __version__
 from arag.corpus.digest import HASH_NAME, corpus_digest
 from arag.corpus.readers import CorpusSpec, InputPart, is_compressed, list_input_files
+from arag.index.ann import check_ann_setting
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, TOOLS_CACHE, IndexLayout, read_json, write_json_atomic
 from arag.index.part_vectors import committed_vectors, read_vectors_record
 from arag.index.parts import ChunkingSettings, PartRecord, discard_part
 from arag.index.tokens import TOKENIZER_NAME
-from arag.index.vectors import effective_factory
 
 log = logging.getLogger("arag.index")
 
@@ -47,6 +47,15 @@ class IndexSettings:
     embedder: EmbedderSpec
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     faiss_factory: str = "Flat"
+    ann: str = "auto"  # see arag.index.ann: auto, flat, ivfpq or an IVF factory string
+
+    def __post_init__(self) -> None:
+        check_ann_setting(self.ann)
+        if self.faiss_factory != "Flat":
+            raise ValueError(
+                f"index.faiss_factory={self.faiss_factory!r}: per-part shards are always exact (Flat) now; "
+                "choose the ANN over all shards with index.ann (auto, flat, ivfpq or e.g. 'IVF4096,PQ48')"
+            )
 
     def identity(self) -> dict[str, Any]:
         corpus = asdict(self.corpus)
@@ -60,6 +69,7 @@ class IndexSettings:
             "chunking": {**asdict(self.chunking), "tokenizer": TOKENIZER_NAME, "splitter": "sentencex"},
             "embedder": self.embedder.identity(),
             "faiss_factory": self.faiss_factory,
+            "ann": self.ann,
         }
 
     def fingerprint(self) -> str:
@@ -189,6 +199,7 @@ def assemble_manifest(
     records: list[PartRecord],
     dimension: int,
     elapsed_s: float,
+    ann: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     by_part = {r.part: r for r in records}
     missing = [p.part for p in plan if p.part not in by_part]
@@ -208,7 +219,7 @@ def assemble_manifest(
             "sentences": str(layout.sentences(p.part).relative_to(root)),
             "rejects": str(layout.rejects(p.part).relative_to(root)),
             "vectors": str(layout.vectors(p.part).relative_to(root)),
-            "faiss_factory": effective_factory(settings.faiss_factory, r.num_sentences),
+            "faiss_factory": settings.faiss_factory,
             "num_documents": r.num_documents,
             "num_chunks": r.num_chunks,
             "num_sentences": r.num_sentences,
@@ -224,6 +235,9 @@ def assemble_manifest(
             v = read_vectors_record(layout, r.part)
             files.append({"path": v.path, "rows": v.rows, "bytes": v.bytes})
         parts.append(entry)
+    if ann and ann.get("trained"):  # the ANN phase's files, each fsynced before its record
+        for path, rows in [(ann["trained"], 0), *((p["file"], p["rows"]) for p in ann.get("parts", []))]:
+            files.append({"path": path, "rows": rows, "bytes": (root / path).stat().st_size})
     identity = settings.identity()
     content = corpus_digest([(p.file, p.start, p.end, by_part[p.part].input_digest) for p in plan])
     return {
@@ -235,6 +249,7 @@ def assemble_manifest(
         "chunking": identity["chunking"],
         "embedding": {"model": settings.embedder.name, "dimension": dimension, "normalized": True, "spec": asdict(settings.embedder)},
         "faiss": {"factory": settings.faiss_factory, "metric": "inner_product", "ids": "sentence_id"},
+        "ann": ann or {"kind": "flat", "setting": settings.ann},
         "num_documents": sum(r.num_documents for r in records),
         "num_chunks": sum(r.num_chunks for r in records),
         "num_sentences": sum(r.num_sentences for r in records),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import faiss
@@ -10,26 +9,11 @@ import numpy as np
 
 from arag.index.layout import atomic_path
 
-# IVF needs enough training vectors per list; below this a part falls back to exact search.
-MIN_TRAIN_PER_LIST = 39
-
-
-def effective_factory(factory: str, num_vectors: int) -> str:
-    """The factory actually used for a part of `num_vectors` vectors."""
-    m = re.match(r"IVF(\d+)", factory)
-    if m and num_vectors < int(m.group(1)) * MIN_TRAIN_PER_LIST:
-        return "Flat"
-    return factory
-
-
 def build_shard(vectors: np.ndarray, ids: np.ndarray, factory: str = "Flat") -> faiss.Index:
-    dim = vectors.shape[1]
-    used = effective_factory(factory, len(vectors))
-    if used == "Flat":
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
-    else:
-        index = faiss.index_factory(dim, used, faiss.METRIC_INNER_PRODUCT)
-        index.train(vectors)
+    """The exact shard of one part. ANN indexes are built over all shards (arag.index.ann)."""
+    if factory != "Flat":
+        raise ValueError(f"shards are exact (Flat), not {factory!r}: the ANN over all shards is index.ann")
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(vectors.shape[1]))
     index.add_with_ids(vectors, ids.astype(np.int64))
     return index
 

@@ -31,6 +31,7 @@ from arag.index.embedding import EmbedderSpec, SentenceEmbedder
 from arag.index.layout import IndexLayout, part_of_sentence, read_json
 from arag.index.part_vectors import committed_vectors, embed_part
 from arag.index.parts import ChunkingSettings, PartRecord, build_part, discard_parts_beyond, read_part_record, verify_part
+from arag.runtime.ann_job import run_ann_phase
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
@@ -148,8 +149,10 @@ def build_index(
             "fix the corpus or set corpus.fields.id=null to number documents by file and line"
         )
     dimension = _run_phase2(settings, layout, records, embed, progress)
+    # One ANN over all parts' exact shards when index.ann asks for it (arag.runtime.ann_job).
+    ann = run_ann_phase(settings, layout, records, progress, use_gpu=bool(embed.num_gpus))
     elapsed = time.perf_counter() - started
-    manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed)
+    manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed, ann=ann)
     commit_manifest(layout, manifest)
     return BuildResult(action, manifest, elapsed)
 

@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema", action="store_true", help="print the tool's function schema and exit")
     parser.add_argument("--cache-dir", default=None, help="where the tools cache lives (default: <index>/tools_cache)")
     parser.add_argument("--no-accelerate", action="store_true", help="scan all chunks for keywords (no trigram index)")
-    parser.add_argument("--nprobe", type=int, default=None, help="IVF lists to probe (default: as saved in the shards)")
+    parser.add_argument("--nprobe", type=int, default=None, help="ANN index: IVF lists to probe (default: arag.index.ann.DEFAULT_NPROBE)")
+    parser.add_argument("--rerank", type=int, default=None, help="ANN index: candidates re-ranked exactly per result (default: arag.index.ann.DEFAULT_RERANK)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
 
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(TOOLS[args.tool].schema(), indent=2, ensure_ascii=False))
         return 0
     try:
-        ctx = ToolContext(args.index_dir, cache_dir=args.cache_dir, accelerate=not args.no_accelerate, nprobe=args.nprobe)
+        ctx = ToolContext(args.index_dir, cache_dir=args.cache_dir, accelerate=not args.no_accelerate, nprobe=args.nprobe, rerank=args.rerank)
     except (IndexNotFoundError, IncompleteIndexError) as exc:
         print(f"cannot open index: {exc}", file=sys.stderr)
         return 2

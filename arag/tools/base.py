@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from arag.tools.store import ChunkStore
     from arag.tools.tracker import ReadTracker
+    from arag.tools.vector_search import VectorSearch
 
 # The paper caps every search at 20 results.
 MAX_TOP_K = 20
@@ -100,6 +101,7 @@ class ToolHost(Protocol):
     dispatches to them do not import each other.)"""
 
     store: "ChunkStore"
+    vectors: "VectorSearch"
     accelerate: bool
 
     def encode_query(self, query: str) -> "np.ndarray": ...

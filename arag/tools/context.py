@@ -10,8 +10,9 @@ Admission: at most `max_active` calls (default: twice the cores) run their CPU w
 the other callers wait their turn on a semaphore, holding no GIL. Without it, 256 runnable
 callers took 3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py); the likely reason is
 that the encoder threads, which release the GIL inside OpenVINO and need it back for tokenising
-and pooling, then wait behind hundreds of GIL-hungry threads after every release. A call waiting for its query encoding gives its slot back, so every
-waiting query can still join one batch.
+and pooling, then wait behind hundreds of GIL-hungry threads after every release. A call
+waiting for its query encoding gives its slot back, so every waiting query can still join one
+batch.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,14 +31,12 @@ from arag.tools.batching import BatchingEncoder
 from arag.tools.registry import TOOLS
 from arag.tools.store import ChunkStore
 from arag.tools.tracker import ReadTracker
+from arag.tools.vector_search import VectorSearch
 
 log = logging.getLogger(__name__)
 
 # Encodes queries into unit float32 vectors of the index's dimension, shape (n, d).
 Encoder = Callable[[list[str]], np.ndarray]
-
-# Shards above this size are memory-mapped rather than read into RAM.
-MMAP_SHARD_BYTES = 1 << 30
 
 
 class ToolContext:
@@ -51,7 +49,8 @@ class ToolContext:
     cache_dir: where the per-part tools caches live (default `<index>/tools_cache`, see arag.tools.store).
     accelerate: narrow keyword candidates with the trigram postings (same results, faster);
         False scores every chunk.
-    nprobe: for IVF shards, how many lists to visit (default: the value saved in the shard).
+    nprobe, rerank: query-time knobs of vector search on an ANN index: lists probed, and exact
+        re-rank candidates per result (see arag.tools.vector_search; defaults from the benchmark).
     batch_window_s: how long the query encoder waits for more concurrent queries to batch.
     max_active: calls that run at once (default: twice the cores); more callers queue.
     """
@@ -64,6 +63,7 @@ class ToolContext:
         cache_dir: str | Path | None = None,
         accelerate: bool = True,
         nprobe: int | None = None,
+        rerank: int | None = None,
         duckdb_threads: int | None = None,
         batch_window_s: float = 0.001,
         max_active: int | None = None,
@@ -78,10 +78,8 @@ class ToolContext:
         self.max_active = max(1, int(max_active or 2 * cores))
         self._active = threading.BoundedSemaphore(self.max_active)
         self._admitted = threading.local()  # .held: this thread's call holds a slot of _active
-        self._shards: list[Any] | None = None
-        self._exact: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}  # by id() of a loaded shard
-        self._lock = threading.RLock()  # one-time loads only (the encoder, the shards)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)), thread_name_prefix="faiss-shard")
+        self.vectors = VectorSearch(self.index, nprobe=nprobe, rerank=rerank)
+        self._lock = threading.RLock()  # one-time loads only (the encoder)
         self._duckdb_threads = duckdb_threads
         self._con: Any = None
         self._cursors = threading.local()
@@ -157,70 +155,9 @@ class ToolContext:
             self._encoder = SentenceEmbedder(self.index.embedder_spec).encode_queries
         return self._encoder(queries)
 
-    @property
-    def shards(self) -> list[Any]:
-        """FAISS shards of the parts with sentences, in part order; loaded on first use."""
-        with self._lock:
-            if self._shards is None:
-                import faiss
-
-                shards = []
-                for path in self.index.vector_files:
-                    big = path.stat().st_size > MMAP_SHARD_BYTES
-                    flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if big else 0
-                    try:
-                        shard = faiss.read_index(str(path), flags)
-                    except RuntimeError:  # an index type without mmap support: read it whole
-                        shard = faiss.read_index(str(path))
-                    if self.nprobe:
-                        try:
-                            faiss.extract_index_ivf(shard).nprobe = int(self.nprobe)
-                        except RuntimeError:
-                            pass  # exact (Flat) shard: nothing to probe
-                    shards.append(shard)
-                self._shards = shards
-            return self._shards
-
     def search_sentences(self, qvec: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Top `n` sentences over all shards: (scores desc, sentence ids); ties by smaller id."""
-        scores, ids = [], []
-        shards = [s for s in self.shards if s.ntotal > 0]
-
-        def search(shard: Any) -> tuple[np.ndarray, np.ndarray]:
-            exact = self._exact_view(shard)
-            if exact is not None:
-                return _top_inner_products(exact[0], exact[1], qvec[0], min(n, shard.ntotal))
-            return shard.search(qvec, min(n, shard.ntotal))
-
-        # FAISS answers a single query on one thread and releases the GIL: shards run in parallel.
-        results = self._pool.map(search, shards) if len(shards) > 1 else map(search, shards)
-        for d, i in results:
-            keep = i[0] >= 0
-            scores.append(d[0][keep])
-            ids.append(i[0][keep])
-        if not scores:
-            return np.zeros(0, np.float32), np.zeros(0, np.int64)
-        s, i = np.concatenate(scores), np.concatenate(ids)
-        order = np.lexsort((i, -s))[:n]
-        return s[order], i[order]
-
-    def _exact_view(self, shard: Any) -> tuple[np.ndarray, np.ndarray] | None:
-        """(vectors, ids) of an exact inner-product shard as arrays over FAISS's own memory (no
-        copy; for a memory-mapped shard, over the mapped file), or None for other index types.
-
-        For one query FAISS's flat scan runs on a single thread, one vector at a time; a BLAS
-        matrix-vector product over the same memory is ~2x faster and gives the same ranking."""
-        key = id(shard)
-        if key not in self._exact:
-            import faiss
-
-            view = None
-            inner = faiss.downcast_index(shard.index) if isinstance(shard, faiss.IndexIDMap) else None
-            if isinstance(inner, faiss.IndexFlatIP) and shard.ntotal > 0:
-                vectors = faiss.rev_swig_ptr(inner.get_xb(), shard.ntotal * inner.d).reshape(shard.ntotal, inner.d)
-                view = (vectors, faiss.vector_to_array(shard.id_map))
-            self._exact[key] = view
-        return self._exact[key]
+        return self.vectors.search(qvec, n)
 
     def close(self) -> None:
         self._batcher.close()
@@ -228,9 +165,7 @@ class ToolContext:
             if self._con is not None:
                 self._con.close()
                 self._con = None
-            self._shards = None
-            self._exact.clear()
-        self._pool.shutdown(wait=False)
+        self.vectors.close()
 
     def __enter__(self) -> "ToolContext":
         return self
@@ -240,11 +175,3 @@ class ToolContext:
 
     def __repr__(self) -> str:
         return f"ToolContext({self.index!r}, accelerate={self.accelerate})"
-
-
-def _top_inner_products(vectors: np.ndarray, ids: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """FAISS-shaped (1, k) scores and ids of the k largest inner products, best first."""
-    scores = vectors @ query  # BLAS sgemv: multi-threaded, releases the GIL
-    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    top = top[np.lexsort((ids[top], -scores[top]))]
-    return scores[top][None, :], ids[top][None, :]

@@ -165,29 +165,13 @@ def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str) -> Docum
 
 
 def line_similarities(ctx: ToolHost, query: str, sentence_ids: list[int]) -> dict[int, float]:
-    """Cosine of `query` to each of the given sentences ({sentence id: similarity}): an exact FAISS
-    search restricted to those ids (an ID selector), so no vector leaves the index."""
-    import faiss
-
+    """Cosine of `query` to each of the given sentences ({sentence id: similarity}), from their
+    stored vectors (unit vectors: cosine = inner product)."""
     wanted = np.asarray(sorted({s for s in sentence_ids if s >= 0}), dtype=np.int64)
     if len(wanted) == 0:
         return {}
-    qvec = ctx.encode_query(query)
-    selector = faiss.IDSelectorBatch(len(wanted), faiss.swig_ptr(wanted))
-    out: dict[int, float] = {}
-    for shard in ctx.shards:
-        if shard.ntotal == 0:
-            continue
-        try:
-            ivf = faiss.extract_index_ivf(shard)
-        except RuntimeError:
-            ivf = None
-        params = faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nlist) if ivf is not None else faiss.SearchParameters(sel=selector)
-        scores, ids = shard.search(qvec, min(len(wanted), shard.ntotal), params=params)
-        for s, i in zip(scores[0].tolist(), ids[0].tolist()):
-            if i >= 0:
-                out[int(i)] = float(s)
-    return out
+    scores = ctx.vectors.scores(ctx.encode_query(query), wanted)
+    return {int(i): float(s) for i, s in zip(wanted.tolist(), scores.tolist())}
 
 
 def numbered(lines: list[str], start: int) -> str:

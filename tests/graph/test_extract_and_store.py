@@ -130,3 +130,15 @@ def test_llm_extraction_part_keeps_bad_output_as_rejects(tmp_path):
     assert rejects == [{"chunk_id": "1#0", "reason": rejects[0]["reason"], "raw": "I cannot do that."}] and "not JSON" in rejects[0]["reason"]
     triples = pq.read_table(layout.part_file("triples", 0)).to_pylist()
     assert triples == [{"chunk_id": "0#0", "doc_id": "0", "head": "Teutberga", "relation": "married", "tail": "Lothair II"}]
+
+
+def test_bridge_paths_start_only_at_seeds_that_reach_the_bridge(graph_index):
+    import warnings
+
+    store = GraphStore(graph_index.path)
+    node = store.by_name
+    seeds = [node["teutberga"], node["ermengarde of tours"], node["chaturbhuj doshi"]]  # the last in another component
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # igraph warns when asked for a path that does not exist
+        scores, paths = store.bridges(seeds, hops=2, max_paths=20)
+    assert paths and all(p[0] != node["chaturbhuj doshi"] for p in paths) and node["lothair ii"] in scores

@@ -114,7 +114,9 @@ def make_index(
         all_stexts += srow["text"]
         records.append(part_record(p, corpus_file, sum(1 for d in docs if d.part == p), len(crow["chunk_id"]), len(sids)))
     spec = EmbedderSpec(**(embedder_spec or {"name": "fake-trigram-hash"}))
-    commit_parts(root, corpus_file, records, dimension=int(dimension or DIM), factory=factory, embedder=spec)
+    # The index setting is Flat either way: a per-part IVF shard is what indexes built before the
+    # global ANN hold, which the tools still search (index.faiss_factory=IVF... is refused now).
+    commit_parts(root, corpus_file, records, dimension=int(dimension or DIM), embedder=spec)
     vectors = np.concatenate(all_vecs) if all_vecs else np.zeros((0, DIM), np.float32)
     return BuiltIndex(root, all_ids, all_texts, np.concatenate(all_sids), all_stexts, sentence_chunk, vectors)
 

@@ -65,7 +65,7 @@ def keyword_lists() -> list[list[str]]:
 
 def test_keyword_search_equals_reference(wiki):
     ctx, scan, _, texts, _ = wiki
-    ids = ctx.store.chunks.column("chunk_id").to_pylist()
+    ids = ctx.store.chunk_rows(range(ctx.store.num_chunks), ["chunk_id"])["chunk_id"]
     for kws in keyword_lists():
         for top_k in (5, 20):
             expected = [(ids[o], s) for o, s in reference.keyword_scores(texts, kws, top_k)]
@@ -100,7 +100,7 @@ def test_semantic_and_naive_equal_brute_force(wiki):
     vecs, ids = all_vectors()
     rows = ctx.store.sentence_rows(ids)
     chunk_of = dict(zip(ids.tolist(), ctx.store.chunk_of_sentence_rows(rows).tolist()))
-    names = ctx.store.chunks.column("chunk_id").to_pylist()
+    names = ctx.store.chunk_rows(range(ctx.store.num_chunks), ["chunk_id"])["chunk_id"]
     for q in questions(40):
         qv = embedder.encode_queries([q["question"]])[0]
         for top_k in (5, 10):

@@ -1,0 +1,426 @@
+"""One approximate-nearest-neighbour (ANN) index over all of an index's vector shards.
+
+Every part keeps its exact shard `vectors/part-NNNNN.faiss` (`IndexIDMap2(IndexFlatIP)`, ids =
+sentence ids in row order): those are the stored full vectors. Above a size where scanning them
+all per query is too slow, `index.ann` adds one IVF index for the whole corpus:
+
+* `vectors/ann/trained.faiss`: the coarse quantizer (and PQ codebooks), trained ONCE on a sample
+  drawn uniformly across all parts, stored empty;
+* `vectors/ann/part-NNNNN.ivf`: the part's vectors encoded with that trained index, written as
+  FAISS inverted lists (codes and sentence ids per list, no copy of the quantizer).
+
+Because every part is encoded against the same centroids, concatenating the parts' lists gives
+exactly the index that adding all vectors to one trained index would give (`merge_parts`).
+A search probes `nprobe` lists for `candidates` sentences and re-ranks them by their exact inner
+product, read from the Flat shards on disk (`rerank`): scores are exact, ranking errors
+only come from true neighbours that the probe missed.
+
+No Ray here: arag.runtime.ann_job schedules these functions as tasks.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import struct
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+
+from arag.index.layout import PART_SHIFT, atomic_path, part_name
+
+ANN_DIR = "ann"
+TRAINED_FILE = "trained.faiss"
+# `index.ann` values besides an explicit FAISS IVF factory string such as "IVF4096,PQ48".
+ANN_CHOICES = ("auto", "flat", "ivfpq")
+# `auto` keeps exact search up to this many sentences. Measured with benchmarks/semantic_search.py
+# (`--sizes 250000,1000000`): an exact scan of 250k 384-d vectors took 17 ms p50 per query on 2
+# cores, 1M took ~175 ms, growing linearly, while IVF-PQ stays at a few ms at 1M.
+AUTO_FLAT_MAX_SENTENCES = 250_000
+# k-means wants >= 39 training vectors per list; 64 per list gives stable centroids.
+TRAIN_PER_LIST = 64
+MIN_TRAIN_PER_LIST = 39
+PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids per sub-quantizer
+# 384-d -> PQ96: 96 bytes per vector. With 4 dimensions per byte the PQ order of the candidates
+# is close to exact (benchmark: PQ48 needs ~10x more re-rank candidates for the same recall).
+PQ_DIMS_PER_SUBVECTOR = 4
+SAMPLE_SEED = 0
+# Query-time defaults (not part of the index): lists probed and exact re-rank candidates per
+# result, chosen with benchmarks/semantic_search.py for recall@10 >= 0.99 at 10M (IVF4096,PQ96:
+# nprobe 256 and rerank 64 gave 0.994 at 21.6 ms p50; rerank 16 gave 0.986, nprobe 128 0.983).
+DEFAULT_NPROBE = 256
+DEFAULT_RERANK = 64
+MIN_CANDIDATES = 256
+
+_FACTORY = re.compile(r"^IVF(\d+)(_HNSW\d+)?,(PQ\d+(x\d+)?|SQ8|SQfp16|Flat)$")
+_ROW_MASK = (1 << PART_SHIFT) - 1
+
+
+class AnnSettingError(ValueError):
+    pass
+
+
+def check_ann_setting(value: str) -> str:
+    """`value` if it is a valid `index.ann`, else an error naming the setting and the choices."""
+    if isinstance(value, str) and (value in ANN_CHOICES or _FACTORY.match(value)):
+        return value
+    raise AnnSettingError(
+        f"index.ann={value!r} is not valid: choose one of {', '.join(ANN_CHOICES)} "
+        "or a FAISS IVF factory string such as 'IVF4096,PQ48' (IVF<lists>[_HNSW<M>],PQ<m>[x<bits>]|SQ8|SQfp16|Flat)"
+    )
+
+
+@dataclass(frozen=True)
+class AnnPlan:
+    """What the ANN phase builds. `factory` None means exact search over the Flat shards only."""
+
+    setting: str
+    num_vectors: int
+    dimension: int
+    factory: str | None = None
+    nlist: int = 0
+    pq_m: int | None = None
+    pq_bits: int | None = None
+    train_size: int = 0
+    seed: int = SAMPLE_SEED
+
+    @property
+    def kind(self) -> str:
+        if self.factory is None:
+            return "flat"
+        return "ivfpq" if self.pq_m else "ivf"
+
+
+def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | None = None) -> AnnPlan:
+    """Decide the ANN for `num_vectors` vectors of `dimension` under `index.ann=setting`.
+
+    auto: exact below `flat_max` (default AUTO_FLAT_MAX_SENTENCES) sentences, IVF-PQ above;
+    ivfpq: IVF-PQ with lists and PQ size derived from the corpus (~sqrt(N) lists, 4 dims per
+    PQ byte); an IVF factory string: exactly that."""
+    check_ann_setting(setting)
+    flat_max = AUTO_FLAT_MAX_SENTENCES if flat_max is None else flat_max
+    if setting == "flat" or num_vectors == 0 or (setting == "auto" and num_vectors <= flat_max):
+        return AnnPlan(setting, num_vectors, dimension)
+    if setting in ("auto", "ivfpq"):
+        nlist = derived_nlist(num_vectors)
+        train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
+        m, bits = derived_pq(dimension, train_size)
+        factory = f"IVF{nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
+    else:
+        factory = setting
+    match = _FACTORY.match(factory)
+    nlist = int(match.group(1))
+    if num_vectors < MIN_TRAIN_PER_LIST * nlist:
+        raise AnnSettingError(f"index.ann={setting!r}: {nlist} lists need at least {MIN_TRAIN_PER_LIST * nlist} vectors to train, the index has {num_vectors}")
+    pq = re.match(r"PQ(\d+)(?:x(\d+))?", match.group(3))
+    m, bits = (int(pq.group(1)), int(pq.group(2) or 8)) if pq else (None, None)
+    if m and dimension % m:
+        raise AnnSettingError(f"index.ann={setting!r}: PQ{m} needs a dimension divisible by {m}, the vectors have {dimension}")
+    try:
+        faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise AnnSettingError(f"index.ann={setting!r}: FAISS cannot build {factory!r} for {dimension}-d vectors: {exc}") from exc
+    train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE if m else 0))
+    return AnnPlan(setting, num_vectors, dimension, factory, nlist, m, bits, train_size)
+
+
+def derived_nlist(num_vectors: int) -> int:
+    """A power of two near sqrt(N), at most N/39 (k-means needs ~39 vectors per list)."""
+    nlist = 2 ** round(math.log2(max(1.0, math.sqrt(num_vectors))))
+    while nlist > 1 and nlist * MIN_TRAIN_PER_LIST > num_vectors:
+        nlist //= 2
+    return nlist
+
+
+def derived_pq(dimension: int, train_size: int) -> tuple[int, int]:
+    """(sub-quantizers, bits): one byte per 4 dimensions, fewer bits for tiny training sets."""
+    m = max(1, dimension // PQ_DIMS_PER_SUBVECTOR)
+    while dimension % m:
+        m -= 1
+    bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
+    return m, bits
+
+
+def ann_dir(root: Path) -> Path:
+    return Path(root) / "vectors" / ANN_DIR
+
+
+def trained_path(root: Path) -> Path:
+    return ann_dir(root) / TRAINED_FILE
+
+
+def part_lists_path(root: Path, part: int) -> Path:
+    return ann_dir(root) / f"{part_name(part)}.ivf"
+
+
+# ---- stored vectors ---------------------------------------------------------------------------
+
+_HEADER = struct.Struct("<iqqq?i")  # d, ntotal, dummy, dummy, is_trained, metric_type
+
+
+class FlatShardError(ValueError):
+    pass
+
+
+def flat_shard_layout(path: Path) -> tuple[int, int, int]:
+    """(byte offset of the vectors, rows, dimension) of an exact shard file.
+
+    FAISS's own reader would build IndexIDMap2's id hash map (~50 bytes per vector in RAM, 12 GB
+    at 250M sentences); the vectors need none of it, because the shard's ids are its part's
+    sentence ids in row order (row = sentence_id & 0xffffffff). The file layout ("IxM2" header,
+    "IxFI" header, float count, floats, id count, ids) is checked, so a shard of another
+    kind is an error, never misread."""
+    path = Path(path)
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(2 * (4 + _HEADER.size) + 8)
+    if len(head) < 2 * (4 + _HEADER.size) + 8 or head[:4] != b"IxM2" or head[4 + _HEADER.size : 8 + _HEADER.size] != b"IxFI":
+        raise FlatShardError(f"{path}: not an exact IndexIDMap2(IndexFlatIP) shard (index.ann re-ranks from exact shards)")
+    d, ntotal, _, _, _, metric = _HEADER.unpack_from(head, 8 + _HEADER.size)
+    (count,) = struct.unpack_from("<Q", head, 2 * (4 + _HEADER.size))
+    offset = 2 * (4 + _HEADER.size) + 8
+    if metric != faiss.METRIC_INNER_PRODUCT or count != ntotal * d or size != offset + 4 * count + 8 + 8 * ntotal:
+        raise FlatShardError(f"{path}: unexpected exact shard layout (d={d}, rows={ntotal}, floats={count}, {size} bytes)")
+    return offset, ntotal, d
+
+
+def map_flat_shard(path: Path) -> np.ndarray:
+    """The (rows, d) float32 vectors of an exact shard, memory-mapped from its file (for bulk
+    reads: training samples, encoding; see `flat_shard_layout`)."""
+    offset, rows, d = flat_shard_layout(path)
+    if rows == 0:
+        return np.zeros((0, d), np.float32)
+    return np.memmap(path, dtype=np.float32, mode="r", offset=offset, shape=(rows, d))
+
+
+class StoredVectors:
+    """Single rows of the exact shards, by sentence id, read with positioned reads.
+
+    Re-ranking reads a few hundred scattered rows per query. Through a memory map every row
+    would also map its neighbours (the kernel maps pages around a fault), so the search
+    process's resident memory would grow towards the size of all shards; `pread` copies just
+    the row, the OS page cache keeps hot rows, and the process's memory stays the ANN's own.
+    No shared state: threads read at once."""
+
+    def __init__(self, parts: dict[int, Path]):
+        self.files = {part: (str(path), *flat_shard_layout(path)) for part, path in parts.items()}
+
+    def scores(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Inner products of the stored vectors of sentence `ids` with `query`."""
+        out = np.empty(len(ids), np.float32)
+        parts = ids >> PART_SHIFT
+        for part in np.unique(parts).tolist():
+            where = np.flatnonzero(parts == part)
+            path, offset, rows, d = self.files[part]
+            row_bytes = 4 * d
+            buf = bytearray(row_bytes * len(where))
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                for k, row in enumerate((ids[where] & _ROW_MASK).tolist()):
+                    if row >= rows:
+                        raise IndexError(f"{path}: sentence row {row} beyond its {rows} rows")
+                    buf[k * row_bytes : (k + 1) * row_bytes] = os.pread(fd, row_bytes, offset + row * row_bytes)
+            finally:
+                os.close(fd)
+            out[where] = np.frombuffer(buf, np.float32).reshape(len(where), d) @ query
+        return out
+
+
+def sample_rows(part_rows: dict[int, int], size: int, seed: int = SAMPLE_SEED) -> dict[int, np.ndarray]:
+    """`size` distinct (part, row) positions drawn uniformly over the whole corpus, by part."""
+    parts = sorted(p for p, n in part_rows.items() if n)
+    counts = np.asarray([part_rows[p] for p in parts], dtype=np.int64)
+    total = int(counts.sum())
+    picks = np.sort(np.random.default_rng(seed).choice(total, size=min(size, total), replace=False))
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    owner = np.searchsorted(starts, picks, side="right") - 1
+    return {parts[i]: picks[owner == i] - starts[i] for i in np.unique(owner).tolist()}
+
+
+def read_sample(flat_shards: dict[int, Path], part_rows: dict[int, int], size: int, seed: int = SAMPLE_SEED) -> np.ndarray:
+    """The training sample: rows drawn by `sample_rows`, gathered from the memory-mapped shards."""
+    chosen = sample_rows(part_rows, size, seed)
+    out = [np.asarray(map_flat_shard(flat_shards[p])[rows]) for p, rows in sorted(chosen.items())]
+    return np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
+
+
+# ---- training and encoding ----------------------------------------------------------------------
+
+
+def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Index:
+    """An empty IVF index of `plan.factory` trained on `sample` (k-means on a GPU when `use_gpu`)."""
+    if plan.factory is None:
+        raise ValueError("an exact (flat) plan has nothing to train")
+    index = faiss.index_factory(plan.dimension, plan.factory, faiss.METRIC_INNER_PRODUCT)
+    ivf = faiss.extract_index_ivf(index)
+    ivf.cp.seed = plan.seed
+    if hasattr(index, "do_polysemous_training"):
+        # Polysemous codes speed up Hamming-filtered search, which we do not use; the training
+        # costs minutes on CPU.
+        index.do_polysemous_training = False
+    if use_gpu:
+        if faiss.get_num_gpus() < 1:
+            raise RuntimeError("the ANN phase was asked to train on a GPU (runtime with GPUs), but this FAISS has no GPU: install the gpu extra (faiss-gpu-cu12)")
+        # k-means assignment (the costly part) on the GPU; the trained index is the same CPU index.
+        ivf.clustering_index = faiss.index_cpu_to_all_gpus(faiss.IndexFlat(plan.dimension, ivf.quantizer.metric_type))
+    index.train(sample)
+    if use_gpu:
+        ivf.clustering_index = None
+    return index
+
+
+def write_trained(index: faiss.Index, target: Path) -> None:
+    with atomic_path(target) as tmp:
+        faiss.write_index(index, str(tmp))
+
+
+def read_trained(path: Path) -> faiss.Index:
+    return faiss.read_index(str(path))
+
+
+def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path, batch: int = 65_536) -> int:
+    """Encode one part's stored vectors with the shared trained index and write its inverted
+    lists (codes and sentence ids, no quantizer) to `target`; returns the rows encoded."""
+    vectors = map_flat_shard(flat_shard)
+    index = faiss.clone_index(trained)
+    for start in range(0, len(vectors), batch):
+        chunk = np.ascontiguousarray(vectors[start : start + batch])
+        ids = (np.int64(part) << PART_SHIFT) | np.arange(start, start + len(chunk), dtype=np.int64)
+        index.add_with_ids(chunk, ids)
+    writer = faiss.VectorIOWriter()
+    faiss.write_InvertedLists(faiss.extract_index_ivf(index).invlists, writer)
+    with atomic_path(target) as tmp:
+        with open(tmp, "wb") as f:  # written and flushed here, not by a SWIG destructor
+            f.write(faiss.vector_to_array(writer.data).tobytes())
+            f.flush()
+            os.fsync(f.fileno())
+    return len(vectors)
+
+
+def read_part_lists(path: Path) -> faiss.InvertedLists:
+    reader = faiss.FileIOReader(str(path))
+    try:
+        return faiss.read_InvertedLists(reader)  # not owned by Python: see `_free_lists`
+    finally:
+        del reader
+
+
+def part_list_sizes(path: Path) -> np.ndarray:
+    """Entries per list of a part's lists file, from its header (FAISS "ilar" layout: nlist,
+    code size, "full" + every list's size, or "sprs" + (list, size) pairs), without reading it."""
+    with open(path, "rb") as f:
+        head = f.read(32)
+        if len(head) < 32 or head[:4] != b"ilar" or head[20:24] not in (b"full", b"sprs"):
+            raise ValueError(f"{path}: not a FAISS inverted-lists file")
+        nlist, _ = struct.unpack_from("<QQ", head, 4)
+        (count,) = struct.unpack_from("<Q", head, 24)
+        values = np.fromfile(f, dtype="<u8", count=count)
+    if head[20:24] == b"full":
+        return values.astype(np.int64)
+    sizes = np.zeros(nlist, np.int64)
+    sizes[values[0::2].astype(np.int64)] = values[1::2]
+    return sizes
+
+
+def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
+    """One searchable IVF index: `trained` with every part's lists appended, in part order.
+
+    The parts share `trained`'s centroids, so list i of the result holds exactly the vectors
+    one index would have put in list i: the same results as adding every vector to it. Each
+    list's final size is known from the files' headers and reserved first, so appending never
+    reallocates (growing vectors would leave up to 2x slack: 2.3 GB instead of 1.0 GB at 10M)."""
+    ivf = faiss.extract_index_ivf(trained)
+    totals = np.zeros(ivf.nlist, np.int64)
+    for path in list_files:
+        sizes = part_list_sizes(path)
+        if len(sizes) != ivf.nlist:
+            raise ValueError(f"{path}: {len(sizes)} lists, the trained index has {ivf.nlist}")
+        totals += sizes
+    invlists = faiss.downcast_InvertedLists(ivf.invlists)
+    for list_no in np.flatnonzero(totals).tolist():
+        invlists.resize(list_no, int(totals[list_no]))  # allocates exactly ...
+        invlists.resize(list_no, 0)  # ... and keeps the capacity
+    for path in list_files:
+        lists = read_part_lists(path)
+        if lists.nlist != ivf.nlist or lists.code_size != ivf.code_size:
+            raise ValueError(f"{path}: {lists.nlist} lists of {lists.code_size}-byte codes, the trained index has {ivf.nlist} of {ivf.code_size}")
+        invlists.merge_from(lists, 0)  # copies the entries
+        _free_lists(faiss.downcast_index(ivf), lists)
+    ivf.ntotal = int(totals.sum())  # `ivf` is `trained` itself (a view of the same FAISS object)
+    return trained
+
+
+def _free_lists(ivf: faiss.IndexIVF, lists: faiss.InvertedLists) -> None:
+    """Free lists returned by read_InvertedLists (Python does not own them). Deleting them
+    through SWIG (`thisown`) corrupts SWIG's type table in faiss 1.15.1; a throwaway IVF index of
+    the same kind that owns them deletes them in C++ instead."""
+    if isinstance(ivf, faiss.IndexIVFPQ):
+        holder = faiss.IndexIVFPQ(ivf.quantizer, ivf.d, ivf.nlist, ivf.pq.M, ivf.pq.nbits, ivf.metric_type)
+    elif isinstance(ivf, faiss.IndexIVFScalarQuantizer):
+        holder = faiss.IndexIVFScalarQuantizer(ivf.quantizer, ivf.d, ivf.nlist, ivf.sq.qtype, ivf.metric_type)
+    elif isinstance(ivf, faiss.IndexIVFFlat):
+        holder = faiss.IndexIVFFlat(ivf.quantizer, ivf.d, ivf.nlist, ivf.metric_type)
+    else:
+        raise TypeError(f"no way to free the inverted lists of a {type(ivf).__name__}")
+    holder.replace_invlists(lists, True)
+    del holder
+
+
+# ---- search ---------------------------------------------------------------------------------------
+
+
+def top_exact(scores: np.ndarray, ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The `n` best (score desc, then smaller sentence id)."""
+    order = np.lexsort((ids, -scores))[:n]
+    return scores[order], ids[order]
+
+
+def rerank(vectors: StoredVectors, candidates: np.ndarray, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top `n` of `candidates` (sentence ids) by exact inner product with `query`."""
+    candidates = np.unique(candidates[candidates >= 0])
+    return top_exact(vectors.scores(candidates, query), candidates, n)
+
+
+class AnnSearcher:
+    """The merged IVF index and the exact vectors (on disk) of one index directory.
+
+    Immutable once built: `search` takes no lock, so threads search at once (FAISS releases the GIL)."""
+
+    def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path]):
+        self.entry = entry
+        self.index = merge_parts(read_trained(Path(root) / entry["trained"]), [Path(root) / p["file"] for p in entry["parts"] if p["rows"]])
+        self.vectors = StoredVectors(parts)
+        self.nlist = int(entry["nlist"])
+
+    def search(self, query: np.ndarray, n: int, nprobe: int = DEFAULT_NPROBE, rerank_factor: int = DEFAULT_RERANK) -> tuple[np.ndarray, np.ndarray]:
+        """Top `n` sentences for one query (shape (1, d)): (exact scores desc, sentence ids)."""
+        k = min(self.index.ntotal, max(rerank_factor * n, MIN_CANDIDATES))
+        if k == 0 or n == 0:
+            return np.zeros(0, np.float32), np.zeros(0, np.int64)
+        params = faiss.SearchParametersIVF(nprobe=min(int(nprobe), self.nlist))
+        _, candidates = self.index.search(query, k, params=params)
+        return rerank(self.vectors, candidates[0], query[0], n)
+
+
+def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The manifest's `ann` entry."""
+    entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors}
+    if plan.factory is None:
+        entry["auto_flat_max_sentences"] = AUTO_FLAT_MAX_SENTENCES
+        return entry
+    fields = asdict(plan)
+    entry.update({k: fields[k] for k in ("factory", "nlist", "pq_m", "pq_bits", "train_size", "seed")})
+    entry.update(
+        metric="inner_product",
+        trained=str(trained_path(root).relative_to(root)),
+        train_seconds=trained["seconds"],
+        train_device=trained["device"],
+        rerank="exact, rows read from vectors/part-*.faiss",
+        parts=sorted(parts, key=lambda p: p["part"]),
+    )
+    return entry
+

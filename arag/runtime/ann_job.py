@@ -1,0 +1,127 @@
+"""The ANN phase of an index build on Ray (after phase 2 wrote every part's exact shard).
+
+One task trains the IVF quantizer (and PQ codebooks) on a sample it reads itself from the exact
+shards, drawn across all parts, and writes `vectors/ann/trained.faiss`; then one task per part
+encodes that part's shard with it and writes `vectors/ann/part-NNNNN.ivf`. The driver passes
+paths and row counts and gets back small records: it never holds a vector. A rerun skips what
+exists (training, then each part), so a killed phase resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from arag.index import ann
+from arag.index.build import IndexSettings
+from arag.index.layout import IndexLayout, read_json, write_json_atomic
+from arag.index.parts import PartRecord
+from arag.runtime.progress import progress_bar
+
+log = logging.getLogger("arag.index")
+
+TRAINED_RECORD = "trained.json"
+TRAIN_MAX_CPUS = 16
+
+
+def run_ann_phase(settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], progress: bool, use_gpu: bool) -> dict[str, Any]:
+    """Build the ANN that `settings.ann` asks for (nothing for exact search); the manifest's `ann` entry."""
+    num_vectors = sum(r.num_sentences for r in records)
+    with_vectors = [r for r in records if r.num_sentences]
+    dimension = int(ann.map_flat_shard(layout.vectors(with_vectors[0].part)).shape[1]) if with_vectors else 0
+    plan = ann.plan_ann(settings.ann, num_vectors, dimension)
+    root = layout.root
+    if plan.factory is None:
+        return ann.ann_entry(plan, root, {}, [])
+
+    folder = ann.ann_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    for tmp in folder.glob(".tmp-*"):
+        tmp.unlink(missing_ok=True)
+    record_path = folder / TRAINED_RECORD
+    trained = ann.trained_path(root)
+    if trained.exists() and record_path.exists() and read_json(record_path).get("factory") == plan.factory:
+        training = read_json(record_path)
+    else:
+        for stale in folder.glob("part-*.ivf"):  # encoded with another trained index
+            stale.unlink()
+        log.info("ANN %s: training on %d of %d vectors (%s)", plan.factory, plan.train_size, num_vectors, "GPU" if use_gpu else "CPU")
+        shards = {r.part: str(layout.vectors(r.part)) for r in with_vectors}
+        rows = {r.part: r.num_sentences for r in with_vectors}
+        # k-means is one multi-threaded task: give it the cores of the largest node (up to 16).
+        threads = _largest_node_cpus(TRAIN_MAX_CPUS, use_gpu)
+        task = ray.remote(_train).options(num_cpus=threads, num_gpus=1 if use_gpu else 0, max_retries=2)
+        training = ray.get(task.remote(plan, shards, rows, str(trained), use_gpu, threads))
+        write_json_atomic(record_path, training)  # after trained.faiss: its presence means training is done
+    todo = [r for r in with_vectors if not ann.part_lists_path(root, r.part).exists()]
+    parts = {r.part: _part_record(root, r.part, r.num_sentences, None) for r in with_vectors if r not in todo}
+    with progress_bar(len(with_vectors), "ann encode", progress, unit="part") as bar:
+        bar.update(len(parts))
+        encode = ray.remote(_encode).options(num_cpus=1, max_retries=2)
+        pending = [
+            encode.remote(str(trained), str(layout.vectors(r.part)), r.part, r.num_sentences, str(ann.part_lists_path(root, r.part)))
+            for r in todo
+        ]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            result = ray.get(done[0])
+            parts[result["part"]] = _part_record(root, result["part"], result["rows"], result["seconds"])
+            bar.update(1)
+    return ann.ann_entry(plan, root, training, list(parts.values()))
+
+
+def _part_record(root: Path, part: int, rows: int, seconds: float | None) -> dict[str, Any]:
+    record: dict[str, Any] = {"part": part, "file": str(ann.part_lists_path(root, part).relative_to(root)), "rows": rows}
+    if seconds is not None:
+        record["encode_seconds"] = round(seconds, 3)
+    return record
+
+
+def _largest_node_cpus(cap: int, with_gpu: bool) -> int:
+    """CPUs of the largest alive node (with a GPU, when the task needs one), at most `cap`."""
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive") and (n["Resources"].get("GPU", 0) >= 1 or not with_gpu)]
+    return max(1, min(cap, int(max((n.get("CPU", 0) for n in nodes), default=1))))
+
+
+def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], target: str, use_gpu: bool, threads: int) -> dict[str, Any]:
+    import faiss
+
+    faiss.omp_set_num_threads(threads)
+    started = time.perf_counter()
+    sample = ann.read_sample({p: Path(s) for p, s in shards.items()}, rows, plan.train_size, plan.seed)
+    read_s = time.perf_counter() - started
+    index = ann.train(plan, sample, use_gpu=use_gpu)
+    ann.write_trained(index, Path(target))
+    return {
+        "factory": plan.factory,
+        "sample": len(sample),
+        "seconds": round(time.perf_counter() - started, 3),
+        "sample_read_seconds": round(read_s, 3),
+        "device": "gpu" if use_gpu else "cpu",
+        "threads": threads,
+        "node": os.uname().nodename,
+    }
+
+
+_TRAINED_CACHE: dict[tuple[str, float], Any] = {}
+
+
+def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str) -> dict[str, Any]:
+    import faiss
+
+    faiss.omp_set_num_threads(1)  # one task per core
+    started = time.perf_counter()
+    key = (trained, os.stat(trained).st_mtime)
+    if key not in _TRAINED_CACHE:  # a Ray worker runs many parts: read the quantizer once
+        _TRAINED_CACHE.clear()
+        _TRAINED_CACHE[key] = ann.read_trained(Path(trained))
+    rows = ann.encode_part(_TRAINED_CACHE[key], Path(shard), part, Path(target))
+    if rows != expected_rows:
+        Path(target).unlink(missing_ok=True)
+        raise RuntimeError(f"{shard}: {rows} vectors, its part record says {expected_rows} sentences")
+    return {"part": part, "rows": rows, "seconds": time.perf_counter() - started}

