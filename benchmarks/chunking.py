@@ -6,7 +6,7 @@ chunks it both ways a few times, and prints the best time of each, the ratio pac
 and what each produced (chunks, tokens per chunk, documents per chunk). Chunking runs inside the
 index build's phase 1, one part per task; this measures it alone, without Parquet or embedding.
 
-    python benchmarks/chunking.py                                   # 2wikimultihopqa, 1000 / 100
+    python benchmarks/chunking.py                                   # 2wikimultihopqa, 1000 / 100 (its config's)
     python benchmarks/chunking.py --corpus graphrag-bench-medical
     python benchmarks/chunking.py --chunk-tokens 500 --chunk-overlap 50
 """
@@ -30,13 +30,15 @@ from arag.index.packing import COVERED_SEPARATOR, WindowPacker
 REPO = Path(__file__).resolve().parents[1]
 
 
-def documents(corpus: str, data_dir: str) -> list[Document]:
+def documents(corpus: str, data_dir: str) -> tuple[list[Document], int]:
+    """The corpus's documents and its config's chunk_tokens."""
     from pipelines.index import settings_from_config
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="index", overrides=[f"+corpus={corpus}", f"data_dir={data_dir}"])
-    spec = settings_from_config(cfg).corpus
-    return [d for part in plan_parts(spec) for d in read_part(spec, part) if isinstance(d, Document)]
+    settings = settings_from_config(cfg)
+    spec = settings.corpus
+    return [d for part in plan_parts(spec) for d in read_part(spec, part) if isinstance(d, Document)], settings.chunking.chunk_tokens
 
 
 def per_document(docs: list[Document], chunk_tokens: int) -> list:
@@ -64,12 +66,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="2wikimultihopqa")
     ap.add_argument("--data-dir", default=os.environ.get("ARAG_DATA_DIR") or str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--chunk-tokens", type=int, default=1000)
+    ap.add_argument("--chunk-tokens", type=int, default=None, help="default: the corpus config's")
     ap.add_argument("--chunk-overlap", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
 
-    docs = documents(args.corpus, args.data_dir)
+    docs, config_tokens = documents(args.corpus, args.data_dir)
+    args.chunk_tokens = args.chunk_tokens or config_tokens
     per_doc_s, per_doc = best_of(args.repeats, per_document, docs, args.chunk_tokens)
     packed_s, windows = best_of(args.repeats, packed, docs, args.chunk_tokens, args.chunk_overlap)
     print(f"{args.corpus}: {len(docs)} documents, chunk_tokens={args.chunk_tokens}, chunk_overlap={args.chunk_overlap} (packed), best of {args.repeats}, load average {os.getloadavg()[0]:.1f}")
