@@ -91,13 +91,15 @@ def test_chunk_read_names_the_previous_and_next_window_of_the_part(packed_index)
     last0 = manifest["parts"][0]["num_chunks"] - 1
     with ToolContext(root, encoder=fake_encode) as ctx:
         (mid,) = ctx.call("chunk_read", {"chunk_ids": ["0:1"]}).results
-        (first,) = ctx.call("chunk_read", {"chunk_ids": ["0:0"]}).results
+        first_read = ctx.call("chunk_read", {"chunk_ids": ["0:0"]})
+        (first,), first_text = first_read.results, first_read.text
         (end0,) = ctx.call("chunk_read", {"chunk_ids": [f"0:{last0}"]}).results
         (start1,) = ctx.call("chunk_read", {"chunk_ids": ["1:0"]}).results
         res = ctx.call("chunk_read", {"chunk_ids": ["0:2"]})
     assert (mid.prev_id, mid.next_id) == ("0:0", "0:2")
     assert (first.prev_id, first.next_id) == (None, "0:1")
     assert end0.next_id is None and start1.prev_id is None  # a part boundary ends the chain
+    assert "previous: none (first chunk of the part)" in first_text
     # the header shows every covered title on one line
     header = res.text.splitlines()[0]
     assert header.startswith("[chunk_id: 0:2 | title: Person ") and "; Person " in header

@@ -123,7 +123,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
                 hits[-1].snippets = [rows["text"][i]]
                 if tracker is not None:
                     tracker.mark(cid)
-    text = chunk_read_text(hits, texts, unknown)
+    text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document")
     return ToolResult(
         tool=NAME,
         text=text,

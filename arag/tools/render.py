@@ -76,12 +76,13 @@ def query_phrase(query: str) -> str:
     return f"query {json.dumps(short, ensure_ascii=False)}"
 
 
-def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str]) -> str:
-    """Agent-facing text of chunk_read: each chunk with its neighbours, then unknown ids."""
+def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str], sequence: str = "document") -> str:
+    """Agent-facing text of chunk_read: each chunk with its neighbours, then unknown ids.
+    `sequence`: what the neighbours run through ("document"; a packed index's "part")."""
     blocks = []
     for hit in hits:
-        prev_ = hit.prev_id or "none (first chunk of the document)"
-        next_ = hit.next_id or "none (last chunk of the document)"
+        prev_ = hit.prev_id or f"none (first chunk of the {sequence})"
+        next_ = hit.next_id or f"none (last chunk of the {sequence})"
         title = _title_field(hit.title)
         head = f"[chunk_id: {hit.chunk_id}{title} | previous: {prev_} | next: {next_}]"
         if hit.already_read:
