@@ -161,4 +161,4 @@ def check_serve_config(cfg: DictConfig) -> None:
 
 def check_report_config(cfg: DictConfig) -> None:
     """`python -m pipelines.report` (conf/report.yaml)."""
-    check_nodes(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None}})
+    check_nodes(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None, "paper_columns": None}})
