@@ -26,7 +26,12 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
     return IndexSettings(
         corpus=corpus_spec_from_config(OmegaConf.to_container(cfg.corpus, resolve=True)),
         embedder=EmbedderSpec.from_config(OmegaConf.to_container(cfg.embedder, resolve=True)),
-        chunking=ChunkingSettings(chunk_tokens=int(cfg.index.chunk_tokens), language=str(cfg.index.language)),
+        chunking=ChunkingSettings(
+            mode=str(cfg.index.chunking),
+            chunk_tokens=int(cfg.index.chunk_tokens),
+            chunk_overlap=int(cfg.index.chunk_overlap),
+            language=str(cfg.index.language),
+        ),
         faiss_factory=str(cfg.index.faiss_factory),
         ann=str(cfg.index.ann),
     )
@@ -35,7 +40,7 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
 @hydra.main(config_path=str(conf_dir()), config_name="index", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     if "corpus" not in cfg:
-        sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, graphrag-bench-medical, graphrag-bench-novel, jsonl, json, parquet)")
+        sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")
     try:
         check_index_config(cfg)
         settings = settings_from_config(cfg)

@@ -17,7 +17,7 @@ from pipelines.settings import check_report_config
 def main(cfg: DictConfig) -> None:
     try:
         check_report_config(cfg)
-        report = build_report(str(cfg.results.path), cfg.report.path, where=cfg.report.where, title=str(cfg.report.title))
+        report = build_report(str(cfg.results.path), cfg.report.path, where=cfg.report.where, title=str(cfg.report.title), paper_columns=bool(cfg.report.paper_columns))
     except (FileNotFoundError, ValueError) as exc:
         sys.exit(f"error: {exc}")
     except Exception as exc:  # e.g. a bad report.where filter (DuckDB's message names the problem)

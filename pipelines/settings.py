@@ -37,10 +37,15 @@ def check_nodes(cfg: Any, nodes: Mapping[str, Any], group: str = "") -> None:
             check_nodes(given[key], inner, f"{group}.{key}" if group else key)
 
 
+# Keys of a corpus config that are not the corpus's own: its defaults for index.chunking and
+# index.chunk_tokens (conf/index.yaml reads them), e.g. packed chunking for the benchmark corpora.
+CORPUS_INDEX_DEFAULTS = ("chunking", "chunk_tokens")
+
+
 def corpus_keys() -> dict[str, Any]:
     from arag.corpus.readers import CorpusSpec, FieldNames
 
-    return {**dict.fromkeys(field_names(CorpusSpec)), "fields": dict.fromkeys(field_names(FieldNames))}
+    return {**dict.fromkeys(field_names(CorpusSpec)), **dict.fromkeys(CORPUS_INDEX_DEFAULTS), "fields": dict.fromkeys(field_names(FieldNames))}
 
 
 def agent_keys() -> dict[str, Any]:
@@ -71,7 +76,7 @@ def check_index_config(cfg: DictConfig) -> None:
         {
             "data_dir": None,
             "progress": None,
-            "index": dict.fromkeys(("path", "chunk_tokens", "language", "faiss_factory", "overwrite", "ann")),
+            "index": dict.fromkeys(("path", "chunking", "chunk_tokens", "chunk_overlap", "language", "faiss_factory", "overwrite", "ann")),
             "corpus": corpus_keys(),
             "embedder": dict.fromkeys(field_names(EmbedderSpec)),
             "runtime": {"num_cpus": None, "embed": dict.fromkeys(field_names(EmbedRuntime))},
@@ -156,4 +161,4 @@ def check_serve_config(cfg: DictConfig) -> None:
 
 def check_report_config(cfg: DictConfig) -> None:
     """`python -m pipelines.report` (conf/report.yaml)."""
-    check_nodes(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None}})
+    check_nodes(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None, "paper_columns": None}})

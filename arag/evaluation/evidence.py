@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from arag.agent.records import Episode
+from arag.index.packing import COVERED_SEPARATOR
 
 # Tools whose results always carry whole chunk texts.
 FULL_TEXT_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "graph_retrieval", "open"})  # graph_retrieval: A2RAG's stages
@@ -28,7 +29,7 @@ SNIPPET_TOOLS = frozenset({"keyword_search", "semantic_search", "search", "find"
 # chunk ids -> {chunk id: title} for the ids that exist (the tool context's index).
 TitleLookup = Callable[[list[str]], dict[str, str]]
 # Between the titles of a chunk that covers several documents (packed chunking).
-TITLE_SEPARATOR = "\n"
+TITLE_SEPARATOR = COVERED_SEPARATOR
 # The ranks Recall@k is reported at (row columns evidence_recall_at_<k>).
 RECALL_KS = (2, 5)
 # The ranks citation recall is reported at (row columns citation_recall_at_<k>; the paper's R@1).

@@ -1,7 +1,8 @@
 """A Markdown report with PNG plots from a results tree (every run's Parquet files, read by DuckDB).
 
-Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, like Table 1 of the A-RAG
-paper), the ablation table (A-RAG Full and its `arag_no_*` variants), details per run (EM, F1,
+Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc alone for GraphRAG-Bench,
+like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
+layout), retrieved tokens per method and dataset (Table 3's layout), details per run (EM, F1,
 evidence recall, failures), retrieved tokens and cost per method, tool use, and plots of accuracy
 against the step limit and against reasoning effort, and of tool-use distributions.
 
@@ -45,6 +46,10 @@ TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_r
 # Settings that may vary between runs; a column is shown only where it does vary.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails")
 
+# The paper's published main results (conf/paper_results/), shown with report.paper_columns=true.
+PAPER_RESULTS_FILE = "a_rag_table1.yaml"
+# Datasets with long-form gold answers: the main table shows LLM-Acc only for them, as the paper does.
+LONG_FORM_DATASETS = ("graphrag-bench",)
 # The questions both accuracies average over: all but those the judge gave no verdict for.
 SCORED = "coalesce(judge_status, '') <> 'failed'"
 
@@ -149,9 +154,72 @@ def _setting_label(keys: Sequence[str], values: Sequence[Any]) -> str:
     return ", ".join(f"{k}={'—' if v is None else v}" for k, v in zip(keys, values))
 
 
-def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = ()) -> str:
+def _accuracy_columns(dataset: str) -> tuple[str, ...]:
+    """The paper's columns: LLM-Acc and Cont-Acc for the short-answer sets, LLM-Acc alone for
+    GraphRAG-Bench, whose long-form gold answers are never contained verbatim."""
+    return ("LLM-Acc",) if dataset.startswith(LONG_FORM_DATASETS) else ("LLM-Acc", "Cont-Acc")
+
+
+def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str]) -> str:
+    """The paper's Table 3 layout: per (model, varying settings), rows = methods, columns = datasets,
+    cells = mean retrieved tokens per question (cl100k_base tokens of chunk text put into the context)."""
+    keys = ["model", *_varying(con)]
+    listed = ", ".join(f"'{m}'" for m in methods)
+    data = con.execute(
+        f"""SELECT {', '.join(keys)}, method, dataset, avg(retrieved_tokens) FROM episodes
+            WHERE method IN ({listed}) GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    if not data:
+        return ""
+    n = len(keys)
+    datasets = sorted({r[n + 1] for r in data})
+    groups: dict[tuple, dict[tuple[str, str], float]] = {}
+    for r in data:
+        groups.setdefault(tuple(r[:n]), {})[(r[n], r[n + 1])] = r[n + 2]
+    out = ["## Retrieved tokens per question (Table 3 layout)", ""]
+    for group, cells in groups.items():
+        out += [f"**{_setting_label(keys, group)}** — mean retrieved tokens per question (cl100k_base tokens of chunk text put into the context)", ""]
+        rows = [[_label(m), *(_fmt(cells.get((m, d)), "int") for d in datasets)] for m in _method_order(sorted({m for m, _ in cells}))]
+        out += [markdown_table(["Method", *datasets], rows, ["l"] + ["r"] * len(datasets)), ""]
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class PaperResults:
+    """The paper's published accuracies (conf/paper_results/a_rag_table1.yaml): per backbone, method
+    and dataset, [LLM-Acc, Cont-Acc] in %."""
+
+    source: str
+    backbones: dict[str, dict[str, dict[str, list[float | None]]]]
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> "PaperResults":
+        from omegaconf import OmegaConf
+
+        from arag.conf_files import conf_path
+
+        data = OmegaConf.to_container(OmegaConf.load(path or conf_path("paper_results", PAPER_RESULTS_FILE)))
+        return cls(str(data["source"]), data["backbones"])
+
+    def backbone(self, model: str) -> str | None:
+        """The paper backbone a model name names (e.g. 'gpt-5-mini-2025-08-07' → 'gpt-5-mini')."""
+        named = [b for b in self.backbones if b in str(model).lower()]
+        return max(named, key=len) if named else None
+
+    def cell(self, backbone: str, method: str, dataset: str, column: int) -> float | None:
+        """Published value in % (column 0: LLM-Acc, 1: Cont-Acc), None where not reported."""
+        values = self.backbones[backbone].get(method, {}).get(dataset)
+        return values[column] if values else None
+
+
+def _paper_fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None) -> str:
     """Per (model, varying settings): rows = methods, columns = dataset × (LLM-Acc, Cont-Acc).
-    `require`: show only the settings blocks that hold at least one of these methods."""
+    `require`: show only the settings blocks that hold at least one of these methods. `paper`: the
+    paper's published value beside each of ours, for blocks whose model is one of its backbones."""
     varying = _varying(con)
     keys = ["model", *varying]
     where = ""
@@ -173,13 +241,24 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
             continue
         out.append(f"**{_setting_label(keys, group)}** — accuracy in %, LLM-Acc and Cont-Acc over the same questions: all attempted ones but judge failures (n and judge failures per cell in the details table)")
         out.append("")
-        header = ["Method"] + [f"{d} {m}" for d in datasets for m in ("LLM-Acc", "Cont-Acc")]
+        backbone = paper.backbone(group[0]) if paper is not None else None
+        if paper is not None:
+            out.append(f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
+                       f"No published numbers for model {group[0]} (the paper's backbones: {', '.join(paper.backbones)}).")
+            out.append("")
+        header = ["Method"]
+        for d in datasets:
+            for m in _accuracy_columns(d):
+                header += [f"{d} {m}", "(paper)"] if backbone else [f"{d} {m}"]
         rows = []
         for method in _method_order(sorted({m for m, _ in cells})):
             row = [_label(method)]
             for d in datasets:
                 llm, cont, _n = cells.get((method, d), (None, None, 0))
-                row += [_fmt(llm), _fmt(cont)]
+                for column, value in enumerate([llm, cont][: len(_accuracy_columns(d))]):
+                    row.append(_fmt(value))
+                    if backbone:
+                        row.append(_paper_fmt(paper.cell(backbone, method, d, column)))
             rows.append(row)
         out += [markdown_table(header, rows), ""]
     return "\n".join(out)
@@ -360,7 +439,7 @@ def plot_tool_use(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
 
 
 # ---- the report ----------------------------------------------------------------------------------
-def build_report(results_path: str | Path, out_dir: str | Path | None = None, *, where: str | None = None, title: str = "Evaluation report") -> Report:
+def build_report(results_path: str | Path, out_dir: str | Path | None = None, *, where: str | None = None, title: str = "Evaluation report", paper_columns: bool = False) -> Report:
     results_path = Path(results_path)
     con = connect(results_path, where)  # first: a missing results folder must not be created
     out = Path(out_dir) if out_dir else results_path / "report"
@@ -382,10 +461,11 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         "",
         f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
         "",
-        accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results"),
+        accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results", paper=PaperResults.load() if paper_columns else None),
         accuracy_pivot(con, ["arag_full", *ablations], "Ablation: A-RAG (Full) without one tool", require=ablations) if ablations else "## Ablation: A-RAG (Full) without one tool\n\nNo ablation runs (methods `arag_no_*`) in these results.\n",
         agentic_table(con),
         details_table(con),
+        tokens_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("agenticrag")]),
         cost_table(con),
         tool_table(con),
         "## Plots",

@@ -66,7 +66,7 @@ class IndexSettings:
             "format_version": FORMAT_VERSION,
             "corpus": corpus,
             "inputs": input_signature(self.corpus),
-            "chunking": {**asdict(self.chunking), "tokenizer": TOKENIZER_NAME, "splitter": "sentencex"},
+            "chunking": {**self.chunking.identity(), "tokenizer": TOKENIZER_NAME, "splitter": "sentencex"},
             "embedder": self.embedder.identity(),
             "faiss_factory": self.faiss_factory,
             "ann": self.ann,

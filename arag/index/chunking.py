@@ -1,4 +1,6 @@
-"""Cut documents into sentence-aligned chunks of about `chunk_tokens` tokens.
+"""Cut documents into sentence-aligned chunks of about `chunk_tokens` tokens, one document at a
+time (`index.chunking=per_document`; the packed chunking that runs across documents is
+arag.index.packing).
 
 Invariants (tested): chunks never span documents; a chunk's text is a contiguous span of its
 document; sentences are never split across chunks, except a single sentence longer than
@@ -35,7 +37,7 @@ def make_chunk_id(doc_id: str, position: int) -> str:
     return f"{doc_id}#{position}"
 
 
-def _units(text: str, spans: list[Span], max_tokens: int) -> tuple[list[Span], list[int]]:
+def sentence_units(text: str, spans: list[Span], max_tokens: int) -> tuple[list[Span], list[int]]:
     """Sentence spans with their token counts; over-long sentences are cut into pieces."""
     # Count each sentence together with the white space before it: that is how it sits in a chunk.
     pieces = [text[(spans[i - 1].end if i else s.start) : s.end] for i, s in enumerate(spans)]
@@ -69,7 +71,7 @@ def chunk_document(doc: Document, chunk_tokens: int = 1000, language: str = "en"
     if chunk_tokens < MIN_CHUNK_TOKENS:
         raise ValueError(f"chunk_tokens must be at least {MIN_CHUNK_TOKENS}, got {chunk_tokens}")
     text = doc.text
-    units, unit_tokens = _units(text, sentence_spans(text, language), chunk_tokens)
+    units, unit_tokens = sentence_units(text, sentence_spans(text, language), chunk_tokens)
     groups: list[list[int]] = []
     current: list[int] = []
     budget = 0

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 from arag.corpus.digest import PartDigest, new_digest
 from arag.corpus.readers import CorpusSpec, InputPart, part_digest, read_part
 from arag.corpus.records import Reject
-from arag.index.chunking import MIN_CHUNK_TOKENS, chunk_document
+from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, chunk_document
+from arag.index.packing import WindowPacker
 from arag.index.layout import IndexLayout, atomic_path, file_sizes, read_json, sentence_id, write_json_atomic
 
 CHUNK_SCHEMA = pa.schema(
@@ -38,14 +39,35 @@ REJECT_SCHEMA = pa.schema([("source", pa.string()), ("line", pa.int64()), ("reas
 ROW_GROUP_SIZE = 8192
 
 
+PER_DOCUMENT, PACKED = "per_document", "packed"
+CHUNKING_MODES = (PER_DOCUMENT, PACKED)
+
+
 @dataclass(frozen=True)
 class ChunkingSettings:
+    """How documents become chunks (`index.chunking`): per_document (arag.index.chunking: chunks
+    never cross a document) or packed (arag.index.packing: overlapping windows across documents,
+    the paper's corpora). `chunk_overlap` applies to packed chunking only."""
+
+    mode: str = PER_DOCUMENT
     chunk_tokens: int = 1000
+    chunk_overlap: int = 100
     language: str = "en"
 
     def __post_init__(self) -> None:
+        if self.mode not in CHUNKING_MODES:
+            raise ValueError(f"index.chunking must be one of {', '.join(CHUNKING_MODES)}, got {self.mode!r}")
         if self.chunk_tokens < MIN_CHUNK_TOKENS:
             raise ValueError(f"index.chunk_tokens must be at least {MIN_CHUNK_TOKENS}, got {self.chunk_tokens}")
+        if self.mode == PACKED and not 0 <= self.chunk_overlap < self.chunk_tokens:
+            raise ValueError(f"index.chunk_overlap must be at least 0 and less than index.chunk_tokens ({self.chunk_tokens}), got {self.chunk_overlap}")
+
+    def identity(self) -> dict:
+        """The settings that decide the chunks (the overlap only where it is used)."""
+        out = asdict(self)
+        if self.mode != PACKED:
+            del out["chunk_overlap"]
+        return out
 
 
 @dataclass
@@ -154,19 +176,27 @@ def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, la
                 _ColumnBuffer(sw, SENTENCE_SCHEMA),
                 _ColumnBuffer(rw, REJECT_SCHEMA),
             )
+
+            def write(done: list[Chunk]) -> None:
+                for c in done:
+                    chunks.add(c.chunk_id, c.doc_id, c.title, c.position, c.text, c.n_tokens)
+                    for s in c.sentences:
+                        sentences.add(sentence_id(part.part, sentences.total), c.chunk_id, s)
+
+            packer = WindowPacker(part.part, settings.chunk_tokens, settings.chunk_overlap, settings.language) if settings.mode == PACKED else None
             for item in read_part(spec, part, digest):
                 if isinstance(item, Reject):
                     rejects.add(item.source, item.line, item.reason, item.raw)
                     continue
-                doc_chunks = chunk_document(item, settings.chunk_tokens, settings.language)
-                if not doc_chunks:
+                # per_document: the document's chunks; packed: the windows it completed (None: no sentences)
+                doc_chunks = packer.add(item) if packer is not None else (chunk_document(item, settings.chunk_tokens, settings.language) or None)
+                if doc_chunks is None:
                     rejects.add(item.source, item.line, "no sentences found in the text", item.text[: Reject.MAX_RAW_CHARS])
                     continue
                 num_documents += 1
-                for c in doc_chunks:
-                    chunks.add(c.chunk_id, c.doc_id, c.title, c.position, c.text, c.n_tokens)
-                    for s in c.sentences:
-                        sentences.add(sentence_id(part.part, sentences.total), c.chunk_id, s)
+                write(doc_chunks)
+            if packer is not None:
+                write(packer.finish())  # the part ends the last window
             for buf in (chunks, sentences, rejects):
                 buf.flush()
     record = PartRecord(

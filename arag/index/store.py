@@ -72,6 +72,12 @@ class Index:
         return [p.vectors for p in self.parts if p.num_sentences]
 
     @property
+    def chunking_mode(self) -> str:
+        """How the chunks were cut (arag.index.parts.CHUNKING_MODES); per_document for indexes that
+        predate the setting."""
+        return (self.manifest.get("chunking") or {}).get("mode", "per_document")
+
+    @property
     def embedder_spec(self) -> EmbedderSpec:
         return EmbedderSpec(**self.manifest["embedding"]["spec"])
 

@@ -3,13 +3,15 @@
 With a per-episode `ReadTracker`, a chunk already read in the episode is answered with a short
 note instead of its text (and counts no retrieved tokens). Ids repeated within one call are read
 once. Unknown ids are named in the answer; the call still returns the known ones. The previous and
-next chunk of the same document (position ∓ 1) are named so the agent can read around a passage.
+next chunk are named so the agent can read around a passage: of the same document (position ∓ 1)
+in a per-document index, the previous and next window of the same part in a packed one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from arag.index.parts import PACKED
 from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids
 from arag.tools.render import chunk_read_text, content_tokens
 
@@ -57,12 +59,15 @@ def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
 
 
 def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
-    """(previous id, next id) of each chunk: the chunks of the same document at position ∓ 1.
+    """(previous id, next id) of each chunk: the chunks of the same document at position ∓ 1, or
+    in a packed index the windows before and after it in its part.
 
     The pipeline writes a document's chunks consecutively, so rows ord∓1 are checked first; any
     other layout falls back to a lookup by (doc_id, position).
     """
     store = ctx.store
+    if store.index.chunking_mode == PACKED:
+        return window_neighbours(ctx, ords)
     out: list[list[str | None]] = []
     missing: list[tuple[int, int, str, int]] = []  # (result index, side, doc_id, position)
     probe = sorted({o + d for o in ords for d in (-1, 1) if 0 <= o + d < store.num_chunks})
@@ -89,6 +94,15 @@ def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: li
     return [(p, n) for p, n in out]
 
 
+def window_neighbours(ctx: ToolHost, ords: list[int]) -> list[tuple[str | None, str | None]]:
+    """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (the pipeline writes a
+    part's windows in order; a part boundary ends a window)."""
+    adjacent = ctx.store.adjacent_in_part(ords)
+    probe = sorted({o for pair in adjacent for o in pair if o is not None})
+    ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"])) if probe else {}
+    return [(ids.get(p) if p is not None else None, ids.get(n) if n is not None else None) for p, n in adjacent]
+
+
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     requested = list(dict.fromkeys(get_chunk_ids(args)))  # read each id once, in the order asked
     found = lookup_ids(ctx, requested)
@@ -109,7 +123,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
                 hits[-1].snippets = [rows["text"][i]]
                 if tracker is not None:
                     tracker.mark(cid)
-    text = chunk_read_text(hits, texts, unknown)
+    text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document")
     return ToolResult(
         tool=NAME,
         text=text,

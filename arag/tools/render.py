@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
+from arag.index.packing import COVERED_SEPARATOR
 from arag.index.tokens import count_tokens
 from arag.tools.base import MAX_TOP_K, Hit
 
@@ -33,8 +34,13 @@ def _quote_list(items: list[str]) -> str:
     return json.dumps(items, ensure_ascii=False)
 
 
+def _title_field(title: str | None) -> str:
+    """` | title: …` of a header line; a packed chunk's several titles on one line, "; " between them."""
+    return f" | title: {'; '.join(title.split(COVERED_SEPARATOR))}" if title else ""
+
+
 def _header_line(i: int, hit: Hit, score: str) -> str:
-    title = f" | title: {hit.title}" if hit.title else ""
+    title = _title_field(hit.title)
     return f"[{i}] chunk_id: {hit.chunk_id}{title} | {score}"
 
 
@@ -70,13 +76,14 @@ def query_phrase(query: str) -> str:
     return f"query {json.dumps(short, ensure_ascii=False)}"
 
 
-def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str]) -> str:
-    """Agent-facing text of chunk_read: each chunk with its neighbours, then unknown ids."""
+def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str], sequence: str = "document") -> str:
+    """Agent-facing text of chunk_read: each chunk with its neighbours, then unknown ids.
+    `sequence`: what the neighbours run through ("document"; a packed index's "part")."""
     blocks = []
     for hit in hits:
-        prev_ = hit.prev_id or "none (first chunk of the document)"
-        next_ = hit.next_id or "none (last chunk of the document)"
-        title = f" | title: {hit.title}" if hit.title else ""
+        prev_ = hit.prev_id or f"none (first chunk of the {sequence})"
+        next_ = hit.next_id or f"none (last chunk of the {sequence})"
+        title = _title_field(hit.title)
         head = f"[chunk_id: {hit.chunk_id}{title} | previous: {prev_} | next: {next_}]"
         if hit.already_read:
             blocks.append(f"{head}\nAlready read in this episode; its text is earlier in the conversation.")

@@ -127,6 +127,15 @@ class ChunkStore:
                     out["s_count"][i] = b - a
         return out
 
+    def adjacent_in_part(self, ords: list[int]) -> list[tuple[int | None, int | None]]:
+        """(ord − 1, ord + 1) of each chunk, each None where it would leave the chunk's part."""
+        which, _ = self._split(ords)
+        out = []
+        for o, w in zip(ords, which.tolist()):
+            lo, hi = int(self.chunk_offsets[w]), int(self.chunk_offsets[w + 1])
+            out.append((o - 1 if o - 1 >= lo else None, o + 1 if o + 1 < hi else None))
+        return out
+
     def sentence_texts(self, start: int, count: int) -> list[str]:
         """Texts of global sentence rows [start, start+count) (a chunk's sentences never span parts)."""
         if count <= 0:

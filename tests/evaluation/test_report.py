@@ -134,3 +134,54 @@ def test_report_refuses_to_merge_unlike_runs(tmp_path):
         build_report(results)
     assert "runA" not in build_report(results, where="run_id = 'runB'").markdown.split("## Details")[0] or True
     assert build_report(results, tmp_path / "one", where="run_id = 'runB'").rows == 1
+
+
+def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):
+    """Table 1: LLM-Acc and Cont-Acc for 2Wiki, LLM-Acc alone for GraphRAG-Bench; Table 3: mean
+    retrieved tokens per method and dataset."""
+    results = tmp_path / "results"
+    for k, (dataset, method, tokens) in enumerate([("2wikimultihopqa", "arag_full", 1000), ("2wikimultihopqa", "naive_rag", 5000),
+                                                   ("graphrag-bench-medical", "arag_full", 3000), ("graphrag-bench-medical", "naive_rag", 5000)]):
+        rows = [
+            EpisodeRow(
+                run_id=f"r{k}", dataset=dataset, question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"], method=method,
+                model="qwen", backend="llamacpp", status="ok", prediction="a", max_steps=10, reasoning_effort="low", contain_acc=1.0,
+                llm_acc=float(i < 2), judge_status="correct", retrieved_tokens=tokens + 100 * i, steps=1, tool_calls=1, wall_s=1.0,
+            ).to_record()
+            for i in range(4)
+        ]
+        with RunStore(results, f"r{k}") as store:
+            store.write(rows)
+    text = build_report(results).markdown
+    main = text.split("## Main results")[1].split("## Ablation")[0]
+    assert "| Method | 2wikimultihopqa LLM-Acc | 2wikimultihopqa Cont-Acc | graphrag-bench-medical LLM-Acc |" in main
+    assert "| A-RAG (Full) | 50.0 | 100.0 | 50.0 |" in main
+    tokens = text.split("## Retrieved tokens per question (Table 3 layout)")[1].split("## Retrieved tokens and cost")[0]
+    assert "| Method | 2wikimultihopqa | graphrag-bench-medical |" in tokens
+    assert "| Naive RAG | 5,150 | 5,150 |" in tokens and "| A-RAG (Full) | 1,150 | 3,150 |" in tokens
+
+
+def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path):
+    from arag.evaluation.report import PaperResults
+
+    results = tmp_path / "results"
+    for k, (model, dataset) in enumerate([("gpt-5-mini-2025-08-07", "2wikimultihopqa"), ("gpt-5-mini-2025-08-07", "graphrag-bench-novel"), ("qwen", "2wikimultihopqa")]):
+        rows = [
+            EpisodeRow(
+                run_id=f"r{k}", dataset=dataset, question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"], method="arag_full",
+                model=model, backend="openai", status="ok", prediction="a", max_steps=10, reasoning_effort="low", contain_acc=float(i < 3),
+                llm_acc=float(i < 2), judge_status="correct", retrieved_tokens=100, steps=1, tool_calls=1, wall_s=1.0,
+            ).to_record()
+            for i in range(4)
+        ]
+        with RunStore(results, f"r{k}") as store:
+            store.write(rows)
+    main = build_report(results, paper_columns=True).markdown.split("## Main results")[1].split("## Ablation")[0]
+    assert "| Method | 2wikimultihopqa LLM-Acc | (paper) | 2wikimultihopqa Cont-Acc | (paper) | graphrag-bench-novel LLM-Acc | (paper) |" in main
+    assert "| A-RAG (Full) | 50.0 | 89.7 | 75.0 | 88.9 | 50.0 | 85.3 |" in main  # the paper's GPT-5-mini row (abstract: 2Wiki 89.7)
+    assert "published numbers for gpt-5-mini" in main and "arXiv 2602.03442" in main
+    assert "No published numbers for model qwen" in main
+    assert "(paper)" not in build_report(results, tmp_path / "plain").markdown
+    paper = PaperResults.load()
+    assert paper.backbone("GPT-4o-mini") == "gpt-4o-mini" and paper.backbone("gpt-5-mini") == "gpt-5-mini" and paper.backbone("qwen2.5") is None
+    assert paper.cell("gpt-5-mini", "arag_full", "hotpotqa", 0) == 94.5 and paper.cell("gpt-5-mini", "arag_full", "graphrag-bench-medical", 1) is None

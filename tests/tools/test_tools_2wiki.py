@@ -1,6 +1,6 @@
 """Equivalence on the real 2Wiki index (built by `python -m pipelines.index +corpus=2wikimultihopqa`).
 
-Slow: it loads the real embedding model and runs the references over all 6,123 chunks. The index is
+Slow: it loads the real embedding model and runs the references over every chunk. The index is
 looked up at $ARAG_2WIKI_INDEX, else indexes/2wiki in the checkout (tests/paths.py); without one these tests
 are skipped.
 """

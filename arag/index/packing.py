@@ -1,0 +1,150 @@
+"""Packed chunking (`index.chunking=packed`): the A-RAG paper's corpora, cut the LinearRAG way into
+token windows that run across documents in corpus order and overlap.
+
+A window holds whole sentences (a sentence longer than `chunk_tokens` is cut on token boundaries
+into pieces, as in per-document chunking) of consecutive documents, at most `chunk_tokens` tokens
+in all. The next window starts with the last sentences of the one before whose tokens add up to at
+most `chunk_overlap` (none when the last sentence alone is longer), then goes on with new ones.
+
+What a window records (the chunk columns of arag.index.parts.CHUNK_SCHEMA):
+  chunk_id  `<part>:<n>`: the index part and the window's number in it, stable for the same input
+            and settings and unique without any coordination between parts
+  position  n, so the previous and next windows are n ∓ 1 of the same part (chunk_read's neighbours)
+  doc_id    the ids of the documents it covers, in order, joined by COVERED_SEPARATOR
+  title     the distinct non-empty titles of those documents, joined by COVERED_SEPARATOR, so
+            evidence recall maps a supporting title to every window that covers it
+  text      for each document covered, the span from its first to its last sentence in the window;
+            documents are separated by a blank line (DOCUMENT_SEPARATOR)
+
+Windows never cross a part boundary: parts are built independently and in parallel
+(arag.index.parts.build_part), so packing restarts at each part. A corpus meant to be packed as one
+stream, like the benchmark corpora (a few MB), is planned as one part (a large
+`corpus.part_size_mb`); a very large corpus loses only one overlap per part boundary.
+
+Memory: the packer holds the documents of the current window only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arag.corpus.records import Document
+from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, sentence_units
+from arag.index.sentences import sentence_spans
+from arag.index.tokens import count_tokens
+
+DOCUMENT_SEPARATOR = "\n\n"
+# Between the document ids and between the titles of one window (arag.evaluation.evidence splits on it).
+COVERED_SEPARATOR = "\n"
+# Estimated tokens of DOCUMENT_SEPARATOR before a document's first sentence; the exact count of each
+# window's text decides in the end.
+SEPARATOR_TOKENS = 1
+
+
+def packed_chunk_id(part: int, window: int) -> str:
+    return f"{part}:{window}"
+
+
+@dataclass(slots=True)
+class _Unit:
+    doc: Document
+    start: int  # characters of doc.text
+    end: int
+    tokens: int  # estimate: counted with the white space (or document separator) before it
+
+
+class WindowPacker:
+    """Packs the documents of one part, given in corpus order, into overlapping windows."""
+
+    def __init__(self, part: int, chunk_tokens: int = 1000, chunk_overlap: int = 100, language: str = "en"):
+        if chunk_tokens < MIN_CHUNK_TOKENS:
+            raise ValueError(f"chunk_tokens must be at least {MIN_CHUNK_TOKENS}, got {chunk_tokens}")
+        if not 0 <= chunk_overlap < chunk_tokens:
+            raise ValueError(f"chunk_overlap must be at least 0 and less than chunk_tokens ({chunk_tokens}), got {chunk_overlap}")
+        self.part, self.chunk_tokens, self.chunk_overlap, self.language = part, chunk_tokens, chunk_overlap, language
+        self.window: list[_Unit] = []
+        self.tokens = 0  # estimated tokens of the window
+        self.carried = 0  # leading units of the window repeated from the previous window
+        self.emitted = 0
+
+    def add(self, doc: Document) -> list[Chunk] | None:
+        """The windows this document completed (often none); None when it has no sentences."""
+        spans, counts = sentence_units(doc.text, sentence_spans(doc.text, self.language), self.chunk_tokens)
+        if not spans:
+            return None
+        out: list[Chunk] = []
+        for i, (span, n) in enumerate(zip(spans, counts)):
+            self._push(_Unit(doc, span.start, span.end, n + (SEPARATOR_TOKENS if i == 0 else 0)), out)
+        return out
+
+    def finish(self) -> list[Chunk]:
+        """The last windows, once every document of the part was added."""
+        out: list[Chunk] = []
+        while len(self.window) > self.carried:
+            for unit in self._emit(out):
+                self._push(unit, out)
+        return out
+
+    def _push(self, unit: _Unit, out: list[Chunk]) -> None:
+        if len(self.window) > self.carried and self.tokens + unit.tokens > self.chunk_tokens:
+            for overflow in self._emit(out):
+                self._push(overflow, out)
+            self._push(unit, out)
+            return
+        # Only carried sentences can stand in the way now: the overlap gives way to new text.
+        while self.window and self.tokens + unit.tokens > self.chunk_tokens:
+            self.tokens -= self.window.pop(0).tokens
+            self.carried -= 1
+        self.window.append(unit)
+        self.tokens += unit.tokens
+
+    def _emit(self, out: list[Chunk]) -> list[_Unit]:
+        """Write the window as a chunk, keep its tail as the next window's start; return the units
+        that did not fit after all (the estimates were short), to be pushed again."""
+        overflow: list[_Unit] = []
+        text = self._text()
+        n_tokens = count_tokens(text)
+        while n_tokens > self.chunk_tokens and len(self.window) > 1:
+            if len(self.window) - self.carried > 1:
+                overflow.insert(0, self.window.pop())
+            else:  # one new unit left: the overlap gives way
+                self.window.pop(0)
+                self.carried -= 1
+            text = self._text()
+            n_tokens = count_tokens(text)
+        out.append(self._chunk(text, n_tokens))
+        tail: list[_Unit] = []
+        kept = 0
+        for unit in reversed(self.window):
+            if kept + unit.tokens > self.chunk_overlap:
+                break
+            tail.insert(0, unit)
+            kept += unit.tokens
+        self.window, self.tokens, self.carried = tail, kept, len(tail)
+        return overflow
+
+    def _segments(self) -> list[tuple[Document, int, int]]:
+        segments: list[tuple[Document, int, int]] = []
+        for u in self.window:
+            if segments and segments[-1][0] is u.doc:
+                segments[-1] = (u.doc, segments[-1][1], u.end)
+            else:
+                segments.append((u.doc, u.start, u.end))
+        return segments
+
+    def _text(self) -> str:
+        return DOCUMENT_SEPARATOR.join(doc.text[a:b] for doc, a, b in self._segments())
+
+    def _chunk(self, text: str, n_tokens: int) -> Chunk:
+        docs = [doc for doc, _, _ in self._segments()]
+        position = self.emitted
+        self.emitted += 1
+        return Chunk(
+            chunk_id=packed_chunk_id(self.part, position),
+            doc_id=COVERED_SEPARATOR.join(d.doc_id for d in docs),
+            title=COVERED_SEPARATOR.join(dict.fromkeys(d.title for d in docs if d.title)),
+            position=position,
+            text=text,
+            n_tokens=n_tokens,
+            sentences=[u.doc.text[u.start : u.end] for u in self.window],
+        )
