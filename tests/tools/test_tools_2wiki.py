@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arag.evaluation.evidence import titles_covered
 from arag.index.vectors import shard_contents
 from arag.tools import ToolContext
 from benchmarks import tools_reference as reference
@@ -120,7 +121,7 @@ def test_supporting_titles_are_found(wiki):
         for title in q.get("supporting_titles", []):
             total += 1
             res = ctx.call("keyword_search", {"keywords": [title], "top_k": 20})
-            found += any(h.title == title for h in res.results)
+            found += any(title in titles_covered(h.title) for h in res.results)  # a packed window covers several titles
     assert found / total > 0.8
 
 
@@ -128,12 +129,12 @@ def test_cli_on_the_real_index(wiki):
     *_, cache = wiki
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = subprocess.run(
-        [sys.executable, "-m", "arag.tools", str(INDEX), "keyword_search", '{"keywords": ["Lothair II"], "top_k": 3}', "--json", "--cache-dir", str(cache)],
+        [sys.executable, "-m", "arag.tools", str(INDEX), "keyword_search", '{"keywords": ["Lothair II"], "top_k": 2}', "--json", "--cache-dir", str(cache)],
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert len(data["results"]) == 3 and data["retrieved_tokens"] > 0
+    assert len(data["results"]) == 2 and data["retrieved_tokens"] > 0  # two packed windows name him (several passages)
     assert all(r["snippets"] and all("lothair ii" in s.lower() for s in r["snippets"]) for r in data["results"])
     out = subprocess.run(
         [sys.executable, "-m", "arag.tools", str(INDEX), "semantic_search", '{"query": "Who was the mother of Lothair II?"}', "--cache-dir", str(cache)],
