@@ -5,7 +5,10 @@
 
 `call` has ToolContext.call's shape and answers the same `ToolResult` (the server runs the same
 tools). The tracker's `session_id` names the episode to the server, which keeps chunk_read's
-memory per session; the local tracker mirrors what was read. Connections are pooled (one client
+memory per session; the local tracker mirrors what was read. AgenticRAG's `DocumentSession` works
+the same way: its settings travel with each call (X-Document-Settings), the server's session hands
+out and resolves the reference ids, and the local session mirrors the ids a search answered (the
+method cites them). Connections are pooled (one client
 is shared by every thread of an evaluation worker); a connection that cannot be made is retried
 with backoff, but a request that reached the server is never sent twice (chunk_read would mark a
 chunk read twice). A server that cannot be reached, refuses the token or answers something other
@@ -26,6 +29,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from arag.service.guard import TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, Hit, ToolResult, error_result
+from arag.tools.documents import DocumentSession
 from arag.tools.tracker import ReadTracker
 
 if TYPE_CHECKING:
@@ -97,14 +101,18 @@ class RemoteTools:
         headers = {"Content-Type": "application/json"}
         if tracker is not None:
             headers["X-Session-Id"] = tracker.session_id
+        if isinstance(tracker, DocumentSession):
+            headers["X-Document-Settings"] = json.dumps(tracker.settings.to_dict())
         response = self._request("POST", f"/tools/{tool}", content=body, headers=headers, params={"full_text": "true" if full_text else "false"}, expect=(*TOOL_RESULT_STATUSES, 404))
         if response.status_code == 404:
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(self.tools)}")
         result = result_from_json(response.json())
-        if tracker is not None:
+        if tracker is not None and tool == "chunk_read":
             for hit in result.results:
-                if tool == "chunk_read" and not hit.already_read:
+                if not hit.already_read:
                     tracker.mark(hit.chunk_id)
+        if isinstance(tracker, DocumentSession) and tool == "search" and result.error is None:
+            tracker.mirror_search(result)
         return result
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:

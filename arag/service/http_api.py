@@ -4,6 +4,7 @@
     POST /tools/<name>        body: the tool's JSON arguments → the tool result (as `python -m
                               arag.tools ... --json`) plus "text", the agent-facing answer;
                               X-Session-Id header or ?session= picks the read tracker,
+                              X-Document-Settings (JSON) the document tools' settings,
                               ?full_text=true|false the snippet level
     GET  /index               the served index's fingerprint and sizes (remote clients check it)
     POST /chunks/titles       {"chunk_ids": [...]} → {"titles": {...}} (evaluation's evidence recall)
@@ -15,6 +16,7 @@ Statuses: 200 answered, 400 bad arguments (the body is the tool's error result),
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -25,11 +27,12 @@ from starlette.routing import Route
 from arag.service.openapi import openapi_document
 from arag.service.sessions import SessionIdError, check_session_id
 from arag.service.tool_service import ToolService, is_internal_failure, result_json
-from arag.tools import ToolArgumentError
+from arag.tools import DocumentToolSettings, ToolArgumentError
 
 log = logging.getLogger("arag.service")
 
 SESSION_HEADER = "x-session-id"
+DOCUMENT_SETTINGS_HEADER = "x-document-settings"
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
 
@@ -46,6 +49,19 @@ def request_session(request: Request) -> str | None:
         return check_session_id(session)
     except SessionIdError as exc:
         raise BadRequest(str(exc)) from None
+
+
+def request_document_settings(request: Request) -> DocumentToolSettings | None:
+    value = request.headers.get(DOCUMENT_SETTINGS_HEADER)
+    if value is None:
+        return None
+    try:
+        values = json.loads(value)
+        if not isinstance(values, dict):
+            raise ValueError(f"expected a JSON object, got {type(values).__name__}")
+        return DocumentToolSettings.from_dict(values)
+    except (ValueError, TypeError) as exc:
+        raise BadRequest(f"{DOCUMENT_SETTINGS_HEADER} header: {str(exc)[:300]}") from None
 
 
 def request_full_text(request: Request) -> bool | None:
@@ -71,10 +87,11 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
             return JSONResponse({"error": f"unknown tool {name[:100]!r}; served tools: {', '.join(service.tools)}", "tools": list(service.tools)}, status_code=404)
         try:
             session, full_text = request_session(request), request_full_text(request)
+            tracker = service.tracker(session, request_document_settings(request))
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         body = await request.body()
-        result = await service.call(name, body if body.strip() else b"{}", tracker=service.tracker(session), full_text=full_text)
+        result = await service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text)
         status = 200 if result.error is None else (500 if is_internal_failure(result) else 400)
         return JSONResponse(result_json(result), status_code=status)
 

@@ -6,8 +6,9 @@ result (as the JSON API's, without the text) as structured content, and `isError
 answered with an error. Arguments are checked by the tools themselves, so a bad call gets the
 same message as in-process.
 
-Read trackers: over stdio the process serves one client, so one tracker serves the whole
-connection; over streamable HTTP each MCP session (its `Mcp-Session-Id`) has its own.
+Read trackers (with the document tools' reference ids, at their default settings): over stdio the
+process serves one client, so one tracker serves the whole connection; over streamable HTTP each
+MCP session (its `Mcp-Session-Id`) has its own.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from arag.service.tool_service import ToolService, result_json
-from arag.tools import ReadTracker
+from arag.tools import DocumentSession, ReadTracker
 
 INSTRUCTIONS = (
     "Retrieval tools over one document index. Search with keyword_search (exact words or names) or "
@@ -40,7 +41,7 @@ def _session_tracker(service: ToolService, ctx: ServerRequestContext[Any, Any], 
 def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
     """stdio: the server talks to one client over stdin/stdout (one tracker for the connection)."""
     listed = [types.Tool(name=spec.name, description=spec.description, input_schema=spec.parameters) for spec in service.tools.values()]
-    stdio_tracker = ReadTracker() if stdio else None
+    stdio_tracker = DocumentSession() if stdio else None
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)

@@ -50,6 +50,7 @@ COMMON_ERRORS = {
 SESSION_PARAMETERS = [
     {"name": "X-Session-Id", "in": "header", "required": False, "schema": {"type": "string", "maxLength": 200}, "description": "the episode: chunk_read notes chunks already read in this session"},
     {"name": "session", "in": "query", "required": False, "schema": {"type": "string", "maxLength": 200}, "description": "the same as X-Session-Id"},
+    {"name": "X-Document-Settings", "in": "header", "required": False, "schema": {"type": "string"}, "description": "search/find/open/summarize: the document tools' settings as a JSON object (arag.tools.DocumentToolSettings); the session keeps them"},
     {"name": "full_text", "in": "query", "required": False, "schema": {"type": "boolean"}, "description": "search tools return whole chunks instead of snippets (default: the server's serve.full_text)"},
 ]
 

@@ -1,7 +1,9 @@
 """Per-session read trackers of a tool server, bounded in number and in idle time.
 
 chunk_read remembers, per episode, which chunks it already put into the agent's context
-(`ReadTracker`). A server sees episodes as sessions (an MCP session, or the `X-Session-Id` of a
+(`ReadTracker`), and AgenticRAG's document tools the reference ids their searches handed out; a
+session's tracker is a `DocumentSession` (a ReadTracker with the document tools' state), so both
+kinds of tools keep their episode memory on the server exactly as in-process. A server sees episodes as sessions (an MCP session, or the `X-Session-Id` of a
 JSON API call) and keeps one tracker per session. Clients rarely say when an episode ends, so the
 store forgets on its own: a session idle longer than `idle_s` starts afresh, and beyond
 `max_sessions` the least recently used one is dropped. Memory stays bounded however many
@@ -15,7 +17,7 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from arag.tools import ReadTracker
+from arag.tools import DocumentSession
 
 # Longest session id kept; longer ids are refused rather than stored.
 MAX_SESSION_ID_CHARS = 200
@@ -34,7 +36,7 @@ def check_session_id(session_id: str) -> str:
 
 
 class SessionTrackers:
-    """session id → ReadTracker, least recently used first; safe to use from several threads."""
+    """session id → DocumentSession, least recently used first; safe to use from several threads."""
 
     def __init__(self, max_sessions: int = 10_000, idle_s: float = 3600.0, clock: Callable[[], float] = time.monotonic):
         if max_sessions < 1:
@@ -45,15 +47,15 @@ class SessionTrackers:
         self.idle_s = idle_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._trackers: OrderedDict[str, tuple[ReadTracker, float]] = OrderedDict()
+        self._trackers: OrderedDict[str, tuple[DocumentSession, float]] = OrderedDict()
 
-    def get(self, session_id: str) -> ReadTracker:
+    def get(self, session_id: str) -> DocumentSession:
         """The session's tracker (a fresh one for a new or expired session)."""
         now = self._clock()
         with self._lock:
             self._expire(now)
             entry = self._trackers.pop(session_id, None)
-            tracker = entry[0] if entry is not None else ReadTracker()
+            tracker = entry[0] if entry is not None else DocumentSession()
             self._trackers[session_id] = (tracker, now)
             while len(self._trackers) > self.max_sessions:
                 self._trackers.popitem(last=False)

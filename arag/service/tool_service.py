@@ -16,7 +16,7 @@ from typing import Any
 
 from arag.index.fingerprint import index_build_fingerprint
 from arag.service.sessions import SessionTrackers
-from arag.tools import TOOL_SETS, TOOLS, ReadTracker, ToolContext, ToolResult, ToolSpec
+from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
 from arag.tools.base import get_chunk_ids
 from arag.tools.chunk_read import chunk_titles
 
@@ -67,9 +67,16 @@ class ToolService:
     def schemas(self) -> list[dict[str, Any]]:
         return [spec.schema() for spec in self.tools.values()]
 
-    def tracker(self, session_id: str | None) -> ReadTracker | None:
-        """The session's tracker; no session, no memory across calls (like `python -m arag.tools`)."""
-        return None if session_id is None else self.sessions.get(session_id)
+    def tracker(self, session_id: str | None, document_settings: DocumentToolSettings | None = None) -> ReadTracker | None:
+        """The session's tracker; no session, no memory across calls (like `python -m arag.tools`).
+        document_settings: the calling method's settings of the document tools (AgenticRAG's
+        ablations narrow them), kept by the session from then on."""
+        if session_id is None:
+            return None if document_settings is None else DocumentSession(settings=document_settings)
+        session = self.sessions.get(session_id)
+        if document_settings is not None:
+            session.settings = document_settings
+        return session
 
     async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None) -> ToolResult:
         """Run a served tool off the event loop. `arguments`: a dict, or the raw JSON text (parsed

@@ -116,7 +116,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         text=search_text(queries, refs, hits),
         results=hits,
         retrieved_tokens=content_tokens(s for h in hits for s in h.snippets),
-        details={"ref_ids": [r.ref_id for r in refs], "documents": [r.doc_id for r in refs]},
+        details={"turn": turn, "ref_ids": [r.ref_id for r in refs], "documents": [r.doc_id for r in refs], "lines": [r.n_lines for r in refs]},
     )
 
 

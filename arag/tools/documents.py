@@ -13,7 +13,7 @@ handle it like any other), with the method's settings for the tools.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,29 @@ class DocumentToolSettings:
     find_passages_per_pattern: int = 2
     find_context_lines: int = 1
     semantic_find: bool = True
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "bool":
+                if not isinstance(value, bool):
+                    raise ValueError(f"{f.name} must be true or false, got {value!r}")
+                continue
+            least = 0 if f.name == "find_context_lines" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{f.name} must be a whole number >= {least}, got {value!r}")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "DocumentToolSettings":
+        """Settings from their JSON form (as a served index receives them); an unknown key is an error."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"unknown document tool setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
@@ -82,6 +105,14 @@ class DocumentSession(ReadTracker):
             known = ", ".join(list(self.refs)[-10:]) or "none yet (call search first)"
             raise ToolArgumentError(f"unknown reference id {ref_id[:60]!r}; ids come from search results, e.g. {known}")
         return self.refs[ref_id]
+
+    def mirror_search(self, result: Any) -> None:
+        """Record the references a search answered elsewhere (a served index keeps its own copy of
+        this session): the client's session then resolves and cites the same ids."""
+        details = result.details
+        self.searches = max(self.searches, int(details["turn"]))
+        for ref_id, doc_id, n_lines, hit in zip(details["ref_ids"], details["documents"], details["lines"], result.results):
+            self.refs[ref_id] = DocumentRef(ref_id, doc_id, hit.title, int(n_lines))
 
     def reset(self) -> None:
         super().reset()
