@@ -204,25 +204,31 @@ def get_top_k(args: dict[str, Any], details: dict[str, Any]) -> int:
     return value
 
 
-def get_keywords(args: dict[str, Any]) -> list[str]:
-    value = args.get("keywords")
+def get_string_list(args: dict[str, Any], key: str, *, noun: str, max_items: int, max_chars: int, example: str) -> list[str]:
+    """args[key] checked as a non-empty list of at most `max_items` non-blank strings of at most
+    `max_chars` characters; errors name the argument (`key`) or its item (`noun` and number)."""
+    value = args.get(key)
     if isinstance(value, str):
-        raise ToolArgumentError('keywords must be a list of strings, e.g. ["Lothair II", "Tuscany"], not a single string')
+        raise ToolArgumentError(f"{key} must be a list of strings, e.g. [{example}], not a single string")
     if not isinstance(value, list):
-        raise ToolArgumentError(f"keywords must be a list of strings, got {type_name(value)}")
+        raise ToolArgumentError(f"{key} must be a list of strings, got {type_name(value)}")
     if not value:
-        raise ToolArgumentError("keywords is empty; give at least one keyword")
-    if len(value) > MAX_KEYWORDS:
-        raise ToolArgumentError(f"too many keywords ({len(value)}); give at most {MAX_KEYWORDS}")
-    for i, k in enumerate(value):
-        if not isinstance(k, str):
-            raise ToolArgumentError(f"keyword {i + 1} must be a string, got {type_name(k)}")
-        if not k.strip():
-            raise ToolArgumentError(f"keyword {i + 1} is empty or blank; every keyword needs visible characters")
-        if len(k) > MAX_KEYWORD_CHARS:
-            raise ToolArgumentError(f"keyword {i + 1} is {len(k)} characters long; keywords are at most {MAX_KEYWORD_CHARS}")
-        check_text(k, f"keyword {i + 1}")
+        raise ToolArgumentError(f"{key} is empty; give at least one {noun}")
+    if len(value) > max_items:
+        raise ToolArgumentError(f"too many {key} ({len(value)}); give at most {max_items}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ToolArgumentError(f"{noun} {i + 1} must be a string, got {type_name(item)}")
+        if not item.strip():
+            raise ToolArgumentError(f"{noun} {i + 1} is empty or blank; every {noun} needs visible characters")
+        if len(item) > max_chars:
+            raise ToolArgumentError(f"{noun} {i + 1} is {len(item)} characters long; {key} are at most {max_chars}")
+        check_text(item, f"{noun} {i + 1}")
     return value
+
+
+def get_keywords(args: dict[str, Any]) -> list[str]:
+    return get_string_list(args, "keywords", noun="keyword", max_items=MAX_KEYWORDS, max_chars=MAX_KEYWORD_CHARS, example='"Lothair II", "Tuscany"')
 
 
 def get_query(args: dict[str, Any]) -> str:

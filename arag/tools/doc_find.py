@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from arag.index.tokens import count_tokens
-from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
-from arag.tools.documents import DocumentLines, get_ref_id, get_string_list, line_similarities, load_document, numbered, session_of
+from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list
+from arag.tools.documents import DocumentLines, get_ref_id, line_similarities, load_document, numbered, session_of
 
 
 NAME = "find"
@@ -70,7 +70,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     session = session_of(options)
     settings = session.settings
     ref = session.resolve(get_ref_id(args))
-    patterns = get_string_list(args, "patterns", max_items=MAX_PATTERNS, max_chars=MAX_KEYWORD_CHARS, example='"Lothair II"')
+    patterns = get_string_list(args, "patterns", noun="pattern", max_items=MAX_PATTERNS, max_chars=MAX_KEYWORD_CHARS, example='"Lothair II"')
     mode = get_mode(args, settings.semantic_find)
     doc = load_document(ctx, session, ref.doc_id)
     c = settings.find_context_lines

@@ -16,8 +16,8 @@ import json
 import re
 from typing import Any
 
-from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
-from arag.tools.documents import DocumentRef, document_line_counts, get_string_list, session_of
+from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
+from arag.tools.documents import DocumentRef, document_line_counts, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
 from arag.tools.render import content_tokens, snippet_block
 from arag.tools.semantic import SENTENCES_PER_RESULT, group_by_chunk
@@ -80,11 +80,7 @@ def ranked_chunks(ctx: ToolHost, query: str, n: int) -> list[list[tuple[int, lis
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
-    limit = session.settings.max_queries
-    value = args.get("queries")
-    if isinstance(value, list) and len(value) > limit:
-        raise ToolArgumentError(f"too many queries ({len(value)}); give at most {limit} reformulations per search")
-    queries = list(dict.fromkeys(q.strip() for q in get_string_list(args, "queries", max_items=limit, max_chars=MAX_QUERY_CHARS, example='"who directed Phoolwari"')))
+    queries = list(dict.fromkeys(q.strip() for q in get_string_list(args, "queries", noun="query", max_items=session.settings.max_queries, max_chars=MAX_QUERY_CHARS, example='"who directed Phoolwari"')))
     n = session.settings.search_results
     fused: dict[str, float] = {}
     best: dict[str, tuple[float, int, str, list[str] | None]] = {}  # doc → (contribution, ord, query, sentences)

@@ -138,27 +138,6 @@ def get_ref_id(args: dict[str, Any]) -> str:
     return value.strip()
 
 
-def get_string_list(args: dict[str, Any], key: str, *, max_items: int, max_chars: int, example: str) -> list[str]:
-    value = args.get(key)
-    if isinstance(value, str):
-        raise ToolArgumentError(f"{key} must be a list of strings, e.g. [{example}], not a single string")
-    if not isinstance(value, list):
-        raise ToolArgumentError(f"{key} must be a list of strings, got {type_name(value)}")
-    if not value:
-        raise ToolArgumentError(f"{key} is empty; give at least one")
-    if len(value) > max_items:
-        raise ToolArgumentError(f"too many {key} ({len(value)}); give at most {max_items}")
-    for i, v in enumerate(value):
-        if not isinstance(v, str):
-            raise ToolArgumentError(f"{key} item {i + 1} must be a string, got {type_name(v)}")
-        if not v.strip():
-            raise ToolArgumentError(f"{key} item {i + 1} is empty or blank")
-        if len(v) > max_chars:
-            raise ToolArgumentError(f"{key} item {i + 1} is {len(v)} characters long; at most {max_chars}")
-        check_text(v, f"{key} item {i + 1}")
-    return value
-
-
 def document_ords(ctx: ToolHost, doc_id: str) -> list[int]:
     return ctx.store.document_ords([doc_id]).get(doc_id, [])
 

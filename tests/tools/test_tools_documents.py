@@ -114,3 +114,26 @@ def test_summarize_checks_ids(ctx):
     assert ok.error is None and ok.details["keep_ref_ids"] == ["turn1search1"] and "1901" in ok.text
     assert "unknown reference id" in ctx.call("summarize", {"notes": "", "keep_ref_ids": ["turn5search1"]}, tracker=session).error
     assert "must be a list" in ctx.call("summarize", {"notes": "", "keep_ref_ids": "turn1search1"}, tracker=session).error
+
+
+def test_list_arguments_share_one_validator(ctx):
+    """search's queries, find's patterns and keyword_search's keywords: the same checks, each message
+    naming the argument or its numbered item."""
+    session = DocumentSession()
+    ref = search(ctx, session, "river").details["ref_ids"][0]
+    calls = {
+        "queries": ("search", {}, "query"),
+        "patterns": ("find", {"ref_id": ref}, "pattern"),
+        "keywords": ("keyword_search", {}, "keyword"),
+    }
+    for key, (tool, base, noun) in calls.items():
+        def error(value):
+            return ctx.call(tool, {**base, key: value}, tracker=session).error
+
+        assert error("Anna").startswith(f"{key} must be a list of strings, e.g. [") and error("Anna").endswith("not a single string")
+        assert error(7) == f"{key} must be a list of strings, got integer"
+        assert error([]) == f"{key} is empty; give at least one {noun}"
+        assert error(["a"] * 101).startswith(f"too many {key} (101); give at most ")
+        assert error(["a", 3]) == f"{noun} 2 must be a string, got integer"
+        assert error(["a", " "]) == f"{noun} 2 is empty or blank; every {noun} needs visible characters"
+        assert error(["a", "x" * 5000]).startswith(f"{noun} 2 is 5000 characters long; {key} are at most ")
