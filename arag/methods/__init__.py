@@ -13,7 +13,7 @@ from arag.methods.a2rag import A2RagMethod
 from arag.methods.agenticrag import AgenticRagMethod
 from arag.methods.base import Method
 from arag.methods.naive_rag import NaiveRagMethod
-from arag.strict_settings import check_keys, field_names
+from arag.strict_settings import check_keys
 
 KINDS: dict[str, type[Method]] = {"direct": Method, "agent": Method, "naive_rag": NaiveRagMethod, "a2rag": A2RagMethod, "agenticrag": AgenticRagMethod}
 
@@ -34,7 +34,7 @@ def method_class(cfg: Mapping[str, Any]) -> type[Method]:
     kind = cfg.get("kind", "agent")
     if kind not in KINDS:
         raise ValueError(f"unknown method kind {kind!r}; known: {', '.join(KINDS)}")
-    check_keys("method", cfg, ("kind", *field_names(KINDS[kind])))
+    check_keys("method", cfg, ("kind", *KINDS[kind].config_keys()))
     return KINDS[kind]
 
 
@@ -45,7 +45,7 @@ def method_from_config(cfg: Mapping[str, Any]) -> Method:
         cfg["tools"] = tuple(cfg["tools"] or ())
     if "system_prompt" in cfg:
         cfg["system_prompt"] = str(cfg["system_prompt"]).strip()
-    return cls(**cfg)
+    return cls.from_config(cfg)
 
 
 def load_method(name: str, overrides: Mapping[str, Any] | None = None) -> Method:

@@ -11,13 +11,14 @@ reference ids it rests on, each optionally with a relevance score, which ranks t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from arag.methods.base import Method
+from arag.strict_settings import field_names
 
 if TYPE_CHECKING:
-    from arag.tools import DocumentSession
+    from arag.tools import DocumentSession, DocumentToolSettings
 
 CITATIONS_LINE = re.compile(r"^\s*\**\s*citations?\s*\**\s*:(.*)$", re.I | re.M)
 CITATION = re.compile(r"(turn\d+search\d+)(?:\s*[(\[:=]\s*(?:score\s*[:=]?\s*)?([0-9]*\.?[0-9]+)\s*[)\]]?)?")
@@ -30,32 +31,45 @@ class AgenticRagMethod(Method):
     # The budget is min(context_budget, the agent's token_budget), itself capped by the model window.
     context_budget: int | None = 128_000
     warn_fraction: float = 0.9
-    # The document tools' settings (arag.tools.documents.DocumentToolSettings).
-    max_queries: int = 5
-    search_results: int = 10
-    open_window_lines: int = 1800
-    find_max_tokens: int = 11_000
-    find_passages_per_pattern: int = 2
-    find_context_lines: int = 1
-    semantic_find: bool = True
+    # The document tools' settings. A config gives them as keys of the method itself (`max_queries: 1`,
+    # the fields of arag.tools.DocumentToolSettings, defaults there): see config_keys / from_config.
+    documents: "DocumentToolSettings | None" = None
+
+    @classmethod
+    def config_keys(cls) -> tuple[str, ...]:
+        from arag.tools import DocumentToolSettings
+
+        return (*(k for k in field_names(cls) if k != "documents"), *field_names(DocumentToolSettings))
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> "AgenticRagMethod":
+        from arag.tools import DocumentToolSettings
+
+        tool_keys = set(field_names(DocumentToolSettings))
+        own = {k: v for k, v in cfg.items() if k not in tool_keys}
+        try:
+            documents = DocumentToolSettings(**{k: v for k, v in cfg.items() if k in tool_keys})
+        except ValueError as exc:
+            raise ValueError(f"method {cfg.get('name')}: {exc}") from None
+        return cls(**own, documents=documents)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 0 < self.warn_fraction <= 1:
             raise ValueError(f"method {self.name}: warn_fraction must be in (0, 1], got {self.warn_fraction}")
-        for key in ("max_queries", "search_results", "open_window_lines", "find_max_tokens", "find_passages_per_pattern"):
-            if not isinstance(getattr(self, key), int) or getattr(self, key) < 1:
-                raise ValueError(f"method {self.name}: {key} must be a whole number >= 1, got {getattr(self, key)!r}")
+        if self.documents is None:
+            from arag.tools import DocumentToolSettings
+
+            self.documents = DocumentToolSettings()
 
     @property
     def manages_context(self) -> bool:
         return "summarize" in self.tools
 
     def new_episode_state(self) -> "DocumentSession":
-        from arag.tools import DocumentSession, DocumentToolSettings
+        from arag.tools import DocumentSession
 
-        # The method's fields of the same names are the tools' settings.
-        return DocumentSession(settings=DocumentToolSettings(**{f.name: getattr(self, f.name) for f in fields(DocumentToolSettings)}))
+        return DocumentSession(settings=self.documents)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools' schemas with this method's limits (the ablations narrow them)."""
@@ -66,11 +80,11 @@ class AgenticRagMethod(Method):
             fn = schema["function"]
             props = fn["parameters"]["properties"]
             if fn["name"] == "search":
-                props["queries"]["maxItems"] = self.max_queries
-                if self.max_queries == 1:
+                props["queries"]["maxItems"] = self.documents.max_queries
+                if self.documents.max_queries == 1:
                     props["queries"]["description"] = "Exactly one query."
                     fn["description"] = fn["description"].replace("Give up to 5 different phrasings of what you look for in one call", "Give one phrasing of what you look for per call")
-            if fn["name"] == "find" and not self.semantic_find:
+            if fn["name"] == "find" and not self.documents.semantic_find:
                 props["mode"]["enum"] = ["lexical"]
                 fn["description"] = fn["description"].split(' mode "lexical"')[0] + " It finds lines that contain a pattern literally (case-insensitive)."
         return schemas
@@ -93,5 +107,5 @@ class AgenticRagMethod(Method):
         return answer or text.strip(), [cited[i] for i in order]
 
     def describe(self) -> dict[str, Any]:
-        keys = ("tools_per_step", "context_budget", "warn_fraction", "max_queries", "search_results", "open_window_lines", "find_max_tokens", "find_passages_per_pattern", "find_context_lines", "semantic_find")
-        return {**super().describe(), "cites": True, **{k: getattr(self, k) for k in keys}}
+        own = {k: getattr(self, k) for k in ("tools_per_step", "context_budget", "warn_fraction")}
+        return {**super().describe(), "cites": True, **own, **self.documents.to_dict()}

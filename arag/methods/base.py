@@ -41,6 +41,18 @@ class Method:
     answer_style: str = "short"  # a key of ANSWER_STYLES
     tools_per_step: int | None = 1  # tool calls of one reply that run (A-RAG: one); None: all
 
+    @classmethod
+    def config_keys(cls) -> tuple[str, ...]:
+        """The keys a `conf/method/*.yaml` of this kind may hold (besides `kind`)."""
+        from arag.strict_settings import field_names
+
+        return field_names(cls)
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> "Method":
+        """The method from its config keys (already checked against `config_keys`)."""
+        return cls(**cfg)
+
     def __post_init__(self) -> None:
         if self.answer_style not in ANSWER_STYLES:
             raise ValueError(f"method {self.name}: unknown answer_style {self.answer_style!r}; known: {', '.join(ANSWER_STYLES)}")

@@ -99,3 +99,27 @@ def test_citation_recall_ranks_by_score():
     ep.agent = {"method": {"name": "arag_full"}}
     assert citation_recall(ep, ["A"]) == {1: None, 3: None}  # a method that does not cite
     assert load_method("agenticrag").finish_answer("Paris\ncitations: turn1search1 [0.3] turn1search2: 0.8", None)[1][0]["ref_id"] == "turn1search2"
+
+
+def test_method_holds_the_document_tool_settings_from_flat_config_keys():
+    """conf/method/agenticrag*.yaml keep the tools' settings as keys of the method; the method holds
+    them as one DocumentToolSettings, its episodes get it, a misspelled or bad key is an error."""
+    import pytest
+
+    from arag.strict_settings import UnknownSettingError
+    from arag.tools import DocumentToolSettings
+    from pipelines.settings import check_evaluate_config
+    from tests.test_settings import compose_config
+
+    single = load_method("agenticrag_single_query", {"open_window_lines": 40, "semantic_find": False})
+    assert single.documents == DocumentToolSettings(max_queries=1, open_window_lines=40, semantic_find=False)
+    assert single.new_episode_state().settings is single.documents
+    assert {k: single.describe()[k] for k in ("max_queries", "open_window_lines", "semantic_find")} == {"max_queries": 1, "open_window_lines": 40, "semantic_find": False}
+    assert not hasattr(single, "max_queries")  # one place for each setting
+    with pytest.raises(UnknownSettingError, match=r"method\.max_querys\b.*did you mean method\.max_queries"):
+        load_method("agenticrag", {"max_querys": 2})
+    with pytest.raises(ValueError, match="method agenticrag: open_window_lines must be a whole number >= 1, got 0"):
+        load_method("agenticrag", {"open_window_lines": 0})
+    check_evaluate_config(compose_config("evaluate", "model=scripted", "method=agenticrag", "method.max_queries=2", "+corpus=2wikimultihopqa"))
+    with pytest.raises(UnknownSettingError, match=r"method\.serch_results\b"):
+        check_evaluate_config(compose_config("evaluate", "model=scripted", "method=agenticrag", "+method.serch_results=2", "+corpus=2wikimultihopqa"))
