@@ -10,10 +10,10 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from arag.conf_files import conf_dir
-from arag.graph.build import GraphBuildError, GraphSettings
-from arag.index.store import IncompleteIndexError
+from arag.graph.build import GraphSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.graph_job import GraphRuntime, build_graph
+from pipelines.build_errors import exit_on_user_error
 from pipelines.settings import check_graph_config
 
 log = logging.getLogger("pipelines.graph")
@@ -28,7 +28,7 @@ def settings_from_config(cfg: DictConfig) -> GraphSettings:
 def main(cfg: DictConfig) -> None:
     if not cfg.index.path:
         sys.exit("error: name the index: index.path=<dir> (built with python -m pipelines.index)")
-    try:
+    with exit_on_user_error():
         check_graph_config(cfg)
         result = build_graph(
             str(cfg.index.path),
@@ -38,8 +38,6 @@ def main(cfg: DictConfig) -> None:
             progress=bool(cfg.progress),
             ray_init=partial(init_ray, num_cpus=cfg.runtime.num_cpus),
         )
-    except (GraphBuildError, IncompleteIndexError, FileNotFoundError, ImportError, ValueError) as exc:
-        sys.exit(f"error: {exc}")
     print(result.summary())
     if result.manifest["num_rejected"]:
         print(f"extractor output that could not be used is kept in {cfg.index.path}/graph/rejects")

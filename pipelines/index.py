@@ -10,13 +10,14 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from arag.conf_files import conf_dir
-from arag.corpus.readers import CorpusError, corpus_spec_from_config
-from arag.index.build import IndexDirectoryError, IndexSettings, sample_rejects
+from arag.corpus.readers import corpus_spec_from_config
+from arag.index.build import IndexSettings, sample_rejects
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout
 from arag.index.parts import ChunkingSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.index_job import EmbedRuntime, build_index
+from pipelines.build_errors import exit_on_user_error
 from pipelines.settings import check_index_config
 
 log = logging.getLogger("pipelines.index")
@@ -41,7 +42,7 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
 def main(cfg: DictConfig) -> None:
     if "corpus" not in cfg:
         sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")
-    try:
+    with exit_on_user_error():
         check_index_config(cfg)
         settings = settings_from_config(cfg)
         result = build_index(
@@ -52,8 +53,6 @@ def main(cfg: DictConfig) -> None:
             progress=bool(cfg.progress),
             ray_init=partial(init_ray, num_cpus=cfg.runtime.num_cpus),
         )
-    except (CorpusError, IndexDirectoryError, FileNotFoundError, ImportError, ValueError) as exc:
-        sys.exit(f"error: {exc}")
     print(result.summary())
     if result.manifest["num_rejected"]:
         layout = IndexLayout(cfg.index.path)

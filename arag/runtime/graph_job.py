@@ -27,7 +27,7 @@ from arag.index.layout import read_json
 from arag.index.store import open_index
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
-from arag.runtime.progress import progress_bar
+from arag.runtime.part_runner import PartTasks, run_parts
 
 log = logging.getLogger("arag.graph")
 
@@ -60,7 +60,7 @@ def _worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _extract_task(index_root: str, part: Any, extractor_cfg: Mapping[str, Any]) -> dict:
+def _extract_task(part: Any, *, index_root: str, extractor_cfg: Mapping[str, Any]) -> dict:
     import ray
 
     node = ray.get_runtime_context().get_node_id()[:8]
@@ -94,22 +94,20 @@ def build_graph(
     plan = plan_graph_parts(index, settings.chunks_per_part, settings.limit_chunks)
     log.info("ray: %s", ray_init())
     done = {p.part: GraphPartRecord(**read_json(layout.part_file("parts", p.part))) for p in plan if layout.part_file("parts", p.part).exists()}
-    pending = [p for p in plan if p.part not in done]
-    extract = ray.remote(num_cpus=runtime.num_cpus, num_gpus=runtime.num_gpus or None, max_retries=1)(_extract_task)
-    with progress_bar(sum(p.end - p.start for p in plan), "extracting", progress, unit="chunk") as bar:
-        bar.update(sum(r.num_chunks for r in done.values()))
-        in_flight: list = []
-        queue = list(pending)
-        while queue or in_flight:
-            while queue and len(in_flight) < runtime.max_in_flight:
-                in_flight.append(extract.remote(str(layout.index_root), queue.pop(0), dict(settings.extractor)))
-            ready, in_flight = ray.wait(in_flight, num_returns=1)
-            record = GraphPartRecord(**ray.get(ready[0]))
-            done[record.part] = record
-            bar.update(record.num_chunks)
-            bar.set_postfix(triples=sum(r.num_triples for r in done.values()), rejected=sum(r.num_rejected for r in done.values()))
-            hold_at_fault_point("ARAG_FAULT_HANG_AFTER_GRAPH_PARTS", len(done), "graph build")
-    records = [done[p.part] for p in plan]
+    records = run_parts(
+        plan,
+        done,
+        _extract_task,
+        {"index_root": str(layout.index_root), "extractor_cfg": dict(settings.extractor)},
+        lambda result: GraphPartRecord(**result),
+        tasks=PartTasks(num_cpus=runtime.num_cpus, num_gpus=runtime.num_gpus, max_in_flight=runtime.max_in_flight),
+        progress=progress,
+        desc="extracting",
+        unit="chunk",
+        size=lambda p: p.end - p.start,
+        totals={"triples": "num_triples", "rejected": "num_rejected"},
+        after_each=lambda n: hold_at_fault_point("ARAG_FAULT_HANG_AFTER_GRAPH_PARTS", n, "graph build"),
+    )
     log.info("merging %d parts", len(plan))
     merge = ray.remote(num_cpus=runtime.merge_num_cpus, max_retries=1)(_merge_task)
     counts = ray.get(merge.remote(str(layout.index_root), plan, settings.summary_sentences, encoder))

@@ -1,6 +1,6 @@
-"""Run an index build on Ray: phase 1 (read, hash, chunk and split) as one Ray Data task per part,
-phase 2 (embed) on a Ray Data actor pool whose actors embed whole parts and write their FAISS
-shards where they run, the manifest last.
+"""Run an index build on Ray: phase 1 (read, hash, chunk and split) as one Ray task per part
+(arag.runtime.part_runner, shared with the graph build), phase 2 (embed) on a Ray Data actor pool
+whose actors embed whole parts and write their FAISS shards where they run, the manifest last.
 
 The driver schedules and collects small commit records; no sentence text or vector passes
 through it, so its memory does not grow with the corpus. This is the only index code that imports
@@ -34,6 +34,7 @@ from arag.index.parts import ChunkingSettings, PartRecord, build_part, discard_p
 from arag.runtime.ann_job import run_ann_phase
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
+from arag.runtime.part_runner import PartTasks, run_part_tasks, run_parts
 from arag.runtime.progress import progress_bar
 from arag.tools.part_cache import build_part_cache
 from arag.tools.store import part_cache_dir
@@ -69,25 +70,20 @@ class BuildResult:
         )
 
 
-def _build_part_row(row: dict, corpus: CorpusSpec, chunking: ChunkingSettings, root: str) -> dict:
-    """Ray Data row function for phase 1: one input part in, its commit record out (a part
-    committed before is kept if its input still hashes the same, built again if not). The
-    retrieval tools' cache of the part is built from the files just written, in this same task."""
-    part = _input_part(row)
+def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingSettings, root: str) -> dict:
+    """Phase 1's task: one input part in, its commit record out (a part committed before is kept
+    if its input still hashes the same, built again if not). The retrieval tools' cache of the part
+    is built from the files just written, in this same task."""
     layout = IndexLayout(root)
     record = build_part(corpus, part, chunking, layout)
     build_part_cache(layout.chunks(part.part), layout.sentences(part.part), part.part, part_cache_dir(layout.root, part.part))
     return record.to_json()
 
 
-def _verify_part_row(row: dict, corpus: CorpusSpec, root: str) -> dict:
-    """Ray Data row function checking a committed part against its input as it is now."""
-    record = read_part_record(IndexLayout(root), row["part"])
-    return {"part": row["part"], "same": record is not None and verify_part(corpus, _input_part(row), record)}
-
-
-def _input_part(row: dict) -> InputPart:
-    return InputPart(**{k: row[k] for k in ("part", "file", "start", "end", "first_line")})
+def _verify_part_task(part: InputPart, *, corpus: CorpusSpec, root: str) -> dict:
+    """Checks a committed part against its input as it is now (reading its bytes where it runs)."""
+    record = read_part_record(IndexLayout(root), part.part)
+    return {"part": part.part, "same": record is not None and verify_part(corpus, part, record)}
 
 
 class _PartEmbedder:
@@ -167,10 +163,6 @@ def _quiet_ray_data() -> None:
     logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
-def _part_rows(parts: list[InputPart]) -> list[dict]:
-    return [{"part": p.part, "file": p.file, "start": p.start, "end": p.end, "first_line": p.first_line} for p in parts]
-
-
 def _part_files(plan: list[InputPart], parts: list[int]) -> str:
     files = sorted({plan[p].file for p in parts})
     return ", ".join(files[:5]) + (f" and {len(files) - 5} more files" if len(files) > 5 else "")
@@ -179,14 +171,9 @@ def _part_files(plan: list[InputPart], parts: list[int]) -> str:
 def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool) -> list[int]:
     """Parts of a complete index whose input no longer hashes to the digest in their record
     (one Ray task per part, reading its bytes where it runs; nothing is written)."""
-    import ray.data
-
     stale = []
     with progress_bar(len(plan), "checking inputs", progress, unit="part") as bar:
-        ds = ray.data.from_items(_part_rows(plan), override_num_blocks=max(1, len(plan))).map(
-            _verify_part_row, fn_kwargs={"corpus": settings.corpus, "root": str(layout.root)}, num_cpus=1
-        )
-        for row in ds.iter_rows():
+        for row in run_part_tasks(_verify_part_task, plan, {"corpus": settings.corpus, "root": str(layout.root)}, PartTasks()):
             if not row["same"]:
                 stale.append(int(row["part"]))
             bar.update(1)
@@ -199,25 +186,17 @@ def _run_phase1(
     """Chunk every part that has no record, and check every part that has one against its input
     (a killed build may be resumed on edited files), except those `verified` in this run already:
     one Ray task per part."""
-    import ray.data
-
     done = {p: read_part_record(layout, p) for p in verified}
-    pending = [p for p in plan if p.part not in done]
-    with progress_bar(len(plan), "chunking", progress, unit="part") as bar:
-        bar.update(len(done))
-        if pending:
-            ds = ray.data.from_items(_part_rows(pending), override_num_blocks=len(pending)).map(
-                _build_part_row,
-                fn_kwargs={"corpus": settings.corpus, "chunking": settings.chunking, "root": str(layout.root)},
-                num_cpus=1,
-            )
-            chunks, rejected = sum(r.num_chunks for r in done.values()), sum(r.num_rejected for r in done.values())
-            for record in ds.iter_rows():
-                done[record["part"]] = r = PartRecord(**record)
-                chunks, rejected = chunks + r.num_chunks, rejected + r.num_rejected
-                bar.update(1)
-                bar.set_postfix(chunks=chunks, rejected=rejected)
-    return [done[p.part] for p in plan]
+    return run_parts(
+        plan,
+        done,
+        _build_part_task,
+        {"corpus": settings.corpus, "chunking": settings.chunking, "root": str(layout.root)},
+        lambda result: PartRecord(**result),
+        progress=progress,
+        desc="chunking",
+        totals={"chunks": "num_chunks", "rejected": "num_rejected"},
+    )
 
 
 def _run_phase2(

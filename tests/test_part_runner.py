@@ -1,0 +1,58 @@
+"""arag.runtime.part_runner: parts as Ray tasks with bounded in-flight, committed ones kept,
+records in plan order, a task's own error raised as itself."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+
+from arag.corpus.readers import CorpusError
+from arag.runtime.part_runner import PartTasks, run_parts
+
+
+@dataclass(frozen=True)
+class Part:
+    part: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Record:
+    part: int
+    doubled: int
+    pid: int
+
+
+def double(part: Part, *, factor: int) -> dict:
+    if part.size < 0:
+        raise CorpusError(f"part {part.part}: a negative size")
+    return {"part": part.part, "doubled": part.size * factor, "pid": os.getpid()}
+
+
+def to_record(result: dict) -> Record:
+    return Record(**result)
+
+
+def test_runs_pending_parts_keeps_committed_ones_in_plan_order(ray_local):
+    plan = [Part(i, i + 1) for i in range(7)]
+    committed = {2: Record(2, -1, 0), 5: Record(5, -1, 0)}
+    seen: list[int] = []
+    records = run_parts(plan, committed, double, {"factor": 2}, to_record, tasks=PartTasks(max_in_flight=2), progress=False, size=lambda p: p.size, totals={"doubled": "doubled"}, after_each=seen.append)
+    assert [r.part for r in records] == list(range(7))
+    assert [r.doubled for r in records] == [2, 4, -1, 8, 10, -1, 14]  # committed records are not run again
+    assert seen == [3, 4, 5, 6, 7]  # called once per finished task with the records held
+    assert {r.pid for r in records if r.pid} and os.getpid() not in {r.pid for r in records}  # ran in Ray workers
+
+
+def test_a_task_error_is_raised_as_itself(ray_local):
+    plan = [Part(0, 1), Part(1, -1), Part(2, 3)]
+    with pytest.raises(CorpusError, match="^part 1: a negative size$") as err:
+        run_parts(plan, {}, double, {"factor": 2}, to_record, progress=False)
+    assert type(err.value) is CorpusError  # not Ray's wrapper: the CLIs print its message as it is
+
+
+def test_in_flight_must_be_positive():
+    with pytest.raises(ValueError, match="max_in_flight must be at least 1"):
+        PartTasks(max_in_flight=0)
