@@ -52,6 +52,7 @@ def main(cfg: DictConfig) -> None:
             overwrite=bool(cfg.index.overwrite),
             progress=bool(cfg.progress),
             ray_init=partial(init_ray, num_cpus=cfg.runtime.num_cpus),
+            verify_inputs=bool(cfg.index.verify_inputs),
         )
     print(result.summary())
     if result.manifest["num_rejected"]:

@@ -331,3 +331,46 @@ def test_parts_beyond_a_shorter_plan_are_discarded(multi_part_corpus, tmp_path):
     assert discard_parts_beyond(layout, 2) == [2, 3]
     assert [p.name for p in sorted((layout.root / "parts").iterdir())] == ["part-00000.json", "part-00001.json"]
     assert sorted(p.name for p in (layout.root / "chunks").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
+
+
+def test_a_rerun_trusts_unchanged_sizes_and_mtimes_and_rehashes_on_request(ray_local, tmp_path, monkeypatch):
+    import arag.index.parts as parts
+
+    rows = [{"doc_id": f"doc{i}", "title": f"Title {i}", "text": f"Fact about subject {i} is recorded here. " * (1 + i % 5)} for i in range(300)]
+    corpus = write_jsonl(tmp_path / "c" / "c.jsonl", rows)
+    s = settings(corpus, chunk_tokens=64, part_size_mb=0.01)
+    root = tmp_path / "idx"
+    build(s, root)
+    plan = plan_parts(s.corpus)
+    assert len(plan) > 2
+
+    # A rerun on the complete index answers from the records: no Ray, no input byte hashed.
+    def refuse(*args, **kwargs):
+        raise AssertionError("a rerun on an unchanged corpus must not do this")
+
+    with monkeypatch.context() as m:
+        m.setattr(parts, "part_digest", refuse)
+        assert build_index(s, str(root), progress=False, ray_init=refuse).action is BuildAction.UP_TO_DATE
+        # A kept part is not built again (nor its tools cache).
+        assert parts.build_or_keep_part(s.corpus, plan[0], s.chunking, IndexLayout(root))[1] is False
+
+    # A same-size edit whose file keeps its old mtime is trusted, unless verify_inputs asks to hash.
+    original, stat = corpus.read_bytes(), corpus.stat()
+    at = original.index(b"subject 150 ")
+    corpus.write_bytes(original[:at] + b"subjekt 150 " + original[at + 12 :])
+    os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert build(s, root).action is BuildAction.UP_TO_DATE
+    verified = build(s, root, verify_inputs=True)
+    assert verified.action is BuildAction.RESUME
+    texts = duckdb.sql(f"select text from read_parquet('{root}/chunks/*.parquet') where doc_id = 'doc150'").fetchall()
+    assert any("subjekt" in t for (t,) in texts)
+
+    # A same-size edit that changes the mtime is found without asking.
+    corpus.write_bytes(original)
+    os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5 * 10**9))
+    again = build(s, root)
+    assert again.action is BuildAction.RESUME
+    texts = duckdb.sql(f"select text from read_parquet('{root}/chunks/*.parquet') where doc_id = 'doc150'").fetchall()
+    assert not any("subjekt" in t for (t,) in texts)
+    assert again.manifest["inputs"]["content"]["digest"] != verified.manifest["inputs"]["content"]["digest"]
+    assert build(s, root).action is BuildAction.UP_TO_DATE

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from arag.corpus.digest import PartDigest, new_digest
-from arag.corpus.readers import CorpusSpec, InputPart, part_digest, read_part
+from arag.corpus.readers import CorpusSpec, InputPart, corpus_root, part_digest, read_part
 from arag.corpus.records import Reject
 from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, chunk_document
 from arag.index.packing import WindowPacker
@@ -79,7 +79,8 @@ class PartRecord:
     num_sentences: int
     num_rejected: int
     seconds: float
-    # What the part was read from: {"start", "end", "bytes", "digest"} (xxh3-128 of those bytes).
+    # What the part was read from: {"start", "end", "bytes", "digest"} (xxh3-128 of those bytes),
+    # and its input file's size and modification time when it was read ("file_size", "file_mtime_ns").
     source: dict = field(default_factory=dict)
     # Every file the part wrote, relative to the index root, with its size in bytes.
     files: dict[str, int] = field(default_factory=dict)
@@ -92,8 +93,34 @@ class PartRecord:
         return self.source.get("digest")
 
 
+# The keys of a record's source that say which bytes it was read from.
+CONTENT_KEYS = ("start", "end", "bytes", "digest")
+STAT_KEYS = ("file_size", "file_mtime_ns")
+
+
 def _source(part: InputPart, digest: PartDigest) -> dict:
     return {"start": part.start, "end": part.end, "bytes": digest.bytes, "digest": digest.digest}
+
+
+def input_stat(spec: CorpusSpec, part: InputPart) -> dict:
+    """The part's input file's size and modification time, as a record keeps them."""
+    stat = (corpus_root(spec) / part.file).stat()
+    return {"file_size": stat.st_size, "file_mtime_ns": stat.st_mtime_ns}
+
+
+def same_position(part: InputPart, record: PartRecord) -> bool:
+    return record.input == part.file and record.source.get("start") == part.start and record.source.get("end") == part.end
+
+
+def unchanged_since_read(spec: CorpusSpec, part: InputPart, record: PartRecord) -> bool:
+    """Whether the part's input file still has the size and modification time it had when the
+    part was read (a record from before they were kept: False). Cheap: one stat, no reading."""
+    if not same_position(part, record) or any(k not in record.source for k in STAT_KEYS):
+        return False
+    try:
+        return input_stat(spec, part) == {k: record.source[k] for k in STAT_KEYS}
+    except OSError:
+        return False
 
 
 def read_part_record(layout: IndexLayout, part: int) -> PartRecord | None:
@@ -101,11 +128,15 @@ def read_part_record(layout: IndexLayout, part: int) -> PartRecord | None:
     return PartRecord(**read_json(path)) if path.exists() else None
 
 
-def verify_part(spec: CorpusSpec, part: InputPart, record: PartRecord) -> bool:
-    """Whether a committed part was read from exactly the bytes its input holds now."""
-    if record.input != part.file or record.source.get("start") != part.start or record.source.get("end") != part.end:
+def verify_part(spec: CorpusSpec, part: InputPart, record: PartRecord, rehash: bool = False) -> bool:
+    """Whether a committed part was read from exactly the bytes its input holds now: trusted
+    when the file's size and modification time are those recorded, else (or with `rehash`) the
+    bytes are hashed again and compared."""
+    if not same_position(part, record):
         return False
-    return _source(part, part_digest(spec, part)) == record.source
+    if not rehash and unchanged_since_read(spec, part, record):
+        return True
+    return _source(part, part_digest(spec, part)) == {k: record.source.get(k) for k in CONTENT_KEYS}
 
 
 def discard_part(layout: IndexLayout, part: int) -> None:
@@ -149,16 +180,22 @@ class _ColumnBuffer:
             self.rows = 0
 
 
-def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, layout: IndexLayout) -> PartRecord:
+def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, layout: IndexLayout, rehash: bool = False) -> PartRecord:
     """Write chunks, sentences and rejects of one input part, then its commit record.
 
-    A part committed before is kept if its input still hashes the same, and built again if not."""
+    A part committed before is kept if its input is unchanged (`verify_part`), and built again if not."""
+    return build_or_keep_part(spec, part, settings, layout, rehash)[0]
+
+
+def build_or_keep_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, layout: IndexLayout, rehash: bool = False) -> tuple[PartRecord, bool]:
+    """`build_part`, and whether the part was built now (False: the committed part was kept)."""
     committed = read_part_record(layout, part.part)
     if committed is not None:
-        if verify_part(spec, part, committed):
-            return committed
+        if verify_part(spec, part, committed, rehash):
+            return committed, False
         discard_part(layout, part.part)
     started = time.perf_counter()
+    stat = input_stat(spec, part)  # before reading: an edit made while reading shows as a change next time
     num_documents = 0
     digest = new_digest()
     with (
@@ -207,10 +244,10 @@ def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, la
         num_sentences=sentences.total,
         num_rejected=rejects.total,
         seconds=round(time.perf_counter() - started, 3),
-        source=_source(part, digest.result()),
+        source={**_source(part, digest.result()), **stat},
         files=file_sizes(layout.root, [layout.chunks(part.part), layout.sentences(part.part), layout.rejects(part.part)]),
     )
     write_json_atomic(layout.part_record(part.part), record.to_json())
-    return record
+    return record, True
 
 

@@ -30,7 +30,7 @@ from arag.index.build import (
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder
 from arag.index.layout import IndexLayout, part_of_sentence, read_json
 from arag.index.part_vectors import committed_vectors, embed_part
-from arag.index.parts import ChunkingSettings, PartRecord, build_part, discard_parts_beyond, read_part_record, verify_part
+from arag.index.parts import ChunkingSettings, PartRecord, build_or_keep_part, discard_parts_beyond, read_part_record, unchanged_since_read, verify_part
 from arag.runtime.ann_job import run_ann_phase
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
@@ -70,20 +70,23 @@ class BuildResult:
         )
 
 
-def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingSettings, root: str) -> dict:
+def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingSettings, root: str, rehash: bool) -> dict:
     """Phase 1's task: one input part in, its commit record out (a part committed before is kept
-    if its input still hashes the same, built again if not). The retrieval tools' cache of the part
-    is built from the files just written, in this same task."""
+    if its input is unchanged, built again if not). The retrieval tools' cache of a part built now
+    is built from the files just written, in this same task; a kept part keeps its cache (built
+    only if a killed build left it without one)."""
     layout = IndexLayout(root)
-    record = build_part(corpus, part, chunking, layout)
-    build_part_cache(layout.chunks(part.part), layout.sentences(part.part), part.part, part_cache_dir(layout.root, part.part))
+    record, built = build_or_keep_part(corpus, part, chunking, layout, rehash)
+    cache = part_cache_dir(layout.root, part.part)
+    if built or not cache.exists():
+        build_part_cache(layout.chunks(part.part), layout.sentences(part.part), part.part, cache)
     return record.to_json()
 
 
 def _verify_part_task(part: InputPart, *, corpus: CorpusSpec, root: str) -> dict:
-    """Checks a committed part against its input as it is now (reading its bytes where it runs)."""
+    """Checks a committed part against its input as it is now (hashing its bytes where it runs)."""
     record = read_part_record(IndexLayout(root), part.part)
-    return {"part": part.part, "same": record is not None and verify_part(corpus, part, record)}
+    return {"part": part.part, "same": record is not None and verify_part(corpus, part, record, rehash=True)}
 
 
 class _PartEmbedder:
@@ -114,18 +117,25 @@ def build_index(
     overwrite: bool = False,
     progress: bool = True,
     ray_init: Callable[[], object] = init_ray,
+    verify_inputs: bool = False,
 ) -> BuildResult:
+    """verify_inputs: hash every committed part's input again instead of trusting an unchanged
+    file size and modification time (`index.verify_inputs`)."""
     started = time.perf_counter()
     layout = IndexLayout(root)
     settings.corpus.validate()  # a missing path or unknown format fails before any work
     action = prepare_directory(layout, settings, overwrite)
     plan = plan_parts(settings.corpus)
     log.info("planned %d parts from %s", len(plan), settings.corpus.path)
-    log.info("ray: %s", ray_init())
-    _quiet_ray_data()
     if action is BuildAction.UP_TO_DATE:
-        # Same settings and file sizes; the content must hash the same too before nothing is done.
-        stale = _stale_parts(settings, layout, plan, progress)
+        # Same settings and file sizes. A part whose file has the size and mtime it had when read
+        # is trusted; the others (all, with verify_inputs) must hash the same before nothing is done.
+        suspect = plan if verify_inputs else _parts_touched_since_read(settings, layout, plan)
+        if not suspect:
+            return BuildResult(action, read_json(layout.manifest), time.perf_counter() - started)
+        log.info("ray: %s", ray_init())
+        _quiet_ray_data()
+        stale = _stale_parts(settings, layout, suspect, progress)
         if not stale:
             return BuildResult(action, read_json(layout.manifest), time.perf_counter() - started)
         log.info("input content changed under %d of %d parts (%s): rebuilding them", len(stale), len(plan), _part_files(plan, stale))
@@ -133,11 +143,13 @@ def build_index(
         action = BuildAction.RESUME
         verified = {p.part for p in plan} - set(stale)
     else:
+        log.info("ray: %s", ray_init())
+        _quiet_ray_data()
         verified = set()
     if action is BuildAction.RESUME and discard_parts_beyond(layout, len(plan)):
         log.info("the inputs now plan into %d parts: the parts beyond were discarded", len(plan))
 
-    records = _run_phase1(settings, layout, plan, progress, verified)
+    records = _run_phase1(settings, layout, plan, progress, verified, rehash=verify_inputs)
     duplicates = find_duplicate_chunk_ids(layout, records)
     if duplicates:
         raise IndexDirectoryError(
@@ -168,6 +180,17 @@ def _part_files(plan: list[InputPart], parts: list[int]) -> str:
     return ", ".join(files[:5]) + (f" and {len(files) - 5} more files" if len(files) > 5 else "")
 
 
+def _parts_touched_since_read(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart]) -> list[InputPart]:
+    """Parts whose input file's size or modification time is not the one their record holds (or
+    that have no record): one stat per part in the driver, no input byte read."""
+    touched = []
+    for part in plan:
+        record = read_part_record(layout, part.part)
+        if record is None or not unchanged_since_read(settings.corpus, part, record):
+            touched.append(part)
+    return touched
+
+
 def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool) -> list[int]:
     """Parts of a complete index whose input no longer hashes to the digest in their record
     (one Ray task per part, reading its bytes where it runs; nothing is written)."""
@@ -181,7 +204,7 @@ def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputP
 
 
 def _run_phase1(
-    settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool, verified: set[int] = frozenset()
+    settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool, verified: set[int] = frozenset(), rehash: bool = False
 ) -> list[PartRecord]:
     """Chunk every part that has no record, and check every part that has one against its input
     (a killed build may be resumed on edited files), except those `verified` in this run already:
@@ -191,7 +214,7 @@ def _run_phase1(
         plan,
         done,
         _build_part_task,
-        {"corpus": settings.corpus, "chunking": settings.chunking, "root": str(layout.root)},
+        {"corpus": settings.corpus, "chunking": settings.chunking, "root": str(layout.root), "rehash": rehash},
         lambda result: PartRecord(**result),
         progress=progress,
         desc="chunking",
