@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -178,11 +179,20 @@ def _remove_index_files(layout: IndexLayout) -> None:
     layout.build_state.unlink(missing_ok=True)
 
 
-def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], limit: int = 5) -> list[tuple[str, int]]:
+# DuckDB's memory for the duplicate check: beyond it the grouping spills to disk inside the index
+# folder, so the check's memory stays flat however many chunks the corpus has.
+DUPLICATE_CHECK_MEMORY = "512MB"
+
+
+def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], limit: int = 5, memory_limit: str = DUPLICATE_CHECK_MEMORY) -> list[tuple[str, int]]:
+    """Up to `limit` chunk ids that occur more than once over the parts' chunk files, with their
+    counts. DuckDB groups the ids (reading only that column); no id passes through Python but the
+    duplicates found. The index job runs it on a Ray worker, not in the driver."""
     files = [str(layout.chunks(r.part)) for r in records if r.num_chunks]
     if not files:
         return []
-    con = duckdb.connect()
+    spill = Path(tempfile.mkdtemp(prefix=".tmp-duplicates-", dir=layout.root))
+    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(spill), "preserve_insertion_order": False})
     try:
         return con.execute(
             "select chunk_id, count(*) from read_parquet(?) group by chunk_id having count(*) > 1 order by chunk_id limit ?",
@@ -190,6 +200,7 @@ def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], lim
         ).fetchall()
     finally:
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def assemble_manifest(

@@ -150,7 +150,7 @@ def build_index(
         log.info("the inputs now plan into %d parts: the parts beyond were discarded", len(plan))
 
     records = _run_phase1(settings, layout, plan, progress, verified, rehash=verify_inputs)
-    duplicates = find_duplicate_chunk_ids(layout, records)
+    duplicates = _find_duplicates_on_a_worker(layout, records)
     if duplicates:
         raise IndexDirectoryError(
             f"duplicate chunk ids (document ids repeat in the corpus): {duplicates}; "
@@ -163,6 +163,15 @@ def build_index(
     manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed, ann=ann)
     commit_manifest(layout, manifest)
     return BuildResult(action, manifest, elapsed)
+
+
+def _find_duplicates_on_a_worker(layout: IndexLayout, records: list[PartRecord]) -> list[tuple[str, int]]:
+    """The duplicate chunk id check (DuckDB over every part's chunk ids) as one Ray task: the
+    ids are read where it runs, only the few duplicates found come back to the driver."""
+    import ray
+
+    check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)
+    return [tuple(d) for d in ray.get(check.remote(layout, records))]
 
 
 def _quiet_ray_data() -> None:
