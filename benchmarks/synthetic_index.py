@@ -19,11 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from arag.corpus.readers import CorpusSpec, InputPart
-from arag.index.build import IndexSettings, assemble_manifest, commit_manifest
+from arag.index.build import EMBEDDED, TEXT_ONLY, IndexSettings, assemble_manifest, commit_manifest
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout, sentence_id, write_json_atomic
 from arag.index.part_vectors import VectorsRecord
-from arag.index.vectors import build_shard, read_shard, write_shard
+from arag.index.vectors import read_shard
 from arag.index.parts import CHUNK_SCHEMA, ROW_GROUP_SIZE, SENTENCE_SCHEMA, PartRecord
 
 ROW_GROUP = ROW_GROUP_SIZE
@@ -36,6 +36,7 @@ def commit_parts(
     dimension: int,
     factory: str = "Flat",
     embedder: EmbedderSpec | None = None,
+    vectors: str = EMBEDDED,
 ) -> dict:
     """Write the manifest of an index whose parts' files are written: the pipeline's own manifest.
 
@@ -48,7 +49,7 @@ def commit_parts(
     corpus = CorpusSpec(name=corpus_file.stem, format="jsonl", path=str(corpus_file))
     settings = IndexSettings(corpus=corpus, embedder=embedder or EmbedderSpec(name="synthetic"), faiss_factory=factory)
     plan = [InputPart(part=r.part, file=corpus_file.name) for r in records]
-    manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed_s=0.0)
+    manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed_s=0.0, vectors=vectors)
     commit_manifest(layout, manifest)
     return manifest
 
@@ -219,13 +220,10 @@ def write_synthetic_index(
         sw.close()
         done += n_part
         write_rejects(layout, p)
-        # Keyword-only index: 1-d zero vectors stand in for embeddings (never searched), so the part
-        # is complete by the pipeline's rules at 4 bytes a sentence.
-        sids = np.asarray([sentence_id(p, r) for r in range(srow)], dtype=np.int64)
-        write_shard(build_shard(np.zeros((srow, 1), np.float32), sids), layout.vectors(p))
         records.append(part_record(p, corpus_file, doc - first_doc, n_part, srow))
         log(f"  part {p}: {n_part} chunks, {srow} sentences")
-    return commit_parts(root, corpus_file, records, dimension=1, factory="Flat", embedder=EmbedderSpec(name="none (keyword-only synthetic index)"))
+    # Keyword-only: a text_only index, without sentence vectors (semantic search is refused on it).
+    return commit_parts(root, corpus_file, records, dimension=0, factory="Flat", embedder=EmbedderSpec(name="none (keyword-only synthetic index)"), vectors=TEXT_ONLY)
 
 
 def iter_chunk_texts(index_root: Path, batch: int = 65536) -> Iterator[list[str]]:

@@ -203,6 +203,14 @@ def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], lim
         shutil.rmtree(spill, ignore_errors=True)
 
 
+# The manifest's "vectors": "embedded" (every part with sentences has its vectors shard; what the
+# pipeline builds) or "text_only" (no vectors at all: keyword search and reading only, semantic
+# search is refused). Manifests without the key are "embedded".
+EMBEDDED = "embedded"
+TEXT_ONLY = "text_only"
+VECTOR_MODES = (EMBEDDED, TEXT_ONLY)
+
+
 def assemble_manifest(
     layout: IndexLayout,
     settings: IndexSettings,
@@ -211,12 +219,18 @@ def assemble_manifest(
     dimension: int,
     elapsed_s: float,
     ann: dict[str, Any] | None = None,
+    vectors: str = EMBEDDED,
 ) -> dict[str, Any]:
+    if vectors not in VECTOR_MODES:
+        raise ValueError(f"vectors must be one of {', '.join(VECTOR_MODES)}, got {vectors!r}")
+    text_only = vectors == TEXT_ONLY
+    if text_only and (dimension or ann):
+        raise ValueError("a text_only index has no vectors: dimension must be 0 and there is no ANN")
     by_part = {r.part: r for r in records}
     missing = [p.part for p in plan if p.part not in by_part]
     if missing:
         raise IndexDirectoryError(f"parts {missing[:5]} have no commit record; cannot write the manifest")
-    unembedded = [r.part for r in records if r.num_sentences and committed_vectors(layout, r) is None]
+    unembedded = [] if text_only else [r.part for r in records if r.num_sentences and committed_vectors(layout, r) is None]
     if unembedded:
         raise IndexDirectoryError(f"parts {unembedded[:5]} have no complete vectors record; cannot write the manifest")
     parts, files = [], []
@@ -229,7 +243,7 @@ def assemble_manifest(
             "chunks": str(layout.chunks(p.part).relative_to(root)),
             "sentences": str(layout.sentences(p.part).relative_to(root)),
             "rejects": str(layout.rejects(p.part).relative_to(root)),
-            "vectors": str(layout.vectors(p.part).relative_to(root)),
+            "vectors": None if text_only else str(layout.vectors(p.part).relative_to(root)),
             "faiss_factory": settings.faiss_factory,
             "num_documents": r.num_documents,
             "num_chunks": r.num_chunks,
@@ -242,7 +256,7 @@ def assemble_manifest(
             {"path": entry["sentences"], "rows": r.num_sentences, "bytes": r.files[entry["sentences"]]},
             {"path": entry["rejects"], "rows": r.num_rejected, "bytes": r.files[entry["rejects"]]},
         ]
-        if r.num_sentences:
+        if r.num_sentences and not text_only:
             v = read_vectors_record(layout, r.part)
             files.append({"path": v.path, "rows": v.rows, "bytes": v.bytes})
         parts.append(entry)
@@ -258,6 +272,7 @@ def assemble_manifest(
         "corpus": identity["corpus"],
         "inputs": {**identity["inputs"], "content": {"hash": HASH_NAME, "digest": content}},
         "chunking": identity["chunking"],
+        "vectors": vectors,
         "embedding": {"model": settings.embedder.name, "dimension": dimension, "normalized": True, "spec": asdict(settings.embedder)},
         "faiss": {"factory": settings.faiss_factory, "metric": "inner_product", "ids": "sentence_id"},
         "ann": ann or {"kind": "flat", "setting": settings.ann},

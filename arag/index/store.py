@@ -24,7 +24,7 @@ class PartFiles:
     part: int
     chunks: Path
     sentences: Path
-    vectors: Path
+    vectors: Path | None  # None in a text_only index
     num_chunks: int
     num_sentences: int
 
@@ -52,7 +52,7 @@ class Index:
                 part=p["part"],
                 chunks=self.root / p["chunks"],
                 sentences=self.root / p["sentences"],
-                vectors=self.root / p["vectors"],
+                vectors=self.root / p["vectors"] if p.get("vectors") else None,
                 num_chunks=p["num_chunks"],
                 num_sentences=p["num_sentences"],
             )
@@ -69,7 +69,16 @@ class Index:
 
     @property
     def vector_files(self) -> list[Path]:
-        return [p.vectors for p in self.parts if p.num_sentences]
+        return [p.vectors for p in self.parts if p.num_sentences and p.vectors is not None]
+
+    @property
+    def vectors_mode(self) -> str:
+        """"embedded" (sentence vectors in every part) or "text_only" (none: no semantic search)."""
+        return str(self.manifest.get("vectors", "embedded"))
+
+    @property
+    def has_vectors(self) -> bool:
+        return self.vectors_mode == "embedded"
 
     @property
     def chunking_mode(self) -> str:

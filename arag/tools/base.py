@@ -112,6 +112,16 @@ class ToolHost(Protocol):
 ToolFn = Callable[[ToolHost, dict[str, Any], "ToolOptions"], ToolResult]
 
 
+def require_vectors(ctx: ToolHost, what: str) -> None:
+    """Refuse `what` (a search by meaning) on an index built without sentence vectors."""
+    mode = ctx.store.index.vectors_mode
+    if mode != "embedded":
+        raise ToolArgumentError(
+            f"{what} is not available: this index was built in {mode} mode (manifest vectors: {mode}), without "
+            "sentence vectors; search it with keyword_search, or build it with embeddings to search by meaning"
+        )
+
+
 @dataclass(frozen=True)
 class ToolOptions:
     """Per-method settings that are not the agent's to choose.

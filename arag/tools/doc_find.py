@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.index.tokens import count_tokens
-from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list
+from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list, require_vectors
 from arag.tools.documents import DocumentLines, get_ref_id, line_similarities, load_document, numbered, session_of
 
 
@@ -72,6 +72,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     ref = session.resolve(get_ref_id(args))
     patterns = get_string_list(args, "patterns", noun="pattern", max_items=MAX_PATTERNS, max_chars=MAX_KEYWORD_CHARS, example='"Lothair II"')
     mode = get_mode(args, settings.semantic_find)
+    if mode == "semantic":
+        require_vectors(ctx, 'find with mode "semantic"')
     doc = load_document(ctx, session, ref.doc_id)
     c = settings.find_context_lines
     shown: set[tuple[int, int]] = set()

@@ -67,11 +67,14 @@ def query_keywords(query: str) -> list[str]:
 
 
 def ranked_chunks(ctx: ToolHost, query: str, n: int) -> list[list[tuple[int, list[str] | None]]]:
-    """The keyword and the semantic ranking of chunks: (ord, matched sentences or None) best first."""
+    """The keyword and the semantic ranking of chunks: (ord, matched sentences or None) best first.
+    A text_only index (no sentence vectors) has the keyword ranking only."""
     rankings: list[list[tuple[int, list[str] | None]]] = []
     keywords = query_keywords(query)
     if keywords:
         rankings.append([(o, None) for o, _ in keyword_scores(ctx, keywords, n)])
+    if not ctx.store.index.has_vectors:
+        return rankings
     scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * n)
     groups = group_by_chunk(ctx, scores, sids)[:n]
     rankings.append([(o, [ctx.store.sentence_texts(int(r), 1)[0] for r in rows]) for o, _, rows in groups])

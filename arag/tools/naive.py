@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k
+from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors
 from arag.tools.render import content_tokens, query_phrase, search_text
 from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, group_by_chunk, hits_for
 
@@ -44,6 +44,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     details: dict[str, Any] = {}
     query = get_query(args)
     top_k = get_top_k(args, details)
+    require_vectors(ctx, NAME)
     hits = hits_for(ctx, top_chunks(ctx, query, top_k), full_text=True)
     return ToolResult(
         tool=NAME,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k
+from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors
 from arag.tools.render import content_tokens, query_phrase, search_text
 
 NAME = "semantic_search"
@@ -62,6 +62,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     details: dict[str, Any] = {}
     query = get_query(args)
     top_k = get_top_k(args, details)
+    require_vectors(ctx, NAME)
     scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)
     groups = group_by_chunk(ctx, scores, sids)[:top_k]
     hits = hits_for(ctx, groups, full_text=options.full_text)
