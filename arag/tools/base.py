@@ -8,6 +8,8 @@ was wrong, so one bad call never ends an episode.
 
 from __future__ import annotations
 
+import json
+
 import math
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -254,21 +256,6 @@ def get_query(args: dict[str, Any]) -> str:
 
 
 def get_chunk_ids(args: dict[str, Any]) -> list[str]:
-    value = args.get("chunk_ids")
-    if isinstance(value, str):
-        raise ToolArgumentError(f'chunk_ids must be a list of strings, e.g. ["{value[:40]}"], not a single string')
-    if not isinstance(value, list):
-        raise ToolArgumentError(f"chunk_ids must be a list of strings, got {type_name(value)}")
-    if not value:
-        raise ToolArgumentError("chunk_ids is empty; give at least one chunk id")
-    if len(value) > MAX_CHUNK_IDS:
-        raise ToolArgumentError(f"too many chunk ids ({len(value)}); read at most {MAX_CHUNK_IDS} at once")
-    for i, c in enumerate(value):
-        if not isinstance(c, str):
-            raise ToolArgumentError(f"chunk id {i + 1} must be a string, got {type_name(c)}")
-        if not c.strip():
-            raise ToolArgumentError(f"chunk id {i + 1} is empty or blank")
-        if len(c) > MAX_CHUNK_ID_CHARS:
-            raise ToolArgumentError(f"chunk id {i + 1} is {len(c)} characters long; not a chunk id of this index")
-        check_text(c, f"chunk id {i + 1}")
-    return value
+    given = args.get("chunk_ids")
+    example = json.dumps(given[:40]) if isinstance(given, str) else '"Lothair II#0"'
+    return get_string_list(args, "chunk_ids", noun="chunk id", max_items=MAX_CHUNK_IDS, max_chars=MAX_CHUNK_ID_CHARS, example=example)

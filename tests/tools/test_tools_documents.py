@@ -117,14 +117,15 @@ def test_summarize_checks_ids(ctx):
 
 
 def test_list_arguments_share_one_validator(ctx):
-    """search's queries, find's patterns and keyword_search's keywords: the same checks, each message
-    naming the argument or its numbered item."""
+    """search's queries, find's patterns, keyword_search's keywords and chunk_read's chunk_ids: the
+    same checks, each message naming the argument or its numbered item."""
     session = DocumentSession()
     ref = search(ctx, session, "river").details["ref_ids"][0]
     calls = {
         "queries": ("search", {}, "query"),
         "patterns": ("find", {"ref_id": ref}, "pattern"),
         "keywords": ("keyword_search", {}, "keyword"),
+        "chunk_ids": ("chunk_read", {}, "chunk id"),
     }
     for key, (tool, base, noun) in calls.items():
         def error(value):
