@@ -39,6 +39,8 @@ METHOD_LABELS = {
     "agenticrag_no_semantic_find": "AgenticRAG w/o semantic find",
     "agenticrag_single_query": "AgenticRAG single query",
 }
+# The paper's Table 2: A-RAG (Full) and its variants without one tool, in the paper's row order.
+ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read")
 # The AgenticRAG comparison table: its ablations beside A-RAG (Full) and Naive RAG.
 AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
 EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
@@ -216,10 +218,13 @@ def _paper_fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None) -> str:
+def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None,
+                   fixed_rows: bool = False, note: str = "") -> str:
     """Per (model, varying settings): rows = methods, columns = dataset × (LLM-Acc, Cont-Acc).
     `require`: show only the settings blocks that hold at least one of these methods. `paper`: the
-    paper's published value beside each of ours, for blocks whose model is one of its backbones."""
+    paper's published value beside each of ours, for blocks whose model is one of its backbones.
+    `fixed_rows`: every one of `methods` is a row, in that order, "–" where it was not run (a
+    table of fixed shape, like the paper's Table 2). `note`: a line under the title."""
     varying = _varying(con)
     keys = ["model", *varying]
     where = ""
@@ -235,7 +240,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
     groups: dict[tuple, dict[tuple[str, str], tuple]] = {}
     for r in data:
         groups.setdefault(tuple(r[: len(keys)]), {})[(r[len(keys)], r[len(keys) + 1])] = r[len(keys) + 2 :]
-    out = [f"## {title}", ""]
+    out = [f"## {title}", "", *([note, ""] if note else [])]
     for group, cells in groups.items():
         if require and not any(m in require for m, _ in cells):
             continue
@@ -251,7 +256,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
             for m in _accuracy_columns(d):
                 header += [f"{d} {m}", "(paper)"] if backbone else [f"{d} {m}"]
         rows = []
-        for method in _method_order(sorted({m for m, _ in cells})):
+        for method in list(methods) if (fixed_rows and methods is not None) else _method_order(sorted({m for m, _ in cells})):
             row = [_label(method)]
             for d in datasets:
                 llm, cont, _n = cells.get((method, d), (None, None, 0))
@@ -262,6 +267,21 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
             rows.append(row)
         out += [markdown_table(header, rows), ""]
     return "\n".join(out)
+
+
+def ablation_table(con: duckdb.DuckDBPyConnection) -> str:
+    """The paper's Table 2 layout: rows = A-RAG (Full) and its `arag_no_*` variants (the paper's
+    three first, any other after), columns = dataset × (LLM-Acc, Cont-Acc) as in the main table; one
+    block per model and varying setting that holds an ablation run. Ours only: the repository holds
+    no published Table 2 numbers (conf/paper_results/ has Table 1)."""
+    title = "Ablations (Table 2 layout): A-RAG (Full) without one tool"
+    ran = [m for (m,) in con.execute("SELECT DISTINCT method FROM episodes WHERE method LIKE 'arag_no_%' ORDER BY method").fetchall()]
+    if not ran:
+        return f"## {title}\n\nNo ablation runs (methods `arag_no_*`) in these results.\n"
+    rows = [*ABLATION_ROWS, *(m for m in ran if m not in ABLATION_ROWS)]
+    note = ("Rows in the paper's order; \"–\": that variant has no run in the block. Our numbers only: the paper's "
+            "Table 2 values are not in `conf/paper_results/`.")
+    return accuracy_pivot(con, rows, title, require=ran, fixed_rows=True, note=note)
 
 
 def details_table(con: duckdb.DuckDBPyConnection) -> str:
@@ -455,14 +475,13 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         plot_accuracy_vs(con, "reasoning_effort", out / "accuracy_vs_reasoning_effort.png"),
         plot_tool_use(con, out / "tool_use.png"),
     ]
-    ablations = [m for (m,) in con.execute("SELECT DISTINCT method FROM episodes WHERE method LIKE 'arag_no_%'").fetchall()]
     parts = [
         f"# {title}",
         "",
         f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
         "",
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results", paper=PaperResults.load() if paper_columns else None),
-        accuracy_pivot(con, ["arag_full", *ablations], "Ablation: A-RAG (Full) without one tool", require=ablations) if ablations else "## Ablation: A-RAG (Full) without one tool\n\nNo ablation runs (methods `arag_no_*`) in these results.\n",
+        ablation_table(con),
         agentic_table(con),
         details_table(con),
         tokens_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("agenticrag")]),
