@@ -2,7 +2,10 @@
 
 Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc alone for GraphRAG-Bench,
 like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
-layout), retrieved tokens per method and dataset (Table 3's layout), details per run (EM, F1,
+layout), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
+setting varied at a time: arag.evaluation.report_sweeps), retrieved tokens per method and dataset
+(Table 3's layout), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
+verdicts and rewrites (arag.evaluation.report_a2rag), details per run (EM, F1,
 evidence recall, failures), retrieved tokens and cost per method, tool use, and plots of accuracy
 against the step limit and against reasoning effort, and of tool-use distributions.
 
@@ -25,6 +28,9 @@ from typing import Any, Sequence
 
 import duckdb
 
+from arag.evaluation.report_a2rag import a2rag_section
+from arag.evaluation.report_sweeps import EFFORT_ORDER, SWEEPABLE, sweep_table
+
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
 METHOD_LABELS = {
     "direct": "Direct answer",
@@ -38,12 +44,12 @@ METHOD_LABELS = {
     "agenticrag_no_summarize": "AgenticRAG w/o summarize",
     "agenticrag_no_semantic_find": "AgenticRAG w/o semantic find",
     "agenticrag_single_query": "AgenticRAG single query",
+    "a2rag": "A2RAG",
 }
 # The paper's Table 2: A-RAG (Full) and its variants without one tool, in the paper's row order.
 ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read")
 # The AgenticRAG comparison table: its ablations beside A-RAG (Full) and Naive RAG.
 AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
-EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
 TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "search", "find", "open", "summarize", "other")
 # Settings that may vary between runs; a column is shown only where it does vary.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails")
@@ -482,7 +488,9 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         "",
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results", paper=PaperResults.load() if paper_columns else None),
         ablation_table(con),
+        *(sweep_table(con, x, _varying(con), _label) for x in SWEEPABLE),
         agentic_table(con),
+        a2rag_section(con, _varying(con), _label),
         details_table(con),
         tokens_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("agenticrag")]),
         cost_table(con),
