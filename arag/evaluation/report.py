@@ -21,7 +21,6 @@ protocol, index, prompts, code version, ...) are refused with the run ids named;
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -29,6 +28,8 @@ from typing import Any, Sequence
 import duckdb
 
 from arag.evaluation.report_a2rag import a2rag_section
+from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
+from arag.evaluation.report_format import format_value as _fmt
 from arag.evaluation.report_sweeps import EFFORT_ORDER, SWEEPABLE, sweep_table
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
@@ -58,12 +59,6 @@ SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature
 PAPER_RESULTS_FILE = "a_rag_table1.yaml"
 # Datasets with long-form gold answers: the main table shows LLM-Acc only for them, as the paper does.
 LONG_FORM_DATASETS = ("graphrag-bench",)
-# The questions both accuracies average over: all but those the judge gave no verdict for.
-SCORED = "coalesce(judge_status, '') <> 'failed'"
-
-
-class UnlikeRunsError(ValueError):
-    """Two runs would share a table cell though their identities differ."""
 
 
 def check_one_run_per_cell(con: duckdb.DuckDBPyConnection) -> None:
@@ -125,28 +120,6 @@ def _varying(con: duckdb.DuckDBPyConnection) -> list[str]:
         if n > 1:
             out.append(col)
     return out
-
-
-def _fmt(value: Any, kind: str = "pct") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if kind == "pct":
-        return f"{100 * value:.1f}"
-    if kind == "int":
-        return f"{value:,.0f}"
-    if kind == "f1":
-        return f"{value:.1f}"
-    if kind == "f2":
-        return f"{value:.2f}"
-    return str(value)
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None) -> str:
-    align = align or ["l"] + ["r"] * (len(header) - 1)
-    sep = ["---:" if a == "r" else ":---:" if a == "c" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def _method_order(methods: Sequence[str]) -> list[str]:

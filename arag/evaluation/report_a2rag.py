@@ -22,6 +22,9 @@ from typing import Callable, Iterable, Sequence
 
 import duckdb
 
+from arag.evaluation.report_format import SCORED, markdown_table
+from arag.evaluation.report_format import format_value as _fmt
+
 from arag.methods.a2rag import CHECKS, STAGES
 
 BASELINES = ("naive_rag", "arag_full")
@@ -73,8 +76,6 @@ def rewrite_counts(rewrites_json: Iterable[str | None]) -> Counter:
 
 
 def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
-    from arag.evaluation.report import SCORED, _fmt, markdown_table
-
     cols = ["dataset", "model", "method", *shown_settings]
     baselines = ", ".join(f"'{m}'" for m in BASELINES)
     data = con.execute(
@@ -96,8 +97,6 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
 
 
 def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
-    from arag.evaluation.report import _fmt, markdown_table
-
     cols = ["dataset", "model", "method", *shown_settings]
     data = con.execute(
         f"""SELECT {', '.join(cols)}, list(struct_pack(

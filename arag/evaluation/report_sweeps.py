@@ -19,14 +19,15 @@ from typing import Any
 
 import duckdb
 
+from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
+from arag.evaluation.report_format import format_value as _fmt
+
 # A swept row column → where it sits in a run's identity settings (arag.evaluation.settings).
 SWEEPABLE: dict[str, tuple[str, ...]] = {
     "max_steps": ("agent", "max_steps"),
     "reasoning_effort": ("model", "reasoning_effort"),
 }
 EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
-# The questions both accuracies average over (as in the main table).
-SCORED = "coalesce(judge_status, '') <> 'failed'"
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,6 @@ def differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 def check_series_identity(x: str, runs: list[tuple[str, Any, str]]) -> None:
     """runs: (run id, x value, settings JSON) of one series. Raises UnlikeRunsError when two runs
     differ in any identity setting but the swept one."""
-    from arag.evaluation.report import UnlikeRunsError
-
     path = SWEEPABLE[x]
     first_id, first_x, first_settings = runs[0]
     base = _without(json.loads(first_settings or "{}"), path)
@@ -138,8 +137,6 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
 
 def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label=lambda m: m) -> str:
     """Markdown: one table per series, x as the first column, accuracy and cost per point."""
-    from arag.evaluation.report import _fmt, markdown_table
-
     title = f"## Test-time scaling: accuracy and cost against {x}"
     series = sweep_series(con, x, shown_settings)
     if not series:
