@@ -368,6 +368,8 @@ def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path
     lines: dict[tuple, list[tuple]] = {}
     for d, model, method, o, g, xv, cont, llm, _n in data:
         lines.setdefault((d, model, method, o, g), []).append((xv, cont, llm))
+    if any(len(pts) > 1 for pts in lines.values()):  # a sweep: its series only, not the single points of other runs
+        lines = {k: pts for k, pts in lines.items() if len(pts) > 1}
     if x == "max_steps":
         xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v))
     else:
@@ -449,6 +451,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
     if n == 0:
         raise ValueError(f"no episodes under {results_path}" + (f" matching {where}" if where else ""))
     check_one_run_per_cell(con)
+    sweeps = [sweep_table(con, x, _varying(con), _label) for x in SWEEPABLE]  # before any file: it may refuse unlike runs
     plots = [
         plot_accuracy_vs(con, "max_steps", out / "accuracy_vs_max_steps.png"),
         plot_accuracy_vs(con, "reasoning_effort", out / "accuracy_vs_reasoning_effort.png"),
@@ -461,7 +464,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         "",
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results", paper=PaperResults.load() if paper_columns else None),
         ablation_table(con),
-        *(sweep_table(con, x, _varying(con), _label) for x in SWEEPABLE),
+        *sweeps,
         agentic_table(con),
         a2rag_section(con, _varying(con), _label),
         details_table(con),

@@ -94,6 +94,7 @@ def test_sweep_report_refuses_a_second_differing_setting(tmp_path):
     write_run(results, "s10", "arag_full", 6, max_steps=10, judge="strict")
     with pytest.raises(UnlikeRunsError, match=r"sweep over max_steps may only vary max_steps, but runs s5 \(max_steps=5\) and s10 \(max_steps=10\) also differ in: judge\.preset"):
         build_report(results)
+    assert not list((results / "report").glob("*")), "a refused report writes no file"
     # Picking one judge's runs makes it a plain report again.
     assert build_report(results, tmp_path / "one", where="run_id = 's5'").rows == 10
 
