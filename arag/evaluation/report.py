@@ -46,6 +46,7 @@ METHOD_LABELS = {
     "agenticrag_no_semantic_find": "AgenticRAG w/o semantic find",
     "agenticrag_single_query": "AgenticRAG single query",
     "a2rag": "A2RAG",
+    "a2rag_relation_seeds": "A2RAG relation seeds",
 }
 # The paper's Table 2: A-RAG (Full) and its variants without one tool, in the paper's row order.
 ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read")
