@@ -206,10 +206,13 @@ def write_synthetic_index(
                     text = " ".join(sents)
                     for k, v in zip(CHUNK_SCHEMA.names, (cid, did, title, pos, text, len(text) // 4)):
                         c[k].append(v)
-                    for st in sents:
+                    for j, st in enumerate(sents):
                         s["sentence_id"].append(sentence_id(p, srow))
                         s["chunk_id"].append(cid)
                         s["text"].append(st)
+                        s["doc_id"].append(did)
+                        s["doc_title"].append(title)
+                        s["doc_sentence"].append(pos * (sentences_per_chunk + 1) + j)
                         srow += 1
                     i += 1
                 doc += 1

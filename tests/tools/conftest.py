@@ -22,7 +22,7 @@ import pytest
 
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout, sentence_id
-from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA
+from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA, SOURCE_COLUMNS
 from benchmarks.synthetic_index import commit_parts, part_record, write_rejects
 
 DIM = 32
@@ -69,8 +69,12 @@ def make_index(
     factory: str = "Flat",
     embedder_spec: dict | None = None,
     sep: str = " ",
+    sentence_sources: bool = True,
 ) -> BuiltIndex:
-    """Write a complete index of `docs` (grouped by their `part`) under `root`."""
+    """Write a complete index of `docs` (grouped by their `part`) under `root`.
+
+    sentence_sources=False writes sentence rows without their source columns, as indexes of format
+    version 1 hold them."""
     layout = IndexLayout(root)
     layout.make_dirs()
     corpus_file = root / "docs.jsonl"  # what the index says it was made from
@@ -82,6 +86,7 @@ def make_index(
     for p in parts:
         crow, srow = {k: [] for k in CHUNK_SCHEMA.names}, {k: [] for k in SENTENCE_SCHEMA.names}
         for d in (d for d in docs if d.part == p):
+            ordinal = 0
             for pos, sentences in enumerate(d.chunks):
                 cid = f"{d.doc_id}#{pos}"
                 text = sep.join(sentences)
@@ -92,11 +97,18 @@ def make_index(
                     srow["sentence_id"].append(sid)
                     srow["chunk_id"].append(cid)
                     srow["text"].append(s)
+                    srow["doc_id"].append(d.doc_id)
+                    srow["doc_title"].append(d.title)
+                    srow["doc_sentence"].append(ordinal)
+                    ordinal += 1
                     sentence_chunk[sid] = len(all_ids)
                 all_ids.append(cid)
                 all_texts.append(text)
         pq.write_table(pa.table(crow, schema=CHUNK_SCHEMA), layout.chunks(p), row_group_size=3)
-        pq.write_table(pa.table(srow, schema=SENTENCE_SCHEMA), layout.sentences(p), row_group_size=4)
+        sentences = pa.table(srow, schema=SENTENCE_SCHEMA)
+        if not sentence_sources:
+            sentences = sentences.drop_columns(list(SOURCE_COLUMNS))
+        pq.write_table(sentences, layout.sentences(p), row_group_size=4)
         write_rejects(layout, p)
         sids = np.asarray(srow["sentence_id"], dtype=np.int64)
         if len(sids):
