@@ -137,6 +137,13 @@ def is_packed(ctx: ToolHost) -> bool:
     return ctx.store.index.chunking_mode == PACKED
 
 
+def check_document_index(ctx: ToolHost) -> None:
+    """Raise MissingSentenceSourcesError (naming the index, saying to rebuild) when the index is
+    packed but its sentence rows do not record their source documents."""
+    if is_packed(ctx):
+        ctx.store.sentence_sources  # noqa: B018 (opening it checks the files)
+
+
 def document_ords(ctx: ToolHost, doc_id: str) -> list[int]:
     return ctx.store.document_ords([doc_id]).get(doc_id, [])
 

@@ -62,9 +62,9 @@ class SentenceSources:
             if missing:
                 root = self.store.index.root
                 raise MissingSentenceSourcesError(
-                    f"index {root}: {path} has no {', '.join(missing)} column{'s' if len(missing) > 1 else ''}, so the document tools cannot "
-                    f"tell which document each sentence of a packed window comes from (the index predates format 2); rebuild it: "
-                    f"python -m pipelines.index index.path={root} ... (the same corpus and settings rebuild it, the format changed)"
+                    f"rebuild the index {root}: it predates sentence sources (index format 2), so the document tools cannot tell which "
+                    f"document a sentence of a packed window comes from ({path.name} has no {', '.join(missing)}); "
+                    f"rerun python -m pipelines.index with index.path={root} and the same corpus (the format changed, so it rebuilds)"
                 )
 
     def of_rows(self, rows: np.ndarray | list[int]) -> Sources:

@@ -133,6 +133,32 @@ def make_index(
     return BuiltIndex(root, all_ids, all_texts, np.concatenate(all_sids), all_stexts, sentence_chunk, vectors)
 
 
+def make_packed_index(root: Path, documents: list[dict], chunk_tokens: int, chunk_overlap: int, sentence_sources: bool = True) -> Path:
+    """Write a complete packed index (`index.chunking=packed`) of `documents` ({"doc_id", "title",
+    "text"}) under `root`: the pipeline's own part builder (arag.index.parts.build_part, the real
+    window packer) writes the Parquet files, fake_encode the vectors. sentence_sources=False drops
+    the sentence rows' source columns, as a packed index built before format 2 lacks them."""
+    from arag.corpus.readers import CorpusSpec, plan_parts
+    from arag.index.parts import ChunkingSettings, build_part
+    from arag.index.vectors import build_shard, write_shard
+
+    layout = IndexLayout(root)
+    layout.make_dirs()
+    corpus_file = root / "docs.jsonl"
+    corpus_file.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in documents))
+    spec = CorpusSpec("packed-fixture", "jsonl", str(corpus_file))
+    chunking = ChunkingSettings(mode="packed", chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap)
+    records = [build_part(spec, part, chunking, layout) for part in plan_parts(spec)]
+    for r in records:
+        table = pq.read_table(layout.sentences(r.part))
+        if not sentence_sources:
+            pq.write_table(table.drop_columns(list(SOURCE_COLUMNS)), layout.sentences(r.part))
+        vectors = fake_encode(table.column("text").to_pylist())
+        write_shard(build_shard(vectors, table.column("sentence_id").to_numpy()), layout.vectors(r.part))
+    commit_parts(root, corpus_file, records, dimension=DIM, embedder=EmbedderSpec(name="fake-trigram-hash"), chunking=chunking)
+    return root
+
+
 # Edge cases of keyword matching: overlapping occurrences, unicode case folding, titles that are
 # not in the text, ties, chunks at document edges, SQL-looking characters.
 EDGE_DOCS = [
