@@ -14,6 +14,7 @@ from arag.tools import DocumentSession, DocumentToolSettings
 from arag.tools.packed_documents import keyword_documents, semantic_documents
 from arag.tools.sentence_sources import MissingSentenceSourcesError
 from tests.tools.conftest import fake_encode, make_packed_index
+from tests.tools.test_tools_documents import ref_of, search
 
 LOTHAIR = [
     "Lothair II was a king of Lotharingia.",
@@ -54,16 +55,6 @@ def ctx(tmp_path_factory):
 def windows_of(ctx, doc_id):
     rows = ctx.store.chunk_rows(list(range(ctx.store.num_chunks)), ["doc_id"])["doc_id"]
     return [o for o, f in enumerate(rows) if doc_id in f.split(COVERED_SEPARATOR)]
-
-
-def search(ctx, session, *queries):
-    r = ctx.call("search", {"queries": list(queries)}, tracker=session)
-    assert r.error is None, r.error
-    return r
-
-
-def ref_of(session, doc_id):
-    return next(r for r, ref in session.refs.items() if ref.doc_id == doc_id)
 
 
 def test_fixture_is_packed_with_overlap_and_a_document_over_several_windows(ctx):
