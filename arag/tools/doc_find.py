@@ -72,7 +72,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     ref = session.resolve(get_ref_id(args))
     patterns = get_string_list(args, "patterns", max_items=MAX_PATTERNS, max_chars=MAX_KEYWORD_CHARS, example='"Lothair II"')
     mode = get_mode(args, settings.semantic_find)
-    doc = load_document(ctx, session, ref.doc_id)
+    doc = load_document(ctx, session, ref.doc_id, ref.anchor)
     c = settings.find_context_lines
     shown: set[tuple[int, int]] = set()
     blocks: list[str] = []

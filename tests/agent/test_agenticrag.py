@@ -99,3 +99,24 @@ def test_citation_recall_ranks_by_score():
     ep.agent = {"method": {"name": "arag_full"}}
     assert citation_recall(ep, ["A"]) == {1: None, 3: None}  # a method that does not cite
     assert load_method("agenticrag").finish_answer("Paris\ncitations: turn1search1 [0.3] turn1search2: 0.8", None)[1][0]["ref_id"] == "turn1search2"
+
+
+def test_guard_rail_refusal_names_the_methods_own_reading_tools(agent_ctx):
+    from arag.agent.loop import GuardRails
+    from arag.evaluation.settings import model_texts
+
+    rails = GuardRails(require_read_before_answer=True, max_refusals=1)
+    a, backend = agent([{"answer": "early"}, {"answer": "late"}], agent_ctx, guard_rails=rails)
+    assert a.run("q").answer == "late"
+    refusal = backend.requests[1].messages[-1].content
+    assert "find or open" in refusal and "documents" in refusal and "chunk_read" not in refusal
+    b, backend = agent([{"answer": "early"}, {"answer": "late"}], agent_ctx, "arag_full", guard_rails=rails)
+    b.run("q")
+    assert "read the relevant chunks with chunk_read first" in backend.requests[1].messages[-1].content
+    # The note is a text the model sees: part of the run identity, different per method.
+    import yaml
+
+    from arag.methods import METHOD_CONF_DIR
+
+    notes = {m: model_texts(yaml.safe_load((METHOD_CONF_DIR / f"{m}.yaml").read_text()), "json")["notes"] for m in ("agenticrag", "arag_full")}
+    assert any("find or open" in n for n in notes["agenticrag"]) and any("with chunk_read" in n for n in notes["arag_full"])
