@@ -24,7 +24,7 @@ from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout, sentence_id, write_json_atomic
 from arag.index.part_vectors import VectorsRecord
 from arag.index.vectors import read_shard
-from arag.index.parts import CHUNK_SCHEMA, ROW_GROUP_SIZE, SENTENCE_SCHEMA, PartRecord
+from arag.index.parts import CHUNK_SCHEMA, ROW_GROUP_SIZE, SENTENCE_SCHEMA, ChunkingSettings, PartRecord
 
 ROW_GROUP = ROW_GROUP_SIZE
 
@@ -36,6 +36,7 @@ def commit_parts(
     dimension: int,
     factory: str = "Flat",
     embedder: EmbedderSpec | None = None,
+    chunking: ChunkingSettings | None = None,
     vectors: str = EMBEDDED,
 ) -> dict:
     """Write the manifest of an index whose parts' files are written: the pipeline's own manifest.
@@ -47,7 +48,7 @@ def commit_parts(
     for r in records:
         _record_part_files(layout, r)
     corpus = CorpusSpec(name=corpus_file.stem, format="jsonl", path=str(corpus_file))
-    settings = IndexSettings(corpus=corpus, embedder=embedder or EmbedderSpec(name="synthetic"), faiss_factory=factory)
+    settings = IndexSettings(corpus=corpus, embedder=embedder or EmbedderSpec(name="synthetic"), chunking=chunking or ChunkingSettings(), faiss_factory=factory)
     plan = [InputPart(part=r.part, file=corpus_file.name) for r in records]
     manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed_s=0.0, vectors=vectors)
     commit_manifest(layout, manifest)
@@ -207,10 +208,13 @@ def write_synthetic_index(
                     text = " ".join(sents)
                     for k, v in zip(CHUNK_SCHEMA.names, (cid, did, title, pos, text, len(text) // 4)):
                         c[k].append(v)
-                    for st in sents:
+                    for j, st in enumerate(sents):
                         s["sentence_id"].append(sentence_id(p, srow))
                         s["chunk_id"].append(cid)
                         s["text"].append(st)
+                        s["doc_id"].append(did)
+                        s["doc_title"].append(title)
+                        s["doc_sentence"].append(pos * (sentences_per_chunk + 1) + j)
                         srow += 1
                     i += 1
                 doc += 1

@@ -90,3 +90,13 @@ def test_chunk_ids_are_stable_across_runs():
     b = chunk_document(doc(text, "42"), 64)
     assert [(c.chunk_id, c.text) for c in a] == [(c.chunk_id, c.text) for c in b]
     assert a[0].chunk_id == "42#0" and a[1].chunk_id == "42#1"
+
+
+def test_no_break_spaces_among_dots_are_segmented_not_a_library_panic():
+    # From a GraphRAG-Bench novel: sentencex alone panics on this text (byte vs character offsets).
+    text = "There is a\xa0picture at the end of the chapter, p.\xa015 in M\xa0.\xa0.\xa0.\xa0. R\xa0.\xa0.\xa0.\xa0.,--a\xa0small oval box. Emil Kuh wrote."
+    spans = sentence_spans(text)
+    assert spans and all(text[s.start : s.end].strip() == text[s.start : s.end] for s in spans)
+    assert "".join(text[s.start : s.end] for s in spans).replace(" ", "").replace("\xa0", "") == text.replace(" ", "").replace("\xa0", "")
+    assert text[spans[-1].start : spans[-1].end] == "Emil Kuh wrote."
+    assert any("\xa0" in text[s.start : s.end] for s in spans)  # spans index the original text, no-break spaces kept

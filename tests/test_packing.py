@@ -143,3 +143,35 @@ def test_the_overlap_is_part_of_the_identity_only_when_packing():
     assert "chunk_overlap" not in ChunkingSettings(chunk_overlap=50).identity()
     assert ChunkingSettings(mode="packed", chunk_overlap=50).identity() != ChunkingSettings(mode="packed", chunk_overlap=60).identity()
     assert ChunkingSettings(mode="packed").identity()["mode"] == "packed"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_each_sentence_records_its_source_document_and_ordinal(seed):
+    """A window's sentences name their own document and their place in it; the copies in the
+    overlap carry the same source; each document's sentences, by ordinal and without copies, are
+    exactly its sentences in order (what AgenticRAG's document tools rebuild)."""
+    from arag.index.chunking import chunk_document
+
+    docs = make_corpus(seed)
+    chunks = pack(docs, 120, 30)
+    by_doc: dict[str, dict[int, str]] = {}
+    copies = 0
+    for c in chunks:
+        assert len(c.sources) == len(c.sentences)
+        covered = c.doc_id.split(COVERED_SEPARATOR)
+        for s, src in zip(c.sentences, c.sources):
+            assert src.doc_id in covered and source_doc(s) == int(src.doc_id[3:])
+            assert src.title == docs[int(src.doc_id[3:])].title
+            seen = by_doc.setdefault(src.doc_id, {})
+            copies += src.ordinal in seen
+            assert seen.setdefault(src.ordinal, s) == s  # a repeated ordinal is the same sentence
+    assert copies > 0  # the windows overlap
+    for d in docs:
+        lines = by_doc[d.doc_id]
+        assert sorted(lines) == list(range(len(lines)))
+        assert " ".join(lines[k] for k in sorted(lines)) == d.text
+    # Per-document chunks record the same: ordinals run on over a document's chunks.
+    for d in docs[:5]:
+        parts = chunk_document(d, 40)
+        assert [src.ordinal for c in parts for src in c.sources] == list(range(sum(len(c.sentences) for c in parts)))
+        assert {src.doc_id for c in parts for src in c.sources} == {d.doc_id}

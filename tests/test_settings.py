@@ -112,6 +112,17 @@ def test_every_shipped_model_and_method_config_passes():
         check_evaluate_config(compose_config("evaluate", "model=scripted", "+model@judge.model=openai", "+judge.model.base_ulr=x"))
 
 
+def test_the_relation_seed_ablation_is_a2rag_with_one_setting_changed():
+    def method(name):
+        return dict(compose_config("evaluate", "model=scripted", f"method={name}", "+corpus=2wikimultihopqa")["method"])
+
+    base, ablation = method("a2rag"), method("a2rag_relation_seeds")
+    assert (base["relation_seeds"], ablation["relation_seeds"]) == (False, True)
+    assert ablation["name"] == "a2rag_relation_seeds"  # its own method name, so the report shows it as its own row
+    differing = {k for k in base.keys() | ablation.keys() if base.get(k) != ablation.get(k)}
+    assert differing == {"name", "relation_seeds"}
+
+
 # ---- the settings objects themselves ---------------------------------------------------------------------
 
 

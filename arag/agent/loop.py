@@ -17,7 +17,7 @@ import asyncio
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # the tools (and their index readers) load only when an episo
 MESSAGE_OVERHEAD_TOKENS = 4
 # Tools whose results are whole chunk texts or document lines (the read-before-answer guard rail looks for one of them).
 WHOLE_CHUNK_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "open", "find"})
+# Of those, the tools that read a document's lines (AgenticRAG); the others read chunks.
+DOCUMENT_READING_TOOLS = frozenset({"open", "find"})
 # What the agent reads instead of the result of a second (third, ...) tool call in one reply.
 EXTRA_CALL_NOTE = "Not run: only one tool call is carried out per step. Call it again in your next step if you still need it."
 # Appended to an observation cut to fit the context window.
@@ -46,6 +48,19 @@ PAPER_TOKEN_BUDGET = 128_000
 # Room kept free in a model's context window beyond the token budget: the last step's tool results
 # (which may cross the budget) and the final-answer request must still fit.
 CONTEXT_MARGIN_TOKENS = 1536
+
+
+def read_first_note(tools: Sequence[str]) -> str:
+    """What an answer refused by the read-before-answer guard rail tells the agent: read first, with
+    the method's own reading tools (chunk_read for A-RAG, open or find for AgenticRAG). A text the
+    model sees, so part of the run id (arag.evaluation.settings.model_texts)."""
+    readers = [t for t in tools if t in WHOLE_CHUNK_TOOLS]
+    if readers and all(t in DOCUMENT_READING_TOOLS for t in readers):
+        what, unit = "documents", "document"
+    else:
+        what, unit = "chunks", "chunk"
+    how = f" with {' or '.join(readers)}" if readers else ""
+    return f"Do not answer yet: you have not read any {unit} in full. Search results are only snippets: read the relevant {what}{how} first."
 
 
 @dataclass
@@ -187,7 +202,7 @@ class Agent:
                     if self._refuse_answer(ep, refusals):
                         refusals += 1
                         ep.guard_rail_events.append(f"step {step}: answer refused (no chunk read in full yet)")
-                        note = self.protocol.feedback("Do not answer yet: you have not read any chunk in full. Search results are only snippets: read the relevant chunks with chunk_read first.")
+                        note = self.protocol.feedback(read_first_note(self.allowed))
                     else:
                         answer = action.text
                         break

@@ -2,7 +2,10 @@
 
 Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc alone for GraphRAG-Bench,
 like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
-layout), retrieved tokens per method and dataset (Table 3's layout), details per run (EM, F1,
+layout), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
+setting varied at a time: arag.evaluation.report_sweeps), retrieved tokens per method and dataset
+(Table 3's layout), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
+verdicts and rewrites (arag.evaluation.report_a2rag), details per run (EM, F1,
 evidence recall, failures), retrieved tokens and cost per method, tool use, and plots of accuracy
 against the step limit and against reasoning effort, and of tool-use distributions.
 
@@ -18,12 +21,16 @@ protocol, index, prompts, code version, ...) are refused with the run ids named;
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import duckdb
+
+from arag.evaluation.report_a2rag import a2rag_section
+from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
+from arag.evaluation.report_format import format_value as _fmt
+from arag.evaluation.report_sweeps import EFFORT_ORDER, SWEEPABLE, sweep_table
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
 METHOD_LABELS = {
@@ -38,10 +45,13 @@ METHOD_LABELS = {
     "agenticrag_no_summarize": "AgenticRAG w/o summarize",
     "agenticrag_no_semantic_find": "AgenticRAG w/o semantic find",
     "agenticrag_single_query": "AgenticRAG single query",
+    "a2rag": "A2RAG",
+    "a2rag_relation_seeds": "A2RAG relation seeds",
 }
+# The paper's Table 2: A-RAG (Full) and its variants without one tool, in the paper's row order.
+ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read")
 # The AgenticRAG comparison table: its ablations beside A-RAG (Full) and Naive RAG.
 AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
-EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
 TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "search", "find", "open", "summarize", "other")
 # Settings that may vary between runs; a column is shown only where it does vary.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails")
@@ -50,12 +60,6 @@ SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature
 PAPER_RESULTS_FILE = "a_rag_table1.yaml"
 # Datasets with long-form gold answers: the main table shows LLM-Acc only for them, as the paper does.
 LONG_FORM_DATASETS = ("graphrag-bench",)
-# The questions both accuracies average over: all but those the judge gave no verdict for.
-SCORED = "coalesce(judge_status, '') <> 'failed'"
-
-
-class UnlikeRunsError(ValueError):
-    """Two runs would share a table cell though their identities differ."""
 
 
 def check_one_run_per_cell(con: duckdb.DuckDBPyConnection) -> None:
@@ -117,28 +121,6 @@ def _varying(con: duckdb.DuckDBPyConnection) -> list[str]:
         if n > 1:
             out.append(col)
     return out
-
-
-def _fmt(value: Any, kind: str = "pct") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if kind == "pct":
-        return f"{100 * value:.1f}"
-    if kind == "int":
-        return f"{value:,.0f}"
-    if kind == "f1":
-        return f"{value:.1f}"
-    if kind == "f2":
-        return f"{value:.2f}"
-    return str(value)
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None) -> str:
-    align = align or ["l"] + ["r"] * (len(header) - 1)
-    sep = ["---:" if a == "r" else ":---:" if a == "c" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def _method_order(methods: Sequence[str]) -> list[str]:
@@ -216,10 +198,13 @@ def _paper_fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None) -> str:
+def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None,
+                   fixed_rows: bool = False, note: str = "") -> str:
     """Per (model, varying settings): rows = methods, columns = dataset × (LLM-Acc, Cont-Acc).
     `require`: show only the settings blocks that hold at least one of these methods. `paper`: the
-    paper's published value beside each of ours, for blocks whose model is one of its backbones."""
+    paper's published value beside each of ours, for blocks whose model is one of its backbones.
+    `fixed_rows`: every one of `methods` is a row, in that order, "–" where it was not run (a
+    table of fixed shape, like the paper's Table 2). `note`: a line under the title."""
     varying = _varying(con)
     keys = ["model", *varying]
     where = ""
@@ -235,7 +220,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
     groups: dict[tuple, dict[tuple[str, str], tuple]] = {}
     for r in data:
         groups.setdefault(tuple(r[: len(keys)]), {})[(r[len(keys)], r[len(keys) + 1])] = r[len(keys) + 2 :]
-    out = [f"## {title}", ""]
+    out = [f"## {title}", "", *([note, ""] if note else [])]
     for group, cells in groups.items():
         if require and not any(m in require for m, _ in cells):
             continue
@@ -251,7 +236,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
             for m in _accuracy_columns(d):
                 header += [f"{d} {m}", "(paper)"] if backbone else [f"{d} {m}"]
         rows = []
-        for method in _method_order(sorted({m for m, _ in cells})):
+        for method in list(methods) if (fixed_rows and methods is not None) else _method_order(sorted({m for m, _ in cells})):
             row = [_label(method)]
             for d in datasets:
                 llm, cont, _n = cells.get((method, d), (None, None, 0))
@@ -262,6 +247,21 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
             rows.append(row)
         out += [markdown_table(header, rows), ""]
     return "\n".join(out)
+
+
+def ablation_table(con: duckdb.DuckDBPyConnection) -> str:
+    """The paper's Table 2 layout: rows = A-RAG (Full) and its `arag_no_*` variants (the paper's
+    three first, any other after), columns = dataset × (LLM-Acc, Cont-Acc) as in the main table; one
+    block per model and varying setting that holds an ablation run. Ours only: the repository holds
+    no published Table 2 numbers (conf/paper_results/ has Table 1)."""
+    title = "Ablations (Table 2 layout): A-RAG (Full) without one tool"
+    ran = [m for (m,) in con.execute("SELECT DISTINCT method FROM episodes WHERE method LIKE 'arag_no_%' ORDER BY method").fetchall()]
+    if not ran:
+        return f"## {title}\n\nNo ablation runs (methods `arag_no_*`) in these results.\n"
+    rows = [*ABLATION_ROWS, *(m for m in ran if m not in ABLATION_ROWS)]
+    note = ("Rows in the paper's order; \"–\": that variant has no run in the block. Our numbers only: the paper's "
+            "Table 2 values are not in `conf/paper_results/`.")
+    return accuracy_pivot(con, rows, title, require=ran, fixed_rows=True, note=note)
 
 
 def details_table(con: duckdb.DuckDBPyConnection) -> str:
@@ -369,6 +369,8 @@ def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path
     lines: dict[tuple, list[tuple]] = {}
     for d, model, method, o, g, xv, cont, llm, _n in data:
         lines.setdefault((d, model, method, o, g), []).append((xv, cont, llm))
+    if any(len(pts) > 1 for pts in lines.values()):  # a sweep: its series only, not the single points of other runs
+        lines = {k: pts for k, pts in lines.items() if len(pts) > 1}
     if x == "max_steps":
         xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v))
     else:
@@ -450,20 +452,22 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
     if n == 0:
         raise ValueError(f"no episodes under {results_path}" + (f" matching {where}" if where else ""))
     check_one_run_per_cell(con)
+    sweeps = [sweep_table(con, x, _varying(con), _label) for x in SWEEPABLE]  # before any file: it may refuse unlike runs
     plots = [
         plot_accuracy_vs(con, "max_steps", out / "accuracy_vs_max_steps.png"),
         plot_accuracy_vs(con, "reasoning_effort", out / "accuracy_vs_reasoning_effort.png"),
         plot_tool_use(con, out / "tool_use.png"),
     ]
-    ablations = [m for (m,) in con.execute("SELECT DISTINCT method FROM episodes WHERE method LIKE 'arag_no_%'").fetchall()]
     parts = [
         f"# {title}",
         "",
         f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
         "",
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results", paper=PaperResults.load() if paper_columns else None),
-        accuracy_pivot(con, ["arag_full", *ablations], "Ablation: A-RAG (Full) without one tool", require=ablations) if ablations else "## Ablation: A-RAG (Full) without one tool\n\nNo ablation runs (methods `arag_no_*`) in these results.\n",
+        ablation_table(con),
+        *sweeps,
         agentic_table(con),
+        a2rag_section(con, _varying(con), _label),
         details_table(con),
         tokens_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("agenticrag")]),
         cost_table(con),

@@ -193,5 +193,7 @@ def failed_row(
     row.status, row.failure = ROW_FAILED, reason
     row.llm_acc, row.judge_status = Verdict(NO_ANSWER).llm_acc, NO_ANSWER
     if row.evidence_supporting:
+        # Nothing retrieved: every recall is 0, so a failed episode counts in the means like any other.
         row.evidence_recall_seen = row.evidence_recall_read = 0.0
+        row.evidence_recall_at_2 = row.evidence_recall_at_5 = 0.0
     return row

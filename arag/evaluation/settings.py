@@ -118,7 +118,7 @@ def model_texts(method_cfg: dict[str, Any], protocol: str) -> dict[str, Any]:
         "tools": schemas,
         "protocol": protocol,
         "actions": describe_actions(schemas) if schemas else None,
-        "notes": [loop.EXTRA_CALL_NOTE, loop.TRUNCATION_NOTE],
+        "notes": [loop.EXTRA_CALL_NOTE, loop.TRUNCATION_NOTE, loop.read_first_note(method.tools)],
     }
 
 

@@ -11,7 +11,7 @@ so "the next chunk" is defined, and chunk ids are `<doc_id>#<position>`, stable 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from arag.corpus.records import Document
 from arag.index.sentences import Span, sentence_spans
@@ -20,6 +20,17 @@ from arag.index.tokens import count_tokens, count_tokens_batch, split_by_tokens
 
 # A single character can take several tokens; below this a budget cannot always be honoured.
 MIN_CHUNK_TOKENS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceSource:
+    """Where a chunk's sentence comes from: its document and its place there (0, 1, … over the
+    document's sentence units). A sentence repeated in the overlap of two packed windows has the
+    same source in both, which is how the document tools recognise the copies."""
+
+    doc_id: str
+    title: str
+    ordinal: int
 
 
 @dataclass(slots=True)
@@ -31,6 +42,7 @@ class Chunk:
     text: str
     n_tokens: int
     sentences: list[str]
+    sources: list[SentenceSource] = field(default_factory=list)  # one per sentence
 
 
 def make_chunk_id(doc_id: str, position: int) -> str:
@@ -109,6 +121,7 @@ def chunk_document(doc: Document, chunk_tokens: int = 1000, language: str = "en"
                 text=chunk_text,
                 n_tokens=n_tokens,
                 sentences=[text[units[i].start : units[i].end] for i in group],
+                sources=[SentenceSource(doc.doc_id, doc.title, i) for i in group],
             )
         )
     return chunks

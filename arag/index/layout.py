@@ -9,7 +9,8 @@
   parts/part-00000.vectors.json  phase 2 commit record of a part (shard size, rows, where it was
                                  embedded), written after its FAISS shard
   chunks/part-00000.parquet      chunk_id, doc_id, title, position, text, n_tokens
-  sentences/part-00000.parquet   sentence_id (int64, the FAISS id), chunk_id, text
+  sentences/part-00000.parquet   sentence_id (int64, the FAISS id), chunk_id, text, doc_id, doc_title,
+                                 doc_sentence (its source document and ordinal there; format 2)
   rejects/part-00000.parquet     source, line, reason, raw
   vectors/part-00000.faiss       FAISS index of the part's sentence vectors, ids = sentence_id
   tools_cache/part-00000/        the retrieval tools' read cache of each part (arag.tools.part_cache),
@@ -33,7 +34,10 @@ from typing import Any, Iterator
 
 MANIFEST = "manifest.json"
 BUILD_STATE = "build.json"
-FORMAT_VERSION = 1
+# 2: sentence rows record their source document (arag.index.parts.SOURCE_COLUMNS). Version 1
+# indexes stay readable; only the document tools on a packed one need version 2.
+FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (1, 2)
 SUBDIRS = ("parts", "chunks", "sentences", "rejects", "vectors")
 TOOLS_CACHE = "tools_cache"
 # Sentence ids carry their part in the high bits: part k's rows are k<<32 | row. That makes ids

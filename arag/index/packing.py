@@ -15,6 +15,9 @@ What a window records (the chunk columns of arag.index.parts.CHUNK_SCHEMA):
             evidence recall maps a supporting title to every window that covers it
   text      for each document covered, the span from its first to its last sentence in the window;
             documents are separated by a blank line (DOCUMENT_SEPARATOR)
+Each of its sentences records its own document (id, title) and its ordinal there
+(arag.index.chunking.SentenceSource; the sentence columns of arag.index.parts.SENTENCE_SCHEMA), so
+the document tools rebuild a source document from the windows, each overlap copy recognised.
 
 Windows never cross a part boundary: parts are built independently and in parallel
 (arag.index.parts.build_part), so packing restarts at each part. A corpus meant to be packed as one
@@ -29,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arag.corpus.records import Document
-from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, sentence_units
+from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, SentenceSource, sentence_units
 from arag.index.sentences import sentence_spans
 from arag.index.tokens import count_tokens
 
@@ -51,6 +54,7 @@ class _Unit:
     start: int  # characters of doc.text
     end: int
     tokens: int  # estimate: counted with the white space (or document separator) before it
+    ordinal: int  # the unit's place in its document (SentenceSource.ordinal)
 
 
 class WindowPacker:
@@ -74,7 +78,7 @@ class WindowPacker:
             return None
         out: list[Chunk] = []
         for i, (span, n) in enumerate(zip(spans, counts)):
-            self._push(_Unit(doc, span.start, span.end, n + (SEPARATOR_TOKENS if i == 0 else 0)), out)
+            self._push(_Unit(doc, span.start, span.end, n + (SEPARATOR_TOKENS if i == 0 else 0), i), out)
         return out
 
     def finish(self) -> list[Chunk]:
@@ -147,4 +151,5 @@ class WindowPacker:
             text=text,
             n_tokens=n_tokens,
             sentences=[u.doc.text[u.start : u.end] for u in self.window],
+            sources=[SentenceSource(u.doc.doc_id, u.doc.title, u.ordinal) for u in self.window],
         )

@@ -32,7 +32,20 @@ CHUNK_SCHEMA = pa.schema(
         ("n_tokens", pa.int32()),
     ]
 )
-SENTENCE_SCHEMA = pa.schema([("sentence_id", pa.int64()), ("chunk_id", pa.string()), ("text", pa.string())])
+# doc_id, doc_title, doc_sentence: the sentence's source document and its ordinal there
+# (arag.index.chunking.SentenceSource); what the document tools need on a packed index, whose chunk
+# rows only list the documents a window covers. Written since format version 2 (SOURCE_COLUMNS).
+SENTENCE_SCHEMA = pa.schema(
+    [
+        ("sentence_id", pa.int64()),
+        ("chunk_id", pa.string()),
+        ("text", pa.string()),
+        ("doc_id", pa.string()),
+        ("doc_title", pa.string()),
+        ("doc_sentence", pa.int32()),
+    ]
+)
+SOURCE_COLUMNS = ("doc_id", "doc_title", "doc_sentence")
 REJECT_SCHEMA = pa.schema([("source", pa.string()), ("line", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
 
 # Rows per Parquet row group: small enough for readers to skip around, big enough to compress well.
@@ -217,8 +230,8 @@ def build_or_keep_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSett
             def write(done: list[Chunk]) -> None:
                 for c in done:
                     chunks.add(c.chunk_id, c.doc_id, c.title, c.position, c.text, c.n_tokens)
-                    for s in c.sentences:
-                        sentences.add(sentence_id(part.part, sentences.total), c.chunk_id, s)
+                    for s, src in zip(c.sentences, c.sources, strict=True):
+                        sentences.add(sentence_id(part.part, sentences.total), c.chunk_id, s, src.doc_id, src.title, src.ordinal)
 
             packer = WindowPacker(part.part, settings.chunk_tokens, settings.chunk_overlap, settings.language) if settings.mode == PACKED else None
             for item in read_part(spec, part, digest):

@@ -6,6 +6,12 @@ from dataclasses import dataclass
 
 import sentencex
 
+# sentencex mixes byte and character offsets around multi-byte white space (a no-break space among
+# dots, as in "M\xa0.\xa0.\xa0.", panics inside the library: GraphRAG-Bench's novels have it), so it
+# segments a copy where every non-ASCII white space character is a plain space. The copy has the
+# same characters at the same offsets otherwise, so its spans are the original's.
+_WIDE_SPACES = {c: " " for c in range(0x80, 0x3001) if chr(c).isspace()}
+
 
 @dataclass(frozen=True, slots=True)
 class Span:
@@ -22,8 +28,9 @@ def sentence_spans(text: str, language: str = "en") -> list[Span]:
     """
     spans: list[Span] = []
     pos = 0
-    for piece in sentencex.segment(language, text):
-        start = text.find(piece, pos) if not text.startswith(piece, pos) else pos
+    plain = text.translate(_WIDE_SPACES) if not text.isascii() else text
+    for piece in sentencex.segment(language, plain):
+        start = plain.find(piece, pos) if not plain.startswith(piece, pos) else pos
         if start < 0:  # defensive: should not happen, the pieces tile the text
             start = pos
         end = start + len(piece)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.index.embedding import EmbedderSpec
-from arag.index.layout import FORMAT_VERSION, IndexLayout, read_json
+from arag.index.layout import READABLE_FORMAT_VERSIONS, IndexLayout, read_json
 
 
 class IndexNotFoundError(FileNotFoundError):
@@ -42,8 +42,8 @@ class Index:
             raise IncompleteIndexError(f"{self.root} has no manifest.json: not a complete index{hint}")
         self.manifest: dict[str, Any] = read_json(self.layout.manifest)
         version = self.manifest.get("format_version")
-        if version != FORMAT_VERSION:
-            raise IncompleteIndexError(f"{self.layout.manifest}: format_version {version}, this arag reads {FORMAT_VERSION}")
+        if version not in READABLE_FORMAT_VERSIONS:
+            raise IncompleteIndexError(f"{self.layout.manifest}: format_version {version}, this arag reads {', '.join(map(str, READABLE_FORMAT_VERSIONS))}")
 
     @cached_property
     def parts(self) -> list[PartFiles]:

@@ -71,6 +71,15 @@ class AgenticRagMethod(Method):
 
         return DocumentSession(settings=self.documents)
 
+    def initial_messages(self, question: str, ctx: Any, tracker: Any) -> tuple[list, list]:
+        """As every agent's; first, an index the document tools cannot read (a packed index built
+        before sentence sources) fails the episode with the reason, not the agent's tool calls."""
+        from arag.tools.documents import check_document_index
+
+        if getattr(ctx, "store", None) is not None:  # a served index (RemoteTools) checks on its side
+            check_document_index(ctx)
+        return super().initial_messages(question, ctx, tracker)
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The tools' schemas with this method's limits (the ablations narrow them)."""
         import copy

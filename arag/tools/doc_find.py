@@ -74,7 +74,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     mode = get_mode(args, settings.semantic_find)
     if mode == "semantic":
         require_vectors(ctx, 'find with mode "semantic"')
-    doc = load_document(ctx, session, ref.doc_id)
+    doc = load_document(ctx, session, ref.doc_id, ref.anchor)
     c = settings.find_context_lines
     shown: set[tuple[int, int]] = set()
     blocks: list[str] = []

@@ -49,7 +49,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     session = session_of(options)
     ref = session.resolve(get_ref_id(args))
     line = get_line(args)
-    doc = load_document(ctx, session, ref.doc_id)
+    doc = load_document(ctx, session, ref.doc_id, ref.anchor)
     n = len(doc.lines)
     if not 0 <= line < n:
         shown = line if abs(line) < 10**12 else "a huge number"

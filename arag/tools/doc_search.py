@@ -2,7 +2,9 @@
 
 Per query: the keyword ranking (A-RAG keyword_search scoring, the query's content words as keywords)
 and the semantic ranking (A-RAG semantic_search: sentences grouped into chunks) each rank chunks; a
-document takes the rank of its best chunk in each list, and its score is reciprocal-rank fusion
+document takes the rank of its best chunk in each list (on a packed index, whose windows cover several
+documents, the documents of the matched sentences are ranked instead: see
+arag.tools.packed_documents), and its score is reciprocal-rank fusion
 Σ 1/(RRF_K + rank) over both lists and over every query of the call. The top `search_results`
 documents (a method setting, paper: 10) get reference ids `turn{t}search{n}` (t: the episode's
 search call, n: the rank), a snippet (the best chunk's matching sentences), the title, the
@@ -17,9 +19,11 @@ import re
 from typing import Any
 
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
-from arag.tools.documents import DocumentRef, document_line_counts, session_of
+from arag.tools import packed_documents
+from arag.tools.documents import DocumentRef, document_line_counts, is_packed, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
 from arag.tools.render import content_tokens, snippet_block
+from arag.tools.packed_documents import DocumentCandidate
 from arag.tools.semantic import SENTENCES_PER_RESULT, group_by_chunk
 
 
@@ -66,19 +70,29 @@ def query_keywords(query: str) -> list[str]:
     return [w[:MAX_KEYWORD_CHARS] for w in dict.fromkeys(words)][:MAX_KEYWORDS]
 
 
-def ranked_chunks(ctx: ToolHost, query: str, n: int) -> list[list[tuple[int, list[str] | None]]]:
-    """The keyword and the semantic ranking of chunks: (ord, matched sentences or None) best first.
-    A text_only index (no sentence vectors) has the keyword ranking only."""
-    rankings: list[list[tuple[int, list[str] | None]]] = []
+def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCandidate]]:
+    """The keyword and the semantic ranking of documents, best first, each document once per
+    ranking: on a per-document index the documents of the ranked chunks; on a packed one the
+    documents of the matched sentences (arag.tools.packed_documents). A text_only index (no
+    sentence vectors) has the keyword ranking only."""
     keywords = query_keywords(query)
-    if keywords:
-        rankings.append([(o, None) for o, _ in keyword_scores(ctx, keywords, n)])
-    if not ctx.store.index.has_vectors:
-        return rankings
-    scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * n)
-    groups = group_by_chunk(ctx, scores, sids)[:n]
-    rankings.append([(o, [ctx.store.sentence_texts(int(r), 1)[0] for r in rows]) for o, _, rows in groups])
-    return rankings
+    scored = keyword_scores(ctx, keywords, n) if keywords else None
+    semantic = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * n) if ctx.store.index.has_vectors else None
+    if is_packed(ctx):
+        rankings = [] if scored is None else [packed_documents.keyword_documents(ctx, scored, keywords)]
+        return rankings + ([] if semantic is None else [packed_documents.semantic_documents(ctx, *semantic)[:n]])
+    chunk_rankings: list[list[tuple[int, list[str] | None]]] = [] if scored is None else [[(o, None) for o, _ in scored]]
+    if semantic is not None:
+        groups = group_by_chunk(ctx, *semantic)[:n]
+        chunk_rankings.append([(o, [ctx.store.sentence_texts(int(r), 1)[0] for r in rows]) for o, _, rows in groups])
+    out = []
+    for ranking in chunk_rankings:
+        docs = ctx.store.chunk_rows([o for o, _ in ranking], ["doc_id"])["doc_id"] if ranking else []
+        firsts: dict[str, DocumentCandidate] = {}
+        for (o, sentences), doc in zip(ranking, docs):
+            firsts.setdefault(doc, DocumentCandidate(doc, o, None, sentences))
+        out.append(list(firsts.values()))
+    return out
 
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
@@ -86,28 +100,24 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     queries = list(dict.fromkeys(q.strip() for q in get_string_list(args, "queries", noun="query", max_items=session.settings.max_queries, max_chars=MAX_QUERY_CHARS, example='"who directed Phoolwari"')))
     n = session.settings.search_results
     fused: dict[str, float] = {}
-    best: dict[str, tuple[float, int, str, list[str] | None]] = {}  # doc → (contribution, ord, query, sentences)
+    best: dict[str, tuple[float, DocumentCandidate, str]] = {}  # doc → (contribution, candidate, query)
     for query in queries:
-        for ranking in ranked_chunks(ctx, query, CANDIDATES_PER_RESULT * n):
-            if not ranking:
-                continue
-            docs = ctx.store.chunk_rows([o for o, _ in ranking], ["doc_id"])["doc_id"]
-            seen: set[str] = set()
-            for rank, ((ord_, sentences), doc) in enumerate(zip(ranking, docs), 1):
-                if doc in seen:
-                    continue
-                seen.add(doc)
+        for ranking in ranked_documents(ctx, query, CANDIDATES_PER_RESULT * n):
+            for rank, cand in enumerate(ranking, 1):
+                doc = cand.doc_id
                 contribution = 1.0 / (RRF_K + rank)
                 fused[doc] = fused.get(doc, 0.0) + contribution
-                if doc not in best or contribution > best[doc][0] or (contribution == best[doc][0] and best[doc][3] is None and sentences):
-                    best[doc] = (contribution, ord_, query, sentences)
-    top = sorted(fused, key=lambda d: (-fused[d], best[d][1]))[:n]
+                if doc not in best or contribution > best[doc][0] or (contribution == best[doc][0] and best[doc][1].sentences is None and cand.sentences):
+                    best[doc] = (contribution, cand, query)
+    top = sorted(fused, key=lambda d: (-fused[d], best[d][1].anchor))[:n]
     turn = session.next_turn()
     hits = result_hits(ctx, top, fused, best)
-    lengths = document_line_counts(ctx, top)
+    anchors = {d: best[d][1].anchor for d in top}
+    lengths = document_line_counts(ctx, top, anchors)
     refs = []
     for rank, hit in enumerate(hits, 1):
-        ref = DocumentRef(f"turn{turn}search{rank}", hit.doc_id or "", hit.title, lengths.get(hit.doc_id or "", 0))
+        doc = hit.doc_id or ""
+        ref = DocumentRef(f"turn{turn}search{rank}", doc, hit.title, lengths.get(doc, 0), anchors.get(doc))
         session.refs[ref.ref_id] = ref
         refs.append(ref)
     return ToolResult(
@@ -122,14 +132,17 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
 def result_hits(ctx: ToolHost, top: list[str], fused: dict[str, float], best: dict) -> list[Hit]:
     if not top:
         return []
-    rows = ctx.store.chunk_rows([best[d][1] for d in top], ["chunk_id", "title", "s_start", "s_count", "text"])
+    rows = ctx.store.chunk_rows([best[d][1].anchor for d in top], ["chunk_id", "title", "s_start", "s_count", "text"])
     hits = []
     for i, doc in enumerate(top):
-        _, _, query, sentences = best[doc]
+        _, cand, query = best[doc]
+        sentences = cand.sentences
         if sentences is None:  # found by keywords: the chunk's sentences holding one
             all_sentences = ctx.store.sentence_texts(rows["s_start"][i], rows["s_count"][i]) or [rows["text"][i]]
             sentences = matching_sentences(all_sentences, query_keywords(query))
-        hits.append(Hit(chunk_id=rows["chunk_id"][i], score=fused[doc], snippets=sentences[:SNIPPET_SENTENCES], title=rows["title"][i], doc_id=doc))
+        # A packed window lists every document it covers: the title is the document's own.
+        title = cand.title if is_packed(ctx) else rows["title"][i]
+        hits.append(Hit(chunk_id=rows["chunk_id"][i], score=fused[doc], snippets=sentences[:SNIPPET_SENTENCES], title=title, doc_id=doc))
     return hits
 
 

@@ -1,8 +1,10 @@
 """Documents as numbered lines, and the per-episode state of the document tools (AgenticRAG).
 
-The AgenticRAG tools (search, find, open, summarize) work on *documents* of the same index the A-RAG
-tools use: a document is its chunks in position order, and its lines are those chunks' sentences in
-order (a chunk without sentences is one line of its whole text). Line numbers start at 0.
+The AgenticRAG tools (search, find, open, summarize) work on the *source documents* of the same
+index the A-RAG tools use, on both chunkings. Per-document chunking: a document is its chunks in
+position order, and its lines are those chunks' sentences in order (a chunk without sentences is
+one line of its whole text). Packed chunking (windows across documents): a document is its own
+sentences in order, each overlap copy once (arag.tools.packed_documents). Line numbers start at 0.
 
 A search hands out reference ids `turn{t}search{n}` (t: the episode's search call, n: the result's
 rank in it); find and open take such an id. The ids live in a `DocumentSession`, one per episode,
@@ -18,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from arag.index.parts import PACKED
+from arag.tools import packed_documents
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, check_text, type_name
 from arag.tools.tracker import ReadTracker
 
@@ -76,6 +80,7 @@ class DocumentRef:
     doc_id: str
     title: str | None
     n_lines: int
+    anchor: int | None = None  # chunk ord of a window covering the document (packed indexes)
 
 
 @dataclass
@@ -138,23 +143,46 @@ def get_ref_id(args: dict[str, Any]) -> str:
     return value.strip()
 
 
+def is_packed(ctx: ToolHost) -> bool:
+    return ctx.store.index.chunking_mode == PACKED
+
+
+def check_document_index(ctx: ToolHost) -> None:
+    """Raise MissingSentenceSourcesError (naming the index, saying to rebuild) when the index is
+    packed but its sentence rows do not record their source documents."""
+    if is_packed(ctx):
+        ctx.store.sentence_sources  # noqa: B018 (opening it checks the files)
+
+
 def document_ords(ctx: ToolHost, doc_id: str) -> list[int]:
     return ctx.store.document_ords([doc_id]).get(doc_id, [])
 
 
-def document_line_counts(ctx: ToolHost, doc_ids: list[str]) -> dict[str, int]:
-    """Lines of each document: its chunks' sentences (a chunk without sentences is one line)."""
+def document_line_counts(ctx: ToolHost, doc_ids: list[str], anchors: dict[str, int] | None = None) -> dict[str, int]:
+    """Lines of each document: its chunks' sentences (a chunk without sentences is one line); on
+    a packed index its own sentences, found from a window covering it (`anchors`)."""
     if not doc_ids:
         return {}
+    if is_packed(ctx):
+        return {d: packed_documents.line_count(ctx.store, d, (anchors or {})[d]) for d in doc_ids}
     out = {}
     for doc, ords in ctx.store.find_chunks("doc_id", doc_ids).items():
         out[doc] = sum(max(int(n), 1) for n in ctx.store.chunk_rows(ords, ["s_count"])["s_count"])
     return out
 
 
-def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str) -> DocumentLines:
+def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: int | None = None) -> DocumentLines:
+    """The document's numbered lines (read once per episode); `anchor`: a window covering it,
+    needed on a packed index."""
     if doc_id in session.documents:
         return session.documents[doc_id]
+    if is_packed(ctx):
+        if anchor is None:
+            raise ValueError(f"document {doc_id!r}: a packed index needs a window covering it to find its sentences")
+        src = packed_documents.load_lines(ctx.store, doc_id, anchor)
+        doc = DocumentLines(doc_id, src.title, src.lines, src.sentence_ids, src.chunk_ids)
+        session.documents[doc_id] = doc
+        return doc
     ords = document_ords(ctx, doc_id)
     rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "text", "s_start", "s_count"]) if ords else {}
     lines: list[str] = []

@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +29,9 @@ from arag.index.layout import PART_SHIFT, TOOLS_CACHE, part_name
 from arag.index.store import Index, PartFiles
 from arag.tools.ngrams import keyword_trigrams
 from arag.tools.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
+
+if TYPE_CHECKING:
+    from arag.tools.sentence_sources import SentenceSources
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +198,15 @@ class ChunkStore:
             for v, rows in part.find_rows(column, values).items():
                 out.setdefault(v, []).extend(int(self.chunk_offsets[w]) + r for r in rows)
         return out
+
+    @cached_property
+    def sentence_sources(self) -> "SentenceSources":
+        """Each sentence's source document (read from the sentences Parquet, not the cache; packed
+        indexes need it, see arag.tools.sentence_sources). Raises MissingSentenceSourcesError on
+        an index built without those columns."""
+        from arag.tools.sentence_sources import SentenceSources
+
+        return SentenceSources(self)
 
     # ---- keyword search -----------------------------------------------------------------------
     def keyword_top(self, keywords: list[str], top_k: int, narrow: bool = True) -> list[tuple[int, int]]:

@@ -123,3 +123,23 @@ def test_method_holds_the_document_tool_settings_from_flat_config_keys():
     check_evaluate_config(compose_config("evaluate", "model=scripted", "method=agenticrag", "method.max_queries=2", "+corpus=2wikimultihopqa"))
     with pytest.raises(UnknownSettingError, match=r"method\.serch_results\b"):
         check_evaluate_config(compose_config("evaluate", "model=scripted", "method=agenticrag", "+method.serch_results=2", "+corpus=2wikimultihopqa"))
+
+def test_guard_rail_refusal_names_the_methods_own_reading_tools(agent_ctx):
+    from arag.agent.loop import GuardRails
+    from arag.evaluation.settings import model_texts
+
+    rails = GuardRails(require_read_before_answer=True, max_refusals=1)
+    a, backend = agent([{"answer": "early"}, {"answer": "late"}], agent_ctx, guard_rails=rails)
+    assert a.run("q").answer == "late"
+    refusal = backend.requests[1].messages[-1].content
+    assert "find or open" in refusal and "documents" in refusal and "chunk_read" not in refusal
+    b, backend = agent([{"answer": "early"}, {"answer": "late"}], agent_ctx, "arag_full", guard_rails=rails)
+    b.run("q")
+    assert "read the relevant chunks with chunk_read first" in backend.requests[1].messages[-1].content
+    # The note is a text the model sees: part of the run identity, different per method.
+    import yaml
+
+    from arag.methods import METHOD_CONF_DIR
+
+    notes = {m: model_texts(yaml.safe_load((METHOD_CONF_DIR / f"{m}.yaml").read_text()), "json")["notes"] for m in ("agenticrag", "arag_full")}
+    assert any("find or open" in n for n in notes["agenticrag"]) and any("with chunk_read" in n for n in notes["arag_full"])

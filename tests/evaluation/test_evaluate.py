@@ -125,16 +125,34 @@ def test_hydra_multirun_sweeps_into_one_results_tree_that_duckdb_reads(eval_inde
     }
 
 
-def test_the_test_time_scaling_sweep_config_expands_to_every_combination(tmp_path):
+@pytest.mark.parametrize(
+    "sweep, first",
+    [
+        ("test_time_scaling_steps", "#0 : method=arag_full agent.max_steps=5 model.reasoning_effort=medium"),
+        ("test_time_scaling_effort", "#0 : method=arag_full agent.max_steps=10 model.reasoning_effort=minimal"),
+    ],
+)
+def test_the_test_time_scaling_sweeps_vary_one_setting_at_a_time(tmp_path, sweep, first):
+    """The paper's design, not a grid: 4 runs each, the other setting held at one value."""
     # The first job stops at once (no questions file): enough to see what the sweep launches.
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.evaluate", "-m", "+sweep=test_time_scaling", "model=scripted", f"questions.path={tmp_path / 'none.jsonl'}", f"hydra.sweep.dir={tmp_path / 's'}"],
+        [sys.executable, "-m", "pipelines.evaluate", "-m", f"+sweep={sweep}", "model=scripted", f"questions.path={tmp_path / 'none.jsonl'}", f"hydra.sweep.dir={tmp_path / 's'}"],
         capture_output=True, text=True, timeout=300, cwd=REPO,
     )
     text = done.stdout + done.stderr
-    assert "Launching 16 jobs locally" in text, text[-3000:]
-    assert "#0 : method=arag_full agent.max_steps=5 model.reasoning_effort=minimal" in text
+    assert "Launching 4 jobs locally" in text, text[-3000:]
+    assert first in text
     assert done.returncode != 0 and "questions file not found" in text
+
+
+def test_a_sweeps_fixed_setting_is_overridden_on_the_command_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.evaluate", "-m", "+sweep=test_time_scaling_steps", "model.reasoning_effort=low", "model=scripted",
+         f"questions.path={tmp_path / 'none.jsonl'}", f"hydra.sweep.dir={tmp_path / 's'}"],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )
+    text = done.stdout + done.stderr
+    assert "Launching 4 jobs locally" in text and "#0 : method=arag_full agent.max_steps=5 model.reasoning_effort=low" in text, text[-3000:]
 
 
 def test_cli_errors_name_the_bad_input(tmp_path):

@@ -109,6 +109,7 @@ def test_an_episode_over_its_time_limit_fails(ctx):
     runner = EpisodeRunner(settings(), backend=ScriptedBackend([{"answer": "x"}], replay=True, latency_s=1.0), ctx=ctx, episode_timeout_s=0.05)
     r = asyncio.run(runner.run(Q))
     assert r.status == "failed" and "timed out after 0.05s" in r.failure and r.evidence_recall_read == 0.0
+    assert (r.evidence_recall_at_2, r.evidence_recall_at_5) == (0.0, 0.0)  # counted as 0 in Recall@k, not left out
 
 
 def test_the_run_id_ignores_runtime_knobs_only():

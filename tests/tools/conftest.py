@@ -22,7 +22,7 @@ import pytest
 
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout, sentence_id
-from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA
+from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA, SOURCE_COLUMNS
 from benchmarks.synthetic_index import commit_parts, part_record, write_rejects
 
 DIM = 32
@@ -69,8 +69,12 @@ def make_index(
     factory: str = "Flat",
     embedder_spec: dict | None = None,
     sep: str = " ",
+    sentence_sources: bool = True,
 ) -> BuiltIndex:
-    """Write a complete index of `docs` (grouped by their `part`) under `root`."""
+    """Write a complete index of `docs` (grouped by their `part`) under `root`.
+
+    sentence_sources=False writes sentence rows without their source columns, as indexes of format
+    version 1 hold them."""
     layout = IndexLayout(root)
     layout.make_dirs()
     corpus_file = root / "docs.jsonl"  # what the index says it was made from
@@ -82,6 +86,7 @@ def make_index(
     for p in parts:
         crow, srow = {k: [] for k in CHUNK_SCHEMA.names}, {k: [] for k in SENTENCE_SCHEMA.names}
         for d in (d for d in docs if d.part == p):
+            ordinal = 0
             for pos, sentences in enumerate(d.chunks):
                 cid = f"{d.doc_id}#{pos}"
                 text = sep.join(sentences)
@@ -92,11 +97,18 @@ def make_index(
                     srow["sentence_id"].append(sid)
                     srow["chunk_id"].append(cid)
                     srow["text"].append(s)
+                    srow["doc_id"].append(d.doc_id)
+                    srow["doc_title"].append(d.title)
+                    srow["doc_sentence"].append(ordinal)
+                    ordinal += 1
                     sentence_chunk[sid] = len(all_ids)
                 all_ids.append(cid)
                 all_texts.append(text)
         pq.write_table(pa.table(crow, schema=CHUNK_SCHEMA), layout.chunks(p), row_group_size=3)
-        pq.write_table(pa.table(srow, schema=SENTENCE_SCHEMA), layout.sentences(p), row_group_size=4)
+        sentences = pa.table(srow, schema=SENTENCE_SCHEMA)
+        if not sentence_sources:
+            sentences = sentences.drop_columns(list(SOURCE_COLUMNS))
+        pq.write_table(sentences, layout.sentences(p), row_group_size=4)
         write_rejects(layout, p)
         sids = np.asarray(srow["sentence_id"], dtype=np.int64)
         if len(sids):
@@ -119,6 +131,32 @@ def make_index(
     commit_parts(root, corpus_file, records, dimension=int(dimension or DIM), embedder=spec)
     vectors = np.concatenate(all_vecs) if all_vecs else np.zeros((0, DIM), np.float32)
     return BuiltIndex(root, all_ids, all_texts, np.concatenate(all_sids), all_stexts, sentence_chunk, vectors)
+
+
+def make_packed_index(root: Path, documents: list[dict], chunk_tokens: int, chunk_overlap: int, sentence_sources: bool = True) -> Path:
+    """Write a complete packed index (`index.chunking=packed`) of `documents` ({"doc_id", "title",
+    "text"}) under `root`: the pipeline's own part builder (arag.index.parts.build_part, the real
+    window packer) writes the Parquet files, fake_encode the vectors. sentence_sources=False drops
+    the sentence rows' source columns, as a packed index built before format 2 lacks them."""
+    from arag.corpus.readers import CorpusSpec, plan_parts
+    from arag.index.parts import ChunkingSettings, build_part
+    from arag.index.vectors import build_shard, write_shard
+
+    layout = IndexLayout(root)
+    layout.make_dirs()
+    corpus_file = root / "docs.jsonl"
+    corpus_file.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in documents))
+    spec = CorpusSpec("packed-fixture", "jsonl", str(corpus_file))
+    chunking = ChunkingSettings(mode="packed", chunk_tokens=chunk_tokens, chunk_overlap=chunk_overlap)
+    records = [build_part(spec, part, chunking, layout) for part in plan_parts(spec)]
+    for r in records:
+        table = pq.read_table(layout.sentences(r.part))
+        if not sentence_sources:
+            pq.write_table(table.drop_columns(list(SOURCE_COLUMNS)), layout.sentences(r.part))
+        vectors = fake_encode(table.column("text").to_pylist())
+        write_shard(build_shard(vectors, table.column("sentence_id").to_numpy()), layout.vectors(r.part))
+    commit_parts(root, corpus_file, records, dimension=DIM, embedder=EmbedderSpec(name="fake-trigram-hash"), chunking=chunking)
+    return root
 
 
 # Edge cases of keyword matching: overlapping occurrences, unicode case folding, titles that are

@@ -1,0 +1,143 @@
+"""The A2RAG section of the report: A2RAG runs beside A-RAG (Full) and Naive RAG, and what its
+controller did.
+
+Two tables, from the rows `pipelines.evaluate` writes (nothing is recomputed):
+
+* Comparison, per (dataset, model, method, shown settings) for `a2rag*`, `arag_full` and `naive_rag`:
+  EM, F1, LLM-Acc, evidence Recall@2/@5 (the rows' `evidence_recall_at_k`: supporting titles among
+  the first k chunks retrieved, in retrieval order), LLM calls and tokens (prompt + completion) per
+  question, latency P50/P95 (seconds per episode without its judge call: `wall_s - judge_s`).
+* Controller, per A2RAG run, from each episode's `trace` (arag/methods/a2rag.py): the stage
+  breakdown (answered after the local / bridge / PPR stage, fail after the rewrites ran out,
+  abstain at the gate, and "no outcome" for an episode that failed before its controller finished:
+  every episode in exactly one, so the shares sum to 1), the Triple-Check verdicts (yes/no per
+  validator; a validator after the first failing one is not asked) and the rewrites by failure type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Callable, Iterable, Sequence
+
+import duckdb
+
+from arag.evaluation.report_format import SCORED, markdown_table
+from arag.evaluation.report_format import format_value as _fmt
+
+from arag.methods.a2rag import CHECKS, STAGES
+
+BASELINES = ("naive_rag", "arag_full")
+OUTCOMES = (*STAGES, "fail", "abstain", "no outcome")
+STAGE_LABELS = {"local": "local", "bridge": "bridge", "ppr": "PPR", "fail": "fail", "abstain": "abstain", "no outcome": "no outcome"}
+A2RAG_ROWS = "method LIKE 'a2rag%'"
+
+
+def outcome_of(outcome: str | None, stage_reached: str | None) -> str:
+    """The stage-breakdown bucket of one episode, from its trace's outcome and stage reached."""
+    if outcome == "answered" and stage_reached in STAGES:
+        return stage_reached
+    if outcome in ("fail", "abstain"):
+        return outcome
+    return "no outcome"
+
+
+def outcome_shares(buckets: Iterable[str]) -> dict[str, float]:
+    """Share of the episodes in each bucket of OUTCOMES (zero where none); sums to 1 over ≥ 1 episode."""
+    counts = Counter(buckets)
+    unknown = set(counts) - set(OUTCOMES)
+    if unknown:
+        raise ValueError(f"unknown A2RAG outcome bucket(s): {', '.join(sorted(unknown))}; known: {', '.join(OUTCOMES)}")
+    total = sum(counts.values())
+    return {b: (counts[b] / total if total else 0.0) for b in OUTCOMES}
+
+
+def verdict_counts(checks_json: Iterable[str | None]) -> dict[str, tuple[int, int]]:
+    """(yes, no) per Triple-Check validator over every attempt of every episode."""
+    yes: Counter = Counter()
+    no: Counter = Counter()
+    for text in checks_json:
+        for attempt in json.loads(text) if text else []:
+            for check in CHECKS:
+                if attempt.get(check) is True:
+                    yes[check] += 1
+                elif attempt.get(check) is False:
+                    no[check] += 1
+    return {c: (yes[c], no[c]) for c in CHECKS}
+
+
+def rewrite_counts(rewrites_json: Iterable[str | None]) -> Counter:
+    """Rewrites per failure type over every episode."""
+    counts: Counter = Counter()
+    for text in rewrites_json:
+        for rewrite in json.loads(text) if text else []:
+            counts[rewrite.get("failure") or "unknown"] += 1
+    return counts
+
+
+def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
+    cols = ["dataset", "model", "method", *shown_settings]
+    baselines = ", ".join(f"'{m}'" for m in BASELINES)
+    data = con.execute(
+        f"""SELECT {', '.join(cols)}, count(*), avg(exact_match), avg(f1), avg(llm_acc) FILTER ({SCORED}),
+                   avg(evidence_recall_at_2), avg(evidence_recall_at_5), avg(model_calls), avg(prompt_tokens + completion_tokens),
+                   quantile_cont(wall_s - judge_s, 0.5), quantile_cont(wall_s - judge_s, 0.95)
+            FROM episodes WHERE {A2RAG_ROWS} OR method IN ({baselines}) GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    n = len(cols)
+    order = {m: i for i, m in enumerate(BASELINES)}
+    data.sort(key=lambda r: (*[str(v) for v in r[:2]], order.get(r[2], len(order)), r[2], *[str(v) for v in r[3:n]]))
+    header = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "LLM calls / q", "tokens / q", "latency P50 s", "P95 s"]
+    rows = [
+        [*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"),
+         *(_fmt(v) for v in r[n + 1 : n + 6]), _fmt(r[n + 6], "f1"), _fmt(r[n + 7], "int"), _fmt(r[n + 8], "f2"), _fmt(r[n + 9], "f2")]
+        for r in data
+    ]
+    return markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n))
+
+
+def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
+    cols = ["dataset", "model", "method", *shown_settings]
+    data = con.execute(
+        f"""SELECT {', '.join(cols)}, list(struct_pack(
+                       outcome := json_extract_string(trajectory, '$.trace.outcome'), stage := json_extract_string(trajectory, '$.trace.stage_reached'),
+                       checks := CAST(json_extract(trajectory, '$.trace.checks') AS VARCHAR), rewrites := CAST(json_extract(trajectory, '$.trace.rewrites') AS VARCHAR)))
+            FROM episodes WHERE {A2RAG_ROWS} GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    n = len(cols)
+    header = [*cols, "n", *(f"{STAGE_LABELS[b]} %" for b in OUTCOMES), *(f"{c} yes/no" for c in CHECKS), "rewrites / q", "rewrites by failure"]
+    rows = []
+    for r in data:
+        traces = r[n]  # one per episode
+        shares = outcome_shares(outcome_of(t["outcome"], t["stage"]) for t in traces)
+        verdicts = verdict_counts(t["checks"] for t in traces)
+        by_type = rewrite_counts(t["rewrites"] for t in traces)
+        total = len(traces)
+        rows.append([
+            *(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(total, "int"), *(_fmt(shares[b]) for b in OUTCOMES),
+            *(f"{verdicts[c][0]}/{verdicts[c][1]}" for c in CHECKS), _fmt(sum(by_type.values()) / total, "f2"),
+            ", ".join(f"{k} {v}" for k, v in sorted(by_type.items())) or "none",
+        ])
+    return markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n - 1) + ["l"])
+
+
+def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str] = str) -> str:
+    title = "## A2RAG beside A-RAG (Full) and Naive RAG"
+    (runs,) = con.execute(f"SELECT count(*) FROM episodes WHERE {A2RAG_ROWS}").fetchone()
+    if not runs:
+        return f"{title}\n\nNo A2RAG runs (methods `a2rag*`) in these results.\n"
+    return "\n".join([
+        title,
+        "",
+        "Accuracy and recall in %; Recall@k: supporting titles among the first k chunks retrieved, in retrieval order; "
+        "tokens: prompt + completion tokens of all model calls; latency: seconds per episode without the judge.",
+        "",
+        comparison_table(con, shown_settings, label),
+        "",
+        "**A2RAG controller** — stage breakdown (share of episodes answered after the local / bridge / PPR stage, failed "
+        "after the last rewrite, abstained at the gate, or with no outcome: the episode failed), Triple-Check verdicts over "
+        "every attempt (a validator after the first failing one is not asked) and rewrites by failure type.",
+        "",
+        controller_table(con, shown_settings, label),
+        "",
+    ])

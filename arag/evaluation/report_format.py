@@ -1,0 +1,36 @@
+"""What every report table shares: Markdown tables, number formats, the scored-questions rule and
+the error for runs that must not be merged (arag.evaluation.report and its sections)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+# The questions both accuracies average over: all but those the judge gave no verdict for.
+SCORED = "coalesce(judge_status, '') <> 'failed'"
+
+
+class UnlikeRunsError(ValueError):
+    """Two runs would share a table cell (or a sweep series) though their identities differ."""
+
+
+def format_value(value: Any, kind: str = "pct") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if kind == "pct":
+        return f"{100 * value:.1f}"
+    if kind == "int":
+        return f"{value:,.0f}"
+    if kind == "f1":
+        return f"{value:.1f}"
+    if kind == "f2":
+        return f"{value:.2f}"
+    return str(value)
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None) -> str:
+    align = align or ["l"] + ["r"] * (len(header) - 1)
+    sep = ["---:" if a == "r" else ":---:" if a == "c" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)

@@ -1,0 +1,166 @@
+"""The test-time-scaling layout: accuracy and cost against one swept setting, the paper's way.
+
+The A-RAG paper varies one setting at a time: the step limit with reasoning effort fixed, and
+reasoning effort with the step limit fixed (`+sweep=test_time_scaling_steps`,
+`+sweep=test_time_scaling_effort`). A *series* is the runs of one (dataset, model, method, guard
+rails, every other shown setting) that differ in the swept setting `x`; it becomes one table, x as
+its first column. Only series with at least two x values are shown (a single point is no sweep).
+
+Identity rule: the swept setting is the one difference allowed inside a series. Two runs of a
+series whose identity settings (the `settings` JSON of their rows: judge, prompts, index, code
+version, ...) differ in anything else are refused with the runs and the differing keys named.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
+from arag.evaluation.report_format import format_value as _fmt
+
+# A swept row column → where it sits in a run's identity settings (arag.evaluation.settings).
+SWEEPABLE: dict[str, tuple[str, ...]] = {
+    "max_steps": ("agent", "max_steps"),
+    "reasoning_effort": ("model", "reasoning_effort"),
+}
+EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    x: Any
+    run_id: str
+    n: int
+    llm_acc: float | None
+    contain_acc: float | None
+    judge_failed: int
+    tokens: float | None  # prompt + completion tokens per question
+    reasoning_tokens: float | None
+    retrieved_tokens: float | None
+    steps: float | None
+    model_calls: float | None
+    wall_s: float | None
+
+
+@dataclass(frozen=True)
+class Series:
+    fixed: tuple[tuple[str, Any], ...]  # (name, value) of every setting held fixed
+    points: tuple[SweepPoint, ...]  # in x order
+
+
+def _x_order(x: str, value: Any) -> tuple:
+    if value is None:
+        return (0, 0, "")
+    if x == "reasoning_effort":
+        text = str(value)
+        return (1, EFFORT_ORDER.index(text) if text in EFFORT_ORDER else len(EFFORT_ORDER), text)
+    return (1, value, "") if isinstance(value, (int, float)) else (2, 0, str(value))
+
+
+def _without(settings: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """A copy of `settings` without the key at `path` (the swept setting)."""
+    if not path:
+        return settings
+    head, rest = path[0], path[1:]
+    out = dict(settings)
+    if head in out:
+        if rest and isinstance(out[head], dict):
+            out[head] = _without(out[head], rest)
+        elif not rest:
+            del out[head]
+    return out
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The dotted keys whose values differ between two identity settings (missing counts as differing)."""
+    fa, fb = _flatten(a), _flatten(b)
+    return sorted(k for k in fa.keys() | fb.keys() if fa.get(k, object()) != fb.get(k, object()))
+
+
+def check_series_identity(x: str, runs: list[tuple[str, Any, str]]) -> None:
+    """runs: (run id, x value, settings JSON) of one series. Raises UnlikeRunsError when two runs
+    differ in any identity setting but the swept one."""
+    path = SWEEPABLE[x]
+    first_id, first_x, first_settings = runs[0]
+    base = _without(json.loads(first_settings or "{}"), path)
+    for run_id, value, settings in runs[1:]:
+        other = _without(json.loads(settings or "{}"), path)
+        if other != base:
+            keys = differing_keys(base, other)
+            shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+            raise UnlikeRunsError(
+                f"a sweep over {x} may only vary {x}, but runs {first_id} ({x}={first_x}) and {run_id} ({x}={value}) also differ in: {shown}. "
+                "Keep one value of each other setting with report.where=\"...\" or separate results folders."
+            )
+
+
+def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str]) -> list[Series]:
+    """The series over `x`: runs grouped by everything but `x` (dataset, model, method, guard rails
+    and the other `shown_settings`), each checked to differ only in `x`; those with ≥ 2 points."""
+    if x not in SWEEPABLE:
+        raise ValueError(f"report: cannot sweep over {x!r}; sweepable settings: {', '.join(SWEEPABLE)}")
+    others = [c for c in shown_settings if c != x]
+    keys = ["dataset", "model", "method", *others, "guard_rails"]
+    data = con.execute(
+        f"""SELECT {', '.join(keys)}, {x}, run_id, any_value(settings), count(*),
+                   avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}), count(*) FILTER (judge_status = 'failed'),
+                   avg(prompt_tokens + completion_tokens), avg(reasoning_tokens), avg(retrieved_tokens), avg(steps), avg(model_calls), avg(wall_s)
+            FROM episodes GROUP BY ALL ORDER BY ALL"""
+    ).fetchall()
+    grouped: dict[tuple, list[tuple]] = {}
+    for r in data:
+        grouped.setdefault(tuple(r[: len(keys)]), []).append(r[len(keys) :])
+    out = []
+    for key, rows in grouped.items():
+        if len({r[0] for r in rows}) < 2:
+            continue
+        rows.sort(key=lambda r: _x_order(x, r[0]))
+        check_series_identity(x, [(r[1], r[0], r[2]) for r in rows])
+        points = tuple(SweepPoint(r[0], r[1], *r[3:]) for r in rows)
+        out.append(Series(tuple(zip(keys, key)), points))
+    # Series in the order of their fixed values (reasoning effort by level, not alphabetically).
+    return sorted(out, key=lambda s: [_x_order(k, v) if k in SWEEPABLE else (1, 0, str(v)) for k, v in s.fixed])
+
+
+def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label=lambda m: m) -> str:
+    """Markdown: one table per series, x as the first column, accuracy and cost per point."""
+    title = f"## Test-time scaling: accuracy and cost against {x}"
+    series = sweep_series(con, x, shown_settings)
+    if not series:
+        return f"{title}\n\nNo runs that differ only in `{x}` (a sweep: `+sweep=test_time_scaling_{'steps' if x == 'max_steps' else 'effort'}`).\n"
+    out = [
+        title,
+        "",
+        f"One table per series: its runs differ only in `{x}` (checked on their identity settings); the settings named above a "
+        "table are fixed. Accuracy in % over the same questions (judge failures left out of both); tokens: prompt + completion "
+        "tokens per question; wall s: mean seconds per episode.",
+        "",
+    ]
+    header = [x, "n", "LLM-Acc", "Cont-Acc", "judge failed", "tokens / question", "reasoning tokens", "retrieved tokens", "steps", "model calls", "wall s", "run"]
+    for s in series:
+        fixed = dict(s.fixed)
+        name = " · ".join([str(fixed.pop("dataset")), str(fixed.pop("model")), label(str(fixed.pop("method")))])
+        rails = fixed.pop("guard_rails")
+        named = [f"{k}={'—' if v is None else v}" for k, v in fixed.items()] + ([f"guard_rails={rails}"] if rails != "off" else [])
+        out += [f"**{name}**" + (f" — {', '.join(named)}" if named else ""), ""]
+        rows = [
+            ["—" if p.x is None else str(p.x), _fmt(p.n, "int"), _fmt(p.llm_acc), _fmt(p.contain_acc), _fmt(p.judge_failed, "int"),
+             _fmt(p.tokens, "int"), _fmt(p.reasoning_tokens, "int"), _fmt(p.retrieved_tokens, "int"), _fmt(p.steps, "f1"),
+             _fmt(p.model_calls, "f1"), _fmt(p.wall_s, "f2"), p.run_id]
+            for p in s.points
+        ]
+        out += [markdown_table(header, rows, ["l"] + ["r"] * (len(header) - 2) + ["l"]), ""]
+    return "\n".join(out)

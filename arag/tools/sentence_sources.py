@@ -1,0 +1,113 @@
+"""Each sentence's source document (id, title, ordinal there), read from the sentences Parquet.
+
+On a packed index (`index.chunking=packed`) a chunk is a window over several documents, so only the
+sentence rows say which document a sentence belongs to (arag.index.parts.SOURCE_COLUMNS, written
+since index format 2). The tools' part caches do not hold these columns; they are read here from
+the Parquet files, one row group (8,192 rows) at a time, and the last groups read are kept, so a
+document's sentences or one search's hits cost a few group reads and memory stays bounded whatever
+the corpus size.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from arag.index.parts import SOURCE_COLUMNS
+
+if TYPE_CHECKING:
+    from arag.tools.store import ChunkStore
+
+# Row groups kept decoded (each ~8,192 rows of three short columns).
+CACHED_GROUPS = 64
+
+
+class MissingSentenceSourcesError(RuntimeError):
+    """The index's sentence rows do not record their source documents (built before format 2)."""
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Source of each asked-for sentence row, in the order asked."""
+
+    doc_ids: list[str]
+    titles: list[str | None]
+    ordinals: np.ndarray  # int64
+
+
+class SentenceSources:
+    """Source document of global sentence rows (arag.tools.store row numbering) of one index."""
+
+    def __init__(self, store: "ChunkStore"):
+        self.store = store
+        files = {p.part: p.sentences for p in store.index.parts}
+        self.files: list[Path] = [files[n] for n in store.part_numbers]
+        self._group_starts: list[np.ndarray | None] = [None] * len(self.files)
+        self._cache: OrderedDict[tuple[int, int], tuple[list, list, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.check()
+
+    def check(self) -> None:
+        """Every part with sentences has the source columns, else a clear error naming the index."""
+        for w, path in enumerate(self.files):
+            if self.store.parts[w].num_sentences == 0:
+                continue
+            missing = [c for c in SOURCE_COLUMNS if c not in pq.read_schema(path).names]
+            if missing:
+                root = self.store.index.root
+                raise MissingSentenceSourcesError(
+                    f"rebuild the index {root}: it predates sentence sources (index format 2), so the document tools cannot tell which "
+                    f"document a sentence of a packed window comes from ({path.name} has no {', '.join(missing)}); "
+                    f"rerun python -m pipelines.index with index.path={root} and the same corpus (the format changed, so it rebuilds)"
+                )
+
+    def of_rows(self, rows: np.ndarray | list[int]) -> Sources:
+        """Source of each global sentence row."""
+        rows = np.asarray(rows, dtype=np.int64)
+        doc_ids: list = [None] * len(rows)
+        titles: list = [None] * len(rows)
+        ordinals = np.empty(len(rows), dtype=np.int64)
+        offsets = self.store.sentence_offsets
+        which = np.searchsorted(offsets, rows, side="right") - 1
+        for w in np.unique(which).tolist():
+            at = np.flatnonzero(which == w)
+            local = rows[at] - offsets[w]
+            starts = self._starts(w)
+            groups = np.searchsorted(starts, local, side="right") - 1
+            for g in np.unique(groups).tolist():
+                m = groups == g
+                ids, names, ords = self._group(w, g)
+                for i, r in zip(at[m].tolist(), (local[m] - starts[g]).tolist()):
+                    doc_ids[i], titles[i], ordinals[i] = ids[r], names[r], ords[r]
+        return Sources(doc_ids, titles, ordinals)
+
+    def of_range(self, start: int, count: int) -> Sources:
+        return self.of_rows(np.arange(start, start + count, dtype=np.int64))
+
+    def _starts(self, w: int) -> np.ndarray:
+        starts = self._group_starts[w]
+        if starts is None:
+            meta = pq.ParquetFile(self.files[w]).metadata
+            starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)], dtype=np.int64)
+            self._group_starts[w] = starts
+        return starts
+
+    def _group(self, w: int, g: int) -> tuple[list, list, np.ndarray]:
+        key = (w, g)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        table = pq.ParquetFile(self.files[w]).read_row_group(g, columns=list(SOURCE_COLUMNS))
+        value = (table.column("doc_id").to_pylist(), table.column("doc_title").to_pylist(), table.column("doc_sentence").to_numpy().astype(np.int64))
+        with self._lock:
+            self._cache[key] = value
+            while len(self._cache) > CACHED_GROUPS:
+                self._cache.popitem(last=False)
+        return value

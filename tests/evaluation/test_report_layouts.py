@@ -1,0 +1,108 @@
+"""The report's paper layouts beyond the main table: Table 2 (ablations) and the test-time-scaling
+sweeps (one setting varied at a time), from result rows written directly (no agent runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arag.evaluation.records import EpisodeRow
+from arag.evaluation.report import UnlikeRunsError, build_report
+from arag.evaluation.results import RunStore
+
+
+def write_run(results: Path, run_id: str, method: str, good: int, *, dataset: str = "2wikimultihopqa", max_steps: int = 10,
+              effort: str | None = "medium", judge: str = "paper", token_budget: int = 128000, n: int = 10) -> None:
+    """n questions, the first `good` correct (both accuracies); identity settings as the runner stores them."""
+    settings = json.dumps({"agent": {"max_steps": max_steps, "token_budget": token_budget}, "model": {"reasoning_effort": effort},
+                           "judge": {"preset": judge}, "method": {"name": method}, "dataset": dataset}, sort_keys=True)
+    rows = [
+        EpisodeRow(
+            run_id=run_id, dataset=dataset, question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"], method=method,
+            model="gpt-5-mini", backend="openai", status="ok", prediction="a", max_steps=max_steps, reasoning_effort=effort, token_budget=token_budget,
+            settings=settings, contain_acc=float(i < good), llm_acc=float(i < good), judge_status="correct", prompt_tokens=100 * max_steps,
+            completion_tokens=10, reasoning_tokens=5, retrieved_tokens=50 * max_steps, steps=max_steps // 2, model_calls=max_steps // 2, wall_s=1.0,
+        ).to_record()
+        for i in range(n)
+    ]
+    with RunStore(results, run_id) as store:
+        store.write(rows)
+
+
+def section(text: str, title: str) -> str:
+    return text.split(title)[1].split("\n## ")[0]
+
+
+def table_rows(text: str) -> list[list[str]]:
+    return [line.strip("| ").split(" | ") for line in text.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
+
+
+def test_table2_layout_rows_are_the_ablations_in_the_papers_order(tmp_path):
+    results = tmp_path / "results"
+    for k, (method, good) in enumerate([("arag_full", 8), ("arag_no_keyword", 6), ("arag_no_chunk_read", 4), ("arag_naive", 5)]):
+        write_run(results, f"r{k}", method, good)
+        write_run(results, f"g{k}", method, good - 1, dataset="graphrag-bench-medical")
+    text = build_report(results, paper_columns=True).markdown
+    table2 = section(text, "## Ablations (Table 2 layout): A-RAG (Full) without one tool")
+    assert "the paper's Table 2 values are not in `conf/paper_results/`" in table2 and "(paper)" not in table2
+    header, *rows = table_rows(table2)
+    assert header == ["Method", "2wikimultihopqa LLM-Acc", "2wikimultihopqa Cont-Acc", "graphrag-bench-medical LLM-Acc"]
+    # Fixed rows in the paper's order; the semantic ablation was not run ("–"); A-RAG (Naive) is no ablation.
+    assert rows == [
+        ["A-RAG (Full)", "80.0", "80.0", "70.0"],
+        ["w/o keyword_search", "60.0", "60.0", "50.0"],
+        ["w/o semantic_search", "–", "–", "–"],
+        ["w/o chunk_read", "40.0", "40.0", "30.0"],
+    ]
+    # The main table keeps the paper's Table 1 numbers beside ours and leaves the ablations out.
+    main = section(text, "## Main results")
+    assert "| A-RAG (Full) | 80.0 | 89.7 | 80.0 | 88.9 | 70.0 | 93.1 |" in main and "w/o" not in main
+
+
+def one_at_a_time(results: Path) -> None:
+    """The paper's design: steps 5..20 at effort medium, effort minimal..high at 10 steps (shared run: 10/medium)."""
+    for steps, good in ((5, 4), (10, 6), (15, 7), (20, 8)):
+        write_run(results, f"steps{steps}", "arag_full", good, max_steps=steps)
+    for effort, good in (("minimal", 3), ("low", 5), ("high", 9)):
+        write_run(results, f"effort-{effort}", "arag_full", good, effort=effort)
+
+
+def test_sweep_report_shows_the_swept_setting_as_its_x_column(tmp_path):
+    results = tmp_path / "results"
+    one_at_a_time(results)
+    text = build_report(results).markdown
+    steps = section(text, "## Test-time scaling: accuracy and cost against max_steps")
+    # One series: effort=medium (the effort runs at minimal/low/high have one step value each: no sweep).
+    assert steps.count("**2wikimultihopqa · gpt-5-mini · A-RAG (Full)**") == 1 and "— reasoning_effort=medium" in steps
+    header, *rows = table_rows(steps)
+    assert header[:4] == ["max_steps", "n", "LLM-Acc", "Cont-Acc"] and header[5] == "tokens / question"
+    assert [r[0] for r in rows] == ["5", "10", "15", "20"]
+    assert [r[2] for r in rows] == ["40.0", "60.0", "70.0", "80.0"] and [r[5] for r in rows] == ["510", "1,010", "1,510", "2,010"]
+    assert [r[-1] for r in rows] == ["steps5", "steps10", "steps15", "steps20"]
+    effort = section(text, "## Test-time scaling: accuracy and cost against reasoning_effort")
+    header, *rows = table_rows(effort)
+    assert header[0] == "reasoning_effort" and "— max_steps=10" in effort
+    assert [(r[0], r[2]) for r in rows] == [("minimal", "30.0"), ("low", "50.0"), ("medium", "60.0"), ("high", "90.0")]  # by level
+
+
+def test_sweep_report_refuses_a_second_differing_setting(tmp_path):
+    """Two runs of one series that also differ in an identity setting (here the judge) are refused."""
+    results = tmp_path / "results"
+    write_run(results, "s5", "arag_full", 4, max_steps=5)
+    write_run(results, "s10", "arag_full", 6, max_steps=10, judge="strict")
+    with pytest.raises(UnlikeRunsError, match=r"sweep over max_steps may only vary max_steps, but runs s5 \(max_steps=5\) and s10 \(max_steps=10\) also differ in: judge\.preset"):
+        build_report(results)
+    assert not list((results / "report").glob("*")), "a refused report writes no file"
+    # Picking one judge's runs makes it a plain report again.
+    assert build_report(results, tmp_path / "one", where="run_id = 's5'").rows == 10
+
+
+def test_a_second_shown_setting_splits_the_series_instead_of_merging(tmp_path):
+    """Runs differing in max_steps and token_budget are no sweep over max_steps: each is a series of one point."""
+    results = tmp_path / "results"
+    write_run(results, "a", "arag_full", 4, max_steps=5, token_budget=4000)
+    write_run(results, "b", "arag_full", 6, max_steps=10, token_budget=8000)
+    text = build_report(results).markdown
+    assert "No runs that differ only in `max_steps`" in section(text, "## Test-time scaling: accuracy and cost against max_steps")

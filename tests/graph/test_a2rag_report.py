@@ -1,0 +1,122 @@
+"""The report's A2RAG section over real A2RAG episodes (scripted model, tiny graph) stored as result
+rows beside A-RAG (Full) and Naive RAG rows: the stage breakdown, verdicts and rewrites come from the
+episodes' traces as the controller writes them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arag.agent import Agent
+from arag.evaluation.records import EpisodeRow
+from arag.evaluation.report import build_report
+from arag.evaluation.report_a2rag import OUTCOMES, outcome_of, outcome_shares, rewrite_counts, verdict_counts
+from arag.evaluation.results import RunStore
+from arag.llm.scripted import ScriptedBackend
+from arag.methods import load_method
+
+YES, NO = {"verdict": "yes"}, {"verdict": "no"}
+ANSWER = {"answer": "20 March 851"}
+# (script, method settings) → the bucket the episode ends in.
+EPISODES = [
+    ([YES, ANSWER, YES, YES, YES], {}, "local"),
+    ([YES, ANSWER, YES, YES, YES], {}, "local"),
+    ([NO, YES, ANSWER, YES, YES, YES], {}, "bridge"),
+    ([NO, NO, ANSWER, YES, YES, YES], {}, "ppr"),
+    ([YES, {"answer": "875"}, NO, {"query": "q2"}, YES, {"answer": "869"}, NO], {}, "fail"),
+    ([], {"gate_threshold": 0.99}, "abstain"),
+]
+
+
+def a2rag_row(graph_ctx, i: int, script, settings) -> dict:
+    method = load_method("a2rag", {"gate_threshold": 0.0, "max_rewrites": 1, **settings})
+    episode = Agent(ScriptedBackend(script), method, graph_ctx, protocol="json").run("When did Lothair II's mother die?", f"q{i}")
+    tokens = episode.token_totals()
+    return EpisodeRow(
+        run_id="a2", dataset="2wikimultihopqa", question_id=f"q{i}", question="?", gold_answers=["20 March 851"], supporting_titles=["T"],
+        method="a2rag", model="qwen", backend="scripted", status="ok", prediction=episode.answer, exact_match=float(episode.answer == "20 March 851"),
+        f1=float(episode.answer == "20 March 851"), model_calls=len(episode.model_calls), prompt_tokens=tokens["prompt_tokens"],
+        completion_tokens=tokens["completion_tokens"], evidence_recall_at_2=0.5, evidence_recall_at_5=1.0, wall_s=2.0 + i, judge_s=1.0,
+        trajectory=json.dumps(episode.to_json(), default=str),
+    ).to_record()
+
+
+def baseline_rows(method: str, run_id: str, recall5: float) -> list[dict]:
+    return [
+        EpisodeRow(
+            run_id=run_id, dataset="2wikimultihopqa", question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"], method=method,
+            model="qwen", backend="scripted", status="ok", prediction="a", exact_match=float(i < 2), f1=float(i < 2), llm_acc=float(i < 2),
+            judge_status="correct", model_calls=4, prompt_tokens=900, completion_tokens=100, evidence_recall_at_2=0.25, evidence_recall_at_5=recall5,
+            wall_s=float(i + 1), judge_s=0.0,
+        ).to_record()
+        for i in range(4)
+    ]
+
+
+@pytest.fixture
+def results(graph_ctx, tmp_path):
+    root = tmp_path / "results"
+    rows = [a2rag_row(graph_ctx, i, script, settings) for i, (script, settings, _) in enumerate(EPISODES)]
+    # An episode that failed before its controller finished (a worker died): no trace.
+    rows.append(EpisodeRow(run_id="a2", dataset="2wikimultihopqa", question_id="q9", question="?", gold_answers=["a"], supporting_titles=["T"],
+                           method="a2rag", model="qwen", backend="scripted", status="failed", failure="worker died", wall_s=9.0, judge_s=0.0).to_record())
+    for run_id, method, recall5, batch in (("a2", "a2rag", None, rows), ("full", "arag_full", 0.75, None), ("naive", "naive_rag", 0.5, None)):
+        with RunStore(root, run_id) as store:
+            store.write(batch or baseline_rows(method, run_id, recall5))
+    return root
+
+
+def test_the_traces_give_each_episode_one_bucket(graph_ctx, results):
+    import duckdb
+
+    traces = duckdb.connect().execute(
+        f"""SELECT question_id, json_extract_string(trajectory, '$.trace.outcome'), json_extract_string(trajectory, '$.trace.stage_reached')
+            FROM read_parquet('{results}/a2/**/*.parquet') ORDER BY question_id"""
+    ).fetchall()
+    assert [outcome_of(o, s) for _, o, s in traces] == [b for _, _, b in EPISODES] + ["no outcome"]
+
+
+def test_report_a2rag_section(results):
+    text = build_report(results).markdown
+    section = text.split("## A2RAG beside A-RAG (Full) and Naive RAG")[1].split("## Details")[0]
+    comparison, controller = section.split("**A2RAG controller**")
+    lines = [line for line in comparison.splitlines() if line.startswith("| 2wikimultihopqa")]
+    # Baselines first (Naive RAG, A-RAG Full), then A2RAG; recall, calls, tokens and latency from the rows.
+    assert [line.split(" | ")[2] for line in lines] == ["Naive RAG", "A-RAG (Full)", "A2RAG"]
+    assert lines[0] == "| 2wikimultihopqa | qwen | Naive RAG | 4 | 50.0 | 50.0 | 50.0 | 25.0 | 50.0 | 4.0 | 1,000 | 2.50 | 3.85 |"
+    assert lines[1].endswith("| 25.0 | 75.0 | 4.0 | 1,000 | 2.50 | 3.85 |")
+    a2 = lines[2].split(" | ")
+    assert a2[3] == "7" and a2[7:9] == ["50.0", "100.0"]  # recall@2/@5 mean over the six ok rows and the failed one (None)
+    # latency without the judge: ok rows wall_s 2..7 minus 1 s judge → 1..6, the failed row 9 → P50 of [1..6, 9] = 4.0
+    assert a2[11] == "4.00"
+    header = next(line for line in controller.splitlines() if line.startswith("| dataset"))
+    assert header == ("| dataset | model | method | n | local % | bridge % | PPR % | fail % | abstain % | no outcome % | "
+                      "evidence_relevance yes/no | answer_grounding yes/no | query_resolution yes/no | rewrites / q | rewrites by failure |")
+    row = next(line for line in controller.splitlines() if line.startswith("| 2wikimultihopqa"))
+    cells = row.strip("| ").split(" | ")
+    shares = [float(c) for c in cells[4:10]]
+    assert shares == [28.6, 14.3, 14.3, 14.3, 14.3, 14.3]
+    assert sum(shares) == pytest.approx(100, abs=0.2)
+    # Triple-Check: 4 answered episodes pass all three; the failing one fails evidence relevance twice.
+    assert cells[10:13] == ["4/2", "4/0", "4/0"]
+    assert cells[13:] == ["0.14", "evidence_relevance 1"]
+
+
+def test_outcome_shares_sum_to_one_and_name_unknown_buckets():
+    shares = outcome_shares(["local", "local", "ppr", "abstain", "no outcome"])
+    assert sum(shares.values()) == pytest.approx(1.0) and set(shares) == set(OUTCOMES)
+    assert shares["local"] == pytest.approx(0.4) and shares["bridge"] == 0.0
+    with pytest.raises(ValueError, match="unknown A2RAG outcome bucket.*PPR"):
+        outcome_shares(["PPR"])
+    assert outcome_of("answered", None) == "no outcome" and outcome_of(None, None) == "no outcome" and outcome_of("fail", "ppr") == "fail"
+    assert verdict_counts([json.dumps([{"evidence_relevance": True, "answer_grounding": False, "query_resolution": None}]), None]) == {
+        "evidence_relevance": (1, 0), "answer_grounding": (0, 1), "query_resolution": (0, 0)}
+    assert rewrite_counts([json.dumps([{"failure": "answer_grounding"}, {"failure": "answer_grounding"}]), None]) == {"answer_grounding": 2}
+
+
+def test_no_a2rag_runs_says_so(tmp_path):
+    root = tmp_path / "results"
+    with RunStore(root, "full") as store:
+        store.write(baseline_rows("arag_full", "full", 0.75))
+    assert "No A2RAG runs (methods `a2rag*`) in these results." in build_report(root).markdown
