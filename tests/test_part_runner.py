@@ -1,4 +1,4 @@
-"""arag.runtime.part_runner: parts as Ray tasks with bounded in-flight, committed ones kept,
+"""arag.runtime.part_runner: parts as Ray Data tasks with bounded in-flight, committed ones kept,
 records in plan order, a task's own error raised as itself."""
 
 from __future__ import annotations

@@ -1,17 +1,18 @@
-"""Run a job's parts as Ray tasks: the shape the index build (chunking, input checks) and the graph
+"""Run a job's parts on Ray Data: the shape the index build (chunking, input checks) and the graph
 build (extraction) share.
 
-Each part not yet committed runs as one task (`task(part, **shared)`, plain Python that writes its
+Each part not yet committed runs as one Ray Data task (`task(part, **shared)`, plain Python that writes its
 files where it runs and returns a small commit record); at most `max_in_flight` tasks are
-submitted at a time, so the driver holds a bounded number of futures however many parts there
-are. Records already committed (a resumed build) are kept, not run again. The driver only
+run at a time. The driver holds only the parts' small descriptors and records, however large
+the parts are. Records already committed (a resumed build) are kept, not run again. The driver only
 collects the records, advances a progress bar and returns them in plan order.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
+import pickle
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
@@ -29,44 +30,50 @@ class PartTasks:
 
     num_cpus: float = 1
     num_gpus: float = 0
-    max_in_flight: int = 64  # tasks submitted at a time
-    max_retries: int = 1  # a task whose worker died is run again (parts are idempotent)
+    max_in_flight: int = 64  # tasks running at a time (a task whose worker died is run again by Ray Data: parts are idempotent)
 
     def __post_init__(self) -> None:
         if self.max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {self.max_in_flight}")
 
 
-def _run(task: Callable[..., Any], part: Any, shared: Mapping[str, Any]) -> Any:
-    return task(part, **shared)
+def _apply(row: dict, task: Callable[..., Any], shared: Mapping[str, Any]) -> dict:
+    """Ray Data row function: one planned part in (pickled: any small picklable descriptor), its
+    task's result out. A task's exception comes back as the row's `error` rather than raised: Ray
+    Data would wrap it in a UserCodeException that no longer carries it, and the CLIs print a
+    part's own error (a bad line, a missing file) as it is."""
+    try:
+        return {"result": pickle.dumps(task(pickle.loads(row["part"]), **shared)), "error": None}
+    except Exception as exc:  # noqa: BLE001 - handed to the driver, raised there
+        try:
+            error = pickle.dumps(exc)
+            pickle.loads(error)
+        except Exception:  # noqa: BLE001 - an exception that does not survive pickling
+            error = pickle.dumps(RuntimeError("".join(traceback.format_exception(exc)).rstrip()))
+        return {"result": None, "error": error}
 
 
 def run_part_tasks(task: Callable[..., Any], parts: Sequence[P], shared: Mapping[str, Any], tasks: PartTasks) -> Iterator[Any]:
-    """`task(part, **shared)` for every part as a Ray task; yields the results as they finish. An
-    exception raised by the task is raised here as itself (not wrapped in Ray's error), so callers
-    and the CLIs catch the same errors as without Ray."""
-    import ray
-    from ray.exceptions import RayTaskError
+    """`task(part, **shared)` for every part, one Ray Data task per part (at most
+    `tasks.max_in_flight` at a time); yields the results as they finish. An exception raised by
+    the task is raised here as itself (not wrapped in Ray's errors), so callers and the CLIs catch
+    the same errors as without Ray."""
+    import ray.data
 
-    remote = ray.remote(num_cpus=tasks.num_cpus, num_gpus=tasks.num_gpus or None, max_retries=tasks.max_retries)(_run)
-    shared_ref = ray.put(dict(shared))  # sent to the object store once, not with every task
-    queue: deque = deque(parts)
-    in_flight: list = []
-    try:
-        while queue or in_flight:
-            while queue and len(in_flight) < tasks.max_in_flight:
-                in_flight.append(remote.remote(task, queue.popleft(), shared_ref))
-            ready, in_flight = ray.wait(in_flight, num_returns=1)
-            try:
-                yield ray.get(ready[0])
-            except RayTaskError as exc:
-                if isinstance(exc.cause, Exception):
-                    log.debug("task failed:\n%s", exc)
-                    raise exc.cause from None
-                raise
-    finally:
-        for ref in in_flight:  # an error or an abandoned loop: stop what is still running
-            ray.cancel(ref)
+    if not parts:
+        return
+    rows = [{"part": pickle.dumps(p)} for p in parts]  # small descriptors (file, byte range), never data
+    ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(
+        _apply,
+        fn_kwargs={"task": task, "shared": dict(shared)},
+        num_cpus=tasks.num_cpus,
+        num_gpus=tasks.num_gpus or None,
+        concurrency=min(tasks.max_in_flight, len(rows)),
+    )
+    for row in ds.iter_rows():
+        if row["error"] is not None:
+            raise pickle.loads(row["error"])  # leaving the iteration stops the parts still running
+        yield pickle.loads(row["result"])
 
 
 def run_parts(

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
-from arag.tools import packed_documents
+import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentRef, document_line_counts, is_packed, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
 from arag.tools.render import content_tokens, snippet_block

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from arag.index.parts import PACKED
-from arag.tools import packed_documents
+import arag.tools.packed_documents as packed_documents
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, check_text, type_name
 from arag.tools.tracker import ReadTracker
 

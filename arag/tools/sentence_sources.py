@@ -14,15 +14,12 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 
 from arag.index.parts import SOURCE_COLUMNS
-
-if TYPE_CHECKING:
-    from arag.tools.store import ChunkStore
 
 # Row groups kept decoded (each ~8,192 rows of three short columns).
 CACHED_GROUPS = 64
@@ -44,7 +41,7 @@ class Sources:
 class SentenceSources:
     """Source document of global sentence rows (arag.tools.store row numbering) of one index."""
 
-    def __init__(self, store: "ChunkStore"):
+    def __init__(self, store: Any):  # an arag.tools.store.ChunkStore (which imports this module)
         self.store = store
         files = {p.part: p.sentences for p in store.index.parts}
         self.files: list[Path] = [files[n] for n in store.part_numbers]
