@@ -53,6 +53,32 @@ def rss_split_mb() -> tuple[float, float]:
     return tuple(int(fields.get(k, "0 kB").split()[0]) / 1024 for k in ("RssAnon", "RssFile"))  # type: ignore[return-value]
 
 
+def cache_breakdown(dirs: list[Path]) -> dict[str, int]:
+    """Bytes on disk of each kind of thing in the per-part caches: the chunk text (its Arrow
+    values and offsets), the other chunk columns (and Arrow's framing), the trigram postings,
+    the sentence spans, the id lookups and the rest."""
+    import pyarrow as pa
+
+    out = dict.fromkeys(["chunk text", "other chunk columns", "trigram postings", "sentence spans", "id lookups", "other"], 0)
+    for d in dirs:
+        for f in d.iterdir():
+            size = f.stat().st_size
+            if f.name == "chunks.arrow":
+                table = pa.ipc.open_file(pa.memory_map(str(f))).read_all()
+                text = sum(b.size for c in table.column("text").chunks for b in c.buffers() if b is not None)
+                out["chunk text"] += text
+                out["other chunk columns"] += size - text
+            elif f.name.startswith("trigram_"):
+                out["trigram postings"] += size
+            elif f.name.startswith("sentence"):
+                out["sentence spans"] += size
+            elif f.name.endswith(("_hash.npy", "_rows.npy")) and not f.name.startswith("python_lower"):
+                out["id lookups"] += size
+            else:
+                out["other"] += size
+    return out
+
+
 def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000, q))
 
@@ -174,6 +200,8 @@ def bench(name: str, index_dir: Path, queries: list[list[str]], scan: bool, rebu
         f"{disk / text_bytes:.2f}x the chunk text; trigram postings {sum(m['trigram_postings'] for m in metas):,}, "
         f"dense trigrams without a bitmap {sum(m.get('dense_trigrams', 0) for m in metas):,}"
     )
+    parts = cache_breakdown(ctx.store.dirs)
+    print("  on disk, as a multiple of the chunk text: " + ", ".join(f"{k} {v / text_bytes:.3f}x ({v / 2**20:,.0f} MiB)" for k, v in parts.items()))
     tool_res, tool_t = run_tool(ctx, queries)
     tool_rss = rss_mb() - base
     tool_total = rss_mb()

@@ -11,12 +11,14 @@ process's own memory does not grow with the corpus (the mapped pages are the OS 
 <part cache>/chunks.arrow         Arrow IPC file, memory-mapped, uncompressed: chunk_id, doc_id,
                                   title, position, text, n_tokens (arag.index.parts.CHUNK_SCHEMA)
             sentence_starts.npy   int64, chunks+1: chunk r owns sentence rows [starts[r], starts[r+1])
-            sentence_spans.npy    int32 (sentences, 2): each sentence as [start, end) characters of
-                                  its chunk's text; start = -1: end is its row in sentences_extra.arrow
+            sentence_spans.npy    (sentences, 2): each sentence as [start, end) characters of its
+                                  chunk's text, uint16 when every chunk is shorter than 65,535
+                                  characters (else uint32); start = the dtype's maximum: end is
+                                  its row in sentences_extra.arrow
             sentences_extra.arrow text of sentences that are not a substring of their chunk (rare)
             python_lower_rows.npy rows whose Python-lowered text differs from Arrow's utf8_lower
                                   (e.g. 'İ', final sigma): those are scored in Python
-            chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (int64):
+            chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (uint32):
             doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
             trigram_*             keyword candidates: trigram -> chunk rows (arag.tools.ngrams)
             cache.json            written last: the cache is complete iff it exists; it names the
@@ -53,7 +55,7 @@ from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
 from arag.tools.ngrams import Postings, PostingsWriter
 
-CACHE_FORMAT = 3  # 3: dense trigrams stored without a bitmap (arag.tools.ngrams)
+CACHE_FORMAT = 4  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers
 MARKER = "cache.json"
 # Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter for why 1).
 UNIT_ROWS = 1
@@ -110,6 +112,7 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
     """Build the cache of one part (its chunks and sentences Parquet) into `target`; return it.
 
     Plain Python, one pass over each file, memory ~0.6× the part's text (the bitmaps being built).
+    The trigram bitmaps are held to arag.tools.ngrams.POSTINGS_BUDGET bytes per byte of text.
     An existing complete cache of the same files is kept as is.
     """
     chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
@@ -151,7 +154,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
     doc_hashes: list[np.ndarray] = []
     sentence_iter = _sentences(sentences, part)
     pending = next(sentence_iter, None)
-    rows = text_chars = 0
+    rows = text_chars = longest = 0
     with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA) as writer:
         batches = pq.ParquetFile(chunks).iter_batches(batch_size=READ_BATCH, columns=CHUNK_SCHEMA.names) if chunks.exists() else []
         for batch in batches:
@@ -164,7 +167,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
                     s = pending[1]
                     at = text.find(s, pos)
                     if at < 0:  # not a substring of its chunk: kept verbatim
-                        spans.append((-1, len(extra)))
+                        spans.append((EXTRA, len(extra)))
                         extra.append(s)
                     else:
                         spans.append((at, at + len(s)))
@@ -172,10 +175,11 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
                     pending = next(sentence_iter, None)
                 starts.append(len(spans))
             lowered = [t.lower() for t in texts]
-            postings.add(lowered, rows)
+            postings.add(lowered, rows, text_bytes=int(pc.sum(pc.binary_length(batch.column("text"))).as_py() or 0))
             arrow_lowered = pc.utf8_lower(batch.column("text")).to_pylist()
             python_lower += [rows + i for i, (a, b) in enumerate(zip(lowered, arrow_lowered)) if a != b]
             text_chars += sum(map(len, texts))
+            longest = max([longest, *map(len, texts)])
             writer.write_batch(batch)
             id_hashes.append(hash64(ids))
             doc_hashes.append(hash64(batch.column("doc_id").to_pylist()))
@@ -184,7 +188,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         raise CacheBuildError(f"{sentences}: sentences of chunk {pending[0]!r} are out of chunk order or belong to no chunk")
     np.save(out / "sentence_starts.npy", np.asarray(starts, dtype=np.int64))
     np.save(out / "python_lower_rows.npy", np.asarray(python_lower, dtype=np.int64))
-    np.save(out / "sentence_spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2))
+    np.save(out / "sentence_spans.npy", _span_array(spans, longest=longest))
     if extra:
         with pa.OSFile(str(out / "sentences_extra.arrow"), "wb") as sink, pa.ipc.new_file(sink, EXTRA_SCHEMA) as writer:
             writer.write_batch(pa.record_batch([pa.array(extra, pa.string())], schema=EXTRA_SCHEMA))
@@ -192,7 +196,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
         order = np.argsort(h, kind="stable")
         np.save(out / f"{name}_hash.npy", h[order])
-        np.save(out / f"{name}_rows.npy", order.astype(np.int64))
+        np.save(out / f"{name}_rows.npy", order.astype(np.uint32))  # rows of a part fit in 32 bits
     n_postings = postings.write(out)
     return {
         "num_chunks": rows,
@@ -203,7 +207,21 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         "unit_rows": UNIT_ROWS,
         "trigram_postings": n_postings,
         "dense_trigrams": postings.dense,
+        "postings_bytes": postings.bytes,
     }
+
+
+EXTRA = -1  # span start of a sentence kept in sentences_extra.arrow (stored as the dtype's maximum)
+
+
+def _span_array(spans: list[tuple[int, int]], longest: int) -> np.ndarray:
+    """Spans as uint16 pairs when every offset (and extra row) fits below 65,535, else uint32;
+    the EXTRA marker becomes the dtype's maximum. 4 bytes a sentence instead of 8 on wiki text."""
+    raw = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    widest = max(longest, int(raw[:, 1].max()) if len(raw) else 0)
+    dtype = np.uint16 if widest < np.iinfo(np.uint16).max else np.uint32
+    raw[raw[:, 0] == EXTRA, 0] = np.iinfo(dtype).max
+    return raw.astype(dtype)
 
 
 def _fsync_tree(directory: Path) -> None:
@@ -230,6 +248,7 @@ class PartCache:
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
         self.sentence_starts = np.load(self.dir / "sentence_starts.npy", mmap_mode="r")
         self.spans = np.load(self.dir / "sentence_spans.npy", mmap_mode="r")
+        self._extra_marker = int(np.iinfo(self.spans.dtype).max)
         self.python_lower = np.load(self.dir / "python_lower_rows.npy")
         self.id_hash = np.load(self.dir / "chunk_id_hash.npy", mmap_mode="r")
         self.id_rows = np.load(self.dir / "chunk_id_rows.npy", mmap_mode="r")
@@ -303,7 +322,7 @@ class PartCache:
         out = []
         for r, o in zip(rows_arr.tolist(), owners):
             start, end = (int(x) for x in self.spans[r])
-            out.append(self._extra_text(end) if start < 0 else by_owner[o][start:end])
+            out.append(self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end])
         return out
 
     def _extra_text(self, i: int) -> str:
