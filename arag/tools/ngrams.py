@@ -41,8 +41,10 @@ _BITS = 21  # every Unicode code point fits in 21 bits: three make one uint64 co
 # Rows per extraction step: bounds the temporary arrays (a few million positions).
 EXTRACT_ROWS = 2048
 # A trigram in at least this fraction of a part's units gets no bitmap ("every unit"), in parts
-# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway).
-DENSE_FRACTION = 0.5
+# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway). 1.0: only trigrams in
+# every unit, which cannot narrow at all; the rest is left to the budget (on made-up words, where
+# nearly every trigram is in over half the chunks, a cut at 0.5 left 10-50k candidates a part).
+DENSE_FRACTION = 1.0
 DENSE_MIN_UNITS = 4096
 # Bytes of serialised bitmaps per byte of a part's (UTF-8) text at most, in parts of at least
 # DENSE_MIN_UNITS units; the cache's goal is 1.5x the text in all (text 1x, the rest ~0.12x).
