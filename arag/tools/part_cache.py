@@ -42,6 +42,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -61,6 +62,12 @@ MARKER = "cache.json"
 UNIT_ROWS = 1
 READ_BATCH = 4096  # a multiple of UNIT_ROWS
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
+# How keyword scoring reads candidate texts: "pread" copies them into short-lived buffers (the
+# process's memory stays its own: the file's pages stay in the OS page cache, not mapped into the
+# process), "mmap" reads them in place from the memory map (each page touched stays mapped and
+# counts in the process's RSS as file-backed memory). Results are identical.
+TEXT_READS = "pread"
+READ_GAP = 4096  # bytes between two candidates' texts below which one read covers both
 
 
 class CacheBuildError(RuntimeError):
@@ -244,8 +251,19 @@ class PartCache:
         self.num_chunks = int(self.meta["num_chunks"])
         self.num_sentences = int(self.meta["num_sentences"])
         self.unit_rows = int(self.meta["unit_rows"])
-        self.table = pa.ipc.open_file(pa.memory_map(str(self.dir / "chunks.arrow"))).read_all()  # zero-copy
+        mapped = pa.memory_map(str(self.dir / "chunks.arrow"))
+        self.table = pa.ipc.open_file(mapped).read_all()  # zero-copy
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
+        # Where each batch's text offsets and bytes lie in the file, for reads with os.pread.
+        mapped.seek(0)
+        base = mapped.read_buffer(1).address
+        self._text_at = [
+            (c.buffers()[1].address - base + 4 * c.offset, c.buffers()[2].address - base if c.buffers()[2] is not None else 0)
+            for c in self.table.column("text").chunks
+        ]
+        self._fd = os.open(self.dir / "chunks.arrow", os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
+        self.text_reads = TEXT_READS
         self.sentence_starts = np.load(self.dir / "sentence_starts.npy", mmap_mode="r")
         self.spans = np.load(self.dir / "sentence_spans.npy", mmap_mode="r")
         self._extra_marker = int(np.iinfo(self.spans.dtype).max)
@@ -283,16 +301,46 @@ class PartCache:
         """Columns of the chunks at local `rows` (in that order) as Python lists."""
         return {c: self.take(c, rows).to_pylist() for c in columns}
 
+    def _read_texts(self, b: int, local: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+        """The texts of ascending rows `local` of batch `b` read with os.pread into new buffers:
+        (texts of the runs of rows that hold them, position of each wanted row in that array).
+
+        Rows whose bytes lie within READ_GAP of each other are read in one call, with the rows
+        between them (scoring a few extra rows is cheaper than more calls)."""
+        offsets_at, data_at = self._text_at[b]
+        lo, hi = int(local[0]), int(local[-1])
+        offs = np.frombuffer(os.pread(self._fd, 4 * (hi - lo + 2), offsets_at + 4 * lo), dtype=np.int32).astype(np.int64)
+        starts, ends = offs[local - lo], offs[local - lo + 1]
+        cut = np.flatnonzero(starts[1:] - ends[:-1] > READ_GAP) + 1
+        first = np.concatenate(([0], cut))  # each run's first and last wanted row (index into local)
+        last = np.concatenate((cut - 1, [len(local) - 1]))
+        pieces, run_offsets, before, positions = [], [], 0, []
+        size = 0
+        for f, l in zip(first.tolist(), last.tolist()):
+            r0, r1 = int(local[f]) - lo, int(local[l]) - lo  # rows r0..r1 of offs
+            pieces.append(os.pread(self._fd, int(offs[r1 + 1] - offs[r0]), data_at + int(offs[r0])))
+            run_offsets.append(offs[r0 : r1 + 1] - offs[r0] + size)
+            size += int(offs[r1 + 1] - offs[r0])
+            positions.append(local[f : l + 1] - lo - r0 + before)
+            before += r1 - r0 + 1
+        value_offsets = np.concatenate(run_offsets + [np.array([size])]).astype(np.int32)
+        texts = pa.StringArray.from_buffers(before, pa.py_buffer(value_offsets), pa.py_buffer(b"".join(pieces)))
+        return texts, np.concatenate(positions)
+
     def keyword_scores(self, rows: np.ndarray, terms: list[tuple[str, int]]) -> np.ndarray:
         """Σ count(k, lower(text))·n over `terms` (lowered keyword k, weight n) for ascending local `rows`."""
         scores = np.zeros(len(rows), dtype=np.int64)
         col = self.table.column("text")
         for b, at, local in self._pieces(rows):
             chunk = col.chunk(b)
-            texts = chunk if len(local) == len(chunk) else chunk.take(pa.array(local))
+            if self.text_reads == "pread":
+                texts, wanted = self._read_texts(b, local)
+            else:  # read in place from the memory map
+                texts, wanted = (chunk if len(local) == len(chunk) else chunk.take(pa.array(local))), None
             lowered = pc.utf8_lower(texts)
             for k, n in terms:
-                scores[at] += pc.count_substring(lowered, k).to_numpy(zero_copy_only=False).astype(np.int64) * n
+                counts = pc.count_substring(lowered, k).to_numpy(zero_copy_only=False).astype(np.int64)
+                scores[at] += (counts if wanted is None else counts[wanted]) * n
         if len(self.python_lower):  # rows where Arrow's lowercase differs from Python's
             for i in np.flatnonzero(np.isin(rows, self.python_lower)).tolist():
                 t = self.take("text", [int(rows[i])])[0].as_py().lower()

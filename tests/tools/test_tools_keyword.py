@@ -293,3 +293,19 @@ def test_keyword_search_is_exact_under_a_tight_postings_budget(edge_index, monke
     plain = ChunkStore.open(index)
     for kws in KEYWORD_SETS:
         assert capped.keyword_top(kws, 20) == plain.keyword_top(kws, 20, narrow=False), kws
+
+
+@pytest.mark.parametrize("reads, gap", [("pread", 4096), ("pread", 0), ("mmap", 4096)])
+def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap):
+    from arag.index.store import open_index
+    from arag.tools import part_cache
+    from arag.tools.store import ChunkStore
+
+    monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
+    store = ChunkStore.open(open_index(edge_index.path))
+    for p in store.parts:
+        p.text_reads = reads
+    for kws in KEYWORD_SETS:
+        expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, kws, 20))
+        assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20)) == expected, kws
+        assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20, narrow=False)) == expected, kws
