@@ -27,7 +27,10 @@ process's own memory does not grow with the corpus (the mapped pages are the OS 
 A cache is written in a temporary folder beside its target and renamed into place, so concurrent
 builders and killed builds are safe.
 
-Scoring (`PartCache.keyword_scores`): over the candidate rows, Arrow's `utf8_lower` and
+Scoring (`PartCache.keyword_scores`): the candidates' texts are read with `os.pread` into
+short-lived buffers (runs of nearby rows in one call), so the text pages a search touches stay in
+the OS page cache without being mapped into the process: its resident memory is its own, however
+much of the text the searches have covered. Over those texts, Arrow's `utf8_lower` and
 `count_substring` (non-overlapping, like `str.count`) in C++ without the GIL; rows listed in
 python_lower_rows.npy are scored with Python's `str.lower`/`str.count`, so every score is
 exactly the definition in arag.tools.keyword.
