@@ -3,9 +3,9 @@
 Why a cache: the tools need random access by row (a chunk's text, a sentence by its FAISS id, a
 chunk by its id), which zstd Parquet row groups of 8,192 rows make slow, and candidate narrowing
 for keyword search, whose score is defined on *Python's* `str.lower()`. The cache stores the
-text once (sentences are spans of their chunk's text, not copies), uncompressed so that scoring
-candidates reads it in place, and everything is memory-mapped: opening is instant and the
-process's own memory does not grow with the corpus (the mapped pages are the OS page cache).
+text once (sentences are spans of their chunk's text, not copies), uncompressed so that any row's
+text is one read away, and everything is memory-mapped or read with pread: opening is instant and
+the process's own memory does not grow with the corpus (file pages are the OS page cache).
 
 ```
 <part cache>/chunks.arrow         Arrow IPC file, memory-mapped, uncompressed: chunk_id, doc_id,
