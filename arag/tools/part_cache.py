@@ -344,10 +344,11 @@ class PartCache:
             for k, n in terms:
                 counts = pc.count_substring(lowered, k).to_numpy(zero_copy_only=False).astype(np.int64)
                 scores[at] += (counts if wanted is None else counts[wanted]) * n
-        if len(self.python_lower):  # rows where Arrow's lowercase differs from Python's
-            for i in np.flatnonzero(np.isin(rows, self.python_lower)).tolist():
-                t = self.take("text", [int(rows[i])])[0].as_py().lower()
-                scores[i] = sum(t.count(k) * n for k, n in terms)
+            # Rows where Arrow's lowercase differs from Python's: scored in Python, from the texts
+            # already read (a `take` per row would touch far more of the mapped file).
+            for j in np.flatnonzero(np.isin(local + self.bounds[b], self.python_lower)).tolist():
+                t = texts[int(j if wanted is None else wanted[j])].as_py().lower()
+                scores[at[j]] = sum(t.count(k) * n for k, n in terms)
         return scores
 
     def candidate_rows(self, codes: list[np.ndarray]) -> np.ndarray:

@@ -303,6 +303,7 @@ def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, 
 
     monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
     store = ChunkStore.open(open_index(edge_index.path))
+    assert any(len(p.python_lower) for p in store.parts)  # rows scored with Python's lower() are among them
     for p in store.parts:
         p.text_reads = reads
     for kws in KEYWORD_SETS:
