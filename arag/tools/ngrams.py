@@ -18,10 +18,15 @@ On disk, per part (see arag.tools.part_cache): `trigram_keys.npy` (sorted uint64
 portable format, back to back); all three are memory-mapped. Trigrams that contain a NUL are not
 indexed: keywords never contain one (the tools refuse them).
 
-Dense trigrams (in at least `DENSE_FRACTION` of a part's chunks, e.g. " th", "the", "ion" in
-English) keep their key but no bitmap (an empty byte range): they mean "every chunk may match".
-Their bitmaps are the biggest (one bit per chunk) and the least useful: intersecting with a list
-that holds most rows removes few candidates. Candidates stay a superset, so results are exact.
+Dense trigrams keep their key but no bitmap (an empty byte range): they mean "every chunk may
+match". The most frequent trigrams (" th", "the", "ion" in English) have the biggest bitmaps (one
+bit per chunk) and are the least useful: intersecting with a list that holds most rows removes few
+candidates. Two rules make a trigram dense: it is in at least `DENSE_FRACTION` of a part's
+chunks, or the postings would exceed `POSTINGS_BUDGET` bytes per byte of the part's text, in which
+case the most frequent trigrams give up their bitmaps first until the rest fit. A budget rather
+than a fixed frequency adapts to the text: wiki prose has thousands of mid-frequency trigrams whose
+bitmaps would double the cache, while text over a small alphabet (few, all common, trigrams) keeps
+every bitmap and needs each one to narrow. Candidates stay a superset, so results are exact.
 """
 
 from __future__ import annotations
@@ -36,9 +41,14 @@ _BITS = 21  # every Unicode code point fits in 21 bits: three make one uint64 co
 # Rows per extraction step: bounds the temporary arrays (a few million positions).
 EXTRACT_ROWS = 2048
 # A trigram in at least this fraction of a part's units gets no bitmap ("every unit"), in parts
-# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway).
-DENSE_FRACTION = 0.5
+# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway). 1.0: only trigrams in
+# every unit, which cannot narrow at all; the rest is left to the budget (on made-up words, where
+# nearly every trigram is in over half the chunks, a cut at 0.5 left 10-50k candidates a part).
+DENSE_FRACTION = 1.0
 DENSE_MIN_UNITS = 4096
+# Bytes of serialised bitmaps per byte of a part's (UTF-8) text at most, in parts of at least
+# DENSE_MIN_UNITS units; the cache's goal is 1.5x the text in all (text 1x, the rest ~0.12x).
+POSTINGS_BUDGET = 0.33
 
 
 def _codepoints(text: str) -> np.ndarray:
@@ -65,16 +75,23 @@ class PostingsWriter:
     chunks) but far less selective: a multi-word keyword of common words finds all its trigrams in
     almost every 32-chunk unit, which made p50 4x slower there; the cache uses units of 1."""
 
-    def __init__(self, unit_rows: int = 1, dense_fraction: float | None = None, dense_min_units: int | None = None) -> None:
+    def __init__(
+        self, unit_rows: int = 1, dense_fraction: float | None = None, dense_min_units: int | None = None, budget: float | None = None
+    ) -> None:
         self.bitmaps: dict[int, BitMap] = {}
         self.unit_rows = unit_rows
         self.dense_fraction = DENSE_FRACTION if dense_fraction is None else dense_fraction
         self.dense_min_units = DENSE_MIN_UNITS if dense_min_units is None else dense_min_units
+        self.budget = POSTINGS_BUDGET if budget is None else budget
         self.rows = 0  # rows seen (one past the last row added)
+        self.text_bytes = 0  # UTF-8 bytes of the texts added (the budget's base)
         self.dense = 0  # trigrams written without a bitmap (set by write)
+        self.bytes = 0  # bytes of bitmaps written (set by write)
 
-    def add(self, lowered_texts: list[str], first_row: int) -> None:
+    def add(self, lowered_texts: list[str], first_row: int, text_bytes: int | None = None) -> None:
+        """Add rows `first_row`, … ; `text_bytes`: their UTF-8 size, if known (else measured)."""
         self.rows = max(self.rows, first_row + len(lowered_texts))
+        self.text_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in lowered_texts) if text_bytes is None else text_bytes
         step = EXTRACT_ROWS - EXTRACT_ROWS % self.unit_rows or self.unit_rows
         for start in range(0, len(lowered_texts), step):
             self._add(lowered_texts[start : start + step], first_row + start)
@@ -106,25 +123,45 @@ class PostingsWriter:
             else:
                 bm.update(rows[a:b].tolist())
 
+    def dense_codes(self) -> set[int]:
+        """The trigrams to write without a bitmap (see the module's docstring for the two rules)."""
+        units = -(-self.rows // self.unit_rows)
+        if units < self.dense_min_units:
+            return set()
+        dense_at = self.dense_fraction * units
+        by_count = sorted(self.bitmaps, key=lambda c: len(self.bitmaps[c]), reverse=True)  # most frequent first
+        sizes = []
+        for code in by_count:
+            bm = self.bitmaps[code]
+            bm.run_optimize()
+            sizes.append(len(bm.serialize()))
+        over = sum(sizes) - self.budget * self.text_bytes
+        dense = set()
+        for code, size in zip(by_count, sizes):
+            if len(self.bitmaps[code]) < dense_at and over <= 0:
+                break
+            dense.add(code)
+            over -= size
+        return dense
+
     def write(self, directory: Path) -> int:
         """Write the three files; return the number of (trigram, row) postings kept."""
         keys = np.array(sorted(self.bitmaps), dtype=np.uint64)
         offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-        units = -(-self.rows // self.unit_rows)
-        dense_at = self.dense_fraction * units if units >= self.dense_min_units else float("inf")
-        postings = self.dense = 0
+        dense = self.dense_codes()
+        postings = 0
         with open(directory / "trigram_postings.bin", "wb") as f:
             for i, code in enumerate(keys.tolist()):
-                bm = self.bitmaps[code]
-                if len(bm) >= dense_at:  # no bitmap: "every unit" (an empty byte range)
-                    self.dense += 1
+                if code in dense:  # no bitmap: "every unit" (an empty byte range)
                     offsets[i + 1] = offsets[i]
                     continue
+                bm = self.bitmaps[code]
                 bm.run_optimize()
                 postings += len(bm)
                 blob = bm.serialize()
                 f.write(blob)
                 offsets[i + 1] = offsets[i] + len(blob)
+        self.dense, self.bytes = len(dense), int(offsets[-1])
         np.save(directory / "trigram_keys.npy", keys)
         np.save(directory / "trigram_offsets.npy", offsets)
         return postings

@@ -3,20 +3,22 @@
 Why a cache: the tools need random access by row (a chunk's text, a sentence by its FAISS id, a
 chunk by its id), which zstd Parquet row groups of 8,192 rows make slow, and candidate narrowing
 for keyword search, whose score is defined on *Python's* `str.lower()`. The cache stores the
-text once (sentences are spans of their chunk's text, not copies), uncompressed so that scoring
-candidates reads it in place, and everything is memory-mapped: opening is instant and the
-process's own memory does not grow with the corpus (the mapped pages are the OS page cache).
+text once (sentences are spans of their chunk's text, not copies), uncompressed so that any row's
+text is one read away, and everything is memory-mapped or read with pread: opening is instant and
+the process's own memory does not grow with the corpus (file pages are the OS page cache).
 
 ```
 <part cache>/chunks.arrow         Arrow IPC file, memory-mapped, uncompressed: chunk_id, doc_id,
                                   title, position, text, n_tokens (arag.index.parts.CHUNK_SCHEMA)
             sentence_starts.npy   int64, chunks+1: chunk r owns sentence rows [starts[r], starts[r+1])
-            sentence_spans.npy    int32 (sentences, 2): each sentence as [start, end) characters of
-                                  its chunk's text; start = -1: end is its row in sentences_extra.arrow
+            sentence_spans.npy    (sentences, 2): each sentence as [start, end) characters of its
+                                  chunk's text, uint16 when every chunk is shorter than 65,535
+                                  characters (else uint32); start = the dtype's maximum: end is
+                                  its row in sentences_extra.arrow
             sentences_extra.arrow text of sentences that are not a substring of their chunk (rare)
             python_lower_rows.npy rows whose Python-lowered text differs from Arrow's utf8_lower
                                   (e.g. 'İ', final sigma): those are scored in Python
-            chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (int64):
+            chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (uint32):
             doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
             trigram_*             keyword candidates: trigram -> chunk rows (arag.tools.ngrams)
             cache.json            written last: the cache is complete iff it exists; it names the
@@ -25,7 +27,10 @@ process's own memory does not grow with the corpus (the mapped pages are the OS 
 A cache is written in a temporary folder beside its target and renamed into place, so concurrent
 builders and killed builds are safe.
 
-Scoring (`PartCache.keyword_scores`): over the candidate rows, Arrow's `utf8_lower` and
+Scoring (`PartCache.keyword_scores`): the candidates' texts are read with `os.pread` into
+short-lived buffers (runs of nearby rows in one call), so the text pages a search touches stay in
+the OS page cache without being mapped into the process: its resident memory is its own, however
+much of the text the searches have covered. Over those texts, Arrow's `utf8_lower` and
 `count_substring` (non-overlapping, like `str.count`) in C++ without the GIL; rows listed in
 python_lower_rows.npy are scored with Python's `str.lower`/`str.count`, so every score is
 exactly the definition in arag.tools.keyword.
@@ -40,6 +45,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -53,12 +59,18 @@ from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
 from arag.tools.ngrams import Postings, PostingsWriter
 
-CACHE_FORMAT = 3  # 3: dense trigrams stored without a bitmap (arag.tools.ngrams)
+CACHE_FORMAT = 4  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers
 MARKER = "cache.json"
 # Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter for why 1).
 UNIT_ROWS = 1
 READ_BATCH = 4096  # a multiple of UNIT_ROWS
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
+# How keyword scoring reads candidate texts: "pread" copies them into short-lived buffers (the
+# process's memory stays its own: the file's pages stay in the OS page cache, not mapped into the
+# process), "mmap" reads them in place from the memory map (each page touched stays mapped and
+# counts in the process's RSS as file-backed memory). Results are identical.
+TEXT_READS = "pread"
+READ_GAP = 4096  # bytes between two candidates' texts below which one read covers both
 
 
 class CacheBuildError(RuntimeError):
@@ -110,6 +122,7 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
     """Build the cache of one part (its chunks and sentences Parquet) into `target`; return it.
 
     Plain Python, one pass over each file, memory ~0.6× the part's text (the bitmaps being built).
+    The trigram bitmaps are held to arag.tools.ngrams.POSTINGS_BUDGET bytes per byte of text.
     An existing complete cache of the same files is kept as is.
     """
     chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
@@ -151,7 +164,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
     doc_hashes: list[np.ndarray] = []
     sentence_iter = _sentences(sentences, part)
     pending = next(sentence_iter, None)
-    rows = text_chars = 0
+    rows = text_chars = longest = 0
     with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA) as writer:
         batches = pq.ParquetFile(chunks).iter_batches(batch_size=READ_BATCH, columns=CHUNK_SCHEMA.names) if chunks.exists() else []
         for batch in batches:
@@ -164,7 +177,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
                     s = pending[1]
                     at = text.find(s, pos)
                     if at < 0:  # not a substring of its chunk: kept verbatim
-                        spans.append((-1, len(extra)))
+                        spans.append((EXTRA, len(extra)))
                         extra.append(s)
                     else:
                         spans.append((at, at + len(s)))
@@ -172,10 +185,11 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
                     pending = next(sentence_iter, None)
                 starts.append(len(spans))
             lowered = [t.lower() for t in texts]
-            postings.add(lowered, rows)
+            postings.add(lowered, rows, text_bytes=int(pc.sum(pc.binary_length(batch.column("text"))).as_py() or 0))
             arrow_lowered = pc.utf8_lower(batch.column("text")).to_pylist()
             python_lower += [rows + i for i, (a, b) in enumerate(zip(lowered, arrow_lowered)) if a != b]
             text_chars += sum(map(len, texts))
+            longest = max([longest, *map(len, texts)])
             writer.write_batch(batch)
             id_hashes.append(hash64(ids))
             doc_hashes.append(hash64(batch.column("doc_id").to_pylist()))
@@ -184,7 +198,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         raise CacheBuildError(f"{sentences}: sentences of chunk {pending[0]!r} are out of chunk order or belong to no chunk")
     np.save(out / "sentence_starts.npy", np.asarray(starts, dtype=np.int64))
     np.save(out / "python_lower_rows.npy", np.asarray(python_lower, dtype=np.int64))
-    np.save(out / "sentence_spans.npy", np.asarray(spans, dtype=np.int32).reshape(-1, 2))
+    np.save(out / "sentence_spans.npy", _span_array(spans, longest=longest))
     if extra:
         with pa.OSFile(str(out / "sentences_extra.arrow"), "wb") as sink, pa.ipc.new_file(sink, EXTRA_SCHEMA) as writer:
             writer.write_batch(pa.record_batch([pa.array(extra, pa.string())], schema=EXTRA_SCHEMA))
@@ -192,7 +206,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
         order = np.argsort(h, kind="stable")
         np.save(out / f"{name}_hash.npy", h[order])
-        np.save(out / f"{name}_rows.npy", order.astype(np.int64))
+        np.save(out / f"{name}_rows.npy", order.astype(np.uint32))  # rows of a part fit in 32 bits
     n_postings = postings.write(out)
     return {
         "num_chunks": rows,
@@ -203,7 +217,21 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         "unit_rows": UNIT_ROWS,
         "trigram_postings": n_postings,
         "dense_trigrams": postings.dense,
+        "postings_bytes": postings.bytes,
     }
+
+
+EXTRA = -1  # span start of a sentence kept in sentences_extra.arrow (stored as the dtype's maximum)
+
+
+def _span_array(spans: list[tuple[int, int]], longest: int) -> np.ndarray:
+    """Spans as uint16 pairs when every offset (and extra row) fits below 65,535, else uint32;
+    the EXTRA marker becomes the dtype's maximum. 4 bytes a sentence instead of 8 on wiki text."""
+    raw = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    widest = max(longest, int(raw[:, 1].max()) if len(raw) else 0)
+    dtype = np.uint16 if widest < np.iinfo(np.uint16).max else np.uint32
+    raw[raw[:, 0] == EXTRA, 0] = np.iinfo(dtype).max
+    return raw.astype(dtype)
 
 
 def _fsync_tree(directory: Path) -> None:
@@ -226,10 +254,22 @@ class PartCache:
         self.num_chunks = int(self.meta["num_chunks"])
         self.num_sentences = int(self.meta["num_sentences"])
         self.unit_rows = int(self.meta["unit_rows"])
-        self.table = pa.ipc.open_file(pa.memory_map(str(self.dir / "chunks.arrow"))).read_all()  # zero-copy
+        mapped = pa.memory_map(str(self.dir / "chunks.arrow"))
+        self.table = pa.ipc.open_file(mapped).read_all()  # zero-copy
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
+        # Where each batch's text offsets and bytes lie in the file, for reads with os.pread.
+        mapped.seek(0)
+        base = mapped.read_buffer(1).address
+        self._text_at = [
+            (c.buffers()[1].address - base + 4 * c.offset, c.buffers()[2].address - base if c.buffers()[2] is not None else 0)
+            for c in self.table.column("text").chunks
+        ]
+        self._fd = os.open(self.dir / "chunks.arrow", os.O_RDONLY)
+        weakref.finalize(self, os.close, self._fd)
+        self.text_reads = TEXT_READS
         self.sentence_starts = np.load(self.dir / "sentence_starts.npy", mmap_mode="r")
         self.spans = np.load(self.dir / "sentence_spans.npy", mmap_mode="r")
+        self._extra_marker = int(np.iinfo(self.spans.dtype).max)
         self.python_lower = np.load(self.dir / "python_lower_rows.npy")
         self.id_hash = np.load(self.dir / "chunk_id_hash.npy", mmap_mode="r")
         self.id_rows = np.load(self.dir / "chunk_id_rows.npy", mmap_mode="r")
@@ -264,20 +304,51 @@ class PartCache:
         """Columns of the chunks at local `rows` (in that order) as Python lists."""
         return {c: self.take(c, rows).to_pylist() for c in columns}
 
+    def _read_texts(self, b: int, local: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+        """The texts of ascending rows `local` of batch `b` read with os.pread into new buffers:
+        (texts of the runs of rows that hold them, position of each wanted row in that array).
+
+        Rows whose bytes lie within READ_GAP of each other are read in one call, with the rows
+        between them (scoring a few extra rows is cheaper than more calls)."""
+        offsets_at, data_at = self._text_at[b]
+        lo, hi = int(local[0]), int(local[-1])
+        offs = np.frombuffer(os.pread(self._fd, 4 * (hi - lo + 2), offsets_at + 4 * lo), dtype=np.int32).astype(np.int64)
+        starts, ends = offs[local - lo], offs[local - lo + 1]
+        cut = np.flatnonzero(starts[1:] - ends[:-1] > READ_GAP) + 1
+        first = np.concatenate(([0], cut))  # each run's first and last wanted row (index into local)
+        last = np.concatenate((cut - 1, [len(local) - 1]))
+        pieces, run_offsets, before, positions = [], [], 0, []
+        size = 0
+        for f, l in zip(first.tolist(), last.tolist()):
+            r0, r1 = int(local[f]) - lo, int(local[l]) - lo  # rows r0..r1 of offs
+            pieces.append(os.pread(self._fd, int(offs[r1 + 1] - offs[r0]), data_at + int(offs[r0])))
+            run_offsets.append(offs[r0 : r1 + 1] - offs[r0] + size)
+            size += int(offs[r1 + 1] - offs[r0])
+            positions.append(local[f : l + 1] - lo - r0 + before)
+            before += r1 - r0 + 1
+        value_offsets = np.concatenate(run_offsets + [np.array([size])]).astype(np.int32)
+        texts = pa.StringArray.from_buffers(before, pa.py_buffer(value_offsets), pa.py_buffer(b"".join(pieces)))
+        return texts, np.concatenate(positions)
+
     def keyword_scores(self, rows: np.ndarray, terms: list[tuple[str, int]]) -> np.ndarray:
         """Σ count(k, lower(text))·n over `terms` (lowered keyword k, weight n) for ascending local `rows`."""
         scores = np.zeros(len(rows), dtype=np.int64)
         col = self.table.column("text")
         for b, at, local in self._pieces(rows):
             chunk = col.chunk(b)
-            texts = chunk if len(local) == len(chunk) else chunk.take(pa.array(local))
+            if self.text_reads == "pread":
+                texts, wanted = self._read_texts(b, local)
+            else:  # read in place from the memory map
+                texts, wanted = (chunk if len(local) == len(chunk) else chunk.take(pa.array(local))), None
             lowered = pc.utf8_lower(texts)
             for k, n in terms:
-                scores[at] += pc.count_substring(lowered, k).to_numpy(zero_copy_only=False).astype(np.int64) * n
-        if len(self.python_lower):  # rows where Arrow's lowercase differs from Python's
-            for i in np.flatnonzero(np.isin(rows, self.python_lower)).tolist():
-                t = self.take("text", [int(rows[i])])[0].as_py().lower()
-                scores[i] = sum(t.count(k) * n for k, n in terms)
+                counts = pc.count_substring(lowered, k).to_numpy(zero_copy_only=False).astype(np.int64)
+                scores[at] += (counts if wanted is None else counts[wanted]) * n
+            # Rows where Arrow's lowercase differs from Python's: scored in Python, from the texts
+            # already read (a `take` per row would touch far more of the mapped file).
+            for j in np.flatnonzero(np.isin(local + self.bounds[b], self.python_lower)).tolist():
+                t = texts[int(j if wanted is None else wanted[j])].as_py().lower()
+                scores[at[j]] = sum(t.count(k) * n for k, n in terms)
         return scores
 
     def candidate_rows(self, codes: list[np.ndarray]) -> np.ndarray:
@@ -303,7 +374,7 @@ class PartCache:
         out = []
         for r, o in zip(rows_arr.tolist(), owners):
             start, end = (int(x) for x in self.spans[r])
-            out.append(self._extra_text(end) if start < 0 else by_owner[o][start:end])
+            out.append(self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end])
         return out
 
     def _extra_text(self, i: int) -> str:

@@ -219,7 +219,7 @@ def test_trigrams_never_cross_chunk_boundaries(tmp_path):
 
 def test_dense_trigrams_have_no_bitmap_and_mean_every_unit(tmp_path):
     texts = ["the cat", "the dog", "the owl", "a zebra"]  # "the" in 3 of 4 rows: dense at 0.5
-    writer = PostingsWriter(dense_fraction=0.5, dense_min_units=1)
+    writer = PostingsWriter(dense_fraction=0.5, dense_min_units=1, budget=1e9)  # the frequency rule alone
     writer.add(texts, 0)
     writer.write(tmp_path)
     postings = Postings(tmp_path)
@@ -228,6 +228,38 @@ def test_dense_trigrams_have_no_bitmap_and_mean_every_unit(tmp_path):
     assert list(postings.candidates(keyword_trigrams("the c"))) == [0]  # the sparse trigrams still narrow
     assert list(postings.candidates(keyword_trigrams("zeb"))) == [3]
     assert list(postings.candidates(keyword_trigrams("thx"))) == []
+
+
+def test_postings_budget_drops_the_most_frequent_trigrams_first(tmp_path):
+    rng = np.random.default_rng(0)
+    words = ["the", "and", "of", "station", "river", "zebra", "quark", "lothair", "teutberga", "xylophone"]
+    p = np.array([40, 30, 30, 5, 5, 2, 2, 1, 1, 1], dtype=float)
+    texts = [" ".join(rng.choice(words, size=12, p=p / p.sum())) for _ in range(5000)]
+    free = PostingsWriter(dense_fraction=2.0, dense_min_units=1, budget=1e9)
+    free.add(texts, 0)
+    free.write(tmp_path)
+    assert free.dense == 0
+    capped = PostingsWriter(dense_fraction=2.0, dense_min_units=1, budget=0.5 * free.bytes / free.text_bytes)
+    capped.add(texts, 0)
+    (tmp_path / "capped").mkdir()
+    capped.write(tmp_path / "capped")
+    assert 0 < capped.dense < len(capped.bitmaps) and capped.bytes <= 0.5 * free.bytes
+    postings = Postings(tmp_path / "capped")
+    kept = {int(k) for k, a, b in zip(postings.keys, postings.offsets[:-1], postings.offsets[1:]) if b > a}
+    counts = {int(k): len(capped.bitmaps[int(k)]) for k in postings.keys}
+    assert max(counts[k] for k in kept) <= min(c for k, c in counts.items() if k not in kept)  # frequent ones went first
+    for kw in ["the", "zebra", "lothair", "teutberga x", "station river", "xylo"]:
+        found = postings.candidates(keyword_trigrams(kw))
+        matches = {j for j, t in enumerate(texts) if kw in t}
+        assert found is None or matches <= set(found)  # still a superset
+    assert list(postings.candidates(keyword_trigrams("xylophone"))) == [j for j, t in enumerate(texts) if "xylophone" in t]
+
+
+def test_a_part_smaller_than_dense_min_units_keeps_every_bitmap(tmp_path):
+    writer = PostingsWriter(dense_min_units=4096, budget=0.0)
+    writer.add(["the cat", "the dog"], 0)
+    writer.write(tmp_path)
+    assert writer.dense == 0 and list(Postings(tmp_path).candidates(keyword_trigrams("the"))) == [0, 1]
 
 
 def test_keyword_search_is_exact_when_every_trigram_is_dense(edge_index, monkeypatch, tmp_path):
@@ -243,3 +275,38 @@ def test_keyword_search_is_exact_when_every_trigram_is_dense(edge_index, monkeyp
     plain = ChunkStore.open(index)
     for kws in (["Lothair II"], ["aa", "tie"], ["e"], ["queen", "road"], ["nothing-like-this"]):
         assert dense.keyword_top(kws, 20) == plain.keyword_top(kws, 20, narrow=False)
+
+
+def test_keyword_search_is_exact_under_a_tight_postings_budget(edge_index, monkeypatch, tmp_path):
+    from arag.index.store import open_index
+    from arag.tools import ngrams
+    from arag.tools.store import ChunkStore
+
+    monkeypatch.setattr(ngrams, "DENSE_MIN_UNITS", 1)
+    monkeypatch.setattr(ngrams, "DENSE_FRACTION", 2.0)  # the budget rule alone
+    monkeypatch.setattr(ngrams, "POSTINGS_BUDGET", 0.05)
+    index = open_index(edge_index.path)
+    capped = ChunkStore.open(index, cache_dir=tmp_path)
+    assert any(0 < p.meta["dense_trigrams"] < len(p.postings.keys) for p in capped.parts if p.num_chunks)
+    for p in capped.parts:
+        assert p.meta["postings_bytes"] <= 0.05 * sum(len(t.encode()) for t in p.table.column("text").to_pylist())
+    plain = ChunkStore.open(index)
+    for kws in KEYWORD_SETS:
+        assert capped.keyword_top(kws, 20) == plain.keyword_top(kws, 20, narrow=False), kws
+
+
+@pytest.mark.parametrize("reads, gap", [("pread", 4096), ("pread", 0), ("mmap", 4096)])
+def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap):
+    from arag.index.store import open_index
+    from arag.tools import part_cache
+    from arag.tools.store import ChunkStore
+
+    monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
+    store = ChunkStore.open(open_index(edge_index.path))
+    assert any(len(p.python_lower) for p in store.parts)  # rows scored with Python's lower() are among them
+    for p in store.parts:
+        p.text_reads = reads
+    for kws in KEYWORD_SETS:
+        expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, kws, 20))
+        assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20)) == expected, kws
+        assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20, narrow=False)) == expected, kws

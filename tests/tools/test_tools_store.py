@@ -55,6 +55,37 @@ def test_sentences_not_in_their_chunk_text_are_kept(tmp_path):
         assert ctx.store.sentence_texts(0, 2) == ["One two.", "Three four."]
 
 
+@pytest.mark.parametrize("long_chunk", [False, True], ids=["uint16 spans", "uint32 spans"])
+def test_sentence_spans_narrow_or_wide_and_extra_sentences(tmp_path, long_chunk):
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    filler = "x" * 70_000 + "." if long_chunk else "Filler."
+    built = make_index(tmp_path / "index", [Doc("a", "A", [["One two.", "Three four.", filler, "Last one."]])])
+    chunks = built.path / "chunks" / "part-00000.parquet"
+    table = pq.read_table(chunks)
+    text = table.column("text")[0].as_py().replace("Three four.", "Three five.")  # that sentence is kept verbatim
+    pq.write_table(table.set_column(4, "text", [[text]]), chunks)
+    with ToolContext(built.path, encoder=fake_encode) as ctx:
+        (cache,) = ctx.store.dirs
+        spans = np.load(cache / "sentence_spans.npy")
+        assert spans.dtype == (np.uint32 if long_chunk else np.uint16)
+        assert spans[1, 0] == np.iinfo(spans.dtype).max  # the marker of a sentence kept in sentences_extra.arrow
+        assert ctx.store.sentence_texts(0, 4) == ["One two.", "Three four.", filler, "Last one."]
+        assert json.loads((cache / "cache.json").read_text())["extra_sentences"] == 1
+
+
+def test_a_cache_of_an_older_format_is_rebuilt(tmp_path):
+    built = make_index(tmp_path / "index", EDGE_DOCS[:2])
+    with ToolContext(built.path) as ctx:
+        (cache, *_) = ctx.store.dirs
+    meta = json.loads((cache / "cache.json").read_text())
+    meta["cache_format"] = part_cache.CACHE_FORMAT - 1
+    (cache / "cache.json").write_text(json.dumps(meta))
+    with ToolContext(built.path) as ctx:
+        assert json.loads((ctx.store.dirs[0] / "cache.json").read_text())["cache_format"] == part_cache.CACHE_FORMAT
+
+
 def test_a_rewritten_part_is_rebuilt(tmp_path):
     built = make_index(tmp_path / "index", EDGE_DOCS[:2])
     with ToolContext(built.path) as ctx:
