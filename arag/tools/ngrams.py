@@ -41,14 +41,17 @@ _BITS = 21  # every Unicode code point fits in 21 bits: three make one uint64 co
 # Rows per extraction step: bounds the temporary arrays (a few million positions).
 EXTRACT_ROWS = 2048
 # A trigram in at least this fraction of a part's units gets no bitmap ("every unit"), in parts
-# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway). 1.0: only trigrams in
-# every unit, which cannot narrow at all; the rest is left to the budget (on made-up words, where
-# nearly every trigram is in over half the chunks, a cut at 0.5 left 10-50k candidates a part).
-DENSE_FRACTION = 1.0
+# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway). At 0.5 only trigrams
+# that halve nothing lose their lists (on made-up words, where nearly every trigram is in over half
+# the chunks, this leaves 10-50k candidates a part: that corpus is the slow case).
+DENSE_FRACTION = 0.5
 DENSE_MIN_UNITS = 4096
 # Bytes of serialised bitmaps per byte of a part's (UTF-8) text at most, in parts of at least
-# DENSE_MIN_UNITS units; the cache's goal is 1.5x the text in all (text 1x, the rest ~0.12x).
-POSTINGS_BUDGET = 0.33
+# DENSE_MIN_UNITS units; None: no cap. Off by default because the cap costs speed where it
+# matters: at 1M wiki chunks a cap of 0.33 brings the cache from ~1.6x to 1.46x the text but
+# keyword p50 from ~100x to 27x the reference scan (keywords made only of common trigrams then
+# score every chunk; benchmarks/keyword_search.py). Pass `budget=` to PostingsWriter to trade.
+POSTINGS_BUDGET: float | None = None
 
 
 def _codepoints(text: str) -> np.ndarray:
@@ -82,7 +85,7 @@ class PostingsWriter:
         self.unit_rows = unit_rows
         self.dense_fraction = DENSE_FRACTION if dense_fraction is None else dense_fraction
         self.dense_min_units = DENSE_MIN_UNITS if dense_min_units is None else dense_min_units
-        self.budget = POSTINGS_BUDGET if budget is None else budget
+        self.budget = POSTINGS_BUDGET if budget is None else budget  # None: no cap
         self.rows = 0  # rows seen (one past the last row added)
         self.text_bytes = 0  # UTF-8 bytes of the texts added (the budget's base)
         self.dense = 0  # trigrams written without a bitmap (set by write)
@@ -134,8 +137,8 @@ class PostingsWriter:
         for code in by_count:
             bm = self.bitmaps[code]
             bm.run_optimize()
-            sizes.append(len(bm.serialize()))
-        over = sum(sizes) - self.budget * self.text_bytes
+            sizes.append(len(bm.serialize()) if self.budget is not None else 0)
+        over = sum(sizes) - self.budget * self.text_bytes if self.budget is not None else 0
         dense = set()
         for code, size in zip(by_count, sizes):
             if len(self.bitmaps[code]) < dense_at and over <= 0:
