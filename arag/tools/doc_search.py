@@ -8,7 +8,7 @@ arag.tools.packed_documents), and its score is reciprocal-rank fusion
 Σ 1/(RRF_K + rank) over both lists and over every query of the call. The top `search_results`
 documents (a method setting, paper: 10) get reference ids `turn{t}search{n}` (t: the episode's
 search call, n: the rank), a snippet (the best chunk's matching sentences), the title, the
-document id and its length in lines. Each document appears once per call, however many queries
+document id and its line range (0 to N-1). Each document appears once per call, however many queries
 found it.
 """
 
@@ -44,7 +44,7 @@ DESCRIPTION = (
     "Search the collection for documents. Give up to 5 different phrasings of what you look for in one "
     "call (names, a short statement, a question about one fact); each runs both exact keyword matching "
     "and meaning-based matching, and the documents found are merged. Every result has a reference id "
-    "(e.g. turn1search2), its title, its length in lines and a snippet. The snippet is only a preview: "
+    "(e.g. turn1search2), its title, its line numbers (lines 0-N) and a snippet. The snippet is only a preview: "
     "use find to look for words or ideas inside a document, or open to read its lines."
 )
 
@@ -63,6 +63,12 @@ PARAMETERS: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+
+
+def line_range(n_lines: int) -> str:
+    """A document's size as the lines open and find take ("lines 0-1489", not "1490 lines", which
+    small models passed to open as a line number)."""
+    return f"lines 0-{n_lines - 1}" if n_lines > 0 else "no lines"
 
 def query_keywords(query: str) -> list[str]:
     """The query's content words, in order, once each: the keywords of its keyword ranking."""
@@ -153,7 +159,7 @@ def search_text(queries: list[str], refs: list[DocumentRef], hits: list[Hit]) ->
     blocks = [f"search: {len(hits)} document{'s' if len(hits) != 1 else ''} for {asked}:"]
     for ref, hit in zip(refs, hits):
         title = f" | title: {hit.title}" if hit.title else ""
-        blocks.append(f"[{ref.ref_id}]{title} | document: {ref.doc_id} | {ref.n_lines} line{'s' if ref.n_lines != 1 else ''}\n{snippet_block(hit.snippets)}")
+        blocks.append(f"[{ref.ref_id}]{title} | document: {ref.doc_id} | {line_range(ref.n_lines)}\n{snippet_block(hit.snippets)}")
     blocks.append("Snippets are previews. Use find (words or ideas inside a document) or open (its numbered lines) with a reference id.")
     return "\n\n".join(blocks)
 

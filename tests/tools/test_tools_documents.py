@@ -43,7 +43,7 @@ def test_search_ids_metadata_and_dedup(ctx):
     docs = first.details["documents"]
     assert len(docs) == len(set(docs)) and {"novel", "p1"} <= set(docs)  # merged over queries, once each
     assert first.details["ref_ids"] == [f"turn1search{n}" for n in range(1, len(docs) + 1)]
-    assert "[turn1search1]" in first.text and "| 7 lines" in first.text  # the novel's length in lines
+    assert "[turn1search1]" in first.text and "| lines 0-6" in first.text  # the novel's lines, as open and find number them
     assert session.refs[ref_of(session, "novel")].n_lines == 7 and session.refs[ref_of(session, "p1")].title == "Tomasz Wrona"
     assert all(h.snippets for h in first.results) and first.retrieved_tokens > 0
     second = search(ctx, session, "Kraków")
