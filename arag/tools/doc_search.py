@@ -16,6 +16,8 @@ import json
 import re
 from typing import Any
 
+import numpy as np
+
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
 from arag.tools.documents import DocumentRef, document_line_counts, get_string_list, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
@@ -74,7 +76,8 @@ def ranked_chunks(ctx: ToolHost, query: str, n: int) -> list[list[tuple[int, lis
         rankings.append([(o, None) for o, _ in keyword_scores(ctx, keywords, n)])
     scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * n)
     groups = group_by_chunk(ctx, scores, sids)[:n]
-    rankings.append([(o, [ctx.store.sentence_texts(int(r), 1)[0] for r in rows]) for o, _, rows in groups])
+    texts = iter(ctx.store.sentences_at(np.concatenate([rows for _, _, rows in groups])) if groups else [])
+    rankings.append([(o, [next(texts) for _ in rows]) for o, _, rows in groups])
     return rankings
 
 
