@@ -172,6 +172,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=600)
     ap.add_argument("--rounds", type=int, default=1, help="repeat the sweep; calls/s is the median over rounds (steadier on a shared machine)")
     ap.add_argument("--cache-dir", default=None, help="where the 2Wiki index's tools caches are (default: inside the index)")
+    ap.add_argument("--big-cache-dir", default=None, help="where the large index's tools caches are (built there if missing; default: inside the index)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
     for name, path, semantic in (("2Wiki", args.index, True), ("large index", args.big, False)):
@@ -180,7 +181,8 @@ def main() -> None:
         if not (Path(path) / "manifest.json").exists():
             print(f"\n(no index at {path}: skipped)")
             continue
-        cache = Path(args.cache_dir) if args.cache_dir and semantic else None
+        cache_dir = args.cache_dir if semantic else args.big_cache_dir
+        cache = Path(cache_dir) if cache_dir else None
         with ToolContext(path, cache_dir=cache) as ctx:
             bench(f"{name} {path} ({ctx.store.num_chunks:,} chunks)", ctx, make_calls(ctx, args.calls, semantic), args.callers, args.rounds)
 
