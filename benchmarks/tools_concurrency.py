@@ -1,13 +1,13 @@
 """Tool calls per second on ONE ToolContext as the number of concurrent callers grows.
 
     python benchmarks/tools_concurrency.py [--index ../main/indexes/2wiki] [--big /tmp/.../synthetic-1000000-7-wiki]
-        [--callers 1 2 4 16 64 256] [--calls 600] [--cache-dir /tmp/arag-keyword/tools-cache]
+        [--callers 1 2 4 16 64 256] [--calls 600] [--rounds 1] [--cache-dir /tmp/arag-keyword/tools-cache]
 
 The calls are a fixed mix drawn from real 2Wiki questions (../shared/data/2wikimultihopqa):
 keyword_search on the entities of a question's evidence, semantic_search on the question text,
 chunk_read of chunk ids the keyword search returned; the same list for every caller count. Each
 caller takes the next call from the shared list until all are done; callers are threads, or
-asyncio tasks awaiting `asyncio.to_thread` (with a default executor of as many threads as callers).
+asyncio tasks awaiting `ToolContext.acall` (the context's own bounded thread pool).
 Printed per caller count: calls/s and the ratio to one caller (the baseline, same run, same calls),
 p50/p95 latency of a call, and how many query encodings were batched together. Every answer is
 checked against the same call made alone (one caller).
@@ -90,10 +90,11 @@ def run_asyncio(ctx: ToolContext, calls: list, callers: int) -> tuple[float, lis
 
     async def worker() -> None:
         while (i := next(counter)) < len(calls):
-            texts[i], lat[i] = await asyncio.to_thread(one, ctx, calls[i])
+            t = time.perf_counter()
+            r = await ctx.acall(calls[i][0], calls[i][1], tracker=ReadTracker())
+            texts[i], lat[i] = r.text, time.perf_counter() - t
 
     async def main() -> float:
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=callers))
         t = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(callers)))
         return time.perf_counter() - t
@@ -128,26 +129,37 @@ def machine_ceiling(seconds: float = 1.0) -> float:
     return 2 * one / (time.perf_counter() - t)
 
 
-def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int]) -> None:
+def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int], rounds: int = 1) -> None:
     kinds = {k: sum(1 for c in calls if c[0] == k) for k in dict.fromkeys(c[0] for c in calls)}
     print(f"\n== {name}: {len(calls)} calls ({', '.join(f'{v} {k}' for k, v in kinds.items())})")
     for c in calls[:20]:  # warm-up: model loaded, shards and cache pages in
         one(ctx, c)
     expected = [one(ctx, c)[0] for c in calls]  # answers made one at a time
     print(f"machine ceiling now: 2 threads of GIL-free work run {machine_ceiling():.2f}x one thread (other processes share the cores)")
+    if rounds > 1:
+        print(f"{rounds} rounds, each over every caller count in turn; calls/s: the median over rounds; latencies pooled")
     print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>11}{'same':>9}")
     for mode, fn in (("threads", run_threads), ("asyncio", run_asyncio)):
-        base = None
+        rates: dict[int, list[float]] = {c: [] for c in callers_list}
+        lats: dict[int, list[float]] = {c: [] for c in callers_list}
+        encoded: dict[int, list[int]] = {c: [0, 0] for c in callers_list}
+        same: dict[int, int] = {c: 0 for c in callers_list}
+        for _ in range(rounds):
+            for callers in callers_list:
+                b0, q0 = ctx._batcher.batches, ctx._batcher.queries
+                wall, lat, texts = fn(ctx, calls, callers)
+                rates[callers].append(len(calls) / wall)
+                lats[callers] += lat
+                same[callers] += sum(a == b for a, b in zip(texts, expected))
+                encoded[callers][0] += ctx._batcher.queries - q0
+                encoded[callers][1] += ctx._batcher.batches - b0
+        base = float(np.median(rates[callers_list[0]]))
         for callers in callers_list:
-            b0, q0 = ctx._batcher.batches, ctx._batcher.queries
-            wall, lat, texts = fn(ctx, calls, callers)
-            rate = len(calls) / wall
-            base = base or rate
-            same = sum(a == b for a, b in zip(texts, expected))
-            batches, queries = ctx._batcher.batches - b0, ctx._batcher.queries - q0
+            rate = float(np.median(rates[callers]))
+            queries, batches = encoded[callers]
+            p50, p95 = np.percentile(np.asarray(lats[callers]) * 1000, [50, 95])
             enc = f"{queries}/{batches}" if batches else "-"
-            p50, p95 = np.percentile(np.asarray(lat) * 1000, [50, 95])
-            print(f"{mode:<8}{callers:>8}{rate:>10.1f}{rate / base:>7.2f}x{p50:>9.1f}{p95:>9.1f}{enc:>11}{f'{same}/{len(calls)}':>9}", flush=True)
+            print(f"{mode:<8}{callers:>8}{rate:>10.1f}{rate / base:>7.2f}x{p50:>9.1f}{p95:>9.1f}{enc:>11}{f'{same[callers]}/{rounds * len(calls)}':>9}", flush=True)
     print(f"machine ceiling after: {machine_ceiling():.2f}x")
     print("encodings: queries encoded / encoder calls (micro-batching); same: answers identical to the calls made alone")
 
@@ -158,7 +170,9 @@ def main() -> None:
     ap.add_argument("--big", default=None, help="a large index without vectors (keyword and chunk_read only)")
     ap.add_argument("--callers", type=int, nargs="+", default=[1, 2, 4, 16, 64, 256])
     ap.add_argument("--calls", type=int, default=600)
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the sweep; calls/s is the median over rounds (steadier on a shared machine)")
     ap.add_argument("--cache-dir", default=None, help="where the 2Wiki index's tools caches are (default: inside the index)")
+    ap.add_argument("--big-cache-dir", default=None, help="where the large index's tools caches are (built there if missing; default: inside the index)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
     for name, path, semantic in (("2Wiki", args.index, True), ("large index", args.big, False)):
@@ -167,9 +181,10 @@ def main() -> None:
         if not (Path(path) / "manifest.json").exists():
             print(f"\n(no index at {path}: skipped)")
             continue
-        cache = Path(args.cache_dir) if args.cache_dir and semantic else None
+        cache_dir = args.cache_dir if semantic else args.big_cache_dir
+        cache = Path(cache_dir) if cache_dir else None
         with ToolContext(path, cache_dir=cache) as ctx:
-            bench(f"{name} {path} ({ctx.store.num_chunks:,} chunks)", ctx, make_calls(ctx, args.calls, semantic), args.callers)
+            bench(f"{name} {path} ({ctx.store.num_chunks:,} chunks)", ctx, make_calls(ctx, args.calls, semantic), args.callers, args.rounds)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,18 @@ callers took 3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py); the l
 that the encoder threads, which release the GIL inside OpenVINO and need it back for tokenising
 and pooling, then wait behind hundreds of GIL-hungry threads after every release. A call
 waiting for its query encoding gives its slot back, so every waiting query can still join one
-batch.
+batch. asyncio callers use `acall`: the call runs on this context's pool of 2·max_active
+threads, so a thousand awaiting episodes queue in the pool rather than as a thousand threads.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -83,6 +87,7 @@ class ToolContext:
         self._duckdb_threads = duckdb_threads
         self._con: Any = None
         self._cursors = threading.local()
+        self._pool: ThreadPoolExecutor | None = None  # acall's threads, started on first use
 
     # ---- tools ------------------------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
@@ -98,6 +103,21 @@ class ToolContext:
                 return spec.call(self, arguments, ToolOptions(full_text=full_text, tracker=tracker))
             finally:
                 self._admitted.held = False
+
+    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
+        """`call` for asyncio callers, run on this context's bounded thread pool: any number of
+        awaiting tasks cost no thread each; they queue in the pool (FIFO), not on the semaphore."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor(), functools.partial(self.call, tool, arguments, tracker=tracker, full_text=full_text))
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    # Twice the admitted calls: a semantic call waiting for its query encoding
+                    # gives its slot back but keeps its thread, and the slot should still be used.
+                    self._pool = ThreadPoolExecutor(max_workers=2 * self.max_active, thread_name_prefix="arag-tools")
+        return self._pool
 
     # ---- shared resources -----------------------------------------------------------------------
     def sql(self, query: str, params: list[Any] | None = None, tables: dict[str, Any] | None = None) -> list[tuple]:
@@ -160,6 +180,9 @@ class ToolContext:
         return self.vectors.search(qvec, n)
 
     def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         self._batcher.close()
         with self._lock:
             if self._con is not None:

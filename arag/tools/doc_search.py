@@ -18,6 +18,8 @@ import json
 import re
 from typing import Any
 
+import numpy as np
+
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
 import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentRef, document_line_counts, is_packed, session_of
@@ -90,7 +92,8 @@ def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCan
     chunk_rankings: list[list[tuple[int, list[str] | None]]] = [] if scored is None else [[(o, None) for o, _ in scored]]
     if semantic is not None:
         groups = group_by_chunk(ctx, *semantic)[:n]
-        chunk_rankings.append([(o, [ctx.store.sentence_texts(int(r), 1)[0] for r in rows]) for o, _, rows in groups])
+        texts = iter(ctx.store.sentences_at(np.concatenate([rows for _, _, rows in groups])) if groups else [])  # one pass per part
+        chunk_rankings.append([(o, [next(texts) for _ in rows]) for o, _, rows in groups])
     out = []
     for ranking in chunk_rankings:
         docs = ctx.store.chunk_rows([o for o, _ in ranking], ["doc_id"])["doc_id"] if ranking else []

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k
 from arag.tools.render import content_tokens, keywords_phrase, search_text
 
@@ -81,15 +83,16 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     hits: list[Hit] = []
     if scored:
         ords = [o for o, _ in scored]
-        rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "doc_id", "text", "s_start", "s_count"])
-        lowered = [k.lower() for k in keywords]
+        rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "doc_id"] + (["text"] if options.full_text else ["s_start", "s_count"]))
+        if options.full_text:
+            snippets = [[t] for t in rows["text"]]
+        else:  # every hit's sentences in one read, then matched per hit
+            counts = [max(int(n), 0) for n in rows["s_count"]]
+            texts = iter(ctx.store.sentences_at(np.concatenate([np.arange(a, a + n, dtype=np.int64) for a, n in zip(rows["s_start"], counts)])))
+            lowered = [k.lower() for k in keywords]
+            snippets = [matching_sentences([next(texts) for _ in range(n)], lowered) for n in counts]
         for i, (_, score) in enumerate(scored):
-            if options.full_text:
-                snippets = [rows["text"][i]]
-            else:
-                sentences = ctx.store.sentence_texts(rows["s_start"][i], rows["s_count"][i])
-                snippets = matching_sentences(sentences, lowered)
-            hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets, title=rows["title"][i], doc_id=rows["doc_id"][i]))
+            hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i]))
     return ToolResult(
         tool=NAME,
         text=search_text(NAME, keywords_phrase(keywords), hits, options.full_text, "score", details),

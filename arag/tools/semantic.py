@@ -78,15 +78,17 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
 def hits_for(ctx: ToolHost, groups: list[tuple[int, float, np.ndarray]], full_text: bool) -> list[Hit]:
     if not groups:
         return []
-    rows = ctx.store.chunk_rows([g[0] for g in groups], ["chunk_id", "title", "doc_id", "text"])
-    hits = []
-    for i, (_, score, sentence_rows) in enumerate(groups):
-        if full_text:
-            snippets = [rows["text"][i]]
-        else:
-            snippets = [ctx.store.sentence_texts(int(r), 1)[0] for r in sentence_rows]
-        hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets, title=rows["title"][i], doc_id=rows["doc_id"][i]))
-    return hits
+    rows = ctx.store.chunk_rows([g[0] for g in groups], ["chunk_id", "title", "doc_id"] + (["text"] if full_text else []))
+    if full_text:
+        snippets = [[t] for t in rows["text"]]
+    else:  # every group's matched sentences in one read, then cut back into groups
+        texts = ctx.store.sentences_at(np.concatenate([g[2] for g in groups]))
+        cuts = np.cumsum([len(g[2]) for g in groups]).tolist()
+        snippets = [texts[a:b] for a, b in zip([0] + cuts, cuts)]
+    return [
+        Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i])
+        for i, (_, score, _) in enumerate(groups)
+    ]
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

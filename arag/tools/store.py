@@ -149,6 +149,19 @@ class ChunkStore:
         local = start - int(self.sentence_offsets[w])
         return self.parts[w].sentence_texts(list(range(local, local + count)))
 
+    def sentences_at(self, rows: np.ndarray | list[int]) -> list[str]:
+        """Texts of the given global sentence rows (any order, any parts), in that order: one read
+        of each owning chunk's text per part, however many of its sentences are asked for."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out: list[str] = [""] * len(rows)
+        which = np.searchsorted(self.sentence_offsets, rows, side="right") - 1
+        for w in np.unique(which).tolist():
+            at = np.flatnonzero(which == w)
+            texts = self.parts[w].sentence_texts((rows[at] - self.sentence_offsets[w]).tolist())
+            for i, t in zip(at.tolist(), texts):
+                out[i] = t
+        return out
+
     def sentence_ids(self, start: int, count: int) -> list[int]:
         """FAISS ids (part << 32 | row) of global sentence rows [start, start+count) (within one part)."""
         if count <= 0:

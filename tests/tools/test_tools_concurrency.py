@@ -112,3 +112,59 @@ def test_sql_runs_on_a_cursor_per_thread(ctx):
     with ThreadPoolExecutor(max_workers=8) as pool:
         got = list(pool.map(titles, [["0#0", "5#1"]] * 16))
     assert got == [[("0#0", "Teutberga"), ("5#1", "Tie")]] * 16
+
+
+def test_with_a_worker_idle_two_queries_are_encoded_side_by_side_not_batched():
+    started: list[int] = []
+    gate = threading.Event()
+
+    def slow_encode(texts: list[str]) -> np.ndarray:
+        started.append(len(texts))
+        gate.wait(5)
+        return fake_encode(texts)
+
+    enc = BatchingEncoder(slow_encode, window_s=0.05, workers=2)
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        first = [pool.submit(enc.encode, q) for q in ("one", "two")]
+        deadline = time.perf_counter() + 5
+        while len(started) < 2 and time.perf_counter() < deadline:
+            time.sleep(0.001)
+        assert started == [1, 1]  # both workers encode at once, each its own query
+        rest = [pool.submit(enc.encode, f"query {i}") for i in range(8)]
+        time.sleep(0.05)
+        gate.set()
+        got = [f.result() for f in first + rest]
+    # With both workers busy, the 8 queued queries went into fewer calls than queries.
+    assert sum(started) == 10 and len(started) < 10
+    assert np.array_equal(np.stack(got), fake_encode(["one", "two"] + [f"query {i}" for i in range(8)]))
+    workers = list(enc._threads)
+    enc.close()  # every worker stops at its marker
+    assert len(workers) == 2 and not any(t.is_alive() for t in workers)
+
+
+def test_acall_runs_on_a_bounded_pool_with_the_answers_of_call(edge_index):
+    with ToolContext(edge_index.path, encoder=fake_encode, max_active=2) as ctx:
+        n = 6 * len(CALLS)
+        expected = [answer(ctx, i) for i in range(n)]
+        threads: set[str] = set()
+
+        async def one(i: int):
+            tool, args = CALLS[i % len(CALLS)]
+            r = await ctx.acall(tool, args, tracker=ReadTracker(), full_text=(i // len(CALLS)) % 2 == 1)
+            return r.text, r.to_json()
+
+        def spy(*a, **k):
+            threads.add(threading.current_thread().name)
+            return real(*a, **k)
+
+        real, ctx.call = ctx.call, spy
+        try:
+            got = asyncio.run(_gather(one, n))
+        finally:
+            ctx.call = real
+        assert got == expected
+        assert 1 <= len(threads) <= 2 * ctx.max_active and all(t.startswith("arag-tools") for t in threads)
+
+
+async def _gather(fn, n):
+    return await asyncio.gather(*(fn(i) for i in range(n)))
