@@ -372,8 +372,7 @@ class PartCache:
         distinct = sorted(set(owners))
         by_owner = dict(zip(distinct, self.rows(distinct, ["text"])["text"]))
         out = []
-        for r, o in zip(rows_arr.tolist(), owners):
-            start, end = (int(x) for x in self.spans[r])
+        for (start, end), o in zip(self.spans[rows_arr].tolist(), owners):  # one gather, not an element read per row
             out.append(self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end])
         return out
 
