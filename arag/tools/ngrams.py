@@ -41,10 +41,12 @@ _BITS = 21  # every Unicode code point fits in 21 bits: three make one uint64 co
 # Rows per extraction step: bounds the temporary arrays (a few million positions).
 EXTRACT_ROWS = 2048
 # A trigram in at least this fraction of a part's units gets no bitmap ("every unit"), in parts
-# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway). At 0.5 only trigrams
-# that halve nothing lose their lists (on made-up words, where nearly every trigram is in over half
-# the chunks, this leaves 10-50k candidates a part: that corpus is the slow case).
-DENSE_FRACTION = 0.5
+# of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway). 1.0: only trigrams in
+# every unit, which cannot narrow at all. Lower cuts save disk but cost speed: at 0.5, 1M wiki
+# chunks took 1.60x the text on disk and 49x the reference scan in place (28x with pread), and on
+# made-up words, where nearly every trigram is in over half the chunks, 2-5x
+# (benchmarks/keyword_search.py).
+DENSE_FRACTION = 1.0
 DENSE_MIN_UNITS = 4096
 # Bytes of serialised bitmaps per byte of a part's (UTF-8) text at most, in parts of at least
 # DENSE_MIN_UNITS units; None: no cap. Off by default because the cap costs speed where it
