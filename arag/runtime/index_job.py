@@ -1,5 +1,5 @@
-"""Run an index build on Ray: phase 1 (read, hash, chunk and split) as one Ray task per part
-(arag.runtime.part_runner, shared with the graph build), phase 2 (embed) on a Ray Data actor pool
+"""Run an index build on Ray: phase 1 (read, hash, chunk and split) as one Ray Data task per
+part (arag.runtime.part_runner, shared with the graph build), phase 2 (embed) on a Ray Data actor pool
 whose actors embed whole parts and write their FAISS shards where they run, the manifest last.
 
 The driver schedules and collects small commit records; no sentence text or vector passes
@@ -202,7 +202,7 @@ def _parts_touched_since_read(settings: IndexSettings, layout: IndexLayout, plan
 
 def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool) -> list[int]:
     """Parts of a complete index whose input no longer hashes to the digest in their record
-    (one Ray task per part, reading its bytes where it runs; nothing is written)."""
+    (one Ray Data task per part, reading its bytes where it runs; nothing is written)."""
     stale = []
     with progress_bar(len(plan), "checking inputs", progress, unit="part") as bar:
         for row in run_part_tasks(_verify_part_task, plan, {"corpus": settings.corpus, "root": str(layout.root)}, PartTasks()):
@@ -217,7 +217,7 @@ def _run_phase1(
 ) -> list[PartRecord]:
     """Chunk every part that has no record, and check every part that has one against its input
     (a killed build may be resumed on edited files), except those `verified` in this run already:
-    one Ray task per part."""
+    one Ray Data task per part."""
     done = {p: read_part_record(layout, p) for p in verified}
     return run_parts(
         plan,
