@@ -134,13 +134,15 @@ class PostingsWriter:
         if units < self.dense_min_units:
             return set()
         dense_at = self.dense_fraction * units
+        if self.budget is None:  # the frequency rule alone: no sizes to measure (write serialises once)
+            return {code for code, bm in self.bitmaps.items() if len(bm) >= dense_at}
         by_count = sorted(self.bitmaps, key=lambda c: len(self.bitmaps[c]), reverse=True)  # most frequent first
         sizes = []
         for code in by_count:
             bm = self.bitmaps[code]
             bm.run_optimize()
-            sizes.append(len(bm.serialize()) if self.budget is not None else 0)
-        over = sum(sizes) - self.budget * self.text_bytes if self.budget is not None else 0
+            sizes.append(len(bm.serialize()))
+        over = sum(sizes) - self.budget * self.text_bytes
         dense = set()
         for code, size in zip(by_count, sizes):
             if len(self.bitmaps[code]) < dense_at and over <= 0:
