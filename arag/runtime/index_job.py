@@ -34,7 +34,7 @@ from arag.index.parts import ChunkingSettings, PartRecord, build_or_keep_part, d
 from arag.runtime.ann_job import run_ann_phase
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
-from arag.runtime.part_runner import PartTasks, run_part_tasks, run_parts
+from arag.runtime.part_runner import PartTasks, quiet_ray_data, run_part_tasks, run_parts
 from arag.runtime.progress import progress_bar
 from arag.tools.part_cache import build_part_cache
 from arag.tools.store import part_cache_dir
@@ -134,7 +134,7 @@ def build_index(
         if not suspect:
             return BuildResult(action, read_json(layout.manifest), time.perf_counter() - started)
         log.info("ray: %s", ray_init())
-        _quiet_ray_data()
+        quiet_ray_data()
         stale = _stale_parts(settings, layout, suspect, progress)
         if not stale:
             return BuildResult(action, read_json(layout.manifest), time.perf_counter() - started)
@@ -144,7 +144,7 @@ def build_index(
         verified = {p.part for p in plan} - set(stale)
     else:
         log.info("ray: %s", ray_init())
-        _quiet_ray_data()
+        quiet_ray_data()
         verified = set()
     if action is BuildAction.RESUME and discard_parts_beyond(layout, len(plan)):
         log.info("the inputs now plan into %d parts: the parts beyond were discarded", len(plan))
@@ -173,15 +173,6 @@ def _find_duplicates_on_a_worker(layout: IndexLayout, records: list[PartRecord])
     check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)
     return [tuple(d) for d in ray.get(check.remote(layout, records))]
 
-
-def _quiet_ray_data() -> None:
-    import ray.data
-
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False  # our own bars below say what matters
-    ctx.execution_options.preserve_order = True  # records come back in plan order
-    ctx.print_on_execution_start = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
 def _part_files(plan: list[InputPart], parts: list[int]) -> str:

@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from arag.runtime.progress import progress_bar
 
-log = logging.getLogger("arag.runtime")
 
 P = TypeVar("P")  # a planned part: anything with an int `.part`
 R = TypeVar("R")  # its commit record
@@ -35,6 +34,18 @@ class PartTasks:
     def __post_init__(self) -> None:
         if self.max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {self.max_in_flight}")
+
+
+def quiet_ray_data() -> None:
+    """Ray Data as the jobs use it: no bars or start banners of its own (the jobs show theirs),
+    results in submission order."""
+    import ray.data
+
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.execution_options.preserve_order = True
+    ctx.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
 def _apply(row: dict, task: Callable[..., Any], shared: Mapping[str, Any]) -> dict:
@@ -62,6 +73,7 @@ def run_part_tasks(task: Callable[..., Any], parts: Sequence[P], shared: Mapping
 
     if not parts:
         return
+    quiet_ray_data()
     rows = [{"part": pickle.dumps(p)} for p in parts]  # small descriptors (file, byte range), never data
     ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(
         _apply,
