@@ -5,6 +5,13 @@ contains the lowered keyword, it contains every 3-code-point substring of it, so
 under *all* the keyword's trigrams are a superset of the matches. Keyword search scores only those
 candidates, exactly; results are identical with or without this index.
 
+Only *word* trigrams are indexed: three letters, marks or digits (Unicode categories L*, M*, N*).
+Trigrams holding a space or punctuation (" th", "e b", ", t") carry little about which word is
+meant, yet they are frequent and took 43% of the postings' bytes on wiki text; a keyword still
+narrows by its word trigrams ("michelle bachelet" by "mic" … "let"), and one with none at all
+("U.S.", "a b") is scored on every chunk. Both sides use the same rule, so candidates stay a
+superset; the cache records the Unicode version the rule was computed with.
+
 Trigrams are kept exactly (three code points packed into one uint64, no hashing, so no false
 candidates from collisions). Each trigram's chunk rows are a roaring bitmap (pyroaring), which
 stores sparse lists as sorted 16-bit arrays and dense ones as plain bitmaps: about 0.56 bytes per
@@ -15,8 +22,7 @@ hand back row numbers.
 
 On disk, per part (see arag.tools.part_cache): `trigram_keys.npy` (sorted uint64 codes),
 `trigram_offsets.npy` (int64, len(keys)+1) and `trigram_postings.bin` (the bitmaps in roaring's
-portable format, back to back); all three are memory-mapped. Trigrams that contain a NUL are not
-indexed: keywords never contain one (the tools refuse them).
+portable format, back to back); all three are memory-mapped.
 
 Dense trigrams keep their key but no bitmap (an empty byte range): they mean "every chunk may
 match". The most frequent trigrams (" th", "the", "ion" in English) have the biggest bitmaps (one
@@ -32,6 +38,7 @@ every bitmap and needs each one to narrow. Candidates stay a superset, so result
 from __future__ import annotations
 
 import mmap
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +63,25 @@ DENSE_MIN_UNITS = 4096
 POSTINGS_BUDGET: float | None = None
 
 
+UNICODE_VERSION = unicodedata.unidata_version  # the word rule's source (kept in each cache's metadata)
+_word_table: np.ndarray | None = None
+
+
+def is_word_char(ch: str) -> bool:
+    """A letter, mark or digit: the characters of an indexed trigram."""
+    return unicodedata.category(ch)[0] in "LMN"
+
+
+def _word_mask(cps: np.ndarray) -> np.ndarray:
+    """is_word_char of each code point (a table of every code point, built once per process: ~0.3 s)."""
+    global _word_table
+    if _word_table is None:
+        _word_table = np.fromiter((is_word_char(chr(c)) for c in range(0x110000)), dtype=bool, count=0x110000)
+    return _word_table[cps]
+
+
 def _codepoints(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
 
 
 def _codes(cps: np.ndarray) -> np.ndarray:
@@ -65,11 +89,15 @@ def _codes(cps: np.ndarray) -> np.ndarray:
 
 
 def keyword_trigrams(lowered_keyword: str) -> np.ndarray | None:
-    """Distinct trigram codes of a lowered keyword; None if it has none (under 3 code points, or a NUL)."""
+    """Distinct word-trigram codes of a lowered keyword; None if it has none (then every chunk is a candidate)."""
     cps = _codepoints(lowered_keyword)
-    if len(cps) < 3 or (cps == 0).any():
+    if len(cps) < 3:
         return None
-    return np.unique(_codes(cps))
+    word = np.fromiter((is_word_char(c) for c in lowered_keyword), dtype=bool, count=len(lowered_keyword))
+    keep = word[:-2] & word[1:-1] & word[2:]
+    if not keep.any():
+        return None
+    return np.unique(_codes(cps)[keep])
 
 
 class PostingsWriter:
@@ -102,14 +130,15 @@ class PostingsWriter:
             self._add(lowered_texts[start : start + step], first_row + start)
 
     def _add(self, texts: list[str], first_row: int) -> None:
-        # One NUL between texts: a trigram containing it crosses a chunk boundary and is dropped.
+        # One NUL (not a word character) between texts: no indexed trigram crosses a chunk boundary.
         cps = _codepoints("\x00".join(texts))
         if len(cps) < 3:
             return
         lengths = np.fromiter((len(t) + 1 for t in texts), dtype=np.int64, count=len(texts))
         local = np.repeat(np.arange(len(texts), dtype=np.uint64), lengths)[: len(cps)]
         codes = _codes(cps)
-        keep = (cps[:-2] != 0) & (cps[1:-1] != 0) & (cps[2:] != 0)
+        word = _word_mask(cps)
+        keep = word[:-2] & word[1:-1] & word[2:]
         if not keep.any():
             return
         unique_codes, code_ids = np.unique(codes[keep], return_inverse=True)

@@ -57,9 +57,9 @@ from pyroaring import BitMap
 
 from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
-from arag.tools.ngrams import Postings, PostingsWriter
+from arag.tools.ngrams import UNICODE_VERSION, Postings, PostingsWriter
 
-CACHE_FORMAT = 4  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers
+CACHE_FORMAT = 5  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only
 MARKER = "cache.json"
 # Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter for why 1).
 UNIT_ROWS = 1
@@ -71,6 +71,12 @@ EXTRA_SCHEMA = pa.schema([("text", pa.string())])
 # counts in the process's RSS as file-backed memory). Results are identical.
 TEXT_READS = "pread"
 READ_GAP = 4096  # bytes between two candidates' texts below which one read covers both
+SCORE_ROWS = 16384  # candidates scored at a time: bounds the text buffers (~16 MB of wiki chunks)
+
+
+def literal_regex(text: str) -> str:
+    """An RE2 pattern matching exactly `text`: every character but ASCII letters and digits as \\x{hex}."""
+    return "".join(c if c.isascii() and c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
 
 
 class CacheBuildError(RuntimeError):
@@ -92,7 +98,11 @@ def is_valid(directory: Path, chunks: Path, sentences: Path) -> bool:
         meta = json.loads((directory / MARKER).read_text())
     except (OSError, ValueError):
         return False
-    return meta.get("cache_format") == CACHE_FORMAT and meta.get("source") == source_stamp(chunks, sentences)
+    return (
+        meta.get("cache_format") == CACHE_FORMAT
+        and meta.get("unicode") == UNICODE_VERSION  # which trigrams are indexed depends on it (arag.tools.ngrams)
+        and meta.get("source") == source_stamp(chunks, sentences)
+    )
 
 
 def hash64(values: list[str]) -> np.ndarray:
@@ -134,7 +144,7 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
     try:
         meta = _write(chunks, sentences, part, tmp)
-        meta.update(cache_format=CACHE_FORMAT, part=part, source=stamp, build_seconds=round(time.perf_counter() - started, 3))
+        meta.update(cache_format=CACHE_FORMAT, unicode=UNICODE_VERSION, part=part, source=stamp, build_seconds=round(time.perf_counter() - started, 3))
         (tmp / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
         _fsync_tree(tmp)
         if target.exists():
@@ -260,12 +270,19 @@ class PartCache:
         # Where each batch's text offsets and bytes lie in the file, for reads with os.pread.
         mapped.seek(0)
         base = mapped.read_buffer(1).address
-        self._text_at = [
-            (c.buffers()[1].address - base + 4 * c.offset, c.buffers()[2].address - base if c.buffers()[2] is not None else 0)
-            for c in self.table.column("text").chunks
-        ]
         self._fd = os.open(self.dir / "chunks.arrow", os.O_RDONLY)
         weakref.finalize(self, os.close, self._fd)
+        # Each row's text as [start, end) bytes of the file (read once here with os.pread, 16 bytes a
+        # row), so candidate texts are gathered with one vectorised plan and one pread per run.
+        self._text_start = np.empty(self.num_chunks, dtype=np.int64)
+        self._text_end = np.empty(self.num_chunks, dtype=np.int64)
+        for b, c in enumerate(self.table.column("text").chunks):
+            if len(c) == 0:
+                continue
+            offsets_at, data_at = c.buffers()[1].address - base + 4 * c.offset, c.buffers()[2].address - base if c.buffers()[2] is not None else 0
+            offs = np.frombuffer(os.pread(self._fd, 4 * (len(c) + 1), offsets_at), dtype=np.int32).astype(np.int64) + data_at
+            self._text_start[self.bounds[b] : self.bounds[b + 1]] = offs[:-1]
+            self._text_end[self.bounds[b] : self.bounds[b + 1]] = offs[1:]
         self.text_reads = TEXT_READS
         self.sentence_starts = np.load(self.dir / "sentence_starts.npy", mmap_mode="r")
         self.spans = np.load(self.dir / "sentence_spans.npy", mmap_mode="r")
@@ -304,51 +321,49 @@ class PartCache:
         """Columns of the chunks at local `rows` (in that order) as Python lists."""
         return {c: self.take(c, rows).to_pylist() for c in columns}
 
-    def _read_texts(self, b: int, local: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-        """The texts of ascending rows `local` of batch `b` read with os.pread into new buffers:
-        (texts of the runs of rows that hold them, position of each wanted row in that array).
+    def _read_texts(self, rows: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+        """The texts of ascending local `rows` read with os.pread into a new buffer: (texts of the
+        runs of rows that hold them, position of each wanted row in that array).
 
-        Rows whose bytes lie within READ_GAP of each other are read in one call, with the rows
-        between them (scoring a few extra rows is cheaper than more calls)."""
-        offsets_at, data_at = self._text_at[b]
-        lo, hi = int(local[0]), int(local[-1])
-        offs = np.frombuffer(os.pread(self._fd, 4 * (hi - lo + 2), offsets_at + 4 * lo), dtype=np.int32).astype(np.int64)
-        starts, ends = offs[local - lo], offs[local - lo + 1]
-        cut = np.flatnonzero(starts[1:] - ends[:-1] > READ_GAP) + 1
-        first = np.concatenate(([0], cut))  # each run's first and last wanted row (index into local)
-        last = np.concatenate((cut - 1, [len(local) - 1]))
-        pieces, run_offsets, before, positions = [], [], 0, []
-        size = 0
-        for f, l in zip(first.tolist(), last.tolist()):
-            r0, r1 = int(local[f]) - lo, int(local[l]) - lo  # rows r0..r1 of offs
-            pieces.append(os.pread(self._fd, int(offs[r1 + 1] - offs[r0]), data_at + int(offs[r0])))
-            run_offsets.append(offs[r0 : r1 + 1] - offs[r0] + size)
-            size += int(offs[r1 + 1] - offs[r0])
-            positions.append(local[f : l + 1] - lo - r0 + before)
-            before += r1 - r0 + 1
-        value_offsets = np.concatenate(run_offsets + [np.array([size])]).astype(np.int32)
-        texts = pa.StringArray.from_buffers(before, pa.py_buffer(value_offsets), pa.py_buffer(b"".join(pieces)))
-        return texts, np.concatenate(positions)
+        Rows whose bytes lie within READ_GAP of each other (in one record batch) are read in one
+        call, with the rows between them: scoring a few extra rows is cheaper than more calls. The
+        plan is vectorised; the only per-run Python is the pread itself."""
+        starts, ends = self._text_start[rows], self._text_end[rows]
+        batch = np.searchsorted(self.bounds, rows, side="right")
+        cut = np.flatnonzero((starts[1:] - ends[:-1] > READ_GAP) | (batch[1:] != batch[:-1])) + 1
+        first, last = rows[np.concatenate(([0], cut))], rows[np.concatenate((cut - 1, [len(rows) - 1]))]
+        run_from, run_to = self._text_start[first], self._text_end[last]
+        fd = self._fd
+        data = b"".join([os.pread(fd, n, at) for n, at in zip((run_to - run_from).tolist(), run_from.tolist())])
+        counts = last - first + 1  # rows per run, the unwanted ones between included
+        run_of = np.repeat(np.arange(len(first)), counts)
+        every = first[run_of] + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
+        base = np.cumsum(run_to - run_from) - (run_to - run_from)  # where each run starts in `data`
+        offsets = np.append(self._text_start[every] - run_from[run_of] + base[run_of], len(data))
+        texts = pa.LargeStringArray.from_buffers(len(every), pa.py_buffer(offsets.astype(np.int64)), pa.py_buffer(data))
+        return texts, np.searchsorted(every, rows)
 
     def keyword_scores(self, rows: np.ndarray, terms: list[tuple[str, int]]) -> np.ndarray:
         """Σ count(k, lower(text))·n over `terms` (lowered keyword k, weight n) for ascending local `rows`."""
         scores = np.zeros(len(rows), dtype=np.int64)
-        col = self.table.column("text")
-        for b, at, local in self._pieces(rows):
-            chunk = col.chunk(b)
+        patterns = [(literal_regex(k), n) for k, n in terms]
+        for lo in range(0, len(rows), SCORE_ROWS):  # bounded buffers, however many candidates
+            block = rows[lo : lo + SCORE_ROWS]
             if self.text_reads == "pread":
-                texts, wanted = self._read_texts(b, local)
+                texts, wanted = self._read_texts(block)
             else:  # read in place from the memory map
-                texts, wanted = (chunk if len(local) == len(chunk) else chunk.take(pa.array(local))), None
+                texts, wanted = self.take("text", block), np.arange(len(block))
             lowered = pc.utf8_lower(texts)
-            for k, n in terms:
-                counts = pc.count_substring(lowered, k).to_numpy(zero_copy_only=False).astype(np.int64)
-                scores[at] += (counts if wanted is None else counts[wanted]) * n
+            for pattern, n in patterns:
+                # RE2 on an escaped literal: non-overlapping left-to-right matches like str.count,
+                # several times faster than Arrow's count_substring (benchmarks/keyword_search.py).
+                counts = pc.count_substring_regex(lowered, pattern).to_numpy(zero_copy_only=False).astype(np.int64)
+                scores[lo : lo + len(block)] += counts[wanted] * n
             # Rows where Arrow's lowercase differs from Python's: scored in Python, from the texts
             # already read (a `take` per row would touch far more of the mapped file).
-            for j in np.flatnonzero(np.isin(local + self.bounds[b], self.python_lower)).tolist():
-                t = texts[int(j if wanted is None else wanted[j])].as_py().lower()
-                scores[at[j]] = sum(t.count(k) * n for k, n in terms)
+            for j in np.flatnonzero(np.isin(block, self.python_lower)).tolist():
+                t = texts[int(wanted[j])].as_py().lower()
+                scores[lo + j] = sum(t.count(k) * n for k, n in terms)
         return scores
 
     def candidate_rows(self, codes: list[np.ndarray]) -> np.ndarray:

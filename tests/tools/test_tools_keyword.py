@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arag.index.tokens import count_tokens
-from arag.tools.ngrams import Postings, PostingsWriter, keyword_trigrams
+from arag.tools.ngrams import Postings, PostingsWriter, is_word_char, keyword_trigrams
 from benchmarks import tools_reference as reference
 
 KEYWORD_SETS = [
@@ -52,6 +52,8 @@ KEYWORD_SETS = [
     ["e"],
     [" a", "a "],  # spaces inside a keyword are significant
     [".", ","],
+    ["U.S.", "a b"],  # no word trigram: scored on every chunk
+    ["II.", "i. t"],  # partly: narrowed by their word trigrams alone
     ["no such keyword anywhere"],
     ["the", "a", "e", "i", "o", "u"],
 ]
@@ -193,8 +195,10 @@ def test_trigram_candidates_are_a_superset(tmp_path_factory, texts, data):
     b = data.draw(st.integers(a + 3, len(t)))
     keyword = t[a:b]
     codes = keyword_trigrams(keyword)
-    if codes is None:  # a NUL inside: such keywords are refused and scanned for
-        assert "\x00" in keyword
+    grams = {keyword[j : j + 3] for j in range(len(keyword) - 2)}
+    grams = {g for g in grams if all(is_word_char(c) for c in g)}  # only word trigrams are indexed
+    if codes is None:  # no word trigram: every chunk is a candidate
+        assert not grams
         return
     d = tmp_path_factory.mktemp("tri")
     writer = PostingsWriter()
@@ -203,8 +207,20 @@ def test_trigram_candidates_are_a_superset(tmp_path_factory, texts, data):
     writer.write(d)
     cands = set(Postings(d).candidates(codes, enough=0))
     assert {j for j, x in enumerate(texts) if keyword in x} <= cands
-    grams = {keyword[j : j + 3] for j in range(len(keyword) - 2)}
     assert cands == {j for j, x in enumerate(texts) if all(g in x for g in grams)}
+
+
+def test_only_word_trigrams_are_indexed(tmp_path):
+    """Trigrams with a space, punctuation or a symbol get no posting list; letters, marks (a
+    Devanagari vowel sign, a combining dot) and digits in any script do."""
+    writer = PostingsWriter()
+    writer.add(["the cat, 1505", "हिन्दी", "i̇st", "a.b.c $5+"], 0)
+    writer.write(tmp_path)
+    postings = Postings(tmp_path)
+    kept = {"".join(chr((int(k) >> s) & 0x1FFFFF) for s in (42, 21, 0)) for k in postings.keys}
+    assert kept == {"the", "cat", "150", "505", "हिन", "िन्", "न्द", "्दी", "i̇s", "̇st"}
+    assert keyword_trigrams("a b") is None and keyword_trigrams("u.s.") is None  # scored on every chunk
+    assert list(postings.candidates(keyword_trigrams("e cat"))) == [0]  # narrowed by "cat" alone
 
 
 def test_trigrams_never_cross_chunk_boundaries(tmp_path):
@@ -225,7 +241,7 @@ def test_dense_trigrams_have_no_bitmap_and_mean_every_unit(tmp_path):
     postings = Postings(tmp_path)
     assert writer.dense >= 1 and len(postings.keys) > writer.dense
     assert postings.candidates(keyword_trigrams("the")) is None  # every unit may match
-    assert list(postings.candidates(keyword_trigrams("the c"))) == [0]  # the sparse trigrams still narrow
+    assert list(postings.candidates(keyword_trigrams("the cat"))) == [0]  # the sparse trigrams still narrow
     assert list(postings.candidates(keyword_trigrams("zeb"))) == [3]
     assert list(postings.candidates(keyword_trigrams("thx"))) == []
 
@@ -295,13 +311,14 @@ def test_keyword_search_is_exact_under_a_tight_postings_budget(edge_index, monke
         assert capped.keyword_top(kws, 20) == plain.keyword_top(kws, 20, narrow=False), kws
 
 
-@pytest.mark.parametrize("reads, gap", [("pread", 4096), ("pread", 0), ("mmap", 4096)])
-def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap):
+@pytest.mark.parametrize("reads, gap, block", [("pread", 4096, 16384), ("pread", 0, 16384), ("pread", 4096, 2), ("mmap", 4096, 16384), ("mmap", 0, 3)])
+def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap, block):
     from arag.index.store import open_index
     from arag.tools import part_cache
     from arag.tools.store import ChunkStore
 
     monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
+    monkeypatch.setattr(part_cache, "SCORE_ROWS", block)  # candidates scored a few at a time
     store = ChunkStore.open(open_index(edge_index.path))
     assert any(len(p.python_lower) for p in store.parts)  # rows scored with Python's lower() are among them
     for p in store.parts:
@@ -310,3 +327,20 @@ def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, 
         expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, kws, 20))
         assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20)) == expected, kws
         assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20, narrow=False)) == expected, kws
+
+
+def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch, tmp_path):
+    """A cache written in record batches of 2 rows: candidate runs stop at every batch's end (the
+    other columns' bytes lie between two batches' texts), with or without a read gap."""
+    from arag.index.store import open_index
+    from arag.tools import part_cache
+    from arag.tools.store import ChunkStore
+
+    monkeypatch.setattr(part_cache, "READ_BATCH", 2)
+    store = ChunkStore.open(open_index(edge_index.path), cache_dir=tmp_path)
+    assert any(p.table.column("text").num_chunks > 2 for p in store.parts)
+    for gap in (0, 1 << 30):
+        monkeypatch.setattr(part_cache, "READ_GAP", gap)
+        for kws in KEYWORD_SETS:
+            expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, kws, 20))
+            assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20, narrow=False)) == expected, kws

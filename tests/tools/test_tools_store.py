@@ -11,7 +11,7 @@ import pytest
 
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from arag.tools import TOOL_SETS, TOOLS, ToolContext, get_tool, tool_schemas
-from arag.tools import part_cache
+from arag.tools import ngrams, part_cache
 from arag.tools.store import manifest_hash, part_cache_dir
 
 from conftest import EDGE_DOCS, Doc, fake_encode, make_index
@@ -75,15 +75,19 @@ def test_sentence_spans_narrow_or_wide_and_extra_sentences(tmp_path, long_chunk)
         assert json.loads((cache / "cache.json").read_text())["extra_sentences"] == 1
 
 
-def test_a_cache_of_an_older_format_is_rebuilt(tmp_path):
+@pytest.mark.parametrize("field, stale", [("cache_format", part_cache.CACHE_FORMAT - 1), ("unicode", "0.0.0")])
+def test_a_cache_of_an_older_format_or_unicode_version_is_rebuilt(tmp_path, field, stale):
+    """The indexed trigrams depend on Unicode's character categories: a cache built by a Python
+    with another Unicode version could lack a trigram a keyword now has, so it is rebuilt."""
     built = make_index(tmp_path / "index", EDGE_DOCS[:2])
     with ToolContext(built.path) as ctx:
         (cache, *_) = ctx.store.dirs
     meta = json.loads((cache / "cache.json").read_text())
-    meta["cache_format"] = part_cache.CACHE_FORMAT - 1
+    meta[field] = stale
     (cache / "cache.json").write_text(json.dumps(meta))
     with ToolContext(built.path) as ctx:
-        assert json.loads((ctx.store.dirs[0] / "cache.json").read_text())["cache_format"] == part_cache.CACHE_FORMAT
+        current = part_cache.CACHE_FORMAT if field == "cache_format" else ngrams.UNICODE_VERSION
+        assert json.loads((ctx.store.dirs[0] / "cache.json").read_text())[field] == current
 
 
 def test_a_rewritten_part_is_rebuilt(tmp_path):
