@@ -61,7 +61,7 @@ def cache_breakdown(dirs: list[Path]) -> dict[str, int]:
     the sentence spans, the id lookups and the rest."""
     import pyarrow as pa
 
-    out = dict.fromkeys(["chunk text", "other chunk columns", "trigram postings", "sentence spans", "id lookups", "other"], 0)
+    out = dict.fromkeys(["chunk text", "other chunk columns", "trigram postings", "6-gram slices", "sentence spans", "id lookups", "other"], 0)
     for d in dirs:
         for f in d.iterdir():
             size = f.stat().st_size
@@ -72,6 +72,8 @@ def cache_breakdown(dirs: list[Path]) -> dict[str, int]:
                 out["other chunk columns"] += size - text
             elif f.name.startswith("trigram_"):
                 out["trigram postings"] += size
+            elif f.name.startswith("gram6_"):
+                out["6-gram slices"] += size
             elif f.name.startswith("sentence"):
                 out["sentence spans"] += size
             elif f.name.endswith(("_hash.npy", "_rows.npy")) and not f.name.startswith("python_lower"):
@@ -198,7 +200,8 @@ def bench(name: str, index_dir: Path, queries: list[list[str]], scan: bool, rebu
         f"tools cache: {len(metas)} parts built in {wall:.1f} s wall ({part_s:.1f} s summed over parts, {workers} at a time; "
         f"done by the pipeline's phase-1 tasks), open {open_s * 1000:.0f} ms; on disk {disk / 2**20:,.0f} MiB = "
         f"{disk / text_bytes:.2f}x the chunk text; trigram postings {sum(m['trigram_postings'] for m in metas):,}, "
-        f"dense trigrams without a bitmap {sum(m.get('dense_trigrams', 0) for m in metas):,}"
+        f"dense trigrams without a bitmap {sum(m.get('dense_trigrams', 0) for m in metas):,}, "
+        f"parts with 6-gram slices (weak trigrams) {sum(bool(m.get('gram_slices')) for m in metas)}/{len(metas)}"
     )
     parts = cache_breakdown(ctx.store.dirs)
     print("  on disk, as a multiple of the chunk text: " + ", ".join(f"{k} {v / text_bytes:.3f}x ({v / 2**20:,.0f} MiB)" for k, v in parts.items()))

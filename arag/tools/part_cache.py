@@ -57,13 +57,16 @@ from pyroaring import BitMap
 
 from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
-from arag.tools.ngrams import UNICODE_VERSION, Postings, PostingsWriter
+from arag.tools.gram_slices import GramSlices, GramSlicesWriter, has_weak_trigrams, keyword_buckets
+from arag.tools.ngrams import UNICODE_VERSION, Postings, PostingsWriter, keyword_trigrams
 
 CACHE_FORMAT = 5  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only
 MARKER = "cache.json"
 # Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter for why 1).
 UNIT_ROWS = 1
 READ_BATCH = 4096  # a multiple of UNIT_ROWS
+# Parts of fewer chunks get no 6-gram slices even over weak trigrams: scoring them all is cheap.
+SLICES_MIN_ROWS = 4096
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
 # How keyword scoring reads candidate texts: "pread" copies them into short-lived buffers (the
 # process's memory stays its own: the file's pages stay in the OS page cache, not mapped into the
@@ -218,6 +221,8 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         np.save(out / f"{name}_hash.npy", h[order])
         np.save(out / f"{name}_rows.npy", order.astype(np.uint32))  # rows of a part fit in 32 bits
     n_postings = postings.write(out)
+    dfs = np.fromiter((len(bm) for bm in postings.bitmaps.values()), dtype=np.int64, count=len(postings.bitmaps))
+    slices_bytes = _write_gram_slices(out) if rows >= SLICES_MIN_ROWS and has_weak_trigrams(dfs, rows) else 0
     return {
         "num_chunks": rows,
         "num_sentences": len(spans),
@@ -228,7 +233,20 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         "trigram_postings": n_postings,
         "dense_trigrams": postings.dense,
         "postings_bytes": postings.bytes,
+        "gram_slices": slices_bytes > 0,
+        "gram_slices_bytes": slices_bytes,
     }
+
+
+def _write_gram_slices(out: Path) -> int:
+    """Second pass over the chunk texts just written: the 6-gram slices (arag.tools.gram_slices)."""
+    writer = GramSlicesWriter()
+    table = pa.ipc.open_file(pa.memory_map(str(out / "chunks.arrow"))).read_all()
+    row = 0
+    for chunk in table.column("text").chunks:
+        writer.add([t.lower() for t in chunk.to_pylist()], row)
+        row += len(chunk)
+    return writer.write(out)
 
 
 EXTRA = -1  # span start of a sentence kept in sentences_extra.arrow (stored as the dtype's maximum)
@@ -293,6 +311,7 @@ class PartCache:
         self.doc_hash = np.load(self.dir / "doc_id_hash.npy", mmap_mode="r")
         self.doc_rows = np.load(self.dir / "doc_id_rows.npy", mmap_mode="r")
         self.postings = Postings(self.dir)
+        self.slices = GramSlices(self.dir) if self.meta.get("gram_slices") else None
         self._extra: list[str] | None = None
 
     def _pieces(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
@@ -366,12 +385,17 @@ class PartCache:
                 scores[lo + j] = sum(t.count(k) * n for k, n in terms)
         return scores
 
-    def candidate_rows(self, codes: list[np.ndarray]) -> np.ndarray:
-        """Ascending local rows that may contain any of the keywords (one trigram-code array each)."""
+    def candidate_rows(self, keywords: list[str]) -> np.ndarray:
+        """Ascending local rows that may contain any of the (lowered) keywords: those holding all
+        of a keyword's word trigrams and, where this part has 6-gram slices, all its 6-gram buckets."""
         units = BitMap()
-        for c in codes:
-            found = self.postings.candidates(c)
-            if found is None:  # a keyword whose trigrams are all dense: every row
+        for kw in keywords:
+            codes = keyword_trigrams(kw)
+            found = self.postings.candidates(codes) if codes is not None else None
+            buckets = keyword_buckets(kw) if self.slices is not None else None
+            if buckets is not None:
+                found = self.slices.candidates(buckets, within=found)
+            if found is None:  # nothing narrows this keyword: every row
                 return np.arange(self.num_chunks, dtype=np.int64)
             units |= found
         if not units:

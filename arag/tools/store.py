@@ -27,7 +27,6 @@ import numpy as np
 
 from arag.index.layout import PART_SHIFT, TOOLS_CACHE, part_name
 from arag.index.store import Index, PartFiles
-from arag.tools.ngrams import keyword_trigrams
 from arag.tools.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
 
 if TYPE_CHECKING:
@@ -228,15 +227,11 @@ class ChunkStore:
         candidates (same result); else every chunk."""
         terms = [(k.lower(), len(k)) for k in keywords]
         distinct = list(dict.fromkeys(t for t, _ in terms))
-        codes = [keyword_trigrams(t) for t in distinct] if narrow else [None]
         ords, scores = [], []
         for w, part in enumerate(self.parts):
             if part.num_chunks == 0:
                 continue
-            if any(c is None for c in codes):  # a keyword without trigrams: every row is a candidate
-                rows = np.arange(part.num_chunks, dtype=np.int64)
-            else:
-                rows = part.candidate_rows(codes)
+            rows = part.candidate_rows(distinct) if narrow else np.arange(part.num_chunks, dtype=np.int64)
             if len(rows) == 0:
                 continue
             s = part.keyword_scores(rows, terms)
