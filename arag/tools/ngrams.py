@@ -25,7 +25,7 @@ On disk, per part (see arag.tools.part_cache): `trigram_keys.npy` (sorted uint64
 portable format, back to back); all three are memory-mapped.
 
 Dense trigrams keep their key but no bitmap (an empty byte range): they mean "every chunk may
-match". The most frequent trigrams (" th", "the", "ion" in English) have the biggest bitmaps (one
+match". The most frequent trigrams ("the", "ion", "and" in English) have the biggest bitmaps (one
 bit per chunk) and are the least useful: intersecting with a list that holds most rows removes few
 candidates. Two rules make a trigram dense: it is in at least `DENSE_FRACTION` of a part's
 chunks, or the postings would exceed `POSTINGS_BUDGET` bytes per byte of the part's text, in which
@@ -33,6 +33,7 @@ case the most frequent trigrams give up their bitmaps first until the rest fit. 
 than a fixed frequency adapts to the text: wiki prose has thousands of mid-frequency trigrams whose
 bitmaps would double the cache, while text over a small alphabet (few, all common, trigrams) keeps
 every bitmap and needs each one to narrow. Candidates stay a superset, so results are exact.
+Where even all of them cannot narrow, the part also gets hashed 6-gram slices (arag.tools.gram_slices).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ _BITS = 21  # every Unicode code point fits in 21 bits: three make one uint64 co
 EXTRACT_ROWS = 2048
 # A trigram in at least this fraction of a part's units gets no bitmap ("every unit"), in parts
 # of at least DENSE_MIN_UNITS units (below that, bitmaps are small anyway). 1.0: only trigrams in
-# every unit, which cannot narrow at all. Lower cuts save disk but cost speed: at 0.5, 1M wiki
+# every unit, which cannot narrow at all. Lower cuts save disk but cost speed (measured when every
+# trigram was indexed, cache format 4): at 0.5, 1M wiki
 # chunks took 1.60x the text on disk and 49x the reference scan in place (28x with pread), and on
 # made-up words, where nearly every trigram is in over half the chunks, 2-5x
 # (benchmarks/keyword_search.py).
@@ -57,7 +59,7 @@ DENSE_FRACTION = 1.0
 DENSE_MIN_UNITS = 4096
 # Bytes of serialised bitmaps per byte of a part's (UTF-8) text at most, in parts of at least
 # DENSE_MIN_UNITS units; None: no cap. Off by default because the cap costs speed where it
-# matters: at 1M wiki chunks a cap of 0.33 brings the cache from ~1.6x to 1.46x the text but
+# matters (measured with cache format 4): at 1M wiki chunks a cap of 0.33 brings the cache from ~1.6x to 1.46x the text but
 # keyword p50 from ~100x to 27x the reference scan (keywords made only of common trigrams then
 # score every chunk; benchmarks/keyword_search.py). Pass `budget=` to PostingsWriter to trade.
 POSTINGS_BUDGET: float | None = None
