@@ -61,7 +61,7 @@ from pyroaring import BitMap
 
 from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
-from arag.tools.gram_slices import GramSlices, GramSlicesWriter, has_weak_trigrams, keyword_buckets
+from arag.tools.gram_slices import SAMPLE_ROWS, GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
 from arag.tools.ngrams import UNICODE_VERSION, Postings, PostingsWriter, keyword_trigrams
 
 CACHE_FORMAT = 5  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only
@@ -180,6 +180,9 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
     id_hashes: list[np.ndarray] = []
     doc_hashes: list[np.ndarray] = []
     sentence_iter = _sentences(sentences, part)
+    stride = max(1, -(-(pq.ParquetFile(chunks).metadata.num_rows if chunks.exists() else 0) // SAMPLE_ROWS))
+    sample_rows: list[int] = []
+    sample_texts: list[str] = []
     pending = next(sentence_iter, None)
     rows = text_chars = longest = 0
     with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA) as writer:
@@ -202,6 +205,9 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
                     pending = next(sentence_iter, None)
                 starts.append(len(spans))
             lowered = [t.lower() for t in texts]
+            picked = range(-rows % stride, len(lowered), stride)  # every stride-th row of the part
+            sample_rows += [rows + i for i in picked]
+            sample_texts += [lowered[i] for i in picked]
             postings.add(lowered, rows, text_bytes=int(pc.sum(pc.binary_length(batch.column("text"))).as_py() or 0))
             arrow_lowered = pc.utf8_lower(batch.column("text")).to_pylist()
             python_lower += [rows + i for i, (a, b) in enumerate(zip(lowered, arrow_lowered)) if a != b]
@@ -225,8 +231,8 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         np.save(out / f"{name}_hash.npy", h[order])
         np.save(out / f"{name}_rows.npy", order.astype(np.uint32))  # rows of a part fit in 32 bits
     n_postings = postings.write(out)
-    dfs = np.fromiter((len(bm) for bm in postings.bitmaps.values()), dtype=np.int64, count=len(postings.bitmaps))
-    slices_bytes = _write_gram_slices(out) if rows >= SLICES_MIN_ROWS and has_weak_trigrams(dfs, rows) else 0
+    weak = rows >= SLICES_MIN_ROWS and trigrams_are_weak(postings.bitmaps, sample_rows, sample_texts)
+    slices_bytes = _write_gram_slices(out) if weak else 0
     return {
         "num_chunks": rows,
         "num_sentences": len(spans),

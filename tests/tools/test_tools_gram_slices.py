@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arag.tools import gram_slices, part_cache
-from arag.tools.gram_slices import GramSlices, GramSlicesWriter, has_weak_trigrams, keyword_buckets
+from arag.tools.gram_slices import GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
+from arag.tools.ngrams import PostingsWriter
 
 from benchmarks.tools_reference import keyword_scores as reference_scores
 
@@ -17,7 +18,7 @@ SYLLABLES = ["ka", "lo", "mi", "ta", "ru", "ne", "so", "vi"]
 
 def made_up_texts(n: int, seed: int = 0) -> list[str]:
     rng = np.random.default_rng(seed)
-    words = ["".join(rng.choice(SYLLABLES, size=int(rng.integers(1, 4)))) for _ in range(300)]
+    words = ["".join(rng.choice(SYLLABLES, size=int(rng.integers(1, 5)))) for _ in range(3000)]
     return [" ".join(rng.choice(words, size=40)) for _ in range(n)]
 
 
@@ -53,10 +54,20 @@ def test_slices_narrow_made_up_words_where_trigrams_cannot(tmp_path):
     assert keyword_buckets("short") is None  # under six code points: the slices cannot help
 
 
-def test_weak_trigrams_are_told_apart_from_prose():
-    assert has_weak_trigrams(np.array([900, 800, 700, 600]), rows=1000)  # every trigram common
-    assert not has_weak_trigrams(np.array([900] + [5] * 5000), rows=1000)  # most postings rare
-    assert not has_weak_trigrams(np.array([], dtype=np.int64), rows=0)
+def prose_texts(n: int, seed: int = 0) -> list[str]:
+    """Words over the whole alphabet, as in natural prose: their trigrams are specific."""
+    rng = np.random.default_rng(seed)
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    words = ["".join(rng.choice(letters, size=int(rng.integers(3, 11)))) for _ in range(3000)]
+    return [" ".join(rng.choice(words, size=40)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("texts, weak", [(made_up_texts(2000), True), (prose_texts(2000), False)], ids=["made-up words", "prose"])
+def test_weak_trigrams_are_told_apart_from_prose(texts, weak):
+    writer = PostingsWriter()
+    writer.add(texts, 0)
+    sample = list(range(0, len(texts), 2))
+    assert trigrams_are_weak(writer.bitmaps, sample, [texts[i] for i in sample]) is weak
 
 
 @pytest.fixture()
@@ -84,11 +95,14 @@ def test_a_part_with_weak_trigrams_gets_slices_and_scores_exactly(made_up_index,
         assert store.keyword_top(kws, 10) == store.keyword_top(kws, 10, narrow=False)
 
 
-def test_prose_gets_no_slices(edge_index, monkeypatch, tmp_path):
+def test_prose_gets_no_slices(tmp_path_factory, monkeypatch, tmp_path):
     from arag.index.store import open_index
     from arag.tools.store import ChunkStore
+    from conftest import Doc, make_index
 
     monkeypatch.setattr(part_cache, "SLICES_MIN_ROWS", 1)
-    monkeypatch.setattr(gram_slices, "WEAK_TRIGRAM_DF", 0.9)
-    store = ChunkStore.open(open_index(edge_index.path), cache_dir=tmp_path)
+    docs = [Doc(doc_id=str(i), title=f"Doc {i}", chunks=[[t]]) for i, t in enumerate(prose_texts(300))]
+    built = make_index(tmp_path_factory.mktemp("prose") / "index", docs)
+    store = ChunkStore.open(open_index(built.path), cache_dir=tmp_path)
     assert all(p.slices is None and not p.meta["gram_slices"] for p in store.parts)
+    assert not list(tmp_path.rglob("gram6_*"))
