@@ -9,12 +9,13 @@ the list as given, so a keyword repeated twice counts twice. Chunks scoring 0 ar
 are broken by index order (part, then row: the `ord` of the tools cache), smaller first.
 The snippet of a chunk is its sentences that contain at least one keyword (case-insensitively).
 
-How it runs: each part's tools cache (arag.tools.part_cache) holds trigram posting lists of the
-Python-lowered chunk text; the chunks holding every trigram of a keyword are its candidates (a
-superset of the matches), and only those are scored, exactly, by the definition above in Python
-(arag.tools.store.ChunkStore.keyword_top). Keywords of fewer than 3 characters have no trigram:
-every chunk is scored. `ToolContext(accelerate=False)` scores every chunk for every keyword; the
-result is the same.
+How it runs: each part's tools cache (arag.tools.part_cache) holds posting lists of the word
+trigrams of the Python-lowered chunk text (and, where those cannot narrow, hashed 6-gram slices);
+the chunks holding every indexed gram of a keyword are its candidates (a superset of the
+matches), and only those are scored, exactly, by the definition above
+(arag.tools.store.ChunkStore.keyword_top; Arrow and RE2 in C++, Python's lower() where it differs).
+A keyword with no word trigram (under 3 characters, or "U.S.") is scored on every chunk.
+`ToolContext(accelerate=False)` scores every chunk for every keyword; the result is the same.
 """
 
 from __future__ import annotations
