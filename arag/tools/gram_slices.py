@@ -87,7 +87,7 @@ class GramSlicesWriter:
         starts = np.flatnonzero(np.concatenate(([True], buckets[1:] != buckets[:-1])))
         ends = np.append(starts[1:], len(pairs))
         for b, lo, hi in zip(buckets[starts].tolist(), starts.tolist(), ends.tolist()):
-            self.bitmaps[b].update(local[lo:hi].astype(np.uint32))
+            self.bitmaps[b].update(local[lo:hi].tolist())
 
     def write(self, directory: Path) -> int:
         """Write the two files; return their size in bytes."""
