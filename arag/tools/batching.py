@@ -10,8 +10,8 @@ that finds a slot free encodes its own query at once, on its own thread; a calle
 slot busy queues its query and waits. When a slot's caller has its answer, it hands the slot to
 the first caller still waiting, who encodes everything queued by then (up to `max_batch`) as one
 batch. So one or two callers encode side by side on both cores with no hand-off to another
-thread and no window (the hand-off to a worker thread, which needs the GIL to take the query and
-again to answer it, cost two callers ~0.9 ms per query and a sixth of their throughput:
+thread and no window (a hand-off to a worker thread, which needs the GIL to take the query and
+again to answer it, made two callers wait for each other's GIL time on every query:
 benchmarks/tools_concurrency.py); under load the queued queries go in together.
 
 A slot holder that finds other queries queued behind its own while every slot is busy waits up to
