@@ -25,6 +25,7 @@ from arag.index.layout import IndexLayout, sentence_id, write_json_atomic
 from arag.index.part_vectors import VectorsRecord
 from arag.index.vectors import read_shard
 from arag.index.parts import CHUNK_SCHEMA, ROW_GROUP_SIZE, SENTENCE_SCHEMA, ChunkingSettings, PartRecord
+from arag.index.tokens import count_tokens
 
 ROW_GROUP = ROW_GROUP_SIZE
 
@@ -206,7 +207,7 @@ def write_synthetic_index(
                     sents = [pool[j] for j in picks[i]]
                     sents.insert(int(picks[i][0]) % (sentences_per_chunk + 1), f"{title} is item {doc * 7 + pos} of the register.")
                     text = " ".join(sents)
-                    for k, v in zip(CHUNK_SCHEMA.names, (cid, did, title, pos, text, len(text) // 4)):
+                    for k, v in zip(CHUNK_SCHEMA.names, (cid, did, title, pos, text, count_tokens(text))):  # n_tokens as the chunker writes it (chunk_read reads it)
                         c[k].append(v)
                     for j, st in enumerate(sents):
                         s["sentence_id"].append(sentence_id(p, srow))

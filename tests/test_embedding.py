@@ -158,3 +158,36 @@ def test_torch_fallback_computes_in_the_asked_dtype(monkeypatch):
     assert next(e.model.parameters()).dtype == torch.bfloat16
     vectors = e.encode_documents(SENTENCES[:3])
     assert vectors.dtype == np.float32 and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-2)
+
+
+def test_openvino_queries_take_the_direct_path_with_encodes_vectors(openvino_embedder):
+    """arag.index.direct_encoding: tokenizer -> OpenVINO -> numpy pooling gives encode()'s vectors,
+    one query or several batches (batch_size 4 here) in input order."""
+    assert openvino_embedder._direct_queries is not None
+    by_encode = openvino_embedder._encode(SENTENCES, prompt=None, prompt_name=None)
+    np.testing.assert_allclose(openvino_embedder.encode_queries(SENTENCES), by_encode, rtol=0, atol=1e-5)
+    for i, s in enumerate(SENTENCES):
+        np.testing.assert_allclose(openvino_embedder.encode_queries([s])[0], by_encode[i], rtol=0, atol=1e-5)
+    assert openvino_embedder.encode_queries([]).shape == (0, DIMENSION)
+
+
+def test_direct_query_path_prepends_the_query_prompt(openvino_cache):
+    spec = EmbedderSpec(name=MINILM.name, package=MINILM.package, backend="openvino", query_prompt="query: ", batch_size=4)
+    e = SentenceEmbedder(spec)
+    assert e._direct_queries is not None
+    by_encode = e._encode(SENTENCES[:5], prompt="query: ", prompt_name=None)
+    np.testing.assert_allclose(e.encode_queries(SENTENCES[:5]), by_encode, rtol=0, atol=1e-5)
+    assert not np.allclose(e.encode_queries(SENTENCES[:1]), e.encode_documents(SENTENCES[:1]), atol=1e-3)
+
+
+def test_direct_query_path_is_refused_where_it_would_differ(openvino_embedder, torch_embedder):
+    from arag.index.direct_encoding import DirectQueryEncoder
+
+    def reference(texts):
+        return openvino_embedder._encode(texts, prompt=None, prompt_name=None)
+
+    direct, why = DirectQueryEncoder.build(openvino_embedder.model, None, 4, lambda texts: reference(texts) * 0.999)
+    assert direct is None and "differ from encode()" in why
+    direct, why = DirectQueryEncoder.build(torch_embedder.model, None, 4, reference)
+    assert direct is None and "OpenVINO" in why
+    assert torch_embedder._direct_queries is None

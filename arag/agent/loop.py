@@ -378,7 +378,7 @@ class Agent:
             record.text = f"Error: there is no tool named {str(action.name)[:100]!r}. The tools you can use are: {allowed}."
         else:
             try:
-                result = await asyncio.to_thread(self.method.call_tool, self.ctx, action.name, action.arguments, tracker)
+                result = await self.method.acall_tool(self.ctx, action.name, action.arguments, tracker)
                 record.text, record.error, record.retrieved_tokens = result.text, result.error, result.retrieved_tokens
                 record.chunk_ids = [h.chunk_id for h in result.results]
                 record.ref_ids = list(result.details.get("ref_ids", []))

@@ -6,6 +6,7 @@ registered under a name, with its prompts in `conf/method/<name>.yaml`; the loop
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +105,15 @@ class Method:
 
     def call_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
         return ctx.call(name, arguments, tracker=tracker, full_text=self.full_text)
+
+    async def acall_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
+        """`call_tool` for the agent loop: on the context's own bounded pool (`ToolContext.acall`)
+        where it has one, so a thousand episodes in flight are a queue, not a thousand threads;
+        else (a remote context, or a method with its own `call_tool`) on a thread of its own."""
+        acall = getattr(ctx, "acall", None)
+        if acall is not None and type(self).call_tool is Method.call_tool:
+            return await acall(name, arguments, tracker=tracker, full_text=self.full_text)
+        return await asyncio.to_thread(self.call_tool, ctx, name, arguments, tracker)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "class": type(self).__name__, "tools": list(self.tools), "full_text": self.full_text, "answer_style": self.answer_style}

@@ -1,119 +1,137 @@
 """Micro-batching of query encoding: concurrent callers share one call of the encoder.
 
 Encoding one short query costs nearly as much as encoding a few (the model's fixed cost per call
-dominates), so when many episodes search at once, queries that arrive while the encoder is busy,
-or within `window_s` of each other, are encoded as ONE batch.
+dominates), so when many episodes search at once, queries that arrive while the encoder is busy
+are encoded as ONE batch.
 
-A worker gathers a batch only while every other worker is busy: with a worker idle, the next
-query is better encoded by that worker, at the same time on another core, than appended to this
-batch (one stream encodes a batch of two in nearly twice the time of one). So a single caller,
-or two, pay one hand-off to the worker thread and no window; under load, when queries queue up,
-batches form.
+No encoder threads: the callers encode. There are `workers` encoder slots (one per core: a CPU
+encoder runs one batch per core, the embedder's OpenVINO streams being single-threaded). A caller
+that finds a slot free encodes its own query at once, on its own thread; a caller that finds every
+slot busy queues its query and waits. When a slot's caller has its answer, it hands the slot to
+the first caller still waiting, who encodes everything queued by then (up to `max_batch`) as one
+batch. So one or two callers encode side by side on both cores with no hand-off to another
+thread and no window (a hand-off to a worker thread, which needs the GIL to take the query and
+again to answer it, made two callers wait for each other's GIL time on every query:
+benchmarks/tools_concurrency.py); under load the queued queries go in together.
 
-`workers` batches are encoded at once (each by its own daemon thread, started on first use):
-with a CPU encoder that runs one batch per core (the embedder's OpenVINO streams are
-single-threaded), one worker would leave the other cores idle while two callers take turns;
-with one worker per core, two callers' queries are encoded side by side. Callers block on a
-future. An encoder error is raised in every caller of that batch.
+A slot holder that finds other queries queued behind its own while every slot is busy waits up to
+`window_s` for more to arrive before encoding (a larger batch for little delay, under load only).
+An encoder error is raised in every caller of that batch.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from concurrent.futures import Future
 from typing import Callable
 
 import numpy as np
 
 Encoder = Callable[[list[str]], np.ndarray]
 
+_QUEUED, _TAKEN = 0, 1
+
+
+class _Waiter:
+    """One caller's query, and how it ends: an answer (vector or error), or the hand-over of a slot."""
+
+    __slots__ = ("query", "state", "vector", "error", "promoted", "answered", "wake")
+
+    def __init__(self, query: str):
+        self.query = query
+        self.state = _QUEUED  # _TAKEN: in a batch being encoded (by any slot holder)
+        self.vector: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.promoted = False  # a slot was handed to this caller
+        self.answered = threading.Event()
+        self.wake = threading.Event()  # set on the answer or on promotion
+
+    def answer(self, vector: np.ndarray | None, error: BaseException | None) -> None:
+        self.vector, self.error = vector, error
+        self.state = _TAKEN
+        self.answered.set()
+        self.wake.set()
+
+    def result(self) -> np.ndarray:
+        if self.error is not None:
+            raise self.error
+        assert self.vector is not None
+        return self.vector
+
 
 class BatchingEncoder:
     def __init__(self, encode: Encoder, max_batch: int = 64, window_s: float = 0.001, workers: int = 1):
         self._encode = encode
-        self.max_batch = max_batch
+        self.max_batch = max(1, int(max_batch))
         self.window_s = window_s
         self.workers = max(1, int(workers))
-        self._queue: queue.SimpleQueue[tuple[str, Future] | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
-        self._start = threading.Lock()  # guards the one-time start of the workers and the counters
-        self._busy = 0  # workers encoding (or gathering) a batch now
+        self._lock = threading.Lock()  # guards the queue, the slots and the counters
+        self._queue: list[_Waiter] = []  # FIFO of queries not yet in a batch
+        self._free = self.workers  # encoder slots nobody holds
         self.batches = 0  # encoder calls made (for tests and benchmarks)
         self.queries = 0
 
     def encode(self, query: str) -> np.ndarray:
         """The encoder's row for `query`, shape (d,)."""
-        if not self._threads:
-            with self._start:
-                if not self._threads:
-                    threads = [threading.Thread(target=self._run, name=f"query-encoder-{i}", daemon=True) for i in range(self.workers)]
-                    for t in threads:
-                        t.start()
-                    self._threads = threads
-        done: Future = Future()
-        self._queue.put((query, done))
-        return done.result()
+        me = _Waiter(query)
+        with self._lock:
+            self._queue.append(me)
+            holds_slot = self._free > 0
+            if holds_slot:
+                self._free -= 1
+        if not holds_slot:
+            me.wake.wait()  # answered, or handed a slot
+            holds_slot = me.promoted
+        if holds_slot:
+            try:
+                while self._encode_next(me):
+                    pass
+            finally:
+                self._hand_on_slot()
+            me.answered.wait()  # taken into another holder's batch: wait for its answer
+        return me.result()
 
     def close(self) -> None:
-        threads, self._threads = self._threads, []
-        for _ in threads:
-            self._queue.put(None)  # one stop marker per worker
-        for t in threads:
-            t.join(timeout=5)
+        """Nothing to stop: the callers encode (kept for the context's close)."""
 
-    def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            with self._start:
-                self._busy += 1
-                others_busy = self._busy == self.workers
-            try:
-                batch = self._gather(first) if others_busy else [first]
-                if batch[-1] is None:  # this worker's stop marker: stop after this batch
-                    batch.pop()
-                    self._answer(batch)
+    def _encode_next(self, me: _Waiter) -> bool:
+        """Encode the next batch from the queue while `me` is still queued; False once it is not."""
+        with self._lock:
+            if me.state != _QUEUED:
+                return False
+            gather = self.window_s > 0 and self._free == 0 and 1 < len(self._queue) < self.max_batch
+        if gather:  # under load: let more queries join this batch
+            time.sleep(self.window_s)
+        with self._lock:
+            if me.state != _QUEUED:  # another holder took it meanwhile
+                return False
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            for w in batch:
+                w.state = _TAKEN
+        self._answer(batch)
+        return True
+
+    def _hand_on_slot(self) -> None:
+        """Give this slot to the first queued caller not yet handed one; else free it."""
+        with self._lock:
+            for w in self._queue:
+                if not w.promoted:
+                    w.promoted = True
+                    w.wake.set()
                     return
-                self._answer(batch)
-            finally:
-                with self._start:
-                    self._busy -= 1
+            self._free += 1
 
-    def _gather(self, first: tuple[str, Future]) -> list:
-        """`first` and what else is waiting or arrives within the window (up to max_batch); ends
-        with None when a stop marker was met."""
-        batch: list = [first]
-        deadline = time.perf_counter() + self.window_s
-        while len(batch) < self.max_batch:
-            try:  # take everything already waiting, then wait out the window for more
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    break
-                try:
-                    item = self._queue.get(timeout=left)
-                except queue.Empty:
-                    break
-            batch.append(item)
-            if item is None:
-                break
-        return batch
-
-    def _answer(self, batch: list[tuple[str, Future]]) -> None:
+    def _answer(self, batch: list[_Waiter]) -> None:
         try:
-            vectors = np.asarray(self._encode([q for q, _ in batch]), dtype=np.float32)
+            vectors = np.asarray(self._encode([w.query for w in batch]), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(batch):
                 raise ValueError(f"query encoder returned shape {vectors.shape} for {len(batch)} queries")
         except BaseException as exc:  # every waiting caller gets the error
-            for _, f in batch:
-                f.set_exception(exc)
+            for w in batch:
+                w.answer(None, exc)
             return
-        with self._start:
+        with self._lock:
             self.batches += 1
             self.queries += len(batch)
-        for i, (_, f) in enumerate(batch):
-            f.set_result(vectors[i])
+        for i, w in enumerate(batch):
+            w.answer(vectors[i], None)

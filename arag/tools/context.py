@@ -4,15 +4,15 @@ Open it once per process (per evaluation worker or tool server) and call tools t
 any number of threads: no lock serialises the calls. The caches are memory-mapped and read with
 per-thread readers, FAISS and numpy release the GIL, DuckDB (only for ad-hoc `sql`) runs on a
 cursor per thread, and concurrent query encodings are micro-batched (arag.tools.batching), one
-batch per core at a time.
+batch per core at a time, each encoded on a caller's own thread.
 
 Admission: at most `max_active` calls (default: twice the cores) run their CPU work at once;
 the other callers wait their turn on a semaphore, holding no GIL. Without it, 256 runnable
 callers took 3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py); the likely reason is
-that the encoder threads, which release the GIL inside OpenVINO and need it back for tokenising
+that the encoding threads, which release the GIL inside OpenVINO and need it back for tokenising
 and pooling, then wait behind hundreds of GIL-hungry threads after every release. A call
-waiting for its query encoding gives its slot back, so every waiting query can still join one
-batch. asyncio callers use `acall`: the call runs on this context's pool of 2·max_active
+encoding or waiting for its query encoding gives its slot back (encodings have their own bound,
+one per core), so every waiting query can still join one batch. asyncio callers use `acall`: the call runs on this context's pool of 2·max_active
 threads, so a thousand awaiting episodes queue in the pool rather than as a thousand threads.
 """
 
@@ -55,7 +55,8 @@ class ToolContext:
         False scores every chunk.
     nprobe, rerank: query-time knobs of vector search on an ANN index: lists probed, and exact
         re-rank candidates per result (see arag.tools.vector_search; defaults from the benchmark).
-    batch_window_s: how long the query encoder waits for more concurrent queries to batch.
+    batch_window_s: under load (every encoder slot busy, queries queued), how long the next batch
+        waits for more concurrent queries to join it.
     max_active: calls that run at once (default: twice the cores); more callers queue.
     """
 
@@ -154,7 +155,7 @@ class ToolContext:
 
     def encode_query(self, query: str) -> np.ndarray:
         """(1, d) unit vector of `query`; concurrent calls are encoded together."""
-        if getattr(self._admitted, "held", False):  # wait for the encoder without holding a slot
+        if getattr(self._admitted, "held", False):  # encode, or wait for a batch, without holding a slot
             self._active.release()
             try:
                 vec = self._batcher.encode(query)
@@ -167,12 +168,14 @@ class ToolContext:
         return np.ascontiguousarray(vec[None, :], dtype=np.float32)
 
     def _encode_batch(self, queries: list[str]) -> np.ndarray:
-        # Runs on the batching worker thread only: the model is loaded once, there.
+        # Runs on the callers' threads (arag.tools.batching): the model is loaded once, under the lock.
         if self._encoder is None:
-            from arag.index.embedding import SentenceEmbedder
+            with self._lock:
+                if self._encoder is None:
+                    from arag.index.embedding import SentenceEmbedder
 
-            log.info("loading the query encoder %s", self.index.embedder_spec.name)
-            self._encoder = SentenceEmbedder(self.index.embedder_spec).encode_queries
+                    log.info("loading the query encoder %s", self.index.embedder_spec.name)
+                    self._encoder = SentenceEmbedder(self.index.embedder_spec).encode_queries
         return self._encoder(queries)
 
     def search_sentences(self, qvec: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

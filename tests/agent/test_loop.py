@@ -284,3 +284,36 @@ def test_guard_rail_tool_steps_drops_the_answer_branch(agent_ctx):
     assert all("tool" in b["properties"] for b in first) and any("answer" in b["properties"] for b in second)
     with pytest.raises(ValueError, match="json protocol"):
         agent([], ctx=agent_ctx, protocol="native", guard_rails=GuardRails(tool_steps=1))
+
+
+def test_tool_calls_run_on_the_contexts_pool(agent_ctx):
+    """The loop calls tools through ToolContext.acall (its bounded pool), not a thread each; a
+    method with its own call_tool still gets it called."""
+    import threading
+
+    threads: list[str] = []
+    real = agent_ctx.call
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    agent_ctx.call = spy
+    try:
+        a, _ = agent([{"tool": "keyword_search", "arguments": ARGS["keyword_search"]}, {"answer": "x"}], ctx=agent_ctx)
+        ep = a.run("q?")
+        assert ep.status == ANSWERED and ep.tool_calls[0].error is None and "Lothair II" in ep.tool_calls[0].text
+        assert threads and all(t.startswith("arag-tools") for t in threads)
+
+        class OwnCall(type(load_method("arag_full"))):
+            def call_tool(self, ctx, name, arguments, tracker):
+                return ctx.call(name, {"keywords": ["Ermengarde"]}, tracker=tracker)
+
+        method = load_method("arag_full")
+        method.__class__ = OwnCall
+        threads.clear()
+        backend = ScriptedBackend([{"tool": "keyword_search", "arguments": ARGS["keyword_search"]}, {"answer": "x"}])
+        ep = Agent(backend, method, agent_ctx, protocol="json", config=AgentConfig(max_steps=6, **FAST)).run("q?")
+        assert "Ermengarde" in ep.tool_calls[0].text and threads and not threads[0].startswith("arag-tools")
+    finally:
+        del agent_ctx.call

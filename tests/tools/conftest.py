@@ -23,6 +23,7 @@ import pytest
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout, sentence_id
 from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA, SOURCE_COLUMNS
+from arag.index.tokens import count_tokens
 from benchmarks.synthetic_index import commit_parts, part_record, write_rejects
 
 DIM = 32
@@ -90,7 +91,7 @@ def make_index(
             for pos, sentences in enumerate(d.chunks):
                 cid = f"{d.doc_id}#{pos}"
                 text = sep.join(sentences)
-                for k, v in zip(CHUNK_SCHEMA.names, (cid, d.doc_id, d.title, pos, text, len(text.split()))):
+                for k, v in zip(CHUNK_SCHEMA.names, (cid, d.doc_id, d.title, pos, text, count_tokens(text))):  # n_tokens as the chunker writes it
                     crow[k].append(v)
                 for s in sentences:
                     sid = sentence_id(p, len(srow["sentence_id"]))

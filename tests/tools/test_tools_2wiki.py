@@ -113,6 +113,26 @@ def test_semantic_and_naive_equal_brute_force(wiki):
             same_up_to_ties([(h.chunk_id, h.score) for h in res.results], [(names[c], s) for c, s in expected_naive])
 
 
+def test_direct_query_encoding_gives_the_answers_of_encode(wiki, tmp_path):
+    """The index's own (openvino) embedder encodes queries on the direct path
+    (arag.index.direct_encoding); semantic_search answers the same as through encode()."""
+    ctx, _, embedder, _, cache = wiki
+    if embedder.backend != "openvino":
+        pytest.skip("the direct query path runs on the openvino backend")
+    assert embedder._direct_queries is not None
+    spec = embedder.spec
+
+    def through_encode(texts: list[str]) -> np.ndarray:
+        return embedder._encode(texts, prompt=spec.query_prompt, prompt_name=spec.query_prompt_name)
+
+    asked = [q["question"] for q in questions(60)]
+    np.testing.assert_allclose(embedder.encode_queries(asked), through_encode(asked), rtol=0, atol=1e-5)
+    with ToolContext(ctx.index, encoder=through_encode, cache_dir=cache) as reference_ctx:
+        for q in asked:
+            args = {"query": q, "top_k": 10}
+            assert ctx.call("semantic_search", args).text == reference_ctx.call("semantic_search", args).text
+
+
 def test_supporting_titles_are_found(wiki):
     """A sanity check of usefulness, not of equality: entities lead keyword search to their passages."""
     ctx, *_ = wiki

@@ -91,3 +91,22 @@ def test_unknown_tool(edge_ctx):
     res = edge_ctx.call("web_search", {"q": 1})
     assert res.error and "unknown tool" in res.error
     assert edge_ctx.call(None, {}).error  # type: ignore[arg-type]
+
+
+def test_retrieved_tokens_come_from_the_stored_counts(edge_ctx, edge_index, monkeypatch):
+    """The chunker stores count_tokens(text) as n_tokens; chunk_read sums those instead of
+    tokenizing each chunk again, and counts only where the manifest names another tokenizer."""
+    from arag.tools import chunk_read
+
+    def no_tokenizing(pieces):
+        raise AssertionError("chunk_read tokenized a chunk whose count is stored")
+
+    monkeypatch.setattr(chunk_read, "content_tokens", no_tokenizing)
+    res = edge_ctx.call("chunk_read", {"chunk_ids": ["0#0", "1#1"]})
+    assert res.error is None
+    assert res.retrieved_tokens == count_tokens(text_of(edge_index, "0#0")) + count_tokens(text_of(edge_index, "1#1"))
+    monkeypatch.undo()
+    monkeypatch.setitem(edge_ctx.store.index.manifest["chunking"], "tokenizer", "another-tokenizer")
+    counted: list[str] = []
+    monkeypatch.setattr(chunk_read, "content_tokens", lambda pieces: counted.extend(pieces) or 7)
+    assert edge_ctx.call("chunk_read", {"chunk_ids": ["1#1"]}).retrieved_tokens == 7 and counted == [text_of(edge_index, "1#1")]

@@ -105,6 +105,34 @@ def test_a_single_caller_is_not_delayed_and_errors_reach_every_caller():
     bad.close()
 
 
+def test_many_callers_get_their_own_rows_with_at_most_one_batch_per_slot():
+    active, most = [0], [0]
+    lock = threading.Lock()
+
+    def counting_encode(texts: list[str]) -> np.ndarray:
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.002)
+        with lock:
+            active[0] -= 1
+        if "fail" in texts:
+            raise RuntimeError("bad batch")
+        return fake_encode(texts)
+
+    enc = BatchingEncoder(counting_encode, max_batch=5, window_s=0.001, workers=2)
+    queries = [f"q{i % 37}" for i in range(400)]
+    with ThreadPoolExecutor(max_workers=64) as pool:
+        got = list(pool.map(enc.encode, queries))
+        failed = pool.submit(enc.encode, "fail")
+        with pytest.raises(RuntimeError, match="bad batch"):
+            failed.result()
+    assert np.array_equal(np.stack(got), fake_encode(queries))
+    assert most[0] <= 2  # never more batches at once than slots
+    assert enc.queries >= 400 and enc.batches < 400  # queued queries were batched (max 5 each)
+    assert enc._free == 2 and not enc._queue  # every slot handed back, an error included
+
+
 def test_sql_runs_on_a_cursor_per_thread(ctx):
     def titles(ids):
         return sorted(ctx.sql("SELECT chunk_id, title FROM chunks WHERE chunk_id IN (SELECT unnest($1::VARCHAR[]))", [ids]))
@@ -114,32 +142,33 @@ def test_sql_runs_on_a_cursor_per_thread(ctx):
     assert got == [[("0#0", "Teutberga"), ("5#1", "Tie")]] * 16
 
 
-def test_with_a_worker_idle_two_queries_are_encoded_side_by_side_not_batched():
+def test_with_a_slot_free_two_queries_are_encoded_side_by_side_on_the_callers_threads():
     started: list[int] = []
+    encoding_threads: set[str] = set()
     gate = threading.Event()
 
     def slow_encode(texts: list[str]) -> np.ndarray:
         started.append(len(texts))
+        encoding_threads.add(threading.current_thread().name)
         gate.wait(5)
         return fake_encode(texts)
 
     enc = BatchingEncoder(slow_encode, window_s=0.05, workers=2)
-    with ThreadPoolExecutor(max_workers=12) as pool:
+    with ThreadPoolExecutor(max_workers=12, thread_name_prefix="caller") as pool:
         first = [pool.submit(enc.encode, q) for q in ("one", "two")]
         deadline = time.perf_counter() + 5
         while len(started) < 2 and time.perf_counter() < deadline:
             time.sleep(0.001)
-        assert started == [1, 1]  # both workers encode at once, each its own query
+        assert started == [1, 1]  # both slots encode at once, each its own query
         rest = [pool.submit(enc.encode, f"query {i}") for i in range(8)]
         time.sleep(0.05)
         gate.set()
         got = [f.result() for f in first + rest]
-    # With both workers busy, the 8 queued queries went into fewer calls than queries.
+    # With both slots busy, the 8 queued queries went into fewer calls than queries.
     assert sum(started) == 10 and len(started) < 10
     assert np.array_equal(np.stack(got), fake_encode(["one", "two"] + [f"query {i}" for i in range(8)]))
-    workers = list(enc._threads)
-    enc.close()  # every worker stops at its marker
-    assert len(workers) == 2 and not any(t.is_alive() for t in workers)
+    assert encoding_threads and all(name.startswith("caller") for name in encoding_threads)  # no thread of its own
+    assert enc._free == 2 and not enc._queue  # every slot handed back
 
 
 def test_acall_runs_on_a_bounded_pool_with_the_answers_of_call(edge_index):
