@@ -294,6 +294,7 @@ class PartCache:
         self.unit_rows = int(self.meta["unit_rows"])
         mapped = pa.memory_map(str(self.dir / "chunks.arrow"))
         self.table = pa.ipc.open_file(mapped).read_all()  # zero-copy
+        self._batches = self.table.to_batches()
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
         # Where each batch's text offsets and bytes lie in the file, for reads with os.pread.
         mapped.seek(0)
@@ -332,23 +333,26 @@ class PartCache:
             b = int(which[lo])
             yield b, np.arange(lo, hi), rows[lo:hi] - self.bounds[b]
 
-    def take(self, column: str, rows: np.ndarray | list[int]) -> pa.Array:
-        """Values of `column` at local `rows` (in that order), copying only those rows (Arrow's
-        ChunkedArray.take would concatenate the whole column first)."""
+    def take_table(self, columns: list[str], rows: np.ndarray | list[int]) -> pa.Table:
+        """`columns` of the chunks at local `rows` (in that order), copying only those rows: one
+        Arrow take per record batch touched for all the columns together (Table.take would
+        concatenate whole columns first; a take per column costs a Python round trip each)."""
         rows = np.asarray(rows, dtype=np.int64)
-        col = self.table.column(column)
         if len(rows) == 0:
-            return pa.array([], type=col.type)
+            return self.table.select(columns).slice(0, 0)
         order = np.argsort(rows, kind="stable")
-        pieces = [col.chunk(b).take(pa.array(local)) for b, _, local in self._pieces(rows[order])]
-        values = pa.concat_arrays(pieces)
+        pieces = [self._batches[b].select(columns).take(pa.array(local)) for b, _, local in self._pieces(rows[order])]
         inverse = np.empty_like(order)
         inverse[order] = np.arange(len(order))
-        return values.take(pa.array(inverse))
+        return pa.Table.from_batches(pieces).take(pa.array(inverse))
+
+    def take(self, column: str, rows: np.ndarray | list[int]) -> pa.Array:
+        """Values of `column` at local `rows` (in that order)."""
+        return self.take_table([column], rows).column(0).combine_chunks()
 
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
         """Columns of the chunks at local `rows` (in that order) as Python lists."""
-        return {c: self.take(c, rows).to_pylist() for c in columns}
+        return self.take_table(columns, rows).to_pydict()
 
     def _read_texts(self, rows: np.ndarray) -> tuple[pa.Array, np.ndarray]:
         """The texts of ascending local `rows` read with os.pread into a new buffer: (texts of the
