@@ -71,13 +71,16 @@ def test_kill_9_mid_graph_build_then_rerun_keeps_committed_parts(tmp_path, ray_l
     with log_path.open("w") as log:
         proc = subprocess.Popen(command, env={**os.environ, "ARAG_FAULT_HANG_AFTER_GRAPH_PARTS": "2", "PYTHONPATH": str(REPO)}, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 300
+        held = False
         try:
-            while time.time() < deadline and "holding the build here" not in log_path.read_text():
+            while time.time() < deadline and not held:
+                held = "holding the graph build here" in log_path.read_text()  # the fault point's own words
                 assert proc.poll() is None, log_path.read_text()[-3000:]
                 time.sleep(0.2)
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    assert held, "the graph build never reached its fault point:\n" + log_path.read_text()[-3000:]
     layout = GraphLayout(root)
     committed = {p.name: p.read_text() for p in (layout.root / "parts").glob("*.json")}
     assert 2 <= len(committed) < 6 and not layout.manifest.exists()
