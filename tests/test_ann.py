@@ -148,6 +148,19 @@ def test_default_knobs_reach_recall_099_with_exact_scores(ann_index):
     assert narrow_hits < hits
 
 
+def test_reranked_scores_are_the_exact_searchs_scores_bit_for_bit(ann_index):
+    """Re-ranking uses the exact scan's kernel (arag.index.vectors.inner_products, FAISS on the
+    calling thread), so a sentence scores the same under ANN and exact search."""
+    from arag.index.vectors import inner_products
+
+    layout, parts = ann_index
+    search = VectorSearch(open_index(layout.root))
+    for q in clustered(20, seed=11):
+        scores, ids = search.search(q[None, :], 10)
+        stored = np.stack([parts[i >> PART_SHIFT][i & 0xFFFFFFFF] for i in ids.tolist()]).astype(np.float32)
+        np.testing.assert_array_equal(scores, inner_products(stored, q.astype(np.float32)))
+
+
 def test_ties_are_ordered_by_smaller_sentence_id(tmp_path):
     base = clustered(3000, seed=5)
     parts = [base, base.copy(), base[:2000].copy()]  # every vector stored two or three times

@@ -25,6 +25,7 @@ import numpy as np
 
 from arag.index import ann
 from arag.index.store import Index
+from arag.index.vectors import inner_products
 
 # Exact shards above this size are memory-mapped rather than read into RAM.
 MMAP_SHARD_BYTES = 1 << 30
@@ -164,23 +165,6 @@ def _exact_view(shard: Any) -> tuple[np.ndarray, np.ndarray] | None:
         vectors = faiss.rev_swig_ptr(inner.get_xb(), shard.ntotal * inner.d).reshape(shard.ntotal, inner.d)
         return vectors, faiss.vector_to_array(shard.id_map)
     return None
-
-
-def inner_products(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """`vectors @ query` on the calling thread only, with the GIL released (FAISS's SIMD kernel).
-
-    Not numpy's BLAS: its sgemv splits one product across every core and spins its threads
-    between calls, so concurrent searches fight over the cores (on 2 busy cores one product took
-    ~49 ms against ~7 ms single-threaded); one search per thread, side by side, uses them better."""
-    import faiss
-
-    query = np.ascontiguousarray(query, dtype=np.float32)
-    if not vectors.flags.c_contiguous or vectors.dtype != np.float32 or vectors.shape[1:] != query.shape:
-        raise ValueError(f"inner_products: vectors {vectors.dtype}{vectors.shape} and query {query.dtype}{query.shape} do not fit")
-    out = np.empty(len(vectors), dtype=np.float32)
-    if len(vectors):
-        faiss.fvec_inner_products_ny(faiss.swig_ptr(out), faiss.swig_ptr(query), faiss.swig_ptr(vectors), vectors.shape[1], len(vectors))
-    return out
 
 
 def _top_inner_products(vectors: np.ndarray, ids: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
