@@ -60,6 +60,23 @@ def _worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def oversubscribed_cores(extractor_cfg: Mapping[str, Any], task_cpus: float, cores: int | None = None) -> str | None:
+    """A warning when each extraction task runs an in-process model on more threads than the CPUs
+    it reserves: tasks side by side then share cores, and llama.cpp's spinning threads slow every
+    one of them down many times over. None when the threads fit."""
+    model = extractor_cfg.get("model") or {}
+    if extractor_cfg.get("kind") != "llm" or model.get("backend") != "llamacpp":
+        return None
+    threads = int(model.get("n_threads") or cores or os.cpu_count() or 1)
+    if threads <= task_cpus:
+        return None
+    return (
+        f"graph.extractor.model runs llama.cpp on {threads} threads per task but runtime.graph.num_cpus={task_cpus:g} "
+        f"reserves fewer CPUs: tasks side by side will oversubscribe the cores; set runtime.graph.num_cpus={threads} "
+        f"(or graph.extractor.model.n_threads={max(1, int(task_cpus))})"
+    )
+
+
 def _extract_task(part: Any, *, index_root: str, extractor_cfg: Mapping[str, Any]) -> dict:
     import ray
 
@@ -95,6 +112,8 @@ def build_graph(
         return GraphResult(action, read_json(layout.manifest), time.perf_counter() - started)
     plan = plan_graph_parts(index, settings.chunks_per_part, settings.limit_chunks)
     log.info("ray: %s", ray_init())
+    if warning := oversubscribed_cores(settings.extractor, runtime.num_cpus):
+        log.warning(warning)
     done = {p.part: GraphPartRecord(**read_json(layout.part_file("parts", p.part))) for p in plan if layout.part_file("parts", p.part).exists()}
     records = run_parts(
         plan,

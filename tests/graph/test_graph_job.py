@@ -106,3 +106,15 @@ def test_graph_builds_on_a_two_node_cluster(tmp_path, two_node_cluster, monkeypa
         ray.shutdown()
     nodes = {w.split("/")[0] for w in result.manifest["workers"]}
     assert result.manifest["num_parts"] == 6 and len(nodes) == 2, result.manifest["workers"]  # work on both nodes
+
+
+def test_llm_extraction_tasks_that_would_oversubscribe_the_cores_are_warned_about():
+    from arag.runtime.graph_job import oversubscribed_cores
+
+    llm = {"kind": "llm", "model": {"backend": "llamacpp", "n_threads": None}}
+    warning = oversubscribed_cores(llm, task_cpus=1, cores=2)
+    assert "runtime.graph.num_cpus=2" in warning and "n_threads=1" in warning
+    assert oversubscribed_cores(llm, task_cpus=2, cores=2) is None  # one task per machine: fits
+    assert oversubscribed_cores({**llm, "model": {"backend": "llamacpp", "n_threads": 1}}, task_cpus=1, cores=8) is None
+    assert oversubscribed_cores({**llm, "model": {"backend": "openai"}}, task_cpus=1, cores=8) is None  # the model runs elsewhere
+    assert oversubscribed_cores({"kind": "rule"}, task_cpus=1, cores=8) is None
