@@ -67,7 +67,7 @@ def keyword_scores(ctx: ToolHost, keywords: list[str], top_k: int) -> list[tuple
 
 def matching_sentences(sentences: list[str], lowered_keywords: list[str]) -> list[str]:
     """Sentences containing a keyword; if a match only spans a sentence break, the adjacent pair."""
-    hits = [s for s in sentences if any(k in s.lower() for k in lowered_keywords)]
+    hits = [s for s, low in zip(sentences, map(str.lower, sentences)) if any(k in low for k in lowered_keywords)]  # each lowered once
     if hits or not sentences:
         return hits
     for a, b in zip(sentences, sentences[1:]):
