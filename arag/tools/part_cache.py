@@ -295,6 +295,7 @@ class PartCache:
         mapped = pa.memory_map(str(self.dir / "chunks.arrow"))
         self.table = pa.ipc.open_file(mapped).read_all()  # zero-copy
         self._batches = self.table.to_batches()
+        self._views = self._column_views()
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
         # Where each batch's text offsets and bytes lie in the file, for reads with os.pread.
         mapped.seek(0)
@@ -351,8 +352,52 @@ class PartCache:
         return self.take_table([column], rows).column(0).combine_chunks()
 
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
-        """Columns of the chunks at local `rows` (in that order) as Python lists."""
-        return self.take_table(columns, rows).to_pydict()
+        """Columns of the chunks at local `rows` (in that order) as Python lists.
+
+        Read straight from zero-copy views of the mapped file, without Arrow calls: every Arrow
+        kernel call releases and retakes the GIL, and with two threads each of those few-microsecond
+        releases hands the GIL over (two context switches), which made a chunk_read on two threads
+        slower than on one (benchmarks/tools_concurrency.py). The values equal `take_table`'s."""
+        at = np.asarray(rows, dtype=np.int64)
+        if len(at) and (int(at.min()) < 0 or int(at.max()) >= self.num_chunks):
+            raise IndexError(f"rows out of range for a part of {self.num_chunks} chunks: {rows}")
+        batch = np.searchsorted(self.bounds, at, side="right") - 1
+        where = list(zip(batch.tolist(), (at - self.bounds[batch]).tolist()))
+        return {c: self._column_values(c, where) for c in columns}
+
+    def _column_values(self, column: str, where: list[tuple[int, int]]) -> list:
+        views = self._views[column]
+        out: list = []
+        for b, r in where:
+            kind, values, data, valid, offset = views[b]
+            if valid is not None and not (valid[(offset + r) >> 3] >> ((offset + r) & 7)) & 1:
+                out.append(None)
+            elif kind == "str":
+                out.append(str(data[values[r] : values[r + 1]], "utf-8"))
+            else:
+                out.append(values[r].item())
+        return out
+
+    def _column_views(self) -> dict[str, list[tuple]]:
+        """Per column, per record batch: (kind, offsets or values, string bytes, validity bitmap,
+        array offset) as numpy views / memoryviews of the mapped buffers (nothing is copied)."""
+        views: dict[str, list[tuple]] = {}
+        for name in self.table.column_names:
+            per_batch = []
+            for c in self.table.column(name).chunks:
+                validity, offsets_or_values, *rest = c.buffers()
+                valid = np.frombuffer(validity, dtype=np.uint8) if validity is not None and c.null_count else None
+                if pa.types.is_string(c.type):
+                    offsets = np.frombuffer(offsets_or_values, dtype=np.int32)[c.offset : c.offset + len(c) + 1]
+                    data = memoryview(rest[0]) if rest[0] is not None else memoryview(b"")
+                    per_batch.append(("str", offsets, data, valid, c.offset))
+                elif pa.types.is_integer(c.type):
+                    values = np.frombuffer(offsets_or_values, dtype=c.type.to_pandas_dtype())[c.offset : c.offset + len(c)]
+                    per_batch.append(("int", values, None, valid, c.offset))
+                else:
+                    raise CacheBuildError(f"{self.dir / 'chunks.arrow'}: column {name!r} has type {c.type}, which the cache does not read")
+            views[name] = per_batch
+        return views
 
     def _read_texts(self, rows: np.ndarray) -> tuple[pa.Array, np.ndarray]:
         """The texts of ascending local `rows` read with os.pread into a new buffer: (texts of the

@@ -144,6 +144,34 @@ def test_chunk_without_sentences_and_empty_part(tmp_path):
         assert {h.chunk_id for h in res.results} == {"a#0", "a#2", "b#0"}
 
 
+def test_rows_read_without_arrow_equal_arrow_take(tmp_path, monkeypatch):
+    """`PartCache.rows` reads values from views of the mapped file (no Arrow call per read): the
+    same values as Arrow's take, across record batches, in any order, with repeats, multi-byte
+    text and a null title; rows outside the part are an error, not a wrapped-around read."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(part_cache, "READ_BATCH", 2)
+    built = make_index(tmp_path / "index", EDGE_DOCS)
+    chunks = sorted((built.path / "chunks").glob("*.parquet"))[0]
+    table = pq.read_table(chunks)
+    titles = table.column("title").to_pylist()
+    titles[1] = None
+    pq.write_table(table.set_column(2, "title", [titles]), chunks)
+    columns = ["chunk_id", "doc_id", "title", "position", "text", "n_tokens"]
+    with ToolContext(built.path, encoder=fake_encode) as ctx:
+        part = ctx.store.parts[0]
+        assert part.table.column("text").num_chunks > 2 and part.rows([1], ["title"]) == {"title": [None]}
+        rng = np.random.default_rng(0)
+        for n in (0, 1, 3, 20):
+            rows = rng.integers(0, part.num_chunks, n).tolist()
+            assert part.rows(rows, columns) == part.take_table(columns, rows).to_pydict(), rows
+        assert any(ord(ch) > 127 for t in part.rows(list(range(part.num_chunks)), ["text"])["text"] for ch in t)
+        for bad in ([-1], [part.num_chunks]):
+            with pytest.raises(IndexError, match="out of range"):
+                part.rows(bad, ["text"])
+
+
 def test_registry_and_schemas():
     assert set(TOOL_SETS["arag_full"]) == {"keyword_search", "semantic_search", "chunk_read"}
     assert set(TOOL_SETS["arag_naive"]) == {"naive_embedding_search", "chunk_read"}
