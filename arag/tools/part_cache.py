@@ -295,6 +295,7 @@ class PartCache:
         mapped = pa.memory_map(str(self.dir / "chunks.arrow"))
         self.table = pa.ipc.open_file(mapped).read_all()  # zero-copy
         self._batches = self.table.to_batches()
+        self._texts = self.table.column("text").chunks
         self._views = self._column_views()
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
         # Where each batch's text offsets and bytes lie in the file, for reads with os.pread.
@@ -430,7 +431,7 @@ class PartCache:
             if self.text_reads == "pread":
                 texts, wanted = self._read_texts(block)
             else:  # read in place from the memory map
-                texts, wanted = self.take("text", block), np.arange(len(block))
+                texts, wanted = self._gather_texts(block), np.arange(len(block))
             lowered = pc.utf8_lower(texts)
             for pattern, n in patterns:
                 # RE2 on an escaped literal: non-overlapping left-to-right matches like str.count,
@@ -443,6 +444,12 @@ class PartCache:
                 t = texts[int(wanted[j])].as_py().lower()
                 scores[lo + j] = sum(t.count(k) * n for k, n in terms)
         return scores
+
+    def _gather_texts(self, rows: np.ndarray) -> pa.Array:
+        """The texts of ascending local `rows`, copied out of the mapped file: one Arrow take per
+        record batch touched, then one concatenation (no reordering take, no table)."""
+        pieces = [self._texts[b].take(pa.array(local)) for b, _, local in self._pieces(rows)]
+        return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
     def candidate_rows(self, keywords: list[str]) -> np.ndarray:
         """Ascending local rows that may contain any of the (lowered) keywords: those holding all
