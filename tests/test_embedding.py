@@ -171,6 +171,19 @@ def test_openvino_queries_take_the_direct_path_with_encodes_vectors(openvino_emb
     assert openvino_embedder.encode_queries([]).shape == (0, DIMENSION)
 
 
+@pytest.mark.parametrize("kind", ["openvino", "torch"])
+def test_a_query_vector_does_not_depend_on_its_batch(kind, openvino_embedder, torch_embedder):
+    """Concurrent semantic searches are micro-batched: a query's vector must be bit for bit the
+    one it gets alone, or answers under load would differ from the same calls made one at a
+    time (padding to a longer batch-mate changed the last bits of 16 of 64 2Wiki questions)."""
+    embedder = openvino_embedder if kind == "openvino" else torch_embedder
+    texts = SENTENCES + [SENTENCES[0], "a", "A much longer query about the population of the largest city in the region."]
+    alone = np.stack([embedder.encode_queries([t])[0] for t in texts])
+    assert len({len(t.split()) for t in texts}) > 3  # lengths differ: the batch needs padding
+    np.testing.assert_array_equal(embedder.encode_queries(texts), alone)
+    np.testing.assert_array_equal(embedder.encode_queries(texts[::-1]), alone[::-1])
+
+
 def test_direct_query_path_prepends_the_query_prompt(openvino_cache):
     spec = EmbedderSpec(name=MINILM.name, package=MINILM.package, backend="openvino", query_prompt="query: ", batch_size=4)
     e = SentenceEmbedder(spec)

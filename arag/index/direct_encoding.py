@@ -108,7 +108,22 @@ class DirectQueryEncoder:
         }
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        """Queries of equal token length run together, each length on its own: a padded row's
+        vector differs from the same text encoded alone in its last bits (measured up to 1.6e-7),
+        which can flip a near-tie or a printed score. Without padding, the batch size changes
+        nothing, so a query's vector never depends on which queries shared its batch, and tool
+        answers under concurrent micro-batching equal those of calls made one at a time."""
         features = self._features(texts)
+        lengths = features["attention_mask"].sum(axis=1)
+        if lengths.min() == lengths.max():
+            return self._encode_features(features)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for length in np.unique(lengths).tolist():
+            rows = np.flatnonzero(lengths == length)
+            out[rows] = self._encode_features(self._features([texts[i] for i in rows.tolist()]))
+        return out
+
+    def _encode_features(self, features: dict[str, np.ndarray]) -> np.ndarray:
         mask = features["attention_mask"]
         pooled = self._run([features[n] for n in self._input_names], lambda hidden: self._pool(hidden, mask))
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)  # torch's F.normalize eps

@@ -174,9 +174,16 @@ class SentenceEmbedder:
         return self._encode(texts, prompt=None, prompt_name=None)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Each query's vector is the one it gets when encoded alone, whatever else is in `texts`
+        (the tools micro-batch concurrent queries, and answers must not depend on the batch)."""
         if self._direct_queries is not None:
-            return self._direct_queries.encode(texts)
-        return self._encode(texts, prompt=self.spec.query_prompt, prompt_name=self.spec.query_prompt_name)
+            return self._direct_queries.encode(texts)  # batches equal-length queries only
+        # encode() pads a batch to its longest text, which changes the other vectors' last bits
+        # (and a GPU may pick kernels by batch size): one query at a time on this path.
+        options = dict(prompt=self.spec.query_prompt, prompt_name=self.spec.query_prompt_name)
+        if len(texts) <= 1:
+            return self._encode(texts, **options)
+        return np.concatenate([self._encode([t], **options) for t in texts])
 
     def _use_direct_queries(self) -> None:
         """Encode queries on the direct path (arag.index.direct_encoding: same vectors, a fraction
