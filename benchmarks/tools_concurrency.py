@@ -1,7 +1,7 @@
 """Tool calls per second on ONE ToolContext as the number of concurrent callers grows.
 
     python benchmarks/tools_concurrency.py [--index ../main/indexes/2wiki] [--big /tmp/.../synthetic-1000000-7-wiki]
-        [--callers 1 2 4 16 64 256] [--calls 600] [--rounds 1] [--cache-dir /tmp/arag-keyword/tools-cache]
+        [--callers 1 2 4 16 64 256] [--calls 600] [--rounds 1] [--per-tool] [--cache-dir /tmp/arag-keyword/tools-cache]
 
 The calls are a fixed mix drawn from real 2Wiki questions (../shared/data/2wikimultihopqa):
 keyword_search on the entities of a question's evidence, semantic_search on the question text,
@@ -138,7 +138,7 @@ def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int], rou
     print(f"machine ceiling now: 2 threads of GIL-free work run {machine_ceiling():.2f}x one thread (other processes share the cores)")
     if rounds > 1:
         print(f"{rounds} rounds, each over every caller count in turn; calls/s: the median over rounds; latencies pooled")
-    print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>11}{'same':>9}")
+    print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>12}{'same':>12}")
     for mode, fn in (("threads", run_threads), ("asyncio", run_asyncio)):
         rates: dict[int, list[float]] = {c: [] for c in callers_list}
         lats: dict[int, list[float]] = {c: [] for c in callers_list}
@@ -159,9 +159,24 @@ def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int], rou
             queries, batches = encoded[callers]
             p50, p95 = np.percentile(np.asarray(lats[callers]) * 1000, [50, 95])
             enc = f"{queries}/{batches}" if batches else "-"
-            print(f"{mode:<8}{callers:>8}{rate:>10.1f}{rate / base:>7.2f}x{p50:>9.1f}{p95:>9.1f}{enc:>11}{f'{same[callers]}/{rounds * len(calls)}':>9}", flush=True)
+            print(f"{mode:<8}{callers:>8}{rate:>10.1f}{rate / base:>7.2f}x{p50:>9.1f}{p95:>9.1f}{enc:>12}{f'{same[callers]}/{rounds * len(calls)}':>12}", flush=True)
     print(f"machine ceiling after: {machine_ceiling():.2f}x")
     print("encodings: queries encoded / encoder calls (micro-batching); same: answers identical to the calls made alone")
+
+
+def bench_per_tool(ctx: ToolContext, calls: list, rounds: int) -> None:
+    """Each tool's own calls (twice over, for longer runs) on 1 thread and on 2: which tool keeps
+    two callers from doubling. Best of `rounds` for each, alternating 1 and 2 threads."""
+    print("\nper tool, threads: best calls/s of each tool's own calls over the rounds")
+    print(f"{'tool':<18}{'1 thread':>10}{'2 threads':>11}{'vs 1':>8}")
+    for tool in dict.fromkeys(c[0] for c in calls):
+        own = [c for c in calls if c[0] == tool] * 2
+        rates: dict[int, list[float]] = {1: [], 2: []}
+        for _ in range(max(1, rounds)):
+            for callers in (1, 2):
+                rates[callers].append(len(own) / run_threads(ctx, own, callers)[0])
+        one_rate, two_rate = max(rates[1]), max(rates[2])
+        print(f"{tool:<18}{one_rate:>10.1f}{two_rate:>11.1f}{two_rate / one_rate:>7.2f}x", flush=True)
 
 
 def main() -> None:
@@ -171,6 +186,7 @@ def main() -> None:
     ap.add_argument("--callers", type=int, nargs="+", default=[1, 2, 4, 16, 64, 256])
     ap.add_argument("--calls", type=int, default=600)
     ap.add_argument("--rounds", type=int, default=1, help="repeat the sweep; calls/s is the median over rounds (steadier on a shared machine)")
+    ap.add_argument("--per-tool", action="store_true", help="also each tool's own calls on 1 and 2 threads")
     ap.add_argument("--cache-dir", default=None, help="where the 2Wiki index's tools caches are (default: inside the index)")
     ap.add_argument("--big-cache-dir", default=None, help="where the large index's tools caches are (built there if missing; default: inside the index)")
     args = ap.parse_args()
@@ -184,7 +200,10 @@ def main() -> None:
         cache_dir = args.cache_dir if semantic else args.big_cache_dir
         cache = Path(cache_dir) if cache_dir else None
         with ToolContext(path, cache_dir=cache) as ctx:
-            bench(f"{name} {path} ({ctx.store.num_chunks:,} chunks)", ctx, make_calls(ctx, args.calls, semantic), args.callers, args.rounds)
+            calls = make_calls(ctx, args.calls, semantic)
+            bench(f"{name} {path} ({ctx.store.num_chunks:,} chunks)", ctx, calls, args.callers, args.rounds)
+            if args.per_tool:
+                bench_per_tool(ctx, calls, args.rounds)
 
 
 if __name__ == "__main__":
