@@ -8,7 +8,8 @@ keyword_search on the entities of a question's evidence, semantic_search on the 
 chunk_read of chunk ids the keyword search returned; the same list for every caller count. Each
 caller takes the next call from the shared list until all are done; callers are threads, or
 asyncio tasks awaiting `ToolContext.acall` (the context's own bounded thread pool).
-Printed per caller count: calls/s and the ratio to one caller (the baseline, same run, same calls),
+Printed per caller count: calls/s and the ratio to one caller (the baseline, same run, same calls;
+with --rounds, the median of each round's ratio to that round's own baseline, and its range),
 p50/p95 latency of a call, and how many query encodings were batched together. Every answer is
 checked against the same call made alone (one caller).
 
@@ -137,8 +138,11 @@ def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int], rou
     expected = [one(ctx, c)[0] for c in calls]  # answers made one at a time
     print(f"machine ceiling now: 2 threads of GIL-free work run {machine_ceiling():.2f}x one thread (other processes share the cores)")
     if rounds > 1:
-        print(f"{rounds} rounds, each over every caller count in turn; calls/s: the median over rounds; latencies pooled")
-    print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>12}{'same':>12}")
+        print(
+            f"{rounds} rounds, each over every caller count in turn; calls/s: the median over rounds; vs 1: the median over rounds "
+            "of the ratio to the same round's first caller count (rounds: its lowest and highest); latencies pooled"
+        )
+    print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'rounds':>12}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>12}{'same':>12}")
     for mode, fn in (("threads", run_threads), ("asyncio", run_asyncio)):
         rates: dict[int, list[float]] = {c: [] for c in callers_list}
         lats: dict[int, list[float]] = {c: [] for c in callers_list}
@@ -153,13 +157,19 @@ def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int], rou
                 same[callers] += sum(a == b for a, b in zip(texts, expected))
                 encoded[callers][0] += ctx._batcher.queries - q0
                 encoded[callers][1] += ctx._batcher.batches - b0
-        base = float(np.median(rates[callers_list[0]]))
         for callers in callers_list:
             rate = float(np.median(rates[callers]))
+            # Each round's ratio to the same round's first caller count, measured moments before:
+            # the machine's slow drift (other tenants) cancels, which a ratio of medians keeps.
+            paired = np.asarray(rates[callers]) / np.asarray(rates[callers_list[0]])
             queries, batches = encoded[callers]
             p50, p95 = np.percentile(np.asarray(lats[callers]) * 1000, [50, 95])
             enc = f"{queries}/{batches}" if batches else "-"
-            print(f"{mode:<8}{callers:>8}{rate:>10.1f}{rate / base:>7.2f}x{p50:>9.1f}{p95:>9.1f}{enc:>12}{f'{same[callers]}/{rounds * len(calls)}':>12}", flush=True)
+            spread = f"{paired.min():.2f}-{paired.max():.2f}" if rounds > 1 else "-"
+            print(
+                f"{mode:<8}{callers:>8}{rate:>10.1f}{float(np.median(paired)):>7.2f}x{spread:>12}{p50:>9.1f}{p95:>9.1f}{enc:>12}{f'{same[callers]}/{rounds * len(calls)}':>12}",
+                flush=True,
+            )
     print(f"machine ceiling after: {machine_ceiling():.2f}x")
     print("encodings: queries encoded / encoder calls (micro-batching); same: answers identical to the calls made alone")
 
