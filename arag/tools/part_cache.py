@@ -294,7 +294,6 @@ class PartCache:
         self.unit_rows = int(self.meta["unit_rows"])
         mapped = pa.memory_map(str(self.dir / "chunks.arrow"))
         self.table = pa.ipc.open_file(mapped).read_all()  # zero-copy
-        self._batches = self.table.to_batches()
         self._texts = self.table.column("text").chunks
         self._views = self._column_views()
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
@@ -335,30 +334,13 @@ class PartCache:
             b = int(which[lo])
             yield b, np.arange(lo, hi), rows[lo:hi] - self.bounds[b]
 
-    def take_table(self, columns: list[str], rows: np.ndarray | list[int]) -> pa.Table:
-        """`columns` of the chunks at local `rows` (in that order), copying only those rows: one
-        Arrow take per record batch touched for all the columns together (Table.take would
-        concatenate whole columns first; a take per column costs a Python round trip each)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        if len(rows) == 0:
-            return self.table.select(columns).slice(0, 0)
-        order = np.argsort(rows, kind="stable")
-        pieces = [self._batches[b].select(columns).take(pa.array(local)) for b, _, local in self._pieces(rows[order])]
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        return pa.Table.from_batches(pieces).take(pa.array(inverse))
-
-    def take(self, column: str, rows: np.ndarray | list[int]) -> pa.Array:
-        """Values of `column` at local `rows` (in that order)."""
-        return self.take_table([column], rows).column(0).combine_chunks()
-
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
         """Columns of the chunks at local `rows` (in that order) as Python lists.
 
         Read straight from zero-copy views of the mapped file, without Arrow calls: every Arrow
         kernel call releases and retakes the GIL, and with two threads each of those few-microsecond
         releases hands the GIL over (two context switches), which made a chunk_read on two threads
-        slower than on one (benchmarks/tools_concurrency.py). The values equal `take_table`'s."""
+        slower than on one (benchmarks/tools_concurrency.py). The values equal Arrow's `take`."""
         at = np.asarray(rows, dtype=np.int64)
         if len(at) and (int(at.min()) < 0 or int(at.max()) >= self.num_chunks):
             raise IndexError(f"rows out of range for a part of {self.num_chunks} chunks: {rows}")
