@@ -33,6 +33,7 @@ import numpy as np
 
 from arag.index.layout import PART_SHIFT, atomic_path, part_name
 from arag.index.vectors import inner_products
+from arag.small_sorted import best_first
 
 ANN_DIR = "ann"
 TRAINED_FILE = "trained.faiss"
@@ -378,7 +379,7 @@ def _free_lists(ivf: faiss.IndexIVF, lists: faiss.InvertedLists) -> None:
 
 def top_exact(scores: np.ndarray, ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The `n` best (score desc, then smaller sentence id)."""
-    order = np.lexsort((ids, -scores))[:n]
+    order = best_first(scores, ids)[:n]
     return scores[order], ids[order]
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
+from arag.small_sorted import mapped, unique
 from arag.tools.ngrams import keyword_trigrams
 
 GRAM = 6
@@ -57,7 +58,7 @@ def keyword_buckets(lowered_keyword: str) -> np.ndarray | None:
     if len(lowered_keyword) < GRAM:
         return None
     cps = np.frombuffer(lowered_keyword.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
-    return np.unique(_buckets(cps))
+    return unique(_buckets(cps))
 
 
 class GramSlicesWriter:
@@ -106,7 +107,7 @@ class GramSlices:
     """Read side: the memory-mapped slices of one part."""
 
     def __init__(self, directory: Path):
-        self.offsets = np.load(directory / "gram6_offsets.npy", mmap_mode="r")
+        self.offsets = mapped(directory / "gram6_offsets.npy")
         with open(directory / "gram6_slices.bin", "rb") as f:
             self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 

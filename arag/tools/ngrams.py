@@ -45,6 +45,8 @@ from pathlib import Path
 import numpy as np
 from pyroaring import BitMap
 
+from arag.small_sorted import mapped, positions, unique
+
 _BITS = 21  # every Unicode code point fits in 21 bits: three make one uint64 code
 # Rows per extraction step: bounds the temporary arrays (a few million positions).
 EXTRACT_ROWS = 2048
@@ -99,7 +101,7 @@ def keyword_trigrams(lowered_keyword: str) -> np.ndarray | None:
     keep = word[:-2] & word[1:-1] & word[2:]
     if not keep.any():
         return None
-    return np.unique(_codes(cps)[keep])
+    return unique(_codes(cps)[keep])
 
 
 class PostingsWriter:
@@ -209,8 +211,8 @@ class Postings:
     """Read side: the memory-mapped files of one part."""
 
     def __init__(self, directory: Path):
-        self.keys = np.load(directory / "trigram_keys.npy", mmap_mode="r")
-        self.offsets = np.load(directory / "trigram_offsets.npy", mmap_mode="r")
+        self.keys = mapped(directory / "trigram_keys.npy")
+        self.offsets = mapped(directory / "trigram_offsets.npy")
         path = directory / "trigram_postings.bin"
         with open(path, "rb") as f:
             self._blob = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if path.stat().st_size else b""
@@ -227,11 +229,12 @@ class Postings:
         """
         if len(self.keys) == 0:
             return BitMap()
-        pos = np.searchsorted(self.keys, codes)
+        pos = positions(self.keys, codes)
         if (pos >= len(self.keys)).any() or (self.keys[np.minimum(pos, len(self.keys) - 1)] != codes).any():
             return BitMap()  # a trigram no chunk of this part has
-        sizes = self.offsets[pos + 1] - self.offsets[pos]
-        order = [j for j in np.argsort(sizes, kind="stable").tolist() if sizes[j] > 0]  # dense ones: no narrowing
+        sizes = (self.offsets[pos + 1] - self.offsets[pos]).tolist()
+        # smallest first (a stable sort: ties in code order), in Python: np.argsort releases the GIL (arag.small_sorted)
+        order = sorted((j for j in range(len(sizes)) if sizes[j] > 0), key=sizes.__getitem__)  # dense ones: no narrowing
         if not order:
             return None
         cand = self._bitmap(int(pos[order[0]]))

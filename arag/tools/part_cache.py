@@ -61,6 +61,7 @@ from pyroaring import BitMap
 
 from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
+from arag.small_sorted import mapped, members, positions
 from arag.tools.gram_slices import SAMPLE_ROWS, GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
 from arag.tools.ngrams import UNICODE_VERSION, Postings, PostingsWriter, keyword_trigrams
 
@@ -292,14 +293,14 @@ class PartCache:
         self.num_chunks = int(self.meta["num_chunks"])
         self.num_sentences = int(self.meta["num_sentences"])
         self.unit_rows = int(self.meta["unit_rows"])
-        mapped = pa.memory_map(str(self.dir / "chunks.arrow"))
-        self.table = pa.ipc.open_file(mapped).read_all()  # zero-copy
+        chunks_file = pa.memory_map(str(self.dir / "chunks.arrow"))
+        self.table = pa.ipc.open_file(chunks_file).read_all()  # zero-copy
         self._texts = self.table.column("text").chunks
         self._views = self._column_views()
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
         # Where each batch's text offsets and bytes lie in the file, for reads with os.pread.
-        mapped.seek(0)
-        base = mapped.read_buffer(1).address
+        chunks_file.seek(0)
+        base = chunks_file.read_buffer(1).address
         self._fd = os.open(self.dir / "chunks.arrow", os.O_RDONLY)
         weakref.finalize(self, os.close, self._fd)
         # Each row's text as [start, end) bytes of the file (read once here with os.pread, 16 bytes a
@@ -314,21 +315,21 @@ class PartCache:
             self._text_start[self.bounds[b] : self.bounds[b + 1]] = offs[:-1]
             self._text_end[self.bounds[b] : self.bounds[b + 1]] = offs[1:]
         self.text_reads = TEXT_READS
-        self.sentence_starts = np.load(self.dir / "sentence_starts.npy", mmap_mode="r")
-        self.spans = np.load(self.dir / "sentence_spans.npy", mmap_mode="r")
+        self.sentence_starts = mapped(self.dir / "sentence_starts.npy")
+        self.spans = mapped(self.dir / "sentence_spans.npy")
         self._extra_marker = int(np.iinfo(self.spans.dtype).max)
         self.python_lower = np.load(self.dir / "python_lower_rows.npy")
-        self.id_hash = np.load(self.dir / "chunk_id_hash.npy", mmap_mode="r")
-        self.id_rows = np.load(self.dir / "chunk_id_rows.npy", mmap_mode="r")
-        self.doc_hash = np.load(self.dir / "doc_id_hash.npy", mmap_mode="r")
-        self.doc_rows = np.load(self.dir / "doc_id_rows.npy", mmap_mode="r")
+        self.id_hash = mapped(self.dir / "chunk_id_hash.npy")
+        self.id_rows = mapped(self.dir / "chunk_id_rows.npy")
+        self.doc_hash = mapped(self.dir / "doc_id_hash.npy")
+        self.doc_rows = mapped(self.dir / "doc_id_rows.npy")
         self.postings = Postings(self.dir)
         self.slices = GramSlices(self.dir) if self.meta.get("gram_slices") else None
         self._extra: list[str] | None = None
 
     def _pieces(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """(record batch, positions in `rows`, rows within that batch) for ascending `rows`."""
-        which = np.searchsorted(self.bounds, rows, side="right") - 1
+        which = positions(self.bounds, rows, side="right") - 1
         cuts = np.flatnonzero(np.diff(which)) + 1
         for lo, hi in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(rows)])).tolist()):
             b = int(which[lo])
@@ -344,7 +345,7 @@ class PartCache:
         at = np.asarray(rows, dtype=np.int64)
         if len(at) and (int(at.min()) < 0 or int(at.max()) >= self.num_chunks):
             raise IndexError(f"rows out of range for a part of {self.num_chunks} chunks: {rows}")
-        batch = np.searchsorted(self.bounds, at, side="right") - 1
+        batch = positions(self.bounds, at, side="right") - 1
         where = list(zip(batch.tolist(), (at - self.bounds[batch]).tolist()))
         return {c: self._column_values(c, where) for c in columns}
 
@@ -390,7 +391,7 @@ class PartCache:
         call, with the rows between them: scoring a few extra rows is cheaper than more calls. The
         plan is vectorised; the only per-run Python is the pread itself."""
         starts, ends = self._text_start[rows], self._text_end[rows]
-        batch = np.searchsorted(self.bounds, rows, side="right")
+        batch = positions(self.bounds, rows, side="right")
         cut = np.flatnonzero((starts[1:] - ends[:-1] > READ_GAP) | (batch[1:] != batch[:-1])) + 1
         first, last = rows[np.concatenate(([0], cut))], rows[np.concatenate((cut - 1, [len(rows) - 1]))]
         run_from, run_to = self._text_start[first], self._text_end[last]
@@ -402,7 +403,7 @@ class PartCache:
         base = np.cumsum(run_to - run_from) - (run_to - run_from)  # where each run starts in `data`
         offsets = np.append(self._text_start[every] - run_from[run_of] + base[run_of], len(data))
         texts = pa.LargeStringArray.from_buffers(len(every), pa.py_buffer(offsets.astype(np.int64)), pa.py_buffer(data))
-        return texts, np.searchsorted(every, rows)
+        return texts, positions(every, rows)
 
     def keyword_scores(self, rows: np.ndarray, terms: list[tuple[str, int]]) -> np.ndarray:
         """Σ count(k, lower(text))·n over `terms` (lowered keyword k, weight n) for ascending local `rows`."""
@@ -422,7 +423,7 @@ class PartCache:
                 scores[lo : lo + len(block)] += counts[wanted] * n
             # Rows where Arrow's lowercase differs from Python's: scored in Python, from the texts
             # already read (a `take` per row would touch far more of the mapped file).
-            for j in np.flatnonzero(np.isin(block, self.python_lower)).tolist():
+            for j in np.flatnonzero(members(self.python_lower, block)).tolist():
                 t = texts[int(wanted[j])].as_py().lower()
                 scores[lo + j] = sum(t.count(k) * n for k, n in terms)
         return scores
@@ -455,9 +456,9 @@ class PartCache:
     def sentence_texts(self, rows: list[int]) -> list[str]:
         """Texts of the sentences at local `rows`, cut out of their chunks' text."""
         rows_arr = np.asarray(rows, dtype=np.int64)
-        owners = (np.searchsorted(self.sentence_starts, rows_arr, side="right") - 1).tolist()
-        distinct = sorted(set(owners))
-        by_owner = dict(zip(distinct, self.rows(distinct, ["text"])["text"]))
+        owners = (positions(self.sentence_starts, rows_arr, side="right") - 1).tolist()
+        wanted = sorted(set(owners))
+        by_owner = dict(zip(wanted, self.rows(wanted, ["text"])["text"]))
         out = []
         for (start, end), o in zip(self.spans[rows_arr].tolist(), owners):  # one gather, not an element read per row
             out.append(self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end])
@@ -473,7 +474,7 @@ class PartCache:
         """Local rows whose `column` (chunk_id or doc_id) equals each value; values not present are absent."""
         hashes, order = (self.id_hash, self.id_rows) if column == "chunk_id" else (self.doc_hash, self.doc_rows)
         h = hash64(values)
-        lo, hi = np.searchsorted(hashes, h, side="left"), np.searchsorted(hashes, h, side="right")
+        lo, hi = positions(hashes, h, side="left"), positions(hashes, h, side="right")
         wanted = {v: [int(r) for r in order[a:b]] for v, a, b in zip(values, lo.tolist(), hi.tolist()) if b > a}
         if not wanted:
             return {}

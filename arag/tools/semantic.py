@@ -55,7 +55,7 @@ def group_by_chunk(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[
         groups.setdefault(o, []).append(r)
         best[o] = max(best.get(o, -np.inf), s)
     order = sorted(groups, key=lambda o: (-best[o], o))
-    return [(o, best[o], np.sort(np.asarray(groups[o]))) for o in order]
+    return [(o, best[o], np.asarray(sorted(groups[o]), dtype=np.int64)) for o in order]
 
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:

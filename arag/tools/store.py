@@ -27,6 +27,7 @@ import numpy as np
 
 from arag.index.layout import PART_SHIFT, TOOLS_CACHE, part_name
 from arag.index.store import Index, PartFiles
+from arag.small_sorted import best_first, distinct, position, positions
 from arag.tools.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ class ChunkStore:
     # ---- addressing -------------------------------------------------------------------------
     def _split(self, ords: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
         ords = np.asarray(ords, dtype=np.int64)
-        which = np.searchsorted(self.chunk_offsets, ords, side="right") - 1
+        which = positions(self.chunk_offsets, ords, side="right") - 1
         return which, ords - self.chunk_offsets[which]
 
     def chunk_rows(self, ords: np.ndarray | list[int], columns: list[str]) -> dict[str, list]:
@@ -115,7 +116,7 @@ class ChunkStore:
         out: dict[str, list] = {c: [None] * len(ords) for c in columns}
         stored = [c for c in columns if c not in ("s_start", "s_count")]
         which, local = self._split(ords)
-        for w in np.unique(which).tolist():
+        for w in distinct(which):
             idx = np.flatnonzero(which == w).tolist()
             part = self.parts[w]
             rows = [int(local[i]) for i in idx]
@@ -144,7 +145,7 @@ class ChunkStore:
         """Texts of global sentence rows [start, start+count) (a chunk's sentences never span parts)."""
         if count <= 0:
             return []
-        w = int(np.searchsorted(self.sentence_offsets, start, side="right") - 1)
+        w = position(self.sentence_offsets, start, side="right") - 1
         local = start - int(self.sentence_offsets[w])
         return self.parts[w].sentence_texts(list(range(local, local + count)))
 
@@ -153,8 +154,8 @@ class ChunkStore:
         of each owning chunk's text per part, however many of its sentences are asked for."""
         rows = np.asarray(rows, dtype=np.int64)
         out: list[str] = [""] * len(rows)
-        which = np.searchsorted(self.sentence_offsets, rows, side="right") - 1
-        for w in np.unique(which).tolist():
+        which = positions(self.sentence_offsets, rows, side="right") - 1
+        for w in distinct(which):
             at = np.flatnonzero(which == w)
             texts = self.parts[w].sentence_texts((rows[at] - self.sentence_offsets[w]).tolist())
             for i, t in zip(at.tolist(), texts):
@@ -165,7 +166,7 @@ class ChunkStore:
         """FAISS ids (part << 32 | row) of global sentence rows [start, start+count) (within one part)."""
         if count <= 0:
             return []
-        w = int(np.searchsorted(self.sentence_offsets, start, side="right") - 1)
+        w = position(self.sentence_offsets, start, side="right") - 1
         local = start - int(self.sentence_offsets[w])
         return [(self.part_numbers[w] << PART_SHIFT) | r for r in range(local, local + count)]
 
@@ -184,7 +185,7 @@ class ChunkStore:
         parts = sids >> PART_SHIFT
         rows = sids & ((1 << PART_SHIFT) - 1)
         out = np.empty(len(sids), dtype=np.int64)
-        for p in np.unique(parts).tolist():
+        for p in distinct(parts):
             m = parts == p
             w = self._part_index.get(int(p))
             if w is None or rows[m].max() >= self.parts[w].num_sentences:
@@ -195,12 +196,12 @@ class ChunkStore:
     def chunk_of_sentence_rows(self, rows: np.ndarray) -> np.ndarray:
         """Chunk ord of each global sentence row."""
         rows = np.asarray(rows, dtype=np.int64)
-        which = np.searchsorted(self.sentence_offsets, rows, side="right") - 1
+        which = positions(self.sentence_offsets, rows, side="right") - 1
         out = np.empty(len(rows), dtype=np.int64)
-        for w in np.unique(which).tolist():
+        for w in distinct(which):
             m = which == w
             local = rows[m] - self.sentence_offsets[w]
-            out[m] = self.chunk_offsets[w] + np.searchsorted(self.parts[w].sentence_starts, local, side="right") - 1
+            out[m] = self.chunk_offsets[w] + positions(self.parts[w].sentence_starts, local, side="right") - 1
         return out
 
     def find_chunks(self, column: str, values: list[str]) -> dict[str, list[int]]:
@@ -241,5 +242,5 @@ class ChunkStore:
         if not ords:
             return []
         o, s = np.concatenate(ords), np.concatenate(scores)
-        top = np.lexsort((o, -s))[:top_k]
+        top = best_first(s, o)[:top_k]
         return [(int(o[i]), int(s[i])) for i in top]

@@ -26,6 +26,7 @@ import numpy as np
 from arag.index import ann
 from arag.index.store import Index
 from arag.index.vectors import inner_products
+from arag.small_sorted import best_first
 
 # Exact shards above this size are memory-mapped rather than read into RAM.
 MMAP_SHARD_BYTES = 1 << 30
@@ -171,5 +172,5 @@ def _top_inner_products(vectors: np.ndarray, ids: np.ndarray, query: np.ndarray,
     """FAISS-shaped (1, k) scores and ids of the k largest inner products, best first."""
     scores = inner_products(vectors, query)
     top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    top = top[np.lexsort((ids[top], -scores[top]))]
+    top = top[best_first(scores[top], ids[top])]
     return scores[top][None, :], ids[top][None, :]

@@ -1,0 +1,71 @@
+"""Sorted look-ups and orderings of a few values that keep the GIL.
+
+numpy's searchsorted, sort, unique and lexsort release the GIL however few values they touch. A
+tool call makes a dozen such calls on a handful of values (the rows of 2 to 20 chunks or
+sentences), and on two threads every release lets the other thread take the GIL, which this one
+must then wait to get back (a thread wake-up: ~25 µs on this VM, far more than the work): a
+chunk_read ran 0.6x as fast on two threads as on one, and `np.searchsorted` of two values in a
+loop 0.63x (`benchmarks/tools_concurrency.py --per-tool`). Up to SMALL values these run in
+Python with the GIL held throughout; past it numpy's run, the work then long enough for the
+release to pay. Results equal numpy's.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from pathlib import Path
+
+import numpy as np
+
+SMALL = 64
+
+
+def mapped(path: Path) -> np.ndarray:
+    """A .npy file memory-mapped, as a plain ndarray view: a `np.memmap` runs Python code on
+    every index (its __getitem__ and __array_finalize__), which the look-ups here do per probe."""
+    return np.asarray(np.load(path, mmap_mode="r"))
+
+
+def positions(sorted_values: np.ndarray, values: np.ndarray | list[int], side: str = "left") -> np.ndarray:
+    """`np.searchsorted(sorted_values, values, side=side)` for 1-D `values`."""
+    v = np.asarray(values)
+    if v.ndim != 1 or len(v) > SMALL:
+        return np.searchsorted(sorted_values, v, side=side)
+    find = bisect_right if side == "right" else bisect_left
+    return np.fromiter((find(sorted_values, x) for x in v.tolist()), dtype=np.intp, count=len(v))
+
+
+def position(sorted_values: np.ndarray, value: int, side: str = "left") -> int:
+    """`int(np.searchsorted(sorted_values, value, side=side))`."""
+    return (bisect_right if side == "right" else bisect_left)(sorted_values, int(value))
+
+
+def unique(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` of 1-D `values`."""
+    if len(values) > SMALL:
+        return np.unique(values)
+    v = np.asarray(values)
+    return np.asarray(sorted(set(v.tolist())), dtype=v.dtype)
+
+
+def distinct(values: np.ndarray) -> list[int]:
+    """`np.unique(values).tolist()` of 1-D integer `values`."""
+    if len(values) > SMALL:
+        return np.unique(values).tolist()
+    return sorted(set(np.asarray(values).tolist()))
+
+
+def best_first(scores: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """`np.lexsort((ids, -scores))`: positions by score descending, then smaller id."""
+    if len(scores) > SMALL:
+        return np.lexsort((ids, -scores))
+    s, i = np.asarray(scores).tolist(), np.asarray(ids).tolist()
+    return np.asarray(sorted(range(len(s)), key=lambda j: (-s[j], i[j])), dtype=np.intp)
+
+
+def members(sorted_values: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """`np.isin(values, sorted_values)` for ascending `sorted_values` (1-D `values`)."""
+    if len(sorted_values) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(positions(sorted_values, values), len(sorted_values) - 1)
+    return sorted_values[at] == values
