@@ -79,12 +79,12 @@ EXTRA_SCHEMA = pa.schema([("text", pa.string())])
 # process), "mmap" reads them in place from the memory map (each page touched stays mapped and
 # counts in the process's RSS as file-backed memory). Results are identical.
 TEXT_READS = "pread"
-# Bytes between two candidates' texts up to which one read covers both (and the rows between are
-# scored too). 0: only rows whose texts touch share a read. At 1M wiki chunks, 4096 read about half
-# again as many rows as the candidates for about a quarter fewer reads, and keyword_search ran ~27%
-# slower on one thread (benchmarks/tools_concurrency.py --big): lowering and matching the extra text
-# costs more than the reads it saves.
-READ_GAP = 0
+# Bytes between two candidates' texts up to which one read covers both (the rows between are scored
+# too): about what lowering and matching that much text costs against one more pread. At 1M chunks,
+# 4096 made keyword_search in the wiki mix ~27% slower on one thread than 0 or 1024
+# (benchmarks/tools_concurrency.py --big: the extra text), and 0 made it ~2x slower on made-up words
+# than 1024 or 4096 (benchmarks/keyword_search.py --text pseudo: the extra reads).
+READ_GAP = 1024
 SCORE_ROWS = 16384  # candidates scored at a time: bounds the text buffers (~16 MB of wiki chunks)
 
 
