@@ -3,11 +3,11 @@
 numpy's searchsorted, sort, unique and lexsort release the GIL however few values they touch. A
 tool call makes a dozen such calls on a handful of values (the rows of 2 to 20 chunks or
 sentences), and on two threads every release lets the other thread take the GIL, which this one
-must then wait to get back (a thread wake-up: ~25 µs on this VM, far more than the work): a
-chunk_read ran 0.6x as fast on two threads as on one, and `np.searchsorted` of two values in a
-loop 0.63x (`benchmarks/tools_concurrency.py --per-tool`). Up to SMALL values these run in
-Python with the GIL held throughout; past it numpy's run, the work then long enough for the
-release to pay. Results equal numpy's.
+must then wait to get back (a thread wake-up, far longer than the work): chunk_read ran slower
+on two threads than on one (`benchmarks/tools_concurrency.py --per-tool`), and so do these calls
+in a loop (`benchmarks/small_sorted.py` prints numpy's and these on one and two threads). Up to
+SMALL values these run in Python with the GIL held throughout; past it numpy's run, the work then
+long enough for the release to pay. Results equal numpy's.
 """
 
 from __future__ import annotations
@@ -31,13 +31,20 @@ def positions(sorted_values: np.ndarray, values: np.ndarray | list[int], side: s
     v = np.asarray(values)
     if v.ndim != 1 or len(v) > SMALL:
         return np.searchsorted(sorted_values, v, side=side)
-    find = bisect_right if side == "right" else bisect_left
-    return np.fromiter((find(sorted_values, x) for x in v.tolist()), dtype=np.intp, count=len(v))
+    find, seq = bisect_right if side == "right" else bisect_left, _probe_view(sorted_values)
+    return np.fromiter((find(seq, x) for x in v.tolist()), dtype=np.intp, count=len(v))
 
 
 def position(sorted_values: np.ndarray, value: int, side: str = "left") -> int:
     """`int(np.searchsorted(sorted_values, value, side=side))`."""
-    return (bisect_right if side == "right" else bisect_left)(sorted_values, int(value))
+    return (bisect_right if side == "right" else bisect_left)(_probe_view(sorted_values), int(value))
+
+
+def _probe_view(a: np.ndarray) -> np.ndarray | memoryview:
+    """What bisect probes: a memoryview where it can be one (its items are Python numbers, about
+    3x cheaper per probe than the numpy scalars an ndarray's items are)."""
+    a = np.asarray(a)
+    return memoryview(a) if a.ndim == 1 and a.flags.c_contiguous else a
 
 
 def unique(values: np.ndarray) -> np.ndarray:
@@ -50,9 +57,7 @@ def unique(values: np.ndarray) -> np.ndarray:
 
 def distinct(values: np.ndarray) -> list[int]:
     """`np.unique(values).tolist()` of 1-D integer `values`."""
-    if len(values) > SMALL:
-        return np.unique(values).tolist()
-    return sorted(set(np.asarray(values).tolist()))
+    return unique(values).tolist()
 
 
 def best_first(scores: np.ndarray, ids: np.ndarray) -> np.ndarray:

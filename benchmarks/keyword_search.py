@@ -1,6 +1,6 @@
 """Benchmark keyword_search against the original A-RAG way (a Python loop over every chunk).
 
-    python benchmarks/keyword_search.py [--index indexes/2wiki] [--chunks 1000000] [--text wiki|pseudo] [--workdir /tmp/arag-bench-keyword]
+    python benchmarks/keyword_search.py [--index indexes/2wiki] [--chunks 1000000] [--text wiki|pseudo] [--workdir /tmp/arag-bench-keyword] [--read-gap N]
 
 In one run, on each index (the real 2Wiki index if given/found, and a synthetic corpus of
 `--chunks` chunks generated under --workdir, never committed), over the SAME keyword lists:
@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arag.index.store import open_index  # noqa: E402
 from arag.tools import ToolContext  # noqa: E402
+from arag.tools import part_cache  # noqa: E402
 from arag.tools.part_cache import build_part_cache  # noqa: E402
 from arag.tools.store import part_cache_dir  # noqa: E402
 from benchmarks import tools_reference as reference  # noqa: E402
@@ -283,7 +284,11 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the generated corpus for the next run")
     ap.add_argument("--text", choices=["wiki", "pseudo"], default="wiki", help="synthetic sentences: real Wikipedia sentences (shared/data/wiki) or pseudo-words")
     ap.add_argument("--wiki", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "wiki"), help="WikiExtractor folder for --text wiki")
+    ap.add_argument("--read-gap", type=int, default=None, help="bytes between candidates' texts read in one pread (default: arag.tools.part_cache.READ_GAP)")
     args = ap.parse_args()
+    if args.read_gap is not None:
+        part_cache.READ_GAP = args.read_gap
+    print(f"keyword candidate reads: READ_GAP {part_cache.READ_GAP} bytes")
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
 
     real = Path(args.index)

@@ -1,7 +1,7 @@
 """Tool calls per second on ONE ToolContext as the number of concurrent callers grows.
 
     python benchmarks/tools_concurrency.py [--index ../main/indexes/2wiki] [--big /tmp/.../synthetic-1000000-7-wiki]
-        [--callers 1 2 4 16 64 256] [--calls 600] [--rounds 1] [--per-tool] [--cache-dir /tmp/arag-keyword/tools-cache]
+        [--callers 1 2 4 16 64 256] [--calls 600] [--rounds 1] [--per-tool] [--small-sorted] [--cache-dir /tmp/arag-keyword/tools-cache] [--read-gap N]
 
 The calls are a fixed mix drawn from real 2Wiki questions (../shared/data/2wikimultihopqa):
 keyword_search on the entities of a question's evidence, semantic_search on the question text,
@@ -37,7 +37,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from arag.tools import ReadTracker, ToolContext  # noqa: E402
+from arag.tools import ReadTracker, ToolContext, part_cache  # noqa: E402
 
 QUESTIONS = REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
 
@@ -189,6 +189,29 @@ def bench_per_tool(ctx: ToolContext, calls: list, rounds: int) -> None:
         print(f"{tool:<18}{one_rate:>10.1f}{two_rate:>11.1f}{two_rate / one_rate:>7.2f}x", flush=True)
 
 
+def bench_small_sorted(ctx: ToolContext, calls: list, rounds: int) -> None:
+    """The same calls with arag.small_sorted's GIL-holding look-ups and with numpy's for every
+    size (SMALL = 0), alternated round by round in this process: 1 and 2 threads, medians."""
+    import arag.small_sorted as small_sorted
+
+    kept = small_sorted.SMALL
+    print("\nsmall look-ups: arag.small_sorted (SMALL = %d) against numpy's for every size (SMALL = 0), threads, medians over rounds" % kept)
+    print(f"{'calls':<16}{'look-ups':<14}{'1 thread':>10}{'2 threads':>11}{'2 vs 1':>8}")
+    try:
+        for tool in ["mix", *dict.fromkeys(c[0] for c in calls)]:
+            own = calls if tool == "mix" else [c for c in calls if c[0] == tool] * 2
+            rates: dict[int, list[tuple[float, float]]] = {kept: [], 0: []}
+            for _ in range(max(1, rounds)):
+                for small in (kept, 0):
+                    small_sorted.SMALL = small
+                    rates[small].append((len(own) / run_threads(ctx, own, 1)[0], len(own) / run_threads(ctx, own, 2)[0]))
+            for small, pairs in rates.items():
+                a = np.asarray(pairs)
+                print(f"{tool:<16}{'small_sorted' if small else 'numpy':<14}{np.median(a[:, 0]):>10.1f}{np.median(a[:, 1]):>11.1f}{np.median(a[:, 1] / a[:, 0]):>7.2f}x", flush=True)
+    finally:
+        small_sorted.SMALL = kept
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--index", default=str(REPO / "indexes" / "2wiki"))
@@ -197,9 +220,14 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=600)
     ap.add_argument("--rounds", type=int, default=1, help="repeat the sweep; calls/s is the median over rounds (steadier on a shared machine)")
     ap.add_argument("--per-tool", action="store_true", help="also each tool's own calls on 1 and 2 threads")
+    ap.add_argument("--small-sorted", action="store_true", help="also the calls with arag.small_sorted against numpy's look-ups, alternated in this run")
     ap.add_argument("--cache-dir", default=None, help="where the 2Wiki index's tools caches are (default: inside the index)")
     ap.add_argument("--big-cache-dir", default=None, help="where the large index's tools caches are (built there if missing; default: inside the index)")
+    ap.add_argument("--read-gap", type=int, default=None, help="bytes between candidates' texts read in one pread (default: arag.tools.part_cache.READ_GAP)")
     args = ap.parse_args()
+    if args.read_gap is not None:
+        part_cache.READ_GAP = args.read_gap
+    print(f"keyword candidate reads: READ_GAP {part_cache.READ_GAP} bytes")
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
     for name, path, semantic in (("2Wiki", args.index, True), ("large index", args.big, False)):
         if not path:
@@ -214,6 +242,8 @@ def main() -> None:
             bench(f"{name} {path} ({ctx.store.num_chunks:,} chunks)", ctx, calls, args.callers, args.rounds)
             if args.per_tool:
                 bench_per_tool(ctx, calls, args.rounds)
+            if args.small_sorted:
+                bench_small_sorted(ctx, calls, args.rounds)
 
 
 if __name__ == "__main__":

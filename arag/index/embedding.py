@@ -340,10 +340,10 @@ class OpenVINOTransformer:
     _module_class = None
 
     @classmethod
-    def module(cls, torch_model, compiled, input_names: list[str], tensor, streams: int = 1, dtype: str = "float32"):
+    def module(cls, torch_model, compiled, input_names: list[str], streams: int = 1, dtype: str = "float32"):
         if cls._module_class is None:
             cls._module_class = _define_module_class()
-        return cls._module_class(torch_model, compiled, input_names, tensor, streams, dtype)
+        return cls._module_class(torch_model, compiled, input_names, streams, dtype)
 
     @classmethod
     def load(cls, ov, torch_model, tokenizer, model_path: str, threads: int, streams: int = 1, dtype: str = "float32"):
@@ -369,7 +369,7 @@ class OpenVINOTransformer:
                 "ENABLE_CPU_PINNING": False,
             },
         )
-        return cls.module(torch_model, compiled, input_names, ov.Tensor, streams, dtype)
+        return cls.module(torch_model, compiled, input_names, streams, dtype)
 
     @staticmethod
     def _converted(ov, torch_model, example, input_names: list[str], model_path: str):
@@ -430,9 +430,9 @@ def _define_module_class():
     import torch
 
     class _OpenVINOModule(torch.nn.Module):
-        def __init__(self, torch_model, compiled, input_names: list[str], tensor, streams: int = 1, dtype: str = "float32"):
+        def __init__(self, torch_model, compiled, input_names: list[str], streams: int = 1, dtype: str = "float32"):
             super().__init__()
-            self._tensor = tensor  # openvino.Tensor: inputs are handed over as tensors sharing their memory
+            self._tensor = import_openvino().Tensor  # inputs are handed over as tensors sharing their memory
             self.compute_dtype = dtype  # what it computes in (the torch model's parameters stay fp32)
             self.torch_model = torch_model
             self.config = torch_model.config
@@ -464,8 +464,8 @@ def _define_module_class():
 
             The inputs are set as tensors over the arrays' own memory and `infer()` gets no
             arguments: `infer(inputs)` sends them through OpenVINO's Python data dispatcher
-            (single-dispatch look-ups, a result dictionary), about 0.18 ms of Python per query,
-            all of it holding the GIL that concurrent tool calls wait for."""
+            (single-dispatch look-ups, a result dictionary per query), Python that holds the GIL
+            concurrent tool calls wait for."""
             request = self._requests.get()
             try:
                 for i, value in enumerate(feed):
