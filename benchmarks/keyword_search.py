@@ -287,6 +287,8 @@ def main() -> None:
     ap.add_argument("--read-gap", type=int, default=None, help="bytes between candidates' texts read in one pread (default: arag.tools.part_cache.READ_GAP)")
     args = ap.parse_args()
     if args.read_gap is not None:
+        if args.read_gap < 0:
+            ap.error(f"--read-gap must be 0 or more bytes, got {args.read_gap}")
         part_cache.READ_GAP = args.read_gap
     print(f"keyword candidate reads: READ_GAP {part_cache.READ_GAP} bytes")
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM")
