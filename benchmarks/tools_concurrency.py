@@ -1,7 +1,7 @@
 """Tool calls per second on ONE ToolContext as the number of concurrent callers grows.
 
     python benchmarks/tools_concurrency.py [--index ../main/indexes/2wiki] [--big /tmp/.../synthetic-1000000-7-wiki]
-        [--callers 1 2 4 16 64 256] [--calls 600] [--rounds 1] [--per-tool] [--small-sorted] [--cache-dir /tmp/arag-keyword/tools-cache] [--read-gap N]
+        [--callers 1 2 4 16 64 256] [--calls 600] [--rounds 1] [--per-tool] [--small-sorted] [--workers N] [--cache-dir /tmp/arag-keyword/tools-cache] [--read-gap N]
 
 The calls are a fixed mix drawn from real 2Wiki questions (../shared/data/2wikimultihopqa):
 keyword_search on the entities of a question's evidence, semantic_search on the question text,
@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from arag.tools import ReadTracker, ToolContext, part_cache  # noqa: E402
+from arag.tools.worker_pool import ToolWorkerPool  # noqa: E402
 
 QUESTIONS = REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
 
@@ -130,33 +131,45 @@ def machine_ceiling(seconds: float = 1.0) -> float:
     return 2 * one / (time.perf_counter() - t)
 
 
-def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int], rounds: int = 1) -> None:
+def bench(name: str, ctx, calls: list, callers_list: list[int], rounds: int = 1, in_process: ToolContext | None = None) -> None:
+    """ctx: a ToolContext, or a ToolWorkerPool (then `in_process` is the same index's ToolContext:
+    the answers are checked against its calls made alone, and each round also times one caller of
+    it, the "vs 1 in-process" column)."""
     kinds = {k: sum(1 for c in calls if c[0] == k) for k in dict.fromkeys(c[0] for c in calls)}
     print(f"\n== {name}: {len(calls)} calls ({', '.join(f'{v} {k}' for k, v in kinds.items())})")
     for c in calls[:20]:  # warm-up: model loaded, shards and cache pages in
         one(ctx, c)
-    expected = [one(ctx, c)[0] for c in calls]  # answers made one at a time
+    if in_process is not None:  # every worker of the pool warmed over the whole list, as in_process was
+        for _ in range(2):
+            run_threads(ctx, calls, ctx.workers)
+    expected = [one(in_process or ctx, c)[0] for c in calls]  # answers made one at a time, in-process
     print(f"machine ceiling now: 2 threads of GIL-free work run {machine_ceiling():.2f}x one thread (other processes share the cores)")
     if rounds > 1:
         print(
             f"{rounds} rounds, each over every caller count in turn; calls/s: the median over rounds; vs 1: the median over rounds "
             "of the ratio to the same round's first caller count (rounds: its lowest and highest); latencies pooled"
         )
-    print(f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'rounds':>12}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>12}{'same':>12}")
+    batcher = getattr(ctx, "_batcher", None)  # a worker pool's encodings happen in its workers
+    head = f"{'mode':<8}{'callers':>8}{'calls/s':>10}{'vs 1':>8}{'rounds':>12}{'p50 ms':>9}{'p95 ms':>9}{'encodings':>12}{'same':>12}"
+    print(head + (f"{'vs 1 in-process':>17}" if in_process is not None else ""))
     for mode, fn in (("threads", run_threads), ("asyncio", run_asyncio)):
         rates: dict[int, list[float]] = {c: [] for c in callers_list}
         lats: dict[int, list[float]] = {c: [] for c in callers_list}
         encoded: dict[int, list[int]] = {c: [0, 0] for c in callers_list}
         same: dict[int, int] = {c: 0 for c in callers_list}
+        own_one: list[float] = []  # in_process's one caller, each round
         for _ in range(rounds):
+            if in_process is not None:
+                own_one.append(len(calls) / fn(in_process, calls, 1)[0])
             for callers in callers_list:
-                b0, q0 = ctx._batcher.batches, ctx._batcher.queries
+                b0, q0 = (batcher.batches, batcher.queries) if batcher else (0, 0)
                 wall, lat, texts = fn(ctx, calls, callers)
                 rates[callers].append(len(calls) / wall)
                 lats[callers] += lat
                 same[callers] += sum(a == b for a, b in zip(texts, expected))
-                encoded[callers][0] += ctx._batcher.queries - q0
-                encoded[callers][1] += ctx._batcher.batches - b0
+                if batcher:
+                    encoded[callers][0] += batcher.queries - q0
+                    encoded[callers][1] += batcher.batches - b0
         for callers in callers_list:
             rate = float(np.median(rates[callers]))
             # Each round's ratio to the same round's first caller count, measured moments before:
@@ -166,12 +179,21 @@ def bench(name: str, ctx: ToolContext, calls: list, callers_list: list[int], rou
             p50, p95 = np.percentile(np.asarray(lats[callers]) * 1000, [50, 95])
             enc = f"{queries}/{batches}" if batches else "-"
             spread = f"{paired.min():.2f}-{paired.max():.2f}" if rounds > 1 else "-"
+            against_own = f"{float(np.median(np.asarray(rates[callers]) / np.asarray(own_one))):>16.2f}x" if own_one else ""
             print(
-                f"{mode:<8}{callers:>8}{rate:>10.1f}{float(np.median(paired)):>7.2f}x{spread:>12}{p50:>9.1f}{p95:>9.1f}{enc:>12}{f'{same[callers]}/{rounds * len(calls)}':>12}",
+                f"{mode:<8}{callers:>8}{rate:>10.1f}{float(np.median(paired)):>7.2f}x{spread:>12}{p50:>9.1f}{p95:>9.1f}{enc:>12}{f'{same[callers]}/{rounds * len(calls)}':>12}{against_own}",
                 flush=True,
             )
     print(f"machine ceiling after: {machine_ceiling():.2f}x")
     print("encodings: queries encoded / encoder calls (micro-batching); same: answers identical to the calls made alone")
+    if in_process is not None:
+        print("vs 1 in-process: calls/s against one caller of an in-process ToolContext over the same calls, timed in the same round")
+        mib = lambda b: f"{b / 2**20:,.0f} MiB"  # noqa: E731
+        for pid in ctx.pids():  # USS: pages only this worker holds (the index maps are shared through the page cache)
+            info = psutil.Process(pid).memory_full_info()
+            print(f"worker {pid}: RSS {mib(info.rss)}, USS {mib(info.uss)}")
+        info = psutil.Process().memory_full_info()
+        print(f"this process (the in-process ToolContext and the callers): RSS {mib(info.rss)}, USS {mib(info.uss)}")
 
 
 def bench_per_tool(ctx: ToolContext, calls: list, rounds: int) -> None:
@@ -223,9 +245,14 @@ def main() -> None:
     ap.add_argument("--small-sorted", action="store_true", help="also the calls with arag.small_sorted against numpy's look-ups, alternated in this run")
     ap.add_argument("--cache-dir", default=None, help="where the 2Wiki index's tools caches are (default: inside the index)")
     ap.add_argument("--big-cache-dir", default=None, help="where the large index's tools caches are (built there if missing; default: inside the index)")
+    ap.add_argument("--workers", type=int, default=0, help="also the sweep through a ToolWorkerPool of this many worker processes")
     ap.add_argument("--read-gap", type=int, default=None, help="bytes between candidates' texts read in one pread (default: arag.tools.part_cache.READ_GAP)")
     args = ap.parse_args()
+    if args.workers < 0:
+        ap.error(f"--workers must be 0 (none) or more, got {args.workers}")
     if args.read_gap is not None:
+        if args.workers:
+            ap.error("--read-gap sets this process's READ_GAP, not the worker processes': leave one out")
         if args.read_gap < 0:
             ap.error(f"--read-gap must be 0 or more bytes, got {args.read_gap}")
         part_cache.READ_GAP = args.read_gap
@@ -246,6 +273,9 @@ def main() -> None:
                 bench_per_tool(ctx, calls, args.rounds)
             if args.small_sorted:
                 bench_small_sorted(ctx, calls, args.rounds)
+            if args.workers:
+                with ToolWorkerPool(path, workers=args.workers, **({"cache_dir": cache} if cache else {})) as pool:
+                    bench(f"{name} {path}: ToolWorkerPool, {args.workers} worker processes", pool, calls, args.callers, args.rounds, in_process=ctx)
 
 
 if __name__ == "__main__":

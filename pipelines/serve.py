@@ -35,7 +35,7 @@ def main(cfg: DictConfig) -> None:
         service = open_service(str(cfg.index.path), settings, OmegaConf.to_container(cfg.tools, resolve=True))
     except (IndexNotFoundError, IncompleteIndexError) as exc:
         sys.exit(f"error: cannot open index: {exc}")
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RuntimeError) as exc:  # RuntimeError: a worker process could not start
         sys.exit(f"error: {exc}")
     try:
         if settings.transport == "stdio":

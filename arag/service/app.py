@@ -31,6 +31,7 @@ class ServeSettings:
     token: str | None = None
     max_request_bytes: int = 256 * 1024
     threads: int = 16
+    workers: int = 1
     max_sessions: int = 10_000
     session_idle_s: float = 3600.0
     full_text: bool = False
@@ -46,6 +47,8 @@ class ServeSettings:
         settings = cls(**cfg)
         if settings.transport not in TRANSPORTS:
             raise ValueError(f"serve.transport must be one of {', '.join(TRANSPORTS)}, got {settings.transport!r}")
+        if not isinstance(settings.workers, int) or settings.workers < 1:
+            raise ValueError(f"serve.workers must be a whole number of at least 1 (1: tool calls in the server's own process), got {settings.workers!r}")
         return settings
 
     def resolved_token(self) -> str | None:
@@ -68,8 +71,19 @@ def tool_context_options(cfg: dict[str, Any]) -> dict[str, Any]:
 def open_service(index_path: str, settings: ServeSettings, tool_options: dict[str, Any] | None = None) -> ToolService:
     names = served_tool_names(settings.tools)
     sessions = SessionTrackers(max_sessions=settings.max_sessions, idle_s=settings.session_idle_s)
-    ctx = ToolContext(index_path, **tool_context_options(tool_options or {}))
-    return ToolService(ctx, sessions=sessions, tools=names, full_text=settings.full_text, threads=settings.threads)
+    options = tool_context_options(tool_options or {})
+    ctx = ToolContext(index_path, **options)
+    workers = None
+    if settings.workers > 1:
+        from arag.tools.worker_pool import ToolWorkerPool
+
+        try:
+            workers = ToolWorkerPool(index_path, workers=settings.workers, **options)
+        except BaseException:
+            ctx.close()
+            raise
+        log.info("tool calls run in %d worker processes (pids %s)", settings.workers, ", ".join(map(str, workers.pids())))
+    return ToolService(ctx, sessions=sessions, tools=names, full_text=settings.full_text, threads=settings.threads, workers=workers)
 
 
 def http_app(service: ToolService, settings: ServeSettings) -> Guard:

@@ -3,7 +3,9 @@
 Both front ends (MCP and the JSON API) call `ToolService.call`, so a tool answers the same text and
 structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Tool
 calls run on a thread pool: the event loop keeps accepting requests while DuckDB and FAISS work
-(ToolContext is safe to share between threads).
+(ToolContext is safe to share between threads). With `serve.workers` ≥ 2 they run in that many
+worker processes instead (arag.tools.worker_pool), so Python tool code runs on several cores at
+once; the sessions stay here and travel with each call.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from arag.service.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
 from arag.tools.base import get_chunk_ids
 from arag.tools.chunk_read import chunk_titles
+from arag.tools.worker_pool import ToolWorkerPool
 
 log = logging.getLogger("arag.service")
 
@@ -55,10 +58,20 @@ class ToolService:
     """ctx: the open index; tools: the names offered; full_text: the default for calls that do not
     say (MCP calls never do); threads: tool calls running at once."""
 
-    def __init__(self, ctx: ToolContext, *, sessions: SessionTrackers, tools: tuple[str, ...] = tuple(TOOLS), full_text: bool = False, threads: int = 16):
+    def __init__(
+        self,
+        ctx: ToolContext,
+        *,
+        sessions: SessionTrackers,
+        tools: tuple[str, ...] = tuple(TOOLS),
+        full_text: bool = False,
+        threads: int = 16,
+        workers: ToolWorkerPool | None = None,
+    ):
         if threads < 1:
             raise ValueError(f"serve.threads must be at least 1, got {threads}")
         self.ctx = ctx
+        self.workers = workers  # tool calls run there when given (ctx still answers titles and info)
         self.sessions = sessions
         self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in tools}
         self.full_text = full_text
@@ -83,6 +96,11 @@ class ToolService:
         and checked by the tool, so a malformed body gets the tool's own error message)."""
         if tool not in self.tools:
             raise KeyError(tool)
+        if self.workers is not None:
+            result = await self.workers.acall(tool, arguments, tracker=tracker, full_text=self.full_text if full_text is None else full_text)
+            if is_internal_failure(result):
+                log.error("%s failed: %s\n%s", tool, result.error, result.details["traceback"])
+            return result
         run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=self.full_text if full_text is None else full_text)
         result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
         if is_internal_failure(result):
@@ -104,7 +122,10 @@ class ToolService:
             "embedding_model": index.manifest.get("embedding", {}).get("model"),
             "tools": list(self.tools),
             "full_text": self.full_text,
+            "workers": self.workers.workers if self.workers is not None else 1,
         }
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self.workers is not None:
+            self.workers.close()

@@ -14,11 +14,14 @@ and pooling, then wait behind hundreds of GIL-hungry threads after every release
 encoding or waiting for its query encoding gives its slot back (encodings have their own bound,
 one per core), so every waiting query can still join one batch. asyncio callers use `acall`: the call runs on this context's pool of 2·max_active
 threads, so a thousand awaiting episodes queue in the pool rather than as a thousand threads.
+The tools' own Python still runs on one core at a time per process: `arag.tools.worker_pool`
+runs the same calls in worker processes, one `ToolContext` each, to use every core.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import os
@@ -58,6 +61,8 @@ class ToolContext:
     batch_window_s: under load (every encoder slot busy, queries queued), how long the next batch
         waits for more concurrent queries to join it.
     max_active: calls that run at once (default: twice the cores); more callers queue.
+    encoder_threads: CPU threads of the default query encoder (default: the index's embedder
+        setting, all cores when unset); a ToolWorkerPool gives each worker its share of the cores.
     """
 
     def __init__(
@@ -72,7 +77,11 @@ class ToolContext:
         duckdb_threads: int | None = None,
         batch_window_s: float = 0.001,
         max_active: int | None = None,
+        encoder_threads: int | None = None,
     ):
+        if encoder_threads is not None and int(encoder_threads) < 1:
+            raise ValueError(f"encoder_threads must be at least 1, got {encoder_threads}")
+        self.encoder_threads = None if encoder_threads is None else int(encoder_threads)
         self.index = index if isinstance(index, Index) else open_index(index)
         self.store = ChunkStore.open(self.index, cache_dir=cache_dir)
         self.accelerate = accelerate
@@ -175,7 +184,10 @@ class ToolContext:
                     from arag.index.embedding import SentenceEmbedder
 
                     log.info("loading the query encoder %s", self.index.embedder_spec.name)
-                    self._encoder = SentenceEmbedder(self.index.embedder_spec).encode_queries
+                    spec = self.index.embedder_spec
+                    if self.encoder_threads is not None:
+                        spec = dataclasses.replace(spec, threads=self.encoder_threads)
+                    self._encoder = SentenceEmbedder(spec).encode_queries
         return self._encoder(queries)
 
     def search_sentences(self, qvec: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,337 @@
+"""`ToolWorkerPool`: the tools of one index served by N worker processes, each with its own `ToolContext`.
+
+Why processes: a tool call is mostly Python (parsing, planning the keyword candidates, scoring,
+rendering the text), and one process runs Python on one core at a time however many threads call
+it. On a 2-core machine two callers of one `ToolContext` reach ~1.5x one caller
+(benchmarks/tools_concurrency.py); two worker processes let both cores run tool code at once. The
+workers open the same index files, which are memory-mapped, so the operating system keeps one copy
+of the index pages in memory for all of them; what each worker adds is its own caches and its own
+query encoder.
+
+The pool has `call`/`acall` with ToolContext's signatures and answers the same results: a call is
+sent to an idle worker (callers beyond the number of workers wait, holding no GIL), the worker runs
+`ToolContext.call`, and the result comes back pickled. Per-episode state travels with the call: the
+tracker's fields go to the worker and its updated fields come back into the caller's tracker, so
+"already read" notes and AgenticRAG's reference ids work as in-process. One thing stays in the
+worker: the documents a `DocumentSession` has loaded (a cache; a worker keeps those of its most
+recent sessions and reloads a document it does not hold).
+
+A worker that dies during a call (killed, out of memory) is replaced; that call answers an error
+result naming what happened, and the pool keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections import OrderedDict, deque
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from arag.tools.base import ToolResult, error_result
+from arag.tools.tracker import ReadTracker
+
+log = logging.getLogger(__name__)
+
+# Sessions whose loaded documents a worker keeps (AgenticRAG's open/find read a whole document).
+SESSION_DOCUMENTS_KEPT = 64
+# How long a new worker may take to open the index before the pool gives up on it.
+START_TIMEOUT_S = 300.0
+
+
+def _tracker_fields(tracker: ReadTracker) -> dict[str, Any]:
+    fields = dict(vars(tracker))
+    fields.pop("documents", None)  # DocumentSession's loaded documents stay where they were loaded
+    return fields
+
+
+def _message(tool: str, arguments: Any, tracker: ReadTracker | None, full_text: bool) -> tuple:
+    if tracker is None:
+        return (tool, arguments, None, None, full_text)
+    return (tool, arguments, type(tracker), _tracker_fields(tracker), full_text)
+
+
+def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
+    result, fields = reply
+    if tracker is not None and fields is not None:
+        tracker.__dict__.update(fields)  # the call's reads and references, as in-process
+    return result
+
+
+def _worker_main(conn: Any) -> None:
+    """A worker process: open the index, then answer calls until the pipe closes."""
+    from arag.tools.context import ToolContext
+
+    try:
+        index, options = conn.recv()
+        ctx = ToolContext(index, **options)
+    except BaseException as exc:  # reported to the parent, which raises it with the index named
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", os.getpid()))
+    documents: OrderedDict[str, dict] = OrderedDict()
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:
+                break
+            if message is None:
+                break
+            tool, arguments, tracker_type, fields, full_text = message
+            tracker = None
+            if tracker_type is not None:
+                tracker = tracker_type.__new__(tracker_type)
+                tracker.__dict__.update(fields)
+                if "documents" in getattr(tracker_type, "__dataclass_fields__", {}):
+                    tracker.documents = documents.pop(tracker.session_id, None) or {}
+            result = ctx.call(tool, arguments, tracker=tracker, full_text=full_text)
+            if tracker is not None and "documents" in tracker.__dict__:
+                documents[tracker.session_id] = tracker.documents
+                while len(documents) > SESSION_DOCUMENTS_KEPT:
+                    documents.popitem(last=False)
+            conn.send((result, None if tracker is None else _tracker_fields(tracker)))
+    finally:
+        ctx.close()
+
+
+class _Worker:
+    def __init__(self, process: Any, conn: Any):
+        self.process = process
+        self.conn = conn
+
+
+class _IdleWorkers:
+    """Idle workers, handed to waiting callers in arrival order: threads (which block on a lock,
+    without the GIL) and asyncio tasks (which await a future) alike. After close, waiters get None."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: deque[_Worker] = deque()
+        self._waiters: deque[Any] = deque()  # [worker, lock] of a thread, or an asyncio future
+        self._closed = False
+
+    def get(self) -> _Worker | None:
+        with self._lock:
+            if self._closed or self._idle:
+                return None if self._closed else self._idle.popleft()
+            box: list[Any] = [None, threading.Lock()]
+            box[1].acquire()
+            self._waiters.append(box)
+        box[1].acquire()
+        return box[0]
+
+    async def aget(self) -> _Worker | None:
+        with self._lock:
+            if self._closed or self._idle:
+                return None if self._closed else self._idle.popleft()
+            future = asyncio.get_running_loop().create_future()
+            self._waiters.append(future)
+        return await future  # cancelled: a worker handed to it later comes back (_hand)
+
+    def put(self, worker: _Worker | None) -> None:
+        """Hand `worker` to the first waiter, else keep it idle; None (at close) wakes every waiter."""
+        with self._lock:
+            if self._closed and worker is not None:
+                return  # the pool closes its workers itself
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if isinstance(waiter, list):
+                    waiter[0] = worker
+                    waiter[1].release()
+                elif not waiter.done():
+                    waiter.get_loop().call_soon_threadsafe(self._hand, waiter, worker)
+                else:
+                    continue
+                if worker is not None:
+                    return
+            if worker is not None:
+                self._idle.append(worker)
+
+    def _hand(self, future: asyncio.Future, worker: _Worker | None) -> None:
+        if future.cancelled():
+            if worker is not None:
+                self.put(worker)
+        else:
+            future.set_result(worker)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self.put(None)
+
+
+class ToolWorkerPool:
+    """index: an index directory; workers: processes (each answers one call at a time);
+    options: keyword arguments of `ToolContext` for every worker (not `encoder`: a worker loads
+    the index's own embedder)."""
+
+    def __init__(self, index: str | Path, *, workers: int = 2, **options: Any):
+        if int(workers) < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        if "encoder" in options:
+            raise ValueError("a ToolWorkerPool's workers load the index's own query encoder; encoder= is for an in-process ToolContext")
+        self.index = str(Path(index).resolve())
+        self.workers = int(workers)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        # Each worker's query encoder gets its share of the cores: N encoders of all cores each
+        # would run N times the threads there are cores for.
+        self.options = {"encoder_threads": max(1, cores // self.workers), **options}
+        self._idle = _IdleWorkers()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            for worker in [self._start() for _ in range(self.workers)]:
+                self._ready(worker)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> _Worker:
+        # A fresh interpreter running this module, not multiprocessing's spawn: spawn re-imports
+        # the caller's __main__, which breaks any script without an `if __name__ == "__main__"` guard.
+        parent, child = socket.socketpair()
+        # The worker imports this same arag (a checkout run without installing it too); its stdout
+        # goes to stderr, since a stdio MCP server's stdout is the protocol channel.
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "arag.tools.worker_pool", str(child.fileno())], pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=2, env=env
+        )
+        child.close()
+        conn = Connection(parent.detach())
+        conn.send((self.index, self.options))
+        worker = _Worker(process, conn)
+        with self._lock:
+            self._all.append(worker)
+        return worker
+
+    def _ready(self, worker: _Worker) -> None:
+        """Wait for a started worker's index to open, then make it available."""
+        if not worker.conn.poll(START_TIMEOUT_S):
+            raise RuntimeError(f"a tool worker did not open index {self.index} within {START_TIMEOUT_S:.0f} s")
+        try:
+            status, detail = worker.conn.recv()
+        except EOFError:
+            raise RuntimeError(f"a tool worker exited (code {worker.process.wait(5)}) while opening index {self.index}") from None
+        if status != "ready":
+            raise RuntimeError(f"a tool worker could not open index {self.index}: {detail}")
+        self._idle.put(worker)
+
+    # ---- tools ------------------------------------------------------------------------------
+    def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
+        """`ToolContext.call` in a worker process. Never raises (a closed pool raises RuntimeError)."""
+        worker = self._idle.get()  # waits, without the GIL, while every worker is busy
+        if worker is None:
+            raise RuntimeError("the tool worker pool is closed")
+        try:
+            worker.conn.send(_message(tool, arguments, tracker, full_text))
+            reply = worker.conn.recv()
+        except (EOFError, OSError):
+            return self._replace(worker, tool)
+        except BaseException:
+            # Interrupted mid-call (a KeyboardInterrupt, say): its reply would be read by the
+            # next caller, so this worker is not reused.
+            self._retire(worker)
+            raise
+        self._idle.put(worker)
+        return _answer(reply, tracker)
+
+    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
+        """`call` for asyncio callers, on the event loop's thread: the task awaits an idle worker,
+        then the worker's reply (the loop watches the worker's socket), so a thousand awaiting
+        tasks cost no thread each and no call hops between threads."""
+        worker = await self._idle.aget()
+        if worker is None:
+            raise RuntimeError("the tool worker pool is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            worker.conn.send(_message(tool, arguments, tracker, full_text))
+            readable = loop.create_future()
+            fd = worker.conn.fileno()
+            loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+            try:
+                await readable
+            finally:
+                loop.remove_reader(fd)
+            reply = worker.conn.recv()  # the reply is arriving: at most a moment's wait for its rest
+        except (EOFError, OSError):
+            return self._replace(worker, tool)
+        except BaseException:
+            # Cancelled while the worker runs the call: a thread reads the reply, then returns
+            # the worker, so the next caller does not get this call's answer.
+            threading.Thread(target=self._drain, args=(worker,), daemon=True).start()
+            raise
+        self._idle.put(worker)
+        return _answer(reply, tracker)
+
+    def _drain(self, worker: _Worker) -> None:
+        try:
+            worker.conn.recv()
+        except (EOFError, OSError):
+            self._replace(worker, "cancelled")
+            return
+        self._idle.put(worker)
+
+    def _retire(self, worker: _Worker) -> None:
+        with self._lock:
+            if worker in self._all:
+                self._all.remove(worker)
+        worker.conn.close()
+        if worker.process.poll() is None:
+            worker.process.kill()
+        worker.process.wait(5)
+
+    def _replace(self, worker: _Worker, tool: str) -> ToolResult:
+        self._retire(worker)
+        code = worker.process.returncode
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        log.error("tool worker %s %s during a %s call; starting another", worker.process.pid, how, tool)
+        if not self._closed:
+            try:
+                self._ready(self._start())
+            except Exception as exc:  # the pool serves on with the workers it has left
+                log.error("could not replace the tool worker: %s", exc)
+        return error_result(str(tool)[:100], f"the tool worker process {how} during this call (a replacement was started); try the call again")
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [w.process.pid for w in self._all]
+
+    def close(self) -> None:
+        self._closed = True
+        self._idle.close()
+        with self._lock:
+            workers, self._all = self._all, []
+        for worker in workers:
+            try:
+                worker.conn.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        for worker in workers:
+            try:
+                worker.process.wait(10)
+            except subprocess.TimeoutExpired:
+                worker.process.kill()
+                worker.process.wait(5)
+            worker.conn.close()
+
+    def __enter__(self) -> "ToolWorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ToolWorkerPool({self.index!r}, workers={self.workers})"
+
+
+if __name__ == "__main__":
+    _worker_main(Connection(int(sys.argv[1])))
