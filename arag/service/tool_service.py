@@ -96,13 +96,12 @@ class ToolService:
         and checked by the tool, so a malformed body gets the tool's own error message)."""
         if tool not in self.tools:
             raise KeyError(tool)
+        full_text = self.full_text if full_text is None else full_text
         if self.workers is not None:
-            result = await self.workers.acall(tool, arguments, tracker=tracker, full_text=self.full_text if full_text is None else full_text)
-            if is_internal_failure(result):
-                log.error("%s failed: %s\n%s", tool, result.error, result.details["traceback"])
-            return result
-        run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=self.full_text if full_text is None else full_text)
-        result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
+            result = await self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text)
+        else:
+            run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text)
+            result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
         if is_internal_failure(result):
             log.error("%s failed: %s\n%s", tool, result.error, result.details["traceback"])
         return result

@@ -46,6 +46,11 @@ log = logging.getLogger(__name__)
 Encoder = Callable[[list[str]], np.ndarray]
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 class ToolContext:
     """The retrieval layer over one index.
 
@@ -87,7 +92,7 @@ class ToolContext:
         self.accelerate = accelerate
         self.nprobe = nprobe
         self._encoder = encoder
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cores = usable_cores()
         self._batcher = BatchingEncoder(self._encode_batch, window_s=batch_window_s, workers=cores)
         self.max_active = max(1, int(max_active or 2 * cores))
         self._active = threading.BoundedSemaphore(self.max_active)

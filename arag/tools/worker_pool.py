@@ -67,6 +67,7 @@ def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
 def _worker_main(conn: Any) -> None:
     """A worker process: open the index, then answer calls until the pipe closes."""
     from arag.tools.context import ToolContext
+    from arag.tools.documents import DocumentSession
 
     try:
         index, options = conn.recv()
@@ -89,10 +90,10 @@ def _worker_main(conn: Any) -> None:
             if tracker_type is not None:
                 tracker = tracker_type.__new__(tracker_type)
                 tracker.__dict__.update(fields)
-                if "documents" in getattr(tracker_type, "__dataclass_fields__", {}):
+                if isinstance(tracker, DocumentSession):
                     tracker.documents = documents.pop(tracker.session_id, None) or {}
             result = ctx.call(tool, arguments, tracker=tracker, full_text=full_text)
-            if tracker is not None and "documents" in tracker.__dict__:
+            if isinstance(tracker, DocumentSession):
                 documents[tracker.session_id] = tracker.documents
                 while len(documents) > SESSION_DOCUMENTS_KEPT:
                     documents.popitem(last=False)
@@ -179,7 +180,9 @@ class ToolWorkerPool:
             raise ValueError("a ToolWorkerPool's workers load the index's own query encoder; encoder= is for an in-process ToolContext")
         self.index = str(Path(index).resolve())
         self.workers = int(workers)
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        from arag.tools.context import usable_cores
+
+        cores = usable_cores()
         # Each worker's query encoder gets its share of the cores: N encoders of all cores each
         # would run N times the threads there are cores for.
         self.options = {"encoder_threads": max(1, cores // self.workers), **options}
