@@ -30,6 +30,7 @@ import duckdb
 from arag.evaluation.report_a2rag import a2rag_section
 from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
+from arag.evaluation.report_paper import PaperResults, PaperTokens
 from arag.evaluation.report_sweeps import EFFORT_ORDER, SWEEPABLE, sweep_table
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
@@ -56,8 +57,6 @@ TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_r
 # Settings that may vary between runs; a column is shown only where it does vary.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails")
 
-# The paper's published main results (conf/paper_results/), shown with report.paper_columns=true.
-PAPER_RESULTS_FILE = "a_rag_table1.yaml"
 # Datasets with long-form gold answers: the main table shows LLM-Acc only for them, as the paper does.
 LONG_FORM_DATASETS = ("graphrag-bench",)
 
@@ -142,9 +141,11 @@ def _accuracy_columns(dataset: str) -> tuple[str, ...]:
     return ("LLM-Acc",) if dataset.startswith(LONG_FORM_DATASETS) else ("LLM-Acc", "Cont-Acc")
 
 
-def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str]) -> str:
+def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: PaperTokens | None = None) -> str:
     """The paper's Table 3 layout: per (model, varying settings), rows = methods, columns = datasets,
-    cells = mean retrieved tokens per question (cl100k_base tokens of chunk text put into the context)."""
+    cells = mean retrieved tokens per question (cl100k_base tokens of chunk text put into the context).
+    `paper`: the published figure beside each of ours in blocks of the paper's backbone; for any
+    other model, the published figures of the same methods and datasets as a table of their own."""
     keys = ["model", *_varying(con)]
     listed = ", ".join(f"'{m}'" for m in methods)
     data = con.execute(
@@ -159,39 +160,32 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str]) -> str:
     for r in data:
         groups.setdefault(tuple(r[:n]), {})[(r[n], r[n + 1])] = r[n + 2]
     out = ["## Retrieved tokens per question (Table 3 layout)", ""]
+    other_models = False
     for group, cells in groups.items():
         out += [f"**{_setting_label(keys, group)}** — mean retrieved tokens per question (cl100k_base tokens of chunk text put into the context)", ""]
-        rows = [[_label(m), *(_fmt(cells.get((m, d)), "int") for d in datasets)] for m in _method_order(sorted({m for m, _ in cells}))]
-        out += [markdown_table(["Method", *datasets], rows, ["l"] + ["r"] * len(datasets)), ""]
+        beside = paper is not None and paper.is_backbone(group[0])
+        other_models |= paper is not None and not beside
+        if beside:
+            out += [f"Columns (paper): published numbers for {paper.backbone}, {paper.source}.", ""]
+        header, rows = ["Method"], []
+        for d in datasets:
+            header += [d, "(paper)"] if beside else [d]
+        for m in _method_order(sorted({m for m, _ in cells})):
+            row = [_label(m)]
+            for d in datasets:
+                row += [_fmt(cells.get((m, d)), "int"), _fmt(paper.cell(m, d), "int")] if beside else [_fmt(cells.get((m, d)), "int")]
+            rows.append(row)
+        out += [markdown_table(header, rows), ""]
+    if other_models:
+        shown = _method_order(sorted({m for cells in groups.values() for m, _ in cells if m in paper.tokens}))
+        out.append(f"**The paper's Table 3** — published mean retrieved tokens per question with its backbone {paper.backbone}, "
+                   f"not the model of the blocks above ({paper.source})")
+        out.append("")
+        if shown:
+            out += [markdown_table(["Method", *datasets], [[_label(m), *(_fmt(paper.cell(m, d), "int") for d in datasets)] for m in shown]), ""]
+        else:
+            out += ["It has no figures for these methods.", ""]
     return "\n".join(out)
-
-
-@dataclass(frozen=True)
-class PaperResults:
-    """The paper's published accuracies (conf/paper_results/a_rag_table1.yaml): per backbone, method
-    and dataset, [LLM-Acc, Cont-Acc] in %."""
-
-    source: str
-    backbones: dict[str, dict[str, dict[str, list[float | None]]]]
-
-    @classmethod
-    def load(cls, path: str | Path | None = None) -> "PaperResults":
-        from omegaconf import OmegaConf
-
-        from arag.conf_files import conf_path
-
-        data = OmegaConf.to_container(OmegaConf.load(path or conf_path("paper_results", PAPER_RESULTS_FILE)))
-        return cls(str(data["source"]), data["backbones"])
-
-    def backbone(self, model: str) -> str | None:
-        """The paper backbone a model name names (e.g. 'gpt-5-mini-2025-08-07' → 'gpt-5-mini')."""
-        named = [b for b in self.backbones if b in str(model).lower()]
-        return max(named, key=len) if named else None
-
-    def cell(self, backbone: str, method: str, dataset: str, column: int) -> float | None:
-        """Published value in % (column 0: LLM-Acc, 1: Cont-Acc), None where not reported."""
-        values = self.backbones[backbone].get(method, {}).get(dataset)
-        return values[column] if values else None
 
 
 def _paper_fmt(value: float | None) -> str:
@@ -469,7 +463,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         agentic_table(con),
         a2rag_section(con, _varying(con), _label),
         details_table(con),
-        tokens_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("agenticrag")]),
+        tokens_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("agenticrag")], paper=PaperTokens.load() if paper_columns else None),
         cost_table(con),
         tool_table(con),
         "## Plots",

@@ -162,7 +162,7 @@ def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):
 
 
 def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path):
-    from arag.evaluation.report import PaperResults
+    from arag.evaluation.report_paper import PaperResults
 
     results = tmp_path / "results"
     for k, (model, dataset) in enumerate([("gpt-5-mini-2025-08-07", "2wikimultihopqa"), ("gpt-5-mini-2025-08-07", "graphrag-bench-novel"), ("qwen", "2wikimultihopqa")]):
@@ -185,3 +185,35 @@ def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path
     paper = PaperResults.load()
     assert paper.backbone("GPT-4o-mini") == "gpt-4o-mini" and paper.backbone("gpt-5-mini") == "gpt-5-mini" and paper.backbone("qwen2.5") is None
     assert paper.cell("gpt-5-mini", "arag_full", "hotpotqa", 0) == 94.5 and paper.cell("gpt-5-mini", "arag_full", "graphrag-bench-medical", 1) is None
+
+
+def test_paper_columns_put_the_papers_table3_beside_our_retrieved_tokens(tmp_path):
+    """Table 3 (GPT-5-mini only): its figure beside ours in a gpt-5-mini block; for another model,
+    the published figures of the same methods and datasets as a table of their own."""
+    from arag.evaluation.report_paper import PaperTokens
+
+    results = tmp_path / "results"
+    runs = [("gpt-5-mini", "naive_rag", 5000), ("gpt-5-mini", "arag_full", 3000), ("qwen", "arag_full", 6000), ("qwen", "direct", 0)]
+    for k, (model, method, tokens) in enumerate(runs):
+        rows = [
+            EpisodeRow(
+                run_id=f"r{k}", dataset="2wikimultihopqa", question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"], method=method,
+                model=model, backend="openai", status="ok", prediction="a", max_steps=10, reasoning_effort="low", contain_acc=1.0,
+                llm_acc=1.0, judge_status="correct", retrieved_tokens=tokens, steps=1, tool_calls=1, wall_s=1.0,
+            ).to_record()
+            for i in range(2)
+        ]
+        with RunStore(results, f"r{k}") as store:
+            store.write(rows)
+    section = build_report(results, paper_columns=True).markdown.split("## Retrieved tokens per question (Table 3 layout)")[1].split("## Retrieved tokens and cost")[0]
+    gpt5, qwen = section.split("**model=qwen**")
+    assert "| Method | 2wikimultihopqa | (paper) |" in gpt5 and "published numbers for gpt-5-mini" in gpt5
+    assert "| Naive RAG | 5,000 | 5,506 |" in gpt5 and "| A-RAG (Full) | 3,000 | 2,930 |" in gpt5
+    ours, published = qwen.split("**The paper's Table 3**")
+    assert "(paper)" not in ours and "| A-RAG (Full) | 6,000 |" in ours and "| Direct answer | 0 |" in ours
+    # Only methods the paper's table has, in our datasets' columns: Direct answer is not in it.
+    assert "with its backbone gpt-5-mini, not the model of the blocks above" in published
+    assert "| Naive RAG | 5,506 |" in published and "| A-RAG (Full) | 2,930 |" in published and "Direct" not in published
+    assert "(paper)" not in build_report(results, tmp_path / "plain").markdown and "The paper's Table 3" not in build_report(results, tmp_path / "plain2").markdown
+    paper = PaperTokens.load()
+    assert paper.cell("arag_naive", "2wikimultihopqa") == 45406 and paper.cell("direct", "2wikimultihopqa") is None and not paper.is_backbone("qwen2.5")

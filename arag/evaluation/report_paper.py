@@ -1,0 +1,65 @@
+"""The A-RAG paper's published numbers (conf/paper_results/), shown beside ours by
+`python -m pipelines.report report.paper_columns=true`: Table 1's accuracies per backbone, and
+Table 3's retrieved tokens per question (one backbone)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PAPER_RESULTS_FILE = "a_rag_table1.yaml"
+PAPER_TOKENS_FILE = "a_rag_table3.yaml"
+
+
+def _load(name: str, path: str | Path | None) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    from arag.conf_files import conf_path
+
+    return OmegaConf.to_container(OmegaConf.load(path or conf_path("paper_results", name)))
+
+
+@dataclass(frozen=True)
+class PaperResults:
+    """The paper's published accuracies (conf/paper_results/a_rag_table1.yaml): per backbone, method
+    and dataset, [LLM-Acc, Cont-Acc] in %."""
+
+    source: str
+    backbones: dict[str, dict[str, dict[str, list[float | None]]]]
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> "PaperResults":
+        data = _load(PAPER_RESULTS_FILE, path)
+        return cls(str(data["source"]), data["backbones"])
+
+    def backbone(self, model: str) -> str | None:
+        """The paper backbone a model name names (e.g. 'gpt-5-mini-2025-08-07' → 'gpt-5-mini')."""
+        named = [b for b in self.backbones if b in str(model).lower()]
+        return max(named, key=len) if named else None
+
+    def cell(self, backbone: str, method: str, dataset: str, column: int) -> float | None:
+        """Published value in % (column 0: LLM-Acc, 1: Cont-Acc), None where not reported."""
+        values = self.backbones[backbone].get(method, {}).get(dataset)
+        return values[column] if values else None
+
+
+@dataclass(frozen=True)
+class PaperTokens:
+    """The paper's Table 3 (conf/paper_results/a_rag_table3.yaml): mean retrieved tokens per
+    question, per method and dataset, for its one backbone."""
+
+    source: str
+    backbone: str
+    tokens: dict[str, dict[str, int]]
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> "PaperTokens":
+        data = _load(PAPER_TOKENS_FILE, path)
+        return cls(str(data["source"]), str(data["backbone"]), data["retrieved_tokens"])
+
+    def is_backbone(self, model: str) -> bool:
+        return self.backbone in str(model).lower()
+
+    def cell(self, method: str, dataset: str) -> int | None:
+        return self.tokens.get(method, {}).get(dataset)
