@@ -30,7 +30,7 @@ import duckdb
 from arag.evaluation.report_a2rag import a2rag_section
 from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
-from arag.evaluation.report_paper import PaperResults, PaperTokens
+from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.evaluation.report_sweeps import EFFORT_ORDER, SWEEPABLE, sweep_table
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
@@ -243,19 +243,18 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
     return "\n".join(out)
 
 
-def ablation_table(con: duckdb.DuckDBPyConnection) -> str:
+def ablation_table(con: duckdb.DuckDBPyConnection, paper: PaperResults | None = None) -> str:
     """The paper's Table 2 layout: rows = A-RAG (Full) and its `arag_no_*` variants (the paper's
     three first, any other after), columns = dataset × (LLM-Acc, Cont-Acc) as in the main table; one
-    block per model and varying setting that holds an ablation run. Ours only: the repository holds
-    no published Table 2 numbers (conf/paper_results/ has Table 1)."""
+    block per model and varying setting that holds an ablation run. `paper`: the published Table 2
+    (conf/paper_results/a_rag_table2.yaml) beside ours in blocks of its backbone."""
     title = "Ablations (Table 2 layout): A-RAG (Full) without one tool"
     ran = [m for (m,) in con.execute("SELECT DISTINCT method FROM episodes WHERE method LIKE 'arag_no_%' ORDER BY method").fetchall()]
     if not ran:
         return f"## {title}\n\nNo ablation runs (methods `arag_no_*`) in these results.\n"
     rows = [*ABLATION_ROWS, *(m for m in ran if m not in ABLATION_ROWS)]
-    note = ("Rows in the paper's order; \"–\": that variant has no run in the block. Our numbers only: the paper's "
-            "Table 2 values are not in `conf/paper_results/`.")
-    return accuracy_pivot(con, rows, title, require=ran, fixed_rows=True, note=note)
+    note = "Rows in the paper's order; \"–\": that variant has no run in the block."
+    return accuracy_pivot(con, rows, title, require=ran, fixed_rows=True, note=note, paper=paper)
 
 
 def details_table(con: duckdb.DuckDBPyConnection) -> str:
@@ -458,7 +457,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
         "",
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results", paper=PaperResults.load() if paper_columns else None),
-        ablation_table(con),
+        ablation_table(con, paper=PaperResults.load(table=PAPER_ABLATIONS_FILE) if paper_columns else None),
         *sweeps,
         agentic_table(con),
         a2rag_section(con, _varying(con), _label),

@@ -1,6 +1,6 @@
 """The A-RAG paper's published numbers (conf/paper_results/), shown beside ours by
-`python -m pipelines.report report.paper_columns=true`: Table 1's accuracies per backbone, and
-Table 3's retrieved tokens per question (one backbone)."""
+`python -m pipelines.report report.paper_columns=true`: Table 1's accuracies per backbone, Table 2's
+ablations and Table 3's retrieved tokens per question (one backbone each)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 PAPER_RESULTS_FILE = "a_rag_table1.yaml"
+PAPER_ABLATIONS_FILE = "a_rag_table2.yaml"  # the same layout as Table 1
 PAPER_TOKENS_FILE = "a_rag_table3.yaml"
 
 
@@ -22,15 +23,15 @@ def _load(name: str, path: str | Path | None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PaperResults:
-    """The paper's published accuracies (conf/paper_results/a_rag_table1.yaml): per backbone, method
-    and dataset, [LLM-Acc, Cont-Acc] in %."""
+    """The paper's published accuracies (conf/paper_results/a_rag_table1.yaml, or `table=`
+    PAPER_ABLATIONS_FILE for Table 2): per backbone, method and dataset, [LLM-Acc, Cont-Acc] in %."""
 
     source: str
     backbones: dict[str, dict[str, dict[str, list[float | None]]]]
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "PaperResults":
-        data = _load(PAPER_RESULTS_FILE, path)
+    def load(cls, path: str | Path | None = None, *, table: str = PAPER_RESULTS_FILE) -> "PaperResults":
+        data = _load(table, path)
         return cls(str(data["source"]), data["backbones"])
 
     def backbone(self, model: str) -> str | None:
