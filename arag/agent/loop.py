@@ -205,6 +205,7 @@ class Agent:
                         note = self.protocol.feedback(read_first_note(self.allowed))
                     else:
                         answer = action.text
+                        ep.answer_cut_off = action.cut_off
                         break
                 elif per_step is not None and ran_tools >= per_step:
                     # One tool per step (A-RAG, the paper's setting): later calls of the same reply are not run.
@@ -240,6 +241,7 @@ class Agent:
             ep.invalid_replies += 1
             raise EpisodeFailed(f"the forced final reply was not an answer: {(completion.text or '')[:200]!r}")
         ep.answer, ep.citations = self.method.finish_answer(answers[0].text, tracker)
+        ep.answer_cut_off = answers[0].cut_off
         ep.status = ANSWERED
 
     # ---- context management (methods with summarize, see arag.agent.context) ----------------------

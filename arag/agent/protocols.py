@@ -7,7 +7,10 @@
   set's own parameter schemas; small local models can only act reliably this way.
 
 Parsing never raises: a reply that is not a valid action becomes an `InvalidAction` whose reason is
-shown to the model.
+shown to the model. One exception to "not valid JSON": a JSON reply cut off at the reply-length
+limit inside its answer string is that answer as far as it went (`AnswerAction.cut_off`). A small
+model that repeats itself in a long free-form answer runs into the limit, and at temperature 0 it
+writes the same cut-off reply however often it is asked again; refusing it would fail the episode.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
 }
 _ENVELOPE = jsonschema.Draft202012Validator(ENVELOPE_SCHEMA)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+# The opening of an answer object, up to the first character of the answer string.
+_ANSWER_OPENING = re.compile(r'^(?:```(?:json)?)?\s*\{\s*"answer"\s*:\s*"', re.S)
+# Finish reasons of a reply that stopped at the reply-length limit (OpenAI, vLLM, llama.cpp: "length").
+CUT_OFF = "length"
 
 
 @dataclass
@@ -50,6 +57,7 @@ class ToolAction:
 @dataclass
 class AnswerAction:
     text: str
+    cut_off: bool = False  # the reply stopped at the length limit inside the answer: kept as far as it went
 
 
 @dataclass
@@ -162,6 +170,11 @@ class JsonProtocol(ActionProtocol):
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as exc:
+            if completion.finish_reason == CUT_OFF:
+                partial = cut_off_answer(text)
+                if partial:
+                    return [AnswerAction(partial, cut_off=True)]
+                return [InvalidAction("the reply was cut off at the reply-length limit before its JSON ended: write a shorter reply", raw)]
             return [InvalidAction(f"the reply is not valid JSON ({str(exc)[:120]})", raw)]
         errors = list(_ENVELOPE.iter_errors(value)) if isinstance(value, dict) else None
         if errors is None or errors:
@@ -175,6 +188,29 @@ class JsonProtocol(ActionProtocol):
 
     def observation(self, action: ToolAction, text: str) -> Message:
         return Message("user", f"Result of {action.name}:\n{text}")
+
+
+def cut_off_answer(text: str) -> str | None:
+    """The answer of a JSON answer object cut off inside (or just after) its answer string, e.g.
+    '{"answer": "Tregeagle was doomed to emp' → 'Tregeagle was doomed to emp'; None when the text is
+    not the opening of an answer object or the answer is empty."""
+    opening = _ANSWER_OPENING.match(text)
+    if not opening:
+        return None
+    body = text[opening.end() :]
+    try:  # the answer string closed and the cut came after it ('{"answer": "x", ' or '{"answer": "x"')
+        value, _ = json.JSONDecoder(strict=False).raw_decode('"' + body)
+        return value.strip() or None
+    except ValueError:
+        pass
+    # Cut inside the string: close it, first dropping an escape sequence the cut split (a lone
+    # backslash, or up to five characters of a \\uXXXX escape).
+    for drop in range(6):
+        try:
+            return json.loads('"' + body[: len(body) - drop] + '"', strict=False).strip() or None
+        except ValueError:
+            continue
+    return None
 
 
 PROTOCOLS: dict[str, type[ActionProtocol]] = {"native": NativeProtocol, "json": JsonProtocol}

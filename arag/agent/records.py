@@ -38,6 +38,7 @@ class Episode:
     answer: str | None = None
     forced: bool = False
     forced_reason: str | None = None  # "max_steps" | "token_budget"
+    answer_cut_off: bool = False  # the answering reply stopped at the reply-length limit: the answer as far as it went
     failure: str | None = None
     steps: int = 0
     tool_calls: list[ToolCallRecord] = field(default_factory=list)

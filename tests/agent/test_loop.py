@@ -180,6 +180,50 @@ def test_unparseable_forced_answer_fails(agent_ctx):
     assert ep.status == EPISODE_FAILED and ep.forced and ep.answer is None
 
 
+def test_an_answer_cut_off_at_the_reply_limit_is_the_answer_as_far_as_it_went(agent_ctx):
+    """A 1.5B model repeating itself in a free-form answer hits max_tokens mid-string; at temperature 0
+    it writes the same reply again, so refusing it as invalid JSON failed the episode (GraphRAG-Bench
+    Novel). The cut-off answer is kept and marked; a cut-off tool call is still refused, with a reason
+    that says why."""
+    looping = '{"answer": "The figure was Tregeagle. He was a steward. The figure was Tregeagle. He was a st'
+    cut_tool = '{"tool": "keyword_search", "arguments": {"keywords": ["Dozmare Pool", "Tregea'
+    a, backend = agent([Completion(text=cut_tool, finish_reason="length"), Completion(text=looping, finish_reason="length")], ctx=agent_ctx)
+    ep = a.run("Who was doomed to empty Dozmare Pool?")
+    assert ep.status == ANSWERED and not ep.forced and ep.answer_cut_off and ep.invalid_replies == 1
+    assert ep.answer == "The figure was Tregeagle. He was a steward. The figure was Tregeagle. He was a st"
+    assert "cut off at the reply-length limit" in backend.requests[1].messages[-1].content
+    assert ep.to_json()["answer_cut_off"] is True
+    # The same text that stopped for another reason is invalid JSON, as before.
+    a, _ = agent([Completion(text=looping, finish_reason="stop"), {"answer": "Tregeagle"}], ctx=agent_ctx)
+    ep = a.run("q?")
+    assert ep.answer == "Tregeagle" and ep.invalid_replies == 1 and not ep.answer_cut_off
+
+
+def test_a_forced_answer_cut_off_at_the_reply_limit_is_not_a_failure(agent_ctx):
+    a, _ = agent([{"tool": "keyword_search", "arguments": {"keywords": ["x"]}}, Completion(text='{"answer": "Tregeagle, a steward wh', finish_reason="length")],
+                 ctx=agent_ctx, max_steps=1)
+    ep = a.run("q?")
+    assert ep.status == ANSWERED and ep.forced and ep.answer == "Tregeagle, a steward wh" and ep.answer_cut_off
+
+
+@pytest.mark.parametrize("text, answer", [
+    ('{"answer": "Tregea', "Tregea"),
+    ('```json\n{"answer": "Tregea', "Tregea"),
+    ('{"answer": "a \\"quoted\\" wo', 'a "quoted" wo'),
+    ('{"answer": "ends in an escape \\', "ends in an escape"),
+    ('{"answer": "half a \\u00', "half a"),
+    ('{"answer": "line one\nline tw', "line one\nline tw"),
+    ('{"answer": "closed", "cit', "closed"),
+    ('{"answer": "   ', None),
+    ('{"tool": "open", "arguments": {"ref_id": "turn1', None),
+    ("plain words", None),
+])
+def test_cut_off_answer_recovers_the_string_as_far_as_it_went(text, answer):
+    from arag.agent.protocols import cut_off_answer
+
+    assert cut_off_answer(text) == answer
+
+
 def test_one_tool_call_per_step_native(agent_ctx):
     """The paper's setting: only the first call of a reply runs; the others get a note, each answering its call id."""
     reply = [{"tool": "keyword_search", "arguments": {"keywords": ["Teutberga"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["1#0"]}}]
