@@ -8,8 +8,9 @@ arag.tools.packed_documents), and its score is reciprocal-rank fusion
 Σ 1/(RRF_K + rank) over both lists and over every query of the call. The top `search_results`
 documents (a method setting, paper: 10) get reference ids `turn{t}search{n}` (t: the episode's
 search call, n: the rank), a snippet (the best chunk's matching sentences), the title, the
-document id and its line range (0 to N-1). Each document appears once per call, however many queries
-found it.
+document id, its line range (0 to N-1) and the line the snippet starts at, which open can start from
+(small models otherwise copied the range's end into open and read the document's last line). Each
+document appears once per call, however many queries found it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
 import arag.tools.packed_documents as packed_documents
-from arag.tools.documents import DocumentRef, document_line_counts, is_packed, session_of
+from arag.tools.documents import DocumentRef, DocumentSession, document_line_counts, is_packed, load_document, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
 from arag.tools.render import content_tokens, snippet_block
 from arag.tools.packed_documents import DocumentCandidate
@@ -46,8 +47,9 @@ DESCRIPTION = (
     "Search the collection for documents. Give up to 5 different phrasings of what you look for in one "
     "call (names, a short statement, a question about one fact); each runs both exact keyword matching "
     "and meaning-based matching, and the documents found are merged. Every result has a reference id "
-    "(e.g. turn1search2), its title, its line numbers (lines 0-N) and a snippet. The snippet is only a preview: "
-    "use find to look for words or ideas inside a document, or open to read its lines."
+    "(e.g. turn1search2), its title, its line numbers (lines 0-N), a snippet and the line the snippet starts at. "
+    "The snippet is only a preview: use find to look for words or ideas inside a document, or open to read its "
+    "lines (from the snippet's line, say)."
 )
 
 PARAMETERS: dict[str, Any] = {
@@ -129,13 +131,27 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         ref = DocumentRef(f"turn{turn}search{rank}", doc, hit.title, lengths.get(doc, 0), anchors.get(doc))
         session.refs[ref.ref_id] = ref
         refs.append(ref)
+    starts = snippet_lines(ctx, session, refs, hits)
     return ToolResult(
         tool=NAME,
-        text=search_text(queries, refs, hits),
+        text=search_text(queries, refs, hits, starts),
         results=hits,
         retrieved_tokens=content_tokens(s for h in hits for s in h.snippets),
-        details={"turn": turn, "ref_ids": [r.ref_id for r in refs], "documents": [r.doc_id for r in refs], "lines": [r.n_lines for r in refs]},
+        details={"turn": turn, "ref_ids": [r.ref_id for r in refs], "documents": [r.doc_id for r in refs], "lines": [r.n_lines for r in refs],
+                 "snippet_lines": starts},
     )
+
+
+def snippet_lines(ctx: ToolHost, session: DocumentSession, refs: list[DocumentRef], hits: list[Hit]) -> list[int | None]:
+    """The document line of each hit's first snippet sentence (None if it is not a line of its own,
+    e.g. the text of a chunk without sentences). The documents are read into the session, where
+    find and open reuse them."""
+    out: list[int | None] = []
+    for ref, hit in zip(refs, hits):
+        first = hit.snippets[0].strip() if hit.snippets else None
+        lines = load_document(ctx, session, ref.doc_id, ref.anchor).lines if first else []
+        out.append(next((i for i, line in enumerate(lines) if line.strip() == first), None))
+    return out
 
 
 def result_hits(ctx: ToolHost, top: list[str], fused: dict[str, float], best: dict) -> list[Hit]:
@@ -155,14 +171,15 @@ def result_hits(ctx: ToolHost, top: list[str], fused: dict[str, float], best: di
     return hits
 
 
-def search_text(queries: list[str], refs: list[DocumentRef], hits: list[Hit]) -> str:
+def search_text(queries: list[str], refs: list[DocumentRef], hits: list[Hit], starts: list[int | None]) -> str:
     asked = json.dumps([q if len(q) <= 200 else q[:200] + "…" for q in queries], ensure_ascii=False)
     if not hits:
         return f"search: no document found for {asked}."
     blocks = [f"search: {len(hits)} document{'s' if len(hits) != 1 else ''} for {asked}:"]
-    for ref, hit in zip(refs, hits):
+    for ref, hit, start in zip(refs, hits, starts):
         title = f" | title: {hit.title}" if hit.title else ""
-        blocks.append(f"[{ref.ref_id}]{title} | document: {ref.doc_id} | {line_range(ref.n_lines)}\n{snippet_block(hit.snippets)}")
+        at = f" | snippet at line {start}" if start is not None else ""
+        blocks.append(f"[{ref.ref_id}]{title} | document: {ref.doc_id} | {line_range(ref.n_lines)}{at}\n{snippet_block(hit.snippets)}")
     blocks.append("Snippets are previews. Use find (words or ideas inside a document) or open (its numbered lines) with a reference id.")
     return "\n\n".join(blocks)
 

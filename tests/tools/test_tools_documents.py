@@ -51,6 +51,19 @@ def test_search_ids_metadata_and_dedup(ctx):
     assert len(session.refs) == len(docs) + len(second.details["ref_ids"])
 
 
+def test_search_names_the_line_its_snippet_starts_at_and_open_starts_there(ctx):
+    """The 1.5B model copied the last number of a result's header into open (the range's end) and
+    read the novel's last line; the header now ends with the snippet's own line."""
+    session = DocumentSession()
+    r = search(ctx, session, "Gdańsk")
+    for ref_id, hit, start in zip(r.details["ref_ids"], r.results, r.details["snippet_lines"]):
+        assert f"[{ref_id}] | title: {hit.title} | document: {hit.doc_id} | lines 0-{session.refs[ref_id].n_lines - 1} | snippet at line {start}\n" in r.text
+        opened = ctx.call("open", {"ref_id": ref_id, "line": start}, tracker=session)
+        assert opened.text.splitlines()[1] == f"{start}: {hit.snippets[0]}"
+    novel = r.details["documents"].index("novel")
+    assert r.details["snippet_lines"][novel] == 5  # "In June they reached Gdańsk." is the novel's line 5
+
+
 def test_search_limits(ctx):
     session = DocumentSession(settings=DocumentToolSettings(search_results=2))
     assert len(search(ctx, session, "river", "Anna", "ferry").results) == 2

@@ -77,7 +77,10 @@ def test_search_returns_source_documents_once_each_with_their_titles(ctx):
         assert hit.title == ref.title == TITLES[hit.doc_id] and COVERED_SEPARATOR not in hit.title
         assert ref.n_lines == len(sentence_spans(next(d["text"] for d in DOCUMENTS if d["doc_id"] == hit.doc_id)))
         assert ref.anchor in windows_of(ctx, hit.doc_id)
-    assert f"[{ref_of(session, 'lothair')}] | title: Lothair II | document: lothair | lines 0-{len(LOTHAIR) - 1}" in r.text
+    assert f"[{ref_of(session, 'lothair')}] | title: Lothair II | document: lothair | lines 0-{len(LOTHAIR) - 1} | snippet at line " in r.text
+    # The snippet's line is its line in the document, where open starts with it (over the windows' overlap).
+    for ref_id, hit, start in zip(r.details["ref_ids"], r.results, r.details["snippet_lines"]):
+        assert ctx.call("open", {"ref_id": ref_id, "line": start}, tracker=session).text.splitlines()[1] == f"{start}: {hit.snippets[0]}"
     # Citations name the document's own title, so citation recall credits exactly it.
     _, cited = __import__("arag.methods", fromlist=["load_method"]).load_method("agenticrag").finish_answer(f"x\nCitations: {ref_of(session, 'lothair')}", session)
     assert cited[0]["title"] == "Lothair II" and cited[0]["doc_id"] == "lothair"
