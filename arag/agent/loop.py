@@ -308,6 +308,12 @@ class Agent:
             cut = self.protocol.observation(action, truncate_tokens(text, keep) + TRUNCATION_NOTE)
         ep.truncated_observations += 1
         ep.guard_rail_events.append(f"step {step}: {action.name} result cut from {size} to {estimate_tokens(cut)} tokens to fit the context window")
+        # The record says what the model was shown: retrieved tokens count the text put into the
+        # context, so a cut result counts the share of its retrieved text that was kept.
+        record = ep.tool_calls[-1]
+        shown = truncate_tokens(text, keep)
+        record.retrieved_tokens = round(record.retrieved_tokens * count_tokens(shown) / max(1, count_tokens(text)))
+        record.text = shown + TRUNCATION_NOTE
         return cut
 
     def _controller_call(self, ep: Episode):

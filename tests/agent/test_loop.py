@@ -265,11 +265,16 @@ def test_oversized_read_ends_in_a_forced_answer(agent_ctx, protocol, monkeypatch
     probe.run("q?")
     start = probe.backend.requests and sum(len(m.content) // 4 + 4 for m in probe.backend.requests[0].messages)  # the scripted backend's count
     backend = ScriptedBackend([read, {"answer": "20 March 851"}], max_tokens=64)
-    backend.context_window = window = start + 64 + 100 + 40
+    backend.context_window = window = start + 64 + 100 + 100  # room for part of the read
     a = Agent(backend, load_method("arag_full"), agent_ctx, protocol=protocol, config=AgentConfig(max_steps=5, **FAST))
     ep = a.run("q?")
     assert ep.status == ANSWERED and ep.forced and ep.forced_reason == "token_budget" and ep.answer == "20 March 851"
     assert ep.truncated_observations == 1 and "cut" in ep.guard_rail_events[0]
+    # Retrieved tokens count what entered the context: the kept share of the read, not all of it.
+    whole = agent_ctx.call("chunk_read", read["arguments"])
+    record = ep.tool_calls[-1]
+    assert 0 < record.retrieved_tokens < whole.retrieved_tokens and ep.retrieved_tokens == record.retrieved_tokens
+    assert record.text.endswith(loop.TRUNCATION_NOTE) and len(record.text) < len(whole.text)
     final = backend.requests[-1]
     # the prompt of the forced call, as the backend counts it, leaves room for its reply
     assert len(backend.requests) == 2 and ep.model_calls[-1].final and ep.model_calls[-1].prompt_tokens + 64 <= window
