@@ -301,19 +301,21 @@ class Agent:
             return note
         room = int(room * 0.9) - 16  # the backend's tokenizer may count the cut text higher than cl100k does
         text = note_text(note, action, self.protocol)
-        keep = max(0, room - (size - count_tokens(text)) - count_tokens(TRUNCATION_NOTE))
-        cut = self.protocol.observation(action, truncate_tokens(text, keep) + TRUNCATION_NOTE)
+        text_tokens = count_tokens(text)
+        keep = max(0, room - (size - text_tokens) - count_tokens(TRUNCATION_NOTE))
+        kept = truncate_tokens(text, keep)
+        cut = self.protocol.observation(action, kept + TRUNCATION_NOTE)
         while keep > 0 and estimate_tokens(cut) > room:  # token counts of joined pieces are not additive
             keep = max(0, keep - (estimate_tokens(cut) - room))
-            cut = self.protocol.observation(action, truncate_tokens(text, keep) + TRUNCATION_NOTE)
+            kept = truncate_tokens(text, keep)
+            cut = self.protocol.observation(action, kept + TRUNCATION_NOTE)
         ep.truncated_observations += 1
         ep.guard_rail_events.append(f"step {step}: {action.name} result cut from {size} to {estimate_tokens(cut)} tokens to fit the context window")
         # The record says what the model was shown: retrieved tokens count the text put into the
         # context, so a cut result counts the share of its retrieved text that was kept.
         record = ep.tool_calls[-1]
-        shown = truncate_tokens(text, keep)
-        record.retrieved_tokens = round(record.retrieved_tokens * count_tokens(shown) / max(1, count_tokens(text)))
-        record.text = shown + TRUNCATION_NOTE
+        record.retrieved_tokens = round(record.retrieved_tokens * count_tokens(kept) / max(1, text_tokens))
+        record.text = kept + TRUNCATION_NOTE
         return cut
 
     def _controller_call(self, ep: Episode):

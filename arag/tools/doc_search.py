@@ -23,7 +23,7 @@ import numpy as np
 
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
 import arag.tools.packed_documents as packed_documents
-from arag.tools.documents import DocumentRef, DocumentSession, document_line_counts, is_packed, load_document, session_of
+from arag.tools.documents import DocumentLines, DocumentRef, is_packed, load_document, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
 from arag.tools.render import content_tokens, snippet_block
 from arag.tools.packed_documents import DocumentCandidate
@@ -124,14 +124,16 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     turn = session.next_turn()
     hits = result_hits(ctx, top, fused, best)
     anchors = {d: best[d][1].anchor for d in top}
-    lengths = document_line_counts(ctx, top, anchors)
+    # Each document is read once, into the session (find and open reuse it): its lines give the
+    # result's line range and the line its snippet starts at.
+    documents = {d: load_document(ctx, session, d, anchors[d]) for d in top}
     refs = []
     for rank, hit in enumerate(hits, 1):
         doc = hit.doc_id or ""
-        ref = DocumentRef(f"turn{turn}search{rank}", doc, hit.title, lengths.get(doc, 0), anchors.get(doc))
+        ref = DocumentRef(f"turn{turn}search{rank}", doc, hit.title, len(documents[doc].lines) if doc in documents else 0, anchors.get(doc))
         session.refs[ref.ref_id] = ref
         refs.append(ref)
-    starts = snippet_lines(ctx, session, refs, hits)
+    starts = [snippet_line(documents.get(hit.doc_id or ""), hit) for hit in hits]
     return ToolResult(
         tool=NAME,
         text=search_text(queries, refs, hits, starts),
@@ -142,16 +144,13 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-def snippet_lines(ctx: ToolHost, session: DocumentSession, refs: list[DocumentRef], hits: list[Hit]) -> list[int | None]:
-    """The document line of each hit's first snippet sentence (None if it is not a line of its own,
-    e.g. the text of a chunk without sentences). The documents are read into the session, where
-    find and open reuse them."""
-    out: list[int | None] = []
-    for ref, hit in zip(refs, hits):
-        first = hit.snippets[0].strip() if hit.snippets else None
-        lines = load_document(ctx, session, ref.doc_id, ref.anchor).lines if first else []
-        out.append(next((i for i, line in enumerate(lines) if line.strip() == first), None))
-    return out
+def snippet_line(document: DocumentLines | None, hit: Hit) -> int | None:
+    """The document line of the hit's first snippet sentence (None if it is not a line of its own,
+    e.g. the text of a chunk without sentences)."""
+    first = hit.snippets[0].strip() if hit.snippets else None
+    if document is None or first is None:
+        return None
+    return next((i for i, line in enumerate(document.lines) if line.strip() == first), None)
 
 
 def result_hits(ctx: ToolHost, top: list[str], fused: dict[str, float], best: dict) -> list[Hit]:

@@ -158,19 +158,6 @@ def document_ords(ctx: ToolHost, doc_id: str) -> list[int]:
     return ctx.store.document_ords([doc_id]).get(doc_id, [])
 
 
-def document_line_counts(ctx: ToolHost, doc_ids: list[str], anchors: dict[str, int] | None = None) -> dict[str, int]:
-    """Lines of each document: its chunks' sentences (a chunk without sentences is one line); on
-    a packed index its own sentences, found from a window covering it (`anchors`)."""
-    if not doc_ids:
-        return {}
-    if is_packed(ctx):
-        return {d: packed_documents.line_count(ctx.store, d, (anchors or {})[d]) for d in doc_ids}
-    out = {}
-    for doc, ords in ctx.store.find_chunks("doc_id", doc_ids).items():
-        out[doc] = sum(max(int(n), 1) for n in ctx.store.chunk_rows(ords, ["s_count"])["s_count"])
-    return out
-
-
 def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: int | None = None) -> DocumentLines:
     """The document's numbered lines (read once per episode); `anchor`: a window covering it,
     needed on a packed index."""

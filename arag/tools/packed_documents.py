@@ -98,15 +98,6 @@ def load_lines(store: ChunkStore, doc_id: str, anchor: int) -> SourceLines:
     return SourceLines(title or None, [texts[i] for i in order], [sids[i] for i in order], [owners[i] for i in order])
 
 
-def line_count(store: ChunkStore, doc_id: str, anchor: int) -> int:
-    """Lines of the document: one more than the highest ordinal in its last window."""
-    last = ([anchor] + _walk(store, doc_id, anchor, +1))[-1]
-    start, count, _ = _sentence_span(store, [last])
-    sources = store.sentence_sources.of_range(start, count)
-    found = [o for d, o in zip(sources.doc_ids, sources.ordinals.tolist()) if d == doc_id]
-    return max(found) + 1 if found else 0
-
-
 def semantic_documents(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[DocumentCandidate]:
     """Documents of the matched sentences (best score first): each sentence counts for its own
     document; a document's matched sentences come in its order, each overlap copy once."""
