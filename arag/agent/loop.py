@@ -315,6 +315,7 @@ class Agent:
         # context, so a cut result counts the share of its retrieved text that was kept.
         record = ep.tool_calls[-1]
         record.retrieved_tokens = round(record.retrieved_tokens * count_tokens(kept) / max(1, text_tokens))
+        record.chunk_ids = chunk_ids_shown(record.chunk_ids, text, len(kept))
         record.text = kept + TRUNCATION_NOTE
         return cut
 
@@ -417,6 +418,18 @@ def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> st
     prefix = protocol.observation(action, "").content
     text = note.content or ""
     return text[len(prefix):] if prefix and text.startswith(prefix) else text
+
+
+def chunk_ids_shown(chunk_ids: list[str], text: str, kept_chars: int) -> list[str]:
+    """The chunks of a result cut to its first `kept_chars` characters that the model was still shown:
+    those whose `chunk_id:` header starts inside the kept text (search and chunk_read results head
+    each chunk so). An id without such a header (the document tools name lines, not chunks) stays."""
+    shown = []
+    for chunk_id in chunk_ids:
+        at = min((i for i in (text.find(f"chunk_id: {chunk_id}{end}") for end in (" ", "]", "\n")) if i >= 0), default=-1)
+        if at < kept_chars:
+            shown.append(chunk_id)
+    return shown
 
 
 def truncate_tokens(text: str, max_tokens: int) -> str:

@@ -22,8 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
+SCHEMA_VERSION = 4  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
 # 3: AgenticRAG: calls_search/find/open/summarize, citation Recall@1/@3, forced_summaries, context_warnings
+# 4: answer_cut_off
 OK = "ok"
 ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
@@ -94,6 +95,7 @@ class EpisodeRow:
     evidence_recall_at_5: float | None = None
     refused_calls: int = 0  # extra tool calls of a reply, not run (one tool per step)
     truncated_observations: int = 0  # tool results cut to fit the context window
+    answer_cut_off: bool = False  # the answer stopped at the reply-length limit (scored as far as it went)
     forced_summaries: int = 0  # AgenticRAG: summaries the loop asked for at the context budget
     context_warnings: int = 0  # AgenticRAG: warnings at 90% of the context budget
     citation_recall_at_1: float | None = None  # methods that cite: Recall@k of the ranked cited documents
@@ -138,6 +140,7 @@ _TYPES: dict[str, pa.DataType] = {
     "evidence_recall_at_5": pa.float64(),
     "refused_calls": pa.int32(),
     "truncated_observations": pa.int32(),
+    "answer_cut_off": pa.bool_(),
     "forced_summaries": pa.int32(),
     "context_warnings": pa.int32(),
     "citation_recall_at_1": pa.float64(),

@@ -18,7 +18,20 @@ def _load(name: str, path: str | Path | None) -> dict[str, Any]:
 
     from arag.conf_files import conf_path
 
-    return OmegaConf.to_container(OmegaConf.load(path or conf_path("paper_results", name)))
+    source = Path(path) if path else conf_path("paper_results", name)
+    data = OmegaConf.to_container(OmegaConf.load(source))
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: expected a mapping of the paper's published numbers, got {type(data).__name__}")
+    return {"__file__": source, **data}
+
+
+def _field(data: dict[str, Any], key: str, kind: type) -> Any:
+    """data[key] of the kind expected; a missing or mistyped field names the file and the key."""
+    if key not in data:
+        raise ValueError(f"{data['__file__']}: missing field {key!r}")
+    if not isinstance(data[key], kind):
+        raise ValueError(f"{data['__file__']}: field {key!r} must be a {kind.__name__}, got {type(data[key]).__name__}")
+    return data[key]
 
 
 @dataclass(frozen=True)
@@ -32,7 +45,7 @@ class PaperResults:
     @classmethod
     def load(cls, path: str | Path | None = None, *, table: str = PAPER_RESULTS_FILE) -> "PaperResults":
         data = _load(table, path)
-        return cls(str(data["source"]), data["backbones"])
+        return cls(str(_field(data, "source", str)), _field(data, "backbones", dict))
 
     def backbone(self, model: str) -> str | None:
         """The paper backbone a model name names (e.g. 'gpt-5-mini-2025-08-07' → 'gpt-5-mini')."""
@@ -57,7 +70,7 @@ class PaperTokens:
     @classmethod
     def load(cls, path: str | Path | None = None) -> "PaperTokens":
         data = _load(PAPER_TOKENS_FILE, path)
-        return cls(str(data["source"]), str(data["backbone"]), data["retrieved_tokens"])
+        return cls(str(_field(data, "source", str)), str(_field(data, "backbone", str)), _field(data, "retrieved_tokens", dict))
 
     def is_backbone(self, model: str) -> bool:
         return self.backbone in str(model).lower()

@@ -106,6 +106,7 @@ class EpisodeRunner:
         row.model_calls = len(episode.model_calls)
         row.contain_acc, row.contain_acc_token, row.exact_match, row.f1 = scores.contain_acc, scores.contain_acc_token, scores.exact_match, scores.f1
         row.refused_calls, row.truncated_observations = episode.refused_calls, episode.truncated_observations
+        row.answer_cut_off = episode.answer_cut_off
         self._set_verdict(row, verdict)
         row.evidence_supporting, row.evidence_seen, row.evidence_read = evidence.n_supporting, evidence.found_seen, evidence.found_read
         row.evidence_recall_seen, row.evidence_recall_read = evidence.recall_seen, evidence.recall_read

@@ -275,6 +275,9 @@ def test_oversized_read_ends_in_a_forced_answer(agent_ctx, protocol, monkeypatch
     record = ep.tool_calls[-1]
     assert 0 < record.retrieved_tokens < whole.retrieved_tokens and ep.retrieved_tokens == record.retrieved_tokens
     assert record.text.endswith(loop.TRUNCATION_NOTE) and len(record.text) < len(whole.text)
+    # Evidence counts the chunks the model was shown: those whose header survived the cut, in order.
+    shown = [c for c in read["arguments"]["chunk_ids"] if f"[chunk_id: {c} " in record.text]
+    assert shown and record.chunk_ids == shown and len(shown) < len(read["arguments"]["chunk_ids"])
     final = backend.requests[-1]
     # the prompt of the forced call, as the backend counts it, leaves room for its reply
     assert len(backend.requests) == 2 and ep.model_calls[-1].final and ep.model_calls[-1].prompt_tokens + 64 <= window
@@ -366,3 +369,15 @@ def test_tool_calls_run_on_the_contexts_pool(agent_ctx):
         assert "Ermengarde" in ep.tool_calls[0].text and threads and not threads[0].startswith("arag-tools")
     finally:
         del agent_ctx.call
+
+
+def test_chunk_ids_shown_keeps_headers_inside_the_cut():
+    from arag.agent.loop import chunk_ids_shown
+
+    text = "[chunk_id: a#1 | previous: a#10 | next: none]\nalpha\n\n[chunk_id: a#10 | previous: a#1 | next: none]\nbeta"
+    cut_at = text.index("beta")  # the second header is in view, its text is not: it was still shown
+    assert chunk_ids_shown(["a#1", "a#10"], text, cut_at) == ["a#1", "a#10"]
+    second = text.index("[chunk_id: a#10")
+    # 'a#1' must not match inside 'a#10', nor a#10 inside the first header's 'previous: a#10'
+    assert chunk_ids_shown(["a#1", "a#10"], text, second) == ["a#1"]
+    assert chunk_ids_shown(["doc-line-chunk"], text, 0) == ["doc-line-chunk"]  # no header: kept

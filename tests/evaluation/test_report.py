@@ -217,3 +217,18 @@ def test_paper_columns_put_the_papers_table3_beside_our_retrieved_tokens(tmp_pat
     assert "(paper)" not in build_report(results, tmp_path / "plain").markdown and "The paper's Table 3" not in build_report(results, tmp_path / "plain2").markdown
     paper = PaperTokens.load()
     assert paper.cell("arag_naive", "2wikimultihopqa") == 45406 and paper.cell("direct", "2wikimultihopqa") is None and not paper.is_backbone("qwen2.5")
+
+
+def test_a_paper_results_file_missing_a_field_names_the_file_and_the_field(tmp_path):
+    from arag.evaluation.report_paper import PaperResults, PaperTokens
+
+    broken = tmp_path / "table3.yaml"
+    broken.write_text("source: arXiv 2602.03442\nbackbone: gpt-5-mini\n")
+    with pytest.raises(ValueError, match=r"table3\.yaml: missing field 'retrieved_tokens'"):
+        PaperTokens.load(broken)
+    broken.write_text("source: arXiv 2602.03442\nbackbones: [gpt-5-mini]\n")
+    with pytest.raises(ValueError, match=r"table3\.yaml: field 'backbones' must be a dict, got list"):
+        PaperResults.load(broken)
+    broken.write_text("- just a list\n")
+    with pytest.raises(ValueError, match=r"table3\.yaml: expected a mapping"):
+        PaperTokens.load(broken)

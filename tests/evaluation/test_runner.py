@@ -142,3 +142,12 @@ def test_run_id_changes_when_a_text_the_model_sees_changes(monkeypatch):
     assert dataclasses.replace(base, method=method).run_id != base_id
     monkeypatch.setattr(settings_module, "code_version", lambda: {"version": "9.9", "commit": "abc"})
     assert settings().run_id != base_id
+
+
+def test_an_answer_cut_off_at_the_reply_limit_is_a_column(ctx):
+    from arag.llm.types import Completion
+
+    cut = Completion(text='{"answer": "Teutberga. Teutberga. Teutb', finish_reason="length")
+    r = run(settings(agent={"max_steps": 2}), [cut], ctx)
+    assert r.status == "ok" and r.prediction == "Teutberga. Teutberga. Teutb" and r.answer_cut_off is True
+    assert run(settings(), [{"answer": "Teutberga"}], ctx).answer_cut_off is False
