@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The CPU evaluations quoted in the README and the issues' closing notes, with the embedded default
+# model (Qwen2.5-Coder-1.5B-Instruct, llama.cpp, 2 cores): AgenticRAG vs A-RAG Full on GraphRAG-Bench
+# Novel (20 questions, the novels indexed whole), then Direct, Naive RAG, A-RAG Full and A-RAG Naive
+# on 2Wiki with the paper's packed chunks (the first 50 dev questions). Each step raises `limit` a
+# little at a time, so the methods advance together; every step resumes its run (finished questions
+# are skipped), so a killed or timed-out job is simply started again.
+#
+#   [CODE=<checkout>] benchmarks/cpu_evaluations/run.sh [results dir] [index dir]
+#
+# CODE: the checkout whose code runs (default: this one). A run's id includes the git commit: to
+# continue the committed results (results/), point CODE at a worktree of the commit in
+# results/COMMIT (see README.md here); any other commit starts new runs beside them.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+results="$(realpath -m "${1:-$here/results}")"
+indexes="$(realpath -m "${2:-$repo/indexes}")"
+data="$(realpath -m "${ARAG_DATA_DIR:-$repo/../shared/data}")"
+export ARAG_DATA_DIR="$data"  # the corpus and question files, whichever checkout runs
+python="${PYTHON:-python}"
+code="$(cd "${CODE:-$repo}" && pwd)"
+cd "$code"  # python -m imports arag and pipelines from here
+log() { echo "$(date -u +%FT%TZ) $*" | tee -a "$results/progress.log"; }
+mkdir -p "$results" "$indexes"
+git -C "$code" rev-parse HEAD > "$results/COMMIT"
+
+index() {  # corpus, index folder
+    [ -f "$indexes/$2/manifest.json" ] || { log "index $1"; "$python" -m pipelines.index +corpus="$1" index.path="$indexes/$2"; }
+}
+novel() {  # method, limit
+    log "graphrag-bench-novel-docs $1 limit=$2"
+    "$python" -m pipelines.evaluate +corpus=graphrag-bench-novel-docs questions.path="$data/graphrag-bench-novel/questions.jsonl" \
+        index.path="$indexes/graphrag-bench-novel-docs" results.path="$results/novel" method="$1" limit="$2"
+}
+wiki() {  # method, limit
+    log "2wikimultihopqa $1 limit=$2"
+    "$python" -m pipelines.evaluate +corpus=2wikimultihopqa index.path="$indexes/2wiki" results.path="$results/2wiki" method="$1" limit="$2"
+}
+
+index graphrag-bench-novel-docs graphrag-bench-novel-docs
+index 2wikimultihopqa 2wiki
+for limit in 5 10 15 20; do novel agenticrag $limit; novel arag_full $limit; done
+wiki direct 50
+for limit in 10 20 30 40 50; do for method in naive_rag arag_full arag_naive; do wiki $method $limit; done; done
+log "all done"
+for set in novel 2wiki; do "$python" -m pipelines.report results.path="$results/$set" report.paper_columns=true; done  # into <set>/report/
