@@ -65,7 +65,7 @@ class LlamaCppBackend(BlockingBackend):
     def _grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp import LlamaGrammar
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(grammar_schema(schema), sort_keys=True)
         if key not in self._grammars:
             self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
         return self._grammars[key]
@@ -95,3 +95,24 @@ class LlamaCppBackend(BlockingBackend):
         llm, self.llm = getattr(self, "llm", None), None
         if llm is not None:
             llm.close()
+
+
+# llama-cpp-python writes a string's maxLength as that many nested optional groups, and llama.cpp's
+# grammar parser recurses once per group: 1,000 works, 2,000 crashes the process (SIGSEGV, seen
+# with 0.3.36). Larger bounds are left to the tool's own check, which refuses the argument.
+GRAMMAR_MAX_STRING_BOUND = 1000
+
+
+def grammar_schema(schema: Any) -> Any:
+    """The schema as compiled to a llama.cpp grammar: string length bounds above
+    GRAMMAR_MAX_STRING_BOUND removed, everything else as given."""
+    if isinstance(schema, list):
+        return [grammar_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        k: grammar_schema(v)
+        for k, v in schema.items()
+        if not (k in ("maxLength", "minLength") and isinstance(v, int) and v > GRAMMAR_MAX_STRING_BOUND)
+    }
+

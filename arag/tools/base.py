@@ -25,10 +25,12 @@ if TYPE_CHECKING:
 # The paper caps every search at 20 results.
 MAX_TOP_K = 20
 DEFAULT_TOP_K = 5
-# Limits that keep a malformed call cheap; far above anything a sensible agent sends.
+# Limits that keep a malformed call cheap; far above anything a sensible agent sends. The tools'
+# parameter schemas state them too (maxItems, maxLength), so a grammar-constrained model (llama.cpp,
+# vLLM) cannot write an argument the tool would refuse, nor loop inside one string until its reply is cut.
 MAX_KEYWORDS = 32
 MAX_KEYWORD_CHARS = 200
-MAX_QUERY_CHARS = 4000
+MAX_QUERY_CHARS = 1000  # ~200 words; the default embedder reads 256 word pieces of it
 MAX_CHUNK_IDS = 50
 MAX_CHUNK_ID_CHARS = 1000
 

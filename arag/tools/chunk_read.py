@@ -13,7 +13,7 @@ from typing import Any
 
 from arag.index.parts import PACKED
 from arag.index.tokens import TOKENIZER_NAME
-from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids
+from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids
 from arag.tools.render import chunk_read_text, content_tokens
 
 NAME = "chunk_read"
@@ -32,8 +32,9 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "chunk_ids": {
             "type": "array",
-            "items": {"type": "string"},
+            "items": {"type": "string", "maxLength": MAX_CHUNK_ID_CHARS},
             "minItems": 1,
+            "maxItems": MAX_CHUNK_IDS,
             "description": "Ids of the chunks to read, as shown in search results.",
         }
     },

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.index.tokens import count_tokens
-from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list, require_vectors
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list, require_vectors
 from arag.tools.documents import DocumentLines, get_ref_id, line_similarities, load_document, numbered, session_of
 
 
@@ -32,8 +32,8 @@ DESCRIPTION = (
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "ref_id": {"type": "string", "description": "Reference id of a search result, e.g. turn1search2."},
-        "patterns": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_PATTERNS, "description": "Words, phrases or short statements to look for."},
+        "ref_id": {"type": "string", "maxLength": MAX_CHUNK_ID_CHARS, "description": "Reference id of a search result, e.g. turn1search2."},
+        "patterns": {"type": "array", "items": {"type": "string", "maxLength": MAX_KEYWORD_CHARS}, "minItems": 1, "maxItems": MAX_PATTERNS, "description": "Words, phrases or short statements to look for."},
         "mode": {"type": "string", "enum": list(MODES), "default": "lexical", "description": "lexical: literal matches; semantic: matches in meaning."},
     },
     "required": ["ref_id", "patterns"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from arag.tools.base import ToolHost, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, type_name
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, type_name
 from arag.tools.documents import get_ref_id, load_document, numbered, session_of
 from arag.tools.render import content_tokens
 
@@ -26,7 +26,7 @@ DESCRIPTION = (
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "ref_id": {"type": "string", "description": "Reference id of a search result, e.g. turn1search2."},
+        "ref_id": {"type": "string", "maxLength": MAX_CHUNK_ID_CHARS, "description": "Reference id of a search result, e.g. turn1search2."},
         "line": {"type": "integer", "minimum": 0, "default": 0, "description": "First line to show (0-based)."},
     },
     "required": ["ref_id"],

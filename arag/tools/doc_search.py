@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, MAX_QUERY_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
+from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
 import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentLines, DocumentRef, is_packed, load_document, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
@@ -52,12 +52,17 @@ DESCRIPTION = (
     "lines (from the snippet's line, say)."
 )
 
+# A reformulation is a phrase or a short question. The bound is in the schema, so a grammar-constrained
+# model closes the string: the 1.5B model otherwise grew its fifth query clause by clause until the
+# reply limit cut the call, and at temperature 0 wrote the same cut call at every step.
+MAX_SEARCH_QUERY_CHARS = 300
+
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "queries": {
             "type": "array",
-            "items": {"type": "string"},
+            "items": {"type": "string", "maxLength": MAX_SEARCH_QUERY_CHARS},
             "minItems": 1,
             "maxItems": 5,
             "description": "One to five reformulations of what to look for.",
@@ -108,7 +113,7 @@ def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCan
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
-    queries = list(dict.fromkeys(q.strip() for q in get_string_list(args, "queries", noun="query", max_items=session.settings.max_queries, max_chars=MAX_QUERY_CHARS, example='"who directed Phoolwari"')))
+    queries = list(dict.fromkeys(q.strip() for q in get_string_list(args, "queries", noun="query", max_items=session.settings.max_queries, max_chars=MAX_SEARCH_QUERY_CHARS, example='"who directed Phoolwari"')))
     n = session.settings.search_results
     fused: dict[str, float] = {}
     best: dict[str, tuple[float, DocumentCandidate, str]] = {}  # doc → (contribution, candidate, query)

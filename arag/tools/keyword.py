@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k
+from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k
 from arag.tools.render import content_tokens, keywords_phrase, search_text
 
 NAME = "keyword_search"
@@ -49,8 +49,9 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "keywords": {
             "type": "array",
-            "items": {"type": "string"},
+            "items": {"type": "string", "maxLength": MAX_KEYWORD_CHARS},
             "minItems": 1,
+            "maxItems": MAX_KEYWORDS,
             "description": "Keywords to match literally (case-insensitive substrings of the chunk text), each one to three words.",
         },
         "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many chunks to return (at most 20)."},

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors
+from arag.tools.base import MAX_QUERY_CHARS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors
 from arag.tools.render import content_tokens, query_phrase, search_text
 
 NAME = "semantic_search"
@@ -35,7 +35,7 @@ DESCRIPTION = (
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "query": {"type": "string", "description": "What to look for, in natural language."},
+        "query": {"type": "string", "maxLength": MAX_QUERY_CHARS, "description": "What to look for, in natural language."},
         "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5, "description": "How many chunks to return (at most 20)."},
     },
     "required": ["query"],

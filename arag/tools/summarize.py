@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.tools.base import ToolHost, MAX_QUERY_CHARS, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, check_text, type_name
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, check_text, type_name
 from arag.tools.documents import session_of
 
 
 NAME = "summarize"
-MAX_NOTES_CHARS = 4 * MAX_QUERY_CHARS
+MAX_NOTES_CHARS = 16000
 MAX_KEEP = 100
 
 DESCRIPTION = (
@@ -29,7 +29,7 @@ PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "notes": {"type": "string", "description": "What you found so far that matters for the question."},
-        "keep_ref_ids": {"type": "array", "items": {"type": "string"}, "description": "Reference ids whose results stay in the conversation."},
+        "keep_ref_ids": {"type": "array", "items": {"type": "string", "maxLength": MAX_CHUNK_ID_CHARS}, "maxItems": MAX_KEEP, "description": "Reference ids whose results stay in the conversation."},
     },
     "required": ["notes", "keep_ref_ids"],
     "additionalProperties": False,

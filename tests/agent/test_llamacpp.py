@@ -69,3 +69,23 @@ def test_the_tool_step_guard_rail_makes_the_model_search(embedded, agent_ctx):
     assert first.name in ("keyword_search", "semantic_search", "chunk_read") and first.error is None, first
     assert first.retrieved_tokens > 0 and first.text.strip(), first  # it returned content from the index
     assert ep.model_calls[1].prompt_tokens > ep.model_calls[0].prompt_tokens  # the result went into the next prompt
+
+
+def test_every_methods_action_grammar_compiles_and_bounds_a_search_query(embedded):
+    """llama.cpp's grammar parser recurses once per character of a string's maxLength and crashes the
+    process (SIGSEGV) past ~1,000: every tool's bounds must compile, and the search query bound (300)
+    must reach the grammar, so a looping query is closed by it."""
+    from arag.agent.protocols import JsonProtocol, ToolAction, describe_actions
+    from arag.llm.types import Message
+
+    protocol = JsonProtocol()
+    for method in ("agenticrag", "arag_full", "arag_naive"):
+        schemas = load_method(method).tool_schemas()
+        embedded._grammar(protocol.request(schemas)["response_schema"])  # compiles without crashing
+    schemas = load_method("agenticrag").tool_schemas()
+    ask = "Call search with five queries; make each query an extremely long, ever more detailed question about who was doomed to empty Dozmare Pool."
+    completion = embedded.complete([Message("system", ask + "\n" + describe_actions(schemas)), Message("user", "Who emptied Dozmare Pool?")], **protocol.request(schemas))
+    (action,) = protocol.parse(completion)
+    assert not hasattr(action, "reason"), completion.text
+    if isinstance(action, ToolAction) and action.name == "search":
+        assert all(len(q) <= 300 for q in action.arguments["queries"])

@@ -151,3 +151,45 @@ def test_list_arguments_share_one_validator(ctx):
         assert error(["a", 3]) == f"{noun} 2 must be a string, got integer"
         assert error(["a", " "]) == f"{noun} 2 is empty or blank; every {noun} needs visible characters"
         assert error(["a", "x" * 5000]).startswith(f"{noun} 2 is 5000 characters long; {key} are at most ")
+
+
+def _string_slots(schema: dict, path: str = ""):
+    """(path, schema) of every free string (no enum) and every array in a parameter schema."""
+    if schema.get("type") == "string" and "enum" not in schema:
+        yield path, schema
+    if schema.get("type") == "array":
+        yield path, schema
+        yield from _string_slots(schema.get("items", {}), path + "[]")
+    for key, sub in schema.get("properties", {}).items():
+        yield from _string_slots(sub, f"{path}.{key}" if path else key)
+
+
+def test_every_tool_schema_states_the_limits_its_tool_enforces(ctx):
+    """A grammar-constrained model (llama.cpp, vLLM) writes only what the schema allows: with no bound,
+    the 1.5B model grew its fifth search query clause by clause until the reply limit cut the call,
+    and wrote that same cut call at every step of a Novel episode. Every free string has maxLength and
+    every list maxItems; one character or item more is what the tool itself refuses."""
+    from arag.tools.registry import TOOLS
+
+    for name, spec in TOOLS.items():
+        for path, slot in _string_slots(spec.parameters):
+            if (name, path) == ("summarize", "notes"):
+                continue  # free text up to 16,000 characters: too deep for llama.cpp's grammar parser (arag.llm.llamacpp)
+            bound = "maxItems" if slot["type"] == "array" else "maxLength"
+            assert isinstance(slot.get(bound), int) and slot[bound] > 0, f"{name}: {path} has no {bound}"
+    session = DocumentSession()
+    ref = search(ctx, session, "river").details["ref_ids"][0]
+    over = {
+        ("search", "queries"): lambda n: {"queries": ["r" * n]},
+        ("find", "patterns"): lambda n: {"ref_id": ref, "patterns": ["r" * n]},
+        ("keyword_search", "keywords"): lambda n: {"keywords": ["r" * n]},
+        ("semantic_search", "query"): lambda n: {"query": "r" * n},
+    }
+    for (tool, key), args in over.items():
+        slot = TOOLS[tool].parameters["properties"][key]
+        limit = (slot.get("items") or slot)["maxLength"]
+        assert ctx.call(tool, args(limit), tracker=session).error is None, (tool, limit)
+        error = ctx.call(tool, args(limit + 1), tracker=session).error
+        assert error and f"{limit + 1} characters long" in error and str(limit) in error, (tool, error)
+    # a search query is a phrase or a short question: far below a semantic_search query's bound
+    assert TOOLS["search"].parameters["properties"]["queries"]["items"]["maxLength"] == 300
