@@ -13,7 +13,7 @@ PAPER_ABLATIONS_FILE = "a_rag_table2.yaml"  # the same layout as Table 1
 PAPER_TOKENS_FILE = "a_rag_table3.yaml"
 
 
-def _load(name: str, path: str | Path | None) -> dict[str, Any]:
+def _load(name: str, path: str | Path | None) -> tuple[Path, dict[str, Any]]:
     from omegaconf import OmegaConf
 
     from arag.conf_files import conf_path
@@ -22,15 +22,16 @@ def _load(name: str, path: str | Path | None) -> dict[str, Any]:
     data = OmegaConf.to_container(OmegaConf.load(source))
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping of the paper's published numbers, got {type(data).__name__}")
-    return {"__file__": source, **data}
+    return source, data
 
 
-def _field(data: dict[str, Any], key: str, kind: type) -> Any:
-    """data[key] of the kind expected; a missing or mistyped field names the file and the key."""
+def _field(loaded: tuple[Path, dict[str, Any]], key: str, kind: type) -> Any:
+    """The file's `key` of the kind expected; a missing or mistyped field names the file and the key."""
+    source, data = loaded
     if key not in data:
-        raise ValueError(f"{data['__file__']}: missing field {key!r}")
+        raise ValueError(f"{source}: missing field {key!r}")
     if not isinstance(data[key], kind):
-        raise ValueError(f"{data['__file__']}: field {key!r} must be a {kind.__name__}, got {type(data[key]).__name__}")
+        raise ValueError(f"{source}: field {key!r} must be a {kind.__name__}, got {type(data[key]).__name__}")
     return data[key]
 
 
@@ -44,8 +45,8 @@ class PaperResults:
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, table: str = PAPER_RESULTS_FILE) -> "PaperResults":
-        data = _load(table, path)
-        return cls(str(_field(data, "source", str)), _field(data, "backbones", dict))
+        loaded = _load(table, path)
+        return cls(str(_field(loaded, "source", str)), _field(loaded, "backbones", dict))
 
     def backbone(self, model: str) -> str | None:
         """The paper backbone a model name names (e.g. 'gpt-5-mini-2025-08-07' → 'gpt-5-mini')."""
@@ -69,8 +70,8 @@ class PaperTokens:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> "PaperTokens":
-        data = _load(PAPER_TOKENS_FILE, path)
-        return cls(str(_field(data, "source", str)), str(_field(data, "backbone", str)), _field(data, "retrieved_tokens", dict))
+        loaded = _load(PAPER_TOKENS_FILE, path)
+        return cls(str(_field(loaded, "source", str)), str(_field(loaded, "backbone", str)), _field(loaded, "retrieved_tokens", dict))
 
     def is_backbone(self, model: str) -> bool:
         return self.backbone in str(model).lower()

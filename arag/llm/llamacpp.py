@@ -65,9 +65,9 @@ class LlamaCppBackend(BlockingBackend):
     def _grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp import LlamaGrammar
 
-        key = json.dumps(grammar_schema(schema), sort_keys=True)
-        if key not in self._grammars:
-            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:  # bounds are trimmed once per schema, not on every call
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(grammar_schema(schema)), verbose=False)
         return self._grammars[key]
 
     def _complete(self, messages: list[Message], *, tools, response_schema, max_tokens) -> Completion:
@@ -115,4 +115,3 @@ def grammar_schema(schema: Any) -> Any:
         for k, v in schema.items()
         if not (k in ("maxLength", "minLength") and isinstance(v, int) and v > GRAMMAR_MAX_STRING_BOUND)
     }
-
