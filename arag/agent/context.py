@@ -58,7 +58,18 @@ class ContextManager:
         return Message("user", WARNING_TEXT.format(used=conversation, budget=self.budget, share=conversation / self.budget))
 
     def force_request(self, conversation: int) -> Message:
-        return Message("user", FORCE_TEXT.format(used=conversation, budget=self.budget))
+        shown = self.shown_ref_ids()
+        listed = f"\nReference ids whose results are in the conversation: {', '.join(shown)}." if shown else "\nNo referenced result is in the conversation."
+        return Message("user", FORCE_TEXT.format(used=conversation, budget=self.budget) + listed)
+
+    def shown_ref_ids(self) -> list[str]:
+        """Reference ids whose results are still in the conversation (not replaced by the marker)."""
+        shown: list[str] = []
+        for obs in self.observations.values():
+            if obs.tool == SUMMARIZE_TOOL or obs.text == REMOVED:
+                continue
+            shown += [r for r in obs.ref_ids if f"[{r}] {REMOVED}" not in obs.text]
+        return list(dict.fromkeys(shown))
 
     def compact(self, messages: list[Message], keep: set[str]) -> list[str]:
         """Replace, in place, every referenced result not kept by the marker; returns the removed ids.
@@ -80,6 +91,20 @@ class ContextManager:
                 messages[index] = obs.rebuild(text)
         self.warned = False
         return list(dict.fromkeys(removed))
+
+
+def forced_summarize_schema(schema: dict, shown: list[str]) -> dict:
+    """The summarize tool schema for a forced summarize: keep_ref_ids may only name ids still shown.
+
+    Why: grammar-constrained at a full context, a small model filled keep_ref_ids with invented ids
+    ("turn1search1" … "turn1search65") until the reply limit cut the call; the one chance to
+    summarize was lost and every result removed. With an enum the grammar cannot write such an id."""
+    function = schema["function"]
+    params = function["parameters"]
+    keep = dict(params["properties"]["keep_ref_ids"])
+    keep["items"] = {"type": "string", "enum": shown} if shown else {"type": "string", "maxLength": 0}
+    keep["maxItems"] = len(shown)
+    return {**schema, "function": {**function, "parameters": {**params, "properties": {**params["properties"], "keep_ref_ids": keep}}}}
 
 
 def keep_search_entries(text: str, keep: set[str]) -> str:

@@ -266,11 +266,12 @@ class Agent:
     async def _forced_summarize(self, manager: Any, messages: list[Message], conversation: int, step: int, ep: Episode, tracker: Any) -> int:
         """At the budget: ask for a summarize (the only tool offered) and compact; without a valid one,
         every referenced result is removed. The loop then goes on."""
-        from arag.agent.context import SUMMARIZE_TOOL
+        from arag.agent.context import SUMMARIZE_TOOL, forced_summarize_schema
 
         ep.forced_summaries += 1
         messages.append(manager.force_request(conversation))
-        schemas = [s for s in self.tool_schemas if s["function"]["name"] == SUMMARIZE_TOOL]
+        shown = manager.shown_ref_ids()
+        schemas = [forced_summarize_schema(s, shown) for s in self.tool_schemas if s["function"]["name"] == SUMMARIZE_TOOL]
         completion = await self._call_model(messages, self.protocol.request(schemas, allow_answer=False), step, ep, final=False)
         messages.append(self.protocol.assistant_message(completion))
         summarized = False

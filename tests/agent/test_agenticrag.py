@@ -60,6 +60,10 @@ def test_warning_then_forced_summarize_removes_unkept_and_continues(agent_ctx):
     forced = backend.requests[3]
     assert "Context full" in forced.messages[-1].content
     assert [b["properties"]["tool"]["const"] for b in forced.response_schema.get("oneOf", [forced.response_schema])] == ["summarize"]
+    shown = list(dict.fromkeys(r for call in ep.tool_calls[:3] for r in call.ref_ids))
+    keep = forced.response_schema["properties"]["arguments"]["properties"]["keep_ref_ids"]
+    assert keep["items"]["enum"] == shown and keep["maxItems"] == len(shown)  # only ids in the conversation can be kept
+    assert forced.messages[-1].content.endswith(f"in the conversation: {', '.join(shown)}.")
     after = [m.content for m in backend.requests[4].messages]  # the conversation the loop went on with
     searches = [t for t in after if t.startswith("Result of search:")]
     assert searches[0] == f"Result of search:\n{REMOVED}"  # turn1: nothing kept
@@ -143,3 +147,18 @@ def test_guard_rail_refusal_names_the_methods_own_reading_tools(agent_ctx):
 
     notes = {m: model_texts(yaml.safe_load((METHOD_CONF_DIR / f"{m}.yaml").read_text()), "json")["notes"] for m in ("agenticrag", "arag_full")}
     assert any("find or open" in n for n in notes["agenticrag"]) and any("with chunk_read" in n for n in notes["arag_full"])
+
+
+def test_shown_ref_ids_leave_out_removed_results_and_entries():
+    from arag.agent.context import ContextManager, Observation
+    from arag.llm.types import Message
+
+    manager = ContextManager(budget=100)
+    search = "[turn1search1] A\\nline\n\n[turn1search2] B\\nline"
+    messages = [Message("user", "q"), Message("tool", search), Message("tool", "opened"), Message("tool", "notes")]
+    for i, (tool, refs, text) in enumerate([("search", ["turn1search1", "turn1search2"], search), ("open", ["turn2open1"], "opened"), ("summarize", [], "notes")], start=1):
+        manager.observed(i, Observation(tool, refs, lambda t: Message("tool", t), text))
+    assert manager.shown_ref_ids() == ["turn1search1", "turn1search2", "turn2open1"]
+    manager.compact(messages, {"turn1search2"})
+    assert manager.shown_ref_ids() == ["turn1search2"]
+    assert manager.force_request(100).content.endswith("in the conversation: turn1search2.")

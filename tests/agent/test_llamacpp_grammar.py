@@ -28,3 +28,21 @@ def test_the_search_query_bound_reaches_the_grammar_and_the_notes_bound_does_not
     agentic, arag = (str(grammar_schema(JsonProtocol().request(load_method(m).tool_schemas())["response_schema"])) for m in ("agenticrag", "arag_full"))
     assert "'maxLength': 300" in agentic  # search queries
     assert "'maxLength': 200" in arag and "'maxLength': 1000" in arag  # keywords; semantic queries and chunk ids
+
+
+def test_a_forced_summarize_grammar_can_only_keep_ids_still_shown():
+    """At a full context the grammar lists the shown reference ids: the model cannot invent one."""
+    import json
+
+    import pytest
+
+    from arag.agent.context import forced_summarize_schema
+    from arag.agent.protocols import JsonProtocol
+
+    llama_grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    summarize = [s for s in load_method("agenticrag").tool_schemas() if s["function"]["name"] == "summarize"]
+    for shown in (["turn1search1", "turn2open1"], []):
+        schema = grammar_schema(JsonProtocol().request([forced_summarize_schema(summarize[0], shown)], allow_answer=False)["response_schema"])
+        gbnf = llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+        assert all(f'\\"{r}\\"' in gbnf for r in shown) and "turn3search1" not in gbnf
+        llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)  # compiles
