@@ -9,6 +9,7 @@ conversation goes on. Summaries themselves, the question and the assistant turns
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -57,8 +58,8 @@ class ContextManager:
         self.warned = True
         return Message("user", WARNING_TEXT.format(used=conversation, budget=self.budget, share=conversation / self.budget))
 
-    def force_request(self, conversation: int) -> Message:
-        shown = self.shown_ref_ids()
+    def force_request(self, conversation: int, shown: list[str]) -> Message:
+        """The forced-summarize request; `shown` = shown_ref_ids(), which the caller also needs for the schema."""
         listed = f"\nReference ids whose results are in the conversation: {', '.join(shown)}." if shown else "\nNo referenced result is in the conversation."
         return Message("user", FORCE_TEXT.format(used=conversation, budget=self.budget) + listed)
 
@@ -68,7 +69,7 @@ class ContextManager:
         for obs in self.observations.values():
             if obs.tool == SUMMARIZE_TOOL or obs.text == REMOVED:
                 continue
-            shown += [r for r in obs.ref_ids if f"[{r}] {REMOVED}" not in obs.text]
+            shown += [r for r in obs.ref_ids if removed_entry(r) not in obs.text]
         return list(dict.fromkeys(shown))
 
     def compact(self, messages: list[Message], keep: set[str]) -> list[str]:
@@ -99,12 +100,16 @@ def forced_summarize_schema(schema: dict, shown: list[str]) -> dict:
     Why: grammar-constrained at a full context, a small model filled keep_ref_ids with invented ids
     ("turn1search1" … "turn1search65") until the reply limit cut the call; the one chance to
     summarize was lost and every result removed. With an enum the grammar cannot write such an id."""
-    function = schema["function"]
-    params = function["parameters"]
-    keep = dict(params["properties"]["keep_ref_ids"])
+    forced = copy.deepcopy(schema)
+    keep = forced["function"]["parameters"]["properties"]["keep_ref_ids"]
     keep["items"] = {"type": "string", "enum": shown} if shown else {"type": "string", "maxLength": 0}
     keep["maxItems"] = len(shown)
-    return {**schema, "function": {**function, "parameters": {**params, "properties": {**params["properties"], "keep_ref_ids": keep}}}}
+    return forced
+
+
+def removed_entry(ref_id: str) -> str:
+    """What an un-kept entry of a search result becomes."""
+    return f"[{ref_id}] {REMOVED}"
 
 
 def keep_search_entries(text: str, keep: set[str]) -> str:
@@ -112,5 +117,5 @@ def keep_search_entries(text: str, keep: set[str]) -> str:
     blocks = []
     for block in text.split(BLOCK_SEPARATOR):
         ids = REF_ID.findall(block[: block.find("]") + 1]) if block.startswith("[") else []
-        blocks.append(f"[{ids[0]}] {REMOVED}" if ids and ids[0] not in keep else block)
+        blocks.append(removed_entry(ids[0]) if ids and ids[0] not in keep else block)
     return BLOCK_SEPARATOR.join(blocks)

@@ -269,8 +269,8 @@ class Agent:
         from arag.agent.context import SUMMARIZE_TOOL, forced_summarize_schema
 
         ep.forced_summaries += 1
-        messages.append(manager.force_request(conversation))
         shown = manager.shown_ref_ids()
+        messages.append(manager.force_request(conversation, shown))
         schemas = [forced_summarize_schema(s, shown) for s in self.tool_schemas if s["function"]["name"] == SUMMARIZE_TOOL]
         completion = await self._call_model(messages, self.protocol.request(schemas, allow_answer=False), step, ep, final=False)
         messages.append(self.protocol.assistant_message(completion))

@@ -161,4 +161,4 @@ def test_shown_ref_ids_leave_out_removed_results_and_entries():
     assert manager.shown_ref_ids() == ["turn1search1", "turn1search2", "turn2open1"]
     manager.compact(messages, {"turn1search2"})
     assert manager.shown_ref_ids() == ["turn1search2"]
-    assert manager.force_request(100).content.endswith("in the conversation: turn1search2.")
+    assert manager.force_request(100, manager.shown_ref_ids()).content.endswith("in the conversation: turn1search2.")
