@@ -3,10 +3,13 @@
 
     python benchmarks/judge_agreement.py [--pairs benchmarks/judge_agreement/pairs.jsonl]
 
-The pairs are answers from the CPU evaluations (GraphRAG-Bench Novel): correct paraphrases of the
-gold answer and wrong answers, labelled by hand. Besides each preset as it is, the `paper` preset
-with the predicted answer placed before the gold answer is scored: same texts, other order. Every
-variant is scored in the same run, over the same pairs, with exact-match skipping off.
+The pairs (judge_agreement/pairs.jsonl) are labelled by hand: answers from the CPU evaluations
+(GraphRAG-Bench Novel and 2Wiki; `"source": "run"`) and, since the small model rarely answers a 2Wiki
+question right in other words, answers written in the forms agents give (`"source": "written"`):
+correct paraphrases and near misses (a wrong digit, a hedge, the gold named but contradicted). Each
+preset is scored as it is and with its gold and prediction lines the other way round (same texts,
+other order): the small judge is sensitive to that order. Every variant is scored in the same run,
+over the same pairs, with exact-match skipping off.
 """
 
 from __future__ import annotations
@@ -29,12 +32,36 @@ def preset(name: str) -> dict:
     return {k: v for k, v in OmegaConf.to_container(OmegaConf.load(conf_path("judge", f"{name}.yaml"))).items() if k != "model"} | {"skip_exact": False}
 
 
+def field_lines(template: str) -> tuple[str, str]:
+    """The template's gold line and prediction line."""
+    lines = template.splitlines()
+    gold = [line for line in lines if "{gold}" in line]
+    prediction = [line for line in lines if "{prediction}" in line]
+    assert len(gold) == 1 and len(prediction) == 1, "a preset's gold and prediction fields changed: update this benchmark"
+    return gold[0], prediction[0]
+
+
+def reordered(cfg: dict, prediction_first: bool) -> dict:
+    """The preset with its gold and prediction lines in the given order (same texts)."""
+    gold, prediction = field_lines(cfg["user_template"])
+    lines = cfg["user_template"].splitlines(keepends=True)
+    i, j = sorted(k for k, line in enumerate(lines) if line.rstrip("\n") in (gold, prediction))
+    first, second = (prediction, gold) if prediction_first else (gold, prediction)
+    lines[i], lines[j] = lines[i].replace(lines[i].rstrip("\n"), first), lines[j].replace(lines[j].rstrip("\n"), second)
+    return cfg | {"user_template": "".join(lines)}
+
+
 def variants() -> dict[str, dict]:
-    paper = preset("paper")
-    first, second = "Gold answer: {gold}", "Predicted answer: {prediction}"
-    assert f"{first}\n{second}" in paper["user_template"], "the paper preset's field order changed: update this benchmark"
-    swapped = paper | {"user_template": paper["user_template"].replace(f"{first}\n{second}", f"{second}\n{first}")}
-    return {"paper": paper, "strict": preset("strict"), "paper, prediction first": swapped}
+    """Each preset in both field orders; the preset's own order is marked."""
+    out = {}
+    for name in ("paper", "strict"):
+        cfg = preset(name)
+        gold, prediction = field_lines(cfg["user_template"])
+        own_first = cfg["user_template"].index(prediction) < cfg["user_template"].index(gold)
+        for prediction_first in (False, True):
+            label = f"{name}, {'prediction' if prediction_first else 'gold'} first" + (" (preset)" if prediction_first == own_first else "")
+            out[label] = reordered(cfg, prediction_first)
+    return out
 
 
 def main() -> None:
@@ -44,16 +71,20 @@ def main() -> None:
     pairs = [json.loads(line) for line in args.pairs.read_text().splitlines() if line.strip()]
     backend = LlamaCppBackend(n_ctx=2048)
     print(f"{len(pairs)} labelled pairs ({sum(p['correct'] for p in pairs)} correct answers), judge {backend.model}")
-    print("| judge | correct answers judged correct | wrong answers judged incorrect | agreement |")
-    print("| --- | ---: | ---: | ---: |")
+    print("| judge | correct answers judged correct | wrong answers judged incorrect | agreement | on run answers | on written answers |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, cfg in variants().items():
         judge = Judge(backend, JudgeConfig.from_dict(cfg))
-        said = [asyncio.run(judge.judge(p["question"], [p["gold"]], p["prediction"])).status == CORRECT for p in pairs]
-        pos = sum(s for s, p in zip(said, pairs) if p["correct"])
-        neg = sum(not s for s, p in zip(said, pairs) if not p["correct"])
+        agree = [(asyncio.run(judge.judge(p["question"], [p["gold"]], p["prediction"])).status == CORRECT) == p["correct"] for p in pairs]
+        pos = sum(a for a, p in zip(agree, pairs) if p["correct"])
+        neg = sum(a for a, p in zip(agree, pairs) if not p["correct"])
         n_pos = sum(p["correct"] for p in pairs)
-        print(f"| {name} | {pos} of {n_pos} | {neg} of {len(pairs) - n_pos} | {(pos + neg) / len(pairs):.0%} |")
-
+        by_source = {src: [a for a, p in zip(agree, pairs) if p["source"] == src] for src in ("run", "written")}
+        print(
+            f"| {name} | {pos} of {n_pos} | {neg} of {len(pairs) - n_pos} | {sum(agree) / len(agree):.0%} | "
+            + " | ".join(f"{sum(v) / len(v):.0%} of {len(v)}" if v else "-" for v in by_source.values())
+            + " |"
+        )
 
 if __name__ == "__main__":
     main()

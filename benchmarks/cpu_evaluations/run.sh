@@ -6,7 +6,9 @@
 # little at a time, so the methods advance together; every step resumes its run (finished questions
 # are skipped), so a killed or timed-out job is simply started again.
 #
-#   [CODE=<checkout>] benchmarks/cpu_evaluations/run.sh [results dir] [index dir]
+#   [CODE=<checkout>] [SETS="novel 2wiki"] benchmarks/cpu_evaluations/run.sh [results dir] [index dir]
+#
+# SETS: which evaluations to run (default both), e.g. SETS=2wiki to continue only the 2Wiki runs.
 #
 # CODE: the checkout whose code runs (default: this one). A run's id includes the git commit: to
 # continue the committed results (results/), point CODE at a worktree of the commit in
@@ -19,6 +21,8 @@ indexes="$(realpath -m "${2:-$repo/indexes}")"
 data="$(realpath -m "${ARAG_DATA_DIR:-$repo/../shared/data}")"
 export ARAG_DATA_DIR="$data"  # the corpus and question files, whichever checkout runs
 python="${PYTHON:-python}"
+sets="${SETS:-novel 2wiki}"
+for set in $sets; do [[ "$set" == novel || "$set" == 2wiki ]] || { echo "SETS: unknown evaluation '$set' (novel, 2wiki)" >&2; exit 2; }; done
 code="$(cd "${CODE:-$repo}" && pwd)"
 cd "$code"  # python -m imports arag and pipelines from here
 log() { echo "$(date -u +%FT%TZ) $*" | tee -a "$results/progress.log"; }
@@ -38,10 +42,14 @@ wiki() {  # method, limit
     "$python" -m pipelines.evaluate +corpus=2wikimultihopqa index.path="$indexes/2wiki" results.path="$results/2wiki" method="$1" limit="$2"
 }
 
-index graphrag-bench-novel-docs graphrag-bench-novel-docs
-index 2wikimultihopqa 2wiki
-for limit in 5 10 15 20; do novel agenticrag $limit; novel arag_full $limit; done
-wiki direct 50
-for limit in 10 20 30 40 50; do for method in naive_rag arag_full arag_naive; do wiki $method $limit; done; done
-log "all done"
-for set in novel 2wiki; do "$python" -m pipelines.report results.path="$results/$set" report.paper_columns=true; done  # into <set>/report/
+if [[ " $sets " == *" novel "* ]]; then
+    index graphrag-bench-novel-docs graphrag-bench-novel-docs
+    for limit in 5 10 15 20; do novel agenticrag $limit; novel arag_full $limit; done
+fi
+if [[ " $sets " == *" 2wiki "* ]]; then
+    index 2wikimultihopqa 2wiki
+    wiki direct 50
+    for limit in 10 20 30 40 50; do for method in naive_rag arag_full arag_naive; do wiki $method $limit; done; done
+fi
+log "all done: $sets"
+for set in $sets; do "$python" -m pipelines.report results.path="$results/$set" report.paper_columns=true; done  # into <set>/report/

@@ -74,8 +74,9 @@ def test_the_default_config_prompt_formats():
 
     cfg = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate().judge, resolve=True))
     msgs = Judge(ScriptedBackend([]), cfg).messages("Q?", ["A", "B"], "C")
-    assert "Gold answer: A | B" in msgs[1].content and '{"verdict": "correct"}' in msgs[1].content and "Q?" not in msgs[1].content
+    assert "Predicted answer: C\nGold answer: A | B" in msgs[1].content  # prediction first: see conf/judge/paper.yaml
+    assert '{"verdict": "correct"}' in msgs[1].content and "Q?" not in msgs[1].content
     assert "key information" in " ".join(msgs[0].content.split()) and "contradicts" in msgs[0].content and cfg.max_tokens is None
     strict = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate("judge=strict").judge, resolve=True))
     msgs = Judge(ScriptedBackend([]), strict).messages("Q?", ["A", "B"], "C")
-    assert "Reference answer: A | B" in msgs[1].content and "Question: Q?" in msgs[1].content
+    assert "Question: Q?\nPredicted answer: C\nReference answer: A | B" in msgs[1].content
