@@ -151,6 +151,26 @@ def check_evaluate_config(cfg: DictConfig) -> None:
     check_method(cfg.method)
 
 
+def check_rejudge_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.rejudge` (conf/rejudge.yaml, judge)."""
+    from arag.evaluation.judge import JudgeConfig
+
+    check_nodes(
+        cfg,
+        {
+            "results": {"path": None},
+            "runs": None,
+            "out": None,
+            "concurrency": None,
+            "batch_size": None,
+            "progress": None,
+            "judge": {**dict.fromkeys(field_names(JudgeConfig)), "model": None},
+        },
+    )
+    if cfg.judge.get("model") is not None:
+        check_model(cfg.judge.model, "judge.model")
+
+
 def check_serve_config(cfg: DictConfig) -> None:
     """`python -m pipelines.serve` (conf/serve.yaml); `serve` itself is checked by ServeSettings.from_dict."""
     from arag.tools import ToolContext

@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 
 from arag.conf_files import conf_dir
 from arag.strict_settings import UnknownSettingError, check_keys, constructor_keys, from_settings
-from pipelines.settings import check_ask_config, check_evaluate_config, check_graph_config, check_index_config, check_report_config, check_serve_config
+from pipelines.settings import check_ask_config, check_evaluate_config, check_graph_config, check_index_config, check_rejudge_config, check_report_config, check_serve_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -86,6 +86,8 @@ def test_report_refuses_a_misspelled_report_key(tmp_path):
         ("evaluate", check_evaluate_config, "+results.dir=x", "results.dir"),
         ("evaluate", check_evaluate_config, "+limt=2", "limt"),
         ("report", check_report_config, "+results.pth=x", "results.pth"),
+        ("rejudge", check_rejudge_config, "+judge.skip_exac=true", "judge.skip_exac"),
+        ("rejudge", check_rejudge_config, "+batchsize=5", "batchsize"),
         ("serve", check_serve_config, "+tools.nprob=3", "tools.nprob"),
         ("serve", check_serve_config, "+index.pth=x", "index.pth"),
         ("graph", check_graph_config, "+graph.chunk_per_part=3", "graph.chunk_per_part"),

@@ -44,6 +44,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
 class JudgeConfig:
     system_prompt: str
     user_template: str  # fields: {question}, {gold}, {prediction}
+    name: str = "custom"  # the preset's name (conf/judge/): how reports tell judges apart
     enabled: bool = True
     max_tokens: int | None = None  # None: the judge backend's own cap (by model family)
     attempts: int = 3  # tries per question: retryable LLM errors and unusable replies

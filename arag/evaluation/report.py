@@ -55,7 +55,7 @@ ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_ch
 AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
 TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "search", "find", "open", "summarize", "other")
 # Settings that may vary between runs; a column is shown only where it does vary.
-SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails")
+SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails", "judge")
 
 # Datasets with long-form gold answers: the main table shows LLM-Acc only for them, as the paper does.
 LONG_FORM_DATASETS = ("graphrag-bench",)
@@ -85,6 +85,14 @@ GUARD_RAILS_SQL = """coalesce(nullif(concat_ws(' ',
          THEN 'require_read_before_answer' END), ''), 'off')"""
 
 
+# The judge, named by its preset (judge.name) and, when it is not the agent's own model, the model
+# that judged: a run and its re-judged copy (pipelines.rejudge) then sit in separate table blocks.
+# Rows written before judges had names show a short hash of their judge settings instead.
+JUDGE_SQL = """coalesce(json_extract_string(settings, '$.judge.name'), 'judge ' || left(md5(coalesce(CAST(json_extract(settings, '$.judge') AS VARCHAR), '')), 6))
+    || CASE WHEN coalesce(json_extract_string(settings, '$.judge_model'), 'agent') = 'agent' THEN ''
+            ELSE ' by ' || coalesce(json_extract_string(settings, '$.judge_model.model'), '?') END"""
+
+
 @dataclass
 class Report:
     markdown: str
@@ -109,7 +117,7 @@ def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDB
     files = result_files(results_path)
     listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
     con.execute(f"CREATE VIEW all_episodes AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
-    con.execute(f"CREATE VIEW episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails FROM all_episodes {'WHERE ' + where if where else ''}")
+    con.execute(f"CREATE VIEW episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails, {JUDGE_SQL} AS judge FROM all_episodes {'WHERE ' + where if where else ''}")
     return con
 
 

@@ -57,9 +57,20 @@ class RunSettings:
     # its token; how the index is reached, not which index: not part of the run id.
     index_url: str | None = None
     index_token_env: str | None = None
+    # A re-judged run (pipelines.rejudge): {"run_id", "identity"} of the run whose episodes it scores
+    # again. Its identity is that run's with the judge replaced, plus the source and the judging code.
+    rejudged_from: dict[str, Any] | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row)."""
+        if self.rejudged_from is not None:
+            return {
+                **self.rejudged_from["identity"],
+                "judge": _drop(self.judge, RUNTIME_JUDGE_KEYS),
+                "judge_model": "agent" if self.judge_model is None else _drop(self.judge_model, RUNTIME_MODEL_KEYS),
+                "rejudged_from": self.rejudged_from["run_id"],
+                "judge_code": code_version(),
+            }
         return {
             "dataset": self.dataset,
             "questions_sha256": self.questions_sha256,

@@ -121,19 +121,34 @@ def test_runs_differing_only_in_guard_rails_get_their_own_blocks(tmp_path):
 
 
 def test_report_refuses_to_merge_unlike_runs(tmp_path):
-    """Two runs of the same method, dataset, model and settings (e.g. two judge presets) are never averaged."""
+    """Two runs of the same method, dataset, model and shown settings (e.g. two indexes) are never averaged."""
     from arag.evaluation.report import UnlikeRunsError
 
     results = tmp_path / "results"
-    for run_id, judge in (("runA", "paper"), ("runB", "strict")):
+    for run_id, index in (("runA", "fingerprint-1"), ("runB", "fingerprint-2")):
         row = EpisodeRow(run_id=run_id, dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[],
-                         method="arag_full", model="qwen", backend="llamacpp", status="ok", prediction="a", settings=f'{{"judge": "{judge}"}}').to_record()
+                         method="arag_full", model="qwen", backend="llamacpp", status="ok", prediction="a", settings=f'{{"index": "{index}"}}').to_record()
         with RunStore(results, run_id) as store:
             store.write([row])
     with pytest.raises(UnlikeRunsError, match="runA, runB"):
         build_report(results)
-    assert "runA" not in build_report(results, where="run_id = 'runB'").markdown.split("## Details")[0] or True
-    assert build_report(results, tmp_path / "one", where="run_id = 'runB'").rows == 1
+    one = build_report(results, tmp_path / "one", where="run_id = 'runB'")
+    assert one.rows == 1 and "runB" in one.markdown and "runA" not in one.markdown
+
+
+def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
+    """A run and its re-judged copy share everything but the judge: the report shows both, apart,
+    named by judge preset (and judge model when it is not the agent's)."""
+    results = tmp_path / "results"
+    judges = {"runA": ('{"name": "paper"}', '"agent"', 0.0), "runB": ('{"name": "strict"}', '{"model": "gpt-4o-mini"}', 1.0)}
+    for run_id, (judge, judge_model, acc) in judges.items():
+        row = EpisodeRow(run_id=run_id, dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[],
+                         method="arag_full", model="qwen", backend="llamacpp", status="ok", prediction="a", llm_acc=acc, judge_status="correct",
+                         settings=f'{{"judge": {judge}, "judge_model": {judge_model}}}').to_record()
+        with RunStore(results, run_id) as store:
+            store.write([row])
+    main = build_report(results).markdown.split("## Details")[0]
+    assert "judge=paper" in main and "judge=strict by gpt-4o-mini" in main
 
 
 def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):

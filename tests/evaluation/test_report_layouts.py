@@ -14,10 +14,10 @@ from arag.evaluation.results import RunStore
 
 
 def write_run(results: Path, run_id: str, method: str, good: int, *, dataset: str = "2wikimultihopqa", max_steps: int = 10,
-              effort: str | None = "medium", judge: str = "paper", token_budget: int = 128000, n: int = 10) -> None:
+              effort: str | None = "medium", index: str = "fingerprint-1", token_budget: int = 128000, n: int = 10) -> None:
     """n questions, the first `good` correct (both accuracies); identity settings as the runner stores them."""
     settings = json.dumps({"agent": {"max_steps": max_steps, "token_budget": token_budget}, "model": {"reasoning_effort": effort},
-                           "judge": {"preset": judge}, "method": {"name": method}, "dataset": dataset}, sort_keys=True)
+                           "judge": {"name": "paper"}, "index": index, "method": {"name": method}, "dataset": dataset}, sort_keys=True)
     rows = [
         EpisodeRow(
             run_id=run_id, dataset=dataset, question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"], method=method,
@@ -99,14 +99,14 @@ def test_sweep_report_shows_the_swept_setting_as_its_x_column(tmp_path):
 
 
 def test_sweep_report_refuses_a_second_differing_setting(tmp_path):
-    """Two runs of one series that also differ in an identity setting (here the judge) are refused."""
+    """Two runs of one series that also differ in an identity setting the report does not show (here the index) are refused."""
     results = tmp_path / "results"
     write_run(results, "s5", "arag_full", 4, max_steps=5)
-    write_run(results, "s10", "arag_full", 6, max_steps=10, judge="strict")
-    with pytest.raises(UnlikeRunsError, match=r"sweep over max_steps may only vary max_steps, but runs s5 \(max_steps=5\) and s10 \(max_steps=10\) also differ in: judge\.preset"):
+    write_run(results, "s10", "arag_full", 6, max_steps=10, index="fingerprint-2")
+    with pytest.raises(UnlikeRunsError, match=r"sweep over max_steps may only vary max_steps, but runs s5 \(max_steps=5\) and s10 \(max_steps=10\) also differ in: index"):
         build_report(results)
     assert not list((results / "report").glob("*")), "a refused report writes no file"
-    # Picking one judge's runs makes it a plain report again.
+    # Picking one index's runs makes it a plain report again.
     assert build_report(results, tmp_path / "one", where="run_id = 's5'").rows == 10
 
 

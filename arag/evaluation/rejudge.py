@@ -1,0 +1,208 @@
+"""Score a finished run's answers again with another judge, as a new run, without re-running agents.
+
+The new run (the *re-judged* run) holds the source run's episodes as they were (prediction,
+trajectory, tokens, tool calls, Contain-Acc, evidence recall) with only the judge's columns
+(`llm_acc`, `judge_status`, `judge_error`, `judge_reply`, `judge_s`), `run_id` and `settings`
+replaced. Its identity is the source's with the judge settings swapped in, plus `rejudged_from`
+(the source run id) and `judge_code` (the code version that judged): the agent part of the
+identity still names the code that ran the agents. A re-judged run of a re-judged run starts from
+the original run, so its identity does not grow with every judge tried.
+
+Like evaluation it resumes: answers already judged in the new run are skipped, so re-running
+picks up episodes the source run finished since (a source still being evaluated can be re-judged
+again later). Failed episodes of the source are copied into the new run's `failed/` as they are
+(they have no answer to judge, and keep counting as 0 in both accuracies). The source is read one
+Parquet part at a time and judged rows are written in batches, so memory does not grow with the
+run's size; the judge calls of a batch run concurrently (`concurrency`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import pyarrow.parquet as pq
+
+from arag.evaluation.judge import Judge, JudgeConfig
+from arag.evaluation.records import OK, ROW_FAILED, ROW_SCHEMA
+from arag.evaluation.results import RunStore
+from arag.evaluation.settings import RunSettings
+from arag.llm.base import LLMBackend
+
+
+class RejudgeError(ValueError):
+    """A source run that cannot be re-judged (missing, incomplete description)."""
+
+
+@dataclass(frozen=True)
+class SourceRun:
+    """A run folder as evaluation wrote it: its settings and where its episodes are."""
+
+    path: Path
+    run_id: str
+    settings: RunSettings
+    identity: dict[str, Any]
+
+    @classmethod
+    def open(cls, path: str | Path) -> "SourceRun":
+        path = Path(path)
+        info_file = path / "run.json"
+        if not info_file.is_file():
+            raise RejudgeError(f"{path} is not a run folder (no run.json): give results.path=<results tree> and runs=[<run id>, ...]")
+        try:
+            info = json.loads(info_file.read_text(encoding="utf-8"))
+            settings = RunSettings.from_json(info["settings"])
+            return cls(path, str(info["run_id"]), settings, dict(info["identity"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RejudgeError(f"{info_file}: not a run description this version can read ({type(exc).__name__}: {exc})") from exc
+
+    @property
+    def is_rejudged(self) -> bool:
+        return self.settings.rejudged_from is not None
+
+    def origin(self) -> dict[str, Any]:
+        """The run whose agents produced these episodes: {"run_id", "identity"}."""
+        if self.settings.rejudged_from is not None:
+            return self.settings.rejudged_from
+        return {"run_id": self.run_id, "identity": self.identity}
+
+    def part_files(self) -> list[Path]:
+        return sorted((self.path / "episodes").glob("part-*.parquet"))
+
+    def failed_file(self) -> Path:
+        return self.path / "failed" / "failed.parquet"
+
+
+def find_runs(results_root: str | Path, run_ids: Iterable[str] | None = None) -> list[SourceRun]:
+    """The runs to re-judge: those named, or every run under `results_root` that is not itself a re-judge."""
+    root = Path(results_root)
+    if not root.is_dir():
+        raise RejudgeError(f"no results folder at {root}")
+    if run_ids is not None:
+        missing = [r for r in run_ids if not (root / r / "run.json").is_file()]
+        if missing:
+            known = sorted(p.parent.name for p in root.glob("*/run.json"))
+            raise RejudgeError(f"no run {', '.join(missing)} under {root}; its runs: {', '.join(known) or 'none'}")
+        return [SourceRun.open(root / r) for r in run_ids]
+    runs = [SourceRun.open(p.parent) for p in sorted(root.glob("*/run.json"))]
+    if not runs:
+        raise RejudgeError(f"no runs (*/run.json) under {root}")
+    return [r for r in runs if not r.is_rejudged]
+
+
+def rejudged_settings(source: SourceRun, judge: dict[str, Any], judge_model: dict[str, Any] | None) -> RunSettings:
+    """The new run's settings: the source's with the judge (and its backend) replaced."""
+    JudgeConfig.from_dict(judge)  # a misspelled judge key stops here, named
+    return dataclasses.replace(source.settings, judge=dict(judge), judge_model=judge_model, rejudged_from=source.origin())
+
+
+@dataclass
+class RejudgeCounts:
+    source_episodes: int = 0
+    already_judged: int = 0
+    judged: int = 0
+    judge_failed: int = 0
+    failed_copied: int = 0
+    wall_s: float = 0.0
+
+
+def _source_rows(source: SourceRun, skip: set[str]) -> Iterator[dict[str, Any]]:
+    for part in source.part_files():
+        for row in pq.read_table(part, schema=ROW_SCHEMA).to_pylist():
+            if row["question_id"] not in skip:
+                yield row
+
+
+def rejudge_run(
+    source: SourceRun,
+    results_root: str | Path,
+    settings: RunSettings,
+    backend: LLMBackend,
+    *,
+    concurrency: int = 1,
+    batch_size: int = 25,
+    on_row: Callable[[], None] | None = None,
+) -> RejudgeCounts:
+    """Judge the source run's answered episodes that the new run lacks, copy its failed ones, and
+    record the invocation. `backend` is the judge's (built by the caller, shared across runs)."""
+    if settings.rejudged_from is None:
+        raise ValueError("rejudge_run needs the settings of a re-judged run (rejudged_settings)")
+    started = time.time()
+    judge = Judge(backend, JudgeConfig.from_dict(settings.judge))
+    settings_json = json.dumps(settings.identity(), sort_keys=True, ensure_ascii=False, default=str)
+    counts = RejudgeCounts()
+    with RunStore(results_root, settings.run_id) as store:
+        store.write_run_info(
+            {
+                "run_id": settings.run_id,
+                "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+                "identity": settings.identity(),
+                "settings": settings.to_json(),
+                "rejudged_from": settings.rejudged_from["run_id"],
+                "source_path": str(source.path.resolve()),
+            }
+        )
+        done = store.done_ids()
+        counts.already_judged = len(done)
+        gate = asyncio.Semaphore(max(1, concurrency))
+
+        async def judged(row: dict[str, Any]) -> dict[str, Any]:
+            async with gate:
+                verdict = await judge.judge(row["question"], row["gold_answers"] or [], row["prediction"], exact=row["exact_match"] == 1.0)
+            counts.judge_failed += verdict.llm_acc is None
+            if on_row is not None:
+                on_row()
+            return row | {
+                "run_id": settings.run_id, "settings": settings_json, "llm_acc": verdict.llm_acc, "judge_status": verdict.status,
+                "judge_error": verdict.error, "judge_reply": verdict.reply, "judge_s": verdict.latency_s,
+            }
+
+        async def flush(batch: list[dict[str, Any]]) -> None:
+            rows = await asyncio.gather(*(judged(r) for r in batch))
+            store.claim_failed(r["question_id"] for r in rows)  # a question is never both answered and failed
+            store.write(rows)
+            counts.judged += len(rows)
+
+        async def judge_all() -> set[str]:
+            """One event loop for every judge call (an endpoint client keeps its connections)."""
+            answered = set(done)
+            batch: list[dict[str, Any]] = []
+            for row in _source_rows(source, done):
+                if row["status"] != OK:
+                    continue
+                answered.add(row["question_id"])
+                batch.append(row)
+                if len(batch) >= batch_size:
+                    await flush(batch)
+                    batch = []
+            if batch:
+                await flush(batch)
+            return answered
+
+        seen_ok = asyncio.run(judge_all())
+        counts.source_episodes = len(seen_ok)
+        if source.failed_file().exists():
+            failed = [
+                r | {"run_id": settings.run_id, "settings": settings_json}
+                for r in pq.read_table(source.failed_file(), schema=ROW_SCHEMA).to_pylist()
+                if r["question_id"] not in seen_ok and r["status"] == ROW_FAILED
+            ]
+            if failed:
+                store.write(failed)  # replaces the same questions' rows from an earlier re-judge
+            counts.failed_copied = len(failed)
+        counts.wall_s = time.time() - started
+        store.log_invocation(
+            {
+                "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
+                "finished": dt.datetime.now(dt.timezone.utc).isoformat(),
+                "rejudged_from": settings.rejudged_from["run_id"],
+                **dataclasses.asdict(counts),
+            }
+        )
+    return counts

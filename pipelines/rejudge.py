@@ -1,0 +1,96 @@
+"""Score finished runs' answers again with another judge, as new runs, without re-running agents:
+`python -m pipelines.rejudge results.path=<dir> judge=strict [runs=[<run id>]] [+model@judge.model=openai ...]`.
+
+For each source run (arag.evaluation.rejudge): the re-judged run's id (the source identity with the
+judge replaced) → its folder under `out` (default: beside the source) → the source's answered
+episodes not judged there yet → the judge → Parquet rows. Rerunning finishes what is missing and
+picks up episodes the source run finished since.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from arag.conf_files import conf_dir
+from arag.evaluation.rejudge import RejudgeError, find_runs, rejudge_run, rejudged_settings
+from arag.evaluation.results import RunLockedError
+from arag.llm.factory import make_backend
+from pipelines.evaluate import format_summary, summarize_run
+from pipelines.settings import check_rejudge_config
+
+
+def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
+    """Re-judge the runs `cfg` names; returns each new run's summary."""
+    from arag.runtime.evaluate_job import default_concurrency
+
+    check_rejudge_config(cfg)
+    judge = OmegaConf.to_container(cfg.judge, resolve=True)
+    judge_model = judge.pop("model", None)
+    runs = None if cfg.runs is None else [str(r) for r in cfg.runs]
+    sources = find_runs(str(cfg.results.path), runs)
+    target = str(cfg.out if cfg.out is not None else cfg.results.path)
+    backends: dict[str, Any] = {}  # one judge backend per model config, shared by the runs it judges
+    summaries = []
+    try:
+        for source in sources:
+            settings = rejudged_settings(source, judge, judge_model)
+            model_cfg = judge_model if judge_model is not None else source.settings.model
+            key = json.dumps(model_cfg, sort_keys=True, default=str)
+            if key not in backends:
+                backends[key] = make_backend(dict(model_cfg))
+            concurrency = int(cfg.concurrency) if cfg.concurrency is not None else default_concurrency(model_cfg)
+            bar = None
+            if cfg.progress:
+                from tqdm import tqdm
+
+                bar = tqdm(desc=f"{source.run_id} → {settings.run_id}", unit="ep", file=sys.stderr)
+            try:
+                counts = rejudge_run(source, target, settings, backends[key], concurrency=concurrency, batch_size=int(cfg.batch_size), on_row=bar.update if bar else None)
+            finally:
+                if bar is not None:
+                    bar.close()
+            print(
+                f"run {source.run_id} ({settings.dataset}, {settings.method_name}) re-judged as {settings.run_id} (judge {judge.get('name')}"
+                + (f" by {model_cfg.get('model')}" if judge_model is not None else "")
+                + f"): {counts.source_episodes} answered episodes, {counts.already_judged} judged before, {counts.judged} judged now"
+                + (f" ({counts.judge_failed} without a verdict)" if counts.judge_failed else "")
+                + f", {counts.failed_copied} failed episodes copied, {counts.wall_s:.1f}s",
+                file=out,
+            )
+            new_dir = Path(target) / settings.run_id
+            ids = sorted({*_ids(new_dir / "episodes"), *_ids(new_dir / "failed")})
+            summary = summarize_run(new_dir, ids) | {"run_id": settings.run_id, "path": str(new_dir), "rejudged_from": source.run_id}
+            print(format_summary(summary), file=out)
+            summaries.append(summary)
+    finally:
+        for backend in backends.values():
+            backend.close()
+    return summaries
+
+
+def _ids(folder: Path) -> list[str]:
+    """The question ids stored in a run's episodes/ or failed/ folder (their id column only)."""
+    import pyarrow.parquet as pq
+
+    return [q for part in sorted(folder.glob("*.parquet")) for q in pq.read_table(part, columns=["question_id"]).column("question_id").to_pylist()]
+
+
+@hydra.main(config_path=str(conf_dir()), config_name="rejudge", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        rejudge(cfg)
+    except (RejudgeError, RunLockedError, FileNotFoundError, ImportError, ValueError) as exc:
+        sys.exit(f"error: {exc}")
+    except KeyboardInterrupt:
+        print("interrupted: the verdicts written so far are stored; rerun the same command to finish", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
