@@ -308,34 +308,41 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:
+    """Mean calls per tool, one row per run cell (dataset, model, method and the settings that vary)."""
+    cols = ["dataset", "model", "method", *_varying(con)]
     data = con.execute(
-        f"""SELECT method, {', '.join(f'avg(calls_{t})' for t in TOOLS)}, avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER))
-           FROM episodes GROUP BY method"""
+        f"""SELECT {', '.join(cols)}, {', '.join(f'avg(calls_{t})' for t in TOOLS)}, avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER))
+           FROM episodes GROUP BY ALL"""
     ).fetchall()
-    by_method = {r[0]: r[1:] for r in data}
-    header = ["method", *TOOLS, "tool errors", "invalid replies", "forced answers %"]
-    n = len(TOOLS) + 2
-    rows = [[m, *(_fmt(v, "f2") for v in by_method[m][:n]), _fmt(by_method[m][n])] for m in _method_order(list(by_method))]
-    return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "", markdown_table(header, rows), ""])
+    n, k = len(cols), len(TOOLS) + 2
+    order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
+    data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *[str(v) for v in r[3:n]]))
+    header = [*cols, *TOOLS, "tool errors", "invalid replies", "forced answers %"]
+    rows = [[*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "f2") for v in r[n : n + k]), _fmt(r[n + k])] for r in data]
+    return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "",
+                      markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n)), ""])
 
 
 def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
-    """AgenticRAG and its ablations beside A-RAG (Full) and Naive RAG, per dataset and model."""
+    """AgenticRAG and its ablations beside A-RAG (Full) and Naive RAG, per dataset, model and the settings that vary."""
     listed = ", ".join(f"'{m}'" for m in AGENTIC_COMPARISON)
+    cols = ["dataset", "model", "method", *_varying(con)]
     data = con.execute(
-        f"""SELECT dataset, model, method, count(*), avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}),
+        f"""SELECT {', '.join(cols)}, count(*), avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}),
                    avg(citation_recall_at_1), avg(citation_recall_at_3), avg(prompt_tokens + completion_tokens), avg(retrieved_tokens),
                    avg(calls_search), avg(calls_find), avg(calls_open), avg(calls_summarize), avg(forced_summaries), avg(CAST(forced AS INTEGER))
             FROM episodes WHERE method IN ({listed}) GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     if not any(r[2].startswith("agenticrag") for r in data):
         return "## AgenticRAG\n\nNo AgenticRAG runs (methods `agenticrag*`) in these results.\n"
-    header = ["dataset", "model", "method", "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3", "tokens / question", "retrieved tokens",
+    n = len(cols)
+    header = [*cols, "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3", "tokens / question", "retrieved tokens",
               "search", "find", "open", "summarize", "forced summarizes", "forced answers %"]
     order = {m: i for i, m in enumerate(AGENTIC_COMPARISON)}
     rows = []
-    for r in sorted(data, key=lambda r: (r[0], r[1], order[r[2]])):
-        rows.append([r[0], r[1], _label(r[2]), _fmt(r[3], "int"), *(_fmt(v) for v in r[4:8]), *(_fmt(v, "int") for v in r[8:10]), *(_fmt(v, "f2") for v in r[10:15]), _fmt(r[15])])
+    for r in sorted(data, key=lambda r: (r[0], r[1], *[str(v) for v in r[3:n]], order[r[2]])):
+        rows.append([r[0], r[1], _label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"), *(_fmt(v) for v in r[n + 1 : n + 5]),
+                     *(_fmt(v, "int") for v in r[n + 5 : n + 7]), *(_fmt(v, "f2") for v in r[n + 7 : n + 12]), _fmt(r[n + 12])])
     return "\n".join([
         "## AgenticRAG beside A-RAG (Full) and Naive RAG",
         "",
@@ -343,7 +350,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
         "their relevance scores (AgenticRAG only); tokens / question: prompt + completion tokens of all model calls; tool "
         "columns: mean calls per question.",
         "",
-        markdown_table(header, rows, ["l"] * 3 + ["r"] * (len(header) - 3)),
+        markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n)),
         "",
     ])
 

@@ -137,18 +137,24 @@ def test_report_refuses_to_merge_unlike_runs(tmp_path):
 
 
 def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
-    """A run and its re-judged copy share everything but the judge: the report shows both, apart,
-    named by judge preset (and judge model when it is not the agent's)."""
+    """A run and its re-judged copy share everything but the judge: every table shows both, apart
+    (never averaged), named by judge preset (and judge model when it is not the agent's)."""
     results = tmp_path / "results"
-    judges = {"runA": ('{"name": "paper"}', '"agent"', 0.0), "runB": ('{"name": "strict"}', '{"model": "gpt-4o-mini"}', 1.0)}
-    for run_id, (judge, judge_model, acc) in judges.items():
-        row = EpisodeRow(run_id=run_id, dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[],
-                         method="arag_full", model="qwen", backend="llamacpp", status="ok", prediction="a", llm_acc=acc, judge_status="correct",
-                         settings=f'{{"judge": {judge}, "judge_model": {judge_model}}}').to_record()
-        with RunStore(results, run_id) as store:
-            store.write([row])
-    main = build_report(results).markdown.split("## Details")[0]
+    judges = {"A": ('{"name": "paper"}', '"agent"', 0.0), "B": ('{"name": "strict"}', '{"model": "gpt-4o-mini"}', 1.0)}
+    for key, (judge, judge_model, acc) in judges.items():
+        for method in ("arag_full", "agenticrag"):
+            row = EpisodeRow(run_id=f"{method}-{key}", dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[],
+                             method=method, model="qwen", backend="llamacpp", status="ok", prediction="a", llm_acc=acc, judge_status="correct",
+                             calls_search=int(method == "agenticrag"), settings=f'{{"judge": {judge}, "judge_model": {judge_model}}}').to_record()
+            with RunStore(results, f"{method}-{key}") as store:
+                store.write([row])
+    text = build_report(results).markdown
+    main = text.split("## Details")[0]
     assert "judge=paper" in main and "judge=strict by gpt-4o-mini" in main
+    agentic = [r for r in text.split("## AgenticRAG beside")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
+    assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("paper", "0.0"), ("strict by gpt-4o-mini", "100.0")]
+    tools = [r for r in text.split("## Tool use")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
+    assert len(tools) == 4 and sum(" | agenticrag | paper | " in r for r in tools) == 1
 
 
 def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):
