@@ -1,5 +1,7 @@
-"""Which build an index folder holds, as one string: the same settings over the same corpus give
-the same fingerprint wherever the folder lies. Evaluation runs key on it (a rebuilt index with other
+"""Which build an index folder holds, as one string: the same settings over the same corpus files give
+the same fingerprint wherever the index folder lies. The corpus is named by its resolved path (and its
+files' names and sizes, arag.index.build.IndexSettings.identity), so the same files copied to
+another path are another build. Evaluation runs key on it (a rebuilt index with other
 settings is another run) and the tool server reports it (a client checks it serves the same index)."""
 
 from __future__ import annotations

@@ -89,10 +89,15 @@ class AgenticRagMethod(Method):
             fn = schema["function"]
             props = fn["parameters"]["properties"]
             if fn["name"] == "search":
-                props["queries"]["maxItems"] = self.documents.max_queries
-                if self.documents.max_queries == 1:
+                n = self.documents.max_queries
+                props["queries"]["maxItems"] = n
+                # The texts name the paper's 5; another limit is named instead, so the model is told what the schema allows.
+                if n == 1:
                     props["queries"]["description"] = "Exactly one query."
                     fn["description"] = fn["description"].replace("Give up to 5 different phrasings of what you look for in one call", "Give one phrasing of what you look for per call")
+                elif n != 5:
+                    props["queries"]["description"] = f"One to {n} reformulations of what to look for."
+                    fn["description"] = fn["description"].replace("Give up to 5 different phrasings", f"Give up to {n} different phrasings")
             if fn["name"] == "find" and not self.documents.semantic_find:
                 props["mode"]["enum"] = ["lexical"]
                 fn["description"] = fn["description"].split(' mode "lexical"')[0] + " It finds lines that contain a pattern literally (case-insensitive)."

@@ -162,3 +162,18 @@ def test_shown_ref_ids_leave_out_removed_results_and_entries():
     manager.compact(messages, {"turn1search2"})
     assert manager.shown_ref_ids() == ["turn1search2"]
     assert manager.force_request(100, manager.shown_ref_ids()).content.endswith("in the conversation: turn1search2.")
+
+
+def test_search_schema_and_description_name_the_configured_query_limit():
+    """The search tool tells the model the limit its schema enforces: the paper's 5, one for the
+    single-query ablation, or whatever method.max_queries says."""
+
+    def search_schema(method):
+        return next(s["function"] for s in method.tool_schemas() if s["function"]["name"] == "search")
+
+    for overrides, n, phrase in (({}, 5, "Give up to 5 different phrasings"), ({"max_queries": 3}, 3, "Give up to 3 different phrasings")):
+        fn = search_schema(load_method("agenticrag", overrides))
+        assert fn["parameters"]["properties"]["queries"]["maxItems"] == n and phrase in fn["description"]
+    assert "One to 3 reformulations" in search_schema(load_method("agenticrag", {"max_queries": 3}))["parameters"]["properties"]["queries"]["description"]
+    single = search_schema(load_method("agenticrag_single_query"))
+    assert single["parameters"]["properties"]["queries"]["maxItems"] == 1 and "Give one phrasing" in single["description"]
