@@ -3,7 +3,7 @@
 # fresh virtual environment outside the checkout, run from another folder. arag itself comes from the
 # wheel; its dependencies are borrowed from the environment running this script (a .pth line), which
 # saves reinstalling torch & co. Builds a tiny index from a JSON Lines file written here, asks one
-# question with the scripted backend, and evaluates two questions.
+# question with the scripted backend, evaluates two questions and re-judges them.
 #   usage: .ci/installed_package.sh   (with the project's environment active)
 set -euo pipefail
 checkout="$(cd "$(dirname "$0")/.." && pwd)"
@@ -58,4 +58,7 @@ grep -q "20 March 851" ask.out
     "judge.model={backend:scripted,protocol:json,model:judge,replay:true,script:[{verdict:correct}]}" \
     runtime.num_cpus=2 runtime.worker_cpus=0.5 progress=false | tee evaluate.out
 grep -q "evaluated 2/2 questions: 2 answered" evaluate.out
-echo "installed package: index, ask and evaluate ran from the wheel"
+"$py" -m pipelines.rejudge results.path=results judge=strict \
+    "judge.model={backend:scripted,protocol:json,model:judge,replay:true,script:[{verdict:incorrect}]}" progress=false | tee rejudge.out
+grep -q "2 answered episodes, 0 judged before, 2 judged now" rejudge.out
+echo "installed package: index, ask, evaluate and rejudge ran from the wheel"
