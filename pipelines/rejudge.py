@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import hydra
@@ -19,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.conf_files import conf_dir
 from arag.evaluation.rejudge import RejudgeError, find_runs, rejudge_run, rejudged_settings
-from arag.evaluation.results import RunLockedError
+from arag.evaluation.results import RunLockedError, RunStore
 from arag.llm.factory import make_backend
 from pipelines.evaluate import format_summary, summarize_run
 from pipelines.settings import check_rejudge_config
@@ -63,22 +62,16 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
                 + f", {counts.failed_copied} failed episodes copied, {counts.wall_s:.1f}s",
                 file=out,
             )
-            new_dir = Path(target) / settings.run_id
-            ids = sorted({*_ids(new_dir / "episodes"), *_ids(new_dir / "failed")})
-            summary = summarize_run(new_dir, ids) | {"run_id": settings.run_id, "path": str(new_dir), "rejudged_from": source.run_id}
+            stored = RunStore(target, settings.run_id)  # read only: its ids, not its lock
+            failed = stored.failed_table()
+            ids = sorted(stored.done_ids() | set(failed.column("question_id").to_pylist() if failed is not None else []))
+            summary = summarize_run(stored.root, ids) | {"run_id": settings.run_id, "path": str(stored.root), "rejudged_from": source.run_id}
             print(format_summary(summary), file=out)
             summaries.append(summary)
     finally:
         for backend in backends.values():
             backend.close()
     return summaries
-
-
-def _ids(folder: Path) -> list[str]:
-    """The question ids stored in a run's episodes/ or failed/ folder (their id column only)."""
-    import pyarrow.parquet as pq
-
-    return [q for part in sorted(folder.glob("*.parquet")) for q in pq.read_table(part, columns=["question_id"]).column("question_id").to_pylist()]
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="rejudge", version_base="1.3")
