@@ -2,6 +2,10 @@
 (gold, prediction) pairs, with the embedded default model as the judge (llama.cpp, CPU).
 
     python benchmarks/judge_agreement.py [--pairs benchmarks/judge_agreement/pairs.jsonl]
+    python benchmarks/judge_agreement.py --model openai --set model=gpt-4o-mini   # another judge model
+
+--model names a conf/model/ file (default: the embedded 1.5B, with a 2,048-token window), --set
+overrides its keys one by one.
 
 The pairs (judge_agreement/pairs.jsonl) are labelled by hand: answers from the CPU evaluations
 (GraphRAG-Bench Novel and 2Wiki; `"source": "run"`) and, since the small model rarely answers a 2Wiki
@@ -22,8 +26,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from arag.conf_files import conf_path
-from arag.evaluation.judge import CORRECT, Judge, JudgeConfig
-from arag.llm.llamacpp import LlamaCppBackend
+from arag.evaluation.judge import CORRECT, INCORRECT, Judge, JudgeConfig
+from arag.llm.factory import make_backend
 
 PAIRS = Path(__file__).parent / "judge_agreement" / "pairs.jsonl"
 
@@ -67,15 +71,23 @@ def variants() -> dict[str, dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=Path, default=PAIRS)
+    parser.add_argument("--model", default="llamacpp_qwen2.5_coder_1.5b", help="a conf/model/ file name (without .yaml)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key of the model config")
     args = parser.parse_args()
     pairs = [json.loads(line) for line in args.pairs.read_text().splitlines() if line.strip()]
-    backend = LlamaCppBackend(n_ctx=2048)
+    model_cfg = OmegaConf.load(conf_path("model", f"{args.model}.yaml"))
+    if args.model.startswith("llamacpp_"):
+        model_cfg.n_ctx = 2048  # a judge prompt is short: a small window loads faster
+    model_cfg = OmegaConf.merge(model_cfg, OmegaConf.from_dotlist(args.set))
+    backend = make_backend(OmegaConf.to_container(model_cfg, resolve=True))
     print(f"{len(pairs)} labelled pairs ({sum(p['correct'] for p in pairs)} correct answers), judge {backend.model}")
-    print("| judge | correct answers judged correct | wrong answers judged incorrect | agreement | on run answers | on written answers |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| judge | correct answers judged correct | wrong answers judged incorrect | agreement | on run answers | on written answers | no verdict |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, cfg in variants().items():
         judge = Judge(backend, JudgeConfig.from_dict(cfg))
-        agree = [(asyncio.run(judge.judge(p["question"], [p["gold"]], p["prediction"])).status == CORRECT) == p["correct"] for p in pairs]
+        verdicts = [asyncio.run(judge.judge(p["question"], [p["gold"]], p["prediction"])) for p in pairs]
+        # A judge that gave no verdict disagrees with the label either way (counted apart too).
+        agree = [v.status in (CORRECT, INCORRECT) and (v.status == CORRECT) == p["correct"] for v, p in zip(verdicts, pairs)]
         pos = sum(a for a, p in zip(agree, pairs) if p["correct"])
         neg = sum(a for a, p in zip(agree, pairs) if not p["correct"])
         n_pos = sum(p["correct"] for p in pairs)
@@ -83,7 +95,7 @@ def main() -> None:
         print(
             f"| {name} | {pos} of {n_pos} | {neg} of {len(pairs) - n_pos} | {sum(agree) / len(agree):.0%} | "
             + " | ".join(f"{sum(v) / len(v):.0%} of {len(v)}" if v else "-" for v in by_source.values())
-            + " |"
+            + f" | {sum(v.status not in (CORRECT, INCORRECT) for v in verdicts)} |"
         )
 
 if __name__ == "__main__":

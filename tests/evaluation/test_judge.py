@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -80,3 +81,22 @@ def test_the_default_config_prompt_formats():
     strict = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate("judge=strict").judge, resolve=True))
     msgs = Judge(ScriptedBackend([]), strict).messages("Q?", ["A", "B"], "C")
     assert "Question: Q?\nPredicted answer: C\nReference answer: A | B" in msgs[1].content
+
+
+def test_judge_agreement_benchmark_scores_both_field_orders_of_each_preset():
+    """benchmarks/judge_agreement.py against a judge that calls everything correct: every preset in
+    both orders (the preset's own marked), all correct answers agreed with, no wrong one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "benchmarks/judge_agreement.py", "--model", "scripted", "--set", "script=[{verdict: correct}]", "--set", "replay=true"],
+        cwd=repo, capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    pairs = [json.loads(line) for line in (repo / "benchmarks/judge_agreement/pairs.jsonl").read_text().splitlines() if line.strip()]
+    n_pos = sum(p["correct"] for p in pairs)
+    rows = [line for line in out.splitlines() if line.startswith("| paper") or line.startswith("| strict")]
+    assert [r.split(" | ")[0] for r in rows] == ["| paper, gold first", "| paper, prediction first (preset)", "| strict, gold first", "| strict, prediction first (preset)"]
+    assert all(f" | {n_pos} of {n_pos} | 0 of {len(pairs) - n_pos} | " in r and r.endswith(" | 0 |") for r in rows)
