@@ -412,31 +412,38 @@ def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path
     return path
 
 
+def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, list[tuple[int, int]]]]:
+    """(label, mean calls per tool, [(tool calls in an episode, episodes)]) per method, in method
+    order; a method whose runs differ in a shown setting gets one entry per setting value (the judge
+    aside: it does not change what the agent did)."""
+    shown = [c for c in _varying(con) if c != "judge"]
+    series = " || ' · ' || ".join(["method", *(f"'{c}=' || coalesce(CAST({c} AS VARCHAR), '—')" for c in shown)])
+    means = con.execute(f"SELECT method, {series}, {', '.join(f'avg(calls_{t})' for t in TOOLS)} FROM episodes GROUP BY ALL").fetchall()
+    hist = con.execute(f"SELECT {series}, tool_calls, count(*) FROM episodes GROUP BY ALL ORDER BY ALL").fetchall()
+    order = {m: i for i, m in enumerate(_method_order(sorted({r[0] for r in means})))}
+    return [
+        (_label(r[0]) + r[1][len(r[0]) :], tuple(r[2:]), [(k, c) for key, k, c in hist if key == r[1]])
+        for r in sorted(means, key=lambda r: (order[r[0]], r[1]))
+    ]
+
+
 def plot_tool_use(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
     """Left: mean calls per episode by tool (stacked) per method. Right: distribution of tool calls per episode."""
     plt = _pyplot()
-    means = con.execute(
-        f"""SELECT method, {', '.join(f'avg(calls_{t})' for t in TOOLS)} FROM episodes GROUP BY method"""
-    ).fetchall()
-    by_method = {r[0]: r[1:] for r in means}
-    methods = _method_order(list(by_method))
-    hist = con.execute("SELECT method, tool_calls, count(*) FROM episodes GROUP BY ALL ORDER BY ALL").fetchall()
+    series = tool_use_series(con)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
-    bottom = [0.0] * len(methods)
+    bottom = [0.0] * len(series)
     for j, tool in enumerate(TOOLS):
-        values = [by_method[m][j] or 0.0 for m in methods]
-        left.bar(range(len(methods)), values, bottom=bottom, label=tool, color=f"C{j}")
+        values = [means[j] or 0.0 for _, means, _ in series]
+        left.bar(range(len(series)), values, bottom=bottom, label=tool, color=f"C{j}")
         bottom = [b + v for b, v in zip(bottom, values)]
-    left.set_xticks(range(len(methods)), [_label(m) for m in methods], rotation=20, ha="right", fontsize=8)
+    left.set_xticks(range(len(series)), [label for label, _, _ in series], rotation=20, ha="right", fontsize=8)
     left.set_ylabel("mean calls per episode")
     left.set_title("Tool calls by tool")
     left.legend(fontsize=7)
-    totals: dict[str, int] = {}
-    for m, _k, c in hist:
-        totals[m] = totals.get(m, 0) + c
-    for i, m in enumerate(methods):
-        pts = [(k, c / totals[m]) for mm, k, c in hist if mm == m]
-        right.plot([k for k, _ in pts], [100 * s for _, s in pts], "-o", color=f"C{i % 10}", label=_label(m), markersize=3)
+    for i, (label, _, hist) in enumerate(series):
+        total = sum(c for _, c in hist)
+        right.plot([k for k, _ in hist], [100 * c / total for _, c in hist], "-o", color=f"C{i % 10}", label=label, markersize=3)
     right.set_xlabel("tool calls in the episode")
     right.set_ylabel("episodes (%)")
     right.set_title("Distribution of tool calls per episode")

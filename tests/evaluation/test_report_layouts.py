@@ -24,6 +24,7 @@ def write_run(results: Path, run_id: str, method: str, good: int, *, dataset: st
             model="gpt-5-mini", backend="openai", status="ok", prediction="a", max_steps=max_steps, reasoning_effort=effort, token_budget=token_budget,
             settings=settings, contain_acc=float(i < good), llm_acc=float(i < good), judge_status="correct", prompt_tokens=100 * max_steps,
             completion_tokens=10, reasoning_tokens=5, retrieved_tokens=50 * max_steps, steps=max_steps // 2, model_calls=max_steps // 2, wall_s=1.0,
+            tool_calls=max_steps // 2, calls_keyword_search=max_steps // 2,
         ).to_record()
         for i in range(n)
     ]
@@ -117,3 +118,17 @@ def test_a_second_shown_setting_splits_the_series_instead_of_merging(tmp_path):
     write_run(results, "b", "arag_full", 6, max_steps=10, token_budget=8000)
     text = build_report(results).markdown
     assert "No runs that differ only in `max_steps`" in section(text, "## Test-time scaling: accuracy and cost against max_steps")
+
+
+def test_tool_use_is_shown_per_setting_value_not_averaged_over_runs(tmp_path):
+    """Two arag_full runs at max_steps 5 and 10 (steps // 2 tool calls each, here 2 and 5) are two
+    series in the tool-use plot's data, labelled by the setting, with their own histograms."""
+    from arag.evaluation.report import TOOLS, connect, tool_use_series
+
+    results = tmp_path / "results"
+    write_run(results, "s5", "arag_full", 4, max_steps=5)
+    write_run(results, "s10", "arag_full", 6, max_steps=10)
+    series = tool_use_series(connect(results))
+    assert [label for label, _, _ in series] == ["A-RAG (Full) · max_steps=10", "A-RAG (Full) · max_steps=5"]
+    assert [means[TOOLS.index("keyword_search")] for _, means, _ in series] == [5.0, 2.0]
+    assert [hist for _, _, hist in series] == [[(5, 10)], [(2, 10)]]
