@@ -19,6 +19,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from arag.conf_files import conf_dir
+from arag.evaluation.judge import JudgeConfig
 from arag.evaluation.questions import QuestionFileError, load_questions
 from arag.evaluation.results import RunLockedError, RunStore
 from arag.evaluation.settings import RunSettings, answer_style_for
@@ -67,6 +68,7 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
         fingerprint = index_build_fingerprint(index_path)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
+    JudgeConfig.from_dict(judge)  # a bad judge template fails now, named, rather than in every worker
     return RunSettings(
         dataset=dataset_name(cfg, question_set.name),
         method=method_cfg,

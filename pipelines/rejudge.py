@@ -17,7 +17,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from arag.conf_files import conf_dir
-from arag.evaluation.rejudge import RejudgeError, find_runs, rejudge_run, rejudged_settings
+from arag.evaluation.rejudge import RejudgeError, checked_judge, find_runs, rejudge_run, rejudged_settings
 from arag.evaluation.results import RunLockedError, RunStore
 from arag.llm.factory import make_backend
 from pipelines.evaluate import format_summary, summarize_run
@@ -31,6 +31,9 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
     check_rejudge_config(cfg)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
+    checked_judge(judge)  # before any run is read
+    if cfg.runs is not None and not OmegaConf.is_list(cfg.runs):
+        raise RejudgeError(f"runs must be a list of run ids, e.g. runs=[{cfg.runs}], got {cfg.runs!r}")
     runs = None if cfg.runs is None else [str(r) for r in cfg.runs]
     sources = find_runs(str(cfg.results.path), runs)
     target = str(cfg.out if cfg.out is not None else cfg.results.path)
@@ -56,6 +59,7 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
                     bar.close()
             print(
                 f"run {source.run_id} ({settings.dataset}, {settings.method_name}) re-judged as {settings.run_id} (judge {judge.get('name')}"
+                + (f", from the original run {settings.rejudged_from['run_id']}" if source.is_rejudged else "")
                 + (f" by {model_cfg.get('model')}" if judge_model is not None else "")
                 + f"): {counts.source_episodes} answered episodes, {counts.already_judged} judged before, {counts.judged} judged now"
                 + (f" ({counts.judge_failed} without a verdict)" if counts.judge_failed else "")
@@ -65,7 +69,7 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
             stored = RunStore(target, settings.run_id)  # read only: its ids, not its lock
             failed = stored.failed_table()
             ids = sorted(stored.done_ids() | set(failed.column("question_id").to_pylist() if failed is not None else []))
-            summary = summarize_run(stored.root, ids) | {"run_id": settings.run_id, "path": str(stored.root), "rejudged_from": source.run_id}
+            summary = summarize_run(stored.root, ids) | {"run_id": settings.run_id, "path": str(stored.root), "rejudged_from": settings.rejudged_from["run_id"]}
             print(format_summary(summary), file=out)
             summaries.append(summary)
     finally:

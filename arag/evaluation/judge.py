@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import string
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -40,6 +41,9 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 
 
+TEMPLATE_FIELDS = ("question", "gold", "prediction")  # what judge.user_template may name
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     system_prompt: str
@@ -49,6 +53,17 @@ class JudgeConfig:
     max_tokens: int | None = None  # None: the judge backend's own cap (by model family)
     attempts: int = 3  # tries per question: retryable LLM errors and unusable replies
     skip_exact: bool = True
+
+    def __post_init__(self) -> None:
+        try:
+            named = {name for _, name, _, _ in string.Formatter().parse(self.user_template) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"judge.user_template cannot be filled in: {exc}") from None
+        unknown = sorted(named - set(TEMPLATE_FIELDS))
+        if unknown:
+            listed = ", ".join("{" + f + "}" for f in unknown)
+            allowed = ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
+            raise ValueError(f"judge.user_template names unknown fields {listed}; it may use {allowed} (write {{{{ and }}}} for a literal brace)")
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "JudgeConfig":

@@ -13,7 +13,7 @@ picks up episodes the source run finished since (a source still being evaluated 
 again later). Failed episodes of the source are copied into the new run's `failed/` as they are
 (they have no answer to judge, and keep counting as 0 in both accuracies). The source is read one
 Parquet part at a time and judged rows are written in batches, so memory does not grow with the
-run's size; the judge calls of a batch run concurrently (`concurrency`).
+run's size; the judge calls of a batch (at least `concurrency` rows) run concurrently.
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ def find_runs(results_root: str | Path, run_ids: Iterable[str] | None = None) ->
     if not root.is_dir():
         raise RejudgeError(f"no results folder at {root}")
     if run_ids is not None:
+        if not run_ids:
+            raise RejudgeError("runs=[] names no run: give runs=[<run id>, ...], or runs=null for every run under results.path")
         missing = [r for r in run_ids if not (root / r / "run.json").is_file()]
         if missing:
             known = sorted(p.parent.name for p in root.glob("*/run.json"))
@@ -93,12 +95,23 @@ def find_runs(results_root: str | Path, run_ids: Iterable[str] | None = None) ->
     runs = [SourceRun.open(p.parent) for p in sorted(root.glob("*/run.json"))]
     if not runs:
         raise RejudgeError(f"no runs (*/run.json) under {root}")
-    return [r for r in runs if not r.is_rejudged]
+    originals = [r for r in runs if not r.is_rejudged]
+    if not originals:
+        raise RejudgeError(f"every run under {root} is itself a re-judge; name the ones to judge again with runs=[<run id>, ...]")
+    return originals
+
+
+def checked_judge(judge: dict[str, Any]) -> JudgeConfig:
+    """The judge settings as a JudgeConfig: a misspelled key, a bad template or a disabled judge stops here, named."""
+    config = JudgeConfig.from_dict(judge)
+    if not config.enabled:
+        raise RejudgeError("judge.enabled=false: re-judging needs a judge")
+    return config
 
 
 def rejudged_settings(source: SourceRun, judge: dict[str, Any], judge_model: dict[str, Any] | None) -> RunSettings:
     """The new run's settings: the source's with the judge (and its backend) replaced."""
-    JudgeConfig.from_dict(judge)  # a misspelled judge key stops here, named
+    checked_judge(judge)
     return dataclasses.replace(source.settings, judge=dict(judge), judge_model=judge_model, rejudged_from=source.origin())
 
 
@@ -161,6 +174,8 @@ def rejudge_run(
             return row | {
                 "run_id": settings.run_id, "settings": settings_json, "llm_acc": verdict.llm_acc, "judge_status": verdict.status,
                 "judge_error": verdict.error, "judge_reply": verdict.reply, "judge_s": verdict.latency_s,
+                # an episode's wall time includes its judge's: this judge's now
+                "wall_s": (row["wall_s"] or 0.0) - (row["judge_s"] or 0.0) + verdict.latency_s,
             }
 
         async def flush(batch: list[dict[str, Any]]) -> None:
@@ -178,7 +193,7 @@ def rejudge_run(
                     continue
                 answered.add(row["question_id"])
                 batch.append(row)
-                if len(batch) >= batch_size:
+                if len(batch) >= max(batch_size, concurrency):  # a batch keeps `concurrency` calls in flight
                     await flush(batch)
                     batch = []
             if batch:

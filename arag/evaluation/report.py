@@ -365,18 +365,18 @@ def _pyplot():
     return plt
 
 
-def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path:
-    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per (dataset, model, method, other setting, guard rails)."""
-    plt = _pyplot()
+def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], list[tuple[str, list[tuple[str, float | None, float | None]]]]]:
+    """The x values in order, and per line (dataset, model, method, other setting, guard rails, judge)
+    its label and points (x, Cont-Acc, LLM-Acc); with a sweep present, only the lines with ≥ 2 points."""
     other = "reasoning_effort" if x == "max_steps" else "max_steps"
     data = con.execute(
-        f"""SELECT dataset, model, method, coalesce(CAST({other} AS VARCHAR), '—') AS o, guard_rails AS g, coalesce(CAST({x} AS VARCHAR), 'none') AS x,
+        f"""SELECT dataset, model, method, coalesce(CAST({other} AS VARCHAR), '—') AS o, guard_rails AS g, judge AS j, coalesce(CAST({x} AS VARCHAR), 'none') AS x,
                    avg(contain_acc) FILTER ({SCORED}), avg(llm_acc) FILTER ({SCORED}), count(*)
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     lines: dict[tuple, list[tuple]] = {}
-    for d, model, method, o, g, xv, cont, llm, _n in data:
-        lines.setdefault((d, model, method, o, g), []).append((xv, cont, llm))
+    for d, model, method, o, g, j, xv, cont, llm, _n in data:
+        lines.setdefault((d, model, method, o, g, j), []).append((xv, cont, llm))
     if any(len(pts) > 1 for pts in lines.values()):  # a sweep: its series only, not the single points of other runs
         lines = {k: pts for k, pts in lines.items() if len(pts) > 1}
     if x == "max_steps":
@@ -386,16 +386,31 @@ def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path
     pos = {v: i for i, v in enumerate(xs)}
     show_dataset = len({k[0] for k in lines}) > 1
     show_model = len({k[1] for k in lines}) > 1
-    fig, ax = plt.subplots(figsize=(10, 4.8), dpi=110)
-    def order(key: tuple) -> tuple:
-        d, model, method, o, g = key
-        o_key = (0, int(o), "") if o.isdigit() else (1, EFFORT_ORDER.index(o) if o in EFFORT_ORDER else 99, o)
-        return (d, model, _method_order(sorted({k[2] for k in lines})).index(method), o_key, g)
+    show_judge = len({k[5] for k in lines}) > 1
+    methods = _method_order(sorted({k[2] for k in lines}))
 
-    for i, (key, pts) in enumerate(sorted(lines.items(), key=lambda kv: order(kv[0]))):
-        pts = sorted(pts, key=lambda p: pos[p[0]])
+    def order(key: tuple) -> tuple:
+        d, model, method, o, g, j = key
+        o_key = (0, int(o), "") if o.isdigit() else (1, EFFORT_ORDER.index(o) if o in EFFORT_ORDER else 99, o)
+        return (d, model, methods.index(method), o_key, g, j)
+
+    out = []
+    for key, pts in sorted(lines.items(), key=lambda kv: order(kv[0])):
+        d, model, method, o, g, j = key
+        label = " · ".join([_label(method), *([d] if show_dataset else []), *([model] if show_model else []), *([f"{other}={o}"] if o != "—" else []),
+                            *([f"guard_rails={g}"] if g != "off" else []), *([f"judge={j}"] if show_judge else [])])
+        out.append((label, sorted(pts, key=lambda p: pos[p[0]])))
+    return xs, out
+
+
+def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path:
+    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per accuracy_lines entry."""
+    plt = _pyplot()
+    xs, lines = accuracy_lines(con, x)
+    pos = {v: i for i, v in enumerate(xs)}
+    fig, ax = plt.subplots(figsize=(10, 4.8), dpi=110)
+    for i, (label, pts) in enumerate(lines):
         color = f"C{i % 10}"
-        label = " · ".join([_label(key[2]), *([key[0]] if show_dataset else []), *([key[1]] if show_model else []), *([f"{other}={key[3]}"] if key[3] != "—" else []), *([f"guard_rails={key[4]}"] if key[4] != "off" else [])])
         ax.plot([pos[p[0]] for p in pts], [100 * (p[1] or 0) for p in pts], "-o", color=color, label=label + " (Cont-Acc)")
         if any(p[2] is not None for p in pts):
             ax.plot([pos[p[0]] for p in pts if p[2] is not None], [100 * p[2] for p in pts if p[2] is not None], "--s", color=color, alpha=0.7, label=label + " (LLM-Acc)")

@@ -100,3 +100,11 @@ def test_judge_agreement_benchmark_scores_both_field_orders_of_each_preset():
     rows = [line for line in out.splitlines() if line.startswith("| paper") or line.startswith("| strict")]
     assert [r.split(" | ")[0] for r in rows] == ["| paper, gold first", "| paper, prediction first (preset)", "| strict, gold first", "| strict, prediction first (preset)"]
     assert all(f" | {n_pos} of {n_pos} | 0 of {len(pairs) - n_pos} | " in r and r.endswith(" | 0 |") for r in rows)
+
+
+def test_a_judge_template_naming_an_unknown_field_is_refused_with_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown fields \{questoin\}; it may use \{question\}, \{gold\}, \{prediction\}"):
+        JudgeConfig(system_prompt="", user_template="Q: {questoin}\nGold: {gold}")
+    with pytest.raises(ValueError, match="judge.user_template cannot be filled in"):
+        JudgeConfig(system_prompt="", user_template="Gold: {gold} {")
+    assert JudgeConfig(system_prompt="", user_template="{{literal}} {gold}").user_template  # doubled braces are text

@@ -55,8 +55,9 @@ def test_rejudge_scores_the_stored_answers_again_as_a_new_run(ray_local, eval_in
     assert old["q1"]["judge_status"] == "correct" and new["q1"]["judge_status"] == "incorrect" and new["q1"]["llm_acc"] == 0.0
     assert new["q0"]["judge_status"] == "exact_match" and new["q0"]["llm_acc"] == 1.0
     for q in ("q0", "q1"):
-        for column in ("prediction", "trajectory", "contain_acc", "retrieved_tokens", "evidence_recall_read", "wall_s", "attempt"):
+        for column in ("prediction", "trajectory", "contain_acc", "retrieved_tokens", "evidence_recall_read", "llm_s", "attempt"):
             assert new[q][column] == old[q][column], (q, column)
+        assert new[q]["wall_s"] == pytest.approx(old[q]["wall_s"] - old[q]["judge_s"] + new[q]["judge_s"])  # the new judge's time
     assert all(new[q]["status"] == "failed" and new[q]["failure"] == old[q]["failure"] for q in ("q2", "q3", "q4", "q5"))
     assert first["llm_acc"] == pytest.approx(1 / 6) and first["contain_acc"] == pytest.approx(1 / 6)
 
@@ -86,6 +87,9 @@ def test_rejudge_scores_the_stored_answers_again_as_a_new_run(ray_local, eval_in
     assert chained["run_id"] == new_id  # the same judge on the same original run: the same run
     (default_judge,), _ = run_rejudge(results, f"judge.model={NAYSAYER}")  # every original run (one), paper preset
     assert default_judge["rejudged_from"] == source["run_id"] and default_judge["run_id"] not in (new_id, source["run_id"])
+    (other,), text = run_rejudge(results, f"judge.model={NAYSAYER}", f"runs=[{new_id}]")  # the paper preset on the re-judged run
+    assert other["run_id"] == default_judge["run_id"] and other["rejudged_from"] == source["run_id"]
+    assert f"from the original run {source['run_id']}" in text and "6 judged before, 0 judged now" in text
 
     # The report keeps the three runs apart by judge instead of refusing them.
     main = build_report(results, tmp_path / "report").markdown.split("## Details")[0]
@@ -97,6 +101,12 @@ def test_rejudge_errors_name_the_problem(tmp_path):
     results.mkdir()
     with pytest.raises(ValueError, match="no runs"):
         run_rejudge(results)
+    with pytest.raises(ValueError, match=r"runs=\[\] names no run"):
+        run_rejudge(results, "runs=[]")
+    with pytest.raises(ValueError, match=r"runs must be a list of run ids, e.g. runs=\[abc\]"):
+        run_rejudge(results, "runs=abc")
+    with pytest.raises(ValueError, match="judge.enabled=false: re-judging needs a judge"):
+        run_rejudge(results, "judge.enabled=false", "runs=[abc]")
     (results / "abc").mkdir()
     (results / "abc" / "run.json").write_text("{}")
     with pytest.raises(ValueError, match="no run nope under .*its runs: abc"):

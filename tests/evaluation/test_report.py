@@ -155,6 +155,11 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
     assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("paper", "0.0"), ("strict by gpt-4o-mini", "100.0")]
     tools = [r for r in text.split("## Tool use")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
     assert len(tools) == 4 and sum(" | agenticrag | paper | " in r for r in tools) == 1
+    from arag.evaluation.report import accuracy_lines, connect
+
+    _, lines = accuracy_lines(connect(results), "max_steps")  # the plot's lines
+    full = {label: pts for label, pts in lines if label.startswith("A-RAG (Full)")}
+    assert {label.split(" · ")[-1]: pts[0][2] for label, pts in full.items()} == {"judge=paper": 0.0, "judge=strict by gpt-4o-mini": 1.0}
 
 
 def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):
