@@ -31,7 +31,7 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
     check_rejudge_config(cfg)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
-    checked_judge(judge)  # before any run is read
+    judge_name = checked_judge(judge).name  # before any run is read
     if cfg.runs is not None and not OmegaConf.is_list(cfg.runs):
         raise RejudgeError(f"runs must be a list of run ids, e.g. runs=[{cfg.runs}], got {cfg.runs!r}")
     runs = None if cfg.runs is None else [str(r) for r in cfg.runs]
@@ -58,7 +58,7 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
                 if bar is not None:
                     bar.close()
             print(
-                f"run {source.run_id} ({settings.dataset}, {settings.method_name}) re-judged as {settings.run_id} (judge {judge.get('name')}"
+                f"run {source.run_id} ({settings.dataset}, {settings.method_name}) re-judged as {settings.run_id} (judge {judge_name}"
                 + (f", from the original run {settings.rejudged_from['run_id']}" if source.is_rejudged else "")
                 + (f" by {model_cfg.get('model')}" if judge_model is not None else "")
                 + f"): {counts.source_episodes} answered episodes, {counts.already_judged} judged before, {counts.judged} judged now"
