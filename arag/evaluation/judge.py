@@ -88,6 +88,10 @@ class Verdict:
             return 0.0
         return None
 
+    def columns(self) -> dict[str, Any]:
+        """The result-row columns this verdict fills (arag.evaluation.records.EpisodeRow)."""
+        return {"llm_acc": self.llm_acc, "judge_status": self.status, "judge_error": self.error, "judge_reply": self.reply, "judge_s": self.latency_s}
+
 
 class Judge:
     def __init__(self, backend: LLMBackend | None, config: JudgeConfig):

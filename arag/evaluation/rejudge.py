@@ -171,9 +171,8 @@ def rejudge_run(
             counts.judge_failed += verdict.llm_acc is None
             if on_row is not None:
                 on_row()
-            return row | {
-                "run_id": settings.run_id, "settings": settings_json, "llm_acc": verdict.llm_acc, "judge_status": verdict.status,
-                "judge_error": verdict.error, "judge_reply": verdict.reply, "judge_s": verdict.latency_s,
+            return row | verdict.columns() | {
+                "run_id": settings.run_id, "settings": settings_json,
                 # an episode's wall time includes its judge's: this judge's now
                 "wall_s": (row["wall_s"] or 0.0) - (row["judge_s"] or 0.0) + verdict.latency_s,
             }

@@ -117,7 +117,6 @@ class EpisodeRunner:
         row.wall_s = episode.wall_s + verdict.latency_s
         row.llm_s = sum(m.latency_s for m in episode.model_calls)
         row.tool_s = sum(c.latency_s for c in episode.tool_calls)
-        row.judge_s = verdict.latency_s
         row.trajectory = json.dumps(episode.to_json(), ensure_ascii=False, default=str)
         return row
 
@@ -129,7 +128,8 @@ class EpisodeRunner:
 
     @staticmethod
     def _set_verdict(row: EpisodeRow, verdict: Verdict) -> None:
-        row.llm_acc, row.judge_status, row.judge_error, row.judge_reply = verdict.llm_acc, verdict.status, verdict.error, verdict.reply
+        for column, value in verdict.columns().items():
+            setattr(row, column, value)
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:
         from arag.service.client import RemoteTools

@@ -63,14 +63,12 @@ class RunSettings:
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row)."""
+        judging = {
+            "judge": _drop(self.judge, RUNTIME_JUDGE_KEYS),
+            "judge_model": "agent" if self.judge_model is None else _drop(self.judge_model, RUNTIME_MODEL_KEYS),
+        }
         if self.rejudged_from is not None:
-            return {
-                **self.rejudged_from["identity"],
-                "judge": _drop(self.judge, RUNTIME_JUDGE_KEYS),
-                "judge_model": "agent" if self.judge_model is None else _drop(self.judge_model, RUNTIME_MODEL_KEYS),
-                "rejudged_from": self.rejudged_from["run_id"],
-                "judge_code": code_version(),
-            }
+            return {**self.rejudged_from["identity"], **judging, "rejudged_from": self.rejudged_from["run_id"], "judge_code": code_version()}
         return {
             "dataset": self.dataset,
             "questions_sha256": self.questions_sha256,
@@ -78,8 +76,7 @@ class RunSettings:
             "method": self.method,
             "model": _drop(self.model, RUNTIME_MODEL_KEYS),
             "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
-            "judge": _drop(self.judge, RUNTIME_JUDGE_KEYS),
-            "judge_model": "agent" if self.judge_model is None else _drop(self.judge_model, RUNTIME_MODEL_KEYS),
+            **judging,
             "texts": model_texts(self.method, self.model.get("protocol", "json")),
             "code": code_version(),
         }
