@@ -31,7 +31,7 @@ from arag.evaluation.report_a2rag import a2rag_section
 from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
 from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
-from arag.evaluation.report_sweeps import EFFORT_ORDER, SWEEPABLE, sweep_table
+from arag.evaluation.report_sweeps import EFFORT_ORDER, SWEEPABLE, setting_order, sweep_table
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
 METHOD_LABELS = {
@@ -316,7 +316,7 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
     ).fetchall()
     n, k = len(cols), len(TOOLS) + 2
     order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
-    data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *[str(v) for v in r[3:n]]))
+    data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *[setting_order(c, v) for c, v in zip(cols[3:], r[3:n])]))
     header = [*cols, *TOOLS, "tool errors", "invalid replies", "forced answers %"]
     rows = [[*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "f2") for v in r[n : n + k]), _fmt(r[n + k])] for r in data]
     return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "",
@@ -340,7 +340,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
               "search", "find", "open", "summarize", "forced summarizes", "forced answers %"]
     order = {m: i for i, m in enumerate(AGENTIC_COMPARISON)}
     rows = []
-    for r in sorted(data, key=lambda r: (r[0], r[1], *[str(v) for v in r[3:n]], order[r[2]])):
+    for r in sorted(data, key=lambda r: (r[0], r[1], *[setting_order(c, v) for c, v in zip(cols[3:], r[3:n])], order[r[2]])):
         rows.append([r[0], r[1], _label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"), *(_fmt(v) for v in r[n + 1 : n + 5]),
                      *(_fmt(v, "int") for v in r[n + 5 : n + 7]), *(_fmt(v, "f2") for v in r[n + 7 : n + 12]), _fmt(r[n + 12])])
     return "\n".join([
@@ -433,12 +433,13 @@ def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, li
     aside: it does not change what the agent did)."""
     shown = [c for c in _varying(con) if c != "judge"]
     series = " || ' · ' || ".join(["method", *(f"'{c}=' || coalesce(CAST({c} AS VARCHAR), '—')" for c in shown)])
-    means = con.execute(f"SELECT method, {series}, {', '.join(f'avg(calls_{t})' for t in TOOLS)} FROM episodes GROUP BY ALL").fetchall()
+    n = len(shown)
+    means = con.execute(f"SELECT method, {series}, {''.join(c + ', ' for c in shown)}{', '.join(f'avg(calls_{t})' for t in TOOLS)} FROM episodes GROUP BY ALL").fetchall()
     hist = con.execute(f"SELECT {series}, tool_calls, count(*) FROM episodes GROUP BY ALL ORDER BY ALL").fetchall()
     order = {m: i for i, m in enumerate(_method_order(sorted({r[0] for r in means})))}
     return [
-        (_label(r[0]) + r[1][len(r[0]) :], tuple(r[2:]), [(k, c) for key, k, c in hist if key == r[1]])
-        for r in sorted(means, key=lambda r: (order[r[0]], r[1]))
+        (_label(r[0]) + r[1][len(r[0]) :], tuple(r[2 + n :]), [(k, c) for key, k, c in hist if key == r[1]])
+        for r in sorted(means, key=lambda r: (order[r[0]], *[setting_order(c, v) for c, v in zip(shown, r[2 : 2 + n])]))
     ]
 
 

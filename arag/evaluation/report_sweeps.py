@@ -52,7 +52,9 @@ class Series:
     points: tuple[SweepPoint, ...]  # in x order
 
 
-def _x_order(x: str, value: Any) -> tuple:
+def setting_order(x: str, value: Any) -> tuple:
+    """Sort key for a value of setting `x`: unset first, numbers by value (max steps 5 before 10),
+    reasoning effort by level, anything else as text."""
     if value is None:
         return (0, 0, "")
     if x == "reasoning_effort":
@@ -127,12 +129,12 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
     for key, rows in grouped.items():
         if len({r[0] for r in rows}) < 2:
             continue
-        rows.sort(key=lambda r: _x_order(x, r[0]))
+        rows.sort(key=lambda r: setting_order(x, r[0]))
         check_series_identity(x, [(r[1], r[0], r[2]) for r in rows])
         points = tuple(SweepPoint(r[0], r[1], *r[3:]) for r in rows)
         out.append(Series(tuple(zip(keys, key)), points))
     # Series in the order of their fixed values (reasoning effort by level, not alphabetically).
-    return sorted(out, key=lambda s: [_x_order(k, v) if k in SWEEPABLE else (1, 0, str(v)) for k, v in s.fixed])
+    return sorted(out, key=lambda s: [setting_order(k, v) if k in SWEEPABLE else (1, 0, str(v)) for k, v in s.fixed])
 
 
 def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label=lambda m: m) -> str:

@@ -128,7 +128,12 @@ def test_tool_use_is_shown_per_setting_value_not_averaged_over_runs(tmp_path):
     results = tmp_path / "results"
     write_run(results, "s5", "arag_full", 4, max_steps=5)
     write_run(results, "s10", "arag_full", 6, max_steps=10)
+    write_run(results, "s20", "arag_full", 7, max_steps=20)
     series = tool_use_series(connect(results))
-    assert [label for label, _, _ in series] == ["A-RAG (Full) · max_steps=10", "A-RAG (Full) · max_steps=5"]
-    assert [means[TOOLS.index("keyword_search")] for _, means, _ in series] == [5.0, 2.0]
-    assert [hist for _, _, hist in series] == [[(5, 10)], [(2, 10)]]
+    # In the setting's order (5 before 10 and 20), not as text ("10" < "20" < "5").
+    assert [label for label, _, _ in series] == ["A-RAG (Full) · max_steps=5", "A-RAG (Full) · max_steps=10", "A-RAG (Full) · max_steps=20"]
+    assert [means[TOOLS.index("keyword_search")] for _, means, _ in series] == [2.0, 5.0, 10.0]
+    assert [hist for _, _, hist in series] == [[(2, 10)], [(5, 10)], [(10, 10)]]
+    # The tool table lists the same cells in the same order.
+    rows = table_rows(section(build_report(results).markdown, "## Tool use"))[1:]
+    assert [(r[2], r[3]) for r in rows] == [("arag_full", "5"), ("arag_full", "10"), ("arag_full", "20")]
