@@ -130,6 +130,11 @@ def _varying(con: duckdb.DuckDBPyConnection) -> list[str]:
     return out
 
 
+def _setting_keys(names: Sequence[str], values: Sequence[Any]) -> list[tuple]:
+    """Sort keys for a row's values of the settings `names` (numbers by value, effort by level)."""
+    return [setting_order(c, v) for c, v in zip(names, values)]
+
+
 def _method_order(methods: Sequence[str]) -> list[str]:
     known = list(MAIN_METHODS) + [m for m in METHOD_LABELS if m not in MAIN_METHODS]
     return sorted(methods, key=lambda m: (known.index(m) if m in known else len(known), m))
@@ -316,7 +321,7 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
     ).fetchall()
     n, k = len(cols), len(TOOLS) + 2
     order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
-    data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *[setting_order(c, v) for c, v in zip(cols[3:], r[3:n])]))
+    data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *_setting_keys(cols[3:], r[3:n])))
     header = [*cols, *TOOLS, "tool errors", "invalid replies", "forced answers %"]
     rows = [[*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "f2") for v in r[n : n + k]), _fmt(r[n + k])] for r in data]
     return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "",
@@ -340,7 +345,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
               "search", "find", "open", "summarize", "forced summarizes", "forced answers %"]
     order = {m: i for i, m in enumerate(AGENTIC_COMPARISON)}
     rows = []
-    for r in sorted(data, key=lambda r: (r[0], r[1], *[setting_order(c, v) for c, v in zip(cols[3:], r[3:n])], order[r[2]])):
+    for r in sorted(data, key=lambda r: (r[0], r[1], *_setting_keys(cols[3:], r[3:n]), order[r[2]])):
         rows.append([r[0], r[1], _label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"), *(_fmt(v) for v in r[n + 1 : n + 5]),
                      *(_fmt(v, "int") for v in r[n + 5 : n + 7]), *(_fmt(v, "f2") for v in r[n + 7 : n + 12]), _fmt(r[n + 12])])
     return "\n".join([
@@ -439,7 +444,7 @@ def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, li
     order = {m: i for i, m in enumerate(_method_order(sorted({r[0] for r in means})))}
     return [
         (_label(r[0]) + r[1][len(r[0]) :], tuple(r[2 + n :]), [(k, c) for key, k, c in hist if key == r[1]])
-        for r in sorted(means, key=lambda r: (order[r[0]], *[setting_order(c, v) for c, v in zip(shown, r[2 : 2 + n])]))
+        for r in sorted(means, key=lambda r: (order[r[0]], *_setting_keys(shown, r[2 : 2 + n])))
     ]
 
 

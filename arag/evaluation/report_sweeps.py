@@ -134,7 +134,7 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
         points = tuple(SweepPoint(r[0], r[1], *r[3:]) for r in rows)
         out.append(Series(tuple(zip(keys, key)), points))
     # Series in the order of their fixed values (reasoning effort by level, not alphabetically).
-    return sorted(out, key=lambda s: [setting_order(k, v) if k in SWEEPABLE else (1, 0, str(v)) for k, v in s.fixed])
+    return sorted(out, key=lambda s: [setting_order(k, v) for k, v in s.fixed])
 
 
 def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label=lambda m: m) -> str:
