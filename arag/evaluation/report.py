@@ -31,7 +31,7 @@ from arag.evaluation.report_a2rag import a2rag_section
 from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
 from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
-from arag.evaluation.report_sweeps import EFFORT_ORDER, SWEEPABLE, setting_order, sweep_table
+from arag.evaluation.report_sweeps import SWEEPABLE, setting_order, sweep_table
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
 METHOD_LABELS = {
@@ -371,24 +371,23 @@ def _pyplot():
 
 
 def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], list[tuple[str, list[tuple[str, float | None, float | None]]]]]:
-    """The x values in order, and per line (dataset, model, method, other setting, guard rails, judge)
+    """The x values in order (as tick labels; a run that leaves `x` unset shows "unset", apart from
+    an effort of "none"), and per line (dataset, model, method, other setting, guard rails, judge)
     its label and points (x, Cont-Acc, LLM-Acc); with a sweep present, only the lines with ≥ 2 points."""
     other = "reasoning_effort" if x == "max_steps" else "max_steps"
     data = con.execute(
-        f"""SELECT dataset, model, method, coalesce(CAST({other} AS VARCHAR), '—') AS o, guard_rails AS g, judge AS j, coalesce(CAST({x} AS VARCHAR), 'none') AS x,
+        f"""SELECT dataset, model, method, {other} AS o, guard_rails AS g, judge AS j, {x} AS x,
                    avg(contain_acc) FILTER ({SCORED}), avg(llm_acc) FILTER ({SCORED}), count(*)
-            FROM episodes GROUP BY ALL ORDER BY ALL"""
+            FROM episodes GROUP BY ALL"""
     ).fetchall()
     lines: dict[tuple, list[tuple]] = {}
     for d, model, method, o, g, j, xv, cont, llm, _n in data:
         lines.setdefault((d, model, method, o, g, j), []).append((xv, cont, llm))
     if any(len(pts) > 1 for pts in lines.values()):  # a sweep: its series only, not the single points of other runs
         lines = {k: pts for k, pts in lines.items() if len(pts) > 1}
-    if x == "max_steps":
-        xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v))
-    else:
-        xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: (EFFORT_ORDER.index(v) if v in EFFORT_ORDER else len(EFFORT_ORDER), v))
-    pos = {v: i for i, v in enumerate(xs)}
+    raw_xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: setting_order(x, v))
+    tick = {v: "unset" if v is None else str(v) for v in raw_xs}
+    pos = {v: i for i, v in enumerate(raw_xs)}
     show_dataset = len({k[0] for k in lines}) > 1
     show_model = len({k[1] for k in lines}) > 1
     show_judge = len({k[5] for k in lines}) > 1
@@ -396,16 +395,15 @@ def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], l
 
     def order(key: tuple) -> tuple:
         d, model, method, o, g, j = key
-        o_key = (0, int(o), "") if o.isdigit() else (1, EFFORT_ORDER.index(o) if o in EFFORT_ORDER else 99, o)
-        return (d, model, methods.index(method), o_key, g, j)
+        return (d, model, methods.index(method), setting_order(other, o), g, j)
 
     out = []
     for key, pts in sorted(lines.items(), key=lambda kv: order(kv[0])):
         d, model, method, o, g, j = key
-        label = " · ".join([_label(method), *([d] if show_dataset else []), *([model] if show_model else []), *([f"{other}={o}"] if o != "—" else []),
+        label = " · ".join([_label(method), *([d] if show_dataset else []), *([model] if show_model else []), *([f"{other}={o}"] if o is not None else []),
                             *([f"guard_rails={g}"] if g != "off" else []), *([f"judge={j}"] if show_judge else [])])
-        out.append((label, sorted(pts, key=lambda p: pos[p[0]])))
-    return xs, out
+        out.append((label, [(tick[p[0]], p[1], p[2]) for p in sorted(pts, key=lambda p: pos[p[0]])]))
+    return [tick[v] for v in raw_xs], out
 
 
 def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path:

@@ -137,3 +137,20 @@ def test_tool_use_is_shown_per_setting_value_not_averaged_over_runs(tmp_path):
     # The tool table lists the same cells in the same order.
     rows = table_rows(section(build_report(results).markdown, "## Tool use"))[1:]
     assert [(r[2], r[3]) for r in rows] == [("arag_full", "5"), ("arag_full", "10"), ("arag_full", "20")]
+
+
+def test_accuracy_plot_keeps_unset_effort_apart_from_effort_none_and_orders_by_level(tmp_path):
+    """The accuracy-vs-effort plot's x axis: a run that sets no effort is "unset", never merged with
+    an effort of "none"; the levels follow their order (none < low < high), not the text's."""
+    from arag.evaluation.report import accuracy_lines, connect
+
+    results = tmp_path / "results"
+    for run_id, effort, good in (("unset", None, 2), ("none", "none", 4), ("high", "high", 9), ("low", "low", 6)):
+        write_run(results, run_id, "arag_full", good, effort=effort)
+    xs, lines = accuracy_lines(connect(results), "reasoning_effort")
+    assert xs == ["unset", "none", "low", "high"]
+    [(label, points)] = lines
+    assert label == "A-RAG (Full) · max_steps=10"
+    assert [(x, cont) for x, cont, _ in points] == [("unset", 0.2), ("none", 0.4), ("low", 0.6), ("high", 0.9)]
+    steps_xs, _ = accuracy_lines(connect(results), "max_steps")
+    assert steps_xs == ["10"]
