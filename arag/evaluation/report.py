@@ -385,9 +385,11 @@ def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], l
         lines.setdefault((d, model, method, o, g, j), []).append((xv, cont, llm))
     if any(len(pts) > 1 for pts in lines.values()):  # a sweep: its series only, not the single points of other runs
         lines = {k: pts for k, pts in lines.items() if len(pts) > 1}
-    raw_xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: setting_order(x, v))
-    tick = {v: "unset" if v is None else str(v) for v in raw_xs}
-    pos = {v: i for i, v in enumerate(raw_xs)}
+    xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: setting_order(x, v))
+
+    def tick(v: Any) -> str:
+        return "unset" if v is None else str(v)
+
     show_dataset = len({k[0] for k in lines}) > 1
     show_model = len({k[1] for k in lines}) > 1
     show_judge = len({k[5] for k in lines}) > 1
@@ -402,8 +404,8 @@ def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], l
         d, model, method, o, g, j = key
         label = " · ".join([_label(method), *([d] if show_dataset else []), *([model] if show_model else []), *([f"{other}={o}"] if o is not None else []),
                             *([f"guard_rails={g}"] if g != "off" else []), *([f"judge={j}"] if show_judge else [])])
-        out.append((label, [(tick[p[0]], p[1], p[2]) for p in sorted(pts, key=lambda p: pos[p[0]])]))
-    return [tick[v] for v in raw_xs], out
+        out.append((label, [(tick(v), cont, llm) for v, cont, llm in sorted(pts, key=lambda p: setting_order(x, p[0]))]))
+    return [tick(v) for v in xs], out
 
 
 def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path:
