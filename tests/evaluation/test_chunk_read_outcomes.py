@@ -1,0 +1,61 @@
+"""benchmarks/cpu_evaluations/chunk_read_outcomes.py: what an episode's chunk_read calls got back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from arag.evaluation.records import EpisodeRow
+from arag.evaluation.results import RunStore
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks/cpu_evaluations/chunk_read_outcomes.py"
+
+
+def json_episode() -> dict:
+    call = json.dumps({"tool": "chunk_read", "arguments": {"chunk_ids": ["<document>#1"]}})
+    return {"messages": [
+        {"role": "system", "content": "..."}, {"role": "user", "content": "question"},
+        {"role": "assistant", "content": call}, {"role": "user", "content": 'Result of chunk_read:\nUnknown chunk id (not in this index): "<document>#1"'},
+        {"role": "assistant", "content": call}, {"role": "user", "content": 'Result of chunk_read:\nUnknown chunk id (not in this index): "<document>#1"'},
+        {"role": "assistant", "content": json.dumps({"tool": "chunk_read", "arguments": {"chunk_ids": ["p0#3"]}})},
+        {"role": "user", "content": "Result of chunk_read:\n[chunk_id: p0#3 | previous: p0#2 | next: p0#4]\ntext"},
+        {"role": "assistant", "content": json.dumps({"tool": "keyword_search", "arguments": {"keywords": ["x"]}})},
+        {"role": "user", "content": "Result of keyword_search:\n..."},
+        {"role": "assistant", "content": json.dumps({"answer": "a"})},
+    ]}
+
+
+def native_episode() -> dict:
+    def call(i: str, ids: list[str]) -> dict:
+        return {"id": i, "type": "function", "function": {"name": "chunk_read", "arguments": json.dumps({"chunk_ids": ids})}}
+
+    return {"messages": [
+        {"role": "user", "content": "question"},
+        {"role": "assistant", "content": "", "tool_calls": [call("c1", ["p0#3"]), call("c2", ["p0#4"])]},
+        {"role": "tool", "tool_call_id": "c1", "name": "chunk_read", "content": "[chunk_id: p0#3]\ntext"},
+        {"role": "tool", "tool_call_id": "c2", "name": "chunk_read", "content": "[chunk_id: p0#4]\ntext"},
+        {"role": "assistant", "content": "", "tool_calls": [call("c3", ["p0#3"])]},
+        {"role": "tool", "tool_call_id": "c3", "name": "chunk_read", "content": "[chunk_id: p0#3]\nAlready read in this episode; its text is earlier in the conversation."},
+        {"role": "assistant", "content": "a"},
+    ]}
+
+
+def test_counts_repeats_unknown_ids_and_already_read_notes_for_both_protocols(tmp_path):
+    results = tmp_path / "results"
+    for run_id, method, trajectory in (("r1", "arag_naive", json_episode()), ("r2", "arag_full", native_episode())):
+        row = EpisodeRow(run_id=run_id, dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[],
+                         method=method, model="qwen", backend="llamacpp", status="ok", prediction="a", trajectory=json.dumps(trajectory)).to_record()
+        with RunStore(results, run_id) as store:
+            store.write([row])
+    out = subprocess.run([sys.executable, str(SCRIPT), str(results)], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    rows = [line for line in out.splitlines() if line.startswith("| arag")]
+    # episodes, calls, repeats, unknown-id replies, already-read notes
+    assert rows == ["| arag_full | 1 | 3 | 1 | 0 | 1 |", "| arag_naive | 1 | 3 | 1 | 2 | 0 |"]
+
+
+def test_a_folder_without_episodes_is_named_in_the_error(tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "nowhere")], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode != 0 and f"no episodes under {tmp_path / 'nowhere'}" in done.stderr
