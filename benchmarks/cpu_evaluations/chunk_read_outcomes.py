@@ -56,13 +56,17 @@ def _canonical(arguments: object) -> str:
 def outcomes(results: Path) -> dict[str, Counter]:
     if not any(results.glob("*/episodes/*.parquet")):
         raise SystemExit(f"no episodes under {results}: expected <run id>/episodes/*.parquet files")
-    rows = duckdb.sql(f"SELECT method, trajectory FROM read_parquet('{results}/*/episodes/*.parquet', union_by_name=true)").fetchall()
+    rows = duckdb.sql(f"SELECT run_id, question_id, method, trajectory FROM read_parquet('{results}/*/episodes/*.parquet', union_by_name=true)").fetchall()
     per_method: dict[str, Counter] = {}
-    for method, text in rows:
+    for run_id, question_id, method, text in rows:
+        try:
+            trajectory = json.loads(text or "")
+        except ValueError as exc:
+            raise SystemExit(f"{results}/{run_id}: question {question_id}: its trajectory is not JSON ({exc})") from None
         counts = per_method.setdefault(method, Counter())
         counts["episodes"] += 1
         seen: set[str] = set()
-        for arguments, reply in chunk_read_calls(json.loads(text)):
+        for arguments, reply in chunk_read_calls(trajectory):
             counts["calls"] += 1
             counts["repeat an earlier call"] += arguments in seen
             counts["unknown ids in reply"] += UNKNOWN in reply

@@ -59,3 +59,13 @@ def test_counts_repeats_unknown_ids_and_already_read_notes_for_both_protocols(tm
 def test_a_folder_without_episodes_is_named_in_the_error(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "nowhere")], capture_output=True, text=True, cwd=REPO)
     assert done.returncode != 0 and f"no episodes under {tmp_path / 'nowhere'}" in done.stderr
+
+
+def test_a_trajectory_that_is_not_json_is_named_by_run_and_question(tmp_path):
+    results = tmp_path / "results"
+    row = EpisodeRow(run_id="r1", dataset="2wikimultihopqa", question_id="q7", question="?", gold_answers=["a"], supporting_titles=[],
+                     method="arag_full", model="qwen", backend="llamacpp", status="ok", prediction="a", trajectory="{cut off").to_record()
+    with RunStore(results, "r1") as store:
+        store.write([row])
+    done = subprocess.run([sys.executable, str(SCRIPT), str(results)], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode != 0 and "r1: question q7: its trajectory is not JSON" in done.stderr and "| method |" not in done.stdout
