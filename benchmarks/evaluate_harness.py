@@ -1,20 +1,24 @@
-"""Harness overhead of `pipelines.evaluate`: episodes/min when the model answers instantly.
+"""Harness overhead of `pipelines.evaluate`: what Ray costs when the model answers instantly.
 
     python benchmarks/evaluate_harness.py [--index indexes/2wiki] [--n 300] [--workers 1,2] [--concurrency 8] [--semantic]
 
 The scripted backend replays the same actions for every question (keyword_search, semantic_search
 with --semantic, chunk_read of a real chunk, then an answer) with no model latency, and a scripted
-judge gives verdicts, so what is measured is the tools, the orchestration (Ray actors, the driver
-loop), scoring and result writing alone. In one run, over the first `--n` questions of 2Wiki:
+judge gives verdicts, so what is measured is the tools, the orchestration, scoring and result writing
+alone. In one run, over the first `--n` questions of 2Wiki, for each worker count W in `--workers`:
 
-  * baseline: a plain sequential loop calling `Agent.run` in-process (no Ray, no scoring, no writing);
-  * runner: `EpisodeRunner` in-process, `--concurrency` episodes at once on one event loop, with
-    scoring and the judge (no Ray, no writing);
-  * evaluate: `run_episodes` on a local Ray instance with `--workers` EpisodeWorker actors, each
-    running `--concurrency` episodes at once, writing Parquet batches (a fresh results folder).
+  * baseline: `EpisodeRunner` in-process on one event loop, W x `--concurrency` episodes in flight,
+    scoring and judging every episode and writing its rows to a fresh results folder in Parquet
+    batches of `--batch-size`, as the driver does (no Ray);
+  * evaluate: `run_episodes` on a local Ray instance with W EpisodeWorker actors of `--concurrency`
+    episodes each (the same W x `--concurrency` in flight), the same batches written by the driver.
 
-Each prints episodes/min and the ratio to the baseline; for the Ray runs both with start-up (actor
-launch, index opening) and steady state (first to last finished episode).
+Both sides run the same questions, script, judge and batch size with warm tool caches, so the ratio
+(evaluate / baseline episodes per minute) is what the Ray actors, the driver loop and moving rows
+between processes cost, or gain from W processes instead of one. The Ray side is printed with its
+start-up (actor launch, index opening) against the baseline's whole run, whose tools are open
+before its clock starts, and in steady state (first to last finished episode) against the baseline's
+own steady state.
 """
 
 from __future__ import annotations
@@ -30,17 +34,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import yaml  # noqa: E402
-
-from arag.agent import Agent, AgentConfig  # noqa: E402
 from arag.evaluation.questions import load_questions  # noqa: E402
 from arag.evaluation.results import RunStore  # noqa: E402
 from arag.evaluation.runner import EpisodeRunner  # noqa: E402
 from arag.evaluation.settings import RunSettings  # noqa: E402
-from arag.index.fingerprint import index_build_fingerprint  # noqa: E402
-from arag.llm.scripted import ScriptedBackend  # noqa: E402
-from arag.conf_files import conf_path  # noqa: E402
-from arag.methods import METHOD_CONF_DIR, method_from_config  # noqa: E402
+from arag.conf_files import conf_dir  # noqa: E402
 from arag.tools import ToolContext  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,27 +58,58 @@ def script_for(ctx: ToolContext, semantic: bool) -> list[dict]:
 
 
 def settings_for(args, script: list[dict], question_set) -> RunSettings:
-    conf = yaml.safe_load(conf_path("evaluate.yaml").read_text())
-    judge = {k: v for k, v in conf["judge"].items() if k != "model"}
-    agent = {k: v for k, v in conf["agent"].items()}
-    return RunSettings(
-        dataset=question_set.name,
-        method=yaml.safe_load((METHOD_CONF_DIR / "arag_full.yaml").read_text()),
-        model={"backend": "scripted", "protocol": "json", "model": "scripted", "script": script, "replay": True},
-        agent=agent,
-        judge=judge,
-        judge_model={"backend": "scripted", "protocol": "json", "model": "judge", "script": [{"verdict": "incorrect"}], "replay": True},
-        questions_path=str(question_set.path.resolve()),
-        questions_sha256=question_set.sha256,
-        index_path=str(Path(args.index).resolve()),
-        index_build_fingerprint=index_build_fingerprint(args.index),
-    )
+    """What `pipelines.evaluate` would run for A-RAG Full over this index with the scripted backend
+    replaying `script` and a scripted judge: the same config composition and settings code."""
+    from hydra import compose, initialize_config_dir
+
+    from pipelines.evaluate import run_settings
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=["model=scripted", "method=arag_full", "model.replay=true", f"index.path={Path(args.index).resolve()}"])
+    cfg.model.script = script
+    cfg.judge.model = {"backend": "scripted", "protocol": "json", "model": "judge", "script": [{"verdict": "incorrect"}], "replay": True}
+    return run_settings(cfg, question_set)
 
 
 def line(name: str, n: int, seconds: float, baseline: float | None, extra: str = "") -> None:
     rate = 60 * n / seconds if seconds > 0 else float("inf")
     ratio = f"{rate / baseline:5.2f}x" if baseline else "  1.00x"
-    print(f"{name:<44} {n:>5} ep {seconds:8.2f} s {rate:9.0f} ep/min  {ratio}  {extra}", flush=True)
+    print(f"{name:<50} {n:>5} ep {seconds:8.2f} s {rate:9.0f} ep/min  {ratio}  {extra}", flush=True)
+
+
+def run_in_process(runner: EpisodeRunner, settings: RunSettings, questions: list, in_flight: int, batch_size: int) -> tuple[float, float]:
+    """The in-process runner runs, scores and stores every question, `in_flight` at once: (seconds in
+    all, seconds from the first finished episode to the last)."""
+    out = Path(tempfile.mkdtemp(prefix="arag-bench-inproc-"))
+    try:
+        with RunStore(out, settings.run_id) as store:
+            buffer: list[dict] = []
+            stamps: list[float] = []
+
+            async def run_all() -> None:
+                gate = asyncio.Semaphore(in_flight)
+
+                async def one(q) -> None:
+                    async with gate:
+                        row = (await runner.run(q)).to_record()
+                    assert row["status"] == "ok", row.get("failure")
+                    stamps.append(time.monotonic())
+                    buffer.append(row)
+                    if len(buffer) >= batch_size:
+                        store.write(buffer[:])
+                        buffer.clear()
+
+                await asyncio.gather(*(one(q) for q in questions))
+
+            started = time.perf_counter()
+            asyncio.run(run_all())
+            if buffer:
+                store.write(buffer)
+            seconds = time.perf_counter() - started
+            assert len(store.done_ids()) == len(questions)
+        return seconds, stamps[-1] - stamps[0] if len(stamps) > 1 else seconds
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def main() -> None:
@@ -104,44 +133,20 @@ def main() -> None:
         ctx.encode_query("warm up")  # the encoder loads once, outside the timings
     print(f"index {args.index}; {len(questions)} questions; script: {' → '.join(a.get('tool', 'answer') for a in script)}; {os.cpu_count()} CPUs")
 
-    # Baseline: sequential Agent.run in-process, no Ray, no scoring, no writing.
-    method = method_from_config(yaml.safe_load((METHOD_CONF_DIR / "arag_full.yaml").read_text()))
-    agent = Agent(ScriptedBackend(script, replay=True), method, ctx, protocol="json", config=AgentConfig(max_steps=10, token_budget=None))
-    agent.run(questions[0].question, questions[0].id)  # warm caches
-    started = time.perf_counter()
-    for q in questions:
-        ep = agent.run(q.question, q.id)
-        assert ep.status == "answered", ep.failure
-    base_s = time.perf_counter() - started
-    baseline = 60 * len(questions) / base_s
-    line("baseline: sequential Agent.run", len(questions), base_s, None)
-
     settings = settings_for(args, script, question_set)
-
-    # In-process runner: concurrent episodes on one event loop, scoring and judge, no Ray, no writing.
     runner = EpisodeRunner(settings, ctx=ctx)
+    asyncio.run(runner.run(questions[0]))  # warm the tool caches for every measurement alike
 
-    async def run_all() -> list:
-        gate = asyncio.Semaphore(args.concurrency)
-
-        async def one(q):
-            async with gate:
-                return await runner.run(q)
-
-        return await asyncio.gather(*(one(q) for q in questions))
-
-    started = time.perf_counter()
-    rows = asyncio.run(run_all())
-    assert all(r.status == "ok" for r in rows), [r.failure for r in rows if r.status != "ok"][:3]
-    line(f"runner: in-process, concurrency {args.concurrency}", len(questions), time.perf_counter() - started, baseline)
-
-    # Full harness: Ray actors + driver + Parquet writing.
     from arag.runtime.cluster import init_ray
     from arag.runtime.evaluate_job import EvalRuntime, run_episodes
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a private local instance
     init_ray(num_cpus=os.cpu_count())
     for workers in [int(w) for w in args.workers.split(",") if w]:
+        in_flight = workers * args.concurrency
+        base_s, base_steady_s = run_in_process(runner, settings, questions, in_flight, args.batch_size)
+        line(f"baseline: in-process runner, {in_flight} in flight", len(questions), base_s, None)
+        line(f"baseline: in-process runner, {in_flight} in flight, steady", len(questions) - 1, base_steady_s, None)
         out = Path(tempfile.mkdtemp(prefix="arag-bench-eval-"))
         stamps: list[float] = []
         try:
@@ -151,10 +156,11 @@ def main() -> None:
                 stored = len(store.done_ids())
             assert counts.ok == stored == len(questions), (counts, stored)
             steady = stamps[-1] - stamps[0] if len(stamps) > 1 else counts.wall_s
-            line(f"evaluate: {workers} worker(s) x {args.concurrency}, with start-up", len(questions), counts.wall_s, baseline, f"{counts.batches} parts written")
-            line(f"evaluate: {workers} worker(s) x {args.concurrency}, steady state", len(questions) - 1, steady, baseline)
+            line(f"evaluate: {workers} worker(s) x {args.concurrency}, with start-up", len(questions), counts.wall_s, 60 * len(questions) / base_s, f"{counts.batches} parts written")
+            line(f"evaluate: {workers} worker(s) x {args.concurrency}, steady state", len(questions) - 1, steady, 60 * (len(questions) - 1) / base_steady_s)
         finally:
             shutil.rmtree(out, ignore_errors=True)
+    runner.close()
     ctx.close()
 
 
