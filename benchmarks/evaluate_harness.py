@@ -13,7 +13,9 @@ alone. In one run, over the first `--n` questions of 2Wiki, for each worker coun
   * evaluate: `run_episodes` on a local Ray instance with W EpisodeWorker actors of `--concurrency`
     episodes each (the same W x `--concurrency` in flight), the same batches written by the driver.
 
-Both sides run the same questions, script, judge and batch size with warm tool caches, so the ratio
+Both sides run the same questions, script, judge and batch size, each from a freshly opened index
+(the baseline opens its own runner before its clock starts, as a worker does before its first
+episode; tool caches fill during the run on both sides), so the ratio
 (evaluate / baseline episodes per minute) is what the Ray actors, the driver loop and moving rows
 between processes cost, or gain from W processes instead of one. The Ray side is printed with its
 start-up (actor launch, index opening) against the baseline's whole run, whose tools are open
@@ -57,7 +59,7 @@ def script_for(ctx: ToolContext, semantic: bool) -> list[dict]:
     return script + [{"tool": "chunk_read", "arguments": {"chunk_ids": [chunk_id]}}, {"answer": "Phoolwari"}]
 
 
-def settings_for(args, script: list[dict], question_set) -> RunSettings:
+def settings_for(index: str, script: list[dict], question_set) -> RunSettings:
     """What `pipelines.evaluate` would run for A-RAG Full over this index with the scripted backend
     replaying `script` and a scripted judge: the same config composition and settings code."""
     from hydra import compose, initialize_config_dir
@@ -65,7 +67,7 @@ def settings_for(args, script: list[dict], question_set) -> RunSettings:
     from pipelines.evaluate import run_settings
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=["model=scripted", "method=arag_full", "model.replay=true", f"index.path={Path(args.index).resolve()}"])
+        cfg = compose(config_name="evaluate", overrides=["model=scripted", "method=arag_full", "model.replay=true", f"index.path={Path(index).resolve()}"])
     cfg.model.script = script
     cfg.judge.model = {"backend": "scripted", "protocol": "json", "model": "judge", "script": [{"verdict": "incorrect"}], "replay": True}
     return run_settings(cfg, question_set)
@@ -77,10 +79,16 @@ def line(name: str, n: int, seconds: float, baseline: float | None, extra: str =
     print(f"{name:<50} {n:>5} ep {seconds:8.2f} s {rate:9.0f} ep/min  {ratio}  {extra}", flush=True)
 
 
-def run_in_process(runner: EpisodeRunner, settings: RunSettings, questions: list, in_flight: int, batch_size: int) -> tuple[float, float]:
-    """The in-process runner runs, scores and stores every question, `in_flight` at once: (seconds in
-    all, seconds from the first finished episode to the last)."""
+def steady_seconds(stamps: list[float], whole_s: float) -> float:
+    """Seconds from the first finished episode to the last (the whole run when only one finished)."""
+    return stamps[-1] - stamps[0] if len(stamps) > 1 else whole_s
+
+
+def run_in_process(settings: RunSettings, questions: list, in_flight: int, batch_size: int) -> tuple[float, float]:
+    """A freshly opened in-process runner runs, scores and stores every question, `in_flight` at
+    once: (seconds in all, seconds in steady state)."""
     out = Path(tempfile.mkdtemp(prefix="arag-bench-inproc-"))
+    runner = EpisodeRunner(settings)
     try:
         with RunStore(out, settings.run_id) as store:
             buffer: list[dict] = []
@@ -96,7 +104,7 @@ def run_in_process(runner: EpisodeRunner, settings: RunSettings, questions: list
                     stamps.append(time.monotonic())
                     buffer.append(row)
                     if len(buffer) >= batch_size:
-                        store.write(buffer[:])
+                        store.write(buffer)
                         buffer.clear()
 
                 await asyncio.gather(*(one(q) for q in questions))
@@ -107,8 +115,9 @@ def run_in_process(runner: EpisodeRunner, settings: RunSettings, questions: list
                 store.write(buffer)
             seconds = time.perf_counter() - started
             assert len(store.done_ids()) == len(questions)
-        return seconds, stamps[-1] - stamps[0] if len(stamps) > 1 else seconds
+        return seconds, steady_seconds(stamps, seconds)
     finally:
+        runner.close()
         shutil.rmtree(out, ignore_errors=True)
 
 
@@ -127,15 +136,11 @@ def main() -> None:
 
     question_set = load_questions(args.questions)
     questions = question_set.questions[: args.n]
-    ctx = ToolContext(args.index)
-    script = script_for(ctx, args.semantic)
-    if args.semantic:
-        ctx.encode_query("warm up")  # the encoder loads once, outside the timings
+    with ToolContext(args.index) as ctx:
+        script = script_for(ctx, args.semantic)
     print(f"index {args.index}; {len(questions)} questions; script: {' → '.join(a.get('tool', 'answer') for a in script)}; {os.cpu_count()} CPUs")
 
-    settings = settings_for(args, script, question_set)
-    runner = EpisodeRunner(settings, ctx=ctx)
-    asyncio.run(runner.run(questions[0]))  # warm the tool caches for every measurement alike
+    settings = settings_for(args.index, script, question_set)
 
     from arag.runtime.cluster import init_ray
     from arag.runtime.evaluate_job import EvalRuntime, run_episodes
@@ -144,7 +149,7 @@ def main() -> None:
     init_ray(num_cpus=os.cpu_count())
     for workers in [int(w) for w in args.workers.split(",") if w]:
         in_flight = workers * args.concurrency
-        base_s, base_steady_s = run_in_process(runner, settings, questions, in_flight, args.batch_size)
+        base_s, base_steady_s = run_in_process(settings, questions, in_flight, args.batch_size)
         line(f"baseline: in-process runner, {in_flight} in flight", len(questions), base_s, None)
         line(f"baseline: in-process runner, {in_flight} in flight, steady", len(questions) - 1, base_steady_s, None)
         out = Path(tempfile.mkdtemp(prefix="arag-bench-eval-"))
@@ -155,13 +160,11 @@ def main() -> None:
                 counts = run_episodes(settings, questions, store, runtime, progress=False, on_row=lambda r: stamps.append(time.monotonic()))
                 stored = len(store.done_ids())
             assert counts.ok == stored == len(questions), (counts, stored)
-            steady = stamps[-1] - stamps[0] if len(stamps) > 1 else counts.wall_s
+            steady = steady_seconds(stamps, counts.wall_s)
             line(f"evaluate: {workers} worker(s) x {args.concurrency}, with start-up", len(questions), counts.wall_s, 60 * len(questions) / base_s, f"{counts.batches} parts written")
             line(f"evaluate: {workers} worker(s) x {args.concurrency}, steady state", len(questions) - 1, steady, 60 * (len(questions) - 1) / base_steady_s)
         finally:
             shutil.rmtree(out, ignore_errors=True)
-    runner.close()
-    ctx.close()
 
 
 if __name__ == "__main__":
