@@ -182,3 +182,13 @@ def check_serve_config(cfg: DictConfig) -> None:
 def check_report_config(cfg: DictConfig) -> None:
     """`python -m pipelines.report` (conf/report.yaml)."""
     check_nodes(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None, "paper_columns": None}})
+
+
+def check_view_config(cfg: DictConfig) -> None:
+    """`python -m pipelines.view` (conf/view.yaml)."""
+    check_nodes(cfg, {"results": {"path": None}, "view": {"host": None, "port": None, "open_browser": None}})
+    port, open_browser = cfg.view.port, cfg.view.open_browser
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"view.port must be a port number from 0 to 65535 (0: any free one), got {port!r}")
+    if not isinstance(open_browser, bool):
+        raise ValueError(f"view.open_browser must be true or false, got {open_browser!r}")

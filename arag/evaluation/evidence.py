@@ -15,8 +15,8 @@ appeared in the episode's tool results, cut after k; see `recall_at_k`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
 
 from arag.agent.records import Episode
 from arag.index.packing import COVERED_SEPARATOR
@@ -76,6 +76,7 @@ class EvidenceRecall:
     found_seen: int
     found_read: int
     at_k: dict[int, float | None] | None = None  # Recall@k over the chunks in retrieval order
+    chunk_titles: dict[str, str] = field(default_factory=dict)  # the title field of each seen chunk looked up
 
     @property
     def recall_seen(self) -> float | None:
@@ -86,6 +87,19 @@ class EvidenceRecall:
         return self.found_read / self.n_supporting if self.n_supporting else None
 
 
+def shows_full_text(tool: str, full_text: bool) -> bool:
+    """Whether a call of `tool` put its chunks' whole texts into the context (they count as read);
+    `full_text`: the method's full_text setting."""
+    return tool in FULL_TEXT_TOOLS or (full_text and tool in SNIPPET_TOOLS)
+
+
+def gold_chunks(chunk_titles: Mapping[str, str | None], supporting_titles: Iterable[str]) -> dict[str, list[str]]:
+    """{chunk id: the supporting titles it covers} of the chunks that hold gold evidence."""
+    wanted = {t.strip() for t in supporting_titles if t and t.strip()}
+    marked = {c: [t for t in titles_covered(title) if t in wanted] for c, title in chunk_titles.items()}
+    return {c: found for c, found in marked.items() if found}
+
+
 def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
     full_text = bool((episode.agent.get("method") or {}).get("full_text"))
     seen: set[str] = set()
@@ -93,7 +107,7 @@ def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
     for call in episode.tool_calls:
         ids = set(call.chunk_ids)
         seen |= ids
-        if call.name in FULL_TEXT_TOOLS or (full_text and call.name in SNIPPET_TOOLS):
+        if shows_full_text(call.name, full_text):
             read |= ids
     return seen, read
 
@@ -120,4 +134,4 @@ def evidence_recall(episode: Episode, supporting_titles: Iterable[str], titles_o
     read_titles = {t for c in read for t in titles_covered(titles.get(c))}
     ranked = [titles.get(c) for c in ranked_chunks(episode)]
     at_k = {k: recall_at_k(ranked, wanted, k) for k in RECALL_KS}
-    return EvidenceRecall(len(wanted), len(wanted & seen_titles), len(wanted & read_titles), at_k)
+    return EvidenceRecall(len(wanted), len(wanted & seen_titles), len(wanted & read_titles), at_k, titles)

@@ -107,7 +107,7 @@ class EpisodeRow:
     judge_s: float = 0.0
     worker: str | None = None  # Ray node id of the worker that ran it
     finished_at: dt.datetime | None = None
-    trajectory: str = "{}"  # JSON: the whole episode record (arag.agent.records.Episode.to_json)
+    trajectory: str = "{}"  # JSON: the whole episode record (arag.agent.records.Episode.to_json) and chunk_titles, {chunk id: title} of the chunks seen
     schema_version: int = SCHEMA_VERSION
 
     def to_record(self) -> dict[str, Any]:

@@ -98,6 +98,35 @@ class RunStore:
         with open(self.root / "invocations.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
+    @classmethod
+    def at(cls, run_dir: str | Path) -> "RunStore":
+        """The store of a run folder found in a tree (`find_run_dirs`), for reading."""
+        run_dir = Path(run_dir)
+        return cls(run_dir.parent, run_dir.name)
+
+    def read_info(self) -> dict[str, Any]:
+        """run.json; a missing or unreadable one is a ValueError naming the file."""
+        path = self.root / "run.json"
+        try:
+            info = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: cannot read the run's description ({exc})") from None
+        if not isinstance(info, dict):
+            raise ValueError(f"{path}: not a JSON object")
+        return info
+
+    def read_rows(self, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
+        """The stored rows, answered ones then failed ones: `columns` of them (None: all), only those of
+        `question_id` when given. A file of an older schema version lacks newer columns: they read as None."""
+        wanted = list(columns) if columns is not None else ROW_SCHEMA.names
+        rows: list[dict[str, Any]] = []
+        files = self.part_files() + ([self.failed_file] if self.failed_file.exists() else [])
+        for path in files:
+            present = [c for c in wanted if c in pq.read_schema(path).names]
+            table = pq.read_table(path, columns=present, filters=[("question_id", "=", question_id)] if question_id is not None else None)
+            rows += [{**dict.fromkeys(wanted), **r} for r in table.to_pylist()]
+        return rows
+
     # ---- resume ---------------------------------------------------------------------------------
     def part_files(self) -> list[Path]:
         return sorted(self.episodes.glob("part-*.parquet"))
@@ -152,6 +181,15 @@ class RunStore:
             atomic_write_table(table, self.failed_file)
         else:
             self.failed_file.unlink(missing_ok=True)
+
+
+def find_run_dirs(results_root: str | Path) -> list[Path]:
+    """Every run folder (one holding run.json) under `results_root`, at any depth: a tree may group
+    its runs in folders (per dataset, per sweep)."""
+    root = Path(results_root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no results folder at {root}")
+    return sorted(p.parent for p in root.rglob("run.json"))
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -117,7 +117,8 @@ class EpisodeRunner:
         row.wall_s = episode.wall_s + verdict.latency_s
         row.llm_s = sum(m.latency_s for m in episode.model_calls)
         row.tool_s = sum(c.latency_s for c in episode.tool_calls)
-        row.trajectory = json.dumps(episode.to_json(), ensure_ascii=False, default=str)
+        # The chunks' titles go with the trajectory: a viewer marks gold evidence without the index.
+        row.trajectory = json.dumps({**episode.to_json(), "chunk_titles": evidence.chunk_titles}, ensure_ascii=False, default=str)
         return row
 
     def failed_row(self, question: Question, reason: str, attempt: int = 1, worker: str | None = None) -> EpisodeRow:

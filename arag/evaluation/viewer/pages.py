@@ -1,0 +1,324 @@
+"""The viewer's pages as server-rendered HTML: no script, no file from elsewhere (it works offline).
+Every text from the results (model replies, tool results, questions, settings) goes through `esc`:
+a model's output is shown, never run as markup."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any, Iterable
+from urllib.parse import urlencode
+
+from arag.evaluation.evidence import gold_chunks, shows_full_text
+from arag.evaluation.viewer.data import OUTCOMES, Run, filter_rows, outcome
+
+PAGE_SIZE = 200  # episodes per page of the listing
+
+STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;padding:12px 20px;max-width:1400px;color:#1d1d1f;background:#fafafa}
+a{color:#0b57d0}h1{font-size:20px;margin:6px 0 12px}h2{font-size:16px;margin:18px 0 6px}
+table{border-collapse:collapse;width:100%;background:#fff;margin:6px 0}
+th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}th{background:#f0f0f3;font-weight:600}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+pre{white-space:pre-wrap;word-break:break-word;background:#fff;border:1px solid #ddd;padding:6px 8px;margin:4px 0;max-height:480px;overflow:auto;font-size:12.5px}
+.badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;color:#fff;white-space:nowrap}
+.correct{background:#1e8e3e}.wrong{background:#d93025}.failed{background:#5f6368}.unjudged{background:#e37400}.forced{background:#8430ce}
+.box{background:#fff;border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:8px 0}
+.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px}.kv dt{color:#555}.kv dd{margin:0}
+.step{background:#fff;border:1px solid #ccc;border-left:4px solid #0b57d0;border-radius:4px;padding:6px 10px;margin:10px 0}
+.event{border-left:3px solid #999;padding:2px 8px;margin:6px 0}.event h3{font-size:14px;margin:2px 0}
+.model-call{border-color:#0b57d0}.tool-call{border-color:#1e8e3e}.guard-rail{border-color:#e37400;background:#fff4e5}
+.meta{color:#555;font-size:12.5px}
+.chunk{display:inline-block;border:1px solid #bbb;border-radius:4px;padding:0 5px;margin:1px 3px 1px 0;font-size:12.5px;background:#fff}
+.chunk.gold{background:#fde293;border-color:#b06000;font-weight:600}
+mark.gold{background:#fde293;font-weight:600}
+form.filters{display:flex;flex-wrap:wrap;gap:6px 12px;align-items:end;background:#fff;border:1px solid #ddd;padding:8px;border-radius:6px}
+form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
+.columns{display:grid;grid-auto-flow:column;grid-auto-columns:minmax(340px,1fr);gap:10px;overflow-x:auto}
+.problem{color:#a50e0e}
+"""
+
+
+def esc(value: Any) -> str:
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def href(path: str, **params: Any) -> str:
+    kept = {k: v for k, v in params.items() if v not in (None, "")}
+    return esc(path + ("?" + urlencode(kept) if kept else ""))
+
+
+def page(title: str, body: str) -> str:
+    return f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n</body></html>\n'
+
+
+def num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return esc(value)
+
+
+def pct(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.1f}%"
+
+
+def badge(kind: str, text: str | None = None) -> str:
+    return f'<span class="badge {esc(kind)}">{esc(text or kind)}</span>'
+
+
+def outcome_badge(row: dict[str, Any]) -> str:
+    return badge(outcome(row))
+
+
+def kv(pairs: Iterable[tuple[str, str]]) -> str:
+    """A definition list of (label, HTML value) pairs; empty values are left out."""
+    return '<dl class="kv">' + "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in pairs if v not in ("", None)) + "</dl>"
+
+
+def as_json(value: Any, indent: int | None = None) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent)
+
+
+def mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+# ---- the first page: runs and episodes --------------------------------------------------------------
+FILTERS = ("run", "dataset", "method", "outcome", "forced", "q")
+
+
+def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str, str]) -> str:
+    f = {k: params.get(k, "") for k in FILTERS}
+    if f["outcome"] and f["outcome"] not in OUTCOMES:
+        raise ValueError(f"outcome={f['outcome']!r} is not one of {', '.join(OUTCOMES)}")
+    if f["forced"] not in ("", "yes", "no"):
+        raise ValueError(f"forced={f['forced']!r} is not yes or no")
+    try:
+        offset = max(0, int(params.get("offset") or 0))
+    except ValueError:
+        raise ValueError(f"offset={params.get('offset')!r} is not a number") from None
+    shown = filter_rows(runs, run_id=f["run"], dataset=f["dataset"], method=f["method"], outcome_=f["outcome"], forced=f["forced"], text=f["q"])
+    body = [f"<h1>Results: {esc(root)}</h1>"]
+    body += [f'<p class="problem">{esc(p)}</p>' for p in problems]
+    body.append(f"<h2>Runs ({len(runs)})</h2>" + runs_table(runs))
+    body.append(filter_form(runs, f))
+    body.append(f'<h2 id="episodes">Episodes ({len(shown)} of {sum(len(r.rows) for r in runs)})</h2>')
+    body.append(episodes_table(shown[offset : offset + PAGE_SIZE]))
+    if offset + PAGE_SIZE < len(shown):
+        body.append(f'<p><a href="{href("/", **f, offset=offset + PAGE_SIZE)}">next {PAGE_SIZE} episodes</a></p>')
+    return page(f"arag results: {root}", "\n".join(body))
+
+
+def runs_table(runs: list[Run]) -> str:
+    head = "<tr><th>run</th><th>dataset</th><th>method</th><th>model</th><th>max steps</th><th>effort</th><th>episodes</th><th>failed</th><th>forced</th><th>LLM-Acc</th><th>Contain-Acc</th><th>created</th></tr>"
+    rows = []
+    for run in runs:
+        judged = [r["llm_acc"] if r["status"] == "ok" else 0.0 for r in run.rows if not (r["status"] == "ok" and r["llm_acc"] is None)]
+        contain = [r["contain_acc"] if r["status"] == "ok" else 0.0 for r in run.rows]
+        rows.append(
+            f'<tr><td><a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a></td><td>{esc(run.dataset)}</td><td>{esc(run.method)}</td>'
+            f'<td>{esc(run.model)}</td><td class="n">{num(run.max_steps)}</td><td>{esc(run.effort)}</td><td class="n">{len(run.rows)}</td>'
+            f'<td class="n">{sum(r["status"] != "ok" for r in run.rows)}</td><td class="n">{sum(bool(r["forced"]) for r in run.rows)}</td>'
+            f'<td class="n">{pct(mean(judged))}</td><td class="n">{pct(mean(contain))}</td><td>{esc(str(run.info.get("created", ""))[:19])}</td></tr>'
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _select(name: str, label: str, options: Iterable[tuple[str, str]], current: str) -> str:
+    opts = "".join(f'<option value="{esc(v)}"{" selected" if v == current else ""}>{esc(t)}</option>' for v, t in [("", "all"), *options])
+    return f'<label>{esc(label)}<select name="{name}">{opts}</select></label>'
+
+
+def filter_form(runs: list[Run], f: dict[str, str]) -> str:
+    return (
+        '<form class="filters" method="get" action="/#episodes">'
+        + _select("run", "run", [(r.run_id, f"{r.run_id} · {r.label}") for r in runs], f["run"])
+        + _select("dataset", "dataset", [(d, d) for d in sorted({r.dataset for r in runs})], f["dataset"])
+        + _select("method", "method", [(m, m) for m in sorted({r.method for r in runs})], f["method"])
+        + _select("outcome", "outcome", [(o, o) for o in OUTCOMES], f["outcome"])
+        + _select("forced", "forced answer", [("yes", "forced"), ("no", "not forced")], f["forced"])
+        + f'<label>question contains<input name="q" value="{esc(f["q"])}" size="28"></label>'
+        + '<button type="submit">filter</button> <a href="/">clear</a></form>'
+    )
+
+
+def episodes_table(shown: list[tuple[Run, dict[str, Any]]]) -> str:
+    head = "<tr><th>run</th><th>question</th><th>gold</th><th>prediction</th><th>outcome</th><th>steps</th><th>tokens in / out</th><th>s</th><th></th></tr>"
+    rows = []
+    for run, r in shown:
+        forced = " " + badge("forced", f"forced: {r['forced_reason']}") if r.get("forced") else ""
+        answer = esc(r["prediction"]) if r["status"] == "ok" else f'<span class="meta">{esc(r["failure"])}</span>'
+        rows.append(
+            f'<tr class="episode"><td>{esc(run.label)}<br><span class="meta">{esc(run.run_id)}</span></td>'
+            f'<td><a href="{href("/episode", run=run.run_id, q=r["question_id"])}">{esc(r["question"])}</a><br><span class="meta">{esc(r["question_id"])}</span></td>'
+            f'<td>{esc(" | ".join(r["gold_answers"] or []))}</td><td>{answer}</td><td>{outcome_badge(r)}{forced}</td>'
+            f'<td class="n">{num(r["steps"])}</td><td class="n">{num(r["prompt_tokens"])} / {num(r["completion_tokens"])}</td><td class="n">{num(r["wall_s"], 1)}</td>'
+            f'<td><a href="{href("/compare", dataset=run.dataset, q=r["question_id"])}">across runs</a></td></tr>'
+        )
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+# ---- one episode ------------------------------------------------------------------------------------
+def mark_ids(text: str, ids: Iterable[str]) -> str:
+    """The escaped text with every occurrence of the given chunk ids highlighted."""
+    out = esc(text)
+    escaped = sorted({esc(i) for i in ids if i}, key=len, reverse=True)
+    if not escaped:
+        return out
+    pattern = re.compile(r"(?<![\w#])(" + "|".join(re.escape(i) for i in escaped) + r")(?![\w#])")
+    return pattern.sub(r'<mark class="gold">\1</mark>', out)
+
+
+def chunk_chips(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str]) -> str:
+    chips = []
+    for cid in call.get("chunk_ids") or []:
+        if cid in gold:
+            chips.append(f'<span class="chunk gold" title="{esc(titles.get(cid))}">★ {esc(cid)} · gold: {esc("; ".join(gold[cid]))}</span>')
+        else:
+            chips.append(f'<span class="chunk" title="{esc(titles.get(cid))}">{esc(cid)}</span>')
+    return "".join(chips)
+
+
+def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], full_text: bool) -> str:
+    name = str(call.get("name"))
+    ids = call.get("chunk_ids") or []
+    level = "read (whole chunks)" if shows_full_text(name, full_text) else "seen (snippets)"
+    meta = f"{len(ids)} chunk{'s' if len(ids) != 1 else ''}, {level} · {num(call.get('retrieved_tokens'))} retrieved tokens · {num(call.get('latency_s'), 3)} s"
+    error = f'<p class="problem">error: {esc(call["error"])}</p>' if call.get("error") else ""
+    return (
+        f'<div class="event tool-call" data-tool="{esc(name)}"><h3>tool call: <code>{esc(name)}</code></h3>'
+        f'<pre class="arguments">{esc(as_json(call.get("arguments")))}</pre>{error}'
+        f'<div class="meta">{meta}</div><div>{chunk_chips(call, gold, titles)}</div>'
+        f'<details open><summary>result shown to the model</summary><pre class="result">{mark_ids(call.get("text") or "", gold)}</pre></details></div>'
+    )
+
+
+def model_call_html(call: dict[str, Any], forced_reason: str | None) -> str:
+    title = "model reply"
+    if call.get("final"):
+        title = f"forced answer ({forced_reason})" if forced_reason else "answer call"
+    meta = " · ".join(
+        f"{label} {num(call.get(key))}"
+        for label, key in (("prompt tokens", "prompt_tokens"), ("completion", "completion_tokens"), ("reasoning", "reasoning_tokens"), ("attempts", "attempts"), ("finish", "finish_reason"))
+        if call.get(key) is not None
+    ) + f" · {num(call.get('latency_s'), 3)} s"
+    error = f'<p class="problem">error: {esc(call["error"])}</p>' if call.get("error") else ""
+    forced = " forced" if call.get("final") and forced_reason else ""
+    return f'<div class="event model-call{forced}"><h3>{esc(title)}</h3><div class="meta">{meta}</div>{error}<pre class="reply">{esc(call.get("raw"))}</pre></div>'
+
+
+def guard_rail_html(event: str) -> str:
+    return f'<div class="event guard-rail"><h3>guard rail</h3>{esc(event)}</div>'
+
+
+EVENT_STEP = re.compile(r"^step (\d+):")
+
+
+def steps_html(t: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str]) -> str:
+    """Each step's model calls, guard-rail events and tool calls, in that order."""
+    full_text = bool(((t.get("agent") or {}).get("method") or {}).get("full_text"))
+    by_step: dict[int, list[str]] = {}
+    loose: list[str] = []
+    for call in t.get("model_calls") or []:
+        by_step.setdefault(int(call.get("step") or 0), []).append(model_call_html(call, t.get("forced_reason") if t.get("forced") else None))
+    for event in t.get("guard_rail_events") or []:
+        m = EVENT_STEP.match(str(event))
+        (by_step.setdefault(int(m.group(1)), []) if m else loose).append(guard_rail_html(str(event)))
+    for call in t.get("tool_calls") or []:
+        by_step.setdefault(int(call.get("step") or 0), []).append(tool_call_html(call, gold, titles, full_text))
+    out = [f'<section class="step" id="step-{s}"><h2>Step {s}{" (before the first model call)" if s == 0 else ""}</h2>{"".join(events)}</section>' for s, events in sorted(by_step.items())]
+    return "".join(out + loose)
+
+
+def verdict_html(row: dict[str, Any]) -> str:
+    status = row.get("judge_status")
+    if row.get("status") != "ok":
+        text = "no answer: not judged"
+    elif row.get("llm_acc") is None:
+        text = f"no verdict ({status or 'judge off'})"
+    else:
+        text = f"{'correct' if row['llm_acc'] >= 0.5 else 'incorrect'} ({status})"
+    reply = f'<pre class="judge-reply">{esc(row.get("judge_reply"))}</pre>' if row.get("judge_reply") else ""
+    error = f'<p class="problem">judge error: {esc(row.get("judge_error"))}</p>' if row.get("judge_error") else ""
+    return f'<div id="verdict">{outcome_badge(row)} judge: {esc(text)} · {num(row.get("judge_s"), 2)} s{error}{reply}</div>'
+
+
+def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[str, str], titles_note: str) -> str:
+    supporting = row.get("supporting_titles") or []
+    gold = gold_chunks(titles, supporting)
+    forced = badge("forced", f"forced: {row.get('forced_reason')}") if row.get("forced") else ""
+    answer = [
+        ("question", esc(row["question"])),
+        ("gold answers", esc(" | ".join(row.get("gold_answers") or []))),
+        ("prediction", f'<strong id="prediction">{esc(row.get("prediction"))}</strong> {forced}' + (" " + badge("unjudged", "cut off at the reply limit") if row.get("answer_cut_off") else "")),
+        ("failure", f'<span class="problem">{esc(row.get("failure"))}</span>' if row.get("failure") else ""),
+        ("verdict", verdict_html(row)),
+        ("Contain-Acc · EM · F1", f"{num(row.get('contain_acc'))} · {num(row.get('exact_match'))} · {num(row.get('f1'))}"),
+        ("supporting titles", esc("; ".join(supporting))),
+        ("evidence", f"{num(row.get('evidence_seen'))} of {num(row.get('evidence_supporting'))} seen, {num(row.get('evidence_read'))} read in full · gold chunks marked ★ · {esc(titles_note)}" if supporting else ""),
+    ]
+    cost = [
+        ("steps · model calls · tool calls", f"{num(row.get('steps'))} · {num(row.get('model_calls'))} · {num(row.get('tool_calls'))}"),
+        ("tokens: prompt · completion · reasoning · retrieved", f"{num(row.get('prompt_tokens'))} · {num(row.get('completion_tokens'))} · {num(row.get('reasoning_tokens'))} · {num(row.get('retrieved_tokens'))}"),
+        ("time s: wall · model · tools · judge", f"{num(row.get('wall_s'))} · {num(row.get('llm_s'))} · {num(row.get('tool_s'))} · {num(row.get('judge_s'))}"),
+        ("invalid replies · refused calls · cut results", f"{num(row.get('invalid_replies'))} · {num(row.get('refused_calls'))} · {num(row.get('truncated_observations'))}"),
+        ("context warnings · forced summaries", f"{num(row.get('context_warnings'))} · {num(row.get('forced_summaries'))}" if (row.get("context_warnings") or row.get("forced_summaries")) else ""),
+        ("run", f'<a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a> · {esc(run.label)} · {esc(row.get("backend"))} / {esc(row.get("protocol"))}'),
+        ("guard rails", esc(json.dumps(t.get("guard_rails") or {}, ensure_ascii=False))),
+        ("attempt · worker · finished", f"{num(row.get('attempt'))} · {esc(row.get('worker'))} · {esc(row.get('finished_at'))}"),
+    ]
+    extra = []
+    if t.get("error"):
+        extra.append(f'<p class="problem">{esc(t["error"])}</p>')
+    if t.get("citations"):
+        extra.append(f"<h2>Citations</h2><pre>{esc(as_json(t['citations'], 1))}</pre>")
+    if t.get("trace"):
+        extra.append(f"<details><summary>the method's own record (trace)</summary><pre>{esc(as_json(t['trace'], 1))}</pre></details>")
+    if t.get("messages"):
+        extra.append(f"<details><summary>the whole conversation ({len(t['messages'])} messages)</summary><pre>{mark_ids(as_json(t['messages'], 1), gold)}</pre></details>")
+    body = (
+        f'<p><a href="/">all runs</a> › <a href="{href("/", run=run.run_id)}#episodes">{esc(run.label)}</a> › {esc(row["question_id"])}'
+        f' · <a href="{href("/compare", dataset=run.dataset, q=row["question_id"])}">this question across runs</a></p>'
+        f"<h1>{esc(row['question'])}</h1><div class=\"box\">{kv(answer)}</div><div class=\"box\">{kv(cost)}</div>"
+        f"<h2>Trajectory</h2>{steps_html(t, gold, titles)}{''.join(extra)}"
+    )
+    return page(f"{row['question_id']} · {run.label}", body)
+
+
+# ---- one question across runs -----------------------------------------------------------------------
+def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str, Any], dict[str, Any], dict[str, str]]]) -> str:
+    first = found[0][1]
+    columns = []
+    for run, row, t, titles in found:
+        gold = gold_chunks(titles, row.get("supporting_titles") or [])
+        calls = []
+        for call in t.get("tool_calls") or []:
+            calls.append(f'<div class="event tool-call" data-tool="{esc(call.get("name"))}"><span class="meta">step {num(call.get("step"))}</span> <code>{esc(call.get("name"))}</code> {esc(as_json(call.get("arguments")))}<div>{chunk_chips(call, gold, titles)}</div></div>')
+        forced = " " + badge("forced", f"forced: {row.get('forced_reason')}") if row.get("forced") else ""
+        facts = kv([
+            ("prediction", esc(row.get("prediction")) if row.get("status") == "ok" else f'<span class="problem">{esc(row.get("failure"))}</span>'),
+            ("outcome", outcome_badge(row) + forced),
+            ("judge", esc(row.get("judge_reply") or row.get("judge_status"))),
+            ("steps · tool calls", f"{num(row.get('steps'))} · {num(row.get('tool_calls'))}"),
+            ("tokens in / out", f"{num(row.get('prompt_tokens'))} / {num(row.get('completion_tokens'))}"),
+            ("evidence seen / read", f"{pct(row.get('evidence_recall_seen'))} / {pct(row.get('evidence_recall_read'))}"),
+            ("wall s", num(row.get("wall_s"))),
+        ])  # fmt: skip
+        columns.append(
+            f'<div class="box run-column"><h2><a href="{href("/episode", run=run.run_id, q=question_id)}">{esc(run.label)}</a></h2>'
+            f'<div class="meta">{esc(run.run_id)}</div>{facts}{"".join(calls)}</div>'
+        )
+    body = (
+        f'<p><a href="/">all runs</a> › {esc(dataset)} › {esc(question_id)}</p><h1>{esc(first["question"])}</h1>'
+        f'<div class="box">{kv([("gold answers", esc(" | ".join(first.get("gold_answers") or []))), ("supporting titles", esc("; ".join(first.get("supporting_titles") or []))), ("runs", str(len(found)))])}</div>'
+        f'<div class="columns">{"".join(columns)}</div>'
+    )
+    return page(f"{question_id} across runs", body)
+
+
+def error_page(status: int, message: str) -> str:
+    return page(f"error {status}", f'<p><a href="/">all runs</a></p><h1>Error {status}</h1><p class="problem">{esc(message)}</p>')

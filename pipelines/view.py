@@ -1,0 +1,29 @@
+"""Browse a results tree in a web browser: `python -m pipelines.view results.path=<dir>
+[view.port=8770] [view.host=127.0.0.1] [view.open_browser=true|false]` (arag.evaluation.viewer)."""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from arag.conf_files import conf_dir
+from pipelines.settings import check_view_config
+
+
+@hydra.main(config_path=str(conf_dir()), config_name="view", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from arag.evaluation.viewer import serve
+
+    try:
+        check_view_config(cfg)
+        serve(str(cfg.results.path), host=str(cfg.view.host), port=int(cfg.view.port), open_browser=bool(cfg.view.open_browser), out=sys.stdout)
+    except (FileNotFoundError, ValueError) as exc:
+        sys.exit(f"error: {exc}")
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""The results viewer (arag.evaluation.viewer) over a results tree of real rows (EpisodeRunner with the
+scripted backend, no Ray): the first page lists runs and episodes and filters them, an episode page
+shows every step with gold evidence marked and the verdict, a question across runs, model output
+escaped, and the entry point's errors. The headless-browser test is test_viewer_browser.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from arag.evaluation.questions import Question
+from arag.evaluation.results import RunStore, find_run_dirs
+from arag.evaluation.runner import EpisodeRunner
+from arag.evaluation.settings import RunSettings
+from arag.evaluation.viewer.app import TITLES_FROM_TEXT, TITLES_MISSING
+from arag.llm.scripted import ScriptedBackend
+from tests.evaluation.conftest import CONF, QUESTIONS
+from tests.evaluation.test_runner import settings as runner_settings
+from tests.tools.conftest import fake_encode
+
+REPO = Path(CONF).parent
+INJECTED = '<img src=x onerror="alert(1)"><script>document.title="pwned"</script>Lothair'
+
+
+class Dom(HTMLParser):
+    """The elements of a page: (tag, attributes, text inside), in document order."""
+
+    VOID = {"meta", "br", "img", "input", "hr", "link"}
+
+    def __init__(self, page: str):
+        super().__init__()
+        self.elements: list[list] = []
+        self._open: list[list] = []
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        element = [tag, dict(attrs), ""]
+        self.elements.append(element)
+        if tag not in self.VOID:
+            self._open.append(element)
+
+    def handle_endtag(self, tag):
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == tag:
+                del self._open[i:]
+                break
+
+    def handle_data(self, data):
+        for element in self._open:
+            element[2] += data
+
+    def having(self, cls: str | None = None, tag: str | None = None) -> list[tuple[str, dict, str]]:
+        return [(t, a, x) for t, a, x in self.elements if (cls is None or cls in (a.get("class") or "").split()) and (tag is None or t == tag)]
+
+    def text(self) -> str:
+        """All the page's text, markup removed and entities decoded."""
+        return self.having(tag="body")[0][2]
+
+    def by_id(self, id_: str) -> str:
+        (found,) = [x for _, a, x in self.elements if a.get("id") == id_]
+        return found
+
+
+def settings(max_steps: int, verdict: str) -> RunSettings:
+    return runner_settings(agent={"max_steps": max_steps}, judge_model={"backend": "scripted", "protocol": "json", "model": "judge", "replay": True, "script": [{"verdict": verdict}]})
+
+
+def store(root: Path, s: RunSettings, rows: list[dict]) -> str:
+    with RunStore(root, s.run_id) as run:
+        run.write_run_info({"run_id": s.run_id, "created": "2026-11-26T00:00:00", "identity": s.identity(), "settings": s.to_json()})
+        run.write(rows)
+    return s.run_id
+
+
+@pytest.fixture(scope="module")
+def tree(eval_index, tmp_path_factory):
+    """Two runs of arag_full under results/bench/: A reads Ermengarde's chunk and answers (judged
+    correct); B has one step (a forced answer carrying markup, judged incorrect), a failed episode,
+    and its q0 stored as before trajectories kept their chunks' titles."""
+    from arag.tools import ToolContext
+
+    root = tmp_path_factory.mktemp("viewer") / "results"
+    questions = [Question.from_json(q) for q in QUESTIONS[:3]]
+    script_a = [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["2#0"]}}, {"answer": "20 March 851"}]
+    script_b = [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair"]}}, {"answer": INJECTED}]
+    with ToolContext(eval_index.path, encoder=fake_encode) as ctx:
+        a, b = settings(4, "correct"), settings(1, "incorrect")
+        runner_a = EpisodeRunner(a, backend=ScriptedBackend(script_a, replay=True), ctx=ctx)
+        runner_b = EpisodeRunner(b, backend=ScriptedBackend(script_b, replay=True), ctx=ctx)
+        rows_a = [asyncio.run(runner_a.run(q)).to_record() for q in questions]
+        rows_b = [asyncio.run(runner_b.run(q)).to_record() for q in questions[:2]]
+        rows_b.append(runner_b.failed_row(questions[2], "episode timed out after 5s").to_record())
+    old = json.loads(rows_b[0]["trajectory"])
+    del old["chunk_titles"]
+    rows_b[0]["trajectory"] = json.dumps(old)
+    return {"root": root, "a": store(root / "bench", a, rows_a), "b": store(root / "bench", b, rows_b)}
+
+
+@pytest.fixture(scope="module")
+def client(tree):
+    from starlette.testclient import TestClient
+
+    from arag.evaluation.viewer import create_app
+
+    with TestClient(create_app(tree["root"])) as c:
+        yield c
+
+
+def get(client, url: str, status: int = 200) -> Dom:
+    response = client.get(url)
+    assert response.status_code == status, response.text
+    return Dom(response.text)
+
+
+def problems(dom: Dom) -> list[str]:
+    return [x for _, _, x in dom.having("problem")]
+
+
+def listed(dom: Dom) -> set[tuple[str, str]]:
+    """(run id, question id) of the episode rows on the first page."""
+    out = set()
+    for _, attrs, _ in dom.having(tag="a"):
+        link = attrs.get("href", "")
+        if link.startswith("/episode?"):
+            from urllib.parse import parse_qs, urlsplit
+
+            q = parse_qs(urlsplit(link).query)
+            out.add((q["run"][0], q["q"][0]))
+    return out
+
+
+def test_the_results_module_finds_nested_runs_and_reads_rows_by_question(tree):
+    assert [p.name for p in find_run_dirs(tree["root"])] == sorted([tree["a"], tree["b"]])
+    store_b = RunStore.at(tree["root"] / "bench" / tree["b"])
+    assert store_b.read_info()["run_id"] == tree["b"]
+    rows = store_b.read_rows(["question_id", "status", "no_such_column"])
+    assert sorted((r["question_id"], r["status"], r["no_such_column"]) for r in rows) == [("q0", "ok", None), ("q1", "ok", None), ("q2", "failed", None)]
+    (failed,) = store_b.read_rows(question_id="q2")
+    assert failed["failure"] == "episode timed out after 5s" and failed["prediction"] is None
+    with pytest.raises(FileNotFoundError, match="no results folder"):
+        find_run_dirs(tree["root"] / "nope")
+
+
+def test_the_first_page_lists_runs_and_episodes_and_the_filters_narrow_them(client, tree):
+    a, b = tree["a"], tree["b"]
+    dom = get(client, "/")
+    everything = {(a, "q0"), (a, "q1"), (a, "q2"), (b, "q0"), (b, "q1"), (b, "q2")}
+    assert listed(dom) == everything
+    assert [x for _, _, x in dom.having(tag="h2")][:2] == ["Runs (2)", "Episodes (6 of 6)"]
+    assert listed(get(client, "/?outcome=correct")) == {(a, "q0"), (a, "q1"), (a, "q2")}
+    assert listed(get(client, "/?outcome=wrong")) == {(b, "q0"), (b, "q1")}
+    assert listed(get(client, "/?outcome=failed")) == {(b, "q2")}
+    assert listed(get(client, "/?forced=yes")) == {(b, "q0"), (b, "q1")}
+    assert listed(get(client, f"/?run={a}&q=teutberga")) == {(a, "q2")}
+    assert listed(get(client, "/?method=arag_full&dataset=bench")) == everything
+    assert listed(get(client, "/?method=naive_rag")) == set()
+    assert problems(get(client, "/?outcome=maybe", 400)) == ["outcome='maybe' is not one of correct, wrong, unjudged, failed"]
+
+
+def test_an_episode_page_shows_each_step_the_gold_chunks_and_the_verdict(client, tree):
+    dom = get(client, f"/episode?run={tree['a']}&q=q0")
+    tools = [a["data-tool"] for _, a, _ in dom.having("tool-call")]
+    assert tools == ["keyword_search", "chunk_read"]
+    assert [x for _, _, x in dom.having("arguments")] == ['{"keywords": ["Lothair"]}', '{"chunk_ids": ["2#0"]}']
+    results = [x for _, _, x in dom.having("result")]
+    assert "Lothair II" in results[0] and "She died on 20 March 851." in results[1]
+    gold = [x for _, _, x in dom.having("gold", tag="span")]
+    # q0's evidence: Lothair II (chunks 1#0, 1#1: keyword search found them) and Ermengarde of Tours (2#0).
+    assert any("2#0" in g and "Ermengarde of Tours" in g for g in gold) and any("1#0" in g and "Lothair II" in g for g in gold)
+    assert {x for _, _, x in dom.having("gold", tag="mark")} >= {"2#0", "1#0"}  # marked inside the tool results too
+    assert not any("0#0" in g for g in gold)  # Teutberga's chunk is not evidence for q0
+    assert "correct" in dom.by_id("verdict") and dom.by_id("prediction") == "20 March 851"
+    replies = [x for _, _, x in dom.having("reply")]
+    assert len(replies) == 3 and "20 March 851" in replies[-1]
+    assert [x for t, _, x in dom.having(tag="h2") if x.startswith("Step")] == ["Step 1", "Step 2", "Step 3"]
+
+
+def test_a_forced_answer_a_failure_and_model_markup_are_shown_as_text(client, tree):
+    response = client.get(f"/episode?run={tree['b']}&q=q0")
+    dom = Dom(response.text)
+    assert not dom.having(tag="script") and not dom.having(tag="img")  # the model's markup is text
+    assert dom.by_id("prediction") == INJECTED
+    assert "incorrect" in dom.by_id("verdict") and "forced: max_steps" in dom.text()
+    assert any("forced answer (max_steps)" in x for _, _, x in dom.having("model-call"))
+    index = client.get("/?run=" + tree["b"]).text
+    assert "<script>" not in index and "&lt;script&gt;" in index
+    failed = get(client, f"/episode?run={tree['b']}&q=q2")
+    assert problems(failed) == ["episode timed out after 5s"] and "no answer: not judged" in failed.by_id("verdict")
+    # q0 of run B stored no chunk titles: they come from the tool result's chunk headers.
+    assert TITLES_FROM_TEXT in dom.text() and any("1#0" in x and "Lothair II" in x for _, _, x in dom.having("gold", tag="span"))
+    assert TITLES_MISSING in failed.text()  # a failed row has no trajectory
+
+
+def test_one_question_across_runs_side_by_side(client, tree):
+    dom = get(client, "/compare?dataset=bench&q=q0")
+    columns = dom.having("run-column")
+    assert len(columns) == 2
+    assert "max_steps 1" in columns[0][2] and "max_steps 4" in columns[1][2]  # in run order: fewer steps first
+    assert [a["data-tool"] for _, a, _ in dom.having("tool-call")] == ["keyword_search", "keyword_search", "chunk_read"]
+
+
+def test_unknown_runs_and_questions_are_404_with_the_reason(client, tree):
+    assert problems(get(client, "/episode?run=nope&q=q0", 404)) == [f"no run 'nope' under {tree['root']}"]
+    assert problems(get(client, f"/episode?run={tree['a']}&q=q9", 404)) == [f"run {tree['a']} has no episode of question 'q9'"]
+    assert problems(get(client, "/compare?dataset=bench&q=q9", 404)) == ["no run of dataset 'bench' has question 'q9'"]
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("+view.prot=1", "unknown setting view.prot (did you mean view.port?)"),
+        ("view.port=http", "view.port must be a port number"),
+        ("view.open_browser=maybe", "view.open_browser must be true or false"),
+        ("results.path=/no/such/results", "no results folder at /no/such/results"),
+    ],
+)
+def test_the_command_names_bad_settings_in_one_line(override, message):
+    done = subprocess.run([sys.executable, "-m", "pipelines.view", override], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
