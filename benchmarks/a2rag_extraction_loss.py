@@ -36,7 +36,7 @@ def graph_ranking(method, graph, ctx, question: str, qvec) -> list[str]:
     ids = [s.node_id for s in seeds]
     ranked: dict[str, None] = {}
     for stage in STAGES:
-        scores, _ = method._stage(stage, graph, ids, relations)
+        scores, _, _ = method._stage(stage, graph, ids, relations)
         have = len(ranked)
         for c in graph.rank_chunks(scores, method.chunks_per_stage + have):
             if len(ranked) >= have + method.chunks_per_stage:
@@ -88,7 +88,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for fraction in (float(x) for x in args.drop.split(",")):
         for relation_seeds in ((False, True) if fraction == 0 else (False,)):
-            method = load_method("a2rag", {"relation_seeds": relation_seeds})
+            method = load_method("a2rag" if relation_seeds else "a2rag_node_only")
             graph = damage(GraphStore(args.index), fraction, random.Random(0))
             orders = [graph_ranking(method, graph, ctx, q["question"], v) for q, v in zip(questions, qvecs)]
             g2 = np.mean([recall(o, titles, w, 2) for o, w in zip(orders, wanted)])

@@ -41,7 +41,7 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
 @hydra.main(config_path=str(conf_dir()), config_name="index", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     if "corpus" not in cfg:
-        sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")
+        sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-passages, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")
     with exit_on_user_error():
         check_index_config(cfg)
         settings = settings_from_config(cfg)

@@ -38,8 +38,9 @@ def check_nodes(cfg: Any, nodes: Mapping[str, Any], group: str = "") -> None:
 
 
 # Keys of a corpus config that are not the corpus's own: its defaults for index.chunking and
-# index.chunk_tokens (conf/index.yaml reads them), e.g. packed chunking for the benchmark corpora.
-CORPUS_INDEX_DEFAULTS = ("chunking", "chunk_tokens")
+# index.chunk_tokens (conf/index.yaml reads them), e.g. packed chunking for the benchmark corpora,
+# and for questions.path (conf/evaluate.yaml), for a corpus that re-chunks a benchmark under its own name.
+CORPUS_INDEX_DEFAULTS = ("chunking", "chunk_tokens", "questions")
 
 
 def corpus_keys() -> dict[str, Any]:

@@ -114,15 +114,22 @@ def test_every_shipped_model_and_method_config_passes():
         check_evaluate_config(compose_config("evaluate", "model=scripted", "+model@judge.model=openai", "+judge.model.base_ulr=x"))
 
 
-def test_the_relation_seed_ablation_is_a2rag_with_one_setting_changed():
-    def method(name):
-        return dict(compose_config("evaluate", "model=scripted", f"method={name}", "+corpus=2wikimultihopqa")["method"])
+def test_the_node_only_ablation_is_a2rag_with_one_setting_changed():
+    from omegaconf import OmegaConf
 
-    base, ablation = method("a2rag"), method("a2rag_relation_seeds")
-    assert (base["relation_seeds"], ablation["relation_seeds"]) == (False, True)
-    assert ablation["name"] == "a2rag_relation_seeds"  # its own method name, so the report shows it as its own row
-    differing = {k for k in base.keys() | ablation.keys() if base.get(k) != ablation.get(k)}
+    from arag.methods import read_method_config
+
+    def method(name):
+        return OmegaConf.to_container(compose_config("evaluate", "model=scripted", f"method={name}", "+corpus=2wikimultihopqa")["method"])
+
+    full, ablation = method("a2rag"), method("a2rag_node_only")
+    assert (full["relation_seeds"], ablation["relation_seeds"]) == (True, False)  # the paper's Full (S_V + S_R) and Node-only (S_V)
+    assert ablation["name"] == "a2rag_node_only"  # its own method name, so the report shows it as its own row
+    differing = {k for k in full.keys() | ablation.keys() if full.get(k) != ablation.get(k)}
     assert differing == {"name", "relation_seeds"}
+    assert read_method_config("a2rag_node_only") == ablation  # load_method composes `defaults` as Hydra does
+    with pytest.raises(Exception, match="a2rag_relation_seeds"):  # the old name is gone, and says so
+        compose_config("evaluate", "model=scripted", "method=a2rag_relation_seeds", "+corpus=2wikimultihopqa")
 
 
 # ---- the settings objects themselves ---------------------------------------------------------------------

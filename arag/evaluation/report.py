@@ -46,8 +46,8 @@ METHOD_LABELS = {
     "agenticrag_no_summarize": "AgenticRAG w/o summarize",
     "agenticrag_no_semantic_find": "AgenticRAG w/o semantic find",
     "agenticrag_single_query": "AgenticRAG single query",
-    "a2rag": "A2RAG",
-    "a2rag_relation_seeds": "A2RAG relation seeds",
+    "a2rag": "A2RAG (Full)",
+    "a2rag_node_only": "A2RAG Node-only",
 }
 # The paper's Table 2: A-RAG (Full) and its variants without one tool, in the paper's row order.
 ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read")

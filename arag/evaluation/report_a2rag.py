@@ -10,8 +10,10 @@ Two tables, from the rows `pipelines.evaluate` writes (nothing is recomputed):
 * Controller, per A2RAG run, from each episode's `trace` (arag/methods/a2rag.py): the stage
   breakdown (answered after the local / bridge / PPR stage, fail after the rewrites ran out,
   abstain at the gate, and "no outcome" for an episode that failed before its controller finished:
-  every episode in exactly one, so the shares sum to 1), the Triple-Check verdicts (yes/no per
-  validator; a validator after the first failing one is not asked) and the rewrites by failure type.
+  every episode in exactly one, so the shares sum to 1), LLM calls per question with their
+  purposes (sufficiency checks, answers, Triple-Checks, rewrites) beside the paper's figure for the
+  dataset (PAPER_CALLS_PER_QUESTION), the Triple-Check verdicts (yes/no per validator) and the
+  rewrites by failure type.
 """
 
 from __future__ import annotations
@@ -25,12 +27,34 @@ import duckdb
 from arag.evaluation.report_format import SCORED, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
 
-from arag.methods.a2rag import CHECKS, STAGES
+from arag.methods.a2rag import CALL_PURPOSES, CHECKS, STAGES
 
 BASELINES = ("naive_rag", "arag_full")
 OUTCOMES = (*STAGES, "fail", "abstain", "no outcome")
 STAGE_LABELS = {"local": "local", "bridge": "bridge", "ppr": "PPR", "fail": "fail", "abstain": "abstain", "no outcome": "no outcome"}
 A2RAG_ROWS = "method LIKE 'a2rag%'"
+# The paper's LLM calls per question (gpt-4o-mini, its multi-hop subsets: Tables II and III), by the
+# dataset name's start.
+PAPER_CALLS_PER_QUESTION = {"hotpotqa": 2.0, "2wikimultihopqa": 2.3}
+
+
+def paper_calls(dataset: str | None) -> float | None:
+    return next((v for k, v in PAPER_CALLS_PER_QUESTION.items() if str(dataset or "").startswith(k)), None)
+
+
+def calls_by_purpose(calls_json: Iterable[str | None]) -> tuple[int, dict[str, float]]:
+    """(episodes with a call record, mean calls per question for each purpose over them)."""
+    totals: Counter = Counter()
+    n = 0
+    for text in calls_json:
+        if not text:
+            continue
+        n += 1
+        for purpose, count in json.loads(text).items():
+            if purpose not in CALL_PURPOSES:
+                raise ValueError(f"unknown A2RAG call purpose {purpose!r}; known: {', '.join(CALL_PURPOSES)}")
+            totals[purpose] += count
+    return n, {p: (totals[p] / n if n else 0.0) for p in CALL_PURPOSES}
 
 
 def outcome_of(outcome: str | None, stage_reached: str | None) -> str:
@@ -101,20 +125,24 @@ def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     data = con.execute(
         f"""SELECT {', '.join(cols)}, list(struct_pack(
                        outcome := json_extract_string(trajectory, '$.trace.outcome'), stage := json_extract_string(trajectory, '$.trace.stage_reached'),
-                       checks := CAST(json_extract(trajectory, '$.trace.checks') AS VARCHAR), rewrites := CAST(json_extract(trajectory, '$.trace.rewrites') AS VARCHAR)))
+                       checks := CAST(json_extract(trajectory, '$.trace.checks') AS VARCHAR), rewrites := CAST(json_extract(trajectory, '$.trace.rewrites') AS VARCHAR),
+                       calls := CAST(json_extract(trajectory, '$.trace.calls') AS VARCHAR)))
             FROM episodes WHERE {A2RAG_ROWS} GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     n = len(cols)
-    header = [*cols, "n", *(f"{STAGE_LABELS[b]} %" for b in OUTCOMES), *(f"{c} yes/no" for c in CHECKS), "rewrites / q", "rewrites by failure"]
+    header = [*cols, "n", *(f"{STAGE_LABELS[b]} %" for b in OUTCOMES), "LLM calls / q", "paper", *(f"{p} / q" for p in CALL_PURPOSES),
+              *(f"{c} yes/no" for c in CHECKS), "rewrites / q", "rewrites by failure"]
     rows = []
     for r in data:
         traces = r[n]  # one per episode
         shares = outcome_shares(outcome_of(t["outcome"], t["stage"]) for t in traces)
         verdicts = verdict_counts(t["checks"] for t in traces)
         by_type = rewrite_counts(t["rewrites"] for t in traces)
+        counted, per_purpose = calls_by_purpose(t["calls"] for t in traces)
         total = len(traces)
         rows.append([
             *(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(total, "int"), *(_fmt(shares[b]) for b in OUTCOMES),
+            _fmt(sum(per_purpose.values()) if counted else None, "f2"), _fmt(paper_calls(r[0]), "f1"), *(_fmt(per_purpose[p] if counted else None, "f2") for p in CALL_PURPOSES),
             *(f"{verdicts[c][0]}/{verdicts[c][1]}" for c in CHECKS), _fmt(sum(by_type.values()) / total, "f2"),
             ", ".join(f"{k} {v}" for k, v in sorted(by_type.items())) or "none",
         ])
@@ -135,8 +163,12 @@ def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str],
         comparison_table(con, shown_settings, label),
         "",
         "**A2RAG controller** — stage breakdown (share of episodes answered after the local / bridge / PPR stage, failed "
-        "after the last rewrite, abstained at the gate, or with no outcome: the episode failed), Triple-Check verdicts over "
-        "every attempt (a validator after the first failing one is not asked) and rewrites by failure type.",
+        "after the last rewrite, abstained at the gate, or with no outcome: the episode failed); LLM calls per question "
+        "(episodes whose controller recorded its calls) beside the paper's (gpt-4o-mini on its multi-hop subsets: 2.0 "
+        "HotpotQA, 2.3 2WikiMultiHopQA) and by purpose: a question answered at its first attempt costs 2 (answer, "
+        "Triple-Check), each rewrite round 3 more (rewrite, answer, Triple-Check), sufficiency calls only with "
+        "`method.sufficiency=llm`; the gate and seed extraction make none. Then the Triple-Check verdicts over every "
+        "attempt and the rewrites by failure type.",
         "",
         controller_table(con, shown_settings, label),
         "",

@@ -45,6 +45,7 @@ class GraphStore:
         self.edge_relation = edges.column("relation").to_pylist()
         pairs = np.unique(np.sort(np.stack([self.edge_head, self.edge_tail], 1), axis=1), axis=0) if len(edges) else np.zeros((0, 2), np.int64)
         self.graph = igraph.Graph(n=len(self.names), edges=pairs.tolist(), directed=False)
+        self._pair_codes = self.pair_code(pairs[:, 0], pairs[:, 1])  # igraph edge i joins pairs[i]
         prov = pq.read_table(self.layout.provenance)
         self._prov_nodes = prov.column("node_id").to_numpy()
         self._prov_chunks = prov.column("chunk_id").to_pylist()
@@ -71,6 +72,26 @@ class GraphStore:
     @cached_property
     def relation_vectors(self) -> np.ndarray:
         return np.load(self.layout.relation_vectors, mmap_mode="r")
+
+    @cached_property
+    def _edge_relation_codes(self) -> tuple[list[str], np.ndarray]:
+        names, codes = np.unique(np.asarray(self.edge_relation, dtype=object), return_inverse=True) if self.edge_relation else (np.array([], dtype=object), np.zeros(0, np.int64))
+        return names.tolist(), codes
+
+    def relation_rows(self, relations: set[str]) -> np.ndarray:
+        """Edge rows (edges.parquet) whose relation is one of `relations`."""
+        names, codes = self._edge_relation_codes
+        wanted = [i for i, name in enumerate(names) if name in relations]
+        return np.flatnonzero(np.isin(codes, wanted))
+
+    def pair_code(self, a, b):
+        """One integer per unordered node pair (arrays or ints)."""
+        return np.minimum(a, b).astype(np.int64) * len(self.names) + np.maximum(a, b)
+
+    def relation_pairs(self, relations: set[str]) -> set[int]:
+        """Codes (pair_code) of the node pairs joined by an edge of one of `relations`."""
+        rows = self.relation_rows(relations)
+        return set(self.pair_code(self.edge_head[rows], self.edge_tail[rows]).tolist())
 
     # ---- provenance ------------------------------------------------------------------------
     def chunks_of(self, node: int) -> list[str]:
@@ -136,25 +157,34 @@ class GraphStore:
         return found
 
     # ---- the three stages --------------------------------------------------------------------
-    def local(self, seeds: list[int], relations: set[str] | None = None) -> dict[int, float]:
-        """Stage 1: seeds (score 1) and their 1-hop neighbours (score 1/2); with relation seeds, only
-        neighbours over an edge of a matching relation."""
-        scores = {s: 1.0 for s in seeds}
+    def local_hoods(self, seeds: list[int], relations: set[str] | None = None) -> dict[int, set[int]]:
+        """Stage 1 per seed: the seed and its 1-hop neighbours; with relation seeds, only the
+        neighbours over an edge of a matching relation (the paper's filter on S_R)."""
+        hoods = {s: {s} for s in seeds}
         if relations:
-            seed_set = set(seeds)
-            for h, t, r in zip(self.edge_head, self.edge_tail, self.edge_relation):
-                if r in relations and (h in seed_set or t in seed_set):
-                    for n in (int(h), int(t)):
-                        scores.setdefault(n, 0.5)
-            return scores
-        for hood in self.graph.neighborhood(seeds, order=1, mindist=1) if seeds else []:
-            for n in hood:
-                scores.setdefault(n, 0.5)
-        return scores
+            rows = self.relation_rows(relations)
+            for h, t in zip(self.edge_head[rows].tolist(), self.edge_tail[rows].tolist()):
+                if h in hoods:
+                    hoods[h].add(t)
+                if t in hoods:
+                    hoods[t].add(h)
+            return hoods
+        for s, hood in zip(seeds, self.graph.neighborhood(seeds, order=1, mindist=1) if seeds else []):
+            hoods[s].update(hood)
+        return hoods
 
-    def bridges(self, seeds: list[int], hops: int, max_paths: int) -> tuple[dict[int, float], list[list[int]]]:
+    def local(self, seeds: list[int], relations: set[str] | None = None) -> dict[int, float]:
+        """Stage 1: seeds (score 1) and their 1-hop neighbours (score 1/2), see local_hoods."""
+        return hood_scores(seeds, self.local_hoods(seeds, relations))
+
+    def bridges(self, seeds: list[int], hops: int, max_paths: int, relations: set[str] | None = None) -> tuple[dict[int, float], list[list[int]]]:
         """Stage 2: nodes within `hops` of at least two seeds, and up to `max_paths` shortest paths
-        seed → bridge (their nodes are evidence too). Scores: seeds and bridges 1, path nodes 1/2."""
+        seed → bridge (their nodes are evidence too). Scores: seeds and bridges 1, path nodes 1/2.
+
+        Bridges are taken fewest-degree first (a hub reached by every seed explains nothing). With
+        relation seeds the search is focused on relation-consistent connectors: among paths of
+        the fewest hops, those over more edges of a matching relation are taken, and bridges whose
+        paths cross the fewest non-matching edges come first (then by degree)."""
         if hops < 2:
             raise ValueError(f"bridge hops must be at least 2, got {hops}")
         if len(seeds) < 2:
@@ -164,8 +194,13 @@ class GraphStore:
             for n in set(hood):
                 reached_from.setdefault(n, []).append(seed)
         bridge_nodes = sorted(n for n, by in reached_from.items() if len(by) >= 2 and n not in seeds)
-        # Fewest-degree bridges first: a hub reached by every seed explains nothing.
-        bridge_nodes.sort(key=lambda n: (self.degree[n], n))
+        consistent = self.relation_pairs(relations) if relations else set()
+        if consistent:
+            paths_to, off_relation = self._relation_paths(seeds, bridge_nodes, reached_from, hops, consistent)
+            bridge_nodes.sort(key=lambda n: (off_relation[n], self.degree[n], n))
+        else:
+            paths_to = None
+            bridge_nodes.sort(key=lambda n: (self.degree[n], n))
         scores = {s: 1.0 for s in seeds}
         paths: list[list[int]] = []
         for b in bridge_nodes:
@@ -175,12 +210,29 @@ class GraphStore:
             for s in reached_from[b]:  # only seeds within `hops` of it: a path exists
                 if len(paths) >= max_paths:
                     break
-                path = self.graph.get_shortest_path(s, b)
+                path = paths_to[s][b] if paths_to is not None else self.graph.get_shortest_path(s, b)
                 if len(path) - 1 <= hops:
                     paths.append(path)
                     for n in path:
                         scores.setdefault(n, 0.5)
         return scores, paths
+
+    def _relation_paths(self, seeds, bridge_nodes, reached_from, hops, consistent):
+        """Per seed, a path to each bridge it reaches, and per bridge the number of non-matching
+        edges on them. Edge weights 1 (matching) and 1 + 1/(hops + 1) (not): over at most `hops`
+        edges the penalties sum to less than one hop, so a weighted shortest path still has the
+        fewest hops, and among those the most matching edges."""
+        penalty = 1.0 + 1.0 / (hops + 1)
+        weights = np.where(np.isin(self._pair_codes, np.fromiter(consistent, np.int64, len(consistent))), 1.0, penalty).tolist()
+        paths_to: dict[int, dict[int, list[int]]] = {}
+        off_relation = dict.fromkeys(bridge_nodes, 0)
+        for s in seeds:
+            targets = [b for b in bridge_nodes if s in reached_from[b]]
+            found = self.graph.get_shortest_paths(s, to=targets, weights=weights, output="vpath") if targets else []
+            paths_to[s] = dict(zip(targets, found))
+            for b, path in paths_to[s].items():
+                off_relation[b] += sum(1 for u, v in zip(path, path[1:]) if int(self.pair_code(u, v)) not in consistent)
+        return paths_to, off_relation
 
     def ppr(self, seeds: list[int], alpha: float, top: int) -> dict[int, float]:
         """Stage 3: r = α·p₀ + (1 − α)·Pᵀr with p₀ ∝ 1/deg over the seeds (igraph's PRPACK solver;
@@ -190,6 +242,25 @@ class GraphStore:
         r = personalized_pagerank(self.graph, seeds, alpha)
         order = np.argsort(-r, kind="stable")[:top]
         return {int(i): float(r[i]) for i in order if r[i] > 0}
+
+
+def hood_scores(seeds: list[int], hoods: dict[int, set[int]]) -> dict[int, float]:
+    scores = {s: 1.0 for s in seeds}
+    for hood in hoods.values():
+        for n in hood:
+            scores.setdefault(n, 0.5)
+    return scores
+
+
+def seeds_connected(hoods: dict[int, set[int]]) -> bool:
+    """Whether Stage 1's evidence joins every seed: the seeds' neighbourhoods (local_hoods) chain
+    into one group (two seeds join when adjacent or sharing a neighbour)."""
+    groups: list[set[int]] = []
+    for hood in hoods.values():
+        joined = [g for g in groups if g & hood]
+        merged = set(hood).union(*joined)
+        groups = [g for g in groups if not any(g is j for j in joined)] + [merged]
+    return len(groups) <= 1
 
 
 def degree_normalised_reset(degrees: np.ndarray, seeds: list[int]) -> np.ndarray:

@@ -49,14 +49,25 @@ def method_from_config(cfg: Mapping[str, Any]) -> Method:
 
 
 def load_method(name: str, overrides: Mapping[str, Any] | None = None) -> Method:
+    cfg = read_method_config(name)
+    cfg.update(overrides or {})
+    return method_from_config(cfg)
+
+
+def read_method_config(name: str) -> dict[str, Any]:
+    """conf/method/<name>.yaml with its Hydra `defaults` (other method configs) merged in, as Hydra
+    composes it: a config built on another (an ablation) sets only what it changes, top-level keys."""
     import yaml
 
     path = METHOD_CONF_DIR / f"{name}.yaml"
     if not path.exists():
         raise ValueError(f"unknown method {name!r}; known: {', '.join(available_methods())}")
-    cfg = yaml.safe_load(path.read_text())
-    cfg.update(overrides or {})
-    return method_from_config(cfg)
+    own = yaml.safe_load(path.read_text())
+    defaults = own.pop("defaults", None) or ["_self_"]
+    cfg: dict[str, Any] = {}
+    for entry in defaults if "_self_" in defaults else [*defaults, "_self_"]:
+        cfg.update(own if entry == "_self_" else read_method_config(str(entry)))
+    return cfg
 
 
 __all__ = ["KINDS", "AgenticRagMethod", "Method", "NaiveRagMethod", "available_methods", "load_method", "method_class", "method_from_config", "register_kind"]

@@ -1,26 +1,37 @@
-"""A2RAG: gated, adaptive graph retrieval with Triple-Check and failure-aware rewrites.
+"""A2RAG: gated, adaptive graph retrieval with Triple-Check and failure-aware rewrites, the A2RAG
+paper's Full method (entity and relation seeds); `a2rag_node_only` is its Node-only ablation.
 
 The method drives its own episode (`run_episode`) instead of the tool-calling loop:
 
 1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else the
-   episode ends as an abstention (an outcome, not an error).
-2. Seeds: the question's entities (the rule extractor's spans) aligned to graph nodes by edit
-   similarity (rapidfuzz) and embedding cosine; with none, the titles of the documents the gate
-   matched. Optional relation seeds (`relation_seeds`) filter Stage 1's edges.
-3. Monotone escalation, each stage at most once per query, an evidence-sufficiency check (a binary
-   LLM validator) after each: local 1-hop → bridges within `bridge_hops` of ≥ 2 seeds (capped
-   shortest paths) → degree-normalised PPR, top `ppr_top_nodes` nodes mapped to chunks through π.
-   A rewritten query restarts retrieval at the stage reached so far, never below it.
-4. Answer from the evidence, then Triple-Check (evidence relevance, answer grounding, query
-   resolution), three binary LLM validators run in that order; the first failure names the type.
-   A type-conditioned rewrite (a new query; evidence judged off topic is dropped, for grounding
-   failures the evidence is kept and only the answer is asked again) and retry,
-   at most `max_rewrites` times, then the outcome is `fail` (answer: `abstain_answer`, or the last
-   answer with `exhausted: last`).
+   episode ends as an abstention (an outcome, not an error). No LLM call.
+2. Seeds (no LLM call): the question's entities (the rule extractor's spans) aligned to graph nodes
+   by edit similarity (rapidfuzz) and embedding cosine; with none, the titles of the documents the
+   gate matched. Relation seeds (`relation_seeds`, on in the Full method): the question's other
+   words aligned to relation names; Stage 1 keeps only edges of a matching relation and Stage 2
+   prefers bridges over matching edges (arag.graph.store), as the paper's S_R steers "both local
+   evidence collection and bridge search".
+3. Monotone escalation, each stage at most once per query, an evidence-sufficiency check after each:
+   local 1-hop → bridges within `bridge_hops` of ≥ 2 seeds (capped shortest paths) →
+   degree-normalised PPR, top `ppr_top_nodes` nodes mapped to chunks through π. The check is
+   structural by default (`sufficiency: structural`, no LLM call: with evidence chunks in hand,
+   Stage 1 suffices when its neighbourhoods join every seed, Stage 2 when it found a bridge path; the paper
+   escalates "when Stage 1 fails to connect multiple query entities"), or a binary LLM validator
+   (`sufficiency: llm`, one call per stage before the last). A rewritten query restarts retrieval at
+   the stage reached so far, never below it.
+4. Answer from the evidence (one call), then Triple-Check (evidence relevance, answer grounding,
+   query resolution) as one call that returns the three binary verdicts; the first failing one in
+   that order names the failure type. A type-conditioned rewrite (one call: a new query; evidence
+   judged off topic is dropped; for grounding failures the evidence is kept and only the answer is
+   asked again) and retry, at most `max_rewrites` times, then the outcome is `fail` (answer:
+   `abstain_answer`, or the last answer with `exhausted: last`).
+
+So a question answered on its first attempt costs 2 LLM calls (answer, Triple-Check), as the
+paper's 2.0–2.3 calls per question imply; each rewrite round adds 3 (rewrite, answer, Triple-Check).
 
 Everything is recorded in `Episode.trace`: outcome, stage reached, stages run, validator verdicts,
-rewrites, LLM calls and tokens; each stage's retrieval is a `graph_retrieval` tool-call record (its
-chunks count as read for evidence recall).
+rewrites, and `calls`, the LLM calls by purpose (CALL_PURPOSES); each stage's retrieval is a
+`graph_retrieval` tool-call record (its chunks count as read for evidence recall).
 """
 
 from __future__ import annotations
@@ -39,7 +50,13 @@ from arag.methods.records import ToolCallRecord
 RETRIEVAL_RECORD = "graph_retrieval"
 STAGES = ("local", "bridge", "ppr")
 CHECKS = ("evidence_relevance", "answer_grounding", "query_resolution")
-VERDICT_SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}}, "required": ["verdict"]}
+# Why the controller called the model: the keys of `trace["calls"]`.
+CALL_PURPOSES = ("sufficiency", "answer", "triple_check", "rewrite")
+SUFFICIENCY_MODES = ("structural", "llm")
+FULL_METHOD, NODE_ONLY_METHOD = "a2rag", "a2rag_node_only"
+_YES_NO = {"type": "string", "enum": ["yes", "no"]}
+VERDICT_SCHEMA = {"type": "object", "properties": {"verdict": _YES_NO}, "required": ["verdict"]}
+TRIPLE_CHECK_SCHEMA = {"type": "object", "properties": dict.fromkeys(CHECKS, _YES_NO), "required": list(CHECKS)}
 ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 QUERY_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 _QUESTION_WORDS = frozenset("who what when where which whose whom why how is was are were did does do the a an of in on at to for by from and or with as that this".split())
@@ -54,7 +71,7 @@ class A2RagMethod(Method):
     gate_threshold: float = 0.3
     seed_min_score: float = 0.6
     seed_edit_weight: float = 0.5
-    relation_seeds: bool = False
+    relation_seeds: bool = True
     relation_min_score: float = 0.8
     bridge_hops: int = 2
     max_paths: int = 8
@@ -62,12 +79,13 @@ class A2RagMethod(Method):
     ppr_top_nodes: int = 20
     chunks_per_stage: int = 5
     max_evidence_chunks: int = 8
+    sufficiency: str = "structural"  # structural | llm: how each stage's evidence is judged sufficient
     max_rewrites: int = 2
     exhausted: str = "abstain"  # abstain | last: what a question whose checks keep failing answers
     abstain_answer: str = "I don't know"
     sufficiency_prompt: str = ""
     answer_prompt: str = ""
-    check_prompts: dict[str, str] = field(default_factory=dict)
+    triple_check_prompt: str = ""
     rewrite_prompts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -75,10 +93,19 @@ class A2RagMethod(Method):
             raise ValueError(f"method.bridge_hops must be at least 2, got {self.bridge_hops}")
         if self.exhausted not in ("abstain", "last"):
             raise ValueError(f"method.exhausted must be abstain or last, got {self.exhausted!r}")
-        for group, keys in (("check_prompts", CHECKS), ("rewrite_prompts", CHECKS)):
-            missing = [k for k in keys if not getattr(self, group).get(k)]
-            if missing:
-                raise ValueError(f"method.{group} lacks {', '.join(missing)}")
+        if self.sufficiency not in SUFFICIENCY_MODES:
+            raise ValueError(f"method.sufficiency must be {' or '.join(SUFFICIENCY_MODES)}, got {self.sufficiency!r}")
+        # The report labels a2rag as the paper's Full method: it cannot run as the Node-only ablation.
+        if self.name == FULL_METHOD and not self.relation_seeds:
+            raise ValueError(f"method {FULL_METHOD} is the A2RAG paper's Full method (relation seeds on); its Node-only ablation is method={NODE_ONLY_METHOD}")
+        if self.name == NODE_ONLY_METHOD and self.relation_seeds:
+            raise ValueError(f"method {NODE_ONLY_METHOD} is the A2RAG paper's Node-only ablation (relation_seeds: false); the Full method is method={FULL_METHOD}")
+        missing = [k for k in CHECKS if not self.rewrite_prompts.get(k)]
+        if missing:
+            raise ValueError(f"method.rewrite_prompts lacks {', '.join(missing)}")
+        for key in ("answer_prompt", "triple_check_prompt", *(("sufficiency_prompt",) if self.sufficiency == "llm" else ())):
+            if not getattr(self, key):
+                raise ValueError(f"method.{key} is empty")
         self._graphs: dict[str, Any] = {}
         self._lock = threading.Lock()
 
@@ -86,7 +113,7 @@ class A2RagMethod(Method):
         return True
 
     def describe(self) -> dict[str, Any]:
-        keys = ("gate_threshold", "seed_min_score", "seed_edit_weight", "relation_seeds", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "chunks_per_stage", "max_rewrites", "exhausted")
+        keys = ("gate_threshold", "seed_min_score", "seed_edit_weight", "relation_seeds", "relation_min_score", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "chunks_per_stage", "max_evidence_chunks", "sufficiency", "max_rewrites", "exhausted")
         return {**super().describe(), **{k: getattr(self, k) for k in keys}, "full_text": True}
 
     def graph_for(self, ctx: Any) -> Any:
@@ -105,8 +132,15 @@ class A2RagMethod(Method):
         import asyncio
 
         graph = await asyncio.to_thread(self.graph_for, ctx)
-        trace: dict[str, Any] = {"outcome": None, "stage_reached": None, "stages": [], "gate": None, "checks": [], "rewrites": [], "sufficiency": []}
+        calls = dict.fromkeys(CALL_PURPOSES, 0)
+        trace: dict[str, Any] = {"outcome": None, "stage_reached": None, "stages": [], "gate": None, "checks": [], "rewrites": [], "sufficiency": [], "calls": calls}
         episode.trace = trace
+        model_call = call
+
+        async def call(messages_: list[Message], schema: "dict[str, Any] | None", final: bool, purpose: str) -> Completion:
+            calls[purpose] += 1  # counted before the call: a call that fails is still one made
+            return await model_call(messages_, schema, final)
+
         qvec = await asyncio.to_thread(ctx.encode_query, question)
         top_docs = graph.gate_scores(qvec[0], top=3)
         best = top_docs[0][2] if top_docs else 0.0
@@ -150,7 +184,7 @@ class A2RagMethod(Method):
         while stage < len(STAGES):
             name = STAGES[stage]
             started = time.perf_counter()
-            scores, extra = self._stage(name, graph, [s.node_id for s in seeds], relations)
+            scores, extra, connected = self._stage(name, graph, [s.node_id for s in seeds], relations)
             have = {c for c, _ in evidence}
             new = [c for c in graph.rank_chunks(scores, self.chunks_per_stage + len(have)) if c not in have][: self.chunks_per_stage]
             text, chunk_ids, tokens, texts = await asyncio.to_thread(_render_chunks, ctx, new)
@@ -166,7 +200,10 @@ class A2RagMethod(Method):
             stage += 1
             if stage == len(STAGES):
                 break
-            sufficient = await self._yes_no(self.sufficiency_prompt, question, None, evidence, ctx_text=True, call=call, messages=messages)
+            if self.sufficiency == "llm":
+                sufficient = await self._yes_no(self.sufficiency_prompt, question, evidence, call, messages)
+            else:
+                sufficient = bool(evidence) and connected  # the graph evidence joins the seeds, and text backs it
             trace["sufficiency"].append({"stage": name, "sufficient": sufficient})
             if sufficient:
                 break
@@ -189,43 +226,45 @@ class A2RagMethod(Method):
         return seeds, relations
 
     def _stage(self, name: str, graph, seeds: list[int], relations):
+        """(node scores, extra record arguments, whether the stage's graph evidence joins the seeds:
+        the structural sufficiency check). Relation seeds steer Stages 1 and 2."""
+        from arag.graph.store import hood_scores, seeds_connected
+
         if name == "local":
-            return graph.local(seeds, relations), {}
+            hoods = graph.local_hoods(seeds, relations)
+            return hood_scores(seeds, hoods), {}, seeds_connected(hoods)
         if name == "bridge":
-            scores, paths = graph.bridges(seeds, self.bridge_hops, self.max_paths)
-            return scores, {"paths": [[graph.names[n] for n in p] for p in paths]}
-        return graph.ppr(seeds, self.ppr_alpha, self.ppr_top_nodes), {}
+            scores, paths = graph.bridges(seeds, self.bridge_hops, self.max_paths, relations)
+            return scores, {"paths": [[graph.names[n] for n in p] for p in paths]}, bool(paths)
+        return graph.ppr(seeds, self.ppr_alpha, self.ppr_top_nodes), {}, True
 
     # ---- LLM steps ---------------------------------------------------------------------------
     async def _answer(self, question, query, evidence, call, messages, grounded: bool) -> str:
         note = "\nUse only facts stated in the passages." if grounded else ""
         prompt = f"{self._passages(evidence)}\n\nQuestion: {question}" + (f"\n(Rewritten as: {query})" if query != question else "") + note
         turn = [Message("system", self.answer_prompt), Message("user", prompt)]
-        completion = await call(turn, ANSWER_SCHEMA, True)
+        completion = await call(turn, ANSWER_SCHEMA, True, "answer")
         messages.extend(turn + [Message("assistant", completion.text or "")])
         return parse_field(completion.text or "", "answer")
 
-    async def _triple_check(self, question, answer, evidence, call, messages) -> dict[str, bool | None]:
-        verdicts: dict[str, bool | None] = {}
-        for check in CHECKS:
-            verdicts[check] = await self._yes_no(self.check_prompts[check], question, answer, evidence, ctx_text=check != "query_resolution", call=call, messages=messages)
-            if not verdicts[check]:
-                break  # the first failing check names the failure; later ones are not asked
-        return {c: verdicts.get(c) for c in CHECKS}
+    async def _triple_check(self, question, answer, evidence, call, messages) -> dict[str, bool]:
+        """The three validators in one call (the paper's 2.0–2.3 calls per question leave room for
+        one answer and one check); a verdict that cannot be read fails."""
+        prompt = f"{self._passages(evidence)}\n\nQuestion: {question}\n\nAnswer: {answer}"
+        turn = [Message("system", self.triple_check_prompt), Message("user", prompt)]
+        completion = await call(turn, TRIPLE_CHECK_SCHEMA, False, "triple_check")
+        messages.extend(turn + [Message("assistant", completion.text or "")])
+        return parse_verdicts(completion.text or "")
 
     async def _rewrite(self, question, query, answer, failure, evidence, call, messages) -> str:
         turn = [Message("system", self.rewrite_prompts[failure]), Message("user", f"Question: {question}\nCurrent query: {query}\nRejected answer: {answer}")]
-        completion = await call(turn, QUERY_SCHEMA, False)
+        completion = await call(turn, QUERY_SCHEMA, False, "rewrite")
         messages.extend(turn + [Message("assistant", completion.text or "")])
         return parse_field(completion.text or "", "query") or query
 
-    async def _yes_no(self, instruction, question, answer, evidence, ctx_text, call, messages) -> bool:
-        parts = [self._passages(evidence)] if ctx_text else []
-        parts.append(f"Question: {question}")
-        if answer is not None:
-            parts.append(f"Answer: {answer}")
-        turn = [Message("system", instruction), Message("user", "\n\n".join(parts))]
-        completion = await call(turn, VERDICT_SCHEMA, False)
+    async def _yes_no(self, instruction, question, evidence, call, messages) -> bool:
+        turn = [Message("system", instruction), Message("user", f"{self._passages(evidence)}\n\nQuestion: {question}")]
+        completion = await call(turn, VERDICT_SCHEMA, False, "sufficiency")
         messages.extend(turn + [Message("assistant", completion.text or "")])
         return parse_verdict(completion.text or "")
 
@@ -255,6 +294,18 @@ def parse_verdict(text: str) -> bool:
     """yes → True; no, or a reply that says neither, → False (a check that cannot be read fails)."""
     value = parse_field(text, "verdict").strip().lower()
     return bool(re.match(r"yes\b", value))
+
+
+def parse_verdicts(text: str) -> dict[str, bool]:
+    """The Triple-Check reply: each validator's yes → True; no, or a verdict that is missing or
+    unreadable → False. A reply that is not JSON is read as "<check>: yes|no" lines."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        data = {c: m.group(1) for c in CHECKS if (m := re.search(rf"{c}\W+(yes|no)\b", text, re.IGNORECASE))}
+    return {c: bool(re.match(r"yes\b", str(data.get(c, "")).strip().lower())) for c in CHECKS}
 
 
 def parse_field(text: str, key: str) -> str:

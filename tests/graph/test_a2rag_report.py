@@ -11,20 +11,24 @@ import pytest
 from arag.agent import Agent
 from arag.evaluation.records import EpisodeRow
 from arag.evaluation.report import build_report
-from arag.evaluation.report_a2rag import OUTCOMES, outcome_of, outcome_shares, rewrite_counts, verdict_counts
+from arag.evaluation.report_a2rag import OUTCOMES, calls_by_purpose, outcome_of, outcome_shares, paper_calls, rewrite_counts, verdict_counts
 from arag.evaluation.results import RunStore
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import load_method
+from arag.methods.a2rag import CHECKS
 
 YES, NO = {"verdict": "yes"}, {"verdict": "no"}
 ANSWER = {"answer": "20 March 851"}
+PASS = dict.fromkeys(CHECKS, "yes")
+OFF_TOPIC = {**PASS, "evidence_relevance": "no"}
+LLM = {"sufficiency": "llm"}
 # (script, method settings) → the bucket the episode ends in.
 EPISODES = [
-    ([YES, ANSWER, YES, YES, YES], {}, "local"),
-    ([YES, ANSWER, YES, YES, YES], {}, "local"),
-    ([NO, YES, ANSWER, YES, YES, YES], {}, "bridge"),
-    ([NO, NO, ANSWER, YES, YES, YES], {}, "ppr"),
-    ([YES, {"answer": "875"}, NO, {"query": "q2"}, YES, {"answer": "869"}, NO], {}, "fail"),
+    ([ANSWER, PASS], {}, "local"),
+    ([ANSWER, PASS], {}, "local"),
+    ([NO, YES, ANSWER, PASS], LLM, "bridge"),
+    ([NO, NO, ANSWER, PASS], LLM, "ppr"),
+    ([{"answer": "875"}, OFF_TOPIC, {"query": "q2"}, {"answer": "869"}, OFF_TOPIC], {}, "fail"),
     ([], {"gate_threshold": 0.99}, "abstain"),
 ]
 
@@ -83,7 +87,7 @@ def test_report_a2rag_section(results):
     comparison, controller = section.split("**A2RAG controller**")
     lines = [line for line in comparison.splitlines() if line.startswith("| 2wikimultihopqa")]
     # Baselines first (Naive RAG, A-RAG Full), then A2RAG; recall, calls, tokens and latency from the rows.
-    assert [line.split(" | ")[2] for line in lines] == ["Naive RAG", "A-RAG (Full)", "A2RAG"]
+    assert [line.split(" | ")[2] for line in lines] == ["Naive RAG", "A-RAG (Full)", "A2RAG (Full)"]
     assert lines[0] == "| 2wikimultihopqa | qwen | Naive RAG | 4 | 50.0 | 50.0 | 50.0 | 25.0 | 50.0 | 4.0 | 1,000 | 2.50 | 3.85 |"
     assert lines[1].endswith("| 25.0 | 75.0 | 4.0 | 1,000 | 2.50 | 3.85 |")
     a2 = lines[2].split(" | ")
@@ -91,16 +95,20 @@ def test_report_a2rag_section(results):
     # latency without the judge: ok rows wall_s 2..7 minus 1 s judge → 1..6, the failed row 9 → P50 of [1..6, 9] = 4.0
     assert a2[11] == "4.00"
     header = next(line for line in controller.splitlines() if line.startswith("| dataset"))
-    assert header == ("| dataset | model | method | n | local % | bridge % | PPR % | fail % | abstain % | no outcome % | "
+    assert header == ("| dataset | model | method | n | local % | bridge % | PPR % | fail % | abstain % | no outcome % | LLM calls / q | paper | "
+                      "sufficiency / q | answer / q | triple_check / q | rewrite / q | "
                       "evidence_relevance yes/no | answer_grounding yes/no | query_resolution yes/no | rewrites / q | rewrites by failure |")
     row = next(line for line in controller.splitlines() if line.startswith("| 2wikimultihopqa"))
     cells = row.strip("| ").split(" | ")
     shares = [float(c) for c in cells[4:10]]
     assert shares == [28.6, 14.3, 14.3, 14.3, 14.3, 14.3]
     assert sum(shares) == pytest.approx(100, abs=0.2)
-    # Triple-Check: 4 answered episodes pass all three; the failing one fails evidence relevance twice.
-    assert cells[10:13] == ["4/2", "4/0", "4/0"]
-    assert cells[13:] == ["0.14", "evidence_relevance 1"]
+    # Calls over the six episodes whose controller ran (the failed one has no trace): local 2 + 2,
+    # bridge 4 and PPR 4 (two LLM sufficiency checks each), fail 5 (two attempts and a rewrite), abstain 0.
+    assert cells[10:16] == ["2.83", "2.3", "0.67", "1.00", "1.00", "0.17"]
+    # Triple-Check: one call judges all three; the failing episode fails evidence relevance twice.
+    assert cells[16:19] == ["4/2", "6/0", "6/0"]
+    assert cells[19:] == ["0.14", "evidence_relevance 1"]
 
 
 def test_outcome_shares_sum_to_one_and_name_unknown_buckets():
@@ -113,6 +121,11 @@ def test_outcome_shares_sum_to_one_and_name_unknown_buckets():
     assert verdict_counts([json.dumps([{"evidence_relevance": True, "answer_grounding": False, "query_resolution": None}]), None]) == {
         "evidence_relevance": (1, 0), "answer_grounding": (0, 1), "query_resolution": (0, 0)}
     assert rewrite_counts([json.dumps([{"failure": "answer_grounding"}, {"failure": "answer_grounding"}]), None]) == {"answer_grounding": 2}
+    assert calls_by_purpose([json.dumps({"answer": 1, "triple_check": 1}), json.dumps({"answer": 2, "rewrite": 1}), None]) == (
+        2, {"sufficiency": 0.0, "answer": 1.5, "triple_check": 0.5, "rewrite": 0.5})
+    with pytest.raises(ValueError, match="unknown A2RAG call purpose 'gate'"):
+        calls_by_purpose([json.dumps({"gate": 1})])
+    assert (paper_calls("2wikimultihopqa-passages"), paper_calls("hotpotqa"), paper_calls("graphrag-bench-novel")) == (2.3, 2.0, None)
 
 
 def test_no_a2rag_runs_says_so(tmp_path):
