@@ -1,8 +1,13 @@
 """open (AgenticRAG): a window of a referenced document's numbered lines.
 
-Shows `open_window_lines` lines (a method setting, paper: 1,800) starting at `line` (0-based),
-headed "Viewing lines [a–b] of N" (a and b inclusive). A line outside 0..N-1 is an error that
-gives the valid range.
+A line here is one sentence of the document (arag.tools.documents: the unit find and search's
+snippet lines point at), not a line of the source file. The paper's window is 1,800 file lines,
+which its tools keep to about 11k tokens a call; 1,800 sentences can be several times that, so the
+window has two bounds, whichever comes first: `open_window_lines` lines (paper: 1,800) and
+`open_max_tokens` tokens of line text (cl100k_base; paper: ~11k). It ends at the last whole line
+within the budget (the first line is always shown whole: an index's sentences are at most its
+chunk size). Headed "Viewing lines [a–b] of N" (a and b inclusive), with the line to continue
+from. A line outside 0..N-1 is an error that gives the valid range.
 """
 
 from __future__ import annotations
@@ -12,15 +17,16 @@ from typing import Any
 
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, type_name
 from arag.tools.documents import get_ref_id, load_document, numbered, session_of
-from arag.tools.render import content_tokens
+from arag.index.tokens import count_tokens_batch
 
 
 NAME = "open"
 
 DESCRIPTION = (
-    "Read a document found by search (by its reference id) as numbered lines, from line `line` "
-    "(0 = the start) on, a window of lines at a time. Use the line numbers from find to jump to a "
-    "passage, and open again further on to keep reading."
+    "Read a document found by search (by its reference id) as numbered lines (one sentence a line), "
+    "from line `line` (0 = the start) on, a window of lines at a time: as many lines as fit a fixed "
+    "token budget. The reply says which lines it shows and the line to open next to keep reading. "
+    "Use the line numbers from find to jump to a passage."
 )
 
 PARAMETERS: dict[str, Any] = {
@@ -54,8 +60,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     if not 0 <= line < n:
         shown = line if abs(line) < 10**12 else "a huge number"
         raise ToolArgumentError(f"line {shown} is out of range: [{ref.ref_id}] has {n} lines, numbered 0–{n - 1}")
-    end = min(n, line + session.settings.open_window_lines)
-    window = doc.lines[line:end]
+    window, tokens = token_window(doc.lines[line : line + session.settings.open_window_lines], session.settings.open_max_tokens)
+    end = line + len(window)
     title = f" of {doc.title!r}" if doc.title else ""
     head = f"[{ref.ref_id}]{title}: Viewing lines [{line}–{end - 1}] of {n}"
     tail = f"\n(Lines {end}–{n - 1} follow: open with line={end} to read on.)" if end < n else ""
@@ -64,9 +70,19 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         tool=NAME,
         text=f"{head}\n{numbered(window, line)}{tail}",
         results=[hit],
-        retrieved_tokens=content_tokens(window),
+        retrieved_tokens=tokens,
         details={"ref_ids": [ref.ref_id], "first_line": line, "last_line": end - 1, "lines": n},
     )
+
+
+def token_window(lines: list[str], max_tokens: int) -> tuple[list[str], int]:
+    """The leading lines whose tokens sum to at most `max_tokens` (at least the first line), and that sum."""
+    total = 0
+    for i, size in enumerate(count_tokens_batch(lines)):
+        if i and total + size > max_tokens:
+            return lines[:i], total
+        total += size
+    return lines, total
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)

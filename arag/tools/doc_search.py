@@ -4,13 +4,14 @@ Per query: the keyword ranking (A-RAG keyword_search scoring, the query's conten
 and the semantic ranking (A-RAG semantic_search: sentences grouped into chunks) each rank chunks; a
 document takes the rank of its best chunk in each list (on a packed index, whose windows cover several
 documents, the documents of the matched sentences are ranked instead: see
-arag.tools.packed_documents), and its score is reciprocal-rank fusion
-Σ 1/(RRF_K + rank) over both lists and over every query of the call. The top `search_results`
-documents (a method setting, paper: 10) get reference ids `turn{t}search{n}` (t: the episode's
-search call, n: the rank), a snippet (the best chunk's matching sentences), the title, the
-document id, its line range (0 to N-1) and the line the snippet starts at, which open can start from
-(small models otherwise copied the range's end into open and read the document's last line). Each
-document appears once per call, however many queries found it.
+arag.tools.packed_documents), and its score for the query is reciprocal-rank fusion
+Σ 1/(RRF_K + rank) over both lists. As the paper's tool does, each query yields up to
+`search_results` documents (a method setting, paper: 10 per query), its best by that score; the
+call returns their union, each document once however many queries found it, ordered by the score
+summed over the call's queries. Each gets a reference id `turn{t}search{n}` (t: the episode's search
+call, n: the rank), a snippet (the best chunk's matching sentences), the title, the document id, its
+line range (0 to N-1) and the line the snippet starts at, which open can start from (small models
+otherwise copied the range's end into open and read the document's last line).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ STOPWORDS = frozenset(
 DESCRIPTION = (
     "Search the collection for documents. Give up to 5 different phrasings of what you look for in one "
     "call (names, a short statement, a question about one fact); each runs both exact keyword matching "
-    "and meaning-based matching, and the documents found are merged. Every result has a reference id "
+    "and meaning-based matching and brings its own best documents, and the documents found are merged "
+    "(each once). Every result has a reference id "
     "(e.g. turn1search2), its title, its line numbers (lines 0-N), a snippet and the line the snippet starts at. "
     "The snippet is only a preview: use find to look for words or ideas inside a document, or open to read its "
     "lines (from the snippet's line, say)."
@@ -114,18 +116,22 @@ def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCan
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
     queries = list(dict.fromkeys(q.strip() for q in get_string_list(args, "queries", noun="query", max_items=session.settings.max_queries, max_chars=MAX_SEARCH_QUERY_CHARS, example='"who directed Phoolwari"')))
-    n = session.settings.search_results
+    n = session.settings.search_results  # per query
     fused: dict[str, float] = {}
     best: dict[str, tuple[float, DocumentCandidate, str]] = {}  # doc → (contribution, candidate, query)
+    found: dict[str, None] = {}  # the union of every query's top n
     for query in queries:
+        own: dict[str, float] = {}
         for ranking in ranked_documents(ctx, query, CANDIDATES_PER_RESULT * n):
             for rank, cand in enumerate(ranking, 1):
                 doc = cand.doc_id
                 contribution = 1.0 / (RRF_K + rank)
+                own[doc] = own.get(doc, 0.0) + contribution
                 fused[doc] = fused.get(doc, 0.0) + contribution
                 if doc not in best or contribution > best[doc][0] or (contribution == best[doc][0] and best[doc][1].sentences is None and cand.sentences):
                     best[doc] = (contribution, cand, query)
-    top = sorted(fused, key=lambda d: (-fused[d], best[d][1].anchor))[:n]
+        found.update(dict.fromkeys(sorted(own, key=lambda d: (-own[d], best[d][1].anchor))[:n]))
+    top = sorted(found, key=lambda d: (-fused[d], best[d][1].anchor))
     turn = session.next_turn()
     hits = result_hits(ctx, top, fused, best)
     anchors = {d: best[d][1].anchor for d in top}

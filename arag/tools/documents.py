@@ -34,8 +34,11 @@ class DocumentToolSettings:
     """What the method decides for the document tools (the paper's values are the defaults).
 
     max_queries: reformulations one search call may carry.
-    search_results: documents one search call returns (after merging its queries).
-    open_window_lines: lines one open call shows.
+    search_results: documents each query of a search call contributes (paper: up to 10 per
+        query); the call returns their union, each document once.
+    open_window_lines: lines one open call shows, at most.
+    open_max_tokens: cap on one open reply (cl100k_base tokens of its lines; paper: ~11k per call),
+        which ends the window earlier when its lines (sentences) are long.
     find_max_tokens: cap on one find reply (cl100k_base tokens of the passages).
     find_passages_per_pattern: passages one pattern may yield.
     find_context_lines: lines shown on each side of a matched line.
@@ -45,6 +48,7 @@ class DocumentToolSettings:
     max_queries: int = 5
     search_results: int = 10
     open_window_lines: int = 1800
+    open_max_tokens: int = 11_000
     find_max_tokens: int = 11_000
     find_passages_per_pattern: int = 2
     find_context_lines: int = 1

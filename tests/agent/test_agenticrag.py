@@ -177,3 +177,20 @@ def test_search_schema_and_description_name_the_configured_query_limit():
     assert "One to 3 reformulations" in search_schema(load_method("agenticrag", {"max_queries": 3}))["parameters"]["properties"]["queries"]["description"]
     single = search_schema(load_method("agenticrag_single_query"))
     assert single["parameters"]["properties"]["queries"]["maxItems"] == 1 and "Give one phrasing" in single["description"]
+
+
+def test_search_gives_each_query_its_documents_and_open_keeps_the_token_budget(agent_ctx):
+    """The paper's tools: up to `search_results` documents per query (not per call), and an open
+    window that ends at `open_max_tokens` (a line is a sentence, so 1,800 lines could be far more)."""
+    script = [
+        {"tool": "search", "arguments": {"queries": ["Teutberga died 11 November 875", "Phoolwari is a 1946 Indian film"]}},
+        {"tool": "open", "arguments": {"ref_id": "turn1search1"}},
+        {"answer": "x\nCitations: turn1search1 (1.0)"},
+    ]
+    a, _ = agent(script, agent_ctx, overrides={"search_results": 1, "open_max_tokens": 1})
+    search, opened = a.run("q").tool_calls
+    assert search.ref_ids == ["turn1search1", "turn1search2"] and {c.split("#")[0] for c in search.chunk_ids} == {"0", "3"}
+    assert "Viewing lines [0–0] of 2" in opened.text and "open with line=1" in opened.text  # one whole line, then the budget
+    for name in ("agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query"):
+        settings = load_method(name).documents
+        assert (settings.search_results, settings.open_window_lines, settings.open_max_tokens) == (10, 1800, 11_000), name

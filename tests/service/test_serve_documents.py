@@ -50,7 +50,7 @@ def test_search_find_open_over_a_served_index_as_locally(http_server, local_ctx,
     assert served.citations == local.citations and served.citations[0]["doc_id"] is not None  # the client's session knows the ids
     if overrides:  # the method's settings reached the server's session
         assert "Viewing lines [1–1]" in served.tool_calls[2].text
-        assert len(served.tool_calls[0].ref_ids) == 2
+        assert len(served.tool_calls[0].ref_ids) == 3  # up to 2 documents for each of its 2 queries, merged
 
 
 def test_document_settings_header_is_checked(http_server):

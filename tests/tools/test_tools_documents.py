@@ -64,9 +64,22 @@ def test_search_names_the_line_its_snippet_starts_at_and_open_starts_there(ctx):
     assert r.details["snippet_lines"][novel] == 5  # "In June they reached Gdańsk." is the novel's line 5
 
 
+def test_search_returns_up_to_n_documents_per_query(ctx):
+    """As the paper's tool: each query brings its own top `search_results`; the call returns their union."""
+    queries = ("Kraków is a city in Poland", "A ferry crosses a river", "Tomasz Wrona was a fisherman from Gdańsk")
+    alone = [search(ctx, DocumentSession(settings=DocumentToolSettings(search_results=1)), q).details["documents"] for q in queries]
+    assert all(len(docs) == 1 for docs in alone) and len({d for docs in alone for d in docs}) == 3  # each query finds another document
+    together = search(ctx, DocumentSession(settings=DocumentToolSettings(search_results=1)), *queries)
+    assert sorted(together.details["documents"]) == sorted(d for docs in alone for d in docs)  # 3 documents, not 1 for the call
+    assert together.details["ref_ids"] == ["turn1search1", "turn1search2", "turn1search3"]
+    # A document two queries find appears once.
+    twice = search(ctx, DocumentSession(settings=DocumentToolSettings(search_results=1)), queries[0], queries[0] + " on the Vistula")
+    assert twice.details["documents"] == alone[0]
+
+
 def test_search_limits(ctx):
     session = DocumentSession(settings=DocumentToolSettings(search_results=2))
-    assert len(search(ctx, session, "river", "Anna", "ferry").results) == 2
+    assert len(search(ctx, session, "river").results) == 2
     for bad, msg in (([], "empty"), (["a"] * 6, "at most 5"), ("Anna", "not a single string"), ([3], "must be a string"), ([" "], "blank")):
         r = ctx.call("search", {"queries": bad}, tracker=session)
         assert r.error and msg in r.error and r.results == []
@@ -89,6 +102,26 @@ def test_open_window_and_range(ctx):
         assert err and "out of range" in err and "0–6" in err
     assert "whole number" in ctx.call("open", {"ref_id": ref, "line": 1.5}, tracker=session).error
     assert "unknown reference id" in ctx.call("open", {"ref_id": "turn9search9"}, tracker=session).error
+
+
+def test_open_window_keeps_the_per_call_token_budget(ctx):
+    """A line is a sentence, so the window also ends at `open_max_tokens` (paper: ~11k per call)."""
+    from arag.index.tokens import count_tokens
+
+    novel = [s for chunk in DOCS[0].chunks for s in chunk]
+    budget = count_tokens(novel[0]) + count_tokens(novel[1])  # room for exactly two lines
+    session = DocumentSession(settings=DocumentToolSettings(open_max_tokens=budget))
+    search(ctx, session, "Anna Kraków")
+    ref = ref_of(session, "novel")
+    r = ctx.call("open", {"ref_id": ref}, tracker=session)
+    assert r.text.splitlines()[0].endswith("Viewing lines [0–1] of 7") and "open with line=2" in r.text
+    assert r.retrieved_tokens == budget
+    # The line to continue from reads on; a budget smaller than one line still shows that line whole.
+    tiny = DocumentSession(settings=DocumentToolSettings(open_max_tokens=1))
+    search(ctx, tiny, "Anna Kraków")
+    r = ctx.call("open", {"ref_id": ref_of(tiny, "novel"), "line": 2}, tracker=tiny)
+    assert "Viewing lines [2–2] of 7" in r.text and "2: The river was high." in r.text and "open with line=3" in r.text
+    assert DocumentToolSettings().open_max_tokens == 11_000 and DocumentToolSettings().search_results == 10  # the paper's
 
 
 def test_find_lexical_semantic_dedup_and_cap(ctx):
