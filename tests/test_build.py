@@ -239,13 +239,43 @@ def test_part_size_is_in_the_identity_of_json_lines_only(tmp_path):
         assert len(fingerprints) == (2 if used else 1), fmt
 
 
+def run_id_over(index: Path) -> str:
+    """The run id of one evaluation over the index folder, its index identity read as
+    pipelines.evaluate reads it (arag.index.fingerprint.index_build_fingerprint)."""
+    import yaml
+
+    from arag.conf_files import conf_path
+    from arag.evaluation.settings import RunSettings
+    from arag.index.fingerprint import index_build_fingerprint
+
+    return RunSettings(
+        dataset="test", method=yaml.safe_load(conf_path("method", "arag_full.yaml").read_text()), model={"backend": "scripted", "protocol": "json"},
+        agent={"max_steps": 15}, judge={"name": "paper"}, judge_model=None, questions_path="/q.jsonl", questions_sha256="0" * 64,
+        index_path=str(index.resolve()), index_build_fingerprint=index_build_fingerprint(index),
+    ).run_id
+
+
 def test_a_same_size_edit_in_the_middle_rebuilds_the_parts_it_touched(ray_local, tmp_path):
+    import shutil
+
     rows = [{"doc_id": f"doc{i}", "title": f"Title {i}", "text": " ".join(f"Fact {j} about subject {i} is recorded here." for j in range(1 + i % 9))} for i in range(700)]
     corpus = write_jsonl(tmp_path / "c" / "big.jsonl", rows)
     s = settings(corpus, chunk_tokens=64, part_size_mb=0.04)
     root = tmp_path / "idx"
     layout = IndexLayout(root)
     first = build(s, root).manifest
+    run_before = run_id_over(root)
+    # The same index copied to another folder is the same index: same fingerprint, same run id.
+    shutil.copytree(root, tmp_path / "elsewhere" / "idx")
+    assert run_id_over(tmp_path / "elsewhere" / "idx") == run_before
+    # The same corpus files in another folder are the same input: the index is up to date (its
+    # parts are hashed again, the copies having new modification times) and keeps its fingerprint.
+    moved = tmp_path / "moved" / "big.jsonl"
+    moved.parent.mkdir()
+    shutil.copyfile(corpus, moved)
+    same = build(settings(moved, chunk_tokens=64, part_size_mb=0.04), root)
+    assert same.action is BuildAction.UP_TO_DATE and same.manifest["fingerprint"] == first["fingerprint"]
+    assert run_id_over(root) == run_before
     plan = plan_parts(s.corpus)
     assert len(plan) > 4
     records = {p.part: layout.part_record(p.part).stat().st_mtime_ns for p in plan}
@@ -255,13 +285,16 @@ def test_a_same_size_edit_in_the_middle_rebuilds_the_parts_it_touched(ray_local,
     at = data.index(b"Fact 2 about subject 350 ")
     assert 64 * 1024 < at < len(data) - 64 * 1024  # neither in the first nor in the last 64 KiB
     corpus.write_bytes(data[:at] + b"Fact 2 about subjekt 350 " + data[at + 25 :])
-    assert corpus.stat().st_size == len(data) and s.fingerprint() == first["fingerprint"]  # the same size and names
+    assert corpus.stat().st_size == len(data) and s.fingerprint() == first["build_fingerprint"]  # the same size and names
 
     again = build(s, root)
     assert again.action is BuildAction.RESUME  # not "up to date"
     m = again.manifest
     assert m["inputs"]["content"]["digest"] != first["inputs"]["content"]["digest"]
     assert m["inputs"]["listing"] == first["inputs"]["listing"]
+    # Another index content is another index for the runs: its fingerprint and run ids change.
+    assert m["build_fingerprint"] == first["build_fingerprint"] and m["fingerprint"] != first["fingerprint"]
+    assert run_id_over(root) != run_before
     edited = [p.part for p in plan if p.start <= at < p.end]
     assert len(edited) == 1
     rebuilt = [p.part for p in plan if layout.part_record(p.part).stat().st_mtime_ns != records[p.part]]
@@ -272,6 +305,20 @@ def test_a_same_size_edit_in_the_middle_rebuilds_the_parts_it_touched(ray_local,
     old_parts = {p["part"]: p for p in first["parts"]}
     assert [p["part"] for p in m["parts"] if p["source"] != old_parts[p["part"]]["source"]] == edited
     assert build(s, root).action is BuildAction.UP_TO_DATE
+
+
+def test_an_index_written_before_the_fingerprint_covered_content_is_told_apart_by_its_content(tmp_path):
+    """A manifest without `build_fingerprint` holds a settings-only fingerprint; runs over it still
+    key on the content digest recorded beside it."""
+    from arag.index.fingerprint import index_build_fingerprint
+
+    seen = set()
+    for digest in ("a" * 32, "b" * 32):
+        folder = tmp_path / digest[0]
+        folder.mkdir()
+        (folder / "manifest.json").write_text(json.dumps({"fingerprint": "settings-only", "inputs": {"content": {"hash": "xxh3_128", "digest": digest}}}))
+        seen.add(index_build_fingerprint(folder))
+    assert len(seen) == 2 and "settings-only" not in seen
 
 
 def test_records_of_a_built_index_name_whole_files(multi_part_index):

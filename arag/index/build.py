@@ -1,16 +1,18 @@
 """Build bookkeeping that needs no executor: settings identity, resume decisions, the manifest.
 
 A build is identified by the settings that decide its output (corpus, chunking, embedding model,
-FAISS factory) and the names and sizes of its input files. `build.json` records them when a build
-starts; `manifest.json` is written last. On a rerun: same settings and a manifest → nothing to do
-once every part's input still hashes to its recorded digest; same settings, no manifest → resume
-(committed parts whose input still hashes the same are kept); different settings or `overwrite`
-→ the old files are removed first.
+FAISS factory) and the names and sizes of its input files, not by where the corpus lies (the
+`build_fingerprint`). `build.json` records them when a build starts; `manifest.json` is written
+last. On a rerun: same settings and a manifest → nothing to do once every part's input still
+hashes to its recorded digest; same settings, no manifest → resume (committed parts whose input
+still hashes the same are kept); different settings or `overwrite` → the old files are removed first.
 
-Content is not part of the identity: hashing every input byte costs a read of the corpus, which
-the distributed phase-1 tasks do anyway (each hashes its part as it reads it). The identity holds
-the cheap metadata, each part's record holds its input digest, a part whose input no longer
-hashes the same is rebuilt, and the manifest records the digest of the whole content.
+Content is not part of the build identity: hashing every input byte costs a read of the corpus,
+which the distributed phase-1 tasks do anyway (each hashes its part as it reads it). The build
+identity holds the cheap metadata, each part's record holds its input digest, a part whose input no
+longer hashes the same is rebuilt, and the manifest records the digest of the whole content. The
+manifest's `fingerprint`, which evaluation runs key on, covers both: the build settings and that
+content digest (arag.index.fingerprint), so a same-size edit gives the index another fingerprint.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from arag.corpus.digest import HASH_NAME, corpus_digest
 from arag.corpus.readers import CorpusSpec, InputPart, is_compressed, list_input_files
 from arag.index.ann import check_ann_setting
 from arag.index.embedding import EmbedderSpec
+from arag.index.fingerprint import index_fingerprint
 from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, TOOLS_CACHE, IndexLayout, read_json, write_json_atomic
 from arag.index.part_vectors import committed_vectors, read_vectors_record
 from arag.index.parts import ChunkingSettings, PartRecord, discard_part
@@ -60,7 +63,7 @@ class IndexSettings:
 
     def identity(self) -> dict[str, Any]:
         corpus = asdict(self.corpus)
-        corpus["path"] = str(Path(self.corpus.path).resolve())
+        del corpus["path"]  # where the files lie is no part of what they hold (names, sizes and digests are)
         if not uses_part_size(self.corpus):
             del corpus["part_size_mb"]  # it only cuts plain JSON Lines files into parts
         return {
@@ -125,7 +128,7 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
                 "choose another index.path or empty it first"
             )
         previous = read_json(layout.manifest if layout.manifest.exists() else layout.build_state)
-        same = previous.get("fingerprint") == fingerprint
+        same = previous.get("build_fingerprint") == fingerprint
         if same and not overwrite:
             if layout.manifest.exists():
                 return BuildAction.UP_TO_DATE
@@ -155,7 +158,7 @@ def reopen_for_rebuild(layout: IndexLayout, settings: IndexSettings, stale_parts
 def _write_build_state(layout: IndexLayout, settings: IndexSettings) -> None:
     write_json_atomic(
         layout.build_state,
-        {"fingerprint": settings.fingerprint(), "settings": settings.identity(), "started_at": time.time(), "arag_version": __version__},
+        {"build_fingerprint": settings.fingerprint(), "settings": settings.identity(), "started_at": time.time(), "arag_version": __version__},
     )
 
 
@@ -264,13 +267,14 @@ def assemble_manifest(
         for path, rows in [(ann["trained"], 0), *((p["file"], p["rows"]) for p in ann.get("parts", []))]:
             files.append({"path": path, "rows": rows, "bytes": (root / path).stat().st_size})
     identity = settings.identity()
-    content = corpus_digest([(p.file, p.start, p.end, by_part[p.part].input_digest) for p in plan])
+    content = {"hash": HASH_NAME, "digest": corpus_digest([(p.file, p.start, p.end, by_part[p.part].input_digest) for p in plan])}
     return {
         "format_version": FORMAT_VERSION,
         "arag_version": __version__,
-        "fingerprint": settings.fingerprint(),
-        "corpus": identity["corpus"],
-        "inputs": {**identity["inputs"], "content": {"hash": HASH_NAME, "digest": content}},
+        "fingerprint": index_fingerprint(identity, content, vectors),
+        "build_fingerprint": settings.fingerprint(),
+        "corpus": {**identity["corpus"], "path": str(Path(settings.corpus.path).resolve())},
+        "inputs": {**identity["inputs"], "content": content},
         "chunking": identity["chunking"],
         "vectors": vectors,
         "embedding": {"model": settings.embedder.name, "dimension": dimension, "normalized": True, "spec": asdict(settings.embedder)},

@@ -1,23 +1,42 @@
-"""Which build an index folder holds, as one string: the same settings over the same corpus files give
-the same fingerprint wherever the index folder lies. The corpus is named by its resolved path (and its
-files' names and sizes, arag.index.build.IndexSettings.identity), so the same files copied to
-another path are another build. Evaluation runs key on it (a rebuilt index with other
-settings is another run) and the tool server reports it (a client checks it serves the same index)."""
+"""Which index a folder holds, as one string: the fingerprint evaluation runs key on and the tool
+server reports (a client checks it serves the same index).
+
+It covers the build settings that decide the output (arag.index.build.IndexSettings.identity:
+chunking, embedder, ANN, the corpus format and its files' names and sizes) and the digest of the
+whole input content (every byte, arag.corpus.digest), so an edit that keeps every file's size still
+gives another fingerprint. Nothing in it is a path: the same index moved or copied to another
+folder, or built from the same files copied elsewhere, has the same fingerprint."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
+
+
+def index_fingerprint(settings_identity: dict[str, Any], content: dict[str, Any], vectors: str) -> str:
+    """The fingerprint of an index built with these settings from input content with this digest
+    ({"hash", "digest"}); `vectors` is the manifest's kind of index (embedded or text_only)."""
+    blob = json.dumps({"settings": settings_identity, "content": content, "vectors": vectors}, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 def index_build_fingerprint(index_path: str | Path) -> str:
     """The index's own fingerprint (manifest.json), else a hash of the manifest: a rebuilt index
-    with other settings is another run; the same index moved elsewhere is the same run."""
+    with other settings or content is another run; the same index moved elsewhere is the same run."""
     manifest_path = Path(index_path) / "manifest.json"
     data = manifest_path.read_bytes()
     try:
-        fp = json.loads(data).get("fingerprint")
-    except ValueError:
-        fp = None
-    return str(fp) if fp else "manifest-" + hashlib.sha256(data).hexdigest()[:16]
+        manifest = json.loads(data)
+        fp = manifest.get("fingerprint")
+    except (ValueError, AttributeError):
+        manifest, fp = {}, None
+    if not fp:
+        return "manifest-" + hashlib.sha256(data).hexdigest()[:16]
+    content = (manifest.get("inputs") or {}).get("content")
+    if "build_fingerprint" not in manifest and content:
+        # Written before the fingerprint covered content: its settings-only fingerprint and the
+        # content digest it recorded beside it.
+        return hashlib.sha256(json.dumps({"legacy": fp, "content": content}, sort_keys=True).encode()).hexdigest()[:16]
+    return str(fp)
