@@ -24,7 +24,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol
 from arag.agent.records import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 from arag.index.tokens import count_tokens
-from arag.llm.base import LLMBackend
+from arag.llm.base import LLMBackend, reply_room
 from arag.llm.types import Completion, LLMError, Message
 from arag.strict_settings import from_settings
 
@@ -86,9 +86,9 @@ class GuardRails:
 
 @dataclass
 class AgentConfig:
-    max_steps: int = 15
+    max_steps: int = 15  # the official A-RAG configuration's step limit (max_loops: 15 in the paper code's config)
     token_budget: int | None = PAPER_TOKEN_BUDGET  # conversation tokens (prompt + reply) that trigger the forced answer
-    max_reply_tokens: int | None = None  # per model call; None: the backend's own default
+    max_reply_tokens: int | None = None  # per model call; None: the model config's max_tokens (arag.llm.base.PAPER_REPLY_TOKENS when null)
     llm_attempts: int = 4  # tries per model call (1 + retries) for retryable LLM errors
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 30.0
@@ -295,7 +295,7 @@ class Agent:
         if self.config.token_budget is None:
             return note
         window = getattr(self.backend, "context_window", None)
-        ceiling = window - (self.config.max_reply_tokens or self.backend.max_tokens) if window else self.config.token_budget + CONTEXT_MARGIN_TOKENS
+        ceiling = window - reply_room(self.config.max_reply_tokens or self.backend.max_tokens, window) if window else self.config.token_budget + CONTEXT_MARGIN_TOKENS
         room = ceiling - conversation - estimate_tokens(Message("user", self.method.final_text))
         size = estimate_tokens(note)
         if size <= room:
@@ -408,7 +408,7 @@ def fit_budget(config: AgentConfig, backend: LLMBackend) -> AgentConfig:
     window = getattr(backend, "context_window", None)
     if not window:
         return config
-    reply = config.max_reply_tokens or backend.max_tokens
+    reply = reply_room(config.max_reply_tokens or backend.max_tokens, window)
     limit = max(256, window - reply - CONTEXT_MARGIN_TOKENS)
     budget = limit if config.token_budget is None else min(config.token_budget, limit)
     return replace(config, token_budget=budget)

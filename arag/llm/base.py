@@ -12,12 +12,30 @@ import threading
 from abc import ABC, abstractmethod
 from typing import Any
 
-from arag.llm.reasoning import reply_tokens, ReasoningSetting, resolve
+from arag.llm.reasoning import ReasoningSetting, resolve
 from arag.llm.types import Completion, Message
 
 # Which ways of acting a backend offers (see arag.agent.protocols).
 NATIVE = "native"
 JSON = "json"
+
+# The reply cap of a model config that leaves `max_tokens` null, for every model family: the A-RAG
+# paper runs every method with max_tokens >= 16384 (appendix B) and its official config sets 16384.
+# A backend with a known context window never asks for more than the window has left after the
+# prompt, so in a smaller window a reply may use the window's remainder.
+PAPER_REPLY_TOKENS = 16_384
+# Room the agent keeps free for a reply in a window that cannot hold the whole cap beside at least
+# as much conversation (see reply_room); the replies themselves may still use the window's remainder.
+MIN_REPLY_ROOM = 1_024
+
+
+def reply_room(cap: int, window: int | None) -> int:
+    """Tokens of the context window the agent keeps free for a reply (the token budget and the cut of
+    large tool results leave them out): the whole reply cap where the window holds it and at least as
+    much conversation (or the window is unknown), else MIN_REPLY_ROOM (never more than the cap)."""
+    if window is None or window >= 2 * cap:
+        return cap
+    return min(cap, MIN_REPLY_ROOM)
 
 
 class LLMBackend(ABC):
@@ -35,8 +53,7 @@ class LLMBackend(ABC):
     def __init__(self, model: str, *, reasoning: ReasoningSetting | None = None, max_tokens: int | None = None, temperature: float = 0.0):
         self.model = model
         self.reasoning = reasoning or resolve(None, "none")
-        # None: the family's default reply cap (16,384 for reasoning families, 1,024 otherwise)
-        self.max_tokens = max_tokens if max_tokens is not None else reply_tokens(self.reasoning.family)
+        self.max_tokens = max_tokens if max_tokens is not None else PAPER_REPLY_TOKENS
         self.temperature = temperature
 
     @abstractmethod

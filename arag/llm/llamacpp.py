@@ -32,7 +32,7 @@ class LlamaCppBackend(BlockingBackend):
         n_threads: int | None = None,
         n_batch: int = 512,
         seed: int = 0,
-        max_tokens: int = 384,
+        max_tokens: int | None = None,
         temperature: float = 0.0,
         reasoning_effort: str | None = None,
         on_unsupported: str = "error",

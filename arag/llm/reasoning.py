@@ -49,15 +49,6 @@ class ReasoningSetting:
 
 FAMILIES = ("gpt-oss", "openai-reasoning", "qwen3", "none")
 
-# Default reply cap per family when a model config leaves `max_tokens` null: reasoning models spend
-# thousands of tokens before the answer (the paper asks for at least 16,384), others need little.
-REPLY_TOKENS = {"gpt-oss": 16_384, "openai-reasoning": 16_384, "qwen3": 16_384, "none": 1_024}
-
-
-def reply_tokens(family: str) -> int:
-    return REPLY_TOKENS.get(family, REPLY_TOKENS["none"])
-
-
 def family_of(model: str) -> str:
     """Guess the family from a model name; configs may name it explicitly instead."""
     m = model.lower()

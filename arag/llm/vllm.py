@@ -288,7 +288,7 @@ class EngineServer:
         room = self.max_model_len - len(ids)
         if room <= 1:
             raise ValueError(f"the prompt has {len(ids)} tokens; the context window is {self.max_model_len}")
-        max_tokens = int(req.get("max_tokens") or 512)
+        max_tokens = int(req.get("max_tokens") or room)  # no cap named: the window's remainder
         common = {"temperature": float(req.get("temperature") or 0.0), "seed": req.get("seed"), "skip_special_tokens": not tools}
 
         reasoning, answer_ids = None, ids
@@ -369,7 +369,7 @@ class VLLMBackend(LLMBackend):
         max_num_seqs: int = 64,
         enforce_eager: bool = False,
         tool_parser: str | None = "auto",
-        max_tokens: int = 512,
+        max_tokens: int | None = None,
         temperature: float = 0.0,
         seed: int | None = 0,
         reasoning_effort: str | None = None,

@@ -43,6 +43,18 @@ def test_grammar_constrained_action(embedded):
         assert action.name in ("keyword_search", "semantic_search", "chunk_read") and isinstance(action.arguments, dict)
 
 
+def test_a_cap_larger_than_the_window_is_the_windows_remainder(embedded):
+    """The paper's 16,384-token reply cap (a null max_tokens) in this 4,096-token window: the
+    library cuts it to what the window has left after the prompt instead of refusing the call."""
+    from arag.llm.base import PAPER_REPLY_TOKENS
+    from arag.llm.types import Message
+
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 20}}, "required": ["answer"]}
+    completion = embedded.complete([Message("user", 'Reply {"answer": "yes"}.')], response_schema=schema, max_tokens=PAPER_REPLY_TOKENS)
+    assert PAPER_REPLY_TOKENS > embedded.context_window and json.loads(completion.text)["answer"]
+    assert completion.prompt_tokens + completion.completion_tokens <= embedded.context_window
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_runs_a_real_episode(embedded, agent_ctx, method):
     agent = Agent(embedded, load_method(method), agent_ctx, protocol="json", config=AgentConfig(max_steps=2, llm_attempts=1))

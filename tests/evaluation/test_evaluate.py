@@ -129,7 +129,7 @@ def test_hydra_multirun_sweeps_into_one_results_tree_that_duckdb_reads(eval_inde
     "sweep, first",
     [
         ("test_time_scaling_steps", "#0 : method=arag_full agent.max_steps=5 model.reasoning_effort=medium"),
-        ("test_time_scaling_effort", "#0 : method=arag_full agent.max_steps=10 model.reasoning_effort=minimal"),
+        ("test_time_scaling_effort", "#0 : method=arag_full agent.max_steps=15 model.reasoning_effort=minimal"),  # the official step count
     ],
 )
 def test_the_test_time_scaling_sweeps_vary_one_setting_at_a_time(tmp_path, sweep, first):
