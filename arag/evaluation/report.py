@@ -31,7 +31,7 @@ from arag.evaluation.report_a2rag import a2rag_section
 from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
 from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
-from arag.evaluation.report_sweeps import SWEEPABLE, setting_order, sweep_table
+from arag.evaluation.report_sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
 METHOD_LABELS = {
@@ -494,6 +494,10 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         plot_accuracy_vs(con, "reasoning_effort", out / "accuracy_vs_reasoning_effort.png"),
         plot_tool_use(con, out / "tool_use.png"),
     ]
+    if paper_columns:  # the paper's Figure 4 beside our sweep tables
+        figure, drawn = paper_figure_section(con, _varying(con), out, _label)
+        sweeps.append(figure)
+        plots += drawn
     parts = [
         f"# {title}",
         "",

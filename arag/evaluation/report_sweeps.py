@@ -166,3 +166,133 @@ def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str
         ]
         out += [markdown_table(header, rows, ["l"] + ["r"] * (len(header) - 2) + ["l"]), ""]
     return "\n".join(out)
+
+
+# ---- the paper's Figure 4 -----------------------------------------------------------------------
+# A-RAG's test-time-scaling figure (§5.1, Figure 4): LLM-Acc alone, against the step limit from 5 to
+# 20 and against reasoning effort from minimal to high, one panel per backbone (the paper: steps
+# for GPT-5-mini and GPT-4o-mini, effort for GPT-5-mini and GPT-5, all on MuSiQue-300). Its effort
+# panels run at one step limit: ours at the official configuration's (AgentConfig.max_steps).
+PAPER_STEP_RANGE = (5, 20)
+PAPER_EFFORT_LEVELS = ("minimal", "low", "medium", "high")
+AXIS_LABELS = {"max_steps": "max steps", "reasoning_effort": "reasoning effort"}
+PAPER_FIGURE_FILE = "test_time_scaling.png"
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel of the figure: LLM-Acc (%) of each series of one (swept setting, backbone, dataset)."""
+
+    x: str
+    model: str
+    dataset: str
+    lines: tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]  # (series label, ((x, LLM-Acc %), ...))
+
+    @property
+    def title(self) -> str:
+        return f"{self.model} · {self.dataset}"
+
+
+def _in_paper_range(x: str, value: Any) -> bool:
+    if x == "max_steps":
+        return isinstance(value, (int, float)) and PAPER_STEP_RANGE[0] <= value <= PAPER_STEP_RANGE[1]
+    return value in PAPER_EFFORT_LEVELS
+
+
+def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str], label=lambda m: m, official_steps: int | None = None) -> tuple[list[Panel], list[str]]:
+    """The figure's panels (max-steps panels first, each by backbone and dataset) and a note per
+    series or point left out of it: effort series at another step limit than `official_steps` (default:
+    AgentConfig's), x values outside the paper's range, points without an LLM-Acc."""
+    if official_steps is None:
+        from arag.agent.loop import AgentConfig
+
+        official_steps = AgentConfig().max_steps
+    steps_of = dict(con.execute("SELECT run_id, any_value(max_steps) FROM episodes GROUP BY run_id").fetchall())
+    lines: dict[tuple[str, str, str], list] = {}
+    notes: list[str] = []
+    for x in SWEEPABLE:
+        for s in sweep_series(con, x, shown_settings):
+            fixed = dict(s.fixed)
+            model, dataset = str(fixed.pop("model")), str(fixed.pop("dataset"))
+            rails = fixed.pop("guard_rails")
+            if x == "reasoning_effort":
+                fixed.pop("max_steps", None)  # the same for every effort line: the official step limit, named on the axis
+            name = " · ".join([label(str(fixed.pop("method"))), *(f"{k}={'—' if v is None else v}" for k, v in fixed.items()),
+                               *([f"guard_rails={rails}"] if rails != "off" else [])])
+            where = f"{model} · {dataset} · {name}"
+            if x == "reasoning_effort":
+                steps = sorted({steps_of[p.run_id] for p in s.points}, key=lambda v: setting_order("max_steps", v))
+                if steps != [official_steps]:
+                    notes.append(f"{where}: reasoning effort swept at max_steps={', '.join(map(str, steps))}, not the official {official_steps}")
+                    continue
+            kept = [p for p in s.points if _in_paper_range(x, p.x) and p.llm_acc is not None]
+            dropped = [p.x for p in s.points if p not in kept]
+            if dropped:
+                notes.append(f"{where}: {x}={', '.join('—' if v is None else str(v) for v in dropped)} (outside the paper's range, or no LLM-Acc)")
+            if len(kept) >= 2:
+                lines.setdefault((x, model, dataset), []).append((name, tuple((p.x, 100 * p.llm_acc) for p in kept)))
+    order = list(SWEEPABLE)
+    panels = [Panel(x, m, d, tuple(ls)) for (x, m, d), ls in sorted(lines.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2]))]
+    return panels, notes
+
+
+def paper_figure(panels: list[Panel], official_steps: int):
+    """The matplotlib figure: one axes per panel, in rows of up to four, a line per series."""
+    from arag.evaluation.report import _pyplot
+
+    plt = _pyplot()
+    cols = min(4, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), dpi=110, squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        xs = sorted({v for _, pts in panel.lines for v, _ in pts}, key=lambda v: setting_order(panel.x, v))
+        # Steps on a number line as the paper draws them; effort levels evenly spaced, in level order.
+        pos = {v: (v if panel.x == "max_steps" else i) for i, v in enumerate(xs)}
+        for i, (name, pts) in enumerate(panel.lines):
+            ax.plot([pos[v] for v, _ in pts], [y for _, y in pts], "-o", color=f"C{i % 10}", label=name)
+        ax.set_xticks([pos[v] for v in xs], [str(v) for v in xs])
+        ax.set_xlabel(AXIS_LABELS[panel.x] + (f" (max steps {official_steps})" if panel.x == "reasoning_effort" else ""))
+        ax.set_ylabel("LLM-Acc (%)")
+        ax.set_title(panel.title, fontsize=9)
+        ax.grid(alpha=0.3)
+        if len(panel.lines) > 1:
+            ax.legend(fontsize=6)
+    for ax in axes.flat[len(panels):]:
+        fig.delaxes(ax)
+    fig.tight_layout()
+    return fig
+
+
+def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[str], out_dir, label=lambda m: m) -> tuple[str, list]:
+    """The report's section for the paper's figure (report.paper_columns=true) and the PNG it wrote
+    (none without a sweep to draw)."""
+    from arag.agent.loop import AgentConfig
+
+    official = AgentConfig().max_steps
+    panels, notes = paper_figure_panels(con, shown_settings, label, official)
+    out = [
+        "## Test-time scaling as the paper draws it (Figure 4)",
+        "",
+        f"LLM-Acc against max steps ({PAPER_STEP_RANGE[0]}–{PAPER_STEP_RANGE[1]}) and against reasoning effort "
+        f"({PAPER_EFFORT_LEVELS[0]}–{PAPER_EFFORT_LEVELS[-1]}, at the official {official} steps), one panel per backbone and dataset; "
+        "the paper's panels: steps for GPT-5-mini and GPT-4o-mini, effort for GPT-5-mini and GPT-5, on MuSiQue-300.",
+        "",
+    ]
+    written = []
+    if panels:
+        from arag.evaluation.report import _pyplot
+
+        fig = paper_figure(panels, official)
+        path = out_dir / PAPER_FIGURE_FILE
+        fig.savefig(path)
+        _pyplot().close(fig)
+        written.append(path)
+        for p in panels:
+            for name, pts in p.lines:
+                out.append(f"- {AXIS_LABELS[p.x]} · {p.title} · {name}: " + ", ".join(f"{v} {y:.1f}" for v, y in pts))
+        out += ["", f"![Test-time scaling, the paper's layout]({PAPER_FIGURE_FILE})", ""]
+    else:
+        out += ["No sweep series to draw (`+sweep=test_time_scaling_steps`, `+sweep=test_time_scaling_effort`).", ""]
+    if notes:
+        out += ["Left out of the figure:", "", *(f"- {n}" for n in notes), ""]
+    return "\n".join(out), written

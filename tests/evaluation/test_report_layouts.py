@@ -14,15 +14,16 @@ from arag.evaluation.results import RunStore
 
 
 def write_run(results: Path, run_id: str, method: str, good: int, *, dataset: str = "2wikimultihopqa", max_steps: int = 10,
-              effort: str | None = "medium", index: str = "fingerprint-1", token_budget: int = 128000, n: int = 10) -> None:
-    """n questions, the first `good` correct (both accuracies); identity settings as the runner stores them."""
+              effort: str | None = "medium", index: str = "fingerprint-1", token_budget: int = 128000, n: int = 10, model: str = "gpt-5-mini", contained: int | None = None) -> None:
+    """n questions, the first `good` correct (both accuracies, or the first `contained` for
+    Cont-Acc); identity settings as the runner stores them."""
     settings = json.dumps({"agent": {"max_steps": max_steps, "token_budget": token_budget}, "model": {"reasoning_effort": effort},
                            "judge": {"name": "paper"}, "index": index, "method": {"name": method}, "dataset": dataset}, sort_keys=True)
     rows = [
         EpisodeRow(
             run_id=run_id, dataset=dataset, question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"], method=method,
-            model="gpt-5-mini", backend="openai", status="ok", prediction="a", max_steps=max_steps, reasoning_effort=effort, token_budget=token_budget,
-            settings=settings, contain_acc=float(i < good), llm_acc=float(i < good), judge_status="correct", prompt_tokens=100 * max_steps,
+            model=model, backend="openai", status="ok", prediction="a", max_steps=max_steps, reasoning_effort=effort, token_budget=token_budget,
+            settings=settings, contain_acc=float(i < (good if contained is None else contained)), llm_acc=float(i < good), judge_status="correct", prompt_tokens=100 * max_steps,
             completion_tokens=10, reasoning_tokens=5, retrieved_tokens=50 * max_steps, steps=max_steps // 2, model_calls=max_steps // 2, wall_s=1.0,
             tool_calls=max_steps // 2, calls_keyword_search=max_steps // 2,
         ).to_record()
