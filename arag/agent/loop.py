@@ -5,10 +5,11 @@ calls tools (each call runs, in order, and its result is appended as an observat
 `max_steps` steps without an answer, or once the conversation reaches `token_budget` tokens, the model
 is asked once more, with no tools, to answer from what it gathered (a *forced* answer).
 
-Nothing the model writes can crash the loop: unknown tools, malformed arguments, tool errors and
-unparseable replies become observations. LLM errors marked retryable are retried with exponential
-backoff (tenacity); an episode whose model calls still fail is returned with status "failed" and the
-reason, and no answer.
+Nothing the model writes can crash the loop: unknown tools, malformed arguments (the tool's refusal)
+and unparseable replies become observations. LLM errors marked retryable are retried with exponential
+backoff (tenacity); an episode whose model calls still fail, or whose tool call failed for a reason
+other than its arguments (a tool server gone after its retries, a lost worker, a tool's own failure:
+arag.tools.failures), is returned with status "failed" and the reason, and no answer.
 """
 
 from __future__ import annotations
@@ -389,14 +390,21 @@ class Agent:
             record.error = "unknown tool"
             record.text = f"Error: there is no tool named {str(action.name)[:100]!r}. The tools you can use are: {allowed}."
         else:
+            from arag.tools.failures import ToolInfrastructureError, checked
+
             try:
-                result = await self.method.acall_tool(self.ctx, action.name, action.arguments, tracker)
-                record.text, record.error, record.retrieved_tokens = result.text, result.error, result.retrieved_tokens
-                record.chunk_ids = [h.chunk_id for h in result.results]
-                record.ref_ids = list(result.details.get("ref_ids", []))
-            except Exception as exc:  # tools should not raise; if one does, the model sees it as an error
-                record.error = f"{type(exc).__name__}: {str(exc)[:300]}"
-                record.text = f"Error in {action.name}: {record.error}"
+                result = checked(await self.method.acall_tool(self.ctx, action.name, action.arguments, tracker))
+            except Exception as exc:
+                # Only a tool's refusal of its arguments (an error result) is the model's to read;
+                # anything else (a tool server gone, a lost worker, a tool's own failure) fails the
+                # episode with the cause, kept in the record and never shown to the model.
+                cause = str(exc) if isinstance(exc, ToolInfrastructureError) else f"{type(exc).__name__}: {str(exc)[:300]}"
+                record.error, record.latency_s = cause, time.perf_counter() - started
+                ep.tool_calls.append(record)
+                raise EpisodeFailed(f"step {step}: the {record.name} call failed: {cause}") from exc
+            record.text, record.error, record.retrieved_tokens = result.text, result.error, result.retrieved_tokens
+            record.chunk_ids = [h.chunk_id for h in result.results]
+            record.ref_ids = list(result.details.get("ref_ids", []))
         record.latency_s = time.perf_counter() - started
         ep.tool_calls.append(record)
         return self.protocol.observation(action, record.text)

@@ -86,7 +86,16 @@ class EpisodeRunner:
         prediction = episode.answer if answered else None
         scores = score_answer(prediction, question.answers)
         verdict = await self.judge.judge(question.question, question.answers, prediction, exact=scores.exact_match == 1.0)
-        evidence = await asyncio.to_thread(evidence_recall, episode, question.supporting_titles, self.titles_of if self.ctx is not None else None)
+        from arag.tools.failures import ToolInfrastructureError
+
+        try:
+            evidence = await asyncio.to_thread(evidence_recall, episode, question.supporting_titles, self.titles_of if self.ctx is not None else None)
+        except ToolInfrastructureError:
+            if answered:
+                raise  # not scored without its evidence: a failed row, run again by the next run
+            # The episode failed already (the tool server gone, say): its row keeps its own cause
+            # and trajectory, with no chunk titles to count evidence by.
+            evidence = await asyncio.to_thread(evidence_recall, episode, question.supporting_titles, None)
         counts = Counter(c.name for c in episode.tool_calls)
         tokens = episode.token_totals()
         row = self.base_row(question, attempt, worker)

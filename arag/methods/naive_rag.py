@@ -25,7 +25,11 @@ class NaiveRagMethod(Method):
         if ctx is None:
             raise ValueError(f"method {self.name!r} needs an index")
         started = time.perf_counter()
-        result = ctx.call(RETRIEVAL_TOOL, {"query": question, "top_k": self.top_k}, tracker=tracker)
+        from arag.tools.failures import checked
+
+        # A retrieval that failed on its own (or a tool server gone, which raises) fails the episode:
+        # the model must not answer from an error text as if it were the context.
+        result = checked(ctx.call(RETRIEVAL_TOOL, {"query": question, "top_k": self.top_k}, tracker=tracker))
         record = ToolCallRecord(
             step=0,
             name=RETRIEVAL_TOOL,

@@ -9,10 +9,16 @@ memory per session; the local tracker mirrors what was read. AgenticRAG's `Docum
 the same way: its settings travel with each call (X-Document-Settings), the server's session hands
 out and resolves the reference ids, and the local session mirrors the ids a search answered (the
 method cites them). Connections are pooled (one client
-is shared by every thread of an evaluation worker); a connection that cannot be made is retried
-with backoff, but a request that reached the server is never sent twice (chunk_read would mark a
-chunk read twice). A server that cannot be reached, refuses the token or answers something other
-than a tool result raises `ToolServerError`.
+is shared by every thread of an evaluation worker); a connection that cannot be made, or a request
+turned away before any tool ran (429, 502, 503), is retried with backoff, but a request that reached
+a tool is never sent twice (chunk_read would mark a chunk read twice).
+
+What the model may see: a tool's answer (200) and a tool's refusal of its arguments (400 with the
+tool's error result, or 413 for a body over the server's limit). Everything else raises
+`ToolServerError`, a `ToolInfrastructureError` that ends the episode as failed (arag.tools.failures):
+a server that cannot be reached after the retries, a 5xx (a tool that failed on the server, a lost
+worker), a refused token, an answer that is not a tool result. During calls its message names the
+setting `index.url`, not the address, and the address is scrubbed from the tool texts a model reads.
 
 `open_tools(index_path, index_url)` picks a local ToolContext or a RemoteTools, so the agent's and
 the evaluation's `index.url=http://host:port` switch is one line where they open the index.
@@ -23,24 +29,32 @@ from __future__ import annotations
 import json
 import os
 from typing import TYPE_CHECKING, Any, Iterable
+from urllib.parse import urlsplit
 
 import httpx
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+from tenacity import Retrying, retry_if_exception_type, retry_if_result, stop_after_attempt, wait_exponential_jitter
 
 from arag.service.guard import TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, Hit, ToolResult, error_result
 from arag.tools.documents import DocumentSession
+from arag.tools.failures import ToolInfrastructureError
 from arag.tools.tracker import ReadTracker
 
 if TYPE_CHECKING:
     from arag.tools import ToolContext
 
-# Answers of POST /tools/<name> that carry a tool result (answered, bad arguments, tool failure).
-TOOL_RESULT_STATUSES = (200, 400, 500)
+# Answers of POST /tools/<name> that the model reads: the tool's answer, its refusal of the arguments.
+MODEL_STATUSES = (200, 400)
+# Answers that turn a request away before any tool ran (rate limit, a proxy without its server, an
+# overloaded server): safe to send again, so retried like a connection that could not be made.
+RETRIED_STATUSES = (429, 502, 503)
+# What the failures of calls name instead of the server's address (the model never reads them;
+# the run's records do, and they stay free of internal addresses).
+URL_SETTING = "index.url"
 
 
-class ToolServerError(RuntimeError):
-    """The tool server could not be reached, or refused the request (not a tool's own error)."""
+class ToolServerError(ToolInfrastructureError):
+    """The tool server could not be reached, or failed or refused a request (not a tool's refusal of its arguments)."""
 
 
 class RemoteTools:
@@ -58,26 +72,30 @@ class RemoteTools:
         timeout_s: float = 120.0,
         connect_timeout_s: float = 10.0,
         retries: int = 4,
+        backoff_s: float = 0.5,
         max_connections: int = 64,
         require_tools: Iterable[str] = (),
+        transport: httpx.BaseTransport | None = None,  # tests
     ):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"index.url must be an http:// or https:// URL of a tool server, got {url!r}")
         self.url = url.rstrip("/")
+        self.attempts = 1 + max(0, retries)
         self._retrying = Retrying(
-            retry=retry_if_exception_type((httpx.ConnectError, httpx.ConnectTimeout)),
-            stop=stop_after_attempt(1 + max(0, retries)),
-            wait=wait_exponential_jitter(multiplier=0.5, max=8.0, jitter=0.5),
-            reraise=True,
+            retry=retry_if_exception_type((httpx.ConnectError, httpx.ConnectTimeout)) | retry_if_result(lambda r: r.status_code in RETRIED_STATUSES),
+            stop=stop_after_attempt(self.attempts),
+            wait=wait_exponential_jitter(multiplier=backoff_s, max=8.0, jitter=backoff_s),
+            retry_error_callback=lambda state: state.outcome.result(),  # the last answer, or its exception raised
         )
         self._client = httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"} if token else {},
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport,
         )
         try:
-            self.info: dict[str, Any] = self._request("GET", "/index").json()
+            self.info: dict[str, Any] = self._request("GET", "/index", where=self.url).json()
         except BaseException:
             self._client.close()
             raise
@@ -103,10 +121,19 @@ class RemoteTools:
             headers["X-Session-Id"] = tracker.session_id
         if isinstance(tracker, DocumentSession):
             headers["X-Document-Settings"] = json.dumps(tracker.settings.to_dict())
-        response = self._request("POST", f"/tools/{tool}", content=body, headers=headers, params={"full_text": "true" if full_text else "false"}, expect=(*TOOL_RESULT_STATUSES, 404))
+        path = f"/tools/{tool}"
+        response = self._request("POST", path, content=body, headers=headers, params={"full_text": "true" if full_text else "false"}, expect=(*MODEL_STATUSES, 404, 413, 500))
         if response.status_code == 404:
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(self.tools)}")
-        result = result_from_json(response.json())
+        if response.status_code == 413:  # the model's arguments were too large: its own refusal
+            return error_result(str(tool)[:100], self._scrub(_error_message(response)))
+        try:
+            result = result_from_json(response.json())
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ToolServerError(f"tool server ({URL_SETTING}): POST {path} answered {response.status_code} without a tool result ({type(exc).__name__}: {self._scrub(str(exc))[:200]})") from None
+        if response.status_code == 500:
+            raise ToolServerError(f"tool server ({URL_SETTING}): {str(tool)[:100]} failed on the server: {self._scrub(str(result.error))[:500]}")
+        result.text, result.error = self._scrub(result.text), None if result.error is None else self._scrub(result.error)
         if tracker is not None and tool == "chunk_read":
             for hit in result.results:
                 if not hit.already_read:
@@ -136,14 +163,33 @@ class RemoteTools:
         return f"RemoteTools({self.url!r})"
 
     # ---- HTTP --------------------------------------------------------------------------------
-    def _request(self, method: str, path: str, *, expect: tuple[int, ...] = (200,), **kwargs: Any) -> httpx.Response:
+    def _request(self, method: str, path: str, *, expect: tuple[int, ...] = (200,), where: str = f"({URL_SETTING})", **kwargs: Any) -> httpx.Response:
+        """The server's answer with a status in `expect`, else ToolServerError. `where`: how the
+        message names the server (its URL when opening, before any episode; the setting after)."""
+        attempts = 0
+
+        def send() -> httpx.Response:
+            nonlocal attempts
+            attempts += 1
+            return self._client.request(method, path, **kwargs)
+
         try:
-            response = self._retrying(self._client.request, method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ToolServerError(f"tool server {self.url}: {method} {path} failed ({type(exc).__name__}: {str(exc)[:200]})") from exc
+            response = self._retrying(send)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise ToolServerError(f"tool server {where} unreachable after {attempts} attempt(s): {method} {path} ({type(exc).__name__}: {self._scrub(str(exc))[:200]})") from exc
+        except httpx.HTTPError as exc:  # reached the server, which did not answer: not sent again
+            raise ToolServerError(f"tool server {where}: {method} {path} failed ({type(exc).__name__}: {self._scrub(str(exc))[:200]})") from exc
         if response.status_code not in expect:
-            raise ToolServerError(f"tool server {self.url}: {method} {path} answered {response.status_code}: {_error_message(response)}")
+            after = f" after {attempts} attempt(s)" if response.status_code in RETRIED_STATUSES else ""
+            raise ToolServerError(f"tool server {where}: {method} {path} answered {response.status_code}{after}: {self._scrub(_error_message(response))}")
         return response
+
+    def _scrub(self, text: str) -> str:
+        """`text` without the server's address (URL, then host:port): tool texts reach the model and
+        failures the run's records, neither of which should hold an internal address."""
+        for address in (self.url, urlsplit(self.url).netloc):
+            text = text.replace(address, "the tool server")
+        return text
 
 
 def request_body(arguments: Any) -> bytes:

@@ -21,6 +21,7 @@ from arag.service.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
 from arag.tools.base import get_chunk_ids
 from arag.tools.chunk_read import chunk_titles
+from arag.tools.failures import DIAGNOSTICS, is_internal_failure
 from arag.tools.worker_pool import ToolWorkerPool
 
 log = logging.getLogger("arag.service")
@@ -44,14 +45,9 @@ def result_json(result: ToolResult) -> dict[str, Any]:
     """What a client gets: the structured result of `python -m arag.tools ... --json` plus the
     agent-facing `text`. An internal failure's traceback stays in the server's log."""
     body = result.to_json()
-    body["details"] = {k: v for k, v in body["details"].items() if k != "traceback"}
+    body["details"] = {k: v for k, v in body["details"].items() if k != DIAGNOSTICS}
     body["text"] = result.text
     return body
-
-
-def is_internal_failure(result: ToolResult) -> bool:
-    """A tool that failed on its own (a bug, a broken index), not on the caller's arguments."""
-    return "traceback" in result.details
 
 
 class ToolService:
@@ -103,7 +99,7 @@ class ToolService:
             run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text)
             result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
         if is_internal_failure(result):
-            log.error("%s failed: %s\n%s", tool, result.error, result.details["traceback"])
+            log.error("%s failed: %s\n%s", tool, result.error, result.details[DIAGNOSTICS])
         return result
 
     async def titles(self, chunk_ids: Any) -> dict[str, str]:

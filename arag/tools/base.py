@@ -1,9 +1,10 @@
 """What every tool shares: the result record, the tool spec, and argument validation.
 
 A tool call takes JSON-able arguments and returns a `ToolResult`. Bad arguments never raise out of
-a call: validation raises `ToolArgumentError` inside the tool, and `ToolSpec.call` turns it (and
-any unexpected failure) into a result whose `error` is set and whose `text` tells the agent what
-was wrong, so one bad call never ends an episode.
+a call: validation raises `ToolArgumentError` inside the tool, and `ToolSpec.call` turns it into a
+result whose `error` is set and whose `text` tells the agent what was wrong, so one bad call never
+ends an episode. A tool's own failure (a bug, a broken index) comes back as a result too, with its
+diagnostics: an agent's episode fails on it (arag.tools.failures), a tool server answers it as 500.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import math
 import traceback
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+
+from arag.tools.failures import DIAGNOSTICS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -170,9 +173,9 @@ class ToolSpec:
             return self.fn(ctx, dict(arguments), options)
         except ToolArgumentError as exc:
             return error_result(self.name, str(exc))
-        except Exception as exc:  # a bug or a broken index must not end the agent's episode
+        except Exception as exc:  # a result, not a raise: a server sends it on; an agent's episode fails on it (arag.tools.failures)
             result = error_result(self.name, f"internal error ({type(exc).__name__}: {str(exc)[:300]})")
-            result.details["traceback"] = traceback.format_exc(limit=8)
+            result.details[DIAGNOSTICS] = traceback.format_exc(limit=8)
             return result
 
 

@@ -16,8 +16,9 @@ tracker's fields go to the worker and its updated fields come back into the call
 worker: the documents a `DocumentSession` has loaded (a cache; a worker keeps those of its most
 recent sessions and reloads a document it does not hold).
 
-A worker that dies during a call (killed, out of memory) is replaced; that call answers an error
-result naming what happened, and the pool keeps serving.
+A worker that dies during a call (killed, out of memory) is replaced; that call answers an internal
+failure naming what happened (the episode that made it fails, arag.tools.failures), and the pool
+keeps serving.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.tools.base import ToolResult, error_result
+from arag.tools.failures import DIAGNOSTICS
 from arag.tools.tracker import ReadTracker
 
 log = logging.getLogger(__name__)
@@ -307,7 +309,10 @@ class ToolWorkerPool:
                 self._ready(self._start())
             except Exception as exc:  # the pool serves on with the workers it has left
                 log.error("could not replace the tool worker: %s", exc)
-        return error_result(str(tool)[:100], f"the tool worker process {how} during this call (a replacement was started); try the call again")
+        # Not the model's doing: an internal failure (arag.tools.failures), which fails the episode.
+        result = error_result(str(tool)[:100], f"the tool worker process {how} during this call (a replacement was started)")
+        result.details[DIAGNOSTICS] = f"tool worker {worker.process.pid} {how} during a {tool} call"
+        return result
 
     def pids(self) -> list[int]:
         with self._lock:

@@ -75,7 +75,7 @@ def test_titles_of_many_ids(remote, local_ctx):
 
 def test_an_unreachable_server_is_a_clear_error():
     url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(ToolServerError, match=f"tool server {url}: GET /index failed \\(ConnectError"):
+    with pytest.raises(ToolServerError, match=f"tool server {url} unreachable after 2 attempt\\(s\\): GET /index \\(ConnectError"):
         RemoteTools(url, retries=1)
     with pytest.raises(ValueError, match="http:// or https://"):
         RemoteTools("localhost:8765")

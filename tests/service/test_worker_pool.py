@@ -90,12 +90,16 @@ def test_a_cancelled_task_does_not_hand_its_answer_to_the_next_call(pool, local_
     assert all(a.text == local_ctx.call(*quick).text for a in answers)
 
 
-def test_a_killed_worker_is_replaced_and_its_call_answers_an_error(served_index, local_ctx):
+def test_a_killed_worker_is_replaced_and_its_call_answers_an_internal_failure(served_index, local_ctx):
+    from arag.tools.failures import ToolInfrastructureError, checked
+
     with ToolWorkerPool(served_index.path, workers=1) as pool:
         (pid,) = pool.pids()
         os.kill(pid, signal.SIGKILL)  # out of memory, say: the next call finds it gone
         died = pool.call("keyword_search", {"keywords": ["Lothair II"]})
-        assert died.error and "killed by signal 9" in died.text and "try the call again" in died.text
+        assert died.error and "killed by signal 9" in died.text
+        with pytest.raises(ToolInfrastructureError, match="keyword_search failed on its own: the tool worker process was killed by signal 9"):
+            checked(died)  # not the model's to read: the episode fails
         assert pool.pids() and pool.pids() != [pid]
         after = pool.call("keyword_search", {"keywords": ["Lothair II"]})
         assert same(after, local_ctx.call("keyword_search", {"keywords": ["Lothair II"]}))

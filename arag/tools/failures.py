@@ -1,0 +1,38 @@
+"""Failures of what runs the tools, told apart from the model's own bad calls.
+
+A tool refuses bad arguments with its error text, which the model reads and can act on. Anything
+else that goes wrong in a tool call is not the model's doing: a tool server that cannot be reached
+or answers 5xx after the retries, a tool worker process lost during the call, a tool that failed on
+its own (a bug, a broken index). Scored, such an episode would look like a wrong answer. So the
+agent loop and the methods that call tools themselves end the episode as `failed` with the cause
+(`ToolInfrastructureError`), the evaluation stores a failed row, and the next run retries it.
+
+Locally a tool never raises (`ToolSpec.call` answers every failure as a result, which a tool server
+must send on): its own failure is the result that carries diagnostics (`DIAGNOSTICS` in `details`);
+`checked` turns it into the exception where a result is about to reach a model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The details key of a tool's own failure: what the operator needs to find it (a traceback, what
+# became of a worker process). Servers log it and never send it; its presence marks the failure.
+DIAGNOSTICS = "traceback"
+
+
+class ToolInfrastructureError(RuntimeError):
+    """A tool call failed for a reason other than its arguments; the episode fails with this cause.
+    The message is for the run's records and names settings (index.url), never a server's address."""
+
+
+def is_internal_failure(result: Any) -> bool:
+    """A tool that failed on its own (a bug, a broken index, a lost worker), not on the caller's arguments."""
+    return DIAGNOSTICS in result.details
+
+
+def checked(result: Any) -> Any:
+    """`result` (a ToolResult), unless it is the tool's own failure: that raises ToolInfrastructureError."""
+    if is_internal_failure(result):
+        raise ToolInfrastructureError(f"{result.tool} failed on its own: {result.error}")
+    return result
