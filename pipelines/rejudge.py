@@ -20,6 +20,7 @@ from arag.conf_files import conf_dir
 from arag.evaluation.rejudge import RejudgeError, checked_judge, find_runs, rejudge_run, rejudged_settings
 from arag.evaluation.results import RunLockedError, RunStore
 from arag.llm.factory import make_backend
+from arag.llm.instrument import judge_model_config
 from pipelines.evaluate import format_summary, summarize_run
 from pipelines.settings import check_rejudge_config
 
@@ -42,7 +43,9 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
     try:
         for source in sources:
             settings = rejudged_settings(source, judge, judge_model)
-            model_cfg = judge_model if judge_model is not None else source.settings.model
+            # By default each run's own model at the model's defaults (arag.llm.instrument): the runs of a
+            # sweep over the agent's settings share one judge.
+            model_cfg = judge_model if judge_model is not None else judge_model_config(source.settings.model)
             key = json.dumps(model_cfg, sort_keys=True, default=str)
             if key not in backends:
                 backends[key] = make_backend(dict(model_cfg))

@@ -87,9 +87,11 @@ GUARD_RAILS_SQL = """coalesce(nullif(concat_ws(' ',
 
 # The judge, named by its preset (judge.name) and, when it is not the agent's own model, the model
 # that judged: a run and its re-judged copy (pipelines.rejudge) then sit in separate table blocks.
-# Rows written before judges had names show a short hash of their judge settings instead.
+# Rows written before judges had names show a short hash of their judge settings instead; rows from
+# before the default judge ran at the model's defaults record it as 'agent'.
 JUDGE_SQL = """coalesce(json_extract_string(settings, '$.judge.name'), 'judge ' || left(md5(coalesce(CAST(json_extract(settings, '$.judge') AS VARCHAR), '')), 6))
-    || CASE WHEN coalesce(json_extract_string(settings, '$.judge_model'), 'agent') = 'agent' THEN ''
+    || CASE WHEN coalesce(json_extract_string(settings, '$.judge_model'), 'agent') = 'agent'
+              OR json_extract(settings, '$.judge_model.agent_model_at_defaults') IS NOT NULL THEN ''
             ELSE ' by ' || coalesce(json_extract_string(settings, '$.judge_model.model'), '?') END"""
 
 

@@ -24,6 +24,7 @@ from arag.evaluation.records import COUNTED_TOOLS, ROW_FAILED, OK, EpisodeRow
 from arag.evaluation.settings import RunSettings
 from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
+from arag.llm.instrument import at_model_defaults
 from arag.methods import method_from_config
 
 if TYPE_CHECKING:
@@ -62,8 +63,9 @@ class EpisodeRunner:
         self._own_backend = backend is None
         self.backend = backend or make_backend({**settings.model, **(model_overrides or {})})
         self.agent = Agent(self.backend, method, ctx, protocol=settings.model.get("protocol", "json"), config=AgentConfig.from_dict(settings.agent))
-        # By default the judge is the agent's own backend (one model in memory per worker).
-        self.judge_backend = self.backend if settings.judge_model is None else make_backend(settings.judge_model)
+        # By default the judge is the agent's model at the model's defaults, over the same engine (one
+        # model in memory per worker): the swept effort, temperature and reply cap never reach it.
+        self.judge_backend = at_model_defaults(self.backend) if settings.judge_model is None else make_backend(settings.judge_model)
         self.judge = Judge(self.judge_backend, JudgeConfig.from_dict(settings.judge))
 
     async def run(self, question: Question, attempt: int = 1, worker: str | None = None) -> EpisodeRow:

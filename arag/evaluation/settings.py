@@ -48,7 +48,7 @@ class RunSettings:
     model: dict[str, Any]  # the backend config (conf/model/<name>.yaml, resolved)
     agent: dict[str, Any]  # AgentConfig fields
     judge: dict[str, Any]  # JudgeConfig fields
-    judge_model: dict[str, Any] | None  # the judge's backend config; None: the agent's backend
+    judge_model: dict[str, Any] | None  # the judge's backend config; None: the agent's model at its defaults (judge_instrument)
     questions_path: str
     questions_sha256: str
     index_path: str | None = None
@@ -63,10 +63,7 @@ class RunSettings:
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row)."""
-        judging = {
-            "judge": _drop(self.judge, RUNTIME_JUDGE_KEYS),
-            "judge_model": "agent" if self.judge_model is None else _drop(self.judge_model, RUNTIME_MODEL_KEYS),
-        }
+        judging = {"judge": _drop(self.judge, RUNTIME_JUDGE_KEYS), "judge_model": self.judge_instrument()}
         if self.rejudged_from is not None:
             return {**self.rejudged_from["identity"], **judging, "rejudged_from": self.rejudged_from["run_id"], "judge_code": code_version()}
         return {
@@ -80,6 +77,17 @@ class RunSettings:
             "texts": model_texts(self.method, self.model.get("protocol", "json")),
             "code": code_version(),
         }
+
+    def judge_instrument(self) -> dict[str, Any]:
+        """The judge's model as the run id records it: `judge.model`, or by default the agent's model
+        at the model's defaults (arag.llm.instrument), the same for every run of a sweep."""
+        if self.judge_model is not None:
+            return _drop(self.judge_model, RUNTIME_MODEL_KEYS)
+        from arag.llm.factory import AGENT_KEYS
+        from arag.llm.instrument import judge_model_config
+
+        agent_only = frozenset(k for k in AGENT_KEYS if k != "backend")
+        return {"agent_model_at_defaults": _drop(judge_model_config(self.model), RUNTIME_MODEL_KEYS | agent_only)}
 
     @property
     def run_id(self) -> str:

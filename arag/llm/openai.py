@@ -1,26 +1,66 @@
 """`openai`: any OpenAI-compatible chat endpoint (vLLM's server, llama.cpp's server, hosted APIs) over HTTP.
 
 Base URL and model from config, the key from an environment variable (never from config files).
-Each call has a timeout; at most `max_concurrency` requests are in flight per backend. Failures are
+Each call has a timeout; at most `max_concurrency` requests are in flight per backend (null: 8, or
+in an evaluation `runtime.concurrency`, so the limit never hides below the episodes asked for), over
+a connection pool of as many connections, all kept alive. Failures are
 classified for the agent loop's retry (tenacity, with backoff): timeouts, connection errors, 408, 409,
 429 and 5xx are retryable; other 4xx (a bad request will not get better) end the episode.
 
 JSON actions use structured output: `json_mode: json_schema` sends OpenAI's
 {"type": "json_schema", "json_schema": {...}} (hosted APIs, vLLM); `json_mode: json_object` sends
 {"type": "json_object", "schema": ...} (llama.cpp's server).
+
+Which fields a request carries depends on the model family (`family`, else guessed from the name):
+OpenAI's reasoning models (the `openai-reasoning` family: GPT-5, o1/o3/o4-mini) get the request
+OpenAI documents for them (see `REASONING_REFUSED`); every other model (vLLM, llama.cpp's server,
+gpt-4o-mini) gets `max_tokens` and `temperature`. A refused request (4xx) fails with the parameter
+the endpoint named in its error (OpenAI's `error.param`), on one line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import os
+import re
 from typing import Any
 
 from arag.llm.base import JSON, NATIVE, LLMBackend
-from arag.llm.reasoning import family_of, resolve
+from arag.llm.reasoning import ReasoningSetting, family_of, resolve
+from arag.llm.slots import slot
 from arag.llm.types import Completion, ConfigurationError, LLMError, ToolCall
 
 RETRYABLE_STATUS = {408, 409, 429}
+# Requests in flight per backend when the config leaves `max_concurrency` null outside an evaluation
+# (an evaluation sets it to runtime.concurrency: arag.runtime.evaluate_job.backend_caps).
+DEFAULT_MAX_CONCURRENCY = 8
+
+REASONING_FAMILY = "openai-reasoning"
+# OpenAI's reasoning models on the chat completions API, as OpenAI documents them: the reply cap is
+# `max_completion_tokens` (it counts the hidden reasoning tokens too) and these fields are refused
+# (`temperature` except at its default, 1). `seed`, tools, `tool_choice`, structured output and
+# `reasoning_effort` are accepted; `parallel_tool_calls` is refused by the o-series, and by GPT-5 at
+# reasoning effort `minimal` (a level only GPT-5 has).
+REASONING_REFUSED = ("max_tokens", "temperature", "top_p", "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs", "logit_bias")
+REASONING_DEFAULT_TEMPERATURE = 1.0
+
+
+def openai_series(model: str) -> str:
+    """`o-series` (o1, o3, o4-mini, ...) or `gpt-5` (the GPT-5 family, and any other name configured
+    as `family: openai-reasoning`): the two OpenAI reasoning lines differ in the fields above."""
+    return "o-series" if re.match(r"o[134](-|$)", model.lower().rsplit("/", 1)[-1]) else "gpt-5"
+
+
+def reasoning_rules(model: str, reasoning: ReasoningSetting, on_unsupported: str) -> ReasoningSetting:
+    """The o-series has no `minimal` effort: refused, or (on_unsupported=record) run at the model's default."""
+    if reasoning.family != REASONING_FAMILY or reasoning.requested != "minimal" or openai_series(model) != "o-series":
+        return reasoning
+    why = f"{model} is an o-series model: its reasoning efforts are low, medium and high ('minimal' is GPT-5's)"
+    if on_unsupported == "error":
+        raise ConfigurationError(f"reasoning effort 'minimal' is not supported: {why}")
+    return dataclasses.replace(reasoning, supported=False, request={}, note=f"unsupported, running at the model default: {why}")
 
 
 class OpenAIBackend(LLMBackend):
@@ -35,9 +75,9 @@ class OpenAIBackend(LLMBackend):
         api_key_env: str | None = "OPENAI_API_KEY",
         timeout_s: float = 120.0,
         connect_timeout_s: float = 10.0,
-        max_concurrency: int = 8,
+        max_concurrency: int | None = None,
         max_tokens: int | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = None,  # None: 0.0 (greedy); OpenAI's reasoning models: their own default
         seed: int | None = 0,
         json_mode: str = "json_schema",
         reasoning_effort: str | None = None,
@@ -49,10 +89,18 @@ class OpenAIBackend(LLMBackend):
         transport: Any = None,  # an httpx transport (tests)
     ):
         family = family or family_of(model)
-        reasoning = resolve(reasoning_effort, family, on_unsupported=on_unsupported)
+        reasoning = reasoning_rules(model, resolve(reasoning_effort, family, on_unsupported=on_unsupported), on_unsupported)
         if reasoning.thinking_budget is not None:
             # The chat API has no standard field for a thinking-token cap: refuse instead of ignoring it.
             raise ConfigurationError(f"the openai backend cannot enforce a thinking budget ({family} at {reasoning_effort!r}); use 'minimal' or null")
+        if family == REASONING_FAMILY:
+            if temperature not in (None, REASONING_DEFAULT_TEMPERATURE):
+                raise ConfigurationError(f"model.temperature={temperature}: {model} ({family}) takes only its default temperature (1); set model.temperature=null")
+            refused = sorted(set(extra_body or {}) & set(REASONING_REFUSED))
+            if refused:
+                raise ConfigurationError(f"model.extra_body sets {', '.join(refused)}, which {model} ({family}) refuses")
+        elif temperature is None:
+            temperature = 0.0
         super().__init__(model, reasoning=reasoning, max_tokens=max_tokens, temperature=temperature)
         if json_mode not in ("json_schema", "json_object"):
             raise ConfigurationError(f"json_mode must be json_schema or json_object, got {json_mode!r}")
@@ -64,7 +112,7 @@ class OpenAIBackend(LLMBackend):
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
-        self.max_concurrency = max_concurrency
+        self.max_concurrency = int(max_concurrency or DEFAULT_MAX_CONCURRENCY)
         self.seed = seed
         self.json_mode = json_mode
         self.context_window = context_window
@@ -76,7 +124,27 @@ class OpenAIBackend(LLMBackend):
         self._semaphore: asyncio.Semaphore | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "base_url": self.base_url, "json_mode": self.json_mode, "max_concurrency": self.max_concurrency}
+        return {**super().describe(), "base_url": self.base_url, "json_mode": self.json_mode, "max_concurrency": self.max_concurrency, "request_fields": self.request_fields()}
+
+    @property
+    def openai_reasoning(self) -> bool:
+        return self.reasoning.family == REASONING_FAMILY
+
+    def request_fields(self) -> dict[str, Any]:
+        """How this backend's requests cap replies and sample, and which tool-call switch they carry
+        (recorded with every episode: the fields a family refuses are left out, never sent)."""
+        cap = "max_completion_tokens" if self.openai_reasoning else "max_tokens"
+        sampling = {} if self.temperature is None else {"temperature": self.temperature}
+        parallel = self.parallel_tool_calls
+        if self.openai_reasoning and (openai_series(self.model) == "o-series" or self.reasoning.request.get("reasoning_effort") == "minimal"):
+            parallel = None  # refused there; the agent loop still runs one call per step and notes the rest
+        return {"cap": cap, **sampling, "parallel_tool_calls": parallel}
+
+    def share_engine_of(self, owner: "OpenAIBackend") -> None:
+        """A view of `owner` (arag.llm.instrument): its client and concurrency cap, its own settings."""
+        if self.temperature is None and not self.openai_reasoning:
+            self.temperature = 0.0
+        self._session = owner._session  # type: ignore[method-assign]
 
     def _session(self) -> tuple[Any, asyncio.Semaphore]:
         # httpx clients and asyncio semaphores belong to one event loop; `Agent.run` starts a new loop
@@ -87,17 +155,21 @@ class OpenAIBackend(LLMBackend):
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if key:
                 headers["Authorization"] = f"Bearer {key}"
-            self._client = self._httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout, headers=headers, transport=self.transport)
+            # One connection per slot, all kept alive: httpx's default pool (100 connections, 20 kept
+            # alive) would cap requests in flight below a larger limit and reconnect for most of them.
+            limits = self._httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
+            self._client = self._httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout, headers=headers, transport=self.transport, limits=limits)
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
             self._loop = loop
         return self._client, self._semaphore
 
     def request_body(self, messages, tools, response_schema, max_tokens) -> dict[str, Any]:
+        fields = self.request_fields()
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [m.to_openai() for m in messages],
-            "max_tokens": max_tokens or self.max_tokens,
-            "temperature": self.temperature,
+            fields["cap"]: max_tokens or self.max_tokens,
+            **({"temperature": fields["temperature"]} if "temperature" in fields else {}),
             **self.reasoning.request,
             **self.extra_body,
         }
@@ -108,8 +180,8 @@ class OpenAIBackend(LLMBackend):
         if tools:
             body["tools"] = tools
             body["tool_choice"] = "auto"
-            if self.parallel_tool_calls is not None:
-                body["parallel_tool_calls"] = self.parallel_tool_calls
+            if fields["parallel_tool_calls"] is not None:
+                body["parallel_tool_calls"] = fields["parallel_tool_calls"]
         if response_schema is not None:
             if self.json_mode == "json_schema":
                 body["response_format"] = {"type": "json_schema", "json_schema": {"name": "action", "schema": response_schema}}
@@ -121,7 +193,7 @@ class OpenAIBackend(LLMBackend):
         httpx = self._httpx
         client, semaphore = self._session()
         body = self.request_body(messages, tools, response_schema, max_tokens)
-        async with semaphore:
+        async with slot(semaphore):
             try:
                 response = await client.post("/chat/completions", json=body)
             except httpx.TimeoutException as exc:
@@ -130,7 +202,7 @@ class OpenAIBackend(LLMBackend):
                 raise LLMError(f"connection error: {exc!r}") from exc
         if response.status_code != 200:
             retryable = response.status_code in RETRYABLE_STATUS or response.status_code >= 500
-            raise LLMError(f"HTTP {response.status_code}: {response.text[:500]}", retryable=retryable)
+            raise LLMError(http_failure(response.status_code, response.text, self.model), retryable=retryable)
         try:
             return parse_response(response.json())
         except (ValueError, KeyError, IndexError, TypeError) as exc:
@@ -143,6 +215,22 @@ class OpenAIBackend(LLMBackend):
                 asyncio.run(client.aclose())
             except Exception:
                 pass  # inside a running loop, or its loop is gone: the connections close with the process
+
+
+def http_failure(status: int, text: str, model: str) -> str:
+    """One line for a refused request: the parameter the endpoint named (OpenAI's error JSON
+    {"error": {"message", "param", "code"}}), else the start of its reply."""
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if isinstance(error, dict) and error.get("message"):
+        message = " ".join(str(error["message"]).split())[:300]
+        if error.get("param") and 400 <= status < 500:
+            code = f", {error['code']}" if error.get("code") else ""
+            return f"HTTP {status}: the endpoint refused parameter {error['param']!r} for {model} ({message}{code})"
+        return f"HTTP {status}: {message}"
+    return f"HTTP {status}: {' '.join(text.split())[:500]}"
 
 
 def parse_response(data: dict[str, Any]) -> Completion:

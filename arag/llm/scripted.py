@@ -8,7 +8,8 @@ Each script item is one reply (or failure) of the model, in order:
   - a list of dict actions (several native tool calls in one reply),
   - an `Exception` instance (raised, e.g. `LLMError("timeout")`), or, from a config file,
     {"error": "message", "retryable": false} (raised as an `LLMError`).
-Every request is kept in `requests` so tests can check what the model was shown.
+Every request is kept in `requests` so tests can check what the model was shown and with which
+settings (model, reasoning effort, temperature, reply cap).
 
 `replay=True` (evaluation tests and the harness benchmark) serves many concurrent episodes from one
 backend: the reply to a request is the script item numbered by how many assistant turns the
@@ -35,6 +36,11 @@ class Request:
     messages: list[Message]
     tools: list[dict[str, Any]] | None
     response_schema: dict[str, Any] | None
+    settings: dict[str, Any] | None = None  # what a real backend would send besides the messages
+
+    @property
+    def system_prompt(self) -> str | None:
+        return next((m.content for m in self.messages if m.role == "system"), None)
 
 
 class ScriptExhausted(LLMError):
@@ -48,27 +54,34 @@ class ScriptedBackend(LLMBackend):
     def __init__(
         self, script: Sequence[Any], model: str = "scripted", *, replay: bool = False, latency_s: float = 0.0, reasoning_effort: str | None = None, **kwargs: Any
     ):
-        if reasoning_effort is not None:
-            kwargs["reasoning"] = resolve(reasoning_effort, "openai-reasoning")
+        # One family whatever the effort (null included), so the model at its defaults is this double too.
+        kwargs["reasoning"] = resolve(reasoning_effort, "openai-reasoning")
         super().__init__(model, **kwargs)
         self.script = list(script)
         self.position = 0
         self.replay = replay
         self.latency_s = float(latency_s)
         self.requests: list[Request] = []
+        self._owner: ScriptedBackend = self
+
+    def share_engine_of(self, owner: "ScriptedBackend") -> None:
+        """A view of `owner` (arag.llm.instrument): one script position and request log, its own settings."""
+        self._owner = owner._owner
 
     async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
+        owner = self._owner
         if self.replay:
             index = sum(1 for m in messages if m.role == "assistant")
         else:
-            self.requests.append(Request([Message(**vars(m)) for m in messages], tools, response_schema))
-            index = self.position
+            settings = {"model": self.model, "reasoning": dict(self.reasoning.request), "temperature": self.temperature, "max_tokens": max_tokens or self.max_tokens}
+            owner.requests.append(Request([Message(**vars(m)) for m in messages], tools, response_schema, settings))
+            index = owner.position
         if index >= len(self.script):
             raise ScriptExhausted()
         item = self.script[index]
-        self.position += 1
+        owner.position += 1
         if isinstance(item, BaseException):
             raise item
         if isinstance(item, dict) and "error" in item:
@@ -92,7 +105,7 @@ class ScriptedBackend(LLMBackend):
             calls = []
             for a in actions:
                 args = a.get("arguments", {})
-                calls.append(ToolCall(name=a["tool"], arguments=args if isinstance(args, str) else json.dumps(args), id=f"call_{self.position}_{len(calls)}"))
+                calls.append(ToolCall(name=a["tool"], arguments=args if isinstance(args, str) else json.dumps(args), id=f"call_{self._owner.position}_{len(calls)}"))
             return Completion(tool_calls=calls, finish_reason="tool_calls")
         if native and isinstance(item, dict) and "answer" in item:
             return Completion(text=str(item["answer"]), finish_reason="stop")

@@ -424,6 +424,11 @@ class VLLMBackend(LLMBackend):
         self.actor_name: str | None = None
         self._started = False
 
+    def share_engine_of(self, owner: "VLLMBackend") -> None:
+        """A view of `owner` (arag.llm.instrument): its engine connection, its own settings."""
+        self.thinking = self.family == "qwen3" and self.reasoning.chat_template_kwargs.get("enable_thinking", True)
+        self.connection = owner.connection  # type: ignore[method-assign]
+
     # -- engine settings ---------------------------------------------------------------------------
     def model_path(self) -> str:
         """What the engine loads: `model_path`, else a packaged GGUF model converted to an HF folder

@@ -1,0 +1,52 @@
+"""The LLM judge as a fixed instrument: the agent's model at the model's own defaults.
+
+A sweep varies the agent backend's generation settings (reasoning effort, temperature, reply cap);
+a judge that shared them would score every run of the sweep with a different instrument. The
+default judge is therefore the agent's model with those settings as a model config that leaves them
+out would have them: the model's default reasoning effort, the backend's default temperature, the
+default reply cap. A judge with its own `judge.model` config is the other choice; it runs as
+configured, whatever the agent's settings.
+
+`judge_model_config` is that judge as a model config (what `pipelines.rejudge` builds, and what the
+run id records); `at_model_defaults` is the same instrument over an already built backend, sharing
+its engine, client and locks (one model in memory per worker).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, Mapping
+
+from arag.llm.base import LLMBackend
+from arag.llm.reasoning import resolve
+
+# Model config keys that set how a reply is generated rather than which model gives it.
+GENERATION_KEYS = ("reasoning_effort", "temperature", "max_tokens")
+
+
+def judge_model_config(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The default judge's backend config: the agent's model config without its generation settings."""
+    return {k: v for k, v in model_cfg.items() if k not in GENERATION_KEYS}
+
+
+def default_temperature(cls: type[LLMBackend]) -> Any:
+    """The temperature a config that leaves it out gets (the constructor's default, else the base's)."""
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        parameter = inspect.signature(init).parameters.get("temperature") if init else None
+        if parameter is not None and parameter.default is not inspect.Parameter.empty:
+            return parameter.default
+    return 0.0
+
+
+def at_model_defaults(backend: LLMBackend) -> LLMBackend:
+    """`backend`'s model at the model's defaults, behaving as `make_backend(judge_model_config(cfg))`
+    would, over the same engine. The view's `close` does nothing: the engine is `backend`'s to close."""
+    view = copy.copy(backend)
+    LLMBackend.__init__(view, backend.model, reasoning=resolve(None, backend.reasoning.family), max_tokens=None, temperature=default_temperature(type(backend)))
+    share = getattr(view, "share_engine_of", None)
+    if share is not None:
+        share(backend)  # backends whose derived state or connections need it (openai, vllm, scripted)
+    view.close = lambda: None  # type: ignore[method-assign]
+    return view
