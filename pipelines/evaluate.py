@@ -51,7 +51,7 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
     # short answers for the multi-hop sets, free-form for GraphRAG-Bench, unless the method sets one
     method_cfg.setdefault("answer_style", answer_style_for(dataset_name(cfg, question_set.name)))
     method = method_from_config(method_cfg)
-    index_path = fingerprint = None
+    index_path = fingerprint = chunk_ids = None
     index_url = OmegaConf.select(cfg, "index.url", default=None)
     token_env = OmegaConf.select(cfg, "index.token_env", default=None)
     if method.needs_index() and index_url:
@@ -59,12 +59,13 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
 
         with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:  # fails now, not in every worker
             fingerprint = served.fingerprint  # the served index's own: the same run as with index.path
+            chunk_ids = served.chunk_ids.to_json()
     elif method.needs_index():
         given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
         if not given:
             raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
         index_path = str(Path(str(given)).resolve())
-        open_index(index_path)  # fails now, with the path named, rather than in every worker
+        chunk_ids = open_index(index_path).chunk_ids.to_json()  # opening fails now, with the path named, rather than in every worker
         fingerprint = index_build_fingerprint(index_path)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
@@ -82,6 +83,7 @@ def run_settings(cfg: DictConfig, question_set) -> RunSettings:
         index_build_fingerprint=fingerprint,
         index_url=str(index_url) if method.needs_index() and index_url else None,
         index_token_env=token_env,
+        chunk_ids=chunk_ids,
     )
 
 

@@ -9,10 +9,10 @@ conversation goes on. Summaries themselves, the question and the assistant turns
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
+from arag.agent.protocols import shown_ids_only
 from arag.llm.types import Message
 from arag.tools.documents import REF_ID
 
@@ -100,11 +100,7 @@ def forced_summarize_schema(schema: dict, shown: list[str]) -> dict:
     Why: grammar-constrained at a full context, a small model filled keep_ref_ids with invented ids
     ("turn1search1" … "turn1search65") until the reply limit cut the call; the one chance to
     summarize was lost and every result removed. With an enum the grammar cannot write such an id."""
-    forced = copy.deepcopy(schema)
-    keep = forced["function"]["parameters"]["properties"]["keep_ref_ids"]
-    keep["items"] = {"type": "string", "enum": shown} if shown else {"type": "string", "maxLength": 0}
-    keep["maxItems"] = len(shown)
-    return forced
+    return shown_ids_only(schema, "keep_ref_ids", shown)
 
 
 def removed_entry(ref_id: str) -> str:

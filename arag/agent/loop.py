@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol
+from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol, shown_ids_only
 from arag.agent.records import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 from arag.index.tokens import count_tokens
 from arag.llm.base import LLMBackend, reply_room
@@ -40,6 +40,8 @@ MESSAGE_OVERHEAD_TOKENS = 4
 WHOLE_CHUNK_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "open", "find"})
 # Of those, the tools that read a document's lines (AgenticRAG); the others read chunks.
 DOCUMENT_READING_TOOLS = frozenset({"open", "find"})
+# The tool whose ids the shown_chunk_ids_only guard rail restricts.
+CHUNK_READ = "chunk_read"
 # What the agent reads instead of the result of a second (third, ...) tool call in one reply.
 EXTRA_CALL_NOTE = "Not run: only one tool call is carried out per step. Call it again in your next step if you still need it."
 # Appended to an observation cut to fit the context window.
@@ -75,14 +77,19 @@ class GuardRails:
     tool_steps: the first `tool_steps` steps may only call tools: the JSON action schema of those
         steps has no answer branch, so the grammar itself rules out answering from memory
         (JSON protocol only).
+    shown_chunk_ids_only: chunk_read's chunk_ids may only name ids the episode has been shown
+        (search results, chunks read and their neighbours): an enum in the JSON action schema
+        that grows as ids are shown; until one is shown, chunk_read is not offered (JSON
+        protocol only; no effect on a method without chunk_read).
     """
 
     require_read_before_answer: bool = False
     max_refusals: int = 2
     tool_steps: int = 0
+    shown_chunk_ids_only: bool = False
 
     def active(self) -> bool:
-        return self.require_read_before_answer or self.tool_steps > 0
+        return self.require_read_before_answer or self.tool_steps > 0 or self.shown_chunk_ids_only
 
 
 @dataclass
@@ -122,7 +129,8 @@ class Agent:
         config: AgentConfig | None = None,
     ):
         self.backend = backend
-        self.method = method
+        # The texts the model reads describe this index's chunk ids (arag.index.chunk_ids).
+        self.method = method.for_index(ctx.chunk_ids) if ctx is not None else method
         self.ctx = ctx
         self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
         self.config = fit_budget(config or AgentConfig(), backend)
@@ -130,10 +138,12 @@ class Agent:
             raise ValueError(f"method {method.name!r} needs an index (a ToolContext)")
         if self.protocol.name not in backend.protocols:
             raise ValueError(f"backend {backend.kind!r} does not support the {self.protocol.name!r} protocol (it offers {', '.join(backend.protocols)})")
-        self.tool_schemas = method.tool_schemas()
+        self.tool_schemas = self.method.tool_schemas()
         self.allowed = tuple(method.tools)
         if self.config.guard_rails.tool_steps and not isinstance(self.protocol, JsonProtocol):
             raise ValueError("guard_rails.tool_steps needs the json protocol (its schema drops the answer branch)")
+        if self.config.guard_rails.shown_chunk_ids_only and not isinstance(self.protocol, JsonProtocol):
+            raise ValueError("guard_rails.shown_chunk_ids_only needs the json protocol (its schema lists the ids shown)")
 
     # ---- public -----------------------------------------------------------------------------------
     def run(self, question: str, question_id: str | None = None) -> Episode:
@@ -177,6 +187,7 @@ class Agent:
             messages[0] = Message("system", messages[0].content + "\n\n" + self._json_instructions())
         conversation = sum(estimate_tokens(m) for m in messages)
         refusals = 0
+        shown: list[str] = []  # chunk ids shown so far, in order (guard_rails.shown_chunk_ids_only)
         manager = self._context_manager()
 
         for step in range(1, cfg.max_steps + 1):
@@ -188,7 +199,7 @@ class Agent:
                 break
             ep.steps = step
             tools_only = bool(self.tool_schemas) and step <= cfg.guard_rails.tool_steps
-            request = self.protocol.request(self.tool_schemas, allow_answer=not tools_only)
+            request = self.protocol.request(self._offered_tools(shown, step, ep), allow_answer=not tools_only)
             completion = await self._call_model(messages, request, step, ep, final=False)
             messages.append(self.protocol.assistant_message(completion))
             conversation = reported_size(completion, conversation + estimate_tokens(messages[-1]))
@@ -216,6 +227,7 @@ class Agent:
                     ran_tools += 1
                     note = await self._run_tool(action, step, ep, tracker)
                     note = self._fit_observation(action, note, conversation, ep, step)
+                    shown.extend(i for i in (*ep.tool_calls[-1].chunk_ids, *ep.tool_calls[-1].neighbour_ids) if i not in shown)
                     if manager is not None:
                         messages.append(note)
                         conversation = self._after_tool(manager, action, ep.tool_calls[-1], messages, conversation)
@@ -318,6 +330,7 @@ class Agent:
         record = ep.tool_calls[-1]
         record.retrieved_tokens = round(record.retrieved_tokens * count_tokens(kept) / max(1, text_tokens))
         record.chunk_ids = chunk_ids_shown(record.chunk_ids, text, len(kept))
+        record.neighbour_ids = [n for n in record.neighbour_ids if f": {n}" in kept]
         record.text = kept + TRUNCATION_NOTE
         return cut
 
@@ -331,6 +344,20 @@ class Agent:
             return await self._call_model(messages, request, ep.steps, ep, final=final)
 
         return call
+
+    def _offered_tools(self, shown: list[str], step: int, ep: Episode) -> list[dict[str, Any]]:
+        """The tool schemas of this step: under guard_rails.shown_chunk_ids_only, chunk_read's ids
+        restricted to the ids shown (as a forced summarize restricts its reference ids), and
+        chunk_read left out while none has been shown."""
+        if not (self.config.guard_rails.shown_chunk_ids_only and CHUNK_READ in self.allowed):
+            return self.tool_schemas
+        if not shown:
+            ep.guard_rail_events.append(f"step {step}: chunk_read not offered (no chunk id shown yet)")
+        return [
+            shown_ids_only(s, "chunk_ids", shown) if s["function"]["name"] == CHUNK_READ else s
+            for s in self.tool_schemas
+            if shown or s["function"]["name"] != CHUNK_READ
+        ]
 
     def _json_instructions(self) -> str:
         from arag.agent.protocols import describe_actions
@@ -404,6 +431,7 @@ class Agent:
                 raise EpisodeFailed(f"step {step}: the {record.name} call failed: {cause}") from exc
             record.text, record.error, record.retrieved_tokens = result.text, result.error, result.retrieved_tokens
             record.chunk_ids = [h.chunk_id for h in result.results]
+            record.neighbour_ids = [n for h in result.results for n in (h.prev_id, h.next_id) if n]
             record.ref_ids = list(result.details.get("ref_ids", []))
         record.latency_s = time.perf_counter() - started
         ep.tool_calls.append(record)

@@ -15,6 +15,7 @@ writes the same cut-off reply however often it is asked again; refusing it would
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass
@@ -86,6 +87,20 @@ def json_action_schema(tool_schemas: list[dict[str, Any]], allow_answer: bool = 
     if allow_answer or not branches:
         branches.append(ANSWER_SCHEMA)
     return {"oneOf": branches} if len(branches) > 1 else branches[0]
+
+
+def shown_ids_only(schema: dict[str, Any], param: str, shown: list[str]) -> dict[str, Any]:
+    """A tool schema (a copy) whose array parameter `param` may only list ids in `shown`: an enum,
+    so a grammar-constrained model cannot write an id it has not been shown (with none shown, only
+    an empty list; a caller whose tool needs an id leaves the tool out instead).
+
+    Why: a small model writing ids under a grammar invents plausible ones ("turn1search65" in a
+    forced summarize, "<document>#<n>"-shaped ids on an index of "<part>:<window>" ids)."""
+    restricted = copy.deepcopy(schema)
+    ids = restricted["function"]["parameters"]["properties"][param]
+    ids["items"] = {"type": "string", "enum": list(shown)} if shown else {"type": "string", "maxLength": 0}
+    ids["maxItems"] = min(len(shown), ids.get("maxItems", len(shown)))
+    return restricted
 
 
 def _placeholder(name: str, prop: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ import duckdb
 from arag.evaluation.report_a2rag import a2rag_section
 from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
+from arag.evaluation.report_format import pyplot as _pyplot
 from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.evaluation.report_sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
 
@@ -82,7 +83,9 @@ GUARD_RAILS_SQL = """coalesce(nullif(concat_ws(' ',
     CASE WHEN TRY_CAST(json_extract_string(settings, '$.agent.guard_rails.tool_steps') AS INTEGER) > 0
          THEN 'tool_steps=' || json_extract_string(settings, '$.agent.guard_rails.tool_steps') END,
     CASE WHEN json_extract_string(settings, '$.agent.guard_rails.require_read_before_answer') = 'true'
-         THEN 'require_read_before_answer' END), ''), 'off')"""
+         THEN 'require_read_before_answer' END,
+    CASE WHEN json_extract_string(settings, '$.agent.guard_rails.shown_chunk_ids_only') = 'true'
+         THEN 'shown_chunk_ids_only' END), ''), 'off')"""
 
 
 # The judge, named by its preset (judge.name) and, when it is not the agent's own model, the model
@@ -363,15 +366,6 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
 
 
 # ---- plots ---------------------------------------------------------------------------------------
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], list[tuple[str, list[tuple[str, float | None, float | None]]]]]:
     """The x values in order (as tick labels; a run that leaves `x` unset shows "unset", apart from
     an effort of "none"), and per line (dataset, model, method, other setting, guard rails, judge)

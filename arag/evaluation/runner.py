@@ -60,6 +60,12 @@ class EpisodeRunner:
 
             ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools)
         self.ctx = ctx
+        found = ctx.chunk_ids.to_json() if ctx is not None and settings.chunk_ids is not None else None
+        if found is not None and found != settings.chunk_ids:
+            # The run id holds the texts with the chunk ids of the index the run was set up with.
+            if self._own_ctx:
+                ctx.close()
+            raise ValueError(f"the index's chunk ids {found} are not those the run was set up with {settings.chunk_ids}: a different index")
         self._own_backend = backend is None
         self.backend = backend or make_backend({**settings.model, **(model_overrides or {})})
         self.agent = Agent(self.backend, method, ctx, protocol=settings.model.get("protocol", "json"), config=AgentConfig.from_dict(settings.agent))

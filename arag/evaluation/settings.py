@@ -60,6 +60,10 @@ class RunSettings:
     # A re-judged run (pipelines.rejudge): {"run_id", "identity"} of the run whose episodes it scores
     # again. Its identity is that run's with the judge replaced, plus the source and the judging code.
     rejudged_from: dict[str, Any] | None = None
+    # The index's chunk-id form and example ({"form", "example"}: arag.index.chunk_ids), as the
+    # texts the model reads show them; they enter the run id through those texts. None (settings
+    # made without opening the index): the texts keep their slots and the runner fills them.
+    chunk_ids: dict[str, str] | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row)."""
@@ -74,7 +78,7 @@ class RunSettings:
             "model": _drop(self.model, RUNTIME_MODEL_KEYS),
             "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
             **judging,
-            "texts": model_texts(self.method, self.model.get("protocol", "json")),
+            "texts": model_texts(self.method, self.model.get("protocol", "json"), self.chunk_ids),
             "code": code_version(),
         }
 
@@ -119,15 +123,17 @@ def _drop(cfg: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in keys}
 
 
-def model_texts(method_cfg: dict[str, Any], protocol: str) -> dict[str, Any]:
-    """Every text the model sees besides the question: the method's prompts (answer style in place),
-    the tool descriptions and parameter schemas, the action protocol's instructions and the loop's
-    notes. Part of the run id, so a reworded prompt or tool description starts a new run."""
+def model_texts(method_cfg: dict[str, Any], protocol: str, chunk_ids: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every text the model sees besides the question: the method's prompts (answer style and the
+    index's chunk ids in place), the tool descriptions and parameter schemas, the action protocol's
+    instructions and the loop's notes. Part of the run id, so a reworded prompt or tool description
+    starts a new run."""
     from arag.agent import loop
     from arag.agent.protocols import describe_actions
+    from arag.index.chunk_ids import ChunkIdFormat
     from arag.methods import method_from_config
 
-    method = method_from_config(dict(method_cfg))
+    method = method_from_config(dict(method_cfg)).for_index(ChunkIdFormat.from_json(chunk_ids) if chunk_ids else None)
     schemas = method.tool_schemas()
     return {
         "method": method.texts(),

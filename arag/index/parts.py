@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 from arag.corpus.digest import PartDigest, new_digest
 from arag.corpus.readers import CorpusSpec, InputPart, corpus_root, part_digest, read_part
 from arag.corpus.records import Reject
-from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, chunk_document
-from arag.index.packing import WindowPacker
+from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, chunk_document, make_chunk_id
+from arag.index.packing import WindowPacker, packed_chunk_id
 from arag.index.layout import IndexLayout, atomic_path, file_sizes, read_json, sentence_id, write_json_atomic
 
 CHUNK_SCHEMA = pa.schema(
@@ -54,6 +54,9 @@ ROW_GROUP_SIZE = 8192
 
 PER_DOCUMENT, PACKED = "per_document", "packed"
 CHUNKING_MODES = (PER_DOCUMENT, PACKED)
+# The form of each mode's chunk ids, as the model is told it (arag.index.chunk_ids), written by the
+# same functions that make the ids; a new mode adds its own here.
+CHUNK_ID_FORMS = {PER_DOCUMENT: make_chunk_id("<document>", "<n>"), PACKED: packed_chunk_id("<part>", "<window>")}  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arag.index.embedding import EmbedderSpec
 from arag.index.layout import READABLE_FORMAT_VERSIONS, IndexLayout, read_json
+
+if TYPE_CHECKING:
+    from arag.index.chunk_ids import ChunkIdFormat
 
 
 class IndexNotFoundError(FileNotFoundError):
@@ -85,6 +88,13 @@ class Index:
         """How the chunks were cut (arag.index.parts.CHUNKING_MODES); per_document for indexes that
         predate the setting."""
         return (self.manifest.get("chunking") or {}).get("mode", "per_document")
+
+    @cached_property
+    def chunk_ids(self) -> "ChunkIdFormat":
+        """The form of this index's chunk ids and a real one, for the texts the model reads."""
+        from arag.index.chunk_ids import chunk_id_format
+
+        return chunk_id_format(self)
 
     @property
     def embedder_spec(self) -> EmbedderSpec:

@@ -7,13 +7,15 @@ registered under a name, with its prompts in `conf/method/<name>.yaml`; the loop
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arag.llm.types import Message
 from arag.methods.records import ToolCallRecord
 
 if TYPE_CHECKING:
+    from arag.index.chunk_ids import ChunkIdFormat
     from arag.tools import ReadTracker, ToolContext, ToolResult
 
 # How the answer should look, per dataset: the multi-hop sets grade a short span (a name, a date),
@@ -41,6 +43,9 @@ class Method:
     final_prompt: str = DEFAULT_FINAL_PROMPT
     answer_style: str = "short"  # a key of ANSWER_STYLES
     tools_per_step: int | None = 1  # tool calls of one reply that run (A-RAG: one); None: all
+    # The opened index's chunk-id form and example, put into the texts' `{chunk_id_format}` and
+    # `{chunk_id_example}` slots (arag.index.chunk_ids); not a config key: set by `for_index`.
+    chunk_ids: "ChunkIdFormat | None" = field(default=None, init=False, repr=False)
 
     @classmethod
     def config_keys(cls) -> tuple[str, ...]:
@@ -58,9 +63,17 @@ class Method:
         if self.answer_style not in ANSWER_STYLES:
             raise ValueError(f"method {self.name}: unknown answer_style {self.answer_style!r}; known: {', '.join(ANSWER_STYLES)}")
 
+    def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "Method":
+        """This method with its texts describing the chunk ids of an opened index (a copy)."""
+        bound = copy.copy(self)
+        bound.chunk_ids = chunk_ids
+        return bound
+
     def styled(self, text: str) -> str:
-        """A prompt with the dataset's answer style put in its `{answer_style}` slot."""
-        return text.replace(ANSWER_STYLE_SLOT, ANSWER_STYLES[self.answer_style])
+        """A prompt with the dataset's answer style put in its `{answer_style}` slot, and the
+        index's chunk ids in theirs once bound (`for_index`)."""
+        text = text.replace(ANSWER_STYLE_SLOT, ANSWER_STYLES[self.answer_style])
+        return self.chunk_ids.fill(text) if self.chunk_ids is not None else text
 
     @property
     def system_text(self) -> str:
@@ -73,7 +86,7 @@ class Method:
     def tool_schemas(self) -> list[dict[str, Any]]:
         from arag.tools import tool_schemas
 
-        return tool_schemas(list(self.tools)) if self.tools else []
+        return tool_schemas(list(self.tools), self.chunk_ids) if self.tools else []
 
     def needs_index(self) -> bool:
         return bool(self.tools)

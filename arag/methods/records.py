@@ -19,4 +19,5 @@ class ToolCallRecord:
     latency_s: float = 0.0
     error: str | None = None
     chunk_ids: list[str] = field(default_factory=list)
+    neighbour_ids: list[str] = field(default_factory=list)  # chunk_read: the previous/next chunk ids its result named
     ref_ids: list[str] = field(default_factory=list)  # document tools: the reference ids the result is about

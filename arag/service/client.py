@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 from tenacity import Retrying, retry_if_exception_type, retry_if_result, stop_after_attempt, wait_exponential_jitter
 
+from arag.index.chunk_ids import ChunkIdFormat
 from arag.service.guard import TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, Hit, ToolResult, error_result
 from arag.tools.documents import DocumentSession
@@ -108,6 +109,14 @@ class RemoteTools:
     @property
     def fingerprint(self) -> str:
         return str(self.info["fingerprint"])
+
+    @property
+    def chunk_ids(self) -> ChunkIdFormat:
+        """The served index's chunk-id form and example, as a local ToolContext gives them."""
+        given = self.info.get("chunk_ids")
+        if not isinstance(given, dict):
+            raise ToolServerError(f"the tool server at {self.url} does not say what its chunk ids look like (GET /index has no chunk_ids): run a server of this arag version")
+        return ChunkIdFormat.from_json(given)
 
     # ---- ToolContext's interface -------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:

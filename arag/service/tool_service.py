@@ -69,7 +69,8 @@ class ToolService:
         self.ctx = ctx
         self.workers = workers  # tool calls run there when given (ctx still answers titles and info)
         self.sessions = sessions
-        self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in tools}
+        # Their texts describe this index's chunk ids, as the agent's do (GET /tools, MCP's list).
+        self.tools: dict[str, ToolSpec] = {name: TOOLS[name].for_index(ctx.chunk_ids) for name in tools}
         self.full_text = full_text
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="arag-tool")
 
@@ -112,6 +113,7 @@ class ToolService:
         index = self.ctx.index
         return {
             "fingerprint": index_build_fingerprint(index.root),
+            "chunk_ids": self.ctx.chunk_ids.to_json(),
             "num_chunks": index.manifest.get("num_chunks"),
             "num_sentences": index.manifest.get("num_sentences"),
             "embedding_model": index.manifest.get("embedding", {}).get("model"),

@@ -4,7 +4,7 @@
 
   --json        print one JSON object: results (chunk_id, score, snippets, …), retrieved_tokens, error
   --full-text   search tools return whole chunk texts instead of snippets (the ablation setting)
-  --schema      print the tool's function schema instead of calling it
+  --schema      print the tool's function schema (its texts describing the index's chunk ids) instead of calling it
 Exit status: 0 on success, 1 when the tool answered with an error, 2 when the index cannot be opened.
 """
 
@@ -15,7 +15,7 @@ import json
 import logging
 import sys
 
-from arag.index.store import IncompleteIndexError, IndexNotFoundError
+from arag.index.store import IncompleteIndexError, IndexNotFoundError, open_index
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,10 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.tool not in TOOLS:
         print(f"unknown tool {args.tool!r}; available: {', '.join(TOOLS)}", file=sys.stderr)
         return 2
-    if args.schema:
-        print(json.dumps(TOOLS[args.tool].schema(), indent=2, ensure_ascii=False))
-        return 0
     try:
+        if args.schema:  # as a model sees it over this index (its chunk ids in the texts)
+            print(json.dumps(TOOLS[args.tool].for_index(open_index(args.index_dir).chunk_ids).schema(), indent=2, ensure_ascii=False))
+            return 0
         ctx = ToolContext(args.index_dir, cache_dir=args.cache_dir, accelerate=not args.no_accelerate, nprobe=args.nprobe, rerank=args.rerank)
     except (IndexNotFoundError, IncompleteIndexError) as exc:
         print(f"cannot open index: {exc}", file=sys.stderr)

@@ -13,13 +13,15 @@ import json
 
 import math
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from arag.tools.failures import DIAGNOSTICS
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from arag.index.chunk_ids import ChunkIdFormat
 
     from arag.tools.store import ChunkStore
     from arag.tools.tracker import ReadTracker
@@ -155,6 +157,13 @@ class ToolSpec:
         """OpenAI-style function schema (the `tools=[...]` entry of a chat request)."""
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
 
+    def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "ToolSpec":
+        """This tool with its texts describing the chunk ids of an opened index (arag.index.chunk_ids):
+        what a model, the tool server's `/tools` and MCP's tool list show. Unchanged without one."""
+        if chunk_ids is None:
+            return self
+        return replace(self, description=chunk_ids.fill(self.description), parameters=chunk_ids.fill_all(self.parameters))
+
     def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions | None = None) -> ToolResult:
         """Run the tool. Never raises: bad arguments and internal failures come back as errors."""
         options = options or ToolOptions()
@@ -261,6 +270,6 @@ def get_query(args: dict[str, Any]) -> str:
 
 
 def get_chunk_ids(args: dict[str, Any]) -> list[str]:
-    given = args.get("chunk_ids")
-    example = json.dumps(given[:40]) if isinstance(given, str) else '"Lothair II#0"'
+    # The example is shown only when chunk_ids is a single string: that string, as a list.
+    example = json.dumps(str(args.get("chunk_ids"))[:40])
     return get_string_list(args, "chunk_ids", noun="chunk id", max_items=MAX_CHUNK_IDS, max_chars=MAX_CHUNK_ID_CHARS, example=example)

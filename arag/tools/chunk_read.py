@@ -4,7 +4,9 @@ With a per-episode `ReadTracker`, a chunk already read in the episode is answere
 note instead of its text (and counts no retrieved tokens). Ids repeated within one call are read
 once. Unknown ids are named in the answer; the call still returns the known ones. The previous and
 next chunk are named so the agent can read around a passage: of the same document (position ∓ 1)
-in a per-document index, the previous and next window of the same part in a packed one.
+in a per-document index, the previous and next window of the same part in a packed one. Its texts
+show the opened index's own id form and a real id (`{chunk_id_format}`, `{chunk_id_example}`:
+arag.index.chunk_ids), filled by `ToolSpec.for_index`.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from arag.tools.render import chunk_read_text, content_tokens
 NAME = "chunk_read"
 
 DESCRIPTION = (
-    "Read the complete text of one or more chunks, by the chunk ids shown in search results "
-    "(e.g. \"12#0\"). Search results only show snippets, which often leave out the fact you need or "
-    "its context: read the chunks a search pointed to before you answer from them. Each chunk comes "
-    "with the ids of the previous and next chunk, so you can read on when a passage continues. Chunks "
-    "you already read in this conversation are not repeated. Read only the chunks you need: each one "
-    "adds to the conversation."
+    "Read the complete text of one or more chunks, by the chunk ids shown in search results. Chunk "
+    "ids have the form \"{chunk_id_format}\", for example \"{chunk_id_example}\". Search results only "
+    "show snippets, which often leave out the fact you need or its context: read the chunks a search "
+    "pointed to before you answer from them. Each chunk comes with the ids of the previous and next "
+    "chunk, so you can read on when a passage continues. Chunks you already read in this "
+    "conversation are not repeated. Read only the chunks you need: each one adds to the conversation."
 )
 
 PARAMETERS: dict[str, Any] = {
@@ -35,7 +37,7 @@ PARAMETERS: dict[str, Any] = {
             "items": {"type": "string", "maxLength": MAX_CHUNK_ID_CHARS},
             "minItems": 1,
             "maxItems": MAX_CHUNK_IDS,
-            "description": "Ids of the chunks to read, as shown in search results.",
+            "description": "Ids of the chunks to read, as shown in search results, for example [\"{chunk_id_example}\"].",
         }
     },
     "required": ["chunk_ids"],

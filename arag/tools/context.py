@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.store import Index, open_index
 from arag.tools.base import ToolOptions, ToolResult, error_result
 from arag.tools.batching import BatchingEncoder
@@ -198,6 +199,12 @@ class ToolContext:
     def search_sentences(self, qvec: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Top `n` sentences over all shards: (scores desc, sentence ids); ties by smaller id."""
         return self.vectors.search(qvec, n)
+
+    @property
+    def chunk_ids(self) -> ChunkIdFormat:
+        """The form of this index's chunk ids and a real one: what the texts the model reads say
+        (Method.for_index, ToolSpec.for_index). A served index (RemoteTools) answers the same."""
+        return self.index.chunk_ids
 
     def close(self) -> None:
         pool, self._pool = self._pool, None

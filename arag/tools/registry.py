@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from arag.tools.base import ToolSpec
 from arag.tools.chunk_read import SPEC as CHUNK_READ
 from arag.tools.doc_find import SPEC as DOC_FIND
@@ -11,6 +13,9 @@ from arag.tools.keyword import SPEC as KEYWORD_SEARCH
 from arag.tools.naive import SPEC as NAIVE_EMBEDDING_SEARCH
 from arag.tools.semantic import SPEC as SEMANTIC_SEARCH
 from arag.tools.summarize import SPEC as SUMMARIZE
+
+if TYPE_CHECKING:
+    from arag.index.chunk_ids import ChunkIdFormat
 
 TOOLS: dict[str, ToolSpec] = {
     spec.name: spec
@@ -36,6 +41,8 @@ def get_tool(name: str) -> ToolSpec:
         raise KeyError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}") from None
 
 
-def tool_schemas(tool_set: str | list[str] | tuple[str, ...]) -> list[dict]:
+def tool_schemas(tool_set: str | list[str] | tuple[str, ...], chunk_ids: "ChunkIdFormat | None" = None) -> list[dict]:
+    """The tools' function schemas; with `chunk_ids` (an opened index's), their texts describe its
+    chunk ids, else they keep the `{chunk_id_format}`/`{chunk_id_example}` slots."""
     names = TOOL_SETS[tool_set] if isinstance(tool_set, str) else tool_set
-    return [get_tool(n).schema() for n in names]
+    return [get_tool(n).for_index(chunk_ids).schema() for n in names]

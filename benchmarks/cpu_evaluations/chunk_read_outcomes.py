@@ -3,9 +3,12 @@
 The report counts chunk_read calls; this says what became of them: how many repeat an earlier call of
 the same episode, how many were answered "Unknown chunk id(s)" (ids not in the index, e.g. made up by
 the model) and how many carry an "Already read in this episode" note. It reads the JSON-protocol
-trajectories the evaluation stores, and the native protocol's tool calls.
+trajectories the evaluation stores, and the native protocol's tool calls. `--questions FILE --limit N`
+counts only the episodes of the file's first N questions, so runs of different lengths compare on
+the same questions.
 
-    python benchmarks/cpu_evaluations/chunk_read_outcomes.py benchmarks/cpu_evaluations/results/2wiki
+    python benchmarks/cpu_evaluations/chunk_read_outcomes.py benchmarks/cpu_evaluations/results/2wiki \
+        [--questions ../shared/data/2wikimultihopqa/questions.jsonl --limit 20]
 """
 
 from __future__ import annotations
@@ -53,12 +56,15 @@ def _canonical(arguments: object) -> str:
     return json.dumps(arguments, sort_keys=True)
 
 
-def outcomes(results: Path) -> dict[str, Counter]:
+def outcomes(results: Path, question_ids: set[str] | None = None) -> dict[str, Counter]:
+    """Counts per method; `question_ids`: only those questions' episodes (None: all)."""
     if not any(results.glob("*/episodes/*.parquet")):
         raise SystemExit(f"no episodes under {results}: expected <run id>/episodes/*.parquet files")
     rows = duckdb.sql(f"SELECT run_id, question_id, method, trajectory FROM read_parquet('{results}/*/episodes/*.parquet', union_by_name=true)").fetchall()
     per_method: dict[str, Counter] = {}
     for run_id, question_id, method, text in rows:
+        if question_ids is not None and question_id not in question_ids:
+            continue
         try:
             trajectory = json.loads(text or "")
         except ValueError as exc:
@@ -78,14 +84,28 @@ def outcomes(results: Path) -> dict[str, Counter]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, help="a results folder: <run id>/episodes/*.parquet under it")
+    parser.add_argument("--questions", type=Path, help="a questions file (JSONL); with --limit, count only its first questions")
+    parser.add_argument("--limit", type=int, help="how many of the file's first questions to count (default: all of the file)")
     args = parser.parse_args()
+    if args.limit is not None and args.questions is None:
+        parser.error("--limit needs --questions (the file whose first questions to count)")
+    question_ids = None
+    if args.questions is not None:
+        from arag.evaluation.questions import QuestionFileError, load_questions
+
+        try:
+            selected = load_questions(str(args.questions)).questions
+        except (QuestionFileError, OSError) as exc:
+            raise SystemExit(f"--questions: {exc}") from None
+        question_ids = {q.id for q in selected[: args.limit]}
     keys = ("episodes", "calls", "repeat an earlier call", "unknown ids in reply", "already-read note in reply")
-    per_method = outcomes(args.results)
-    print("| method | " + " | ".join(keys) + " |")
-    print("| --- |" + " ---: |" * len(keys))
+    per_method = outcomes(args.results, question_ids)
+    print("| method | " + " | ".join(keys) + " | unknown ids, share of calls |")
+    print("| --- |" + " ---: |" * (len(keys) + 1))
     for method, counts in sorted(per_method.items()):
         if counts["calls"]:
-            print(f"| {method} | " + " | ".join(str(counts[k]) for k in keys) + " |")
+            share = 100 * counts["unknown ids in reply"] / counts["calls"]
+            print(f"| {method} | " + " | ".join(str(counts[k]) for k in keys) + f" | {share:.1f}% |")
 
 
 if __name__ == "__main__":

@@ -294,7 +294,7 @@ def test_tracker_is_per_episode(agent_ctx):
 def test_guard_rail_off_by_default_and_recorded(agent_ctx):
     a, _ = agent([{"answer": "early"}], ctx=agent_ctx)
     ep = a.run("q?")
-    assert ep.answer == "early" and ep.guard_rails == {"require_read_before_answer": False, "max_refusals": 2, "tool_steps": 0}
+    assert ep.answer == "early" and ep.guard_rails == {"require_read_before_answer": False, "max_refusals": 2, "tool_steps": 0, "shown_chunk_ids_only": False}
 
 
 def test_guard_rail_refuses_answer_before_reading(agent_ctx):

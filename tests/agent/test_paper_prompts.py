@@ -76,3 +76,15 @@ def test_dataset_answer_styles():
     from arag.evaluation.settings import answer_style_for
 
     assert answer_style_for("2wikimultihopqa") == "short" and answer_style_for("graphrag-bench-novel") == "free_form"
+
+
+@pytest.mark.parametrize("method", ["arag_full", "arag_naive", "arag_no_keyword", "arag_no_semantic"])
+def test_chunk_read_gives_example_ids_and_they_are_the_index_s_own(method, agent_ctx):
+    """Figure 8 shows chunk_read's parameter with example ids; ours are a real id of the opened index
+    (tests/agent/test_chunk_ids.py checks the packed and per-document forms)."""
+    m = load_method(method).for_index(agent_ctx.chunk_ids)
+    chunk_read = next(t["function"] for t in m.tool_schemas() if t["function"]["name"] == "chunk_read")
+    example = agent_ctx.chunk_ids.example
+    assert f'for example ["{example}"]' in chunk_read["parameters"]["properties"]["chunk_ids"]["description"]
+    assert f'"{example}"' in m.system_text and agent_ctx.call("chunk_read", {"chunk_ids": [example]}).error is None
+

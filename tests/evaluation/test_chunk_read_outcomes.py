@@ -52,8 +52,23 @@ def test_counts_repeats_unknown_ids_and_already_read_notes_for_both_protocols(tm
             store.write([row])
     out = subprocess.run([sys.executable, str(SCRIPT), str(results)], capture_output=True, text=True, check=True, cwd=REPO).stdout
     rows = [line for line in out.splitlines() if line.startswith("| arag")]
-    # episodes, calls, repeats, unknown-id replies, already-read notes
-    assert rows == ["| arag_full | 1 | 3 | 1 | 0 | 1 |", "| arag_naive | 1 | 3 | 1 | 2 | 0 |"]
+    # episodes, calls, repeats, unknown-id replies, already-read notes, unknown-id share of calls
+    assert rows == ["| arag_full | 1 | 3 | 1 | 0 | 1 | 0.0% |", "| arag_naive | 1 | 3 | 1 | 2 | 0 | 66.7% |"]
+
+
+def test_only_the_first_questions_of_a_file_are_counted(tmp_path):
+    """Runs of different lengths compare on the same questions (`--questions FILE --limit N`)."""
+    from tests.conftest import write_jsonl
+
+    results = tmp_path / "results"
+    with RunStore(results, "r1") as store:
+        store.write([EpisodeRow(run_id="r1", dataset="2wikimultihopqa", question_id=q, question="?", gold_answers=["a"], supporting_titles=[], method="arag_naive",
+                                model="qwen", backend="llamacpp", status="ok", prediction="a", trajectory=json.dumps(json_episode())).to_record() for q in ("q0", "q1", "q2")])
+    questions = write_jsonl(tmp_path / "questions.jsonl", [{"id": q, "question": "?", "answers": ["a"]} for q in ("q2", "q0", "q1")])
+    out = subprocess.run([sys.executable, str(SCRIPT), str(results), "--questions", str(questions), "--limit", "2"], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    assert [line for line in out.splitlines() if line.startswith("| arag")] == ["| arag_naive | 2 | 6 | 2 | 4 | 0 | 66.7% |"]
+    done = subprocess.run([sys.executable, str(SCRIPT), str(results), "--limit", "2"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode != 0 and "--limit needs --questions" in done.stderr
 
 
 def test_a_folder_without_episodes_is_named_in_the_error(tmp_path):

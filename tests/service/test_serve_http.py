@@ -26,10 +26,12 @@ def post(server, tool, body, session=None, **params):
     return httpx.post(f"{server.url}/tools/{tool}", content=content, headers=headers, params=params, timeout=60)
 
 
-def test_tools_lists_every_schema(http_server):
+def test_tools_lists_every_schema(http_server, local_ctx):
+    """As the agent sees them over the same index: the texts name its chunk ids (none left as a slot)."""
     response = httpx.get(f"{http_server.url}/tools")
     assert response.status_code == 200
-    assert response.json() == {"tools": tool_schemas(list(TOOLS))}
+    assert response.json() == {"tools": tool_schemas(list(TOOLS), local_ctx.chunk_ids)}
+    assert "{chunk_id" not in response.text and f'for example \\"{local_ctx.chunk_ids.example}\\"' in response.text
 
 
 def test_every_tool_answers_as_in_process(http_server, local_ctx):
@@ -109,7 +111,7 @@ def test_oversized_requests_are_refused_and_the_server_keeps_serving(http_server
             yield b" " * 1000
         yield b'{"keywords": ["x"]}'
 
-    response = httpx.post(f"{http_server.url}/tools/keyword_search", content=chunked(), timeout=30)  # no Content-Length
+    response = httpx.post(f"{http_server.url}/tools/keyword_search", content=chunked(), headers={"Content-Type": "application/json"}, timeout=30)  # no Content-Length
     assert response.status_code == 413 and "serve.max_request_bytes" in response.json()["error"]
     mcp = httpx.post(f"{http_server.url}/mcp", content=huge, headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
     assert mcp.status_code == 413
@@ -121,14 +123,32 @@ def test_bad_session_ids(http_server):
     assert response.status_code == 400 and "session id" in response.json()["error"]
 
 
-def test_openapi_describes_every_tool(http_server):
+def test_openapi_describes_every_tool(http_server, local_ctx):
     doc = httpx.get(f"{http_server.url}/openapi.json").json()
     assert doc["openapi"].startswith("3.")
     for name, spec in TOOLS.items():
         operation = doc["paths"][f"/tools/{name}"]["post"]
-        assert operation["requestBody"]["content"]["application/json"]["schema"] == spec.parameters
+        assert operation["requestBody"]["content"]["application/json"]["schema"] == spec.for_index(local_ctx.chunk_ids).parameters
         assert {"200", "400", "404", "413"} <= set(operation["responses"])
     assert "security" not in doc  # no token on this server
+
+
+def test_a_remote_client_describes_the_chunk_ids_as_the_local_tools_do(http_server, local_ctx):
+    """`index.url=` runs see the texts `index.path=` runs see: the served index's id form and example."""
+    from arag.agent import Agent, AgentConfig
+    from arag.llm.scripted import ScriptedBackend
+    from arag.methods import load_method
+    from arag.service.client import RemoteTools
+
+    assert httpx.get(f"{http_server.url}/index").json()["chunk_ids"] == local_ctx.chunk_ids.to_json()
+    requests = []
+    with RemoteTools(http_server.url) as remote:
+        assert remote.chunk_ids == local_ctx.chunk_ids
+        for ctx in (remote, local_ctx):
+            backend = ScriptedBackend([{"answer": "x"}])
+            Agent(backend, load_method("arag_full"), ctx, protocol="json", config=AgentConfig(max_steps=1)).run("q?")
+            requests.append((backend.requests[0].messages[0].content, backend.requests[0].response_schema))
+    assert requests[0] == requests[1] and f'"{local_ctx.chunk_ids.example}"' in requests[0][0]
 
 
 def test_index_info_and_titles(http_server, served_index):

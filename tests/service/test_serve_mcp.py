@@ -30,9 +30,10 @@ def structured(result) -> dict:
 async def check_tools_and_answers(session: ClientSession, local_ctx) -> None:
     listed = (await session.list_tools()).tools
     assert [t.name for t in listed] == list(TOOLS)
-    for tool in listed:
-        assert tool.description == TOOLS[tool.name].description
-        assert tool.input_schema == TOOLS[tool.name].parameters
+    for tool in listed:  # as the agent sees them over the same index (its chunk ids in the texts)
+        assert tool.description == TOOLS[tool.name].for_index(local_ctx.chunk_ids).description
+        assert tool.input_schema == TOOLS[tool.name].for_index(local_ctx.chunk_ids).parameters
+    assert local_ctx.chunk_ids.example in next(t.description for t in listed if t.name == "chunk_read")
     tracker = ReadTracker()
     for name, args in CALLS:
         got = await session.call_tool(name, args)

@@ -1,0 +1,73 @@
+"""What the chunk ids of an index look like, told to the model from the index itself.
+
+The texts the model reads (a method's prompts, the tool descriptions) never spell an id pattern of
+their own: they say `{chunk_id_format}` and `{chunk_id_example}` where an id's form and a real id
+of the opened index go. Each chunking mode names the form of its ids once
+(arag.index.parts.CHUNK_ID_FORMS, written by the functions that make the ids), and the example is
+the id of the middle chunk of the index's first non-empty part, so the same index always gives
+the same texts. Why: prompts that said "<document>#<n>" over a packed index, whose ids are
+"<part>:<window>", had a small model ask chunk_read for ids that do not exist most of the time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from arag.index.store import Index
+
+FORMAT_SLOT = "{chunk_id_format}"
+EXAMPLE_SLOT = "{chunk_id_example}"
+
+
+@dataclass(frozen=True)
+class ChunkIdFormat:
+    """form: how an id is made, e.g. "<part>:<window>"; example: a real id of the index (the form
+    itself when the index holds no chunk)."""
+
+    form: str
+    example: str
+
+    def fill(self, text: str) -> str:
+        return text.replace(FORMAT_SLOT, self.form).replace(EXAMPLE_SLOT, self.example)
+
+    def fill_all(self, value: Any) -> Any:
+        """`fill` on every string inside a JSON-like value (a tool's parameter schema); a copy."""
+        if isinstance(value, str):
+            return self.fill(value)
+        if isinstance(value, dict):
+            return {k: self.fill_all(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.fill_all(v) for v in value]
+        return value
+
+    def to_json(self) -> dict[str, str]:
+        return {"form": self.form, "example": self.example}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ChunkIdFormat":
+        return cls(form=str(data["form"]), example=str(data["example"]))
+
+
+def chunk_id_format(index: "Index") -> ChunkIdFormat:
+    """The form of the index's chunk ids (by its chunking mode) and one of its real ids."""
+    import pyarrow.parquet as pq
+
+    from arag.index.parts import CHUNK_ID_FORMS
+
+    mode = index.chunking_mode
+    if mode not in CHUNK_ID_FORMS:
+        raise ValueError(f"{index.layout.manifest}: chunking mode {mode!r} has no chunk id form; known: {', '.join(CHUNK_ID_FORMS)}")
+    form = CHUNK_ID_FORMS[mode]
+    part = next((p for p in index.parts if p.num_chunks), None)
+    if part is None:
+        return ChunkIdFormat(form, form)
+    row = part.num_chunks // 2
+    chunks = pq.ParquetFile(part.chunks)
+    for group in range(chunks.num_row_groups):  # read only the row group holding that row
+        rows = chunks.metadata.row_group(group).num_rows
+        if row < rows:
+            return ChunkIdFormat(form, str(chunks.read_row_group(group, columns=["chunk_id"]).column("chunk_id")[row].as_py()))
+        row -= rows
+    raise ValueError(f"{part.chunks}: holds fewer than the {part.num_chunks} chunks the manifest names")
