@@ -8,7 +8,11 @@
 #
 #   [CODE=<checkout>] [SETS="novel 2wiki"] benchmarks/cpu_evaluations/run.sh [results dir] [index dir]
 #
-# SETS: which evaluations to run (default both), e.g. SETS=2wiki to continue only the 2Wiki runs.
+# SETS: which evaluations to run (default novel and 2wiki), e.g. SETS=2wiki to continue only the 2Wiki
+# runs. SETS=2wiki20: A-RAG (Naive) and (Full) on the first 20 2Wiki questions into <results>/2wiki20,
+# then the share of chunk_read calls naming unknown ids there and in <results>/2wiki's runs of the
+# same 20 questions (chunk_read_outcomes.py), to compare with the runs made before the prompts named
+# the index's own chunk ids.
 #
 # CODE: the checkout whose code runs (default: this one). A run's id includes the git commit: to
 # continue the committed results (results/), point CODE at a worktree of the commit in
@@ -22,7 +26,7 @@ data="$(realpath -m "${ARAG_DATA_DIR:-$repo/../shared/data}")"
 export ARAG_DATA_DIR="$data"  # the corpus and question files, whichever checkout runs
 python="${PYTHON:-python}"
 sets="${SETS:-novel 2wiki}"
-for set in $sets; do [[ "$set" == novel || "$set" == 2wiki ]] || { echo "SETS: unknown evaluation '$set' (novel, 2wiki)" >&2; exit 2; }; done
+for set in $sets; do [[ "$set" == novel || "$set" == 2wiki || "$set" == 2wiki20 ]] || { echo "SETS: unknown evaluation '$set' (novel, 2wiki, 2wiki20)" >&2; exit 2; }; done
 code="$(cd "${CODE:-$repo}" && pwd)"
 cd "$code"  # python -m imports arag and pipelines from here
 log() { echo "$(date -u +%FT%TZ) $*" | tee -a "$results/progress.log"; }
@@ -37,9 +41,9 @@ novel() {  # method, limit
     "$python" -m pipelines.evaluate +corpus=graphrag-bench-novel-docs questions.path="$data/graphrag-bench-novel/questions.jsonl" \
         index.path="$indexes/graphrag-bench-novel-docs" results.path="$results/novel" method="$1" limit="$2"
 }
-wiki() {  # method, limit
+wiki() {  # method, limit[, results folder]
     log "2wikimultihopqa $1 limit=$2"
-    "$python" -m pipelines.evaluate +corpus=2wikimultihopqa index.path="$indexes/2wiki" results.path="$results/2wiki" method="$1" limit="$2"
+    "$python" -m pipelines.evaluate +corpus=2wikimultihopqa index.path="$indexes/2wiki" results.path="$results/${3:-2wiki}" method="$1" limit="$2"
 }
 
 if [[ " $sets " == *" novel "* ]]; then
@@ -50,6 +54,13 @@ if [[ " $sets " == *" 2wiki "* ]]; then
     index 2wikimultihopqa 2wiki
     wiki direct 50
     for limit in 10 20 30 40 50; do for method in naive_rag arag_full arag_naive; do wiki $method $limit; done; done
+fi
+if [[ " $sets " == *" 2wiki20 "* ]]; then
+    index 2wikimultihopqa 2wiki
+    for limit in 5 10 15 20; do for method in arag_naive arag_full; do wiki $method $limit 2wiki20; done; done
+    for set in 2wiki20 2wiki; do
+        [ -d "$results/$set" ] && "$python" "$here/chunk_read_outcomes.py" "$results/$set" --questions "$data/2wikimultihopqa/questions.jsonl" --limit 20 | tee "$results/$set.chunk_read_outcomes_20.md"
+    done
 fi
 log "all done: $sets"
 for set in $sets; do "$python" -m pipelines.report results.path="$results/$set" report.paper_columns=true; done  # into <set>/report/
