@@ -34,3 +34,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: 
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend: reports write files only, no display."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt

@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
+from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table, pyplot
 from arag.evaluation.report_format import format_value as _fmt
 
 # A swept row column → where it sits in a run's identity settings (arag.evaluation.settings).
@@ -238,9 +238,7 @@ def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str
 
 def paper_figure(panels: list[Panel], official_steps: int):
     """The matplotlib figure: one axes per panel, in rows of up to four, a line per series."""
-    from arag.evaluation.report import _pyplot
-
-    plt = _pyplot()
+    plt = pyplot()
     cols = min(4, len(panels))
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), dpi=110, squeeze=False)
@@ -280,12 +278,11 @@ def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[st
     ]
     written = []
     if panels:
-        from arag.evaluation.report import _pyplot
 
         fig = paper_figure(panels, official)
         path = out_dir / PAPER_FIGURE_FILE
         fig.savefig(path)
-        _pyplot().close(fig)
+        pyplot().close(fig)
         written.append(path)
         for p in panels:
             for name, pts in p.lines:
