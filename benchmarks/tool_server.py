@@ -1,19 +1,24 @@
-"""Benchmark the tool server: tool calls per second through `pipelines.serve` (HTTP, `RemoteTools`)
-against the same calls made in-process through `ToolContext`, at several numbers of concurrent callers.
+"""Benchmark the tool server: tool calls per second through `pipelines.serve` (HTTP, the JSON API)
+against the same calls made in-process through `ToolContext`, and against a server of another
+checkout (e.g. the previous commit), at several numbers of concurrent callers.
 
     python benchmarks/tool_server.py [--index indexes/2wiki] [--questions ../shared/data/2wikimultihopqa/questions.jsonl]
-                                     [--questions-n 60] [--concurrency 1,4,16,64] [--port 0]
+                                     [--questions-n 60] [--concurrency 1,4,16,64] [--repeats 3]
+                                     [--baseline-repo /tmp/arag-previous]   # git worktree add /tmp/arag-previous HEAD~1
 
 In one run, over the same calls (built from real 2Wiki questions: for each question a keyword_search
 on its capitalised words, a semantic_search on the question, a chunk_read of the top keyword hit):
-  * the baseline: the calls through one in-process `ToolContext`, from N threads;
-  * the served path: a server process (`python -m pipelines.serve`, HTTP, 16 tool threads) and one
-    `RemoteTools` (pooled connections) in this process, from N threads;
-  * both warm (every call made once before timing: encoder loaded, caches and pages warm); each
-    caller uses its own read tracker (one server session per caller), as episodes do;
-  * checks that every served answer equals the in-process one;
-  * prints calls/s and p50/p95 latency of each, and the ratio served / in-process.
-What differs: the served path adds HTTP, JSON and a second process, which shares this machine's
+  * in-process: the calls through one `ToolContext`, from N threads;
+  * served: a server process (`python -m pipelines.serve`, HTTP, 16 tool threads, a token) called
+    through one pooled httpx client in this process, from N threads (one session per caller, as
+    episodes have);
+  * baseline (with --baseline-repo): the same server command run from that checkout, side by side
+    with the first, called the same way, so the two servers' figures share the machine's state;
+  * everything warm (every call made once first); the three are measured in turn, --repeats times
+    at each level, and the median is reported;
+  * checks that every served answer's text equals the in-process one;
+  * prints calls/s and p50/p95 latency of each, and the ratios served / in-process and served / baseline.
+What differs: the served paths add HTTP, JSON and a second process, which shares this machine's
 cores with the client (the in-process baseline has no client).
 """
 
@@ -36,8 +41,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from arag.service.client import RemoteTools  # noqa: E402
 from arag.tools import ReadTracker, ToolContext  # noqa: E402
+
+TOKEN = "benchmark-token"
 
 
 def build_calls(ctx: ToolContext, questions_path: Path, n: int) -> list[tuple[str, dict]]:
@@ -79,55 +85,91 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_server(repo: Path, index: str) -> tuple[subprocess.Popen, str]:
+    """`python -m pipelines.serve` run from `repo`'s code (its own arag package first on the path)."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(repo), "ARAG_SERVE_TOKEN": TOKEN}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.serve", f"index.path={Path(index).resolve()}", f"serve.port={port}", "serve.log_level=warning"],
+        cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while True:
+        try:
+            if httpx.get(f"{url}/index", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=2).status_code == 200:
+                return server, url
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or server.poll() is not None:
+            server.terminate()
+            raise SystemExit(f"the tool server of {repo} did not start")
+        time.sleep(0.3)
+
+
+def served_caller(url: str, connections: int):
+    client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections), timeout=120)
+
+    def call(tool: str, args: dict, tracker: ReadTracker) -> tuple[str, str | None]:
+        response = client.post(f"/tools/{tool}", json=args, headers={"X-Session-Id": tracker.session_id})
+        body = response.json()
+        return body["text"], body["error"]
+
+    return call, client
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", default=os.environ.get("ARAG_2WIKI_INDEX", "indexes/2wiki"))
     parser.add_argument("--questions", default=os.environ.get("ARAG_DATA_DIR", "../shared/data") + "/2wikimultihopqa/questions.jsonl")
     parser.add_argument("--questions-n", type=int, default=60)
     parser.add_argument("--concurrency", default="1,4,16,64")
-    parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--repeats", type=int, default=3, help="measurements of each path at each level (the median is shown)")
+    parser.add_argument("--baseline-repo", type=Path, default=None, help="another checkout whose server is measured side by side (e.g. a worktree of the previous commit)")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
 
     ctx = ToolContext(args.index)
     calls = build_calls(ctx, Path(args.questions), args.questions_n)
-    print(f"index {args.index}: {len(calls)} calls from {args.questions_n} questions; concurrency {levels}")
-    port = args.port or free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.serve", f"index.path={args.index}", f"serve.port={port}", "serve.log_level=warning"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    print(f"index {args.index}: {len(calls)} calls from {args.questions_n} questions; concurrency {levels}; median of {args.repeats}")
+    servers = [start_server(REPO, args.index)]
+    if args.baseline_repo is not None:
+        servers.append(start_server(args.baseline_repo.resolve(), args.index))
+    clients = []
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/index", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("the tool server did not start")
-                time.sleep(0.3)
-        remote = RemoteTools(f"http://127.0.0.1:{port}", max_connections=max(levels))
-        local_call = lambda tool, a, tracker: ctx.call(tool, a, tracker=tracker)  # noqa: E731
-        remote_call = lambda tool, a, tracker: remote.call(tool, a, tracker=tracker)  # noqa: E731
-        run(local_call, calls, 1)  # warm both: encoder loaded, pages cached
-        run(remote_call, calls, 1)
-        print(f"{'callers':>7} | {'in-process calls/s':>18} {'p50 ms':>7} {'p95 ms':>7} | {'served calls/s':>14} {'p50 ms':>7} {'p95 ms':>7} | served/in-process")
+        paths = {"in-process": lambda tool, a, tracker: (lambda r: (r.text, r.error))(ctx.call(tool, a, tracker=tracker))}
+        for name, (_, url) in zip(("served", "baseline"), servers):
+            call, client = served_caller(url, max(levels))
+            paths[name] = call
+            clients.append(client)
+        for call in paths.values():  # warm: encoder loaded, pages cached
+            run(call, calls, 1)
+        header = " | ".join(f"{name + ' calls/s':>20} {'p50 ms':>7} {'p95 ms':>7}" for name in paths)
+        ratios = "served/in-process" + (" served/baseline" if "baseline" in paths else "")
+        print(f"{'callers':>7} | {header} | {ratios}")
         for callers in levels:
-            local_s, local_lat, local_answers = run(local_call, calls, callers)
-            served_s, served_lat, served_answers = run(remote_call, calls, callers)
-            same = all(a.text == b.text and a.error == b.error for a, b in zip(local_answers, served_answers))
-            if not same:
-                raise SystemExit(f"served answers differ from in-process ones at {callers} callers")
-            lp50, lp95 = np.percentile(local_lat, [50, 95]) * 1000
-            sp50, sp95 = np.percentile(served_lat, [50, 95]) * 1000
-            print(f"{callers:>7} | {len(calls) / local_s:>18.1f} {lp50:>7.1f} {lp95:>7.1f} | {len(calls) / served_s:>14.1f} {sp50:>7.1f} {sp95:>7.1f} | {local_s / served_s:.2f}x")
+            seconds: dict[str, list[float]] = {name: [] for name in paths}
+            latency: dict[str, list[float]] = {name: [] for name in paths}
+            for _ in range(args.repeats):
+                answers = {}
+                for name, call in paths.items():
+                    elapsed, lat, answers[name] = run(call, calls, callers)
+                    seconds[name].append(elapsed)
+                    latency[name] += lat
+                for name in paths:
+                    if answers[name] != answers["in-process"]:
+                        raise SystemExit(f"{name} answers differ from in-process ones at {callers} callers")
+            rate = {name: len(calls) / float(np.median(seconds[name])) for name in paths}
+            cells = " | ".join(f"{rate[name]:>20.1f} {np.percentile(latency[name], 50) * 1000:>7.1f} {np.percentile(latency[name], 95) * 1000:>7.1f}" for name in paths)
+            shown = f"{rate['served'] / rate['in-process']:.2f}x" + (f" {rate['served'] / rate['baseline']:>16.2f}x" if "baseline" in paths else "")
+            print(f"{callers:>7} | {cells} | {shown}")
         print("answers: every served answer equals the in-process one")
-        remote.close()
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for client in clients:
+            client.close()
+        for server, _ in servers:
+            server.terminate()
+            server.wait(timeout=30)
         ctx.close()
 
 

@@ -2,16 +2,19 @@
 
 stdio: MCP over stdin/stdout, for an MCP client that starts the server itself.
 http: MCP streamable HTTP at /mcp and the JSON API (GET /tools, POST /tools/<name>, /openapi.json)
-on serve.host:serve.port (127.0.0.1 by default), behind an optional bearer token (serve.token or
-ARAG_SERVE_TOKEN). See the README's "Tool server" section and arag.service.
+on serve.host:serve.port (127.0.0.1 by default), behind a bearer token (serve.token_file,
+ARAG_SERVE_TOKEN or serve.token; serve.token=none for an open server on loopback). See the
+README's "Tool server" section and arag.service.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from arag.conf_files import conf_dir
@@ -19,18 +22,37 @@ from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from pipelines.settings import check_serve_config
 
 
+def token_as_typed(serve: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """serve.token as the text given on the command line: Hydra reads `serve.token=1e3` as the
+    number 1000.0 and `true` as a boolean; a token is text, so the override's own characters are
+    used (a quoted override is already text)."""
+    if isinstance(serve.get("token"), str):
+        return serve
+    for override in reversed(overrides):
+        key, sep, raw = override.partition("=")
+        if sep and key.lstrip("+~") == "serve.token":
+            return {**serve, "token": raw}
+    return serve
+
+
 @hydra.main(config_path=str(conf_dir()), config_name="serve", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from arag.service.app import ServeSettings, open_service, serve_http, serve_stdio
 
+    token = None
     try:
         check_serve_config(cfg)
-        settings = ServeSettings.from_dict(OmegaConf.to_container(cfg.serve, resolve=True))
+        serve = token_as_typed(OmegaConf.to_container(cfg.serve, resolve=True), list(HydraConfig.get().overrides.task))
+        settings = ServeSettings.from_dict(serve)
+        if not cfg.index.path:
+            raise ValueError("give the index to serve: index.path=<dir>")
+        if settings.transport == "http":
+            token = settings.resolved_token()
     except (ValueError, TypeError) as exc:
         sys.exit(f"error: {exc}")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
-    if not cfg.index.path:
-        sys.exit("error: give the index to serve: index.path=<dir>")
+    if token is not None and settings.token is not None:
+        logging.getLogger("arag.service").warning("serve.token on the command line is visible to every local user (ps); serve.token_file or ARAG_SERVE_TOKEN keep it private")
     try:
         service = open_service(str(cfg.index.path), settings, OmegaConf.to_container(cfg.tools, resolve=True))
     except (IndexNotFoundError, IncompleteIndexError) as exc:
@@ -41,7 +63,7 @@ def main(cfg: DictConfig) -> None:
         if settings.transport == "stdio":
             serve_stdio(service)
         else:
-            serve_http(service, settings)
+            serve_http(service, settings, token)
     finally:
         service.close()
         service.ctx.close()

@@ -2,9 +2,10 @@
 with an OpenAPI schema, and `RemoteTools`, a client with ToolContext's `call` so the agent loop and
 the evaluation use a served index as a local one.
 
-    sessions.py      per-session read trackers, bounded (LRU and idle expiry)
-    tool_service.py  the tools of one open index as served: thread pool, sessions, result JSON
-    guard.py         bearer token and request-size limit (ASGI middleware)
+    sessions.py      per-session read trackers, bounded (LRU, idle expiry, bytes)
+    tool_service.py  the tools of one open index as served: thread pool, sessions, ceilings, result JSON
+    guard.py         origin rule, bearer token, JSON bodies of bounded size and time (ASGI middleware)
+    connections.py   a time limit on request headers (uvicorn's protocol, wrapped)
     http_api.py      the JSON API routes; openapi.py its OpenAPI document
     mcp_server.py    the MCP server (official SDK, low-level API)
     app.py           assembling and running it (pipelines.serve is the CLI)

@@ -1,24 +1,26 @@
 """Assemble and run the tool server: one open index, MCP over stdio, or MCP (at /mcp) plus the
-JSON API over HTTP in one ASGI app behind the token/size guard (`pipelines.serve` is the CLI)."""
+JSON API over HTTP in one ASGI app behind the guard (origin rule, token, bodies), on uvicorn with
+bounded connections (`pipelines.serve` is the CLI)."""
 
 from __future__ import annotations
 
 import inspect
 import logging
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from arag import __version__
-from arag.service.guard import TOKEN_ENV, Guard
+from arag.service.guard import LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
 from arag.service.sessions import SessionTrackers
-from arag.service.tool_service import ToolService, served_tool_names
+from arag.service.tool_service import ToolService, document_ceilings, served_tool_names
 from arag.tools import ToolContext
 
 log = logging.getLogger("arag.service")
 
 TRANSPORTS = ("stdio", "http")
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+OPEN = "none"  # serve.token=none: an open server (loopback only)
 
 
 @dataclass(frozen=True)
@@ -29,11 +31,23 @@ class ServeSettings:
     host: str = "127.0.0.1"
     port: int = 8765
     token: str | None = None
+    token_file: str | None = None
+    allowed_hosts: list[str] = field(default_factory=list)
+    allowed_origins: list[str] = field(default_factory=list)
     max_request_bytes: int = 256 * 1024
+    max_response_bytes: int = 4 * 2**20
+    max_document_settings: dict[str, Any] = field(default_factory=dict)
     threads: int = 16
     workers: int = 1
     max_sessions: int = 10_000
     session_idle_s: float = 3600.0
+    session_max_bytes: int = 16 * 2**20
+    sessions_max_bytes: int = 512 * 2**20
+    max_connections: int = 256
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    keep_alive_s: float = 5.0
+    preload: bool = True
     full_text: bool = False
     tools: Any = None
     log_level: str = "info"
@@ -44,17 +58,72 @@ class ServeSettings:
         unknown = sorted(set(cfg) - known)
         if unknown:
             raise ValueError(f"unknown setting(s) {', '.join('serve.' + k for k in unknown)}; serve takes {', '.join(sorted(known))}")
-        settings = cls(**cfg)
+        settings = cls(**{k: ([] if v is None and k.startswith("allowed_") else v) for k, v in cfg.items()})
         if settings.transport not in TRANSPORTS:
             raise ValueError(f"serve.transport must be one of {', '.join(TRANSPORTS)}, got {settings.transport!r}")
         if not isinstance(settings.workers, int) or settings.workers < 1:
             raise ValueError(f"serve.workers must be a whole number of at least 1 (1: tool calls in the server's own process), got {settings.workers!r}")
+        for name in ("max_request_bytes", "max_response_bytes", "session_max_bytes", "sessions_max_bytes", "max_connections", "threads", "max_sessions"):
+            value = getattr(settings, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"serve.{name} must be a whole number of at least 1, got {value!r}")
+        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s", "session_idle_s"):
+            value = getattr(settings, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"serve.{name} must be a positive number of seconds, got {value!r}")
+        for name in ("preload", "full_text"):
+            if not isinstance(getattr(settings, name), bool):
+                raise ValueError(f"serve.{name} must be true or false, got {getattr(settings, name)!r}")
+        for name in ("allowed_hosts", "allowed_origins"):
+            value = getattr(settings, name)
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise ValueError(f"serve.{name} must be a list of names, e.g. [\"tools.example:8765\"], got {value!r}")
+        if settings.token is not None and not isinstance(settings.token, str):
+            raise ValueError(f"serve.token must be text, got {type(settings.token).__name__} {settings.token!r}: quote it, or better put it in serve.token_file or {TOKEN_ENV}")
+        if not isinstance(settings.max_document_settings, dict):
+            raise ValueError(f"serve.max_document_settings must be a mapping of document tool settings, got {settings.max_document_settings!r}")
+        document_ceilings(settings.max_document_settings)
         return settings
 
+    @property
+    def loopback(self) -> bool:
+        return self.host in LOOPBACK_HOSTS
+
     def resolved_token(self) -> str | None:
-        """serve.token, else the ARAG_SERVE_TOKEN environment variable; blank means none."""
-        token = self.token if self.token is not None else os.environ.get(TOKEN_ENV)
-        return str(token) if token is not None and str(token).strip() else None
+        """The HTTP server's token, as text: serve.token, else the text of serve.token_file, else
+        the ARAG_SERVE_TOKEN environment variable; None only for `serve.token=none` on a loopback
+        host. Anything else (no token anywhere, a blank one, an open server on another host) is an
+        error naming what to set."""
+        if self.token is not None and self.token_file is not None:
+            raise ValueError("give serve.token or serve.token_file, not both")
+        if self.token is not None:
+            if self.token.strip().lower() == OPEN:
+                if not self.loopback:
+                    raise ValueError(f"serve.token=none serves without a token, which is allowed only on a loopback host (serve.host={self.host!r}); give serve.token_file or {TOKEN_ENV}")
+                return None
+            if not self.token.strip() or self.token.strip().lower() == "null":
+                raise ValueError(f"serve.token is {self.token!r}: give the token's text (better in serve.token_file or {TOKEN_ENV}), or serve.token=none for an open server on 127.0.0.1")
+            return self.token
+        if self.token_file is not None:
+            try:
+                token = Path(self.token_file).read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ValueError(f"serve.token_file: cannot read {self.token_file}: {exc.strerror or exc}") from None
+            if not token:
+                raise ValueError(f"serve.token_file: {self.token_file} is empty")
+            return token
+        token = os.environ.get(TOKEN_ENV)
+        if token is not None:
+            if not token.strip():
+                raise ValueError(f"{TOKEN_ENV} is set but blank: give the token's text, or unset it and say serve.token=none for an open server on 127.0.0.1")
+            return token.strip()
+        raise ValueError(f"the HTTP server needs a token: serve.token_file=<file> or {TOKEN_ENV} (serve.token=<text> works too, but shows in `ps`), or serve.token=none for an open server on 127.0.0.1")
+
+    def origin_rule(self) -> tuple[list[str] | None, list[str]]:
+        """(Host values served, None: any; Origin values served)."""
+        hosts = (loopback_hosts() + self.allowed_hosts) if self.loopback else (list(self.allowed_hosts) or None)
+        origins = (loopback_origins() if self.loopback else []) + list(self.allowed_origins)
+        return hosts, origins
 
 
 def tool_context_options(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +139,8 @@ def tool_context_options(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def open_service(index_path: str, settings: ServeSettings, tool_options: dict[str, Any] | None = None) -> ToolService:
     names = served_tool_names(settings.tools)
-    sessions = SessionTrackers(max_sessions=settings.max_sessions, idle_s=settings.session_idle_s)
+    ceilings = document_ceilings(settings.max_document_settings)
+    sessions = SessionTrackers(max_sessions=settings.max_sessions, idle_s=settings.session_idle_s, session_bytes=settings.session_max_bytes, total_bytes=settings.sessions_max_bytes)
     options = tool_context_options(tool_options or {})
     ctx = ToolContext(index_path, **options)
     workers = None
@@ -83,15 +153,27 @@ def open_service(index_path: str, settings: ServeSettings, tool_options: dict[st
             ctx.close()
             raise
         log.info("tool calls run in %d worker processes (pids %s)", settings.workers, ", ".join(map(str, workers.pids())))
-    return ToolService(ctx, sessions=sessions, tools=names, full_text=settings.full_text, threads=settings.threads, workers=workers)
+    try:
+        service = ToolService(ctx, sessions=sessions, tools=names, full_text=settings.full_text, threads=settings.threads, workers=workers, ceilings=ceilings, max_response_bytes=settings.max_response_bytes)
+        if settings.preload:
+            service.preload()
+    except BaseException:
+        if workers is not None:
+            workers.close()
+        ctx.close()
+        raise
+    return service
 
 
-def http_app(service: ToolService, settings: ServeSettings) -> Guard:
+def http_app(service: ToolService, settings: ServeSettings, token: str | None) -> Guard:
     """The ASGI app: MCP streamable HTTP at /mcp and the JSON API, all behind the guard."""
-    from arag.service.http_api import json_api_routes
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.exceptions import HTTPException
+
+    from arag.service.http_api import http_error, json_api_routes, server_error
     from arag.service.mcp_server import mcp_server
 
-    token = settings.resolved_token()
+    hosts, origins = settings.origin_rule()
     server = mcp_server(service, version=__version__, stdio=False)
     starlette_app = server.streamable_http_app(
         streamable_http_path="/mcp",
@@ -99,19 +181,52 @@ def http_app(service: ToolService, settings: ServeSettings) -> Guard:
         max_request_body_size=settings.max_request_bytes,
         session_idle_timeout=settings.session_idle_s,
         max_sessions=settings.max_sessions,
+        # The guard applies the origin rule to every route; /mcp's own check uses the same lists.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=hosts is not None, allowed_hosts=hosts or [], allowed_origins=origins),
         custom_starlette_routes=json_api_routes(service, token=token is not None, version=__version__),
     )
-    return Guard(starlette_app, token=token, max_request_bytes=settings.max_request_bytes)
+    starlette_app.router.redirect_slashes = False
+    starlette_app.add_exception_handler(HTTPException, http_error)
+    starlette_app.add_exception_handler(Exception, server_error)
+    return Guard(
+        starlette_app,
+        token=token,
+        max_request_bytes=settings.max_request_bytes,
+        body_timeout_s=settings.body_timeout_s,
+        allowed_hosts=hosts,
+        allowed_origins=origins,
+        cors_origins=settings.allowed_origins,
+    )
 
 
-def serve_http(service: ToolService, settings: ServeSettings) -> None:
+def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
+    """uvicorn with bounded connections: its own keep-alive timeout and connection cap, plus a
+    time limit on request headers (which uvicorn lacks; the guard bounds the body)."""
+    import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    from arag.service.connections import header_timeout_protocol
+
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        lifespan="on",
+        http=header_timeout_protocol(AutoHTTPProtocol, settings.header_timeout_s),
+        timeout_keep_alive=settings.keep_alive_s,
+        limit_concurrency=settings.max_connections,
+    )
+
+
+def serve_http(service: ToolService, settings: ServeSettings, token: str | None) -> None:
     import uvicorn
 
-    app = http_app(service, settings)
-    if settings.host not in LOOPBACK_HOSTS and settings.resolved_token() is None:
-        log.warning("serving on %s without a token: anyone who can reach the port can use the index (set serve.token or %s)", settings.host, TOKEN_ENV)
-    log.info("tool server on http://%s:%d (JSON API: /tools, MCP: /mcp)", settings.host, settings.port)
-    uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, lifespan="on")).run()
+    app = http_app(service, settings, token)
+    if token is None:
+        log.warning("serving on %s without a token (serve.token=none): any local user can use the index", settings.host)
+    log.info("tool server on http://%s:%d (JSON API: /tools, MCP: /mcp, readiness: /health)", settings.host, settings.port)
+    uvicorn.Server(uvicorn_config(app, settings)).run()
 
 
 def serve_stdio(service: ToolService) -> None:

@@ -1,17 +1,31 @@
-"""The door of the HTTP server: a bearer token on every request, and a cap on request size.
+"""The door of the HTTP server: one origin rule, a bearer token, JSON bodies of bounded size, read in
+bounded time, on every route.
 
 An ASGI middleware in front of everything the server mounts (the JSON API, its OpenAPI schema and
-the MCP endpoint), so no route can be reached around it. With a token set, a request without
-`Authorization: Bearer <token>`, or with another token, gets 401 and nothing else. A body over
-`max_request_bytes` gets 413 before any of it reaches a route: a declared Content-Length is
-checked first, a chunked body is counted as it arrives.
+the MCP endpoint), so no route can be reached around it. In order:
+
+  * Host and Origin: a Host header outside `allowed_hosts` gets 421, an Origin outside
+    `allowed_origins` 403 (a web page's request carries its Origin; command-line clients send
+    none). Bound to loopback, only loopback names are served (a DNS-rebinding page cannot reach the
+    server under another name); `serve.allowed_hosts` / `serve.allowed_origins` add to the lists,
+    and the origins given there also get CORS answers (deliberate browser use).
+  * The token: with one set, a request without `Authorization: Bearer <token>` (the scheme in any
+    case), or with another token, gets 401 and nothing else (compared in constant time).
+    `GET /health` is served without it and answers nothing about the index.
+  * Bodies: a POST must say `Content-Type: application/json` (415 otherwise: a browser sends
+    text/plain and forms cross-site without asking first); over `max_request_bytes` gets 413
+    before any of it reaches a route (a declared Content-Length is checked first, a chunked body is
+    counted as it arrives); a body not complete within `body_timeout_s` gets 408.
+  * Failures: an exception escaping a route answers a JSON 500 (logged), never a traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
-from typing import Any, Awaitable, Callable
+import logging
+from typing import Any, Awaitable, Callable, Sequence
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -19,7 +33,27 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+log = logging.getLogger("arag.service")
+
 TOKEN_ENV = "ARAG_SERVE_TOKEN"
+HEALTH_PATH = "/health"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+# Headers a browser page may send when its origin is allowed (CORS).
+CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-document-settings", "mcp-session-id", "mcp-protocol-version", "last-event-id"]
+
+
+def loopback_hosts() -> list[str]:
+    return [pattern for name in LOOPBACK_NAMES for pattern in (name, f"{name}:*")]
+
+
+def loopback_origins() -> list[str]:
+    return [f"http://{host}" for host in loopback_hosts()]
+
+
+def matches(value: str, patterns: Sequence[str]) -> bool:
+    """`value` is one of `patterns`, where `name:*` stands for `name` with any port."""
+    return any(value == p or (p.endswith(":*") and value.startswith(p[:-1]) and value[len(p) - 1 :].isdigit()) for p in patterns)
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -31,21 +65,59 @@ async def send_json(send: Send, status: int, body: dict[str, Any], headers: list
 
 class Guard:
     """token: the bearer token every request must carry (None: no token asked);
-    max_request_bytes: the largest request body served."""
+    max_request_bytes: the largest request body served; body_timeout_s: time a body may take to
+    arrive once its headers did; allowed_hosts: Host values served (None: any);
+    allowed_origins: Origin values served; cors_origins: those answered with CORS headers."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_request_bytes: int):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        max_request_bytes: int,
+        body_timeout_s: float = 30.0,
+        allowed_hosts: Sequence[str] | None = None,
+        allowed_origins: Sequence[str] = (),
+        cors_origins: Sequence[str] = (),
+    ):
         if max_request_bytes < 1:
             raise ValueError(f"serve.max_request_bytes must be at least 1, got {max_request_bytes}")
         self.app = app
-        self._expected = f"Bearer {token}".encode("utf-8") if token else None
+        self._token = token.encode("utf-8") if token else None
         self.max_request_bytes = max_request_bytes
+        self.body_timeout_s = body_timeout_s
+        self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
+        self.allowed_origins = list(allowed_origins)
+        self._inner: ASGIApp = self._checked
+        if cors_origins:
+            from starlette.middleware.cors import CORSMiddleware
+
+            self._inner = CORSMiddleware(self._checked, allow_origins=list(cors_origins), allow_methods=["GET", "POST", "DELETE"], allow_headers=CORS_HEADERS, expose_headers=["mcp-session-id"], max_age=600)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan events pass; websockets are not served
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if self._expected is not None and not hmac.compare_digest(headers.get(b"authorization", b""), self._expected):
+        host = headers.get(b"host", b"").decode("latin-1")
+        if self.allowed_hosts is not None and not matches(host, self.allowed_hosts):
+            await send_json(send, 421, {"error": f"this server does not answer to the host {host[:100]!r} (serve.allowed_hosts)"})
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and not matches(origin.decode("latin-1"), self.allowed_origins):
+            await send_json(send, 403, {"error": f"requests from the origin {origin[:100].decode('latin-1')!r} are not served (serve.allowed_origins)"})
+            return
+        await self._inner(scope, receive, send)
+
+    def _authorized(self, value: bytes) -> bool:
+        scheme, _, credentials = value.partition(b" ")
+        # compare_digest first, so the time taken does not depend on the scheme's spelling either
+        same = hmac.compare_digest(credentials.strip(), self._token or b"")
+        return same and scheme.lower() == b"bearer"
+
+    async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers") or [])
+        if self._token is not None and scope.get("path") != HEALTH_PATH and not self._authorized(headers.get(b"authorization", b"")):
             await send_json(send, 401, {"error": "unauthorized: this server needs the header 'Authorization: Bearer <token>' with its token"}, [(b"www-authenticate", b"Bearer")])
             return
         declared = headers.get(b"content-length")
@@ -59,28 +131,54 @@ class Guard:
                 await self._too_large(send, size)
                 return
         if scope.get("method") not in ("POST", "PUT", "PATCH"):
-            await self.app(scope, receive, send)
+            await self._run(scope, receive, send)
             return
-        # Read the (bounded) body here, so a chunked upload is cut off at the limit too.
+        content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        if content_type != b"application/json":
+            shown = content_type[:60].decode("latin-1") or "none"
+            await send_json(send, 415, {"error": f"request bodies must be JSON with 'Content-Type: application/json' (got {shown})"})
+            return
+        # Read the (bounded) body here, so a chunked upload is cut off at the limit too, and a
+        # body that stops arriving does not hold the connection.
         chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_request_bytes:
-                await self._too_large(send, None)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_request_bytes:
+                        await self._too_large(send, None)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await send_json(send, 408, {"error": f"the request body did not arrive within {self.body_timeout_s:g} s (serve.body_timeout_s)"}, [(b"connection", b"close")])
+            return
         replay: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
 
         async def receive_again() -> Message:
             return replay.pop() if replay else await receive()
 
-        await self.app(scope, receive_again, send)
+        await self._run(scope, receive_again, send)
+
+    async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception:
+            log.exception("%s %s failed", scope.get("method"), str(scope.get("path"))[:200])
+            if not started:
+                await send_json(send, 500, {"error": "the server failed on this request (details in its log)"})
 
     async def _too_large(self, send: Send, size: int | None) -> None:
         got = f" ({size} bytes)" if size is not None else ""

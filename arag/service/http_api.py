@@ -9,9 +9,14 @@
     GET  /index               the served index's fingerprint, sizes and chunk-id form (remote clients check it)
     POST /chunks/titles       {"chunk_ids": [...]} → {"titles": {...}} (evaluation's evidence recall)
     GET  /openapi.json        the OpenAPI document
+    GET  /health              {"status": "ready"} once the server serves (no token asked, no index content)
 
-Statuses: 200 answered, 400 bad arguments (the body is the tool's error result), 404 unknown tool
-(with the list), 500 the tool failed on its own. Bodies are always JSON, never a traceback.
+Statuses: 200 answered, 400 bad arguments (the body is the tool's error result) or a setting over
+the server's ceiling, 404 unknown tool (with the list) or path, 405 wrong method, 500 the tool
+failed on its own. Bodies are always JSON, never a traceback; no redirects.
+
+Sessions of the JSON API live under `api:<id>`, those of MCP under `mcp:<id>`, so no caller of
+one front end can name a session of the other.
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ import json
 import logging
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from arag.service.openapi import openapi_document
 from arag.service.sessions import SessionIdError, check_session_id
-from arag.service.tool_service import ToolService, is_internal_failure, result_json
+from arag.service.tool_service import CeilingError, ToolService, is_internal_failure
 from arag.tools import DocumentToolSettings, ToolArgumentError
 
 log = logging.getLogger("arag.service")
@@ -35,6 +41,8 @@ SESSION_HEADER = "x-session-id"
 DOCUMENT_SETTINGS_HEADER = "x-document-settings"
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off"}
+SESSION_PREFIX = "api:"
+ROUTES = "GET /tools, POST /tools/<name>, GET /index, POST /chunks/titles, GET /openapi.json, GET /health, /mcp"
 
 
 class BadRequest(ValueError):
@@ -46,7 +54,7 @@ def request_session(request: Request) -> str | None:
     if session is None:
         return None
     try:
-        return check_session_id(session)
+        return SESSION_PREFIX + check_session_id(session)
     except SessionIdError as exc:
         raise BadRequest(str(exc)) from None
 
@@ -88,12 +96,14 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
         try:
             session, full_text = request_session(request), request_full_text(request)
             tracker = service.tracker(session, request_document_settings(request))
+        except CeilingError as exc:
+            return JSONResponse({"error": f"{DOCUMENT_SETTINGS_HEADER} header: {exc}"}, status_code=400)
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         body = await request.body()
-        result = await service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text)
+        result, answer = await service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text, session_id=session)
         status = 200 if result.error is None else (500 if is_internal_failure(result) else 400)
-        return JSONResponse(result_json(result), status_code=status)
+        return Response(answer, status_code=status, media_type="application/json")
 
     async def index_info(request: Request) -> JSONResponse:
         return JSONResponse(service.info())
@@ -101,7 +111,7 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
     async def chunk_titles(request: Request) -> JSONResponse:
         try:
             args: Any = await request.json()
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return JSONResponse({"error": f"the body is not valid JSON ({str(exc)[:200]})"}, status_code=400)
         if not isinstance(args, dict) or set(args) != {"chunk_ids"}:
             return JSONResponse({"error": 'the body must be {"chunk_ids": [...]}'}, status_code=400)
@@ -114,10 +124,31 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
     async def openapi_json(request: Request) -> JSONResponse:
         return JSONResponse(openapi)
 
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ready"})
+
     return [
         Route("/tools", list_tools, methods=["GET"]),
         Route("/tools/{name}", call_tool, methods=["POST"]),
         Route("/index", index_info, methods=["GET"]),
         Route("/chunks/titles", chunk_titles, methods=["POST"]),
         Route("/openapi.json", openapi_json, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
     ]
+
+
+async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own 404 and 405 (no route, wrong method), as JSON."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no route {request.method} {request.url.path[:200]!r}; routes: {ROUTES}"
+    elif exc.status_code == 405:
+        message = f"method {request.method} is not allowed on {request.url.path[:200]!r} (allowed: {(exc.headers or {}).get('Allow', '?')})"
+    else:
+        message = str(exc.detail)
+    return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def server_error(request: Request, exc: Exception) -> JSONResponse:
+    """An exception escaping a route: JSON, never a traceback (the guard logs it)."""
+    return JSONResponse({"error": "the server failed on this request (details in its log)"}, status_code=500)

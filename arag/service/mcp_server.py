@@ -8,7 +8,8 @@ same message as in-process.
 
 Read trackers (with the document tools' reference ids, at their default settings): over stdio the
 process serves one client, so one tracker serves the whole connection; over streamable HTTP each
-MCP session (its `Mcp-Session-Id`) has its own.
+MCP session (its `Mcp-Session-Id`) has its own, under `mcp:<id>` (the JSON API's are `api:<id>`).
+The server's instructions name exactly the tools it serves.
 """
 
 from __future__ import annotations
@@ -19,23 +20,23 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from arag.service.tool_service import ToolService, result_json
-from arag.tools import DocumentSession, ReadTracker
+from arag.tools import DocumentSession, ReadTracker, ToolSpec
 
-INSTRUCTIONS = (
-    "Retrieval tools over one document index. Search with keyword_search (exact words or names) or "
-    "semantic_search (a question or description); results show chunk ids and matching sentences. "
-    "Read whole chunks with chunk_read, passing those chunk ids."
-)
 MCP_SESSION_HEADER = "mcp-session-id"
+SESSION_PREFIX = "mcp:"
 
 
-def _session_tracker(service: ToolService, ctx: ServerRequestContext[Any, Any], stdio_tracker: ReadTracker | None) -> ReadTracker | None:
-    if stdio_tracker is not None:
-        return stdio_tracker
+def instructions(tools: dict[str, ToolSpec]) -> str:
+    """What the server tells a client about itself: each served tool with the first sentence of its description."""
+    lines = [f"- {name}: {spec.description.split('. ')[0].rstrip('.')}." for name, spec in tools.items()]
+    return "Retrieval tools over one document index. The tools:\n" + "\n".join(lines)
+
+
+def _session(ctx: ServerRequestContext[Any, Any]) -> str | None:
     request = ctx.request
     session = request.headers.get(MCP_SESSION_HEADER) if request is not None and hasattr(request, "headers") else None
     # A stateless (sessionless) request keeps no memory across calls.
-    return service.tracker(f"mcp:{session}") if session else None
+    return SESSION_PREFIX + session if session else None
 
 
 def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
@@ -51,9 +52,11 @@ def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
             text = f"Error: there is no tool named {params.name[:100]!r}; the tools are {', '.join(service.tools)}."
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         arguments = params.arguments if params.arguments is not None else {}
-        result = await service.call(params.name, arguments, tracker=_session_tracker(service, ctx, stdio_tracker))
+        session = None if stdio_tracker is not None else _session(ctx)
+        tracker = stdio_tracker if stdio_tracker is not None else (service.tracker(session) if session else None)
+        result, _ = await service.call(params.name, arguments, tracker=tracker, session_id=session)
         structured = result_json(result)
         del structured["text"]  # it is the text content
         return types.CallToolResult(content=[types.TextContent(text=result.text)], structured_content=structured, is_error=result.error is not None)
 
-    return Server("arag", version=version, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server("arag", version=version, instructions=instructions(service.tools), on_list_tools=list_tools, on_call_tool=call_tool)

@@ -6,11 +6,16 @@ calls run on a thread pool: the event loop keeps accepting requests while DuckDB
 (ToolContext is safe to share between threads). With `serve.workers` ≥ 2 they run in that many
 worker processes instead (arag.tools.worker_pool), so Python tool code runs on several cores at
 once; the sessions stay here and travel with each call.
+
+Limits a client may set (the document tools' settings, per session) are checked against the
+server's ceilings (`serve.max_document_settings`), and an answer larger than
+`serve.max_response_bytes` is replaced by an error saying so, on both front ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -19,7 +24,7 @@ from typing import Any
 from arag.index.fingerprint import index_build_fingerprint
 from arag.service.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
-from arag.tools.base import get_chunk_ids
+from arag.tools.base import error_result, get_chunk_ids
 from arag.tools.chunk_read import chunk_titles
 from arag.tools.failures import DIAGNOSTICS, is_internal_failure
 from arag.tools.worker_pool import ToolWorkerPool
@@ -41,6 +46,30 @@ def served_tool_names(tools: str | list[str] | tuple[str, ...] | None) -> tuple[
     return tuple(dict.fromkeys(names))
 
 
+# The tools that encode queries with the index's embedder (a warm start loads it before serving).
+ENCODER_TOOLS = ("semantic_search", "naive_embedding_search", "search", "find")
+
+
+class CeilingError(ValueError):
+    """A client asked for more than the server's ceiling of a setting."""
+
+
+def document_ceilings(values: dict[str, Any] | None) -> DocumentToolSettings:
+    """`serve.max_document_settings`: the largest document-tool settings a client may ask for;
+    keys not given (or null) keep the paper's values (DocumentToolSettings' defaults)."""
+    try:
+        return DocumentToolSettings.from_dict({k: v for k, v in (values or {}).items() if v is not None})
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"serve.max_document_settings: {exc}") from None
+
+
+def check_ceilings(settings: DocumentToolSettings, ceilings: DocumentToolSettings) -> None:
+    for name, limit in ceilings.to_dict().items():
+        value = getattr(settings, name)
+        if not isinstance(limit, bool) and value > limit:
+            raise CeilingError(f"{name}={value} is over this server's ceiling of {limit} (serve.max_document_settings.{name})")
+
+
 def result_json(result: ToolResult) -> dict[str, Any]:
     """What a client gets: the structured result of `python -m arag.tools ... --json` plus the
     agent-facing `text`. An internal failure's traceback stays in the server's log."""
@@ -52,7 +81,8 @@ def result_json(result: ToolResult) -> dict[str, Any]:
 
 class ToolService:
     """ctx: the open index; tools: the names offered; full_text: the default for calls that do not
-    say (MCP calls never do); threads: tool calls running at once."""
+    say (MCP calls never do); threads: tool calls running at once; ceilings: the largest document
+    tool settings a client may ask for; max_response_bytes: the largest answer (as JSON) served."""
 
     def __init__(
         self,
@@ -63,7 +93,11 @@ class ToolService:
         full_text: bool = False,
         threads: int = 16,
         workers: ToolWorkerPool | None = None,
+        ceilings: DocumentToolSettings | None = None,
+        max_response_bytes: int = 4 * 2**20,
     ):
+        if max_response_bytes < 1024:
+            raise ValueError(f"serve.max_response_bytes must be at least 1024, got {max_response_bytes}")
         if threads < 1:
             raise ValueError(f"serve.threads must be at least 1, got {threads}")
         self.ctx = ctx
@@ -72,6 +106,8 @@ class ToolService:
         # Their texts describe this index's chunk ids, as the agent's do (GET /tools, MCP's list).
         self.tools: dict[str, ToolSpec] = {name: TOOLS[name].for_index(ctx.chunk_ids) for name in tools}
         self.full_text = full_text
+        self.ceilings = ceilings or DocumentToolSettings()
+        self.max_response_bytes = max_response_bytes
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="arag-tool")
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -80,7 +116,9 @@ class ToolService:
     def tracker(self, session_id: str | None, document_settings: DocumentToolSettings | None = None) -> ReadTracker | None:
         """The session's tracker; no session, no memory across calls (like `python -m arag.tools`).
         document_settings: the calling method's settings of the document tools (AgenticRAG's
-        ablations narrow them), kept by the session from then on."""
+        ablations narrow them), kept by the session from then on; over a ceiling: CeilingError."""
+        if document_settings is not None:
+            check_ceilings(document_settings, self.ceilings)
         if session_id is None:
             return None if document_settings is None else DocumentSession(settings=document_settings)
         session = self.sessions.get(session_id)
@@ -88,9 +126,21 @@ class ToolService:
             session.settings = document_settings
         return session
 
-    async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None) -> ToolResult:
-        """Run a served tool off the event loop. `arguments`: a dict, or the raw JSON text (parsed
-        and checked by the tool, so a malformed body gets the tool's own error message)."""
+    async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None, session_id: str | None = None) -> tuple[ToolResult, bytes]:
+        """Run a served tool off the event loop: the result and its JSON (`result_json`, encoded).
+        `arguments`: a dict, or the raw JSON text (parsed and checked by the tool, so a malformed
+        body gets the tool's own error message); session_id: the session whose tracker this is
+        (its memory is measured after the call)."""
+        result = await self._run(tool, arguments, tracker=tracker, full_text=full_text)
+        if session_id is not None:
+            self.sessions.settle(session_id)
+        body = json.dumps(result_json(result), ensure_ascii=False).encode("utf-8")
+        if len(body) > self.max_response_bytes:
+            result = error_result(tool, f"the answer is {len(body)} bytes, over this server's limit of {self.max_response_bytes} bytes (serve.max_response_bytes); ask for fewer or narrower results")
+            body = json.dumps(result_json(result), ensure_ascii=False).encode("utf-8")
+        return result, body
+
+    async def _run(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None) -> ToolResult:
         if tool not in self.tools:
             raise KeyError(tool)
         full_text = self.full_text if full_text is None else full_text
@@ -107,6 +157,24 @@ class ToolService:
         """{chunk id: title} for up to 50 ids (as chunk_read takes); raises ToolArgumentError."""
         ids = get_chunk_ids({"chunk_ids": chunk_ids})
         return await asyncio.get_running_loop().run_in_executor(self._pool, chunk_titles, self.ctx, ids)
+
+    def preload(self) -> None:
+        """Load the query encoder (in every worker process) before serving, so the first
+        semantic call is as fast as the rest."""
+        if not any(name in ENCODER_TOOLS for name in self.tools):
+            return
+        if self.workers is None:
+            try:
+                self.ctx.encode_query("warm start")
+            except Exception as exc:
+                raise RuntimeError(f"serve.preload: the query encoder did not load ({type(exc).__name__}: {exc}); serve.preload=false starts without it") from None
+            return
+        # One call per worker at once: each holds its worker until it answers, so every worker loads.
+        with ThreadPoolExecutor(max_workers=self.workers.workers) as pool:
+            results = list(pool.map(lambda _: self.workers.call("semantic_search", {"query": "warm start", "top_k": 1}), range(self.workers.workers)))
+        failed = [r.error for r in results if r.error is not None]
+        if failed:
+            raise RuntimeError(f"serve.preload: a worker could not load the query encoder: {failed[0]}")
 
     def info(self) -> dict[str, Any]:
         """What a remote client checks before use: the index's identity and the tools offered."""

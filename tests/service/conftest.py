@@ -54,17 +54,20 @@ def server_env(**extra: str) -> dict[str, str]:
 
 
 def start_http_server(index: Path, log: Path, *overrides: str, token: str | None = None, env: dict[str, str] | None = None) -> Server:
+    """A server on a free port; without a token (given, or in env) it is an open one (serve.token=none)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "pipelines.serve", f"index.path={index}", f"serve.port={port}", "serve.log_level=warning", *overrides]
+    env = env or server_env()
+    given = token is not None or "ARAG_SERVE_TOKEN" in env or any(o.startswith("serve.token") for o in overrides)
+    cmd = [sys.executable, "-m", "pipelines.serve", f"index.path={index}", f"serve.port={port}", "serve.log_level=warning", *([] if given else ["serve.token=none"]), *overrides]
     with open(log, "wb") as out:
-        process = subprocess.Popen(cmd, cwd=REPO, env=env or server_env(), stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", process, log, token)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the tool server exited with {process.returncode}:\n{server.log_tail()}")
         try:
-            if httpx.get(f"{server.url}/index", headers=server.headers(), timeout=2).status_code == 200:
+            if httpx.get(f"{server.url}/health", timeout=2).status_code == 200:
                 return server
         except httpx.TransportError:
             pass
