@@ -1,0 +1,122 @@
+"""benchmarks/model_server_sim.py: the simulated vLLM engine's latency model, and real agent episodes
+through the openai backend against it over HTTP (every offered tool called, then an answer)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+from omegaconf import OmegaConf
+
+pytest.importorskip("starlette", reason="the simulator runs on Starlette + uvicorn (the serve extra)")
+pytest.importorskip("uvicorn", reason="the simulator runs on Starlette + uvicorn (the serve extra)")
+
+from arag.agent import ANSWERED, Agent, AgentConfig  # noqa: E402
+from arag.conf_files import conf_dir  # noqa: E402
+from arag.llm.factory import make_backend  # noqa: E402
+from arag.methods import load_method  # noqa: E402
+from benchmarks.model_server_sim import EngineModel, ServerThread, SimulatedEngine, next_action  # noqa: E402
+
+FAST = AgentConfig(max_steps=8, llm_attempts=2, backoff_initial_s=0, backoff_max_s=0, backoff_jitter_s=0)
+QUESTIONS = ["Who was the mother of Lothair II?", "When did Teutberga die?", "Who directed Phoolwari?"]
+
+
+def test_latency_model_follows_batch_size_and_prefix_hits():
+    m = EngineModel()
+    assert m.decode_s(100, running=200) > m.decode_s(100, running=20) > m.decode_s(100, running=1)
+    assert m.decode_s(100, running=10_000) == m.decode_s(100, running=m.max_num_seqs)  # no more than max_num_seqs run at once
+    assert m.prefill_s(4000, cached_tokens=3000) < m.prefill_s(4000, cached_tokens=0)
+    assert m.prefill_s(4000, cached_tokens=4000) == 0
+    assert m.cached(47) == 32  # whole 16-token blocks only
+    # Ideal throughput: grows with episodes in flight up to the slots, then stays at the slot bound.
+    ideal = [m.ideal_episodes_per_min(n, 4, 50, 60) for n in (16, 128, 256, 1024)]
+    assert ideal[0] < ideal[1] < ideal[2] == ideal[3]
+    # The prefill bound: huge uncached prompts cap it at prefill_tps / tokens per episode.
+    assert m.ideal_episodes_per_min(256, 4, 100_000, 60) == pytest.approx(60 * m.prefill_tps / (4 * 100_000))
+
+
+def _body(messages, tools=None):
+    body = {"model": "sim", "messages": messages}
+    if tools:
+        body["tools"] = tools
+    return body
+
+
+def test_an_episode_next_request_hits_the_prefix_cache():
+    engine = SimulatedEngine(EngineModel(max_num_seqs=4), time_scale=1e-6)
+    tools = [{"type": "function", "function": {"name": "keyword_search", "parameters": {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}}}}}}]
+    first = [{"role": "system", "content": "You answer questions. " * 200}, {"role": "user", "content": "Who was the mother of Lothair II?"}]
+
+    async def go():
+        r1 = await engine.complete(_body(first, tools))
+        reply = r1["choices"][0]["message"]
+        assert reply["tool_calls"][0]["function"]["name"] == "keyword_search"
+        # The client sends the reply back (content "" instead of null) with the tool result.
+        second = first + [{**reply, "content": ""}, {"role": "tool", "tool_call_id": reply["tool_calls"][0]["id"], "content": "[1] chunk_id: 1#0 | score 1"}]
+        r2 = await engine.complete(_body(second, tools))
+        return r1["usage"], r2
+
+    u1, r2 = asyncio.run(go())
+    assert u1["prompt_tokens_details"]["cached_tokens"] == 0
+    cached = r2["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert cached >= u1["prompt_tokens"] - engine.model.block_tokens  # the whole first request (in whole blocks) and its reply
+    assert r2["choices"][0]["message"]["content"].startswith("Simulated answer")  # every tool called: it answers
+    s = engine.snapshot(episodes_in_flight=8)
+    assert s["requests"] == 2 and s["episodes_started"] == 1 and s["episodes_answered"] == 1 and s["tool_calls"] == {"keyword_search": 1}
+    assert s["ideal"]["calls_per_episode"] == 2 and s["ideal"]["episodes_per_min"] > 0
+
+
+def test_json_protocol_actions_come_from_the_response_schema():
+    schema = {"oneOf": [
+        {"type": "object", "properties": {"tool": {"const": "search"}, "arguments": {"type": "object", "properties": {"queries": {"type": "array"}}}}},
+        {"type": "object", "properties": {"tool": {"const": "open"}, "arguments": {"type": "object"}}},
+        {"type": "object", "properties": {"answer": {"type": "string"}}},
+    ]}
+    body = {"messages": [{"role": "user", "content": "Who directed Phoolwari?"}], "response_format": {"type": "json_schema", "json_schema": {"name": "action", "schema": schema}}}
+    assert next_action(body) == {"tool": "search", "arguments": {"queries": ["Who directed Phoolwari?"]}}
+    body["messages"] += [{"role": "assistant", "content": json.dumps(next_action(body))}, {"role": "user", "content": "Result of search:\n[turn1search1] Phoolwari | document: 3 | lines 0-2"}]
+    assert next_action(body) == {"tool": "open", "arguments": {"ref_id": "turn1search1", "line": 0}}
+    body["messages"] += [{"role": "assistant", "content": json.dumps(next_action(body))}, {"role": "user", "content": "Result of open:\n0: Phoolwari"}]
+    assert next_action(body)["answer"].endswith("Citations: turn1search1 (0.9)")
+    schema["oneOf"].pop()  # a tool-only step (guard_rails.tool_steps): no answer branch
+    assert next_action(body)["tool"] == "search"
+
+
+def openai_backend(base_url: str):
+    """`model=openai` as Hydra composes it, pointed at the simulator."""
+    cfg = OmegaConf.to_container(OmegaConf.load(conf_dir() / "model" / "openai.yaml"))
+    cfg.update(base_url=base_url, model="simulated", api_key_env=None)
+    cfg.pop("protocol")
+    return make_backend(cfg)
+
+
+@pytest.mark.parametrize("method, protocol, tools", [
+    ("arag_full", "native", {"keyword_search", "semantic_search", "chunk_read"}),
+    ("arag_full", "json", {"keyword_search", "semantic_search", "chunk_read"}),
+    ("agenticrag", "native", {"search", "find", "open", "summarize"}),
+])
+def test_real_episodes_call_every_tool_then_answer(agent_ctx, method, protocol, tools):
+    with ServerThread(SimulatedEngine(time_scale=0.001)) as server:
+        backend = openai_backend(server.base_url)
+        agent = Agent(backend, load_method(method), agent_ctx, protocol=protocol, config=FAST)
+
+        async def episodes():
+            return await asyncio.gather(*(agent.arun(q) for q in QUESTIONS))
+
+        eps = asyncio.run(episodes())
+        backend.close()
+        stats = httpx.get(server.base_url.removesuffix("/v1") + "/stats", params={"episodes_in_flight": 3}).json()
+    for ep in eps:
+        assert ep.status == ANSWERED and ep.answer.startswith("Simulated answer"), ep.failure
+        assert {c.name for c in ep.tool_calls} == tools
+        assert all(not c.error for c in ep.tool_calls), [c.error for c in ep.tool_calls]  # ids taken from earlier results are real
+        assert sum(c.retrieved_tokens for c in ep.tool_calls) > 0
+    calls = sum(len(ep.model_calls) for ep in eps)
+    assert stats["requests"] == calls == len(QUESTIONS) * (len(tools) + 1)
+    assert stats["episodes_started"] == stats["episodes_answered"] == len(QUESTIONS)
+    assert stats["tool_calls"] == {t: len(QUESTIONS) for t in tools}
+    assert 1 <= stats["peak_in_flight"] <= len(QUESTIONS) and stats["in_flight"] == 0
+    assert stats["cached_tokens"] > 0  # later steps reuse the conversation's prefix
+    assert stats["ideal"]["calls_per_episode"] == len(tools) + 1
