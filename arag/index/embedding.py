@@ -19,6 +19,10 @@ Backends (`EmbedderSpec.backend`):
   AMX: ~2.2x its f32 speed, cosine to the fp32 vectors above 0.9999; elsewhere it stays f32).
   Where OpenVINO is not installed (it is in the ``cpu`` extra), or the spec asks for a GPU or
   another dtype, the embedder says so in the log and uses torch.
+
+With ``static`` settings (`EmbedderSpec.static`, e.g. conf/embedder/minilm-static.yaml) the embedder is
+instead a static token-lookup model distilled locally from the spec's model and cached
+(arag.index.static_embedding): no transformer runs when sentences or queries are encoded.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from arag.index.static_embedding import StaticEncoder, StaticSpec, load_static_model
 from arag.strict_settings import from_settings
 
 log = logging.getLogger("arag.embedding")
@@ -70,6 +75,9 @@ class EmbedderSpec:
     # faster where the hardware has it (bfloat16 on CPUs with AVX512-BF16/AMX, float16 on GPUs);
     # a reduced dtype is part of the index identity.
     dtype: str = "float32"
+    # Distillation settings of a static (token-lookup) model made from this model (a mapping in
+    # configs and manifests; see arag.index.static_embedding); None: the model itself.
+    static: StaticSpec | None = None
     # Run-time settings: they change speed, not which vectors come out, so they are not part of
     # the index identity (see `identity`).
     device: str = "cpu"
@@ -87,16 +95,22 @@ class EmbedderSpec:
             raise ValueError(f"embedder '{self.name}': unknown backend '{self.backend}' (choose one of {', '.join(BACKENDS)})")
         if self.dtype not in DTYPES:
             raise ValueError(f"embedder '{self.name}': unknown dtype '{self.dtype}' (choose one of {', '.join(DTYPES)})")
+        object.__setattr__(self, "static", StaticSpec.from_value(self.static))
+        if self.static is not None and (self.query_prompt or self.query_prompt_name):
+            raise ValueError(f"embedder '{self.name}': a static model has no query prompts (set query_prompt and query_prompt_name to null)")
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the vectors: a change means the index must be rebuilt.
 
         A reduced `dtype` (e.g. bfloat16) moves every vector a little, so it counts; float32 is
-        left out, which keeps the identity of indexes built before the dtype counted."""
+        left out, which keeps the identity of indexes built before the dtype counted. So is
+        `static` when there is none; a static model's distillation settings all count."""
         keys = ("name", "package", "path", "query_prompt", "query_prompt_name", "max_seq_length")
         out = {k: v for k, v in asdict(self).items() if k in keys}
         if self.dtype != "float32":
             out["dtype"] = self.dtype
+        if self.static is not None:
+            out["static"] = asdict(self.static)
         return out
 
     def resolve_path(self) -> str:
@@ -132,6 +146,10 @@ class SentenceEmbedder:
         # Never reach for the hub: the model is a local folder.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        self._static: StaticEncoder | None = None
+        if spec.static is not None:
+            self._init_static(spec)
+            return
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -170,12 +188,27 @@ class SentenceEmbedder:
         if self.backend == "openvino":
             self._use_direct_queries()
 
+    def _init_static(self, spec: EmbedderSpec) -> None:
+        self.spec = spec
+        self._pool = None
+        self._direct_queries = None
+        self.threads = max(1, int(spec.threads or len(os.sched_getaffinity(0))))
+        self.streams = 1
+        self._static = StaticEncoder(load_static_model(spec.resolve_path(), spec.static, spec.name), spec.max_seq_length, spec.batch_size)
+        self.dimension = self._static.dimension
+        self.backend = "static"
+        self.precision = spec.static.quantize_to
+        if spec.device != "cpu":
+            log.info("embedder '%s': a static model runs on CPU (device=%s is not used)", spec.name, spec.device)
+
     def encode_documents(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts, prompt=None, prompt_name=None)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Each query's vector is the one it gets when encoded alone, whatever else is in `texts`
         (the tools micro-batch concurrent queries, and answers must not depend on the batch)."""
+        if self._static is not None:  # each text's vector is its own tokens' mean
+            return self._static.encode(texts)
         if self._direct_queries is not None:
             return self._direct_queries.encode(texts)  # batches equal-length queries only
         # encode() pads a batch to its longest text, which changes the other vectors' last bits
@@ -204,6 +237,8 @@ class SentenceEmbedder:
         self._direct_queries = direct
 
     def _encode(self, texts: list[str], prompt: str | None, prompt_name: str | None) -> np.ndarray:
+        if self._static is not None:
+            return self._static.encode(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         options = dict(
@@ -309,19 +344,49 @@ def openvino_cache_root() -> Path:
     return (Path(env) if env else Path.home() / ".cache" / "arag") / "embedders" / "openvino"
 
 
+def model_files(model_path: str) -> list[tuple[str, int, int]]:
+    """(relative path, size, mtime) of every file in a model folder: what says a cached
+    conversion or distillation still fits the model."""
+    root = Path(model_path).resolve()
+    return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
+
+
+def publish_folder(final: Path, write, marker: str, what: str) -> bool:
+    """Writes a cache entry: `write(folder)` fills a fresh folder beside `final`, which is then
+    renamed to `final` (atomic: readers see a complete entry or none). Where another process
+    finished first (`final/marker` exists), its entry is kept; an entry without it is stale and
+    replaced. An unwritable cache is logged, not raised: the caller still holds what it built in
+    memory. True when this call's folder became `final`."""
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    except OSError as exc:
+        log.info("%s %s not writable (%s); using what was built in memory", what, final.parent, exc)
+        return False
+    try:
+        write(tmp)
+        if (final / marker).exists():  # another process finished first: keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+            return False
+        if final.exists():  # a stale, incomplete entry: make way
+            shutil.rmtree(final, ignore_errors=True)
+        os.rename(tmp, final)
+        return True
+    except OSError as exc:  # lost a race, or the disk is full: what is in memory is fine
+        shutil.rmtree(tmp, ignore_errors=True)
+        log.info("%s %s not written (%s)", what, final, exc)
+        return False
+
+
 def _model_key(model_path: str, input_names: list[str]) -> str:
     """Which converted model fits: the model folder's files (path, size, mtime) and the versions
     of everything that takes part in the conversion."""
     from importlib.metadata import version
 
-    root = Path(model_path).resolve()
-    files = sorted(
-        (str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()
-    )
     material = {
         "format": OPENVINO_EXPORT_FORMAT,
-        "model": str(root),
-        "files": files,
+        "model": str(Path(model_path).resolve()),
+        "files": model_files(model_path),
         "inputs": input_names,
         "versions": {pkg: version(pkg) for pkg in ("openvino", "torch", "transformers", "sentence-transformers")},
     }
@@ -382,25 +447,13 @@ class OpenVINOTransformer:
             except Exception as exc:  # a damaged cache entry: convert again below
                 log.warning("openvino cache %s unreadable (%s); converting again", final, exc)
         ov_model = _convert(ov, torch_model, example, input_names)
-        try:
-            final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-        except OSError as exc:
-            log.info("openvino cache %s not writable (%s); using the model converted in memory", final.parent, exc)
-            return ov_model
-        try:
+
+        def write(tmp: Path) -> None:
             # fp32 weights as they are (save_model would halve them to fp16 by default)
             ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
             (tmp / "source.json").write_text(json.dumps({"model_path": str(Path(model_path).resolve()), "inputs": input_names}))
-            if xml.exists():  # another process finished first: keep theirs
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                if final.exists():  # a stale, incomplete entry (no model.xml): make way
-                    shutil.rmtree(final, ignore_errors=True)
-                os.rename(tmp, final)  # atomic: readers see a complete folder or none
-        except OSError as exc:  # lost a race, or the disk is full: the model in memory is fine
-            shutil.rmtree(tmp, ignore_errors=True)
-            log.info("openvino cache %s not written (%s)", final, exc)
+
+        publish_folder(final, write, marker="model.xml", what="openvino cache")
         return ov_model
 
 
