@@ -25,3 +25,35 @@ def conf_dir() -> Path:
 def conf_path(*parts: str) -> Path:
     """A file or folder under the config folder, e.g. `conf_path("method", "arag_full.yaml")`."""
     return conf_dir().joinpath(*parts)
+
+
+def method_names() -> list[str]:
+    """The methods with a config in conf/method, by name."""
+    return sorted(p.stem for p in conf_path("method").glob("*.yaml"))
+
+
+def read_method_config(name: str) -> dict:
+    """conf/method/<name>.yaml with its Hydra `defaults` (other method configs) merged in, as Hydra
+    composes it: a config built on another (an ablation) sets only what it changes, top-level keys."""
+    import yaml
+
+    path = conf_path("method", f"{name}.yaml")
+    if not path.exists():
+        raise ValueError(f"unknown method {name!r}; known: {', '.join(method_names())}")
+    own = yaml.safe_load(path.read_text())
+    defaults = own.pop("defaults", None) or ["_self_"]
+    cfg: dict = {}
+    for entry in defaults if "_self_" in defaults else [*defaults, "_self_"]:
+        cfg.update(own if entry == "_self_" else read_method_config(str(entry)))
+    return cfg
+
+
+@lru_cache(maxsize=1)
+def method_declarations() -> dict[str, dict]:
+    """What each method config declares for the rest of the code, by method name: `label` (its name in
+    reports; the name when unset) and `tools` (the tool set it offers its agent)."""
+    out = {}
+    for name in method_names():
+        cfg = read_method_config(name)
+        out[name] = {"label": cfg.get("label") or name, "tools": tuple(cfg.get("tools") or ())}
+    return out

@@ -126,7 +126,7 @@ def test_the_node_only_ablation_is_a2rag_with_one_setting_changed():
     assert (full["relation_seeds"], ablation["relation_seeds"]) == (True, False)  # the paper's Full (S_V + S_R) and Node-only (S_V)
     assert ablation["name"] == "a2rag_node_only"  # its own method name, so the report shows it as its own row
     differing = {k for k in full.keys() | ablation.keys() if full.get(k) != ablation.get(k)}
-    assert differing == {"name", "relation_seeds"}
+    assert differing == {"name", "label", "relation_seeds"}
     assert read_method_config("a2rag_node_only") == ablation  # load_method composes `defaults` as Hydra does
     with pytest.raises(Exception, match="a2rag_relation_seeds"):  # the old name is gone, and says so
         compose_config("evaluate", "model=scripted", "method=a2rag_relation_seeds", "+corpus=2wikimultihopqa")

@@ -29,6 +29,7 @@ from arag.llm.base import LLMBackend, reply_room
 from arag.llm.types import Completion, LLMError, Message
 from arag.strict_settings import from_settings
 
+from arag.methods import shows_full_text
 from arag.methods.base import Method
 
 if TYPE_CHECKING:  # the tools (and their index readers) load only when an episode needs them
@@ -36,10 +37,6 @@ if TYPE_CHECKING:  # the tools (and their index readers) load only when an episo
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.
 MESSAGE_OVERHEAD_TOKENS = 4
-# Tools whose results are whole chunk texts or document lines (the read-before-answer guard rail looks for one of them).
-WHOLE_CHUNK_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "open", "find"})
-# Of those, the tools that read a document's lines (AgenticRAG); the others read chunks.
-DOCUMENT_READING_TOOLS = frozenset({"open", "find"})
 # The tool whose ids the shown_chunk_ids_only guard rail restricts.
 CHUNK_READ = "chunk_read"
 # What the agent reads instead of the result of a second (third, ...) tool call in one reply.
@@ -55,10 +52,13 @@ CONTEXT_MARGIN_TOKENS = 1536
 
 def read_first_note(tools: Sequence[str]) -> str:
     """What an answer refused by the read-before-answer guard rail tells the agent: read first, with
-    the method's own reading tools (chunk_read for A-RAG, open or find for AgenticRAG). A text the
-    model sees, so part of the run id (arag.evaluation.settings.model_texts)."""
-    readers = [t for t in tools if t in WHOLE_CHUNK_TOOLS]
-    if readers and all(t in DOCUMENT_READING_TOOLS for t in readers):
+    the method's own reading tools, those whose results are whole texts (chunk_read for A-RAG, open
+    for AgenticRAG: arag.methods.shows_full_text). A text the model sees, so part of the run id
+    (arag.evaluation.settings.model_texts)."""
+    from arag.tools.registry import TOOLS
+
+    readers = [t for t in tools if shows_full_text(t, False)]
+    if readers and all(t in TOOLS and TOOLS[t].unit == "document" for t in readers):
         what, unit = "documents", "document"
     else:
         what, unit = "chunks", "chunk"
@@ -370,7 +370,7 @@ class Agent:
         rails = self.config.guard_rails
         if not (rails.require_read_before_answer and self.allowed and refusals < rails.max_refusals):
             return False
-        read = any(c.retrieved_tokens and not c.error and (c.name in WHOLE_CHUNK_TOOLS or self.method.full_text) for c in ep.tool_calls)
+        read = any(c.retrieved_tokens and not c.error and shows_full_text(c.name, self.method.full_text) for c in ep.tool_calls)
         return not read
 
     async def _call_model(self, messages: list[Message], request: dict[str, Any], step: int, ep: Episode, final: bool) -> Completion:

@@ -1,9 +1,11 @@
 """Evidence recall: how many of a question's supporting documents the agent got to.
 
-Two levels, from the episode's tool calls (their result chunk ids):
-  seen: the chunk appeared in any tool's results (a search snippet, a whole chunk, a chunk_read);
-  read: the chunk's full text was put into the context: chunk_read, naive_embedding_search (whole
-        chunks, also naive_rag's retrieval), or keyword/semantic search of a `full_text` method.
+Two levels, from the episode's tool calls (their result chunk ids), by what each tool declares
+(arag.tools.base READ / SNIPPET / NOT_EVIDENCE; a method's own retrieval records, A2RAG's, likewise):
+  seen: the chunk appeared in the results of a READ or SNIPPET tool (a search snippet, a whole chunk);
+  read: the chunk's full text was put into the context: a READ tool (chunk_read,
+        naive_embedding_search, also naive_rag's retrieval, open), or a SNIPPET tool of a `full_text`
+        method (arag.methods.shows_full_text).
 `read` is a subset of `seen`. A supporting title counts when any chunk covering a document with
 that title is in the set; recall = found titles / supporting titles (None when a question lists none).
 A chunk may cover several documents (packed chunking, `index.chunking=packed`): its title field then
@@ -20,11 +22,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from arag.agent.records import Episode
 from arag.index.packing import COVERED_SEPARATOR
-
-# Tools whose results always carry whole chunk texts.
-FULL_TEXT_TOOLS = frozenset({"chunk_read", "naive_embedding_search", "graph_retrieval", "open"})  # graph_retrieval: A2RAG's stages
-# Tools that show whole chunks only when the method asks for full text (the no-chunk_read ablation).
-SNIPPET_TOOLS = frozenset({"keyword_search", "semantic_search", "search", "find"})
+from arag.methods import evidence_of, shows_full_text
+from arag.tools.base import NOT_EVIDENCE
 
 # chunk ids -> {chunk id: title} for the ids that exist (the tool context's index).
 TitleLookup = Callable[[list[str]], dict[str, str]]
@@ -65,6 +64,8 @@ def ranked_chunks(episode: Episode) -> list[str]:
     the first model call, e.g. naive RAG's, comes first: it has step 0)."""
     seen: dict[str, None] = {}
     for call in sorted(episode.tool_calls, key=lambda c: c.step):
+        if evidence_of(call.name) == NOT_EVIDENCE:
+            continue
         for chunk_id in call.chunk_ids:
             seen.setdefault(chunk_id, None)
     return list(seen)
@@ -87,12 +88,6 @@ class EvidenceRecall:
         return self.found_read / self.n_supporting if self.n_supporting else None
 
 
-def shows_full_text(tool: str, full_text: bool) -> bool:
-    """Whether a call of `tool` put its chunks' whole texts into the context (they count as read);
-    `full_text`: the method's full_text setting."""
-    return tool in FULL_TEXT_TOOLS or (full_text and tool in SNIPPET_TOOLS)
-
-
 def gold_chunks(chunk_titles: Mapping[str, str | None], supporting_titles: Iterable[str]) -> dict[str, list[str]]:
     """{chunk id: the supporting titles it covers} of the chunks that hold gold evidence."""
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
@@ -105,6 +100,8 @@ def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
     seen: set[str] = set()
     read: set[str] = set()
     for call in episode.tool_calls:
+        if evidence_of(call.name) == NOT_EVIDENCE:
+            continue
         ids = set(call.chunk_ids)
         seen |= ids
         if shows_full_text(call.name, full_text):

@@ -1,6 +1,6 @@
 """One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses.
 
-Every part file of every run has exactly `ROW_SCHEMA`, so `read_parquet('results/**/*.parquet')`
+Every part file of every run has exactly `row_schema()` (for the tools registered), so `read_parquet('results/**/*.parquet')`
 in DuckDB reads a whole results tree without schema merging. Nested data (the trajectory: every
 model call, tool call and message) is one JSON text column; everything a table needs is a flat
 column. Scoring rules (see README "Evaluation"):
@@ -28,9 +28,21 @@ SCHEMA_VERSION = 4  # 2: contain_acc is the paper's substring rule; contain_acc_
 OK = "ok"
 ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
-# Tool-call counts get a column each (fixed, so every file has the same schema); any other name
-# the model used (unknown tools) is counted in calls_other.
-COUNTED_TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "search", "find", "open", "summarize")
+# Tool-call counts get a column each, calls_<tool>, for every registered tool (arag.registry) in its
+# registration order, so every file written with the same tools has the same schema; any other name
+# (a tool the model made up, a method's own retrieval record) is counted in calls_other.
+CALLS_OTHER = "calls_other"
+
+
+def counted_tools() -> tuple[str, ...]:
+    """The tools with a calls_<tool> column: every registered tool."""
+    from arag.tools.registry import TOOLS
+
+    return tuple(TOOLS)
+
+
+def call_columns() -> list[str]:
+    return [*(f"calls_{t}" for t in counted_tools()), CALLS_OTHER]
 
 
 @dataclass
@@ -62,15 +74,7 @@ class EpisodeRow:
     steps: int = 0
     invalid_replies: int = 0
     tool_calls: int = 0
-    calls_keyword_search: int = 0
-    calls_semantic_search: int = 0
-    calls_naive_embedding_search: int = 0
-    calls_chunk_read: int = 0
-    calls_search: int = 0
-    calls_find: int = 0
-    calls_open: int = 0
-    calls_summarize: int = 0
-    calls_other: int = 0
+    calls: dict[str, int] = field(default_factory=dict)  # calls per tool name; stored as the call_columns()
     tool_errors: int = 0
     retrieved_tokens: int = 0
     prompt_tokens: int = 0
@@ -110,8 +114,29 @@ class EpisodeRow:
     trajectory: str = "{}"  # JSON: the whole episode record (arag.agent.records.Episode.to_json) and chunk_titles, {chunk id: title} of the chunks seen
     schema_version: int = SCHEMA_VERSION
 
+    def call_counts(self) -> dict[str, int]:
+        """The calls as their columns: calls_<tool> per registered tool, the rest in calls_other."""
+        calls = dict(self.__dict__.get("calls") or {})
+        counts = {f"calls_{t}": calls.pop(t, 0) for t in counted_tools()}
+        counts[CALLS_OTHER] = sum(calls.values())
+        return counts
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("calls_"):
+            counts = self.call_counts()
+            if name in counts:
+                return counts[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
     def to_record(self) -> dict[str, Any]:
-        return asdict(self)
+        record = asdict(self)
+        out: dict[str, Any] = {}
+        for key, value in record.items():
+            if key == "calls":
+                out.update(self.call_counts())
+            else:
+                out[key] = value
+        return out
 
 
 _TYPES: dict[str, pa.DataType] = {
@@ -126,8 +151,6 @@ _TYPES: dict[str, pa.DataType] = {
     "steps": pa.int32(),
     "invalid_replies": pa.int32(),
     "tool_calls": pa.int32(),
-    **{f"calls_{t}": pa.int32() for t in COUNTED_TOOLS},
-    "calls_other": pa.int32(),
     "tool_errors": pa.int32(),
     "retrieved_tokens": pa.int64(),
     "prompt_tokens": pa.int64(),
@@ -160,9 +183,19 @@ _TYPES: dict[str, pa.DataType] = {
     "finished_at": pa.timestamp("us"),  # UTC (naive: reading a zoned timestamp into Python would need pytz)
     "schema_version": pa.int32(),
 }
-# Everything else is text.
-ROW_SCHEMA = pa.schema([pa.field(f.name, _TYPES.get(f.name, pa.string())) for f in fields(EpisodeRow)])
+
+
+def row_columns() -> list[str]:
+    """The columns of a row, in order: EpisodeRow's fields with `calls` as the call_columns()."""
+    return [c for f in fields(EpisodeRow) for c in (call_columns() if f.name == "calls" else [f.name])]
+
+
+def row_schema() -> pa.Schema:
+    """The Parquet schema of every results file written with the tools registered now (calls
+    columns are int32, everything not typed above is text)."""
+    calls = set(call_columns())
+    return pa.schema([pa.field(c, pa.int32() if c in calls else _TYPES.get(c, pa.string())) for c in row_columns()])
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    return pa.Table.from_pylist(rows, schema=row_schema())

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow.parquet as pq
 
 from arag.evaluation.judge import Judge, JudgeConfig
-from arag.evaluation.records import OK, ROW_FAILED, ROW_SCHEMA
+from arag.evaluation.records import OK, ROW_FAILED, row_schema
 from arag.evaluation.results import RunStore
 from arag.evaluation.settings import RunSettings
 from arag.llm.base import LLMBackend
@@ -127,7 +127,7 @@ class RejudgeCounts:
 
 def _source_rows(source: SourceRun, skip: set[str]) -> Iterator[dict[str, Any]]:
     for part in source.part_files():
-        for row in pq.read_table(part, schema=ROW_SCHEMA).to_pylist():
+        for row in pq.read_table(part, schema=row_schema()).to_pylist():
             if row["question_id"] not in skip:
                 yield row
 
@@ -204,7 +204,7 @@ def rejudge_run(
         if source.failed_file().exists():
             failed = [
                 r | {"run_id": settings.run_id, "settings": settings_json}
-                for r in pq.read_table(source.failed_file(), schema=ROW_SCHEMA).to_pylist()
+                for r in pq.read_table(source.failed_file(), schema=row_schema()).to_pylist()
                 if r["question_id"] not in seen_ok and r["status"] == ROW_FAILED
             ]
             if failed:

@@ -27,6 +27,8 @@ from typing import Any, Sequence
 
 import duckdb
 
+from arag.conf_files import method_declarations
+from arag.evaluation.records import CALLS_OTHER, counted_tools
 from arag.evaluation.report_a2rag import a2rag_section
 from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
@@ -35,26 +37,12 @@ from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, Pap
 from arag.evaluation.report_sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
-METHOD_LABELS = {
-    "direct": "Direct answer",
-    "naive_rag": "Naive RAG",
-    "arag_naive": "A-RAG (Naive)",
-    "arag_full": "A-RAG (Full)",
-    "arag_no_keyword": "w/o keyword_search",
-    "arag_no_semantic": "w/o semantic_search",
-    "arag_no_chunk_read": "w/o chunk_read",
-    "agenticrag": "AgenticRAG",
-    "agenticrag_no_summarize": "AgenticRAG w/o summarize",
-    "agenticrag_no_semantic_find": "AgenticRAG w/o semantic find",
-    "agenticrag_single_query": "AgenticRAG single query",
-    "a2rag": "A2RAG (Full)",
-    "a2rag_node_only": "A2RAG Node-only",
-}
 # The paper's Table 2: A-RAG (Full) and its variants without one tool, in the paper's row order.
 ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read")
 # The AgenticRAG comparison table: its ablations beside A-RAG (Full) and Naive RAG.
 AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
-TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search", "chunk_read", "search", "find", "open", "summarize", "other")
+# The method whose tools the AgenticRAG table counts.
+AGENTIC_METHOD = "agenticrag"
 # Settings that may vary between runs; a column is shown only where it does vary.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails", "judge")
 
@@ -141,12 +129,23 @@ def _setting_keys(names: Sequence[str], values: Sequence[Any]) -> list[tuple]:
 
 
 def _method_order(methods: Sequence[str]) -> list[str]:
-    known = list(MAIN_METHODS) + [m for m in METHOD_LABELS if m not in MAIN_METHODS]
+    """The paper tables' methods in their order, then every other configured method, then the rest, by name."""
+    known = list(dict.fromkeys([*MAIN_METHODS, *ABLATION_ROWS, *AGENTIC_COMPARISON, *method_declarations()]))
     return sorted(methods, key=lambda m: (known.index(m) if m in known else len(known), m))
 
 
 def _label(method: str) -> str:
-    return METHOD_LABELS.get(method, method)
+    """The method's name in the tables: its config's `label` (conf/method/<name>.yaml)."""
+    declared = method_declarations().get(method)
+    return declared["label"] if declared else method
+
+
+def tool_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The tools counted in these results (a calls_<tool> column each): the registered ones in their
+    order, then any other the files hold (a plugin's, registered when they were written), then "other"."""
+    present = [r[0] for r in con.execute("DESCRIBE episodes").fetchall() if r[0].startswith("calls_") and r[0] != CALLS_OTHER]
+    registered = [t for t in counted_tools() if f"calls_{t}" in present]
+    return [*registered, *(c[len("calls_"):] for c in present if c[len("calls_"):] not in registered), "other"]
 
 
 def _setting_label(keys: Sequence[str], values: Sequence[Any]) -> str:
@@ -320,14 +319,15 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:
     """Mean calls per tool, one row per run cell (dataset, model, method and the settings that vary)."""
     cols = ["dataset", "model", "method", *_varying(con)]
+    tools = tool_columns(con)
     data = con.execute(
-        f"""SELECT {', '.join(cols)}, {', '.join(f'avg(calls_{t})' for t in TOOLS)}, avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER))
+        f"""SELECT {', '.join(cols)}, {', '.join(f'avg(calls_{t})' for t in tools)}, avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER))
            FROM episodes GROUP BY ALL"""
     ).fetchall()
-    n, k = len(cols), len(TOOLS) + 2
+    n, k = len(cols), len(tools) + 2
     order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
     data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *_setting_keys(cols[3:], r[3:n])))
-    header = [*cols, *TOOLS, "tool errors", "invalid replies", "forced answers %"]
+    header = [*cols, *tools, "tool errors", "invalid replies", "forced answers %"]
     rows = [[*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "f2") for v in r[n : n + k]), _fmt(r[n + k])] for r in data]
     return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "",
                       markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n)), ""])
@@ -337,22 +337,24 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     """AgenticRAG and its ablations beside A-RAG (Full) and Naive RAG, per dataset, model and the settings that vary."""
     listed = ", ".join(f"'{m}'" for m in AGENTIC_COMPARISON)
     cols = ["dataset", "model", "method", *_varying(con)]
+    tools = method_declarations()[AGENTIC_METHOD]["tools"]
     data = con.execute(
         f"""SELECT {', '.join(cols)}, count(*), avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}),
                    avg(citation_recall_at_1), avg(citation_recall_at_3), avg(prompt_tokens + completion_tokens), avg(retrieved_tokens),
-                   avg(calls_search), avg(calls_find), avg(calls_open), avg(calls_summarize), avg(forced_summaries), avg(CAST(forced AS INTEGER))
+                   {''.join(f'avg(calls_{t}), ' for t in tools)}avg(forced_summaries), avg(CAST(forced AS INTEGER))
             FROM episodes WHERE method IN ({listed}) GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     if not any(r[2].startswith("agenticrag") for r in data):
         return "## AgenticRAG\n\nNo AgenticRAG runs (methods `agenticrag*`) in these results.\n"
     n = len(cols)
     header = [*cols, "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3", "tokens / question", "retrieved tokens",
-              "search", "find", "open", "summarize", "forced summarizes", "forced answers %"]
+              *tools, "forced summarizes", "forced answers %"]
+    t = len(tools)
     order = {m: i for i, m in enumerate(AGENTIC_COMPARISON)}
     rows = []
     for r in sorted(data, key=lambda r: (r[0], r[1], *_setting_keys(cols[3:], r[3:n]), order[r[2]])):
         rows.append([r[0], r[1], _label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"), *(_fmt(v) for v in r[n + 1 : n + 5]),
-                     *(_fmt(v, "int") for v in r[n + 5 : n + 7]), *(_fmt(v, "f2") for v in r[n + 7 : n + 12]), _fmt(r[n + 12])])
+                     *(_fmt(v, "int") for v in r[n + 5 : n + 7]), *(_fmt(v, "f2") for v in r[n + 7 : n + 8 + t]), _fmt(r[n + 8 + t])])
     return "\n".join([
         "## AgenticRAG beside A-RAG (Full) and Naive RAG",
         "",
@@ -435,7 +437,7 @@ def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, li
     shown = [c for c in _varying(con) if c != "judge"]
     series = " || ' · ' || ".join(["method", *(f"'{c}=' || coalesce(CAST({c} AS VARCHAR), '—')" for c in shown)])
     n = len(shown)
-    means = con.execute(f"SELECT method, {series}, {''.join(c + ', ' for c in shown)}{', '.join(f'avg(calls_{t})' for t in TOOLS)} FROM episodes GROUP BY ALL").fetchall()
+    means = con.execute(f"SELECT method, {series}, {''.join(c + ', ' for c in shown)}{', '.join(f'avg(calls_{t})' for t in tool_columns(con))} FROM episodes GROUP BY ALL").fetchall()
     hist = con.execute(f"SELECT {series}, tool_calls, count(*) FROM episodes GROUP BY ALL ORDER BY ALL").fetchall()
     order = {m: i for i, m in enumerate(_method_order(sorted({r[0] for r in means})))}
     return [
@@ -450,7 +452,7 @@ def plot_tool_use(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
     series = tool_use_series(con)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
     bottom = [0.0] * len(series)
-    for j, tool in enumerate(TOOLS):
+    for j, tool in enumerate(tool_columns(con)):
         values = [means[j] or 0.0 for _, means, _ in series]
         left.bar(range(len(series)), values, bottom=bottom, label=tool, color=f"C{j}")
         bottom = [b + v for b, v in zip(bottom, values)]

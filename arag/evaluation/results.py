@@ -33,7 +33,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.evaluation.records import ROW_FAILED, OK, ROW_SCHEMA, rows_to_table
+from arag.evaluation.records import ROW_FAILED, OK, row_schema, rows_to_table
 
 EPISODES = "episodes"
 FAILED_DIR = "failed"
@@ -118,7 +118,7 @@ class RunStore:
     def read_rows(self, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
         """The stored rows, answered ones then failed ones: `columns` of them (None: all), only those of
         `question_id` when given. A file of an older schema version lacks newer columns: they read as None."""
-        wanted = list(columns) if columns is not None else ROW_SCHEMA.names
+        wanted = list(columns) if columns is not None else row_schema().names
         rows: list[dict[str, Any]] = []
         files = self.part_files() + ([self.failed_file] if self.failed_file.exists() else [])
         for path in files:
@@ -139,7 +139,7 @@ class RunStore:
         return done
 
     def failed_table(self) -> pa.Table | None:
-        return pq.read_table(self.failed_file, schema=ROW_SCHEMA) if self.failed_file.exists() else None
+        return pq.read_table(self.failed_file, schema=row_schema()) if self.failed_file.exists() else None
 
     def claim_failed(self, question_ids: Iterable[str]) -> dict[str, int]:
         """Take the failed rows of the questions about to be retried out of failed/ (atomically);

@@ -20,7 +20,7 @@ from arag.evaluation.evidence import citation_recall, evidence_recall
 from arag.evaluation.judge import NO_ANSWER, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
 from arag.evaluation.questions import Question
-from arag.evaluation.records import COUNTED_TOOLS, ROW_FAILED, OK, EpisodeRow
+from arag.evaluation.records import ROW_FAILED, OK, EpisodeRow
 from arag.evaluation.settings import RunSettings
 from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
@@ -114,9 +114,7 @@ class EpisodeRunner:
         row.forced, row.forced_reason = episode.forced, episode.forced_reason
         row.steps, row.invalid_replies = episode.steps, episode.invalid_replies
         row.tool_calls = len(episode.tool_calls)
-        for tool in COUNTED_TOOLS:
-            setattr(row, f"calls_{tool}", counts.pop(tool, 0))
-        row.calls_other = sum(counts.values())
+        row.calls = dict(counts)
         row.tool_errors = sum(1 for c in episode.tool_calls if c.error)
         row.retrieved_tokens = episode.retrieved_tokens
         row.prompt_tokens, row.completion_tokens, row.reasoning_tokens = tokens["prompt_tokens"], tokens["completion_tokens"], tokens["reasoning_tokens"]

@@ -26,15 +26,6 @@ def answer_style_for(dataset: str) -> str:
     return "free_form" if dataset.startswith(FREE_FORM_DATASETS) else "short"
 
 
-# Model config keys that change speed, capacity or plumbing, not replies (llamacpp threads, an
-# endpoint's address and limits, vLLM engine placement and memory, the scripted double's delay).
-RUNTIME_MODEL_KEYS = frozenset(
-    {
-        "n_threads", "n_batch", "verbose", "max_concurrency", "timeout_s", "api_key_env", "base_url", "latency_s",
-        "actor_name", "detached", "max_inflight", "startup_timeout_s", "num_gpus", "num_cpus",
-        "gpu_memory_utilization", "kv_cache_gb", "max_num_seqs", "enforce_eager", "env",
-    }
-)
 # Agent config keys that change retries or what is stored, not the episode.
 RUNTIME_AGENT_KEYS = frozenset({"llm_attempts", "backoff_initial_s", "backoff_max_s", "backoff_jitter_s", "keep_messages"})
 # Judge keys of the same kind.
@@ -75,7 +66,7 @@ class RunSettings:
             "questions_sha256": self.questions_sha256,
             "index": self.index_build_fingerprint,
             "method": self.method,
-            "model": _drop(self.model, RUNTIME_MODEL_KEYS),
+            "model": _drop(self.model, runtime_model_keys()),
             "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
             **judging,
             "texts": model_texts(self.method, self.model.get("protocol", "json"), self.chunk_ids),
@@ -86,12 +77,12 @@ class RunSettings:
         """The judge's model as the run id records it: `judge.model`, or by default the agent's model
         at the model's defaults (arag.llm.instrument), the same for every run of a sweep."""
         if self.judge_model is not None:
-            return _drop(self.judge_model, RUNTIME_MODEL_KEYS)
+            return _drop(self.judge_model, runtime_model_keys())
         from arag.llm.factory import AGENT_KEYS
         from arag.llm.instrument import judge_model_config
 
         agent_only = frozenset(k for k in AGENT_KEYS if k != "backend")
-        return {"agent_model_at_defaults": _drop(judge_model_config(self.model), RUNTIME_MODEL_KEYS | agent_only)}
+        return {"agent_model_at_defaults": _drop(judge_model_config(self.model), runtime_model_keys() | agent_only)}
 
     @property
     def run_id(self) -> str:
@@ -117,6 +108,15 @@ class RunSettings:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "RunSettings":
         return cls(**data)
+
+
+def runtime_model_keys() -> frozenset[str]:
+    """Model config keys that change speed, capacity or plumbing, not replies (llamacpp threads, an
+    endpoint's address and limits, vLLM engine placement and memory, the scripted double's delay):
+    what each backend declares (arag.llm.factory.runtime_model_keys)."""
+    from arag.llm.factory import runtime_model_keys as declared
+
+    return declared()
 
 
 def _drop(cfg: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:

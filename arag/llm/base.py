@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Mapping
 
 from arag.llm.reasoning import ReasoningSetting, resolve
 from arag.llm.types import Completion, Message
@@ -46,9 +46,19 @@ class LLMBackend(ABC):
         the JSON protocol.
     """
 
+    # What each backend declares of itself (registered by `kind` in arag.registry, kind "backend"):
     kind: str = "?"
     protocols: tuple[str, ...] = (NATIVE, JSON)
+    # Constructor keys that change speed, capacity or plumbing, not replies: left out of run ids
+    # (arag.evaluation.settings) so a rerun with other values continues the same run.
+    runtime_keys: frozenset[str] = frozenset()
     context_window: int | None = None  # tokens, where known: the agent fits its token budget into it
+
+    @classmethod
+    def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
+        """Episodes (or judge calls) in flight per worker when the settings leave it null
+        (runtime.concurrency, rejudge's concurrency), for a model config `cfg` of this backend."""
+        return 16
 
     def __init__(self, model: str, *, reasoning: ReasoningSetting | None = None, max_tokens: int | None = None, temperature: float = 0.0):
         self.model = model

@@ -1,40 +1,47 @@
 """Build a backend from a config mapping (`conf/model/*.yaml`): `backend` names the kind, `protocol` the
 action protocol the agent uses with it; every other key goes to the backend's constructor, and a key
-the constructor does not take is an error naming it and the valid ones."""
+the constructor does not take is an error naming it and the valid ones. The built-in backends are
+registered here (arag.registry, kind "backend"); their modules import their engines only when built."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from arag.llm.base import LLMBackend
+from arag.llm.llamacpp import LlamaCppBackend
+from arag.llm.openai import OpenAIBackend
+from arag.llm.scripted import ScriptedBackend
+from arag.llm.vllm import VLLMBackend
+from arag.registry import BACKEND, plugin, plugins, register
 from arag.strict_settings import check_keys, constructor_keys
 
 # Keys of a model config that are for the agent, not the backend constructor: `guard_rails` are the
 # agent.guard_rails a small model needs to act as an agent (conf/ask.yaml and conf/evaluate.yaml
 # take their defaults from it, so runs record them in their identity).
 AGENT_KEYS = ("backend", "protocol", "guard_rails")
-KINDS = ("llamacpp", "openai", "scripted", "vllm")
+
+for _cls in (LlamaCppBackend, OpenAIBackend, ScriptedBackend, VLLMBackend):
+    register(BACKEND, _cls.kind, _cls)
+
+# Every registered backend by its `backend` key, live.
+KINDS: Mapping[str, type[LLMBackend]] = plugins(BACKEND)
 
 
 def backend_class(kind: Any) -> type[LLMBackend]:
-    """The backend class for a config's `backend` key (imported only when chosen: heavy modules)."""
-    if kind == "llamacpp":
-        from arag.llm.llamacpp import LlamaCppBackend
+    """The backend class for a config's `backend` key; an unknown one is an error listing the known."""
+    return plugin(BACKEND, kind)
 
-        return LlamaCppBackend
-    if kind == "scripted":
-        from arag.llm.scripted import ScriptedBackend
 
-        return ScriptedBackend
-    if kind == "openai":
-        from arag.llm.openai import OpenAIBackend
+def default_concurrency(model_cfg: Mapping[str, Any]) -> int:
+    """Episodes (or judge calls) in flight per worker when the settings leave it null: what the
+    config's backend declares (arag.llm.base.LLMBackend.default_concurrency)."""
+    return backend_class(model_cfg.get("backend")).default_concurrency(model_cfg)
 
-        return OpenAIBackend
-    if kind == "vllm":
-        from arag.llm.vllm import VLLMBackend
 
-        return VLLMBackend
-    raise ValueError(f"unknown backend {kind!r}; known: {', '.join(KINDS)}")
+def runtime_model_keys() -> frozenset[str]:
+    """Model config keys that change speed, capacity or plumbing, not replies: every registered
+    backend's `runtime_keys` (run ids leave them out)."""
+    return frozenset().union(*(cls.runtime_keys for cls in KINDS.values()))
 
 
 def check_model_settings(cfg: Mapping[str, Any], group: str = "model") -> type[LLMBackend]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Mapping
 
 from arag.llm.base import JSON, BlockingBackend
 from arag.llm.models import MODELS, ensure_model
@@ -22,6 +22,12 @@ from arag.llm.types import Completion, ConfigurationError, LLMError, Message
 class LlamaCppBackend(BlockingBackend):
     kind = "llamacpp"
     protocols = (JSON,)
+    runtime_keys = frozenset({"n_threads", "n_batch", "verbose"})
+
+    @classmethod
+    def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
+        # One sequence at a time, and interleaved episodes would defeat its prompt-prefix cache.
+        return 1
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ import dataclasses
 import json
 import os
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from arag.llm.base import JSON, NATIVE, LLMBackend
 from arag.llm.reasoning import ReasoningSetting, family_of, resolve
@@ -66,6 +66,12 @@ def reasoning_rules(model: str, reasoning: ReasoningSetting, on_unsupported: str
 class OpenAIBackend(LLMBackend):
     kind = "openai"
     protocols = (NATIVE, JSON)
+    runtime_keys = frozenset({"base_url", "api_key_env", "timeout_s", "max_concurrency"})
+
+    @classmethod
+    def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
+        # The endpoint's own request limit.
+        return int(cfg.get("max_concurrency") or DEFAULT_MAX_CONCURRENCY)
 
     def __init__(
         self,

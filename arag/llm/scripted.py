@@ -50,6 +50,7 @@ class ScriptExhausted(LLMError):
 
 class ScriptedBackend(LLMBackend):
     kind = "scripted"
+    runtime_keys = frozenset({"latency_s"})  # the test double's simulated delay
 
     def __init__(
         self, script: Sequence[Any], model: str = "scripted", *, replay: bool = False, latency_s: float = 0.0, reasoning_effort: str | None = None, **kwargs: Any

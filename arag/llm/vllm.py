@@ -37,7 +37,7 @@ import threading
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from arag.llm.base import JSON, NATIVE, LLMBackend
 from arag.llm.models import MODELS
@@ -352,6 +352,15 @@ def set_engine_connector(connector: EngineConnector | None) -> None:
 
 class VLLMBackend(LLMBackend):
     kind = "vllm"
+    # Engine placement, memory and plumbing.
+    runtime_keys = frozenset(
+        {"num_gpus", "num_cpus", "gpu_memory_utilization", "kv_cache_gb", "max_num_seqs", "enforce_eager", "actor_name", "detached", "max_inflight", "timeout_s", "startup_timeout_s", "env"}
+    )
+
+    @classmethod
+    def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
+        # The engine's batch size: a worker per engine keeps its continuous batch full.
+        return int(cfg.get("max_num_seqs") or EngineSpec.max_num_seqs)
 
     def __init__(
         self,

@@ -46,6 +46,7 @@ from typing import Any, Awaitable, Callable
 from arag.llm.types import Completion, Message
 from arag.methods.base import Method
 from arag.methods.records import ToolCallRecord
+from arag.tools.base import READ
 
 RETRIEVAL_RECORD = "graph_retrieval"
 STAGES = ("local", "bridge", "ppr")
@@ -68,6 +69,7 @@ ModelCall = Callable[[list[Message], "dict[str, Any] | None", bool], Awaitable[C
 
 @dataclass
 class A2RagMethod(Method):
+    evidence_records = {RETRIEVAL_RECORD: READ}  # each stage puts its chunks' whole texts into the answer prompt
     gate_threshold: float = 0.3
     seed_min_score: float = 0.6
     seed_edit_weight: float = 0.5

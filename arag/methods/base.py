@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from arag.llm.types import Message
 from arag.methods.records import ToolCallRecord
@@ -46,6 +46,9 @@ class Method:
     # The opened index's chunk-id form and example, put into the texts' `{chunk_id_format}` and
     # `{chunk_id_example}` slots (arag.index.chunk_ids); not a config key: set by `for_index`.
     chunk_ids: "ChunkIdFormat | None" = field(default=None, init=False, repr=False)
+    # Retrieval steps the method records like tool calls under a name no tool has, and how their
+    # chunks count as evidence (arag.tools.base READ / SNIPPET): arag.methods.evidence_of reads it.
+    evidence_records: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def config_keys(cls) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ from arag.evaluation.records import OK
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import failed_row
 from arag.evaluation.settings import RunSettings
+from arag.llm.factory import default_concurrency  # episodes per worker by the backend's declaration; pipelines.rejudge's too
 from arag.llm.vllm import EngineSpec
 from arag.runtime import vllm_engine  # noqa: F401  (workers' vllm backends reach their engine actors through it)
 from arag.runtime.faults import hold_at_fault_point
@@ -68,21 +69,6 @@ class EvalRuntime:
     def from_dict(cls, cfg: dict[str, Any]) -> "EvalRuntime":
         """From the evaluation's `runtime` config group; an unknown key lists the valid ones."""
         return from_settings(cls, cfg, "runtime")
-
-
-def default_concurrency(model_cfg: dict[str, Any]) -> int:
-    """Episodes per worker when not configured: 1 for the embedded llama.cpp model (it runs one
-    sequence at a time, and interleaved episodes would defeat its prompt-prefix cache), the
-    endpoint's own request limit for HTTP backends, the engine's batch size for vLLM (a worker per
-    engine keeps its continuous batch full), 16 for the rest (the scripted test double)."""
-    kind = model_cfg.get("backend")
-    if kind == "llamacpp":
-        return 1
-    if kind == "openai":
-        return int(model_cfg.get("max_concurrency") or 8)
-    if kind == "vllm":
-        return int(model_cfg.get("max_num_seqs") or 64)
-    return 16
 
 
 def engine_overrides(model_cfg: dict[str, Any], slot: int, engines: int) -> dict[str, Any]:

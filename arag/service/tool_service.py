@@ -46,10 +46,6 @@ def served_tool_names(tools: str | list[str] | tuple[str, ...] | None) -> tuple[
     return tuple(dict.fromkeys(names))
 
 
-# The tools that encode queries with the index's embedder (a warm start loads it before serving).
-ENCODER_TOOLS = ("semantic_search", "naive_embedding_search", "search", "find")
-
-
 class CeilingError(ValueError):
     """A client asked for more than the server's ceiling of a setting."""
 
@@ -161,7 +157,7 @@ class ToolService:
     def preload(self) -> None:
         """Load the query encoder (in every worker process) before serving, so the first
         semantic call is as fast as the rest."""
-        if not any(name in ENCODER_TOOLS for name in self.tools):
+        if not any(spec.encodes_queries for spec in self.tools.values()):
             return
         if self.workers is None:
             try:

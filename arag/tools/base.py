@@ -144,14 +144,33 @@ class ToolOptions:
     tracker: "ReadTracker | None" = None
 
 
+# How a tool's results count as evidence (arag.evaluation.evidence): READ, the whole text of every
+# chunk in its results enters the context (the chunks count as read); SNIPPET, pieces of them (seen;
+# read only for a method with `full_text`, whose searches return whole chunks); NOT_EVIDENCE, its
+# results name no chunks of the collection (notes, bookkeeping).
+READ = "read"
+SNIPPET = "snippet"
+NOT_EVIDENCE = "none"
+EVIDENCE_KINDS = (READ, SNIPPET, NOT_EVIDENCE)
+
+
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool: its name, the function schema the LLM sees, and the code that runs it."""
+    """A tool: its name, the function schema the LLM sees, the code that runs it, and how its
+    results count as evidence (`evidence`: one of EVIDENCE_KINDS). Registered under its name
+    (arag.registry, kind "tool"), it is offered to methods and counted in results and reports."""
 
     name: str
     description: str
     parameters: dict[str, Any]
     fn: ToolFn
+    evidence: str
+    unit: str = "chunk"  # what its results are pieces of, as the agent's texts name it: "chunk", or "document" (AgenticRAG's tools)
+    encodes_queries: bool = False  # embeds its query with the index's embedder (a tool server's warm start loads it)
+
+    def __post_init__(self) -> None:
+        if self.evidence not in EVIDENCE_KINDS:
+            raise ValueError(f"tool {self.name}: evidence must be one of {', '.join(EVIDENCE_KINDS)}, got {self.evidence!r}")
 
     def schema(self) -> dict[str, Any]:
         """OpenAI-style function schema (the `tools=[...]` entry of a chat request)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from arag.index.parts import PACKED
 from arag.index.tokens import TOKENIZER_NAME
-from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids
+from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids, READ
 from arag.tools.render import chunk_read_text, content_tokens
 
 NAME = "chunk_read"
@@ -149,4 +149,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ)

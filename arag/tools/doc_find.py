@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.index.tokens import count_tokens
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list, require_vectors
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list, require_vectors, SNIPPET
 from arag.tools.documents import DocumentLines, get_ref_id, line_similarities, load_document, numbered, session_of
 
 
@@ -111,4 +111,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=tokens, details={"ref_ids": [ref.ref_id], "left_out": left_out})
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True)  # passages around matched lines: pieces of a document, not its chunks' whole text

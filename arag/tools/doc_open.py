@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, type_name
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, type_name, READ
 from arag.tools.documents import get_ref_id, load_document, numbered, session_of
 from arag.index.tokens import count_tokens_batch
 
@@ -85,4 +85,4 @@ def token_window(lines: list[str], max_tokens: int) -> tuple[list[str], int]:
     return lines, total
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, unit="document")  # a window of the document's lines

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list
+from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list, SNIPPET
 import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentLines, DocumentRef, is_packed, load_document, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
@@ -194,4 +194,4 @@ def search_text(queries: list[str], refs: list[DocumentRef], hits: list[Hit], st
     return "\n\n".join(blocks)
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True)  # a preview snippet per document

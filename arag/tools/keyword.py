@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k
+from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k, SNIPPET
 from arag.tools.render import content_tokens, keywords_phrase, search_text
 
 NAME = "keyword_search"
@@ -104,4 +104,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET)  # matched sentences (whole chunks for a full_text method)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors
+from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors, READ
 from arag.tools.render import content_tokens, query_phrase, search_text
 from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, group_by_chunk, hits_for
 
@@ -55,4 +55,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, encodes_queries=True)  # whole chunks

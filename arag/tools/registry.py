@@ -1,10 +1,15 @@
-"""The tools by name, and the tool sets of the A-RAG methods."""
+"""The tools by name (arag.registry, kind "tool"): the built-in ones, registered here in a fixed
+order that the result columns and report tables keep, and any a plugin registers; and the tool sets,
+which the method configs declare (conf/method/*.yaml `tools`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from arag.tools.base import ToolSpec
+from arag.conf_files import method_declarations
+from arag.registry import TOOL, plugins, register
+from arag.tools.base import READ, SNIPPET, ToolSpec
 from arag.tools.chunk_read import SPEC as CHUNK_READ
 from arag.tools.doc_find import SPEC as DOC_FIND
 from arag.tools.doc_open import SPEC as DOC_OPEN
@@ -17,21 +22,31 @@ from arag.tools.summarize import SPEC as SUMMARIZE
 if TYPE_CHECKING:
     from arag.index.chunk_ids import ChunkIdFormat
 
-TOOLS: dict[str, ToolSpec] = {
-    spec.name: spec
-    for spec in (KEYWORD_SEARCH, SEMANTIC_SEARCH, CHUNK_READ, NAIVE_EMBEDDING_SEARCH, DOC_SEARCH, DOC_FIND, DOC_OPEN, SUMMARIZE)
-}
+for _spec in (KEYWORD_SEARCH, SEMANTIC_SEARCH, NAIVE_EMBEDDING_SEARCH, CHUNK_READ, DOC_SEARCH, DOC_FIND, DOC_OPEN, SUMMARIZE):
+    register(TOOL, _spec.name, _spec)
 
-# Tool sets of the A-RAG methods. The ablations that drop the snippet level use the same tools
-# with `full_text=True` in `ToolContext.call` / `ToolOptions`.
-TOOL_SETS: dict[str, tuple[str, ...]] = {
-    "arag_full": ("keyword_search", "semantic_search", "chunk_read"),
-    "arag_naive": ("naive_embedding_search", "chunk_read"),
-    "arag_no_keyword": ("semantic_search", "chunk_read"),
-    "arag_no_semantic": ("keyword_search", "chunk_read"),
-    "arag_no_chunk_read": ("keyword_search", "semantic_search"),
-    "agenticrag": ("search", "find", "open", "summarize"),
-}
+# Every registered tool by name, live: a tool registered later is here too.
+TOOLS: Mapping[str, ToolSpec] = plugins(TOOL)
+
+
+class _ToolSets(Mapping):
+    """Method name -> the tools its config offers (methods without tools left out). The ablations
+    that drop the snippet level use the same tools with `full_text: true`."""
+
+    def _sets(self) -> dict[str, tuple[str, ...]]:
+        return {name: d["tools"] for name, d in method_declarations().items() if d["tools"]}
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        return self._sets()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sets())
+
+    def __len__(self) -> int:
+        return len(self._sets())
+
+
+TOOL_SETS: Mapping[str, tuple[str, ...]] = _ToolSets()
 
 
 def get_tool(name: str) -> ToolSpec:
@@ -39,6 +54,15 @@ def get_tool(name: str) -> ToolSpec:
         return TOOLS[name]
     except KeyError:
         raise KeyError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}") from None
+
+
+def shows_full_text(tool: str, full_text: bool) -> bool | None:
+    """Whether a call of the registered `tool` put its chunks' whole texts into the context (READ,
+    or SNIPPET under a method's `full_text`); None for a name no tool is registered under."""
+    spec = TOOLS.get(tool)
+    if spec is None:
+        return None
+    return spec.evidence == READ or (full_text and spec.evidence == SNIPPET)
 
 
 def tool_schemas(tool_set: str | list[str] | tuple[str, ...], chunk_ids: "ChunkIdFormat | None" = None) -> list[dict]:

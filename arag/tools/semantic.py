@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import MAX_QUERY_CHARS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors
+from arag.tools.base import MAX_QUERY_CHARS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors, SNIPPET
 from arag.tools.render import content_tokens, query_phrase, search_text
 
 NAME = "semantic_search"
@@ -91,4 +91,4 @@ def hits_for(ctx: ToolHost, groups: list[tuple[int, float, np.ndarray]], full_te
     ]
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, encodes_queries=True)  # the closest sentences (whole chunks for a full_text method)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, check_text, type_name
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, check_text, type_name, NOT_EVIDENCE
 from arag.tools.documents import session_of
 
 
@@ -59,4 +59,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     return ToolResult(tool=NAME, text=text, details={"ref_ids": kept, "keep_ref_ids": kept, "notes": notes})
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=NOT_EVIDENCE)  # the agent's own notes

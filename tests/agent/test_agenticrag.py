@@ -136,7 +136,8 @@ def test_guard_rail_refusal_names_the_methods_own_reading_tools(agent_ctx):
     a, backend = agent([{"answer": "early"}, {"answer": "late"}], agent_ctx, guard_rails=rails)
     assert a.run("q").answer == "late"
     refusal = backend.requests[1].messages[-1].content
-    assert "find or open" in refusal and "documents" in refusal and "chunk_read" not in refusal
+    # open reads a document's lines; find's passages are pieces, like search snippets (its declared evidence)
+    assert "documents with open first" in refusal and "find" not in refusal and "chunk_read" not in refusal
     b, backend = agent([{"answer": "early"}, {"answer": "late"}], agent_ctx, "arag_full", guard_rails=rails)
     b.run("q")
     assert "read the relevant chunks with chunk_read first" in backend.requests[1].messages[-1].content
@@ -146,7 +147,7 @@ def test_guard_rail_refusal_names_the_methods_own_reading_tools(agent_ctx):
     from arag.methods import METHOD_CONF_DIR
 
     notes = {m: model_texts(yaml.safe_load((METHOD_CONF_DIR / f"{m}.yaml").read_text()), "json")["notes"] for m in ("agenticrag", "arag_full")}
-    assert any("find or open" in n for n in notes["agenticrag"]) and any("with chunk_read" in n for n in notes["arag_full"])
+    assert any("with open first" in n for n in notes["agenticrag"]) and any("with chunk_read" in n for n in notes["arag_full"])
 
 
 def test_shown_ref_ids_leave_out_removed_results_and_entries():
@@ -194,3 +195,25 @@ def test_search_gives_each_query_its_documents_and_open_keeps_the_token_budget(a
     for name in ("agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query"):
         settings = load_method(name).documents
         assert (settings.search_results, settings.open_window_lines, settings.open_max_tokens) == (10, 1800, 11_000), name
+
+
+def test_find_passages_do_not_satisfy_the_read_before_answer_guard_rail_open_does(agent_ctx):
+    """find's passages are pieces of a document (its declared evidence: snippet), as evidence recall
+    counts them; the guard rail asks for a whole-text read, which open gives."""
+    from arag.agent.loop import GuardRails
+    from arag.evaluation.evidence import chunks_seen_and_read
+
+    script = [
+        {"tool": "search", "arguments": {"queries": ["Ermengarde of Tours"]}},
+        {"tool": "find", "arguments": {"ref_id": "turn1search1", "patterns": ["died"]}},
+        {"answer": "too early"},
+        {"tool": "open", "arguments": {"ref_id": "turn1search1"}},
+        {"answer": "20 March 851"},
+    ]
+    a, backend = agent(script, agent_ctx, guard_rails=GuardRails(require_read_before_answer=True, max_refusals=2))
+    ep = a.run("When did Ermengarde of Tours die?")
+    assert ep.answer == "20 March 851" and [c.name for c in ep.tool_calls] == ["search", "find", "open"]
+    assert "with open first" in backend.requests[3].messages[-1].content  # the answer after find was refused
+    seen, read = chunks_seen_and_read(ep)
+    found = next(c for c in ep.tool_calls if c.name == "find")
+    assert found.chunk_ids and set(found.chunk_ids) <= seen and read and read == set(next(c for c in ep.tool_calls if c.name == "open").chunk_ids)

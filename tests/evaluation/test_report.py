@@ -38,7 +38,7 @@ def make_results(root: Path) -> None:
                     max_steps=steps, reasoning_effort=effort, contain_acc=float(i < good), exact_match=float(i < good - 1), f1=float(i < good),
                     llm_acc=None if i == 8 else float(i < good), judge_status="failed" if i == 8 else "correct",
                     evidence_recall_read=0.5, evidence_recall_seen=1.0, retrieved_tokens=100 * (k + 1), prompt_tokens=1000, completion_tokens=50,
-                    steps=3, tool_calls=sum(tools.values()), **{f"calls_{t}": v for t, v in tools.items()}, forced=i == 0, wall_s=1.5,
+                    steps=3, tool_calls=sum(tools.values()), calls=dict(tools), forced=i == 0, wall_s=1.5,
                 ).to_record()
             )
         with RunStore(root, run_id) as store:
@@ -145,7 +145,7 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
         for method in ("arag_full", "agenticrag"):
             row = EpisodeRow(run_id=f"{method}-{key}", dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[],
                              method=method, model="qwen", backend="llamacpp", status="ok", prediction="a", llm_acc=acc, judge_status="correct",
-                             calls_search=int(method == "agenticrag"), settings=f'{{"judge": {judge}, "judge_model": {judge_model}}}').to_record()
+                             calls={"search": int(method == "agenticrag")}, settings=f'{{"judge": {judge}, "judge_model": {judge_model}}}').to_record()
             with RunStore(results, f"{method}-{key}") as store:
                 store.write([row])
     text = build_report(results).markdown

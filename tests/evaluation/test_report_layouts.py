@@ -25,7 +25,7 @@ def write_run(results: Path, run_id: str, method: str, good: int, *, dataset: st
             model=model, backend="openai", status="ok", prediction="a", max_steps=max_steps, reasoning_effort=effort, token_budget=token_budget,
             settings=settings, contain_acc=float(i < (good if contained is None else contained)), llm_acc=float(i < good), judge_status="correct", prompt_tokens=100 * max_steps,
             completion_tokens=10, reasoning_tokens=5, retrieved_tokens=50 * max_steps, steps=max_steps // 2, model_calls=max_steps // 2, wall_s=1.0,
-            tool_calls=max_steps // 2, calls_keyword_search=max_steps // 2,
+            tool_calls=max_steps // 2, calls={"keyword_search": max_steps // 2},
         ).to_record()
         for i in range(n)
     ]
@@ -124,16 +124,17 @@ def test_a_second_shown_setting_splits_the_series_instead_of_merging(tmp_path):
 def test_tool_use_is_shown_per_setting_value_not_averaged_over_runs(tmp_path):
     """Two arag_full runs at max_steps 5 and 10 (steps // 2 tool calls each, here 2 and 5) are two
     series in the tool-use plot's data, labelled by the setting, with their own histograms."""
-    from arag.evaluation.report import TOOLS, connect, tool_use_series
+    from arag.evaluation.report import connect, tool_columns, tool_use_series
 
     results = tmp_path / "results"
     write_run(results, "s5", "arag_full", 4, max_steps=5)
     write_run(results, "s10", "arag_full", 6, max_steps=10)
     write_run(results, "s20", "arag_full", 7, max_steps=20)
-    series = tool_use_series(connect(results))
+    con = connect(results)
+    series = tool_use_series(con)
     # In the setting's order (5 before 10 and 20), not as text ("10" < "20" < "5").
     assert [label for label, _, _ in series] == ["A-RAG (Full) · max_steps=5", "A-RAG (Full) · max_steps=10", "A-RAG (Full) · max_steps=20"]
-    assert [means[TOOLS.index("keyword_search")] for _, means, _ in series] == [2.0, 5.0, 10.0]
+    assert [means[tool_columns(con).index("keyword_search")] for _, means, _ in series] == [2.0, 5.0, 10.0]
     assert [hist for _, _, hist in series] == [[(2, 10)], [(5, 10)], [(10, 10)]]
     # The tool table lists the same cells in the same order.
     rows = table_rows(section(build_report(results).markdown, "## Tool use"))[1:]

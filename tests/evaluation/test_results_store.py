@@ -9,7 +9,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from arag.evaluation.records import ROW_FAILED, OK, ROW_SCHEMA, EpisodeRow
+from arag.evaluation.records import ROW_FAILED, OK, row_schema, EpisodeRow
+from arag.tools import TOOLS
 from arag.evaluation.results import RunLockedError, RunStore
 
 
@@ -19,7 +20,11 @@ def row(qid: str, status: str = OK, attempt: int = 1, **kw) -> dict:
 
 
 def test_schema_has_a_column_for_every_row_field():
-    assert ROW_SCHEMA.names == [f.name for f in dataclasses.fields(EpisodeRow)]
+    """Every field is a column, but `calls`, which is a calls_<tool> column per registered tool and calls_other."""
+    names = row_schema().names
+    assert [n for n in names if not n.startswith("calls_")] == [f.name for f in dataclasses.fields(EpisodeRow) if f.name != "calls"]
+    assert [n for n in names if n.startswith("calls_")] == [*(f"calls_{t}" for t in TOOLS), "calls_other"]
+    assert row("q", calls={"chunk_read": 2, "made_up": 1})["calls_chunk_read"] == 2 and row("q", calls={"made_up": 1})["calls_other"] == 1
 
 
 def test_write_splits_ok_and_failed_and_resume_reads_ok_ids(tmp_path):
@@ -29,7 +34,7 @@ def test_write_splits_ok_and_failed_and_resume_reads_ok_ids(tmp_path):
         assert store.done_ids() == {"a", "c", "d"}
         assert len(store.part_files()) == 2
         failed = store.failed_table()
-        assert failed.column("question_id").to_pylist() == ["b"] and failed.schema == ROW_SCHEMA
+        assert failed.column("question_id").to_pylist() == ["b"] and failed.schema == row_schema()
         assert not list(tmp_path.glob("**/*.tmp"))
 
 

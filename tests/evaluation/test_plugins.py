@@ -1,0 +1,212 @@
+"""Each plugin is the one home of its facts (arag.registry): a tool, a backend or a method kind
+registered from here, with no other file edited, shows up in evidence recall, the result columns,
+the report, the tool sets, the settings checks and the run identity."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pyarrow.parquet as pq
+import pytest
+
+from arag.evaluation.questions import Question
+from arag.evaluation.records import row_schema
+from arag.evaluation.report import build_report
+from arag.evaluation.results import RunStore
+from arag.evaluation.runner import EpisodeRunner
+from arag.evaluation.settings import RunSettings
+from arag.llm.scripted import ScriptedBackend
+from arag.registry import BACKEND, METHOD, TOOL, register, unregister
+from arag.tools.base import NOT_EVIDENCE, READ, SNIPPET, Hit, ToolResult, ToolSpec
+from tests.tools.conftest import fake_encode
+
+TOY = "toy_lookup"
+# Ermengarde of Tours' chunk in the evaluation index (tests/evaluation/conftest.py), one of the two
+# supporting documents of the question.
+GOLD_CHUNK = "2#0"
+Q = Question("q0", "When did Lothair II's mother die?", ("20 March 851",), ("Lothair II", "Ermengarde of Tours"))
+FAST = {"backoff_initial_s": 0.0, "backoff_max_s": 0.0, "backoff_jitter_s": 0.0}
+
+
+def toy_tool(evidence: str) -> ToolSpec:
+    def run(ctx, args, options):
+        text = "Ermengarde of Tours was the wife of Lothair I. She died on 20 March 851."
+        return ToolResult(tool=TOY, text=f"[{GOLD_CHUNK}] {text}", results=[Hit(GOLD_CHUNK, snippets=[text])], retrieved_tokens=20)
+
+    parameters = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"], "additionalProperties": False}
+    return ToolSpec(name=TOY, description="Look a document up by its title.", parameters=parameters, fn=run, evidence=evidence)
+
+
+@pytest.fixture
+def registered():
+    """Registers what a test hands it under its kind and name, and takes it out afterwards."""
+    added: list[tuple[str, str]] = []
+
+    def add(kind: str, name: str, plugin):
+        register(kind, name, plugin)
+        added.append((kind, name))
+        return plugin
+
+    yield add
+    for kind, name in added:
+        unregister(kind, name)
+
+
+@pytest.fixture(scope="module")
+def ctx(eval_index):
+    from arag.tools import ToolContext
+
+    with ToolContext(eval_index.path, encoder=fake_encode) as c:
+        yield c
+
+
+def toy_settings(judge) -> RunSettings:
+    method = {"name": "toy_method", "label": "Toy method", "kind": "agent", "tools": [TOY], "system_prompt": "Answer with the tool's help. {answer_style}"}
+    return RunSettings(
+        dataset="bench",
+        method=method,
+        model={"backend": "scripted", "protocol": "json", "model": "scripted", "script": [], "replay": True},
+        agent={"max_steps": 4, "token_budget": None, **FAST},
+        judge=judge,
+        judge_model=None,
+        questions_path="/q.jsonl",
+        questions_sha256="0" * 64,
+        index_path="/index",
+        index_build_fingerprint="fp",
+    )
+
+
+@pytest.fixture
+def judge():
+    from omegaconf import OmegaConf
+
+    from tests.evaluation.conftest import compose_evaluate
+
+    cfg = OmegaConf.to_container(compose_evaluate().judge, resolve=True)
+    cfg.pop("model")
+    return cfg
+
+
+def run_toy(settings: RunSettings, ctx):
+    script = [{"tool": TOY, "arguments": {"title": "Ermengarde of Tours"}}, {"answer": "20 March 851"}]
+    runner = EpisodeRunner(settings, backend=ScriptedBackend(script, replay=True), ctx=ctx)
+    return asyncio.run(runner.run(Q))
+
+
+@pytest.mark.parametrize(("evidence", "seen", "read"), [(READ, 1, 1), (SNIPPET, 1, 0), (NOT_EVIDENCE, 0, 0)])
+def test_a_tool_counts_as_evidence_as_it_declares(registered, ctx, judge, evidence, seen, read):
+    registered(TOOL, TOY, toy_tool(evidence))
+    row = run_toy(toy_settings(judge), ctx)
+    assert row.status == "ok" and row.calls_toy_lookup == 1 and row.calls_other == 0 and row.tool_errors == 0
+    assert (row.evidence_supporting, row.evidence_seen, row.evidence_read) == (2, seen, read)
+
+
+def test_a_toy_tool_shows_up_in_evidence_recall_result_columns_and_the_report(registered, ctx, judge, tmp_path):
+    from arag.tools import TOOL_SETS, tool_schemas
+
+    registered(TOOL, TOY, toy_tool(READ))
+    settings = toy_settings(judge)
+    row = run_toy(settings, ctx)
+    assert row.evidence_recall_read == 0.5 and row.evidence_recall_at_2 == 0.5
+    assert tool_schemas([TOY])[0]["function"]["name"] == TOY and TOY not in TOOL_SETS  # a tool set is a method config's
+
+    results = tmp_path / "results"
+    with RunStore(results, settings.run_id) as store:
+        store.write([row.to_record()])
+        stored = store.read_rows()
+    assert stored[0]["calls_toy_lookup"] == 1
+    part = next((results / settings.run_id).rglob("part-*.parquet"))
+    names = pq.read_schema(part).names
+    assert names == row_schema().names and names.index("calls_toy_lookup") == names.index("calls_other") - 1
+
+    report = build_report(results).markdown
+    tool_use = report.split("## Tool use", 1)[1].split("\n## ", 1)[0]
+    header = next(line for line in tool_use.splitlines() if line.startswith("| dataset"))
+    row_line = next(line for line in tool_use.splitlines() if "toy_method" in line)
+    cells = [c.strip() for c in header.strip("|").split("|")], [c.strip() for c in row_line.strip("|").split("|")]
+    assert dict(zip(*cells))[TOY] == "1.00" and dict(zip(*cells))["chunk_read"] == "0.00"
+
+
+def test_results_written_before_a_tool_was_registered_still_report(registered, ctx, judge, tmp_path):
+    """Older files lack a newer tool's column: the report counts only the columns the files hold."""
+    registered(TOOL, TOY, toy_tool(READ))
+    row = run_toy(toy_settings(judge), ctx)
+    results = tmp_path / "results"
+    with RunStore(results, row.run_id) as store:
+        store.write([row.to_record()])
+    unregister(TOOL, TOY)
+    report = build_report(results).markdown  # the file's calls_toy_lookup column is still shown
+    assert f"| {TOY} |" in report.split("## Tool use", 1)[1]
+
+
+class ToyBackend(ScriptedBackend):
+    kind = "toy_backend"
+    runtime_keys = frozenset({"knob"})
+
+    def __init__(self, *args, knob: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.knob = knob
+
+    @classmethod
+    def default_concurrency(cls, cfg):
+        return 3 * int(cfg.get("knob") or 1)
+
+
+def test_a_toy_backend_declares_its_settings_concurrency_and_runtime_keys(registered, judge):
+    from arag.llm.factory import KINDS, default_concurrency, make_backend
+    from arag.runtime.evaluate_job import default_concurrency as runtime_default
+    from arag.strict_settings import UnknownSettingError
+
+    registered(BACKEND, ToyBackend.kind, ToyBackend)
+    cfg = {"backend": "toy_backend", "protocol": "json", "model": "toy", "script": [{"answer": "x"}], "knob": 2}
+    assert "toy_backend" in KINDS and make_backend(cfg).knob == 2
+    with pytest.raises(UnknownSettingError, match=r"model\.knobb\b.*did you mean model\.knob"):
+        make_backend({**cfg, "knobb": 1})
+    assert default_concurrency(cfg) == runtime_default(cfg) == 6
+    assert default_concurrency({"backend": "llamacpp"}) == 1 and default_concurrency({"backend": "scripted"}) == 16
+
+    def run_id(knob):
+        s = toy_settings(judge)
+        return RunSettings(**{**s.to_json(), "method": {**s.method, "tools": []}, "model": {**cfg, "knob": knob}}).run_id
+
+    assert run_id(1) == run_id(5)  # a run-time key: the same run
+
+
+def test_a_method_kind_registered_elsewhere_is_checked_and_built(registered):
+    from dataclasses import dataclass
+
+    from arag.methods import Method, method_from_config
+    from arag.strict_settings import UnknownSettingError
+
+    @dataclass
+    class ToyMethod(Method):
+        depth: int = 1
+
+    registered(METHOD, "toy_kind", ToyMethod)
+    method = method_from_config({"name": "m", "label": "M", "kind": "toy_kind", "system_prompt": "s", "depth": 3})
+    assert isinstance(method, ToyMethod) and method.depth == 3
+    with pytest.raises(UnknownSettingError, match=r"method\.dept\b"):
+        method_from_config({"name": "m", "kind": "toy_kind", "system_prompt": "s", "dept": 3})
+
+
+def test_the_builtin_facts_come_from_their_plugins():
+    """The method configs declare labels and tool sets; the tools their evidence; nothing else lists them."""
+    from arag.conf_files import method_declarations
+    from arag.evaluation.report import _label
+    from arag.methods import evidence_of
+    from arag.tools import TOOL_SETS, TOOLS
+
+    assert _label("arag_full") == "A-RAG (Full)" and _label("a2rag_node_only") == "A2RAG Node-only" and _label("not_configured") == "not_configured"
+    assert TOOL_SETS["arag_no_chunk_read"] == ("keyword_search", "semantic_search") and "direct" not in TOOL_SETS
+    assert all(set(d["tools"]) <= set(TOOLS) for d in method_declarations().values())
+    assert {t: s.evidence for t, s in TOOLS.items()} == {
+        "keyword_search": SNIPPET, "semantic_search": SNIPPET, "naive_embedding_search": READ, "chunk_read": READ,
+        "search": SNIPPET, "find": SNIPPET, "open": READ, "summarize": NOT_EVIDENCE,
+    }
+    assert {t for t, s in TOOLS.items() if s.encodes_queries} == {"semantic_search", "naive_embedding_search", "search", "find"}  # a tool server's warm start
+    assert [t for t, s in TOOLS.items() if s.unit == "document"] == ["search", "find", "open"]
+    assert evidence_of("graph_retrieval") == READ and evidence_of("made_up") == NOT_EVIDENCE  # A2RAG's stages, declared by its method
+    with pytest.raises(ValueError, match="evidence must be one of read, snippet, none"):
+        ToolSpec(name="t", description="", parameters={}, fn=lambda *a: None, evidence="maybe")
+    with pytest.raises(ValueError, match="tool 'keyword_search' is registered already"):
+        register(TOOL, "keyword_search", TOOLS["chunk_read"])
