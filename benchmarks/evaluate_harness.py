@@ -64,7 +64,7 @@ def settings_for(index: str, script: list[dict], question_set) -> RunSettings:
     replaying `script` and a scripted judge: the same config composition and settings code."""
     from hydra import compose, initialize_config_dir
 
-    from pipelines.evaluate import run_settings
+    from arag.evaluation.run_config import run_settings
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=["model=scripted", "method=arag_full", "model.replay=true", f"index.path={Path(index).resolve()}"])

@@ -19,9 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 from arag.conf_files import conf_dir
 from arag.evaluation.rejudge import RejudgeError, checked_judge, find_runs, rejudge_run, rejudged_settings
 from arag.evaluation.results import RunLockedError, RunStore
+from arag.evaluation.summary import format_summary, summarize_run
 from arag.llm.factory import make_backend
 from arag.llm.instrument import judge_model_config
-from pipelines.evaluate import format_summary, summarize_run
 from pipelines.settings import check_rejudge_config
 
 
@@ -69,10 +69,8 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
                 + f", {counts.failed_copied} failed episodes copied, {counts.wall_s:.1f}s",
                 file=out,
             )
-            stored = RunStore(target, settings.run_id)  # read only: its ids, not its lock
-            failed = stored.failed_table()
-            ids = sorted(stored.done_ids() | set(failed.column("question_id").to_pylist() if failed is not None else []))
-            summary = summarize_run(stored.root, ids) | {"run_id": settings.run_id, "path": str(stored.root), "rejudged_from": settings.rejudged_from["run_id"]}
+            # read only (not its lock): every question stored in the new run
+            summary = summarize_run(RunStore(target, settings.run_id)) | {"rejudged_from": settings.rejudged_from["run_id"]}
             print(format_summary(summary), file=out)
             summaries.append(summary)
     finally:

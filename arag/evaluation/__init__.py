@@ -7,11 +7,14 @@ One module per job:
     evidence.py   which supporting documents the agent saw and read (evidence recall)
     judge.py      LLM-Acc: an LLM decides whether a prediction means the gold answer
     settings.py   what defines a run (method, model, agent, judge, questions, index) and its run id
+    run_config.py an evaluation's config → its `RunSettings` and the description stored in run.json
     records.py    one result row per episode (`EpisodeRow`) and its fixed Parquet schema
     runner.py     one question end to end: agent episode → judge → metrics → row
-    results.py    the results tree: atomic Parquet parts, resume keys, failed-episode bookkeeping
+    results.py    the results tree: atomic Parquet parts, resume keys, failed-episode bookkeeping; the
+                  one module that reads and writes a run's folder (evaluate, rejudge, report, viewer)
+    summary.py    a run's averages over its stored rows, as the commands print them
     report.py     Markdown tables and PNG plots from a results tree (DuckDB)
 
 The Ray side (actors that each hold an `EpisodeRunner`, the driver loop, progress) lives in
-`arag.runtime.evaluate_job`; entry points in `pipelines.evaluate` and `pipelines.report`.
+`arag.runtime.evaluate_job`; entry points in `pipelines/` (evaluate, rejudge, report, view).
 """

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from arag.evaluation.judge import Judge, JudgeConfig
 from arag.evaluation.records import OK, ROW_FAILED, row_schema
-from arag.evaluation.results import RunStore
+from arag.evaluation.results import RUN_INFO, RunStore, find_run_dirs
 from arag.evaluation.settings import RunSettings
 from arag.llm.base import LLMBackend
 
@@ -52,9 +52,9 @@ class SourceRun:
     @classmethod
     def open(cls, path: str | Path) -> "SourceRun":
         path = Path(path)
-        info_file = path / "run.json"
+        info_file = RunStore.at(path).info_path
         if not info_file.is_file():
-            raise RejudgeError(f"{path} is not a run folder (no run.json): give results.path=<results tree> and runs=[<run id>, ...]")
+            raise RejudgeError(f"{path} is not a run folder (no {info_file.name}): give results.path=<results tree> and runs=[<run id>, ...]")
         try:
             info = json.loads(info_file.read_text(encoding="utf-8"))
             settings = RunSettings.from_json(info["settings"])
@@ -72,11 +72,10 @@ class SourceRun:
             return self.settings.rejudged_from
         return {"run_id": self.run_id, "identity": self.identity}
 
-    def part_files(self) -> list[Path]:
-        return sorted((self.path / "episodes").glob("part-*.parquet"))
-
-    def failed_file(self) -> Path:
-        return self.path / "failed" / "failed.parquet"
+    @property
+    def store(self) -> RunStore:
+        """The source's folder, read only (its lock is not taken: it may still be evaluated)."""
+        return RunStore.at(self.path)
 
 
 def find_runs(results_root: str | Path, run_ids: Iterable[str] | None = None) -> list[SourceRun]:
@@ -87,14 +86,14 @@ def find_runs(results_root: str | Path, run_ids: Iterable[str] | None = None) ->
     if run_ids is not None:
         if not run_ids:
             raise RejudgeError("runs=[] names no run: give runs=[<run id>, ...], or runs=null for every run under results.path")
-        missing = [r for r in run_ids if not (root / r / "run.json").is_file()]
+        missing = [r for r in run_ids if not RunStore(root, r).has_info()]
         if missing:
-            known = sorted(p.parent.name for p in root.glob("*/run.json"))
+            known = [p.name for p in find_run_dirs(root, nested=False)]
             raise RejudgeError(f"no run {', '.join(missing)} under {root}; its runs: {', '.join(known) or 'none'}")
         return [SourceRun.open(root / r) for r in run_ids]
-    runs = [SourceRun.open(p.parent) for p in sorted(root.glob("*/run.json"))]
+    runs = [SourceRun.open(p) for p in find_run_dirs(root, nested=False)]
     if not runs:
-        raise RejudgeError(f"no runs (*/run.json) under {root}")
+        raise RejudgeError(f"no runs (folders with {RUN_INFO}) under {root}")
     originals = [r for r in runs if not r.is_rejudged]
     if not originals:
         raise RejudgeError(f"every run under {root} is itself a re-judge; name the ones to judge again with runs=[<run id>, ...]")
@@ -126,7 +125,7 @@ class RejudgeCounts:
 
 
 def _source_rows(source: SourceRun, skip: set[str]) -> Iterator[dict[str, Any]]:
-    for part in source.part_files():
+    for part in source.store.part_files():
         for row in pq.read_table(part, schema=row_schema()).to_pylist():
             if row["question_id"] not in skip:
                 yield row
@@ -148,7 +147,7 @@ def rejudge_run(
         raise ValueError("rejudge_run needs the settings of a re-judged run (rejudged_settings)")
     started = time.time()
     judge = Judge(backend, JudgeConfig.from_dict(settings.judge))
-    settings_json = json.dumps(settings.identity(), sort_keys=True, ensure_ascii=False, default=str)
+    settings_json = settings.identity_json
     counts = RejudgeCounts()
     with RunStore(results_root, settings.run_id) as store:
         store.write_run_info(
@@ -201,10 +200,11 @@ def rejudge_run(
 
         seen_ok = asyncio.run(judge_all())
         counts.source_episodes = len(seen_ok)
-        if source.failed_file().exists():
+        source_failed = source.store.failed_table()
+        if source_failed is not None:
             failed = [
                 r | {"run_id": settings.run_id, "settings": settings_json}
-                for r in pq.read_table(source.failed_file(), schema=row_schema()).to_pylist()
+                for r in source_failed.to_pylist()
                 if r["question_id"] not in seen_ok and r["status"] == ROW_FAILED
             ]
             if failed:

@@ -35,6 +35,7 @@ from arag.evaluation.report_format import format_value as _fmt
 from arag.evaluation.report_format import pyplot as _pyplot
 from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.evaluation.report_sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
+from arag.evaluation.results import row_files
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
 # The paper's Table 2: A-RAG (Full) and its variants without one tool, in the paper's row order.
@@ -98,7 +99,7 @@ def result_files(results_path: str | Path) -> list[str]:
     root = Path(results_path)
     if not root.is_dir():
         raise FileNotFoundError(f"no results folder at {root}")
-    files = sorted(str(p) for p in root.glob("**/*.parquet"))
+    files = [str(p) for p in row_files(root)]
     if not files:
         raise FileNotFoundError(f"no results (*.parquet) under {root}")
     return files

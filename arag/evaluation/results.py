@@ -35,6 +35,10 @@ import pyarrow.parquet as pq
 
 from arag.evaluation.records import ROW_FAILED, OK, row_schema, rows_to_table
 
+# The layout's names: spelled here only (tests/test_entry_points.py); everything else asks this module.
+RUN_INFO = "run.json"
+INVOCATIONS = "invocations.jsonl"
+RUN_LOCK = "run.lock"
 EPISODES = "episodes"
 FAILED_DIR = "failed"
 FAILED_FILE = "failed.parquet"
@@ -50,6 +54,7 @@ class RunStore:
         self.run_id = run_id
         self.episodes = self.root / EPISODES
         self.failed_dir = self.root / FAILED_DIR
+        self.info_path = self.root / RUN_INFO
         self.failed_file = self.failed_dir / FAILED_FILE
         self._lock_fd: int | None = None
         self._seq = 0
@@ -59,7 +64,7 @@ class RunStore:
         """Create the folders, take the run's lock, and delete temp files of a killed writer."""
         self.episodes.mkdir(parents=True, exist_ok=True)
         self.failed_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.root / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -86,7 +91,7 @@ class RunStore:
     # ---- run description --------------------------------------------------------------------------
     def write_run_info(self, info: dict[str, Any]) -> None:
         """run.json, once: a rerun of the same run keeps the first description."""
-        path = self.root / "run.json"
+        path = self.info_path
         if path.exists():
             existing = json.loads(path.read_text())
             if existing.get("run_id") != self.run_id:
@@ -95,7 +100,7 @@ class RunStore:
         atomic_write_bytes(path, json.dumps(info, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
 
     def log_invocation(self, record: dict[str, Any]) -> None:
-        with open(self.root / "invocations.jsonl", "a", encoding="utf-8") as f:
+        with open(self.root / INVOCATIONS, "a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
     @classmethod
@@ -106,7 +111,7 @@ class RunStore:
 
     def read_info(self) -> dict[str, Any]:
         """run.json; a missing or unreadable one is a ValueError naming the file."""
-        path = self.root / "run.json"
+        path = self.info_path
         try:
             info = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -114,6 +119,17 @@ class RunStore:
         if not isinstance(info, dict):
             raise ValueError(f"{path}: not a JSON object")
         return info
+
+    def has_info(self) -> bool:
+        return self.info_path.is_file()
+
+    def files(self) -> list[Path]:
+        """The run's description and its row files: what a reader must re-read when any changes."""
+        return [self.info_path, *self.row_files()]
+
+    def row_files(self) -> list[Path]:
+        """Every Parquet file of the run's rows: answered parts, then failed ones."""
+        return self.part_files() + sorted(self.failed_dir.glob("*.parquet"))
 
     def read_rows(self, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
         """The stored rows, answered ones then failed ones: `columns` of them (None: all), only those of
@@ -183,13 +199,19 @@ class RunStore:
             self.failed_file.unlink(missing_ok=True)
 
 
-def find_run_dirs(results_root: str | Path) -> list[Path]:
+def find_run_dirs(results_root: str | Path, *, nested: bool = True) -> list[Path]:
     """Every run folder (one holding run.json) under `results_root`, at any depth: a tree may group
-    its runs in folders (per dataset, per sweep)."""
+    its runs in folders (per dataset, per sweep); nested=False: its direct sub-folders only."""
     root = Path(results_root)
     if not root.is_dir():
         raise FileNotFoundError(f"no results folder at {root}")
-    return sorted(p.parent for p in root.rglob("run.json"))
+    return sorted(p.parent for p in (root.rglob(RUN_INFO) if nested else root.glob(f"*/{RUN_INFO}")))
+
+
+def row_files(results_root: str | Path) -> list[Path]:
+    """Every Parquet file of rows under a results tree, at any depth (each run's `row_files`), sorted."""
+    root = Path(results_root)
+    return sorted([*root.glob(f"**/{EPISODES}/part-*.parquet"), *root.glob(f"**/{FAILED_DIR}/*.parquet")])
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

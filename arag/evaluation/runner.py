@@ -50,7 +50,6 @@ class EpisodeRunner:
         self.run_id = settings.run_id
         self.overrides = list(overrides or [])
         self.episode_timeout_s = episode_timeout_s
-        self.settings_json = json.dumps(settings.identity(), sort_keys=True, ensure_ascii=False, default=str)
         method = method_from_config(settings.method)
         self._own_ctx = ctx is None and method.needs_index()
         if self._own_ctx:
@@ -137,10 +136,10 @@ class EpisodeRunner:
         return row
 
     def failed_row(self, question: Question, reason: str, attempt: int = 1, worker: str | None = None) -> EpisodeRow:
-        return failed_row(self.settings, question, reason, attempt, worker, self.overrides, self.settings_json, self.backend)
+        return failed_row(self.settings, question, reason, attempt, worker, self.overrides, self.backend)
 
     def base_row(self, question: Question, attempt: int, worker: str | None) -> EpisodeRow:
-        return base_row(self.settings, question, attempt, worker, self.overrides, self.settings_json, self.backend)
+        return base_row(self.settings, question, attempt, worker, self.overrides, self.backend)
 
     @staticmethod
     def _set_verdict(row: EpisodeRow, verdict: Verdict) -> None:
@@ -168,7 +167,6 @@ def base_row(
     attempt: int = 1,
     worker: str | None = None,
     overrides: list[str] | None = None,
-    settings_json: str | None = None,
     backend: LLMBackend | None = None,
 ) -> EpisodeRow:
     """The columns every row of a run shares, plus the question's own; metrics at their defaults."""
@@ -185,7 +183,7 @@ def base_row(
         backend=str(described.get("backend") or settings.model.get("backend")),
         protocol=settings.model.get("protocol"),
         attempt=attempt,
-        settings=settings_json or json.dumps(settings.identity(), sort_keys=True, ensure_ascii=False, default=str),
+        settings=settings.identity_json,
         overrides=list(overrides or []),
         worker=worker,
         finished_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
@@ -201,12 +199,11 @@ def failed_row(
     attempt: int = 1,
     worker: str | None = None,
     overrides: list[str] | None = None,
-    settings_json: str | None = None,
     backend: LLMBackend | None = None,
 ) -> EpisodeRow:
     """A row for an episode that left no record (timeout, a worker that died, a bug): no answer,
     nothing read, every answer metric 0."""
-    row = base_row(settings, question, attempt, worker, overrides, settings_json, backend)
+    row = base_row(settings, question, attempt, worker, overrides, backend)
     row.status, row.failure = ROW_FAILED, reason
     row.llm_acc, row.judge_status = Verdict(NO_ANSWER).llm_acc, NO_ANSWER
     if row.evidence_supporting:

@@ -9,11 +9,12 @@ workers or a larger `limit` continues the same run instead of starting a new one
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import subprocess
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,12 @@ class RunSettings:
     chunk_ids: dict[str, str] | None = None
 
     def identity(self) -> dict[str, Any]:
-        """The settings hashed into the run id (also stored in run.json and every row)."""
+        """The settings hashed into the run id (also stored in run.json and every row): built once per
+        settings object (rendering the texts builds the method), a copy each time."""
+        return copy.deepcopy(self._identity)
+
+    @cached_property
+    def _identity(self) -> dict[str, Any]:
         judging = {"judge": _drop(self.judge, RUNTIME_JUDGE_KEYS), "judge_model": self.judge_instrument()}
         if self.rejudged_from is not None:
             return {**self.rejudged_from["identity"], **judging, "rejudged_from": self.rejudged_from["run_id"], "judge_code": code_version()}
@@ -84,10 +90,14 @@ class RunSettings:
         agent_only = frozenset(k for k in AGENT_KEYS if k != "backend")
         return {"agent_model_at_defaults": _drop(judge_model_config(self.model), runtime_model_keys() | agent_only)}
 
-    @property
+    @cached_property
+    def identity_json(self) -> str:
+        """The identity as canonical JSON: what the run id hashes, and every row's `settings` column."""
+        return json.dumps(self._identity, sort_keys=True, ensure_ascii=False, default=str)
+
+    @cached_property
     def run_id(self) -> str:
-        blob = json.dumps(self.identity(), sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+        return hashlib.sha256(self.identity_json.encode("utf-8")).hexdigest()[:16]
 
     @property
     def method_name(self) -> str:
@@ -105,9 +115,19 @@ class RunSettings:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def to_worker_json(self) -> dict[str, Any]:
+        """`to_json` with the identity built here: a worker (another process, perhaps on a node with
+        another checkout) files its rows under the run id computed once for the run, not its own."""
+        return {**self.to_json(), "identity": self.identity()}
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "RunSettings":
-        return cls(**data)
+        fields = dict(data)
+        identity = fields.pop("identity", None)
+        settings = cls(**fields)
+        if identity is not None:
+            settings.__dict__["_identity"] = identity  # the run's, as `to_worker_json` carried it
+        return settings
 
 
 def runtime_model_keys() -> frozenset[str]:

@@ -155,7 +155,7 @@ class EpisodeScheduler:
         self.concurrency = max(1, int(runtime.concurrency or default_concurrency(settings.model)))
         self.engines = runtime.engines or max(1, runtime.workers)
         self.actor_cls = ray.remote(EpisodeWorker)
-        self.settings_json = settings.to_json()
+        self.settings_json = settings.to_worker_json()  # the run id as computed here, not per worker
         self.counts = EvalCounts()
         self.started = time.monotonic()
         self.total = len(questions)

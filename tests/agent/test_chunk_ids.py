@@ -157,7 +157,7 @@ def test_the_runner_refuses_an_index_whose_ids_are_not_the_run_s(packed_ctx, age
 
 def test_evaluate_sets_the_run_up_with_the_index_s_ids(packed_ctx, tmp_path):
     from arag.evaluation.questions import load_questions
-    from pipelines.evaluate import run_settings as settings_of
+    from arag.evaluation.run_config import run_settings as settings_of
     from tests.conftest import write_jsonl
     from tests.evaluation.conftest import compose_evaluate
 

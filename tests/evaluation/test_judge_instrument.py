@@ -14,13 +14,13 @@ from arag.evaluation.questions import load_questions
 from arag.evaluation.report import connect
 from arag.evaluation.results import RunStore
 from arag.evaluation.records import EpisodeRow
+from arag.evaluation.run_config import run_settings
 from arag.evaluation.runner import EpisodeRunner
 from arag.evaluation.settings import RunSettings
 from arag.llm.factory import make_backend
 from arag.llm.instrument import at_model_defaults, judge_model_config
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import Message
-from pipelines.evaluate import run_settings
 from tests.evaluation.conftest import compose_evaluate
 
 # The agent searches, then answers in words no exact match accepts (so the judge is asked), then the

@@ -132,7 +132,7 @@ def test_an_evaluation_episode_against_the_served_index(http_server, served_inde
 
 def test_pipelines_switch_on_index_url(http_server, served_index, tmp_path):
     from pipelines.ask import ask
-    from pipelines.evaluate import run_settings as evaluate_settings
+    from arag.evaluation.run_config import run_settings as evaluate_settings
     from arag.evaluation.questions import load_questions
     from tests.conftest import write_jsonl
 

@@ -13,6 +13,7 @@ from typing import Any, Callable, TextIO
 
 import arag.evaluation.viewer.pages as pages
 from arag.evaluation.evidence import TITLE_SEPARATOR
+from arag.evaluation.results import RUN_INFO
 from arag.evaluation.viewer.data import ResultsTree, Run
 
 TITLES_RECORDED = "chunk titles as recorded with the run"
@@ -113,7 +114,7 @@ def serve(results_root: str | Path, *, host: str = "127.0.0.1", port: int = 8770
     tree = ResultsTree(root)
     runs, _ = tree.runs()  # a missing folder is an error before anything listens
     if not runs:
-        raise ValueError(f"no runs (folders with run.json) under {root}: give the results.path an evaluation wrote to")
+        raise ValueError(f"no runs (folders with {RUN_INFO}) under {root}: give the results.path an evaluation wrote to")
     app = create_app(tree)
     sock = listen(host, port)
     bound = sock.getsockname()[1]

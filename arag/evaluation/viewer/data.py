@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from arag.evaluation.records import OK
 from arag.evaluation.results import RunStore, find_run_dirs
@@ -139,9 +139,8 @@ class ResultsTree:
 
 def _stamp(run_dir: Path) -> tuple:
     """Names, sizes and modification times of a run's files: any write changes it."""
-    files: Iterable[Path] = [run_dir / "run.json", *(run_dir / "episodes").glob("*.parquet"), *(run_dir / "failed").glob("*.parquet")]
     out = []
-    for f in files:
+    for f in RunStore.at(run_dir).files():
         try:
             st = f.stat()
         except OSError:

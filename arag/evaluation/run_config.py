@@ -1,0 +1,95 @@
+"""From an evaluation's config (conf/evaluate.yaml as Hydra composed it) to the run it describes:
+its `RunSettings` (whose id names the run's folder) and the description stored in its run.json.
+The index or tool server is opened here, once, so a bad one fails before any worker starts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from arag.evaluation.judge import JudgeConfig
+from arag.evaluation.questions import QuestionSet
+from arag.evaluation.settings import RunSettings, answer_style_for
+from arag.index.fingerprint import index_build_fingerprint
+from arag.index.store import open_index
+from arag.methods import method_from_config
+
+
+def dataset_name(cfg: DictConfig, questions_name: str) -> str:
+    """The corpus's name when one was chosen (+corpus=…), else the questions file's."""
+    corpus = cfg.get("corpus")
+    return str(corpus.name) if corpus is not None and corpus.get("name") else questions_name
+
+
+def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
+    """The run `cfg` describes over `question_set`; the index (folder or served) is opened to read
+    its fingerprint and chunk ids, which enter the run id."""
+    method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
+    # short answers for the multi-hop sets, free-form for GraphRAG-Bench, unless the method sets one
+    method_cfg.setdefault("answer_style", answer_style_for(dataset_name(cfg, question_set.name)))
+    method = method_from_config(method_cfg)
+    index_path = fingerprint = chunk_ids = None
+    index_url = OmegaConf.select(cfg, "index.url", default=None)
+    token_env = OmegaConf.select(cfg, "index.token_env", default=None)
+    if method.needs_index() and index_url:
+        from arag.service.client import open_tools
+
+        with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:  # fails now, not in every worker
+            fingerprint = served.fingerprint  # the served index's own: the same run as with index.path
+            chunk_ids = served.chunk_ids.to_json()
+    elif method.needs_index():
+        given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
+        if not given:
+            raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
+        index_path = str(Path(str(given)).resolve())
+        chunk_ids = open_index(index_path).chunk_ids.to_json()  # opening fails now, with the path named, rather than in every worker
+        fingerprint = index_build_fingerprint(index_path)
+    judge = OmegaConf.to_container(cfg.judge, resolve=True)
+    judge_model = judge.pop("model", None)
+    JudgeConfig.from_dict(judge)  # a bad judge template fails now, named, rather than in every worker
+    return RunSettings(
+        dataset=dataset_name(cfg, question_set.name),
+        method=method_cfg,
+        model=OmegaConf.to_container(cfg.model, resolve=True),
+        agent=OmegaConf.to_container(cfg.agent, resolve=True),
+        judge=judge,
+        judge_model=judge_model,
+        questions_path=str(question_set.path.resolve()),
+        questions_sha256=question_set.sha256,
+        index_path=index_path,
+        index_build_fingerprint=fingerprint,
+        index_url=str(index_url) if method.needs_index() and index_url else None,
+        index_token_env=token_env,
+        chunk_ids=chunk_ids,
+    )
+
+
+def resolved_config(cfg: DictConfig) -> dict[str, Any]:
+    """The whole config with interpolations resolved; keys that cannot resolve (e.g. corpus-based
+    defaults when no corpus was chosen) are kept as written."""
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)
+    except Exception:
+        return OmegaConf.to_container(cfg, resolve=False)
+
+
+def run_info(settings: RunSettings, question_set: QuestionSet, cfg: DictConfig, overrides: list[str]) -> dict[str, Any]:
+    """The run's description (RunStore.write_run_info): its id, identity, settings, the questions
+    file and the resolved config, as the first command that ran it saw them."""
+    return {
+        "run_id": settings.run_id,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "identity": settings.identity(),
+        "settings": settings.to_json(),
+        "overrides": overrides,
+        "questions": {
+            "path": str(question_set.path),
+            "sha256": question_set.sha256,
+            "count": len(question_set.questions),
+            "rejected": [r.describe(question_set.path) for r in question_set.rejects],
+        },
+        "config": resolved_config(cfg),
+    }

@@ -1,0 +1,59 @@
+"""A run's one-paragraph summary: averages over its stored rows (DuckDB over the files the results
+store lists), as `pipelines.evaluate` and `pipelines.rejudge` print them."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from arag.evaluation.results import RunStore
+
+SUMMARY_KEYS = (
+    "stored", "ok", "failed", "contain_acc", "llm_acc", "judge_failed", "exact_match", "f1",
+    "evidence_recall_read", "evidence_recall_seen", "retrieved_tokens", "steps", "wall_s_per_episode",
+)
+
+
+def summarize_run(store: RunStore, question_ids: Iterable[str] | None = None) -> dict[str, Any]:
+    """Averages over the rows stored in the run of the questions `question_ids` (None: every question
+    stored), plus the store's run id and folder."""
+    import duckdb
+    import pyarrow as pa
+
+    files = [str(p) for p in store.row_files()]
+    con = duckdb.connect()
+    if files:
+        con.read_parquet(files, union_by_name=True).create_view("rows")
+    ids = list(question_ids) if question_ids is not None else [q for (q,) in con.execute("SELECT DISTINCT question_id FROM rows").fetchall()] if files else []
+    summary: dict[str, Any] = {"questions": len(ids), **dict.fromkeys(SUMMARY_KEYS), "stored": 0, "ok": 0, "failed": 0, "run_id": store.run_id, "path": str(store.root)}
+    if not files:
+        return summary
+    con.register("wanted", pa.table({"qid": pa.array(ids, pa.string())}))
+    row = con.execute(
+        """
+        SELECT count(*), count(*) FILTER (status = 'ok'), count(*) FILTER (status = 'failed'),
+               avg(contain_acc) FILTER (coalesce(judge_status, '') <> 'failed'), avg(llm_acc), count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1),
+               avg(evidence_recall_read), avg(evidence_recall_seen), avg(retrieved_tokens), avg(steps), avg(wall_s)
+        FROM rows WHERE question_id IN (SELECT qid FROM wanted)
+        """
+    ).fetchone()
+    return summary | dict(zip(SUMMARY_KEYS, row))
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    def pct(key: str) -> str:
+        v = s.get(key)
+        return "-" if v is None else f"{100 * v:.1f}"
+
+    lines = [
+        f"evaluated {s['stored']}/{s['questions']} questions: {s['ok']} answered, {s['failed']} failed"
+        + (f" ({s['ran']} run now in {s['wall_s']:.1f}s, {s['per_min']:.0f} episodes/min" + (f", {s['requeued']} requeued after {s['workers_lost']} lost workers" if s.get("workers_lost") else "") + ")" if s.get("ran") else ""),
+    ]
+    if s["stored"]:
+        lines.append(
+            f"contain-acc {pct('contain_acc')}  llm-acc {pct('llm_acc')}"
+            + (f" (both over the same questions: {s['judge_failed']} judge failures left out)" if s.get("judge_failed") else "")
+            + f"  EM {pct('exact_match')}  F1 {pct('f1')}  evidence read {pct('evidence_recall_read')} / seen {pct('evidence_recall_seen')}"
+            + f"  retrieved tokens {s['retrieved_tokens'] or 0:.0f}  steps {s['steps'] or 0:.1f}"
+        )
+    lines.append(f"results: {s['path']}")
+    return "\n".join(lines)
