@@ -12,10 +12,8 @@ the same texts. Why: prompts that said "<document>#<n>" over a packed index, who
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from arag.index.store import Index
+from pathlib import Path
+from typing import Any, Sequence
 
 FORMAT_SLOT = "{chunk_id_format}"
 EXAMPLE_SLOT = "{chunk_id_example}"
@@ -50,17 +48,18 @@ class ChunkIdFormat:
         return cls(form=str(data["form"]), example=str(data["example"]))
 
 
-def chunk_id_format(index: "Index") -> ChunkIdFormat:
-    """The form of the index's chunk ids (by its chunking mode) and one of its real ids."""
+def chunk_id_format(mode: str, parts: Sequence[Any], manifest: Path) -> ChunkIdFormat:
+    """The form of an index's chunk ids (by its chunking `mode`) and one of its real ids, read from
+    its `parts` (each with `num_chunks` and its `chunks` Parquet file); `manifest` names the index
+    in errors."""
     import pyarrow.parquet as pq
 
     from arag.index.parts import CHUNK_ID_FORMS
 
-    mode = index.chunking_mode
     if mode not in CHUNK_ID_FORMS:
-        raise ValueError(f"{index.layout.manifest}: chunking mode {mode!r} has no chunk id form; known: {', '.join(CHUNK_ID_FORMS)}")
+        raise ValueError(f"{manifest}: chunking mode {mode!r} has no chunk id form; known: {', '.join(CHUNK_ID_FORMS)}")
     form = CHUNK_ID_FORMS[mode]
-    part = next((p for p in index.parts if p.num_chunks), None)
+    part = next((p for p in parts if p.num_chunks), None)
     if part is None:
         return ChunkIdFormat(form, form)
     row = part.num_chunks // 2

@@ -92,7 +92,7 @@ def static_cache_root() -> Path:
 
 
 def _cache_key(model_path: str, static: StaticSpec) -> str:
-    from arag.index.embedding import model_files
+    from arag.index.model_cache import model_files
 
     material = {
         "format": STATIC_CACHE_FORMAT,
@@ -133,7 +133,7 @@ def load_static_model(model_path: str, static: StaticSpec, name: str):
     """The distilled model for `model_path` and `static`: from the cache, or distilled and cached."""
     from model2vec import StaticModel
 
-    from arag.index.embedding import publish_folder
+    from arag.index.model_cache import publish_folder
 
     if static.library_version != installed_version():
         raise RuntimeError(

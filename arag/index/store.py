@@ -94,7 +94,7 @@ class Index:
         """The form of this index's chunk ids and a real one, for the texts the model reads."""
         from arag.index.chunk_ids import chunk_id_format
 
-        return chunk_id_format(self)
+        return chunk_id_format(self.chunking_mode, self.parts, self.layout.manifest)
 
     @property
     def embedder_spec(self) -> EmbedderSpec:
