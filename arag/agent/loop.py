@@ -26,6 +26,7 @@ from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, Js
 from arag.agent.records import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 from arag.index.tokens import count_tokens
 from arag.llm.base import LLMBackend, reply_room
+from arag.llm.slots import queue_clock
 from arag.llm.types import Completion, LLMError, Message
 from arag.strict_settings import from_settings
 
@@ -384,13 +385,14 @@ class Agent:
             reraise=True,
         )
         try:
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    completion = await self.backend.acomplete(list(messages), max_tokens=cfg.max_reply_tokens, **request)
+            with queue_clock() as queued:  # a backend's wait for a slot is not time at the model
+                async for attempt in retrying:
+                    with attempt:
+                        attempts += 1
+                        completion = await self.backend.acomplete(list(messages), max_tokens=cfg.max_reply_tokens, **request)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {str(exc)[:300]}"
-            ep.model_calls.append(ModelCallRecord(step, None, None, None, time.perf_counter() - started, attempts, final=final, error=reason))
+            ep.model_calls.append(ModelCallRecord(step, None, None, None, time.perf_counter() - started - queued.seconds, attempts, final=final, error=reason, queued_s=queued.seconds))
             raise EpisodeFailed(f"model call failed after {attempts} attempt(s): {reason}") from exc
         if not isinstance(completion, Completion):
             raise EpisodeFailed(f"backend returned {type(completion).__name__}, not a Completion")
@@ -400,11 +402,12 @@ class Agent:
                 completion.prompt_tokens,
                 completion.completion_tokens,
                 completion.reasoning_tokens,
-                time.perf_counter() - started,
+                time.perf_counter() - started - queued.seconds,
                 attempts,
                 completion.finish_reason,
                 final=final,
                 raw=completion.text or "",
+                queued_s=queued.seconds,
             )
         )
         return completion

@@ -19,12 +19,13 @@ class ModelCallRecord:
     prompt_tokens: int | None
     completion_tokens: int | None
     reasoning_tokens: int | None
-    latency_s: float
+    latency_s: float  # at the model (retries and their backoff included), not waiting for a backend slot
     attempts: int = 1  # 1 + retries
     finish_reason: str | None = None
     final: bool = False  # the tool-less call asking for the answer
     error: str | None = None
     raw: str = ""  # the reply text (JSON actions, answers); tool calls are in ToolCallRecord
+    queued_s: float = 0.0  # waiting for a slot under the backend's own limit on requests in flight (arag.llm.slots)
 
 
 @dataclass

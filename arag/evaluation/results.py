@@ -5,7 +5,7 @@
   run.json                 the run's settings, identity and resolved config (written once, atomically)
   invocations.jsonl        one line per evaluate command on this run: when, what ran, runtime settings
   episodes/part-*.parquet  rows of answered episodes (status ok); one file per written batch
-  failed/failed.parquet    rows of failed episodes, latest attempt only; replaced as a whole
+  failed/part-*.parquet    rows of failed episodes, latest attempt only; one file per written batch with failures
   run.lock                 held (flock) while an evaluation writes this run
 ```
 
@@ -15,10 +15,14 @@ Rules that make resume exact and keep every question counted once:
   Temporary files left by a killed run are deleted when the run is next opened.
 * A question whose id is in `episodes/` is done: a rerun skips it. Everything else (never run,
   lost in flight, or failed) is run again.
-* `failed/failed.parquet` holds each failed question once. Before a rerun retries failed
-  questions it removes them from that file (the new attempt numbers continue theirs), so a question
-  is never both in `episodes/` and in `failed/`: within a run directory each question id occurs
-  at most once across all its Parquet files, whatever moment a run was killed at.
+* `failed/` holds each failed question once. Failed rows are appended as parts like answered ones
+  (an outage with thousands of episodes in flight writes each row once, not the whole file per
+  batch); only a file holding rows about to be replaced is rewritten, without them, before the new
+  part is written. Before a rerun retries failed questions it removes them from `failed/` (the new
+  attempt numbers continue theirs), so a question is never both in `episodes/` and in `failed/`:
+  within a run directory each question id occurs at most once across all its Parquet files,
+  whatever moment a run was killed at. (`failed/failed.parquet`, the one file older versions
+  rewrote, reads as one more part.)
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ INVOCATIONS = "invocations.jsonl"
 RUN_LOCK = "run.lock"
 EPISODES = "episodes"
 FAILED_DIR = "failed"
-FAILED_FILE = "failed.parquet"
 
 
 class RunLockedError(RuntimeError):
@@ -55,9 +58,9 @@ class RunStore:
         self.episodes = self.root / EPISODES
         self.failed_dir = self.root / FAILED_DIR
         self.info_path = self.root / RUN_INFO
-        self.failed_file = self.failed_dir / FAILED_FILE
         self._lock_fd: int | None = None
         self._seq = 0
+        self._failed_ids: set[str] | None = None  # question ids in failed/, read on first need
 
     # ---- opening ------------------------------------------------------------------------------
     def open(self) -> "RunStore":
@@ -129,15 +132,14 @@ class RunStore:
 
     def row_files(self) -> list[Path]:
         """Every Parquet file of the run's rows: answered parts, then failed ones."""
-        return self.part_files() + sorted(self.failed_dir.glob("*.parquet"))
+        return self.part_files() + self.failed_files()
 
     def read_rows(self, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
         """The stored rows, answered ones then failed ones: `columns` of them (None: all), only those of
         `question_id` when given. A file of an older schema version lacks newer columns: they read as None."""
         wanted = list(columns) if columns is not None else row_schema().names
         rows: list[dict[str, Any]] = []
-        files = self.part_files() + ([self.failed_file] if self.failed_file.exists() else [])
-        for path in files:
+        for path in self.row_files():
             present = [c for c in wanted if c in pq.read_schema(path).names]
             table = pq.read_table(path, columns=present, filters=[("question_id", "=", question_id)] if question_id is not None else None)
             rows += [{**dict.fromkeys(wanted), **r} for r in table.to_pylist()]
@@ -154,8 +156,12 @@ class RunStore:
             done.update(pq.read_table(part, columns=["question_id"]).column("question_id").to_pylist())
         return done
 
+    def failed_files(self) -> list[Path]:
+        return sorted(self.failed_dir.glob("*.parquet"))
+
     def failed_table(self) -> pa.Table | None:
-        return pq.read_table(self.failed_file, schema=row_schema()) if self.failed_file.exists() else None
+        files = self.failed_files()
+        return pa.concat_tables([pq.read_table(f, schema=row_schema()) for f in files]) if files else None
 
     def claim_failed(self, question_ids: Iterable[str]) -> dict[str, int]:
         """Take the failed rows of the questions about to be retried out of failed/ (atomically);
@@ -168,8 +174,7 @@ class RunStore:
         attempts = table.column("attempt").to_pylist()
         claimed = {q: int(a or 1) for q, a in zip(ids, attempts) if q in wanted}
         if claimed:
-            keep = pa.array([q not in wanted for q in ids])
-            self._replace_failed(table.filter(keep))
+            self._drop_failed(set(claimed))
         return claimed
 
     # ---- writing --------------------------------------------------------------------------------
@@ -179,24 +184,41 @@ class RunStore:
         ok = [r for r in rows if r["status"] == OK]
         failed = [r for r in rows if r["status"] == ROW_FAILED]
         if ok:
-            self._seq += 1
-            name = f"part-{time.time_ns():020d}-{os.getpid()}-{self._seq:05d}.parquet"
-            atomic_write_table(rows_to_table(ok), self.episodes / name)
+            atomic_write_table(rows_to_table(ok), self.episodes / self._part_name())
         if failed:
-            new = rows_to_table(failed)
-            old = self.failed_table()
-            if old is not None:
-                replaced = set(new.column("question_id").to_pylist())
-                old = old.filter(pa.array([q not in replaced for q in old.column("question_id").to_pylist()]))
-                new = pa.concat_tables([old, new])
-            self._replace_failed(new)
+            new = {r["question_id"] for r in failed}
+            stored = self._stored_failed_ids()
+            if new & stored:
+                # Removed before the new rows are written: a kill in between leaves the question
+                # unrecorded (run again), never recorded twice.
+                self._drop_failed(new & stored)
+            atomic_write_table(rows_to_table(failed), self.failed_dir / self._part_name())
+            stored |= new
         return len(ok), len(failed)
 
-    def _replace_failed(self, table: pa.Table) -> None:
-        if table.num_rows:
-            atomic_write_table(table, self.failed_file)
-        else:
-            self.failed_file.unlink(missing_ok=True)
+    def _part_name(self) -> str:
+        self._seq += 1
+        return f"part-{time.time_ns():020d}-{os.getpid()}-{self._seq:05d}.parquet"
+
+    def _stored_failed_ids(self) -> set[str]:
+        if self._failed_ids is None:
+            self._failed_ids = {q for f in self.failed_files() for q in pq.read_table(f, columns=["question_id"]).column("question_id").to_pylist()}
+        return self._failed_ids
+
+    def _drop_failed(self, question_ids: set[str]) -> None:
+        """Take these questions' rows out of failed/: only the files holding any are rewritten."""
+        for path in self.failed_files():
+            ids = pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist()
+            if question_ids.isdisjoint(ids):
+                continue
+            table = pq.read_table(path, schema=row_schema())
+            keep = table.filter(pa.array([q not in question_ids for q in ids]))
+            if keep.num_rows:
+                atomic_write_table(keep, path)
+            else:
+                path.unlink()
+                _fsync_dir(path.parent)
+        self._stored_failed_ids().difference_update(question_ids)
 
 
 def find_run_dirs(results_root: str | Path, *, nested: bool = True) -> list[Path]:

@@ -29,13 +29,17 @@ from typing import Any, Mapping
 
 from arag.llm.base import JSON, NATIVE, LLMBackend
 from arag.llm.reasoning import ReasoningSetting, family_of, resolve
-from arag.llm.slots import slot
+from arag.llm.slots import Slots
 from arag.llm.types import Completion, ConfigurationError, LLMError, ToolCall
 
 RETRYABLE_STATUS = {408, 409, 429}
 # Requests in flight per backend when the config leaves `max_concurrency` null outside an evaluation
 # (an evaluation sets it to runtime.concurrency: arag.runtime.evaluate_job.backend_caps).
 DEFAULT_MAX_CONCURRENCY = 8
+# Connections per httpx client: a larger limit is spread over several clients. httpx's pool does
+# work proportional to its connections (times its queued requests) on every request and reply, so
+# one pool of 256 connections spent most of a worker's CPU on its own bookkeeping.
+CONNECTIONS_PER_CLIENT = 16
 
 REASONING_FAMILY = "openai-reasoning"
 # OpenAI's reasoning models on the chat completions API, as OpenAI documents them: the reply cap is
@@ -126,8 +130,8 @@ class OpenAIBackend(LLMBackend):
         self.parallel_tool_calls = parallel_tool_calls
         self.transport = transport
         self._loop: Any = None
-        self._client: Any = None
-        self._semaphore: asyncio.Semaphore | None = None
+        self._clients: list[Any] = []
+        self._slots: Slots | None = None
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "base_url": self.base_url, "json_mode": self.json_mode, "max_concurrency": self.max_concurrency, "request_fields": self.request_fields()}
@@ -152,22 +156,27 @@ class OpenAIBackend(LLMBackend):
             self.temperature = 0.0
         self._session = owner._session  # type: ignore[method-assign]
 
-    def _session(self) -> tuple[Any, asyncio.Semaphore]:
-        # httpx clients and asyncio semaphores belong to one event loop; `Agent.run` starts a new loop
-        # per episode, so the pair is rebuilt whenever the running loop changes.
+    def _session(self) -> Slots:
+        # httpx clients and asyncio queues belong to one event loop; `Agent.run` starts a new loop per
+        # episode, so they are rebuilt whenever the running loop changes.
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             headers = {}
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if key:
                 headers["Authorization"] = f"Bearer {key}"
-            # One connection per slot, all kept alive: httpx's default pool (100 connections, 20 kept
-            # alive) would cap requests in flight below a larger limit and reconnect for most of them.
-            limits = self._httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
-            self._client = self._httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout, headers=headers, transport=self.transport, limits=limits)
-            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+            # `max_concurrency` slots, each lending a client that has a connection kept alive for
+            # it: httpx's default pool (100 connections, 20 kept alive) would cap requests in flight
+            # below a larger limit and reconnect for most of them.
+            n_clients = -(-self.max_concurrency // CONNECTIONS_PER_CLIENT)
+            per_client = -(-self.max_concurrency // n_clients)
+            limits = self._httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client)
+            self._clients = [
+                self._httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout, headers=headers, transport=self.transport, limits=limits) for _ in range(n_clients)
+            ]
+            self._slots = Slots(self._clients, self.max_concurrency)
             self._loop = loop
-        return self._client, self._semaphore
+        return self._slots
 
     def request_body(self, messages, tools, response_schema, max_tokens) -> dict[str, Any]:
         fields = self.request_fields()
@@ -197,9 +206,9 @@ class OpenAIBackend(LLMBackend):
 
     async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
         httpx = self._httpx
-        client, semaphore = self._session()
+        slots = self._session()
         body = self.request_body(messages, tools, response_schema, max_tokens)
-        async with slot(semaphore):
+        async with slots.take() as client:
             try:
                 response = await client.post("/chat/completions", json=body)
             except httpx.TimeoutException as exc:
@@ -215,12 +224,17 @@ class OpenAIBackend(LLMBackend):
             raise LLMError(f"malformed response: {exc!r}: {response.text[:300]}") from exc
 
     def close(self) -> None:
-        client, self._client, self._loop = self._client, None, None
-        if client is not None:
+        clients, self._clients, self._slots, self._loop = self._clients, [], None, None
+        if clients:
             try:
-                asyncio.run(client.aclose())
+                asyncio.run(_close_all(clients))
             except Exception:
                 pass  # inside a running loop, or its loop is gone: the connections close with the process
+
+
+async def _close_all(clients: list[Any]) -> None:
+    for client in clients:
+        await client.aclose()
 
 
 def http_failure(status: int, text: str, model: str) -> str:

@@ -16,6 +16,7 @@ and a killed driver loses only its unwritten batch, which the rerun runs again.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -71,6 +72,41 @@ class EvalRuntime:
         return from_settings(cls, cfg, "runtime")
 
 
+# The vllm backend's defaults where its config leaves these out (arag.llm.vllm.VLLMBackend).
+VLLM_DEFAULT_MAX_INFLIGHT = 256
+VLLM_DEFAULT_MAX_NUM_SEQS = 64
+
+
+def backend_caps(model_cfg: dict[str, Any], in_flight: int, engine_in_flight: int, role: str = "model") -> tuple[dict[str, Any], list[str]]:
+    """No limit of a backend hides below the episodes asked for: the settings that raise a plumbing
+    limit to `in_flight` (requests per worker) or `engine_in_flight` (requests per vLLM engine), and
+    a warning naming each limit the config sets lower, which is kept (an endpoint's rate limit, an
+    engine's batch size). `role`: the config's name in the warnings (model, judge.model)."""
+    kind = model_cfg.get("backend")
+    raised: dict[str, Any] = {}
+    warnings: list[str] = []
+    if kind == "openai":
+        cap = model_cfg.get("max_concurrency")
+        if cap is None:
+            raised["max_concurrency"] = in_flight  # one slot per episode in flight: none waits for another's
+        elif int(cap) < in_flight:
+            warnings.append(
+                f"{role}.max_concurrency={cap} is below the {in_flight} episodes in flight per worker (runtime.concurrency): at most {cap} "
+                f"requests per worker reach the endpoint at once and the others wait for a slot (not counted in llm_s); "
+                f"set {role}.max_concurrency=null to follow runtime.concurrency"
+            )
+    elif kind == "vllm":
+        if int(model_cfg.get("max_inflight") or VLLM_DEFAULT_MAX_INFLIGHT) < engine_in_flight:
+            raised["max_inflight"] = engine_in_flight  # the engine actor's calls at once: plumbing only
+        seqs = int(model_cfg.get("max_num_seqs") or VLLM_DEFAULT_MAX_NUM_SEQS)
+        if seqs < engine_in_flight:
+            warnings.append(
+                f"{role}.max_num_seqs={seqs} is below the {engine_in_flight} episodes in flight per engine: each engine runs at most {seqs} "
+                f"sequences at once and the other requests wait in its queue (their llm_s includes that wait)"
+            )
+    return raised, warnings
+
+
 def engine_overrides(model_cfg: dict[str, Any], slot: int, engines: int) -> dict[str, Any]:
     """Which vLLM engine actor worker `slot` talks to: `<name>-e<slot mod engines>`.
 
@@ -89,13 +125,23 @@ def engine_overrides(model_cfg: dict[str, Any], slot: int, engines: int) -> dict
 class EpisodeWorker:
     """A Ray actor (async): one EpisodeRunner, up to `max_concurrency` episodes at once."""
 
-    def __init__(self, settings: dict[str, Any], overrides: list[str], episode_timeout_s: float | None, model_overrides: dict[str, Any] | None = None):
+    def __init__(
+        self, settings: dict[str, Any], overrides: list[str], episode_timeout_s: float | None, model_overrides: dict[str, Any] | None = None, threads: int = 32
+    ):
         from arag.evaluation.runner import EpisodeRunner
 
         self.node = ray.get_runtime_context().get_node_id()
+        self.threads = threads
         self.runner = EpisodeRunner(RunSettings.from_json(settings), overrides=overrides, episode_timeout_s=episode_timeout_s, model_overrides=model_overrides)
 
     async def ready(self) -> str:
+        # Blocking steps of an episode (a served index's tool calls, naive RAG's retrieval, evidence
+        # recall, reaching a vLLM engine) run in the event loop's default executor, which asyncio sizes
+        # to the machine's cores (at most 32 threads): with more episodes in flight they queued for a
+        # thread. One thread per episode in flight, since an episode runs one such step at a time.
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="arag-episode"))
         return self.node
 
     async def run(self, question: dict[str, Any], attempt: int) -> dict[str, Any]:
@@ -156,6 +202,7 @@ class EpisodeScheduler:
         self.engines = runtime.engines or max(1, runtime.workers)
         self.actor_cls = ray.remote(EpisodeWorker)
         self.settings_json = settings.to_worker_json()  # the run id as computed here, not per worker
+        self.model_caps = self.raise_caps()
         self.counts = EvalCounts()
         self.started = time.monotonic()
         self.total = len(questions)
@@ -264,12 +311,27 @@ class EpisodeScheduler:
         self.record(row)
 
     # -- workers -----------------------------------------------------------------------------------
+    def raise_caps(self) -> dict[str, Any]:
+        """The agent model's overrides from `backend_caps` (the judge's own model, when it has one,
+        gets its own in the settings the workers receive); each limit kept below is logged once."""
+        per_engine = -(-max(1, self.runtime.workers) // self.engines) * self.concurrency
+        model_caps, warnings = backend_caps(self.settings.model, self.concurrency, per_engine)
+        judge_model = self.settings.judge_model
+        if judge_model is not None:
+            judge_caps, judge_warnings = backend_caps(judge_model, self.concurrency, per_engine, role="judge.model")
+            self.settings_json["judge_model"] = {**judge_model, **judge_caps}  # runtime keys: the run id stays
+            warnings += judge_warnings
+        for warning in warnings:
+            log.warning("%s", warning)
+        return model_caps
+
     def spawn(self, slot: int) -> None:
         runtime = self.runtime
         options: dict[str, Any] = {"num_cpus": runtime.worker_cpus, "num_gpus": runtime.worker_gpus, "max_concurrency": self.concurrency, "max_restarts": 0}
         if runtime.spread:
             options["scheduling_strategy"] = "SPREAD"
-        handle = self.actor_cls.options(**options).remote(self.settings_json, self.overrides, runtime.episode_timeout_s, engine_overrides(self.settings.model, slot, self.engines))
+        model_overrides = {**self.model_caps, **engine_overrides(self.settings.model, slot, self.engines)}
+        handle = self.actor_cls.options(**options).remote(self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, threads=max(32, self.concurrency + 4))
         self.workers[self.next_id] = _Worker(handle, slot)
         self.ready_refs[handle.ready.remote()] = self.next_id
         self.next_id += 1

@@ -47,7 +47,44 @@ def test_claim_failed_removes_retried_rows_and_returns_attempts(tmp_path):
         store.write([row("a", ROW_FAILED, attempt=2)])
         assert store.failed_table().column("attempt").to_pylist() == [2]
         assert store.claim_failed(["a"]) == {"a": 2}
-        assert not store.failed_file.exists()
+        assert store.failed_files() == [] and store.failed_table() is None
+
+
+def test_failed_rows_are_appended_in_parts_not_rewritten(tmp_path, monkeypatch):
+    """An outage fails every batch: each failed row is written once (the whole failed file per
+    batch made the bytes written grow with the square of the failures)."""
+    import arag.evaluation.results as results
+
+    written: list[tuple[str, int]] = []
+    real = results.atomic_write_table
+    monkeypatch.setattr(results, "atomic_write_table", lambda table, path: (written.append((path.name, table.num_rows)), real(table, path)))
+    with RunStore(tmp_path, "r1") as store:
+        for batch in range(10):
+            store.write([row(f"q{batch}-{i}", ROW_FAILED, failure="outage") for i in range(25)])
+        assert [n for _, n in written] == [25] * 10 and len({name for name, _ in written}) == 10
+        assert len(store.failed_files()) == 10 and store.failed_table().num_rows == 250
+        # Claiming rewrites only the file that holds the claimed row.
+        written.clear()
+        assert store.claim_failed(["q3-7"]) == {"q3-7": 1}
+        assert [n for _, n in written] == [24] and store.failed_table().num_rows == 249
+    with RunStore(tmp_path, "r1") as store:  # reopened: a newer failure still replaces the stored row
+        written.clear()
+        store.write([row("q5-0", ROW_FAILED, attempt=2)])
+        assert sorted(n for _, n in written) == [1, 24]
+        attempts = {q: a for q, a in zip(*store.failed_table().select(["question_id", "attempt"]).to_pydict().values())}
+        assert len(attempts) == 249 and attempts["q5-0"] == 2
+
+
+def test_a_failed_file_of_an_older_version_reads_as_a_part(tmp_path):
+    from arag.evaluation.records import rows_to_table
+
+    with RunStore(tmp_path, "r1") as store:
+        pq.write_table(rows_to_table([row("old", ROW_FAILED), row("kept", ROW_FAILED)]), store.failed_dir / "failed.parquet")
+        store.write([row("new", ROW_FAILED)])
+        assert sorted(store.failed_table().column("question_id").to_pylist()) == ["kept", "new", "old"]
+        assert store.claim_failed(["old"]) == {"old": 1}
+        assert sorted(store.failed_table().column("question_id").to_pylist()) == ["kept", "new"]
+        assert {r["question_id"] for r in store.read_rows(["question_id"])} == {"kept", "new"}
 
 
 def test_every_question_is_counted_once_across_the_tree(tmp_path):

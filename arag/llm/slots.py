@@ -1,0 +1,67 @@
+"""Time a model call waits for a slot (a backend's own limit on requests in flight), kept apart from
+time at the model.
+
+A row's `llm_s` is time at the model: a call that queued behind the backend's limit would otherwise
+count its wait as model time, and a slow model and a small limit would look alike. The agent loop
+opens a `queue_clock()` around each model call (retries included); a backend that waits for a slot
+does it through `Slots.take`, which adds the wait to the clock of the call it serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import time
+from dataclasses import dataclass
+from typing import AsyncIterator, Generic, Iterator, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class QueueClock:
+    seconds: float = 0.0
+
+
+# Tasks copy the context when they start, so a call awaited in another task still finds its clock.
+_CLOCK: contextvars.ContextVar[QueueClock | None] = contextvars.ContextVar("arag_queue_clock", default=None)
+
+
+@contextlib.contextmanager
+def queue_clock() -> Iterator[QueueClock]:
+    """The seconds the model calls made inside this block waited for a backend slot."""
+    clock = QueueClock()
+    token = _CLOCK.set(clock)
+    try:
+        yield clock
+    finally:
+        _CLOCK.reset(token)
+
+
+class Slots(Generic[T]):
+    """`n` slots over `resources` (say, connection pools): slot i lends resources[i % len(resources)],
+    so at most ceil(n / len(resources)) callers hold one resource at once. `take` waits for a free
+    slot, first come first served; the wait goes to the current call's queue clock."""
+
+    def __init__(self, resources: list[T], n: int):
+        self.size = n
+        self._free: asyncio.Queue[T] = asyncio.Queue()
+        for i in range(n):
+            self._free.put_nowait(resources[i % len(resources)])
+
+    def waiting(self) -> int:
+        """Callers waiting for a slot now."""
+        return len(getattr(self._free, "_getters", ()))
+
+    @contextlib.asynccontextmanager
+    async def take(self) -> AsyncIterator[T]:
+        started = time.perf_counter()
+        resource = await self._free.get()
+        clock = _CLOCK.get()
+        if clock is not None:
+            clock.seconds += time.perf_counter() - started
+        try:
+            yield resource
+        finally:
+            self._free.put_nowait(resource)

@@ -1,0 +1,77 @@
+"""No limit hides below `runtime.concurrency`: a backend's own request limit follows it (or is named in
+a warning when the config sets it lower), and a worker has a thread for every episode in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from arag.runtime.evaluate_job import EpisodeWorker, backend_caps
+from tests.conftest import write_jsonl
+from tests.evaluation.conftest import compose_evaluate
+
+
+def test_a_null_endpoint_limit_follows_the_episodes_in_flight():
+    assert backend_caps({"backend": "openai", "max_concurrency": None}, 64, 64) == ({"max_concurrency": 64}, [])
+    assert backend_caps({"backend": "openai", "max_concurrency": 64}, 64, 64) == ({}, [])
+
+
+def test_a_lower_endpoint_limit_is_kept_and_named():
+    raised, warnings = backend_caps({"backend": "openai", "max_concurrency": 8}, 64, 64, role="judge.model")
+    assert raised == {} and len(warnings) == 1
+    assert "judge.model.max_concurrency=8 is below the 64 episodes in flight per worker" in warnings[0]
+
+
+def test_vllm_actor_calls_are_raised_and_a_smaller_batch_is_named():
+    raised, warnings = backend_caps({"backend": "vllm", "max_inflight": 512, "max_num_seqs": 128}, 600, 1200)
+    assert raised == {"max_inflight": 1200}
+    assert len(warnings) == 1 and "model.max_num_seqs=128 is below the 1200 episodes in flight per engine" in warnings[0]
+    assert backend_caps({"backend": "vllm", "max_inflight": 512, "max_num_seqs": 128}, 128, 128) == ({}, [])
+    assert backend_caps({"backend": "scripted"}, 1000, 1000) == ({}, [])
+
+
+def test_a_worker_runs_as_many_blocking_steps_at_once_as_episodes_in_flight():
+    """Blocking steps (a served index's tool calls, evidence recall) go to the loop's default
+    executor, which asyncio caps at min(32, cores + 4) threads: 64 of them must run at once."""
+    barrier = threading.Barrier(64, timeout=10)
+
+    async def sixty_four_blocking_steps():
+        await EpisodeWorker.ready(SimpleNamespace(threads=64, node="n"))
+        return await asyncio.gather(*(asyncio.to_thread(barrier.wait) for _ in range(64)))
+
+    assert sorted(asyncio.run(sixty_four_blocking_steps())) == list(range(64))
+
+
+def questions(path, n):
+    return write_jsonl(path, [{"id": f"q{i}", "question": f"When did Lothair II's mother die ({i})?", "answers": ["20 March 851"], "supporting_titles": ["Lothair II"]} for i in range(n)])
+
+
+@pytest.mark.slow
+def test_an_evaluation_keeps_runtime_concurrency_requests_at_the_endpoint(ray_local, eval_index, tmp_path, caplog):
+    """model=openai with runtime.concurrency=64: 64 requests reach the endpoint at once (the
+    backend's old default limit let 8 through, silently); a limit set lower is named at start."""
+    from benchmarks.fixed_latency_endpoint import make_app, serve
+    from pipelines.evaluate import evaluate
+
+    app = make_app(latency_s=0.05, hold_until=64, hold_timeout_s=3.0)
+    file = questions(tmp_path / "questions.jsonl", 64)
+    with serve(app) as base:
+        common = [
+            f"index.path={eval_index.path}", f"questions.path={file}", "model=openai", f"model.base_url={base}", "model.model=fixed",
+            "method=arag_no_semantic", "judge.model={backend:scripted,protocol:json,model:judge,replay:true,script:[{verdict:correct}]}",
+            "runtime.worker_cpus=0.5", "runtime.concurrency=64", "progress=false",
+        ]
+        with caplog.at_level(logging.WARNING, logger="arag.runtime.evaluate"):
+            summary = evaluate(compose_evaluate(*common, f"results.path={tmp_path / 'results'}"))
+        assert summary["ok"] == 64 and app.state.counters.peak == 64
+        assert not [r for r in caplog.records if "max_concurrency" in r.getMessage()]
+
+        app.state.counters.reset()
+        with caplog.at_level(logging.WARNING, logger="arag.runtime.evaluate"):
+            evaluate(compose_evaluate(*common, "model.max_concurrency=16", "limit=16", f"results.path={tmp_path / 'limited'}"))
+        assert app.state.counters.peak == 16
+        assert [r for r in caplog.records if "model.max_concurrency=16 is below the 64 episodes in flight per worker" in r.getMessage()]
