@@ -3,15 +3,17 @@
 
     python benchmarks/static_embedder.py [--data ../shared/data/2wikimultihopqa] [--sentences 2000]
         [--questions 300] [--minilm-index indexes/2wiki] [--static-index indexes/2wiki-static]
+        [--chunking per_document]
 
 1. Speed, in one run on the same sentences (the first `--sentences` sentences of the 2Wiki corpus, split
    as the index splits them): `encode_documents` of each embedder as its conf/embedder file sets it up
    (MiniLM: the openvino backend in float32, batches of 16; static: float32 vectors), each warmed up
    first, best of `--repeat`; sentences/s of each and the ratio. The static model comes from its
    cache (distilled on first use; the script says how long loading took).
-2. Builds (`python -m pipelines.index +corpus=2wikimultihopqa`, the CI's index) of each embedder where
-   its index folder holds no index yet, timed end to end (a build that finds its index complete is
-   not timed).
+2. Builds (`python -m pipelines.index +corpus=2wikimultihopqa`, the CI's index: the paper's packed
+   ~1,000-token chunks; `--chunking per_document`: one chunk per passage) of each embedder where its
+   index folder holds no index yet, timed end to end (a build that finds its index complete is not
+   timed).
 3. Retrieval on the first `--questions` 2Wiki dev questions with supporting titles: evidence recall@5
    (arag.evaluation.evidence.recall_at_k: the share of a question's supporting titles covered by the
    first 5 chunks) of `semantic_search` (top_k 5) and of Naive RAG's retrieval
@@ -77,12 +79,12 @@ def _timed(fn, arg) -> float:
     return time.perf_counter() - started
 
 
-def build(name: str, path: Path, data_dir: Path) -> None:
+def build(name: str, path: Path, data_dir: Path, chunking: str | None) -> None:
     if (path / "manifest.json").exists():
         print(f"build  {name:14s} {path} exists (not rebuilt, not timed)", flush=True)
         return
     argv = [sys.executable, "-m", "pipelines.index", "+corpus=2wikimultihopqa", f"embedder={name}", f"index.path={path}",
-            f"data_dir={data_dir}", "progress=false"]
+            f"data_dir={data_dir}", "progress=false"] + ([f"index.chunking={chunking}"] if chunking else [])
     started = time.perf_counter()
     subprocess.run(argv, cwd=REPO, check=True)
     print(f"build  {name:14s} {time.perf_counter() - started:8.1f} s  ({' '.join(argv[1:])})", flush=True)
@@ -110,6 +112,7 @@ def main() -> None:
     p.add_argument("--questions", type=int, default=300)
     p.add_argument("--minilm-index", type=Path, default=REPO / "indexes" / "2wiki")
     p.add_argument("--static-index", type=Path, default=REPO / "indexes" / "2wiki-static")
+    p.add_argument("--chunking", choices=["packed", "per_document"], default=None, help="index.chunking of the builds (default: the corpus's, packed)")
     args = p.parse_args()
     corpus, questions_file = args.data / "corpus.jsonl", args.data / "questions.jsonl"
     for f in (corpus, questions_file):
@@ -118,7 +121,7 @@ def main() -> None:
     speed(corpus_sentences(corpus, args.sentences), args.repeat)
     indexes = {"minilm": args.minilm_index.resolve(), "minilm-static": args.static_index.resolve()}
     for name, path in indexes.items():
-        build(name, path, args.data.resolve().parent)
+        build(name, path, args.data.resolve().parent, args.chunking)
     with open(questions_file, encoding="utf-8") as f:
         questions = [q for q in map(json.loads, f) if q.get("supporting_titles")][: args.questions]
     results = {name: recall(path, questions) for name, path in indexes.items()}
