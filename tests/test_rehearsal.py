@@ -1,0 +1,133 @@
+"""The rehearsal (issue 34): its corpus generator (fast, over a small data folder of the real formats)
+and `benchmarks/rehearsal.py --small` end to end (slow: corpus -> pipelines.index -> pipelines.serve ->
+pipelines.evaluate against the simulated model server -> a multirun -> pipelines.report)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arag.corpus.readers import CorpusSpec, FieldNames, plan_parts, read_part
+from arag.index.sentences import sentence_spans
+from tests.conftest import SAMPLE_PASSAGES, write_jsonl, write_wiki
+from tests.paths import DATA_DIR, REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import rehearsal_corpus  # noqa: E402
+
+WIKI_BODY = ("Anarchism is a political philosophy that advocates stateless societies based on voluntary institutions. "
+             "It holds the state to be undesirable, unnecessary and harmful to the people. "
+             "Career\nThe movement grew in the nineteenth century among workers in Spain and Italy.")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "data"
+    write_jsonl(root / "2wikimultihopqa" / "corpus.jsonl", SAMPLE_PASSAGES)
+    write_jsonl(root / "graphrag-bench-medical" / "corpus.jsonl", [{"doc_id": "m0", "title": "Fever", "text": "A fever is a body temperature above the normal range of the human body."}])
+    write_jsonl(root / "graphrag-bench-novel" / "corpus.jsonl", [{"doc_id": "n0", "title": "Chapter 1", "text": "The old captain walked slowly along the harbour wall at dawn."}])
+    write_wiki(root / "wiki" / "AA" / "wiki_00.bz2", [("12", "Anarchism", WIKI_BODY)])
+    return root
+
+
+def read_corpus(folder: Path) -> list[dict]:
+    spec = CorpusSpec(name="rehearsal", format="jsonl", path=str(folder), fields=FieldNames())
+    return [doc for part in plan_parts(spec) for doc in read_part(spec, part)]
+
+
+def sentences_of(text: str) -> list[str]:
+    return [text[s.start : s.end] for s in sentence_spans(text)]
+
+
+def test_corpus_reaches_the_target_with_distinct_perturbed_copies(data_dir, tmp_path):
+    out = tmp_path / "corpus"
+    done = rehearsal_corpus.generate(out, 100, data_dir, shard_mb=0.001)
+    docs = read_corpus(out / "shards")
+    pool = {d.doc_id: d for d in docs if "~c" not in d.doc_id}
+    assert set(pool) == {"2wiki/0", "2wiki/1", "2wiki/2", "2wiki/3", "2wiki/4", "medical/m0", "novel/n0", "wiki/12"}
+    assert done["sentences"] >= 100 and done["perturbed_copies"] >= 3 and done["shards"] > 1
+    assert sum(len(sentences_of(d.text)) for d in docs) == done["sentences"]  # the index's segmenter counts the same
+    assert len({d.doc_id for d in docs}) == len(docs) == done["documents"]
+    by_original: dict[str, set[str]] = {}
+    for d in docs:
+        original = pool[d.doc_id.split("~c")[0]]
+        assert d.title == original.title
+        orig_sentences, copy_sentences = sentences_of(original.text), sentences_of(d.text)
+        assert len(copy_sentences) == len(orig_sentences)
+        for o, c in zip(orig_sentences, copy_sentences):
+            ow, cw = o.split(), c.split()
+            assert ow[0] == cw[0] and ow[-1] == cw[-1]  # the capital and the full stop stay
+            if d.doc_id in pool or len(ow) < 3:
+                assert c == o
+            else:  # one word dropped, or two neighbours swapped: every other word kept
+                assert len(cw) == len(ow) - 1 and all(w in ow for w in cw) or sorted(cw) == sorted(ow) and c != o
+        by_original.setdefault(original.doc_id, set()).add(d.text)
+    # every copy of a document differs from the original and from the other copies
+    assert all(len(texts) == sum(1 for d in docs if d.doc_id.split("~c")[0] == key) for key, texts in by_original.items())
+    # the same arguments reuse the corpus; other ones build it again
+    assert rehearsal_corpus.generate(out, 100, data_dir, shard_mb=0.001)["reused"] is True
+    again = rehearsal_corpus.generate(out, 60, data_dir, shard_mb=0.001)
+    assert again["reused"] is False and 60 <= again["sentences"] < 100
+
+
+def test_pool_limit_makes_a_small_corpus_of_copies(data_dir, tmp_path):
+    done = rehearsal_corpus.generate(tmp_path / "c", 40, data_dir, shard_mb=64, pool_limit=10)
+    assert 10 <= done["pool_sentences"] < 40 and done["perturbed_copies"] >= 1
+    ids = [d.doc_id for d in read_corpus(tmp_path / "c" / "shards")]
+    assert ids[0] == "2wiki/0" and "2wiki/0~c1" in ids
+    assert not (tmp_path / "c" / "pool.jsonl").exists()
+
+
+def test_perturbation_is_deterministic_and_keeps_punctuation_in_place():
+    words = 'Lothair II ( 835 – ) was the king of" Lotharingia" from 855 until his death.'.split(" ")
+    copies = [rehearsal_corpus.variant(words, "k", c) for c in range(1, 6)]
+    assert copies == [rehearsal_corpus.variant(words, "k", c) for c in range(1, 6)]
+    assert len({tuple(c) for c in copies}) == 5 and all(tuple(c) != tuple(words) for c in copies)
+    for c in copies:
+        assert [w for w in c if not rehearsal_corpus.PLAIN_WORD.fullmatch(w)] == [w for w in words if not rehearsal_corpus.PLAIN_WORD.fullmatch(w)]
+    assert rehearsal_corpus.variant(["References"], "k", 1) == ["References"]
+
+
+def test_missing_source_is_a_one_line_error(tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rehearsal_corpus.py"), "--out", str(tmp_path / "c"), "--sentences", "10",
+                           "--data-dir", str(tmp_path / "nowhere")], capture_output=True, text=True)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith("error: source 2wiki:") and "does not exist" in proc.stderr
+
+
+LAST_LINE = re.compile(r"rehearsal: sentences=(\d+) episodes=(\d+) in_flight_peak=(\d+) ratio=(\d+\.\d\d) lost=(-?\d+) duplicated=(-?\d+)")
+
+
+# `--small` as issue 34 sizes it (200k sentences, 1,000 episodes, 500 in flight) took 18 min on this
+# shared 2-core machine (the simulated engine alone needs ~10 min for 1,000 episodes at engine speed),
+# so the test runs the same composition smaller: 60k sentences (20k distinct, 2 perturbed copies),
+# 300 episodes with 2 x 100 in flight at 4x engine speed, a 2 x 2 sweep of 5 questions each.
+SMALLER = ["--sentences", "60000", "--pool-sentences", "20000", "--episodes", "300", "--concurrency", "100",
+           "--sweep-questions", "5", "--time-scale", "0.25"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA_DIR / "2wikimultihopqa" / "questions.jsonl").exists(), reason="needs the benchmark data (ARAG_DATA_DIR)")
+def test_small_rehearsal_stores_every_row_once(tmp_path):
+    out = tmp_path / "rehearsal"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rehearsal.py"), "--small", *SMALLER, "--out", str(out), "--data-dir", str(DATA_DIR)],
+                          capture_output=True, text=True, cwd=REPO, timeout=3600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    m = LAST_LINE.fullmatch(last)
+    assert m, last
+    sentences, episodes, peak, ratio, lost, duplicated = m.groups()
+    assert int(sentences) >= 59_000 and int(episodes) == 300
+    assert lost == "0" and duplicated == "0"
+    assert int(peak) > 0 and float(ratio) > 0
+    figures = json.loads((out / "rehearsal.json").read_text())
+    assert (out / "results" / "report" / "report.md").is_file()
+    assert figures["sweep"]["runs"] == 4 and figures["rows"]["expected"] == figures["rows"]["distinct"] == 300 + 4 * 5
+    assert figures["corpus"]["perturbed_copies"] == 2
+    assert figures["ann_recall"]["kind"] == "ivfpq" and figures["ann_recall"]["queries"] == 300
+    assert figures["index"]["sentences"] == int(sentences) and figures["index"]["rss"]["worker_peak_mib"] > 0
