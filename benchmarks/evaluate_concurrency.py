@@ -11,8 +11,8 @@ Ray EpisodeWorker actors, the driver loop, Parquet batches). The ideal with N ep
 N x 60 / (3 x latency) episodes/min. Each point C x W (episodes per worker x workers) runs
 `--rounds` x C x W episodes, timed from the endpoint's first request (workers started) to the last
 row received. Printed per point: the peak of requests in flight at the endpoint, episodes/min,
-the ideal, measured / ideal, and the mean `llm_s` per model call (time at the model; the endpoint's
-latency when no call waits).
+the ideal, measured / ideal, the mean `llm_s` per model call (time at the model; the endpoint's
+latency when no call waits), and the driver's CPU time per episode (its loop, waits and writes).
 
 `--old-caps` sets `model.max_concurrency=8`, the default before the backend's limit followed
 `runtime.concurrency` (8 requests per worker reached the endpoint whatever was asked).
@@ -112,13 +112,15 @@ def measure(settings, questions: list, concurrency: int, workers: int, base: str
     try:
         with RunStore(out, settings.run_id) as store:
             runtime = EvalRuntime(workers=workers, concurrency=concurrency, worker_cpus=min(1.0, (os.cpu_count() or 1) / workers), batch_size=100, spread=False)
+            cpu = time.process_time()
             counts = run_episodes(settings, questions, store, runtime, progress=False, on_row=on_row)
+            cpu = time.process_time() - cpu
         seen = stats(base)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     ideal = concurrency * workers * 60 / (CALLS_PER_EPISODE * latency_s)
     rate = 60 * counts.ran / max(1e-9, stamps[-1] - seen["first_at"]) if stamps else 0.0
-    return {"ok": counts.ok, "ran": counts.ran, "peak": seen["peak"], "per_min": rate, "ideal": ideal, "ratio": rate / ideal, "llm_s_per_call": sum(llm) / max(1, calls[0])}
+    return {"ok": counts.ok, "ran": counts.ran, "peak": seen["peak"], "per_min": rate, "ideal": ideal, "ratio": rate / ideal, "llm_s_per_call": sum(llm) / max(1, calls[0]), "cpu_ms": 1000 * cpu / max(1, counts.ran)}
 
 
 def measure_in_process(settings, questions: list, in_flight: int, base: str, latency_s: float) -> dict:
@@ -189,7 +191,7 @@ def main() -> None:
         caps = "old caps (model.max_concurrency=8)" if args.old_caps else "current caps"
         where = ("in process, " + ("one httpx client" if args.one_pool else "clients of CONNECTIONS_PER_CLIENT connections")) if args.in_process else "Ray workers"
         print(f"fixed latency {args.latency_s:g} s, {CALLS_PER_EPISODE} model calls per episode, {caps}, {where}, {os.cpu_count()} CPUs", flush=True)
-        print(f"{'C x W':>8} {'episodes':>8} {'peak':>5} {'ep/min':>8} {'ideal':>8} {'ratio':>6} {'llm_s/call':>10}" + (" cpu_ms/episode" if args.in_process else ""), flush=True)
+        print(f"{'C x W':>8} {'episodes':>8} {'peak':>5} {'ep/min':>8} {'ideal':>8} {'ratio':>6} {'llm_s/call':>10} " + ("cpu_ms/episode" if args.in_process else "driver_cpu_ms/episode"), flush=True)
         for concurrency, workers in points:
             n = concurrency * workers * args.rounds
             if args.in_process:
@@ -198,7 +200,7 @@ def main() -> None:
                 r = measure(settings, questions[:n], concurrency, workers, base, args.latency_s)
             assert r["ok"] == n, f"{n - r['ok']} episodes failed"
             line = f"{concurrency:>4} x {workers:<1} {n:>8} {r['peak']:>5} {r['per_min']:>8.0f} {r['ideal']:>8.0f} {r['ratio']:>6.2f} {r['llm_s_per_call']:>10.2f}"
-            print(line + (f" {r['cpu_ms']:>14.1f}" if args.in_process else ""), flush=True)
+            print(f"{line} {r['cpu_ms']:>14.1f}", flush=True)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
