@@ -10,6 +10,7 @@ picks up episodes the source run finished since.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import Any
 
@@ -27,7 +28,7 @@ from pipelines.settings import check_rejudge_config
 
 def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
     """Re-judge the runs `cfg` names; returns each new run's summary."""
-    from arag.runtime.evaluate_job import default_concurrency
+    from arag.runtime.evaluate_job import backend_caps, default_concurrency
 
     check_rejudge_config(cfg)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
@@ -47,9 +48,13 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
             # sweep over the agent's settings share one judge.
             model_cfg = judge_model if judge_model is not None else judge_model_config(source.settings.model)
             key = json.dumps(model_cfg, sort_keys=True, default=str)
-            if key not in backends:
-                backends[key] = make_backend(dict(model_cfg))
             concurrency = int(cfg.concurrency) if cfg.concurrency is not None else default_concurrency(model_cfg)
+            if key not in backends:
+                # No limit of the judge's backend hides below `concurrency` (as in an evaluation).
+                caps, warnings = backend_caps(model_cfg, concurrency, concurrency, role="judge.model" if judge_model is not None else "model")
+                for warning in warnings:
+                    logging.getLogger("arag.rejudge").warning("%s", warning)
+                backends[key] = make_backend({**model_cfg, **caps})
             bar = None
             if cfg.progress:
                 from tqdm import tqdm

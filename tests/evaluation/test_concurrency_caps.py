@@ -1,5 +1,6 @@
 """No limit hides below `runtime.concurrency`: a backend's own request limit follows it (or is named in
-a warning when the config sets it lower), and a worker has a thread for every episode in flight."""
+a warning when the config sets it lower), in an evaluation and in a re-judge, and a worker has a
+thread for every episode in flight."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from arag.runtime.evaluate_job import EpisodeWorker, backend_caps
 from tests.conftest import write_jsonl
-from tests.evaluation.conftest import compose_evaluate
+from tests.evaluation.conftest import base_overrides, compose_evaluate
 
 
 def test_a_null_endpoint_limit_follows_the_episodes_in_flight():
@@ -75,3 +76,21 @@ def test_an_evaluation_keeps_runtime_concurrency_requests_at_the_endpoint(ray_lo
             evaluate(compose_evaluate(*common, "model.max_concurrency=16", "limit=16", f"results.path={tmp_path / 'limited'}"))
         assert app.state.counters.peak == 16
         assert [r for r in caplog.records if "model.max_concurrency=16 is below the 64 episodes in flight per worker" in r.getMessage()]
+
+
+@pytest.mark.slow
+def test_a_rejudge_keeps_its_concurrency_requests_at_the_judge_endpoint(ray_local, eval_index, tmp_path):
+    """pipelines.rejudge concurrency=16 with an openai judge whose max_concurrency is null: 16 judge
+    calls reach the endpoint at once (the backend's default limit let 8 through)."""
+    from benchmarks.fixed_latency_endpoint import make_app, serve
+    from pipelines.evaluate import evaluate
+    from tests.evaluation.test_rejudge import run_rejudge
+
+    results = tmp_path / "results"
+    # Answers the scripted agent misses, so every one goes to the judge.
+    file = write_jsonl(tmp_path / "q.jsonl", [{"id": f"q{i}", "question": f"When did Lothair II's mother die ({i})?", "answers": [f"not it {i}"], "supporting_titles": []} for i in range(16)])
+    evaluate(compose_evaluate(*base_overrides(eval_index.path, file, results)))
+    app = make_app(latency_s=0.0, hold_until=16, hold_timeout_s=3.0)
+    with serve(app) as base:
+        run_rejudge(results, f"judge.model={{backend:openai,protocol:json,model:fixed,base_url:'{base}'}}", "concurrency=16")
+    assert app.state.counters.peak == 16
