@@ -12,8 +12,13 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from arag.graph.build import GraphLayout
-from arag.graph.extract import normalise_name
+from arag.graph.extract import CO_OCCURS, MENTIONS, normalise_name
 from arag.index.layout import read_json
+
+
+# The rule extractor's edges without a relation type (title → entity, sentence co-occurrence): they
+# cannot be inconsistent with a relation seed, so Stage 1's relation filter keeps them.
+UNTYPED_RELATIONS = frozenset({CO_OCCURS, MENTIONS})
 
 
 class GraphNotBuiltError(FileNotFoundError):
@@ -159,10 +164,11 @@ class GraphStore:
     # ---- the three stages --------------------------------------------------------------------
     def local_hoods(self, seeds: list[int], relations: set[str] | None = None) -> dict[int, set[int]]:
         """Stage 1 per seed: the seed and its 1-hop neighbours; with relation seeds, only the
-        neighbours over an edge of a matching relation (the paper's filter on S_R)."""
+        neighbours over an edge of a matching relation or an untyped one (the paper's filter on S_R
+        drops the edges whose relation type is inconsistent with them)."""
         hoods = {s: {s} for s in seeds}
         if relations:
-            rows = self.relation_rows(relations)
+            rows = self.relation_rows(set(relations) | UNTYPED_RELATIONS)
             for h, t in zip(self.edge_head[rows].tolist(), self.edge_tail[rows].tolist()):
                 if h in hoods:
                     hoods[h].add(t)

@@ -8,8 +8,8 @@ The method drives its own episode (`run_episode`) instead of the tool-calling lo
 2. Seeds (no LLM call): the question's entities (the rule extractor's spans) aligned to graph nodes
    by edit similarity (rapidfuzz) and embedding cosine; with none, the titles of the documents the
    gate matched. Relation seeds (`relation_seeds`, on in the Full method): the question's other
-   words aligned to relation names; Stage 1 keeps only edges of a matching relation and Stage 2
-   prefers bridges over matching edges (arag.graph.store), as the paper's S_R steers "both local
+   words aligned to relation names; Stage 1 drops the edges of a non-matching relation (untyped
+   edges stay) and Stage 2 prefers bridges over matching edges (arag.graph.store), as the paper's S_R steers "both local
    evidence collection and bridge search".
 3. Monotone escalation, each stage at most once per query, an evidence-sufficiency check after each:
    local 1-hop → bridges within `bridge_hops` of ≥ 2 seeds (capped shortest paths) →

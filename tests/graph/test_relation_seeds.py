@@ -13,14 +13,16 @@ from arag.graph.store import GraphStore, seeds_connected
 from arag.index.layout import write_json_atomic
 from arag.methods import load_method
 
-# A and B are the question's entities. X joins them over co-occurrence edges; Y joins them over
+# A and B are the question's entities. X joins them over "married" edges; Y joins them over
 # "directed" edges and also "mentions" edges beside them, so Y has the higher degree (edges counted
-# per relation, as the graph build counts them) and by degree alone X comes first.
-NAMES = ["a", "b", "x", "y"]
+# per relation, as the graph build counts them) and by degree alone X comes first. Z hangs off A by
+# an untyped co-occurrence edge.
+NAMES = ["a", "b", "x", "y", "z"]
 EDGES = [
-    ("a", "co_occurs_with", "x"), ("x", "co_occurs_with", "b"),
+    ("a", "married", "x"), ("x", "married", "b"),
     ("a", "directed", "y"), ("y", "directed", "b"),
     ("a", "mentions", "y"), ("y", "mentions", "b"),
+    ("a", "co_occurs_with", "z"),
 ]
 
 
@@ -43,10 +45,11 @@ def store(tmp_path):
 
 
 def test_stage_one_keeps_only_edges_of_a_relation_seed(store):
-    a, b, x, y = (store.by_name[n] for n in "abxy")
-    assert store.local_hoods([a, b]) == {a: {a, x, y}, b: {b, x, y}}
-    assert store.local_hoods([a, b], {"directed"}) == {a: {a, y}, b: {b, y}}
-    assert store.local_hoods([a], {"no such relation"}) == {a: {a}}
+    a, b, x, y, z = (store.by_name[n] for n in "abxyz")
+    assert store.local_hoods([a, b]) == {a: {a, x, y, z}, b: {b, x, y}}
+    # "married" is a relation type the seed does not match: dropped; untyped edges carry no type to clash with.
+    assert store.local_hoods([a, b], {"directed"}) == {a: {a, y, z}, b: {b, y}}
+    assert store.local_hoods([a, b], {"no such relation"}) == {a: {a, y, z}, b: {b, y}}  # y: also joined by "mentions"
     # Two seeds are joined when adjacent or sharing a neighbour; any number of seeds must chain into one group.
     assert seeds_connected(store.local_hoods([a, b], {"directed"})) and seeds_connected({a: {a}})
     assert not seeds_connected({a: {a, x}, b: {b}}) and not seeds_connected({a: {a, x}, b: {b, y}, y: {y, b}})
@@ -64,9 +67,9 @@ def test_only_the_relation_seed_finds_the_bridge(store):
 
 
 def test_the_method_passes_its_relation_seeds_to_both_stages(store):
-    a, b, y = (store.by_name[n] for n in "aby")
+    a, b, x, y = (store.by_name[n] for n in "abxy")
     full = load_method("a2rag")
     local, _, joined = full._stage("local", store, [a, b], {"directed"})
-    assert set(local) == {a, b, y} and joined
+    assert x not in local and {a, b, y} <= set(local) and joined
     bridge, extra, found = full._stage("bridge", store, [a, b], {"directed"})
     assert found and ["a", "y"] in extra["paths"] and y in bridge
