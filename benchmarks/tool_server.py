@@ -3,8 +3,8 @@ against the same calls made in-process through `ToolContext`, and against a serv
 checkout (e.g. the previous commit), at several numbers of concurrent callers.
 
     python benchmarks/tool_server.py [--index indexes/2wiki] [--questions ../shared/data/2wikimultihopqa/questions.jsonl]
-                                     [--questions-n 60] [--concurrency 1,4,16,64] [--repeats 3]
-                                     [--baseline-repo /tmp/arag-previous]   # git worktree add /tmp/arag-previous HEAD~1
+                                     [--questions-n 60] [--concurrency 1,4,16,64] [--repeats 5]
+                                     [--baseline-repo /tmp/arag-previous]   # git worktree add --detach /tmp/arag-previous HEAD~1
 
 In one run, over the same calls (built from real 2Wiki questions: for each question a keyword_search
 on its capitalised words, a semantic_search on the question, a chunk_read of the top keyword hit):
@@ -14,8 +14,8 @@ on its capitalised words, a semantic_search on the question, a chunk_read of the
     episodes have);
   * baseline (with --baseline-repo): the same server command run from that checkout, side by side
     with the first, called the same way, so the two servers' figures share the machine's state;
-  * everything warm (every call made once first); the three are measured in turn, --repeats times
-    at each level, and the median is reported;
+  * everything warm (every call made once first); the three are measured in turn (each one first
+    in turn), --repeats times at each level, and the median is reported;
   * checks that every served answer's text equals the in-process one;
   * prints calls/s and p50/p95 latency of each, and the ratios served / in-process and served / baseline.
 What differs: the served paths add HTTP, JSON and a second process, which shares this machine's
@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--questions", default=os.environ.get("ARAG_DATA_DIR", "../shared/data") + "/2wikimultihopqa/questions.jsonl")
     parser.add_argument("--questions-n", type=int, default=60)
     parser.add_argument("--concurrency", default="1,4,16,64")
-    parser.add_argument("--repeats", type=int, default=3, help="measurements of each path at each level (the median is shown)")
+    parser.add_argument("--repeats", type=int, default=5, help="measurements of each path at each level (the median is shown)")
     parser.add_argument("--baseline-repo", type=Path, default=None, help="another checkout whose server is measured side by side (e.g. a worktree of the previous commit)")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
@@ -147,23 +147,29 @@ def main() -> None:
         header = " | ".join(f"{name + ' calls/s':>20} {'p50 ms':>7} {'p95 ms':>7}" for name in paths)
         ratios = "served/in-process" + (" served/baseline" if "baseline" in paths else "")
         print(f"{'callers':>7} | {header} | {ratios}")
+        baseline_differ = 0
         for callers in levels:
             seconds: dict[str, list[float]] = {name: [] for name in paths}
             latency: dict[str, list[float]] = {name: [] for name in paths}
-            for _ in range(args.repeats):
+            names = list(paths)
+            for repeat in range(args.repeats):
                 answers = {}
-                for name, call in paths.items():
-                    elapsed, lat, answers[name] = run(call, calls, callers)
+                for name in names[repeat % len(names) :] + names[: repeat % len(names)]:  # each path first in turn
+                    elapsed, lat, answers[name] = run(paths[name], calls, callers)
                     seconds[name].append(elapsed)
                     latency[name] += lat
-                for name in paths:
-                    if answers[name] != answers["in-process"]:
-                        raise SystemExit(f"{name} answers differ from in-process ones at {callers} callers")
+                if answers["served"] != answers["in-process"]:
+                    raise SystemExit(f"served answers differ from in-process ones at {callers} callers")
+                if "baseline" in answers:
+                    differ = sum(a != b for a, b in zip(answers["baseline"], answers["in-process"]))
+                    baseline_differ = max(baseline_differ, differ)
             rate = {name: len(calls) / float(np.median(seconds[name])) for name in paths}
             cells = " | ".join(f"{rate[name]:>20.1f} {np.percentile(latency[name], 50) * 1000:>7.1f} {np.percentile(latency[name], 95) * 1000:>7.1f}" for name in paths)
             shown = f"{rate['served'] / rate['in-process']:.2f}x" + (f" {rate['served'] / rate['baseline']:>16.2f}x" if "baseline" in paths else "")
             print(f"{callers:>7} | {cells} | {shown}")
         print("answers: every served answer equals the in-process one")
+        if "baseline" in paths:
+            print(f"baseline answers: {len(calls) - baseline_differ} of {len(calls)} equal the in-process ones (its checkout's tools may answer otherwise)")
     finally:
         for client in clients:
             client.close()
