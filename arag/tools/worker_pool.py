@@ -23,6 +23,7 @@ keeps serving.
 
 from __future__ import annotations
 
+import functools
 import asyncio
 import logging
 import os
@@ -33,11 +34,14 @@ import threading
 from collections import OrderedDict, deque
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arag.tools.base import ToolResult, error_result
 from arag.tools.failures import DIAGNOSTICS
 from arag.tools.tracker import ReadTracker
+
+if TYPE_CHECKING:
+    from arag.index.chunk_ids import ChunkIdFormat
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +238,14 @@ class ToolWorkerPool:
         if status != "ready":
             raise RuntimeError(f"a tool worker could not open index {self.index}: {detail}")
         self._idle.put(worker)
+
+    @functools.cached_property
+    def chunk_ids(self) -> "ChunkIdFormat":
+        """What the index's chunk ids look like (the texts the model reads describe them), read in
+        this process from the manifest and one row group: cheap, and no worker call."""
+        from arag.index.store import open_index
+
+        return open_index(self.index).chunk_ids
 
     # ---- tools ------------------------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
