@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from arag import __version__
-from arag.service.guard import LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
+from arag.service.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
 from arag.service.sessions import SessionTrackers
 from arag.service.tool_service import ToolService, document_ceilings, served_tool_names
 from arag.tools import ToolContext
@@ -71,6 +71,8 @@ class ServeSettings:
             value = getattr(settings, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"serve.{name} must be a positive number of seconds, got {value!r}")
+        if settings.keep_alive_s < 2 * CLIENT_KEEPALIVE_S:
+            raise ValueError(f"serve.keep_alive_s must be at least {2 * CLIENT_KEEPALIVE_S:g} s (arag's clients keep an idle connection {CLIENT_KEEPALIVE_S:g} s, and one the server closes sooner can fail a call), got {settings.keep_alive_s!r}")
         for name in ("preload", "full_text"):
             if not isinstance(getattr(settings, name), bool):
                 raise ValueError(f"serve.{name} must be true or false, got {getattr(settings, name)!r}")

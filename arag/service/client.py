@@ -35,7 +35,7 @@ import httpx
 from tenacity import Retrying, retry_if_exception_type, retry_if_result, stop_after_attempt, wait_exponential_jitter
 
 from arag.index.chunk_ids import ChunkIdFormat
-from arag.service.guard import TOKEN_ENV
+from arag.service.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, Hit, ToolResult, error_result
 from arag.tools.documents import DocumentSession
 from arag.tools.failures import ToolInfrastructureError
@@ -92,7 +92,8 @@ class RemoteTools:
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"} if token else {},
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            # Idle connections are dropped before the server drops them (arag.service.guard).
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections, keepalive_expiry=CLIENT_KEEPALIVE_S),
             transport=transport,
         )
         try:

@@ -36,6 +36,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 log = logging.getLogger("arag.service")
 
 TOKEN_ENV = "ARAG_SERVE_TOKEN"
+# How long arag's own client (RemoteTools) keeps an idle connection: the server must keep them
+# longer (serve.keep_alive_s), or a call can reuse a connection the server is closing just then and
+# fail with "server disconnected" (a call the client cannot send again: the tool may have run).
+CLIENT_KEEPALIVE_S = 1.0
 HEALTH_PATH = "/health"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")

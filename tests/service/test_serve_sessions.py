@@ -107,6 +107,7 @@ def test_settings_of_the_server_are_checked():
         ({"max_document_settings": {"search_result": 5}}, "serve.max_document_settings: unknown document tool setting"),
         ({"max_document_settings": {"search_results": 0}}, "search_results must be a whole number >= 1"),
         ({"header_timeout_s": 0}, "serve.header_timeout_s must be a positive number"),
+        ({"keep_alive_s": 1}, "serve.keep_alive_s must be at least 2 s"),
         ({"max_connections": True}, "serve.max_connections must be a whole number"),
         ({"preload": "yes"}, "serve.preload must be true or false"),
         ({"allowed_origins": "https://a.example"}, "serve.allowed_origins must be a list"),
@@ -193,3 +194,28 @@ def test_every_document_setting_has_a_ceiling_in_the_config():
     listed = OmegaConf.load(REPO / "conf" / "serve.yaml").serve.max_document_settings
     assert set(listed) == {f.name for f in fields(DocumentToolSettings) if f.type != "bool"}
     assert all(value is None for value in listed.values())  # the paper's values, from DocumentToolSettings
+
+
+
+def test_the_client_drops_idle_connections_before_the_server_does(monkeypatch):
+    """A served call that reuses a connection the server is closing fails ("server disconnected")
+    and is not sent again: the client's keep-alive must end first, with room to spare."""
+    import httpx
+
+    from arag.service import client as client_module
+    from arag.service.guard import CLIENT_KEEPALIVE_S
+
+    built = {}
+    real_client = httpx.Client
+
+    def capturing_client(**kwargs):
+        built.update(kwargs)
+        index = {"fingerprint": "f", "tools": [], "chunk_ids": {"form": "<part>:<window>", "example": "0:1"}}
+        return real_client(**{**kwargs, "transport": httpx.MockTransport(lambda request: httpx.Response(200, json=index))})
+
+    monkeypatch.setattr(client_module.httpx, "Client", capturing_client)
+    client_module.RemoteTools("http://127.0.0.1:9")
+    assert built["limits"].keepalive_expiry == CLIENT_KEEPALIVE_S
+    assert ServeSettings().keep_alive_s >= 2 * CLIENT_KEEPALIVE_S
+    with pytest.raises(ValueError, match="keep_alive_s must be at least"):
+        ServeSettings.from_dict({"keep_alive_s": CLIENT_KEEPALIVE_S})
