@@ -19,13 +19,12 @@ It is a bare ASGI app: tests reach it through `httpx.ASGITransport` (no socket) 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import socket
 import threading
-import time
-from typing import Any, Iterator
+from typing import Any
+
+from benchmarks.fixed_latency_endpoint import serve as serve_on_loopback
 
 KNOWN_ARGUMENTS = frozenset(
     {
@@ -163,25 +162,5 @@ class OpenAIMock:
         await send({"type": "http.response.body", "body": data})
 
 
-@contextlib.contextmanager
-def serve(app: OpenAIMock) -> Iterator[str]:
-    """Serve `app` with uvicorn on 127.0.0.1 (a free port) in a thread; yields the base URL (…/v1)."""
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the OpenAI mock did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+# Served on 127.0.0.1 like the benchmarks' fixed-latency endpoint, by the same helper.
+serve = serve_on_loopback
