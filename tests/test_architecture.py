@@ -1,4 +1,4 @@
-"""The layering the README draws, checked on the source (with `ast`, nothing imported): Ray only in
+"""The layering docs/development.md draws, checked on the source (with `ast`, nothing imported): Ray only in
 arag/runtime/, and no import cycles, neither between arag's packages nor between modules. Every
 import counts, including those inside functions and under TYPE_CHECKING: a cycle kept alive by lazy
 imports is still a cycle."""

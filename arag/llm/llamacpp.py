@@ -57,7 +57,7 @@ class LlamaCppBackend(BlockingBackend):
         try:
             from llama_cpp import Llama
         except ImportError as exc:
-            raise ImportError("the llamacpp backend needs llama-cpp-python: pip install -e '.[llamacpp]' (see the README)") from exc
+            raise ImportError("the llamacpp backend needs llama-cpp-python: pip install -e '.[llamacpp]' (see docs/agents.md)") from exc
         self.model_path = str(model_path or ensure_model(model))
         self.n_ctx, self.seed = n_ctx, seed
         self.n_threads = n_threads or os.cpu_count() or 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU evaluations quoted in the README and the issues' closing notes, with the embedded default
+# The CPU evaluations quoted in benchmarks/RESULTS.md and the issues' closing notes, with the embedded default
 # model (Qwen2.5-Coder-1.5B-Instruct, llama.cpp, 2 cores): AgenticRAG vs A-RAG Full on GraphRAG-Bench
 # Novel (20 questions, the novels indexed whole), then Direct, Naive RAG, A-RAG Full and A-RAG Naive
 # on 2Wiki with the paper's packed chunks (the first 50 dev questions). Each step raises `limit` a

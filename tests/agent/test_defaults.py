@@ -1,6 +1,6 @@
 """The official defaults, declared once: AgentConfig holds the agent's defaults (the official A-RAG
 configuration's 15 steps, the paper code's 128k token budget); conf/evaluate.yaml, conf/ask.yaml,
-the sweep configs and the README are checked against it here. Reply caps follow the paper
+the sweep configs and the manual (docs/) are checked against it here. Reply caps follow the paper
 (max_tokens >= 16384, appendix B) where the model's window allows, else the window's remainder."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from arag.llm.base import MIN_REPLY_ROOM, PAPER_REPLY_TOKENS, reply_room
 from arag.llm.factory import make_backend
 from arag.llm.scripted import ScriptedBackend
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+REFERENCE = DOCS / "configuration.md"
 DEFAULTS = asdict(AgentConfig())
 
 
@@ -38,20 +39,20 @@ def test_every_agent_key_of_the_yaml_is_the_dataclass_default(config):
     assert OmegaConf.to_container(cfg.agent, resolve=True) == DEFAULTS
 
 
-def readme_defaults() -> dict[str, str]:
-    """`agent.*` rows of the README's settings tables: key → the default column as written."""
-    rows = re.findall(r"^\| `(agent\.[a-z_.*]+)` \| ([^|]+) \|", README.read_text(encoding="utf-8"), flags=re.MULTILINE)
+def documented_defaults() -> dict[str, str]:
+    """`agent.*` rows of the configuration reference: key → the default column as written."""
+    rows = re.findall(r"^\| `(agent\.[a-z_.*]+)` \| ([^|]+) \|", REFERENCE.read_text(encoding="utf-8"), flags=re.MULTILINE)
     return {key: value.strip() for key, value in rows}
 
 
-def test_the_readme_states_the_dataclass_defaults():
-    stated = readme_defaults()
+def test_the_manual_states_the_dataclass_defaults():
+    stated = documented_defaults()
     literal = {k: v for k, v in stated.items() if re.fullmatch(r"`?(\d+|null)`?", v)}
     assert {"agent.max_steps", "agent.token_budget"} <= set(literal)
     for key, value in literal.items():
         expected = DEFAULTS[key.removeprefix("agent.")]
         assert value.strip("`") == ("null" if expected is None else str(expected)), key
-    text = README.read_text(encoding="utf-8")
+    text = "\n".join(page.read_text(encoding="utf-8") for page in sorted(DOCS.glob("*.md")))
     assert f"at max_steps {DEFAULTS['max_steps']}" in text  # the effort sweep's fixed step limit
     assert f"{PAPER_REPLY_TOKENS:,}" in text and "window's remainder" in text
 

@@ -1,4 +1,4 @@
-"""The README's GPT-5-mini commands (the test-time-scaling sweeps and their report), run as written
+"""The manual's GPT-5-mini commands (docs/evaluation.md: the test-time-scaling sweeps and their report), run as written
 against an in-process stand-in for OpenAI's endpoint that refuses what OpenAI documents GPT-5 models
 to refuse (tests/agent/openai_mock.py, served on 127.0.0.1 by uvicorn and named by
 ARAG_OPENAI_BASE_URL), on the tiny evaluation index. Slow: two Hydra multiruns on local Ray."""
@@ -26,14 +26,14 @@ pytest.importorskip("uvicorn", reason="serving the mock needs uvicorn (pip insta
 pytestmark = pytest.mark.slow
 
 REPO = Path(conf_dir()).parent
-README = REPO / "README.md"
+PAGE = REPO / "docs" / "evaluation.md"  # where the commands are documented
 
 
 def readme_gpt5_block() -> list[str]:
-    """The README's command lines in the bash block that runs GPT-5-mini (continuations joined)."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S)
+    """The manual's command lines in the bash block that runs GPT-5-mini (continuations joined)."""
+    blocks = re.findall(r"```bash\n(.*?)```", PAGE.read_text(), flags=re.S)
     found = [b for b in blocks if "model.model=gpt-5-mini" in b]
-    assert len(found) == 1, f"expected one README bash block running gpt-5-mini, found {len(found)}"
+    assert len(found) == 1, f"expected one bash block running gpt-5-mini in {PAGE.name}, found {len(found)}"
     return [line.strip() for line in found[0].replace("\\\n", " ").splitlines() if line.strip()]
 
 

@@ -1,0 +1,331 @@
+"""The manual in docs/: every page is in the site's nav, every included file exists, the site builds
+with `mkdocs build --strict` (a broken link, a missing anchor or a page left out of nav fails it), and
+the configuration reference states the configs' own defaults: each default written there as a value
+is checked against the composed Hydra config, each key there exists, each key of the configs it covers
+has a row, and each file of the config groups is named."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from arag.conf_files import conf_dir, conf_path
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+REFERENCE = DOCS / "configuration.md"
+SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::[^"]*)?"$', re.MULTILINE)
+MISSING = object()
+
+
+def nav_pages(nav) -> list[str]:
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [p for v in nav.values() for p in nav_pages(v)]
+    return [p for item in nav for p in nav_pages(item)]
+
+
+def mkdocs_config() -> dict:
+    # mkdocs.yml may hold !!python/name tags in other projects; ours is plain YAML.
+    return yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+
+
+def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page():
+    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
+    nav = nav_pages(mkdocs_config()["nav"])
+    assert sorted(nav) == pages
+    assert len(set(nav)) == len(nav)
+
+
+def included() -> set[str]:
+    """The files outside docs/ that pages include (pymdownx.snippets, paths from the repository root)."""
+    return {path for page in DOCS.rglob("*.md") for path in SNIPPET.findall(page.read_text(encoding="utf-8"))}
+
+
+def test_included_files_exist():
+    assert {"README.md", "benchmarks/RESULTS.md", "cluster/README.md"} <= included()
+    for path in included():
+        assert (REPO / path).is_file(), f"docs/ includes {path}, which does not exist"
+
+
+def test_the_build_is_offline_and_strict():
+    cfg = mkdocs_config()
+    assert cfg["strict"] is True and cfg["theme"]["font"] is False
+    plugins = [p if isinstance(p, str) else next(iter(p)) for p in cfg.get("plugins", [])]
+    assert set(plugins) <= {"search"}  # nothing that fetches fonts, analytics or social cards
+    validation = cfg["validation"]
+    assert validation["nav"]["omitted_files"] == "warn" and validation["links"]["not_found"] == "warn"
+    assert validation["links"]["anchors"] == "warn"
+
+
+def build(source: Path, out: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # mkdocs-material's end-of-life banner
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=source, capture_output=True, text=True, timeout=300, env=env,
+    )
+
+
+@pytest.mark.slow
+def test_the_site_builds_strictly(tmp_path):
+    pytest.importorskip("mkdocs", reason="the docs site needs mkdocs-material: pip install -e '.[docs]'")
+    pytest.importorskip("material", reason="the docs site needs mkdocs-material: pip install -e '.[docs]'")
+    done = build(REPO, tmp_path / "site")
+    assert done.returncode == 0, done.stderr[-4000:]
+    reference = (tmp_path / "site" / "configuration.html").read_text(encoding="utf-8")
+    assert "agent.max_steps" in reference and "fonts.googleapis.com" not in reference
+    results = (tmp_path / "site" / "results.html").read_text(encoding="utf-8")
+    assert "Judge agreement" in results  # benchmarks/RESULTS.md, included
+    # The same docs with one broken link and one page left out of nav: each fails the build.
+    for breakage in ("link", "orphan"):
+        copy = tmp_path / breakage
+        shutil.copytree(DOCS, copy / "docs")
+        for name in ["mkdocs.yml", *included()]:
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / name, copy / name)
+        if breakage == "link":
+            with (copy / "docs" / "viewer.md").open("a", encoding="utf-8") as f:
+                f.write("\nSee [nowhere](no-such-page.md).\n")
+        else:
+            (copy / "docs" / "orphan.md").write_text("# Not in nav\n", encoding="utf-8")
+        broken = build(copy, tmp_path / f"site-{breakage}")
+        assert broken.returncode != 0, f"a {breakage} did not fail the strict build"
+        assert ("no-such-page.md" if breakage == "link" else "orphan.md") in broken.stderr
+
+
+def test_the_readme_is_the_front_door():
+    """README.md stays short, its set-up and test commands are the ones CI runs, and its links lead
+    into the manual."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 250
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
+    setup = [b.strip() for b in blocks if b.startswith("python3 -m venv .venv")]
+    assert len(setup) == 2, "the README's two set-up commands"
+    index, tests = setup
+    install = re.search(r"(CMAKE_ARGS=\S+) pip install -e ('\.\[[^']*\]')", tests)
+    assert f"{install[1]} python -m pip install --quiet -e {install[2]}" in ci  # the same build, the same extras
+    assert tests.endswith("&& python -m pytest") and "python -m pytest" in ci
+    assert index.split(" && ")[-1] in ci  # the 2Wiki index the real-index tests need
+    for target in re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)", readme):
+        assert (REPO / target).is_file(), f"README.md links to {target}, which does not exist"
+
+
+# The configuration reference ---------------------------------------------------------------
+
+# Each `## ` section of the reference documents one pipeline: its config, the overrides it is
+# composed with, and the YAML files whose keys must all have rows (a file, the prefix of its keys).
+SECTIONS = {
+    "pipelines.index": ("index", ["+corpus=jsonl"], [
+        ("index.yaml", ""), ("runtime/local.yaml", "runtime."), ("corpus/jsonl.yaml", "corpus."),
+        ("embedder/minilm.yaml", "embedder."), ("embedder/minilm-static.yaml", "embedder."),
+    ]),
+    "pipelines.ask": ("ask", [], [("ask.yaml", "")]),
+    "AgenticRAG method settings": ("ask", ["method=agenticrag"], [("method/agenticrag.yaml", "method.")]),
+    "A2RAG method settings": ("ask", ["method=a2rag"], [("method/a2rag.yaml", "method.")]),
+    "pipelines.evaluate": ("evaluate", ["+corpus=2wikimultihopqa"], [("evaluate.yaml", ""), ("judge/paper.yaml", "judge.")]),
+    "pipelines.rejudge": ("rejudge", [], [("rejudge.yaml", ""), ("judge/paper.yaml", "judge.")]),
+    "pipelines.report": ("report", [], [("report.yaml", "")]),
+    "pipelines.view": ("view", [], [("view.yaml", "")]),
+    "pipelines.serve": ("serve", [], [("serve.yaml", "")]),
+    "pipelines.graph": ("graph", [], [("graph.yaml", "")]),
+}
+# Keys a method or group file holds that are not settings of the method: its identity and its texts.
+NOT_SETTINGS = re.compile(r"^method\.(name|label|kind|tools|.*prompts?(\..*)?)$|^judge\.(system_prompt|user_template)$")
+LITERAL = re.compile(r"-?\d+(\.\d+)?|true|false|null")
+
+
+@lru_cache(maxsize=None)
+def composed(config: str, overrides: tuple[str, ...]) -> dict:
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose(config_name=config, overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=False)
+
+
+def lookup(tree: dict, key: str):
+    node = tree
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return MISSING
+        node = node[part]
+    return node
+
+
+def leaves(tree: dict, prefix: str = ""):
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            yield from leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split(" | ")]
+
+
+def sections() -> dict[str, list[list[str]]]:
+    """Heading of each `##`/`###` section → the rows of its settings tables (those headed key | default)."""
+    found: dict[str, list[list[str]]] = {}
+    heading, header = None, None
+    for line in REFERENCE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+            found[heading] = []
+        elif not line.startswith("|"):
+            header = None
+        elif header is None:
+            header = cells(line)
+        elif heading is not None and header[:2] == ["key", "default"] and not re.fullmatch(r"[|\s:-]+", line):
+            found[heading].append(cells(line))
+    return found
+
+
+def section_of(name: str) -> list[list[str]]:
+    matches = [rows for heading, rows in sections().items() if name in heading]
+    assert len(matches) == 1, f"the reference has no single section for {name}"
+    return matches[0]
+
+
+def row_keys(cell: str) -> list[str]:
+    """`a.b`, `a.{b,c}` and "`a`, `b`" cells → the keys they name."""
+    keys = []
+    for token in re.findall(r"`([^`]+)`", cell):
+        m = re.fullmatch(r"(.*)\{(.*)\}(.*)", token)
+        keys += [f"{m[1]}{part}{m[3]}" for part in m[2].split(",")] if m else [token]
+    return keys
+
+
+def literals(cell: str, count: int) -> list[str] | None:
+    """The default cell as `count` literal values, or None when it is written in words."""
+    parts = [p.strip() for p in cell.split(",")] if count > 1 else [cell.strip()]
+    if len(parts) != count:
+        return None
+    values = []
+    for part in parts:
+        m = re.fullmatch(r"`([^`]*)`", part)
+        if m:
+            values.append(m[1])
+        elif LITERAL.fullmatch(part):
+            values.append(part)
+        else:
+            return None
+    return values
+
+
+def same(written: str, actual) -> bool:
+    if isinstance(actual, str):
+        return written == actual
+    return yaml.safe_load(written) == actual
+
+
+def group_default(config: str, group: str) -> str | None:
+    for entry in yaml.safe_load(conf_path(f"{config}.yaml").read_text())["defaults"]:
+        if isinstance(entry, dict) and group in entry:
+            return entry[group]
+    return None
+
+
+@pytest.mark.parametrize("section", sorted(SECTIONS))
+def test_the_reference_states_the_configs_defaults(section):
+    config, overrides, files = SECTIONS[section]
+    tree = composed(config, tuple(overrides))
+    # A corpus or embedder config holds only the keys it sets: such a row is a setting of some of them.
+    alternatives = []
+    if config == "index":
+        alternatives += [composed(config, (f"+corpus={p.stem}",)) for p in conf_path("corpus").glob("*.yaml")]
+        alternatives += [composed(config, (*overrides, f"embedder={p.stem}")) for p in conf_path("embedder").glob("*.yaml")]
+    rows = section_of(section)
+    assert rows
+    checked = 0
+    documented: list[str] = []
+    for row in rows:
+        keys = [k for k in row_keys(row[0]) if not k.endswith("=")]
+        documented += keys
+        for key in keys:
+            assert any(lookup(t, key.removesuffix(".*")) is not MISSING for t in [tree, *alternatives]), f"{section}: {key} is no setting of conf/{config}.yaml"
+        if " / " in row[0]:
+            continue
+        if row_keys(row[0])[0].endswith("="):  # a config group: its default is the entry config's choice
+            group = row_keys(row[0])[0].strip("+=")
+            value = literals(row[1], 1)
+            if value is not None:
+                assert group_default(config, group) == value[0], f"{section}: {row[0]}"
+                checked += 1
+            continue
+        values = literals(row[1], len(keys))
+        if values is None or keys[0].endswith(".*"):
+            continue
+        for key, value in zip(keys, values):
+            actual = lookup(tree, key)
+            assert same(value, actual), f"{section}: {key} is documented as {value!r}, the config says {actual!r}"
+            checked += 1
+    assert checked, f"{section}: no default checked"
+    for file, prefix in files:
+        raw = yaml.safe_load(conf_path(file).read_text()) or {}
+        raw = {k: v for k, v in raw.items() if k not in ("defaults", "hydra")}
+        for key in leaves(raw, prefix):
+            if NOT_SETTINGS.match(key):
+                continue
+            covered = key in documented or any(d.endswith(".*") and key.startswith(d[:-1]) for d in documented)
+            assert covered, f"{section}: {key} (conf/{file}) has no row in docs/configuration.md"
+
+
+def table_after(marker: str) -> list[list[str]]:
+    text = REFERENCE.read_text(encoding="utf-8")
+    start = text.index(marker)
+    rows = []
+    for line in text[start:].splitlines()[1:]:
+        if line.startswith("|"):
+            if not re.fullmatch(r"[|\s:-]+", line):
+                rows.append(cells(line))
+        elif rows:
+            break
+    return rows
+
+
+@pytest.mark.parametrize("marker, group", [("Models (`model=`", "model"), ("Methods (`method=`", "method")])
+def test_the_group_tables_state_each_configs_values(marker, group):
+    rows = table_after(marker)
+    header, body = rows[0], rows[1:]
+    assert header[0] == "config"
+    files = sorted(p.stem for p in conf_path(group).glob("*.yaml"))
+    assert sorted(row[0].strip("`") for row in body) == files
+    for row in body:
+        tree = composed("ask", (f"{group}={row[0].strip('`')}",))[group]
+        for column, cell in zip(header[1:], row[1:]):
+            if cell == "–":
+                assert column not in tree, f"{row[0]}: {column} is set"
+                continue
+            value = literals(cell, 1)
+            assert value is not None and same(value[0], tree.get(column, MISSING)), f"{row[0]}: {column} {cell} vs {tree.get(column)!r}"
+
+
+@pytest.mark.parametrize("group", ["corpus", "embedder", "runtime", "model", "method", "judge", "sweep"])
+def test_every_config_file_is_named(group):
+    text = REFERENCE.read_text(encoding="utf-8")
+    for path in conf_path(group).glob("*.yaml"):
+        assert f"`{path.stem}`" in text, f"conf/{group}/{path.name} is not named in docs/configuration.md"
+
+
+def test_numbers_stated_beside_settings_in_the_manual_are_the_defaults():
+    """`serve.threads` (16)-style mentions in any page agree with the config."""
+    where = {"serve": ("serve", ()), "agent": ("ask", ()), "runtime": ("evaluate", ("+corpus=2wikimultihopqa",))}
+    seen = 0
+    for page in DOCS.rglob("*.md"):
+        for key, number in re.findall(r"`((?:serve|agent|runtime)\.[a-z_.]+)` \((\d[\d,]*)\)", page.read_text(encoding="utf-8")):
+            config, overrides = where[key.split(".")[0]]
+            actual = lookup(composed(config, overrides), key)
+            assert actual == int(number.replace(",", "")), f"{page.name}: {key} ({number}), the config says {actual!r}"
+            seen += 1
+    assert seen
