@@ -3,8 +3,8 @@
 stdio: MCP over stdin/stdout, for an MCP client that starts the server itself.
 http: MCP streamable HTTP at /mcp and the JSON API (GET /tools, POST /tools/<name>, /openapi.json)
 on serve.host:serve.port (127.0.0.1 by default), behind a bearer token (serve.token_file,
-ARAG_SERVE_TOKEN or serve.token; serve.token=none for an open server on loopback). See the
-README's "Tool server" section and arag.service.
+ARAG_SERVE_TOKEN or serve.token; serve.token=none for an open server on loopback). See
+docs/tools.md and arag.service.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every part file of every run has exactly `row_schema()` (for the tools registered), so `read_parquet('results/**/*.parquet')`
 in DuckDB reads a whole results tree without schema merging. Nested data (the trajectory: every
 model call, tool call and message) is one JSON text column; everything a table needs is a flat
-column. Scoring rules (see README "Evaluation"):
+column. Scoring rules (see docs/evaluation.md, "Metrics"):
 
 * status `ok`: the agent answered (possibly a forced answer, see `forced`).
 * status `failed`: no answer (the LLM kept failing, a worker died twice on it, a timeout, ...);

@@ -3,7 +3,7 @@
 A static model keeps one vector per vocabulary token: a sentence's vector is the mean of its tokens'
 vectors, normalised, with no transformer at encode time, so it embeds sentences hundreds of times
 faster than the model it comes from, at some cost in retrieval quality (benchmarks/static_embedder.py
-measures both on 2Wiki; README, "Static embedder"). The vectors come from the Model2Vec
+measures both on 2Wiki; docs/indexing.md, "Static embedder"). The vectors come from the Model2Vec
 distillation (`model2vec.distill.distill_from_model`): every token of the source model's vocabulary
 goes through the source transformer once (mean-pooled output), the vectors are reduced by PCA to
 `pca_dims` and weighted by SIF over a Zipf estimate of token frequency.
