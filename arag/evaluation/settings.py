@@ -90,6 +90,17 @@ class RunSettings:
         agent_only = frozenset(k for k in AGENT_KEYS if k != "backend")
         return {"agent_model_at_defaults": _drop(judge_model_config(self.model), runtime_model_keys() | agent_only)}
 
+    def secret_env_names(self) -> list[str]:
+        """The environment variables holding this run's secrets, which every worker needs where it
+        runs: the tool server's token (index.url) and each backend's API key (`api_key_env`)."""
+        from arag.service.guard import TOKEN_ENV
+
+        names = [self.index_token_env or TOKEN_ENV] if self.index_url else []
+        for model in (self.model, self.judge_model or {}):
+            if model.get("api_key_env"):
+                names.append(str(model["api_key_env"]))
+        return list(dict.fromkeys(names))
+
     @cached_property
     def identity_json(self) -> str:
         """The identity as canonical JSON: what the run id hashes, and every row's `settings` column."""

@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -126,9 +127,20 @@ class EpisodeWorker:
     """A Ray actor (async): one EpisodeRunner, up to `max_concurrency` episodes at once."""
 
     def __init__(
-        self, settings: dict[str, Any], overrides: list[str], episode_timeout_s: float | None, model_overrides: dict[str, Any] | None = None, threads: int = 32
+        self,
+        settings: dict[str, Any],
+        overrides: list[str],
+        episode_timeout_s: float | None,
+        model_overrides: dict[str, Any] | None = None,
+        threads: int = 32,
+        secrets: dict[str, str] | None = None,
     ):
         from arag.evaluation.runner import EpisodeRunner
+
+        # The driver's secrets (the tool server's token, API keys): a worker on another node does
+        # not have the environment the driver was started with. Arguments, not a runtime_env, so
+        # they are not shown with the actor's options.
+        os.environ.update(secrets or {})
 
         self.node = ray.get_runtime_context().get_node_id()
         self.threads = threads
@@ -202,6 +214,7 @@ class EpisodeScheduler:
         self.engines = runtime.engines or max(1, runtime.workers)
         self.actor_cls = ray.remote(EpisodeWorker)
         self.settings_json = settings.to_worker_json()  # the run id as computed here, not per worker
+        self.secrets = {name: os.environ[name] for name in settings.secret_env_names() if os.environ.get(name)}
         self.model_caps = self.raise_caps()
         self.counts = EvalCounts()
         self.started = time.monotonic()
@@ -331,7 +344,9 @@ class EpisodeScheduler:
         if runtime.spread:
             options["scheduling_strategy"] = "SPREAD"
         model_overrides = {**self.model_caps, **engine_overrides(self.settings.model, slot, self.engines)}
-        handle = self.actor_cls.options(**options).remote(self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, threads=max(32, self.concurrency + 4))
+        handle = self.actor_cls.options(**options).remote(
+            self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, threads=max(32, self.concurrency + 4), secrets=self.secrets
+        )
         self.workers[self.next_id] = _Worker(handle, slot)
         self.ready_refs[handle.ready.remote()] = self.next_id
         self.next_id += 1
