@@ -68,6 +68,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(BENCH))
 
 MIB = 2**20
+INDEX_FIGURES = "index_figures.json"  # an index build's figures, for a later --keep run (see "Staging")
 
 FULL = dict(sentences=10_000_000, pool_sentences=None, part_mb=16.0, ann="auto", episodes=10_000, workers=4, concurrency=500,
             steps="5,10,15,20", efforts="low,medium,high", sweep_questions=50)
@@ -388,12 +389,29 @@ def write_questions(source: Path, path: Path, count: int) -> list[dict[str, Any]
 # ---- the rehearsal ----------------------------------------------------------------------------------
 
 
+def index_key(args: argparse.Namespace, corpus: dict[str, Any]) -> dict[str, Any]:
+    """What decides an index build and its figures: the corpus and the index flags."""
+    return {"corpus": {k: corpus.get(k) for k in ("sentences", "documents", "args")},
+            **{k: str(getattr(args, k)) for k in ("part_mb", "ann", "embedder", "recall_queries")}}
+
+
+def reusable_index(out: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The figures of a finished build of the same index in `out`, or None (then it is built)."""
+    try:
+        earlier = json.loads((out / INDEX_FIGURES).read_text())
+    except (OSError, ValueError):
+        return None
+    if earlier.get("key") != json.loads(json.dumps(key, default=str)) or not (out / "index" / "manifest.json").is_file():
+        return None
+    return earlier
+
+
 def rehearse(args: argparse.Namespace) -> dict[str, Any]:
     out = args.out.resolve()
     logs = out / "logs"
     if out.exists() and not args.keep:
         # the corpus is kept (it is reused when its arguments match); everything built from it is not
-        for name in ("index", "results", "logs", "hydra", "questions.jsonl", "rehearsal.json"):
+        for name in ("index", INDEX_FIGURES, "results", "logs", "hydra", "questions.jsonl", "rehearsal.json"):
             p = out / name
             shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
@@ -425,28 +443,41 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
         say(f"corpus: {figures['corpus']['sentences']:,} sentences, {figures['corpus']['documents']:,} documents, "
             f"{figures['corpus']['perturbed_copies']} perturbed copies ({figures['corpus']['wall_s']} s)")
 
-        # 2. index
+        # 2. index and 3. its ANN recall, or an earlier build's (--keep; see "Staging")
         index = out / "index"
-        t = time.time()
-        s = step("index", [py, "-m", "pipelines.index", "+corpus=jsonl", "corpus.name=rehearsal", f"corpus.path={out / 'corpus' / 'shards'}",
-                           f"corpus.part_size_mb={args.part_mb}", f"embedder={args.embedder}", f"index.ann={args.ann}",
-                           f"index.path={index}", "progress=false", f"hydra.run.dir={out / 'hydra' / 'index'}"])
-        sampler.watch("index", s.proc.pid)
-        s.wait()
-        ended = time.time()
-        sampler.forget("index")
-        manifest = json.loads((index / "manifest.json").read_text())
-        figures["index"] = {"wall_s": round(ended - t, 1), "sentences": manifest["num_sentences"], "chunks": manifest["num_chunks"],
-                            "documents": manifest["num_documents"], "rejected": manifest["num_rejected"], "parts": len(glob.glob(str(index / "parts" / "*.vectors.json"))),
-                            "stages_s": stage_times(index, t, ended, manifest), "rss": sampler.summary("index"), "disk_mib": disk_per_component(index)}
-        say(f"index: {manifest['num_sentences']:,} sentences in {figures['index']['wall_s']} s; stages {figures['index']['stages_s']}; "
-            f"RSS {figures['index']['rss']}; disk MiB {figures['index']['disk_mib']}")
-
-        # 3. ANN recall
         dev = data_dir / "2wikimultihopqa" / "questions.jsonl"
         base = write_questions(dev, out / "questions.jsonl", args.episodes)
-        figures["ann_recall"] = ann_recall(index, [q["question"] for q in base[: args.recall_queries]], REPO / "conf" / "embedder" / f"{args.embedder}.yaml")
-        say(f"ANN recall@10 against exact search: {figures['ann_recall']}")
+        key = index_key(args, figures["corpus"])
+        earlier = reusable_index(out, key) if args.keep else None
+        if earlier is not None:
+            figures.update({k: earlier[k] for k in ("index", "ann_recall")})
+            figures["index"]["reused_from"] = earlier["built_at"]
+            say(f"index: reusing {index} and the figures of its build at {earlier['built_at']}")
+        else:
+            (out / INDEX_FIGURES).unlink(missing_ok=True)
+            resumed = (index / "build.json").exists()  # a --keep run over an unfinished build: it resumes
+            t = time.time()
+            s = step("index", [py, "-m", "pipelines.index", "+corpus=jsonl", "corpus.name=rehearsal", f"corpus.path={out / 'corpus' / 'shards'}",
+                               f"corpus.part_size_mb={args.part_mb}", f"embedder={args.embedder}", f"index.ann={args.ann}",
+                               f"index.path={index}", "progress=false", f"hydra.run.dir={out / 'hydra' / 'index'}"])
+            sampler.watch("index", s.proc.pid)
+            s.wait()
+            ended = time.time()
+            sampler.forget("index")
+            manifest = json.loads((index / "manifest.json").read_text())
+            figures["index"] = {"wall_s": round(ended - t, 1), "sentences": manifest["num_sentences"], "chunks": manifest["num_chunks"],
+                                "documents": manifest["num_documents"], "rejected": manifest["num_rejected"], "parts": len(glob.glob(str(index / "parts" / "*.vectors.json"))),
+                                "stages_s": stage_times(index, t, ended, manifest), "rss": sampler.summary("index"), "disk_mib": disk_per_component(index)}
+            say(f"index: {manifest['num_sentences']:,} sentences in {figures['index']['wall_s']} s; stages {figures['index']['stages_s']}; "
+                f"RSS {figures['index']['rss']}; disk MiB {figures['index']['disk_mib']}")
+
+            figures["ann_recall"] = ann_recall(index, [q["question"] for q in base[: args.recall_queries]], REPO / "conf" / "embedder" / f"{args.embedder}.yaml")
+            say(f"ANN recall@10 against exact search: {figures['ann_recall']}")
+            figures["index"]["resumed_build"] = resumed
+            (out / INDEX_FIGURES).write_text(json.dumps({"key": key, "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                         "index": figures["index"], "ann_recall": figures["ann_recall"]}, indent=1, default=str))
+        if args.until == "index":
+            return figures
 
         # 4. serve, simulator, evaluate
         serve_port, sim_port = free_port(), free_port()
@@ -552,7 +583,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sweep-questions", type=int, help="questions per sweep run (full 50, small 10)")
     p.add_argument("--sweep-time-scale", type=float, default=0.02)
     p.add_argument("--rss-interval", type=float, default=1.0)
-    p.add_argument("--keep", action="store_true", help="keep an earlier index and results in --out (default: built again)")
+    p.add_argument("--keep", action="store_true", help="keep an earlier index and results in --out, and reuse a finished index's figures (default: built again)")
+    p.add_argument("--until", choices=("index", "all"), default="all", help="index: stop after the index and its ANN recall (a later --keep run goes on)")
     args = p.parse_args(argv)
     for key, value in (SMALL if args.small else FULL).items():
         if getattr(args, key) is None:
@@ -575,6 +607,9 @@ def main(argv: list[str] | None = None) -> None:
     except RehearsalError as exc:
         sys.exit(f"error: {exc}")
     print(f"rehearsal wall time: {time.time() - started:.0f} s; figures: {args.out / 'rehearsal.json'}")
+    if args.until == "index":
+        print(f"rehearsal: sentences={f['index']['sentences']} index built; go on with --keep")
+        return
     ratio = f["evaluate"]["ratio"]
     print(f"rehearsal: sentences={f['index']['sentences']} episodes={args.episodes} in_flight_peak={f['evaluate']['in_flight_peak']} "
           f"ratio={ratio if ratio is None else f'{ratio:.2f}'} lost={f['rows']['lost']} duplicated={f['rows']['duplicated']}")

@@ -18,6 +18,7 @@ from tests.conftest import SAMPLE_PASSAGES, write_jsonl, write_wiki
 from tests.paths import DATA_DIR, REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
+import rehearsal  # noqa: E402
 import rehearsal_corpus  # noqa: E402
 
 WIKI_BODY = ("Anarchism is a political philosophy that advocates stateless societies based on voluntary institutions. "
@@ -100,6 +101,22 @@ def test_missing_source_is_a_one_line_error(tmp_path):
     assert proc.stderr.strip().startswith("error: source 2wiki:") and "does not exist" in proc.stderr
 
 
+def test_an_index_is_reused_only_when_its_corpus_and_flags_match(tmp_path):
+    args = rehearsal.parse_args(["--small", "--out", str(tmp_path)])
+    corpus = {"sentences": 100, "documents": 10, "args": {"sentences": 100}, "seconds": 1.0}
+    key = rehearsal.index_key(args, corpus)
+    assert rehearsal.reusable_index(tmp_path, key) is None  # nothing built
+    (tmp_path / rehearsal.INDEX_FIGURES).write_text(json.dumps({"key": key, "built_at": "then", "index": {}, "ann_recall": {}}))
+    assert rehearsal.reusable_index(tmp_path, key) is None  # figures, but no finished index
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "manifest.json").write_text("{}")
+    assert rehearsal.reusable_index(tmp_path, key)["built_at"] == "then"
+    assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(args, {**corpus, "seconds": 9.0})) is not None  # the generator's time is not the corpus
+    assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(args, {**corpus, "sentences": 101})) is None
+    other = rehearsal.parse_args(["--small", "--out", str(tmp_path), "--ann", "auto"])
+    assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(other, corpus)) is None
+
+
 LAST_LINE = re.compile(r"rehearsal: sentences=(\d+) episodes=(\d+) in_flight_peak=(\d+) ratio=(\d+\.\d\d) lost=(-?\d+) duplicated=(-?\d+)")
 
 
@@ -114,10 +131,18 @@ SMALLER = ["--sentences", "60000", "--pool-sentences", "20000", "--episodes", "3
 @pytest.mark.slow
 @pytest.mark.skipif(not (DATA_DIR / "2wikimultihopqa" / "questions.jsonl").exists(), reason="needs the benchmark data (ARAG_DATA_DIR)")
 def test_small_rehearsal_stores_every_row_once(tmp_path):
+    """Staged as the full size runs: the index first (--until index), then the rest (--keep), which
+    reuses that index and its figures."""
     out = tmp_path / "rehearsal"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rehearsal.py"), "--small", *SMALLER, "--out", str(out), "--data-dir", str(DATA_DIR)],
-                          capture_output=True, text=True, cwd=REPO, timeout=3600)
+    command = [sys.executable, str(REPO / "benchmarks" / "rehearsal.py"), "--small", *SMALLER, "--out", str(out), "--data-dir", str(DATA_DIR)]
+    proc = subprocess.run([*command, "--until", "index"], capture_output=True, text=True, cwd=REPO, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    built = json.loads((out / "index_figures.json").read_text())
+    assert built["index"]["sentences"] >= 59_000 and not (out / "results").exists()
+    index_log = (out / "logs" / "index.log").stat().st_mtime_ns
+    proc = subprocess.run([*command, "--keep"], capture_output=True, text=True, cwd=REPO, timeout=3600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "index: reusing" in proc.stdout and (out / "logs" / "index.log").stat().st_mtime_ns == index_log  # not built again
     last = proc.stdout.strip().splitlines()[-1]
     m = LAST_LINE.fullmatch(last)
     assert m, last
@@ -131,3 +156,4 @@ def test_small_rehearsal_stores_every_row_once(tmp_path):
     assert figures["corpus"]["perturbed_copies"] == 2
     assert figures["ann_recall"]["kind"] == "ivfpq" and figures["ann_recall"]["queries"] == 300
     assert figures["index"]["sentences"] == int(sentences) and figures["index"]["rss"]["worker_peak_mib"] > 0
+    assert figures["index"]["reused_from"] == built["built_at"] and figures["ann_recall"] == built["ann_recall"]
