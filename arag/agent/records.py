@@ -80,3 +80,51 @@ class Episode:
             if isinstance(value, (list, dict)):
                 row[key] = json.dumps(value, ensure_ascii=False, default=str)
         return row
+
+
+# A stored trajectory holds each tool result once: in its tool call's `text`. The message that
+# showed it to the model keeps the words around it and points at the call (about 40% of the
+# characters of real A-RAG trajectories were the second copy).
+CONTENT_FROM = "content_from"
+MIN_SHARED_CHARS = 32  # shorter results stay in their message: the pointer would be as long
+
+
+def pack_messages(messages: list[dict[str, Any]], tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` (OpenAI form) with each tool result that is a tool call's `text` replaced by
+    {"content": None, "content_from": {"tool_call": i, "before": ..., "after": ...}};
+    `unpack_messages` restores them exactly. A message takes the first unused call whose text it
+    holds once; a result cut to fit the context window (not the call's text) stays as it is."""
+    used: set[int] = set()
+    out = []
+    for message in messages:
+        content = message.get("content")
+        found = None
+        if isinstance(content, str) and message.get("role") in ("tool", "user") and len(content) >= MIN_SHARED_CHARS:
+            for i, call in enumerate(tool_calls):
+                text = call.get("text") or ""
+                if i not in used and len(text) >= MIN_SHARED_CHARS and content.count(text) == 1:
+                    found = i
+                    break
+        if found is None:
+            out.append(message)
+            continue
+        used.add(found)
+        before, after = content.split(tool_calls[found]["text"])
+        out.append({**message, "content": None, CONTENT_FROM: {"tool_call": found, "before": before, "after": after}})
+    return out
+
+
+def unpack_messages(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
+    """A stored trajectory's messages with every tool result in place (see `pack_messages`);
+    trajectories stored before packing come back as they are."""
+    calls = trajectory.get("tool_calls") or []
+    out = []
+    for message in trajectory.get("messages") or []:
+        ref = message.get(CONTENT_FROM)
+        if ref is None:
+            out.append(message)
+            continue
+        restored = {k: v for k, v in message.items() if k != CONTENT_FROM}
+        restored["content"] = ref["before"] + (calls[ref["tool_call"]].get("text") or "") + ref["after"]
+        out.append(restored)
+    return out

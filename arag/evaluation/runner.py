@@ -16,6 +16,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from arag.agent import ANSWERED, Agent, AgentConfig, Episode
+from arag.agent.records import pack_messages
 from arag.evaluation.evidence import citation_recall, evidence_recall
 from arag.evaluation.judge import NO_ANSWER, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
@@ -132,7 +133,9 @@ class EpisodeRunner:
         row.llm_s = sum(m.latency_s for m in episode.model_calls)
         row.tool_s = sum(c.latency_s for c in episode.tool_calls)
         # The chunks' titles go with the trajectory: a viewer marks gold evidence without the index.
-        row.trajectory = json.dumps({**episode.to_json(), "chunk_titles": evidence.chunk_titles}, ensure_ascii=False, default=str)
+        trajectory = episode.to_json()
+        trajectory["messages"] = pack_messages(trajectory["messages"], trajectory["tool_calls"])  # each tool result once
+        row.trajectory = json.dumps({**trajectory, "chunk_titles": evidence.chunk_titles}, ensure_ascii=False, default=str)
         return row
 
     def failed_row(self, question: Question, reason: str, attempt: int = 1, worker: str | None = None) -> EpisodeRow:

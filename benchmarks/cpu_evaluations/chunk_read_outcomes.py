@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from arag.agent.protocols import JsonProtocol, ToolAction
+from arag.agent.records import unpack_messages
 from arag.llm.types import Completion
 
 UNKNOWN = "Unknown chunk id"  # arag.tools.render.chunk_read_text's note for ids not in the index
@@ -30,7 +31,7 @@ ALREADY_READ = "Already read in this episode"
 def chunk_read_calls(trajectory: dict) -> list[tuple[str, str]]:
     """(arguments as canonical JSON, the tool's reply) for every chunk_read call of one episode; the
     messages are stored in OpenAI form (`Message.to_openai`)."""
-    messages, out = trajectory.get("messages") or [], []
+    messages, out = unpack_messages(trajectory), []
     tool_replies = {m.get("tool_call_id"): m.get("content", "") for m in messages if m.get("role") == "tool"}
     for i, message in enumerate(messages):
         if message.get("role") != "assistant":

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arag.agent.records import unpack_messages
 from arag.evaluation.records import OK
 from arag.evaluation.results import RunStore, find_run_dirs
 
@@ -124,7 +125,11 @@ class ResultsTree:
             trajectory = json.loads(row.get("trajectory") or "{}")
         except ValueError as exc:
             trajectory = {"error": f"the trajectory column is not valid JSON ({exc})"}
-        return row, trajectory if isinstance(trajectory, dict) else {}
+        if not isinstance(trajectory, dict):
+            return row, {}
+        if trajectory.get("messages"):
+            trajectory["messages"] = unpack_messages(trajectory)  # each tool result back in the message that showed it
+        return row, trajectory
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
         """Every run's episode of one question, in run order."""
