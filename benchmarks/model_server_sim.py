@@ -14,7 +14,7 @@ Replies. The simulated model reads the tools offered in the request (native prot
 protocol: the tool branches of the `response_format` schema) and calls each of them once, in the order
 offered, one call per reply, then answers (plain text, or {"answer": ...} under the JSON protocol).
 Arguments come from the question (the first user turn) and from earlier tool results in the
-conversation: keyword_search gets the question's capitalised words, semantic_search and document
+conversation: keyword_search gets the question's names and titles and a relation word (`keywords_of`), semantic_search and document
 search the question, chunk_read the first chunk ids ("chunk_id: ...") shown so far, AgenticRAG's
 find/open/summarize the reference ids ("[turn1search1]") shown so far; any other tool gets values built
 from its parameter schema. AgenticRAG's answers end with the citation line its prompt asks for.
@@ -233,9 +233,22 @@ def conversation_state(messages: list[dict[str, Any]]) -> tuple[str, list[str], 
 
 
 def keywords_of(question: str) -> list[str]:
+    """The keywords an agent following keyword_search's description gives: the question's names and
+    titles (runs of capitalised words after the first word, at most three words each, as one
+    keyword) and its longest lower-case word of six or more letters (a relation such as 'director'),
+    at most three in all. The embedded 1.5B model's 603 keywords in the committed 2Wiki runs are of
+    these kinds (names, titles, 'director', 'birth'); 3 were under three characters."""
     words = _WORD.findall(question)
-    names = [w for w in words[1:] if w[0].isupper()]
-    return list(dict.fromkeys(names or words[:2] or ["the"]))[:3]
+    names, run = [], []
+    for word in words[1:] + ["."]:  # the first word is capitalised as the sentence's start
+        if word[0].isupper():
+            run.append(word)
+        elif run:
+            names.append(" ".join(run[:3]))
+            run = []
+    relation = sorted((w for w in words if w.islower() and len(w) >= 6), key=len, reverse=True)[:1]
+    names = [n for n in names if len(n) >= 3]  # a two-letter title ("It") is scored on every chunk: the description says avoid
+    return list(dict.fromkeys(names + relation))[:3] or words[:2] or ["the"]
 
 
 def _value(name: str, prop: dict[str, Any], question: str) -> Any:

@@ -368,11 +368,22 @@ class StatsPoller:
 
 
 def tool_latency(files: list[str]) -> dict[str, Any]:
-    [(n, p50, p95)] = query(
-        "SELECT count(*), quantile_cont(l, 0.5), quantile_cont(l, 0.95) FROM ("
-        " SELECT unnest(CAST(json_extract(trajectory, '$.tool_calls[*].latency_s') AS DOUBLE[])) AS l"
-        " FROM read_parquet($files) WHERE status != 'failed')", files)
-    return {"tool_calls": n, "p50_ms": round(1e3 * p50, 1) if p50 is not None else None, "p95_ms": round(1e3 * p95, 1) if p95 is not None else None}
+    """Every stored tool call's latency as the workers saw it: all calls, and per tool."""
+    calls = ("SELECT unnest(json_extract_string(trajectory, '$.tool_calls[*].name')) AS tool,"
+             " unnest(CAST(json_extract(trajectory, '$.tool_calls[*].latency_s') AS DOUBLE[])) AS l"
+             " FROM read_parquet($files) WHERE status != 'failed'")
+    rows = query(f"SELECT tool, count(*), quantile_cont(l, 0.5), quantile_cont(l, 0.95) FROM ({calls}) GROUP BY ROLLUP (tool) ORDER BY tool NULLS FIRST", files)
+
+    def ms(v: float | None) -> float | None:
+        return round(1e3 * v, 1) if v is not None else None
+
+    out: dict[str, Any] = {"tool_calls": 0, "p50_ms": None, "p95_ms": None, "per_tool": {}}
+    for tool, n, p50, p95 in rows:
+        if tool is None:
+            out.update(tool_calls=n, p50_ms=ms(p50), p95_ms=ms(p95))
+        else:
+            out["per_tool"][tool] = {"calls": n, "p50_ms": ms(p50), "p95_ms": ms(p95)}
+    return out
 
 
 def write_questions(source: Path, path: Path, count: int) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from arag.agent import ANSWERED, Agent, AgentConfig  # noqa: E402
 from arag.conf_files import conf_dir  # noqa: E402
 from arag.llm.factory import make_backend  # noqa: E402
 from arag.methods import load_method  # noqa: E402
-from benchmarks.model_server_sim import EngineModel, ServerThread, SimulatedEngine, next_action  # noqa: E402
+from benchmarks.model_server_sim import EngineModel, ServerThread, SimulatedEngine, keywords_of, next_action  # noqa: E402
 
 FAST = AgentConfig(max_steps=8, llm_attempts=2, backoff_initial_s=0, backoff_max_s=0, backoff_jitter_s=0)
 QUESTIONS = ["Who was the mother of Lothair II?", "When did Teutberga die?", "Who directed Phoolwari?"]
@@ -120,3 +120,13 @@ def test_real_episodes_call_every_tool_then_answer(agent_ctx, method, protocol, 
     assert 1 <= stats["peak_in_flight"] <= len(QUESTIONS) and stats["in_flight"] == 0
     assert stats["cached_tokens"] > 0  # later steps reuse the conversation's prefix
     assert stats["ideal"]["calls_per_episode"] == len(tools) + 1
+
+
+def test_keywords_are_names_titles_and_a_relation_as_the_tool_description_asks():
+    assert keywords_of("Who was the mother of Lothair II?") == ["Lothair II", "mother"]
+    assert keywords_of("Are both films, Interview With A Vampire and The Last Coupon, from the same country?") == ["Interview With A", "The Last Coupon", "country"]
+    assert keywords_of("Which film came out first, Blood Street or Phoolwari?") == ["Blood Street", "Phoolwari"]
+    # No lone short word (scored on every chunk) unless the question has nothing else.
+    for question in ("When did the director of film Me And Bobby die?", "Where was the performer of It born?"):
+        assert all(len(k) >= 3 for k in keywords_of(question)), keywords_of(question)
+    assert keywords_of("why?") == ["why"]
