@@ -50,7 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--nlist", type=int, default=4096)
     p.add_argument("--pq", type=int, default=96, help="PQ sub-quantizers (8 bits each)")
     p.add_argument("--train-size", type=int, default=64 * 4096)
-    p.add_argument("--niter", type=int, default=25, help="k-means iterations (FAISS's default)")
+    p.add_argument("--niter", type=int, default=25, help="k-means iterations, coarse and PQ (FAISS: 10 for an IVF's coarse quantizer, 25 for PQ codebooks)")
     p.add_argument("--cpu-vectors", type=int, default=500_000, help="vectors encoded on the CPU (baseline)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--measure", default="embedding,ivfpq", help="which measurements, of embedding, split (tokenizer vs model), ivfpq (ivfpq alone embeds --limit sentences in float32 as its base)")
