@@ -1,6 +1,7 @@
 """GPU rates behind cluster/README.md's estimates: sentence embedding and IVF-PQ training and adding.
 
-Two measurements on one GPU, each with a baseline on the same machine's CPU cores in the same run:
+Measurements on one GPU (the first and the last with a baseline on the same machine's CPU cores in
+the same run):
 
 * **Embedding**: `arag.index.embedding.SentenceEmbedder` (the embedding actors' own code) on CUDA,
   over the given sentences, in `rows_per_batch` slices as an embedding actor encodes a part;
@@ -8,6 +9,10 @@ Two measurements on one GPU, each with a baseline on the same machine's CPU core
   `embedder.batch_size` values, and float32. Baseline: the same sentences (a prefix) on the CPU
   in float32 with the default batch size, and float16 on the GPU over that same prefix for the
   ratio. The float16 vectors' cosine to the float32 ones says what the precision costs.
+* **Split** (`--measure split`): the tokenizer alone and the model alone over the same float16
+  batches, to see which one the GPU waits for.
+* **Actors** (`--measure actors`): 1, 2 and 4 processes sharing the GPU, as embedding actors with
+  `runtime.embed.num_gpus` 1, 0.5, 0.25 do, each encoding an equal share at once.
 * **IVF-PQ training and adding, FAISS's algorithm in torch**: k-means for the coarse quantizer
   (`--nlist` lists, `--niter` iterations on `--train-size` vectors, what `index.ann=auto` plans
   for 10M vectors: IVF4096,PQ96 on 64 x 4096 samples), then 8-bit PQ codebooks on the residuals
@@ -53,7 +58,7 @@ def parse_args(argv=None):
     p.add_argument("--niter", type=int, default=25, help="k-means iterations, coarse and PQ (FAISS: 10 for an IVF's coarse quantizer, 25 for PQ codebooks)")
     p.add_argument("--cpu-vectors", type=int, default=500_000, help="vectors encoded on the CPU (baseline)")
     p.add_argument("--device", default="cuda")
-    p.add_argument("--measure", default="embedding,ivfpq", help="which measurements, of embedding, split (tokenizer vs model), ivfpq (ivfpq alone embeds --limit sentences in float32 as its base)")
+    p.add_argument("--measure", default="embedding,ivfpq", help="which measurements, of embedding, split (tokenizer vs model), actors (1, 2, 4 sharing the GPU), ivfpq (ivfpq alone embeds --limit sentences in float32 as its base)")
     p.add_argument("--out", default="gpu_rates.json")
     return p.parse_args(argv)
 
@@ -149,6 +154,47 @@ def measure_split(args, texts: list[str], batch_size: int = 1024) -> dict:
     print(f"float16 batch {batch_size}: tokenizing alone {tokenize_rate:,.0f} sentences/s, the model alone {forward_rate:,.0f} sentences/s", flush=True)
     return {"batch_size": batch_size, "sentences": len(texts), "tokenize_per_s": round(tokenize_rate), "model_per_s": round(forward_rate),
             "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM")}
+
+
+def _actor_encode(model: str, device: str, texts: list[str], rows_per_batch: int, ready, start, done) -> None:
+    """One embedding actor's share: load and warm up, say so, wait for the others, encode, report."""
+    import torch
+
+    emb = embedder(model, device, "float16", 1024)
+    emb.encode_documents(texts[:1024])
+    sync(torch, device)
+    ready.put(1)
+    start.wait()
+    began = time.perf_counter()
+    for i in range(0, len(texts), rows_per_batch):
+        emb.encode_documents(texts[i : i + rows_per_batch])
+    sync(torch, device)
+    done.put(time.perf_counter() - began)
+
+
+def measure_actors(args, texts: list[str], counts=(1, 2, 4)) -> dict:
+    """Embedding actors sharing one GPU (`runtime.embed.num_gpus` = 1 / actors): each a process with
+    its own model and tokenizer, all loaded before any starts, encoding an equal share of the
+    sentences at once; the rate is all the sentences over the slowest actor's time."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    out = {}
+    for n in counts:
+        ready, start, done = ctx.Queue(), ctx.Event(), ctx.Queue()
+        share = len(texts) // n
+        procs = [ctx.Process(target=_actor_encode, args=(args.model, args.device, texts[i * share : (i + 1) * share], args.rows_per_batch, ready, start, done)) for i in range(n)]
+        for p in procs:
+            p.start()
+        for _ in procs:
+            ready.get(timeout=600)
+        start.set()
+        seconds = [done.get(timeout=600) for _ in procs]
+        for p in procs:
+            p.join()
+        out[str(n)] = round(share * n / max(seconds), 1)
+        print(f"{n} embedding actor(s) on one GPU, float16 batch 1024: {out[str(n)]:,.0f} sentences/s", flush=True)
+    return {"sentences": len(texts), "sentences_per_s_by_actors": out}
 
 
 # ---- FAISS-style k-means and PQ in torch ---------------------------------------------------------
@@ -292,7 +338,9 @@ def main(argv=None) -> int:
     device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else platform.processor() or "cpu"
     print(f"device: {device_name}; torch {torch.__version__}; {len(texts):,} sentences", flush=True)
     measure = set(args.measure.split(","))
-    embedding = vectors32 = ivfpq = split = None
+    embedding = vectors32 = ivfpq = split = actors = None
+    if "actors" in measure:
+        actors = measure_actors(args, texts)
     if "split" in measure:
         split = measure_split(args, texts)
     if "embedding" in measure:
@@ -301,7 +349,7 @@ def main(argv=None) -> int:
         if vectors32 is None:
             vectors32 = encode_rate(embedder(args.model, args.device, "float32", 1024), texts, args.rows_per_batch, args.device)[1]
         ivfpq = measure_ivfpq(args, vectors32)
-    out = {"device": device_name, "torch": torch.__version__, "cpu_cores": os.cpu_count(), "embedding": embedding, "split": split, "ivfpq": ivfpq}
+    out = {"device": device_name, "torch": torch.__version__, "cpu_cores": os.cpu_count(), "embedding": embedding, "split": split, "actors": actors, "ivfpq": ivfpq}
     Path(args.out).write_text(json.dumps(out, indent=1))
     print(json.dumps(out), flush=True)
     return 0
