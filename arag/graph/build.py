@@ -236,9 +236,9 @@ def merge_graph(index_root: str, plan: list[GraphPart], summary_sentences: int =
     _write_parquet(summaries, layout.summaries)
     counts["num_summaries"] = summaries.num_rows
     if encoder is None:
-        from arag.index.embedding import SentenceEmbedder
+        from arag.index.embedding import SentenceEmbedder, on_this_machine
 
-        encoder = SentenceEmbedder(index.embedder_spec).encode_documents
+        encoder = SentenceEmbedder(on_this_machine(index.embedder_spec)).encode_documents
     nodes = pq.read_table(layout.nodes, columns=["name"]).column("name").to_pylist()
     rels = pq.read_table(layout.relations, columns=["relation"]).column("relation").to_pylist()
     for texts, target in ((nodes, layout.node_vectors), (rels, layout.relation_vectors), (summaries.column("summary").to_pylist(), layout.summary_vectors)):

@@ -35,7 +35,7 @@ import os
 import queue
 import sys
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,20 @@ class EmbedderSpec:
     def from_config(cls, cfg: Any) -> "EmbedderSpec":
         """From the `embedder` config group; an unknown key is an error that lists the valid ones."""
         return from_settings(cls, {k: cfg[k] for k in cfg}, "embedder")
+
+
+def on_this_machine(spec: EmbedderSpec) -> EmbedderSpec:
+    """`spec` with a device this machine has. The device is a run-time setting (not the vectors'
+    identity): an index embedded on GPUs is searched from machines without one (a CPU tool server,
+    evaluation workers), whose queries are then encoded on the CPU, in the same dtype."""
+    if spec.static is not None or spec.device == "cpu":
+        return spec
+    import torch
+
+    if spec.device.startswith("cuda") and not torch.cuda.is_available():
+        log.info("embedder '%s': built on %s; this machine has no CUDA device, so its queries are encoded on the CPU", spec.name, spec.device)
+        return replace(spec, device="cpu")
+    return spec
 
 
 class SentenceEmbedder:

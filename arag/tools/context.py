@@ -187,10 +187,10 @@ class ToolContext:
         if self._encoder is None:
             with self._lock:
                 if self._encoder is None:
-                    from arag.index.embedding import SentenceEmbedder
+                    from arag.index.embedding import SentenceEmbedder, on_this_machine
 
                     log.info("loading the query encoder %s", self.index.embedder_spec.name)
-                    spec = self.index.embedder_spec
+                    spec = on_this_machine(self.index.embedder_spec)
                     if self.encoder_threads is not None:
                         spec = dataclasses.replace(spec, threads=self.encoder_threads)
                     self._encoder = SentenceEmbedder(spec).encode_queries
