@@ -15,8 +15,8 @@
 # the index's own chunk ids.
 #
 # CODE: the checkout whose code runs (default: this one). A run's id includes the git commit: to
-# continue the committed results (results/), point CODE at a worktree of the commit in
-# results/COMMIT (see README.md here); any other commit starts new runs beside them.
+# continue a set's committed results, point CODE at a worktree of the commit in results/<set>/COMMIT
+# (see README.md here); any other commit starts new runs beside them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -31,7 +31,7 @@ code="$(cd "${CODE:-$repo}" && pwd)"
 cd "$code"  # python -m imports arag and pipelines from here
 log() { echo "$(date -u +%FT%TZ) $*" | tee -a "$results/progress.log"; }
 mkdir -p "$results" "$indexes"
-git -C "$code" rev-parse HEAD > "$results/COMMIT"
+for set in $sets; do mkdir -p "$results/$set" && git -C "$code" rev-parse HEAD > "$results/$set/COMMIT"; done  # each set's runs: its code's commit
 
 index() {  # corpus, index folder
     [ -f "$indexes/$2/manifest.json" ] || { log "index $1"; "$python" -m pipelines.index +corpus="$1" index.path="$indexes/$2"; }
