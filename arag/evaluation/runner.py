@@ -46,6 +46,7 @@ class EpisodeRunner:
         ctx: "ToolContext | RemoteTools | None" = None,
         model_overrides: dict[str, Any] | None = None,
         episode_timeout_s: float | None = None,
+        episodes_at_once: int | None = None,
     ):
         self.settings = settings
         self.run_id = settings.run_id
@@ -58,7 +59,8 @@ class EpisodeRunner:
                 raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
             from arag.service.client import open_tools
 
-            ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools)
+            # A served index: one pooled connection per episode in flight, so no episode waits for another's.
+            ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools, calls_at_once=episodes_at_once)
         self.ctx = ctx
         found = ctx.chunk_ids.to_json() if ctx is not None and settings.chunk_ids is not None else None
         if found is not None and found != settings.chunk_ids:

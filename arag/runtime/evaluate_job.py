@@ -108,6 +108,24 @@ def backend_caps(model_cfg: dict[str, Any], in_flight: int, engine_in_flight: in
     return raised, warnings
 
 
+def tool_server_caps(settings: RunSettings, in_flight: int) -> list[str]:
+    """A served index (index.url) takes `serve.max_connections` connections at once and answers 503
+    beyond them; each episode in flight may hold one. A warning when the run may open more."""
+    if not settings.index_url:
+        return []
+    from arag.service.client import open_tools
+
+    with open_tools(index_url=settings.index_url, token_env=settings.index_token_env) as served:
+        limit = served.info.get("max_connections")
+    if limit is None or int(limit) >= in_flight:
+        return []
+    return [
+        f"the tool server (index.url) takes {limit} connections at once (its serve.max_connections) and this run has {in_flight} episodes "
+        f"in flight (runtime.workers x runtime.concurrency), each of which may hold one: calls beyond it are answered 503 and retried, "
+        f"and an episode whose retries run out fails; start the server with serve.max_connections={in_flight} or more"
+    ]
+
+
 def engine_overrides(model_cfg: dict[str, Any], slot: int, engines: int) -> dict[str, Any]:
     """Which vLLM engine actor worker `slot` talks to: `<name>-e<slot mod engines>`.
 
@@ -134,6 +152,7 @@ class EpisodeWorker:
         model_overrides: dict[str, Any] | None = None,
         threads: int = 32,
         secrets: dict[str, str] | None = None,
+        episodes_at_once: int | None = None,
     ):
         from arag.evaluation.runner import EpisodeRunner
 
@@ -144,7 +163,9 @@ class EpisodeWorker:
 
         self.node = ray.get_runtime_context().get_node_id()
         self.threads = threads
-        self.runner = EpisodeRunner(RunSettings.from_json(settings), overrides=overrides, episode_timeout_s=episode_timeout_s, model_overrides=model_overrides)
+        self.runner = EpisodeRunner(
+            RunSettings.from_json(settings), overrides=overrides, episode_timeout_s=episode_timeout_s, model_overrides=model_overrides, episodes_at_once=episodes_at_once
+        )
 
     async def ready(self) -> str:
         # Blocking steps of an episode (a served index's tool calls, naive RAG's retrieval, evidence
@@ -334,6 +355,7 @@ class EpisodeScheduler:
             judge_caps, judge_warnings = backend_caps(judge_model, self.concurrency, per_engine, role="judge.model")
             self.settings_json["judge_model"] = {**judge_model, **judge_caps}  # runtime keys: the run id stays
             warnings += judge_warnings
+        warnings += tool_server_caps(self.settings, max(1, self.runtime.workers) * self.concurrency)
         for warning in warnings:
             log.warning("%s", warning)
         return model_caps
@@ -345,7 +367,8 @@ class EpisodeScheduler:
             options["scheduling_strategy"] = "SPREAD"
         model_overrides = {**self.model_caps, **engine_overrides(self.settings.model, slot, self.engines)}
         handle = self.actor_cls.options(**options).remote(
-            self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, threads=max(32, self.concurrency + 4), secrets=self.secrets
+            self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, threads=max(32, self.concurrency + 4), secrets=self.secrets,
+            episodes_at_once=self.concurrency,
         )
         self.workers[self.next_id] = _Worker(handle, slot)
         self.ready_refs[handle.ready.remote()] = self.next_id

@@ -156,7 +156,7 @@ def open_service(index_path: str, settings: ServeSettings, tool_options: dict[st
             raise
         log.info("tool calls run in %d worker processes (pids %s)", settings.workers, ", ".join(map(str, workers.pids())))
     try:
-        service = ToolService(ctx, sessions=sessions, tools=names, full_text=settings.full_text, threads=settings.threads, workers=workers, ceilings=ceilings, max_response_bytes=settings.max_response_bytes)
+        service = ToolService(ctx, sessions=sessions, tools=names, full_text=settings.full_text, threads=settings.threads, workers=workers, ceilings=ceilings, max_response_bytes=settings.max_response_bytes, max_connections=settings.max_connections)
         if settings.preload:
             service.preload()
     except BaseException:

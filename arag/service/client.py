@@ -54,6 +54,9 @@ RETRIED_STATUSES = (429, 502, 503)
 URL_SETTING = "index.url"
 
 
+DEFAULT_CONNECTIONS = 64  # a client's pooled connections unless it says how many calls it makes at once
+
+
 class ToolServerError(ToolInfrastructureError):
     """The tool server could not be reached, or failed or refused a request (not a tool's refusal of its arguments)."""
 
@@ -74,7 +77,7 @@ class RemoteTools:
         connect_timeout_s: float = 10.0,
         retries: int = 4,
         backoff_s: float = 0.5,
-        max_connections: int = 64,
+        max_connections: int = DEFAULT_CONNECTIONS,
         require_tools: Iterable[str] = (),
         transport: httpx.BaseTransport | None = None,  # tests
     ):
@@ -235,11 +238,15 @@ def result_from_json(body: dict[str, Any]) -> ToolResult:
     )
 
 
-def open_tools(index_path: str | None = None, index_url: str | None = None, *, token_env: str | None = None, require_tools: Iterable[str] = ()) -> "ToolContext | RemoteTools":
+def open_tools(
+    index_path: str | None = None, index_url: str | None = None, *, token_env: str | None = None, require_tools: Iterable[str] = (), calls_at_once: int | None = None
+) -> "ToolContext | RemoteTools":
     """A served index when `index_url` is given (its token read from the environment variable
-    `token_env`, ARAG_SERVE_TOKEN by default), else the local index at `index_path`."""
+    `token_env`, ARAG_SERVE_TOKEN by default; `calls_at_once`: the tool calls this process may make
+    at once, one connection each), else the local index at `index_path`."""
     if index_url:
-        return RemoteTools(str(index_url), token=os.environ.get(token_env or TOKEN_ENV) or None, require_tools=require_tools)
+        pooled = max(DEFAULT_CONNECTIONS, int(calls_at_once or 0))
+        return RemoteTools(str(index_url), token=os.environ.get(token_env or TOKEN_ENV) or None, require_tools=require_tools, max_connections=pooled)
     if not index_path:
         raise ValueError("no index: give index.path=<dir> or index.url=http://host:port")
     from arag.tools import ToolContext

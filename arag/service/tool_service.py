@@ -91,6 +91,7 @@ class ToolService:
         workers: ToolWorkerPool | None = None,
         ceilings: DocumentToolSettings | None = None,
         max_response_bytes: int = 4 * 2**20,
+        max_connections: int | None = None,
     ):
         if max_response_bytes < 1024:
             raise ValueError(f"serve.max_response_bytes must be at least 1024, got {max_response_bytes}")
@@ -104,6 +105,7 @@ class ToolService:
         self.full_text = full_text
         self.ceilings = ceilings or DocumentToolSettings()
         self.max_response_bytes = max_response_bytes
+        self.max_connections = max_connections  # serve.max_connections, told to clients (GET /index)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="arag-tool")
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -184,6 +186,7 @@ class ToolService:
             "tools": list(self.tools),
             "full_text": self.full_text,
             "workers": self.workers.workers if self.workers is not None else 1,
+            "max_connections": self.max_connections,
         }
 
     def close(self) -> None:
