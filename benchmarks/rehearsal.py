@@ -25,10 +25,11 @@ Steps and what each measures (all written to <out>/rehearsal.json; logs of every
    the simulator, and `python -m pipelines.evaluate model=openai index.url=... runtime.workers=W
    runtime.concurrency=C` (model.max_concurrency=C, the judge off: it would add model calls that
    are not the agent's) over `--episodes` 2Wiki dev questions repeated with distinct ids.
-   Measured: episodes/min over the steady window (from the first episode answered to the first
-   request of the last episode, while every episode slot is taken; the simulator's /stats polled
-   every second), and over the whole run (from the stored rows' start and finish times; the ratio
-   uses it when the steady window holds fewer answers than episodes in flight), against
+   Measured: episodes/min over the steady window (from the moment the first wave is answered, as
+   many answers as episodes in flight, to the first request of the last episode: every slot busy at
+   both ends, no ramp-up inside; the simulator's /stats polled every second), and over the whole run
+   (from the stored rows' start and finish times; the ratio uses it when the steady window holds
+   fewer answers than episodes in flight, a run of too few episodes per slot), against
    the simulator's ideal for W x C episodes in flight with the run's own mean episode
    (GET /stats?episodes_in_flight=..,
    converted to wall-clock minutes by its time scale), the peak of requests in flight at the
@@ -358,10 +359,12 @@ class StatsPoller:
         self._stop.set()
         self._thread.join()
 
-    def steady_rate(self, episodes: int) -> dict[str, Any]:
-        """Episodes/min answered while every episode slot is taken: from the first answer to the
-        moment the last episode made its first request (after it, episodes in flight only fall)."""
-        first = next((x for x in self.samples if x[2] > 0), None)
+    def steady_rate(self, episodes: int, in_flight: int) -> dict[str, Any]:
+        """Episodes/min answered in the steady state: from the `in_flight`-th answer (the first wave
+        done; counting from the first answer took in the first wave's burst, whose work was done
+        before the window, and measured above the engine's capacity) to the moment the last episode
+        made its first request (after it, episodes in flight only fall)."""
+        first = next((x for x in self.samples if x[2] >= in_flight), None)
         last = next((x for x in self.samples if x[1] >= episodes), self.samples[-1] if self.samples else None)
         if first is None or last is None or last[0] <= first[0]:
             return {}
@@ -520,10 +523,10 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
         eval_wall = time.time() - t
         stats = get_json(f"http://127.0.0.1:{sim_port}/stats?episodes_in_flight={min(in_flight, args.episodes)}")
         main_files = row_files(results)
-        rate = {**whole_rate(main_files), **poller.steady_rate(min(args.episodes, stats["episodes_started"]))}
+        rate = {**whole_rate(main_files), **poller.steady_rate(min(args.episodes, stats["episodes_started"]), min(in_flight, args.episodes))}
         ideal_wall = stats["ideal"]["episodes_per_min"] / args.time_scale if stats.get("ideal") else None
-        # The steady window counts only once every slot has turned over at least once; shorter (a run
-        # of few episodes per slot) it measures the burst of the first wave, and the whole run is used.
+        # A steady window that holds fewer answers than episodes in flight (a run of few episodes per
+        # slot) has not seen every slot turn over: the whole run is used.
         basis = "steady" if rate.get("steady_episodes", 0) >= min(in_flight, args.episodes) else "whole"
         measured = rate.get(f"{basis}_episodes_per_min")
         figures["evaluate"] = {

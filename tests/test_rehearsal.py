@@ -157,3 +157,14 @@ def test_small_rehearsal_stores_every_row_once(tmp_path):
     assert figures["ann_recall"]["kind"] == "ivfpq" and figures["ann_recall"]["queries"] == 300
     assert figures["index"]["sentences"] == int(sentences) and figures["index"]["rss"]["worker_peak_mib"] > 0
     assert figures["index"]["reused_from"] == built["built_at"] and figures["ann_recall"] == built["ann_recall"]
+
+
+def test_the_steady_window_starts_when_the_first_wave_is_answered():
+    poller = rehearsal.StatsPoller.__new__(rehearsal.StatsPoller)
+    # (seconds, episodes started, answered, in flight): 100 in flight, 500 episodes; the first wave
+    # is answered in a burst at 60-70 s (its work done before), then 50 answers a minute.
+    poller.samples = [(0, 100, 0, 100), (60, 100, 0, 100), (70, 200, 100, 100), (130, 250, 150, 100), (190, 300, 200, 100),
+                      (430, 500, 400, 100), (600, 500, 500, 0)]
+    rate = poller.steady_rate(500, 100)
+    assert rate == {"steady_window_min": 6.0, "steady_episodes": 300, "steady_episodes_per_min": 50.0}
+    assert poller.steady_rate(500, 450) == {}  # the first wave ends after the last episode starts: no steady window
