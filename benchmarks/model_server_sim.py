@@ -535,8 +535,17 @@ def main(argv: list[str] | None = None) -> None:
             p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     model = EngineModel(max_num_seqs=args.max_num_seqs, prefill_tps=args.prefill_tps, decode_base_s=args.decode_base_ms / 1e3,
                         decode_per_seq_s=args.decode_per_seq_ms / 1e3, kv_cache_tokens=args.kv_cache_tokens)
+    import sys
+    from pathlib import Path
+
     import uvicorn
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from arag.open_files import ensure_open_files
+
+    short = ensure_open_files(10_000, "the simulator, at up to 10,000 requests in flight")  # thousands of episodes' connections
+    if short:
+        print(f"warning: {short}", flush=True)
     print(f"simulated vLLM engine on http://{args.host}:{args.port}/v1: {model}, time scale {args.time_scale}", flush=True)
     uvicorn.run(create_app(SimulatedEngine(model, args.time_scale)), host=args.host, port=args.port, log_level="warning", backlog=4096)
 

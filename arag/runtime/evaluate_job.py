@@ -36,6 +36,7 @@ from arag.evaluation.runner import failed_row
 from arag.evaluation.settings import RunSettings
 from arag.llm.factory import default_concurrency  # episodes per worker by the backend's declaration; pipelines.rejudge's too
 from arag.llm.vllm import EngineSpec
+from arag.open_files import ensure_open_files
 from arag.runtime import vllm_engine  # noqa: F401  (workers' vllm backends reach their engine actors through it)
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
@@ -156,6 +157,10 @@ class EpisodeWorker:
     ):
         from arag.evaluation.runner import EpisodeRunner
 
+        # One model connection and one tool-server connection per episode in flight.
+        short = ensure_open_files(2 * max(1, int(episodes_at_once or 1)), f"runtime.concurrency={episodes_at_once} episodes in flight")
+        if short:
+            log.warning("%s", short)
         # The driver's secrets (the tool server's token, API keys): a worker on another node does
         # not have the environment the driver was started with. Arguments, not a runtime_env, so
         # they are not shown with the actor's options.

@@ -224,7 +224,12 @@ def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
 def serve_http(service: ToolService, settings: ServeSettings, token: str | None) -> None:
     import uvicorn
 
+    from arag.open_files import ensure_open_files
+
     app = http_app(service, settings, token)
+    short = ensure_open_files(settings.max_connections, f"serve.max_connections={settings.max_connections}")
+    if short:
+        log.warning("%s", short)
     if token is None:
         log.warning("serving on %s without a token (serve.token=none): any local user can use the index", settings.host)
     log.info("tool server on http://%s:%d (JSON API: /tools, MCP: /mcp, readiness: /health)", settings.host, settings.port)
