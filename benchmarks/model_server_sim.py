@@ -57,7 +57,8 @@ tests); the statistics are in engine seconds.
 
 GET /stats: requests in flight now and at peak (arrived, not yet answered, queued ones included),
 running sequences now and at peak, requests, episodes started (requests with no assistant turn) and
-answered, tool calls per tool, prompt / cached / completion tokens, mean queue and service time, and,
+answered, tool calls per tool, prompt / cached / completion tokens, mean queue and service time,
+requests aborted (the client disconnected first: dropped from the queue or the batch), and,
 with `?episodes_in_flight=N`, the ideal episodes/min for N episodes in flight with this run's mean
 episode (`ideal_episodes_per_min`). POST /stats/reset zeroes the counts (peaks too).
 """
@@ -341,6 +342,7 @@ class Stats:
     cached_tokens: int = 0
     completion_tokens: int = 0
     queue_s: float = 0.0  # engine seconds waiting for a slot, summed
+    aborted: int = 0  # requests whose client disconnected before the reply: dropped, as vLLM aborts them
     service_s: float = 0.0  # engine seconds from a slot to the reply (prefill wait, prefill, decode), summed
 
 
@@ -433,7 +435,7 @@ class SimulatedEngine:
 
     def snapshot(self, episodes_in_flight: int | None = None) -> dict[str, Any]:
         s = self.stats
-        done = s.requests - s.in_flight
+        done = s.requests - s.in_flight - s.aborted  # answered requests: an abandoned one is no call of any episode
         out = {k: v for k, v in asdict(s).items() if k != "tool_calls"}
         out["tool_calls"] = dict(s.tool_calls)
         out["mean_queue_s"] = s.queue_s / done if done else 0.0
@@ -457,7 +459,9 @@ class SimulatedEngine:
 def create_app(engine: SimulatedEngine):
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, Response
+
+    from arag.service.http_api import CLIENT_GONE, ClientGone, unless_disconnected
     from starlette.routing import Route
 
     async def chat(request: Request) -> JSONResponse:
@@ -467,7 +471,14 @@ def create_app(engine: SimulatedEngine):
                 raise ValueError("the body needs a list of messages")
         except ValueError as exc:
             return JSONResponse({"error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}}, status_code=400)
-        return JSONResponse(await engine.complete(body))
+        try:
+            # A client that gave up (its timeout) is gone: the request leaves the queue or the batch,
+            # as vLLM aborts a disconnected request, instead of taking a slot no one reads.
+            reply = await unless_disconnected(request, engine.complete(body))
+        except ClientGone:
+            engine.stats.aborted += 1
+            return Response(status_code=CLIENT_GONE)
+        return JSONResponse(reply)
 
     async def stats(request: Request) -> JSONResponse:
         n = request.query_params.get("episodes_in_flight")

@@ -97,10 +97,14 @@ class RssSampler:
     """Samples the RSS of process trees every `interval` seconds on a thread. Each tree's root is its
     driver; a descendant whose command line starts with `ray::` (Ray sets it) or any child of a
     root named with `children_are_workers` is a worker; the rest (Ray's raylet, GCS, ...) is
-    `system`. Rows: (seconds, tree, driver MiB, workers' total MiB, largest worker MiB, workers, system MiB)."""
+    `system`. Rows: (seconds, tree, driver MiB, workers' total MiB, largest worker MiB, workers, system MiB,
+    driver CPU s, workers' CPU s, system CPU s); CPU seconds are each process's total so far (user +
+    system) as last seen, a process that has exited included, so a tree's CPU over a window is its
+    last row's minus its first."""
 
     def __init__(self, interval: float = 1.0):
         self.interval, self.trees, self.rows = interval, {}, []
+        self.cpu_seen: dict[tuple[str, int], tuple[str, float]] = {}  # (tree, pid) -> (part, CPU s when last seen)
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="rss-sampler")
@@ -122,32 +126,41 @@ class RssSampler:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             for name, (pid, flat) in list(self.trees.items()):
-                row = self.sample(pid, flat)
+                row = self.sample(name, pid, flat)
                 if row is not None:
                     self.rows.append((round(time.monotonic() - self.started, 1), name, *row))
 
-    @staticmethod
-    def sample(pid: int, children_are_workers: bool) -> tuple[float, float, float, int, float] | None:
+    def sample(self, tree: str, pid: int, children_are_workers: bool) -> tuple[float, ...] | None:
         import psutil
+
+        def cpu(p: psutil.Process) -> float:
+            t = p.cpu_times()
+            return t.user + t.system
 
         try:
             root = psutil.Process(pid)
             driver = root.memory_info().rss
+            self.cpu_seen[(tree, pid)] = ("driver", cpu(root))
             procs = root.children(recursive=True)
         except psutil.Error:
             return None
         workers, system = [], 0
         for p in procs:
             try:
-                rss = p.memory_info().rss
+                rss, used = p.memory_info().rss, cpu(p)
                 is_worker = (children_are_workers and p.ppid() == pid) or " ".join(p.cmdline()).startswith("ray::")
             except psutil.Error:
                 continue
+            self.cpu_seen[(tree, p.pid)] = ("workers" if is_worker else "system", used)
             if is_worker:
                 workers.append(rss)
             else:
                 system += rss
-        return driver / MIB, sum(workers) / MIB, max(workers, default=0) / MIB, len(workers), system / MIB
+        used = {"driver": 0.0, "workers": 0.0, "system": 0.0}
+        for (t, _), (part, seconds) in self.cpu_seen.items():
+            if t == tree:
+                used[part] += seconds
+        return driver / MIB, sum(workers) / MIB, max(workers, default=0) / MIB, len(workers), system / MIB, used["driver"], used["workers"], used["system"]
 
     def summary(self, name: str) -> dict[str, Any]:
         rows = [r for r in self.rows if r[1] == name]
@@ -162,7 +175,19 @@ class RssSampler:
             # start, a third, two thirds, end: flat or growing
             "driver_mib_over_time": [round(r[2]) for r in thirds],
             "workers_total_mib_over_time": [round(r[3]) for r in thirds],
+            **self.cpu(name),
         }
+
+    def cpu(self, name: str, since: float = 0.0, until: float = float("inf")) -> dict[str, Any]:
+        """CPU seconds of tree `name`'s driver, workers and the rest between its first and last
+        sample in [since, until] (sampler seconds), and cores used on average over that window."""
+        rows = [r for r in self.rows if r[1] == name and since <= r[0] <= until]
+        if len(rows) < 2:
+            return {}
+        first, last = rows[0], rows[-1]
+        window = last[0] - first[0]
+        used = {part: round(max(0.0, last[i] - first[i]), 1) for part, i in (("driver", 7), ("workers", 8), ("system", 9))}
+        return {"cpu_window_s": round(window, 1), "cpu_s": used, "cores_used": round(sum(used.values()) / window, 2) if window else None}
 
     def write_csv(self, path: Path, name: str) -> None:
         with open(path, "w", newline="") as f:
@@ -389,7 +414,19 @@ def tool_latency(files: list[str]) -> dict[str, Any]:
             out.update(tool_calls=n, p50_ms=ms(p50), p95_ms=ms(p95))
         else:
             out["per_tool"][tool] = {"calls": n, "p50_ms": ms(p50), "p95_ms": ms(p95)}
+    # The rehearsal repeats the dev questions under new ids (write_questions): a repeat asks what
+    # was asked before, so its keywords may be remembered by the tool server (arag.tools.keyword_counts).
+    asked = calls.replace("SELECT ", "SELECT question_id LIKE '%~r0' AS first_time, ", 1)
+    for tool, first, n, p50, p95 in query(f"SELECT tool, first_time, count(*), quantile_cont(l, 0.5), quantile_cont(l, 0.95) FROM ({asked}) GROUP BY tool, first_time", files):
+        key = "first_time_asked" if first else "asked_again"
+        out["per_tool"].setdefault(tool, {})[key] = {"calls": n, "p50_ms": ms(p50), "p95_ms": ms(p95)}
     return out
+
+
+def failure_causes(files: list[str], top: int = 5) -> dict[str, int]:
+    """The most common causes of failed rows (their first 160 characters) and how many each."""
+    rows = query(f"SELECT substr(failure, 1, 160), count(*) FROM read_parquet($files) WHERE status = 'failed' GROUP BY 1 ORDER BY 2 DESC LIMIT {top}", files)
+    return {cause: n for cause, n in rows}
 
 
 def write_questions(source: Path, path: Path, count: int) -> list[dict[str, Any]]:
@@ -505,20 +542,23 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
         wait_for(f"http://127.0.0.1:{serve_port}/health", serve, 600)
         wait_for(f"http://127.0.0.1:{sim_port}/v1/models", sim, 120)
         sampler.watch("serve", serve.proc.pid, children_are_workers=True)
+        sampler.watch("simulator", sim.proc.pid)
         results = out / "results"
         common = ["model=openai", f"model.base_url=http://127.0.0.1:{sim_port}/v1", f"model.model={args.model_name}", "+corpus=2wikimultihopqa",
                   f"questions.path={out / 'questions.jsonl'}", f"index.url=http://127.0.0.1:{serve_port}", "method=arag_full",
-                  "judge.enabled=false", f"results.path={results}", "progress=false"]
+                  "judge.enabled=false", f"results.path={results}", "progress=false", f"index.timeout_s={args.tool_timeout}", f"model.timeout_s={args.model_timeout}"]
         t = time.time()
         ev = step("evaluate", [py, "-m", "pipelines.evaluate", *common, f"limit={args.episodes}", f"runtime.workers={args.workers}",
                                f"runtime.concurrency={args.concurrency}", f"model.max_concurrency={args.concurrency}",
                                f"runtime.num_cpus={args.workers + 1}", f"hydra.run.dir={out / 'hydra' / 'evaluate'}"])
         sampler.watch("evaluate", ev.proc.pid)
         poller = StatsPoller(f"http://127.0.0.1:{sim_port}/stats")
+        eval_from = time.monotonic() - sampler.started
         try:
             ev.wait()
         finally:
             poller.stop()
+        eval_until = time.monotonic() - sampler.started
         sampler.forget("evaluate")
         eval_wall = time.time() - t
         stats = get_json(f"http://127.0.0.1:{sim_port}/stats?episodes_in_flight={min(in_flight, args.episodes)}")
@@ -536,11 +576,15 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
             "in_flight_peak": stats["peak_in_flight"], "running_peak": stats["peak_running"],
             "simulator": {k: stats[k] for k in ("requests", "episodes_started", "episodes_answered", "tool_calls", "mean_queue_s", "mean_service_s", "ideal") if k in stats},
             "tool_latency": tool_latency(main_files),
+            "failure_causes": failure_causes(main_files),
             "rss_driver_and_workers": sampler.summary("evaluate"),
+            # where the machine's cores went while the evaluation ran (each tree over the same window)
+            "cpu": {tree: sampler.cpu(tree, eval_from, eval_until) for tree in ("evaluate", "serve", "simulator")},
         }
         sampler.write_csv(out / "rss_evaluate.csv", "evaluate")
         say(f"evaluate: {json.dumps(figures['evaluate'])}")
         sim.stop()
+        sampler.forget("simulator")
         sampler.forget("serve")
         figures["serve_rss"] = sampler.summary("serve")
         sampler.write_csv(out / "rss_serve.csv", "serve")
@@ -599,6 +643,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--efforts", help="the sweep's model.reasoning_effort (full low,medium,high, small low,medium)")
     p.add_argument("--sweep-questions", type=int, help="questions per sweep run (full 50, small 10)")
     p.add_argument("--sweep-time-scale", type=float, default=0.02)
+    p.add_argument("--tool-timeout", type=float, default=1800.0,
+                   help="index.timeout_s: a tool call may wait this long at the server (default 1800: on 2 cores the first wave of "
+                        "episodes queues minutes for the first, uncached keyword searches at 10M; the client's default is 120)")
+    p.add_argument("--model-timeout", type=float, default=1800.0,
+                   help="model.timeout_s: one simulated engine holds every episode in flight, so a request queues for in-flight "
+                        "requests / engine throughput (about 100 s at 2,000 in flight and 4x speed); the backend's default 120 s "
+                        "turns that queue into timeouts, retries and failed episodes")
     p.add_argument("--rss-interval", type=float, default=1.0)
     p.add_argument("--keep", action="store_true", help="keep an earlier index and results in --out, and reuse a finished index's figures (default: built again)")
     p.add_argument("--until", choices=("index", "all"), default="all", help="index: stop after the index and its ANN recall (a later --keep run goes on)")

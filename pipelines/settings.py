@@ -14,7 +14,7 @@ from arag.strict_settings import check_keys, constructor_keys, field_names
 
 
 # How ask and evaluate reach an index: a folder, or a tool server (pipelines.serve) and its token's variable.
-INDEX_SOURCE = {"path": None, "url": None, "token_env": None}
+INDEX_SOURCE = {"path": None, "url": None, "token_env": None, "timeout_s": None}
 
 
 def _plain(node: Any) -> Any:

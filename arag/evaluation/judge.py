@@ -107,6 +107,8 @@ class Judge:
         ]
 
     async def judge(self, question: str, golds: Sequence[str], prediction: str | None, *, exact: bool = False) -> Verdict:
+        if not self.config.enabled:  # no judge: LLM-Acc is unknown for every row, never 0 or 1 by a shortcut
+            return Verdict(SKIPPED)
         if prediction is None or not prediction.strip():
             return Verdict(NO_ANSWER)
         if self.config.skip_exact and exact:

@@ -34,6 +34,9 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
     index_path = fingerprint = chunk_ids = None
     index_url = OmegaConf.select(cfg, "index.url", default=None)
     token_env = OmegaConf.select(cfg, "index.token_env", default=None)
+    timeout_s = OmegaConf.select(cfg, "index.timeout_s", default=None)
+    if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool) and timeout_s > 0):
+        raise ValueError(f"index.timeout_s must be a number of seconds > 0, not {timeout_s!r}")
     if method.needs_index() and index_url:
         from arag.service.client import open_tools
 
@@ -63,6 +66,7 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
         index_build_fingerprint=fingerprint,
         index_url=str(index_url) if method.needs_index() and index_url else None,
         index_token_env=token_env,
+        index_timeout_s=float(timeout_s) if timeout_s is not None else None,
         chunk_ids=chunk_ids,
     )
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from arag.agent import ANSWERED, Agent, AgentConfig, Episode
 from arag.agent.records import pack_messages
 from arag.evaluation.evidence import citation_recall, evidence_recall
-from arag.evaluation.judge import NO_ANSWER, Judge, JudgeConfig, Verdict
+from arag.evaluation.judge import NO_ANSWER, SKIPPED, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
 from arag.evaluation.questions import Question
 from arag.evaluation.records import ROW_FAILED, OK, EpisodeRow
@@ -60,7 +60,7 @@ class EpisodeRunner:
             from arag.service.client import open_tools
 
             # A served index: one pooled connection per episode in flight, so no episode waits for another's.
-            ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools, calls_at_once=episodes_at_once)
+            ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools, calls_at_once=episodes_at_once, timeout_s=settings.index_timeout_s)
         self.ctx = ctx
         found = ctx.chunk_ids.to_json() if ctx is not None and settings.chunk_ids is not None else None
         if found is not None and found != settings.chunk_ids:
@@ -210,7 +210,10 @@ def failed_row(
     nothing read, every answer metric 0."""
     row = base_row(settings, question, attempt, worker, overrides, backend)
     row.status, row.failure = ROW_FAILED, reason
-    row.llm_acc, row.judge_status = Verdict(NO_ANSWER).llm_acc, NO_ANSWER
+    if (settings.judge or {}).get("enabled", True):
+        row.llm_acc, row.judge_status = Verdict(NO_ANSWER).llm_acc, NO_ANSWER
+    else:  # a run without a judge has no LLM-Acc, failed rows included (a 0 here would be its only value)
+        row.judge_status = SKIPPED
     if row.evidence_supporting:
         # Nothing retrieved: every recall is 0, so a failed episode counts in the means like any other.
         row.evidence_recall_seen = row.evidence_recall_read = 0.0

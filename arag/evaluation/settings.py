@@ -49,6 +49,7 @@ class RunSettings:
     # its token; how the index is reached, not which index: not part of the run id.
     index_url: str | None = None
     index_token_env: str | None = None
+    index_timeout_s: float | None = None  # per served tool call (index.timeout_s); None: the client's default
     # A re-judged run (pipelines.rejudge): {"run_id", "identity"} of the run whose episodes it scores
     # again. Its identity is that run's with the judge replaced, plus the source and the judging code.
     rejudged_from: dict[str, Any] | None = None

@@ -21,6 +21,7 @@ log = logging.getLogger("arag.service")
 
 TRANSPORTS = ("stdio", "http")
 OPEN = "none"  # serve.token=none: an open server (loopback only)
+SHUTDOWN_GRACE_S = 10  # seconds a stopping server gives the requests still running
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,9 @@ def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
         http=header_timeout_protocol(AutoHTTPProtocol, settings.header_timeout_s),
         timeout_keep_alive=settings.keep_alive_s,
         limit_concurrency=settings.max_connections,
+        # On SIGTERM, requests still running after this long are cut: without it a server with a
+        # backlog of queued calls (thousands of episodes in flight) took minutes to stop, or never.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
 
 

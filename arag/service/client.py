@@ -239,14 +239,22 @@ def result_from_json(body: dict[str, Any]) -> ToolResult:
 
 
 def open_tools(
-    index_path: str | None = None, index_url: str | None = None, *, token_env: str | None = None, require_tools: Iterable[str] = (), calls_at_once: int | None = None
+    index_path: str | None = None,
+    index_url: str | None = None,
+    *,
+    token_env: str | None = None,
+    require_tools: Iterable[str] = (),
+    calls_at_once: int | None = None,
+    timeout_s: float | None = None,
 ) -> "ToolContext | RemoteTools":
     """A served index when `index_url` is given (its token read from the environment variable
     `token_env`, ARAG_SERVE_TOKEN by default; `calls_at_once`: the tool calls this process may make
-    at once, one connection each), else the local index at `index_path`."""
+    at once, one connection each; `timeout_s`: per call, RemoteTools' default if None), else the
+    local index at `index_path`."""
     if index_url:
         pooled = max(DEFAULT_CONNECTIONS, int(calls_at_once or 0))
-        return RemoteTools(str(index_url), token=os.environ.get(token_env or TOKEN_ENV) or None, require_tools=require_tools, max_connections=pooled)
+        timing = {"timeout_s": float(timeout_s)} if timeout_s is not None else {}
+        return RemoteTools(str(index_url), token=os.environ.get(token_env or TOKEN_ENV) or None, require_tools=require_tools, max_connections=pooled, **timing)
     if not index_path:
         raise ValueError("no index: give index.path=<dir> or index.url=http://host:port")
     from arag.tools import ToolContext

@@ -11,6 +11,11 @@
     GET  /openapi.json        the OpenAPI document
     GET  /health              {"status": "ready"} once the server serves (no token asked, no index content)
 
+A call whose client disconnects before its answer (a client that timed out, an evaluation that
+was stopped) is cancelled: one still waiting for a tool worker never runs, so a backlog left by
+clients that gave up does not hold the workers from the calls behind it. Its status is 499 (nobody
+reads it).
+
 Statuses: 200 answered, 400 bad arguments (the body is the tool's error result) or a setting over
 the server's ceiling, 404 unknown tool (with the list) or path, 405 wrong method, 500 the tool
 failed on its own. Bodies are always JSON, never a traceback; no redirects.
@@ -21,9 +26,10 @@ one front end can name a session of the other.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from typing import Any
+from typing import Any, Awaitable, TypeVar
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -45,8 +51,39 @@ SESSION_PREFIX = "api:"
 ROUTES = "GET /tools, POST /tools/<name>, GET /index, POST /chunks/titles, GET /openapi.json, GET /health, /mcp"
 
 
+T = TypeVar("T")
+CLIENT_GONE = 499  # nginx's name for it: the client closed the connection before the answer
+
+
 class BadRequest(ValueError):
     pass
+
+
+class ClientGone(Exception):
+    """The client disconnected before its call was answered."""
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client disconnects (its body already read: the next message is that)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
+    """`work`'s result, or ClientGone (and `work` cancelled) if the client disconnects first."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # this request was cancelled (the server stops): so is its call
+        task.cancel()
+        raise
+    finally:
+        gone.cancel()
+    if not task.done():
+        task.cancel()
+        raise ClientGone()
+    return task.result()
 
 
 def request_session(request: Request) -> str | None:
@@ -101,7 +138,10 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         body = await request.body()
-        result, answer = await service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text, session_id=session)
+        try:
+            result, answer = await unless_disconnected(request, service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text, session_id=session))
+        except ClientGone:
+            return Response(status_code=CLIENT_GONE)
         status = 200 if result.error is None else (500 if is_internal_failure(result) else 400)
         return Response(answer, status_code=status, media_type="application/json")
 

@@ -28,6 +28,7 @@ import numpy as np
 from arag.index.layout import PART_SHIFT, TOOLS_CACHE, part_name
 from arag.index.store import Index, PartFiles
 from arag.small_sorted import best_first, distinct, position, positions
+from arag.tools.keyword_counts import KeywordCounts
 from arag.tools.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class ChunkStore:
         self.num_chunks = int(self.chunk_offsets[-1])
         self.num_sentences = int(self.sentence_offsets[-1])
         self._part_index = {n: i for i, n in enumerate(self.part_numbers)}
+        self.keyword_counts = KeywordCounts()
 
     @classmethod
     def open(cls, index: Index, cache_dir: str | Path | None = None) -> "ChunkStore":
@@ -224,20 +226,64 @@ class ChunkStore:
     # ---- keyword search -----------------------------------------------------------------------
     def keyword_top(self, keywords: list[str], top_k: int, narrow: bool = True) -> list[tuple[int, int]]:
         """Top `top_k` (ord, score), score = Σ count(lower(k), lower(text))·len(k) (str.count:
-        non-overlapping), score > 0, ties by smaller ord. `narrow`: score only the trigram
-        candidates (same result); else every chunk."""
+        non-overlapping), score > 0, ties by smaller ord. `narrow`: each distinct lowered keyword
+        is counted on its own trigram candidates (or taken from `keyword_counts`) and the counts
+        summed with their weights (same result); else every term is scored on every chunk."""
         terms = [(k.lower(), len(k)) for k in keywords]
-        distinct = list(dict.fromkeys(t for t, _ in terms))
+        if not narrow:
+            return self._scan_top(terms, top_k)
+        weights: dict[str, int] = {}
+        for k, n in terms:  # a keyword given twice counts twice
+            weights[k] = weights.get(k, 0) + n
+        ords, scores = [], []
+        for k, n in weights.items():
+            o, c = self.keyword_occurrences(k)
+            if len(o):
+                ords.append(o)
+                scores.append(c.astype(np.int64) * n)
+        if not ords:
+            return []
+        if len(ords) == 1:
+            o, s = ords[0], scores[0]
+        else:
+            o, where = np.unique(np.concatenate(ords), return_inverse=True)
+            s = np.zeros(len(o), dtype=np.int64)
+            np.add.at(s, where, np.concatenate(scores))
+        top = best_first(s, o)[:top_k]
+        return [(int(o[i]), int(s[i])) for i in top]
+
+    def keyword_occurrences(self, keyword: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ascending ords, counts) of the chunks whose lowered text holds the lowered `keyword`:
+        counted on its trigram candidates, or remembered (arag.tools.keyword_counts)."""
+        known = self.keyword_counts.get(keyword)
+        if known is not None:
+            return known
+        ords, counts, scanned = [], [], 0
+        for w, part in enumerate(self.parts):
+            if part.num_chunks == 0:
+                continue
+            rows = part.candidate_rows([keyword])
+            scanned += len(rows)
+            if len(rows) == 0:
+                continue
+            c = part.keyword_scores(rows, [(keyword, 1)])
+            hit = c > 0
+            ords.append(rows[hit] + self.chunk_offsets[w])
+            counts.append(c[hit].astype(np.int32))
+        o = np.concatenate(ords) if ords else np.zeros(0, dtype=np.int64)
+        c = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int32)
+        self.keyword_counts.put(keyword, o, c, scanned)
+        return o, c
+
+    def _scan_top(self, terms: list[tuple[str, int]], top_k: int) -> list[tuple[int, int]]:
+        """keyword_top scoring every term on every chunk (the reference the narrowing must equal)."""
         ords, scores = [], []
         for w, part in enumerate(self.parts):
             if part.num_chunks == 0:
                 continue
-            rows = part.candidate_rows(distinct) if narrow else np.arange(part.num_chunks, dtype=np.int64)
-            if len(rows) == 0:
-                continue
-            s = part.keyword_scores(rows, terms)
+            s = part.keyword_scores(np.arange(part.num_chunks, dtype=np.int64), terms)
             hit = s > 0
-            ords.append(rows[hit] + self.chunk_offsets[w])
+            ords.append(np.flatnonzero(hit) + self.chunk_offsets[w])
             scores.append(s[hit])
         if not ords:
             return []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
@@ -130,3 +131,19 @@ def test_keywords_are_names_titles_and_a_relation_as_the_tool_description_asks()
     for question in ("When did the director of film Me And Bobby die?", "Where was the performer of It born?"):
         assert all(len(k) >= 3 for k in keywords_of(question)), keywords_of(question)
     assert keywords_of("why?") == ["why"]
+
+
+def test_a_request_whose_client_gave_up_is_aborted():
+    """As vLLM aborts a disconnected request: it leaves the engine (no slot held, no reply counted),
+    so clients' timeouts and retries do not fill the engine with calls no episode reads."""
+    engine = SimulatedEngine(EngineModel(max_num_seqs=1), time_scale=1.0)  # engine seconds are wall seconds
+    body = {"model": "m", "messages": [{"role": "user", "content": "Who directed Lothair II? " + "x" * 400_000}]}  # ~100k tokens: seconds of prefill
+    with ServerThread(engine) as server:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(server.base_url + "/chat/completions", json=body, timeout=httpx.Timeout(0.5, connect=5))
+        stats_url = server.base_url.removesuffix("/v1") + "/stats"
+        deadline = time.monotonic() + 10
+        while (stats := httpx.get(stats_url).json())["in_flight"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert stats["aborted"] == 1 and stats["in_flight"] == 0 and stats["running"] == 0
+    assert stats["requests"] == 1 and stats["episodes_answered"] == 0 and stats["completion_tokens"] == 0

@@ -64,6 +64,8 @@ def test_shortcuts_no_answer_exact_match_and_disabled():
     assert run(judge, exact=True).status == J.EXACT_MATCH and run(judge, exact=True).llm_acc == 1.0
     off = Judge(backend, JudgeConfig(system_prompt="", user_template="", enabled=False))
     assert run(off).status == J.SKIPPED and run(off).llm_acc is None
+    # No judge, no LLM-Acc: not 0 for a missing answer, not 1 for an exact match
+    assert all(run(off, **kw).status == J.SKIPPED and run(off, **kw).llm_acc is None for kw in ({"prediction": None}, {"exact": True}))
     assert backend.requests == []  # none of these asked the model
 
 

@@ -105,6 +105,18 @@ def test_a_failed_episode_is_a_failed_row_with_zero_scores(ctx):
     assert r.calls_keyword_search == 1 and (r.evidence_recall_seen, r.evidence_recall_read) == (1.0, 0.0)  # what it saw before failing counts
 
 
+def test_without_a_judge_no_row_has_an_llm_acc(ctx):
+    """judge.enabled=false: a failed row's LLM-Acc is unknown like every other row's, so a run's
+    LLM-Acc is blank rather than the average of its failures' zeros."""
+    failing = [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair"]}}, LLMError("model down", retryable=False)]
+    r = run(settings(enabled=False), failing, ctx)
+    assert r.status == "failed" and (r.llm_acc, r.judge_status, r.contain_acc) == (None, "skipped", 0.0)
+    lost = EpisodeRunner(settings(enabled=False), backend=ScriptedBackend([]), ctx=ctx).failed_row(Q, "lost with its worker")
+    assert (lost.llm_acc, lost.judge_status) == (None, "skipped")
+    answered = run(settings(enabled=False), [{"answer": "20 March 851"}], ctx)
+    assert answered.status == "ok" and answered.llm_acc is None and answered.contain_acc == 1.0
+
+
 def test_an_episode_over_its_time_limit_fails(ctx):
     runner = EpisodeRunner(settings(), backend=ScriptedBackend([{"answer": "x"}], replay=True, latency_s=1.0), ctx=ctx, episode_timeout_s=0.05)
     r = asyncio.run(runner.run(Q))

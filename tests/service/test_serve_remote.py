@@ -147,3 +147,23 @@ def test_pipelines_switch_on_index_url(http_server, served_index, tmp_path):
     by_path = evaluate_settings(compose_evaluate(f"index.path={served_index.path}", f"questions.path={tmp_path / 'q.jsonl'}"), questions)
     assert (by_url.index_url, by_url.index_path) == (http_server.url, None)
     assert by_url.index_build_fingerprint == by_path.index_build_fingerprint and by_url.run_id == by_path.run_id
+
+
+def test_index_timeout_reaches_the_workers_client(http_server, tmp_path):
+    """index.timeout_s: the per-call limit of the evaluation workers' client (a busy server's queue
+    counts in it), not part of the run; a bad value is refused by name."""
+    from arag.evaluation.questions import load_questions
+    from arag.evaluation.run_config import run_settings as evaluate_settings
+    from tests.conftest import write_jsonl
+
+    questions = load_questions(str(write_jsonl(tmp_path / "q.jsonl", [{"id": "q0", "question": "x?", "answers": ["y"]}])), "error")
+    given = evaluate_settings(compose_evaluate(f"index.url={http_server.url}", f"questions.path={tmp_path / 'q.jsonl'}", "index.timeout_s=900"), questions)
+    default = evaluate_settings(compose_evaluate(f"index.url={http_server.url}", f"questions.path={tmp_path / 'q.jsonl'}"), questions)
+    assert (given.index_timeout_s, default.index_timeout_s) == (900.0, 120.0) and given.run_id == default.run_id
+    runner = EpisodeRunner(given, backend=ScriptedBackend(SCRIPT, replay=True))
+    try:
+        assert runner.ctx._client.timeout.read == 900.0
+    finally:
+        runner.close()
+    with pytest.raises(ValueError, match="index.timeout_s"):
+        evaluate_settings(compose_evaluate(f"index.url={http_server.url}", f"questions.path={tmp_path / 'q.jsonl'}", "index.timeout_s=0"), questions)

@@ -344,3 +344,43 @@ def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch
         for kws in KEYWORD_SETS:
             expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, kws, 20))
             assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20, narrow=False)) == expected, kws
+
+
+def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
+    """Every keyword's counts remembered (no candidate minimum): each set asked twice, the second
+    time from memory, equals the reference; a keyword given twice still counts twice."""
+    from arag.index.store import open_index
+    from arag.tools.keyword_counts import KeywordCounts
+    from arag.tools.store import ChunkStore
+
+    store = ChunkStore.open(open_index(edge_index.path))
+    store.keyword_counts = KeywordCounts(min_candidates=0)
+    sets = KEYWORD_SETS + [["Lothair II", "lothair ii", "LOTHAIR II"]]
+    for _ in range(2):
+        for kws in sets:
+            expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, kws, 20))
+            assert chunk_ids_scores(edge_index, store.keyword_top(kws, 20)) == expected, kws
+    stats = store.keyword_counts.stats()
+    assert stats["hits"] >= len({k.lower() for kws in sets for k in kws}) and stats["keywords"] > 0
+
+
+def test_keyword_counts_keep_only_costly_keywords_within_the_budget():
+    from arag.tools.keyword_counts import KeywordCounts
+
+    def vec(n):
+        return np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int32)
+
+    memory = KeywordCounts(budget_bytes=3 * 12 * 100, min_candidates=50)
+    memory.put("cheap", *vec(100), candidates=49)  # counted again each time: not kept
+    assert memory.get("cheap") is None
+    for k in ("a", "b", "c"):
+        memory.put(k, *vec(100), candidates=500)
+    assert memory.get("a") is not None  # 'a' is now the most recently used
+    memory.put("d", *vec(100), candidates=500)  # over budget: the least recently used ('b') goes
+    assert memory.get("b") is None and all(memory.get(k) is not None for k in ("a", "c", "d"))
+    assert memory.bytes == 3 * 1200 and len(memory) == 3
+    memory.put("huge", *vec(1000), candidates=5000)  # larger than the whole budget: not kept, nothing evicted
+    assert memory.get("huge") is None and len(memory) == 3
+    ords, counts = memory.get("a")
+    with pytest.raises(ValueError):
+        counts[0] = 7  # shared between calls: read-only
