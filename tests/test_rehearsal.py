@@ -168,3 +168,16 @@ def test_the_steady_window_starts_when_the_first_wave_is_answered():
     rate = poller.steady_rate(500, 100)
     assert rate == {"steady_window_min": 6.0, "steady_episodes": 300, "steady_episodes_per_min": 50.0}
     assert poller.steady_rate(500, 450) == {}  # the first wave ends after the last episode starts: no steady window
+
+
+def test_cpu_of_a_worker_that_has_exited_still_counts():
+    """The sampler keeps the CPU seconds of a process it saw before it exited (evaluation workers
+    are gone by the last sample), so a tree's CPU over a window includes them."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass"
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {burn!r}])\ntime.sleep(0.5)"])
+    sampler = rehearsal.RssSampler(0.05).start()
+    sampler.watch("tree", parent.pid, children_are_workers=True)
+    parent.wait()
+    sampler.stop()
+    used = sampler.cpu("tree")
+    assert used["cpu_s"]["workers"] >= 0.3, used  # the child burned 0.6 s, most of it while sampled
