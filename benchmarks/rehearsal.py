@@ -399,27 +399,29 @@ class StatsPoller:
 
 
 def tool_latency(files: list[str]) -> dict[str, Any]:
-    """Every stored tool call's latency as the workers saw it: all calls, and per tool."""
+    """Every stored tool call's latency as the workers saw it: all calls, per tool, and per tool for
+    questions asked the first time and again. The rehearsal repeats the dev questions under new ids
+    (write_questions), and a repeat's keywords may be remembered by the tool server
+    (arag.tools.keyword_counts)."""
     calls = ("SELECT unnest(json_extract_string(trajectory, '$.tool_calls[*].name')) AS tool,"
-             " unnest(CAST(json_extract(trajectory, '$.tool_calls[*].latency_s') AS DOUBLE[])) AS l"
+             " unnest(CAST(json_extract(trajectory, '$.tool_calls[*].latency_s') AS DOUBLE[])) AS l,"
+             " question_id LIKE '%~r0' AS first_time"
              " FROM read_parquet($files) WHERE status != 'failed'")
-    rows = query(f"SELECT tool, count(*), quantile_cont(l, 0.5), quantile_cont(l, 0.95) FROM ({calls}) GROUP BY ROLLUP (tool) ORDER BY tool NULLS FIRST", files)
+    rows = query(f"SELECT tool, first_time, GROUPING(first_time), count(*), quantile_cont(l, 0.5), quantile_cont(l, 0.95) FROM ({calls})"
+                 " GROUP BY GROUPING SETS ((), (tool), (tool, first_time))", files)
 
     def ms(v: float | None) -> float | None:
         return round(1e3 * v, 1) if v is not None else None
 
     out: dict[str, Any] = {"tool_calls": 0, "p50_ms": None, "p95_ms": None, "per_tool": {}}
-    for tool, n, p50, p95 in rows:
+    for tool, first, all_asked, n, p50, p95 in sorted(rows, key=lambda r: (r[0] is not None, r[2] == 0)):
+        figures = {"calls": n, "p50_ms": ms(p50), "p95_ms": ms(p95)}
         if tool is None:
             out.update(tool_calls=n, p50_ms=ms(p50), p95_ms=ms(p95))
+        elif all_asked:
+            out["per_tool"][tool] = figures
         else:
-            out["per_tool"][tool] = {"calls": n, "p50_ms": ms(p50), "p95_ms": ms(p95)}
-    # The rehearsal repeats the dev questions under new ids (write_questions): a repeat asks what
-    # was asked before, so its keywords may be remembered by the tool server (arag.tools.keyword_counts).
-    asked = calls.replace("SELECT ", "SELECT question_id LIKE '%~r0' AS first_time, ", 1)
-    for tool, first, n, p50, p95 in query(f"SELECT tool, first_time, count(*), quantile_cont(l, 0.5), quantile_cont(l, 0.95) FROM ({asked}) GROUP BY tool, first_time", files):
-        key = "first_time_asked" if first else "asked_again"
-        out["per_tool"].setdefault(tool, {})[key] = {"calls": n, "p50_ms": ms(p50), "p95_ms": ms(p95)}
+            out["per_tool"][tool]["first_time_asked" if first else "asked_again"] = figures
     return out
 
 

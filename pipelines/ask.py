@@ -25,9 +25,9 @@ def build_agent(cfg: DictConfig):
     method = method_from_config(OmegaConf.to_container(cfg.method, resolve=True))
     ctx = None
     if method.needs_index():
-        from arag.service.client import open_tools
+        from arag.service.client import index_timeout, open_tools
 
-        ctx = open_tools(cfg.index.path, cfg.index.get("url"), token_env=cfg.index.get("token_env"), require_tools=method.tools, timeout_s=cfg.index.get("timeout_s"))
+        ctx = open_tools(cfg.index.path, cfg.index.get("url"), token_env=cfg.index.get("token_env"), require_tools=method.tools, timeout_s=index_timeout(cfg.index.get("timeout_s")))
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
     if model_cfg.get("backend") == "vllm":
         from arag.runtime import vllm_engine  # noqa: F401  (its engines are Ray actors; Ray loads only for this backend)

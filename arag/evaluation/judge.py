@@ -113,7 +113,7 @@ class Judge:
             return Verdict(NO_ANSWER)
         if self.config.skip_exact and exact:
             return Verdict(EXACT_MATCH)
-        if not self.config.enabled or self.backend is None:
+        if self.backend is None:
             return Verdict(SKIPPED)
         started = time.perf_counter()
         messages = self.messages(question, golds, prediction)

@@ -34,12 +34,10 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
     index_path = fingerprint = chunk_ids = None
     index_url = OmegaConf.select(cfg, "index.url", default=None)
     token_env = OmegaConf.select(cfg, "index.token_env", default=None)
-    timeout_s = OmegaConf.select(cfg, "index.timeout_s", default=None)
-    if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool) and timeout_s > 0):
-        raise ValueError(f"index.timeout_s must be a number of seconds > 0, not {timeout_s!r}")
-    if method.needs_index() and index_url:
-        from arag.service.client import open_tools
+    from arag.service.client import index_timeout, open_tools
 
+    timeout_s = index_timeout(OmegaConf.select(cfg, "index.timeout_s", default=None))
+    if method.needs_index() and index_url:
         with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:  # fails now, not in every worker
             fingerprint = served.fingerprint  # the served index's own: the same run as with index.path
             chunk_ids = served.chunk_ids.to_json()
@@ -66,7 +64,7 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
         index_build_fingerprint=fingerprint,
         index_url=str(index_url) if method.needs_index() and index_url else None,
         index_token_env=token_env,
-        index_timeout_s=float(timeout_s) if timeout_s is not None else None,
+        index_timeout_s=timeout_s,
         chunk_ids=chunk_ids,
     )
 

@@ -57,10 +57,10 @@ class EpisodeRunner:
         if self._own_ctx:
             if not settings.index_path and not settings.index_url:
                 raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
-            from arag.service.client import open_tools
+            from arag.service.client import index_timeout, open_tools
 
             # A served index: one pooled connection per episode in flight, so no episode waits for another's.
-            ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools, calls_at_once=episodes_at_once, timeout_s=settings.index_timeout_s)
+            ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools, calls_at_once=episodes_at_once, timeout_s=index_timeout(settings.index_timeout_s))
         self.ctx = ctx
         found = ctx.chunk_ids.to_json() if ctx is not None and settings.chunk_ids is not None else None
         if found is not None and found != settings.chunk_ids:
@@ -210,10 +210,9 @@ def failed_row(
     nothing read, every answer metric 0."""
     row = base_row(settings, question, attempt, worker, overrides, backend)
     row.status, row.failure = ROW_FAILED, reason
-    if (settings.judge or {}).get("enabled", True):
-        row.llm_acc, row.judge_status = Verdict(NO_ANSWER).llm_acc, NO_ANSWER
-    else:  # a run without a judge has no LLM-Acc, failed rows included (a 0 here would be its only value)
-        row.judge_status = SKIPPED
+    # A run without a judge has no LLM-Acc, failed rows included (a 0 would be its only value).
+    verdict = Verdict(NO_ANSWER if (settings.judge or {}).get("enabled", True) else SKIPPED)
+    row.llm_acc, row.judge_status = verdict.llm_acc, verdict.status
     if row.evidence_supporting:
         # Nothing retrieved: every recall is 0, so a failed episode counts in the means like any other.
         row.evidence_recall_seen = row.evidence_recall_read = 0.0

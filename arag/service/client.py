@@ -55,6 +55,7 @@ URL_SETTING = "index.url"
 
 
 DEFAULT_CONNECTIONS = 64  # a client's pooled connections unless it says how many calls it makes at once
+DEFAULT_TIMEOUT_S = 120.0  # seconds a call may take, time queued at a busy server included (index.timeout_s)
 
 
 class ToolServerError(ToolInfrastructureError):
@@ -73,7 +74,7 @@ class RemoteTools:
         url: str,
         *,
         token: str | None = None,
-        timeout_s: float = 120.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         connect_timeout_s: float = 10.0,
         retries: int = 4,
         backoff_s: float = 0.5,
@@ -238,6 +239,15 @@ def result_from_json(body: dict[str, Any]) -> ToolResult:
     )
 
 
+def index_timeout(value: Any) -> float:
+    """`index.timeout_s` as seconds: a number > 0 (None: the client's default), else a ValueError naming it."""
+    if value is None:
+        return DEFAULT_TIMEOUT_S
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"index.timeout_s must be a number of seconds > 0, not {value!r}")
+    return float(value)
+
+
 def open_tools(
     index_path: str | None = None,
     index_url: str | None = None,
@@ -245,16 +255,14 @@ def open_tools(
     token_env: str | None = None,
     require_tools: Iterable[str] = (),
     calls_at_once: int | None = None,
-    timeout_s: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> "ToolContext | RemoteTools":
     """A served index when `index_url` is given (its token read from the environment variable
     `token_env`, ARAG_SERVE_TOKEN by default; `calls_at_once`: the tool calls this process may make
-    at once, one connection each; `timeout_s`: per call, RemoteTools' default if None), else the
-    local index at `index_path`."""
+    at once, one connection each; `timeout_s`: per call), else the local index at `index_path`."""
     if index_url:
         pooled = max(DEFAULT_CONNECTIONS, int(calls_at_once or 0))
-        timing = {"timeout_s": float(timeout_s)} if timeout_s is not None else {}
-        return RemoteTools(str(index_url), token=os.environ.get(token_env or TOKEN_ENV) or None, require_tools=require_tools, max_connections=pooled, **timing)
+        return RemoteTools(str(index_url), token=os.environ.get(token_env or TOKEN_ENV) or None, require_tools=require_tools, max_connections=pooled, timeout_s=timeout_s)
     if not index_path:
         raise ValueError("no index: give index.path=<dir> or index.url=http://host:port")
     from arag.tools import ToolContext

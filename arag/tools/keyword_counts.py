@@ -4,8 +4,8 @@ keyword_search's score is a sum over keywords (Σ count(k)·len(k), arag.tools.k
 query's scores are the sum of each keyword's own count vector, and a keyword's vector does not
 depend on the query it came in. Keywords whose candidates are many (relation words such as
 'director', 'nationality', 'released'; titles made of common words) cost most of a search at
-millions of chunks (about 18 µs of CPU per candidate chunk on 2 cores at 10M sentences:
-0.9 s for 'director' over 51k candidates) and recur across the agents a tool server serves. Each
+millions of chunks (at 10M sentences, 'mother' has 80,911 candidate chunks and takes 1.15 s to
+count on 2 cores: benchmarks/keyword_recurring.py) and recur across the agents a tool server serves. Each
 such keyword's counts (the chunks it occurs in, sparse) are kept here, up to a byte budget; a
 keyword with few candidates is cheap to count again and is not kept. The vectors are read-only
 and exact: a hit returns what counting again would.
@@ -19,10 +19,11 @@ from collections import OrderedDict
 import numpy as np
 
 # Per opened index (each tool-server worker and each evaluation worker with a local index has its
-# own): 128 MiB holds the counts of ~400 keywords that occur in 28k chunks each ('director' at 10M
-# sentences: 28,346 chunks, 340 kB).
+# own): 128 MiB holds the counts of ~370 keywords that occur in 30k chunks each ('mother' at 10M
+# sentences: 29,940 chunks, 12 bytes each, 359 kB).
 BUDGET_BYTES = 128 * 2**20
-# Keywords scanning fewer candidate chunks than this are counted again on every call (under ~75 ms).
+# Keywords scanning fewer candidate chunks than this are counted again on every call: a twentieth
+# of the costliest keywords' candidates above.
 MIN_CANDIDATES = 4096
 
 

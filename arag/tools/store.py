@@ -73,6 +73,11 @@ def _open_part(index: Index, part: PartFiles, cache_dir: Path | None) -> PartCac
     raise CacheBuildError(f"could not build the tools cache of {index.root}: {'; '.join(errors)}")
 
 
+def top_pairs(ords: np.ndarray, scores: np.ndarray, top_k: int) -> list[tuple[int, int]]:
+    """The `top_k` (ord, score) pairs: highest score first, ties by smaller ord."""
+    return [(int(ords[i]), int(scores[i])) for i in best_first(scores, ords)[:top_k]]
+
+
 class ChunkStore:
     """All parts' caches of one index, addressed by global chunk `ord` and global sentence row."""
 
@@ -249,8 +254,7 @@ class ChunkStore:
             o, where = np.unique(np.concatenate(ords), return_inverse=True)
             s = np.zeros(len(o), dtype=np.int64)
             np.add.at(s, where, np.concatenate(scores))
-        top = best_first(s, o)[:top_k]
-        return [(int(o[i]), int(s[i])) for i in top]
+        return top_pairs(o, s, top_k)
 
     def keyword_occurrences(self, keyword: str) -> tuple[np.ndarray, np.ndarray]:
         """(ascending ords, counts) of the chunks whose lowered text holds the lowered `keyword`:
@@ -288,5 +292,4 @@ class ChunkStore:
         if not ords:
             return []
         o, s = np.concatenate(ords), np.concatenate(scores)
-        top = best_first(s, o)[:top_k]
-        return [(int(o[i]), int(s[i])) for i in top]
+        return top_pairs(o, s, top_k)
