@@ -132,6 +132,7 @@ SECTIONS = {
         ("embedder/minilm.yaml", "embedder."), ("embedder/minilm-static.yaml", "embedder."),
     ]),
     "pipelines.ask": ("ask", [], [("ask.yaml", "")]),
+    "Method prompt settings": ("ask", ["method=arag_full"], [("method/arag_full.yaml", "method.")]),
     "AgenticRAG method settings": ("ask", ["method=agenticrag"], [("method/agenticrag.yaml", "method.")]),
     "A2RAG method settings": ("ask", ["method=a2rag"], [("method/a2rag.yaml", "method.")]),
     "pipelines.evaluate": ("evaluate", ["+corpus=2wikimultihopqa"], [("evaluate.yaml", ""), ("judge/paper.yaml", "judge.")]),

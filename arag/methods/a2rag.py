@@ -70,6 +70,7 @@ ModelCall = Callable[[list[Message], "dict[str, Any] | None", bool], Awaitable[C
 @dataclass
 class A2RagMethod(Method):
     evidence_records = {RETRIEVAL_RECORD: READ}  # each stage puts its chunks' whole texts into the answer prompt
+    answer_scoring = "the answer field of the answer call Triple-Check accepted (else abstain_answer)"  # the paper scores EM/F1 on that answer a
     gate_threshold: float = 0.3
     seed_min_score: float = 0.6
     seed_edit_weight: float = 0.5

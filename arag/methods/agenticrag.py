@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from arag.methods.base import Method
 from arag.strict_settings import field_names
@@ -27,6 +27,9 @@ CITATION = re.compile(r"(turn\d+search\d+)(?:\s*[(\[:=]\s*(?:score\s*[:=]?\s*)?(
 @dataclass
 class AgenticRagMethod(Method):
     tools_per_step: int | None = None  # several tool calls of one reply all run
+    # The paper judges the answer and ranks the cited documents (R@1); the citations line is no part
+    # of the answer, and its ids (turn1search2) would match a numeric gold answer in Contain-Acc.
+    answer_scoring: ClassVar[str] = "whole reply less its Citations line"
     # Context management: at warn_fraction of the budget a warning, at the budget a forced summarize.
     # The budget is min(context_budget, the agent's token_budget), itself capped by the model window.
     context_budget: int | None = 128_000

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
@@ -20,18 +21,37 @@ if TYPE_CHECKING:
 
 # How the answer should look, per dataset: the multi-hop sets grade a short span (a name, a date),
 # GraphRAG-Bench grades long-form answers. A method's prompts say `{answer_style}` where it goes; the
-# evaluation picks the style from the corpus config (`corpus.answer_style`).
+# evaluation picks the style from the corpus config (`corpus.answer_style`). The papers' prompts have
+# no such sentence, so it is only put in under the `short_answer` prompt variant (PROMPT_VARIANTS).
 ANSWER_STYLES: dict[str, str] = {
     "short": "Give the answer only: a name, a date, a number, a short phrase, or yes/no, with no explanation.",
     "free_form": "Answer in a few complete sentences that state every fact the question asks for, taken from what you read.",
 }
 ANSWER_STYLE_SLOT = "{answer_style}"
+# `method.prompt_variant`: "paper" (the default) shows the model the rules of the method's paper (or
+# the authors' published prompt) and nothing else, the `{answer_style}` slots left out; "short_answer"
+# puts the dataset's answer-style sentence into them, a help for small models that answer at length
+# (it shortens replies, which moves Contain-Acc, so a run records its variant in its identity).
+PAPER_PROMPTS = "paper"
+SHORT_ANSWER_PROMPTS = "short_answer"
+PROMPT_VARIANTS = (PAPER_PROMPTS, SHORT_ANSWER_PROMPTS)
+# A slot on a line of its own goes with its line; one inside a line, with the spaces before it.
+_SLOT_LINE = re.compile(r"\n[ \t]*\{answer_style\}[ \t]*(?=\n|$)")
+_SLOT_IN_LINE = re.compile(r"[ \t]*\{answer_style\}")
 
+# The A-RAG code's forced answer, in our words: no more tools, answer from what was gathered, directly.
 DEFAULT_FINAL_PROMPT = (
     "You have reached the limit of tool use: no more tools are available. Do not ask for more. From the "
-    "information you have gathered so far, give your final answer now. {answer_style}"
+    "information you have gathered so far, give your final answer now, putting together what you found "
+    "and answering directly. {answer_style}"
 )
 
+
+def fill_answer_style(text: str, sentence: str | None) -> str:
+    """`text` with `sentence` in its `{answer_style}` slots, or with the slots taken out (None)."""
+    if sentence is not None:
+        return text.replace(ANSWER_STYLE_SLOT, sentence)
+    return _SLOT_IN_LINE.sub("", _SLOT_LINE.sub("", text)).rstrip()
 
 @dataclass
 class Method:
@@ -42,6 +62,7 @@ class Method:
     user_template: str = "Question: {question}"
     final_prompt: str = DEFAULT_FINAL_PROMPT
     answer_style: str = "short"  # a key of ANSWER_STYLES
+    prompt_variant: str = PAPER_PROMPTS  # one of PROMPT_VARIANTS
     tools_per_step: int | None = 1  # tool calls of one reply that run (A-RAG: one); None: all
     # The opened index's chunk-id form and example, put into the texts' `{chunk_id_format}` and
     # `{chunk_id_example}` slots (arag.index.chunk_ids); not a config key: set by `for_index`.
@@ -49,6 +70,9 @@ class Method:
     # Retrieval steps the method records like tool calls under a name no tool has, and how their
     # chunks count as evidence (arag.tools.base READ / SNIPPET): arag.methods.evidence_of reads it.
     evidence_records: ClassVar[Mapping[str, str]] = {}
+    # How the scored answer (EM, F1, Contain-Acc, the judge's prediction) is taken from the final
+    # reply: A-RAG's evaluation code scores the agent's whole final reply, citations and all.
+    answer_scoring: ClassVar[str] = "whole reply"
 
     @classmethod
     def config_keys(cls) -> tuple[str, ...]:
@@ -65,6 +89,8 @@ class Method:
     def __post_init__(self) -> None:
         if self.answer_style not in ANSWER_STYLES:
             raise ValueError(f"method {self.name}: unknown answer_style {self.answer_style!r}; known: {', '.join(ANSWER_STYLES)}")
+        if self.prompt_variant not in PROMPT_VARIANTS:
+            raise ValueError(f"method {self.name}: unknown prompt_variant {self.prompt_variant!r}; known: {', '.join(PROMPT_VARIANTS)}")
 
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "Method":
         """This method with its texts describing the chunk ids of an opened index (a copy)."""
@@ -73,9 +99,9 @@ class Method:
         return bound
 
     def styled(self, text: str) -> str:
-        """A prompt with the dataset's answer style put in its `{answer_style}` slot, and the
+        """A prompt with its `{answer_style}` slots filled as the prompt variant says, and the
         index's chunk ids in theirs once bound (`for_index`)."""
-        text = text.replace(ANSWER_STYLE_SLOT, ANSWER_STYLES[self.answer_style])
+        text = fill_answer_style(text, ANSWER_STYLES[self.answer_style] if self.prompt_variant == SHORT_ANSWER_PROMPTS else None)
         return self.chunk_ids.fill(text) if self.chunk_ids is not None else text
 
     @property
@@ -132,7 +158,10 @@ class Method:
         return await asyncio.to_thread(self.call_tool, ctx, name, arguments, tracker)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "class": type(self).__name__, "tools": list(self.tools), "full_text": self.full_text, "answer_style": self.answer_style}
+        return {
+            "name": self.name, "class": type(self).__name__, "tools": list(self.tools), "full_text": self.full_text,
+            "answer_style": self.answer_style, "prompt_variant": self.prompt_variant, "answer_scoring": self.answer_scoring,
+        }
 
     def texts(self) -> dict[str, str]:
         """Every text of this method the model can see (with the answer style in place): part of a run's identity."""
