@@ -39,7 +39,7 @@ PROMPT_VARIANTS = (PAPER_PROMPTS, SHORT_ANSWER_PROMPTS)
 _SLOT_LINE = re.compile(r"\n[ \t]*\{answer_style\}[ \t]*(?=\n|$)")
 _SLOT_IN_LINE = re.compile(r"[ \t]*\{answer_style\}")
 
-# The A-RAG code's forced answer, in our words: no more tools, answer from what was gathered, directly.
+# The A-RAG authors' agent's forced answer, in our words: no more tools, answer from what was gathered, directly.
 DEFAULT_FINAL_PROMPT = (
     "You have reached the limit of tool use: no more tools are available. Do not ask for more. From the "
     "information you have gathered so far, give your final answer now, putting together what you found "
@@ -52,6 +52,7 @@ def fill_answer_style(text: str, sentence: str | None) -> str:
     if sentence is not None:
         return text.replace(ANSWER_STYLE_SLOT, sentence)
     return _SLOT_IN_LINE.sub("", _SLOT_LINE.sub("", text)).rstrip()
+
 
 @dataclass
 class Method:
