@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow.parquet as pq
 
 from arag.evaluation.judge import Judge, JudgeConfig
+from arag.evaluation.protocol import protocol_card
 from arag.evaluation.records import OK, ROW_FAILED, row_schema
 from arag.evaluation.results import RUN_INFO, RunStore, find_run_dirs
 from arag.evaluation.settings import RunSettings
@@ -150,16 +151,15 @@ def rejudge_run(
     settings_json = settings.identity_json
     counts = RejudgeCounts()
     with RunStore(results_root, settings.run_id) as store:
-        store.write_run_info(
-            {
-                "run_id": settings.run_id,
-                "created": dt.datetime.now(dt.timezone.utc).isoformat(),
-                "identity": settings.identity(),
-                "settings": settings.to_json(),
-                "rejudged_from": settings.rejudged_from["run_id"],
-                "source_path": str(source.path.resolve()),
-            }
-        )
+        info = {
+            "run_id": settings.run_id,
+            "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "identity": settings.identity(),
+            "settings": settings.to_json(),
+            "rejudged_from": settings.rejudged_from["run_id"],
+            "source_path": str(source.path.resolve()),
+        }
+        store.write_run_info({**info, "protocol": protocol_card(info).to_json()})
         done = store.done_ids()
         counts.already_judged = len(done)
         gate = asyncio.Semaphore(max(1, concurrency))

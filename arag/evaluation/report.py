@@ -34,6 +34,7 @@ from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_tabl
 from arag.evaluation.report_format import format_value as _fmt
 from arag.evaluation.report_format import pyplot as _pyplot
 from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
+from arag.evaluation.report_protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
 from arag.evaluation.report_sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
 from arag.evaluation.results import row_files
 
@@ -77,14 +78,9 @@ GUARD_RAILS_SQL = """coalesce(nullif(concat_ws(' ',
          THEN 'shown_chunk_ids_only' END), ''), 'off')"""
 
 
-# The judge, named by its preset (judge.name) and, when it is not the agent's own model, the model
-# that judged: a run and its re-judged copy (pipelines.rejudge) then sit in separate table blocks.
-# Rows written before judges had names show a short hash of their judge settings instead; rows from
-# before the default judge ran at the model's defaults record it as 'agent'.
-JUDGE_SQL = """coalesce(json_extract_string(settings, '$.judge.name'), 'judge ' || left(md5(coalesce(CAST(json_extract(settings, '$.judge') AS VARCHAR), '')), 6))
-    || CASE WHEN coalesce(json_extract_string(settings, '$.judge_model'), 'agent') = 'agent'
-              OR json_extract(settings, '$.judge_model.agent_model_at_defaults') IS NOT NULL THEN ''
-            ELSE ' by ' || coalesce(json_extract_string(settings, '$.judge_model.model'), '?') END"""
+# The judge, named by the model that judged and its preset (arag.evaluation.report_protocol): a run
+# and its re-judged copy (pipelines.rejudge) then sit in separate table blocks.
+JUDGE_SQL = judge_label_sql()
 
 
 @dataclass
@@ -116,9 +112,12 @@ def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDB
 
 
 def _varying(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The settings columns whose value varies; the judge only where it varies for one model (it
+    names its model, so models that judged themselves differ in it without a second judge)."""
     out = []
     for col in SETTING_COLUMNS:
-        n = con.execute(f"SELECT count(DISTINCT coalesce(CAST({col} AS VARCHAR), '—')) FROM episodes").fetchone()[0]
+        per_model = "GROUP BY model" if col == "judge" else ""
+        n = con.execute(f"SELECT max(n) FROM (SELECT count(DISTINCT coalesce(CAST({col} AS VARCHAR), '—')) AS n FROM episodes {per_model})").fetchone()[0]
         if n > 1:
             out.append(col)
     return out
@@ -159,7 +158,7 @@ def _accuracy_columns(dataset: str) -> tuple[str, ...]:
     return ("LLM-Acc",) if dataset.startswith(LONG_FORM_DATASETS) else ("LLM-Acc", "Cont-Acc")
 
 
-def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: PaperTokens | None = None) -> str:
+def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: PaperTokens | None = None, cards: dict | None = None) -> str:
     """The paper's Table 3 layout: per (model, varying settings), rows = methods, columns = datasets,
     cells = mean retrieved tokens per question (cl100k_base tokens of chunk text put into the context).
     `paper`: the published figure beside each of ours in blocks of the paper's backbone; for any
@@ -185,6 +184,7 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
         other_models |= paper is not None and not beside
         if beside:
             out += [f"Columns (paper): published numbers for {paper.backbone}, {paper.source}.", ""]
+            out += _protocol_note(con, cards, keys, group, methods)
         header, rows = ["Method"], []
         for d in datasets:
             header += [d, "(paper)"] if beside else [d]
@@ -199,6 +199,7 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
         out.append(f"**The paper's Table 3** — published mean retrieved tokens per question with its backbone {paper.backbone}, "
                    f"not the model of the blocks above ({paper.source})")
         out.append("")
+        out += _protocol_note(con, cards, (), (), None, runs=sorted(cards or {}))
         if shown:
             out += [markdown_table(["Method", *datasets], [[_label(m), *(_fmt(paper.cell(m, d), "int") for d in datasets)] for m in shown]), ""]
         else:
@@ -211,10 +212,12 @@ def _paper_fmt(value: float | None) -> str:
 
 
 def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None,
-                   fixed_rows: bool = False, note: str = "") -> str:
+                   fixed_rows: bool = False, note: str = "", cards: dict | None = None) -> str:
     """Per (model, varying settings): rows = methods, columns = dataset × (LLM-Acc, Cont-Acc).
     `require`: show only the settings blocks that hold at least one of these methods. `paper`: the
-    paper's published value beside each of ours, for blocks whose model is one of its backbones.
+    paper's published value beside each of ours, for blocks whose model is one of its backbones, and
+    below any other block's rows as reference rows of its own; `cards`: the runs' protocol cards
+    (arag.evaluation.protocol), whose deviations a line under the paper's numbers names.
     `fixed_rows`: every one of `methods` is a row, in that order, "–" where it was not run (a
     table of fixed shape, like the paper's Table 2). `note`: a line under the title."""
     varying = _varying(con)
@@ -241,8 +244,10 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
         backbone = paper.backbone(group[0]) if paper is not None else None
         if paper is not None:
             out.append(f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
-                       f"No published numbers for model {group[0]} (the paper's backbones: {', '.join(paper.backbones)}).")
+                       f"Rows \"paper, … (reference)\": the published numbers of the paper's backbones ({', '.join(paper.backbones)}), "
+                       f"not of model {group[0]}; {paper.source}.")
             out.append("")
+            out += _protocol_note(con, cards, keys, group, methods)
         header = ["Method"]
         for d in datasets:
             for m in _accuracy_columns(d):
@@ -257,11 +262,24 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
                     if backbone:
                         row.append(_paper_fmt(paper.cell(backbone, method, d, column)))
             rows.append(row)
+        if paper is not None and not backbone:
+            shown = [r[0] for r in rows]
+            listed = [m for m in (list(methods) if (fixed_rows and methods is not None) else _method_order(sorted({m for m, _ in cells}))) if _label(m) in shown]
+            rows += reference_rows(paper, listed, datasets, _accuracy_columns, _label, _paper_fmt)
         out += [markdown_table(header, rows), ""]
     return "\n".join(out)
 
 
-def ablation_table(con: duckdb.DuckDBPyConnection, paper: PaperResults | None = None) -> str:
+def _protocol_note(con: duckdb.DuckDBPyConnection, cards: dict | None, keys: Sequence[str], group: Sequence[Any], methods: Sequence[str] | None,
+                   runs: Sequence[str] | None = None) -> list[str]:
+    """The deviation line (arag.evaluation.report_protocol.deviation_note) of a block's runs, with a blank line."""
+    if cards is None:
+        return []
+    note = deviation_note(cards, runs if runs is not None else block_runs(con, keys, group, methods))
+    return [note, ""] if note else []
+
+
+def ablation_table(con: duckdb.DuckDBPyConnection, paper: PaperResults | None = None, cards: dict | None = None) -> str:
     """The paper's Table 2 layout: rows = A-RAG (Full) and its `arag_no_*` variants (the paper's
     three first, any other after), columns = dataset × (LLM-Acc, Cont-Acc) as in the main table; one
     block per model and varying setting that holds an ablation run. `paper`: the published Table 2
@@ -272,7 +290,7 @@ def ablation_table(con: duckdb.DuckDBPyConnection, paper: PaperResults | None = 
         return f"## {title}\n\nNo ablation runs (methods `arag_no_*`) in these results.\n"
     rows = [*ABLATION_ROWS, *(m for m in ran if m not in ABLATION_ROWS)]
     note = "Rows in the paper's order; \"–\": that variant has no run in the block."
-    return accuracy_pivot(con, rows, title, require=ran, fixed_rows=True, note=note, paper=paper)
+    return accuracy_pivot(con, rows, title, require=ran, fixed_rows=True, note=note, paper=paper, cards=cards)
 
 
 def details_table(con: duckdb.DuckDBPyConnection) -> str:
@@ -497,20 +515,23 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         figure, drawn = paper_figure_section(con, _varying(con), out, _label)
         sweeps.append(figure)
         plots += drawn
+    cards = run_cards(con, results_path)
     parts = [
         f"# {title}",
         "",
         f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
         "",
-        accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results", paper=PaperResults.load() if paper_columns else None),
-        ablation_table(con, paper=PaperResults.load(table=PAPER_ABLATIONS_FILE) if paper_columns else None),
+        accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results",
+                       paper=PaperResults.load() if paper_columns else None, cards=cards),
+        ablation_table(con, paper=PaperResults.load(table=PAPER_ABLATIONS_FILE) if paper_columns else None, cards=cards),
         *sweeps,
         agentic_table(con),
         a2rag_section(con, _varying(con), _label),
         details_table(con),
-        tokens_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("agenticrag")], paper=PaperTokens.load() if paper_columns else None),
+        tokens_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith("agenticrag")], paper=PaperTokens.load() if paper_columns else None, cards=cards),
         cost_table(con),
         tool_table(con),
+        protocol_section(con, cards, _label),
         "## Plots",
         "",
         "![Accuracy vs max steps](accuracy_vs_max_steps.png)",

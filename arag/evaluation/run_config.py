@@ -11,6 +11,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from arag.evaluation.judge import JudgeConfig
+from arag.evaluation.protocol import index_facts, protocol_card
 from arag.evaluation.questions import QuestionSet
 from arag.evaluation.settings import RunSettings, answer_style_for
 from arag.index.fingerprint import index_build_fingerprint
@@ -31,7 +32,7 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
     # short answers for the multi-hop sets, free-form for GraphRAG-Bench, unless the method sets one
     method_cfg.setdefault("answer_style", answer_style_for(dataset_name(cfg, question_set.name)))
     method = method_from_config(method_cfg)
-    index_path = fingerprint = chunk_ids = None
+    index_path = fingerprint = chunk_ids = facts = None
     index_url = OmegaConf.select(cfg, "index.url", default=None)
     token_env = OmegaConf.select(cfg, "index.token_env", default=None)
     from arag.service.client import index_timeout, open_tools
@@ -48,6 +49,7 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
         index_path = str(Path(str(given)).resolve())
         chunk_ids = open_index(index_path).chunk_ids.to_json()  # opening fails now, with the path named, rather than in every worker
         fingerprint = index_build_fingerprint(index_path)
+        facts = index_facts(index_path)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
     JudgeConfig.from_dict(judge)  # a bad judge template fails now, named, rather than in every worker
@@ -66,6 +68,7 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
         index_token_env=token_env,
         index_timeout_s=timeout_s,
         chunk_ids=chunk_ids,
+        index_facts=facts,
     )
 
 
@@ -80,8 +83,9 @@ def resolved_config(cfg: DictConfig) -> dict[str, Any]:
 
 def run_info(settings: RunSettings, question_set: QuestionSet, cfg: DictConfig, overrides: list[str]) -> dict[str, Any]:
     """The run's description (RunStore.write_run_info): its id, identity, settings, the questions
-    file and the resolved config, as the first command that ran it saw them."""
-    return {
+    file, the resolved config, as the first command that ran it saw them, and its protocol card
+    against the paper its method comes from (not part of the identity)."""
+    info = {
         "run_id": settings.run_id,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(),
         "identity": settings.identity(),
@@ -95,3 +99,4 @@ def run_info(settings: RunSettings, question_set: QuestionSet, cfg: DictConfig, 
         },
         "config": resolved_config(cfg),
     }
+    return {**info, "protocol": protocol_card(info).to_json()}

@@ -57,6 +57,9 @@ class RunSettings:
     # texts the model reads show them; they enter the run id through those texts. None (settings
     # made without opening the index): the texts keep their slots and the runner fills them.
     chunk_ids: dict[str, str] | None = None
+    # The index's embedder and chunking as its manifest states them (arag.evaluation.protocol.index_facts),
+    # for the run's protocol card; the index fingerprint already stands for them in the run id.
+    index_facts: dict[str, Any] | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row): built once per

@@ -127,7 +127,7 @@ def test_the_report_shows_the_default_judge_apart_from_a_judge_model(tmp_path):
         with RunStore(results, f"run{key}") as store:
             store.write([row])
     labels = dict(connect(results).execute("SELECT run_id, judge FROM episodes").fetchall())
-    assert labels == {"runA": "paper", "runB": "paper", "runC": "paper by gpt-4o-mini"}
+    assert labels == {"runA": "qwen (preset paper)", "runB": "qwen (preset paper)", "runC": "gpt-4o-mini (preset paper)"}
 
 
 def test_vllm_judge_view_shares_the_engine_connection_at_the_model_default():

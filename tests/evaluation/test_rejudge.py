@@ -93,7 +93,7 @@ def test_rejudge_scores_the_stored_answers_again_as_a_new_run(ray_local, eval_in
 
     # The report keeps the three runs apart by judge instead of refusing them.
     main = build_report(results, tmp_path / "report").markdown.split("## Details")[0]
-    assert "judge=strict by naysayer" in main and "judge=paper by naysayer" in main
+    assert "judge=naysayer (preset strict)" in main and "judge=naysayer (preset paper)" in main
 
 
 def test_rejudge_errors_name_the_problem(tmp_path):

@@ -138,7 +138,7 @@ def test_report_refuses_to_merge_unlike_runs(tmp_path):
 
 def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
     """A run and its re-judged copy share everything but the judge: every table shows both, apart
-    (never averaged), named by judge preset (and judge model when it is not the agent's)."""
+    (never averaged), named by the model that judged and the preset, never by a hash."""
     results = tmp_path / "results"
     judges = {"A": ('{"name": "paper"}', '"agent"', 0.0), "B": ('{"name": "strict"}', '{"model": "gpt-4o-mini"}', 1.0)}
     for key, (judge, judge_model, acc) in judges.items():
@@ -150,16 +150,16 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
                 store.write([row])
     text = build_report(results).markdown
     main = text.split("## Details")[0]
-    assert "judge=paper" in main and "judge=strict by gpt-4o-mini" in main
+    assert "judge=qwen (preset paper)" in main and "judge=gpt-4o-mini (preset strict)" in main
     agentic = [r for r in text.split("## AgenticRAG beside")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
-    assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("paper", "0.0"), ("strict by gpt-4o-mini", "100.0")]
+    assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("gpt-4o-mini (preset strict)", "100.0"), ("qwen (preset paper)", "0.0")]
     tools = [r for r in text.split("## Tool use")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
-    assert len(tools) == 4 and sum(" | agenticrag | paper | " in r for r in tools) == 1
+    assert len(tools) == 4 and sum(" | agenticrag | qwen (preset paper) | " in r for r in tools) == 1
     from arag.evaluation.report import accuracy_lines, connect
 
     _, lines = accuracy_lines(connect(results), "max_steps")  # the plot's lines
     full = {label: pts for label, pts in lines if label.startswith("A-RAG (Full)")}
-    assert {label.split(" · ")[-1]: pts[0][2] for label, pts in full.items()} == {"judge=paper": 0.0, "judge=strict by gpt-4o-mini": 1.0}
+    assert {label.split(" · ")[-1]: pts[0][2] for label, pts in full.items()} == {"judge=qwen (preset paper)": 0.0, "judge=gpt-4o-mini (preset strict)": 1.0}
 
 
 def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):
@@ -206,7 +206,9 @@ def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path
     assert "| Method | 2wikimultihopqa LLM-Acc | (paper) | 2wikimultihopqa Cont-Acc | (paper) | graphrag-bench-novel LLM-Acc | (paper) |" in main
     assert "| A-RAG (Full) | 50.0 | 89.7 | 75.0 | 88.9 | 50.0 | 85.3 |" in main  # the paper's GPT-5-mini row (abstract: 2Wiki 89.7)
     assert "published numbers for gpt-5-mini" in main and "arXiv 2602.03442" in main
-    assert "No published numbers for model qwen" in main
+    # Another backbone's block: the paper's rows under ours, labelled as reference, never refused.
+    qwen = main.split("**model=qwen**")[1]
+    assert "not of model qwen" in qwen and "| A-RAG (Full) — paper, GPT-5-mini (reference) | 89.7 | 88.9 | 85.3 |" in qwen
     assert "(paper)" not in build_report(results, tmp_path / "plain").markdown
     paper = PaperResults.load()
     assert paper.backbone("GPT-4o-mini") == "gpt-4o-mini" and paper.backbone("gpt-5-mini") == "gpt-5-mini" and paper.backbone("qwen2.5") is None

@@ -134,11 +134,13 @@ def make_index(
     return BuiltIndex(root, all_ids, all_texts, np.concatenate(all_sids), all_stexts, sentence_chunk, vectors)
 
 
-def make_packed_index(root: Path, documents: list[dict], chunk_tokens: int, chunk_overlap: int, sentence_sources: bool = True) -> Path:
+def make_packed_index(root: Path, documents: list[dict], chunk_tokens: int, chunk_overlap: int, sentence_sources: bool = True,
+                      embedder_spec: dict | None = None) -> Path:
     """Write a complete packed index (`index.chunking=packed`) of `documents` ({"doc_id", "title",
     "text"}) under `root`: the pipeline's own part builder (arag.index.parts.build_part, the real
     window packer) writes the Parquet files, fake_encode the vectors. sentence_sources=False drops
-    the sentence rows' source columns, as a packed index built before format 2 lacks them."""
+    the sentence rows' source columns, as a packed index built before format 2 lacks them;
+    `embedder_spec`: the embedder its manifest names (default: the fake encoder's name)."""
     from arag.corpus.readers import CorpusSpec, plan_parts
     from arag.index.parts import ChunkingSettings, build_part
     from arag.index.vectors import build_shard, write_shard
@@ -156,7 +158,7 @@ def make_packed_index(root: Path, documents: list[dict], chunk_tokens: int, chun
             pq.write_table(table.drop_columns(list(SOURCE_COLUMNS)), layout.sentences(r.part))
         vectors = fake_encode(table.column("text").to_pylist())
         write_shard(build_shard(vectors, table.column("sentence_id").to_numpy()), layout.vectors(r.part))
-    commit_parts(root, corpus_file, records, dimension=DIM, embedder=EmbedderSpec(name="fake-trigram-hash"), chunking=chunking)
+    commit_parts(root, corpus_file, records, dimension=DIM, embedder=EmbedderSpec(**(embedder_spec or {"name": "fake-trigram-hash"})), chunking=chunking)
     return root
 
 
