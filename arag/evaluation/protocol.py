@@ -65,11 +65,14 @@ class ProtocolCard:
 
 
 # ---- what a run did ------------------------------------------------------------------------------
-def index_facts(index_path: str | Path) -> dict[str, Any] | None:
-    """The embedder and chunking of the index at `index_path`, from its manifest; None without one."""
+def index_facts(index_path: str | Path, build_fingerprint: str | None = None) -> dict[str, Any] | None:
+    """The embedder and chunking of the index at `index_path`, from its manifest; None without one,
+    or when `build_fingerprint` is given and the manifest's differs (another index now lives there)."""
     try:
         manifest = json.loads((Path(index_path) / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+    if build_fingerprint is not None and manifest.get("build_fingerprint") != build_fingerprint:
         return None
     chunking = manifest.get("chunking") or {}
     return {
@@ -225,7 +228,7 @@ def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any]) -> dict[
     recorded = settings.get("index_facts")
     where = ""
     if not recorded and settings.get("index_path"):
-        recorded = index_facts(settings["index_path"])
+        recorded = index_facts(settings["index_path"], settings.get("index_build_fingerprint"))
         where = " (from the index's manifest)" if recorded else ""
     facts = recorded or assumed_index_facts(config.get("corpus"))
     note = where if recorded else f" ({NOT_RECORDED}: pipelines.index's default assumed)"

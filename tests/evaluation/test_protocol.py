@@ -98,10 +98,19 @@ def test_recorded_fields_replace_the_fallbacks_and_the_papers_settings_list_no_d
 def test_a_manifest_at_the_index_path_names_the_embedder(tmp_path):
     info = committed_info(FULL)
     info["settings"]["index_path"] = str(tmp_path)
-    (tmp_path / "manifest.json").write_text(json.dumps({"embedding": {"model": "Qwen3-Embedding-0.6B"}, "chunking": {"mode": "packed", "chunk_tokens": 1000, "chunk_overlap": 50}}))
+    manifest = {"build_fingerprint": info["settings"]["index_build_fingerprint"], "embedding": {"model": "Qwen3-Embedding-0.6B"}, "chunking": {"mode": "packed", "chunk_tokens": 1000, "chunk_overlap": 50}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     rows = rows_by_setting(protocol_card(info))
     assert not rows[P.EMBEDDER].differs and rows[P.EMBEDDER].recorded and "manifest" in rows[P.EMBEDDER].ours
     assert rows[P.CHUNK_OVERLAP].differs and rows[P.CHUNK_OVERLAP].ours.startswith("50 tokens")
+
+
+def test_another_index_at_the_recorded_path_is_not_read_as_the_runs(tmp_path):
+    info = committed_info(FULL)
+    info["settings"]["index_path"] = str(tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps({"build_fingerprint": "another", "embedding": {"model": "Qwen3-Embedding-0.6B"}, "chunking": {"mode": "packed", "chunk_tokens": 1000, "chunk_overlap": 50}}))
+    rows = rows_by_setting(protocol_card(info))
+    assert not rows[P.EMBEDDER].recorded and rows[P.EMBEDDER].ours.startswith("all-MiniLM-L6-v2 (not recorded")
 
 
 def test_the_index_facts_stay_out_of_the_run_id(eval_index, questions_file):
