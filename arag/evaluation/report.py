@@ -216,8 +216,10 @@ def _paper_fmt(value: float | None) -> str:
 def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None,
                    fixed_rows: bool = False, note: str = "") -> str:
     """Per (model, varying settings): rows = methods, columns = dataset × (LLM-Acc, Cont-Acc).
-    `require`: show only the settings blocks that hold at least one of these methods. `paper`: the
-    paper's published value beside each of ours, for blocks whose model is one of its backbones.
+    Each cell: the accuracy with its 95% interval and n. `require`: show only the settings blocks
+    that hold at least one of these methods. `paper`: each of our accuracies also over the answered
+    questions only (the paper code's denominator), and the paper's published value beside them in
+    blocks whose model is one of its backbones.
     `fixed_rows`: every one of `methods` is a row, in that order, "–" where it was not run (a
     table of fixed shape, like the paper's Table 2). `note`: a line under the title."""
     varying = _varying(con)
@@ -438,11 +440,12 @@ def accuracy_figure(con: duckdb.DuckDBPyConnection, x: str):
     xs, lines = accuracy_lines(con, x)
     pos = {v: i for i, v in enumerate(xs)}
     fig, ax = plt.subplots(figsize=(10, 4.8), dpi=110)
-    step = 0.3 / max(1, 2 * len(lines))
+    slots = max(1, 2 * len(lines))  # each line's Cont-Acc and LLM-Acc side by side, centred on the x tick
+    step = 0.3 / slots
     for i, (label, pts) in enumerate(lines):
         color = f"C{i % 10}"
         for which, (column, style, alpha) in enumerate(((1, "-o", 1.0), (2, "--s", 0.7))):
-            shown = [(pos[p[0]] + step * (2 * i + which), p[column]) for p in pts if p[column] is not None]
+            shown = [(pos[p[0]] + step * (2 * i + which - (slots - 1) / 2), p[column]) for p in pts if p[column] is not None]
             if not shown:
                 continue
             values = [100 * acc.value for _, acc in shown]
