@@ -28,11 +28,14 @@ from typing import Any, Sequence
 import duckdb
 
 from arag.conf_files import method_declarations
+from arag.evaluation.intervals import LEGEND, Proportion, proportion
+from arag.evaluation.intervals import cell as accuracy_cell
 from arag.evaluation.records import CALLS_OTHER, counted_tools
 from arag.evaluation.report_a2rag import a2rag_section
-from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table
+from arag.evaluation.report_format import ANSWERED, OF_ANSWERED, OF_ATTEMPTED, SCORED, UnlikeRunsError, accuracy_sql, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
 from arag.evaluation.report_format import pyplot as _pyplot
+from arag.evaluation.report_paired import paired_section
 from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.evaluation.report_protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
 from arag.evaluation.report_sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
@@ -214,10 +217,12 @@ def _paper_fmt(value: float | None) -> str:
 def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None,
                    fixed_rows: bool = False, note: str = "", cards: dict | None = None) -> str:
     """Per (model, varying settings): rows = methods, columns = dataset × (LLM-Acc, Cont-Acc).
-    `require`: show only the settings blocks that hold at least one of these methods. `paper`: the
-    paper's published value beside each of ours, for blocks whose model is one of its backbones, and
-    below any other block's rows as reference rows of its own; `cards`: the runs' protocol cards
-    (arag.evaluation.protocol), whose deviations a line under the paper's numbers names.
+    Each cell: the accuracy with its 95% interval and n. `require`: show only the settings blocks
+    that hold at least one of these methods. `paper`: each of our accuracies also over the answered
+    questions only (the paper code's denominator), the paper's published value beside them in blocks
+    whose model is one of its backbones, and below any other block's rows as reference rows of its
+    own; `cards`: the runs' protocol cards (arag.evaluation.protocol), whose deviations a line under
+    the paper's numbers names.
     `fixed_rows`: every one of `methods` is a row, in that order, "–" where it was not run (a
     table of fixed shape, like the paper's Table 2). `note`: a line under the title."""
     varying = _varying(con)
@@ -226,7 +231,8 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
     if methods is not None:
         where = "WHERE method IN (" + ", ".join("'" + m + "'" for m in methods) + ")"
     data = con.execute(
-        f"""SELECT {', '.join(keys)}, method, dataset, avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}), count(*)
+        f"""SELECT {', '.join(keys)}, method, dataset, {accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc')},
+                   {accuracy_sql('llm_acc', answered=True)}, {accuracy_sql('contain_acc', answered=True)}
             FROM episodes {where} GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     if not data:
@@ -239,8 +245,9 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
     for group, cells in groups.items():
         if require and not any(m in require for m, _ in cells):
             continue
-        out.append(f"**{_setting_label(keys, group)}** — accuracy in %, LLM-Acc and Cont-Acc over the same questions: all attempted ones but judge failures (n and judge failures per cell in the details table)")
-        out.append("")
+        out.append(f"**{_setting_label(keys, group)}** — LLM-Acc and Cont-Acc over the same questions: all attempted ones but judge failures (judge failures per run in the details table)"
+                   + (f"; {OF_ANSWERED}: over the answered ones only (a non-empty prediction), as the paper's evaluation code divides" if paper is not None else ""))
+        out += ["", LEGEND, ""]
         backbone = paper.backbone(group[0]) if paper is not None else None
         if paper is not None:
             out.append(f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
@@ -251,21 +258,25 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
         header = ["Method"]
         for d in datasets:
             for m in _accuracy_columns(d):
-                header += [f"{d} {m}", "(paper)"] if backbone else [f"{d} {m}"]
+                header += ([f"{d} {m} {OF_ATTEMPTED}", OF_ANSWERED] if paper is not None else [f"{d} {m}"]) + (["(paper)"] if backbone else [])
         rows = []
         for method in list(methods) if (fixed_rows and methods is not None) else _method_order(sorted({m for m, _ in cells})):
             row = [_label(method)]
             for d in datasets:
-                llm, cont, _n = cells.get((method, d), (None, None, 0))
-                for column, value in enumerate([llm, cont][: len(_accuracy_columns(d))]):
-                    row.append(_fmt(value))
+                # (sum, n) of LLM-Acc and Cont-Acc over the attempted questions, then over the answered ones
+                llm, llm_n, cont, cont_n, llm_a, llm_a_n, cont_a, cont_a_n = cells.get((method, d), (None, 0) * 4)
+                attempted, answered = [(llm, llm_n), (cont, cont_n)], [(llm_a, llm_a_n), (cont_a, cont_a_n)]
+                for column in range(len(_accuracy_columns(d))):
+                    row.append(accuracy_cell(*attempted[column]))
+                    if paper is not None:
+                        row.append(accuracy_cell(*answered[column]))
                     if backbone:
                         row.append(_paper_fmt(paper.cell(backbone, method, d, column)))
             rows.append(row)
         if paper is not None and not backbone:
             shown = [r[0] for r in rows]
             listed = [m for m in (list(methods) if (fixed_rows and methods is not None) else _method_order(sorted({m for m, _ in cells}))) if _label(m) in shown]
-            rows += reference_rows(paper, listed, datasets, _accuracy_columns, _label, _paper_fmt)
+            rows += reference_rows(paper, listed, datasets, _accuracy_columns, _label, _paper_fmt, of_answered=True)
         out += [markdown_table(header, rows), ""]
     return "\n".join(out)
 
@@ -297,20 +308,25 @@ def details_table(con: duckdb.DuckDBPyConnection) -> str:
     varying = _varying(con)
     cols = ["dataset", "model", "method", *varying]
     data = con.execute(
-        f"""SELECT {', '.join(cols)}, count(DISTINCT run_id), count(*), count(*) FILTER (status = 'ok'),
-                   count(*) FILTER (status = 'failed'), count(*) FILTER (forced), avg(contain_acc) FILTER ({SCORED}), avg(llm_acc) FILTER ({SCORED}),
+        f"""SELECT {', '.join(cols)}, count(DISTINCT run_id), count(*), count(*) FILTER ({ANSWERED}),
+                   count(*) FILTER (status = 'failed'), count(*) FILTER (forced),
+                   {accuracy_sql('contain_acc')}, {accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc', answered=True)}, {accuracy_sql('llm_acc', answered=True)},
                    count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1), avg(evidence_recall_read), avg(evidence_recall_seen)
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
-    header = [*cols, "runs", "questions", "answered", "failed", "forced", "Cont-Acc", "LLM-Acc", "judge failed", "EM", "F1", "evidence read", "evidence seen"]
+    header = [*cols, "runs", "questions", "answered", "failed", "forced", f"Cont-Acc {OF_ATTEMPTED}", f"LLM-Acc {OF_ATTEMPTED}",
+              f"Cont-Acc {OF_ANSWERED}", f"LLM-Acc {OF_ANSWERED}", "judge failed", "EM", "F1", "evidence read", "evidence seen"]
     rows = []
     for r in data:
         n = len(cols)
-        rows.append([*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "int") for v in r[n : n + 5]), _fmt(r[n + 5]), _fmt(r[n + 6]), _fmt(r[n + 7], "int"), *(_fmt(v) for v in r[n + 8 :])])
+        accuracies = [accuracy_cell(r[i], r[i + 1]) for i in range(n + 5, n + 13, 2)]
+        rows.append([*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "int") for v in r[n : n + 5]), *accuracies, _fmt(r[n + 13], "int"), *(_fmt(v) for v in r[n + 14 :])])
     text = [
         "## Details per run",
         "",
-        "Accuracies in % over all attempted questions (a failed episode scores 0); LLM-Acc leaves out questions whose judge gave no verdict ('judge failed'). "
+        f"{LEGEND} {OF_ATTEMPTED}: over all attempted questions (a failed episode scores 0), our default; {OF_ANSWERED}: over the answered "
+        "ones only (a non-empty prediction), the denominator of the A-RAG paper's evaluation code. Both leave out questions whose judge gave no "
+        "verdict ('judge failed'). EM, F1: means in % over all attempted questions. "
         "Evidence recall: share of the supporting documents whose chunks the agent read in full / saw in any tool result.",
         "",
         markdown_table(header, rows, ["l"] * len(cols) + ["r"] * (len(header) - len(cols))),
@@ -358,7 +374,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     cols = ["dataset", "model", "method", *_varying(con)]
     tools = method_declarations()[AGENTIC_METHOD]["tools"]
     data = con.execute(
-        f"""SELECT {', '.join(cols)}, count(*), avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}),
+        f"""SELECT {', '.join(cols)}, count(*), {accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc')},
                    avg(citation_recall_at_1), avg(citation_recall_at_3), avg(prompt_tokens + completion_tokens), avg(retrieved_tokens),
                    {''.join(f'avg(calls_{t}), ' for t in tools)}avg(forced_summaries), avg(CAST(forced AS INTEGER))
             FROM episodes WHERE method IN ({listed}) GROUP BY ALL ORDER BY ALL"""
@@ -372,12 +388,13 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     order = {m: i for i, m in enumerate(AGENTIC_COMPARISON)}
     rows = []
     for r in sorted(data, key=lambda r: (r[0], r[1], *_setting_keys(cols[3:], r[3:n]), order[r[2]])):
-        rows.append([r[0], r[1], _label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"), *(_fmt(v) for v in r[n + 1 : n + 5]),
+        r = (*r[: n + 1], accuracy_cell(r[n + 1], r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *r[n + 5 :])  # accuracies as cells, then as before
+        rows.append([r[0], r[1], _label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"), r[n + 1], r[n + 2], *(_fmt(v) for v in r[n + 3 : n + 5]),
                      *(_fmt(v, "int") for v in r[n + 5 : n + 7]), *(_fmt(v, "f2") for v in r[n + 7 : n + 8 + t]), _fmt(r[n + 8 + t])])
     return "\n".join([
         "## AgenticRAG beside A-RAG (Full) and Naive RAG",
         "",
-        "Accuracy in %; cited R@k: share of the supporting documents among the first k documents the answer cites, ranked by "
+        f"{LEGEND} Cited R@k: share of the supporting documents among the first k documents the answer cites, ranked by "
         "their relevance scores (AgenticRAG only); tokens / question: prompt + completion tokens of all model calls; tool "
         "columns: mean calls per question.",
         "",
@@ -387,19 +404,20 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
 
 
 # ---- plots ---------------------------------------------------------------------------------------
-def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], list[tuple[str, list[tuple[str, float | None, float | None]]]]]:
+def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], list[tuple[str, list[tuple[str, Proportion | None, Proportion | None]]]]]:
     """The x values in order (as tick labels; a run that leaves `x` unset shows "unset", apart from
     an effort of "none"), and per line (dataset, model, method, other setting, guard rails, judge)
-    its label and points (x, Cont-Acc, LLM-Acc); with a sweep present, only the lines with ≥ 2 points."""
+    its label and points (x, Cont-Acc, LLM-Acc), each accuracy with its n and interval (None where
+    nothing was scored); with a sweep present, only the lines with ≥ 2 points."""
     other = "reasoning_effort" if x == "max_steps" else "max_steps"
     data = con.execute(
         f"""SELECT dataset, model, method, {other} AS o, guard_rails AS g, judge AS j, {x} AS x,
-                   avg(contain_acc) FILTER ({SCORED}), avg(llm_acc) FILTER ({SCORED}), count(*)
+                   {accuracy_sql('contain_acc')}, {accuracy_sql('llm_acc')}
             FROM episodes GROUP BY ALL"""
     ).fetchall()
     lines: dict[tuple, list[tuple]] = {}
-    for d, model, method, o, g, j, xv, cont, llm, _n in data:
-        lines.setdefault((d, model, method, o, g, j), []).append((xv, cont, llm))
+    for d, model, method, o, g, j, xv, cont, cont_n, llm, llm_n in data:
+        lines.setdefault((d, model, method, o, g, j), []).append((xv, proportion(cont, cont_n), proportion(llm, llm_n)))
     if any(len(pts) > 1 for pts in lines.values()):  # a sweep: its series only, not the single points of other runs
         lines = {k: pts for k, pts in lines.items() if len(pts) > 1}
     xs = sorted({p[0] for pts in lines.values() for p in pts}, key=lambda v: setting_order(x, v))
@@ -426,27 +444,42 @@ def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], l
 
 
 def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path:
-    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per accuracy_lines entry."""
+    """accuracy_figure's plot as a PNG file."""
+    fig = accuracy_figure(con, x)
+    fig.savefig(path)
+    _pyplot().close(fig)
+    return path
+
+
+def accuracy_figure(con: duckdb.DuckDBPyConnection, x: str):
+    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per accuracy_lines entry, each
+    point with its 95% Wilson interval as an error bar (the lines a little apart so the bars do not hide each other)."""
     plt = _pyplot()
     xs, lines = accuracy_lines(con, x)
     pos = {v: i for i, v in enumerate(xs)}
     fig, ax = plt.subplots(figsize=(10, 4.8), dpi=110)
+    slots = max(1, 2 * len(lines))  # each line's Cont-Acc and LLM-Acc side by side, centred on the x tick
+    step = 0.3 / slots
     for i, (label, pts) in enumerate(lines):
         color = f"C{i % 10}"
-        ax.plot([pos[p[0]] for p in pts], [100 * (p[1] or 0) for p in pts], "-o", color=color, label=label + " (Cont-Acc)")
-        if any(p[2] is not None for p in pts):
-            ax.plot([pos[p[0]] for p in pts if p[2] is not None], [100 * p[2] for p in pts if p[2] is not None], "--s", color=color, alpha=0.7, label=label + " (LLM-Acc)")
+        for which, (column, style, alpha) in enumerate(((1, "-o", 1.0), (2, "--s", 0.7))):
+            shown = [(pos[p[0]] + step * (2 * i + which - (slots - 1) / 2), p[column]) for p in pts if p[column] is not None]
+            if not shown:
+                continue
+            values = [100 * acc.value for _, acc in shown]
+            below = [v - 100 * acc.interval[0] for v, (_, acc) in zip(values, shown)]
+            above = [100 * acc.interval[1] - v for v, (_, acc) in zip(values, shown)]
+            ax.errorbar([at for at, _ in shown], values, yerr=[below, above], fmt=style, color=color, alpha=alpha, capsize=3, elinewidth=1,
+                        label=label + (" (Cont-Acc)" if column == 1 else " (LLM-Acc)"))
     ax.set_xticks(range(len(xs)), xs)
     ax.set_xlabel({"max_steps": "max steps", "reasoning_effort": "reasoning effort"}.get(x, x))
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    ax.set_title(f"Accuracy vs {x.replace('_', ' ')} (Cont-Acc solid, LLM-Acc dashed)")
+    ax.set_title(f"Accuracy vs {x.replace('_', ' ')} (Cont-Acc solid, LLM-Acc dashed; bars: 95% Wilson intervals)")
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, list[tuple[int, int]]]]:
@@ -525,6 +558,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
                        paper=PaperResults.load() if paper_columns else None, cards=cards),
         ablation_table(con, paper=PaperResults.load(table=PAPER_ABLATIONS_FILE) if paper_columns else None, cards=cards),
         *sweeps,
+        paired_section(con, _varying(con), _label),
         agentic_table(con),
         a2rag_section(con, _varying(con), _label),
         details_table(con),

@@ -24,7 +24,8 @@ from typing import Callable, Iterable, Sequence
 
 import duckdb
 
-from arag.evaluation.report_format import SCORED, markdown_table
+from arag.evaluation.intervals import cell as accuracy_cell
+from arag.evaluation.report_format import accuracy_sql, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
 
 from arag.methods.a2rag import CALL_PURPOSES, CHECKS, STAGES
@@ -103,7 +104,7 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     cols = ["dataset", "model", "method", *shown_settings]
     baselines = ", ".join(f"'{m}'" for m in BASELINES)
     data = con.execute(
-        f"""SELECT {', '.join(cols)}, count(*), avg(exact_match), avg(f1), avg(llm_acc) FILTER ({SCORED}),
+        f"""SELECT {', '.join(cols)}, count(*), avg(exact_match), avg(f1), {accuracy_sql('llm_acc')},
                    avg(evidence_recall_at_2), avg(evidence_recall_at_5), avg(model_calls), avg(prompt_tokens + completion_tokens),
                    quantile_cont(wall_s - judge_s, 0.5), quantile_cont(wall_s - judge_s, 0.95)
             FROM episodes WHERE {A2RAG_ROWS} OR method IN ({baselines}) GROUP BY ALL ORDER BY ALL"""
@@ -114,7 +115,8 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     header = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "LLM calls / q", "tokens / q", "latency P50 s", "P95 s"]
     rows = [
         [*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"),
-         *(_fmt(v) for v in r[n + 1 : n + 6]), _fmt(r[n + 6], "f1"), _fmt(r[n + 7], "int"), _fmt(r[n + 8], "f2"), _fmt(r[n + 9], "f2")]
+         _fmt(r[n + 1]), _fmt(r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *(_fmt(v) for v in r[n + 5 : n + 7]),
+         _fmt(r[n + 7], "f1"), _fmt(r[n + 8], "int"), _fmt(r[n + 9], "f2"), _fmt(r[n + 10], "f2")]
         for r in data
     ]
     return markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n))
@@ -157,7 +159,7 @@ def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str],
     return "\n".join([
         title,
         "",
-        "Accuracy and recall in %; Recall@k: supporting titles among the first k chunks retrieved, in retrieval order; "
+        "EM, F1 and recall in %; LLM-Acc in % with its 95% Wilson interval [low, high] and n, the questions it averages over; Recall@k: supporting titles among the first k chunks retrieved, in retrieval order; "
         "tokens: prompt + completion tokens of all model calls; latency: seconds per episode without the judge.",
         "",
         comparison_table(con, shown_settings, label),

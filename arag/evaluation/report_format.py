@@ -1,5 +1,5 @@
-"""What every report table shares: Markdown tables, number formats, the scored-questions rule and
-the error for runs that must not be merged (arag.evaluation.report and its sections)."""
+"""What every report table shares: Markdown tables, number formats, the scored-questions rule, the
+accuracies' two denominators and the error for runs that must not be merged (arag.evaluation.report and its sections)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,18 @@ from typing import Any, Sequence
 
 # The questions both accuracies average over: all but those the judge gave no verdict for.
 SCORED = "coalesce(judge_status, '') <> 'failed'"
+# Answered as the official A-RAG evaluation counts it (scripts/eval.py): a non-empty prediction. Its
+# accuracies divide by these questions only; ours by every attempted one (a failure scoring 0).
+ANSWERED = "status = 'ok' AND trim(coalesce(prediction, '')) <> ''"
+OF_ATTEMPTED = "(of attempted)"
+OF_ANSWERED = "(of answered)"
+
+
+def accuracy_sql(column: str, answered: bool = False) -> str:
+    """Two SQL aggregates, the sum and the count of a 0/1 score column over the scored questions
+    (only the answered ones with `answered`): an accuracy and its n (arag.evaluation.intervals.cell)."""
+    where = f"{SCORED} AND {ANSWERED}" if answered else SCORED
+    return f"sum({column}) FILTER ({where}), count({column}) FILTER ({where})"
 
 
 class UnlikeRunsError(ValueError):

@@ -126,10 +126,12 @@ def backbone_title(backbone: str) -> str:
     return "GPT" + backbone[3:] if backbone.lower().startswith("gpt") else backbone
 
 
-def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], columns, label, fmt) -> list[list[str]]:
+def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], columns, label, fmt, *, of_answered: bool = False) -> list[list[str]]:
     """The paper's published accuracies of `methods` as rows of their own, one per backbone and
     method it reports, labelled "<method> — paper, <backbone> (reference)"; `columns(dataset)`: the
-    accuracy columns of a dataset; `fmt`: how a published value is written."""
+    accuracy columns of a dataset; `fmt`: how a published value is written. `of_answered`: each
+    accuracy has an "(of attempted)" and an "(of answered)" column; the published value goes under
+    "(of answered)", the denominator of the paper's evaluation code, and "–" under the other."""
     rows = []
     for backbone in paper.backbones:
         for method in methods:
@@ -137,6 +139,7 @@ def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], colum
                 continue
             row = [f"{label(method)} — paper, {backbone_title(backbone)} (reference)"]
             for d in datasets:
-                row += [fmt(paper.cell(backbone, method, d, c)) for c in range(len(columns(d)))]
+                for c in range(len(columns(d))):
+                    row += (["–"] if of_answered else []) + [fmt(paper.cell(backbone, method, d, c))]
             rows.append(row)
     return rows

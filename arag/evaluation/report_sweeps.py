@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 
+from arag.evaluation.intervals import Proportion, proportion
 from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table, pyplot
 from arag.evaluation.report_format import format_value as _fmt
 
@@ -44,6 +45,16 @@ class SweepPoint:
     steps: float | None
     model_calls: float | None
     wall_s: float | None
+    llm_scored: int = 0  # the questions LLM-Acc averages over
+    contain_scored: int = 0
+
+    @property
+    def llm(self) -> Proportion | None:
+        return proportion(None if self.llm_acc is None else self.llm_acc * self.llm_scored, self.llm_scored)
+
+    @property
+    def contain(self) -> Proportion | None:
+        return proportion(None if self.contain_acc is None else self.contain_acc * self.contain_scored, self.contain_scored)
 
 
 @dataclass(frozen=True)
@@ -119,7 +130,8 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
     data = con.execute(
         f"""SELECT {', '.join(keys)}, {x}, run_id, any_value(settings), count(*),
                    avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}), count(*) FILTER (judge_status = 'failed'),
-                   avg(prompt_tokens + completion_tokens), avg(reasoning_tokens), avg(retrieved_tokens), avg(steps), avg(model_calls), avg(wall_s)
+                   avg(prompt_tokens + completion_tokens), avg(reasoning_tokens), avg(retrieved_tokens), avg(steps), avg(model_calls), avg(wall_s),
+                   count(llm_acc) FILTER ({SCORED}), count(contain_acc) FILTER ({SCORED})
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     grouped: dict[tuple, list[tuple]] = {}
@@ -147,7 +159,8 @@ def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str
         title,
         "",
         f"One table per series: its runs differ only in `{x}` (checked on their identity settings); the settings named above a "
-        "table are fixed. Accuracy in % over the same questions (judge failures left out of both); tokens: prompt + completion "
+        "table are fixed. LLM-Acc and Cont-Acc over the same questions (judge failures left out of both), each in % with its 95% Wilson "
+        "interval [low, high] and n; a difference between two points is tested in the paired comparisons. Tokens: prompt + completion "
         "tokens per question; wall s: mean seconds per episode.",
         "",
     ]
@@ -159,7 +172,7 @@ def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str
         named = [f"{k}={'—' if v is None else v}" for k, v in fixed.items()] + ([f"guard_rails={rails}"] if rails != "off" else [])
         out += [f"**{name}**" + (f" — {', '.join(named)}" if named else ""), ""]
         rows = [
-            ["—" if p.x is None else str(p.x), _fmt(p.n, "int"), _fmt(p.llm_acc), _fmt(p.contain_acc), _fmt(p.judge_failed, "int"),
+            ["—" if p.x is None else str(p.x), _fmt(p.n, "int"), p.llm.text() if p.llm else "–", p.contain.text() if p.contain else "–", _fmt(p.judge_failed, "int"),
              _fmt(p.tokens, "int"), _fmt(p.reasoning_tokens, "int"), _fmt(p.retrieved_tokens, "int"), _fmt(p.steps, "f1"),
              _fmt(p.model_calls, "f1"), _fmt(p.wall_s, "f2"), p.run_id]
             for p in s.points
@@ -186,7 +199,7 @@ class Panel:
     x: str
     model: str
     dataset: str
-    lines: tuple[tuple[str, tuple[tuple[Any, float], ...]], ...]  # (series label, ((x, LLM-Acc %), ...))
+    lines: tuple[tuple[str, tuple[tuple[Any, Proportion], ...]], ...]  # (series label, ((x, LLM-Acc), ...))
 
     @property
     def title(self) -> str:
@@ -225,19 +238,20 @@ def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str
                 if steps != [official_steps]:
                     notes.append(f"{where}: reasoning effort swept at max_steps={', '.join(map(str, steps))}, not the official {official_steps}")
                     continue
-            kept = [p for p in s.points if _in_paper_range(x, p.x) and p.llm_acc is not None]
+            kept = [p for p in s.points if _in_paper_range(x, p.x) and p.llm is not None]
             dropped = [p.x for p in s.points if p not in kept]
             if dropped:
                 notes.append(f"{where}: {x}={', '.join('—' if v is None else str(v) for v in dropped)} (outside the paper's range, or no LLM-Acc)")
             if len(kept) >= 2:
-                lines.setdefault((x, model, dataset), []).append((name, tuple((p.x, 100 * p.llm_acc) for p in kept)))
+                lines.setdefault((x, model, dataset), []).append((name, tuple((p.x, p.llm) for p in kept)))
     order = list(SWEEPABLE)
     panels = [Panel(x, m, d, tuple(ls)) for (x, m, d), ls in sorted(lines.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2]))]
     return panels, notes
 
 
 def paper_figure(panels: list[Panel], official_steps: int):
-    """The matplotlib figure: one axes per panel, in rows of up to four, a line per series."""
+    """The matplotlib figure: one axes per panel, in rows of up to four, a line per series and its
+    points' 95% intervals as a band."""
     plt = pyplot()
     cols = min(4, len(panels))
     rows = -(-len(panels) // cols)
@@ -247,7 +261,9 @@ def paper_figure(panels: list[Panel], official_steps: int):
         # Steps on a number line as the paper draws them; effort levels evenly spaced, in level order.
         pos = {v: (v if panel.x == "max_steps" else i) for i, v in enumerate(xs)}
         for i, (name, pts) in enumerate(panel.lines):
-            ax.plot([pos[v] for v, _ in pts], [y for _, y in pts], "-o", color=f"C{i % 10}", label=name)
+            ax.plot([pos[v] for v, _ in pts], [100 * acc.value for _, acc in pts], "-o", color=f"C{i % 10}", label=name)
+            ax.fill_between([pos[v] for v, _ in pts], [100 * acc.interval[0] for _, acc in pts], [100 * acc.interval[1] for _, acc in pts],
+                            color=f"C{i % 10}", alpha=0.15, linewidth=0)
         ax.set_xticks([pos[v] for v in xs], [str(v) for v in xs])
         ax.set_xlabel(AXIS_LABELS[panel.x] + (f" (max steps {official_steps})" if panel.x == "reasoning_effort" else ""))
         ax.set_ylabel("LLM-Acc (%)")
@@ -273,7 +289,8 @@ def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[st
         "",
         f"LLM-Acc against max steps ({PAPER_STEP_RANGE[0]}–{PAPER_STEP_RANGE[1]}) and against reasoning effort "
         f"({PAPER_EFFORT_LEVELS[0]}–{PAPER_EFFORT_LEVELS[-1]}, at the official {official} steps), one panel per backbone and dataset; "
-        "the paper's panels: steps for GPT-5-mini and GPT-4o-mini, effort for GPT-5-mini and GPT-5, on MuSiQue-300.",
+        "the paper's panels: steps for GPT-5-mini and GPT-4o-mini, effort for GPT-5-mini and GPT-5, on MuSiQue-300. "
+        "The band around a line and the brackets below: each point's 95% Wilson interval (n: the questions it averages over).",
         "",
     ]
     written = []
@@ -286,7 +303,7 @@ def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[st
         written.append(path)
         for p in panels:
             for name, pts in p.lines:
-                out.append(f"- {AXIS_LABELS[p.x]} · {p.title} · {name}: " + ", ".join(f"{v} {y:.1f}" for v, y in pts))
+                out.append(f"- {AXIS_LABELS[p.x]} · {p.title} · {name}: " + ", ".join(f"{v} {acc.text()}" for v, acc in pts))
         out += ["", f"![Test-time scaling, the paper's layout]({PAPER_FIGURE_FILE})", ""]
     else:
         out += ["No sweep series to draw (`+sweep=test_time_scaling_steps`, `+sweep=test_time_scaling_effort`).", ""]

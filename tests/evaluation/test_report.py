@@ -55,8 +55,13 @@ def test_report_renders_tables_and_plots(tmp_path):
     # Main table: methods as rows, the dataset's LLM-Acc and Cont-Acc as columns, one block per setting.
     assert "| Method | 2wikimultihopqa LLM-Acc | 2wikimultihopqa Cont-Acc |" in text
     assert "**model=qwen, max_steps=10, reasoning_effort=low**" in text
-    assert "| A-RAG (Full) | 66.7 | 66.7 |" in text  # both over the same 9 questions: the judge failure is out of both
-    assert "| Naive RAG | 44.4 | 44.4 |" in text  # the failed episode scores 0 in both
+    assert "| A-RAG (Full) | 66.7 [35.4, 87.9] n=9 | 66.7 [35.4, 87.9] n=9 |" in text  # both over the same 9 questions: the judge failure is out of both
+    assert "| Naive RAG | 44.4 [18.9, 73.3] n=9 | 44.4 [18.9, 73.3] n=9 |" in text  # the failed episode scores 0 in both
+    # The details give both denominators: of the attempted questions (the failed one scores 0) and of the answered ones (as the paper's code).
+    details = text.split("## Details per run")[1].split("\n## ")[0]
+    assert "| Cont-Acc (of attempted) | LLM-Acc (of attempted) | Cont-Acc (of answered) | LLM-Acc (of answered) |" in details
+    naive = next(r for r in details.splitlines() if "| naive_rag |" in r).split(" | ")
+    assert naive[7:15] == ["9", "1", "1", "44.4 [18.9, 73.3] n=9", "44.4 [18.9, 73.3] n=9", "50.0 [21.5, 78.5] n=8", "50.0 [21.5, 78.5] n=8", "1"]
     ablation = text.split("## Ablation")[1].split("## Details")[0]
     assert "w/o keyword_search" in ablation and "Direct answer" not in ablation
     assert "Direct answer" in text.split("## Main results")[1].split("## Ablation")[0]
@@ -117,7 +122,7 @@ def test_runs_differing_only_in_guard_rails_get_their_own_blocks(tmp_path):
     text = build_report(results).path.read_text()
     main = text.split("## Main results")[1].split("## Ablation")[0]
     assert "**model=qwen, guard_rails=off**" in main and "**model=qwen, guard_rails=tool_steps=1**" in main
-    assert "| A-RAG (Full) | 30.0 | 30.0 |" in main and "| A-RAG (Full) | 70.0 | 70.0 |" in main
+    assert "| A-RAG (Full) | 30.0 [10.8, 60.3] n=10 | 30.0 [10.8, 60.3] n=10 |" in main and "| A-RAG (Full) | 70.0 [39.7, 89.2] n=10 | 70.0 [39.7, 89.2] n=10 |" in main
 
 
 def test_report_refuses_to_merge_unlike_runs(tmp_path):
@@ -152,14 +157,14 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
     main = text.split("## Details")[0]
     assert "judge=qwen (preset paper)" in main and "judge=gpt-4o-mini (preset strict)" in main
     agentic = [r for r in text.split("## AgenticRAG beside")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
-    assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("gpt-4o-mini (preset strict)", "100.0"), ("qwen (preset paper)", "0.0")]
+    assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("gpt-4o-mini (preset strict)", "100.0 [20.7, 100.0] n=1"), ("qwen (preset paper)", "0.0 [0.0, 79.3] n=1")]
     tools = [r for r in text.split("## Tool use")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
     assert len(tools) == 4 and sum(" | agenticrag | qwen (preset paper) | " in r for r in tools) == 1
     from arag.evaluation.report import accuracy_lines, connect
 
     _, lines = accuracy_lines(connect(results), "max_steps")  # the plot's lines
     full = {label: pts for label, pts in lines if label.startswith("A-RAG (Full)")}
-    assert {label.split(" · ")[-1]: pts[0][2] for label, pts in full.items()} == {"judge=qwen (preset paper)": 0.0, "judge=gpt-4o-mini (preset strict)": 1.0}
+    assert {label.split(" · ")[-1]: pts[0][2].value for label, pts in full.items()} == {"judge=qwen (preset paper)": 0.0, "judge=gpt-4o-mini (preset strict)": 1.0}
 
 
 def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):
@@ -181,7 +186,7 @@ def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):
     text = build_report(results).markdown
     main = text.split("## Main results")[1].split("## Ablation")[0]
     assert "| Method | 2wikimultihopqa LLM-Acc | 2wikimultihopqa Cont-Acc | graphrag-bench-medical LLM-Acc |" in main
-    assert "| A-RAG (Full) | 50.0 | 100.0 | 50.0 |" in main
+    assert "| A-RAG (Full) | 50.0 [15.0, 85.0] n=4 | 100.0 [51.0, 100.0] n=4 | 50.0 [15.0, 85.0] n=4 |" in main
     tokens = text.split("## Retrieved tokens per question (Table 3 layout)")[1].split("## Retrieved tokens and cost")[0]
     assert "| Method | 2wikimultihopqa | graphrag-bench-medical |" in tokens
     assert "| Naive RAG | 5,150 | 5,150 |" in tokens and "| A-RAG (Full) | 1,150 | 3,150 |" in tokens
@@ -203,8 +208,11 @@ def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path
         with RunStore(results, f"r{k}") as store:
             store.write(rows)
     main = build_report(results, paper_columns=True).markdown.split("## Main results")[1].split("## Ablation")[0]
-    assert "| Method | 2wikimultihopqa LLM-Acc | (paper) | 2wikimultihopqa Cont-Acc | (paper) | graphrag-bench-novel LLM-Acc | (paper) |" in main
-    assert "| A-RAG (Full) | 50.0 | 89.7 | 75.0 | 88.9 | 50.0 | 85.3 |" in main  # the paper's GPT-5-mini row (abstract: 2Wiki 89.7)
+    # Beside the paper's numbers, ours over both denominators: the attempted questions and the answered ones (the paper code's).
+    assert ("| Method | 2wikimultihopqa LLM-Acc (of attempted) | (of answered) | (paper) | 2wikimultihopqa Cont-Acc (of attempted) | (of answered) | (paper) "
+            "| graphrag-bench-novel LLM-Acc (of attempted) | (of answered) | (paper) |") in main
+    half, three = "50.0 [15.0, 85.0] n=4", "75.0 [30.1, 95.4] n=4"
+    assert f"| A-RAG (Full) | {half} | {half} | 89.7 | {three} | {three} | 88.9 | {half} | {half} | 85.3 |" in main  # the paper's GPT-5-mini row (abstract: 2Wiki 89.7)
     assert "published numbers for gpt-5-mini" in main and "arXiv 2602.03442" in main
     # Another backbone's block: the paper's rows under ours, labelled as reference, never refused.
     qwen = main.split("**model=qwen**")[1]

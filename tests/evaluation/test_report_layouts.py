@@ -37,6 +37,11 @@ def section(text: str, title: str) -> str:
     return text.split(title)[1].split("\n## ")[0]
 
 
+def values(rows: list[list[str]]) -> list[list[str]]:
+    """The rows with each accuracy cell's interval and n taken off ("80.0 [49.0, 94.3] n=10" → "80.0")."""
+    return [[c.split(" [")[0] for c in r] for r in rows]
+
+
 def table_rows(text: str) -> list[list[str]]:
     return [line.strip("| ").split(" | ") for line in text.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
 
@@ -49,8 +54,9 @@ def test_table2_layout_rows_are_the_ablations_in_the_papers_order(tmp_path):
     plain = table_rows(section(build_report(results, tmp_path / "plain").markdown, "## Ablations (Table 2 layout): A-RAG (Full) without one tool"))
     header, *rows = plain
     assert header == ["Method", "2wikimultihopqa LLM-Acc", "2wikimultihopqa Cont-Acc", "graphrag-bench-medical LLM-Acc"]
+    assert rows[0][1] == "80.0 [49.0, 94.3] n=10"  # every accuracy with its 95% interval and n
     # Fixed rows in the paper's order; the semantic ablation was not run ("–"); A-RAG (Naive) is no ablation.
-    assert rows == [
+    assert values(rows) == [
         ["A-RAG (Full)", "80.0", "80.0", "70.0"],
         ["w/o keyword_search", "60.0", "60.0", "50.0"],
         ["w/o semantic_search", "–", "–", "–"],
@@ -62,16 +68,17 @@ def test_table2_layout_rows_are_the_ablations_in_the_papers_order(tmp_path):
     table2 = section(text, "## Ablations (Table 2 layout): A-RAG (Full) without one tool")
     assert "published numbers for gpt-5-mini" in table2 and "Table 2" in table2
     header, *rows = table_rows(table2)
-    assert header == ["Method", "2wikimultihopqa LLM-Acc", "(paper)", "2wikimultihopqa Cont-Acc", "(paper)", "graphrag-bench-medical LLM-Acc", "(paper)"]
-    assert rows == [
-        ["A-RAG (Full)", "80.0", "89.7", "80.0", "88.9", "70.0", "93.1"],
-        ["w/o keyword_search", "60.0", "88.9", "60.0", "88.1", "50.0", "93.2"],
-        ["w/o semantic_search", "–", "89.1", "–", "88.0", "–", "92.1"],
-        ["w/o chunk_read", "40.0", "89.0", "40.0", "87.9", "30.0", "93.3"],
+    assert header == ["Method", "2wikimultihopqa LLM-Acc (of attempted)", "(of answered)", "(paper)", "2wikimultihopqa Cont-Acc (of attempted)", "(of answered)", "(paper)",
+                      "graphrag-bench-medical LLM-Acc (of attempted)", "(of answered)", "(paper)"]
+    assert values(rows) == [
+        ["A-RAG (Full)", "80.0", "80.0", "89.7", "80.0", "80.0", "88.9", "70.0", "70.0", "93.1"],
+        ["w/o keyword_search", "60.0", "60.0", "88.9", "60.0", "60.0", "88.1", "50.0", "50.0", "93.2"],
+        ["w/o semantic_search", "–", "–", "89.1", "–", "–", "88.0", "–", "–", "92.1"],
+        ["w/o chunk_read", "40.0", "40.0", "89.0", "40.0", "40.0", "87.9", "30.0", "30.0", "93.3"],
     ]
     # The main table keeps the paper's Table 1 numbers beside ours and leaves the ablations out.
     main = section(text, "## Main results")
-    assert "| A-RAG (Full) | 80.0 | 89.7 | 80.0 | 88.9 | 70.0 | 93.1 |" in main and "w/o" not in main
+    assert ["A-RAG (Full)", "80.0", "80.0", "89.7", "80.0", "80.0", "88.9", "70.0", "70.0", "93.1"] in values(table_rows(main)) and "w/o" not in main
 
 
 def one_at_a_time(results: Path) -> None:
@@ -92,12 +99,13 @@ def test_sweep_report_shows_the_swept_setting_as_its_x_column(tmp_path):
     header, *rows = table_rows(steps)
     assert header[:4] == ["max_steps", "n", "LLM-Acc", "Cont-Acc"] and header[5] == "tokens / question"
     assert [r[0] for r in rows] == ["5", "10", "15", "20"]
-    assert [r[2] for r in rows] == ["40.0", "60.0", "70.0", "80.0"] and [r[5] for r in rows] == ["510", "1,010", "1,510", "2,010"]
+    assert [r[2] for r in rows] == ["40.0 [16.8, 68.7] n=10", "60.0 [31.3, 83.2] n=10", "70.0 [39.7, 89.2] n=10", "80.0 [49.0, 94.3] n=10"]
+    assert [r[5] for r in rows] == ["510", "1,010", "1,510", "2,010"]
     assert [r[-1] for r in rows] == ["steps5", "steps10", "steps15", "steps20"]
     effort = section(text, "## Test-time scaling: accuracy and cost against reasoning_effort")
     header, *rows = table_rows(effort)
     assert header[0] == "reasoning_effort" and "— max_steps=10" in effort
-    assert [(r[0], r[2]) for r in rows] == [("minimal", "30.0"), ("low", "50.0"), ("medium", "60.0"), ("high", "90.0")]  # by level
+    assert [(r[0], r[2].split(" [")[0]) for r in rows] == [("minimal", "30.0"), ("low", "50.0"), ("medium", "60.0"), ("high", "90.0")]  # by level
 
 
 def test_sweep_report_refuses_a_second_differing_setting(tmp_path):
@@ -153,6 +161,6 @@ def test_accuracy_plot_keeps_unset_effort_apart_from_effort_none_and_orders_by_l
     assert xs == ["unset", "none", "low", "high"]
     [(label, points)] = lines
     assert label == "A-RAG (Full) · max_steps=10"
-    assert [(x, cont) for x, cont, _ in points] == [("unset", 0.2), ("none", 0.4), ("low", 0.6), ("high", 0.9)]
+    assert [(x, cont.value, cont.n) for x, cont, _ in points] == [("unset", 0.2, 10), ("none", 0.4, 10), ("low", 0.6, 10), ("high", 0.9, 10)]
     steps_xs, _ = accuracy_lines(connect(results), "max_steps")
     assert steps_xs == ["10"]

@@ -73,8 +73,10 @@ def test_the_report_draws_the_figure_only_with_paper_columns(tmp_path):
     report = build_report(results, tmp_path / "paper", paper_columns=True)
     assert tmp_path / "paper" / PAPER_FIGURE_FILE in report.plots and (tmp_path / "paper" / PAPER_FIGURE_FILE).stat().st_size > 0
     text = section(report.markdown, "## Test-time scaling as the paper draws it (Figure 4)")
-    assert "- max steps · gpt-5-mini · musique · A-RAG (Full) · reasoning_effort=medium: 5 40.0, 10 50.0, 15 60.0, 20 70.0" in text
-    assert "- reasoning effort · gpt-4o-mini · musique · A-RAG (Full): minimal 10.0, low 20.0, medium 40.0, high 50.0" in text
+    assert ("- max steps · gpt-5-mini · musique · A-RAG (Full) · reasoning_effort=medium: 5 40.0 [16.8, 68.7] n=10, 10 50.0 [23.7, 76.3] n=10, "
+            "15 60.0 [31.3, 83.2] n=10, 20 70.0 [39.7, 89.2] n=10") in text
+    assert ("- reasoning effort · gpt-4o-mini · musique · A-RAG (Full): minimal 10.0 [1.8, 40.4] n=10, low 20.0 [5.7, 51.0] n=10, "
+            "medium 40.0 [16.8, 68.7] n=10, high 50.0 [23.7, 76.3] n=10") in text
     assert f"![Test-time scaling, the paper's layout]({PAPER_FIGURE_FILE})" in text
     assert "Left out of the figure:" in text and f"\n- gpt-5 · musique · A-RAG (Full): reasoning effort swept at max_steps=10, not the official {OFFICIAL}\n" in text
 

@@ -152,7 +152,7 @@ def test_the_first_page_lists_runs_and_episodes_and_the_filters_narrow_them(clie
     dom = get(client, "/")
     everything = {(a, "q0"), (a, "q1"), (a, "q2"), (b, "q0"), (b, "q1"), (b, "q2")}
     assert listed(dom) == everything
-    assert [x for _, _, x in dom.having(tag="h2")][:2] == ["Runs (2)", "Episodes (6 of 6)"]
+    assert [x for _, _, x in dom.having(tag="h2")][:3] == ["Runs (2)", "Paired comparisons (2)", "Episodes (6 of 6)"]
     assert listed(get(client, "/?outcome=correct")) == {(a, "q0"), (a, "q1"), (a, "q2")}
     assert listed(get(client, "/?outcome=wrong")) == {(b, "q0"), (b, "q1")}
     assert listed(get(client, "/?outcome=failed")) == {(b, "q2")}
@@ -203,6 +203,21 @@ def test_one_question_across_runs_side_by_side(client, tree):
     assert len(columns) == 2
     assert "max_steps 1" in columns[0][2] and "max_steps 4" in columns[1][2]  # in run order: fewer steps first
     assert [a["data-tool"] for _, a, _ in dom.having("tool-call")] == ["keyword_search", "keyword_search", "chunk_read"]
+
+
+def test_every_accuracy_carries_its_n_and_interval_and_the_two_runs_are_paired(client, tree):
+    """Run A: 3 of 3 correct; run B: 2 judged incorrect and 1 failed (scores 0). Each accuracy shown
+    carries its 95% Wilson interval and n; the two runs share their 3 questions and are compared."""
+    dom = get(client, "/")
+    llm = [x for _, _, x in dom.having("llm-acc")]
+    assert llm == ["0.0% [0.0, 56.1] n=3", "100.0% [43.9, 100.0] n=3"]  # run order: B (1 step) first
+    assert all(" n=3" in x and "[" in x for _, _, x in dom.having("contain-acc"))
+    (row,) = [x for _, _, x in dom.having("paired") if "LLM-Acc" in x]
+    # B → A on 3 shared questions: 0.0 → 100.0, right only in A / B 0 / 3, exact McNemar p = 2 · ½³.
+    assert all(part in row for part in ("0.0", "100.0", "+100.0", "0 / 3", "0.250", "within noise"))
+    side = get(client, "/compare?dataset=bench&q=q0")
+    assert [x for _, _, x in side.having("run-accuracy")][0].startswith("run LLM-Acc 0.0% [0.0, 56.1] n=3 · Contain-Acc ")
+    assert "100.0% [43.9, 100.0] n=3" in side.having("run-accuracy")[1][2]
 
 
 def test_unknown_runs_and_questions_are_404_with_the_reason(client, tree):

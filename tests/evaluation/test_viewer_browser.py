@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,10 @@ def test_the_viewer_in_a_browser_lists_the_runs_and_shows_an_episodes_tool_calls
     url, runs = viewer
     index = Dom(chromium(tmp_path, url, "--dump-dom"))
     assert {(runs[10], q) for q in ("q0", "q1", "q2")} | {(runs[1], q) for q in ("q0", "q1", "q2")} == listed(index)
+    # Every accuracy with its 95% interval and n; the two runs (same questions) compared pair by pair.
+    shown = [x for _, _, x in index.having("llm-acc") + index.having("contain-acc")]
+    assert len(shown) == 4 and all(re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] n=3", x) for x in shown), shown
+    assert [x for _, _, x in index.having("verdict", tag="td")] and all(v in ("within noise", "differs") for _, _, v in index.having("verdict", tag="td"))
 
     episode_url = f"{url}episode?{urlencode({'run': runs[10], 'q': 'q0'})}"
     dom = Dom(chromium(tmp_path, episode_url, "--dump-dom"))

@@ -88,7 +88,7 @@ def test_report_a2rag_section(results):
     lines = [line for line in comparison.splitlines() if line.startswith("| 2wikimultihopqa")]
     # Baselines first (Naive RAG, A-RAG Full), then A2RAG; recall, calls, tokens and latency from the rows.
     assert [line.split(" | ")[2] for line in lines] == ["Naive RAG", "A-RAG (Full)", "A2RAG (Full)"]
-    assert lines[0] == "| 2wikimultihopqa | qwen | Naive RAG | 4 | 50.0 | 50.0 | 50.0 | 25.0 | 50.0 | 4.0 | 1,000 | 2.50 | 3.85 |"
+    assert lines[0] == "| 2wikimultihopqa | qwen | Naive RAG | 4 | 50.0 | 50.0 | 50.0 [15.0, 85.0] n=4 | 25.0 | 50.0 | 4.0 | 1,000 | 2.50 | 3.85 |"  # LLM-Acc with its 95% interval and n
     assert lines[1].endswith("| 25.0 | 75.0 | 4.0 | 1,000 | 2.50 | 3.85 |")
     a2 = lines[2].split(" | ")
     assert a2[3] == "7" and a2[7:9] == ["50.0", "100.0"]  # recall@2/@5 mean over the six ok rows and the failed one (None)

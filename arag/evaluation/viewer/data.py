@@ -81,6 +81,23 @@ class Run:
         return (self.dataset, self.method, self.model, _num(self.max_steps), str(self.effort), self.run_id)
 
 
+def scores(run: Run, column: str) -> dict[str, float]:
+    """{question id: 0/1} of an accuracy column over the run's scored questions: a failed episode
+    scores 0, an answered one whose score is missing (the judge gave no verdict or was off) is left out."""
+    return {r["question_id"]: (r[column] if r["status"] == OK else 0.0) for r in run.rows if not (r["status"] == OK and r[column] is None)}
+
+
+def run_pairs(runs: list[Run]) -> list[tuple[Run, Run]]:
+    """The runs compared question by question, chosen as the report chooses them
+    (arag.evaluation.report_paired.pairs) over the settings the viewer shows: model, max steps, effort."""
+    from arag.evaluation.report_paired import RunKey, pairs
+
+    by_id = {r.run_id: r for r in runs}
+    keys = [RunKey(r.run_id, r.dataset, r.method, (("model", r.model), ("max_steps", r.max_steps), ("reasoning_effort", r.effort)),
+                   r.info.get("settings") or {}, r.info.get("created")) for r in runs]
+    return [(by_id[a.run_id], by_id[b.run_id]) for a, b in pairs(keys)]
+
+
 def _num(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else float("inf")
 

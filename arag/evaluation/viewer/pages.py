@@ -11,7 +11,8 @@ from typing import Any, Iterable
 from urllib.parse import urlencode
 
 from arag.evaluation.evidence import gold_chunks, shows_full_text
-from arag.evaluation.viewer.data import OUTCOMES, Run, filter_rows, outcome
+from arag.evaluation.intervals import WITHIN_NOISE, Proportion, paired, paired_cells
+from arag.evaluation.viewer.data import OUTCOMES, Run, filter_rows, outcome, run_pairs, scores
 
 PAGE_SIZE = 200  # episodes per page of the listing
 
@@ -37,6 +38,7 @@ form.filters{display:flex;flex-wrap:wrap;gap:6px 12px;align-items:end;background
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
 .columns{display:grid;grid-auto-flow:column;grid-auto-columns:minmax(340px,1fr);gap:10px;overflow-x:auto}
 .problem{color:#a50e0e}
+.ci{color:#555;font-size:12px}.noise{color:#555}.differs{font-weight:600}
 """
 
 
@@ -82,9 +84,14 @@ def as_json(value: Any, indent: int | None = None) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent)
 
 
-def mean(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
+def accuracy(scores: Iterable[float]) -> str:
+    """An accuracy over 0/1 scores with its 95% Wilson interval and n: "50.0% [15.0, 85.0] n=4"."""
+    values = list(scores)
+    if not values:
+        return ""
+    p = Proportion(sum(values), len(values))
+    low, high = p.interval
+    return f'<span class="acc">{100 * p.value:.1f}%</span> <span class="ci" title="95% Wilson interval and the questions it averages over">[{100 * low:.1f}, {100 * high:.1f}] n={p.n}</span>'
 
 
 # ---- the first page: runs and episodes --------------------------------------------------------------
@@ -105,6 +112,7 @@ def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str
     body = [f"<h1>Results: {esc(root)}</h1>"]
     body += [f'<p class="problem">{esc(p)}</p>' for p in problems]
     body.append(f"<h2>Runs ({len(runs)})</h2>" + runs_table(runs))
+    body.append(paired_table(runs))
     body.append(filter_form(runs, f))
     body.append(f'<h2 id="episodes">Episodes ({len(shown)} of {sum(len(r.rows) for r in runs)})</h2>')
     body.append(episodes_table(shown[offset : offset + PAGE_SIZE]))
@@ -114,18 +122,44 @@ def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str
 
 
 def runs_table(runs: list[Run]) -> str:
-    head = "<tr><th>run</th><th>dataset</th><th>method</th><th>model</th><th>max steps</th><th>effort</th><th>episodes</th><th>failed</th><th>forced</th><th>LLM-Acc</th><th>Contain-Acc</th><th>created</th></tr>"
+    head = ("<tr><th>run</th><th>dataset</th><th>method</th><th>model</th><th>max steps</th><th>effort</th><th>episodes</th><th>failed</th><th>forced</th>"
+            '<th title="over the judged questions, a failed episode scoring 0; 95% Wilson interval and n">LLM-Acc [95% CI] n</th>'
+            '<th title="over all attempted questions, a failed episode scoring 0; 95% Wilson interval and n">Contain-Acc [95% CI] n</th><th>created</th></tr>')
     rows = []
     for run in runs:
-        judged = [r["llm_acc"] if r["status"] == "ok" else 0.0 for r in run.rows if not (r["status"] == "ok" and r["llm_acc"] is None)]
-        contain = [r["contain_acc"] if r["status"] == "ok" else 0.0 for r in run.rows]
         rows.append(
             f'<tr><td><a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a></td><td>{esc(run.dataset)}</td><td>{esc(run.method)}</td>'
             f'<td>{esc(run.model)}</td><td class="n">{num(run.max_steps)}</td><td>{esc(run.effort)}</td><td class="n">{len(run.rows)}</td>'
             f'<td class="n">{sum(r["status"] != "ok" for r in run.rows)}</td><td class="n">{sum(bool(r["forced"]) for r in run.rows)}</td>'
-            f'<td class="n">{pct(mean(judged))}</td><td class="n">{pct(mean(contain))}</td><td>{esc(str(run.info.get("created", ""))[:19])}</td></tr>'
+            f'<td class="n llm-acc">{accuracy(scores(run, "llm_acc").values())}</td><td class="n contain-acc">{accuracy(scores(run, "contain_acc").values())}</td>'
+            f'<td>{esc(str(run.info.get("created", ""))[:19])}</td></tr>'
         )
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def paired_table(runs: list[Run]) -> str:
+    """Runs of one dataset and method compared on the questions both answered (the report's paired
+    comparisons: arag.evaluation.report_paired); empty when no two runs share questions."""
+    rows = []
+    for a, b in run_pairs(runs):
+        for metric, column in (("LLM-Acc", "llm_acc"), ("Contain-Acc", "contain_acc")):
+            result = paired(scores(a, column), scores(b, column))
+            if result is None:
+                continue
+            cells = paired_cells(result)
+            verdict = "noise" if result.within_noise else "differs"
+            rows.append(
+                f'<tr class="paired"><td>{esc(a.dataset)} · {esc(a.method)}</td><td>{esc(a.run_id)}<br><span class="meta">{esc(a.label)}</span></td>'
+                f'<td>{esc(b.run_id)}<br><span class="meta">{esc(b.label)}</span></td><td>{metric}</td>'
+                + "".join(f'<td class="n">{esc(c)}</td>' for c in cells[:-1]) + f'<td class="verdict {verdict}">{esc(cells[-1])}</td></tr>'
+            )
+    if not rows:
+        return ""
+    head = ("<tr><th>dataset · method</th><th>A</th><th>B</th><th>metric</th><th>shared n</th><th>A %</th><th>B %</th><th>Δ B − A</th>"
+            "<th>95% CI of Δ</th><th>right only in A / B</th><th>McNemar p</th><th>verdict</th></tr>")
+    note = (f'<p class="meta">On the questions both runs scored: paired bootstrap 95% interval of the difference (seeded) and the exact McNemar test; '
+            f'"{WITHIN_NOISE}": p ≥ 0.05 or an interval that holds 0.</p>')
+    return f'<h2 id="paired">Paired comparisons ({len(rows)})</h2>{note}<table>{head}{"".join(rows)}</table>'
 
 
 def _select(name: str, label: str, options: Iterable[tuple[str, str]], current: str) -> str:
@@ -308,9 +342,11 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
             ("evidence seen / read", f"{pct(row.get('evidence_recall_seen'))} / {pct(row.get('evidence_recall_read'))}"),
             ("wall s", num(row.get("wall_s"))),
         ])  # fmt: skip
+        whole_run = (f'<div class="run-accuracy">run LLM-Acc {accuracy(scores(run, "llm_acc").values())} · Contain-Acc '
+                     f'{accuracy(scores(run, "contain_acc").values())}</div>')
         columns.append(
             f'<div class="box run-column"><h2><a href="{href("/episode", run=run.run_id, q=question_id)}">{esc(run.label)}</a></h2>'
-            f'<div class="meta">{esc(run.run_id)}</div>{facts}{"".join(calls)}</div>'
+            f'<div class="meta">{esc(run.run_id)}</div>{whole_run}{facts}{"".join(calls)}</div>'
         )
     body = (
         f'<p><a href="/">all runs</a> › {esc(dataset)} › {esc(question_id)}</p><h1>{esc(first["question"])}</h1>'

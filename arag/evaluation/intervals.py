@@ -1,0 +1,153 @@
+"""How much an accuracy could move by chance: a 95% interval for one accuracy and a paired test for
+two runs over the questions they share (the report, the viewer and docs/evaluation.md, "Noise").
+
+One accuracy: the Wilson score interval at 95% (z = 1.96) for k correct of n scored questions. It
+stays inside [0, 1] and keeps its coverage for small n and accuracies near 0 or 1, where the normal
+approximation (p ± 1.96·√(p(1−p)/n)) does not.
+
+Two runs over their shared questions (the same question ids, both scored): the difference of their
+accuracies b − a, with
+- the exact McNemar test: under "no difference" each discordant question (right in one run, wrong in
+  the other) is equally likely either way, so the two-sided p-value is the binomial tail of the
+  smaller discordant count among all discordant ones at probability ½;
+- a paired bootstrap 95% interval of the difference: the shared questions resampled with replacement
+  (10,000 times, seeded, so the same inputs always give the same interval), the 2.5th and 97.5th
+  percentiles of the resampled differences.
+The difference is "within noise" unless both say otherwise: p < 0.05 and an interval that excludes 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
+ALPHA = 0.05
+RESAMPLES = 10_000
+SEED = 0
+WITHIN_NOISE = "within noise"
+DIFFERS = "differs"
+# The legend every table with intervals carries once.
+LEGEND = "Accuracies in %, each with its 95% Wilson interval [low, high] and n, the questions it averages over."
+
+
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for `successes` of `n` (both bounds in [0, 1]); (0, 1) for n = 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    scale = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / scale
+    half = z / scale * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0))
+    # At 0 or n the bound is exactly 0 or 1; the closed form leaves a rounding error there.
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= n else min(1.0, centre + half)
+    return low, high
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """An accuracy: `successes` of `n` scored questions, with its 95% Wilson interval."""
+
+    successes: float
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.successes / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.successes, self.n)
+
+    def text(self) -> str:
+        """'10.0 [2.8, 30.1] n=20' (in %); '–' with no scored question."""
+        if not self.n:
+            return "–"
+        low, high = self.interval
+        return f"{100 * self.value:.1f} [{100 * low:.1f}, {100 * high:.1f}] n={self.n}"
+
+
+def proportion(total: float | None, n: int | None) -> Proportion | None:
+    """The accuracy of SQL's sum and count of 0/1 scores; None where nothing was scored."""
+    return Proportion(float(total or 0.0), int(n)) if n else None
+
+
+def cell(total: float | None, n: int | None) -> str:
+    """A table cell for an accuracy given as the sum and count of its scores: '–' without any."""
+    p = proportion(total, n)
+    return p.text() if p else "–"
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value for the discordant counts (right only in a, right only in b)."""
+    n = a_only + b_only
+    if n == 0:
+        return 1.0
+    k = min(a_only, b_only)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def bootstrap_interval(differences: list[float], resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+    """The 95% percentile interval of the mean of `differences` (one per shared question) over
+    `resamples` resamplings with replacement. Resampling n questions is drawing how many of each
+    distinct difference value they hold (a multinomial), which is what is drawn here."""
+    import numpy as np
+
+    if not differences:
+        return 0.0, 0.0
+    values, counts = np.unique(np.asarray(differences, dtype=float), return_counts=True)
+    n = int(counts.sum())
+    draws = np.random.default_rng(seed).multinomial(n, counts / n, size=resamples)
+    means = draws @ values / n
+    low, high = np.percentile(means, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
+    return float(low), float(high)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Run b against run a over their shared scored questions."""
+
+    n: int
+    a: float  # run a's accuracy on the shared questions
+    b: float
+    a_only: int  # questions right in a and wrong in b
+    b_only: int
+    interval: tuple[float, float]  # paired bootstrap 95% interval of b − a
+    p: float  # exact McNemar
+
+    @property
+    def delta(self) -> float:
+        return self.b - self.a
+
+    @property
+    def within_noise(self) -> bool:
+        low, high = self.interval
+        return self.p >= ALPHA or low <= 0.0 <= high
+
+    @property
+    def verdict(self) -> str:
+        return WITHIN_NOISE if self.within_noise else DIFFERS
+
+
+def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESAMPLES, seed: int = SEED) -> Paired | None:
+    """The paired comparison of two runs' scores ({question id: 0/1}, scored questions only) over
+    the ids both hold; None when they share none."""
+    shared = sorted(a.keys() & b.keys())
+    if not shared:
+        return None
+    sa = [float(a[q]) for q in shared]
+    sb = [float(b[q]) for q in shared]
+    n = len(shared)
+    a_only = sum(x > y for x, y in zip(sa, sb))
+    b_only = sum(y > x for x, y in zip(sa, sb))
+    return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([y - x for x, y in zip(sa, sb)], resamples, seed), mcnemar_exact(a_only, b_only))
+
+
+def paired_cells(p: Paired) -> list[str]:
+    """Table cells: n, a, b, Δ (points), its 95% interval, discordant counts, p, verdict."""
+    low, high = p.interval
+    return [str(p.n), f"{100 * p.a:.1f}", f"{100 * p.b:.1f}", f"{100 * p.delta:+.1f}", f"[{100 * low:+.1f}, {100 * high:+.1f}]",
+            f"{p.a_only} / {p.b_only}", f"{p.p:.3f}", p.verdict]
