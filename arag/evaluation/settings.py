@@ -57,6 +57,9 @@ class RunSettings:
     # texts the model reads show them; they enter the run id through those texts. None (settings
     # made without opening the index): the texts keep their slots and the runner fills them.
     chunk_ids: dict[str, str] | None = None
+    # The tokenizer of the recorded retrieved tokens (arag.index.tokens.RETRIEVED_TOKENS_TOKENIZER);
+    # None: a run without retrieval, or one recorded before it was named here (cl100k_base then).
+    retrieved_tokens_tokenizer: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row): built once per
@@ -78,6 +81,7 @@ class RunSettings:
             **judging,
             "texts": model_texts(self.method, self.model.get("protocol", "json"), self.chunk_ids),
             "code": code_version(),
+            **({"retrieved_tokens_tokenizer": self.retrieved_tokens_tokenizer} if self.retrieved_tokens_tokenizer else {}),
         }
 
     def judge_instrument(self) -> dict[str, Any]:
