@@ -93,10 +93,11 @@ def similarity_text(query: str, hits: list[Hit], full_text: bool, details: dict,
     return "\n\n".join(blocks) + _capped_note(details)
 
 
-def chunk_header_at(text: str, chunk_id: str) -> int:
-    """Where the header of chunk `chunk_id` starts in a search or chunk_read text (-1: none)."""
+def chunk_header_end(text: str, chunk_id: str) -> int:
+    """Where the id of the first header of chunk `chunk_id` in a search or chunk_read text ends,
+    with the character after it (-1: no such header)."""
     marks = [f"Chunk ID: {chunk_id}{end}" for end in (",", " ", "\n")] + [f"chunk_id: {chunk_id}{end}" for end in (" ", "]", "\n")]
-    return min((i for i in (text.find(m) for m in marks) if i >= 0), default=-1)
+    return min((i + len(m) for m, i in ((m, text.find(m)) for m in marks) if i >= 0), default=-1)
 
 
 def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str], sequence: str = "document", result_format: ResultFormat = ResultFormat()) -> str:

@@ -116,3 +116,16 @@ def test_o200k_counts_equal_an_independent_implementation():
 def test_chunk_read_counts_each_new_chunk_in_o200k(cap_ctx):
     res = cap_ctx.call("chunk_read", {"chunk_ids": ["z#0", "h#0"]})
     assert res.retrieved_tokens == sum(count_retrieved_tokens(h.snippets[0]) for h in res.results)
+
+
+def test_a_cut_result_shows_the_chunks_whose_header_id_was_kept():
+    """The agent loop cuts an oversized result: a chunk counts as shown only if its header's id survived."""
+    from arag.agent.loop import chunk_ids_shown
+    from arag.tools.render import chunk_header_end
+
+    text = "Chunk ID: 0:1, Matched keywords in chunk: ... a ...\n\nChunk ID: 0:12 (Similarity: 0.500)\nMatched: ... b ..."
+    assert chunk_header_end(text, "0:1") == len("Chunk ID: 0:1,") and chunk_header_end(text, "0:9") == -1
+    second = text.index("Chunk ID: 0:12")
+    assert chunk_ids_shown(["0:1", "0:12"], text, second + len("Chunk ID: 0:1")) == ["0:1"]  # "0:1" of "0:12" is not its id
+    assert chunk_ids_shown(["0:1", "0:12"], text, second + len("Chunk ID: 0:12 ")) == ["0:1", "0:12"]
+    assert chunk_ids_shown(["doc-line"], text, 5) == ["doc-line"]  # no header: a document tool's id stays
