@@ -31,7 +31,7 @@ TOOL_RESULT = {
         "tool": {"type": "string"},
         "text": {"type": "string", "description": "exactly what an agent sees"},
         "results": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
-        "retrieved_tokens": {"type": "integer", "description": "cl100k_base tokens of chunk content put into the context"},
+        "retrieved_tokens": {"type": "integer", "description": "o200k_base tokens of chunk content put into the context (the official tools' count)"},
         "error": {"type": ["string", "null"], "description": "null on success"},
         "details": {"type": "object"},
     },
