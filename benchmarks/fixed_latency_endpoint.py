@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 ANSWER = "20 March 851"
-_SHOWN_ID = re.compile(r"chunk_id:\s*(\S+)|\[([^\[\]\s]+#\d+)\]")
+_SHOWN_ID = re.compile(r"(?:Chunk ID|chunk_id):\s*([^\s,]+)|\[([^\[\]\s]+#\d+)\]")
 
 
 class Counters:

@@ -79,7 +79,8 @@ CHARS_PER_TOKEN = 4
 REASONING_TOKENS = {None: 0, "none": 0, "minimal": 0, "low": 256, "medium": 1024, "high": 4096}
 # Tokens decoded between two re-readings of the batch size (the step time follows the running count).
 DECODE_CHUNK_TOKENS = 16
-_CHUNK_ID = re.compile(r"chunk_id: (\S+?)(?= \||$)", re.M)
+# A chunk's header in a search result ("Chunk ID: <id>, ..." or "Chunk ID: <id> (...") or a chunk_read one ("[chunk_id: <id> | ...").
+_CHUNK_ID = re.compile(r"(?:Chunk ID|chunk_id): ([^\s,]+?)(?=,| \(| \||$)", re.M)
 _REF_ID = re.compile(r"\[(turn\d+search\d+)\]")
 _WORD = re.compile(r"[A-Za-z0-9][\w'-]*")
 

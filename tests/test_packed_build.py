@@ -23,6 +23,7 @@ from arag.index.parts import ChunkingSettings
 from arag.index.store import open_index
 from arag.methods.records import ToolCallRecord
 from arag.runtime.index_job import build_index
+from arag.tools.base import ResultFormat
 from pipelines.index import settings_from_config
 from pipelines.settings import check_evaluate_config, check_index_config
 from tests.conftest import write_jsonl
@@ -95,12 +96,12 @@ def test_chunk_read_names_the_previous_and_next_window_of_the_part(packed_index)
         (first,), first_text = first_read.results, first_read.text
         (end0,) = ctx.call("chunk_read", {"chunk_ids": [f"0:{last0}"]}).results
         (start1,) = ctx.call("chunk_read", {"chunk_ids": ["1:0"]}).results
-        res = ctx.call("chunk_read", {"chunk_ids": ["0:2"]})
+        res = ctx.call("chunk_read", {"chunk_ids": ["0:2"]}, result_format=ResultFormat(result_titles=True))
     assert (mid.prev_id, mid.next_id) == ("0:0", "0:2")
     assert (first.prev_id, first.next_id) == (None, "0:1")
     assert end0.next_id is None and start1.prev_id is None  # a part boundary ends the chain
     assert "previous: none (first chunk of the part)" in first_text
-    # the header shows every covered title on one line
+    # with result_titles, the header shows every covered title on one line
     header = res.text.splitlines()[0]
     assert header.startswith("[chunk_id: 0:2 | title: Person ") and "; Person " in header
 

@@ -175,3 +175,20 @@ def test_each_sentence_records_its_source_document_and_ordinal(seed):
         parts = chunk_document(d, 40)
         assert [src.ordinal for c in parts for src in c.sources] == list(range(sum(len(c.sentences) for c in parts)))
         assert {src.doc_id for c in parts for src in c.sources} == {d.doc_id}
+
+
+def test_the_overlap_default_is_linearrags_and_the_docs_cite_it():
+    """LinearRAG's config (DEEP-PolyU/LinearRAG src/config.py @ 4ecfa25) states chunk_token_size 1000
+    and chunk_overlap_token_size 100; A-RAG uses LinearRAG's released chunks (A-RAG paper §3.1)."""
+    from pathlib import Path
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    assert ChunkingSettings().chunk_overlap == 100 and WindowPacker(0).chunk_overlap == 100 and WindowPacker(0).chunk_tokens == 1000
+    index_yaml = (repo / "conf" / "index.yaml").read_text(encoding="utf-8")
+    assert yaml.safe_load(index_yaml)["index"]["chunk_overlap"] == 100
+    source = "DEEP-PolyU/LinearRAG"
+    assert source in index_yaml and "chunk_overlap_token_size" in index_yaml
+    docs = (repo / "docs" / "indexing.md").read_text(encoding="utf-8")
+    assert source in docs and "4ecfa25170711da9a0bf2a9a923867cc0f8d3525" in docs and "chunk_overlap_token_size: int = 100" in docs

@@ -462,12 +462,15 @@ def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> st
 
 def chunk_ids_shown(chunk_ids: list[str], text: str, kept_chars: int) -> list[str]:
     """The chunks of a result cut to its first `kept_chars` characters that the model was still shown:
-    those whose `chunk_id:` header starts inside the kept text (search and chunk_read results head
-    each chunk so). An id without such a header (the document tools name lines, not chunks) stays."""
+    those whose header kept its whole id (search and chunk_read results head each chunk with its
+    id: arag.tools.render.chunk_header_end). An id without such a header (the document tools name
+    lines, not chunks) stays."""
+    from arag.tools.render import chunk_header_end
+
     shown = []
     for chunk_id in chunk_ids:
-        at = min((i for i in (text.find(f"chunk_id: {chunk_id}{end}") for end in (" ", "]", "\n")) if i >= 0), default=-1)
-        if at < kept_chars:
+        end = chunk_header_end(text, chunk_id)
+        if end <= kept_chars:
             shown.append(chunk_id)
     return shown
 

@@ -16,6 +16,7 @@ from arag.evaluation.questions import QuestionSet
 from arag.evaluation.settings import RunSettings, answer_style_for
 from arag.index.fingerprint import index_build_fingerprint
 from arag.index.store import open_index
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.methods import method_from_config
 
 
@@ -32,6 +33,9 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
     # short answers for the multi-hop sets, free-form for GraphRAG-Bench, unless the method sets one
     method_cfg.setdefault("answer_style", answer_style_for(dataset_name(cfg, question_set.name)))
     method = method_from_config(method_cfg)
+    if method.shows_tool_results():  # what the model reads of the tools' results, recorded with its value
+        method_cfg.setdefault("snippets_per_chunk", method.snippets_per_chunk)
+        method_cfg.setdefault("result_titles", method.result_titles)
     index_path = fingerprint = chunk_ids = facts = None
     index_url = OmegaConf.select(cfg, "index.url", default=None)
     token_env = OmegaConf.select(cfg, "index.token_env", default=None)
@@ -69,6 +73,7 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
         index_timeout_s=timeout_s,
         chunk_ids=chunk_ids,
         index_facts=facts,
+        retrieved_tokens_tokenizer=RETRIEVED_TOKENS_TOKENIZER if method.needs_index() else None,
     )
 
 

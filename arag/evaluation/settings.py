@@ -60,6 +60,9 @@ class RunSettings:
     # The index's embedder and chunking as its manifest states them (arag.evaluation.protocol.index_facts),
     # for the run's protocol card; the index fingerprint already stands for them in the run id.
     index_facts: dict[str, Any] | None = None
+    # The tokenizer of the recorded retrieved tokens (arag.index.tokens.RETRIEVED_TOKENS_TOKENIZER);
+    # None: a run without retrieval, or one recorded before it was named here (cl100k_base then).
+    retrieved_tokens_tokenizer: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row): built once per
@@ -81,6 +84,7 @@ class RunSettings:
             **judging,
             "texts": model_texts(self.method, self.model.get("protocol", "json"), self.chunk_ids),
             "code": code_version(),
+            **({"retrieved_tokens_tokenizer": self.retrieved_tokens_tokenizer} if self.retrieved_tokens_tokenizer else {}),
         }
 
     def judge_instrument(self) -> dict[str, Any]:

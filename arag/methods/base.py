@@ -18,6 +18,7 @@ from arag.methods.records import ToolCallRecord
 if TYPE_CHECKING:
     from arag.index.chunk_ids import ChunkIdFormat
     from arag.tools import ReadTracker, ToolContext, ToolResult
+    from arag.tools.base import ResultFormat
 
 # How the answer should look, per dataset: the multi-hop sets grade a short span (a name, a date),
 # GraphRAG-Bench grades long-form answers. A method's prompts say `{answer_style}` where it goes; the
@@ -60,6 +61,10 @@ class Method:
     system_prompt: str
     tools: tuple[str, ...] = ()
     full_text: bool = False  # search tools return whole chunks instead of snippets
+    # How the A-RAG tools show results (arag.tools.base.ResultFormat; the defaults are the official
+    # tools'): keyword_search's matching sentences per chunk (None or 0: all), titles in headers.
+    snippets_per_chunk: int | None = 5
+    result_titles: bool = False
     user_template: str = "Question: {question}"
     final_prompt: str = DEFAULT_FINAL_PROMPT
     answer_style: str = "short"  # a key of ANSWER_STYLES
@@ -92,6 +97,23 @@ class Method:
             raise ValueError(f"method {self.name}: unknown answer_style {self.answer_style!r}; known: {', '.join(ANSWER_STYLES)}")
         if self.prompt_variant not in PROMPT_VARIANTS:
             raise ValueError(f"method {self.name}: unknown prompt_variant {self.prompt_variant!r}; known: {', '.join(PROMPT_VARIANTS)}")
+        try:
+            self.result_format
+        except ValueError as exc:
+            raise ValueError(f"method {self.name}: {exc}") from None
+
+    @property
+    def result_format(self) -> "ResultFormat":
+        from arag.tools.base import ResultFormat
+
+        return ResultFormat(snippets_per_chunk=self.snippets_per_chunk, result_titles=self.result_titles)
+
+    def shows_tool_results(self) -> bool:
+        """Whether the model reads the results of the A-RAG tools, so that `snippets_per_chunk` and
+        `result_titles` shape what it sees (they enter the run's identity then)."""
+        from arag.tools.registry import RESULT_FORMAT_TOOLS
+
+        return bool(set(self.tools) & set(RESULT_FORMAT_TOOLS))
 
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "Method":
         """This method with its texts describing the chunk ids of an opened index (a copy)."""
@@ -147,7 +169,7 @@ class Method:
         return False
 
     def call_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
-        return ctx.call(name, arguments, tracker=tracker, full_text=self.full_text)
+        return ctx.call(name, arguments, tracker=tracker, full_text=self.full_text, result_format=self.result_format)
 
     async def acall_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
         """`call_tool` for the agent loop: on the context's own bounded pool (`ToolContext.acall`)
@@ -155,13 +177,14 @@ class Method:
         else (a remote context, or a method with its own `call_tool`) on a thread of its own."""
         acall = getattr(ctx, "acall", None)
         if acall is not None and type(self).call_tool is Method.call_tool:
-            return await acall(name, arguments, tracker=tracker, full_text=self.full_text)
+            return await acall(name, arguments, tracker=tracker, full_text=self.full_text, result_format=self.result_format)
         return await asyncio.to_thread(self.call_tool, ctx, name, arguments, tracker)
 
     def describe(self) -> dict[str, Any]:
+        shape = {"snippets_per_chunk": self.snippets_per_chunk, "result_titles": self.result_titles} if self.shows_tool_results() else {}
         return {
             "name": self.name, "class": type(self).__name__, "tools": list(self.tools), "full_text": self.full_text,
-            "answer_style": self.answer_style, "prompt_variant": self.prompt_variant, "answer_scoring": self.answer_scoring,
+            "answer_style": self.answer_style, "prompt_variant": self.prompt_variant, "answer_scoring": self.answer_scoring, **shape,
         }
 
     def texts(self) -> dict[str, str]:

@@ -29,7 +29,7 @@ class NaiveRagMethod(Method):
 
         # A retrieval that failed on its own (or a tool server gone, which raises) fails the episode:
         # the model must not answer from an error text as if it were the context.
-        result = checked(ctx.call(RETRIEVAL_TOOL, {"query": question, "top_k": self.top_k}, tracker=tracker))
+        result = checked(ctx.call(RETRIEVAL_TOOL, {"query": question, "top_k": self.top_k}, tracker=tracker, result_format=self.result_format))
         record = ToolCallRecord(
             step=0,
             name=RETRIEVAL_TOOL,
@@ -42,6 +42,9 @@ class NaiveRagMethod(Method):
         )
         messages = [Message("system", self.system_text), Message("user", self.user_template.format(question=question, context=result.text))]
         return messages, [record]
+
+    def shows_tool_results(self) -> bool:
+        return True  # its prompt holds naive_embedding_search's text
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "retrieval": RETRIEVAL_TOOL, "top_k": self.top_k}

@@ -35,8 +35,9 @@ import httpx
 from tenacity import Retrying, retry_if_exception_type, retry_if_result, stop_after_attempt, wait_exponential_jitter
 
 from arag.index.chunk_ids import ChunkIdFormat
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.service.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
-from arag.tools.base import MAX_CHUNK_IDS, Hit, ToolResult, error_result
+from arag.tools.base import MAX_CHUNK_IDS, RESULT_FORMAT_PARAMS, Hit, ResultFormat, ToolResult, error_result
 from arag.tools.documents import DocumentSession
 from arag.tools.failures import ToolInfrastructureError
 from arag.tools.tracker import ReadTracker
@@ -60,6 +61,18 @@ DEFAULT_TIMEOUT_S = 120.0  # seconds a call may take, time queued at a busy serv
 
 class ToolServerError(ToolInfrastructureError):
     """The tool server could not be reached, or failed or refused a request (not a tool's refusal of its arguments)."""
+
+
+def same_counting(info: dict[str, Any]) -> str | None:
+    """What would make a server's answers differ from a local call's (GET /index's facts), or None:
+    retrieved tokens counted with another tokenizer, or result-format parameters it would ignore."""
+    served = info.get("retrieved_tokens_tokenizer")
+    if served != RETRIEVED_TOKENS_TOKENIZER:
+        return f"counts retrieved tokens with {served or 'an older tokenizer (cl100k_base)'}, not {RETRIEVED_TOKENS_TOKENIZER}"
+    ignored = [p for p in RESULT_FORMAT_PARAMS if p not in (info.get("result_format_params") or [])]
+    if ignored:
+        return f"does not take the result-format parameter(s) {', '.join(ignored)}"
+    return None
 
 
 class RemoteTools:
@@ -110,6 +123,10 @@ class RemoteTools:
         if missing:
             self._client.close()
             raise ToolServerError(f"the tool server at {self.url} does not serve {', '.join(missing)} (it serves {', '.join(self.tools)}; see serve.tools)")
+        unlike = same_counting(self.info)
+        if unlike:
+            self._client.close()
+            raise ToolServerError(f"the tool server at {self.url} {unlike}: run a server of this arag version")
 
     @property
     def fingerprint(self) -> str:
@@ -124,8 +141,9 @@ class RemoteTools:
         return ChunkIdFormat.from_json(given)
 
     # ---- ToolContext's interface -------------------------------------------------------------
-    def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
-        """Run `tool` on the server. Bad arguments come back as the tool's error result, as locally."""
+    def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
+        """Run `tool` on the server. Bad arguments come back as the tool's error result, as locally;
+        the result format travels with every call, so the server shows results as a local call would."""
         try:
             body = request_body(arguments)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -136,7 +154,7 @@ class RemoteTools:
         if isinstance(tracker, DocumentSession):
             headers["X-Document-Settings"] = json.dumps(tracker.settings.to_dict())
         path = f"/tools/{tool}"
-        response = self._request("POST", path, content=body, headers=headers, params={"full_text": "true" if full_text else "false"}, expect=(*MODEL_STATUSES, 404, 413, 500))
+        response = self._request("POST", path, content=body, headers=headers, params={"full_text": "true" if full_text else "false", **(result_format or ResultFormat()).to_params()}, expect=(*MODEL_STATUSES, 404, 413, 500))
         if response.status_code == 404:
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(self.tools)}")
         if response.status_code == 413:  # the model's arguments were too large: its own refusal

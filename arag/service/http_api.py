@@ -40,6 +40,7 @@ from arag.service.openapi import openapi_document
 from arag.service.sessions import SessionIdError, check_session_id
 from arag.service.tool_service import CeilingError, ToolService, is_internal_failure
 from arag.tools import DocumentToolSettings, ToolArgumentError
+from arag.tools.base import ResultFormat
 
 log = logging.getLogger("arag.service")
 
@@ -132,14 +133,15 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
             return JSONResponse({"error": f"unknown tool {name[:100]!r}; served tools: {', '.join(service.tools)}", "tools": list(service.tools)}, status_code=404)
         try:
             session, full_text = request_session(request), request_full_text(request)
+            result_format = ResultFormat.from_params(request.query_params)
             tracker = service.tracker(session, request_document_settings(request))
         except CeilingError as exc:
             return JSONResponse({"error": f"{DOCUMENT_SETTINGS_HEADER} header: {exc}"}, status_code=400)
-        except BadRequest as exc:
+        except (BadRequest, ValueError) as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         body = await request.body()
         try:
-            result, answer = await unless_disconnected(request, service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text, session_id=session))
+            result, answer = await unless_disconnected(request, service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text, session_id=session, result_format=result_format))
         except ClientGone:
             return Response(status_code=CLIENT_GONE)
         status = 200 if result.error is None else (500 if is_internal_failure(result) else 400)

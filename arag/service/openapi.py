@@ -31,7 +31,7 @@ TOOL_RESULT = {
         "tool": {"type": "string"},
         "text": {"type": "string", "description": "exactly what an agent sees"},
         "results": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
-        "retrieved_tokens": {"type": "integer", "description": "cl100k_base tokens of chunk content put into the context"},
+        "retrieved_tokens": {"type": "integer", "description": "o200k_base tokens of chunk content put into the context (the official tools' count)"},
         "error": {"type": ["string", "null"], "description": "null on success"},
         "details": {"type": "object"},
     },
@@ -52,6 +52,8 @@ SESSION_PARAMETERS = [
     {"name": "session", "in": "query", "required": False, "schema": {"type": "string", "maxLength": 200}, "description": "the same as X-Session-Id"},
     {"name": "X-Document-Settings", "in": "header", "required": False, "schema": {"type": "string"}, "description": "search/find/open/summarize: the document tools' settings as a JSON object (arag.tools.DocumentToolSettings); the session keeps them"},
     {"name": "full_text", "in": "query", "required": False, "schema": {"type": "boolean"}, "description": "search tools return whole chunks instead of snippets (default: the server's serve.full_text)"},
+    {"name": "snippets_per_chunk", "in": "query", "required": False, "schema": {"type": "string"}, "description": "keyword_search: matching sentences shown per chunk, a whole number or all (default: 5, the official tool's)"},
+    {"name": "result_titles", "in": "query", "required": False, "schema": {"type": "boolean"}, "description": "result headers name each chunk's document titles (default: false, as the official tools)"},
 ]
 
 

@@ -24,7 +24,8 @@ from typing import Any
 from arag.index.fingerprint import index_build_fingerprint
 from arag.service.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
-from arag.tools.base import error_result, get_chunk_ids
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
+from arag.tools.base import RESULT_FORMAT_PARAMS, ResultFormat, error_result, get_chunk_ids
 from arag.tools.chunk_read import chunk_titles
 from arag.tools.failures import DIAGNOSTICS, is_internal_failure
 from arag.tools.worker_pool import ToolWorkerPool
@@ -124,12 +125,13 @@ class ToolService:
             session.settings = document_settings
         return session
 
-    async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None, session_id: str | None = None) -> tuple[ToolResult, bytes]:
+    async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None, session_id: str | None = None, result_format: ResultFormat | None = None) -> tuple[ToolResult, bytes]:
         """Run a served tool off the event loop: the result and its JSON (`result_json`, encoded).
         `arguments`: a dict, or the raw JSON text (parsed and checked by the tool, so a malformed
         body gets the tool's own error message); session_id: the session whose tracker this is
-        (its memory is measured after the call)."""
-        result = await self._run(tool, arguments, tracker=tracker, full_text=full_text)
+        (its memory is measured after the call); result_format: the calling method's (None: the
+        official tools' way)."""
+        result = await self._run(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
         if session_id is not None:
             self.sessions.settle(session_id)
         body = json.dumps(result_json(result), ensure_ascii=False).encode("utf-8")
@@ -138,14 +140,14 @@ class ToolService:
             body = json.dumps(result_json(result), ensure_ascii=False).encode("utf-8")
         return result, body
 
-    async def _run(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None) -> ToolResult:
+    async def _run(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None, result_format: ResultFormat | None) -> ToolResult:
         if tool not in self.tools:
             raise KeyError(tool)
         full_text = self.full_text if full_text is None else full_text
         if self.workers is not None:
-            result = await self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text)
+            result = await self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
         else:
-            run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text)
+            run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
             result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
         if is_internal_failure(result):
             log.error("%s failed: %s\n%s", tool, result.error, result.details[DIAGNOSTICS])
@@ -185,6 +187,9 @@ class ToolService:
             "embedding_model": index.manifest.get("embedding", {}).get("model"),
             "tools": list(self.tools),
             "full_text": self.full_text,
+            # A client checks these: its retrieved tokens and its result formats must be counted and shown here as it would.
+            "retrieved_tokens_tokenizer": RETRIEVED_TOKENS_TOKENIZER,
+            "result_format_params": list(RESULT_FORMAT_PARAMS),
             "workers": self.workers.workers if self.workers is not None else 1,
             "max_connections": self.max_connections,
         }

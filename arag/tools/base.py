@@ -73,8 +73,8 @@ class ToolResult:
 
     text: exactly what the agent sees.
     results: structured hits for programs (empty on error).
-    retrieved_tokens: cl100k_base tokens of the chunk content put into the agent's context (the
-        snippet or chunk texts, not headers or notes); see `arag.tools.render.content_tokens`.
+    retrieved_tokens: o200k_base tokens of the chunk content put into the agent's context (the
+        snippet or chunk texts, not headers or notes); see `arag.tools.render`.
     error: None on success, else the message (also in `text`).
     details: tool-specific facts, e.g. {"unknown_ids": [...]} or {"top_k_capped_from": 50}.
     """
@@ -131,6 +131,61 @@ def require_vectors(ctx: ToolHost, what: str) -> None:
         )
 
 
+# The authors' keyword_search keeps the first 5 matching sentences of a chunk (src/arag/tools/keyword_search.py).
+SNIPPETS_PER_CHUNK = 5
+
+
+@dataclass(frozen=True)
+class ResultFormat:
+    """How the A-RAG tools show their results (a method's settings of the same names); the
+    defaults give the authors' tools' results.
+
+    snippets_per_chunk: keyword_search shows at most this many matching sentences of a chunk, the
+        first in text order; None or 0: all of them.
+    result_titles: result headers name the titles of each chunk's documents (the official results
+        name the chunk id only).
+    """
+
+    snippets_per_chunk: int | None = SNIPPETS_PER_CHUNK
+    result_titles: bool = False
+
+    def __post_init__(self) -> None:
+        cap = self.snippets_per_chunk
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise ValueError(f"snippets_per_chunk must be a whole number ≥ 0 or null (all), got {cap!r}")
+        if not isinstance(self.result_titles, bool):
+            raise ValueError(f"result_titles must be true or false, got {self.result_titles!r}")
+
+    def cap(self, sentences: list[str]) -> list[str]:
+        """The sentences a keyword_search hit shows."""
+        return sentences[: self.snippets_per_chunk] if self.snippets_per_chunk else sentences
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_params(self) -> dict[str, str]:
+        """As the query parameters of a served call (POST /tools/<name>, RESULT_FORMAT_PARAMS)."""
+        cap = self.snippets_per_chunk
+        return {"snippets_per_chunk": str(cap) if cap else "all", "result_titles": "true" if self.result_titles else "false"}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> "ResultFormat | None":
+        """From a served call's query parameters; None when it gives none (the server's default,
+        the official tools' way). A bad value raises ValueError naming the parameter."""
+        if not any(name in params for name in RESULT_FORMAT_PARAMS):
+            return None
+        cap = params.get("snippets_per_chunk", str(SNIPPETS_PER_CHUNK))
+        titles = params.get("result_titles", "false").lower()
+        if cap.lower() not in ("all", "null") and not (cap.isdigit() and len(cap) <= 6):
+            raise ValueError(f"snippets_per_chunk must be a whole number or all, got {cap[:40]!r}")
+        if titles not in ("true", "false"):
+            raise ValueError(f"result_titles must be true or false, got {titles[:40]!r}")
+        return cls(snippets_per_chunk=int(cap) if cap.isdigit() else None, result_titles=titles == "true")
+
+
+RESULT_FORMAT_PARAMS = ("snippets_per_chunk", "result_titles")
+
+
 @dataclass(frozen=True)
 class ToolOptions:
     """Per-method settings that are not the agent's to choose.
@@ -138,10 +193,12 @@ class ToolOptions:
     full_text: search tools return each chunk's whole text instead of snippets (the paper's
         ablation without the snippet level).
     tracker: the episode's read tracker (chunk_read); None means no memory across calls.
+    result_format: how results are shown (snippets per chunk, titles in headers).
     """
 
     full_text: bool = False
     tracker: "ReadTracker | None" = None
+    result_format: ResultFormat = ResultFormat()
 
 
 # How a tool's results count as evidence (arag.evaluation.evidence): READ, the whole text of every

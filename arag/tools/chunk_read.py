@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.index.parts import PACKED
-from arag.index.tokens import TOKENIZER_NAME
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids, READ
 from arag.tools.render import chunk_read_text, content_tokens
 
@@ -49,10 +49,10 @@ _COLUMNS = ["chunk_id", "doc_id", "title", "position", "text"]
 
 def stored_token_counts(ctx: ToolHost) -> bool:
     """Whether the index's `n_tokens` column is the retrieved-token count of each chunk's text:
-    the chunker stores count_tokens(text) with the tokenizer its manifest names. Reading it
-    saves tokenizing ~1,000 tokens per chunk read, about half of a chunk_read's time, much of it
-    holding the GIL."""
-    return (ctx.store.index.manifest.get("chunking") or {}).get("tokenizer") == TOKENIZER_NAME
+    the chunker stores each text's token count with the tokenizer its manifest names, which is
+    cl100k_base today, so retrieved tokens (o200k_base) are counted on the text. Reading a stored
+    count saves tokenizing ~1,000 tokens per chunk read, about half of a chunk_read's time."""
+    return (ctx.store.index.manifest.get("chunking") or {}).get("tokenizer") == RETRIEVED_TOKENS_TOKENIZER
 
 
 def lookup_ids(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, int]:
@@ -139,7 +139,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
                     tokens.append(rows["n_tokens"][i])
                 if tracker is not None:
                     tracker.mark(cid)
-    text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document")
+    text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
     return ToolResult(
         tool=NAME,
         text=text,

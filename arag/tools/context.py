@@ -34,7 +34,7 @@ import numpy as np
 
 from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.store import Index, open_index
-from arag.tools.base import ToolOptions, ToolResult, error_result
+from arag.tools.base import ResultFormat, ToolOptions, ToolResult, error_result
 from arag.tools.batching import BatchingEncoder
 from arag.tools.registry import TOOLS
 from arag.tools.store import ChunkStore
@@ -106,25 +106,27 @@ class ToolContext:
         self._pool: ThreadPoolExecutor | None = None  # acall's threads, started on first use
 
     # ---- tools ------------------------------------------------------------------------------
-    def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
-        """Run tool `tool` with JSON-able `arguments` (a dict or a JSON string). Never raises."""
+    def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
+        """Run tool `tool` with JSON-able `arguments` (a dict or a JSON string). Never raises.
+        result_format: how results are shown (None: the official tools' way, ResultFormat())."""
         spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}")
+        options = ToolOptions(full_text=full_text, tracker=tracker, result_format=result_format or ResultFormat())
         if getattr(self._admitted, "held", False):  # a tool calling a tool: already admitted
-            return spec.call(self, arguments, ToolOptions(full_text=full_text, tracker=tracker))
+            return spec.call(self, arguments, options)
         with self._active:
             self._admitted.held = True
             try:
-                return spec.call(self, arguments, ToolOptions(full_text=full_text, tracker=tracker))
+                return spec.call(self, arguments, options)
             finally:
                 self._admitted.held = False
 
-    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
+    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
         """`call` for asyncio callers, run on this context's bounded thread pool: any number of
         awaiting tasks cost no thread each; they queue in the pool (FIFO), not on the semaphore."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor(), functools.partial(self.call, tool, arguments, tracker=tracker, full_text=full_text))
+        return await loop.run_in_executor(self._executor(), functools.partial(self.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format))
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:

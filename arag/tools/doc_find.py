@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.index.tokens import count_tokens
+from arag.tools.render import content_tokens
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list, require_vectors, SNIPPET
 from arag.tools.documents import DocumentLines, get_ref_id, line_similarities, load_document, numbered, session_of
 
@@ -108,7 +109,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     if left_out:
         notes.append(f"{left_out} more passage{'s' if left_out != 1 else ''} left out: the reply is capped at {settings.find_max_tokens} tokens")
     text = "\n\n".join([head + (f" ({'; '.join(notes)})" if notes else "") + ".", *blocks])
-    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=tokens, details={"ref_ids": [ref.ref_id], "left_out": left_out})
+    # The reply's cap counts cl100k_base (AgenticRAG's budget); retrieved tokens are o200k_base, as every tool's.
+    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=content_tokens(pieces), details={"ref_ids": [ref.ref_id], "left_out": left_out})
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True)  # passages around matched lines: pieces of a document, not its chunks' whole text

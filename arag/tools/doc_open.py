@@ -18,6 +18,7 @@ from typing import Any
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, type_name, READ
 from arag.tools.documents import get_ref_id, load_document, numbered, session_of
 from arag.index.tokens import count_tokens_batch
+from arag.tools.render import content_tokens
 
 
 NAME = "open"
@@ -60,7 +61,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     if not 0 <= line < n:
         shown = line if abs(line) < 10**12 else "a huge number"
         raise ToolArgumentError(f"line {shown} is out of range: [{ref.ref_id}] has {n} lines, numbered 0–{n - 1}")
-    window, tokens = token_window(doc.lines[line : line + session.settings.open_window_lines], session.settings.open_max_tokens)
+    window, _ = token_window(doc.lines[line : line + session.settings.open_window_lines], session.settings.open_max_tokens)
     end = line + len(window)
     title = f" of {doc.title!r}" if doc.title else ""
     head = f"[{ref.ref_id}]{title}: Viewing lines [{line}–{end - 1}] of {n}"
@@ -70,7 +71,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         tool=NAME,
         text=f"{head}\n{numbered(window, line)}{tail}",
         results=[hit],
-        retrieved_tokens=tokens,
+        retrieved_tokens=content_tokens(window),  # o200k_base; the window's cap counts cl100k_base
         details={"ref_ids": [ref.ref_id], "first_line": line, "last_line": end - 1, "lines": n},
     )
 

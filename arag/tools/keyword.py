@@ -7,7 +7,9 @@ where lower is Python's `str.lower()`, count is the number of non-overlapping oc
 only the chunk's text is searched (not its title unless the text contains it). The sum runs over
 the list as given, so a keyword repeated twice counts twice. Chunks scoring 0 are left out; ties
 are broken by index order (part, then row: the `ord` of the tools cache), smaller first.
-The snippet of a chunk is its sentences that contain at least one keyword (case-insensitively).
+The snippet of a chunk is its sentences that contain at least one keyword (case-insensitively), the
+first `snippets_per_chunk` of them in text order (5, as the authors' tool keeps; a method setting,
+arag.tools.base.ResultFormat).
 
 How it runs: each part's tools cache (arag.tools.part_cache) holds posting lists of the word
 trigrams of the Python-lowered chunk text (and, where those cannot narrow, hashed 6-gram slices);
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k, SNIPPET
-from arag.tools.render import content_tokens, keywords_phrase, search_text
+from arag.tools.render import keyword_text, search_tokens
 
 NAME = "keyword_search"
 
@@ -92,14 +94,14 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
             counts = [max(int(n), 0) for n in rows["s_count"]]
             texts = iter(ctx.store.sentences_at(np.concatenate([np.arange(a, a + n, dtype=np.int64) for a, n in zip(rows["s_start"], counts)])))
             lowered = [k.lower() for k in keywords]
-            snippets = [matching_sentences([next(texts) for _ in range(n)], lowered) for n in counts]
+            snippets = [options.result_format.cap(matching_sentences([next(texts) for _ in range(n)], lowered)) for n in counts]
         for i, (_, score) in enumerate(scored):
             hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i]))
     return ToolResult(
         tool=NAME,
-        text=search_text(NAME, keywords_phrase(keywords), hits, options.full_text, "score", details),
+        text=keyword_text(keywords, hits, options.full_text, details, options.result_format),
         results=hits,
-        retrieved_tokens=content_tokens(s for h in hits for s in h.snippets),
+        retrieved_tokens=search_tokens(hits, options.full_text),
         details=details,
     )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors, READ
-from arag.tools.render import content_tokens, query_phrase, search_text
+from arag.tools.render import search_tokens, similarity_text
 from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, group_by_chunk, hits_for
 
 NAME = "naive_embedding_search"
@@ -48,9 +48,9 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     hits = hits_for(ctx, top_chunks(ctx, query, top_k), full_text=True)
     return ToolResult(
         tool=NAME,
-        text=search_text(NAME, query_phrase(query), hits, True, "similarity", details),
+        text=similarity_text(query, hits, True, details, options.result_format),
         results=hits,
-        retrieved_tokens=content_tokens(s for h in hits for s in h.snippets),
+        retrieved_tokens=search_tokens(hits, full_text=True),
         details=details,
     )
 

@@ -1,13 +1,21 @@
 """The text the agent sees, built in one place so every tool speaks the same format.
 
-Snippets are a chunk's selected sentences joined and framed with "..." to show that text around
-them was left out. Every hit starts with its chunk id, so the agent can pass it to chunk_read.
+The search tools answer in the shape of the authors' tools (src/arag/tools/{keyword_search,
+semantic_search}.py), one block per chunk, blank lines between:
+    keyword_search   Chunk ID: <id>, Matched keywords in chunk: ... <s1> ... <s2> ...
+    semantic_search  Chunk ID: <id> (Similarity: 0.812)
+                     Matched: ... <s1> ... <s2> ...
+Snippets are a chunk's selected sentences framed with "..." to show that text around them was left
+out. With a method's `full_text` (and naive_embedding_search) the chunk's whole text follows its
+header line instead. `result_titles` adds ` (Title: <t1>; <t2>)` after the id, the titles of the
+documents the chunk holds (a cue the official results do not give). A search that finds nothing
+says so in the official words; a top_k over 20 is capped, and the answer says so last.
 
-Retrieved tokens (the paper's context-efficiency measure): the cl100k_base token count
-(`arag.index.tokens.count_tokens`) of the chunk content a call puts into the agent's context —
-each shown snippet sentence, or each whole chunk text — summed over the call. Headers, ids, scores,
-notes and error messages are not counted, so the figure compares methods by how much *retrieved
-text* they feed the model, whatever the formatting.
+Retrieved tokens (the paper's context-efficiency measure) are counted as the authors' tools count
+them, with o200k_base (`arag.index.tokens.count_retrieved_tokens`), on the retrieved text only, never
+on headers, ids, scores or notes: a search's snippets, all of its hits' sentences joined by newlines
+(`snippet_tokens`); whole chunks (chunk_read, naive_embedding_search, a `full_text` search), each
+chunk's text counted on its own and summed (`content_tokens`).
 """
 
 from __future__ import annotations
@@ -16,14 +24,27 @@ import json
 from typing import Iterable
 
 from arag.index.packing import COVERED_SEPARATOR
-from arag.index.tokens import count_tokens
-from arag.tools.base import MAX_TOP_K, Hit
+from arag.index.tokens import count_retrieved_tokens
+from arag.tools.base import MAX_TOP_K, Hit, ResultFormat
 
 ELLIPSIS = "..."
 
 
 def content_tokens(pieces: Iterable[str]) -> int:
-    return sum(count_tokens(p) for p in pieces)
+    """Retrieved tokens of whole texts, each counted on its own."""
+    return sum(count_retrieved_tokens(p) for p in pieces)
+
+
+def snippet_tokens(pieces: Iterable[str]) -> int:
+    """Retrieved tokens of a search's snippet sentences: all of them joined by newlines, counted once."""
+    joined = "\n".join(pieces)
+    return count_retrieved_tokens(joined) if joined else 0
+
+
+def search_tokens(hits: list[Hit], full_text: bool) -> int:
+    """A search's retrieved tokens: whole chunks (`full_text`) or its snippets."""
+    pieces = (s for h in hits for s in h.snippets)
+    return content_tokens(pieces) if full_text else snippet_tokens(pieces)
 
 
 def snippet_block(sentences: list[str]) -> str:
@@ -34,56 +55,59 @@ def _quote_list(items: list[str]) -> str:
     return json.dumps(items, ensure_ascii=False)
 
 
-def _title_field(title: str | None) -> str:
-    """` | title: …` of a header line; a packed chunk's several titles on one line, "; " between them."""
-    return f" | title: {'; '.join(title.split(COVERED_SEPARATOR))}" if title else ""
+def _titles(hit: Hit, result_format: ResultFormat) -> str:
+    """` (Title: …)` of a header with `result_titles`; a packed chunk's several titles, "; " between them."""
+    if not (result_format.result_titles and hit.title):
+        return ""
+    return f" (Title: {'; '.join(hit.title.split(COVERED_SEPARATOR))})"
 
 
-def _header_line(i: int, hit: Hit, score: str) -> str:
-    title = _title_field(hit.title)
-    return f"[{i}] chunk_id: {hit.chunk_id}{title} | {score}"
+def _capped_note(details: dict) -> str:
+    asked = details.get("top_k_capped_from")
+    return "" if asked is None else f"\n\n(top_k was capped at {MAX_TOP_K}; asked {asked})"
 
 
-def search_text(tool: str, asked: str, hits: list[Hit], full_text: bool, score_label: str, details: dict) -> str:
-    """Agent-facing text of keyword_search, semantic_search and naive_embedding_search."""
-    notes = []
-    if "top_k_capped_from" in details:
-        notes.append(f"top_k was capped at {MAX_TOP_K} (asked {details['top_k_capped_from']})")
-    note = f" ({'; '.join(notes)})" if notes else ""
+def keyword_text(keywords: list[str], hits: list[Hit], full_text: bool, details: dict, result_format: ResultFormat) -> str:
+    """Agent-facing text of keyword_search."""
     if not hits:
-        return f"{tool}: no chunk found for {asked}{note}."
-    lines = [f"{tool}: {len(hits)} chunk{'s' if len(hits) != 1 else ''} for {asked}{note}:"]
-    for i, hit in enumerate(hits, 1):
-        if score_label == "score":
-            score = f"score: {int(hit.score)}" if hit.score is not None else ""
+        return f"No results found for keywords: {keywords!r}{_capped_note(details)}"
+    blocks = []
+    for hit in hits:
+        head = f"Chunk ID: {hit.chunk_id}{_titles(hit, result_format)}"
+        if full_text:
+            blocks.append(f"{head}\n{hit.snippets[0]}")
         else:
-            score = f"{score_label}: {hit.score:.4f}"
-        lines.append("")
-        lines.append(_header_line(i, hit, score))
-        lines.append(hit.snippets[0] if full_text else snippet_block(hit.snippets))
-    if not full_text:
-        lines.append("")
-        lines.append("Snippets show only the matching sentences; use chunk_read with chunk ids to read whole chunks.")
-    return "\n".join(lines)
+            matched = snippet_block(hit.snippets) if hit.snippets else "(no exact sentence match)"
+            blocks.append(f"{head}, Matched keywords in chunk: {matched}")
+    return "\n\n".join(blocks) + _capped_note(details)
 
 
-def keywords_phrase(keywords: list[str]) -> str:
-    return f"keywords {_quote_list(keywords)}"
+def similarity_text(query: str, hits: list[Hit], full_text: bool, details: dict, result_format: ResultFormat) -> str:
+    """Agent-facing text of semantic_search and naive_embedding_search (whole chunks: `full_text`)."""
+    if not hits:
+        return f"No results for: {query}{_capped_note(details)}"
+    blocks = []
+    for hit in hits:
+        head = f"Chunk ID: {hit.chunk_id}{_titles(hit, result_format)} (Similarity: {hit.score:.3f})"
+        blocks.append(f"{head}\n{hit.snippets[0]}" if full_text else f"{head}\nMatched: {snippet_block(hit.snippets)}")
+    return "\n\n".join(blocks) + _capped_note(details)
 
 
-def query_phrase(query: str) -> str:
-    short = query if len(query) <= 200 else query[:200] + "…"
-    return f"query {json.dumps(short, ensure_ascii=False)}"
+def chunk_header_end(text: str, chunk_id: str) -> int:
+    """Where the id of the first header of chunk `chunk_id` in a search or chunk_read text ends,
+    with the character after it (-1: no such header)."""
+    marks = [f"Chunk ID: {chunk_id}{end}" for end in (",", " ", "\n")] + [f"chunk_id: {chunk_id}{end}" for end in (" ", "]", "\n")]
+    return min((i + len(m) for m, i in ((m, text.find(m)) for m in marks) if i >= 0), default=-1)
 
 
-def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str], sequence: str = "document") -> str:
+def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str], sequence: str = "document", result_format: ResultFormat = ResultFormat()) -> str:
     """Agent-facing text of chunk_read: each chunk with its neighbours, then unknown ids.
     `sequence`: what the neighbours run through ("document"; a packed index's "part")."""
     blocks = []
     for hit in hits:
         prev_ = hit.prev_id or f"none (first chunk of the {sequence})"
         next_ = hit.next_id or f"none (last chunk of the {sequence})"
-        title = _title_field(hit.title)
+        title = f" | title: {'; '.join(hit.title.split(COVERED_SEPARATOR))}" if result_format.result_titles and hit.title else ""
         head = f"[chunk_id: {hit.chunk_id}{title} | previous: {prev_} | next: {next_}]"
         if hit.already_read:
             blocks.append(f"{head}\nAlready read in this episode; its text is earlier in the conversation.")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from arag.tools.base import MAX_QUERY_CHARS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors, SNIPPET
-from arag.tools.render import content_tokens, query_phrase, search_text
+from arag.tools.render import search_tokens, similarity_text
 
 NAME = "semantic_search"
 SENTENCES_PER_RESULT = 3
@@ -68,9 +68,9 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     hits = hits_for(ctx, groups, full_text=options.full_text)
     return ToolResult(
         tool=NAME,
-        text=search_text(NAME, query_phrase(query), hits, options.full_text, "similarity", details),
+        text=similarity_text(query, hits, options.full_text, details, options.result_format),
         results=hits,
-        retrieved_tokens=content_tokens(s for h in hits for s in h.snippets),
+        retrieved_tokens=search_tokens(hits, options.full_text),
         details=details,
     )
 

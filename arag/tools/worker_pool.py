@@ -36,7 +36,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arag.tools.base import ToolResult, error_result
+from arag.tools.base import ResultFormat, ToolResult, error_result
 from arag.tools.failures import DIAGNOSTICS
 from arag.tools.tracker import ReadTracker
 
@@ -57,10 +57,10 @@ def _tracker_fields(tracker: ReadTracker) -> dict[str, Any]:
     return fields
 
 
-def _message(tool: str, arguments: Any, tracker: ReadTracker | None, full_text: bool) -> tuple:
+def _message(tool: str, arguments: Any, tracker: ReadTracker | None, full_text: bool, result_format: ResultFormat | None) -> tuple:
     if tracker is None:
-        return (tool, arguments, None, None, full_text)
-    return (tool, arguments, type(tracker), _tracker_fields(tracker), full_text)
+        return (tool, arguments, None, None, full_text, result_format)
+    return (tool, arguments, type(tracker), _tracker_fields(tracker), full_text, result_format)
 
 
 def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
@@ -91,14 +91,14 @@ def _worker_main(conn: Any) -> None:
                 break
             if message is None:
                 break
-            tool, arguments, tracker_type, fields, full_text = message
+            tool, arguments, tracker_type, fields, full_text, result_format = message
             tracker = None
             if tracker_type is not None:
                 tracker = tracker_type.__new__(tracker_type)
                 tracker.__dict__.update(fields)
                 if isinstance(tracker, DocumentSession):
                     tracker.documents = documents.pop(tracker.session_id, None) or {}
-            result = ctx.call(tool, arguments, tracker=tracker, full_text=full_text)
+            result = ctx.call(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
             if isinstance(tracker, DocumentSession):
                 documents[tracker.session_id] = tracker.documents
                 while len(documents) > SESSION_DOCUMENTS_KEPT:
@@ -248,13 +248,13 @@ class ToolWorkerPool:
         return open_index(self.index).chunk_ids
 
     # ---- tools ------------------------------------------------------------------------------
-    def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
+    def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
         """`ToolContext.call` in a worker process. Never raises (a closed pool raises RuntimeError)."""
         worker = self._idle.get()  # waits, without the GIL, while every worker is busy
         if worker is None:
             raise RuntimeError("the tool worker pool is closed")
         try:
-            worker.conn.send(_message(tool, arguments, tracker, full_text))
+            worker.conn.send(_message(tool, arguments, tracker, full_text, result_format))
             reply = worker.conn.recv()
         except (EOFError, OSError):
             return self._replace(worker, tool)
@@ -266,7 +266,7 @@ class ToolWorkerPool:
         self._idle.put(worker)
         return _answer(reply, tracker)
 
-    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False) -> ToolResult:
+    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
         """`call` for asyncio callers, on the event loop's thread: the task awaits an idle worker,
         then the worker's reply (the loop watches the worker's socket), so a thousand awaiting
         tasks cost no thread each and no call hops between threads."""
@@ -275,7 +275,7 @@ class ToolWorkerPool:
             raise RuntimeError("the tool worker pool is closed")
         loop = asyncio.get_running_loop()
         try:
-            worker.conn.send(_message(tool, arguments, tracker, full_text))
+            worker.conn.send(_message(tool, arguments, tracker, full_text, result_format))
             readable = loop.create_future()
             fd = worker.conn.fileno()
             loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))

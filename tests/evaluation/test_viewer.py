@@ -97,6 +97,9 @@ def tree(eval_index, tmp_path_factory):
         rows_b = [asyncio.run(runner_b.run(q)).to_record() for q in questions[:2]]
         rows_b.append(runner_b.failed_row(questions[2], "episode timed out after 5s").to_record())
     old = json.loads(rows_b[0]["trajectory"])
+    for call in old["tool_calls"]:  # the search results' headers of then, which named the titles
+        for chunk_id, title in old["chunk_titles"].items():
+            call["text"] = call["text"].replace(f"Chunk ID: {chunk_id},", f"[1] chunk_id: {chunk_id} | title: {title} | score: 8\n")
     del old["chunk_titles"]
     rows_b[0]["trajectory"] = json.dumps(old)
     return {"root": root, "a": store(root / "bench", a, rows_a), "b": store(root / "bench", b, rows_b)}

@@ -5,6 +5,7 @@ then with a real tool server stopped in the middle of an agent's episode."""
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -13,7 +14,7 @@ from arag.service.client import RemoteTools, ToolServerError
 from arag.tools.failures import ToolInfrastructureError
 
 URL = "http://10.1.2.3:8765"
-INFO = {"fingerprint": "fp", "tools": ["keyword_search", "chunk_read"], "num_chunks": 1}
+INFO = {"fingerprint": "fp", "tools": ["keyword_search", "chunk_read"], "num_chunks": 1, "retrieved_tokens_tokenizer": "o200k_base", "result_format_params": ["snippets_per_chunk", "result_titles"]}
 REFUSAL = {"tool": "keyword_search", "text": "Error in keyword_search: keywords must be a list of strings", "results": [], "retrieved_tokens": 0, "error": "keywords must be a list of strings", "details": {}}
 
 
@@ -91,6 +92,31 @@ def test_opening_names_the_address_for_the_operator():
 
     with pytest.raises(ToolServerError, match=f"tool server {URL} unreachable after 2 attempt"):
         RemoteTools(URL, retries=1, backoff_s=0.0, transport=httpx.MockTransport(handle))
+
+
+@pytest.mark.parametrize("unlike, fragment", [
+    ({"retrieved_tokens_tokenizer": None}, "counts retrieved tokens with an older tokenizer (cl100k_base), not o200k_base"),
+    ({"retrieved_tokens_tokenizer": "cl100k_base"}, "counts retrieved tokens with cl100k_base"),
+    ({"result_format_params": ["snippets_per_chunk"]}, "does not take the result-format parameter(s) result_titles"),
+])
+def test_a_server_that_would_count_or_show_results_otherwise_is_refused(unlike, fragment):
+    """An older server would ignore the method's result format or count retrieved tokens in
+    cl100k_base: the run would silently differ from one over the same index in-process."""
+    info = {k: v for k, v in {**INFO, **unlike}.items() if v is not None}
+    with pytest.raises(ToolServerError, match=re.escape(fragment)):
+        RemoteTools(URL, retries=0, transport=httpx.MockTransport(lambda request: httpx.Response(200, json=info)))
+
+
+def test_every_call_carries_the_methods_result_format():
+    from arag.tools.base import ResultFormat
+
+    tools, sent = remote(httpx.Response(200, json=tool_body()))
+    tools.call("keyword_search", {"keywords": ["x"]})
+    tools.call("keyword_search", {"keywords": ["x"]}, result_format=ResultFormat(snippets_per_chunk=None, result_titles=True))
+    assert [dict(r.url.params) for r in sent] == [
+        {"full_text": "false", "snippets_per_chunk": "5", "result_titles": "false"},
+        {"full_text": "false", "snippets_per_chunk": "all", "result_titles": "true"},
+    ]
 
 
 # ---- a real server, stopped in the middle of an episode ------------------------------------------

@@ -55,7 +55,7 @@ def test_the_answer_is_the_cli_json_plus_the_text(http_server, served_index):
     served = post(http_server, "keyword_search", args).json()
     text = served.pop("text")
     assert served == json.loads(cli.stdout)
-    assert text.startswith('keyword_search: ') and "Lothair II" in text
+    assert text.startswith("Chunk ID: ") and "Lothair II" in text
 
 
 def test_sessions_keep_their_own_reads(http_server):
@@ -78,6 +78,24 @@ def test_full_text_per_call(http_server, local_ctx):
     assert post(http_server, "keyword_search", args, full_text="false").json() == result_json(local_ctx.call("keyword_search", args))
     bad = post(http_server, "keyword_search", args, full_text="maybe")
     assert bad.status_code == 400 and "full_text must be true or false" in bad.json()["error"]
+
+
+def test_result_format_per_call(http_server, local_ctx):
+    """The served tools honour the calling method's snippets_per_chunk and result_titles as a
+    local call does; a call that gives neither gets the official format (5, no titles)."""
+    from arag.tools.base import ResultFormat
+
+    args = {"keywords": ["e"], "top_k": 3}  # every sentence of these chunks has an "e"
+    default = post(http_server, "keyword_search", args).json()
+    assert default == result_json(local_ctx.call("keyword_search", args))
+    assert max(len(h["snippets"]) for h in default["results"]) == 2
+    one = post(http_server, "keyword_search", args, snippets_per_chunk="1", result_titles="true").json()
+    assert one == result_json(local_ctx.call("keyword_search", args, result_format=ResultFormat(snippets_per_chunk=1, result_titles=True)))
+    assert [len(h["snippets"]) for h in one["results"]] == [1, 1, 1] and "(Title: " in one["text"] and "(Title: " not in default["text"]
+    assert post(http_server, "keyword_search", args, snippets_per_chunk="all").json() == default
+    for params, fragment in [({"snippets_per_chunk": "-1"}, "snippets_per_chunk must be"), ({"result_titles": "perhaps"}, "result_titles must be")]:
+        bad = post(http_server, "keyword_search", args, **params)
+        assert bad.status_code == 400 and fragment in bad.json()["error"]
 
 
 @pytest.mark.parametrize("tool, args, fragment", BAD_CALLS)

@@ -21,6 +21,7 @@ from arag.llm.scripted import ScriptedBackend
 from arag.methods import METHOD_CONF_DIR
 from arag.service.client import RemoteTools, ToolServerError, open_tools
 from arag.tools import ReadTracker
+from arag.tools.base import ResultFormat
 from tests.evaluation.conftest import CONF, compose_evaluate
 from tests.service.conftest import BAD_CALLS, CALLS, free_port
 
@@ -54,6 +55,9 @@ def test_remote_calls_answer_as_local(remote, local_ctx):
     for tool, raw in [("keyword_search", '{"keywords": ["x"'), ("semantic_search", {"query": "\udcff"}), ("chunk_read", {"chunk_ids": ["1#0"], "top_k": float("nan")})]:
         assert same(remote.call(tool, raw), local_ctx.call(tool, raw)), raw
     assert same(remote.call("keyword_search", {"keywords": ["Lothair"]}, full_text=True), local_ctx.call("keyword_search", {"keywords": ["Lothair"]}, full_text=True))
+    shown = ResultFormat(snippets_per_chunk=1, result_titles=True)  # a method's format travels with its calls
+    for tool, args in [("keyword_search", {"keywords": ["e"]}), ("semantic_search", {"query": "Lothair"}), ("chunk_read", {"chunk_ids": ["0#0"]})]:
+        assert same(remote.call(tool, args, result_format=shown), local_ctx.call(tool, args, result_format=shown)), tool
     unknown = remote.call("web_search", {})
     assert unknown.error and "available tools: keyword_search" in unknown.error
 

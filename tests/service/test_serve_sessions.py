@@ -210,7 +210,7 @@ def test_the_client_drops_idle_connections_before_the_server_does(monkeypatch):
 
     def capturing_client(**kwargs):
         built.update(kwargs)
-        index = {"fingerprint": "f", "tools": [], "chunk_ids": {"form": "<part>:<window>", "example": "0:1"}}
+        index = {"fingerprint": "f", "tools": [], "chunk_ids": {"form": "<part>:<window>", "example": "0:1"}, "retrieved_tokens_tokenizer": "o200k_base", "result_format_params": ["snippets_per_chunk", "result_titles"]}
         return real_client(**{**kwargs, "transport": httpx.MockTransport(lambda request: httpx.Response(200, json=index))})
 
     monkeypatch.setattr(client_module.httpx, "Client", capturing_client)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arag.index.tokens import count_tokens
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER, count_retrieved_tokens
 from arag.tools import ReadTracker
 
 
@@ -19,7 +19,7 @@ def test_reads_full_text_with_neighbours(edge_ctx, edge_index):
     assert (hit.chunk_id, hit.prev_id, hit.next_id, hit.title) == ("1#1", "1#0", "1#2", "Aaa")
     assert hit.snippets == [text_of(edge_index, "1#1")]
     assert text_of(edge_index, "1#1") in res.text and "previous: 1#0" in res.text and "next: 1#2" in res.text
-    assert res.retrieved_tokens == count_tokens(text_of(edge_index, "1#1"))
+    assert res.retrieved_tokens == count_retrieved_tokens(text_of(edge_index, "1#1"))
 
 
 @pytest.mark.parametrize(
@@ -41,11 +41,11 @@ def test_neighbours_never_cross_documents_or_parts(edge_ctx):
 def test_tracker_withholds_text_already_read(edge_ctx, edge_index):
     tracker = ReadTracker()
     first = edge_ctx.call("chunk_read", {"chunk_ids": ["0#0", "0#1"]}, tracker=tracker)
-    assert first.retrieved_tokens == count_tokens(text_of(edge_index, "0#0")) + count_tokens(text_of(edge_index, "0#1"))
+    assert first.retrieved_tokens == count_retrieved_tokens(text_of(edge_index, "0#0")) + count_retrieved_tokens(text_of(edge_index, "0#1"))
     second = edge_ctx.call("chunk_read", {"chunk_ids": ["0#1", "1#0"]}, tracker=tracker)
     assert [h.already_read for h in second.results] == [True, False]
     assert "Already read in this episode" in second.text and text_of(edge_index, "0#1") not in second.text
-    assert second.retrieved_tokens == count_tokens(text_of(edge_index, "1#0"))
+    assert second.retrieved_tokens == count_retrieved_tokens(text_of(edge_index, "1#0"))
     assert tracker.order == ["0#0", "0#1", "1#0"]
     # A new episode (new tracker) reads it again; no tracker means no memory.
     assert not edge_ctx.call("chunk_read", {"chunk_ids": ["0#1"]}, tracker=ReadTracker()).results[0].already_read
@@ -55,7 +55,7 @@ def test_tracker_withholds_text_already_read(edge_ctx, edge_index):
 def test_duplicates_in_one_call_are_read_once(edge_ctx, edge_index):
     res = edge_ctx.call("chunk_read", {"chunk_ids": ["2#0", "2#0"]}, tracker=ReadTracker())
     assert [h.chunk_id for h in res.results] == ["2#0"] and not res.results[0].already_read
-    assert res.retrieved_tokens == count_tokens(text_of(edge_index, "2#0"))
+    assert res.retrieved_tokens == count_retrieved_tokens(text_of(edge_index, "2#0"))
 
 
 def test_unknown_ids_are_named(edge_ctx):
@@ -94,19 +94,22 @@ def test_unknown_tool(edge_ctx):
 
 
 def test_retrieved_tokens_come_from_the_stored_counts(edge_ctx, edge_index, monkeypatch):
-    """The chunker stores count_tokens(text) as n_tokens; chunk_read sums those instead of
-    tokenizing each chunk again, and counts only where the manifest names another tokenizer."""
+    """The chunker stores each text's token count as n_tokens, with the tokenizer its manifest
+    names; chunk_read sums those only where that is the retrieved-token tokenizer (o200k_base),
+    and counts the texts where the manifest names another (cl100k_base, today's chunking)."""
+    from arag.index.tokens import count_tokens
     from arag.tools import chunk_read
 
     def no_tokenizing(pieces):
         raise AssertionError("chunk_read tokenized a chunk whose count is stored")
 
     monkeypatch.setattr(chunk_read, "content_tokens", no_tokenizing)
+    monkeypatch.setitem(edge_ctx.store.index.manifest["chunking"], "tokenizer", RETRIEVED_TOKENS_TOKENIZER)
     res = edge_ctx.call("chunk_read", {"chunk_ids": ["0#0", "1#1"]})
     assert res.error is None
-    assert res.retrieved_tokens == count_tokens(text_of(edge_index, "0#0")) + count_tokens(text_of(edge_index, "1#1"))
+    assert res.retrieved_tokens == count_tokens(text_of(edge_index, "0#0")) + count_tokens(text_of(edge_index, "1#1"))  # the stored column (the fixture stores cl100k counts)
     monkeypatch.undo()
-    monkeypatch.setitem(edge_ctx.store.index.manifest["chunking"], "tokenizer", "another-tokenizer")
+    assert edge_ctx.store.index.manifest["chunking"]["tokenizer"] == "cl100k_base"
     counted: list[str] = []
     monkeypatch.setattr(chunk_read, "content_tokens", lambda pieces: counted.extend(pieces) or 7)
     assert edge_ctx.call("chunk_read", {"chunk_ids": ["1#1"]}).retrieved_tokens == 7 and counted == [text_of(edge_index, "1#1")]

@@ -27,8 +27,7 @@ def cli_index(edge_index, edge_ctx):
 def test_text_output(cli_index):
     out = cli(cli_index, "keyword_search", '{"keywords": ["Lothair II"], "top_k": 3}')
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("keyword_search: 1 chunk for keywords")
-    assert "[1] chunk_id: 0#1 | title: Teutberga | score: 20" in out.stdout
+    assert out.stdout.startswith("Chunk ID: 0#1, Matched keywords in chunk: ... Lothair II repudiated her. ... The marriage of Lothair II failed. ...")
 
 
 def test_json_output(cli_index):

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from arag.index.tokens import count_retrieved_tokens, count_tokens
 from arag.tools import DocumentSession, DocumentToolSettings
 from tests.tools.conftest import Doc, fake_encode, make_index
 
@@ -106,8 +107,6 @@ def test_open_window_and_range(ctx):
 
 def test_open_window_keeps_the_per_call_token_budget(ctx):
     """A line is a sentence, so the window also ends at `open_max_tokens` (paper: ~11k per call)."""
-    from arag.index.tokens import count_tokens
-
     novel = [s for chunk in DOCS[0].chunks for s in chunk]
     budget = count_tokens(novel[0]) + count_tokens(novel[1])  # room for exactly two lines
     session = DocumentSession(settings=DocumentToolSettings(open_max_tokens=budget))
@@ -115,7 +114,7 @@ def test_open_window_keeps_the_per_call_token_budget(ctx):
     ref = ref_of(session, "novel")
     r = ctx.call("open", {"ref_id": ref}, tracker=session)
     assert r.text.splitlines()[0].endswith("Viewing lines [0–1] of 7") and "open with line=2" in r.text
-    assert r.retrieved_tokens == budget
+    assert r.retrieved_tokens == count_retrieved_tokens(novel[0]) + count_retrieved_tokens(novel[1])  # the cap counts cl100k_base, retrieved tokens o200k_base
     # The line to continue from reads on; a budget smaller than one line still shows that line whole.
     tiny = DocumentSession(settings=DocumentToolSettings(open_max_tokens=1))
     search(ctx, tiny, "Anna Kraków")
@@ -140,7 +139,8 @@ def test_find_lexical_semantic_dedup_and_cap(ctx):
     capped_session = DocumentSession(settings=DocumentToolSettings(find_max_tokens=12))
     search(ctx, capped_session, "Anna Kraków")
     capped = ctx.call("find", {"ref_id": ref_of(capped_session, "novel"), "patterns": ["Anna", "sea"]}, tracker=capped_session)
-    assert capped.retrieved_tokens <= 12 and "left out" in capped.text and capped.details["left_out"] >= 1
+    shown = [s for h in capped.results for s in h.snippets]
+    assert sum(map(count_tokens, shown)) <= 12 and capped.retrieved_tokens == sum(map(count_retrieved_tokens, shown)) and "left out" in capped.text and capped.details["left_out"] >= 1
 
 
 def test_find_errors_and_no_semantic(ctx):

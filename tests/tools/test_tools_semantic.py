@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arag.index.tokens import count_tokens
+from arag.index.tokens import count_retrieved_tokens
 from arag.tools import ToolContext
 from benchmarks import tools_reference as reference
 
@@ -56,9 +56,9 @@ def check_semantic(ctx, built, query, top_k):
     np.testing.assert_allclose([h.score for h in res.results], [s for _, s, _ in expected], rtol=0, atol=1e-5)
     text_of = dict(zip(built.sentence_ids.tolist(), built.sentence_texts))
     assert [h.snippets for h in res.results] == [[text_of[s] for s in sids] for _, _, sids in expected]
-    assert res.retrieved_tokens == sum(count_tokens(s) for h in res.results for s in h.snippets)
+    assert res.retrieved_tokens == count_retrieved_tokens("\n".join(s for h in res.results for s in h.snippets))
     for h in res.results:
-        assert f"similarity: {h.score:.4f}" in res.text
+        assert f"Chunk ID: {h.chunk_id} (Similarity: {h.score:.3f})\nMatched: ... " in res.text
 
 
 @pytest.mark.parametrize("top_k", [1, 3, 5, 20])
@@ -83,7 +83,7 @@ def test_naive_matches_brute_force(rand_index, rand_ctx, query, top_k):
     assert [h.chunk_id for h in res.results] == [rand_index.chunk_ids[c] for c, _ in expected]
     np.testing.assert_allclose([h.score for h in res.results], [s for _, s in expected], atol=1e-5)
     assert [h.snippets for h in res.results] == [[rand_index.chunk_texts[c]] for c, _ in expected]
-    assert res.retrieved_tokens == sum(count_tokens(rand_index.chunk_texts[c]) for c, _ in expected)
+    assert res.retrieved_tokens == sum(count_retrieved_tokens(rand_index.chunk_texts[c]) for c, _ in expected)
 
 
 def test_semantic_full_text_option(edge_ctx, edge_index):
