@@ -161,9 +161,20 @@ def _accuracy_columns(dataset: str) -> tuple[str, ...]:
     return ("LLM-Acc",) if dataset.startswith(LONG_FORM_DATASETS) else ("LLM-Acc", "Cont-Acc")
 
 
+def token_unit(con: duckdb.DuckDBPyConnection) -> str:
+    """What the retrieved tokens of these runs count: the tokenizer each run records (runs from
+    before it was recorded counted with cl100k_base), over the text the tools put into the context."""
+    names = [n for (n,) in con.execute(
+        """SELECT DISTINCT coalesce(json_extract_string(settings, '$.retrieved_tokens_tokenizer'), 'cl100k_base') FROM episodes
+           WHERE json_extract_string(settings, '$.method.tools') <> '[]' OR json_extract_string(settings, '$.method.kind') = 'naive_rag' ORDER BY 1"""
+    ).fetchall()] or ["o200k_base"]
+    mixed = " (runs counted with different tokenizers: compare within one)" if len(names) > 1 else ""
+    return f"{' / '.join(names)} tokens of the retrieved text put into the context{mixed}"
+
+
 def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: PaperTokens | None = None, cards: dict | None = None) -> str:
     """The paper's Table 3 layout: per (model, varying settings), rows = methods, columns = datasets,
-    cells = mean retrieved tokens per question (cl100k_base tokens of chunk text put into the context).
+    cells = mean retrieved tokens per question (`token_unit`).
     `paper`: the published figure beside each of ours in blocks of the paper's backbone; for any
     other model, the published figures of the same methods and datasets as a table of their own."""
     keys = ["model", *_varying(con)]
@@ -182,7 +193,7 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
     out = ["## Retrieved tokens per question (Table 3 layout)", ""]
     other_models = False
     for group, cells in groups.items():
-        out += [f"**{_setting_label(keys, group)}** — mean retrieved tokens per question (cl100k_base tokens of chunk text put into the context)", ""]
+        out += [f"**{_setting_label(keys, group)}** — mean retrieved tokens per question ({token_unit(con)})", ""]
         beside = paper is not None and paper.is_backbone(group[0])
         other_models |= paper is not None and not beside
         if beside:
@@ -348,7 +359,7 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
     for r in data:
         n = len(cols)
         rows.append([*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "int") for v in r[n : n + 4]), _fmt(r[n + 4], "f1"), _fmt(r[n + 5], "f1"), *(_fmt(v, "f2") for v in r[n + 6 :])])
-    return "\n".join(["## Retrieved tokens and cost per episode", "", "Means per episode (retrieved tokens: cl100k_base tokens of chunk text put into the context).", "", markdown_table(header, rows, ["l"] * len(cols) + ["r"] * (len(header) - len(cols))), ""])
+    return "\n".join(["## Retrieved tokens and cost per episode", "", f"Means per episode (retrieved tokens: {token_unit(con)}).", "", markdown_table(header, rows, ["l"] * len(cols) + ["r"] * (len(header) - len(cols))), ""])
 
 
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:

@@ -221,3 +221,19 @@ def test_a_run_with_the_preset_lists_no_deviation(ray_local, tmp_path, monkeypat
     for setting in (P.BACKBONE, P.JUDGE_MODEL, P.JUDGE_PRESET, P.EMBEDDER, P.CHUNKING, P.CHUNK_OVERLAP, P.MAX_STEPS, P.TOKEN_BUDGET, P.REPLY_CAP, P.REASONING_EFFORT, P.GUARD_RAILS, P.CORPUS):
         assert not rows[setting]["differs"] and rows[setting]["recorded"], setting
     assert protocol_card(info).to_json() == card  # the report rebuilds the same card from run.json
+
+
+def test_retrieved_tokens_are_labelled_with_the_tokenizer_each_run_records(tmp_path):
+    from arag.evaluation.report import connect, token_unit
+
+    def write(run_id: str, settings: dict) -> None:
+        row = EpisodeRow(run_id=run_id, dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method="arag_full",
+                         model="qwen", backend="llamacpp", status="ok", prediction="a", settings=json.dumps(settings)).to_record()
+        with RunStore(tmp_path, run_id) as store:
+            store.write([row])
+
+    tools = {"kind": "agent", "tools": ["keyword_search", "chunk_read"]}
+    write("new", {"method": tools, "retrieved_tokens_tokenizer": "o200k_base"})
+    assert token_unit(connect(tmp_path)).startswith("o200k_base tokens")
+    write("old", {"method": tools})  # recorded before the tokenizer was: it counted with cl100k_base
+    assert token_unit(connect(tmp_path)).startswith("cl100k_base / o200k_base tokens") and "different tokenizers" in token_unit(connect(tmp_path))
