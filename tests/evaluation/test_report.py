@@ -216,7 +216,7 @@ def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path
     assert "published numbers for gpt-5-mini" in main and "arXiv 2602.03442" in main
     # Another backbone's block: the paper's rows under ours, labelled as reference, never refused.
     qwen = main.split("**model=qwen**")[1]
-    assert "not of model qwen" in qwen and "| A-RAG (Full) — paper, GPT-5-mini (reference) | 89.7 | 88.9 | 85.3 |" in qwen
+    assert "not of model qwen" in qwen and "| A-RAG (Full) — paper, GPT-5-mini (reference) | – | 89.7 | – | 88.9 | – | 85.3 |" in qwen
     assert "(paper)" not in build_report(results, tmp_path / "plain").markdown
     paper = PaperResults.load()
     assert paper.backbone("GPT-4o-mini") == "gpt-4o-mini" and paper.backbone("gpt-5-mini") == "gpt-5-mini" and paper.backbone("qwen2.5") is None
