@@ -36,6 +36,7 @@ from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.store import Index, open_index
 from arag.tools.base import ToolOptions, ToolResult, error_result
 from arag.tools.batching import BatchingEncoder
+from arag.tools.failures import UNKNOWN_TOOL
 from arag.tools.registry import TOOLS
 from arag.tools.store import ChunkStore
 from arag.tools.tracker import ReadTracker
@@ -110,7 +111,7 @@ class ToolContext:
         """Run tool `tool` with JSON-able `arguments` (a dict or a JSON string). Never raises."""
         spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
-            return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}")
+            return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}", UNKNOWN_TOOL)
         if getattr(self._admitted, "held", False):  # a tool calling a tool: already admitted
             return spec.call(self, arguments, ToolOptions(full_text=full_text, tracker=tracker))
         with self._active:
