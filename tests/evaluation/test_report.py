@@ -153,7 +153,7 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
     assert "judge=paper" in main and "judge=strict by gpt-4o-mini" in main
     agentic = [r for r in text.split("## AgenticRAG beside")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
     assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("paper", "0.0"), ("strict by gpt-4o-mini", "100.0")]
-    tools = [r for r in text.split("## Tool use")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
+    tools = [r for r in text.split("## Tool use")[1].split("Tool errors by kind")[0].splitlines() if r.startswith("| 2wiki")]
     assert len(tools) == 4 and sum(" | agenticrag | paper | " in r for r in tools) == 1
     from arag.evaluation.report import accuracy_lines, connect
 
