@@ -415,13 +415,13 @@ class Agent:
     async def _run_tool(self, action: ToolAction, step: int, ep: Episode, tracker: Any) -> Message:
         started = time.perf_counter()
         record = ToolCallRecord(step=step, name=str(action.name)[:200], arguments=recorded_arguments(action.arguments), text="")
+        from arag.tools.failures import INFRASTRUCTURE, UNKNOWN_TOOL, ToolInfrastructureError, checked
+
         if action.name not in self.allowed:
             allowed = ", ".join(self.allowed) or "none (answer directly)"
-            record.error = "unknown tool"
+            record.error, record.failure = "unknown tool", UNKNOWN_TOOL
             record.text = f"Error: there is no tool named {str(action.name)[:100]!r}. The tools you can use are: {allowed}."
         else:
-            from arag.tools.failures import ToolInfrastructureError, checked
-
             try:
                 result = checked(await self.method.acall_tool(self.ctx, action.name, action.arguments, tracker))
             except Exception as exc:
@@ -429,10 +429,11 @@ class Agent:
                 # anything else (a tool server gone, a lost worker, a tool's own failure) fails the
                 # episode with the cause, kept in the record and never shown to the model.
                 cause = str(exc) if isinstance(exc, ToolInfrastructureError) else f"{type(exc).__name__}: {str(exc)[:300]}"
-                record.error, record.latency_s = cause, time.perf_counter() - started
+                record.error, record.failure, record.latency_s = cause, INFRASTRUCTURE, time.perf_counter() - started
                 ep.tool_calls.append(record)
                 raise EpisodeFailed(f"step {step}: the {record.name} call failed: {cause}") from exc
-            record.text, record.error, record.retrieved_tokens = result.text, result.error, result.retrieved_tokens
+            record.text, record.error, record.failure, record.retrieved_tokens = result.text, result.error, result.failure, result.retrieved_tokens
+            record.unknown_id_count = len(result.details.get("unknown_ids") or ())
             record.chunk_ids = [h.chunk_id for h in result.results]
             record.neighbour_ids = [n for h in result.results for n in (h.prev_id, h.next_id) if n]
             record.ref_ids = list(result.details.get("ref_ids", []))

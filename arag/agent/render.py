@@ -35,7 +35,7 @@ def render_episode(ep: Episode, observation_lines: int = 12) -> str:
         if not calls:
             out.append(f"  reply: {mc.raw.strip()[:500]}")
         for call in calls:
-            status = f"error: {call.error}" if call.error else f"{call.retrieved_tokens} tokens"
+            status = f"error: {call.error}" if call.error else f"{call.retrieved_tokens} tokens" + (f", unusable: {call.failure.replace('_', ' ')}" if call.failure else "")
             out.append(f"  → {call.name} {json.dumps(call.arguments, ensure_ascii=False)[:300]}  ({status}, {call.latency_s:.2f}s)")
             out.append(_clip(call.text, observation_lines))
     out.append("")

@@ -22,9 +22,10 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
+SCHEMA_VERSION = 5  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
 # 3: AgenticRAG: calls_search/find/open/summarize, citation Recall@1/@3, forced_summaries, context_warnings
 # 4: answer_cut_off
+# 5: tool errors by failure kind (tool_errors_<kind>), repeated_calls; tool_errors counts every unusable result
 OK = "ok"
 ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
@@ -43,6 +44,20 @@ def counted_tools() -> tuple[str, ...]:
 
 def call_columns() -> list[str]:
     return [*(f"calls_{t}" for t in counted_tools()), CALLS_OTHER]
+
+
+# Tool errors get a column each per failure kind (arag.tools.failures.FAILURE_KINDS), beside their total.
+ERROR_KIND_PREFIX = "tool_errors_"
+
+
+def failure_kinds() -> tuple[str, ...]:
+    from arag.tools.failures import FAILURE_KINDS
+
+    return FAILURE_KINDS
+
+
+def error_kind_columns() -> list[str]:
+    return [f"{ERROR_KIND_PREFIX}{k}" for k in failure_kinds()]
 
 
 @dataclass
@@ -75,7 +90,9 @@ class EpisodeRow:
     invalid_replies: int = 0
     tool_calls: int = 0
     calls: dict[str, int] = field(default_factory=dict)  # calls per tool name; stored as the call_columns()
-    tool_errors: int = 0
+    tool_errors: int = 0  # calls whose result the model could not use (every kind below)
+    tool_error_kinds: dict[str, int] = field(default_factory=dict)  # tool errors per failure kind; stored as the error_kind_columns()
+    repeated_calls: int = 0  # calls identical to an earlier call of the episode (arag.evaluation.repeats)
     retrieved_tokens: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -121,9 +138,21 @@ class EpisodeRow:
         counts[CALLS_OTHER] = sum(calls.values())
         return counts
 
+    def error_kind_counts(self) -> dict[str, int]:
+        """The tool errors per kind as their columns: tool_errors_<kind> for every failure kind."""
+        kinds = self.__dict__.get("tool_error_kinds") or {}
+        unknown = set(kinds) - set(failure_kinds())
+        if unknown:
+            raise ValueError(f"tool_error_kinds: unknown failure kind(s) {', '.join(sorted(unknown))}; known: {', '.join(failure_kinds())}")
+        return {f"{ERROR_KIND_PREFIX}{k}": int(kinds.get(k, 0)) for k in failure_kinds()}
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("calls_"):
             counts = self.call_counts()
+            if name in counts:
+                return counts[name]
+        if name.startswith(ERROR_KIND_PREFIX):
+            counts = self.error_kind_counts()
             if name in counts:
                 return counts[name]
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
@@ -134,6 +163,8 @@ class EpisodeRow:
         for key, value in record.items():
             if key == "calls":
                 out.update(self.call_counts())
+            elif key == "tool_error_kinds":
+                out.update(self.error_kind_counts())
             else:
                 out[key] = value
         return out
@@ -152,6 +183,7 @@ _TYPES: dict[str, pa.DataType] = {
     "invalid_replies": pa.int32(),
     "tool_calls": pa.int32(),
     "tool_errors": pa.int32(),
+    "repeated_calls": pa.int32(),
     "retrieved_tokens": pa.int64(),
     "prompt_tokens": pa.int64(),
     "completion_tokens": pa.int64(),
@@ -186,14 +218,16 @@ _TYPES: dict[str, pa.DataType] = {
 
 
 def row_columns() -> list[str]:
-    """The columns of a row, in order: EpisodeRow's fields with `calls` as the call_columns()."""
-    return [c for f in fields(EpisodeRow) for c in (call_columns() if f.name == "calls" else [f.name])]
+    """The columns of a row, in order: EpisodeRow's fields with `calls` as the call_columns() and
+    `tool_error_kinds` as the error_kind_columns()."""
+    expanded = {"calls": call_columns, "tool_error_kinds": error_kind_columns}
+    return [c for f in fields(EpisodeRow) for c in (expanded[f.name]() if f.name in expanded else [f.name])]
 
 
 def row_schema() -> pa.Schema:
-    """The Parquet schema of every results file written with the tools registered now (calls
-    columns are int32, everything not typed above is text)."""
-    calls = set(call_columns())
+    """The Parquet schema of every results file written with the tools registered now (calls and
+    error-kind columns are int32, everything not typed above is text)."""
+    calls = {*call_columns(), *error_kind_columns()}
     return pa.schema([pa.field(c, pa.int32() if c in calls else _TYPES.get(c, pa.string())) for c in row_columns()])
 
 

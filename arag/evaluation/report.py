@@ -30,7 +30,7 @@ import duckdb
 from arag.conf_files import method_declarations
 from arag.evaluation.intervals import LEGEND, Proportion, proportion
 from arag.evaluation.intervals import cell as accuracy_cell
-from arag.evaluation.records import CALLS_OTHER, counted_tools
+from arag.evaluation.records import CALLS_OTHER, counted_tools, failure_kinds
 from arag.evaluation.report_a2rag import a2rag_section
 from arag.evaluation.report_format import ANSWERED, OF_ANSWERED, OF_ATTEMPTED, SCORED, UnlikeRunsError, accuracy_sql, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
@@ -363,11 +363,14 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:
-    """Mean calls per tool, one row per run cell (dataset, model, method and the settings that vary)."""
+    """Mean calls per tool, one row per run cell (dataset, model, method and the settings that vary),
+    then the same cells' tool errors by failure kind and repeated calls (`failure_columns`)."""
     cols = ["dataset", "model", "method", *_varying(con)]
     tools = tool_columns(con)
+    failures = failure_columns(con)
     data = con.execute(
-        f"""SELECT {', '.join(cols)}, {', '.join(f'avg(calls_{t})' for t in tools)}, avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER))
+        f"""SELECT {', '.join(cols)}, {', '.join(f'avg(calls_{t})' for t in tools)}, avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER)),
+                   {', '.join(sql for _, sql in failures)}
            FROM episodes GROUP BY ALL"""
     ).fetchall()
     n, k = len(cols), len(tools) + 2
@@ -375,8 +378,30 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
     data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *_setting_keys(cols[3:], r[3:n])))
     header = [*cols, *tools, "tool errors", "invalid replies", "forced answers %"]
     rows = [[*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "f2") for v in r[n : n + k]), _fmt(r[n + k])] for r in data]
+    f = n + k + 1
+    failure_header = [*cols, *(label for label, _ in failures)]
+    failure_rows = [[*(("—" if v is None else str(v)) for v in r[:n]), "n/a" if r[f] is None else _fmt(r[f]), *("n/a" if v is None else _fmt(v, "f2") for v in r[f + 1 :])] for r in data]
     return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "",
-                      markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n)), ""])
+                      markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n)), "",
+                      "Tool errors by kind and repeated calls, means per episode: a tool error is a call whose result the model could not use "
+                      "(refused arguments, an unknown tool, only unknown ids, a search that found nothing, only chunks already read, a failed tool); "
+                      "a repeated call is identical to an earlier call of the episode (docs/evaluation.md). \"n/a\": runs written before these were "
+                      "recorded (their tool errors count refusals only).", "",
+                      markdown_table(failure_header, failure_rows, ["l"] * n + ["r"] * (len(failure_header) - n)), ""])
+
+
+def failure_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(header, SQL aggregate) of the tool-failure table: unusable calls as a share of all calls, then
+    means per episode of each failure kind and of repeated calls. NULL (shown "n/a") for a cell any of
+    whose rows lacks the column: rows written before failure kinds were recorded."""
+    present = {r[0] for r in con.execute("DESCRIBE episodes").fetchall()}
+
+    def known(column: str, value: str) -> str:
+        return f"CASE WHEN count({column}) = count(*) THEN {value} END" if column in present else "NULL"
+
+    share = known("repeated_calls", "sum(tool_errors) / nullif(sum(tool_calls), 0)")
+    kinds = [(kind.replace("_", " "), known(f"tool_errors_{kind}", f"avg(tool_errors_{kind})")) for kind in failure_kinds()]
+    return [("unusable % of calls", share), *kinds, ("repeated calls", known("repeated_calls", "avg(repeated_calls)"))]
 
 
 def agentic_table(con: duckdb.DuckDBPyConnection) -> str:

@@ -22,6 +22,7 @@ from arag.evaluation.judge import NO_ANSWER, SKIPPED, Judge, JudgeConfig, Verdic
 from arag.evaluation.metrics import score_answer
 from arag.evaluation.questions import Question
 from arag.evaluation.records import ROW_FAILED, OK, EpisodeRow
+from arag.evaluation.repeats import repeated_flags
 from arag.evaluation.settings import RunSettings
 from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
@@ -117,7 +118,9 @@ class EpisodeRunner:
         row.steps, row.invalid_replies = episode.steps, episode.invalid_replies
         row.tool_calls = len(episode.tool_calls)
         row.calls = dict(counts)
-        row.tool_errors = sum(1 for c in episode.tool_calls if c.error)
+        kinds = Counter(kind for kind in map(failure_kind, episode.tool_calls) if kind is not None)
+        row.tool_errors, row.tool_error_kinds = sum(kinds.values()), dict(kinds)
+        row.repeated_calls = sum(repeated_flags((c.name, c.arguments) for c in episode.tool_calls))
         row.retrieved_tokens = episode.retrieved_tokens
         row.prompt_tokens, row.completion_tokens, row.reasoning_tokens = tokens["prompt_tokens"], tokens["completion_tokens"], tokens["reasoning_tokens"]
         row.model_calls = len(episode.model_calls)
@@ -164,6 +167,16 @@ class EpisodeRunner:
             self.judge_backend.close()
         if self._own_ctx and self.ctx is not None:
             self.ctx.close()
+
+
+def failure_kind(call: Any) -> str | None:
+    """The failure kind a tool call counts under (arag.tools.failures), None for a usable result:
+    its record's own, and a kind the list does not know (a plugin's) or an error without one as refused."""
+    from arag.tools.failures import FAILURE_KINDS, REFUSED
+
+    if call.failure is None and not call.error:
+        return None
+    return call.failure if call.failure in FAILURE_KINDS else REFUSED
 
 
 def base_row(

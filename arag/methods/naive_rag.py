@@ -38,6 +38,7 @@ class NaiveRagMethod(Method):
             retrieved_tokens=result.retrieved_tokens,
             latency_s=time.perf_counter() - started,
             error=result.error,
+            failure=result.failure,
             chunk_ids=[h.chunk_id for h in result.results],
         )
         messages = [Message("system", self.system_text), Message("user", self.user_template.format(question=question, context=result.text))]

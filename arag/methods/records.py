@@ -18,6 +18,10 @@ class ToolCallRecord:
     retrieved_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    # Why the model could not use the result (arag.tools.failures.FAILURE_KINDS), None if it could;
+    # every call with an `error` has one.
+    failure: str | None = None
+    unknown_id_count: int = 0  # chunk_read: ids it named that do not exist (the call may still have read others)
     chunk_ids: list[str] = field(default_factory=list)
     neighbour_ids: list[str] = field(default_factory=list)  # chunk_read: the previous/next chunk ids its result named
     ref_ids: list[str] = field(default_factory=list)  # document tools: the reference ids the result is about

@@ -39,7 +39,7 @@ from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.service.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, RESULT_FORMAT_PARAMS, Hit, ResultFormat, ToolResult, error_result
 from arag.tools.documents import DocumentSession
-from arag.tools.failures import ToolInfrastructureError
+from arag.tools.failures import UNKNOWN_TOOL, ToolInfrastructureError
 from arag.tools.tracker import ReadTracker
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class RemoteTools:
         path = f"/tools/{tool}"
         response = self._request("POST", path, content=body, headers=headers, params={"full_text": "true" if full_text else "false", **(result_format or ResultFormat()).to_params()}, expect=(*MODEL_STATUSES, 404, 413, 500))
         if response.status_code == 404:
-            return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(self.tools)}")
+            return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(self.tools)}", UNKNOWN_TOOL)
         if response.status_code == 413:  # the model's arguments were too large: its own refusal
             return error_result(str(tool)[:100], self._scrub(_error_message(response)))
         try:

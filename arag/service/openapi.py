@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.tools import ToolSpec
+from arag.tools.failures import FAILURE_KINDS
 
 HIT = {
     "type": "object",
@@ -33,7 +34,11 @@ TOOL_RESULT = {
         "results": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}},
         "retrieved_tokens": {"type": "integer", "description": "o200k_base tokens of chunk content put into the context (the official tools' count)"},
         "error": {"type": ["string", "null"], "description": "null on success"},
-        "details": {"type": "object"},
+        "details": {
+            "type": "object",
+            "description": "tool-specific facts; `failure`, when present, is why an agent cannot use the result",
+            "properties": {"failure": {"type": "string", "description": "the failure kind: " + ", ".join(FAILURE_KINDS)}},
+        },
     },
 }
 ERROR = {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}, "tools": {"type": "array", "items": {"type": "string"}}}}

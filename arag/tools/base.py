@@ -5,6 +5,8 @@ a call: validation raises `ToolArgumentError` inside the tool, and `ToolSpec.cal
 result whose `error` is set and whose `text` tells the agent what was wrong, so one bad call never
 ends an episode. A tool's own failure (a bug, a broken index) comes back as a result too, with its
 diagnostics: an agent's episode fails on it (arag.tools.failures), a tool server answers it as 500.
+A result the model cannot use (refused, naming only unknown ids, a search that found nothing)
+carries its failure kind in `details` (arag.tools.failures.FAILURE).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import traceback
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
-from arag.tools.failures import DIAGNOSTICS
+from arag.tools.failures import DIAGNOSTICS, EMPTY, FAILURE, INFRASTRUCTURE, REFUSED, UNKNOWN_IDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,6 +44,11 @@ MAX_CHUNK_ID_CHARS = 1000
 
 class ToolArgumentError(ValueError):
     """Bad arguments to a tool; the message is shown to the agent as the tool's answer."""
+
+
+class UnknownIdsError(ToolArgumentError):
+    """Arguments naming an id that does not exist (a reference id), for which the tool refuses the
+    call: a refusal of failure kind UNKNOWN_IDS."""
 
 
 @dataclass
@@ -76,7 +83,8 @@ class ToolResult:
     retrieved_tokens: o200k_base tokens of the chunk content put into the agent's context (the
         snippet or chunk texts, not headers or notes); see `arag.tools.render`.
     error: None on success, else the message (also in `text`).
-    details: tool-specific facts, e.g. {"unknown_ids": [...]} or {"top_k_capped_from": 50}.
+    details: tool-specific facts, e.g. {"unknown_ids": [...]} or {"top_k_capped_from": 50}, and
+        the failure kind of a result the model cannot use (`failure`: arag.tools.failures).
     """
 
     tool: str
@@ -90,6 +98,11 @@ class ToolResult:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def failure(self) -> str | None:
+        """Why the model cannot use this result (arag.tools.failures.FAILURE_KINDS); None if it can."""
+        return self.details.get(FAILURE)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "tool": self.tool,
@@ -100,8 +113,8 @@ class ToolResult:
         }
 
 
-def error_result(tool: str, message: str) -> ToolResult:
-    return ToolResult(tool=tool, text=f"Error in {tool}: {message}", error=message)
+def error_result(tool: str, message: str, failure: str = REFUSED) -> ToolResult:
+    return ToolResult(tool=tool, text=f"Error in {tool}: {message}", error=message, details={FAILURE: failure})
 
 
 class ToolHost(Protocol):
@@ -255,13 +268,18 @@ class ToolSpec:
             missing = [k for k in self.parameters.get("required", []) if k not in arguments]
             if missing:
                 raise ToolArgumentError(f"missing required argument(s): {', '.join(missing)}")
-            return self.fn(ctx, dict(arguments), options)
+            result = self.fn(ctx, dict(arguments), options)
+        except UnknownIdsError as exc:
+            return error_result(self.name, str(exc), UNKNOWN_IDS)
         except ToolArgumentError as exc:
             return error_result(self.name, str(exc))
         except Exception as exc:  # a result, not a raise: a server sends it on; an agent's episode fails on it (arag.tools.failures)
-            result = error_result(self.name, f"internal error ({type(exc).__name__}: {str(exc)[:300]})")
+            result = error_result(self.name, f"internal error ({type(exc).__name__}: {str(exc)[:300]})", INFRASTRUCTURE)
             result.details[DIAGNOSTICS] = traceback.format_exc(limit=8)
             return result
+        if self.evidence != NOT_EVIDENCE and result.ok and not result.results:
+            result.details.setdefault(FAILURE, EMPTY)  # a search or find that matched nothing
+        return result
 
 
 def parse_json_arguments(raw: str | bytes) -> Any:

@@ -7,6 +7,11 @@ next chunk are named so the agent can read around a passage: of the same documen
 in a per-document index, the previous and next window of the same part in a packed one. Its texts
 show the opened index's own id form and a real id (`{chunk_id_format}`, `{chunk_id_example}`:
 arag.index.chunk_ids), filled by `ToolSpec.for_index`.
+
+A call that returns no chunk text new to the agent carries a failure kind (arag.tools.failures):
+`unknown_ids` when it named an id that does not exist, else `already_read` (every chunk it named was
+read before in the episode). A call that returns some new text has none, however many of its ids
+were unknown (`details["unknown_ids"]` names them).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 from arag.index.parts import PACKED
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids, READ
+from arag.tools.failures import ALREADY_READ, FAILURE, UNKNOWN_IDS
 from arag.tools.render import chunk_read_text, content_tokens
 
 NAME = "chunk_read"
@@ -140,12 +146,15 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
                 if tracker is not None:
                     tracker.mark(cid)
     text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
+    details: dict[str, Any] = {"unknown_ids": unknown} if unknown else {}
+    if not texts:
+        details[FAILURE] = UNKNOWN_IDS if unknown else ALREADY_READ
     return ToolResult(
         tool=NAME,
         text=text,
         results=hits,
         retrieved_tokens=sum(tokens) if stored_counts else content_tokens(texts.values()),
-        details={"unknown_ids": unknown} if unknown else {},
+        details=details,
     )
 
 

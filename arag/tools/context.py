@@ -36,6 +36,7 @@ from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.store import Index, open_index
 from arag.tools.base import ResultFormat, ToolOptions, ToolResult, error_result
 from arag.tools.batching import BatchingEncoder
+from arag.tools.failures import UNKNOWN_TOOL
 from arag.tools.registry import TOOLS
 from arag.tools.store import ChunkStore
 from arag.tools.tracker import ReadTracker
@@ -111,7 +112,7 @@ class ToolContext:
         result_format: how results are shown (None: the official tools' way, ResultFormat())."""
         spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
-            return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}")
+            return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}", UNKNOWN_TOOL)
         options = ToolOptions(full_text=full_text, tracker=tracker, result_format=result_format or ResultFormat())
         if getattr(self._admitted, "held", False):  # a tool calling a tool: already admitted
             return spec.call(self, arguments, options)

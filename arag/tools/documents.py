@@ -22,7 +22,7 @@ import numpy as np
 
 from arag.index.parts import PACKED
 import arag.tools.packed_documents as packed_documents
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, check_text, type_name
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, UnknownIdsError, check_text, type_name
 from arag.tools.tracker import ReadTracker
 
 
@@ -112,7 +112,7 @@ class DocumentSession(ReadTracker):
     def resolve(self, ref_id: str) -> DocumentRef:
         if ref_id not in self.refs:
             known = ", ".join(list(self.refs)[-10:]) or "none yet (call search first)"
-            raise ToolArgumentError(f"unknown reference id {ref_id[:60]!r}; ids come from search results, e.g. {known}")
+            raise UnknownIdsError(f"unknown reference id {ref_id[:60]!r}; ids come from search results, e.g. {known}")
         return self.refs[ref_id]
 
     def mirror_search(self, result: Any) -> None:

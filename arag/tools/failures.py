@@ -10,6 +10,10 @@ agent loop and the methods that call tools themselves end the episode as `failed
 Locally a tool never raises (`ToolSpec.call` answers every failure as a result, which a tool server
 must send on): its own failure is the result that carries diagnostics (`DIAGNOSTICS` in `details`);
 `checked` turns it into the exception where a result is about to reach a model.
+
+Every result the model could not use carries its failure kind in `details[FAILURE]` (one of
+FAILURE_KINDS), so a served result carries it too; results counted as tool errors are exactly those
+with a kind (docs/evaluation.md, "Tool errors"). A result whose text is new to the model has none.
 """
 
 from __future__ import annotations
@@ -20,10 +24,25 @@ from typing import Any
 # became of a worker process). Servers log it and never send it; its presence marks the failure.
 DIAGNOSTICS = "traceback"
 
+# The details key of a result's failure kind, and the kinds.
+FAILURE = "failure"
+REFUSED = "refused"  # the tool refused its arguments (its error text says why)
+UNKNOWN_TOOL = "unknown_tool"  # the model named a tool it is not offered
+UNKNOWN_IDS = "unknown_ids"  # every id it named (chunk ids, reference ids) does not exist; nothing read
+EMPTY = "empty"  # a search or find that matched nothing
+ALREADY_READ = "already_read"  # a chunk_read whose every chunk was read before in the episode: no new text
+INFRASTRUCTURE = "infrastructure"  # the tool or what runs it failed (the episode fails with it)
+FAILURE_KINDS = (REFUSED, UNKNOWN_TOOL, UNKNOWN_IDS, EMPTY, ALREADY_READ, INFRASTRUCTURE)
+
 
 class ToolInfrastructureError(RuntimeError):
     """A tool call failed for a reason other than its arguments; the episode fails with this cause.
     The message is for the run's records and names settings (index.url), never a server's address."""
+
+
+def failure_of(result: Any) -> str | None:
+    """The failure kind of a ToolResult: None when it is usable."""
+    return result.details.get(FAILURE)
 
 
 def is_internal_failure(result: Any) -> bool:

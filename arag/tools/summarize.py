@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, check_text, type_name, NOT_EVIDENCE
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, UnknownIdsError, check_text, type_name, NOT_EVIDENCE
 from arag.tools.documents import session_of
 
 
@@ -53,7 +53,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         check_text(k, "keep_ref_ids item")
     unknown = [k for k in keep if k not in session.refs]
     if unknown:
-        raise ToolArgumentError(f"unknown reference id(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; known: {', '.join(session.refs) or 'none'}")
+        raise UnknownIdsError(f"unknown reference id(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; known: {', '.join(session.refs) or 'none'}")
     kept = list(dict.fromkeys(keep))
     text = f"Notes kept:\n{notes.strip() or '(none)'}\nResults kept: {', '.join(kept) or 'none'}."
     return ToolResult(tool=NAME, text=text, details={"ref_ids": kept, "keep_ref_ids": kept, "notes": notes})

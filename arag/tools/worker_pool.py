@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arag.tools.base import ResultFormat, ToolResult, error_result
-from arag.tools.failures import DIAGNOSTICS
+from arag.tools.failures import DIAGNOSTICS, INFRASTRUCTURE
 from arag.tools.tracker import ReadTracker
 
 if TYPE_CHECKING:
@@ -322,7 +322,7 @@ class ToolWorkerPool:
             except Exception as exc:  # the pool serves on with the workers it has left
                 log.error("could not replace the tool worker: %s", exc)
         # Not the model's doing: an internal failure (arag.tools.failures), which fails the episode.
-        result = error_result(str(tool)[:100], f"the tool worker process {how} during this call (a replacement was started)")
+        result = error_result(str(tool)[:100], f"the tool worker process {how} during this call (a replacement was started)", INFRASTRUCTURE)
         result.details[DIAGNOSTICS] = f"tool worker {worker.process.pid} {how} during a {tool} call"
         return result
 

@@ -36,13 +36,15 @@ def test_ask_with_scripted_backend(agent_index, monkeypatch):
     # The tiny index has a fake embedder; give the tool context the fake encoder.
     original = context.ToolContext.__init__
     monkeypatch.setattr(context.ToolContext, "__init__", lambda self, index, **kw: original(self, index, encoder=fake_encode, **kw))
-    script = [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair II"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["1#0"]}}, {"answer": "Ermengarde of Tours"}]
+    read = {"tool": "chunk_read", "arguments": {"chunk_ids": ["1#0"]}}
+    script = [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair II"]}}, read, read, {"answer": "Ermengarde of Tours"}]
     cfg = compose_ask(f"index.path={agent_index.path}", "model=scripted", "question=Who was the mother of Lothair II?")
     cfg.model.script = script
     ep = ask(cfg)
     assert ep.status == "answered" and ep.answer == "Ermengarde of Tours" and ep.method == "arag_full"
     text = render_episode(ep)
     assert "step 1" in text and "keyword_search" in text and "His mother was Ermengarde of Tours." in text and "answer: Ermengarde of Tours" in text
+    assert text.count("unusable: already read") == 1  # the second read brought nothing new
 
 
 def test_ask_cli_direct_method():

@@ -38,6 +38,7 @@ def test_a_tool_failing_on_its_own_fails_the_episode(agent_ctx, broken_keyword_s
     assert episode.status == "failed" and episode.answer is None and not episode.forced
     assert episode.failure == "step 2: the keyword_search call failed: keyword_search failed on its own: internal error (OSError: chunks part 0 is gone)"
     assert [c.error is not None for c in episode.tool_calls] == [True, True] and episode.tool_calls[1].text == ""
+    assert [c.failure for c in episode.tool_calls] == ["refused", "infrastructure"]  # the model's doing, and not
     shown = "\n".join(m["content"] or "" for m in episode.messages)
     assert "keywords must be a list of strings" in shown and "chunks part 0 is gone" not in shown
     assert len(backend.requests) == 2  # no model call after the failure

@@ -158,7 +158,7 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
     assert "judge=qwen (preset paper)" in main and "judge=gpt-4o-mini (preset strict)" in main
     agentic = [r for r in text.split("## AgenticRAG beside")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
     assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("gpt-4o-mini (preset strict)", "100.0 [20.7, 100.0] n=1"), ("qwen (preset paper)", "0.0 [0.0, 79.3] n=1")]
-    tools = [r for r in text.split("## Tool use")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
+    tools = [r for r in text.split("## Tool use")[1].split("Tool errors by kind")[0].splitlines() if r.startswith("| 2wiki")]
     assert len(tools) == 4 and sum(" | agenticrag | qwen (preset paper) | " in r for r in tools) == 1
     from arag.evaluation.report import accuracy_lines, connect
 

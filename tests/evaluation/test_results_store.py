@@ -11,6 +11,7 @@ import pytest
 
 from arag.evaluation.records import ROW_FAILED, OK, row_schema, EpisodeRow
 from arag.tools import TOOLS
+from arag.tools.failures import FAILURE_KINDS
 from arag.evaluation.results import RunLockedError, RunStore
 
 
@@ -20,11 +21,18 @@ def row(qid: str, status: str = OK, attempt: int = 1, **kw) -> dict:
 
 
 def test_schema_has_a_column_for_every_row_field():
-    """Every field is a column, but `calls`, which is a calls_<tool> column per registered tool and calls_other."""
+    """Every field is a column, but `calls`, which is a calls_<tool> column per registered tool and
+    calls_other, and `tool_error_kinds`, a tool_errors_<kind> column per failure kind."""
     names = row_schema().names
-    assert [n for n in names if not n.startswith("calls_")] == [f.name for f in dataclasses.fields(EpisodeRow) if f.name != "calls"]
+    kinds = [f"tool_errors_{k}" for k in FAILURE_KINDS]
+    assert [n for n in names if not n.startswith("calls_") and n not in kinds] == [f.name for f in dataclasses.fields(EpisodeRow) if f.name not in ("calls", "tool_error_kinds")]
     assert [n for n in names if n.startswith("calls_")] == [*(f"calls_{t}" for t in TOOLS), "calls_other"]
+    assert names[names.index("tool_errors") + 1 : names.index("tool_errors") + 1 + len(kinds)] == kinds
     assert row("q", calls={"chunk_read": 2, "made_up": 1})["calls_chunk_read"] == 2 and row("q", calls={"made_up": 1})["calls_other"] == 1
+    counted = row("q", tool_errors=3, tool_error_kinds={"empty": 2, "unknown_ids": 1})
+    assert (counted["tool_errors_empty"], counted["tool_errors_unknown_ids"], counted["tool_errors_refused"]) == (2, 1, 0)
+    with pytest.raises(ValueError, match="tool_error_kinds: unknown failure kind"):
+        row("q", tool_error_kinds={"made_up": 1})
 
 
 def test_write_splits_ok_and_failed_and_resume_reads_ok_ids(tmp_path):

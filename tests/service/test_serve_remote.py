@@ -126,11 +126,13 @@ def test_an_evaluation_episode_against_the_served_index(http_server, served_inde
         runner.close()
     served, local = rows["served"], rows["local"]
     assert served.status == "ok" and served.prediction == "20 March 851"
-    assert (served.calls_chunk_read, served.tool_errors, served.evidence_recall_read, served.evidence_recall_seen) == (2, 1, 1.0, 1.0)
+    assert (served.calls_chunk_read, served.tool_errors, served.evidence_recall_read, served.evidence_recall_seen) == (2, 2, 1.0, 1.0)
+    # The failure kinds come through the server: the re-read brought nothing new, the string was refused.
+    assert served.tool_error_kinds == local.tool_error_kinds == {"already_read": 1, "refused": 1}
     assert served.retrieved_tokens == local.retrieved_tokens > 0
     assert served.run_id == local.run_id  # how the index is reached is not part of the run
-    calls = [(c["name"], c["text"], c["chunk_ids"], c["error"]) for c in json.loads(served.trajectory)["tool_calls"]]
-    assert calls == [(c["name"], c["text"], c["chunk_ids"], c["error"]) for c in json.loads(local.trajectory)["tool_calls"]]
+    calls = [(c["name"], c["text"], c["chunk_ids"], c["error"], c["failure"]) for c in json.loads(served.trajectory)["tool_calls"]]
+    assert calls == [(c["name"], c["text"], c["chunk_ids"], c["error"], c["failure"]) for c in json.loads(local.trajectory)["tool_calls"]]
     assert "Already read in this episode" in calls[3][1]
 
 

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 from arag.evaluation.evidence import gold_chunks, shows_full_text
 from arag.evaluation.intervals import WITHIN_NOISE, Proportion, paired, paired_cells
+from arag.evaluation.repeats import repeated_flags
 from arag.evaluation.viewer.data import OUTCOMES, Run, filter_rows, outcome, run_pairs, scores
 
 PAGE_SIZE = 200  # episodes per page of the listing
@@ -39,6 +40,9 @@ form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
 .columns{display:grid;grid-auto-flow:column;grid-auto-columns:minmax(340px,1fr);gap:10px;overflow-x:auto}
 .problem{color:#a50e0e}
 .ci{color:#555;font-size:12px}.noise{color:#555}.differs{font-weight:600}
+.tool-call.unusable{border-color:#d93025;background:#fce8e6}.tool-call.repeated{border-left-style:dashed}
+.call-label{display:inline-block;padding:0 6px;margin-left:6px;border-radius:4px;font-size:12px;font-weight:600;border:1px solid}
+.call-label.unusable{color:#a50e0e;border-color:#d93025;background:#fff}.call-label.repeated{color:#8430ce;border-color:#8430ce;background:#fff}
 """
 
 
@@ -217,14 +221,32 @@ def chunk_chips(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[s
     return "".join(chips)
 
 
-def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], full_text: bool) -> str:
+def call_failure(call: dict[str, Any]) -> str | None:
+    """A stored tool call's failure kind (arag.tools.failures); a call stored before kinds were
+    recorded that has an error counts as refused."""
+    return call.get("failure") or ("refused" if call.get("error") else None)
+
+
+def call_marks(call: dict[str, Any], repeated: bool) -> tuple[str, str]:
+    """The CSS classes and labels that mark a tool call whose result the model could not use, and a
+    call identical to an earlier one of the episode (arag.evaluation.repeats)."""
+    failure = call_failure(call)
+    classes = (" unusable" if failure else "") + (" repeated" if repeated else "")
+    labels = (f'<span class="call-label unusable">unusable: {esc(failure.replace("_", " "))}</span>' if failure else "") + (
+        '<span class="call-label repeated">repeated call</span>' if repeated else "")
+    return classes, labels
+
+
+def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], full_text: bool, repeated: bool = False) -> str:
     name = str(call.get("name"))
     ids = call.get("chunk_ids") or []
     level = "read (whole chunks)" if shows_full_text(name, full_text) else "seen (snippets)"
-    meta = f"{len(ids)} chunk{'s' if len(ids) != 1 else ''}, {level} · {num(call.get('retrieved_tokens'))} retrieved tokens · {num(call.get('latency_s'), 3)} s"
+    unknown = call.get("unknown_id_count") or 0
+    meta = f"{len(ids)} chunk{'s' if len(ids) != 1 else ''}, {level}{f' · {unknown} unknown id' + ('s' if unknown != 1 else '') if unknown else ''} · {num(call.get('retrieved_tokens'))} retrieved tokens · {num(call.get('latency_s'), 3)} s"
     error = f'<p class="problem">error: {esc(call["error"])}</p>' if call.get("error") else ""
+    classes, labels = call_marks(call, repeated)
     return (
-        f'<div class="event tool-call" data-tool="{esc(name)}"><h3>tool call: <code>{esc(name)}</code></h3>'
+        f'<div class="event tool-call{classes}" data-tool="{esc(name)}"><h3>tool call: <code>{esc(name)}</code>{labels}</h3>'
         f'<pre class="arguments">{esc(as_json(call.get("arguments")))}</pre>{error}'
         f'<div class="meta">{meta}</div><div>{chunk_chips(call, gold, titles)}</div>'
         f'<details open><summary>result shown to the model</summary><pre class="result">{mark_ids(call.get("text") or "", gold)}</pre></details></div>'
@@ -262,10 +284,20 @@ def steps_html(t: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, 
     for event in t.get("guard_rail_events") or []:
         m = EVENT_STEP.match(str(event))
         (by_step.setdefault(int(m.group(1)), []) if m else loose).append(guard_rail_html(str(event)))
-    for call in t.get("tool_calls") or []:
-        by_step.setdefault(int(call.get("step") or 0), []).append(tool_call_html(call, gold, titles, full_text))
+    calls = t.get("tool_calls") or []
+    for call, repeated in zip(calls, repeated_flags((c.get("name"), c.get("arguments")) for c in calls)):
+        by_step.setdefault(int(call.get("step") or 0), []).append(tool_call_html(call, gold, titles, full_text, repeated))
     out = [f'<section class="step" id="step-{s}"><h2>Step {s}{" (before the first model call)" if s == 0 else ""}</h2>{"".join(events)}</section>' for s, events in sorted(by_step.items())]
     return "".join(out + loose)
+
+
+def tool_errors_text(row: dict[str, Any]) -> str:
+    """The row's tool errors with their kinds, and its repeated calls; "n/a" for what a row written
+    before these were recorded lacks."""
+    kinds = {c[len("tool_errors_"):].replace("_", " "): row[c] for c in row if c.startswith("tool_errors_") and row[c]}
+    detail = f" ({', '.join(f'{k} {num(v)}' for k, v in kinds.items())})" if kinds else ""
+    repeated = "n/a" if row.get("repeated_calls") is None else num(row["repeated_calls"])
+    return f"{num(row.get('tool_errors'))}{detail} · {repeated}"
 
 
 def verdict_html(row: dict[str, Any]) -> str:
@@ -300,6 +332,7 @@ def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[
         ("tokens: prompt · completion · reasoning · retrieved", f"{num(row.get('prompt_tokens'))} · {num(row.get('completion_tokens'))} · {num(row.get('reasoning_tokens'))} · {num(row.get('retrieved_tokens'))}"),
         ("time s: wall · model · tools · judge", f"{num(row.get('wall_s'))} · {num(row.get('llm_s'))} · {num(row.get('tool_s'))} · {num(row.get('judge_s'))}"),
         ("invalid replies · refused calls · cut results", f"{num(row.get('invalid_replies'))} · {num(row.get('refused_calls'))} · {num(row.get('truncated_observations'))}"),
+        ("tool errors · repeated calls", tool_errors_text(row)),
         ("context warnings · forced summaries", f"{num(row.get('context_warnings'))} · {num(row.get('forced_summaries'))}" if (row.get("context_warnings") or row.get("forced_summaries")) else ""),
         ("run", f'<a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a> · {esc(run.label)} · {esc(row.get("backend"))} / {esc(row.get("protocol"))}'),
         ("guard rails", esc(json.dumps(t.get("guard_rails") or {}, ensure_ascii=False))),
@@ -330,8 +363,10 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
     for run, row, t, titles in found:
         gold = gold_chunks(titles, row.get("supporting_titles") or [])
         calls = []
-        for call in t.get("tool_calls") or []:
-            calls.append(f'<div class="event tool-call" data-tool="{esc(call.get("name"))}"><span class="meta">step {num(call.get("step"))}</span> <code>{esc(call.get("name"))}</code> {esc(as_json(call.get("arguments")))}<div>{chunk_chips(call, gold, titles)}</div></div>')
+        stored = t.get("tool_calls") or []
+        for call, repeated in zip(stored, repeated_flags((c.get("name"), c.get("arguments")) for c in stored)):
+            classes, labels = call_marks(call, repeated)
+            calls.append(f'<div class="event tool-call{classes}" data-tool="{esc(call.get("name"))}"><span class="meta">step {num(call.get("step"))}</span> <code>{esc(call.get("name"))}</code>{labels} {esc(as_json(call.get("arguments")))}<div>{chunk_chips(call, gold, titles)}</div></div>')
         forced = " " + badge("forced", f"forced: {row.get('forced_reason')}") if row.get("forced") else ""
         facts = kv([
             ("prediction", esc(row.get("prediction")) if row.get("status") == "ok" else f'<span class="problem">{esc(row.get("failure"))}</span>'),

@@ -1,0 +1,189 @@
+"""Failure modes counted (issue 39, item 4): a tool call whose result the model cannot use is a tool
+error of a kind (arag.tools.failures), in the tool result, the call's record, the row, the report and
+the viewer; a call identical to an earlier one of the episode is a repeated call."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from arag.evaluation.questions import Question
+from arag.evaluation.records import EpisodeRow, rows_to_table
+from arag.evaluation.repeats import repeated_flags
+from arag.evaluation.report import build_report
+from arag.evaluation.results import RunStore
+from arag.evaluation.runner import EpisodeRunner
+from arag.llm.scripted import ScriptedBackend
+from arag.tools import DocumentSession
+from arag.tools.tracker import ReadTracker
+from tests.evaluation.conftest import QUESTIONS, base_overrides, compose_evaluate, read_rows
+from tests.evaluation.test_runner import settings
+from tests.tools.conftest import fake_encode
+
+# Every kind the model can cause, and two repeats: the second empty search (top_k given as its
+# default) and the second read of 2#0 and nope#9 (nothing new, an id unknown).
+SCRIPT = [
+    {"tool": "chunk_read", "arguments": {"chunk_ids": ["nope#9"]}},
+    {"tool": "keyword_search", "arguments": {"keywords": ["zzzqqq"]}},
+    {"tool": "keyword_search", "arguments": {"keywords": [" zzzqqq"], "top_k": 5}},
+    {"tool": "chunk_read", "arguments": {"chunk_ids": ["2#0", "nope#9"]}},
+    {"tool": "chunk_read", "arguments": {"chunk_ids": ["2#0", "nope#9"]}},
+    {"tool": "chunk_read", "arguments": {"chunk_ids": ["2#0"]}},
+    {"tool": "keyword_search", "arguments": {"keywords": "not a list"}},
+    {"tool": "no_such_tool", "arguments": {}},
+    {"answer": "20 March 851"},
+]
+KINDS = {"unknown_ids": 2, "empty": 2, "already_read": 1, "refused": 1, "unknown_tool": 1}
+FAILURES = ["unknown_ids", "empty", "empty", None, "unknown_ids", "already_read", "refused", "unknown_tool"]
+REPEATED = [False, False, True, False, True, False, False, False]
+# The same script in Hydra's override syntax.
+HYDRA_SCRIPT = (
+    "[{tool:chunk_read,arguments:{chunk_ids:['nope#9']}},{tool:keyword_search,arguments:{keywords:[zzzqqq]}},"
+    "{tool:keyword_search,arguments:{keywords:[' zzzqqq'],top_k:5}},{tool:chunk_read,arguments:{chunk_ids:['2#0','nope#9']}},"
+    "{tool:chunk_read,arguments:{chunk_ids:['2#0','nope#9']}},"
+    "{tool:chunk_read,arguments:{chunk_ids:['2#0']}},{tool:keyword_search,arguments:{keywords:'not a list'}},"
+    "{tool:no_such_tool,arguments:{}},{answer:'20 March 851'}]"
+)
+
+
+@pytest.fixture(scope="module")
+def ctx(eval_index):
+    from arag.tools import ToolContext
+
+    with ToolContext(eval_index.path, encoder=fake_encode) as c:
+        yield c
+
+
+def test_each_unusable_result_carries_its_kind_and_its_text_is_unchanged(ctx):
+    unknown = ctx.call("chunk_read", {"chunk_ids": ["nope#9", "nope#8"]})
+    assert (unknown.failure, unknown.error, unknown.details["unknown_ids"]) == ("unknown_ids", None, ["nope#9", "nope#8"])
+    assert "nope#9" in unknown.text and not unknown.text.startswith("Error")  # the model reads what it read before
+    partly = ctx.call("chunk_read", {"chunk_ids": ["2#0", "nope#9"]})
+    assert partly.failure is None and partly.details["unknown_ids"] == ["nope#9"] and partly.retrieved_tokens > 0
+    tracker = ReadTracker()
+    assert ctx.call("chunk_read", {"chunk_ids": ["2#0"]}, tracker=tracker).failure is None
+    again = ctx.call("chunk_read", {"chunk_ids": ["2#0"]}, tracker=tracker)
+    assert again.failure == "already_read" and again.results[0].already_read
+    assert ctx.call("chunk_read", {"chunk_ids": ["2#0", "nope#9"]}, tracker=tracker).failure == "unknown_ids"  # nothing new, an id unknown
+    assert ctx.call("keyword_search", {"keywords": ["zzzqqq"]}).failure == "empty"
+    assert ctx.call("keyword_search", {"keywords": ["Lothair"]}).failure is None
+    assert ctx.call("semantic_search", {"query": "mother of Lothair"}).failure is None
+    refused = ctx.call("keyword_search", {"keywords": "Lothair"})
+    assert refused.failure == "refused" and refused.error and refused.to_json()["details"]["failure"] == "refused"
+    assert ctx.call("no_such_tool", {}).failure == "unknown_tool"
+
+
+def test_document_tools_name_unknown_references_and_empty_finds(ctx):
+    session = DocumentSession()
+    assert ctx.call("open", {"ref_id": "turn9search9"}, tracker=session).failure == "unknown_ids"
+    found = ctx.call("search", {"queries": ["Lothair"]}, tracker=session)
+    assert found.failure is None
+    ref = found.details["ref_ids"][0]
+    assert ctx.call("find", {"ref_id": ref, "patterns": ["zzzqqq"]}, tracker=session).failure == "empty"
+    assert ctx.call("open", {"ref_id": ref}, tracker=session).failure is None
+    assert ctx.call("summarize", {"notes": "n", "keep_ref_ids": ["turn9search9"]}, tracker=session).failure == "unknown_ids"
+    assert ctx.call("summarize", {"notes": "n", "keep_ref_ids": []}, tracker=session).failure is None  # notes, not a search
+
+
+def test_repeats_compare_normalised_arguments():
+    flags = repeated_flags([
+        ("keyword_search", {"keywords": ["Lothair"]}),
+        ("keyword_search", {"top_k": 5.0, "keywords": [" Lothair  "]}),  # defaults, key order, 5.0, whitespace
+        ("keyword_search", {"keywords": ["lothair"]}),  # case counts
+        ("keyword_search", {"keywords": ["Lothair"], "top_k": 6}),
+        ("semantic_search", {"keywords": ["Lothair"]}),  # another tool
+        ("chunk_read", '{"chunk_ids": ['),  # raw text, not JSON
+        ("chunk_read", '{"chunk_ids": [ '),
+    ])
+    assert flags == [False, True, False, False, False, False, True]
+
+
+def run_episode(ctx, script=SCRIPT):
+    runner = EpisodeRunner(settings(agent={"max_steps": 10}), backend=ScriptedBackend(script, replay=True), ctx=ctx)
+    return asyncio.run(runner.run(Question("q0", "When did Lothair II's mother die?", ("20 March 851",), ("Ermengarde of Tours",))))
+
+
+def test_the_row_counts_tool_errors_by_kind_and_repeated_calls(ctx):
+    row = run_episode(ctx)
+    assert row.status == "ok" and row.tool_calls == 8
+    assert (row.tool_errors, row.tool_error_kinds, row.repeated_calls) == (7, KINDS, 2)
+    record = row.to_record()
+    assert (record["tool_errors_unknown_ids"], record["tool_errors_empty"], record["tool_errors_infrastructure"]) == (2, 2, 0)
+    calls = json.loads(row.trajectory)["tool_calls"]
+    assert [c["failure"] for c in calls] == FAILURES
+    assert [c["unknown_id_count"] for c in calls] == [1, 0, 0, 1, 1, 0, 0, 0]
+
+
+def old_run(root: Path) -> None:
+    """A run stored before failure kinds were recorded: its files lack the new columns."""
+    row = EpisodeRow(run_id="old", dataset="bench", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method="arag_naive",
+                     model="scripted", backend="scripted", status="ok", prediction="a", tool_calls=4, tool_errors=1, calls={"chunk_read": 4})
+    table = rows_to_table([row.to_record()])
+    table = table.drop_columns([c for c in table.column_names if c.startswith("tool_errors_") or c == "repeated_calls"])
+    (root / "old" / "episodes").mkdir(parents=True)
+    pq.write_table(table, root / "old" / "episodes" / "part-0.parquet")
+
+
+def failure_rows(markdown: str) -> dict[str, list[str]]:
+    table = markdown.split("## Tool use")[1].split("Tool errors by kind")[1].split("\n## ")[0]
+    lines = [line.strip("| ").split(" | ") for line in table.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
+    return {line[2]: dict(zip(lines[0], line)) for line in lines[1:]}
+
+
+@pytest.fixture(scope="module")
+def tree(ctx, tmp_path_factory):
+    """A results tree with the scripted episode's run and a run stored before kinds were recorded."""
+    root = tmp_path_factory.mktemp("failures") / "results"
+    row = run_episode(ctx)
+    with RunStore(root, row.run_id) as store:
+        store.write_run_info({"run_id": row.run_id, "settings": json.loads(row.settings)})
+        store.write([row.to_record()])
+    old_run(root)
+    return {"root": root, "run_id": row.run_id}
+
+
+def test_the_report_shows_errors_by_kind_and_repeats_and_n_a_for_older_runs(tree):
+    rows = failure_rows(build_report(tree["root"]).markdown)
+    new, old = rows["arag_full"], rows["arag_naive"]
+    assert (new["unusable % of calls"], new["unknown ids"], new["empty"], new["already read"], new["refused"], new["unknown tool"]) == ("87.5", "2.00", "2.00", "1.00", "1.00", "1.00")
+    assert (new["infrastructure"], new["repeated calls"]) == ("0.00", "2.00")
+    counted = list(old)[list(old).index("unusable % of calls"):]
+    assert len(counted) == 8 and {old[c] for c in counted} == {"n/a"}  # not 0: never counted
+
+
+def test_the_viewer_marks_unusable_results_and_repeated_calls(tree):
+    from starlette.testclient import TestClient
+
+    from arag.evaluation.viewer import create_app
+    from tests.evaluation.test_viewer import Dom
+
+    with TestClient(create_app(tree["root"])) as client:
+        response = client.get(f"/episode?run={tree['run_id']}&q=q0")
+        assert response.status_code == 200
+        dom = Dom(response.text)
+        calls = [a["class"].split() for _, a, _ in dom.having("tool-call")]
+        assert ["unusable" in c for c in calls] == [f is not None for f in FAILURES]
+        assert ["repeated" in c for c in calls] == REPEATED
+        assert [x for _, _, x in dom.having("call-label")] == ["unusable: unknown ids", "unusable: empty", "unusable: empty", "repeated call", "unusable: unknown ids",
+                                                                 "repeated call", "unusable: already read", "unusable: refused", "unusable: unknown tool"]
+        assert "· 1 unknown id ·" in [x for _, _, x in dom.having("tool-call")][3]  # the partly unknown read
+        assert "7 (refused 1, unknown tool 1, unknown ids 2, empty 2, already read 1) · 2" in dom.text()
+        compare = Dom(client.get("/compare?dataset=bench&q=q0").text)
+        assert ["repeated" in a["class"].split() for _, a, _ in compare.having("tool-call")] == REPEATED
+
+
+def test_the_evaluation_pipeline_stores_the_kinds(ray_local, eval_index, questions_file, tmp_path):
+    """Through pipelines.evaluate (Ray workers, the results store): the row's columns by kind."""
+    from pipelines.evaluate import evaluate
+
+    results = tmp_path / "results"
+    overrides = [o for o in base_overrides(eval_index.path, questions_file, results, "limit=1", "agent.max_steps=10") if not o.startswith("model.script=")]
+    evaluate(compose_evaluate(*overrides, f"model.script={HYDRA_SCRIPT}"), out=io.StringIO())
+    (row,) = read_rows(results)
+    assert (row["question_id"], row["status"], row["tool_errors"], row["repeated_calls"]) == (QUESTIONS[0]["id"], "ok", 7, 2)
+    assert {k: row[f"tool_errors_{k}"] for k in KINDS} == KINDS and row["tool_errors_infrastructure"] == 0
