@@ -237,6 +237,21 @@ def group_default(config: str, group: str) -> str | None:
     return None
 
 
+def test_the_result_format_defaults_are_the_methods():
+    """The A-RAG result format keys live in arag.methods.base.Method, not in the method files: the
+    reference's defaults must be the dataclass's."""
+    import dataclasses
+
+    from arag.methods.base import Method
+
+    defaults = {f.name: f.default for f in dataclasses.fields(Method)}
+    rows = section_of("A-RAG result format settings")
+    assert [r[0] for r in rows] == ["`method.snippets_per_chunk`", "`method.result_titles`"]
+    for row in rows:
+        key = row[0].strip("`").removeprefix("method.")
+        assert row[1].strip("`") == {None: "null", True: "true", False: "false"}.get(defaults[key], str(defaults[key])), key
+
+
 @pytest.mark.parametrize("section", sorted(SECTIONS))
 def test_the_reference_states_the_configs_defaults(section):
     config, overrides, files = SECTIONS[section]
