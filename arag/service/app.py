@@ -247,7 +247,10 @@ def serve_http(service: ToolService, settings: ServeSettings, token: str | None)
     if token is None:
         log.warning("serving on %s without a token (serve.token=none): any local user can use the index", settings.host)
     log.info("tool server on http://%s:%d (JSON API: /tools, MCP: /mcp, readiness: /health)", settings.host, settings.port)
-    stopping_server(uvicorn_config(app, settings), on_stop=lambda: (app.stop(), service.gate.close())).run()
+    try:
+        stopping_server(uvicorn_config(app, settings), on_stop=lambda: (app.stop(), service.gate.close())).run()
+    except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it stopped for again once stopped: a stop, not a failure
+        log.info("stopped")
 
 
 def stopping_server(config: Any, on_stop: Any) -> Any:

@@ -19,10 +19,12 @@ from typing import Any, Awaitable, Callable
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
 
-from arag.service.admission import unless
+from arag.service.admission import ClientGone, ServerStopping, unless
 from arag.service.connections import CONNECTION_LOST
-from arag.service.guard import MCP_PATH
+from arag.service.guard import MCP_PATH, STOPPING
 from arag.service.sessions import SessionTrackers
 from arag.service.tool_service import ToolService, result_json
 from arag.tools import DocumentSession, ReadTracker, ToolSpec
@@ -67,10 +69,18 @@ def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
         arguments = params.arguments if params.arguments is not None else {}
         session = None if stdio_tracker is not None else _session(ctx)
         tracker = stdio_tracker if stdio_tracker is not None else (service.tracker(session) if session else None)
-        call = service.call(params.name, arguments, tracker=tracker, session_id=session)
         lost = _connection_lost(ctx)
-        # A call whose client disconnected is cancelled, queued or running, as the JSON API's are.
-        result, _ = await (call if lost is None else unless(lost.wait(), call))
+        # A call whose client disconnected is cancelled, queued or running, as the JSON API's are
+        # (a JSON-RPC error nobody reads; MCPError: the SDK answers it without logging a traceback).
+        if lost is not None and lost.is_set():
+            raise MCPError(CONNECTION_CLOSED, "the client disconnected before the call ran")
+        call = service.call(params.name, arguments, tracker=tracker, session_id=session)
+        try:
+            result, _ = await (call if lost is None else unless(lost.wait(), call))
+        except ClientGone:
+            raise MCPError(CONNECTION_CLOSED, "the client disconnected before the answer") from None
+        except ServerStopping:
+            raise MCPError(INTERNAL_ERROR, STOPPING) from None
         structured = result_json(result)
         del structured["text"]  # it is the text content
         return types.CallToolResult(content=[types.TextContent(text=result.text)], structured_content=structured, is_error=result.error is not None)
