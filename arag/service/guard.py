@@ -4,19 +4,32 @@ bounded time, on every route.
 An ASGI middleware in front of everything the server mounts (the JSON API, its OpenAPI schema and
 the MCP endpoint), so no route can be reached around it. In order:
 
+  * One reading of the headers: Host, Origin or Authorization given twice gets 400 (parsers
+    disagree on which one counts); names compare in any case, a port is ASCII digits 1-65535.
+
   * Host and Origin: a Host header outside `allowed_hosts` gets 421, an Origin outside
     `allowed_origins` 403 (a web page's request carries its Origin; command-line clients send
     none). Bound to loopback, only loopback names are served (a DNS-rebinding page cannot reach the
     server under another name); `serve.allowed_hosts` / `serve.allowed_origins` add to the lists,
     and the origins given there also get CORS answers (deliberate browser use).
   * The token: with one set, a request without `Authorization: Bearer <token>` (the scheme in any
-    case), or with another token, gets 401 and nothing else (compared in constant time).
-    `GET /health` is served without it and answers nothing about the index.
+    case), or with another token, gets 401 and nothing else (compared in constant time), and its
+    connection is closed; a wrong token is answered only after FAILED_TOKEN_DELAY_S, at most
+    MAX_FAILING_TOKENS at once (429 beyond). `GET /health` is served without it and answers
+    nothing about the index.
+  * Request slots: requests that showed the token are served up to `max_requests` at once
+    (serve.max_connections; 503 beyond), so connections that never do take none (the waiting
+    ones are bounded by arag.service.connections); an event stream (GET /mcp) ends after
+    `stream_idle_s`.
   * Bodies: a POST must say `Content-Type: application/json` (415 otherwise: a browser sends
     text/plain and forms cross-site without asking first); over `max_request_bytes` gets 413
     before any of it reaches a route (a declared Content-Length is checked first, a chunked body is
     counted as it arrives); a body not complete within `body_timeout_s` gets 408.
-  * Failures: an exception escaping a route answers a JSON 500 (logged), never a traceback.
+  * Failures: an exception escaping a route answers a JSON 500 (logged), never a traceback; any
+    error answer whose body is not JSON (the MCP SDK's, Starlette's) is turned into the server's
+    shape, {"error": <text>}.
+  * Stopping (`stop()`): every request from then on, and one cancelled at the end of the grace
+    period, gets a retryable 503.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@
 A call whose client disconnects before its answer (a client that timed out, an evaluation that
 was stopped) is cancelled: one still waiting for a tool worker never runs, so a backlog left by
 clients that gave up does not hold the workers from the calls behind it. Its status is 499 (nobody
-reads it).
+reads it). A call still queued when the server stops gets a 503 (it did not run: send it again).
 
 Statuses: 200 answered, 400 bad arguments (the body is the tool's error result) or a setting over
 the server's ceiling, 404 unknown tool (with the list) or path, 405 wrong method, 500 the tool
