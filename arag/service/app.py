@@ -45,9 +45,11 @@ class ServeSettings:
     session_max_bytes: int = 16 * 2**20
     sessions_max_bytes: int = 512 * 2**20
     max_connections: int = 256
+    max_waiting_connections: int = 1024
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     keep_alive_s: float = 5.0
+    stream_idle_s: float = 60.0
     preload: bool = True
     full_text: bool = False
     tools: Any = None
@@ -64,11 +66,11 @@ class ServeSettings:
             raise ValueError(f"serve.transport must be one of {', '.join(TRANSPORTS)}, got {settings.transport!r}")
         if not isinstance(settings.workers, int) or settings.workers < 1:
             raise ValueError(f"serve.workers must be a whole number of at least 1 (1: tool calls in the server's own process), got {settings.workers!r}")
-        for name in ("max_request_bytes", "max_response_bytes", "session_max_bytes", "sessions_max_bytes", "max_connections", "threads", "max_sessions"):
+        for name in ("max_request_bytes", "max_response_bytes", "session_max_bytes", "sessions_max_bytes", "max_connections", "max_waiting_connections", "threads", "max_sessions"):
             value = getattr(settings, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"serve.{name} must be a whole number of at least 1, got {value!r}")
-        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s", "session_idle_s"):
+        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s", "session_idle_s", "stream_idle_s"):
             value = getattr(settings, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"serve.{name} must be a positive number of seconds, got {value!r}")
@@ -174,7 +176,7 @@ def http_app(service: ToolService, settings: ServeSettings, token: str | None) -
     from starlette.exceptions import HTTPException
 
     from arag.service.http_api import http_error, json_api_routes, server_error
-    from arag.service.mcp_server import mcp_server
+    from arag.service.mcp_server import McpSessionBounds, mcp_server
 
     hosts, origins = settings.origin_rule()
     server = mcp_server(service, version=__version__, stdio=False)
@@ -183,32 +185,37 @@ def http_app(service: ToolService, settings: ServeSettings, token: str | None) -
         host=settings.host,
         max_request_body_size=settings.max_request_bytes,
         session_idle_timeout=settings.session_idle_s,
-        max_sessions=settings.max_sessions,
-        # The guard applies the origin rule to every route; /mcp's own check uses the same lists.
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=hosts is not None, allowed_hosts=hosts or [], allowed_origins=origins),
+        # The session store bounds MCP sessions (least recently used first, McpSessionBounds), not the SDK (which refuses new ones).
+        max_sessions=None,
+        # The guard applies the origin rule to every route, /mcp included: a second check that
+        # parses the headers its own way (duplicates, case) would answer differently.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         custom_starlette_routes=json_api_routes(service, token=token is not None, version=__version__),
     )
     starlette_app.router.redirect_slashes = False
     starlette_app.add_exception_handler(HTTPException, http_error)
     starlette_app.add_exception_handler(Exception, server_error)
     return Guard(
-        starlette_app,
+        McpSessionBounds(starlette_app, service.sessions, server.session_manager),
         token=token,
         max_request_bytes=settings.max_request_bytes,
         body_timeout_s=settings.body_timeout_s,
         allowed_hosts=hosts,
         allowed_origins=origins,
         cors_origins=settings.allowed_origins,
+        max_requests=settings.max_connections,
+        stream_idle_s=settings.stream_idle_s,
     )
 
 
 def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
-    """uvicorn with bounded connections: its own keep-alive timeout and connection cap, plus a
-    time limit on request headers (which uvicorn lacks; the guard bounds the body)."""
+    """uvicorn with bounded connections (arag.service.connections: waiting connections bounded
+    in number, time and bytes; the guard counts request slots, after the token) and its own
+    keep-alive timeout."""
     import uvicorn
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    from arag.service.connections import header_timeout_protocol
+    from arag.service.connections import WaitingConnections, bounded_protocol
 
     return uvicorn.Config(
         app,
@@ -216,9 +223,11 @@ def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
         port=settings.port,
         log_level=settings.log_level,
         lifespan="on",
-        http=header_timeout_protocol(AutoHTTPProtocol, settings.header_timeout_s),
+        http=bounded_protocol(AutoHTTPProtocol, settings.header_timeout_s, WaitingConnections(settings.max_waiting_connections)),
         timeout_keep_alive=settings.keep_alive_s,
-        limit_concurrency=settings.max_connections,
+        # uvicorn's own cap counts connections still sending headers, before any token: the
+        # guard's request slots replace it.
+        limit_concurrency=None,
         # On SIGTERM, requests still running after this long are cut: without it a server with a
         # backlog of queued calls (thousands of episodes in flight) took minutes to stop, or never.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
@@ -231,13 +240,31 @@ def serve_http(service: ToolService, settings: ServeSettings, token: str | None)
     from arag.open_files import ensure_open_files
 
     app = http_app(service, settings, token)
-    short = ensure_open_files(settings.max_connections, f"serve.max_connections={settings.max_connections}")
+    connections = settings.max_connections + settings.max_waiting_connections
+    short = ensure_open_files(connections, f"serve.max_connections + serve.max_waiting_connections = {connections}")
     if short:
         log.warning("%s", short)
     if token is None:
         log.warning("serving on %s without a token (serve.token=none): any local user can use the index", settings.host)
     log.info("tool server on http://%s:%d (JSON API: /tools, MCP: /mcp, readiness: /health)", settings.host, settings.port)
-    uvicorn.Server(uvicorn_config(app, settings)).run()
+    try:
+        stopping_server(uvicorn_config(app, settings), on_stop=lambda: (app.stop(), service.gate.close())).run()
+    except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it stopped for again once stopped: a stop, not a failure
+        log.info("stopped")
+
+
+def stopping_server(config: Any, on_stop: Any) -> Any:
+    """uvicorn's server, stopping gracefully (SIGTERM, SIGINT): it stops accepting, every request
+    from then on and every call still queued for a tool thread gets a retryable 503 at once, the
+    calls running finish within SHUTDOWN_GRACE_S, and a request still running then gets a 503 too."""
+    import uvicorn
+
+    class StoppingServer(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            on_stop()
+            await super().shutdown(sockets)
+
+    return StoppingServer(config)
 
 
 def serve_stdio(service: ToolService) -> None:

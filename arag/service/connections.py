@@ -1,51 +1,144 @@
-"""Bounded connections: a time limit on a request's headers, which uvicorn lacks.
+"""Bounded connections: the HTTP layer under the guard, wrapping uvicorn's HTTP protocol class.
 
-uvicorn closes a kept-alive connection idle after a response (`timeout_keep_alive`) and refuses
-requests beyond `limit_concurrency`, but a connection whose request headers never finish (or never
-start) stays open, holding a file descriptor. This wraps uvicorn's HTTP protocol class: from the
-moment a connection opens, or the first byte of a next request on a kept-alive one, the headers
-must be complete within `timeout_s`, else the connection gets 408 and is closed. The body's time
-limit is the guard's (it reads every body).
+Request slots (`serve.max_connections`) belong to authorised work, so they are counted by the guard,
+after the token. A connection that is not running a request (still sending a request's headers, or
+idle between requests) is *waiting*, and waiting connections are bounded on their own:
+
+  * in time: a request's headers must be complete within `header_timeout_s` of the connection's
+    first byte (or of the first byte of a next request on a kept-alive one), else 408 and closed;
+  * in memory: at most MAX_HEADER_BYTES of headers (else 431 and closed), and at most
+    `max_waiting` waiting connections; beyond it the oldest waiting connection that never carried
+    an authorised request is closed (503), so connections that never show a token go first and a
+    client with the token keeps being served while thousands of stalled connections come and go.
+
+Every status this layer answers itself (408, 431, 503, and the parser's 400 for a malformed
+request) is JSON, `{"error": ...}`, like the guard's. When a connection is lost while its request
+runs, the request's scope gets to know (`CONNECTION_LOST`, an asyncio.Event), so a tool call whose
+client left is cancelled whichever front end (the JSON API, MCP) it came through.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
+from http import HTTPStatus
 from typing import Any
 
+# Most bytes of request headers a connection may send (h11 refuses more than 16 KiB already; this
+# bounds any other parser uvicorn may pick).
+MAX_HEADER_BYTES = 64 * 1024
+# The scope key of an asyncio.Event set when the request's connection is lost.
+CONNECTION_LOST = "arag.connection_lost"
+# The scope key the guard sets on a request that showed the token (or of an open server).
+AUTHORISED = "arag.authorised"
 
-def timeout_response(timeout_s: float) -> bytes:
-    body = json.dumps({"error": f"the request headers did not arrive within {timeout_s:g} s (serve.header_timeout_s)"}).encode()
-    head = f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n"
+
+def json_response(status: int, message: str, *, retry_after: int | None = None) -> bytes:
+    """A whole HTTP/1.1 response with the server's JSON error shape, closing the connection."""
+    body = json.dumps({"error": message}).encode()
+    extra = f"retry-after: {retry_after}\r\n" if retry_after is not None else ""
+    head = f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n{extra}connection: close\r\n\r\n"
     return head.encode("latin-1") + body
 
 
-def header_timeout_protocol(base: type[asyncio.Protocol], timeout_s: float) -> type[asyncio.Protocol]:
-    """`base` (uvicorn's H11Protocol or HttpToolsProtocol) with a deadline on request headers.
-    Both set `self.cycle` when a request's headers are parsed, which is what is watched here."""
-    answer = timeout_response(timeout_s)
+def timeout_response(timeout_s: float) -> bytes:
+    return json_response(408, f"the request headers did not arrive within {timeout_s:g} s (serve.header_timeout_s)")
 
-    class HeaderTimeout(base):  # type: ignore[valid-type, misc]
+
+class WaitingConnections:
+    """The connections of one server that run no request, oldest first, at most `max_waiting`."""
+
+    def __init__(self, max_waiting: int):
+        if max_waiting < 1:
+            raise ValueError(f"serve.max_waiting_connections must be at least 1, got {max_waiting}")
+        self.max_waiting = max_waiting
+        self._waiting: OrderedDict[Any, None] = OrderedDict()
+
+    def add(self, connection: Any) -> None:
+        self._waiting[connection] = None
+        self._waiting.move_to_end(connection)
+        if len(self._waiting) > self.max_waiting:
+            # The oldest that never showed the token; if all did, this one (an idle kept-alive
+            # connection of an authorised client is closed as its keep-alive would close it).
+            unproven = next((c for c in self._waiting if not c.authorised), connection)
+            unproven.evict()
+
+    def discard(self, connection: Any) -> None:
+        self._waiting.pop(connection, None)
+
+    def __contains__(self, connection: Any) -> bool:
+        return connection in self._waiting
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+
+def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: WaitingConnections) -> type[asyncio.Protocol]:
+    """`base` (uvicorn's H11Protocol or HttpToolsProtocol) with the bounds above. Both set
+    `self.cycle` when a request's headers are parsed, which is what is watched here."""
+    expired = timeout_response(timeout_s)
+    crowded = json_response(503, f"too many connections are waiting to send a request (serve.max_waiting_connections={waiting.max_waiting}); connect again", retry_after=1)
+    too_long = json_response(431, f"request headers over {MAX_HEADER_BYTES} bytes")
+
+    class Bounded(base):  # type: ignore[valid-type, misc]
+        authorised = False  # a request of this connection showed the token
         _deadline: asyncio.TimerHandle | None = None
         _served: Any = None  # the last request whose headers arrived
+        _header_bytes = 0
+        _answered = False  # a response was sent on this connection
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self._lost = asyncio.Event()
             self._arm()
+            waiting.add(self)
 
         def data_received(self, data: bytes) -> None:
+            if self in waiting:
+                self._header_bytes += len(data)
+                if self._header_bytes > MAX_HEADER_BYTES:
+                    self._close_with(too_long)
+                    return
             super().data_received(data)
+            self._watch()
+
+        def on_response_complete(self) -> None:
             cycle = self.cycle
-            if cycle is not None and cycle is not self._served:
-                self._served = cycle
-                self._disarm()
-            elif (cycle is None or cycle.response_complete) and self._deadline is None:
-                self._arm()  # a next request has begun on a kept-alive connection
+            if cycle is not None and cycle.scope.get(AUTHORISED):
+                self.authorised = True
+            self._answered = True
+            super().on_response_complete()  # may start a pipelined next request
+            if not self.transport.is_closing():
+                self._watch()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            waiting.discard(self)
+            self._lost.set()
             super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:
+            self._close_with(json_response(400, f"malformed HTTP request ({msg.rstrip('.').lower()})"))
+
+        def evict(self) -> None:
+            """Closed to make room: with a 503 unless it is idle between requests."""
+            idle = self._answered and self._header_bytes == 0
+            self._close_with(b"" if idle else crowded)
+
+        def _watch(self) -> None:
+            cycle = self.cycle
+            if cycle is not None and cycle is not self._served:  # a request's headers arrived
+                self._served = cycle
+                cycle.scope[CONNECTION_LOST] = self._lost
+                self._disarm()
+                waiting.discard(self)
+                self._header_bytes = 0
+            elif cycle is None or cycle.response_complete:  # between requests
+                if self not in waiting and not self.transport.is_closing():
+                    waiting.add(self)
+                if self._header_bytes and self._deadline is None:
+                    self._arm()  # a next request has begun on a kept-alive connection
 
         def _arm(self) -> None:
             self._deadline = self.loop.call_later(timeout_s, self._expired)
@@ -57,12 +150,18 @@ def header_timeout_protocol(base: type[asyncio.Protocol], timeout_s: float) -> t
 
         def _expired(self) -> None:
             self._deadline = None
-            if self.transport.is_closing():
-                return
             cycle = self.cycle
             if cycle is None or cycle.response_complete:
-                self.transport.write(answer)
-                self.transport.close()
+                self._close_with(expired)
 
-    HeaderTimeout.__name__ = f"HeaderTimeout{base.__name__}"
-    return HeaderTimeout
+        def _close_with(self, answer: bytes) -> None:
+            self._disarm()
+            waiting.discard(self)
+            if self.transport.is_closing():
+                return
+            if answer:
+                self.transport.write(answer)
+            self.transport.close()
+
+    Bounded.__name__ = f"Bounded{base.__name__}"
+    return Bounded

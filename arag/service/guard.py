@@ -4,19 +4,32 @@ bounded time, on every route.
 An ASGI middleware in front of everything the server mounts (the JSON API, its OpenAPI schema and
 the MCP endpoint), so no route can be reached around it. In order:
 
+  * One reading of the headers: Host, Origin or Authorization given twice gets 400 (parsers
+    disagree on which one counts); names compare in any case, a port is ASCII digits 1-65535.
+
   * Host and Origin: a Host header outside `allowed_hosts` gets 421, an Origin outside
     `allowed_origins` 403 (a web page's request carries its Origin; command-line clients send
     none). Bound to loopback, only loopback names are served (a DNS-rebinding page cannot reach the
     server under another name); `serve.allowed_hosts` / `serve.allowed_origins` add to the lists,
     and the origins given there also get CORS answers (deliberate browser use).
   * The token: with one set, a request without `Authorization: Bearer <token>` (the scheme in any
-    case), or with another token, gets 401 and nothing else (compared in constant time).
-    `GET /health` is served without it and answers nothing about the index.
+    case), or with another token, gets 401 and nothing else (compared in constant time), and its
+    connection is closed; a wrong token is answered only after FAILED_TOKEN_DELAY_S, at most
+    MAX_FAILING_TOKENS at once (429 beyond). `GET /health` is served without it and answers
+    nothing about the index.
+  * Request slots: requests that showed the token are served up to `max_requests` at once
+    (serve.max_connections; 503 beyond), so connections that never do take none (the waiting
+    ones are bounded by arag.service.connections); an event stream (GET /mcp) ends after
+    `stream_idle_s`.
   * Bodies: a POST must say `Content-Type: application/json` (415 otherwise: a browser sends
     text/plain and forms cross-site without asking first); over `max_request_bytes` gets 413
     before any of it reaches a route (a declared Content-Length is checked first, a chunked body is
     counted as it arrives); a body not complete within `body_timeout_s` gets 408.
-  * Failures: an exception escaping a route answers a JSON 500 (logged), never a traceback.
+  * Failures: an exception escaping a route answers a JSON 500 (logged), never a traceback; any
+    error answer whose body is not JSON (the MCP SDK's, Starlette's) is turned into the server's
+    shape, {"error": <text>}.
+  * Stopping (`stop()`): every request from then on, and one cancelled at the end of the grace
+    period, gets a retryable 503.
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ import asyncio
 import hmac
 import json
 import logging
+from http import HTTPStatus
 from typing import Any, Awaitable, Callable, Sequence
 
 Scope = dict[str, Any]
@@ -32,6 +46,8 @@ Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+from arag.service.connections import AUTHORISED
 
 log = logging.getLogger("arag.service")
 
@@ -41,6 +57,13 @@ TOKEN_ENV = "ARAG_SERVE_TOKEN"
 # fail with "server disconnected" (a call the client cannot send again: the tool may have run).
 CLIENT_KEEPALIVE_S = 1.0
 HEALTH_PATH = "/health"
+MCP_PATH = "/mcp"
+# A request with a wrong token is answered after this long, at most MAX_FAILING_TOKENS at once.
+FAILED_TOKEN_DELAY_S = 1.0
+MAX_FAILING_TOKENS = 16
+SINGLE_HEADERS = (b"host", b"origin", b"authorization")
+CLOSE = [(b"connection", b"close")]
+STOPPING = "the tool server is stopping; send the request again (to the server that replaces it)"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 # Headers a browser page may send when its origin is allowed (CORS).
@@ -55,9 +78,21 @@ def loopback_origins() -> list[str]:
     return [f"http://{host}" for host in loopback_hosts()]
 
 
+def valid_port(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 5 and 0 < int(text) < 65536
+
+
 def matches(value: str, patterns: Sequence[str]) -> bool:
-    """`value` is one of `patterns`, where `name:*` stands for `name` with any port."""
-    return any(value == p or (p.endswith(":*") and value.startswith(p[:-1]) and value[len(p) - 1 :].isdigit()) for p in patterns)
+    """`value` is one of `patterns` (names compared in any case), where `name:*` stands for
+    `name` with any port (ASCII digits, 1 to 65535)."""
+    value = value.lower()
+    for pattern in patterns:
+        pattern = pattern.lower()
+        if value == pattern:
+            return True
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and valid_port(value[len(pattern) - 1 :]):
+            return True
+    return False
 
 
 async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -71,7 +106,9 @@ class Guard:
     """token: the bearer token every request must carry (None: no token asked);
     max_request_bytes: the largest request body served; body_timeout_s: time a body may take to
     arrive once its headers did; allowed_hosts: Host values served (None: any);
-    allowed_origins: Origin values served; cors_origins: those answered with CORS headers."""
+    allowed_origins: Origin values served; cors_origins: those answered with CORS headers;
+    max_requests: authorised requests served at once (serve.max_connections); stream_idle_s: time
+    an event stream (GET /mcp) may stay open without an event."""
 
     def __init__(
         self,
@@ -83,6 +120,8 @@ class Guard:
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] = (),
         cors_origins: Sequence[str] = (),
+        max_requests: int = 256,
+        stream_idle_s: float = 60.0,
     ):
         if max_request_bytes < 1:
             raise ValueError(f"serve.max_request_bytes must be at least 1, got {max_request_bytes}")
@@ -92,17 +131,31 @@ class Guard:
         self.body_timeout_s = body_timeout_s
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
         self.allowed_origins = list(allowed_origins)
+        self.max_requests = max_requests
+        self.stream_idle_s = stream_idle_s
+        self.stopping = False
+        self._running = 0  # authorised requests being served
+        self._failing = 0  # failed tokens being answered (each after FAILED_TOKEN_DELAY_S)
         self._inner: ASGIApp = self._checked
         if cors_origins:
             from starlette.middleware.cors import CORSMiddleware
 
             self._inner = CORSMiddleware(self._checked, allow_origins=list(cors_origins), allow_methods=["GET", "POST", "DELETE"], allow_headers=CORS_HEADERS, expose_headers=["mcp-session-id"], max_age=600)
 
+    def stop(self) -> None:
+        """The server stops: every request from now on gets a retryable 503."""
+        self.stopping = True
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan events pass; websockets are not served
             await self.app(scope, receive, send)
             return
+        send = json_errors(send)
         headers = dict(scope.get("headers") or [])
+        repeated = repeated_header(scope.get("headers") or [])
+        if repeated:
+            await send_json(send, 400, {"error": f"the {repeated} header appears more than once; send it once"}, CLOSE)
+            return
         host = headers.get(b"host", b"").decode("latin-1")
         if self.allowed_hosts is not None and not matches(host, self.allowed_hosts):
             await send_json(send, 421, {"error": f"this server does not answer to the host {host[:100]!r} (serve.allowed_hosts)"})
@@ -110,6 +163,9 @@ class Guard:
         origin = headers.get(b"origin")
         if origin is not None and not matches(origin.decode("latin-1"), self.allowed_origins):
             await send_json(send, 403, {"error": f"requests from the origin {origin[:100].decode('latin-1')!r} are not served (serve.allowed_origins)"})
+            return
+        if self.stopping:
+            await send_json(send, 503, {"error": STOPPING}, [(b"retry-after", b"1"), *CLOSE])
             return
         await self._inner(scope, receive, send)
 
@@ -119,11 +175,40 @@ class Guard:
         same = hmac.compare_digest(credentials.strip(), self._token or b"")
         return same and scheme.lower() == b"bearer"
 
+    async def _refuse_token(self, send: Send, given: bytes | None) -> None:
+        """401, closing the connection; a wrong token is answered only after FAILED_TOKEN_DELAY_S,
+        and beyond MAX_FAILING_TOKENS such answers at once the rest get 429 without a look at
+        their token, so guessing runs at most MAX_FAILING_TOKENS / FAILED_TOKEN_DELAY_S a second."""
+        if given is not None:
+            if self._failing >= MAX_FAILING_TOKENS:
+                await send_json(send, 429, {"error": "too many requests with a wrong token at once; wait and send the right one"}, [(b"retry-after", b"1"), *CLOSE])
+                return
+            self._failing += 1
+            try:
+                await asyncio.sleep(FAILED_TOKEN_DELAY_S)
+            finally:
+                self._failing -= 1
+        await send_json(send, 401, {"error": "unauthorized: this server needs the header 'Authorization: Bearer <token>' with its token"}, [(b"www-authenticate", b"Bearer"), *CLOSE])
+
     async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers") or [])
-        if self._token is not None and scope.get("path") != HEALTH_PATH and not self._authorized(headers.get(b"authorization", b"")):
-            await send_json(send, 401, {"error": "unauthorized: this server needs the header 'Authorization: Bearer <token>' with its token"}, [(b"www-authenticate", b"Bearer")])
+        if scope.get("path") == HEALTH_PATH:  # no token, no slot: it answers nothing about the index
+            await self._run(scope, receive, send)
             return
+        if self._token is not None and not self._authorized(headers.get(b"authorization", b"")):
+            await self._refuse_token(send, headers.get(b"authorization"))
+            return
+        scope[AUTHORISED] = True
+        if self._running >= self.max_requests:
+            await send_json(send, 503, {"error": f"the server is serving {self.max_requests} requests at once (serve.max_connections); send it again"}, [(b"retry-after", b"1")])
+            return
+        self._running += 1
+        try:
+            await self._admitted(scope, receive, send, headers)
+        finally:
+            self._running -= 1
+
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]) -> None:
         declared = headers.get(b"content-length")
         if declared is not None:
             try:
@@ -135,7 +220,10 @@ class Guard:
                 await self._too_large(send, size)
                 return
         if scope.get("method") not in ("POST", "PUT", "PATCH"):
-            await self._run(scope, receive, send)
+            if scope.get("method") == "GET" and scope.get("path") == MCP_PATH:
+                await self._run(scope, idle_ends(receive, self.stream_idle_s), send)
+            else:
+                await self._run(scope, receive, send)
             return
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
         if content_type != b"application/json":
@@ -160,7 +248,7 @@ class Guard:
                     if not message.get("more_body", False):
                         break
         except TimeoutError:
-            await send_json(send, 408, {"error": f"the request body did not arrive within {self.body_timeout_s:g} s (serve.body_timeout_s)"}, [(b"connection", b"close")])
+            await send_json(send, 408, {"error": f"the request body did not arrive within {self.body_timeout_s:g} s (serve.body_timeout_s)"}, CLOSE)
             return
         replay: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
 
@@ -170,20 +258,87 @@ class Guard:
         await self._run(scope, receive_again, send)
 
     async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
+        started = completed = False
 
         async def tracked(message: Message) -> None:
-            nonlocal started
+            nonlocal started, completed
             started = started or message["type"] == "http.response.start"
+            completed = completed or (message["type"] == "http.response.body" and not message.get("more_body", False))
             await send(message)
 
         try:
             await self.app(scope, receive, tracked)
+        except asyncio.CancelledError:
+            # Only a stopping server cancels a request (its grace period is over): the client is
+            # told so in the shape it retries, rather than uvicorn's untyped 500.
+            if not started:
+                await send_json(send, 503, {"error": STOPPING}, [(b"retry-after", b"1"), *CLOSE])
+            elif not completed:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         except Exception:
             log.exception("%s %s failed", scope.get("method"), str(scope.get("path"))[:200])
             if not started:
                 await send_json(send, 500, {"error": "the server failed on this request (details in its log)"})
+        else:
+            if started and not completed and scope.get("path") == MCP_PATH:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})  # an event stream ended by the server
 
     async def _too_large(self, send: Send, size: int | None) -> None:
         got = f" ({size} bytes)" if size is not None else ""
         await send_json(send, 413, {"error": f"request body too large{got}: this server accepts at most {self.max_request_bytes} bytes (serve.max_request_bytes)"})
+
+
+def repeated_header(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """The first of Host, Origin, Authorization given more than once (parsers disagree on which
+    one counts, so none is chosen), else None."""
+    seen: set[bytes] = set()
+    for name, _ in headers:
+        if name in SINGLE_HEADERS:
+            if name in seen:
+                return name.decode().title()
+            seen.add(name)
+    return None
+
+
+def json_errors(send: Send) -> Send:
+    """`send` that turns an error answer whose body is not JSON (the MCP SDK's, Starlette's
+    plain-text ones) into the server's shape, {"error": <its text>}."""
+    held: Message | None = None
+    text = b""
+
+    async def sending(message: Message) -> None:
+        nonlocal held, text
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            content_type = dict(message.get("headers") or []).get(b"content-type", b"")
+            if not content_type.startswith(b"application/json"):
+                held = message
+                return
+        if held is not None and message["type"] == "http.response.body":
+            text += message.get("body", b"")
+            if message.get("more_body", False):
+                return
+            data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or HTTPStatus(held["status"]).phrase}).encode()
+            kept = [(k, v) for k, v in held.get("headers") or [] if k not in (b"content-type", b"content-length")]
+            await send({**held, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *kept]})
+            held = None
+            await send({"type": "http.response.body", "body": data})
+            return
+        await send(message)
+
+    return sending
+
+
+def idle_ends(receive: Receive, idle_s: float) -> Receive:
+    """`receive` of an event stream (GET /mcp), which reports the client gone once the stream
+    has been open `idle_s` seconds: this server sends no events of its own, so such a stream only
+    holds a request slot, and a client that wants one opens it again."""
+    deadline = asyncio.get_running_loop().time() + idle_s
+
+    async def receiving() -> Message:
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await receive()
+        except TimeoutError:
+            return {"type": "http.disconnect"}
+
+    return receiving

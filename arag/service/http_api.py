@@ -14,7 +14,7 @@
 A call whose client disconnects before its answer (a client that timed out, an evaluation that
 was stopped) is cancelled: one still waiting for a tool worker never runs, so a backlog left by
 clients that gave up does not hold the workers from the calls behind it. Its status is 499 (nobody
-reads it).
+reads it). A call still queued when the server stops gets a 503 (it did not run: send it again).
 
 Statuses: 200 answered, 400 bad arguments (the body is the tool's error result) or a setting over
 the server's ceiling, 404 unknown tool (with the list) or path, 405 wrong method, 500 the tool
@@ -26,7 +26,6 @@ one front end can name a session of the other.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any, Awaitable, TypeVar
@@ -36,6 +35,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from arag.service.admission import ClientGone, ServerStopping, unless
+from arag.service.guard import STOPPING
 from arag.service.openapi import openapi_document
 from arag.service.sessions import SessionIdError, check_session_id
 from arag.service.tool_service import CeilingError, ToolService, is_internal_failure
@@ -60,10 +61,6 @@ class BadRequest(ValueError):
     pass
 
 
-class ClientGone(Exception):
-    """The client disconnected before its call was answered."""
-
-
 async def _disconnected(request: Request) -> None:
     """Returns when the client disconnects (its body already read: the next message is that)."""
     while (await request.receive())["type"] != "http.disconnect":
@@ -72,19 +69,11 @@ async def _disconnected(request: Request) -> None:
 
 async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
     """`work`'s result, or ClientGone (and `work` cancelled) if the client disconnects first."""
-    task = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(_disconnected(request))
-    try:
-        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:  # this request was cancelled (the server stops): so is its call
-        task.cancel()
-        raise
-    finally:
-        gone.cancel()
-    if not task.done():
-        task.cancel()
-        raise ClientGone()
-    return task.result()
+    return await unless(_disconnected(request), work)
+
+
+def stopping_response() -> JSONResponse:
+    return JSONResponse({"error": STOPPING}, status_code=503, headers={"Retry-After": "1", "Connection": "close"})
 
 
 def request_session(request: Request) -> str | None:
@@ -106,6 +95,8 @@ def request_document_settings(request: Request) -> DocumentToolSettings | None:
         if not isinstance(values, dict):
             raise ValueError(f"expected a JSON object, got {type(values).__name__}")
         return DocumentToolSettings.from_dict(values)
+    except RecursionError:
+        raise BadRequest(f"{DOCUMENT_SETTINGS_HEADER} header: nested too deeply") from None
     except (ValueError, TypeError) as exc:
         raise BadRequest(f"{DOCUMENT_SETTINGS_HEADER} header: {str(exc)[:300]}") from None
 
@@ -144,6 +135,8 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
             result, answer = await unless_disconnected(request, service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text, session_id=session, result_format=result_format))
         except ClientGone:
             return Response(status_code=CLIENT_GONE)
+        except ServerStopping:
+            return stopping_response()
         status = 200 if result.error is None else (500 if is_internal_failure(result) else 400)
         return Response(answer, status_code=status, media_type="application/json")
 

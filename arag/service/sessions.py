@@ -10,7 +10,9 @@ store forgets on its own: a session idle longer than `idle_s` starts afresh, and
 estimate of each session's state, taken after each of its calls): a session over `session_bytes`
 first drops the documents it loaded (a cache: they are read again from the index, with the same
 lines), then is forgotten if still over; beyond `total_bytes` for all sessions together the least
-recently used ones go first. Memory stays bounded however many episodes pass through.
+recently used ones go first. An MCP session is counted from its initialize on, with what its
+transport costs besides the tracker (`open`), and forgetting it ends the MCP session too
+(`on_forget`). Memory stays bounded however many episodes pass through.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class _Entry:
     last_used: float
     bytes: int = 0
     document_sizes: dict[str, int] = field(default_factory=dict)  # loaded documents do not change: measured once
+    overhead: int = 0  # what the session costs besides its tracker (an MCP session's transport)
 
 
 def tracker_bytes(tracker: ReadTracker, document_sizes: dict[str, int]) -> int:
@@ -101,6 +104,35 @@ class SessionTrackers:
         self._lock = threading.Lock()
         self._trackers: OrderedDict[str, _Entry] = OrderedDict()
         self._bytes = 0
+        # Called (under the lock: it must be quick) with the id of each session forgotten, so what
+        # else holds the session (an MCP session's transport) goes with it.
+        self.on_forget: Callable[[str], None] | None = None
+
+    def open(self, session_id: str, overhead: int) -> None:
+        """A session that costs `overhead` bytes besides its tracker (an MCP session, from its
+        initialize on), counted at once: the least recently used sessions go to make room."""
+        now = self._clock()
+        with self._lock:
+            self._expire(now)
+            entry = self._trackers.pop(session_id, None) or _Entry(DocumentSession(), now)
+            entry.last_used, entry.overhead = now, overhead
+            self._trackers[session_id] = entry
+            self._bytes -= entry.bytes
+            entry.bytes = overhead + tracker_bytes(entry.tracker, entry.document_sizes)
+            self._bytes += entry.bytes
+            self._bound(session_id)
+
+    def touch(self, session_id: str) -> bool:
+        """Mark a session used now (without creating it); False if it is not kept."""
+        now = self._clock()
+        with self._lock:
+            self._expire(now)
+            entry = self._trackers.get(session_id)
+            if entry is None:
+                return False
+            entry.last_used = now
+            self._trackers.move_to_end(session_id)
+            return True
 
     def get(self, session_id: str) -> DocumentSession:
         """The session's tracker (a fresh one for a new or expired session)."""
@@ -112,8 +144,7 @@ class SessionTrackers:
                 entry = _Entry(DocumentSession(), now)
             entry.last_used = now
             self._trackers[session_id] = entry
-            while len(self._trackers) > self.max_sessions:
-                self._forget(next(iter(self._trackers)))
+            self._bound(session_id)
             return entry.tracker
 
     def settle(self, session_id: str) -> None:
@@ -123,20 +154,27 @@ class SessionTrackers:
             if entry is None:
                 return
             self._bytes -= entry.bytes
-            entry.bytes = tracker_bytes(entry.tracker, entry.document_sizes)
-            if entry.bytes > self.session_bytes and entry.tracker.documents:
+            entry.bytes = entry.overhead + tracker_bytes(entry.tracker, entry.document_sizes)
+            if entry.bytes - entry.overhead > self.session_bytes and entry.tracker.documents:
                 entry.tracker.documents.clear()
                 entry.document_sizes.clear()
-                entry.bytes = tracker_bytes(entry.tracker, entry.document_sizes)
+                entry.bytes = entry.overhead + tracker_bytes(entry.tracker, entry.document_sizes)
             self._bytes += entry.bytes
-            if entry.bytes > self.session_bytes:
+            if entry.bytes - entry.overhead > self.session_bytes:
                 log.warning("session %r holds about %d bytes, over serve.session_max_bytes (%d): forgotten", session_id[:60], entry.bytes, self.session_bytes)
                 self._forget(session_id)
-            while self._bytes > self.total_bytes and self._trackers:
-                oldest = next(iter(self._trackers))
-                if oldest == session_id and len(self._trackers) == 1:
+            self._bound(session_id)
+
+    def _bound(self, keep: str) -> None:
+        """Forget the least recently used sessions while over max_sessions or total_bytes (`keep`,
+        the session in use, goes last: only when it alone is over the total)."""
+        while self._trackers and (len(self._trackers) > self.max_sessions or self._bytes > self.total_bytes):
+            oldest = next(iter(self._trackers))
+            if oldest == keep:
+                if len(self._trackers) == 1:
                     break
-                self._forget(oldest if oldest != session_id else list(self._trackers)[1])
+                oldest = list(self._trackers)[1]
+            self._forget(oldest)
 
     @property
     def bytes(self) -> int:
@@ -146,6 +184,8 @@ class SessionTrackers:
     def _forget(self, session_id: str) -> None:
         entry = self._trackers.pop(session_id)
         self._bytes -= entry.bytes
+        if self.on_forget is not None:
+            self.on_forget(session_id)
 
     def drop(self, session_id: str) -> bool:
         with self._lock:

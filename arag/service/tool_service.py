@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from arag.index.fingerprint import index_build_fingerprint
+from arag.service.admission import CallGate
 from arag.service.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
@@ -108,6 +109,8 @@ class ToolService:
         self.max_response_bytes = max_response_bytes
         self.max_connections = max_connections  # serve.max_connections, told to clients (GET /index)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="arag-tool")
+        # Calls beyond the threads (or workers) queue here, where a stopping server can answer them.
+        self.gate = CallGate(workers.workers if workers is not None else threads)
 
     def schemas(self) -> list[dict[str, Any]]:
         return [spec.schema() for spec in self.tools.values()]
@@ -144,11 +147,12 @@ class ToolService:
         if tool not in self.tools:
             raise KeyError(tool)
         full_text = self.full_text if full_text is None else full_text
-        if self.workers is not None:
-            result = await self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
-        else:
-            run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
-            result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
+        async with self.gate:
+            if self.workers is not None:
+                result = await self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
+            else:
+                run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
+                result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
         if is_internal_failure(result):
             log.error("%s failed: %s\n%s", tool, result.error, result.details[DIAGNOSTICS])
         return result

@@ -71,7 +71,20 @@ def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
 
 
 def _worker_main(conn: Any) -> None:
-    """A worker process: open the index, then answer calls until the pipe closes."""
+    """A worker process: open the index, then answer calls until the pipe closes. Its parent
+    decides when it ends (the pool closes the pipe, or the parent's death does): a Ctrl-C or a
+    SIGTERM sent to the whole process group is the parent's to handle, not a traceback here."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        _serve_calls(conn)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the parent stopped reading: it is gone or stopping
+
+
+def _serve_calls(conn: Any) -> None:
     from arag.tools.context import ToolContext
     from arag.tools.documents import DocumentSession
 

@@ -53,12 +53,13 @@ def server_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start_http_server(index: Path, log: Path, *overrides: str, token: str | None = None, env: dict[str, str] | None = None) -> Server:
-    """A server on a free port; without a token (given, or in env) it is an open one (serve.token=none)."""
-    port = free_port()
+def start_http_server(index: Path, log: Path, *overrides: str, token: str | None = None, env: dict[str, str] | None = None, port: int | None = None, module: str = "pipelines.serve") -> Server:
+    """A server on a free port (or `port`); without a token (given, or in env) it is an open one
+    (serve.token=none). module: what runs it (tests.service.slow_server: with a slowed tool)."""
+    port = port or free_port()
     env = env or server_env()
     given = token is not None or "ARAG_SERVE_TOKEN" in env or any(o.startswith("serve.token") for o in overrides)
-    cmd = [sys.executable, "-m", "pipelines.serve", f"index.path={index}", f"serve.port={port}", "serve.log_level=warning", *([] if given else ["serve.token=none"]), *overrides]
+    cmd = [sys.executable, "-m", module, f"index.path={index}", f"serve.port={port}", "serve.log_level=warning", *([] if given else ["serve.token=none"]), *overrides]
     with open(log, "wb") as out:
         process = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", process, log, token)
