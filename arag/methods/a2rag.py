@@ -13,13 +13,17 @@ The method drives its own episode (`run_episode`) instead of the tool-calling lo
    evidence collection and bridge search".
 3. Monotone escalation, each stage at most once per query, an evidence-sufficiency check after each:
    local 1-hop → bridges within `bridge_hops` of ≥ 2 seeds (capped shortest paths) →
-   degree-normalised PPR, top `ppr_top_nodes` nodes mapped to chunks through π. The check is
-   structural by default (`sufficiency: structural`, no LLM call: with evidence chunks in hand,
+   degree-normalised PPR, top `ppr_top_nodes` nodes mapped to chunks through π. As in the paper's
+   retriever state, Stages 1–2 add graph-structured evidence: the triples of the seeds' induced
+   1-hop subgraph, then those along the bridge paths (at most `triples_per_stage` each, shown as
+   "(subject; relation; object)"; their source chunks are recorded, seen but not read); Stage 3 adds
+   provenance passages (`chunks_per_stage` whole chunk texts, `max_evidence_chunks` in all). The
+   check is structural by default (`sufficiency: structural`, no LLM call: with evidence in hand,
    Stage 1 suffices when its neighbourhoods join every seed, Stage 2 when it found a bridge path; the paper
    escalates "when Stage 1 fails to connect multiple query entities"), or a binary LLM validator
-   (`sufficiency: llm`, one call per stage before the last). A rewritten query restarts retrieval at
+   (`sufficiency: llm`, one call per stage before the last, reading the triples). A rewritten query restarts retrieval at
    the stage reached so far, never below it.
-4. Answer from the evidence (one call), then Triple-Check (evidence relevance, answer grounding,
+4. Answer from the evidence (triples and passages; one call), then Triple-Check (evidence relevance, answer grounding,
    query resolution) as one call that returns the three binary verdicts; the first failing one in
    that order names the failure type. A type-conditioned rewrite (one call: a new query; evidence
    judged off topic is dropped; for grounding failures the evidence is kept and only the answer is
@@ -31,7 +35,8 @@ paper's 2.0–2.3 calls per question imply; each rewrite round adds 3 (rewrite, 
 
 Everything is recorded in `Episode.trace`: outcome, stage reached, stages run, validator verdicts,
 rewrites, and `calls`, the LLM calls by purpose (CALL_PURPOSES); each stage's retrieval is a
-`graph_retrieval` tool-call record (its chunks count as read for evidence recall).
+tool-call record: `graph_triples` for Stages 1–2 (the triples' source chunks count as seen for
+evidence recall) and `graph_retrieval` for Stage 3 (its chunks count as read).
 """
 
 from __future__ import annotations
@@ -46,9 +51,10 @@ from typing import Any, Awaitable, Callable
 from arag.llm.types import Completion, Message
 from arag.methods.base import Method
 from arag.methods.records import ToolCallRecord
-from arag.tools.base import READ
+from arag.tools.base import READ, SNIPPET
 
-RETRIEVAL_RECORD = "graph_retrieval"
+RETRIEVAL_RECORD = "graph_retrieval"  # Stage 3: the passages PPR maps back to, their whole texts shown
+TRIPLES_RECORD = "graph_triples"  # Stages 1–2: triples shown, their source chunks only seen
 STAGES = ("local", "bridge", "ppr")
 CHECKS = ("evidence_relevance", "answer_grounding", "query_resolution")
 # Why the controller called the model: the keys of `trace["calls"]`.
@@ -69,7 +75,9 @@ ModelCall = Callable[[list[Message], "dict[str, Any] | None", bool], Awaitable[C
 
 @dataclass
 class A2RagMethod(Method):
-    evidence_records = {RETRIEVAL_RECORD: READ}  # each stage puts its chunks' whole texts into the answer prompt
+    # Stage 3 puts its chunks' whole texts into the answer prompt; Stages 1–2 show triples extracted
+    # from their chunks (a snippet of each, as a search result is).
+    evidence_records = {RETRIEVAL_RECORD: READ, TRIPLES_RECORD: SNIPPET}
     gate_threshold: float = 0.3
     seed_min_score: float = 0.6
     seed_edit_weight: float = 0.5
@@ -79,6 +87,7 @@ class A2RagMethod(Method):
     max_paths: int = 8
     ppr_alpha: float = 0.15
     ppr_top_nodes: int = 20
+    triples_per_stage: int = 20
     chunks_per_stage: int = 5
     max_evidence_chunks: int = 8
     sufficiency: str = "structural"  # structural | llm: how each stage's evidence is judged sufficient
@@ -91,6 +100,8 @@ class A2RagMethod(Method):
     rewrite_prompts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.triples_per_stage < 1:
+            raise ValueError(f"method.triples_per_stage must be at least 1, got {self.triples_per_stage}")
         if self.bridge_hops < 2:
             raise ValueError(f"method.bridge_hops must be at least 2, got {self.bridge_hops}")
         if self.exhausted not in ("abstain", "last"):
@@ -115,8 +126,8 @@ class A2RagMethod(Method):
         return True
 
     def describe(self) -> dict[str, Any]:
-        keys = ("gate_threshold", "seed_min_score", "seed_edit_weight", "relation_seeds", "relation_min_score", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "chunks_per_stage", "max_evidence_chunks", "sufficiency", "max_rewrites", "exhausted")
-        return {**super().describe(), **{k: getattr(self, k) for k in keys}, "full_text": True}
+        keys = ("gate_threshold", "seed_min_score", "seed_edit_weight", "relation_seeds", "relation_min_score", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "triples_per_stage", "chunks_per_stage", "max_evidence_chunks", "sufficiency", "max_rewrites", "exhausted")
+        return {**super().describe(), **{k: getattr(self, k) for k in keys}}
 
     def graph_for(self, ctx: Any) -> Any:
         from arag.graph.store import GraphStore
@@ -152,7 +163,7 @@ class A2RagMethod(Method):
             episode.answer = self.abstain_answer
             return True
 
-        query, evidence, answer = question, [], None
+        query, evidence, answer = question, Evidence(), None
         stage = 0  # index into STAGES of the next stage to run
         for attempt in range(self.max_rewrites + 1):
             failure = trace["rewrites"][-1]["failure"] if trace["rewrites"] else None
@@ -160,7 +171,7 @@ class A2RagMethod(Method):
                 # A new query restarts retrieval at the stage reached (monotone), never below it.
                 stage = max(0, stage - 1) if attempt else 0
                 if failure == "evidence_relevance":
-                    evidence = []  # judged off topic: start the evidence afresh
+                    evidence = Evidence()  # judged off topic: start the evidence afresh
                 evidence, stage = await self._escalate(query, question, top_docs, graph, ctx, episode, call, messages, evidence, stage)
             answer = await self._answer(question, query, evidence, call, messages, grounded=failure == "answer_grounding")
             verdicts = await self._triple_check(question, answer, evidence, call, messages)
@@ -178,26 +189,38 @@ class A2RagMethod(Method):
         episode.answer = answer if self.exhausted == "last" else self.abstain_answer
         return True
 
-    async def _escalate(self, query, question, top_docs, graph, ctx, episode, call, messages, evidence, stage):
+    async def _escalate(self, query, question, top_docs, graph, ctx, episode, call, messages, evidence: "Evidence", stage):
+        """Stages 1–2 add graph-structured evidence (triples), Stage 3 provenance passages, as the
+        paper's retriever state holds them (its Sec. III-C)."""
         import asyncio
 
         seeds, relations = await asyncio.to_thread(self._seeds, query, top_docs, graph, ctx)
         trace = episode.trace
+        seed_ids = [s.node_id for s in seeds]
         while stage < len(STAGES):
             name = STAGES[stage]
             started = time.perf_counter()
-            scores, extra, connected = self._stage(name, graph, [s.node_id for s in seeds], relations)
-            have = {c for c, _ in evidence}
-            new = [c for c in graph.rank_chunks(scores, self.chunks_per_stage + len(have)) if c not in have][: self.chunks_per_stage]
-            text, chunk_ids, tokens, texts = await asyncio.to_thread(_render_chunks, ctx, new)
-            evidence = (evidence + [(c, texts[c]) for c in chunk_ids])[: self.max_evidence_chunks]
+            if name == "ppr":
+                scores, extra, connected = graph.ppr(seed_ids, self.ppr_alpha, self.ppr_top_nodes), {}, True
+                have = {c for c, _ in evidence.passages}
+                new = [c for c in graph.rank_chunks(scores, self.chunks_per_stage + len(have)) if c not in have][: self.chunks_per_stage]
+                text, chunk_ids, tokens, texts = await asyncio.to_thread(_render_chunks, ctx, new)
+                evidence.passages = (evidence.passages + [(c, texts[c]) for c in chunk_ids])[: self.max_evidence_chunks]
+                record, added = RETRIEVAL_RECORD, len(chunk_ids)
+            else:
+                triples, extra, connected, scores = self._graph_stage(name, graph, seed_ids, relations)
+                new_triples = [t for t in triples if t.render() not in evidence.triples]
+                evidence.triples += [t.render() for t in new_triples]
+                text = "\n".join(t.render() for t in new_triples)
+                chunk_ids = list(dict.fromkeys(c for t in triples for c in t.chunk_ids))
+                tokens, record, added = _count_tokens(text), TRIPLES_RECORD, len(new_triples)
             episode.tool_calls.append(
                 ToolCallRecord(
-                    step=episode.steps, name=RETRIEVAL_RECORD, text=text, retrieved_tokens=tokens, chunk_ids=chunk_ids, latency_s=time.perf_counter() - started,
+                    step=episode.steps, name=record, text=text, retrieved_tokens=tokens, chunk_ids=chunk_ids, latency_s=time.perf_counter() - started,
                     arguments={"stage": name, "query": query, "seeds": [s.name for s in seeds], "relations": sorted(relations or ()), **extra},
                 )
             )
-            trace["stages"].append({"stage": name, "seeds": len(seeds), "nodes": len(scores), "new_chunks": len(new)})
+            trace["stages"].append({"stage": name, "seeds": len(seeds), "nodes": len(scores), ("new_chunks" if name == "ppr" else "new_triples"): added})
             trace["stage_reached"] = name
             stage += 1
             if stage == len(STAGES):
@@ -205,7 +228,7 @@ class A2RagMethod(Method):
             if self.sufficiency == "llm":
                 sufficient = await self._yes_no(self.sufficiency_prompt, question, evidence, call, messages)
             else:
-                sufficient = bool(evidence) and connected  # the graph evidence joins the seeds, and text backs it
+                sufficient = not evidence.empty and connected  # the graph evidence joins the seeds
             trace["sufficiency"].append({"stage": name, "sufficient": sufficient})
             if sufficient:
                 break
@@ -227,23 +250,22 @@ class A2RagMethod(Method):
             relations = graph.matching_relations(words, _encode(ctx, words) if words else None, self.relation_min_score) if words else set()
         return seeds, relations
 
-    def _stage(self, name: str, graph, seeds: list[int], relations):
-        """(node scores, extra record arguments, whether the stage's graph evidence joins the seeds:
-        the structural sufficiency check). Relation seeds steer Stages 1 and 2."""
+    def _graph_stage(self, name: str, graph, seeds: list[int], relations):
+        """Stage 1 or 2: (its triples, extra record arguments, whether its graph evidence joins the
+        seeds: the structural sufficiency check, node scores). Relation seeds steer both."""
         from arag.graph.store import hood_scores, seeds_connected
 
         if name == "local":
             hoods = graph.local_hoods(seeds, relations)
-            return hood_scores(seeds, hoods), {}, seeds_connected(hoods)
-        if name == "bridge":
-            scores, paths = graph.bridges(seeds, self.bridge_hops, self.max_paths, relations)
-            return scores, {"paths": [[graph.names[n] for n in p] for p in paths]}, bool(paths)
-        return graph.ppr(seeds, self.ppr_alpha, self.ppr_top_nodes), {}, True
+            return graph.local_triples(seeds, hoods, relations, self.triples_per_stage), {}, seeds_connected(hoods), hood_scores(seeds, hoods)
+        scores, paths = graph.bridges(seeds, self.bridge_hops, self.max_paths, relations)
+        triples = graph.path_triples(paths, relations, self.triples_per_stage)
+        return triples, {"paths": [[graph.names[n] for n in p] for p in paths]}, bool(paths), scores
 
     # ---- LLM steps ---------------------------------------------------------------------------
     async def _answer(self, question, query, evidence, call, messages, grounded: bool) -> str:
-        note = "\nUse only facts stated in the passages." if grounded else ""
-        prompt = f"{self._passages(evidence)}\n\nQuestion: {question}" + (f"\n(Rewritten as: {query})" if query != question else "") + note
+        note = "\nUse only facts stated in the evidence." if grounded else ""
+        prompt = f"{evidence.render()}\n\nQuestion: {question}" + (f"\n(Rewritten as: {query})" if query != question else "") + note
         turn = [Message("system", self.answer_prompt), Message("user", prompt)]
         completion = await call(turn, ANSWER_SCHEMA, True, "answer")
         messages.extend(turn + [Message("assistant", completion.text or "")])
@@ -252,7 +274,7 @@ class A2RagMethod(Method):
     async def _triple_check(self, question, answer, evidence, call, messages) -> dict[str, bool]:
         """The three validators in one call (the paper's 2.0–2.3 calls per question leave room for
         one answer and one check); a verdict that cannot be read fails."""
-        prompt = f"{self._passages(evidence)}\n\nQuestion: {question}\n\nAnswer: {answer}"
+        prompt = f"{evidence.render()}\n\nQuestion: {question}\n\nAnswer: {answer}"
         turn = [Message("system", self.triple_check_prompt), Message("user", prompt)]
         completion = await call(turn, TRIPLE_CHECK_SCHEMA, False, "triple_check")
         messages.extend(turn + [Message("assistant", completion.text or "")])
@@ -265,13 +287,37 @@ class A2RagMethod(Method):
         return parse_field(completion.text or "", "query") or query
 
     async def _yes_no(self, instruction, question, evidence, call, messages) -> bool:
-        turn = [Message("system", instruction), Message("user", f"{self._passages(evidence)}\n\nQuestion: {question}")]
+        turn = [Message("system", instruction), Message("user", f"{evidence.render()}\n\nQuestion: {question}")]
         completion = await call(turn, VERDICT_SCHEMA, False, "sufficiency")
         messages.extend(turn + [Message("assistant", completion.text or "")])
         return parse_verdict(completion.text or "")
 
-    def _passages(self, evidence: list[tuple[str, str]]) -> str:
-        return "Passages:\n" + ("\n\n".join(f"[{i}] {text}" for i, (_, text) in enumerate(evidence, 1)) if evidence else "(none)")
+
+@dataclass
+class Evidence:
+    """The retriever's accumulated evidence: graph triples from Stages 1–2, passages (chunk id, text)
+    from Stage 3."""
+
+    triples: list[str] = field(default_factory=list)
+    passages: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.triples and not self.passages
+
+    def render(self) -> str:
+        parts = []
+        if self.triples:
+            parts.append("Facts from the knowledge graph (subject; relation; object):\n" + "\n".join(self.triples))
+        if self.passages:
+            parts.append("Passages:\n" + "\n\n".join(f"[{i}] {text}" for i, (_, text) in enumerate(self.passages, 1)))
+        return "\n\n".join(parts) if parts else "Evidence: (none)"
+
+
+def _count_tokens(text: str) -> int:
+    from arag.index.tokens import count_tokens
+
+    return count_tokens(text) if text else 0
 
 
 def _render_chunks(ctx: Any, chunk_ids: list[str]) -> tuple[str, list[str], int, dict[str, str]]:

@@ -77,7 +77,8 @@ def test_llm_sufficiency_checks_each_stage(graph_ctx, sufficiency, stage):
     trace = episode.trace
     assert trace["outcome"] == "answered" and episode.answer == "20 March 851"
     assert trace["stage_reached"] == stage and [s["stage"] for s in trace["stages"]] == ["local", "bridge", "ppr"][: len(trace["stages"])]
-    assert [c.name for c in episode.tool_calls] == ["graph_retrieval"] * len(trace["stages"])
+    records = {"local": "graph_triples", "bridge": "graph_triples", "ppr": "graph_retrieval"}
+    assert [c.name for c in episode.tool_calls] == [records[s["stage"]] for s in trace["stages"]]
     assert trace["calls"] == {"sufficiency": len(sufficiency), "answer": 1, "triple_check": 1, "rewrite": 0}
     assert episode.token_totals()["prompt_tokens"] > 0
 
@@ -111,8 +112,31 @@ def test_evidence_relevance_failure_rewrites_and_retrieves_again(graph_ctx):
     second = episode.tool_calls[-1]
     assert second.arguments["query"] == "Ermengarde of Tours death" and "ermengarde of tours" in second.arguments["seeds"]
     assert "off topic" in backend.requests[2].messages[0].content  # the relevance-specific rewrite prompt
-    # The off-topic evidence is dropped: the second answer sees only the second retrieval's chunks.
-    assert backend.requests[3].messages[-1].content.count("\n\n[") + 1 == len(second.chunk_ids)
+    # The off-topic evidence is dropped: the second answer sees only the second retrieval's triples.
+    first_only = set(episode.tool_calls[0].text.splitlines()) - set(second.text.splitlines())
+    assert first_only and not any(t in backend.requests[3].messages[-1].content for t in first_only)
+    assert second.text in backend.requests[3].messages[-1].content
+
+
+def test_stages_1_and_2_show_triples_and_stage_3_passages(graph_ctx):
+    """The paper's retriever state: evidence is triples in Stages 1–2 and provenance text chunks in
+    Stage 3 (Sec. III-C); the sufficiency checks and the answer read the triples, not chunk text."""
+
+    episode, backend = run(graph_ctx, [NO, NO, {"answer": "20 March 851"}, PASS], sufficiency="llm")
+    local, bridge, ppr = episode.tool_calls
+    assert (local.name, bridge.name, ppr.name) == ("graph_triples", "graph_triples", "graph_retrieval")
+    texts = dict(graph_ctx.sql("SELECT chunk_id, text FROM chunks"))
+    # Stage 1: the seed's triples, each "(subject; relation; object)", from the chunks it records.
+    assert local.text and all(line.startswith("(") and line.endswith(")") and line.count("; ") >= 2 for line in local.text.splitlines())
+    assert any("Lothair II" in line for line in local.text.splitlines()) and local.chunk_ids
+    assert not any(texts[c] in local.text for c in local.chunk_ids)
+    first_check = backend.requests[0].messages[-1].content  # Stage 1's sufficiency check
+    assert "Facts from the knowledge graph" in first_check and local.text.splitlines()[0] in first_check
+    assert "Passages:" not in first_check and not any(texts[c] in first_check for c in texts)
+    # Stage 3 maps PPR's nodes back to passages: their whole texts reach the answer, beside the triples.
+    answer_prompt = backend.requests[2].messages[-1].content
+    assert ppr.chunk_ids and all(texts[c] in answer_prompt for c in ppr.chunk_ids)
+    assert "Facts from the knowledge graph" in answer_prompt and "Passages:" in answer_prompt
 
 
 def test_the_first_failing_validator_names_the_failure():
@@ -129,7 +153,7 @@ def test_grounding_failure_reanswers_from_the_same_evidence(graph_ctx):
     episode, backend = run(graph_ctx, script)
     assert episode.trace["rewrites"][0]["failure"] == "answer_grounding"
     assert len(episode.tool_calls) == 1  # no new retrieval
-    assert "Use only facts stated in the passages" in backend.requests[3].messages[-1].content
+    assert "Use only facts stated in the evidence" in backend.requests[3].messages[-1].content
     assert episode.answer == "20 March 851"
 
 
