@@ -1,6 +1,10 @@
 """Entity–relation extraction from chunks, behind one interface (`Extractor.extract(chunk)`).
 
-Two extractors:
+Two extractors. The A2RAG paper builds its graph with an information-extraction pipeline that
+yields subject–relation–object triples from prompted extraction (its Sec. I–II): that is
+`LLMExtractor`, used whenever the graph build is given a model (`graph.extractor.model`).
+`RuleExtractor` is the CPU substitute used without one; the graph manifest's `extractor` says which
+built a graph ("llm:<model>" or "rules", `extractor_label`).
 
 `RuleExtractor` (no LLM; a CPU builds a graph for all of 2Wiki in minutes). Its rules:
   entities
@@ -167,6 +171,9 @@ def sentence_entities(sentence: str, max_words: int = 8) -> list[tuple[int, int,
 
 # ---- LLM OpenIE -------------------------------------------------------------------------------
 
+# Our wording of the extraction the paper describes: clean (subject, relation, object) triples whose
+# ends are entities as the text names them (they become nodes, merged on their normalised name) and
+# whose relation is a short label (an edge type the question's relation words are aligned to).
 OPENIE_PROMPT = (
     "Extract the facts of the passage as (subject, relation, object) triples for a knowledge graph. "
     "Subjects and objects are named entities, dates or numbers written as in the passage; relations "
@@ -177,6 +184,11 @@ TRIPLES_SCHEMA = {
     "properties": {"triples": {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3}}},
     "required": ["triples"],
 }
+
+
+def model_identity(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A model config as a graph's identity records it: no secrets (API keys, tokens)."""
+    return {k: v for k, v in sorted(model_cfg.items()) if "key" not in k and "token" not in k.replace("max_tokens", "")}
 
 
 class LLMExtractor:
@@ -199,8 +211,7 @@ class LLMExtractor:
         return self._backend
 
     def identity(self) -> dict[str, Any]:
-        model = {k: v for k, v in sorted(self.model_cfg.items()) if "key" not in k and "token" not in k.replace("max_tokens", "")}
-        return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model, "max_tokens": self.max_tokens}
+        return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model_identity(self.model_cfg), "max_tokens": self.max_tokens}
 
     def extract(self, chunk: Chunk) -> Extraction:
         from arag.llm.types import Message
@@ -241,16 +252,35 @@ def parse_triples(raw: str) -> Extraction:
 # ---- settings ---------------------------------------------------------------------------------
 
 EXTRACTOR_KEYS = ("kind", "model", "prompt", "max_tokens", "max_relation_words", "max_entity_words")
+RULES_LABEL = "rules"
+
+
+def extractor_kind(cfg: Mapping[str, Any]) -> str:
+    """`graph.extractor.kind`, or when it is null: llm with a model configured, else rule."""
+    kind = cfg.get("kind")
+    return str(kind) if kind is not None else ("llm" if cfg.get("model") else "rule")
+
+
+def model_label(model: Mapping[str, Any]) -> str:
+    """The name a model config goes by in labels: its `model`, else its backend."""
+    return str(model.get("model") or model.get("backend") or "unnamed")
+
+
+def extractor_label(identity: Mapping[str, Any]) -> str:
+    """What built a graph, from its extractor's identity: "llm:<model>" (the paper's) or "rules"."""
+    if identity.get("kind") == "llm":
+        return f"llm:{model_label(identity.get('model') or {})}"
+    return RULES_LABEL
 
 
 def make_extractor(cfg: Mapping[str, Any]) -> Extractor:
-    """From the `graph.extractor` settings: {kind: rule|llm, ...}."""
+    """From the `graph.extractor` settings: {kind: rule|llm|null, model, ...} (extractor_kind)."""
     check_keys("graph.extractor", cfg, EXTRACTOR_KEYS)
-    kind = cfg.get("kind", "rule")
+    kind = extractor_kind(cfg)
     if kind == "rule":
         return RuleExtractor(int(cfg.get("max_relation_words") or 5), int(cfg.get("max_entity_words") or 8))
     if kind == "llm":
         if not cfg.get("model"):
-            raise ValueError("graph.extractor.kind=llm needs graph.extractor.model (a model config, e.g. model=llamacpp_qwen2.5_coder_1.5b)")
+            raise ValueError("graph.extractor.kind=llm needs graph.extractor.model (a model config, e.g. model@graph.extractor.model=llamacpp_qwen2.5_coder_1.5b)")
         return LLMExtractor(cfg["model"], cfg.get("prompt") or OPENIE_PROMPT, int(cfg.get("max_tokens") or 512))
     raise ValueError(f"unknown graph.extractor.kind {kind!r}; known: rule, llm")

@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from arag.graph.build import GraphLayout
-from arag.graph.extract import CO_OCCURS, MENTIONS, normalise_name
+from arag.graph.extract import CO_OCCURS, MENTIONS, extractor_label, normalise_name
+from arag.graph.summaries import EXTRACTIVE_LABEL, summaries_label
 from arag.index.layout import read_json
 
 
@@ -78,6 +79,21 @@ class GraphStore:
     @cached_property
     def summary_vectors(self) -> np.ndarray:
         return np.load(self.layout.summary_vectors, mmap_mode="r")
+
+    @cached_property
+    def llm_summary_vectors(self) -> np.ndarray:
+        return np.load(self.layout.llm_summary_vectors, mmap_mode="r")
+
+    # ---- what built it (the manifest's labels; graphs built before them: from the identity) ----
+    @property
+    def extractor(self) -> str:
+        """"llm:<model>" (the A2RAG paper's extraction) or "rules" (the CPU substitute)."""
+        return self.manifest.get("extractor") or extractor_label((self.manifest.get("identity") or {}).get("extractor") or {})
+
+    @property
+    def summaries_written_by(self) -> str:
+        """"llm:<model>" when a model wrote gate summaries (besides the extractive ones), else "extractive"."""
+        return self.manifest.get("summaries") or summaries_label((self.manifest.get("identity") or {}).get("summaries"))
 
     @cached_property
     def summaries(self):
@@ -184,11 +200,22 @@ class GraphStore:
         return [c for c, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
     # ---- gate ------------------------------------------------------------------------------
-    def gate_scores(self, qvec: np.ndarray, top: int = 3) -> list[tuple[str, str, float]]:
-        """(doc_id, title, cosine) of the best-matching document summaries, best first."""
-        if not len(self.summary_vectors):
+    def gate_scores(self, qvec: np.ndarray, top: int = 3, summaries: str = EXTRACTIVE_LABEL) -> list[tuple[str, str, float]]:
+        """(doc_id, title, cosine) of the best-matching document summaries, best first; `summaries`:
+        "llm" (the LLM-written ones) or "extractive"."""
+        if summaries == "llm":
+            if self.summaries_written_by == EXTRACTIVE_LABEL:
+                raise GraphNotBuiltError(
+                    f"{self.layout.root} has extractive gate summaries only, and method.gate_summaries=llm (the A2RAG paper's) needs LLM-written ones: "
+                    f"rebuild the graph with a model (python -m pipelines.graph index.path={self.layout.index_root} model@graph.extractor.model=<model> "
+                    "graph.overwrite=true), or set method.gate_summaries=extractive (the CPU substitute)"
+                )
+            vectors = self.llm_summary_vectors
+        else:
+            vectors = self.summary_vectors
+        if not len(vectors):
             return []
-        scores = np.asarray(self.summary_vectors) @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+        scores = np.asarray(vectors) @ np.asarray(qvec, dtype=np.float32).reshape(-1)
         order = np.argsort(-scores, kind="stable")[:top]
         docs, titles = self.summaries.column("doc_id"), self.summaries.column("title")
         return [(docs[int(i)].as_py(), titles[int(i)].as_py(), float(scores[i])) for i in order]

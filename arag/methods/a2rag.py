@@ -4,7 +4,9 @@ paper's Full method (entity and relation seeds); `a2rag_node_only` is its Node-o
 The method drives its own episode (`run_episode`) instead of the tool-calling loop:
 
 1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else the
-   episode ends as an abstention (an outcome, not an error). No LLM call.
+   episode ends as an abstention (an outcome, not an error). No LLM call at question time: the
+   summaries were written offline by the graph build's model (`gate_summaries: llm`, the default)
+   or are extractive (`gate_summaries: extractive`, the CPU substitute; arag.graph.summaries).
 2. Seeds (no LLM call): the question's entities (the rule extractor's spans) aligned to graph nodes
    by edit similarity (rapidfuzz) and embedding cosine; with none, the titles of the documents the
    gate matched. Relation seeds (`relation_seeds`, on in the Full method): the question's other
@@ -60,6 +62,7 @@ CHECKS = ("evidence_relevance", "answer_grounding", "query_resolution")
 # Why the controller called the model: the keys of `trace["calls"]`.
 CALL_PURPOSES = ("sufficiency", "answer", "triple_check", "rewrite")
 SUFFICIENCY_MODES = ("structural", "llm")
+GATE_SUMMARIES = ("llm", "extractive")
 FULL_METHOD, NODE_ONLY_METHOD = "a2rag", "a2rag_node_only"
 _YES_NO = {"type": "string", "enum": ["yes", "no"]}
 VERDICT_SCHEMA = {"type": "object", "properties": {"verdict": _YES_NO}, "required": ["verdict"]}
@@ -79,6 +82,7 @@ class A2RagMethod(Method):
     # from their chunks (a snippet of each, as a search result is).
     evidence_records = {RETRIEVAL_RECORD: READ, TRIPLES_RECORD: SNIPPET}
     gate_threshold: float = 0.3
+    gate_summaries: str = "llm"  # llm: the graph's LLM-written document summaries (the paper's); extractive: title + first sentences
     seed_min_score: float = 0.6
     seed_edit_weight: float = 0.5
     relation_seeds: bool = True
@@ -106,6 +110,8 @@ class A2RagMethod(Method):
             raise ValueError(f"method.bridge_hops must be at least 2, got {self.bridge_hops}")
         if self.exhausted not in ("abstain", "last"):
             raise ValueError(f"method.exhausted must be abstain or last, got {self.exhausted!r}")
+        if self.gate_summaries not in GATE_SUMMARIES:
+            raise ValueError(f"method.gate_summaries must be {' or '.join(GATE_SUMMARIES)}, got {self.gate_summaries!r}")
         if self.sufficiency not in SUFFICIENCY_MODES:
             raise ValueError(f"method.sufficiency must be {' or '.join(SUFFICIENCY_MODES)}, got {self.sufficiency!r}")
         # The report labels a2rag as the paper's Full method: it cannot run as the Node-only ablation.
@@ -126,7 +132,7 @@ class A2RagMethod(Method):
         return True
 
     def describe(self) -> dict[str, Any]:
-        keys = ("gate_threshold", "seed_min_score", "seed_edit_weight", "relation_seeds", "relation_min_score", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "triples_per_stage", "chunks_per_stage", "max_evidence_chunks", "sufficiency", "max_rewrites", "exhausted")
+        keys = ("gate_threshold", "gate_summaries", "seed_min_score", "seed_edit_weight", "relation_seeds", "relation_min_score", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "triples_per_stage", "chunks_per_stage", "max_evidence_chunks", "sufficiency", "max_rewrites", "exhausted")
         return {**super().describe(), **{k: getattr(self, k) for k in keys}}
 
     def graph_for(self, ctx: Any) -> Any:
@@ -148,6 +154,8 @@ class A2RagMethod(Method):
         calls = dict.fromkeys(CALL_PURPOSES, 0)
         trace: dict[str, Any] = {"outcome": None, "stage_reached": None, "stages": [], "gate": None, "checks": [], "rewrites": [], "sufficiency": [], "calls": calls}
         episode.trace = trace
+        # What built the graph this episode ran over: "llm:<model>" (the paper's) or the CPU substitutes.
+        trace["graph"] = {"extractor": graph.extractor, "summaries": graph.summaries_written_by}
         model_call = call
 
         async def call(messages_: list[Message], schema: "dict[str, Any] | None", final: bool, purpose: str) -> Completion:
@@ -155,9 +163,9 @@ class A2RagMethod(Method):
             return await model_call(messages_, schema, final)
 
         qvec = await asyncio.to_thread(ctx.encode_query, question)
-        top_docs = graph.gate_scores(qvec[0], top=3)
+        top_docs = graph.gate_scores(qvec[0], top=3, summaries=self.gate_summaries)
         best = top_docs[0][2] if top_docs else 0.0
-        trace["gate"] = {"score": round(best, 4), "threshold": self.gate_threshold, "documents": [t for _, t, _ in top_docs]}
+        trace["gate"] = {"score": round(best, 4), "threshold": self.gate_threshold, "summaries": self.gate_summaries, "documents": [t for _, t, _ in top_docs]}
         if best < self.gate_threshold:
             trace["outcome"] = "abstain"
             episode.answer = self.abstain_answer

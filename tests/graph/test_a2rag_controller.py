@@ -11,6 +11,7 @@ from arag.agent import Agent
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import load_method
 from arag.methods.a2rag import CHECKS, parse_verdicts
+from tests.tools.conftest import fake_encode
 
 YES, NO = {"verdict": "yes"}, {"verdict": "no"}
 PASS = dict.fromkeys(CHECKS, "yes")
@@ -36,6 +37,30 @@ def test_gate_abstains_without_any_model_call(graph_ctx):
     episode, _ = run(graph_ctx, [], gate_threshold=0.99)
     assert episode.trace["outcome"] == "abstain" and episode.answer == "I don't know"
     assert episode.trace["gate"]["score"] < 0.99 and not episode.tool_calls
+
+
+def test_the_gate_reads_llm_summaries_by_default_and_extractive_ones_when_switched(graph_ctx):
+    """The paper's gate compares the question with per-document summaries precomputed offline (Sec.
+    III-B1): by default those the graph build's model wrote; `gate_summaries=extractive` is the CPU
+    substitute (title and first sentences), and each run records which it used."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    assert load_method("a2rag").describe()["gate_summaries"] == "llm"
+    assert load_method("a2rag", {"gate_summaries": "extractive"}).describe()["gate_summaries"] == "extractive"
+    table = pq.read_table(load_method("a2rag").graph_for(graph_ctx).layout.summaries).to_pylist()
+    qvec = np.asarray(graph_ctx.encode_query(QUESTION))[0]
+    best = {kind: max(float(v @ qvec) for v in fake_encode([r[column] for r in table])) for kind, column in (("llm", "llm_summary"), ("extractive", "summary"))}
+    assert round(best["llm"], 4) != round(best["extractive"], 4)
+    for settings, kind in (({}, "llm"), ({"gate_summaries": "extractive"}, "extractive")):
+        episode, _ = run(graph_ctx, [{"answer": "20 March 851"}, PASS], **settings)
+        gate = episode.trace["gate"]
+        assert gate["summaries"] == kind and gate["score"] == pytest.approx(round(best[kind], 4), abs=1e-4)
+        assert episode.agent["method"]["gate_summaries"] == kind
+        # What built the graph is in every episode (the rule extractor here, the summaries by a model).
+        assert episode.trace["graph"] == {"extractor": "rules", "summaries": "llm:summary-double"}
+    with pytest.raises(ValueError, match="method.gate_summaries must be llm or extractive"):
+        load_method("a2rag", {"gate_summaries": "abstractive"})
 
 
 def test_a_first_attempt_answer_costs_two_calls_as_in_the_paper(graph_ctx):
