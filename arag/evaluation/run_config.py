@@ -48,6 +48,9 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
         index_path = str(Path(str(given)).resolve())
         chunk_ids = open_index(index_path).chunk_ids.to_json()  # opening fails now, with the path named, rather than in every worker
         fingerprint = index_build_fingerprint(index_path)
+        graph_fingerprint = getattr(method, "graph_fingerprint", None)  # A2RAG: the graph beside the index decides outcomes too
+        if graph_fingerprint is not None:
+            fingerprint = f"{fingerprint}+graph-{graph_fingerprint(index_path)}"
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
     JudgeConfig.from_dict(judge)  # a bad judge template fails now, named, rather than in every worker

@@ -200,16 +200,19 @@ class GraphStore:
         return [c for c, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
     # ---- gate ------------------------------------------------------------------------------
+    def require_llm_summaries(self) -> None:
+        if self.summaries_written_by == EXTRACTIVE_LABEL:
+            raise GraphNotBuiltError(
+                f"{self.layout.root} has extractive gate summaries only, and method.gate_summaries=llm (the A2RAG paper's) needs LLM-written ones: "
+                f"rebuild the graph with a model (python -m pipelines.graph index.path={self.layout.index_root} model@graph.extractor.model=<model> "
+                "graph.overwrite=true), or set method.gate_summaries=extractive (the CPU substitute)"
+            )
+
     def gate_scores(self, qvec: np.ndarray, top: int = 3, summaries: str = EXTRACTIVE_LABEL) -> list[tuple[str, str, float]]:
         """(doc_id, title, cosine) of the best-matching document summaries, best first; `summaries`:
         "llm" (the LLM-written ones) or "extractive"."""
         if summaries == "llm":
-            if self.summaries_written_by == EXTRACTIVE_LABEL:
-                raise GraphNotBuiltError(
-                    f"{self.layout.root} has extractive gate summaries only, and method.gate_summaries=llm (the A2RAG paper's) needs LLM-written ones: "
-                    f"rebuild the graph with a model (python -m pipelines.graph index.path={self.layout.index_root} model@graph.extractor.model=<model> "
-                    "graph.overwrite=true), or set method.gate_summaries=extractive (the CPU substitute)"
-                )
+            self.require_llm_summaries()
             vectors = self.llm_summary_vectors
         else:
             vectors = self.summary_vectors

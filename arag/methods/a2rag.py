@@ -135,6 +135,20 @@ class A2RagMethod(Method):
         keys = ("gate_threshold", "gate_summaries", "seed_min_score", "seed_edit_weight", "relation_seeds", "relation_min_score", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "triples_per_stage", "chunks_per_stage", "max_evidence_chunks", "sufficiency", "max_rewrites", "exhausted")
         return {**super().describe(), **{k: getattr(self, k) for k in keys}}
 
+    def graph_fingerprint(self, index_root: str) -> str:
+        """The graph's identity as a run id records it (a graph rebuilt with another extractor is
+        another run), after checking the graph exists and has the gate summaries this method reads:
+        so a bad setting fails once, before any episode."""
+        import hashlib
+        import json
+
+        from arag.graph.store import GraphStore
+
+        graph = GraphStore(index_root)
+        if self.gate_summaries == "llm":
+            graph.require_llm_summaries()
+        return hashlib.sha256(json.dumps(graph.manifest.get("identity"), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
     def graph_for(self, ctx: Any) -> Any:
         from arag.graph.store import GraphStore
 

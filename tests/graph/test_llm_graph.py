@@ -127,3 +127,26 @@ def test_rule_graphs_say_so_and_refuse_llm_gate_summaries(graph_index, tmp_path)
     manifest = json.loads(GraphLayout(root).manifest.read_text())
     store.manifest = {k: v for k, v in manifest.items() if k not in ("extractor", "summaries")}
     assert (store.extractor, store.summaries_written_by) == ("rules", "extractive")
+
+
+def test_an_a2rag_run_id_covers_its_graph_and_a_missing_llm_summary_fails_before_any_episode(tmp_path):
+    from arag.evaluation.questions import load_questions
+    from arag.evaluation.run_config import run_settings
+    from tests.evaluation.conftest import compose_evaluate
+    from tests.graph.conftest import build_graph_inline
+
+    root = make_index(tmp_path / "index", DOCS).path
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "question": "Who was Lothair II's mother?", "answers": ["Ermengarde of Tours"]}) + "\n")
+    question_set = load_questions(str(questions))
+
+    def settings(*overrides):
+        return run_settings(compose_evaluate(f"index.path={root}", f"questions.path={questions}", "model=scripted", "method=a2rag", *overrides), question_set)
+
+    build_graph_inline(root, llm_summaries=False)
+    with pytest.raises(GraphNotBuiltError, match="method.gate_summaries=extractive"):
+        settings()
+    rules = settings("method.gate_summaries=extractive")
+    assert "+graph-" in rules.identity()["index"]
+    build_graph_inline(root, llm_summaries=True)  # the same index, its graph rebuilt otherwise: another run
+    assert settings("method.gate_summaries=extractive").run_id != rules.run_id and settings().run_id
