@@ -22,6 +22,7 @@ built a graph ("llm:<model>" or "rules", `extractor_label`).
     6. co-occurrence: other consecutive entity pairs of a sentence → relation "co_occurs_with";
     7. subject link: the title to every entity of its chunk → relation "mentions" (descriptions
        are about their title: "He was born in 1900." links the person to 1900).
+  A packed window (several documents) is read document by document, each span with its own title.
 
 `LLMExtractor` (OpenIE on any `arag.llm` backend: the embedded llama.cpp model, an
 OpenAI-compatible endpoint, vLLM): one call per chunk asking for JSON triples; a reply that is not
@@ -38,6 +39,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
+from arag.index.packing import COVERED_SEPARATOR, DOCUMENT_SEPARATOR
 from arag.strict_settings import check_keys
 
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -108,12 +110,25 @@ class RuleExtractor:
     max_entity_words: int = 8
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "rule", "version": 1, "max_relation_words": self.max_relation_words, "max_entity_words": self.max_entity_words}
+        return {"kind": "rule", "version": 2, "max_relation_words": self.max_relation_words, "max_entity_words": self.max_entity_words}
 
     def extract(self, chunk: Chunk) -> Extraction:
+        if COVERED_SEPARATOR not in chunk.title.strip():
+            return self._document(chunk.title.strip(), chunk.text)
+        # A packed window (arag.index.packing): a span of each document it covers, separated by a
+        # blank line; a span that starts with one of the window's titles is that document's, one
+        # continued from the window before has no title to link its entities to.
+        titles = [t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip()]
         out = Extraction()
-        title = chunk.title.strip()
-        body = chunk.text[len(title):] if title and chunk.text.startswith(title) else chunk.text
+        for span in chunk.text.split(DOCUMENT_SEPARATOR):
+            got = self._document(next((t.strip() for t in titles if span.startswith(t)), ""), span)
+            out.entities += got.entities
+            out.triples += got.triples
+        return out
+
+    def _document(self, title: str, text: str) -> Extraction:
+        out = Extraction()
+        body = text[len(title):] if title and text.startswith(title) else text
         if title:
             out.entities.append(title)
         for sentence in _SENTENCE.split(body):
@@ -216,7 +231,8 @@ class LLMExtractor:
     def extract(self, chunk: Chunk) -> Extraction:
         from arag.llm.types import Message
 
-        messages = [Message("system", self.prompt), Message("user", f"Passage (title: {chunk.title}):\n{chunk.text}")]
+        titles = "; ".join(t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip())  # a packed window's titles, one line
+        messages = [Message("system", self.prompt), Message("user", f"Passage (title: {titles}):\n{chunk.text}")]
         schema = {"response_schema": TRIPLES_SCHEMA} if self.json_protocol else {}
         completion = self.backend.complete(messages, max_tokens=self.max_tokens, **schema)
         return parse_triples(completion.text or "")

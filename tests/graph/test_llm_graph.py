@@ -12,10 +12,9 @@ from hydra import compose, initialize_config_dir
 
 from arag.conf_files import conf_dir
 from arag.graph.build import GraphLayout, GraphSettings, assemble_graph_manifest, commit_graph_manifest, extract_part, merge_graph, plan_graph_parts, prepare_graph_directory
-from arag.graph.extract import LLMExtractor, RuleExtractor, make_extractor
+from arag.graph.extract import ExtractionReject, LLMExtractor, RuleExtractor, make_extractor
 from arag.graph.store import GraphNotBuiltError, GraphStore
 from arag.graph.summaries import parse_summary, summary_mode
-from arag.graph.extract import ExtractionReject
 from arag.index.store import open_index
 from arag.llm.scripted import ScriptedBackend
 from tests.tools.conftest import Doc, fake_encode, make_index
