@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from arag.evaluation.evidence import recall_at_k  # noqa: E402
 from arag.graph.store import GraphStore  # noqa: E402
 from arag.methods import load_method  # noqa: E402
 from arag.methods.a2rag import STAGES  # noqa: E402
@@ -68,7 +69,8 @@ def damage(graph: GraphStore, fraction: float, rng: random.Random) -> GraphStore
 
 
 def recall(order: list[str], titles: dict[str, str], wanted: set[str], k: int) -> float:
-    return len(wanted & {titles.get(c) for c in order[:k]}) / len(wanted)
+    """Recall@k over passages (a packed window counts as the passages it covers), as evaluations report it."""
+    return recall_at_k([titles.get(c) for c in order], wanted, k) or 0.0
 
 
 def main() -> None:
