@@ -3,7 +3,7 @@
     python benchmarks/a2rag_extraction_loss.py --index /tmp/arag-a2rag/2wiki [--questions 200] [--drop 0,0.1,0.2,0.3,0.4]
 
 For each of the first `--questions` 2Wiki questions: the graph's evidence in escalation order
-(Stage 1 local, then Stage 2 bridges, then Stage 3 PPR chunks, each new chunk once; the
+(the source chunks of Stage 1's and Stage 2's triples, then Stage 3's PPR chunks, each new chunk once; the
 sufficiency checks and the LLM are left out, so this is every stage's retrieval) against Naive
 RAG's top chunks by embedding similarity (naive_embedding_search), both scored as Recall@2 and
 Recall@5 of the supporting titles. The graph is then damaged: a fraction of its nodes (names made
@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from arag.evaluation.evidence import recall_at_k  # noqa: E402
 from arag.graph.store import GraphStore  # noqa: E402
 from arag.methods import load_method  # noqa: E402
 from arag.methods.a2rag import STAGES  # noqa: E402
@@ -36,12 +37,16 @@ def graph_ranking(method, graph, ctx, question: str, qvec) -> list[str]:
     ids = [s.node_id for s in seeds]
     ranked: dict[str, None] = {}
     for stage in STAGES:
-        scores, _, _ = method._stage(stage, graph, ids, relations)
-        have = len(ranked)
-        for c in graph.rank_chunks(scores, method.chunks_per_stage + have):
-            if len(ranked) >= have + method.chunks_per_stage:
-                break
-            ranked.setdefault(c, None)
+        if stage == "ppr":
+            have = len(ranked)
+            for c in graph.rank_chunks(graph.ppr(ids, method.ppr_alpha, method.ppr_top_nodes), method.chunks_per_stage + have):
+                if len(ranked) >= have + method.chunks_per_stage:
+                    break
+                ranked.setdefault(c, None)
+        else:
+            triples = method._graph_stage(stage, graph, ids, relations)[0]
+            for c in (c for t in triples for c in t.chunk_ids):
+                ranked.setdefault(c, None)
     return list(ranked)
 
 
@@ -64,7 +69,8 @@ def damage(graph: GraphStore, fraction: float, rng: random.Random) -> GraphStore
 
 
 def recall(order: list[str], titles: dict[str, str], wanted: set[str], k: int) -> float:
-    return len(wanted & {titles.get(c) for c in order[:k]}) / len(wanted)
+    """Recall@k over passages (a packed window counts as the passages it covers), as evaluations report it."""
+    return recall_at_k([titles.get(c) for c in order], wanted, k) or 0.0
 
 
 def main() -> None:

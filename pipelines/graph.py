@@ -21,7 +21,9 @@ log = logging.getLogger("pipelines.graph")
 
 def settings_from_config(cfg: DictConfig) -> GraphSettings:
     g = OmegaConf.to_container(cfg.graph, resolve=True)
-    return GraphSettings(extractor=g["extractor"], chunks_per_part=int(g["chunks_per_part"]), summary_sentences=int(g["summary_sentences"]), limit_chunks=g["limit_chunks"])
+    return GraphSettings(
+        extractor=g["extractor"], chunks_per_part=int(g["chunks_per_part"]), summaries=g["summaries"], summary_sentences=int(g["summary_sentences"]), limit_chunks=g["limit_chunks"]
+    )
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="graph", version_base="1.3")
@@ -39,7 +41,7 @@ def main(cfg: DictConfig) -> None:
             ray_init=partial(init_ray, num_cpus=cfg.runtime.num_cpus),
         )
     print(result.summary())
-    if result.manifest["num_rejected"]:
+    if result.manifest["num_rejected"] or result.manifest.get("num_summary_rejected"):
         print(f"extractor output that could not be used is kept in {cfg.index.path}/graph/rejects")
     print(f"graph: {cfg.index.path}/graph")
 

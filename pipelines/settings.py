@@ -101,8 +101,8 @@ def check_graph_config(cfg: DictConfig) -> None:
             "progress": None,
         },
     )
-    if cfg.graph.extractor.get("kind") == "llm":
-        check_model(cfg.graph.extractor.model, "graph.extractor.model")
+    if cfg.graph.extractor.get("model") is not None:  # kind=llm without one: make_extractor names the setting
+        check_model(cfg.graph.extractor.get("model"), "graph.extractor.model")
 
 
 def check_ask_config(cfg: DictConfig) -> None:

@@ -94,7 +94,7 @@ def test_report_refuses_a_misspelled_report_key(tmp_path):
         ("graph", check_graph_config, "+graph.extractor.knd=rule", "graph.extractor.knd"),
         ("graph", check_graph_config, "+runtime.graph.num_cpu=1", "runtime.graph.num_cpu"),
         ("graph", check_graph_config, "+indx=x", "indx"),
-        ("graph", check_graph_config, "+graph.extractor.model.temprature=1 graph.extractor.kind=llm", "graph.extractor.model.temprature"),
+        ("graph", check_graph_config, "model@graph.extractor.model=llamacpp_qwen2.5_coder_1.5b +graph.extractor.model.temprature=1", "graph.extractor.model.temprature"),
     ],
 )
 def test_each_group_names_an_unknown_key(config, check, override, key):

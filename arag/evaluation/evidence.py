@@ -11,8 +11,11 @@ that title is in the set; recall = found titles / supporting titles (None when a
 A chunk may cover several documents (packed chunking, `index.chunking=packed`): its title field then
 holds every title it covers, joined by TITLE_SEPARATOR, and each of them counts.
 
-Rank-limited recall (Recall@k, as A2RAG reports it): the chunks retrieved, in the order they first
-appeared in the episode's tool results, cut after k; see `recall_at_k`.
+Rank-limited recall (Recall@k, as A2RAG reports it) counts passages, as the A2RAG paper's does,
+whatever the chunking: the chunks retrieved, in the order they first appeared in the episode's tool
+results, each replaced by the passages (documents) it covers in its own order, a passage counted at
+its first place, cut after k passages; see `recall_at_k` and `ranked_passages`. A packed window of
+ten passages is ten ranks, not one, so packed and per-passage indexes give the same figure.
 """
 
 from __future__ import annotations
@@ -43,8 +46,19 @@ def titles_covered(title: str | Sequence[str] | None) -> list[str]:
     return [t.strip() for t in parts if t and t.strip()]
 
 
+def ranked_passages(ranked_titles: Sequence[str | Sequence[str] | None]) -> list[str]:
+    """The passages (document titles) the retrieved chunks cover, in rank order: each chunk's own
+    titles in the order it holds them, each passage at its first place (a later chunk of the same
+    document, or a window overlapping it, adds no rank)."""
+    seen: dict[str, None] = {}
+    for entry in ranked_titles:
+        for title in titles_covered(entry):
+            seen.setdefault(title, None)
+    return list(seen)
+
+
 def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_titles: Iterable[str], k: int) -> float | None:
-    """Share of the supporting titles covered by the first `k` retrieved chunks.
+    """Share of the supporting titles among the first `k` passages retrieved (`ranked_passages`).
 
     ranked_titles: one entry per retrieved chunk, best (earliest) first; each entry is the chunk's
         title field or the list of titles it covers. None when no title is known.
@@ -55,8 +69,7 @@ def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
     if not wanted:
         return None
-    found = {t for entry in ranked_titles[:k] for t in titles_covered(entry)}
-    return len(wanted & found) / len(wanted)
+    return len(wanted & set(ranked_passages(ranked_titles)[:k])) / len(wanted)
 
 
 def ranked_chunks(episode: Episode) -> list[str]:
@@ -76,7 +89,7 @@ class EvidenceRecall:
     n_supporting: int
     found_seen: int
     found_read: int
-    at_k: dict[int, float | None] | None = None  # Recall@k over the chunks in retrieval order
+    at_k: dict[int, float | None] | None = None  # Recall@k over the passages retrieved, in retrieval order
     chunk_titles: dict[str, str] = field(default_factory=dict)  # the title field of each seen chunk looked up
 
     @property

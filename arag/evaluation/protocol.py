@@ -72,7 +72,8 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None) ->
         manifest = json.loads((Path(index_path) / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if build_fingerprint is not None and manifest.get("build_fingerprint") != build_fingerprint:
+    # An A2RAG run's fingerprint is the index's with its graph's appended (`<index>+graph-<graph>`).
+    if build_fingerprint is not None and manifest.get("build_fingerprint") != build_fingerprint.split("+graph-")[0]:
         return None
     chunking = manifest.get("chunking") or {}
     return {
@@ -217,7 +218,8 @@ def run_facts(info: Mapping[str, Any]) -> dict[str, Fact]:
         if key in method:
             facts[setting] = Fact(method[key], str(method[key]))
     if kind == "a2rag":
-        facts[P.EXTRACTOR] = _method_setting(method, "extractor", "rules", "rules")
+        extractor = (settings.get("index_facts") or {}).get("graph_extractor")
+        facts[P.EXTRACTOR] = Fact(extractor, str(extractor)) if extractor else _method_setting(method, "extractor", "rules", "rules")
         facts[P.GATE_SUMMARIES] = _method_setting(method, "gate_summaries", "extractive", "extractive")
     dataset = settings.get("dataset") or identity.get("dataset")
     facts[P.CORPUS] = Fact(dataset, str(dataset))

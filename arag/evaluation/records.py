@@ -25,7 +25,10 @@ import pyarrow as pa
 SCHEMA_VERSION = 5  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
 # 3: AgenticRAG: calls_search/find/open/summarize, citation Recall@1/@3, forced_summaries, context_warnings
 # 4: answer_cut_off
-# 5: tool errors by failure kind (tool_errors_<kind>), repeated_calls; tool_errors counts every unusable result
+# 5: tool errors by failure kind (tool_errors_<kind>), repeated_calls; tool_errors counts every unusable result;
+#    evidence_recall_at_k counts passages (a packed window is the passages it covers: PASSAGE_RECALL_SCHEMA)
+# The first schema whose Recall@k counts passages; older rows counted chunks (packed windows).
+PASSAGE_RECALL_SCHEMA = 5
 OK = "ok"
 ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
@@ -112,7 +115,7 @@ class EpisodeRow:
     evidence_read: int = 0
     evidence_recall_seen: float | None = None
     evidence_recall_read: float | None = None
-    evidence_recall_at_2: float | None = None  # Recall@2 over the chunks in retrieval order
+    evidence_recall_at_2: float | None = None  # Recall@2 over the passages the chunks retrieved cover, in retrieval order
     evidence_recall_at_5: float | None = None
     refused_calls: int = 0  # extra tool calls of a reply, not run (one tool per step)
     truncated_observations: int = 0  # tool results cut to fit the context window

@@ -5,7 +5,11 @@ Two tables, from the rows `pipelines.evaluate` writes (nothing is recomputed):
 
 * Comparison, per (dataset, model, method, shown settings) for `a2rag*`, `arag_full` and `naive_rag`:
   EM, F1, LLM-Acc, evidence Recall@2/@5 (the rows' `evidence_recall_at_k`: supporting titles among
-  the first k chunks retrieved, in retrieval order), LLM calls and tokens (prompt + completion) per
+  the first k passages retrieved, in retrieval order, for every method alike: a packed window counts
+  as the passages it covers, arag.evaluation.evidence; rows written before Recall@k counted passages,
+  schema_version < PASSAGE_RECALL_SCHEMA, are left out of these two columns and counted in the
+  "older rows" column, so no window-level figure stands beside a passage-level one), LLM calls and
+  tokens (prompt + completion) per
   question, latency P50/P95 (seconds per episode without its judge call: `wall_s - judge_s`).
 * Controller, per A2RAG run, from each episode's `trace` (arag/methods/a2rag.py): the stage
   breakdown (answered after the local / bridge / PPR stage, fail after the rewrites ran out,
@@ -25,6 +29,7 @@ from typing import Callable, Iterable, Sequence
 import duckdb
 
 from arag.evaluation.intervals import cell as accuracy_cell
+from arag.evaluation.records import PASSAGE_RECALL_SCHEMA
 from arag.evaluation.report_format import accuracy_sql, markdown_table
 from arag.evaluation.report_format import format_value as _fmt
 
@@ -34,6 +39,8 @@ BASELINES = ("naive_rag", "arag_full")
 OUTCOMES = (*STAGES, "fail", "abstain", "no outcome")
 STAGE_LABELS = {"local": "local", "bridge": "bridge", "ppr": "PPR", "fail": "fail", "abstain": "abstain", "no outcome": "no outcome"}
 A2RAG_ROWS = "method LIKE 'a2rag%'"
+# Rows whose Recall@k counts passages (older ones counted chunks: packed windows of ~10 passages).
+PASSAGE_ROWS = f"coalesce(schema_version, 0) >= {PASSAGE_RECALL_SCHEMA}"
 # The paper's LLM calls per question (gpt-4o-mini, its multi-hop subsets: Tables II and III), by the
 # dataset name's start.
 PAPER_CALLS_PER_QUESTION = {"hotpotqa": 2.0, "2wikimultihopqa": 2.3}
@@ -105,18 +112,19 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     baselines = ", ".join(f"'{m}'" for m in BASELINES)
     data = con.execute(
         f"""SELECT {', '.join(cols)}, count(*), avg(exact_match), avg(f1), {accuracy_sql('llm_acc')},
-                   avg(evidence_recall_at_2), avg(evidence_recall_at_5), avg(model_calls), avg(prompt_tokens + completion_tokens),
-                   quantile_cont(wall_s - judge_s, 0.5), quantile_cont(wall_s - judge_s, 0.95)
+                   avg(evidence_recall_at_2) FILTER ({PASSAGE_ROWS}), avg(evidence_recall_at_5) FILTER ({PASSAGE_ROWS}), avg(model_calls), avg(prompt_tokens + completion_tokens),
+                   quantile_cont(wall_s - judge_s, 0.5), quantile_cont(wall_s - judge_s, 0.95),
+                   count(*) FILTER (WHERE NOT ({PASSAGE_ROWS}))
             FROM episodes WHERE {A2RAG_ROWS} OR method IN ({baselines}) GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     n = len(cols)
     order = {m: i for i, m in enumerate(BASELINES)}
     data.sort(key=lambda r: (*[str(v) for v in r[:2]], order.get(r[2], len(order)), r[2], *[str(v) for v in r[3:n]]))
-    header = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "LLM calls / q", "tokens / q", "latency P50 s", "P95 s"]
+    header = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "LLM calls / q", "tokens / q", "latency P50 s", "P95 s", "older rows"]
     rows = [
         [*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"),
          _fmt(r[n + 1]), _fmt(r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *(_fmt(v) for v in r[n + 5 : n + 7]),
-         _fmt(r[n + 7], "f1"), _fmt(r[n + 8], "int"), _fmt(r[n + 9], "f2"), _fmt(r[n + 10], "f2")]
+         _fmt(r[n + 7], "f1"), _fmt(r[n + 8], "int"), _fmt(r[n + 9], "f2"), _fmt(r[n + 10], "f2"), _fmt(r[n + 11], "int")]
         for r in data
     ]
     return markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n))
@@ -159,7 +167,9 @@ def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str],
     return "\n".join([
         title,
         "",
-        "EM, F1 and recall in %; LLM-Acc in % with its 95% Wilson interval [low, high] and n, the questions it averages over; Recall@k: supporting titles among the first k chunks retrieved, in retrieval order; "
+        "EM, F1 and recall in %; LLM-Acc in % with its 95% Wilson interval [low, high] and n, the questions it averages over; Recall@k: supporting titles among the first k passages retrieved, in retrieval order, "
+        "for every method alike (a packed window counts as the passages it covers, so it is the paper's passage-level "
+        "recall on any chunking); older rows: rows written before Recall@k counted passages, left out of Recall@k; "
         "tokens: prompt + completion tokens of all model calls; latency: seconds per episode without the judge.",
         "",
         comparison_table(con, shown_settings, label),

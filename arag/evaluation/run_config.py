@@ -54,6 +54,11 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
         chunk_ids = open_index(index_path).chunk_ids.to_json()  # opening fails now, with the path named, rather than in every worker
         fingerprint = index_build_fingerprint(index_path)
         facts = index_facts(index_path)
+        graph_fingerprint = getattr(method, "graph_fingerprint", None)  # A2RAG: the graph beside the index decides outcomes too
+        if graph_fingerprint is not None:
+            fingerprint = f"{fingerprint}+graph-{graph_fingerprint(index_path)}"
+            if facts is not None:
+                facts["graph_extractor"] = method.graph_extractor(index_path)  # the protocol card's "graph extractor"
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
     JudgeConfig.from_dict(judge)  # a bad judge template fails now, named, rather than in every worker

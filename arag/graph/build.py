@@ -8,13 +8,17 @@ step, and the merge step. `arag.runtime.graph_job` schedules them on Ray.
   parts/part-00000.json      commit record of an extraction part, written after its Parquet files
   triples/part-00000.parquet chunk_id, doc_id, head, relation, tail (surface forms)
   mentions/part-00000.parquet chunk_id, doc_id, surface (every entity met, even in no triple)
-  rejects/part-00000.parquet chunk_id, reason, raw (extractor output that could not be used)
+  rejects/part-00000.parquet chunk_id, reason, raw (extractor or summariser output that could not be used)
+  gate_summaries/part-00000.parquet doc_id, title, summary (graph.summaries=llm: the LLM-written ones)
   nodes.parquet              node_id, name (normalised), aliases, degree
   edges.parquet              head, relation, tail (node ids), chunk_id
   provenance.parquet         node_id, chunk_id (π: node → chunks)
-  summaries.parquet          doc_id, title, summary (per-document, for the gate)
-  node_vectors.npy, relation_vectors.npy (+ relations.parquet), summary_vectors.npy
+  summaries.parquet          doc_id, title, summary (extractive), llm_summary (null without LLM ones): the gate's
+  node_vectors.npy, relation_vectors.npy (+ relations.parquet), summary_vectors.npy (extractive),
+  llm_summary_vectors.npy (LLM-written summaries, the extractive one where a reply was rejected)
 ```
+The manifest says what built the graph: `extractor` ("llm:<model>", the A2RAG paper's, or "rules",
+the CPU substitute) and `summaries` ("llm:<model>" or "extractive").
 An extraction part is a slice of rows of one index part (`chunks_per_part`), so even a one-file
 corpus is extracted in parallel and resumes at a fine grain after a kill.
 """
@@ -33,16 +37,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.graph.extract import Chunk, ExtractionReject, Extractor, make_extractor, normalise_name
+from arag.graph.extract import Chunk, ExtractionReject, Extractor, LLMExtractor, extractor_label, make_extractor, model_identity, normalise_name
+from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summaries_label, summary_mode
 from arag.index.layout import atomic_path, part_name, read_json, write_json_atomic
 from arag.index.store import Index
 
 GRAPH_DIR = "graph"
 GRAPH_FORMAT_VERSION = 1
-PART_DIRS = ("parts", "triples", "mentions", "rejects")
+PART_DIRS = ("parts", "triples", "mentions", "rejects", "gate_summaries")
 TRIPLE_SCHEMA = pa.schema([("chunk_id", pa.string()), ("doc_id", pa.string()), ("head", pa.string()), ("relation", pa.string()), ("tail", pa.string())])
 MENTION_SCHEMA = pa.schema([("chunk_id", pa.string()), ("doc_id", pa.string()), ("surface", pa.string())])
 GRAPH_REJECT_SCHEMA = pa.schema([("chunk_id", pa.string()), ("reason", pa.string()), ("raw", pa.string())])
+SUMMARY_SCHEMA = pa.schema([("doc_id", pa.string()), ("title", pa.string()), ("summary", pa.string())])
 SUMMARY_CHARS = 400
 
 
@@ -60,6 +66,7 @@ class GraphLayout:
             "manifest": "manifest.json", "build_state": "build.json", "nodes": "nodes.parquet", "edges": "edges.parquet",
             "provenance": "provenance.parquet", "summaries": "summaries.parquet", "relations": "relations.parquet",
             "node_vectors": "node_vectors.npy", "relation_vectors": "relation_vectors.npy", "summary_vectors": "summary_vectors.npy",
+            "llm_summary_vectors": "llm_summary_vectors.npy",
         }
         if name in files:
             return self.root / files[name]
@@ -94,16 +101,25 @@ class GraphPartRecord:
     num_rejected: int
     seconds: float
     worker: str = ""  # host:pid that extracted it (shows the work spread over a cluster)
+    num_summaries: int = 0  # LLM-written gate summaries (graph.summaries=llm)
+    num_summary_rejected: int = 0  # summariser replies that could not be used (in rejects/)
 
 
 @dataclass(frozen=True)
 class GraphSettings:
     extractor: Mapping[str, Any]
     chunks_per_part: int = 2000
+    summaries: str | None = None  # llm | extractive | None: llm with a model (graph.extractor.model), else extractive
     summary_sentences: int = 2
     limit_chunks: int | None = None  # only the first N chunks (a slice, for trying an extractor)
 
+    @property
+    def summary_mode(self) -> str:
+        return summary_mode(self.summaries, self.extractor)
+
     def identity(self, index: Index, extractor: Extractor) -> dict[str, Any]:
+        # Extractive summaries leave the identity as graphs built before LLM summaries had it.
+        llm = {"summaries": LLMSummariser(self.extractor["model"]).identity(model_identity(self.extractor["model"]))} if self.summary_mode == "llm" else {}
         return {
             "format_version": GRAPH_FORMAT_VERSION,
             "index_created_at": index.manifest.get("created_at"),
@@ -113,6 +129,7 @@ class GraphSettings:
             "summary_sentences": self.summary_sentences,
             "limit_chunks": self.limit_chunks,
             "embedder": index.manifest["embedding"]["model"],
+            **llm,
         }
 
 
@@ -159,21 +176,42 @@ def _write_parquet(table: pa.Table, target: Path) -> None:
         _fsynced(tmp)
 
 
-def extract_part(index_root: str, part: GraphPart, extractor_cfg: Mapping[str, Any], worker: str = "", extractor: Extractor | None = None) -> GraphPartRecord:
-    """Extract one part's chunks and commit it (Parquet files first, the record last)."""
+def extract_part(
+    index_root: str, part: GraphPart, extractor_cfg: Mapping[str, Any], worker: str = "", extractor: Extractor | None = None,
+    summaries: str = EXTRACTIVE_LABEL, summariser: LLMSummariser | None = None,
+) -> GraphPartRecord:
+    """Extract one part's chunks and commit it (Parquet files first, the record last). With
+    `summaries="llm"`, also the gate summary of every document whose first chunk is in the part."""
     layout = GraphLayout(index_root)
     record_path = layout.part_file("parts", part.part)
     if record_path.exists():
         return GraphPartRecord(**read_json(record_path))
     started = time.perf_counter()
     extractor = extractor or make_extractor(extractor_cfg)
+    if summaries == "llm" and summariser is None:
+        summariser = LLMSummariser(extractor_cfg["model"], backend=extractor.backend if isinstance(extractor, LLMExtractor) else None)
     index = Index(index_root)
-    chunks = pq.read_table(index.parts[part.index_part].chunks, columns=["chunk_id", "doc_id", "title", "text"]).slice(part.start, part.end - part.start)
+    # One row before the slice, to know whether its first row starts a document.
+    before = 1 if part.start else 0
+    chunks = pq.read_table(index.parts[part.index_part].chunks, columns=["chunk_id", "doc_id", "title", "text"]).slice(part.start - before, part.end - part.start + before)
     triples: dict[str, list] = {n: [] for n in TRIPLE_SCHEMA.names}
     mentions: dict[str, list] = {n: [] for n in MENTION_SCHEMA.names}
     rejects: dict[str, list] = {n: [] for n in GRAPH_REJECT_SCHEMA.names}
-    for row in chunks.to_pylist():
+    written: dict[str, list] = {n: [] for n in SUMMARY_SCHEMA.names}
+    rows = chunks.to_pylist()
+    previous_doc = rows[0]["doc_id"] if before else None
+    summary_rejects = 0
+    for row in rows[before:]:
         chunk = Chunk(row["chunk_id"], row["doc_id"], row["title"] or "", row["text"])
+        if summariser is not None and chunk.doc_id != previous_doc:  # a document's first chunk (chunks of a document are consecutive)
+            try:
+                for k, v in zip(SUMMARY_SCHEMA.names, (chunk.doc_id, chunk.title, summariser.summarise(chunk.title, chunk.text))):
+                    written[k].append(v)
+            except ExtractionReject as exc:
+                summary_rejects += 1
+                for k, v in zip(GRAPH_REJECT_SCHEMA.names, (chunk.chunk_id, exc.reason, exc.raw)):
+                    rejects[k].append(v)
+        previous_doc = chunk.doc_id
         try:
             got = extractor.extract(chunk)
         except ExtractionReject as exc:
@@ -190,15 +228,23 @@ def extract_part(index_root: str, part: GraphPart, extractor_cfg: Mapping[str, A
     _write_parquet(pa.table(triples, schema=TRIPLE_SCHEMA), layout.part_file("triples", part.part))
     _write_parquet(pa.table(mentions, schema=MENTION_SCHEMA), layout.part_file("mentions", part.part))
     _write_parquet(pa.table(rejects, schema=GRAPH_REJECT_SCHEMA), layout.part_file("rejects", part.part))
-    record = GraphPartRecord(part.part, chunks.num_rows, len(triples["head"]), len(mentions["surface"]), len(rejects["chunk_id"]), round(time.perf_counter() - started, 3), worker)
+    if summariser is not None:
+        _write_parquet(pa.table(written, schema=SUMMARY_SCHEMA), layout.part_file("gate_summaries", part.part))
+    record = GraphPartRecord(
+        part.part, len(rows) - before, len(triples["head"]), len(mentions["surface"]), len(rejects["chunk_id"]) - summary_rejects, round(time.perf_counter() - started, 3), worker,
+        num_summaries=len(written["doc_id"]), num_summary_rejected=summary_rejects,
+    )
     write_json_atomic(record_path, asdict(record))
     return record
 
 
-def merge_graph(index_root: str, plan: list[GraphPart], summary_sentences: int = 2, encoder: Callable[[list[str]], np.ndarray] | None = None) -> dict[str, Any]:
+def merge_graph(
+    index_root: str, plan: list[GraphPart], summary_sentences: int = 2, encoder: Callable[[list[str]], np.ndarray] | None = None, llm_summaries: bool = False,
+) -> dict[str, Any]:
     """Nodes, edges, provenance and summaries from the committed parts (DuckDB over their Parquet,
     so memory follows the graph, not the corpus text), then their embeddings with `encoder`
-    (default: the index's own embedder). Returns counts."""
+    (default: the index's own embedder). `llm_summaries`: the parts hold LLM-written gate summaries
+    too. Returns counts."""
     layout = GraphLayout(index_root)
     missing = [p.part for p in plan if not layout.part_file("parts", p.part).exists()]
     if missing:
@@ -233,6 +279,19 @@ def merge_graph(index_root: str, plan: list[GraphPart], summary_sentences: int =
         con.close()
     index = Index(index_root)
     summaries = document_summaries(index, summary_sentences)
+    texts = [summaries.column("summary").to_pylist()]
+    targets = [layout.summary_vectors]
+    if llm_summaries:
+        written: dict[str, str] = {}
+        for p in plan:
+            t = pq.read_table(layout.part_file("gate_summaries", p.part))
+            written.update(zip(t.column("doc_id").to_pylist(), t.column("summary").to_pylist()))
+        llm = [written.get(d) for d in summaries.column("doc_id").to_pylist()]
+        summaries = summaries.append_column("llm_summary", pa.array(llm, pa.string()))
+        counts["num_llm_summaries"] = sum(x is not None for x in llm)
+        counts["num_summary_fallbacks"] = len(llm) - counts["num_llm_summaries"]  # rejected replies: the extractive summary stands in
+        texts.append([w if w is not None else e for w, e in zip(llm, texts[0])])
+        targets.append(layout.llm_summary_vectors)
     _write_parquet(summaries, layout.summaries)
     counts["num_summaries"] = summaries.num_rows
     if encoder is None:
@@ -241,8 +300,8 @@ def merge_graph(index_root: str, plan: list[GraphPart], summary_sentences: int =
         encoder = SentenceEmbedder(on_this_machine(index.embedder_spec)).encode_documents
     nodes = pq.read_table(layout.nodes, columns=["name"]).column("name").to_pylist()
     rels = pq.read_table(layout.relations, columns=["relation"]).column("relation").to_pylist()
-    for texts, target in ((nodes, layout.node_vectors), (rels, layout.relation_vectors), (summaries.column("summary").to_pylist(), layout.summary_vectors)):
-        vectors = encoder(texts) if texts else np.zeros((0, index.dimension), np.float32)
+    for texts_, target in ((nodes, layout.node_vectors), (rels, layout.relation_vectors), *zip(texts, targets)):
+        vectors = encoder(texts_) if texts_ else np.zeros((0, index.dimension), np.float32)
         with atomic_path(target) as tmp:
             with open(tmp, "wb") as f:
                 np.save(f, np.asarray(vectors, dtype=np.float32))
@@ -278,10 +337,13 @@ def assemble_graph_manifest(layout: GraphLayout, identity: dict[str, Any], recor
     return {
         "identity": identity,
         "format_version": GRAPH_FORMAT_VERSION,
+        "extractor": extractor_label(identity["extractor"]),
+        "summaries": summaries_label(identity.get("summaries")),
         "num_parts": len(records),
         "num_chunks": sum(r.num_chunks for r in records),
         "num_triples": sum(r.num_triples for r in records),
         "num_rejected": sum(r.num_rejected for r in records),
+        "num_summary_rejected": sum(r.num_summary_rejected for r in records),
         "workers": sorted({r.worker for r in records if r.worker}),
         **counts,
         "elapsed_s": round(elapsed_s, 3),

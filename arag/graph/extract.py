@@ -1,6 +1,10 @@
 """Entity–relation extraction from chunks, behind one interface (`Extractor.extract(chunk)`).
 
-Two extractors:
+Two extractors. The A2RAG paper builds its graph with an information-extraction pipeline that
+yields subject–relation–object triples from prompted extraction (its Sec. I–II): that is
+`LLMExtractor`, used whenever the graph build is given a model (`graph.extractor.model`).
+`RuleExtractor` is the CPU substitute used without one; the graph manifest's `extractor` says which
+built a graph ("llm:<model>" or "rules", `extractor_label`).
 
 `RuleExtractor` (no LLM; a CPU builds a graph for all of 2Wiki in minutes). Its rules:
   entities
@@ -18,6 +22,7 @@ Two extractors:
     6. co-occurrence: other consecutive entity pairs of a sentence → relation "co_occurs_with";
     7. subject link: the title to every entity of its chunk → relation "mentions" (descriptions
        are about their title: "He was born in 1900." links the person to 1900).
+  A packed window (several documents) is read document by document, each span with its own title.
 
 `LLMExtractor` (OpenIE on any `arag.llm` backend: the embedded llama.cpp model, an
 OpenAI-compatible endpoint, vLLM): one call per chunk asking for JSON triples; a reply that is not
@@ -34,6 +39,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
+from arag.index.packing import COVERED_SEPARATOR, DOCUMENT_SEPARATOR
 from arag.strict_settings import check_keys
 
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -104,12 +110,25 @@ class RuleExtractor:
     max_entity_words: int = 8
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "rule", "version": 1, "max_relation_words": self.max_relation_words, "max_entity_words": self.max_entity_words}
+        return {"kind": "rule", "version": 2, "max_relation_words": self.max_relation_words, "max_entity_words": self.max_entity_words}
 
     def extract(self, chunk: Chunk) -> Extraction:
+        if COVERED_SEPARATOR not in chunk.title.strip():
+            return self._document(chunk.title.strip(), chunk.text)
+        # A packed window (arag.index.packing): a span of each document it covers, separated by a
+        # blank line; a span that starts with one of the window's titles is that document's, one
+        # continued from the window before has no title to link its entities to.
+        titles = [t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip()]
         out = Extraction()
-        title = chunk.title.strip()
-        body = chunk.text[len(title):] if title and chunk.text.startswith(title) else chunk.text
+        for span in chunk.text.split(DOCUMENT_SEPARATOR):
+            got = self._document(next((t.strip() for t in titles if span.startswith(t)), ""), span)
+            out.entities += got.entities
+            out.triples += got.triples
+        return out
+
+    def _document(self, title: str, text: str) -> Extraction:
+        out = Extraction()
+        body = text[len(title):] if title and text.startswith(title) else text
         if title:
             out.entities.append(title)
         for sentence in _SENTENCE.split(body):
@@ -167,6 +186,9 @@ def sentence_entities(sentence: str, max_words: int = 8) -> list[tuple[int, int,
 
 # ---- LLM OpenIE -------------------------------------------------------------------------------
 
+# Our wording of the extraction the paper describes: clean (subject, relation, object) triples whose
+# ends are entities as the text names them (they become nodes, merged on their normalised name) and
+# whose relation is a short label (an edge type the question's relation words are aligned to).
 OPENIE_PROMPT = (
     "Extract the facts of the passage as (subject, relation, object) triples for a knowledge graph. "
     "Subjects and objects are named entities, dates or numbers written as in the passage; relations "
@@ -177,6 +199,11 @@ TRIPLES_SCHEMA = {
     "properties": {"triples": {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3}}},
     "required": ["triples"],
 }
+
+
+def model_identity(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A model config as a graph's identity records it: no secrets (API keys, tokens)."""
+    return {k: v for k, v in sorted(model_cfg.items()) if "key" not in k and "token" not in k.replace("max_tokens", "")}
 
 
 class LLMExtractor:
@@ -199,13 +226,13 @@ class LLMExtractor:
         return self._backend
 
     def identity(self) -> dict[str, Any]:
-        model = {k: v for k, v in sorted(self.model_cfg.items()) if "key" not in k and "token" not in k.replace("max_tokens", "")}
-        return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model, "max_tokens": self.max_tokens}
+        return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model_identity(self.model_cfg), "max_tokens": self.max_tokens}
 
     def extract(self, chunk: Chunk) -> Extraction:
         from arag.llm.types import Message
 
-        messages = [Message("system", self.prompt), Message("user", f"Passage (title: {chunk.title}):\n{chunk.text}")]
+        titles = "; ".join(t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip())  # a packed window's titles, one line
+        messages = [Message("system", self.prompt), Message("user", f"Passage (title: {titles}):\n{chunk.text}")]
         schema = {"response_schema": TRIPLES_SCHEMA} if self.json_protocol else {}
         completion = self.backend.complete(messages, max_tokens=self.max_tokens, **schema)
         return parse_triples(completion.text or "")
@@ -241,16 +268,35 @@ def parse_triples(raw: str) -> Extraction:
 # ---- settings ---------------------------------------------------------------------------------
 
 EXTRACTOR_KEYS = ("kind", "model", "prompt", "max_tokens", "max_relation_words", "max_entity_words")
+RULES_LABEL = "rules"
+
+
+def extractor_kind(cfg: Mapping[str, Any]) -> str:
+    """`graph.extractor.kind`, or when it is null: llm with a model configured, else rule."""
+    kind = cfg.get("kind")
+    return str(kind) if kind is not None else ("llm" if cfg.get("model") else "rule")
+
+
+def model_label(model: Mapping[str, Any]) -> str:
+    """The name a model config goes by in labels: its `model`, else its backend."""
+    return str(model.get("model") or model.get("backend") or "unnamed")
+
+
+def extractor_label(identity: Mapping[str, Any]) -> str:
+    """What built a graph, from its extractor's identity: "llm:<model>" (the paper's) or "rules"."""
+    if identity.get("kind") == "llm":
+        return f"llm:{model_label(identity.get('model') or {})}"
+    return RULES_LABEL
 
 
 def make_extractor(cfg: Mapping[str, Any]) -> Extractor:
-    """From the `graph.extractor` settings: {kind: rule|llm, ...}."""
+    """From the `graph.extractor` settings: {kind: rule|llm|null, model, ...} (extractor_kind)."""
     check_keys("graph.extractor", cfg, EXTRACTOR_KEYS)
-    kind = cfg.get("kind", "rule")
+    kind = extractor_kind(cfg)
     if kind == "rule":
         return RuleExtractor(int(cfg.get("max_relation_words") or 5), int(cfg.get("max_entity_words") or 8))
     if kind == "llm":
         if not cfg.get("model"):
-            raise ValueError("graph.extractor.kind=llm needs graph.extractor.model (a model config, e.g. model=llamacpp_qwen2.5_coder_1.5b)")
+            raise ValueError("graph.extractor.kind=llm needs graph.extractor.model (a model config, e.g. model@graph.extractor.model=llamacpp_qwen2.5_coder_1.5b)")
         return LLMExtractor(cfg["model"], cfg.get("prompt") or OPENIE_PROMPT, int(cfg.get("max_tokens") or 512))
     raise ValueError(f"unknown graph.extractor.kind {kind!r}; known: rule, llm")

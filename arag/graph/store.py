@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from arag.graph.build import GraphLayout
-from arag.graph.extract import CO_OCCURS, MENTIONS, normalise_name
+from arag.graph.extract import CO_OCCURS, MENTIONS, extractor_label, normalise_name
+from arag.graph.summaries import EXTRACTIVE_LABEL, summaries_label
 from arag.index.layout import read_json
 
 
@@ -23,6 +24,19 @@ UNTYPED_RELATIONS = frozenset({CO_OCCURS, MENTIONS})
 
 class GraphNotBuiltError(FileNotFoundError):
     pass
+
+
+@dataclass(frozen=True)
+class GraphTriple:
+    """One (head, relation, tail) fact of the graph as Stages 1–2 show it, with its source chunks."""
+
+    head: str
+    relation: str
+    tail: str
+    chunk_ids: tuple[str, ...]
+
+    def render(self) -> str:
+        return f"({self.head}; {self.relation}; {self.tail})"
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,21 @@ class GraphStore:
         return np.load(self.layout.summary_vectors, mmap_mode="r")
 
     @cached_property
+    def llm_summary_vectors(self) -> np.ndarray:
+        return np.load(self.layout.llm_summary_vectors, mmap_mode="r")
+
+    # ---- what built it (the manifest's labels; graphs built before them: from the identity) ----
+    @property
+    def extractor(self) -> str:
+        """"llm:<model>" (the A2RAG paper's extraction) or "rules" (the CPU substitute)."""
+        return self.manifest.get("extractor") or extractor_label((self.manifest.get("identity") or {}).get("extractor") or {})
+
+    @property
+    def summaries_written_by(self) -> str:
+        """"llm:<model>" when a model wrote gate summaries (besides the extractive ones), else "extractive"."""
+        return self.manifest.get("summaries") or summaries_label((self.manifest.get("identity") or {}).get("summaries"))
+
+    @cached_property
     def summaries(self):
         return pq.read_table(self.layout.summaries)
 
@@ -98,6 +127,66 @@ class GraphStore:
         rows = self.relation_rows(relations)
         return set(self.pair_code(self.edge_head[rows], self.edge_tail[rows]).tolist())
 
+    # ---- triples (the evidence of Stages 1–2) ----------------------------------------------
+    @cached_property
+    def shown_names(self) -> list[str]:
+        """Each node as written in the corpus (its first alias), for the triples the model reads."""
+        aliases = pq.read_table(self.layout.nodes, columns=["aliases"]).column("aliases").to_pylist()
+        return [a[0] if a else n for a, n in zip(aliases, self.names)]
+
+    @cached_property
+    def edge_chunks(self) -> list[str]:
+        return pq.read_table(self.layout.edges, columns=["chunk_id"]).column("chunk_id").to_pylist()
+
+    @cached_property
+    def _edges_by_pair(self) -> tuple[np.ndarray, np.ndarray]:
+        codes = self.pair_code(self.edge_head, self.edge_tail) if len(self.edge_head) else np.zeros(0, np.int64)
+        order = np.argsort(codes, kind="stable")
+        return codes[order], order
+
+    def triples(self, rows, limit: int) -> list[GraphTriple]:
+        """The edges at `rows` (edges.parquet rows, best first) as triples, one per (head, relation,
+        tail) with every chunk it was extracted from, the first `limit` of them."""
+        found: dict[tuple[int, str, int], list[str]] = {}
+        for r in rows:
+            r = int(r)
+            key = (int(self.edge_head[r]), self.edge_relation[r], int(self.edge_tail[r]))
+            if key not in found:
+                if len(found) >= limit:
+                    continue
+                found[key] = []
+            found[key].append(self.edge_chunks[r])
+        return [GraphTriple(self.shown_names[h], rel, self.shown_names[t], tuple(dict.fromkeys(c))) for (h, rel, t), c in found.items()]
+
+    def local_triples(self, seeds: list[int], hoods: dict[int, set[int]], relations: set[str] | None, limit: int) -> list[GraphTriple]:
+        """Stage 1's graph evidence: the subgraph the seeds' 1-hop neighbourhoods induce, over the
+        edges the relation seeds keep (local_hoods' filter); edges of two seeds first, then of one,
+        then the others, and with relation seeds the matching relations before untyped ones."""
+        nodes = np.fromiter(set().union(*hoods.values()), np.int64) if hoods else np.zeros(0, np.int64)
+        mask = np.isin(self.edge_head, nodes) & np.isin(self.edge_tail, nodes)
+        matching = np.zeros(len(mask), bool)
+        if relations:
+            kept = np.zeros(len(mask), bool)
+            kept[self.relation_rows(set(relations) | UNTYPED_RELATIONS)] = True
+            matching[self.relation_rows(set(relations) - UNTYPED_RELATIONS)] = True
+            mask &= kept
+        rows = np.flatnonzero(mask)
+        seed_ids = np.asarray(seeds, np.int64)
+        touching = np.isin(self.edge_head[rows], seed_ids).astype(int) + np.isin(self.edge_tail[rows], seed_ids)
+        return self.triples(rows[np.lexsort((rows, ~matching[rows], -touching))], limit)
+
+    def path_triples(self, paths: list[list[int]], relations: set[str] | None, limit: int) -> list[GraphTriple]:
+        """Stage 2's graph evidence: the triples along the bridge paths, in path order; between two
+        nodes the edges of a matching relation first."""
+        codes, order = self._edges_by_pair
+        rows: list[int] = []
+        for path in paths:
+            for u, v in zip(path, path[1:]):
+                code = int(self.pair_code(u, v))
+                pair_rows = order[np.searchsorted(codes, code, "left") : np.searchsorted(codes, code, "right")].tolist()
+                rows += sorted(pair_rows, key=lambda r: (not (relations and self.edge_relation[r] in relations), r))
+        return self.triples(rows, limit)
+
     # ---- provenance ------------------------------------------------------------------------
     def chunks_of(self, node: int) -> list[str]:
         return self._prov_chunks[self._prov_start[node] : self._prov_start[node + 1]]
@@ -111,11 +200,25 @@ class GraphStore:
         return [c for c, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
     # ---- gate ------------------------------------------------------------------------------
-    def gate_scores(self, qvec: np.ndarray, top: int = 3) -> list[tuple[str, str, float]]:
-        """(doc_id, title, cosine) of the best-matching document summaries, best first."""
-        if not len(self.summary_vectors):
+    def require_llm_summaries(self) -> None:
+        if self.summaries_written_by == EXTRACTIVE_LABEL:
+            raise GraphNotBuiltError(
+                f"{self.layout.root} has extractive gate summaries only, and method.gate_summaries=llm (the A2RAG paper's) needs LLM-written ones: "
+                f"rebuild the graph with a model (python -m pipelines.graph index.path={self.layout.index_root} model@graph.extractor.model=<model> "
+                "graph.overwrite=true), or set method.gate_summaries=extractive (the CPU substitute)"
+            )
+
+    def gate_scores(self, qvec: np.ndarray, top: int = 3, summaries: str = EXTRACTIVE_LABEL) -> list[tuple[str, str, float]]:
+        """(doc_id, title, cosine) of the best-matching document summaries, best first; `summaries`:
+        "llm" (the LLM-written ones) or "extractive"."""
+        if summaries == "llm":
+            self.require_llm_summaries()
+            vectors = self.llm_summary_vectors
+        else:
+            vectors = self.summary_vectors
+        if not len(vectors):
             return []
-        scores = np.asarray(self.summary_vectors) @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+        scores = np.asarray(vectors) @ np.asarray(qvec, dtype=np.float32).reshape(-1)
         order = np.argsort(-scores, kind="stable")[:top]
         docs, titles = self.summaries.column("doc_id"), self.summaries.column("title")
         return [(docs[int(i)].as_py(), titles[int(i)].as_py(), float(scores[i])) for i in order]

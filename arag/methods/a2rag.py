@@ -4,7 +4,9 @@ paper's Full method (entity and relation seeds); `a2rag_node_only` is its Node-o
 The method drives its own episode (`run_episode`) instead of the tool-calling loop:
 
 1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else the
-   episode ends as an abstention (an outcome, not an error). No LLM call.
+   episode ends as an abstention (an outcome, not an error). No LLM call at question time: the
+   summaries were written offline by the graph build's model (`gate_summaries: llm`, the default)
+   or are extractive (`gate_summaries: extractive`, the CPU substitute; arag.graph.summaries).
 2. Seeds (no LLM call): the question's entities (the rule extractor's spans) aligned to graph nodes
    by edit similarity (rapidfuzz) and embedding cosine; with none, the titles of the documents the
    gate matched. Relation seeds (`relation_seeds`, on in the Full method): the question's other
@@ -13,13 +15,17 @@ The method drives its own episode (`run_episode`) instead of the tool-calling lo
    evidence collection and bridge search".
 3. Monotone escalation, each stage at most once per query, an evidence-sufficiency check after each:
    local 1-hop → bridges within `bridge_hops` of ≥ 2 seeds (capped shortest paths) →
-   degree-normalised PPR, top `ppr_top_nodes` nodes mapped to chunks through π. The check is
-   structural by default (`sufficiency: structural`, no LLM call: with evidence chunks in hand,
+   degree-normalised PPR, top `ppr_top_nodes` nodes mapped to chunks through π. As in the paper's
+   retriever state, Stages 1–2 add graph-structured evidence: the triples of the seeds' induced
+   1-hop subgraph, then those along the bridge paths (at most `triples_per_stage` each, shown as
+   "(subject; relation; object)"; their source chunks are recorded, seen but not read); Stage 3 adds
+   provenance passages (`chunks_per_stage` whole chunk texts, `max_evidence_chunks` in all). The
+   check is structural by default (`sufficiency: structural`, no LLM call: with evidence in hand,
    Stage 1 suffices when its neighbourhoods join every seed, Stage 2 when it found a bridge path; the paper
    escalates "when Stage 1 fails to connect multiple query entities"), or a binary LLM validator
-   (`sufficiency: llm`, one call per stage before the last). A rewritten query restarts retrieval at
+   (`sufficiency: llm`, one call per stage before the last, reading the triples). A rewritten query restarts retrieval at
    the stage reached so far, never below it.
-4. Answer from the evidence (one call), then Triple-Check (evidence relevance, answer grounding,
+4. Answer from the evidence (triples and passages; one call), then Triple-Check (evidence relevance, answer grounding,
    query resolution) as one call that returns the three binary verdicts; the first failing one in
    that order names the failure type. A type-conditioned rewrite (one call: a new query; evidence
    judged off topic is dropped; for grounding failures the evidence is kept and only the answer is
@@ -31,7 +37,8 @@ paper's 2.0–2.3 calls per question imply; each rewrite round adds 3 (rewrite, 
 
 Everything is recorded in `Episode.trace`: outcome, stage reached, stages run, validator verdicts,
 rewrites, and `calls`, the LLM calls by purpose (CALL_PURPOSES); each stage's retrieval is a
-`graph_retrieval` tool-call record (its chunks count as read for evidence recall).
+tool-call record: `graph_triples` for Stages 1–2 (the triples' source chunks count as seen for
+evidence recall) and `graph_retrieval` for Stage 3 (its chunks count as read).
 """
 
 from __future__ import annotations
@@ -46,14 +53,16 @@ from typing import Any, Awaitable, Callable
 from arag.llm.types import Completion, Message
 from arag.methods.base import Method
 from arag.methods.records import ToolCallRecord
-from arag.tools.base import READ
+from arag.tools.base import READ, SNIPPET
 
-RETRIEVAL_RECORD = "graph_retrieval"
+RETRIEVAL_RECORD = "graph_retrieval"  # Stage 3: the passages PPR maps back to, their whole texts shown
+TRIPLES_RECORD = "graph_triples"  # Stages 1–2: triples shown, their source chunks only seen
 STAGES = ("local", "bridge", "ppr")
 CHECKS = ("evidence_relevance", "answer_grounding", "query_resolution")
 # Why the controller called the model: the keys of `trace["calls"]`.
 CALL_PURPOSES = ("sufficiency", "answer", "triple_check", "rewrite")
 SUFFICIENCY_MODES = ("structural", "llm")
+GATE_SUMMARIES = ("llm", "extractive")
 FULL_METHOD, NODE_ONLY_METHOD = "a2rag", "a2rag_node_only"
 _YES_NO = {"type": "string", "enum": ["yes", "no"]}
 VERDICT_SCHEMA = {"type": "object", "properties": {"verdict": _YES_NO}, "required": ["verdict"]}
@@ -69,9 +78,12 @@ ModelCall = Callable[[list[Message], "dict[str, Any] | None", bool], Awaitable[C
 
 @dataclass
 class A2RagMethod(Method):
-    evidence_records = {RETRIEVAL_RECORD: READ}  # each stage puts its chunks' whole texts into the answer prompt
-    answer_scoring = "the answer field of the answer call Triple-Check accepted (else abstain_answer)"  # the paper scores EM/F1 on that answer a
+    # Stage 3 puts its chunks' whole texts into the answer prompt; Stages 1–2 show triples extracted
+    # from their chunks (a snippet of each, as a search result is).
+    evidence_records = {RETRIEVAL_RECORD: READ, TRIPLES_RECORD: SNIPPET}
+    answer_scoring = "the answer field of the answer call Triple-Check accepted (else abstain_answer)"  # the answer the paper scores EM/F1 on (Table II)
     gate_threshold: float = 0.3
+    gate_summaries: str = "llm"  # llm: the graph's LLM-written document summaries (the paper's); extractive: title + first sentences
     seed_min_score: float = 0.6
     seed_edit_weight: float = 0.5
     relation_seeds: bool = True
@@ -80,6 +92,7 @@ class A2RagMethod(Method):
     max_paths: int = 8
     ppr_alpha: float = 0.15
     ppr_top_nodes: int = 20
+    triples_per_stage: int = 20
     chunks_per_stage: int = 5
     max_evidence_chunks: int = 8
     sufficiency: str = "structural"  # structural | llm: how each stage's evidence is judged sufficient
@@ -92,10 +105,14 @@ class A2RagMethod(Method):
     rewrite_prompts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.triples_per_stage < 1:
+            raise ValueError(f"method.triples_per_stage must be at least 1, got {self.triples_per_stage}")
         if self.bridge_hops < 2:
             raise ValueError(f"method.bridge_hops must be at least 2, got {self.bridge_hops}")
         if self.exhausted not in ("abstain", "last"):
             raise ValueError(f"method.exhausted must be abstain or last, got {self.exhausted!r}")
+        if self.gate_summaries not in GATE_SUMMARIES:
+            raise ValueError(f"method.gate_summaries must be {' or '.join(GATE_SUMMARIES)}, got {self.gate_summaries!r}")
         if self.sufficiency not in SUFFICIENCY_MODES:
             raise ValueError(f"method.sufficiency must be {' or '.join(SUFFICIENCY_MODES)}, got {self.sufficiency!r}")
         # The report labels a2rag as the paper's Full method: it cannot run as the Node-only ablation.
@@ -116,8 +133,28 @@ class A2RagMethod(Method):
         return True
 
     def describe(self) -> dict[str, Any]:
-        keys = ("gate_threshold", "seed_min_score", "seed_edit_weight", "relation_seeds", "relation_min_score", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "chunks_per_stage", "max_evidence_chunks", "sufficiency", "max_rewrites", "exhausted")
-        return {**super().describe(), **{k: getattr(self, k) for k in keys}, "full_text": True}
+        keys = ("gate_threshold", "gate_summaries", "seed_min_score", "seed_edit_weight", "relation_seeds", "relation_min_score", "bridge_hops", "max_paths", "ppr_alpha", "ppr_top_nodes", "triples_per_stage", "chunks_per_stage", "max_evidence_chunks", "sufficiency", "max_rewrites", "exhausted")
+        return {**super().describe(), **{k: getattr(self, k) for k in keys}}
+
+    def graph_fingerprint(self, index_root: str) -> str:
+        """The graph's identity as a run id records it (a graph rebuilt with another extractor is
+        another run), after checking the graph exists and has the gate summaries this method reads:
+        so a bad setting fails once, before any episode."""
+        import hashlib
+        import json
+
+        from arag.graph.store import GraphStore
+
+        graph = GraphStore(index_root)
+        if self.gate_summaries == "llm":
+            graph.require_llm_summaries()
+        return hashlib.sha256(json.dumps(graph.manifest.get("identity"), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def graph_extractor(self, index_root: str) -> str:
+        """What built the graph's triples, as its manifest records it: `llm:<model>` or `rules`."""
+        from arag.graph.store import GraphStore
+
+        return GraphStore(index_root).extractor
 
     def graph_for(self, ctx: Any) -> Any:
         from arag.graph.store import GraphStore
@@ -138,6 +175,8 @@ class A2RagMethod(Method):
         calls = dict.fromkeys(CALL_PURPOSES, 0)
         trace: dict[str, Any] = {"outcome": None, "stage_reached": None, "stages": [], "gate": None, "checks": [], "rewrites": [], "sufficiency": [], "calls": calls}
         episode.trace = trace
+        # What built the graph this episode ran over: "llm:<model>" (the paper's) or the CPU substitutes.
+        trace["graph"] = {"extractor": graph.extractor, "summaries": graph.summaries_written_by}
         model_call = call
 
         async def call(messages_: list[Message], schema: "dict[str, Any] | None", final: bool, purpose: str) -> Completion:
@@ -145,15 +184,15 @@ class A2RagMethod(Method):
             return await model_call(messages_, schema, final)
 
         qvec = await asyncio.to_thread(ctx.encode_query, question)
-        top_docs = graph.gate_scores(qvec[0], top=3)
+        top_docs = graph.gate_scores(qvec[0], top=3, summaries=self.gate_summaries)
         best = top_docs[0][2] if top_docs else 0.0
-        trace["gate"] = {"score": round(best, 4), "threshold": self.gate_threshold, "documents": [t for _, t, _ in top_docs]}
+        trace["gate"] = {"score": round(best, 4), "threshold": self.gate_threshold, "summaries": self.gate_summaries, "documents": [t for _, t, _ in top_docs]}
         if best < self.gate_threshold:
             trace["outcome"] = "abstain"
             episode.answer = self.abstain_answer
             return True
 
-        query, evidence, answer = question, [], None
+        query, evidence, answer = question, Evidence(), None
         stage = 0  # index into STAGES of the next stage to run
         for attempt in range(self.max_rewrites + 1):
             failure = trace["rewrites"][-1]["failure"] if trace["rewrites"] else None
@@ -161,7 +200,7 @@ class A2RagMethod(Method):
                 # A new query restarts retrieval at the stage reached (monotone), never below it.
                 stage = max(0, stage - 1) if attempt else 0
                 if failure == "evidence_relevance":
-                    evidence = []  # judged off topic: start the evidence afresh
+                    evidence = Evidence()  # judged off topic: start the evidence afresh
                 evidence, stage = await self._escalate(query, question, top_docs, graph, ctx, episode, call, messages, evidence, stage)
             answer = await self._answer(question, query, evidence, call, messages, grounded=failure == "answer_grounding")
             verdicts = await self._triple_check(question, answer, evidence, call, messages)
@@ -179,26 +218,38 @@ class A2RagMethod(Method):
         episode.answer = answer if self.exhausted == "last" else self.abstain_answer
         return True
 
-    async def _escalate(self, query, question, top_docs, graph, ctx, episode, call, messages, evidence, stage):
+    async def _escalate(self, query, question, top_docs, graph, ctx, episode, call, messages, evidence: "Evidence", stage):
+        """Stages 1–2 add graph-structured evidence (triples), Stage 3 provenance passages, as the
+        paper's retriever state holds them (its Sec. III-C)."""
         import asyncio
 
         seeds, relations = await asyncio.to_thread(self._seeds, query, top_docs, graph, ctx)
         trace = episode.trace
+        seed_ids = [s.node_id for s in seeds]
         while stage < len(STAGES):
             name = STAGES[stage]
             started = time.perf_counter()
-            scores, extra, connected = self._stage(name, graph, [s.node_id for s in seeds], relations)
-            have = {c for c, _ in evidence}
-            new = [c for c in graph.rank_chunks(scores, self.chunks_per_stage + len(have)) if c not in have][: self.chunks_per_stage]
-            text, chunk_ids, tokens, texts = await asyncio.to_thread(_render_chunks, ctx, new)
-            evidence = (evidence + [(c, texts[c]) for c in chunk_ids])[: self.max_evidence_chunks]
+            if name == "ppr":
+                scores, extra, connected = graph.ppr(seed_ids, self.ppr_alpha, self.ppr_top_nodes), {}, True
+                have = {c for c, _ in evidence.passages}
+                new = [c for c in graph.rank_chunks(scores, self.chunks_per_stage + len(have)) if c not in have][: self.chunks_per_stage]
+                text, chunk_ids, tokens, texts = await asyncio.to_thread(_render_chunks, ctx, new)
+                evidence.passages = (evidence.passages + [(c, texts[c]) for c in chunk_ids])[: self.max_evidence_chunks]
+                record, added = RETRIEVAL_RECORD, len(chunk_ids)
+            else:
+                triples, extra, connected, scores = self._graph_stage(name, graph, seed_ids, relations)
+                new_triples = [t for t in triples if t.render() not in evidence.triples]
+                evidence.triples += [t.render() for t in new_triples]
+                text = "\n".join(t.render() for t in new_triples)
+                chunk_ids = list(dict.fromkeys(c for t in triples for c in t.chunk_ids))
+                tokens, record, added = _count_tokens(text), TRIPLES_RECORD, len(new_triples)
             episode.tool_calls.append(
                 ToolCallRecord(
-                    step=episode.steps, name=RETRIEVAL_RECORD, text=text, retrieved_tokens=tokens, chunk_ids=chunk_ids, latency_s=time.perf_counter() - started,
+                    step=episode.steps, name=record, text=text, retrieved_tokens=tokens, chunk_ids=chunk_ids, latency_s=time.perf_counter() - started,
                     arguments={"stage": name, "query": query, "seeds": [s.name for s in seeds], "relations": sorted(relations or ()), **extra},
                 )
             )
-            trace["stages"].append({"stage": name, "seeds": len(seeds), "nodes": len(scores), "new_chunks": len(new)})
+            trace["stages"].append({"stage": name, "seeds": len(seeds), "nodes": len(scores), ("new_chunks" if name == "ppr" else "new_triples"): added})
             trace["stage_reached"] = name
             stage += 1
             if stage == len(STAGES):
@@ -206,7 +257,7 @@ class A2RagMethod(Method):
             if self.sufficiency == "llm":
                 sufficient = await self._yes_no(self.sufficiency_prompt, question, evidence, call, messages)
             else:
-                sufficient = bool(evidence) and connected  # the graph evidence joins the seeds, and text backs it
+                sufficient = not evidence.empty and connected  # the graph evidence joins the seeds
             trace["sufficiency"].append({"stage": name, "sufficient": sufficient})
             if sufficient:
                 break
@@ -228,23 +279,22 @@ class A2RagMethod(Method):
             relations = graph.matching_relations(words, _encode(ctx, words) if words else None, self.relation_min_score) if words else set()
         return seeds, relations
 
-    def _stage(self, name: str, graph, seeds: list[int], relations):
-        """(node scores, extra record arguments, whether the stage's graph evidence joins the seeds:
-        the structural sufficiency check). Relation seeds steer Stages 1 and 2."""
+    def _graph_stage(self, name: str, graph, seeds: list[int], relations):
+        """Stage 1 or 2: (its triples, extra record arguments, whether its graph evidence joins the
+        seeds: the structural sufficiency check, node scores). Relation seeds steer both."""
         from arag.graph.store import hood_scores, seeds_connected
 
         if name == "local":
             hoods = graph.local_hoods(seeds, relations)
-            return hood_scores(seeds, hoods), {}, seeds_connected(hoods)
-        if name == "bridge":
-            scores, paths = graph.bridges(seeds, self.bridge_hops, self.max_paths, relations)
-            return scores, {"paths": [[graph.names[n] for n in p] for p in paths]}, bool(paths)
-        return graph.ppr(seeds, self.ppr_alpha, self.ppr_top_nodes), {}, True
+            return graph.local_triples(seeds, hoods, relations, self.triples_per_stage), {}, seeds_connected(hoods), hood_scores(seeds, hoods)
+        scores, paths = graph.bridges(seeds, self.bridge_hops, self.max_paths, relations)
+        triples = graph.path_triples(paths, relations, self.triples_per_stage)
+        return triples, {"paths": [[graph.names[n] for n in p] for p in paths]}, bool(paths), scores
 
     # ---- LLM steps ---------------------------------------------------------------------------
     async def _answer(self, question, query, evidence, call, messages, grounded: bool) -> str:
-        note = "\nUse only facts stated in the passages." if grounded else ""
-        prompt = f"{self._passages(evidence)}\n\nQuestion: {question}" + (f"\n(Rewritten as: {query})" if query != question else "") + note
+        note = "\nUse only facts stated in the evidence." if grounded else ""
+        prompt = f"{evidence.render()}\n\nQuestion: {question}" + (f"\n(Rewritten as: {query})" if query != question else "") + note
         turn = [Message("system", self.answer_prompt), Message("user", prompt)]
         completion = await call(turn, ANSWER_SCHEMA, True, "answer")
         messages.extend(turn + [Message("assistant", completion.text or "")])
@@ -253,7 +303,7 @@ class A2RagMethod(Method):
     async def _triple_check(self, question, answer, evidence, call, messages) -> dict[str, bool]:
         """The three validators in one call (the paper's 2.0–2.3 calls per question leave room for
         one answer and one check); a verdict that cannot be read fails."""
-        prompt = f"{self._passages(evidence)}\n\nQuestion: {question}\n\nAnswer: {answer}"
+        prompt = f"{evidence.render()}\n\nQuestion: {question}\n\nAnswer: {answer}"
         turn = [Message("system", self.triple_check_prompt), Message("user", prompt)]
         completion = await call(turn, TRIPLE_CHECK_SCHEMA, False, "triple_check")
         messages.extend(turn + [Message("assistant", completion.text or "")])
@@ -266,13 +316,37 @@ class A2RagMethod(Method):
         return parse_field(completion.text or "", "query") or query
 
     async def _yes_no(self, instruction, question, evidence, call, messages) -> bool:
-        turn = [Message("system", instruction), Message("user", f"{self._passages(evidence)}\n\nQuestion: {question}")]
+        turn = [Message("system", instruction), Message("user", f"{evidence.render()}\n\nQuestion: {question}")]
         completion = await call(turn, VERDICT_SCHEMA, False, "sufficiency")
         messages.extend(turn + [Message("assistant", completion.text or "")])
         return parse_verdict(completion.text or "")
 
-    def _passages(self, evidence: list[tuple[str, str]]) -> str:
-        return "Passages:\n" + ("\n\n".join(f"[{i}] {text}" for i, (_, text) in enumerate(evidence, 1)) if evidence else "(none)")
+
+@dataclass
+class Evidence:
+    """The retriever's accumulated evidence: graph triples from Stages 1–2, passages (chunk id, text)
+    from Stage 3."""
+
+    triples: list[str] = field(default_factory=list)
+    passages: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.triples and not self.passages
+
+    def render(self) -> str:
+        parts = []
+        if self.triples:
+            parts.append("Facts from the knowledge graph (subject; relation; object):\n" + "\n".join(self.triples))
+        if self.passages:
+            parts.append("Passages:\n" + "\n\n".join(f"[{i}] {text}" for i, (_, text) in enumerate(self.passages, 1)))
+        return "\n\n".join(parts) if parts else "Evidence: (none)"
+
+
+def _count_tokens(text: str) -> int:
+    from arag.index.tokens import count_tokens
+
+    return count_tokens(text) if text else 0
 
 
 def _render_chunks(ctx: Any, chunk_ids: list[str]) -> tuple[str, list[str], int, dict[str, str]]:

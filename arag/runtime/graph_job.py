@@ -52,7 +52,9 @@ class GraphResult:
             return f"graph up to date: {m['num_nodes']} nodes, {m['num_edges']} edges (nothing to do)"
         return (
             f"graph: {m['num_nodes']} nodes, {m['num_edges']} edges, {m['num_triples']} triples from {m['num_chunks']} chunks "
-            f"({m['num_rejected']} rejected) in {self.elapsed_s:.1f}s by {len(m['workers'])} worker processes on {len({w.split('/')[0] for w in m['workers']})} Ray node(s)"
+            f"({m['num_rejected']} rejected; extractor {m['extractor']}, gate summaries {m['summaries']}"
+            + (f", {m['num_summary_rejected']} summaries rejected" if m.get("num_summary_rejected") else "")
+            + f") in {self.elapsed_s:.1f}s by {len(m['workers'])} worker processes on {len({w.split('/')[0] for w in m['workers']})} Ray node(s)"
         )
 
 
@@ -65,7 +67,7 @@ def oversubscribed_cores(extractor_cfg: Mapping[str, Any], task_cpus: float, cor
     it reserves: tasks side by side then share cores, and llama.cpp's spinning threads slow every
     one of them down many times over. None when the threads fit."""
     model = extractor_cfg.get("model") or {}
-    if extractor_cfg.get("kind") != "llm" or model.get("backend") != "llamacpp":
+    if not model or model.get("backend") != "llamacpp":  # any model configured runs (extraction or summaries)
         return None
     threads = int(model.get("n_threads") or cores or os.cpu_count() or 1)
     if threads <= task_cpus:
@@ -77,17 +79,17 @@ def oversubscribed_cores(extractor_cfg: Mapping[str, Any], task_cpus: float, cor
     )
 
 
-def _extract_task(part: Any, *, index_root: str, extractor_cfg: Mapping[str, Any]) -> dict:
+def _extract_task(part: Any, *, index_root: str, extractor_cfg: Mapping[str, Any], summaries: str) -> dict:
     import ray
 
     # Kill tests: the task of part N (and later) stops before extracting, so parts 0..N-1 are committed.
     hold_at_fault_point("ARAG_FAULT_HANG_AFTER_GRAPH_PARTS", part.part, "graph build")
     node = ray.get_runtime_context().get_node_id()[:8]
-    return asdict(extract_part(index_root, part, extractor_cfg, worker=f"{node}/{_worker_name()}"))
+    return asdict(extract_part(index_root, part, extractor_cfg, worker=f"{node}/{_worker_name()}", summaries=summaries))
 
 
-def _merge_task(index_root: str, plan: list, summary_sentences: int, encoder: Callable | None) -> dict:
-    return merge_graph(index_root, plan, summary_sentences, encoder)
+def _merge_task(index_root: str, plan: list, summary_sentences: int, encoder: Callable | None, llm_summaries: bool) -> dict:
+    return merge_graph(index_root, plan, summary_sentences, encoder, llm_summaries)
 
 
 def build_graph(
@@ -119,7 +121,7 @@ def build_graph(
         plan,
         done,
         _extract_task,
-        {"index_root": str(layout.index_root), "extractor_cfg": dict(settings.extractor)},
+        {"index_root": str(layout.index_root), "extractor_cfg": dict(settings.extractor), "summaries": settings.summary_mode},
         lambda result: GraphPartRecord(**result),
         tasks=PartTasks(num_cpus=runtime.num_cpus, num_gpus=runtime.num_gpus, max_in_flight=runtime.max_in_flight),
         progress=progress,
@@ -130,7 +132,7 @@ def build_graph(
     )
     log.info("merging %d parts", len(plan))
     merge = ray.remote(num_cpus=runtime.merge_num_cpus, max_retries=1)(_merge_task)
-    counts = ray.get(merge.remote(str(layout.index_root), plan, settings.summary_sentences, encoder))
+    counts = ray.get(merge.remote(str(layout.index_root), plan, settings.summary_sentences, encoder, settings.summary_mode == "llm"))
     elapsed = time.perf_counter() - started
     manifest = assemble_graph_manifest(layout, identity, records, counts, elapsed)
     commit_graph_manifest(layout, manifest)

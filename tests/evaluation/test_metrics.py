@@ -58,25 +58,36 @@ def test_contain_acc_token_needs_whole_tokens():
     assert contain_acc_token("The answer is yes.", ["Yes"]) == 1.0
 
 
-def test_recall_at_k_over_chunks_in_retrieval_order():
+def test_recall_at_k_over_passages_in_retrieval_order():
     from arag.evaluation.evidence import recall_at_k
 
     ranked = ["A", ["B", "C"], "D", None, "E"]  # the second chunk covers two documents (packed chunking)
-    assert recall_at_k(ranked, ["C", "E"], 2) == 0.5
-    assert recall_at_k(ranked, ["C", "E"], 5) == 1.0
+    # Passages in rank order: A, B, C, D, E — the two-document chunk takes two ranks.
+    assert recall_at_k(ranked, ["C", "E"], 2) == 0.0 and recall_at_k(ranked, ["B", "E"], 2) == 0.5
+    assert recall_at_k(ranked, ["C", "E"], 3) == 0.5 and recall_at_k(ranked, ["C", "E"], 5) == 1.0
     assert recall_at_k(ranked, ["A"], 1) == 1.0 and recall_at_k(ranked, ["D"], 2) == 0.0
-    assert recall_at_k(["A\nB"], ["B"], 1) == 1.0  # a packed chunk's title field: titles joined by newlines
+    assert recall_at_k(["A\nB"], ["B"], 1) == 0.0 and recall_at_k(["A\nB"], ["B"], 2) == 1.0  # a packed chunk's title field: titles joined by newlines
+    # A passage seen again (a second chunk of it, an overlapping window) takes no second rank.
+    assert recall_at_k(["A", "A", "A\nB"], ["B"], 2) == 1.0
     assert recall_at_k(ranked, [], 2) is None
     with pytest.raises(ValueError):
         recall_at_k(ranked, ["A"], 0)
 
 
-def test_evidence_recall_at_k_follows_the_order_of_tool_results():
+def test_recall_at_k_on_packed_windows_equals_passage_recall_by_hand():
+    """A2RAG's Recall@K is over passages (its Sec. IV-A): windows covering several passages are
+    mapped to them in rank order, so a packed index gives the per-passage figure."""
+    from arag.evaluation.evidence import ranked_passages
+
     ep = Episode(question="q", method="m", protocol="json", backend={})
-    ep.tool_calls = [ToolCallRecord(1, "semantic_search", {}, "", chunk_ids=["x#0", "y#0", "z#0"]), ToolCallRecord(2, "chunk_read", {}, "", chunk_ids=["z#0"])]
-    titles = {"x#0": "X", "y#0": "Y", "z#0": "Z\nW"}
-    r = evidence_recall(ep, ["W", "X"], lambda ids: {i: titles[i] for i in ids})
-    assert r.at_k == {2: 0.5, 5: 1.0} and r.found_read == 1
+    ep.tool_calls = [ToolCallRecord(1, "graph_retrieval", {}, "", chunk_ids=["0:4", "0:5"]), ToolCallRecord(2, "graph_retrieval", {}, "", chunk_ids=["0:9", "0:4"])]
+    windows = {"0:4": "P1\nP2\nP3", "0:5": "P3\nP4", "0:9": "P7\nP8"}  # 0:5 overlaps 0:4 on P3
+    assert ranked_passages([windows[c] for c in ("0:4", "0:5", "0:9")]) == ["P1", "P2", "P3", "P4", "P7", "P8"]
+    r = evidence_recall(ep, ["P2", "P4", "P8"], lambda ids: {i: windows[i] for i in ids})
+    # By hand: first 2 passages P1, P2 hold 1 of 3; first 5 (P1..P4, P7) hold P2 and P4.
+    assert r.at_k == {2: 1 / 3, 5: 2 / 3}
+    # Window-level counting would have given 2/3 at k=2 (windows 0:4 and 0:5): it is not what is reported.
+    assert r.at_k[2] != 2 / 3
 
 
 def test_a_gold_that_normalises_to_nothing_still_matches():

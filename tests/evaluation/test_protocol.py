@@ -237,3 +237,17 @@ def test_retrieved_tokens_are_labelled_with_the_tokenizer_each_run_records(tmp_p
     assert token_unit(connect(tmp_path)).startswith("o200k_base tokens")
     write("old", {"method": tools})  # recorded before the tokenizer was: it counted with cl100k_base
     assert token_unit(connect(tmp_path)).startswith("cl100k_base / o200k_base tokens") and "different tokenizers" in token_unit(connect(tmp_path))
+
+
+def test_an_a2rag_card_names_the_graphs_extractor_and_reads_its_index_manifest(tmp_path):
+    info = committed_info(FULL)
+    settings = info["settings"]
+    settings["method"] = {"name": "a2rag", "kind": "a2rag", "tools": [], "gate_summaries": "llm"}
+    settings["index_build_fingerprint"] = "abc+graph-def"  # an A2RAG run's: the index's, then its graph's
+    settings["index_path"] = str(tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps({"build_fingerprint": "abc", "embedding": {"model": "Qwen3-Embedding-0.6B"}, "chunking": {"mode": "per_document", "chunk_tokens": 1000}}))
+    rows = rows_by_setting(protocol_card(info))
+    assert rows[P.EMBEDDER].recorded and rows[P.EXTRACTOR].ours == "rules (not recorded)" and rows[P.EXTRACTOR].differs
+    settings["index_facts"] = {"embedder": "Qwen3-Embedding-0.6B", "chunking": "per_document", "chunk_tokens": 1000, "chunk_overlap": None, "graph_extractor": "llm:gpt-4o-mini"}
+    rows = rows_by_setting(protocol_card(info))
+    assert rows[P.EXTRACTOR].ours == "llm:gpt-4o-mini" and not rows[P.EXTRACTOR].differs and not rows[P.GATE_SUMMARIES].differs

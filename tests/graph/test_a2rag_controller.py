@@ -11,6 +11,7 @@ from arag.agent import Agent
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import load_method
 from arag.methods.a2rag import CHECKS, parse_verdicts
+from tests.tools.conftest import fake_encode
 
 YES, NO = {"verdict": "yes"}, {"verdict": "no"}
 PASS = dict.fromkeys(CHECKS, "yes")
@@ -36,6 +37,30 @@ def test_gate_abstains_without_any_model_call(graph_ctx):
     episode, _ = run(graph_ctx, [], gate_threshold=0.99)
     assert episode.trace["outcome"] == "abstain" and episode.answer == "I don't know"
     assert episode.trace["gate"]["score"] < 0.99 and not episode.tool_calls
+
+
+def test_the_gate_reads_llm_summaries_by_default_and_extractive_ones_when_switched(graph_ctx):
+    """The paper's gate compares the question with per-document summaries precomputed offline (Sec.
+    III-B1): by default those the graph build's model wrote; `gate_summaries=extractive` is the CPU
+    substitute (title and first sentences), and each run records which it used."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    assert load_method("a2rag").describe()["gate_summaries"] == "llm"
+    assert load_method("a2rag", {"gate_summaries": "extractive"}).describe()["gate_summaries"] == "extractive"
+    table = pq.read_table(load_method("a2rag").graph_for(graph_ctx).layout.summaries).to_pylist()
+    qvec = np.asarray(graph_ctx.encode_query(QUESTION))[0]
+    best = {kind: max(float(v @ qvec) for v in fake_encode([r[column] for r in table])) for kind, column in (("llm", "llm_summary"), ("extractive", "summary"))}
+    assert round(best["llm"], 4) != round(best["extractive"], 4)
+    for settings, kind in (({}, "llm"), ({"gate_summaries": "extractive"}, "extractive")):
+        episode, _ = run(graph_ctx, [{"answer": "20 March 851"}, PASS], **settings)
+        gate = episode.trace["gate"]
+        assert gate["summaries"] == kind and gate["score"] == pytest.approx(round(best[kind], 4), abs=1e-4)
+        assert episode.agent["method"]["gate_summaries"] == kind
+        # What built the graph is in every episode (the rule extractor here, the summaries by a model).
+        assert episode.trace["graph"] == {"extractor": "rules", "summaries": "llm:summary-double"}
+    with pytest.raises(ValueError, match="method.gate_summaries must be llm or extractive"):
+        load_method("a2rag", {"gate_summaries": "abstractive"})
 
 
 def test_a_first_attempt_answer_costs_two_calls_as_in_the_paper(graph_ctx):
@@ -77,7 +102,8 @@ def test_llm_sufficiency_checks_each_stage(graph_ctx, sufficiency, stage):
     trace = episode.trace
     assert trace["outcome"] == "answered" and episode.answer == "20 March 851"
     assert trace["stage_reached"] == stage and [s["stage"] for s in trace["stages"]] == ["local", "bridge", "ppr"][: len(trace["stages"])]
-    assert [c.name for c in episode.tool_calls] == ["graph_retrieval"] * len(trace["stages"])
+    records = {"local": "graph_triples", "bridge": "graph_triples", "ppr": "graph_retrieval"}
+    assert [c.name for c in episode.tool_calls] == [records[s["stage"]] for s in trace["stages"]]
     assert trace["calls"] == {"sufficiency": len(sufficiency), "answer": 1, "triple_check": 1, "rewrite": 0}
     assert episode.token_totals()["prompt_tokens"] > 0
 
@@ -111,8 +137,31 @@ def test_evidence_relevance_failure_rewrites_and_retrieves_again(graph_ctx):
     second = episode.tool_calls[-1]
     assert second.arguments["query"] == "Ermengarde of Tours death" and "ermengarde of tours" in second.arguments["seeds"]
     assert "off topic" in backend.requests[2].messages[0].content  # the relevance-specific rewrite prompt
-    # The off-topic evidence is dropped: the second answer sees only the second retrieval's chunks.
-    assert backend.requests[3].messages[-1].content.count("\n\n[") + 1 == len(second.chunk_ids)
+    # The off-topic evidence is dropped: the second answer sees only the second retrieval's triples.
+    first_only = set(episode.tool_calls[0].text.splitlines()) - set(second.text.splitlines())
+    assert first_only and not any(t in backend.requests[3].messages[-1].content for t in first_only)
+    assert second.text in backend.requests[3].messages[-1].content
+
+
+def test_stages_1_and_2_show_triples_and_stage_3_passages(graph_ctx):
+    """The paper's retriever state: evidence is triples in Stages 1–2 and provenance text chunks in
+    Stage 3 (Sec. III-C); the sufficiency checks and the answer read the triples, not chunk text."""
+
+    episode, backend = run(graph_ctx, [NO, NO, {"answer": "20 March 851"}, PASS], sufficiency="llm")
+    local, bridge, ppr = episode.tool_calls
+    assert (local.name, bridge.name, ppr.name) == ("graph_triples", "graph_triples", "graph_retrieval")
+    texts = dict(graph_ctx.sql("SELECT chunk_id, text FROM chunks"))
+    # Stage 1: the seed's triples, each "(subject; relation; object)", from the chunks it records.
+    assert local.text and all(line.startswith("(") and line.endswith(")") and line.count("; ") >= 2 for line in local.text.splitlines())
+    assert any("Lothair II" in line for line in local.text.splitlines()) and local.chunk_ids
+    assert not any(texts[c] in local.text for c in local.chunk_ids)
+    first_check = backend.requests[0].messages[-1].content  # Stage 1's sufficiency check
+    assert "Facts from the knowledge graph" in first_check and local.text.splitlines()[0] in first_check
+    assert "Passages:" not in first_check and not any(texts[c] in first_check for c in texts)
+    # Stage 3 maps PPR's nodes back to passages: their whole texts reach the answer, beside the triples.
+    answer_prompt = backend.requests[2].messages[-1].content
+    assert ppr.chunk_ids and all(texts[c] in answer_prompt for c in ppr.chunk_ids)
+    assert "Facts from the knowledge graph" in answer_prompt and "Passages:" in answer_prompt
 
 
 def test_the_first_failing_validator_names_the_failure():
@@ -129,7 +178,7 @@ def test_grounding_failure_reanswers_from_the_same_evidence(graph_ctx):
     episode, backend = run(graph_ctx, script)
     assert episode.trace["rewrites"][0]["failure"] == "answer_grounding"
     assert len(episode.tool_calls) == 1  # no new retrieval
-    assert "Use only facts stated in the passages" in backend.requests[3].messages[-1].content
+    assert "Use only facts stated in the evidence" in backend.requests[3].messages[-1].content
     assert episode.answer == "20 March 851"
 
 

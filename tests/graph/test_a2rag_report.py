@@ -9,7 +9,7 @@ import json
 import pytest
 
 from arag.agent import Agent
-from arag.evaluation.records import EpisodeRow
+from arag.evaluation.records import PASSAGE_RECALL_SCHEMA, EpisodeRow
 from arag.evaluation.report import build_report
 from arag.evaluation.report_a2rag import OUTCOMES, calls_by_purpose, outcome_of, outcome_shares, paper_calls, rewrite_counts, verdict_counts
 from arag.evaluation.results import RunStore
@@ -46,13 +46,13 @@ def a2rag_row(graph_ctx, i: int, script, settings) -> dict:
     ).to_record()
 
 
-def baseline_rows(method: str, run_id: str, recall5: float) -> list[dict]:
+def baseline_rows(method: str, run_id: str, recall5: float, **fields) -> list[dict]:
     return [
         EpisodeRow(
             run_id=run_id, dataset="2wikimultihopqa", question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"], method=method,
             model="qwen", backend="scripted", status="ok", prediction="a", exact_match=float(i < 2), f1=float(i < 2), llm_acc=float(i < 2),
             judge_status="correct", model_calls=4, prompt_tokens=900, completion_tokens=100, evidence_recall_at_2=0.25, evidence_recall_at_5=recall5,
-            wall_s=float(i + 1), judge_s=0.0,
+            wall_s=float(i + 1), judge_s=0.0, **fields,
         ).to_record()
         for i in range(4)
     ]
@@ -88,8 +88,8 @@ def test_report_a2rag_section(results):
     lines = [line for line in comparison.splitlines() if line.startswith("| 2wikimultihopqa")]
     # Baselines first (Naive RAG, A-RAG Full), then A2RAG; recall, calls, tokens and latency from the rows.
     assert [line.split(" | ")[2] for line in lines] == ["Naive RAG", "A-RAG (Full)", "A2RAG (Full)"]
-    assert lines[0] == "| 2wikimultihopqa | qwen | Naive RAG | 4 | 50.0 | 50.0 | 50.0 [15.0, 85.0] n=4 | 25.0 | 50.0 | 4.0 | 1,000 | 2.50 | 3.85 |"  # LLM-Acc with its 95% interval and n
-    assert lines[1].endswith("| 25.0 | 75.0 | 4.0 | 1,000 | 2.50 | 3.85 |")
+    assert lines[0] == "| 2wikimultihopqa | qwen | Naive RAG | 4 | 50.0 | 50.0 | 50.0 [15.0, 85.0] n=4 | 25.0 | 50.0 | 4.0 | 1,000 | 2.50 | 3.85 | 0 |"  # LLM-Acc with its 95% interval and n
+    assert lines[1].endswith("| 25.0 | 75.0 | 4.0 | 1,000 | 2.50 | 3.85 | 0 |")
     a2 = lines[2].split(" | ")
     assert a2[3] == "7" and a2[7:9] == ["50.0", "100.0"]  # recall@2/@5 mean over the six ok rows and the failed one (None)
     # latency without the judge: ok rows wall_s 2..7 minus 1 s judge → 1..6, the failed row 9 → P50 of [1..6, 9] = 4.0
@@ -109,6 +109,22 @@ def test_report_a2rag_section(results):
     # Triple-Check: one call judges all three; the failing episode fails evidence relevance twice.
     assert cells[16:19] == ["4/2", "6/0", "6/0"]
     assert cells[19:] == ["0.14", "evidence_relevance 1"]
+
+
+def test_window_level_recall_of_older_rows_is_not_shown_beside_passage_recall(graph_ctx, tmp_path):
+    """Rows written before Recall@k counted passages (packed windows then counted as one rank) are
+    left out of the Recall@k cells and counted in "older rows"."""
+    root = tmp_path / "results"
+    with RunStore(root, "a2") as store:
+        store.write([a2rag_row(graph_ctx, 0, *EPISODES[0][:2])])
+    with RunStore(root, "full") as store:
+        store.write(baseline_rows("arag_full", "full", 0.75, schema_version=PASSAGE_RECALL_SCHEMA - 1))
+    section = build_report(root).markdown.split("## A2RAG beside A-RAG (Full) and Naive RAG")[1].split("**A2RAG controller**")[0]
+    assert "first k passages retrieved" in section
+    full = next(line for line in section.splitlines() if "A-RAG (Full)" in line).strip("| ").split(" | ")
+    assert full[7:9] == ["–", "–"] and full[-1] == "4"
+    a2 = next(line for line in section.splitlines() if "A2RAG (Full)" in line).strip("| ").split(" | ")
+    assert a2[7:9] == ["50.0", "100.0"] and a2[-1] == "0"
 
 
 def test_outcome_shares_sum_to_one_and_name_unknown_buckets():

@@ -26,6 +26,17 @@ def test_rule_extractor_finds_titles_spans_dates_numbers_and_relations():
     assert Triple("Teutberga", MENTIONS, "Lothair II") in got.triples
 
 
+def test_rule_extractor_reads_a_packed_window_document_by_document():
+    """A window's title field holds every title it covers: each is an entity of its own span, never
+    one entity of all of them joined."""
+    text = "died in 869.\n\nTeutberga\nTeutberga was a queen of Lotharingia.\n\nErmengarde of Tours\nErmengarde of Tours died on 20 March 851."
+    got = RuleExtractor().extract(Chunk("0:3", "1\n0\n2", "Lothair II\nTeutberga\nErmengarde of Tours", text))
+    assert not any("\n" in e for e in got.entities) and {"Teutberga", "Ermengarde of Tours", "869"} <= set(got.entities)
+    assert Triple("Teutberga", MENTIONS, "Lotharingia") in got.triples and Triple("Ermengarde of Tours", MENTIONS, "20 March 851") in got.triples
+    # The span continued from the window before has no title here: no subject link for it.
+    assert not any(t.tail == "869" and t.relation == MENTIONS for t in got.triples)
+
+
 def test_normalised_names_merge_case_and_punctuation():
     assert normalise_name("  Lothair  II. ") == normalise_name("lothair ii") == "lothair ii"
 

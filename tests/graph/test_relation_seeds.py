@@ -31,7 +31,7 @@ def write_graph(root) -> GraphStore:
     layout.root.mkdir(parents=True)
     ids = {n: i for i, n in enumerate(NAMES)}
     degree = [sum(n in (h, t) for h, _, t in EDGES) for n in NAMES]
-    pq.write_table(pa.table({"node_id": list(range(len(NAMES))), "name": NAMES, "degree": degree}), layout.nodes)
+    pq.write_table(pa.table({"node_id": list(range(len(NAMES))), "name": NAMES, "aliases": [[n] for n in NAMES], "degree": degree}), layout.nodes)
     pq.write_table(pa.table({"head": [ids[h] for h, _, _ in EDGES], "relation": [r for _, r, _ in EDGES], "tail": [ids[t] for _, _, t in EDGES],
                              "chunk_id": ["c"] * len(EDGES)}), layout.edges)
     pq.write_table(pa.table({"node_id": list(range(len(NAMES))), "chunk_id": [f"{n}#0" for n in NAMES]}), layout.provenance)
@@ -69,7 +69,11 @@ def test_only_the_relation_seed_finds_the_bridge(store):
 def test_the_method_passes_its_relation_seeds_to_both_stages(store):
     a, b, x, y = (store.by_name[n] for n in "abxy")
     full = load_method("a2rag")
-    local, _, joined = full._stage("local", store, [a, b], {"directed"})
+    triples, _, joined, local = full._graph_stage("local", store, [a, b], {"directed"})
     assert x not in local and {a, b, y} <= set(local) and joined
-    bridge, extra, found = full._stage("bridge", store, [a, b], {"directed"})
+    assert triples and all("x" not in (t.head, t.tail) for t in triples)  # Stage 1 shows the kept edges only
+    triples, extra, found, bridge = full._graph_stage("bridge", store, [a, b], {"directed"})
     assert found and ["a", "y"] in extra["paths"] and y in bridge
+    # Stage 2 shows the triples along its paths, in path order, a matching relation first between two nodes.
+    assert [(t.head, t.relation, t.tail) for t in triples[:2]] == [("a", "directed", "y"), ("a", "mentions", "y")]
+    assert {frozenset((t.head, t.tail)) for t in triples} == {frozenset(p) for path in extra["paths"] for p in zip(path, path[1:])}

@@ -1,0 +1,102 @@
+"""The per-document summaries A2RAG's gate compares a question with (the paper's Sec. III-B1: "for
+each document we precompute a short summary during indexing"; Gate(q) = 1{max_j cos(q, s_j) ≥ τ_g}).
+
+Two kinds, both written by the graph build (`graph.summaries`):
+  llm         a model writes each document's summary from its first chunk (`LLMSummariser`), with
+              the graph build's model (`graph.extractor.model`); the default when one is set. The
+              paper does not say how its summaries are written; a written summary is our reading.
+  extractive  the document's title and first `graph.summary_sentences` sentences (no LLM: the CPU
+              substitute). Always kept as well, so `method.gate_summaries=extractive` can choose it
+              on any graph.
+A reply that is not a usable summary is an `ExtractionReject` (counted in the manifest's
+`num_summary_rejected` and kept in rejects/ with the raw reply); that document's gate vector is then
+its extractive summary's, counted as `num_summary_fallbacks`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Mapping
+
+from arag.graph.extract import ExtractionReject, model_label
+
+SUMMARY_MODES = ("llm", "extractive")
+EXTRACTIVE_LABEL = "extractive"
+# Our wording: a short, self-contained summary that names what the document is about, so that an
+# in-scope question lands close to it in embedding space.
+SUMMARY_PROMPT = (
+    "Summarise the document in one or two sentences for a search index: name the person, place, work "
+    "or thing it is about and the main facts it gives. Reply with JSON only: {\"summary\": \"...\"}."
+)
+SUMMARY_SCHEMA = {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}
+SUMMARY_MAX_CHARS = 600
+
+
+def summary_mode(summaries: str | None, extractor_cfg: Mapping[str, Any]) -> str:
+    """`graph.summaries`, or when it is null: llm with a model configured, else extractive."""
+    mode = summaries if summaries is not None else ("llm" if extractor_cfg.get("model") else EXTRACTIVE_LABEL)
+    if mode not in SUMMARY_MODES:
+        raise ValueError(f"graph.summaries must be {' or '.join(SUMMARY_MODES)} (or null), got {mode!r}")
+    if mode == "llm" and not extractor_cfg.get("model"):
+        raise ValueError("graph.summaries=llm needs graph.extractor.model (a model config, e.g. model@graph.extractor.model=llamacpp_qwen2.5_coder_1.5b)")
+    return mode
+
+
+def summaries_label(identity: Mapping[str, Any] | None) -> str:
+    """Who wrote a graph's gate summaries, from its identity's `summaries`: "llm:<model>" or "extractive"."""
+    if identity and identity.get("kind") == "llm":
+        return f"llm:{model_label(identity.get('model') or {})}"
+    return EXTRACTIVE_LABEL
+
+
+class LLMSummariser:
+    """A short summary of a document with a chat model (`model`: a conf/model config); `backend` is
+    shared with an LLM extractor of the same model, or built on first use."""
+
+    def __init__(self, model: Mapping[str, Any], backend: Any = None, max_tokens: int = 256, prompt: str = SUMMARY_PROMPT):
+        self.model_cfg = dict(model)
+        self.prompt = prompt
+        self.max_tokens = max_tokens
+        self._backend = backend
+        self.json_protocol = self.model_cfg.get("protocol", "json") == "json"
+
+    @property
+    def backend(self) -> Any:
+        if self._backend is None:
+            from arag.llm.factory import make_backend
+
+            self._backend = make_backend(self.model_cfg)
+        return self._backend
+
+    def identity(self, model_identity: Mapping[str, Any]) -> dict[str, Any]:
+        return {"kind": "llm", "version": 1, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": dict(model_identity), "max_tokens": self.max_tokens}
+
+    def summarise(self, title: str, text: str) -> str:
+        from arag.llm.types import Message
+
+        messages = [Message("system", self.prompt), Message("user", f"Document (title: {title}):\n{text}")]
+        schema = {"response_schema": SUMMARY_SCHEMA} if self.json_protocol else {}
+        completion = self.backend.complete(messages, max_tokens=self.max_tokens, **schema)
+        return parse_summary(completion.text or "", json_reply=self.json_protocol)
+
+
+def parse_summary(raw: str, json_reply: bool = True) -> str:
+    """The summary of a model's reply (JSON {"summary": ...}; with `json_reply=False`, a native
+    protocol backend's, plain text too); `ExtractionReject` naming what is wrong when there is none."""
+    text = raw.strip()
+    fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
+    if fence:
+        text = fence.group(1).strip()
+    if json_reply or text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ExtractionReject(f"summary: reply is not JSON: {exc}", raw) from None
+        text = str(data.get("summary") or "").strip() if isinstance(data, dict) else ""
+        if not text:
+            raise ExtractionReject("summary: reply has no summary", raw)
+    if not text:
+        raise ExtractionReject("summary: empty reply", raw)
+    return " ".join(text.split())[:SUMMARY_MAX_CHARS]
