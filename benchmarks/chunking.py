@@ -23,7 +23,7 @@ from hydra import compose, initialize_config_dir
 
 from arag.conf_files import conf_dir
 from arag.corpus.readers import plan_parts, read_part
-from arag.corpus.records import Document
+from arag.corpus.documents import Document
 from arag.index.chunking import chunk_document
 from arag.index.packing import COVERED_SEPARATOR, WindowPacker
 

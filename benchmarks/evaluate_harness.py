@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from arag.evaluation.questions import load_questions  # noqa: E402
 from arag.evaluation.results import RunStore  # noqa: E402
 from arag.evaluation.runner import EpisodeRunner  # noqa: E402
-from arag.evaluation.settings import RunSettings  # noqa: E402
+from arag.evaluation.run_settings import RunSettings  # noqa: E402
 from arag.conf_files import conf_dir  # noqa: E402
 from arag.tools import ToolContext  # noqa: E402
 

@@ -1,5 +1,5 @@
 """keyword_search with each keyword counted on its own and costly keywords' counts remembered
-(arag.tools.keyword_counts), against scoring every keyword on the union of all keywords'
+(arag.index.keyword.counts), against scoring every keyword on the union of all keywords'
 candidates with nothing remembered (how keyword_top worked before), on a real index.
 
     python benchmarks/keyword_recurring.py --index outputs/rehearsal/index [--questions Q.jsonl] [--queries 100]
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from arag.index.store import open_index  # noqa: E402
 from arag.tools import ToolContext  # noqa: E402
-from arag.tools.keyword_counts import KeywordCounts  # noqa: E402
+from arag.index.keyword.counts import KeywordCounts  # noqa: E402
 from arag.tools.store import top_pairs  # noqa: E402
 from benchmarks.model_server_sim import keywords_of  # noqa: E402
 

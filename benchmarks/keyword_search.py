@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arag.index.store import open_index  # noqa: E402
 from arag.tools import ToolContext  # noqa: E402
-from arag.tools import part_cache  # noqa: E402
-from arag.tools.part_cache import build_part_cache  # noqa: E402
+from arag.index.keyword import part_cache  # noqa: E402
+from arag.index.keyword.part_cache import build_part_cache  # noqa: E402
 from arag.tools.store import part_cache_dir  # noqa: E402
 from benchmarks import tools_reference as reference  # noqa: E402
 from benchmarks.synthetic_index import Vocabulary, iter_chunk_texts, wiki_sentences, write_synthetic_index  # noqa: E402
@@ -284,7 +284,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the generated corpus for the next run")
     ap.add_argument("--text", choices=["wiki", "pseudo"], default="wiki", help="synthetic sentences: real Wikipedia sentences (shared/data/wiki) or pseudo-words")
     ap.add_argument("--wiki", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "wiki"), help="WikiExtractor folder for --text wiki")
-    ap.add_argument("--read-gap", type=int, default=None, help="bytes between candidates' texts read in one pread (default: arag.tools.part_cache.READ_GAP)")
+    ap.add_argument("--read-gap", type=int, default=None, help="bytes between candidates' texts read in one pread (default: arag.index.keyword.part_cache.READ_GAP)")
     args = ap.parse_args()
     if args.read_gap is not None:
         if args.read_gap < 0:

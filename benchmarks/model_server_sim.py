@@ -462,7 +462,7 @@ def create_app(engine: SimulatedEngine):
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
 
-    from arag.service.http_api import CLIENT_GONE, ClientGone, unless_disconnected
+    from arag.serve.http_api import CLIENT_GONE, ClientGone, unless_disconnected
     from starlette.routing import Route
 
     async def chat(request: Request) -> JSONResponse:

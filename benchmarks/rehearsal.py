@@ -402,7 +402,7 @@ def tool_latency(files: list[str]) -> dict[str, Any]:
     """Every stored tool call's latency as the workers saw it: all calls, per tool, and per tool for
     questions asked the first time and again. The rehearsal repeats the dev questions under new ids
     (write_questions), and a repeat's keywords may be remembered by the tool server
-    (arag.tools.keyword_counts)."""
+    (arag.index.keyword.counts)."""
     calls = ("SELECT unnest(json_extract_string(trajectory, '$.tool_calls[*].name')) AS tool,"
              " unnest(CAST(json_extract(trajectory, '$.tool_calls[*].latency_s') AS DOUBLE[])) AS l,"
              " question_id LIKE '%~r0' AS first_time"

@@ -51,7 +51,7 @@ from typing import Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arag.corpus.readers import CorpusSpec, FieldNames, plan_parts, read_part  # noqa: E402
-from arag.corpus.records import Document  # noqa: E402
+from arag.corpus.documents import Document  # noqa: E402
 from arag.index.sentences import sentence_spans  # noqa: E402
 
 PLAIN_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")

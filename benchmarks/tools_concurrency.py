@@ -37,8 +37,9 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from arag.tools import ReadTracker, ToolContext, part_cache  # noqa: E402
-from arag.tools.worker_pool import ToolWorkerPool  # noqa: E402
+from arag.index.keyword import part_cache  # noqa: E402
+from arag.tools import ReadTracker, ToolContext  # noqa: E402
+from arag.tools.hosting.worker_pool import ToolWorkerPool  # noqa: E402
 
 QUESTIONS = REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
 
@@ -246,7 +247,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default=None, help="where the 2Wiki index's tools caches are (default: inside the index)")
     ap.add_argument("--big-cache-dir", default=None, help="where the large index's tools caches are (built there if missing; default: inside the index)")
     ap.add_argument("--workers", type=int, default=0, help="also the sweep through a ToolWorkerPool of this many worker processes")
-    ap.add_argument("--read-gap", type=int, default=None, help="bytes between candidates' texts read in one pread (default: arag.tools.part_cache.READ_GAP)")
+    ap.add_argument("--read-gap", type=int, default=None, help="bytes between candidates' texts read in one pread (default: arag.index.keyword.part_cache.READ_GAP)")
     args = ap.parse_args()
     if args.workers < 0:
         ap.error(f"--workers must be 0 (none) or more, got {args.workers}")

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import duckdb  # noqa: E402
 
-from arag.agent.records import pack_messages, unpack_messages  # noqa: E402
+from arag.agent.episode import pack_messages, unpack_messages  # noqa: E402
 
 
 def measure(tree: str) -> dict:

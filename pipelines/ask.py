@@ -16,7 +16,7 @@ from arag.agent.render import render_episode
 from arag.conf_files import conf_dir
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
-from pipelines.settings import check_ask_config
+from pipelines.config_checks import check_ask_config
 
 
 def build_agent(cfg: DictConfig):
@@ -25,7 +25,7 @@ def build_agent(cfg: DictConfig):
     method = method_from_config(OmegaConf.to_container(cfg.method, resolve=True))
     ctx = None
     if method.needs_index():
-        from arag.service.client import index_timeout, open_tools
+        from arag.serve.client import index_timeout, open_tools
 
         ctx = open_tools(cfg.index.path, cfg.index.get("url"), token_env=cfg.index.get("token_env"), require_tools=method.tools, timeout_s=index_timeout(cfg.index.get("timeout_s")))
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)

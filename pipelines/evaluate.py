@@ -23,7 +23,7 @@ from arag.evaluation.results import RunLockedError, RunStore
 from arag.evaluation.run_config import run_info, run_settings
 from arag.evaluation.summary import format_summary, summarize_run
 from arag.index.store import IncompleteIndexError
-from pipelines.settings import check_evaluate_config
+from pipelines.config_checks import check_evaluate_config
 
 log = logging.getLogger("pipelines.evaluate")
 
@@ -100,7 +100,7 @@ def evaluate(cfg: DictConfig, *, out=sys.stdout) -> dict[str, Any]:
 @hydra.main(config_path=str(conf_dir()), config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate_job import EvaluationError
-    from arag.service.client import ToolServerError
+    from arag.serve.client import ToolServerError
 
     try:
         summary = evaluate(cfg)

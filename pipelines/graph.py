@@ -14,7 +14,7 @@ from arag.graph.build import GraphSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.graph_job import GraphRuntime, build_graph
 from pipelines.build_errors import exit_on_user_error
-from pipelines.settings import check_graph_config
+from pipelines.config_checks import check_graph_config
 
 log = logging.getLogger("pipelines.graph")
 

@@ -18,7 +18,7 @@ from arag.index.parts import ChunkingSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.index_job import EmbedRuntime, build_index
 from pipelines.build_errors import exit_on_user_error
-from pipelines.settings import check_index_config
+from pipelines.config_checks import check_index_config
 
 log = logging.getLogger("pipelines.index")
 

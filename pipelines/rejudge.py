@@ -23,7 +23,7 @@ from arag.evaluation.results import RunLockedError, RunStore
 from arag.evaluation.summary import format_summary, summarize_run
 from arag.llm.factory import make_backend
 from arag.llm.instrument import judge_model_config
-from pipelines.settings import check_rejudge_config
+from pipelines.config_checks import check_rejudge_config
 
 
 def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:

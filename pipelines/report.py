@@ -9,8 +9,8 @@ import hydra
 from omegaconf import DictConfig
 
 from arag.conf_files import conf_dir
-from arag.evaluation.report import build_report
-from pipelines.settings import check_report_config
+from arag.report import build_report
+from pipelines.config_checks import check_report_config
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="report", version_base="1.3")

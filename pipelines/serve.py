@@ -4,7 +4,7 @@ stdio: MCP over stdin/stdout, for an MCP client that starts the server itself.
 http: MCP streamable HTTP at /mcp and the JSON API (GET /tools, POST /tools/<name>, /openapi.json)
 on serve.host:serve.port (127.0.0.1 by default), behind a bearer token (serve.token_file,
 ARAG_SERVE_TOKEN or serve.token; serve.token=none for an open server on loopback). See
-docs/tools.md and arag.service.
+docs/tools.md and arag.serve.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.conf_files import conf_dir
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
-from pipelines.settings import check_serve_config
+from pipelines.config_checks import check_serve_config
 
 
 def token_as_typed(serve: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def token_as_typed(serve: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 @hydra.main(config_path=str(conf_dir()), config_name="serve", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from arag.service.app import ServeSettings, open_service, serve_http, serve_stdio
+    from arag.serve.app import ServeSettings, open_service, serve_http, serve_stdio
 
     token = None
     try:
@@ -52,7 +52,7 @@ def main(cfg: DictConfig) -> None:
         sys.exit(f"error: {exc}")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     if token is not None and settings.token is not None:
-        logging.getLogger("arag.service").warning("serve.token on the command line is visible to every local user (ps); serve.token_file or ARAG_SERVE_TOKEN keep it private")
+        logging.getLogger("arag.serve").warning("serve.token on the command line is visible to every local user (ps); serve.token_file or ARAG_SERVE_TOKEN keep it private")
     try:
         service = open_service(str(cfg.index.path), settings, OmegaConf.to_container(cfg.tools, resolve=True))
     except (IndexNotFoundError, IncompleteIndexError) as exc:

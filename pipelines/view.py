@@ -1,5 +1,5 @@
 """Browse a results tree in a web browser: `python -m pipelines.view results.path=<dir>
-[view.port=8770] [view.host=127.0.0.1] [view.open_browser=true|false]` (arag.evaluation.viewer)."""
+[view.port=8770] [view.host=127.0.0.1] [view.open_browser=true|false]` (arag.viewer)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import hydra
 from omegaconf import DictConfig
 
 from arag.conf_files import conf_dir
-from pipelines.settings import check_view_config
+from pipelines.config_checks import check_view_config
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="view", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    from arag.evaluation.viewer import serve
+    from arag.viewer import serve
 
     try:
         check_view_config(cfg)

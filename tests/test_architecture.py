@@ -1,5 +1,6 @@
 """The layering docs/development.md draws, checked on the source (with `ast`, nothing imported): Ray only in
-arag/runtime/, and no import cycles, neither between arag's packages nor between modules. Every
+arag/runtime/, every package on a floor that imports only lower floors, and no import cycles, neither
+between arag's packages nor between modules. Every
 import counts, including those inside functions and under TYPE_CHECKING: a cycle kept alive by lazy
 imports is still a cycle."""
 
@@ -140,6 +141,56 @@ def test_no_cycle_between_arag_modules():
     graph = module_graph()
     found = [c for c in cycles(graph) if not allowlisted(c)]
     assert not found, "import cycles between arag modules:\n" + "\n".join(describe(c, graph) for c in found)
+
+
+# arag's rooms by floor, the ground first (docs/development.md draws them): a room imports only rooms on
+# lower floors, so the tree reads in the order data flows and no arrow runs back up.
+FLOORS: list[tuple[str, ...]] = [
+    ("(arag)", "small_sorted", "strict_settings", "conf_files", "open_files", "registry"),
+    ("corpus", "llm"),
+    ("index",),
+    ("graph", "tools"),
+    ("serve", "methods"),
+    ("agent",),
+    ("evaluation",),
+    ("report",),
+    ("viewer",),
+    ("runtime",),
+]
+
+
+def arrows_back_up(graph: dict[str, dict[str, str]], floors: list[tuple[str, ...]]) -> list[str]:
+    """Package imports that do not go strictly down the floors, and packages on no floor."""
+    floor = {room: n for n, rooms in enumerate(floors) for room in rooms}
+    unplaced = [f"{room}: on no floor of FLOORS" for room in sorted(graph) if room not in floor]
+    return unplaced + [
+        f"{source} (floor {floor[source]}) -> {target} (floor {floor[target]}) at {where}"
+        for source, targets in sorted(graph.items()) if source in floor
+        for target, where in sorted(targets.items()) if target in floor and floor[target] >= floor[source]
+    ]
+
+
+def test_rooms_import_only_lower_floors():
+    found = arrows_back_up(package_graph(module_graph()), FLOORS)
+    assert not found, "imports that do not go down arag's floors:\n" + "\n".join(found)
+
+
+def test_tool_specs_do_not_import_their_hosting():
+    """arag.tools.hosting runs the tool specs; a spec that imported its host would tie the two back together.
+    Only the package's face (arag/tools/__init__.py) hands the host's ToolContext on."""
+    offenders = [
+        f"{module} -> {target} ({where})"
+        for module, targets in module_graph().items()
+        if module.startswith("arag.tools.") and not module.startswith("arag.tools.hosting")
+        for target, where in targets.items() if target.startswith("arag.tools.hosting")
+    ]
+    assert not offenders, "tool specs importing their hosting:\n" + "\n".join(offenders)
+
+
+def test_the_floor_check_sees_an_arrow_back_up_and_an_unplaced_room():
+    graph = {"a": {"b": "arag/a/x.py:1"}, "b": {}, "c": {"a": "arag/c/z.py:3"}}
+    assert arrows_back_up(graph, [("a",), ("b",)]) == ["c: on no floor of FLOORS", "a (floor 0) -> b (floor 1) at arag/a/x.py:1"]
+    assert arrows_back_up(graph, [("b",), ("a",), ("c",)]) == []
 
 
 @pytest.mark.parametrize("prefix", sorted(KNOWN_CYCLES_TO_REMOVE_AT_MERGE))

@@ -245,7 +245,7 @@ def run_id_over(index: Path) -> str:
     import yaml
 
     from arag.conf_files import conf_path
-    from arag.evaluation.settings import RunSettings
+    from arag.evaluation.run_settings import RunSettings
     from arag.index.fingerprint import index_build_fingerprint
 
     return RunSettings(
@@ -345,7 +345,7 @@ def test_retrieval_tools_work_on_a_pipeline_built_index(multi_part_index):
     from arag.tools import ReadTracker, ToolContext
 
     from arag.index.store import open_index
-    from arag.tools.part_cache import is_valid
+    from arag.index.keyword.part_cache import is_valid
     from arag.tools.store import part_cache_dir
 
     root, _ = multi_part_index

@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arag.corpus.records import Document
+from arag.corpus.documents import Document
 from arag.index.chunking import chunk_document
 from arag.index.sentences import sentence_spans
 from arag.index.tokens import count_tokens

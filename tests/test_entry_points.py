@@ -2,7 +2,7 @@
 
 * An entry point (a `pipelines/*.py` module with a `__main__` block) imports no other entry point:
   what two commands share lives in arag/, or in a pipelines helper without a `__main__` block
-  (pipelines/settings.py: which config keys each command accepts; pipelines/build_errors.py: how the
+  (pipelines/config_checks.py: which config keys each command accepts; pipelines/build_errors.py: how the
   build commands end on a user error).
 * The results folder's layout (run.json, invocations.jsonl, run.lock, episodes/ and failed/ parts) is
   spelled only in arag/evaluation/results.py: every other module reads and writes a run through it.
@@ -112,9 +112,9 @@ def test_the_checks_see_what_they_forbid(tmp_path):
     layout name, a joined layout folder and a Parquet glob are found, a docstring is not."""
     main = 'if __name__ == "__main__":\n    main()\n'
     files = {
-        "pipelines/settings.py": "def check(): ...\n",
-        "pipelines/evaluate.py": "from pipelines.settings import check\ndef summarize(): ...\n" + main,
-        "pipelines/rejudge.py": "from pipelines.settings import check\ndef f():\n    from pipelines.evaluate import summarize\n" + main,
+        "pipelines/config_checks.py": "def check(): ...\n",
+        "pipelines/evaluate.py": "from pipelines.config_checks import check\ndef summarize(): ...\n" + main,
+        "pipelines/rejudge.py": "from pipelines.config_checks import check\ndef f():\n    from pipelines.evaluate import summarize\n" + main,
         "pipelines/report.py": "from pipelines import evaluate\n" + main,
         "arag/evaluation/results.py": 'INFO = "run.json"\n',
         "arag/evaluation/other.py": '"""Reads run.json (a docstring may say so)."""\ndef f(root):\n    return root / "episodes", (root / "x").glob("*.parquet")\n',

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from hydra import compose, initialize_config_dir
 
-from arag.agent.records import Episode
+from arag.agent.episode import Episode
 from arag.conf_files import conf_dir
 from arag.corpus.readers import CorpusSpec, plan_parts, read_part
 from arag.evaluation.evidence import evidence_recall
@@ -21,11 +21,11 @@ from arag.index.chunking import chunk_document
 from arag.index.embedding import EmbedderSpec
 from arag.index.parts import ChunkingSettings
 from arag.index.store import open_index
-from arag.methods.records import ToolCallRecord
+from arag.methods.tool_calls import ToolCallRecord
 from arag.runtime.index_job import build_index
 from arag.tools.base import ResultFormat
 from pipelines.index import settings_from_config
-from pipelines.settings import check_evaluate_config, check_index_config
+from pipelines.config_checks import check_evaluate_config, check_index_config
 from tests.conftest import write_jsonl
 from tests.paths import DATA_DIR
 from tests.tools.conftest import fake_encode

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from arag.corpus.records import Document
+from arag.corpus.documents import Document
 from arag.index.packing import COVERED_SEPARATOR, DOCUMENT_SEPARATOR, WindowPacker
 from arag.index.parts import ChunkingSettings
 from arag.index.tokens import count_tokens

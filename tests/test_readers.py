@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from arag.corpus.readers import CorpusError, CorpusSpec, FieldNames, plan_parts, read_part
-from arag.corpus.records import Document, Reject
+from arag.corpus.documents import Document, Reject
 from tests.conftest import write_jsonl, write_wiki
 
 

@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 
 from arag.conf_files import conf_dir
 from arag.strict_settings import UnknownSettingError, check_keys, constructor_keys, from_settings
-from pipelines.settings import check_ask_config, check_evaluate_config, check_graph_config, check_index_config, check_rejudge_config, check_report_config, check_serve_config
+from pipelines.config_checks import check_ask_config, check_evaluate_config, check_graph_config, check_index_config, check_rejudge_config, check_report_config, check_serve_config
 
 REPO = Path(__file__).resolve().parents[1]
 

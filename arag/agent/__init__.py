@@ -5,7 +5,7 @@
     episode = agent.run("Who was the mother of Lothair II?")
 """
 
+from arag.agent.episode import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 from arag.agent.loop import Agent, AgentConfig, GuardRails
-from arag.agent.records import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 
 __all__ = ["ANSWERED", "EPISODE_FAILED", "Agent", "AgentConfig", "Episode", "GuardRails", "ModelCallRecord", "ToolCallRecord"]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol, shown_ids_only
-from arag.agent.records import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
+from arag.agent.episode import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 from arag.index.tokens import count_tokens
 from arag.llm.base import LLMBackend, reply_room
 from arag.llm.slots import queue_clock
@@ -55,7 +55,7 @@ def read_first_note(tools: Sequence[str]) -> str:
     """What an answer refused by the read-before-answer guard rail tells the agent: read first, with
     the method's own reading tools, those whose results are whole texts (chunk_read for A-RAG, open
     for AgenticRAG: arag.methods.shows_full_text). A text the model sees, so part of the run id
-    (arag.evaluation.settings.model_texts)."""
+    (arag.evaluation.run_settings.model_texts)."""
     from arag.tools.registry import TOOLS
 
     readers = [t for t in tools if shows_full_text(t, False)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from arag.agent.records import Episode
+from arag.agent.episode import Episode
 
 
 def _clip(text: str, lines: int) -> str:

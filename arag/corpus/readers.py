@@ -26,7 +26,7 @@ from typing import IO, Iterator
 
 import pyarrow.parquet as pq
 from arag.corpus.digest import HashingFile, InputDigest, PartDigest, hash_range, new_digest, parquet_ranges
-from arag.corpus.records import Document, Reject
+from arag.corpus.documents import Document, Reject
 
 FORMATS = ("jsonl", "json", "parquet", "wikiextractor")
 DEFAULT_INCLUDE = {

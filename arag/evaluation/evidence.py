@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
-from arag.agent.records import Episode
+from arag.agent.episode import Episode
 from arag.index.packing import COVERED_SEPARATOR
 from arag.methods import evidence_of, shows_full_text
 from arag.tools.base import NOT_EVIDENCE

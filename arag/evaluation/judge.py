@@ -89,7 +89,7 @@ class Verdict:
         return None
 
     def columns(self) -> dict[str, Any]:
-        """The result-row columns this verdict fills (arag.evaluation.records.EpisodeRow)."""
+        """The result-row columns this verdict fills (arag.evaluation.rows.EpisodeRow)."""
         return {"llm_acc": self.llm_acc, "judge_status": self.status, "judge_error": self.error, "judge_reply": self.reply, "judge_s": self.latency_s}
 
 

@@ -31,9 +31,9 @@ import pyarrow.parquet as pq
 
 from arag.evaluation.judge import Judge, JudgeConfig
 from arag.evaluation.protocol import protocol_card
-from arag.evaluation.records import OK, ROW_FAILED, row_schema
+from arag.evaluation.rows import OK, ROW_FAILED, row_schema
 from arag.evaluation.results import RUN_INFO, RunStore, find_run_dirs
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.llm.base import LLMBackend
 
 

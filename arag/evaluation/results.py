@@ -37,7 +37,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.evaluation.records import ROW_FAILED, OK, row_schema, rows_to_table
+from arag.evaluation.rows import ROW_FAILED, OK, row_schema, rows_to_table
 
 # The layout's names: spelled here only (tests/test_entry_points.py); everything else asks this module.
 RUN_INFO = "run.json"

@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from arag.evaluation.judge import JudgeConfig
 from arag.evaluation.protocol import index_facts, protocol_card
 from arag.evaluation.questions import QuestionSet
-from arag.evaluation.settings import RunSettings, answer_style_for
+from arag.evaluation.run_settings import RunSettings, answer_style_for
 from arag.index.fingerprint import index_build_fingerprint
 from arag.index.store import open_index
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
@@ -39,7 +39,7 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
     index_path = fingerprint = chunk_ids = facts = None
     index_url = OmegaConf.select(cfg, "index.url", default=None)
     token_env = OmegaConf.select(cfg, "index.token_env", default=None)
-    from arag.service.client import index_timeout, open_tools
+    from arag.serve.client import index_timeout, open_tools
 
     timeout_s = index_timeout(OmegaConf.select(cfg, "index.timeout_s", default=None))
     if method.needs_index() and index_url:

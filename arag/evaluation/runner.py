@@ -16,21 +16,21 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from arag.agent import ANSWERED, Agent, AgentConfig, Episode
-from arag.agent.records import pack_messages
+from arag.agent.episode import pack_messages
 from arag.evaluation.evidence import citation_recall, evidence_recall
 from arag.evaluation.judge import NO_ANSWER, SKIPPED, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
 from arag.evaluation.questions import Question
-from arag.evaluation.records import ROW_FAILED, OK, EpisodeRow
+from arag.evaluation.rows import ROW_FAILED, OK, EpisodeRow
 from arag.evaluation.repeats import repeated_flags
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
 from arag.llm.instrument import at_model_defaults
 from arag.methods import method_from_config
 
 if TYPE_CHECKING:
-    from arag.service.client import RemoteTools
+    from arag.serve.client import RemoteTools
     from arag.tools import ToolContext
 
 
@@ -58,7 +58,7 @@ class EpisodeRunner:
         if self._own_ctx:
             if not settings.index_path and not settings.index_url:
                 raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
-            from arag.service.client import index_timeout, open_tools
+            from arag.serve.client import index_timeout, open_tools
 
             # A served index: one pooled connection per episode in flight, so no episode waits for another's.
             ctx = open_tools(settings.index_path, settings.index_url, token_env=settings.index_token_env, require_tools=method.tools, calls_at_once=episodes_at_once, timeout_s=index_timeout(settings.index_timeout_s))
@@ -155,7 +155,7 @@ class EpisodeRunner:
             setattr(row, column, value)
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:
-        from arag.service.client import RemoteTools
+        from arag.serve.client import RemoteTools
         from arag.tools.chunk_read import chunk_titles
 
         return self.ctx.titles_of(chunk_ids) if isinstance(self.ctx, RemoteTools) else chunk_titles(self.ctx, chunk_ids)

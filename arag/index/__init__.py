@@ -1,1 +1,2 @@
-"""The A-RAG hierarchical index: documents → chunks → sentences → vectors, and its on-disk layout."""
+"""The A-RAG hierarchical index: documents → chunks → sentences → vectors, the keyword engine's read
+caches (arag.index.keyword), and its on-disk layout and manifest."""

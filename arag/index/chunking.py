@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from arag.corpus.records import Document
+from arag.corpus.documents import Document
 from arag.index.sentences import Span, sentence_spans
 from arag.index.tokens import count_tokens, count_tokens_batch, split_by_tokens
 

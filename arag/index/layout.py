@@ -13,7 +13,7 @@
                                  doc_sentence (its source document and ordinal there; format 2)
   rejects/part-00000.parquet     source, line, reason, raw
   vectors/part-00000.faiss       FAISS index of the part's sentence vectors, ids = sentence_id
-  tools_cache/part-00000/        the retrieval tools' read cache of each part (arag.tools.part_cache),
+  tools_cache/part-00000/        the retrieval tools' read cache of each part (arag.index.keyword.part_cache),
                                  written by the phase-1 task after the part's Parquet files
 ```
 Every file is written to a temporary name in the same folder, fsynced, renamed into place, and

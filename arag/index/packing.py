@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arag.corpus.records import Document
+from arag.corpus.documents import Document
 from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, SentenceSource, sentence_units
 from arag.index.sentences import sentence_spans
 from arag.index.tokens import count_tokens

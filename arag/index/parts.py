@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from arag.corpus.digest import PartDigest, new_digest
 from arag.corpus.readers import CorpusSpec, InputPart, corpus_root, part_digest, read_part
-from arag.corpus.records import Reject
+from arag.corpus.documents import Reject
 from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, chunk_document, make_chunk_id
 from arag.index.packing import WindowPacker, packed_chunk_id
 from arag.index.layout import IndexLayout, atomic_path, file_sizes, read_json, sentence_id, write_json_atomic

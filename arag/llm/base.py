@@ -50,7 +50,7 @@ class LLMBackend(ABC):
     kind: str = "?"
     protocols: tuple[str, ...] = (NATIVE, JSON)
     # Constructor keys that change speed, capacity or plumbing, not replies: left out of run ids
-    # (arag.evaluation.settings) so a rerun with other values continues the same run.
+    # (arag.evaluation.run_settings) so a rerun with other values continues the same run.
     runtime_keys: frozenset[str] = frozenset()
     context_window: int | None = None  # tokens, where known: the agent fits its token budget into it
 

@@ -52,7 +52,7 @@ from typing import Any, Awaitable, Callable
 
 from arag.llm.types import Completion, Message
 from arag.methods.base import Method
-from arag.methods.records import ToolCallRecord
+from arag.methods.tool_calls import ToolCallRecord
 from arag.tools.base import READ, SNIPPET
 
 RETRIEVAL_RECORD = "graph_retrieval"  # Stage 3: the passages PPR maps back to, their whole texts shown

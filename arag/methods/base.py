@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from arag.llm.types import Message
-from arag.methods.records import ToolCallRecord
+from arag.methods.tool_calls import ToolCallRecord
 
 if TYPE_CHECKING:
     from arag.index.chunk_ids import ChunkIdFormat

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arag.llm.types import Message
-from arag.methods.records import ToolCallRecord
+from arag.methods.tool_calls import ToolCallRecord
 from arag.methods.base import Method
 
 RETRIEVAL_TOOL = "naive_embedding_search"

@@ -30,10 +30,10 @@ from typing import Any, Callable
 import ray
 
 from arag.evaluation.questions import Question
-from arag.evaluation.records import OK
+from arag.evaluation.rows import OK
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import failed_row
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.llm.factory import default_concurrency  # episodes per worker by the backend's declaration; pipelines.rejudge's too
 from arag.llm.vllm import EngineSpec
 from arag.open_files import ensure_open_files
@@ -114,7 +114,7 @@ def tool_server_caps(settings: RunSettings, in_flight: int) -> list[str]:
     beyond them; each episode in flight may hold one. A warning when the run may open more."""
     if not settings.index_url:
         return []
-    from arag.service.client import open_tools
+    from arag.serve.client import open_tools
 
     with open_tools(index_url=settings.index_url, token_env=settings.index_token_env) as served:
         limit = served.info.get("max_connections")

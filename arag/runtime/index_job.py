@@ -36,7 +36,7 @@ from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.part_runner import PartTasks, quiet_ray_data, run_part_tasks, run_parts
 from arag.runtime.progress import progress_bar
-from arag.tools.part_cache import build_part_cache
+from arag.index.keyword.part_cache import build_part_cache
 from arag.tools.store import part_cache_dir
 
 log = logging.getLogger("arag.index")

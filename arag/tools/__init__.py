@@ -10,12 +10,17 @@ per-episode state is a `DocumentSession`, see arag.tools.documents).
     tool_schemas("arag_full")                      # OpenAI-style function schemas for a method
 
 Tool calls never raise for bad arguments: the error comes back as the result's text and `error`.
+
+One file per tool spec here (keyword.py, semantic.py, naive.py, chunk_read.py, doc_*.py, summarize.py) beside
+what they share (base.py, render.py, store.py, tracker.py, documents.py, registry.py); arag.tools.hosting
+holds what they run inside (ToolContext, the worker pool, query batching). The keyword engine's read caches
+are an index structure: arag.index.keyword.
 """
 
 from __future__ import annotations
 
 from arag.tools.base import Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
-from arag.tools.context import ToolContext
+from arag.tools.hosting.context import ToolContext
 from arag.tools.documents import DocumentSession, DocumentToolSettings
 from arag.tools.registry import TOOL_SETS, TOOLS, get_tool, tool_schemas
 from arag.tools.tracker import ReadTracker

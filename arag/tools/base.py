@@ -118,7 +118,7 @@ def error_result(tool: str, message: str, failure: str = REFUSED) -> ToolResult:
 
 
 class ToolHost(Protocol):
-    """What a tool uses of the open index; `arag.tools.context.ToolContext` provides it. (The
+    """What a tool uses of the open index; `arag.tools.hosting.context.ToolContext` provides it. (The
     tools name this protocol, not ToolContext, so the tool modules and the context that
     dispatches to them do not import each other.)"""
 

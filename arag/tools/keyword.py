@@ -11,7 +11,7 @@ The snippet of a chunk is its sentences that contain at least one keyword (case-
 first `snippets_per_chunk` of them in text order (5, as the authors' tool keeps; a method setting,
 arag.tools.base.ResultFormat).
 
-How it runs: each part's tools cache (arag.tools.part_cache) holds posting lists of the word
+How it runs: each part's tools cache (arag.index.keyword.part_cache) holds posting lists of the word
 trigrams of the Python-lowered chunk text (and, where those cannot narrow, hashed 6-gram slices);
 the chunks holding every indexed gram of a keyword are its candidates (a superset of the
 matches), and only those are scored, exactly, by the definition above

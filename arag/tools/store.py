@@ -1,4 +1,4 @@
-"""The tools' read cache of a whole index: one cache per part (arag.tools.part_cache), opened together.
+"""The tools' read cache of a whole index: one cache per part (arag.index.keyword.part_cache), opened together.
 
 The pipeline builds each part's cache in the phase-1 task that wrote the part
 (`arag.runtime.index_job`), so a finished index normally has them all. Opening the tools on an
@@ -28,8 +28,8 @@ import numpy as np
 from arag.index.layout import PART_SHIFT, TOOLS_CACHE, part_name
 from arag.index.store import Index, PartFiles
 from arag.small_sorted import best_first, distinct, position, positions
-from arag.tools.keyword_counts import KeywordCounts
-from arag.tools.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
+from arag.index.keyword.counts import KeywordCounts
+from arag.index.keyword.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
 
 if TYPE_CHECKING:
     from arag.tools.sentence_sources import SentenceSources
@@ -258,7 +258,7 @@ class ChunkStore:
 
     def keyword_occurrences(self, keyword: str) -> tuple[np.ndarray, np.ndarray]:
         """(ascending ords, counts) of the chunks whose lowered text holds the lowered `keyword`:
-        counted on its trigram candidates, or remembered (arag.tools.keyword_counts)."""
+        counted on its trigram candidates, or remembered (arag.index.keyword.counts)."""
         known = self.keyword_counts.get(keyword)
         if known is not None:
             return known

@@ -11,7 +11,7 @@ class ReadTracker:
     """Per-episode memory of chunk_read: a chunk read once is not put into the context again.
 
     Create one per episode (question) and pass it to every chunk_read call of that episode.
-    Against a served index (arag.service.client.RemoteTools) the server keeps the episode's reads
+    Against a served index (arag.serve.client.RemoteTools) the server keeps the episode's reads
     under `session_id`, a random id per tracker.
     """
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from arag.agent.protocols import JsonProtocol, ToolAction
-from arag.agent.records import unpack_messages
+from arag.agent.episode import unpack_messages
 from arag.llm.types import Completion
 
 UNKNOWN = "Unknown chunk id"  # arag.tools.render.chunk_read_text's note for ids not in the index

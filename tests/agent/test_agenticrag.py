@@ -7,7 +7,7 @@ import json
 
 from arag.agent import ANSWERED, Agent, AgentConfig
 from arag.agent.context import REMOVED
-from arag.agent.records import Episode
+from arag.agent.episode import Episode
 from arag.evaluation.evidence import citation_recall
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import Completion
@@ -112,7 +112,7 @@ def test_method_holds_the_document_tool_settings_from_flat_config_keys():
 
     from arag.strict_settings import UnknownSettingError
     from arag.tools import DocumentToolSettings
-    from pipelines.settings import check_evaluate_config
+    from pipelines.config_checks import check_evaluate_config
     from tests.test_settings import compose_config
 
     single = load_method("agenticrag_single_query", {"open_window_lines": 40, "semantic_find": False})
@@ -130,7 +130,7 @@ def test_method_holds_the_document_tool_settings_from_flat_config_keys():
 
 def test_guard_rail_refusal_names_the_methods_own_reading_tools(agent_ctx):
     from arag.agent.loop import GuardRails
-    from arag.evaluation.settings import model_texts
+    from arag.evaluation.run_settings import model_texts
 
     rails = GuardRails(require_read_before_answer=True, max_refusals=1)
     a, backend = agent([{"answer": "early"}, {"answer": "late"}], agent_ctx, guard_rails=rails)

@@ -31,7 +31,7 @@ def test_default_config_is_the_embedded_model():
 def test_ask_with_scripted_backend(agent_index, monkeypatch):
     from tests.tools.conftest import fake_encode
 
-    import arag.tools.context as context
+    import arag.tools.hosting.context as context
 
     # The tiny index has a fake embedder; give the tool context the fake encoder.
     original = context.ToolContext.__init__

@@ -228,7 +228,7 @@ def test_unknown_variant_or_answer_style_is_an_error(key, value):
 
 
 def test_dataset_answer_styles():
-    from arag.evaluation.settings import answer_style_for
+    from arag.evaluation.run_settings import answer_style_for
 
     assert answer_style_for("2wikimultihopqa") == "short" and answer_style_for("graphrag-bench-novel") == "free_form"
 

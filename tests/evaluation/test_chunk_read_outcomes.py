@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arag.evaluation.records import EpisodeRow
+from arag.evaluation.rows import EpisodeRow
 from arag.evaluation.results import RunStore
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,12 +11,12 @@ import pytest
 
 from arag.evaluation.judge import VERDICT_SCHEMA
 from arag.evaluation.questions import load_questions
-from arag.evaluation.report import connect
+from arag.report.build import connect
 from arag.evaluation.results import RunStore
-from arag.evaluation.records import EpisodeRow
+from arag.evaluation.rows import EpisodeRow
 from arag.evaluation.run_config import run_settings
 from arag.evaluation.runner import EpisodeRunner
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.llm.factory import make_backend
 from arag.llm.instrument import at_model_defaults, judge_model_config
 from arag.llm.scripted import ScriptedBackend

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arag.agent.records import Episode, ToolCallRecord
+from arag.agent.episode import Episode, ToolCallRecord
 from arag.evaluation.evidence import chunks_seen_and_read, evidence_recall
 from arag.evaluation.metrics import contain_acc, contain_acc_token, exact_match, f1, normalize_answer, score_answer
 

@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from arag.evaluation.questions import Question
-from arag.evaluation.records import row_schema
-from arag.evaluation.report import build_report
+from arag.evaluation.rows import row_schema
+from arag.report.build import build_report
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import EpisodeRunner
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from arag.registry import BACKEND, METHOD, TOOL, register, unregister
 from arag.tools.base import NOT_EVIDENCE, READ, SNIPPET, Hit, ToolResult, ToolSpec
@@ -192,7 +192,7 @@ def test_a_method_kind_registered_elsewhere_is_checked_and_built(registered):
 def test_the_builtin_facts_come_from_their_plugins():
     """The method configs declare labels and tool sets; the tools their evidence; nothing else lists them."""
     from arag.conf_files import method_declarations
-    from arag.evaluation.report import _label
+    from arag.report.build import _label
     from arag.methods import evidence_of
     from arag.tools import TOOL_SETS, TOOLS
 

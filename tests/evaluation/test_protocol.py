@@ -15,8 +15,8 @@ import pytest
 
 from arag.evaluation import protocol_papers as P
 from arag.evaluation.protocol import protocol_card
-from arag.evaluation.records import EpisodeRow
-from arag.evaluation.report import build_report, connect
+from arag.evaluation.rows import EpisodeRow
+from arag.report.build import build_report, connect
 from arag.evaluation.results import RunStore
 from tests.evaluation.conftest import QUESTIONS, compose_evaluate
 
@@ -170,7 +170,7 @@ def test_the_preset_composes_for_evaluate_and_its_index_half_for_index():
     from hydra import compose, initialize_config_dir
 
     from arag.conf_files import conf_dir
-    from pipelines.settings import check_evaluate_config, check_index_config
+    from pipelines.config_checks import check_evaluate_config, check_index_config
 
     cfg = compose_evaluate("+protocol=a-rag-paper", "+corpus=2wikimultihopqa")
     check_evaluate_config(cfg)
@@ -224,7 +224,7 @@ def test_a_run_with_the_preset_lists_no_deviation(ray_local, tmp_path, monkeypat
 
 
 def test_retrieved_tokens_are_labelled_with_the_tokenizer_each_run_records(tmp_path):
-    from arag.evaluation.report import connect, token_unit
+    from arag.report.build import connect, token_unit
 
     def write(run_id: str, settings: dict) -> None:
         row = EpisodeRow(run_id=run_id, dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method="arag_full",

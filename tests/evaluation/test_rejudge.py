@@ -9,7 +9,7 @@ import json
 import pytest
 from hydra import compose, initialize_config_dir
 
-from arag.evaluation.report import build_report
+from arag.report.build import build_report
 from pipelines.evaluate import evaluate
 from pipelines.rejudge import rejudge
 from tests.evaluation.conftest import CONF, base_overrides, compose_evaluate, read_rows

@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from arag.evaluation.records import EpisodeRow
-from arag.evaluation.report import build_report, markdown_table
+from arag.evaluation.rows import EpisodeRow
+from arag.report.build import build_report, markdown_table
 from arag.evaluation.results import RunStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,7 +127,7 @@ def test_runs_differing_only_in_guard_rails_get_their_own_blocks(tmp_path):
 
 def test_report_refuses_to_merge_unlike_runs(tmp_path):
     """Two runs of the same method, dataset, model and shown settings (e.g. two indexes) are never averaged."""
-    from arag.evaluation.report import UnlikeRunsError
+    from arag.report.build import UnlikeRunsError
 
     results = tmp_path / "results"
     for run_id, index in (("runA", "fingerprint-1"), ("runB", "fingerprint-2")):
@@ -160,7 +160,7 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
     assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("gpt-4o-mini (preset strict)", "100.0 [20.7, 100.0] n=1"), ("qwen (preset paper)", "0.0 [0.0, 79.3] n=1")]
     tools = [r for r in text.split("## Tool use")[1].split("Tool errors by kind")[0].splitlines() if r.startswith("| 2wiki")]
     assert len(tools) == 4 and sum(" | agenticrag | qwen (preset paper) | " in r for r in tools) == 1
-    from arag.evaluation.report import accuracy_lines, connect
+    from arag.report.build import accuracy_lines, connect
 
     _, lines = accuracy_lines(connect(results), "max_steps")  # the plot's lines
     full = {label: pts for label, pts in lines if label.startswith("A-RAG (Full)")}
@@ -193,7 +193,7 @@ def test_paper_layouts_main_columns_per_dataset_and_retrieved_tokens(tmp_path):
 
 
 def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path):
-    from arag.evaluation.report_paper import PaperResults
+    from arag.report.paper import PaperResults
 
     results = tmp_path / "results"
     for k, (model, dataset) in enumerate([("gpt-5-mini-2025-08-07", "2wikimultihopqa"), ("gpt-5-mini-2025-08-07", "graphrag-bench-novel"), ("qwen", "2wikimultihopqa")]):
@@ -226,7 +226,7 @@ def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path
 def test_paper_columns_put_the_papers_table3_beside_our_retrieved_tokens(tmp_path):
     """Table 3 (GPT-5-mini only): its figure beside ours in a gpt-5-mini block; for another model,
     the published figures of the same methods and datasets as a table of their own."""
-    from arag.evaluation.report_paper import PaperTokens
+    from arag.report.paper import PaperTokens
 
     results = tmp_path / "results"
     runs = [("gpt-5-mini", "naive_rag", 5000), ("gpt-5-mini", "arag_full", 3000), ("qwen", "arag_full", 6000), ("qwen", "direct", 0)]
@@ -256,7 +256,7 @@ def test_paper_columns_put_the_papers_table3_beside_our_retrieved_tokens(tmp_pat
 
 
 def test_a_paper_results_file_missing_a_field_names_the_file_and_the_field(tmp_path):
-    from arag.evaluation.report_paper import PaperResults, PaperTokens
+    from arag.report.paper import PaperResults, PaperTokens
 
     broken = tmp_path / "table3.yaml"
     broken.write_text("source: arXiv 2602.03442\nbackbone: gpt-5-mini\n")

@@ -1,4 +1,4 @@
-"""Noise shown (arag.evaluation.intervals, arag.evaluation.report_paired): every accuracy with its n and
+"""Noise shown (arag.report.intervals, arag.report.paired): every accuracy with its n and
 95% Wilson interval, paired comparisons of runs over their shared questions (exact McNemar, paired
 bootstrap) with a "within noise" verdict, intervals drawn in the sweep plots, and the committed
 2Wiki re-run of the first 20 questions read through all of it."""
@@ -11,10 +11,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from arag.evaluation.intervals import DIFFERS, WITHIN_NOISE, Proportion, bootstrap_interval, mcnemar_exact, paired, wilson
-from arag.evaluation.report import _label, _varying, accuracy_figure, build_report, connect
-from arag.evaluation.report_paired import comparisons
-from arag.evaluation.report_sweeps import paper_figure, paper_figure_panels
+from arag.report.intervals import DIFFERS, WITHIN_NOISE, Proportion, bootstrap_interval, mcnemar_exact, paired, wilson
+from arag.report.build import _label, _varying, accuracy_figure, build_report, connect
+from arag.report.paired import comparisons
+from arag.report.sweeps import paper_figure, paper_figure_panels
 from tests.evaluation.test_report_layouts import one_at_a_time, section, table_rows, write_run
 
 COMMITTED = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_evaluations" / "results"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from arag.agent.loop import AgentConfig
-from arag.evaluation.report import _label, _varying, build_report, connect
-from arag.evaluation.report_sweeps import PAPER_FIGURE_FILE, paper_figure, paper_figure_panels
+from arag.report.build import _label, _varying, build_report, connect
+from arag.report.sweeps import PAPER_FIGURE_FILE, paper_figure, paper_figure_panels
 from tests.evaluation.test_report_layouts import section, write_run
 
 OFFICIAL = AgentConfig().max_steps

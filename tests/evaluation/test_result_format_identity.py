@@ -8,7 +8,7 @@ import pytest
 
 from arag.evaluation.questions import load_questions
 from arag.evaluation.run_config import run_settings
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.methods import load_method
 from tests.evaluation.conftest import compose_evaluate
 

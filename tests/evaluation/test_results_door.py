@@ -3,7 +3,7 @@ its row files, a run's files, and a run's summary over them."""
 
 from __future__ import annotations
 
-from arag.evaluation.records import EpisodeRow
+from arag.evaluation.rows import EpisodeRow
 from arag.evaluation.results import RunStore, find_run_dirs, row_files
 from arag.evaluation.summary import format_summary, summarize_run
 

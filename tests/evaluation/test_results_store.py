@@ -9,7 +9,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from arag.evaluation.records import ROW_FAILED, OK, row_schema, EpisodeRow
+from arag.evaluation.rows import ROW_FAILED, OK, row_schema, EpisodeRow
 from arag.tools import TOOLS
 from arag.tools.failures import FAILURE_KINDS
 from arag.evaluation.results import RunLockedError, RunStore
@@ -84,7 +84,7 @@ def test_failed_rows_are_appended_in_parts_not_rewritten(tmp_path, monkeypatch):
 
 
 def test_a_failed_file_of_an_older_version_reads_as_a_part(tmp_path):
-    from arag.evaluation.records import rows_to_table
+    from arag.evaluation.rows import rows_to_table
 
     with RunStore(tmp_path, "r1") as store:
         pq.write_table(rows_to_table([row("old", ROW_FAILED), row("kept", ROW_FAILED)]), store.failed_dir / "failed.parquet")

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-import arag.evaluation.settings as settings_module
+import arag.evaluation.run_settings as settings_module
 from arag.evaluation.questions import Question
 from arag.evaluation.runner import EpisodeRunner
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from tests.evaluation.conftest import QUESTIONS
 from tests.evaluation.test_runner import settings as runner_settings

@@ -10,7 +10,7 @@ import yaml
 
 from arag.evaluation.questions import Question
 from arag.evaluation.runner import EpisodeRunner
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import LLMError
 from arag.methods import METHOD_CONF_DIR
@@ -139,7 +139,7 @@ def test_run_id_changes_when_a_text_the_model_sees_changes(monkeypatch):
     """Tool descriptions, prompts and the code version are part of the run id."""
     import dataclasses
 
-    from arag.evaluation import settings as settings_module
+    from arag.evaluation import run_settings as settings_module
     from arag.tools import keyword
 
     from arag import tools

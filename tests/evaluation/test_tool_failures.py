@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from arag.evaluation.questions import Question
-from arag.evaluation.records import EpisodeRow, rows_to_table
+from arag.evaluation.rows import EpisodeRow, rows_to_table
 from arag.evaluation.repeats import repeated_flags
-from arag.evaluation.report import build_report
+from arag.report.build import build_report
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import EpisodeRunner
 from arag.llm.scripted import ScriptedBackend
@@ -159,7 +159,7 @@ def test_the_report_shows_errors_by_kind_and_repeats_and_n_a_for_older_runs(tree
 def test_the_viewer_marks_unusable_results_and_repeated_calls(tree):
     from starlette.testclient import TestClient
 
-    from arag.evaluation.viewer import create_app
+    from arag.viewer import create_app
     from tests.evaluation.test_viewer import Dom
 
     with TestClient(create_app(tree["root"])) as client:

@@ -8,7 +8,7 @@ import pytest
 
 from arag.evaluation.questions import load_questions
 from arag.evaluation.run_config import run_settings
-from arag.service.client import open_tools
+from arag.serve.client import open_tools
 from tests.evaluation.conftest import base_overrides, compose_evaluate
 
 pytestmark = pytest.mark.slow

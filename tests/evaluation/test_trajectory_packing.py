@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from arag.agent.records import CONTENT_FROM, pack_messages, unpack_messages
+from arag.agent.episode import CONTENT_FROM, pack_messages, unpack_messages
 from arag.evaluation.questions import Question, load_questions
 from arag.evaluation.run_config import run_settings
 from arag.evaluation.runner import EpisodeRunner

@@ -1,4 +1,4 @@
-"""The results viewer (arag.evaluation.viewer) over a results tree of real rows (EpisodeRunner with the
+"""The results viewer (arag.viewer) over a results tree of real rows (EpisodeRunner with the
 scripted backend, no Ray): the first page lists runs and episodes and filters them, an episode page
 shows every step with gold evidence marked and the verdict, a question across runs, model output
 escaped, and the entry point's errors. The headless-browser test is test_viewer_browser.py."""
@@ -17,8 +17,8 @@ import pytest
 from arag.evaluation.questions import Question
 from arag.evaluation.results import RunStore, find_run_dirs
 from arag.evaluation.runner import EpisodeRunner
-from arag.evaluation.settings import RunSettings
-from arag.evaluation.viewer.app import TITLES_FROM_TEXT, TITLES_MISSING
+from arag.evaluation.run_settings import RunSettings
+from arag.viewer.app import TITLES_FROM_TEXT, TITLES_MISSING
 from arag.llm.scripted import ScriptedBackend
 from tests.evaluation.conftest import CONF, QUESTIONS
 from tests.evaluation.test_runner import settings as runner_settings
@@ -109,7 +109,7 @@ def tree(eval_index, tmp_path_factory):
 def client(tree):
     from starlette.testclient import TestClient
 
-    from arag.evaluation.viewer import create_app
+    from arag.viewer import create_app
 
     with TestClient(create_app(tree["root"])) as c:
         yield c

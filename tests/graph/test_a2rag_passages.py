@@ -26,7 +26,7 @@ def compose_config(name: str, *overrides: str):
 
 def test_the_passage_corpus_is_one_chunk_per_passage_with_the_2wiki_questions():
     from pipelines.index import settings_from_config
-    from pipelines.settings import check_evaluate_config, check_index_config
+    from pipelines.config_checks import check_evaluate_config, check_index_config
 
     index = compose_config("index", f"+corpus={CORPUS}", "data_dir=/data")
     check_index_config(index)
@@ -43,7 +43,7 @@ def test_the_passage_corpus_is_one_chunk_per_passage_with_the_2wiki_questions():
 @pytest.mark.skipif(not (DATA_DIR / "2wikimultihopqa" / "corpus.jsonl").exists(), reason=f"no 2Wiki corpus under {DATA_DIR}")
 def test_every_2wiki_passage_stays_one_chunk():
     from arag.corpus.readers import plan_parts, read_part
-    from arag.corpus.records import Document
+    from arag.corpus.documents import Document
     from arag.index.chunking import chunk_document
     from arag.index.tokens import count_tokens_batch
     from pipelines.index import settings_from_config

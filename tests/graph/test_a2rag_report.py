@@ -9,9 +9,9 @@ import json
 import pytest
 
 from arag.agent import Agent
-from arag.evaluation.records import PASSAGE_RECALL_SCHEMA, EpisodeRow
-from arag.evaluation.report import build_report
-from arag.evaluation.report_a2rag import OUTCOMES, calls_by_purpose, outcome_of, outcome_shares, paper_calls, rewrite_counts, verdict_counts
+from arag.evaluation.rows import PASSAGE_RECALL_SCHEMA, EpisodeRow
+from arag.report.a2rag import OUTCOMES, calls_by_purpose, outcome_of, outcome_shares, paper_calls, rewrite_counts, verdict_counts
+from arag.report.build import build_report
 from arag.evaluation.results import RunStore
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import load_method

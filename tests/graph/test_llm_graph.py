@@ -55,7 +55,7 @@ def test_a_configured_model_makes_the_llm_the_extractor_and_summariser():
         summary_mode("abstractive", {"model": MODEL})
     # The shipped config: no model → rules; a model group chosen → the LLM, for both.
     from pipelines.graph import settings_from_config
-    from pipelines.settings import check_graph_config
+    from pipelines.config_checks import check_graph_config
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         plain = compose(config_name="graph")

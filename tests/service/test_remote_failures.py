@@ -10,7 +10,7 @@ import re
 import httpx
 import pytest
 
-from arag.service.client import RemoteTools, ToolServerError
+from arag.serve.client import RemoteTools, ToolServerError
 from arag.tools.failures import ToolInfrastructureError
 
 URL = "http://10.1.2.3:8765"
@@ -181,7 +181,7 @@ def test_a_worker_lost_on_the_server_is_a_failure_not_an_answer(served_index, tm
 
     server = start_http_server(served_index.path, tmp_path / "workers.log", "serve.workers=2", "serve.preload=false")
     try:
-        workers = [p for p in psutil.Process(server.process.pid).children() if "arag.tools.worker_pool" in " ".join(p.cmdline())]
+        workers = [p for p in psutil.Process(server.process.pid).children() if "arag.tools.hosting.worker_pool" in " ".join(p.cmdline())]
         assert len(workers) == 2
         for worker in workers:
             os.kill(worker.pid, signal.SIGKILL)

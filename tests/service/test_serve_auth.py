@@ -9,7 +9,7 @@ pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip in
 
 import httpx
 
-from arag.service.client import RemoteTools, ToolServerError
+from arag.serve.client import RemoteTools, ToolServerError
 from tests.service.conftest import TOKEN
 
 REQUESTS = [

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from starlette.requests import Request
 
-from arag.service.http_api import ClientGone, unless_disconnected
+from arag.serve.http_api import ClientGone, unless_disconnected
 
 
 def request_then(disconnect: asyncio.Event) -> Request:

@@ -13,7 +13,7 @@ import httpx
 from arag.agent import ANSWERED, Agent, AgentConfig
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import load_method
-from arag.service.client import RemoteTools
+from arag.serve.client import RemoteTools
 from arag.tools import DocumentSession, DocumentToolSettings
 
 FAST = dict(backoff_initial_s=0.0, backoff_max_s=0.0, backoff_jitter_s=0.0)

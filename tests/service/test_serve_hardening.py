@@ -16,7 +16,7 @@ import sys
 
 import httpx
 
-from arag.service.tool_service import result_json
+from arag.serve.tool_service import result_json
 from tests.service.conftest import REPO, server_env, start_http_server, stop
 
 FILE_TOKEN = "from-a-file 42"

@@ -189,8 +189,8 @@ def test_mcp_sessions_beyond_the_limit_evict_the_least_recently_used(hostile):
 
 
 def test_an_mcp_session_counts_its_transport():
-    from arag.service.mcp_server import MCP_SESSION_BYTES, SESSION_PREFIX
-    from arag.service.sessions import SessionTrackers
+    from arag.serve.mcp_server import MCP_SESSION_BYTES, SESSION_PREFIX
+    from arag.serve.sessions import SessionTrackers
 
     sessions = SessionTrackers(max_sessions=100, idle_s=3600, session_bytes=100_000, total_bytes=5 * MCP_SESSION_BYTES)
     forgotten = []
@@ -209,7 +209,7 @@ def test_an_mcp_session_counts_its_transport():
 
 @pytest.mark.slow
 def test_a_stop_answers_queued_calls_with_a_retryable_503_that_the_client_retries(served_index, tmp_path):
-    from arag.service.client import RemoteTools
+    from arag.serve.client import RemoteTools
 
     log, calls, port = tmp_path / "server.log", tmp_path / "calls.log", free_port()
     overrides = ("serve.threads=1", "serve.preload=false")
@@ -323,7 +323,7 @@ def test_an_idle_event_stream_is_closed(tuned):
 
 
 def test_wrong_tokens_are_slowed_and_limited(hostile):
-    from arag.service.guard import MAX_FAILING_TOKENS
+    from arag.serve.guard import MAX_FAILING_TOKENS
 
     guesses = MAX_FAILING_TOKENS + 8
     request = f"GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer guess\r\n\r\n".encode()

@@ -13,7 +13,7 @@ import sys
 
 import httpx
 
-from arag.service.tool_service import result_json
+from arag.serve.tool_service import result_json
 from arag.tools import TOOLS, ReadTracker, tool_schemas
 from tests.service.conftest import BAD_CALLS, CALLS, REPO, server_env
 
@@ -156,7 +156,7 @@ def test_a_remote_client_describes_the_chunk_ids_as_the_local_tools_do(http_serv
     from arag.agent import Agent, AgentConfig
     from arag.llm.scripted import ScriptedBackend
     from arag.methods import load_method
-    from arag.service.client import RemoteTools
+    from arag.serve.client import RemoteTools
 
     assert httpx.get(f"{http_server.url}/index").json()["chunk_ids"] == local_ctx.chunk_ids.to_json()
     requests = []

@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from arag.service.tool_service import result_json
+from arag.serve.tool_service import result_json
 from arag.tools import TOOLS, ReadTracker
 from tests.service.conftest import BAD_CALLS, CALLS, REPO, server_env
 

@@ -16,10 +16,10 @@ from omegaconf import OmegaConf
 
 from arag.evaluation.questions import Question
 from arag.evaluation.runner import EpisodeRunner
-from arag.evaluation.settings import RunSettings
+from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import METHOD_CONF_DIR
-from arag.service.client import RemoteTools, ToolServerError, open_tools
+from arag.serve.client import RemoteTools, ToolServerError, open_tools
 from arag.tools import ReadTracker
 from arag.tools.base import ResultFormat
 from tests.evaluation.conftest import CONF, compose_evaluate

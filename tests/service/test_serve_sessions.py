@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from arag.service.app import ServeSettings, tool_context_options
-from arag.service.sessions import SessionIdError, SessionTrackers, check_session_id
-from arag.service.tool_service import served_tool_names
+from arag.serve.app import ServeSettings, tool_context_options
+from arag.serve.sessions import SessionIdError, SessionTrackers, check_session_id
+from arag.serve.tool_service import served_tool_names
 
 
 class Clock:
@@ -120,7 +120,7 @@ def test_settings_of_the_server_are_checked():
 
 def test_uvicorn_gets_the_connection_bounds():
     pytest.importorskip("uvicorn")
-    from arag.service.app import uvicorn_config
+    from arag.serve.app import uvicorn_config
 
     config = uvicorn_config(lambda scope, receive, send: None, ServeSettings(max_connections=7, keep_alive_s=3, header_timeout_s=2))
     # Request slots are the guard's (after the token); uvicorn's cap would count stalled connections.
@@ -171,7 +171,7 @@ def test_the_command_names_what_is_wrong(args, message):
 
 
 def test_preload_loads_the_query_encoder_before_serving(served_index):
-    from arag.service.tool_service import ToolService
+    from arag.serve.tool_service import ToolService
     from arag.tools import ToolContext
 
     with ToolContext(served_index.path) as ctx:
@@ -203,8 +203,8 @@ def test_the_client_drops_idle_connections_before_the_server_does(monkeypatch):
     and is not sent again: the client's keep-alive must end first, with room to spare."""
     import httpx
 
-    from arag.service import client as client_module
-    from arag.service.guard import CLIENT_KEEPALIVE_S
+    from arag.serve import client as client_module
+    from arag.serve.guard import CLIENT_KEEPALIVE_S
 
     built = {}
     real_client = httpx.Client

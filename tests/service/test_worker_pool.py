@@ -13,7 +13,7 @@ import pytest
 
 from arag.agent import ANSWERED
 from arag.tools import ReadTracker
-from arag.tools.worker_pool import ToolWorkerPool, _IdleWorkers
+from arag.tools.hosting.worker_pool import ToolWorkerPool, _IdleWorkers
 from tests.service.conftest import CALLS
 from tests.service.test_serve_documents import episode
 
@@ -114,7 +114,7 @@ def test_bad_settings_are_named(tmp_path, served_index):
         ToolWorkerPool(served_index.path, workers=0)
     with pytest.raises(RuntimeError, match="unexpected keyword argument 'nprob'"):
         ToolWorkerPool(served_index.path, workers=1, nprob=3)
-    from arag.service.app import ServeSettings
+    from arag.serve.app import ServeSettings
 
     with pytest.raises(ValueError, match="serve.workers must be a whole number of at least 1"):
         ServeSettings.from_dict({"workers": 0})
@@ -124,7 +124,7 @@ def test_a_server_with_worker_processes_answers_as_in_process(served_index, loca
     pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
     import httpx
 
-    from arag.service.tool_service import result_json
+    from arag.serve.tool_service import result_json
     from tests.service.conftest import start_http_server, stop
 
     server = start_http_server(served_index.path, tmp_path / "workers.log", "serve.workers=2")

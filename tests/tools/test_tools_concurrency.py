@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from arag.tools import ReadTracker, ToolContext
-from arag.tools.batching import BatchingEncoder
+from arag.tools.hosting.batching import BatchingEncoder
 
 from conftest import fake_encode
 

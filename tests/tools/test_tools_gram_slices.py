@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arag.tools import gram_slices, part_cache
-from arag.tools.gram_slices import GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
-from arag.tools.ngrams import PostingsWriter
+from arag.index.keyword import gram_slices, part_cache
+from arag.index.keyword.gram_slices import GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
+from arag.index.keyword.ngrams import PostingsWriter
 
 from benchmarks.tools_reference import keyword_scores as reference_scores
 

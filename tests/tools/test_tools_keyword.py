@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arag.index.tokens import count_retrieved_tokens
-from arag.tools.ngrams import Postings, PostingsWriter, is_word_char, keyword_trigrams
+from arag.index.keyword.ngrams import Postings, PostingsWriter, is_word_char, keyword_trigrams
 from benchmarks import tools_reference as reference
 
 KEYWORD_SETS = [
@@ -280,7 +280,7 @@ def test_a_part_smaller_than_dense_min_units_keeps_every_bitmap(tmp_path):
 
 def test_keyword_search_is_exact_when_every_trigram_is_dense(edge_index, monkeypatch, tmp_path):
     from arag.index.store import open_index
-    from arag.tools import ngrams
+    from arag.index.keyword import ngrams
     from arag.tools.store import ChunkStore
 
     monkeypatch.setattr(ngrams, "DENSE_MIN_UNITS", 1)
@@ -295,7 +295,7 @@ def test_keyword_search_is_exact_when_every_trigram_is_dense(edge_index, monkeyp
 
 def test_keyword_search_is_exact_under_a_tight_postings_budget(edge_index, monkeypatch, tmp_path):
     from arag.index.store import open_index
-    from arag.tools import ngrams
+    from arag.index.keyword import ngrams
     from arag.tools.store import ChunkStore
 
     monkeypatch.setattr(ngrams, "DENSE_MIN_UNITS", 1)
@@ -314,7 +314,7 @@ def test_keyword_search_is_exact_under_a_tight_postings_budget(edge_index, monke
 @pytest.mark.parametrize("reads, gap, block", [("pread", 4096, 16384), ("pread", 0, 16384), ("pread", 4096, 2), ("mmap", 4096, 16384), ("mmap", 0, 3)])
 def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap, block):
     from arag.index.store import open_index
-    from arag.tools import part_cache
+    from arag.index.keyword import part_cache
     from arag.tools.store import ChunkStore
 
     monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
@@ -333,7 +333,7 @@ def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch
     """A cache written in record batches of 2 rows: candidate runs stop at every batch's end (the
     other columns' bytes lie between two batches' texts), with or without a read gap."""
     from arag.index.store import open_index
-    from arag.tools import part_cache
+    from arag.index.keyword import part_cache
     from arag.tools.store import ChunkStore
 
     monkeypatch.setattr(part_cache, "READ_BATCH", 2)
@@ -350,7 +350,7 @@ def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
     """Every keyword's counts remembered (no candidate minimum): each set asked twice, the second
     time from memory, equals the reference; a keyword given twice still counts twice."""
     from arag.index.store import open_index
-    from arag.tools.keyword_counts import KeywordCounts
+    from arag.index.keyword.counts import KeywordCounts
     from arag.tools.store import ChunkStore
 
     store = ChunkStore.open(open_index(edge_index.path))
@@ -365,7 +365,7 @@ def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
 
 
 def test_keyword_counts_keep_only_costly_keywords_within_the_budget():
-    from arag.tools.keyword_counts import KeywordCounts
+    from arag.index.keyword.counts import KeywordCounts
 
     def vec(n):
         return np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int32)

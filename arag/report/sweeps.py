@@ -19,11 +19,11 @@ from typing import Any
 
 import duckdb
 
-from arag.evaluation.intervals import Proportion, proportion
-from arag.evaluation.report_format import SCORED, UnlikeRunsError, markdown_table, pyplot
-from arag.evaluation.report_format import format_value as _fmt
+from arag.report.intervals import Proportion, proportion
+from arag.report.format import SCORED, UnlikeRunsError, markdown_table, pyplot
+from arag.report.format import format_value as _fmt
 
-# A swept row column → where it sits in a run's identity settings (arag.evaluation.settings).
+# A swept row column → where it sits in a run's identity settings (arag.evaluation.run_settings).
 SWEEPABLE: dict[str, tuple[str, ...]] = {
     "max_steps": ("agent", "max_steps"),
     "reasoning_effort": ("model", "reasoning_effort"),

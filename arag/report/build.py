@@ -3,9 +3,9 @@
 Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc alone for GraphRAG-Bench,
 like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
 layout), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
-setting varied at a time: arag.evaluation.report_sweeps), retrieved tokens per method and dataset
+setting varied at a time: arag.report.sweeps), retrieved tokens per method and dataset
 (Table 3's layout), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
-verdicts and rewrites (arag.evaluation.report_a2rag), details per run (EM, F1,
+verdicts and rewrites (arag.report.a2rag), details per run (EM, F1,
 evidence recall, failures), retrieved tokens and cost per method, tool use, and plots of accuracy
 against the step limit and against reasoning effort, and of tool-use distributions.
 
@@ -28,17 +28,17 @@ from typing import Any, Sequence
 import duckdb
 
 from arag.conf_files import method_declarations
-from arag.evaluation.intervals import LEGEND, Proportion, proportion
-from arag.evaluation.intervals import cell as accuracy_cell
-from arag.evaluation.records import CALLS_OTHER, counted_tools, failure_kinds
-from arag.evaluation.report_a2rag import a2rag_section
-from arag.evaluation.report_format import ANSWERED, OF_ANSWERED, OF_ATTEMPTED, SCORED, UnlikeRunsError, accuracy_sql, markdown_table
-from arag.evaluation.report_format import format_value as _fmt
-from arag.evaluation.report_format import pyplot as _pyplot
-from arag.evaluation.report_paired import paired_section
-from arag.evaluation.report_paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
-from arag.evaluation.report_protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
-from arag.evaluation.report_sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
+from arag.report.intervals import LEGEND, Proportion, proportion
+from arag.report.intervals import cell as accuracy_cell
+from arag.evaluation.rows import CALLS_OTHER, counted_tools, failure_kinds
+from arag.report.a2rag import a2rag_section
+from arag.report.format import ANSWERED, OF_ANSWERED, OF_ATTEMPTED, SCORED, UnlikeRunsError, accuracy_sql, markdown_table
+from arag.report.format import format_value as _fmt
+from arag.report.format import pyplot as _pyplot
+from arag.report.paired import paired_section
+from arag.report.paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
+from arag.report.protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
+from arag.report.sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
 from arag.evaluation.results import row_files
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
@@ -81,7 +81,7 @@ GUARD_RAILS_SQL = """coalesce(nullif(concat_ws(' ',
          THEN 'shown_chunk_ids_only' END), ''), 'off')"""
 
 
-# The judge, named by the model that judged and its preset (arag.evaluation.report_protocol): a run
+# The judge, named by the model that judged and its preset (arag.report.protocol): a run
 # and its re-judged copy (pipelines.rejudge) then sit in separate table blocks.
 JUDGE_SQL = judge_label_sql()
 
@@ -294,7 +294,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
 
 def _protocol_note(con: duckdb.DuckDBPyConnection, cards: dict | None, keys: Sequence[str], group: Sequence[Any], methods: Sequence[str] | None,
                    runs: Sequence[str] | None = None) -> list[str]:
-    """The deviation line (arag.evaluation.report_protocol.deviation_note) of a block's runs, with a blank line."""
+    """The deviation line (arag.report.protocol.deviation_note) of a block's runs, with a blank line."""
     if cards is None:
         return []
     note = deviation_note(cards, runs if runs is not None else block_runs(con, keys, group, methods))

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arag.agent.records import unpack_messages
-from arag.evaluation.records import OK
+from arag.agent.episode import unpack_messages
+from arag.evaluation.rows import OK
 from arag.evaluation.results import RunStore, find_run_dirs
 
 # The columns the listing pages need (the trajectory, the largest column, is read per episode).
@@ -89,8 +89,8 @@ def scores(run: Run, column: str) -> dict[str, float]:
 
 def run_pairs(runs: list[Run]) -> list[tuple[Run, Run]]:
     """The runs compared question by question, chosen as the report chooses them
-    (arag.evaluation.report_paired.pairs) over the settings the viewer shows: model, max steps, effort."""
-    from arag.evaluation.report_paired import RunKey, pairs
+    (arag.report.paired.pairs) over the settings the viewer shows: model, max steps, effort."""
+    from arag.report.paired import RunKey, pairs
 
     by_id = {r.run_id: r for r in runs}
     keys = [RunKey(r.run_id, r.dataset, r.method, (("model", r.model), ("max_steps", r.max_steps), ("reasoning_effort", r.effort)),

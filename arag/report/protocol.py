@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import duckdb
 
 from arag.evaluation.protocol import ProtocolCard, judge_presets, protocol_card
-from arag.evaluation.report_format import markdown_table
+from arag.report.format import markdown_table
 from arag.evaluation.results import RunStore, find_run_dirs
 
 

@@ -1,5 +1,5 @@
 """What every report table shares: Markdown tables, number formats, the scored-questions rule, the
-accuracies' two denominators and the error for runs that must not be merged (arag.evaluation.report and its sections)."""
+accuracies' two denominators and the error for runs that must not be merged (arag.report.build and its sections)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ OF_ANSWERED = "(of answered)"
 
 def accuracy_sql(column: str, answered: bool = False) -> str:
     """Two SQL aggregates, the sum and the count of a 0/1 score column over the scored questions
-    (only the answered ones with `answered`): an accuracy and its n (arag.evaluation.intervals.cell)."""
+    (only the answered ones with `answered`): an accuracy and its n (arag.report.intervals.cell)."""
     where = f"{SCORED} AND {ANSWERED}" if answered else SCORED
     return f"sum({column}) FILTER ({where}), count({column}) FILTER ({where})"
 

@@ -4,7 +4,7 @@ Both front ends (MCP and the JSON API) call `ToolService.call`, so a tool answer
 structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Tool
 calls run on a thread pool: the event loop keeps accepting requests while DuckDB and FAISS work
 (ToolContext is safe to share between threads). With `serve.workers` ≥ 2 they run in that many
-worker processes instead (arag.tools.worker_pool), so Python tool code runs on several cores at
+worker processes instead (arag.tools.hosting.worker_pool), so Python tool code runs on several cores at
 once; the sessions stay here and travel with each call.
 
 Limits a client may set (the document tools' settings, per session) are checked against the
@@ -22,16 +22,16 @@ from functools import partial
 from typing import Any
 
 from arag.index.fingerprint import index_build_fingerprint
-from arag.service.admission import CallGate
-from arag.service.sessions import SessionTrackers
+from arag.serve.admission import CallGate
+from arag.serve.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.tools.base import RESULT_FORMAT_PARAMS, ResultFormat, error_result, get_chunk_ids
 from arag.tools.chunk_read import chunk_titles
 from arag.tools.failures import DIAGNOSTICS, is_internal_failure
-from arag.tools.worker_pool import ToolWorkerPool
+from arag.tools.hosting.worker_pool import ToolWorkerPool
 
-log = logging.getLogger("arag.service")
+log = logging.getLogger("arag.serve")
 
 
 def served_tool_names(tools: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:

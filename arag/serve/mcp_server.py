@@ -22,11 +22,11 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
 
-from arag.service.admission import ClientGone, ServerStopping, unless
-from arag.service.connections import CONNECTION_LOST
-from arag.service.guard import MCP_PATH, STOPPING
-from arag.service.sessions import SessionTrackers
-from arag.service.tool_service import ToolService, result_json
+from arag.serve.admission import ClientGone, ServerStopping, unless
+from arag.serve.connections import CONNECTION_LOST
+from arag.serve.guard import MCP_PATH, STOPPING
+from arag.serve.sessions import SessionTrackers
+from arag.serve.tool_service import ToolService, result_json
 from arag.tools import DocumentSession, ReadTracker, ToolSpec
 
 MCP_SESSION_HEADER = "mcp-session-id"

@@ -84,7 +84,7 @@ class EpisodeRow:
     token_budget: int | None = None
     reasoning_effort: str | None = None
     temperature: float | None = None
-    settings: str = "{}"  # JSON: the run's identity settings (see arag.evaluation.settings)
+    settings: str = "{}"  # JSON: the run's identity settings (see arag.evaluation.run_settings)
     overrides: list[str] = field(default_factory=list)  # the command-line overrides of the run
     # what the agent did
     forced: bool = False
@@ -131,7 +131,7 @@ class EpisodeRow:
     judge_s: float = 0.0
     worker: str | None = None  # Ray node id of the worker that ran it
     finished_at: dt.datetime | None = None
-    trajectory: str = "{}"  # JSON: the whole episode record (arag.agent.records.Episode.to_json) and chunk_titles, {chunk id: title} of the chunks seen
+    trajectory: str = "{}"  # JSON: the whole episode record (arag.agent.episode.Episode.to_json) and chunk_titles, {chunk id: title} of the chunks seen
     schema_version: int = SCHEMA_VERSION
 
     def call_counts(self) -> dict[str, int]:

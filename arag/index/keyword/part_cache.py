@@ -20,9 +20,9 @@ the process's own memory does not grow with the corpus (file pages are the OS pa
                                   (e.g. 'İ', final sigma): those are scored in Python
             chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (uint32):
             doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
-            trigram_*             keyword candidates: word trigram -> chunk rows (arag.tools.ngrams)
+            trigram_*             keyword candidates: word trigram -> chunk rows (arag.index.keyword.ngrams)
             gram6_*               only in parts whose trigrams cannot narrow: hashed 6-gram
-                                  bucket -> chunk rows (arag.tools.gram_slices)
+                                  bucket -> chunk rows (arag.index.keyword.gram_slices)
             cache.json            written last: the cache is complete iff it exists; it names the
                                   Parquet files' sizes and mtimes, so a rewritten part is noticed
 ```
@@ -63,12 +63,12 @@ from pyroaring import BitMap
 from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
 from arag.small_sorted import mapped, members, positions
-from arag.tools.gram_slices import SAMPLE_ROWS, GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
-from arag.tools.ngrams import UNICODE_VERSION, Postings, PostingsWriter, keyword_trigrams
+from arag.index.keyword.gram_slices import SAMPLE_ROWS, GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
+from arag.index.keyword.ngrams import UNICODE_VERSION, Postings, PostingsWriter, keyword_trigrams
 
 CACHE_FORMAT = 5  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only
 MARKER = "cache.json"
-# Chunks per trigram posting unit (see arag.tools.ngrams.PostingsWriter for why 1).
+# Chunks per trigram posting unit (see arag.index.keyword.ngrams.PostingsWriter for why 1).
 UNIT_ROWS = 1
 READ_BATCH = 4096  # a multiple of UNIT_ROWS
 # Parts of fewer chunks get no 6-gram slices even over weak trigrams: scoring them all is cheap.
@@ -114,7 +114,7 @@ def is_valid(directory: Path, chunks: Path, sentences: Path) -> bool:
         return False
     return (
         meta.get("cache_format") == CACHE_FORMAT
-        and meta.get("unicode") == UNICODE_VERSION  # which trigrams are indexed depends on it (arag.tools.ngrams)
+        and meta.get("unicode") == UNICODE_VERSION  # which trigrams are indexed depends on it (arag.index.keyword.ngrams)
         and meta.get("source") == source_stamp(chunks, sentences)
     )
 
@@ -146,7 +146,7 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
     """Build the cache of one part (its chunks and sentences Parquet) into `target`; return it.
 
     Plain Python, one pass over each file, memory ~0.6× the part's text (the bitmaps being built).
-    The trigram bitmaps are held to arag.tools.ngrams.POSTINGS_BUDGET bytes per byte of text.
+    The trigram bitmaps are held to arag.index.keyword.ngrams.POSTINGS_BUDGET bytes per byte of text.
     An existing complete cache of the same files is kept as is.
     """
     chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
@@ -256,7 +256,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
 
 
 def _write_gram_slices(out: Path) -> int:
-    """Second pass over the chunk texts just written: the 6-gram slices (arag.tools.gram_slices)."""
+    """Second pass over the chunk texts just written: the 6-gram slices (arag.index.keyword.gram_slices)."""
     writer = GramSlicesWriter()
     table = pa.ipc.open_file(pa.memory_map(str(out / "chunks.arrow"))).read_all()
     row = 0

@@ -1,6 +1,6 @@
 """Hashed 6-gram slices: a second keyword filter for text whose trigrams cannot narrow.
 
-Why: trigram candidates (arag.tools.ngrams) narrow well on natural prose, where a name's rarest
+Why: trigram candidates (arag.index.keyword.ngrams) narrow well on natural prose, where a name's rarest
 trigram is in ~1% of the chunks. On text over a small alphabet (made-up words from 30 syllables,
 DNA, some codes) every trigram is in a large share of the chunks, so a keyword's trigrams together
 still leave thousands of candidates per part for a few hundred matches. Six code points are far
@@ -30,7 +30,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from arag.small_sorted import mapped, unique
-from arag.tools.ngrams import keyword_trigrams
+from arag.index.keyword.ngrams import keyword_trigrams
 
 GRAM = 6
 SLICE_BITS = 12

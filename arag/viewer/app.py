@@ -11,10 +11,10 @@ import webbrowser
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-import arag.evaluation.viewer.pages as pages
+import arag.viewer.pages as pages
 from arag.evaluation.evidence import TITLE_SEPARATOR
 from arag.evaluation.results import RUN_INFO
-from arag.evaluation.viewer.data import ResultsTree, Run
+from arag.viewer.data import ResultsTree, Run
 
 TITLES_RECORDED = "chunk titles as recorded with the run"
 TITLES_FROM_TEXT = "chunk titles read from the tool results' chunk headers (the run did not record them)"

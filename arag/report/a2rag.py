@@ -28,10 +28,10 @@ from typing import Callable, Iterable, Sequence
 
 import duckdb
 
-from arag.evaluation.intervals import cell as accuracy_cell
-from arag.evaluation.records import PASSAGE_RECALL_SCHEMA
-from arag.evaluation.report_format import accuracy_sql, markdown_table
-from arag.evaluation.report_format import format_value as _fmt
+from arag.evaluation.rows import PASSAGE_RECALL_SCHEMA
+from arag.report.format import accuracy_sql, markdown_table
+from arag.report.format import format_value as _fmt
+from arag.report.intervals import cell as accuracy_cell
 
 from arag.methods.a2rag import CALL_PURPOSES, CHECKS, STAGES
 

@@ -11,9 +11,9 @@ from typing import Any, Iterable
 from urllib.parse import urlencode
 
 from arag.evaluation.evidence import gold_chunks, shows_full_text
-from arag.evaluation.intervals import WITHIN_NOISE, Proportion, paired, paired_cells
+from arag.report.intervals import WITHIN_NOISE, Proportion, paired, paired_cells
 from arag.evaluation.repeats import repeated_flags
-from arag.evaluation.viewer.data import OUTCOMES, Run, filter_rows, outcome, run_pairs, scores
+from arag.viewer.data import OUTCOMES, Run, filter_rows, outcome, run_pairs, scores
 
 PAGE_SIZE = 200  # episodes per page of the listing
 
@@ -143,7 +143,7 @@ def runs_table(runs: list[Run]) -> str:
 
 def paired_table(runs: list[Run]) -> str:
     """Runs of one dataset and method compared on the questions both answered (the report's paired
-    comparisons: arag.evaluation.report_paired); empty when no two runs share questions."""
+    comparisons: arag.report.paired); empty when no two runs share questions."""
     rows = []
     for a, b in run_pairs(runs):
         for metric, column in (("LLM-Acc", "llm_acc"), ("Contain-Acc", "contain_acc")):

@@ -36,7 +36,7 @@ from tenacity import Retrying, retry_if_exception_type, retry_if_result, stop_af
 
 from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
-from arag.service.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
+from arag.serve.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, RESULT_FORMAT_PARAMS, Hit, ResultFormat, ToolResult, error_result
 from arag.tools.documents import DocumentSession
 from arag.tools.failures import UNKNOWN_TOOL, ToolInfrastructureError
@@ -109,7 +109,7 @@ class RemoteTools:
             base_url=self.url,
             headers={"Authorization": f"Bearer {token}"} if token else {},
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-            # Idle connections are dropped before the server drops them (arag.service.guard).
+            # Idle connections are dropped before the server drops them (arag.serve.guard).
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections, keepalive_expiry=CLIENT_KEEPALIVE_S),
             transport=transport,
         )

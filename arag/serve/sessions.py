@@ -27,7 +27,7 @@ from typing import Callable
 
 from arag.tools import DocumentSession, ReadTracker
 
-log = logging.getLogger("arag.service")
+log = logging.getLogger("arag.serve")
 
 # Longest session id kept; longer ids are refused rather than stored.
 MAX_SESSION_ID_CHARS = 200

@@ -20,7 +20,7 @@ build), but it answers with scored documents rather than row sets, so every cand
 into Python as an object and need a stored-field lookup for its row; bitmaps intersect in C and
 hand back row numbers.
 
-On disk, per part (see arag.tools.part_cache): `trigram_keys.npy` (sorted uint64 codes),
+On disk, per part (see arag.index.keyword.part_cache): `trigram_keys.npy` (sorted uint64 codes),
 `trigram_offsets.npy` (int64, len(keys)+1) and `trigram_postings.bin` (the bitmaps in roaring's
 portable format, back to back); all three are memory-mapped.
 
@@ -33,7 +33,7 @@ case the most frequent trigrams give up their bitmaps first until the rest fit. 
 than a fixed frequency adapts to the text: wiki prose has thousands of mid-frequency trigrams whose
 bitmaps would double the cache, while text over a small alphabet (few, all common, trigrams) keeps
 every bitmap and needs each one to narrow. Candidates stay a superset, so results are exact.
-Where even all of them cannot narrow, the part also gets hashed 6-gram slices (arag.tools.gram_slices).
+Where even all of them cannot narrow, the part also gets hashed 6-gram slices (arag.index.keyword.gram_slices).
 """
 
 from __future__ import annotations

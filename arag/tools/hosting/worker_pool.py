@@ -85,7 +85,7 @@ def _worker_main(conn: Any) -> None:
 
 
 def _serve_calls(conn: Any) -> None:
-    from arag.tools.context import ToolContext
+    from arag.tools.hosting.context import ToolContext
     from arag.tools.documents import DocumentSession
 
     try:
@@ -204,7 +204,7 @@ class ToolWorkerPool:
             raise ValueError("a ToolWorkerPool's workers load the index's own query encoder; encoder= is for an in-process ToolContext")
         self.index = str(Path(index).resolve())
         self.workers = int(workers)
-        from arag.tools.context import usable_cores
+        from arag.tools.hosting.context import usable_cores
 
         cores = usable_cores()
         # Each worker's query encoder gets its share of the cores: N encoders of all cores each
@@ -227,10 +227,10 @@ class ToolWorkerPool:
         parent, child = socket.socketpair()
         # The worker imports this same arag (a checkout run without installing it too); its stdout
         # goes to stderr, since a stdio MCP server's stdout is the protocol channel.
-        package_root = str(Path(__file__).resolve().parents[2])
+        package_root = str(Path(__file__).resolve().parents[3])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
         process = subprocess.Popen(
-            [sys.executable, "-m", "arag.tools.worker_pool", str(child.fileno())], pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=2, env=env
+            [sys.executable, "-m", "arag.tools.hosting.worker_pool", str(child.fileno())], pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=2, env=env
         )
         child.close()
         conn = Connection(parent.detach())

@@ -19,7 +19,7 @@ the MCP endpoint), so no route can be reached around it. In order:
     nothing about the index.
   * Request slots: requests that showed the token are served up to `max_requests` at once
     (serve.max_connections; 503 beyond), so connections that never do take none (the waiting
-    ones are bounded by arag.service.connections); an event stream (GET /mcp) ends after
+    ones are bounded by arag.serve.connections); an event stream (GET /mcp) ends after
     `stream_idle_s`.
   * Bodies: a POST must say `Content-Type: application/json` (415 otherwise: a browser sends
     text/plain and forms cross-site without asking first); over `max_request_bytes` gets 413
@@ -47,9 +47,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-from arag.service.connections import AUTHORISED
+from arag.serve.connections import AUTHORISED
 
-log = logging.getLogger("arag.service")
+log = logging.getLogger("arag.serve")
 
 TOKEN_ENV = "ARAG_SERVE_TOKEN"
 # How long arag's own client (RemoteTools) keeps an idle connection: the server must keep them

@@ -7,6 +7,6 @@ events, the forced answer, the prediction against the gold answers and the judge
 reply; and one question across runs side by side. Server-rendered HTML with no script and nothing
 fetched from elsewhere, so it works offline; it reads the tree only through arag.evaluation.results."""
 
-from arag.evaluation.viewer.app import create_app, serve
+from arag.viewer.app import create_app, serve
 
 __all__ = ["create_app", "serve"]

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from arag.methods.records import ToolCallRecord
+from arag.methods.tool_calls import ToolCallRecord
 
 # Episode.status values.
 ANSWERED = "answered"  # the model gave an answer (possibly forced: see `forced`)

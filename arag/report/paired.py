@@ -1,5 +1,5 @@
 """The report's paired comparisons: two runs of one dataset and method that answered some of the same
-questions, compared question by question (arag.evaluation.intervals.paired) on the questions both
+questions, compared question by question (arag.report.intervals.paired) on the questions both
 scored, so that a difference the size of chance is called so.
 
 Which runs are paired, within each (dataset, method): two runs whose shown settings (the model and
@@ -18,9 +18,9 @@ from typing import Any, Callable, Sequence
 
 import duckdb
 
-from arag.evaluation.intervals import ALPHA, RESAMPLES, WITHIN_NOISE, Paired, paired, paired_cells
-from arag.evaluation.report_format import SCORED, markdown_table
-from arag.evaluation.report_sweeps import differing_keys, setting_order
+from arag.report.intervals import ALPHA, RESAMPLES, WITHIN_NOISE, Paired, paired, paired_cells
+from arag.report.format import SCORED, markdown_table
+from arag.report.sweeps import differing_keys, setting_order
 
 METRICS = (("LLM-Acc", "llm_acc"), ("Cont-Acc", "contain_acc"))
 TITLE = "## Paired comparisons"

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from arag import __version__
-from arag.service.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
-from arag.service.sessions import SessionTrackers
-from arag.service.tool_service import ToolService, document_ceilings, served_tool_names
+from arag.serve.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
+from arag.serve.sessions import SessionTrackers
+from arag.serve.tool_service import ToolService, document_ceilings, served_tool_names
 from arag.tools import ToolContext
 
-log = logging.getLogger("arag.service")
+log = logging.getLogger("arag.serve")
 
 TRANSPORTS = ("stdio", "http")
 OPEN = "none"  # serve.token=none: an open server (loopback only)
@@ -150,7 +150,7 @@ def open_service(index_path: str, settings: ServeSettings, tool_options: dict[st
     ctx = ToolContext(index_path, **options)
     workers = None
     if settings.workers > 1:
-        from arag.tools.worker_pool import ToolWorkerPool
+        from arag.tools.hosting.worker_pool import ToolWorkerPool
 
         try:
             workers = ToolWorkerPool(index_path, workers=settings.workers, **options)
@@ -175,8 +175,8 @@ def http_app(service: ToolService, settings: ServeSettings, token: str | None) -
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.exceptions import HTTPException
 
-    from arag.service.http_api import http_error, json_api_routes, server_error
-    from arag.service.mcp_server import McpSessionBounds, mcp_server
+    from arag.serve.http_api import http_error, json_api_routes, server_error
+    from arag.serve.mcp_server import McpSessionBounds, mcp_server
 
     hosts, origins = settings.origin_rule()
     server = mcp_server(service, version=__version__, stdio=False)
@@ -209,13 +209,13 @@ def http_app(service: ToolService, settings: ServeSettings, token: str | None) -
 
 
 def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
-    """uvicorn with bounded connections (arag.service.connections: waiting connections bounded
+    """uvicorn with bounded connections (arag.serve.connections: waiting connections bounded
     in number, time and bytes; the guard counts request slots, after the token) and its own
     keep-alive timeout."""
     import uvicorn
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    from arag.service.connections import WaitingConnections, bounded_protocol
+    from arag.serve.connections import WaitingConnections, bounded_protocol
 
     return uvicorn.Config(
         app,
@@ -271,7 +271,7 @@ def serve_stdio(service: ToolService) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from arag.service.mcp_server import mcp_server
+    from arag.serve.mcp_server import mcp_server
 
     server = mcp_server(service, version=__version__, stdio=True)
 

@@ -101,7 +101,7 @@ class RunSettings:
     def secret_env_names(self) -> list[str]:
         """The environment variables holding this run's secrets, which every worker needs where it
         runs: the tool server's token (index.url) and each backend's API key (`api_key_env`)."""
-        from arag.service.guard import TOKEN_ENV
+        from arag.serve.guard import TOKEN_ENV
 
         names = [self.index_token_env or TOKEN_ENV] if self.index_url else []
         for model in (self.model, self.judge_model or {}):

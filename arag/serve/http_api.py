@@ -35,15 +35,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from arag.service.admission import ClientGone, ServerStopping, unless
-from arag.service.guard import STOPPING
-from arag.service.openapi import openapi_document
-from arag.service.sessions import SessionIdError, check_session_id
-from arag.service.tool_service import CeilingError, ToolService, is_internal_failure
+from arag.serve.admission import ClientGone, ServerStopping, unless
+from arag.serve.guard import STOPPING
+from arag.serve.openapi import openapi_document
+from arag.serve.sessions import SessionIdError, check_session_id
+from arag.serve.tool_service import CeilingError, ToolService, is_internal_failure
 from arag.tools import DocumentToolSettings, ToolArgumentError
 from arag.tools.base import ResultFormat
 
-log = logging.getLogger("arag.service")
+log = logging.getLogger("arag.serve")
 
 SESSION_HEADER = "x-session-id"
 DOCUMENT_SETTINGS_HEADER = "x-document-settings"

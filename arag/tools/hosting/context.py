@@ -3,7 +3,7 @@
 Open it once per process (per evaluation worker or tool server) and call tools through it from
 any number of threads: no lock serialises the calls. The caches are memory-mapped and read with
 per-thread readers, FAISS and numpy release the GIL, DuckDB (only for ad-hoc `sql`) runs on a
-cursor per thread, and concurrent query encodings are micro-batched (arag.tools.batching), one
+cursor per thread, and concurrent query encodings are micro-batched (arag.tools.hosting.batching), one
 batch per core at a time, each encoded on a caller's own thread.
 
 Admission: at most `max_active` calls (default: twice the cores) run their CPU work at once;
@@ -14,7 +14,7 @@ and pooling, then wait behind hundreds of GIL-hungry threads after every release
 encoding or waiting for its query encoding gives its slot back (encodings have their own bound,
 one per core), so every waiting query can still join one batch. asyncio callers use `acall`: the call runs on this context's pool of 2·max_active
 threads, so a thousand awaiting episodes queue in the pool rather than as a thousand threads.
-The tools' own Python still runs on one core at a time per process: `arag.tools.worker_pool`
+The tools' own Python still runs on one core at a time per process: `arag.tools.hosting.worker_pool`
 runs the same calls in worker processes, one `ToolContext` each, to use every core.
 """
 
@@ -35,7 +35,7 @@ import numpy as np
 from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.store import Index, open_index
 from arag.tools.base import ResultFormat, ToolOptions, ToolResult, error_result
-from arag.tools.batching import BatchingEncoder
+from arag.tools.hosting.batching import BatchingEncoder
 from arag.tools.failures import UNKNOWN_TOOL
 from arag.tools.registry import TOOLS
 from arag.tools.store import ChunkStore
@@ -186,7 +186,7 @@ class ToolContext:
         return np.ascontiguousarray(vec[None, :], dtype=np.float32)
 
     def _encode_batch(self, queries: list[str]) -> np.ndarray:
-        # Runs on the callers' threads (arag.tools.batching): the model is loaded once, under the lock.
+        # Runs on the callers' threads (arag.tools.hosting.batching): the model is loaded once, under the lock.
         if self._encoder is None:
             with self._lock:
                 if self._encoder is None:
