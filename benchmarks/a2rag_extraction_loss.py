@@ -17,18 +17,16 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.evaluation.evidence import recall_at_k  # noqa: E402
-from arag.graph.store import GraphStore  # noqa: E402
-from arag.methods import load_method  # noqa: E402
-from arag.methods.a2rag import STAGES  # noqa: E402
-from arag.tools import ToolContext  # noqa: E402
+from arag.evaluation.evidence import recall_at_k
+from arag.graph.store import GraphStore
+from arag.methods import load_method
+from arag.methods.a2rag import STAGES
+from arag.tools import ToolContext
 
 
 def graph_ranking(method, graph, ctx, question: str, qvec) -> list[str]:

@@ -12,19 +12,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.evaluation.evidence import recall_at_k  # noqa: E402
-from arag.graph.summaries import EXTRACTIVE_LABEL  # noqa: E402
-from arag.methods import load_method  # noqa: E402
-from arag.methods.a2rag import STAGES, Evidence  # noqa: E402
-from arag.tools import ToolContext  # noqa: E402
-from tests.paths import TWOWIKI_QUESTIONS  # noqa: E402
+from arag.evaluation.evidence import recall_at_k
+from arag.graph.summaries import EXTRACTIVE_LABEL
+from arag.methods import load_method
+from arag.methods.a2rag import STAGES, Evidence
+from arag.tools import ToolContext
+from tests.paths import TWOWIKI_QUESTIONS
 
 
 def first_attempt(method, graph, ctx, question: str) -> tuple[list[str], str]:

@@ -1,6 +1,6 @@
 """Seconds per episode and tokens/s of the embedded CPU default on 2WikiMultiHopQA questions.
 
-    python benchmarks/agent_cpu_default.py --index indexes/2wiki [--n 3] [--method arag_full] \
+    python -m benchmarks.agent_cpu_default --index indexes/2wiki [--n 3] [--method arag_full] \
         [--model qwen2.5-coder-1.5b-instruct] [--max-steps 6] [--threads N]
 
 Runs `--n` questions (the first ones of questions.jsonl) through the agent with the llamacpp backend
@@ -15,17 +15,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.agent import Agent, AgentConfig, GuardRails  # noqa: E402
-from arag.llm.llamacpp import LlamaCppBackend  # noqa: E402
-from arag.llm.types import Message  # noqa: E402
-from arag.methods import load_method  # noqa: E402
-from arag.tools import ToolContext  # noqa: E402
+from arag.agent import Agent, AgentConfig, GuardRails
+from arag.llm.llamacpp import LlamaCppBackend
+from arag.llm.types import Message
+from arag.methods import load_method
+from arag.tools import ToolContext
 
 
 def main() -> None:

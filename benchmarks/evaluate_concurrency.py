@@ -1,11 +1,11 @@
 """Does the evaluation keep `runtime.concurrency` episodes in flight? Episodes/min against the ideal for
 an endpoint with a fixed reply latency.
 
-    python benchmarks/evaluate_concurrency.py [--latency-s 2] [--points 16x1,64x1,256x1,128x2] [--rounds 3] [--old-caps]
+    python -m benchmarks.evaluate_concurrency [--latency-s 2] [--points 16x1,64x1,256x1,128x2] [--rounds 3] [--old-caps]
 
-The endpoint (benchmarks/fixed_latency_endpoint.py, its own process) answers every request after
+The endpoint (tests/support/fixed_latency_endpoint.py, its own process) answers every request after
 `--latency-s` seconds; every episode makes three model calls (keyword_search, chunk_read, answer) on
-a keyword-only synthetic index (benchmarks/synthetic_index.py, 4,000 chunks), with `model=openai`,
+a keyword-only synthetic index (tests/support/synthetic_index.py, 4,000 chunks), with `model=openai`,
 `method=arag_no_semantic` and a scripted judge, through the evaluation's own code (`run_episodes`:
 Ray EpisodeWorker actors, the driver loop, Parquet batches). The ideal with N episodes in flight is
 N x 60 / (3 x latency) episodes/min. Each point C x W (episodes per worker x workers) runs
@@ -36,13 +36,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.conf_files import conf_dir  # noqa: E402
-from arag.evaluation.questions import load_questions  # noqa: E402
-from arag.evaluation.results import RunStore  # noqa: E402
-from benchmarks.fixed_latency_endpoint import free_port  # noqa: E402
-from benchmarks.synthetic_index import write_synthetic_index  # noqa: E402
+from arag.conf_files import conf_dir
+from arag.evaluation.questions import load_questions
+from arag.evaluation.results import RunStore
+from tests.support.fixed_latency_endpoint import free_port
+from tests.support.synthetic_index import write_synthetic_index
 
 CALLS_PER_EPISODE = 3
 JUDGE = {"backend": "scripted", "protocol": "json", "model": "judge", "script": [{"verdict": "correct"}], "replay": True}

@@ -1,6 +1,6 @@
 """Harness overhead of `pipelines.evaluate`: what Ray costs when the model answers instantly.
 
-    python benchmarks/evaluate_harness.py [--index indexes/2wiki] [--n 300] [--workers 1,2] [--concurrency 8] [--semantic]
+    python -m benchmarks.evaluate_harness [--index indexes/2wiki] [--n 300] [--workers 1,2] [--concurrency 8] [--semantic]
 
 The scripted backend replays the same actions for every question (keyword_search, semantic_search
 with --semantic, chunk_read of a real chunk, then an answer) with no model latency, and a scripted
@@ -34,14 +34,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.evaluation.questions import load_questions  # noqa: E402
-from arag.evaluation.results import RunStore  # noqa: E402
-from arag.evaluation.runner import EpisodeRunner  # noqa: E402
-from arag.evaluation.run_settings import RunSettings  # noqa: E402
-from arag.conf_files import conf_dir  # noqa: E402
-from arag.tools import ToolContext  # noqa: E402
+from arag.evaluation.questions import load_questions
+from arag.evaluation.results import RunStore
+from arag.evaluation.runner import EpisodeRunner
+from arag.evaluation.run_settings import RunSettings
+from arag.conf_files import conf_dir
+from arag.tools import ToolContext
 
 REPO = Path(__file__).resolve().parents[1]
 

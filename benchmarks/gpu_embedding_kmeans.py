@@ -22,7 +22,7 @@ the same run):
   Everything in float32 with TF32 off, on both sides; baseline: three k-means iterations (the median) and
   `--cpu-vectors` vectors encoded on the CPU cores with the same code.
 
-    python benchmarks/gpu_embedding_kmeans.py --model <MiniLM folder> --sentences <parquet with a text column> --out rates.json
+    python -m benchmarks.gpu_embedding_kmeans --model <MiniLM folder> --sentences <parquet with a text column> --out rates.json
 
 The model folder may hold float16 weights (smaller to move): each measurement casts the model to
 the precision it names. Prints one line per figure and writes them all to `--out`.
@@ -38,9 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 def parse_args(argv=None):

@@ -1,6 +1,6 @@
 """Benchmark A2RAG's graph hot paths on a built graph (python -m pipelines.graph first).
 
-    python benchmarks/graph_retrieval.py --index /tmp/arag-a2rag/2wiki [--queries 200] [--chunks 2000]
+    python -m benchmarks.graph_retrieval --index /tmp/arag-a2rag/2wiki [--queries 200] [--chunks 2000]
 
 In one run, on the same graph, seeds and settings:
   * Stage 3: igraph's personalised PageRank (PRPACK, what the method runs) against networkx's
@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.graph.extract import Chunk, RuleExtractor  # noqa: E402
-from arag.graph.store import GraphStore, degree_normalised_reset, personalized_pagerank  # noqa: E402
-from arag.index.sentences import sentence_spans  # noqa: E402
-from arag.index.store import open_index  # noqa: E402
+from arag.graph.extract import Chunk, RuleExtractor
+from arag.graph.store import GraphStore, degree_normalised_reset, personalized_pagerank
+from arag.index.sentences import sentence_spans
+from arag.index.store import open_index
 
 
 def timed(fn, items) -> np.ndarray:

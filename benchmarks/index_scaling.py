@@ -13,10 +13,10 @@ would make repeated chunk ids, which the pipeline rejects. Each build runs the r
 its own Ray), while this script samples the memory of that process tree (the driver, Ray's own
 processes and the workers) with psutil.
 
-    python benchmarks/index_scaling.py                                  # unit wiki_00.bz2 (~7.6k sentences), 1x-8x: ~20 min
-    python benchmarks/index_scaling.py --unit 'wiki_0[0-4].bz2'          # a bigger unit
-    python benchmarks/index_scaling.py --max-docs 15                      # a quick run: 1x = 15 documents (~2.5k sentences)
-    python benchmarks/index_scaling.py --factors 1 2 --interval 0.5 -o embedder.backend=torch
+    python -m benchmarks.index_scaling                                  # unit wiki_00.bz2 (~7.6k sentences), 1x-8x: ~20 min
+    python -m benchmarks.index_scaling --unit 'wiki_0[0-4].bz2'          # a bigger unit
+    python -m benchmarks.index_scaling --max-docs 15                      # a quick run: 1x = 15 documents (~2.5k sentences)
+    python -m benchmarks.index_scaling --factors 1 2 --interval 0.5 -o embedder.backend=torch
 
 Memory figures: `tree RSS` is the peak of the summed resident memory of all processes of the
 build (shared pages, e.g. Ray's object store and the libraries, count once per process, so it

@@ -13,10 +13,10 @@ One run:
    both also check their vectors against the index's (cosine per sentence);
 3. prints sentences/s of each and the ratios pipeline/bare and pipeline/reference.
 
-    python benchmarks/index_throughput.py                         # wiki_00..01 of the wiki sample (~15k sentences, ~5 min)
-    python benchmarks/index_throughput.py --include 'wiki_0[0-3].bz2'      # 4 files, ~30k sentences
-    python benchmarks/index_throughput.py --corpus 2wikimultihopqa --include ''
-    python benchmarks/index_throughput.py -o embedder.backend=torch        # any pipeline override
+    python -m benchmarks.index_throughput                         # wiki_00..01 of the wiki sample (~15k sentences, ~5 min)
+    python -m benchmarks.index_throughput --include 'wiki_0[0-3].bz2'      # 4 files, ~30k sentences
+    python -m benchmarks.index_throughput --corpus 2wikimultihopqa --include ''
+    python -m benchmarks.index_throughput -o embedder.backend=torch        # any pipeline override
 
 Data: `$ARAG_DATA_DIR`, by default `../shared/data` beside the repository. The machine is
 shared and timings are noisy: the load average is printed beside every figure; compare ratios

@@ -1,8 +1,8 @@
 """How often a judge agrees with hand labels: the judge presets (conf/judge/) on labelled
 (gold, prediction) pairs, with the embedded default model as the judge (llama.cpp, CPU).
 
-    python benchmarks/judge_agreement.py [--pairs benchmarks/judge_agreement/pairs.jsonl]
-    python benchmarks/judge_agreement.py --model openai --set model=gpt-4o-mini   # another judge model
+    python -m benchmarks.judge_agreement [--pairs benchmarks/judge_agreement/pairs.jsonl]
+    python -m benchmarks.judge_agreement --model openai --set model=gpt-4o-mini   # another judge model
 
 --model names a conf/model/ file (default: the embedded 1.5B, with a 2,048-token window), --set
 overrides its keys one by one.

@@ -2,9 +2,9 @@
 (arag.index.keyword.counts), against scoring every keyword on the union of all keywords'
 candidates with nothing remembered (how keyword_top worked before), on a real index.
 
-    python benchmarks/keyword_recurring.py --index outputs/rehearsal/index [--questions Q.jsonl] [--queries 100]
+    python -m benchmarks.keyword_recurring --index outputs/rehearsal/index [--questions Q.jsonl] [--queries 100]
 
-The keyword lists are what the rehearsal's simulated agent gives (benchmarks/model_server_sim.py
+The keyword lists are what the rehearsal's simulated agent gives (tests/support/model_server_sim.py
 `keywords_of`: the question's names and titles, one relation word) for the first --queries 2Wiki
 dev questions. Same queries, same process, same page cache on both sides: a first pass of the
 baseline, not timed, brings the candidates' text into the OS page cache; then
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,13 +30,12 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from arag.index.store import open_index  # noqa: E402
-from arag.tools import ToolContext  # noqa: E402
-from arag.index.keyword.counts import KeywordCounts  # noqa: E402
-from arag.tools.store import top_pairs  # noqa: E402
-from benchmarks.model_server_sim import keywords_of  # noqa: E402
+from arag.index.store import open_index
+from arag.tools import ToolContext
+from arag.index.keyword.counts import KeywordCounts
+from arag.tools.store import top_pairs
+from tests.support.model_server_sim import keywords_of
 
 TOP_K = 5
 

@@ -1,6 +1,6 @@
 """Benchmark keyword_search against the original A-RAG way (a Python loop over every chunk).
 
-    python benchmarks/keyword_search.py [--index indexes/2wiki] [--chunks 1000000] [--text wiki|pseudo] [--workdir /tmp/arag-bench-keyword] [--read-gap N]
+    python -m benchmarks.keyword_search [--index indexes/2wiki] [--chunks 1000000] [--text wiki|pseudo] [--workdir /tmp/arag-bench-keyword] [--read-gap N]
 
 In one run, on each index (the real 2Wiki index if given/found, and a synthetic corpus of
 `--chunks` chunks generated under --workdir, never committed), over the SAME keyword lists:
@@ -25,22 +25,20 @@ import json
 import os
 import random
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.index.store import open_index  # noqa: E402
-from arag.tools import ToolContext  # noqa: E402
-from arag.index.keyword import part_cache  # noqa: E402
-from arag.index.keyword.part_cache import build_part_cache  # noqa: E402
-from arag.tools.store import part_cache_dir  # noqa: E402
-from benchmarks import tools_reference as reference  # noqa: E402
-from benchmarks.synthetic_index import Vocabulary, iter_chunk_texts, wiki_sentences, write_synthetic_index  # noqa: E402
+from arag.index.store import open_index
+from arag.tools import ToolContext
+from arag.index.keyword import part_cache
+from arag.index.keyword.part_cache import build_part_cache
+from arag.tools.store import part_cache_dir
+from tests.support import tools_reference as reference
+from tests.support.synthetic_index import Vocabulary, iter_chunk_texts, wiki_sentences, write_synthetic_index
 
 TOP_K = 5
 

@@ -1,7 +1,7 @@
 """`embedder.dtype` on this CPU: the index's embedder in float32 against the same embedder in a
 reduced dtype (bfloat16: OpenVINO's bf16 on CPUs with AMX/AVX512-BF16), on sentences of a built index.
 
-    python benchmarks/openvino_precision.py --index indexes/wiki [--n 4000] [--dtype bfloat16]
+    python -m benchmarks.openvino_precision --index indexes/wiki [--n 4000] [--dtype bfloat16]
 
 Each dtype runs in a fresh process: it loads the index's embedder spec with `dtype` replaced,
 encodes the first `--n` sentences of part 0, and compares the vectors with the ones stored in the
@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 
 def _measure(index_dir: str, n: int, dtype: str) -> dict:

@@ -2,11 +2,11 @@
 (issue 34): generate a corpus -> `pipelines.index` -> `pipelines.serve` -> `pipelines.evaluate` with
 thousands of episodes in flight -> a Hydra multirun over max steps x reasoning effort -> `pipelines.report`.
 Everything is the real code run as a user runs it (each step is its command line, in its own
-process), except the model's arithmetic (benchmarks/model_server_sim.py).
+process), except the model's arithmetic (tests/support/model_server_sim.py).
 
-    python benchmarks/rehearsal.py                 # 10M sentences, 4 workers x 500 episodes in flight, 10,000 episodes (engine at 4x speed)
-    python benchmarks/rehearsal.py --small         # the same composition at 200k sentences, 2 x 250 in flight, 1,000 episodes
-    python benchmarks/rehearsal.py --small --sentences 50000 --episodes 300   # any size: every flag overrides
+    python -m benchmarks.rehearsal                 # 10M sentences, 4 workers x 500 episodes in flight, 10,000 episodes (engine at 4x speed)
+    python -m benchmarks.rehearsal --small         # the same composition at 200k sentences, 2 x 250 in flight, 1,000 episodes
+    python -m benchmarks.rehearsal --small --sentences 50000 --episodes 300   # any size: every flag overrides
 
 Steps and what each measures (all written to <out>/rehearsal.json; logs of every command in <out>/logs):
 
@@ -64,9 +64,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(BENCH))
 
 MIB = 2**20
 INDEX_FIGURES = "index_figures.json"  # an index build's figures, for a later --keep run (see "Staging")
@@ -301,7 +298,7 @@ def ann_recall(index: Path, questions: list[str], embedder_yaml: Path) -> dict[s
     """Recall@10 of the index's vector search (its ANN, the tools' default knobs) against exact search."""
     import numpy as np
     from omegaconf import OmegaConf
-    from semantic_search import exact_top
+    from benchmarks.semantic_search import exact_top
 
     from arag.index.embedding import EmbedderSpec, SentenceEmbedder
     from arag.index.layout import IndexLayout, read_json
@@ -489,7 +486,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
     try:
         # 1. corpus
         t = time.time()
-        cmd = [py, str(BENCH / "rehearsal_corpus.py"), "--out", str(out / "corpus"), "--sentences", str(args.sentences),
+        cmd = [py, "-m", "benchmarks.rehearsal_corpus", "--out", str(out / "corpus"), "--sentences", str(args.sentences),
                "--data-dir", str(data_dir)]
         if args.pool_sentences:
             cmd += ["--pool-sentences", str(args.pool_sentences)]
@@ -540,7 +537,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
         in_flight = args.workers * args.concurrency
         serve = step("serve", [py, "-m", "pipelines.serve", f"index.path={index}", f"serve.workers={args.serve_workers}", f"serve.port={serve_port}",
                                "serve.token=none", f"serve.max_connections={args.serve_max_connections or in_flight + 64}", "serve.log_level=warning"])
-        sim = step("simulator", [py, str(BENCH / "model_server_sim.py"), "--port", str(sim_port), "--time-scale", str(args.time_scale)])
+        sim = step("simulator", [py, "-m", "tests.support.model_server_sim", "--port", str(sim_port), "--time-scale", str(args.time_scale)])
         wait_for(f"http://127.0.0.1:{serve_port}/health", serve, 600)
         wait_for(f"http://127.0.0.1:{sim_port}/v1/models", sim, 120)
         sampler.watch("serve", serve.proc.pid, children_are_workers=True)
@@ -593,7 +590,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
 
         # 5. sweep and report
         sweep_sim_port = free_port()
-        sweep_sim = step("sweep-simulator", [py, str(BENCH / "model_server_sim.py"), "--port", str(sweep_sim_port), "--time-scale", str(args.sweep_time_scale)])
+        sweep_sim = step("sweep-simulator", [py, "-m", "tests.support.model_server_sim", "--port", str(sweep_sim_port), "--time-scale", str(args.sweep_time_scale)])
         wait_for(f"http://127.0.0.1:{sweep_sim_port}/v1/models", sweep_sim, 120)
         sweep_common = [c if not c.startswith("model.base_url=") else f"model.base_url=http://127.0.0.1:{sweep_sim_port}/v1" for c in common]
         t = time.time()

@@ -1,7 +1,7 @@
 """Generate the rehearsal corpus (issue 34): at least `--sentences` sentences of real text as sharded
 JSON Lines files that `conf/corpus/jsonl.yaml` reads, for `python -m pipelines.index` at 10M sentences.
 
-    python benchmarks/rehearsal_corpus.py --out outputs/rehearsal/corpus --sentences 10000000
+    python -m benchmarks.rehearsal_corpus --out outputs/rehearsal/corpus --sentences 10000000
     python -m pipelines.index +corpus=jsonl corpus.name=rehearsal corpus.path=outputs/rehearsal/corpus/shards ...
 
 Text. Everything comes from the data we have (ARAG_DATA_DIR, default ../shared/data): the passages of
@@ -42,17 +42,15 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 import re
 from typing import Iterator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.corpus.readers import CorpusSpec, FieldNames, plan_parts, read_part  # noqa: E402
-from arag.corpus.documents import Document  # noqa: E402
-from arag.index.sentences import sentence_spans  # noqa: E402
+from arag.corpus.readers import CorpusSpec, FieldNames, plan_parts, read_part
+from arag.corpus.documents import Document
+from arag.index.sentences import sentence_spans
 
 PLAIN_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 # (source name, corpus folder under the data dir, format, file or folder)

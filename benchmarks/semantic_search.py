@@ -1,10 +1,10 @@
 """Benchmark sentence vector search at 1M–10M vectors: the index's ANN against exact search.
 
-    python benchmarks/semantic_search.py [--sizes 250000,1000000,4000000,10000000] [--part-vectors 250000]
+    python -m benchmarks.semantic_search [--sizes 250000,1000000,4000000,10000000] [--part-vectors 250000]
         [--queries 300] [--anchor-queries 20] [--nprobe 16,32,64,128] [--rerank 8,16,32,64]
         [--workdir /tmp/arag-ann] [--keep]
 
-Data (benchmarks/ann_data.py says exactly how): real all-MiniLM-L6-v2 vectors of 100k wiki-sample
+Data (tests/support/ann_data.py says exactly how): real all-MiniLM-L6-v2 vectors of 100k wiki-sample
 sentences, extended by generated ones (a point between a real vector and one of its 16 nearest
 real neighbours, plus small Gaussian noise, re-normalised), written as the index pipeline writes
 them: exact `IndexIDMap2(IndexFlatIP)` shards of `--part-vectors` vectors each, part by part, so
@@ -40,21 +40,18 @@ import json
 import multiprocessing as mp
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import faiss
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import ann_data  # noqa: E402
+from tests.support import ann_data
 
-from arag.index import ann  # noqa: E402
-from arag.index.layout import FORMAT_VERSION, PART_SHIFT  # noqa: E402
-from arag.index.vectors import build_shard, write_shard  # noqa: E402
+from arag.index import ann
+from arag.index.layout import FORMAT_VERSION, PART_SHIFT
+from arag.index.vectors import build_shard, write_shard
 
 K = 10
 DIM = 384

@@ -1,6 +1,6 @@
 """numpy's sorted look-ups against arag.small_sorted's, on one thread and on two.
 
-    python benchmarks/small_sorted.py [--seconds 1.0]
+    python -m benchmarks.small_sorted [--seconds 1.0]
 
 For each operation a tool call makes on a few values (a look-up of 2 rows in a 1M-row sorted
 array, the distinct values of 5, the best-first order of 25 scores), the same inputs go through
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,9 +23,8 @@ from typing import Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arag.small_sorted import best_first, distinct, positions  # noqa: E402
+from arag.small_sorted import best_first, distinct, positions
 
 
 def rate(fn: Callable[[], object], threads: int, seconds: float) -> float:

@@ -1,7 +1,7 @@
 """The static embedder (`embedder=minilm-static`) against the model it is distilled from
 (`embedder=minilm`, all-MiniLM-L6-v2): encoding speed and 2Wiki retrieval, so users know what they trade.
 
-    python benchmarks/static_embedder.py [--data ../shared/data/2wikimultihopqa] [--sentences 2000]
+    python -m benchmarks.static_embedder [--data ../shared/data/2wikimultihopqa] [--sentences 2000]
         [--questions 300] [--minilm-index indexes/2wiki] [--static-index indexes/2wiki-static]
         [--chunking per_document]
 
@@ -30,14 +30,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from omegaconf import OmegaConf  # noqa: E402
+from omegaconf import OmegaConf
 
-from arag.conf_files import conf_dir  # noqa: E402
-from arag.evaluation.evidence import recall_at_k  # noqa: E402
-from arag.index.embedding import EmbedderSpec, SentenceEmbedder  # noqa: E402
-from arag.index.sentences import sentence_spans  # noqa: E402
+from arag.conf_files import conf_dir
+from arag.evaluation.evidence import recall_at_k
+from arag.index.embedding import EmbedderSpec, SentenceEmbedder
+from arag.index.sentences import sentence_spans
 
 EMBEDDERS = {"minilm": "all-MiniLM-L6-v2", "minilm-static": "static, distilled from it"}
 K = 5

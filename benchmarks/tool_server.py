@@ -2,7 +2,7 @@
 against the same calls made in-process through `ToolContext`, and against a server of another
 checkout (e.g. the previous commit), at several numbers of concurrent callers.
 
-    python benchmarks/tool_server.py [--index indexes/2wiki] [--questions ../shared/data/2wikimultihopqa/questions.jsonl]
+    python -m benchmarks.tool_server [--index indexes/2wiki] [--questions ../shared/data/2wikimultihopqa/questions.jsonl]
                                      [--questions-n 60] [--concurrency 1,4,16,64] [--repeats 5]
                                      [--baseline-repo /tmp/arag-previous]   # git worktree add --detach /tmp/arag-previous HEAD~1
 
@@ -39,9 +39,8 @@ import httpx
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from arag.tools import ReadTracker, ToolContext  # noqa: E402
+from arag.tools import ReadTracker, ToolContext
 
 TOKEN = "benchmark-token"
 

@@ -1,6 +1,6 @@
 """Tool calls per second on ONE ToolContext as the number of concurrent callers grows.
 
-    python benchmarks/tools_concurrency.py [--index ../main/indexes/2wiki] [--big /tmp/.../synthetic-1000000-7-wiki]
+    python -m benchmarks.tools_concurrency [--index ../main/indexes/2wiki] [--big /tmp/.../synthetic-1000000-7-wiki]
         [--callers 1 2 4 16 64 256] [--calls 600] [--rounds 1] [--per-tool] [--small-sorted] [--workers N] [--cache-dir /tmp/arag-keyword/tools-cache] [--read-gap N]
 
 The calls are a fixed mix drawn from real 2Wiki questions (../shared/data/2wikimultihopqa):
@@ -25,7 +25,6 @@ import itertools
 import json
 import os
 import random
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,11 +34,10 @@ import numpy as np
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from arag.index.keyword import part_cache  # noqa: E402
-from arag.tools import ReadTracker, ToolContext  # noqa: E402
-from arag.tools.hosting.worker_pool import ToolWorkerPool  # noqa: E402
+from arag.index.keyword import part_cache
+from arag.tools import ReadTracker, ToolContext
+from arag.tools.hosting.worker_pool import ToolWorkerPool
 
 QUESTIONS = REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
 

@@ -1,6 +1,6 @@
 """How much of the stored trajectories' text repeats a tool result, and how much packing saves.
 
-    python benchmarks/trajectory_duplicates.py benchmarks/cpu_evaluations/results/2wiki [more results trees]
+    python -m benchmarks.trajectory_duplicates benchmarks/cpu_evaluations/results/2wiki [more results trees]
 
 For each tree: the episodes' trajectory characters as stored, the characters of tool results that
 also appear in a message (the second copy a trajectory held before `pack_messages`), and the
@@ -13,14 +13,12 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import duckdb  # noqa: E402
+import duckdb
 
-from arag.agent.episode import pack_messages, unpack_messages  # noqa: E402
+from arag.agent.episode import pack_messages, unpack_messages
 
 
 def measure(tree: str) -> dict:

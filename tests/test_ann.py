@@ -283,7 +283,7 @@ def ann_built(small_corpus, tmp_path_factory):
 
 def test_auto_above_the_threshold_builds_a_searchable_ann(ann_built):
     from arag.tools import ToolContext
-    from benchmarks import tools_reference as reference
+    from tests.support import tools_reference as reference
 
     root, manifest = ann_built
     entry = manifest["ann"]

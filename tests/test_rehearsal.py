@@ -1,5 +1,5 @@
 """The rehearsal (issue 34): its corpus generator (fast, over a small data folder of the real formats)
-and `benchmarks/rehearsal.py --small` end to end (slow: corpus -> pipelines.index -> pipelines.serve ->
+and `python -m benchmarks.rehearsal --small` end to end (slow: corpus -> pipelines.index -> pipelines.serve ->
 pipelines.evaluate against the simulated model server -> a multirun -> pipelines.report)."""
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from arag.index.sentences import sentence_spans
 from tests.conftest import SAMPLE_PASSAGES, write_jsonl, write_wiki
 from tests.paths import DATA_DIR, REPO
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import rehearsal  # noqa: E402
-import rehearsal_corpus  # noqa: E402
+from benchmarks import rehearsal, rehearsal_corpus
 
 WIKI_BODY = ("Anarchism is a political philosophy that advocates stateless societies based on voluntary institutions. "
              "It holds the state to be undesirable, unnecessary and harmful to the people. "
@@ -95,8 +93,8 @@ def test_perturbation_is_deterministic_and_keeps_punctuation_in_place():
 
 
 def test_missing_source_is_a_one_line_error(tmp_path):
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rehearsal_corpus.py"), "--out", str(tmp_path / "c"), "--sentences", "10",
-                           "--data-dir", str(tmp_path / "nowhere")], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.rehearsal_corpus", "--out", str(tmp_path / "c"), "--sentences", "10",
+                           "--data-dir", str(tmp_path / "nowhere")], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().startswith("error: source 2wiki:") and "does not exist" in proc.stderr
 
@@ -134,7 +132,7 @@ def test_small_rehearsal_stores_every_row_once(tmp_path):
     """Staged as the full size runs: the index first (--until index), then the rest (--keep), which
     reuses that index and its figures."""
     out = tmp_path / "rehearsal"
-    command = [sys.executable, str(REPO / "benchmarks" / "rehearsal.py"), "--small", *SMALLER, "--out", str(out), "--data-dir", str(DATA_DIR)]
+    command = [sys.executable, "-m", "benchmarks.rehearsal", "--small", *SMALLER, "--out", str(out), "--data-dir", str(DATA_DIR)]
     proc = subprocess.run([*command, "--until", "index"], capture_output=True, text=True, cwd=REPO, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     built = json.loads((out / "index_figures.json").read_text())

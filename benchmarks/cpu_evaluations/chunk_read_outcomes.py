@@ -7,7 +7,7 @@ trajectories the evaluation stores, and the native protocol's tool calls. `--que
 counts only the episodes of the file's first N questions, so runs of different lengths compare on
 the same questions.
 
-    python benchmarks/cpu_evaluations/chunk_read_outcomes.py benchmarks/cpu_evaluations/results/2wiki \
+    python -m benchmarks.cpu_evaluations.chunk_read_outcomes benchmarks/cpu_evaluations/results/2wiki \
         [--questions ../shared/data/2wikimultihopqa/questions.jsonl --limit 20]
 """
 

@@ -1,4 +1,4 @@
-"""benchmarks/model_server_sim.py: the simulated vLLM engine's latency model, and real agent episodes
+"""tests/support/model_server_sim.py: the simulated vLLM engine's latency model, and real agent episodes
 through the openai backend against it over HTTP (every offered tool called, then an answer)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from arag.agent import ANSWERED, Agent, AgentConfig  # noqa: E402
 from arag.conf_files import conf_dir  # noqa: E402
 from arag.llm.factory import make_backend  # noqa: E402
 from arag.methods import load_method  # noqa: E402
-from benchmarks.model_server_sim import EngineModel, ServerThread, SimulatedEngine, keywords_of, next_action  # noqa: E402
+from tests.support.model_server_sim import EngineModel, ServerThread, SimulatedEngine, keywords_of, next_action  # noqa: E402
 
 FAST = AgentConfig(max_steps=8, llm_attempts=2, backoff_initial_s=0, backoff_max_s=0, backoff_jitter_s=0)
 QUESTIONS = ["Who was the mother of Lothair II?", "When did Teutberga die?", "Who directed Phoolwari?"]

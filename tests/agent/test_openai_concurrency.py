@@ -13,7 +13,7 @@ from arag.agent import Agent, AgentConfig  # noqa: E402
 from arag.llm.openai import OpenAIBackend  # noqa: E402
 from arag.llm.types import Message  # noqa: E402
 from arag.methods import load_method  # noqa: E402
-from benchmarks.fixed_latency_endpoint import make_app, serve  # noqa: E402
+from tests.support.fixed_latency_endpoint import make_app, serve  # noqa: E402
 
 FAST = AgentConfig(max_steps=2, llm_attempts=1)
 

@@ -1,5 +1,5 @@
 """The openai backend sends each model family the request OpenAI documents for it: checked against an
-in-process endpoint that enforces those rules (tests/agent/openai_mock.py, through httpx's ASGI
+in-process endpoint that enforces those rules (tests/support/openai_mock.py, through httpx's ASGI
 transport), and a refused request fails naming the refused parameter."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from arag.agent import ANSWERED, EPISODE_FAILED, Agent, AgentConfig  # noqa: E40
 from arag.llm.openai import OpenAIBackend, http_failure  # noqa: E402
 from arag.llm.types import ConfigurationError, LLMError, Message  # noqa: E402
 from arag.methods import load_method  # noqa: E402
-from tests.agent.openai_mock import OpenAIMock, refusal  # noqa: E402
+from tests.support.openai_mock import OpenAIMock, refusal  # noqa: E402
 
 FAST = AgentConfig(max_steps=4, llm_attempts=3, backoff_initial_s=0, backoff_max_s=0, backoff_jitter_s=0)
 TOOL = {"type": "function", "function": {"name": "keyword_search", "parameters": {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}}}, "required": ["keywords"]}}}

@@ -11,7 +11,7 @@ from arag.evaluation.rows import EpisodeRow
 from arag.evaluation.results import RunStore
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks/cpu_evaluations/chunk_read_outcomes.py"
+SCRIPT = ["-m", "benchmarks.cpu_evaluations.chunk_read_outcomes"]  # run as the docs say, from the checkout
 
 
 def json_episode() -> dict:
@@ -50,7 +50,7 @@ def test_counts_repeats_unknown_ids_and_already_read_notes_for_both_protocols(tm
                          method=method, model="qwen", backend="llamacpp", status="ok", prediction="a", trajectory=json.dumps(trajectory)).to_record()
         with RunStore(results, run_id) as store:
             store.write([row])
-    out = subprocess.run([sys.executable, str(SCRIPT), str(results)], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    out = subprocess.run([sys.executable, *SCRIPT, str(results)], capture_output=True, text=True, check=True, cwd=REPO).stdout
     rows = [line for line in out.splitlines() if line.startswith("| arag")]
     # episodes, calls, repeats, unknown-id replies, already-read notes, unknown-id share of calls
     assert rows == ["| arag_full | 1 | 3 | 1 | 0 | 1 | 0.0% |", "| arag_naive | 1 | 3 | 1 | 2 | 0 | 66.7% |"]
@@ -65,14 +65,14 @@ def test_only_the_first_questions_of_a_file_are_counted(tmp_path):
         store.write([EpisodeRow(run_id="r1", dataset="2wikimultihopqa", question_id=q, question="?", gold_answers=["a"], supporting_titles=[], method="arag_naive",
                                 model="qwen", backend="llamacpp", status="ok", prediction="a", trajectory=json.dumps(json_episode())).to_record() for q in ("q0", "q1", "q2")])
     questions = write_jsonl(tmp_path / "questions.jsonl", [{"id": q, "question": "?", "answers": ["a"]} for q in ("q2", "q0", "q1")])
-    out = subprocess.run([sys.executable, str(SCRIPT), str(results), "--questions", str(questions), "--limit", "2"], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    out = subprocess.run([sys.executable, *SCRIPT, str(results), "--questions", str(questions), "--limit", "2"], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert [line for line in out.splitlines() if line.startswith("| arag")] == ["| arag_naive | 2 | 6 | 2 | 4 | 0 | 66.7% |"]
-    done = subprocess.run([sys.executable, str(SCRIPT), str(results), "--limit", "2"], capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run([sys.executable, *SCRIPT, str(results), "--limit", "2"], capture_output=True, text=True, cwd=REPO)
     assert done.returncode != 0 and "--limit needs --questions" in done.stderr
 
 
 def test_a_folder_without_episodes_is_named_in_the_error(tmp_path):
-    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "nowhere")], capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run([sys.executable, *SCRIPT, str(tmp_path / "nowhere")], capture_output=True, text=True, cwd=REPO)
     assert done.returncode != 0 and f"no episodes under {tmp_path / 'nowhere'}" in done.stderr
 
 
@@ -82,5 +82,5 @@ def test_a_trajectory_that_is_not_json_is_named_by_run_and_question(tmp_path):
                      method="arag_full", model="qwen", backend="llamacpp", status="ok", prediction="a", trajectory="{cut off").to_record()
     with RunStore(results, "r1") as store:
         store.write([row])
-    done = subprocess.run([sys.executable, str(SCRIPT), str(results)], capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run([sys.executable, *SCRIPT, str(results)], capture_output=True, text=True, cwd=REPO)
     assert done.returncode != 0 and "r1: question q7: its trajectory is not JSON" in done.stderr and "| method |" not in done.stdout

@@ -94,7 +94,7 @@ def test_judge_agreement_benchmark_scores_both_field_orders_of_each_preset():
 
     repo = Path(__file__).resolve().parents[2]
     out = subprocess.run(
-        [sys.executable, "benchmarks/judge_agreement.py", "--model", "scripted", "--set", "script=[{verdict: correct}]", "--set", "replay=true"],
+        [sys.executable, "-m", "benchmarks.judge_agreement", "--model", "scripted", "--set", "script=[{verdict: correct}]", "--set", "replay=true"],
         cwd=repo, capture_output=True, text=True, timeout=120, check=True,
     ).stdout
     pairs = [json.loads(line) for line in (repo / "benchmarks/judge_agreement/pairs.jsonl").read_text().splitlines() if line.strip()]

@@ -95,7 +95,7 @@ def test_a_view_shares_the_script_and_the_agents_settings_stay_its_own():
 def test_openai_judge_view_runs_at_the_model_default_effort():
     httpx = pytest.importorskip("httpx")
     from arag.llm.openai import OpenAIBackend
-    from tests.agent.openai_mock import OpenAIMock
+    from tests.support.openai_mock import OpenAIMock
 
     mock = OpenAIMock()
     agent = OpenAIBackend("gpt-5-mini", base_url="http://mock/v1", transport=httpx.ASGITransport(app=mock), reasoning_effort="minimal", max_tokens=512)

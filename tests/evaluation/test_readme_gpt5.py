@@ -1,6 +1,6 @@
 """The manual's GPT-5-mini commands (docs/evaluation.md: the test-time-scaling sweeps and their report), run as written
 against an in-process stand-in for OpenAI's endpoint that refuses what OpenAI documents GPT-5 models
-to refuse (tests/agent/openai_mock.py, served on 127.0.0.1 by uvicorn and named by
+to refuse (tests/support/openai_mock.py, served on 127.0.0.1 by uvicorn and named by
 ARAG_OPENAI_BASE_URL), on the tiny evaluation index. Slow: two Hydra multiruns on local Ray."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from arag.conf_files import conf_dir
-from tests.agent.openai_mock import OpenAIMock, serve
+from tests.support.openai_mock import OpenAIMock, serve
 from tests.conftest import write_jsonl
 from tests.evaluation.conftest import QUESTIONS, read_rows
 

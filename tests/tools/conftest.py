@@ -1,7 +1,7 @@
 """Fixtures for the tools: small indexes in the pipeline's format, and a fake encoder.
 
 `make_index` writes chunks/sentences Parquet with the pipeline's schemas, one FAISS shard per part
-and the manifest with the pipeline's own writer (benchmarks/synthetic_index.commit_parts), so the
+and the manifest with the pipeline's own writer (tests/support/synthetic_index.commit_parts), so the
 tools are tested on what `pipelines.index` writes, without running the Ray pipeline; only the
 chunking is given by the test instead of computed.
 """
@@ -24,7 +24,7 @@ from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout, sentence_id
 from arag.index.parts import CHUNK_SCHEMA, SENTENCE_SCHEMA, SOURCE_COLUMNS
 from arag.index.tokens import count_tokens
-from benchmarks.synthetic_index import commit_parts, part_record, write_rejects
+from tests.support.synthetic_index import commit_parts, part_record, write_rejects
 
 DIM = 32
 

@@ -20,8 +20,8 @@ import pytest
 from arag.evaluation.evidence import titles_covered
 from arag.index.vectors import shard_contents
 from arag.tools import ToolContext
-from benchmarks import tools_reference as reference
-from benchmarks.synthetic_index import iter_chunk_texts
+from tests.support import tools_reference as reference
+from tests.support.synthetic_index import iter_chunk_texts
 
 from tests.paths import TWOWIKI_INDEX as INDEX, TWOWIKI_QUESTIONS as QUESTIONS
 

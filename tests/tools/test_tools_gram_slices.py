@@ -11,7 +11,7 @@ from arag.index.keyword import gram_slices, part_cache
 from arag.index.keyword.gram_slices import GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
 from arag.index.keyword.ngrams import PostingsWriter
 
-from benchmarks.tools_reference import keyword_scores as reference_scores
+from tests.support.tools_reference import keyword_scores as reference_scores
 
 SYLLABLES = ["ka", "lo", "mi", "ta", "ru", "ne", "so", "vi"]
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from arag.index.tokens import count_retrieved_tokens
 from arag.index.keyword.ngrams import Postings, PostingsWriter, is_word_char, keyword_trigrams
-from benchmarks import tools_reference as reference
+from tests.support import tools_reference as reference
 
 KEYWORD_SETS = [
     ["Lothair II"],

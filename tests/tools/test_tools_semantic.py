@@ -7,7 +7,7 @@ import pytest
 
 from arag.index.tokens import count_retrieved_tokens
 from arag.tools import ToolContext
-from benchmarks import tools_reference as reference
+from tests.support import tools_reference as reference
 
 from conftest import Doc, fake_encode, make_index
 

@@ -10,7 +10,7 @@ import pytest
 
 from arag.index.build import TEXT_ONLY, assemble_manifest
 from arag.tools import DocumentSession, ToolContext
-from benchmarks.synthetic_index import write_synthetic_index
+from tests.support.synthetic_index import write_synthetic_index
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ whatever the collisions (they only add candidates). The size is bounded by SLICE
 (4,096: 512 bytes a chunk at most, ~0.4x the text on made-up words), which is why a part gets the
 slices only when its trigrams are weak (`trigrams_are_weak`: words sampled from the part's own
 text, looked up as keywords, mostly find candidates that do not contain them).
-`python benchmarks/keyword_search.py --text pseudo` measures it.
+`python -m benchmarks.keyword_search --text pseudo` measures it.
 
 On disk, per part: `gram6_offsets.npy` (int64, SLICES + 1) and `gram6_slices.bin` (the bitmaps in
 roaring's portable format, back to back), memory-mapped.

@@ -1,7 +1,7 @@
 """A stand-in OpenAI-compatible chat endpoint that answers every request after a fixed delay and counts
 the requests in flight, for measuring what the evaluation path lets through (no model, no GPU).
 
-    python benchmarks/fixed_latency_endpoint.py [--port 8000] [--latency-s 2.0]
+    python -m tests.support.fixed_latency_endpoint [--port 8000] [--latency-s 2.0]
     curl http://127.0.0.1:8000/stats     # {"in_flight", "peak", "requests", "first_at"}; POST /reset zeroes them
 
 Every episode takes three model calls: keyword_search for the question's words, chunk_read of the

@@ -3,7 +3,7 @@ valid agent actions after the time one vLLM engine would take, so the evaluation
 thousands of episodes in flight on a machine without a GPU (everything is real except the model's
 arithmetic).
 
-    python benchmarks/model_server_sim.py [--host 127.0.0.1] [--port 8000] [--max-num-seqs 256]
+    python -m tests.support.model_server_sim [--host 127.0.0.1] [--port 8000] [--max-num-seqs 256]
         [--time-scale 1.0] [--prefill-tps 24000] [--decode-base-ms 6.5] [--decode-per-seq-ms 0.055]
         [--kv-cache-tokens 400000]
 
@@ -547,12 +547,8 @@ def main(argv: list[str] | None = None) -> None:
             p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     model = EngineModel(max_num_seqs=args.max_num_seqs, prefill_tps=args.prefill_tps, decode_base_s=args.decode_base_ms / 1e3,
                         decode_per_seq_s=args.decode_per_seq_ms / 1e3, kv_cache_tokens=args.kv_cache_tokens)
-    import sys
-    from pathlib import Path
-
     import uvicorn
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from arag.open_files import ensure_open_files
 
     short = ensure_open_files(10_000, "the simulator, at up to 10,000 requests in flight")  # thousands of episodes' connections

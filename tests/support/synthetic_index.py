@@ -178,7 +178,7 @@ def write_synthetic_index(
     layout.make_dirs()
     corpus_file = root / "generated-corpus.json"
     corpus_file.write_text(
-        json.dumps({"generator": "benchmarks/synthetic_index.py", "chunks": num_chunks, "sentences_per_chunk": sentences_per_chunk, "parts": parts, "seed": seed, "pool": sentence_pool, "wiki": str(wiki) if wiki else None}) + "\n"
+        json.dumps({"generator": "tests/support/synthetic_index.py", "chunks": num_chunks, "sentences_per_chunk": sentences_per_chunk, "parts": parts, "seed": seed, "pool": sentence_pool, "wiki": str(wiki) if wiki else None}) + "\n"
     )
     per_part = -(-num_chunks // parts)
     records = []

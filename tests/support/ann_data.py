@@ -45,7 +45,7 @@ def real_vectors(work: Path, n: int, log=print) -> tuple[np.ndarray, np.ndarray]
     work.mkdir(parents=True, exist_ok=True)
     vec_path, knn_path = work / f"real-{n}.npy", work / f"real-{n}-knn.npy"
     if not vec_path.exists():
-        from benchmarks.synthetic_index import wiki_sentences
+        from tests.support.synthetic_index import wiki_sentences
 
         sentences = wiki_sentences(WIKI, n)[0]
         if len(sentences) < n:

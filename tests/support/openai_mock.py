@@ -24,7 +24,7 @@ import re
 import threading
 from typing import Any
 
-from benchmarks.fixed_latency_endpoint import serve as serve_on_loopback
+from tests.support.fixed_latency_endpoint import serve as serve_on_loopback
 
 KNOWN_ARGUMENTS = frozenset(
     {
