@@ -63,6 +63,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from arag.evaluation.results import row_files as results_row_files
+
 REPO = Path(__file__).resolve().parents[1]
 
 MIB = 2**20
@@ -336,8 +338,7 @@ def query(sql: str, files: list[str]) -> list[tuple]:
 
 
 def row_files(tree: Path) -> list[str]:
-    return sorted(glob.glob(str(tree / "**" / "episodes" / "*.parquet"), recursive=True)
-                  + glob.glob(str(tree / "**" / "failed" / "*.parquet"), recursive=True))
+    return [str(p) for p in results_row_files(tree)]
 
 
 def stored_rows(tree: Path, expected: int) -> dict[str, int]:

@@ -11,7 +11,6 @@ start from the same conversation).
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 from pathlib import Path
 
@@ -19,10 +18,11 @@ from pathlib import Path
 import duckdb
 
 from arag.agent.episode import pack_messages, unpack_messages
+from arag.evaluation.results import RunStore, find_run_dirs
 
 
 def measure(tree: str) -> dict:
-    files = glob.glob(f"{tree}/**/episodes/*.parquet", recursive=True)
+    files = [str(f) for run in find_run_dirs(tree) for f in RunStore.at(run).part_files()]
     rows = duckdb.sql(f"SELECT trajectory FROM read_parquet({files!r}, union_by_name=true)").fetchall() if files else []
     unpacked_chars = packed_chars = second_copy = 0
     for (text,) in rows:

@@ -5,7 +5,8 @@
   (pipelines/config_checks.py: which config keys each command accepts; pipelines/build_errors.py: how the
   build commands end on a user error).
 * The results folder's layout (run.json, invocations.jsonl, run.lock, episodes/ and failed/ parts) is
-  spelled only in arag/evaluation/results.py: every other module reads and writes a run through it.
+  spelled only in arag/evaluation/results.py: every other module, benchmarks included, reads and writes
+  a run through it.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def layout_spellings(repo: Path) -> list[str]:
     """Each place outside the results module that spells the layout: a layout name in a string (not a
     docstring), a path joined with a layout folder, or a Parquet glob where results are read."""
     found = []
-    files = [*sorted((repo / "arag").rglob("*.py")), *sorted((repo / "pipelines").glob("*.py"))]
+    files = [*sorted((repo / "arag").rglob("*.py")), *sorted((repo / "pipelines").glob("*.py")), *sorted((repo / "benchmarks").rglob("*.py"))]
     for path in files:
         rel = path.relative_to(repo)
         if rel == RESULTS_MODULE:
@@ -120,6 +121,7 @@ def test_the_checks_see_what_they_forbid(tmp_path):
         "arag/evaluation/other.py": '"""Reads run.json (a docstring may say so)."""\ndef f(root):\n    return root / "episodes", (root / "x").glob("*.parquet")\n',
         "arag/viewer.py": 'def f(run):\n    return run / "run.json", f"{run}/failed/x", "12 episodes/min"\n',
         "arag/index/parts.py": 'def f(root):\n    return root.glob("part-*.parquet")\n',
+        "benchmarks/tally.py": 'def f(tree):\n    return f"{tree}/**/episodes/*.parquet"\n',
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -133,4 +135,5 @@ def test_the_checks_see_what_they_forbid(tmp_path):
         "arag/evaluation/other.py:3: path / 'episodes'",
         "arag/viewer.py:2: 'failed/' in a string",
         "arag/viewer.py:2: 'run.json' in a string",
+        "benchmarks/tally.py:2: 'episodes/' in a string",
     ]

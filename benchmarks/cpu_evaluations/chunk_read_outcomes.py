@@ -22,6 +22,7 @@ import duckdb
 
 from arag.agent.protocols import JsonProtocol, ToolAction
 from arag.agent.episode import unpack_messages
+from arag.evaluation.results import RunStore
 from arag.llm.types import Completion
 
 UNKNOWN = "Unknown chunk id"  # arag.tools.render.chunk_read_text's note for ids not in the index
@@ -59,9 +60,11 @@ def _canonical(arguments: object) -> str:
 
 def outcomes(results: Path, question_ids: set[str] | None = None) -> dict[str, Counter]:
     """Counts per method; `question_ids`: only those questions' episodes (None: all)."""
-    if not any(results.glob("*/episodes/*.parquet")):
-        raise SystemExit(f"no episodes under {results}: expected <run id>/episodes/*.parquet files")
-    rows = duckdb.sql(f"SELECT run_id, question_id, method, trajectory FROM read_parquet('{results}/*/episodes/*.parquet', union_by_name=true)").fetchall()
+    runs = sorted(d for d in results.iterdir() if d.is_dir()) if results.is_dir() else []
+    files = [str(f) for d in runs for f in RunStore.at(d).part_files()]
+    if not files:
+        raise SystemExit(f"no episodes under {results}: expected a folder of runs with answered episodes")
+    rows = duckdb.sql(f"SELECT run_id, question_id, method, trajectory FROM read_parquet({files!r}, union_by_name=true)").fetchall()
     per_method: dict[str, Counter] = {}
     for run_id, question_id, method, text in rows:
         if question_ids is not None and question_id not in question_ids:
@@ -84,7 +87,7 @@ def outcomes(results: Path, question_ids: set[str] | None = None) -> dict[str, C
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="a results folder: <run id>/episodes/*.parquet under it")
+    parser.add_argument("results", type=Path, help="a results folder: one run folder per run under it")
     parser.add_argument("--questions", type=Path, help="a questions file (JSONL); with --limit, count only its first questions")
     parser.add_argument("--limit", type=int, help="how many of the file's first questions to count (default: all of the file)")
     args = parser.parse_args()
