@@ -82,3 +82,29 @@ def test_the_checks_see_what_they_forbid(tmp_path):
         "tests/tools/test_b.py:3: imports benchmarks.ann_data",
     ]
     assert sys_path_edits(tmp_path) == ["benchmarks/x.py:2: sys.path.insert(0, '..')"]
+
+
+def uncited_runs(repo: Path) -> list[str]:
+    """Committed run folders (benchmarks/**/results/<set>/<run id>) whose run id no document names."""
+    from arag.evaluation.results import find_run_dirs
+
+    text = "\n".join(p.read_text() for p in [repo / "README.md", *sorted((repo / "docs").rglob("*.md")), *sorted((repo / "benchmarks").rglob("*.md"))]
+                     if p.is_file())
+    runs = [run for results in sorted((repo / "benchmarks").rglob("results")) if results.is_dir() for run in find_run_dirs(results)]
+    return [str(run.relative_to(repo)) for run in runs if run.name not in text]
+
+
+def test_every_committed_run_is_cited_by_a_document():
+    """Results trees are committed only for the figures the docs quote: a run nothing names is dead weight."""
+    offenders = uncited_runs(REPO)
+    assert not offenders, "committed runs no document names (cite them or delete them):\n" + "\n".join(offenders)
+
+
+def test_the_citation_check_sees_an_uncited_run(tmp_path):
+    from arag.evaluation.results import RunStore
+
+    for run_id in ("cited0123456789", "orphan012345678"):
+        with RunStore(tmp_path / "benchmarks" / "evals" / "results" / "set", run_id) as store:
+            store.write_run_info({"run_id": run_id})
+    (tmp_path / "benchmarks" / "evals" / "README.md").write_text("The run `cited0123456789` gives the table.\n")
+    assert uncited_runs(tmp_path) == ["benchmarks/evals/results/set/orphan012345678"]
