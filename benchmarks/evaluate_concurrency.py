@@ -50,7 +50,7 @@ JUDGE = {"backend": "scripted", "protocol": "json", "model": "judge", "script": 
 def settings_for(index: Path, questions: Path, base_url: str, old_caps: bool):
     from hydra import compose, initialize_config_dir
 
-    from pipelines.evaluate import run_settings
+    from arag.evaluation.run_config import run_settings
 
     overrides = ["model=openai", "method=arag_no_semantic", f"model.base_url={base_url}", "model.model=fixed", f"index.path={index}"]
     if old_caps:

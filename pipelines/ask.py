@@ -17,6 +17,7 @@ from arag.conf_files import conf_dir
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
 from pipelines.config_checks import check_ask_config
+from pipelines.errors import exit_on_error
 
 
 def build_agent(cfg: DictConfig):
@@ -52,10 +53,8 @@ def ask(cfg: DictConfig):
 def main(cfg: DictConfig) -> None:
     if not cfg.question:
         sys.exit('error: give the question: question="..."')
-    try:
+    with exit_on_error(also=(RuntimeError,)):  # RuntimeError: e.g. a model that cannot load
         episode = ask(cfg)
-    except (ValueError, ImportError, FileNotFoundError, RuntimeError) as exc:
-        sys.exit(f"error: {exc}")
     print(render_episode(episode, int(cfg.show.observation_lines)))
     if cfg.output:
         Path(cfg.output).write_text(json.dumps(episode.to_json(), ensure_ascii=False, indent=2, default=str))

@@ -13,7 +13,7 @@ from arag.conf_files import conf_dir
 from arag.graph.build import GraphSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.graph_job import GraphRuntime, build_graph
-from pipelines.build_errors import exit_on_user_error
+from pipelines.errors import exit_on_error
 from pipelines.config_checks import check_graph_config
 
 log = logging.getLogger("pipelines.graph")
@@ -30,7 +30,7 @@ def settings_from_config(cfg: DictConfig) -> GraphSettings:
 def main(cfg: DictConfig) -> None:
     if not cfg.index.path:
         sys.exit("error: name the index: index.path=<dir> (built with python -m pipelines.index)")
-    with exit_on_user_error():
+    with exit_on_error():
         check_graph_config(cfg)
         result = build_graph(
             str(cfg.index.path),

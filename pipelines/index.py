@@ -17,7 +17,7 @@ from arag.index.layout import IndexLayout
 from arag.index.parts import ChunkingSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.index_job import EmbedRuntime, build_index
-from pipelines.build_errors import exit_on_user_error
+from pipelines.errors import exit_on_error
 from pipelines.config_checks import check_index_config
 
 log = logging.getLogger("pipelines.index")
@@ -42,7 +42,7 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
 def main(cfg: DictConfig) -> None:
     if "corpus" not in cfg:
         sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-passages, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")
-    with exit_on_user_error():
+    with exit_on_error():
         check_index_config(cfg)
         settings = settings_from_config(cfg)
         result = build_index(

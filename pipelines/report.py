@@ -3,27 +3,20 @@
 
 from __future__ import annotations
 
-import sys
-
 import hydra
 from omegaconf import DictConfig
 
 from arag.conf_files import conf_dir
 from arag.report import build_report
 from pipelines.config_checks import check_report_config
+from pipelines.errors import exit_on_error
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="report", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    try:
+    with exit_on_error():  # a bad report.where filter among them: DuckDB's message names the problem
         check_report_config(cfg)
         report = build_report(str(cfg.results.path), cfg.report.path, where=cfg.report.where, title=str(cfg.report.title), paper_columns=bool(cfg.report.paper_columns))
-    except (FileNotFoundError, ValueError) as exc:
-        sys.exit(f"error: {exc}")
-    except Exception as exc:  # e.g. a bad report.where filter (DuckDB's message names the problem)
-        if type(exc).__module__.startswith("duckdb") or type(exc).__module__.startswith("_duckdb"):
-            sys.exit(f"error: {exc}")
-        raise
     print(f"report: {report.path} ({report.rows} episodes; plots: {', '.join(p.name for p in report.plots)})")
 
 

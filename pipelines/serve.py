@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from arag.conf_files import conf_dir
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from pipelines.config_checks import check_serve_config
+from pipelines.errors import exit_on_error
 
 
 def token_as_typed(serve: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def main(cfg: DictConfig) -> None:
     from arag.serve.app import ServeSettings, open_service, serve_http, serve_stdio
 
     token = None
-    try:
+    with exit_on_error(also=(TypeError,)):
         check_serve_config(cfg)
         serve = token_as_typed(OmegaConf.to_container(cfg.serve, resolve=True), list(HydraConfig.get().overrides.task))
         settings = ServeSettings.from_dict(serve)
@@ -48,17 +49,14 @@ def main(cfg: DictConfig) -> None:
             raise ValueError("give the index to serve: index.path=<dir>")
         if settings.transport == "http":
             token = settings.resolved_token()
-    except (ValueError, TypeError) as exc:
-        sys.exit(f"error: {exc}")
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     if token is not None and settings.token is not None:
         logging.getLogger("arag.serve").warning("serve.token on the command line is visible to every local user (ps); serve.token_file or ARAG_SERVE_TOKEN keep it private")
-    try:
-        service = open_service(str(cfg.index.path), settings, OmegaConf.to_container(cfg.tools, resolve=True))
-    except (IndexNotFoundError, IncompleteIndexError) as exc:
-        sys.exit(f"error: cannot open index: {exc}")
-    except (ValueError, TypeError, RuntimeError) as exc:  # RuntimeError: a worker process could not start
-        sys.exit(f"error: {exc}")
+    with exit_on_error(also=(TypeError, RuntimeError)):  # RuntimeError: a worker process could not start
+        try:
+            service = open_service(str(cfg.index.path), settings, OmegaConf.to_container(cfg.tools, resolve=True))
+        except (IndexNotFoundError, IncompleteIndexError) as exc:
+            raise IndexNotFoundError(f"cannot open index: {exc}") from exc
     try:
         if settings.transport == "stdio":
             serve_stdio(service)

@@ -10,19 +10,16 @@ from omegaconf import DictConfig
 
 from arag.conf_files import conf_dir
 from pipelines.config_checks import check_view_config
+from pipelines.errors import exit_on_error
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="view", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from arag.viewer import serve
 
-    try:
+    with exit_on_error():
         check_view_config(cfg)
         serve(str(cfg.results.path), host=str(cfg.view.host), port=int(cfg.view.port), open_browser=bool(cfg.view.open_browser), out=sys.stdout)
-    except (FileNotFoundError, ValueError) as exc:
-        sys.exit(f"error: {exc}")
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 * An entry point (a `pipelines/*.py` module with a `__main__` block) imports no other entry point:
   what two commands share lives in arag/, or in a pipelines helper without a `__main__` block
-  (pipelines/config_checks.py: which config keys each command accepts; pipelines/build_errors.py: how the
-  build commands end on a user error).
+  (pipelines/config_checks.py: which config keys each command accepts; pipelines/errors.py: how every
+  command ends on a user error or Ctrl-C).
 * The results folder's layout (run.json, invocations.jsonl, run.lock, episodes/ and failed/ parts) is
   spelled only in arag/evaluation/results.py: every other module, benchmarks included, reads and writes
   a run through it.

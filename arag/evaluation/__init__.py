@@ -17,5 +17,7 @@ One module per job:
 Reports over a results tree are arag.report; the results page is arag.viewer.
 
 The Ray side (actors that each hold an `EpisodeRunner`, the driver loop, progress) lives in
-`arag.runtime.evaluate_job`; entry points in `pipelines/` (evaluate, rejudge, report, view).
+`arag.runtime.evaluate_job`; one evaluation and one re-judging, as library calls, are
+`arag.runtime.evaluate.evaluate` and `arag.runtime.rejudge.rejudge` (above this package's floor);
+entry points in `pipelines/` (evaluate, rejudge, report, view).
 """

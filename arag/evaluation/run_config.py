@@ -5,6 +5,7 @@ The index or tool server is opened here, once, so a bad one fails before any wor
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,56 @@ def dataset_name(cfg: DictConfig, questions_name: str) -> str:
     return str(corpus.name) if corpus is not None and corpus.get("name") else questions_name
 
 
+@dataclass(frozen=True)
+class RunIndex:
+    """What a run reads from its index (a folder or a tool server), read once when the run is set up:
+    the fingerprint and chunk ids that enter the run id, the manifest's facts for the protocol card,
+    and a tool server's description (its connection limit, arag.runtime.evaluate_job.tool_server_caps)."""
+
+    path: str | None = None
+    url: str | None = None
+    fingerprint: str | None = None
+    chunk_ids: dict[str, str] | None = None
+    facts: dict[str, Any] | None = None
+    server_info: dict[str, Any] | None = None
+
+
+def open_run_index(cfg: DictConfig, method: Any) -> RunIndex:
+    """Open the index `cfg` names for `method`, once: fails now, with the path or address named,
+    rather than in every worker. A method without retrieval reads none."""
+    if not method.needs_index():
+        return RunIndex()
+    index_url = OmegaConf.select(cfg, "index.url", default=None)
+    if index_url:
+        from arag.serve.client import open_tools
+
+        token_env = OmegaConf.select(cfg, "index.token_env", default=None)
+        with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:
+            # the served index's own fingerprint: the same run as with index.path
+            return RunIndex(url=str(index_url), fingerprint=served.fingerprint, chunk_ids=served.chunk_ids.to_json(), server_info=dict(served.info))
+    given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
+    if not given:
+        raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
+    index_path = str(Path(str(given)).resolve())
+    chunk_ids = open_index(index_path).chunk_ids.to_json()
+    fingerprint = index_build_fingerprint(index_path)
+    facts = index_facts(index_path)
+    graph_fingerprint = getattr(method, "graph_fingerprint", None)  # A2RAG: the graph beside the index decides outcomes too
+    if graph_fingerprint is not None:
+        fingerprint = f"{fingerprint}+graph-{graph_fingerprint(index_path)}"
+        if facts is not None:
+            facts["graph_extractor"] = method.graph_extractor(index_path)  # the protocol card's "graph extractor"
+    return RunIndex(path=index_path, fingerprint=fingerprint, chunk_ids=chunk_ids, facts=facts)
+
+
 def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
-    """The run `cfg` describes over `question_set`; the index (folder or served) is opened to read
-    its fingerprint and chunk ids, which enter the run id."""
+    """The run `cfg` describes over `question_set` (see `run_setup`)."""
+    return run_setup(cfg, question_set)[0]
+
+
+def run_setup(cfg: DictConfig, question_set: QuestionSet) -> tuple[RunSettings, RunIndex]:
+    """The run `cfg` describes over `question_set`, and what was read from its index (folder or
+    served), opened once here: its fingerprint and chunk ids enter the run id."""
     method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
     # short answers for the multi-hop sets, free-form for GraphRAG-Bench, unless the method sets one
     method_cfg.setdefault("answer_style", answer_style_for(dataset_name(cfg, question_set.name)))
@@ -36,33 +84,14 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
     if method.shows_tool_results():  # what the model reads of the tools' results, recorded with its value
         method_cfg.setdefault("snippets_per_chunk", method.snippets_per_chunk)
         method_cfg.setdefault("result_titles", method.result_titles)
-    index_path = fingerprint = chunk_ids = facts = None
-    index_url = OmegaConf.select(cfg, "index.url", default=None)
-    token_env = OmegaConf.select(cfg, "index.token_env", default=None)
-    from arag.serve.client import index_timeout, open_tools
+    from arag.serve.client import index_timeout
 
     timeout_s = index_timeout(OmegaConf.select(cfg, "index.timeout_s", default=None))
-    if method.needs_index() and index_url:
-        with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:  # fails now, not in every worker
-            fingerprint = served.fingerprint  # the served index's own: the same run as with index.path
-            chunk_ids = served.chunk_ids.to_json()
-    elif method.needs_index():
-        given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
-        if not given:
-            raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
-        index_path = str(Path(str(given)).resolve())
-        chunk_ids = open_index(index_path).chunk_ids.to_json()  # opening fails now, with the path named, rather than in every worker
-        fingerprint = index_build_fingerprint(index_path)
-        facts = index_facts(index_path)
-        graph_fingerprint = getattr(method, "graph_fingerprint", None)  # A2RAG: the graph beside the index decides outcomes too
-        if graph_fingerprint is not None:
-            fingerprint = f"{fingerprint}+graph-{graph_fingerprint(index_path)}"
-            if facts is not None:
-                facts["graph_extractor"] = method.graph_extractor(index_path)  # the protocol card's "graph extractor"
+    index = open_run_index(cfg, method)
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
     JudgeConfig.from_dict(judge)  # a bad judge template fails now, named, rather than in every worker
-    return RunSettings(
+    settings = RunSettings(
         dataset=dataset_name(cfg, question_set.name),
         method=method_cfg,
         model=OmegaConf.to_container(cfg.model, resolve=True),
@@ -71,15 +100,19 @@ def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
         judge_model=judge_model,
         questions_path=str(question_set.path.resolve()),
         questions_sha256=question_set.sha256,
-        index_path=index_path,
-        index_build_fingerprint=fingerprint,
-        index_url=str(index_url) if method.needs_index() and index_url else None,
-        index_token_env=token_env,
+        index_path=index.path,
+        index_build_fingerprint=index.fingerprint,
+        index_url=index.url,
+        index_token_env=OmegaConf.select(cfg, "index.token_env", default=None),
         index_timeout_s=timeout_s,
-        chunk_ids=chunk_ids,
-        index_facts=facts,
+        chunk_ids=index.chunk_ids,
+        index_facts=index.facts,
         retrieved_tokens_tokenizer=RETRIEVED_TOKENS_TOKENIZER if method.needs_index() else None,
     )
+    # The texts in the run id are this method's (its config's defaults added above are its own
+    # values): the identity renders them without building it again.
+    settings.__dict__["_built_method"] = method
+    return settings, index
 
 
 def resolved_config(cfg: DictConfig) -> dict[str, Any]:

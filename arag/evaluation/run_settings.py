@@ -82,7 +82,7 @@ class RunSettings:
             "model": _drop(self.model, runtime_model_keys()),
             "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
             **judging,
-            "texts": model_texts(self.method, self.model.get("protocol", "json"), self.chunk_ids),
+            "texts": model_texts(self.method, self.model.get("protocol", "json"), self.chunk_ids, self.__dict__.get("_built_method")),
             "code": code_version(),
             **({"retrieved_tokens_tokenizer": self.retrieved_tokens_tokenizer} if self.retrieved_tokens_tokenizer else {}),
         }
@@ -162,17 +162,17 @@ def _drop(cfg: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in keys}
 
 
-def model_texts(method_cfg: dict[str, Any], protocol: str, chunk_ids: dict[str, str] | None = None) -> dict[str, Any]:
+def model_texts(method_cfg: dict[str, Any], protocol: str, chunk_ids: dict[str, str] | None = None, method: Any = None) -> dict[str, Any]:
     """Every text the model sees besides the question: the method's prompts (answer style and the
     index's chunk ids in place), the tool descriptions and parameter schemas, the action protocol's
     instructions and the loop's notes. Part of the run id, so a reworded prompt or tool description
-    starts a new run."""
+    starts a new run. `method`: the method `method_cfg` builds, when the caller has built it already."""
     from arag.agent import loop
     from arag.agent.protocols import describe_actions
     from arag.index.chunk_ids import ChunkIdFormat
     from arag.methods import method_from_config
 
-    method = method_from_config(dict(method_cfg)).for_index(ChunkIdFormat.from_json(chunk_ids) if chunk_ids else None)
+    method = (method if method is not None else method_from_config(dict(method_cfg))).for_index(ChunkIdFormat.from_json(chunk_ids) if chunk_ids else None)
     schemas = method.tool_schemas()
     return {
         "method": method.texts(),

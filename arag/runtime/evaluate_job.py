@@ -109,15 +109,18 @@ def backend_caps(model_cfg: dict[str, Any], in_flight: int, engine_in_flight: in
     return raised, warnings
 
 
-def tool_server_caps(settings: RunSettings, in_flight: int) -> list[str]:
+def tool_server_caps(settings: RunSettings, in_flight: int, server_info: dict[str, Any] | None = None) -> list[str]:
     """A served index (index.url) takes `serve.max_connections` connections at once and answers 503
-    beyond them; each episode in flight may hold one. A warning when the run may open more."""
+    beyond them; each episode in flight may hold one. A warning when the run may open more.
+    `server_info`: the server's description as the run's setup read it (else it is asked now)."""
     if not settings.index_url:
         return []
-    from arag.serve.client import open_tools
+    if server_info is None:
+        from arag.serve.client import open_tools
 
-    with open_tools(index_url=settings.index_url, token_env=settings.index_token_env) as served:
-        limit = served.info.get("max_connections")
+        with open_tools(index_url=settings.index_url, token_env=settings.index_token_env) as served:
+            server_info = served.info
+    limit = server_info.get("max_connections")
     if limit is None or int(limit) >= in_flight:
         return []
     return [
@@ -212,7 +215,7 @@ class EvalCounts:
 
 def run_episodes(settings: RunSettings, questions: list[Question], store: RunStore, runtime: EvalRuntime, **options: Any) -> EvalCounts:
     """Run `questions` on EpisodeWorker actors (Ray must be initialised) and store every row.
-    `options`: attempts, overrides, progress, on_row (see EpisodeScheduler)."""
+    `options`: attempts, overrides, progress, on_row, server_info (see EpisodeScheduler)."""
     return EpisodeScheduler(settings, questions, store, runtime, **options).run()
 
 
@@ -232,8 +235,10 @@ class EpisodeScheduler:
         overrides: list[str] | None = None,
         progress: bool = True,
         on_row: Callable[[dict[str, Any]], None] | None = None,
+        server_info: dict[str, Any] | None = None,
     ):
         self.settings, self.store, self.runtime, self.on_row = settings, store, runtime, on_row
+        self.server_info = server_info  # a served index's description, read when the run was set up
         self.attempts = dict(attempts or {})
         self.overrides = list(overrides or [])
         self.concurrency = max(1, int(runtime.concurrency or default_concurrency(settings.model)))
@@ -360,7 +365,7 @@ class EpisodeScheduler:
             judge_caps, judge_warnings = backend_caps(judge_model, self.concurrency, per_engine, role="judge.model")
             self.settings_json["judge_model"] = {**judge_model, **judge_caps}  # runtime keys: the run id stays
             warnings += judge_warnings
-        warnings += tool_server_caps(self.settings, max(1, self.runtime.workers) * self.concurrency)
+        warnings += tool_server_caps(self.settings, max(1, self.runtime.workers) * self.concurrency, self.server_info)
         for warning in warnings:
             log.warning("%s", warning)
         return model_caps

@@ -56,7 +56,7 @@ def test_an_evaluation_keeps_runtime_concurrency_requests_at_the_endpoint(ray_lo
     """model=openai with runtime.concurrency=64: 64 requests reach the endpoint at once (the
     backend's old default limit let 8 through, silently); a limit set lower is named at start."""
     from tests.support.fixed_latency_endpoint import make_app, serve
-    from pipelines.evaluate import evaluate
+    from arag.runtime.evaluate import evaluate
 
     app = make_app(latency_s=0.05, hold_until=64, hold_timeout_s=3.0)
     file = questions(tmp_path / "questions.jsonl", 64)
@@ -83,7 +83,7 @@ def test_a_rejudge_keeps_its_concurrency_requests_at_the_judge_endpoint(ray_loca
     """pipelines.rejudge concurrency=16 with an openai judge whose max_concurrency is null: 16 judge
     calls reach the endpoint at once (the backend's default limit let 8 through)."""
     from tests.support.fixed_latency_endpoint import make_app, serve
-    from pipelines.evaluate import evaluate
+    from arag.runtime.evaluate import evaluate
     from tests.evaluation.test_rejudge import run_rejudge
 
     results = tmp_path / "results"

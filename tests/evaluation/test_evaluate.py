@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.evaluate import evaluate
+from arag.runtime.evaluate import evaluate
 from tests.evaluation.conftest import CONF, QUESTIONS, base_overrides, compose_evaluate, read_rows
 
 REPO = Path(CONF).parent
@@ -169,3 +169,29 @@ def test_cli_errors_name_the_bad_input(tmp_path):
     assert none.returncode != 0 and "+corpus=<name>" in none.stderr
     no_index = cli(f"questions.path={bad}", "questions.on_bad_line=skip", f"index.path={tmp_path / 'noindex'}", "model=scripted")
     assert no_index.returncode != 0 and "noindex" in no_index.stderr
+
+
+def test_an_evaluation_opens_its_index_and_builds_its_method_once_in_this_process(ray_local, eval_index, questions_file, tmp_path, monkeypatch):
+    """The driver reads the index's chunk ids, fingerprint and facts from one opening, and renders
+    the run id's texts with the method it built; the workers (other processes) open their own."""
+    import arag.index.store as store
+    import arag.methods as methods
+    import arag.evaluation.run_config as run_config
+
+    counts = {"opened": 0, "built": 0}
+    real_init, real_build = store.Index.__init__, methods.method_from_config
+
+    def counted_init(self, *args, **kwargs):
+        counts["opened"] += 1
+        real_init(self, *args, **kwargs)
+
+    def counted_build(cfg):
+        counts["built"] += 1
+        return real_build(cfg)
+
+    monkeypatch.setattr(store.Index, "__init__", counted_init)
+    monkeypatch.setattr(methods, "method_from_config", counted_build)
+    monkeypatch.setattr(run_config, "method_from_config", counted_build)
+    summary, _ = run(eval_index, questions_file, tmp_path / "results", "limit=2")
+    assert summary["stored"] == 2
+    assert counts == {"opened": 1, "built": 1}

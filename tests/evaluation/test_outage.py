@@ -17,7 +17,7 @@ import pytest
 from arag.evaluation.questions import Question, load_questions
 from arag.evaluation.run_config import run_settings
 from arag.evaluation.runner import EpisodeRunner
-from pipelines.evaluate import evaluate
+from arag.runtime.evaluate import evaluate
 from tests.evaluation.conftest import QUESTIONS, base_overrides, compose_evaluate, read_rows
 
 ANSWERED_FIRST = 1  # answered rows stored before the server is killed

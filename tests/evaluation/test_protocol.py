@@ -188,7 +188,7 @@ def test_the_preset_composes_for_evaluate_and_its_index_half_for_index():
 # deviation fails the test below.
 def test_a_run_with_the_preset_lists_no_deviation(ray_local, tmp_path, monkeypatch):
     pytest.importorskip("uvicorn", reason="serving the OpenAI stand-in needs uvicorn (pip install -e '.[serve]')")
-    from pipelines.evaluate import evaluate
+    from arag.runtime.evaluate import evaluate
     from tests.support.openai_mock import OpenAIMock, serve
     from tests.conftest import write_jsonl
     from tests.tools.conftest import make_packed_index

@@ -10,8 +10,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from arag.report.build import build_report
-from pipelines.evaluate import evaluate
-from pipelines.rejudge import rejudge
+from arag.runtime.evaluate import evaluate
+from arag.runtime.rejudge import rejudge
+from pipelines.config_checks import check_rejudge_config
 from tests.evaluation.conftest import CONF, base_overrides, compose_evaluate, read_rows
 
 # A second judge model that calls every answer incorrect (exact matches are still skipped as correct).
@@ -19,8 +20,11 @@ NAYSAYER = "{backend:scripted,protocol:json,model:naysayer,replay:true,script:[{
 
 
 def compose_rejudge(*overrides: str):
+    """The config `python -m pipelines.rejudge <overrides>` runs, its keys checked as the command checks them."""
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="rejudge", overrides=list(overrides))
+        cfg = compose(config_name="rejudge", overrides=list(overrides))
+    check_rejudge_config(cfg)
+    return cfg
 
 
 def run_rejudge(results, *extra):

@@ -179,7 +179,7 @@ def test_the_viewer_marks_unusable_results_and_repeated_calls(tree):
 
 def test_the_evaluation_pipeline_stores_the_kinds(ray_local, eval_index, questions_file, tmp_path):
     """Through pipelines.evaluate (Ray workers, the results store): the row's columns by kind."""
-    from pipelines.evaluate import evaluate
+    from arag.runtime.evaluate import evaluate
 
     results = tmp_path / "results"
     overrides = [o for o in base_overrides(eval_index.path, questions_file, results, "limit=1", "agent.max_steps=10") if not o.startswith("model.script=")]

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from pipelines.evaluate import evaluate
+from arag.runtime.evaluate import evaluate
 from tests.evaluation.conftest import base_overrides, compose_evaluate
 from tests.evaluation.test_viewer import REPO, Dom, listed
 

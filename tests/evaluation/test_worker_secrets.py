@@ -13,7 +13,7 @@ import pytest
 
 from arag.evaluation.questions import load_questions
 from arag.evaluation.run_config import run_settings
-from pipelines.evaluate import evaluate
+from arag.runtime.evaluate import evaluate
 from tests.evaluation.conftest import QUESTIONS, base_overrides, compose_evaluate, read_rows
 
 TOKEN = "worker-secret-token"
