@@ -147,9 +147,27 @@ class ToyBackend(ScriptedBackend):
         super().__init__(*args, **kwargs)
         self.knob = knob
 
+    prepared: list[dict] = []
+
     @classmethod
     def default_concurrency(cls, cfg):
         return 3 * int(cfg.get("knob") or 1)
+
+    @classmethod
+    def concurrency_caps(cls, cfg, in_flight, engine_in_flight, role="model"):
+        return {"knob": in_flight}, [f"{role}: {engine_in_flight} per engine"]
+
+    @classmethod
+    def worker_overrides(cls, cfg, slot, engines):
+        return {"knob": 100 + slot % engines}
+
+    @classmethod
+    def threads_in_process(cls, cfg, cores=None):
+        return 4
+
+    @classmethod
+    def prepare_runtime(cls, cfg):
+        cls.prepared.append(dict(cfg))
 
 
 def test_a_toy_backend_declares_its_settings_concurrency_and_runtime_keys(registered, judge):
@@ -170,6 +188,37 @@ def test_a_toy_backend_declares_its_settings_concurrency_and_runtime_keys(regist
         return RunSettings(**{**s.to_json(), "method": {**s.method, "tools": []}, "model": {**cfg, "knob": knob}}).run_id
 
     assert run_id(1) == run_id(5)  # a run-time key: the same run
+
+
+def test_a_toy_backend_states_its_limits_worker_keys_threads_and_runtime(registered):
+    """The evaluation, re-judge, graph build and ask read these from the backend, never from its name."""
+    from arag.llm.factory import make_backend
+    from arag.runtime.evaluate_job import backend_caps
+    from arag.runtime.graph_job import oversubscribed_cores
+    from arag.llm.factory import worker_overrides
+
+    registered(BACKEND, ToyBackend.kind, ToyBackend)
+    cfg = {"backend": "toy_backend", "protocol": "json", "model": "toy", "script": [{"answer": "x"}]}
+    assert backend_caps(cfg, 8, 24, role="judge.model") == ({"knob": 8}, ["judge.model: 24 per engine"])
+    assert [worker_overrides(cfg, slot, 2) for slot in range(3)] == [{"knob": 100}, {"knob": 101}, {"knob": 100}]
+    assert "runs toy_backend in-process on 4 threads" in oversubscribed_cores({"kind": "llm", "model": cfg}, task_cpus=1)
+    ToyBackend.prepared.clear()
+    make_backend(cfg)
+    assert ToyBackend.prepared == [cfg]  # before the backend is built, in the process that builds it
+
+
+def test_vllm_defaults_live_in_one_place():
+    import inspect
+
+    from arag.llm import vllm
+    from arag.runtime import vllm_engine
+
+    assert inspect.signature(vllm.VLLMBackend).parameters["max_num_seqs"].default == vllm.EngineSpec.max_num_seqs == vllm.DEFAULT_MAX_NUM_SEQS
+    assert inspect.signature(vllm.VLLMBackend).parameters["max_inflight"].default == vllm.DEFAULT_MAX_INFLIGHT
+    assert inspect.signature(vllm_engine.engine_actor).parameters["max_inflight"].default == vllm.DEFAULT_MAX_INFLIGHT
+    assert vllm.VLLMBackend.default_concurrency({}) == vllm.DEFAULT_MAX_NUM_SEQS
+    over = vllm.DEFAULT_MAX_INFLIGHT + 1
+    assert vllm.VLLMBackend.concurrency_caps({}, over, over)[0] == {"max_inflight": over}
 
 
 def test_a_method_kind_registered_elsewhere_is_checked_and_built(registered):
