@@ -278,3 +278,19 @@ def test_the_name_check_sees_comparisons(tmp_path):
     source = tmp_path / "x.py"
     source.write_text('if cfg["backend"] == "vllm" or kind in ("openai", "other"):\n    pass\nmatch kind:\n    case "scripted":\n        pass\nx = {"backend": "vllm"}\n')
     assert sorted(compared_names(source, {"vllm", "openai", "scripted"})) == [(1, "openai"), (1, "vllm"), (4, "scripted")]
+
+
+# Modules that may compare a tool's name: a method shapes the schemas of the tools it is built around.
+TOOL_NAMES_COMPARED_BY: dict[str, str] = {
+    "arag/methods/agenticrag.py": "AgenticRAG's own search/find/summarize schemas",
+    "arag/evaluation/protocol.py": "the protocol card's paper settings of the A-RAG search tools",
+}
+
+
+def test_no_module_outside_arag_tools_compares_a_tools_name():
+    """A tool states whether it tracks reads, the ids it takes from earlier results, its warm-up call and
+    what a client mirrors (arag.tools.base.ToolSpec): the agent loop, the server and its client ask it."""
+    from arag.tools import TOOLS
+
+    found = [f for f in name_comparisons_outside("arag/tools", set(TOOLS)) if f.split(":")[0] not in TOOL_NAMES_COMPARED_BY]
+    assert not found, "tool names compared outside arag/tools (ask the tool's ToolSpec instead):\n" + "\n".join(found)

@@ -259,3 +259,27 @@ def test_the_builtin_facts_come_from_their_plugins():
         ToolSpec(name="t", description="", parameters={}, fn=lambda *a: None, evidence="maybe")
     with pytest.raises(ValueError, match="tool 'keyword_search' is registered already"):
         register(TOOL, "keyword_search", TOOLS["chunk_read"])
+
+
+def test_a_toy_tool_states_its_reads_shown_ids_warm_up_and_what_a_client_mirrors(registered):
+    """The agent loop, the served index's client and the tool server ask the spec, never the name."""
+    from types import SimpleNamespace
+
+    from arag.agent.loop import shown_id_arguments
+    from arag.serve.tool_service import ToolService
+    from arag.tools import ReadTracker
+
+    mirrored = []
+    spec = ToolSpec(
+        name="toy_reader", description="", parameters={}, fn=lambda *a: None, evidence=READ, tracks_reads=True, shown_ids_argument="ids",
+        warm_up={"title": "warm"}, encodes_queries=True, mirror=lambda tracker, result: mirrored.append(result.tool),
+    )
+    registered(TOOL, spec.name, spec)
+    assert shown_id_arguments(("keyword_search", "toy_reader", "chunk_read", "made_up")) == {"toy_reader": "ids", "chunk_read": "chunk_ids"}
+    tracker = ReadTracker()
+    spec.follow_remote(tracker, ToolResult(tool="toy_reader", text="", results=[Hit("a#0"), Hit("b#0", already_read=True)]))
+    assert tracker.order == ["a#0"] and mirrored == ["toy_reader"]
+    calls = []
+    service = SimpleNamespace(tools={"toy_reader": spec}, workers=SimpleNamespace(workers=2, call=lambda name, args: calls.append((name, args)) or ToolResult(tool=name, text="")))
+    ToolService.preload(service)
+    assert calls == [("toy_reader", {"title": "warm"})] * 2  # every worker process loads what the tool needs
