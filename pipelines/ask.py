@@ -30,8 +30,6 @@ def build_agent(cfg: DictConfig):
 
         ctx = open_tools(cfg.index.path, cfg.index.get("url"), token_env=cfg.index.get("token_env"), require_tools=method.tools, timeout_s=index_timeout(cfg.index.get("timeout_s")))
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
-    if model_cfg.get("backend") == "vllm":
-        from arag.runtime import vllm_engine  # noqa: F401  (its engines are Ray actors; Ray loads only for this backend)
     backend = make_backend(model_cfg)
     agent_cfg = AgentConfig.from_dict(OmegaConf.to_container(cfg.agent, resolve=True))
     agent = Agent(backend, method, ctx, protocol=model_cfg.get("protocol", "json"), config=agent_cfg)

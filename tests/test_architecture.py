@@ -236,3 +236,61 @@ def test_no_machine_specific_paths():
         if '"/work/' in line or "'/work/" in line or " /work/" in line
     ]
     assert not offenders, "machine-specific paths:\n" + "\n".join(offenders)
+
+
+def compared_names(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of every comparison (==, !=, in, not in) of a value with one of `names` in the file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                strings = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
+                found += [(node.lineno, s.value) for s in strings if isinstance(s, ast.Constant) and s.value in names]
+        elif isinstance(node, ast.match_case) and isinstance(node.pattern, ast.MatchValue):
+            value = node.pattern.value
+            if isinstance(value, ast.Constant) and value.value in names:
+                found.append((node.pattern.lineno, value.value))
+    return found
+
+
+def name_comparisons_outside(home: str, names: set[str]) -> list[str]:
+    """Comparisons with a plugin's name in arag/ and pipelines/ outside the plugin's own package `home`."""
+    repo = ARAG.parent
+    return [
+        f"{path.relative_to(repo)}:{line}: compares with {name!r}"
+        for folder in ("arag", "pipelines")
+        for path in sorted((repo / folder).rglob("*.py"))
+        if not path.is_relative_to(repo / home)
+        for line, name in compared_names(path, names)
+    ]
+
+
+def test_no_module_outside_arag_llm_compares_a_backends_name():
+    """A backend states its concurrency, per-worker keys, threads and runtime (arag.llm.base.LLMBackend):
+    nothing else branches on which backend it is."""
+    from arag.llm.factory import KINDS
+
+    found = name_comparisons_outside("arag/llm", set(KINDS))
+    assert not found, "backend names compared outside arag/llm (ask the backend class instead):\n" + "\n".join(found)
+
+
+def test_the_name_check_sees_comparisons(tmp_path):
+    source = tmp_path / "x.py"
+    source.write_text('if cfg["backend"] == "vllm" or kind in ("openai", "other"):\n    pass\nmatch kind:\n    case "scripted":\n        pass\nx = {"backend": "vllm"}\n')
+    assert sorted(compared_names(source, {"vllm", "openai", "scripted"})) == [(1, "openai"), (1, "vllm"), (4, "scripted")]
+
+
+# Modules that may compare a tool's name: a method shapes the schemas of the tools it is built around.
+TOOL_NAMES_COMPARED_BY: dict[str, str] = {
+    "arag/methods/agenticrag.py": "AgenticRAG's own search/find/summarize schemas",
+    "arag/evaluation/protocol.py": "the protocol card's paper settings of the A-RAG search tools",
+}
+
+
+def test_no_module_outside_arag_tools_compares_a_tools_name():
+    """A tool states whether it tracks reads, the ids it takes from earlier results, its warm-up call and
+    what a client mirrors (arag.tools.base.ToolSpec): the agent loop, the server and its client ask it."""
+    from arag.tools import TOOLS
+
+    found = [f for f in name_comparisons_outside("arag/tools", set(TOOLS)) if f.split(":")[0] not in TOOL_NAMES_COMPARED_BY]
+    assert not found, "tool names compared outside arag/tools (ask the tool's ToolSpec instead):\n" + "\n".join(found)

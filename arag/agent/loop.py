@@ -38,8 +38,6 @@ if TYPE_CHECKING:  # the tools (and their index readers) load only when an episo
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.
 MESSAGE_OVERHEAD_TOKENS = 4
-# The tool whose ids the shown_chunk_ids_only guard rail restricts.
-CHUNK_READ = "chunk_read"
 # What the agent reads instead of the result of a second (third, ...) tool call in one reply.
 EXTRA_CALL_NOTE = "Not run: only one tool call is carried out per step. Call it again in your next step if you still need it."
 # Appended to an observation cut to fit the context window.
@@ -65,6 +63,14 @@ def read_first_note(tools: Sequence[str]) -> str:
         what, unit = "chunks", "chunk"
     how = f" with {' or '.join(readers)}" if readers else ""
     return f"Do not answer yet: you have not read any {unit} in full. Search results are only snippets: read the relevant {what}{how} first."
+
+
+def shown_id_arguments(tools: Sequence[str]) -> dict[str, str]:
+    """Tool -> the argument that takes chunk ids shown by earlier results, as each tool states it
+    (arag.tools.base.ToolSpec.shown_ids_argument), for the registered tools among `tools`."""
+    from arag.tools.registry import TOOLS
+
+    return {t: TOOLS[t].shown_ids_argument for t in tools if t in TOOLS and TOOLS[t].shown_ids_argument}
 
 
 @dataclass
@@ -141,6 +147,8 @@ class Agent:
             raise ValueError(f"backend {backend.kind!r} does not support the {self.protocol.name!r} protocol (it offers {', '.join(backend.protocols)})")
         self.tool_schemas = self.method.tool_schemas()
         self.allowed = tuple(method.tools)
+        # Tool -> its argument that takes chunk ids shown earlier (the shown_chunk_ids_only guard rail).
+        self.shown_id_arguments = shown_id_arguments(self.allowed)
         if self.config.guard_rails.tool_steps and not isinstance(self.protocol, JsonProtocol):
             raise ValueError("guard_rails.tool_steps needs the json protocol (its schema drops the answer branch)")
         if self.config.guard_rails.shown_chunk_ids_only and not isinstance(self.protocol, JsonProtocol):
@@ -347,17 +355,18 @@ class Agent:
         return call
 
     def _offered_tools(self, shown: list[str], step: int, ep: Episode) -> list[dict[str, Any]]:
-        """The tool schemas of this step: under guard_rails.shown_chunk_ids_only, chunk_read's ids
-        restricted to the ids shown (as a forced summarize restricts its reference ids), and
-        chunk_read left out while none has been shown."""
-        if not (self.config.guard_rails.shown_chunk_ids_only and CHUNK_READ in self.allowed):
+        """The tool schemas of this step: under guard_rails.shown_chunk_ids_only, the ids a tool takes
+        from earlier results (chunk_read's) restricted to the ids shown (as a forced summarize restricts
+        its reference ids), and such a tool left out while none has been shown."""
+        restricted = self.shown_id_arguments if self.config.guard_rails.shown_chunk_ids_only else {}
+        if not restricted:
             return self.tool_schemas
         if not shown:
-            ep.guard_rail_events.append(f"step {step}: chunk_read not offered (no chunk id shown yet)")
+            ep.guard_rail_events += [f"step {step}: {name} not offered (no chunk id shown yet)" for name in restricted]
         return [
-            shown_ids_only(s, "chunk_ids", shown) if s["function"]["name"] == CHUNK_READ else s
+            shown_ids_only(s, restricted[s["function"]["name"]], shown) if s["function"]["name"] in restricted else s
             for s in self.tool_schemas
-            if shown or s["function"]["name"] != CHUNK_READ
+            if shown or s["function"]["name"] not in restricted
         ]
 
     def _json_instructions(self) -> str:

@@ -60,6 +60,31 @@ class LLMBackend(ABC):
         (runtime.concurrency, rejudge's concurrency), for a model config `cfg` of this backend."""
         return 16
 
+    @classmethod
+    def concurrency_caps(cls, cfg: Mapping[str, Any], in_flight: int, engine_in_flight: int, role: str = "model") -> tuple[dict[str, Any], list[str]]:
+        """No limit of this backend hides below the episodes asked for: the config keys that raise a
+        plumbing limit to `in_flight` (requests per worker) or `engine_in_flight` (requests per
+        shared engine), and a warning naming each limit `cfg` sets lower, which is kept (an
+        endpoint's rate limit, an engine's batch size). `role`: the config's name in the warnings."""
+        return {}, []
+
+    @classmethod
+    def worker_overrides(cls, cfg: Mapping[str, Any], slot: int, engines: int) -> dict[str, Any]:
+        """Config keys for the evaluation worker in `slot` when `engines` engines serve the workers
+        (a backend whose engines are shared names the one each worker feeds)."""
+        return {}
+
+    @classmethod
+    def threads_in_process(cls, cfg: Mapping[str, Any], cores: int | None = None) -> int | None:
+        """CPU threads the model of `cfg` keeps busy in the process that builds the backend (on a
+        machine of `cores` cores); None: the model runs elsewhere (an endpoint, an engine actor)."""
+        return None
+
+    @classmethod
+    def prepare_runtime(cls, cfg: Mapping[str, Any]) -> None:
+        """Make ready what this backend's engines run on before one is built from `cfg` (called by
+        arag.llm.factory.make_backend, in every process that builds one)."""
+
     def __init__(self, model: str, *, reasoning: ReasoningSetting | None = None, max_tokens: int | None = None, temperature: float = 0.0):
         self.model = model
         self.reasoning = reasoning or resolve(None, "none")

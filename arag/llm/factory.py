@@ -38,6 +38,22 @@ def default_concurrency(model_cfg: Mapping[str, Any]) -> int:
     return backend_class(model_cfg.get("backend")).default_concurrency(model_cfg)
 
 
+def backend_caps(model_cfg: Mapping[str, Any], in_flight: int, engine_in_flight: int, role: str = "model") -> tuple[dict[str, Any], list[str]]:
+    """The config keys that raise the backend's plumbing limits to the episodes in flight, and a
+    warning for each limit the config keeps lower (arag.llm.base.LLMBackend.concurrency_caps)."""
+    return backend_class(model_cfg.get("backend")).concurrency_caps(model_cfg, in_flight, engine_in_flight, role)
+
+
+def worker_overrides(model_cfg: Mapping[str, Any], slot: int, engines: int) -> dict[str, Any]:
+    """Config keys for the evaluation worker in `slot` (arag.llm.base.LLMBackend.worker_overrides)."""
+    return backend_class(model_cfg.get("backend")).worker_overrides(model_cfg, slot, engines)
+
+
+def threads_in_process(model_cfg: Mapping[str, Any], cores: int | None = None) -> int | None:
+    """CPU threads the model keeps busy in the process that builds it; None: it runs elsewhere."""
+    return backend_class(model_cfg.get("backend")).threads_in_process(model_cfg, cores)
+
+
 def runtime_model_keys() -> frozenset[str]:
     """Model config keys that change speed, capacity or plumbing, not replies: every registered
     backend's `runtime_keys` (run ids leave them out)."""
@@ -54,4 +70,5 @@ def check_model_settings(cfg: Mapping[str, Any], group: str = "model") -> type[L
 def make_backend(cfg: Mapping[str, Any], **extra: Any) -> LLMBackend:
     cfg = {**dict(cfg), **extra}
     cls = check_model_settings(cfg)
+    cls.prepare_runtime(cfg)
     return cls(**{k: v for k, v in cfg.items() if k not in AGENT_KEYS})

@@ -29,6 +29,10 @@ class LlamaCppBackend(BlockingBackend):
         # One sequence at a time, and interleaved episodes would defeat its prompt-prefix cache.
         return 1
 
+    @classmethod
+    def threads_in_process(cls, cfg: Mapping[str, Any], cores: int | None = None) -> int | None:
+        return int(cfg.get("n_threads") or cores or os.cpu_count() or 1)
+
     def __init__(
         self,
         model: str = "qwen2.5-coder-1.5b-instruct",
@@ -60,7 +64,7 @@ class LlamaCppBackend(BlockingBackend):
             raise ImportError("the llamacpp backend needs llama-cpp-python: pip install -e '.[llamacpp]' (see docs/agents.md)") from exc
         self.model_path = str(model_path or ensure_model(model))
         self.n_ctx, self.seed = n_ctx, seed
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = self.threads_in_process({"n_threads": n_threads})
         self.context_window = n_ctx
         self.llm = Llama(model_path=self.model_path, n_ctx=n_ctx, n_threads=self.n_threads, n_batch=n_batch, seed=seed, verbose=verbose)
         self._grammars: dict[str, Any] = {}

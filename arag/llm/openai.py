@@ -34,7 +34,7 @@ from arag.llm.types import Completion, ConfigurationError, LLMError, ToolCall
 
 RETRYABLE_STATUS = {408, 409, 429}
 # Requests in flight per backend when the config leaves `max_concurrency` null outside an evaluation
-# (an evaluation sets it to runtime.concurrency: arag.runtime.evaluate_job.backend_caps).
+# (an evaluation sets it to runtime.concurrency: OpenAIBackend.concurrency_caps).
 DEFAULT_MAX_CONCURRENCY = 8
 # Connections per httpx client: a larger limit is spread over several clients. httpx's pool does
 # work proportional to its connections (times its queued requests) on every request and reply, so
@@ -76,6 +76,19 @@ class OpenAIBackend(LLMBackend):
     def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
         # The endpoint's own request limit.
         return int(cfg.get("max_concurrency") or DEFAULT_MAX_CONCURRENCY)
+
+    @classmethod
+    def concurrency_caps(cls, cfg: Mapping[str, Any], in_flight: int, engine_in_flight: int, role: str = "model") -> tuple[dict[str, Any], list[str]]:
+        cap = cfg.get("max_concurrency")
+        if cap is None:
+            return {"max_concurrency": in_flight}, []  # one slot per episode in flight: none waits for another's
+        if int(cap) >= in_flight:
+            return {}, []
+        return {}, [
+            f"{role}.max_concurrency={cap} is below the {in_flight} episodes in flight per worker (runtime.concurrency): at most {cap} "
+            f"requests per worker reach the endpoint at once and the others wait for a slot (not counted in llm_s); "
+            f"set {role}.max_concurrency=null to follow runtime.concurrency"
+        ]
 
     def __init__(
         self,

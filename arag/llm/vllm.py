@@ -23,14 +23,15 @@ the thoughts. gpt-oss gets `reasoning_effort` through its template. Hosted-only 
 This module is plain Python: the request and reply on both sides of the actor boundary, the
 backend (`VLLMBackend`), and the class that runs in the actor (`EngineServer`, testable with a fake
 engine). The actor itself, and every Ray call, are in arag.runtime.vllm_engine, which connects
-backends to their actors (`set_engine_connector`) when imported; the pipelines and the evaluation
-workers import it.
+backends to their actors (`set_engine_connector`) when imported; `VLLMBackend.prepare_runtime`
+imports it by name (this package sits below arag.runtime), in every process that builds a backend.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
 import json
 import os
 import threading
@@ -43,6 +44,13 @@ from arag.llm.base import JSON, NATIVE, LLMBackend
 from arag.llm.models import MODELS
 from arag.llm.reasoning import ReasoningSetting, family_of, resolve
 from arag.llm.types import Completion, ConfigurationError, LLMError, Message, ToolCall
+
+# The engine's batch size (sequences at once) and the engine actor's calls at once, where a config
+# leaves them out.
+DEFAULT_MAX_NUM_SEQS = 64
+DEFAULT_MAX_INFLIGHT = 256
+# The module that runs the engines as Ray actors and connects backends to them when imported.
+RUNTIME_MODULE = "arag.runtime.vllm_engine"
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # Appended after the (possibly cut) thoughts; Qwen3's canonical layout is "<think>\n…\n</think>\n\n".
@@ -93,7 +101,7 @@ class EngineSpec:
     gpu_memory_utilization: float = 0.9
     kv_cache_gb: float | None = None  # explicit KV cache size (needed on CPU, where the default is a RAM fraction)
     enable_prefix_caching: bool = True
-    max_num_seqs: int = 64
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
     enforce_eager: bool = False
     seed: int = 0
     tool_parser: str | None = None
@@ -360,7 +368,37 @@ class VLLMBackend(LLMBackend):
     @classmethod
     def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
         # The engine's batch size: a worker per engine keeps its continuous batch full.
-        return int(cfg.get("max_num_seqs") or EngineSpec.max_num_seqs)
+        return int(cfg.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS)
+
+    @classmethod
+    def concurrency_caps(cls, cfg: Mapping[str, Any], in_flight: int, engine_in_flight: int, role: str = "model") -> tuple[dict[str, Any], list[str]]:
+        raised: dict[str, Any] = {}
+        if int(cfg.get("max_inflight") or DEFAULT_MAX_INFLIGHT) < engine_in_flight:
+            raised["max_inflight"] = engine_in_flight  # the engine actor's calls at once: plumbing only
+        seqs = int(cfg.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS)
+        if seqs >= engine_in_flight:
+            return raised, []
+        return raised, [
+            f"{role}.max_num_seqs={seqs} is below the {engine_in_flight} episodes in flight per engine: each engine runs at most {seqs} "
+            f"sequences at once and the other requests wait in its queue (their llm_s includes that wait)"
+        ]
+
+    @classmethod
+    def worker_overrides(cls, cfg: Mapping[str, Any], slot: int, engines: int) -> dict[str, Any]:
+        """Worker `slot` talks to the engine actor `<name>-e<slot mod engines>`: an evaluation wants one
+        engine per GPU (or per tensor-parallel group), each fed by its own workers, where backends
+        with equal engine settings would otherwise share one. The name depends on the engine settings
+        only (not the run), so the runs of a sweep over agent settings or reasoning effort can reuse
+        detached engines (`detached: true`)."""
+        material = {k: cfg.get(k) for k in sorted(EngineSpec.__dataclass_fields__) if k in cfg}
+        base = cfg.get("actor_name") or "arag-eval-vllm-" + hashlib.sha1(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        return {"actor_name": f"{base}-e{slot % max(1, engines)}"}
+
+    @classmethod
+    def prepare_runtime(cls, cfg: Mapping[str, Any]) -> None:
+        # Named, not imported: Ray loads only in processes that build this backend.
+        if cfg.get("connector") is None and _default_connector is None:
+            importlib.import_module(RUNTIME_MODULE)
 
     def __init__(
         self,
@@ -375,7 +413,7 @@ class VLLMBackend(LLMBackend):
         gpu_memory_utilization: float = 0.9,
         kv_cache_gb: float | None = None,
         enable_prefix_caching: bool = True,
-        max_num_seqs: int = 64,
+        max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
         enforce_eager: bool = False,
         tool_parser: str | None = "auto",
         max_tokens: int | None = None,
@@ -386,7 +424,7 @@ class VLLMBackend(LLMBackend):
         on_unsupported: str = "error",
         actor_name: str | None = None,
         detached: bool = False,
-        max_inflight: int = 256,
+        max_inflight: int = DEFAULT_MAX_INFLIGHT,
         timeout_s: float = 600.0,
         startup_timeout_s: float = 1800.0,
         engine_kwargs: dict[str, Any] | None = None,
@@ -480,7 +518,7 @@ class VLLMBackend(LLMBackend):
             if self._connection is None:
                 connect = self._connector or _default_connector
                 if connect is None:
-                    raise ConfigurationError("the vllm backend runs its engines as Ray actors: import arag.runtime.vllm_engine first (the pipelines do), or pass connector=")
+                    raise ConfigurationError(f"the vllm backend runs its engines as Ray actors: import {RUNTIME_MODULE} first (make_backend does), or pass connector=")
                 self._connection = connect(self.spec(), name=self._requested_name, detached=self.detached, max_inflight=self.max_inflight)
                 self.actor_name = self._connection.name
             return self._connection

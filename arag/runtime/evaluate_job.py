@@ -17,8 +17,6 @@ and a killed driver loses only its unwritten batch, which the rerun runs again.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import os
 import time
@@ -34,10 +32,10 @@ from arag.evaluation.rows import OK
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import failed_row
 from arag.evaluation.run_settings import RunSettings
-from arag.llm.factory import default_concurrency  # episodes per worker by the backend's declaration; pipelines.rejudge's too
-from arag.llm.vllm import EngineSpec
+# What each backend declares of itself: episodes per worker, the limits raised to them, each worker's own keys
+# (pipelines.rejudge takes the first two from here too).
+from arag.llm.factory import backend_caps, default_concurrency, worker_overrides
 from arag.open_files import ensure_open_files
-from arag.runtime import vllm_engine  # noqa: F401  (workers' vllm backends reach their engine actors through it)
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
 from arag.strict_settings import from_settings
@@ -74,41 +72,6 @@ class EvalRuntime:
         return from_settings(cls, cfg, "runtime")
 
 
-# The vllm backend's defaults where its config leaves these out (arag.llm.vllm.VLLMBackend).
-VLLM_DEFAULT_MAX_INFLIGHT = 256
-VLLM_DEFAULT_MAX_NUM_SEQS = 64
-
-
-def backend_caps(model_cfg: dict[str, Any], in_flight: int, engine_in_flight: int, role: str = "model") -> tuple[dict[str, Any], list[str]]:
-    """No limit of a backend hides below the episodes asked for: the settings that raise a plumbing
-    limit to `in_flight` (requests per worker) or `engine_in_flight` (requests per vLLM engine), and
-    a warning naming each limit the config sets lower, which is kept (an endpoint's rate limit, an
-    engine's batch size). `role`: the config's name in the warnings (model, judge.model)."""
-    kind = model_cfg.get("backend")
-    raised: dict[str, Any] = {}
-    warnings: list[str] = []
-    if kind == "openai":
-        cap = model_cfg.get("max_concurrency")
-        if cap is None:
-            raised["max_concurrency"] = in_flight  # one slot per episode in flight: none waits for another's
-        elif int(cap) < in_flight:
-            warnings.append(
-                f"{role}.max_concurrency={cap} is below the {in_flight} episodes in flight per worker (runtime.concurrency): at most {cap} "
-                f"requests per worker reach the endpoint at once and the others wait for a slot (not counted in llm_s); "
-                f"set {role}.max_concurrency=null to follow runtime.concurrency"
-            )
-    elif kind == "vllm":
-        if int(model_cfg.get("max_inflight") or VLLM_DEFAULT_MAX_INFLIGHT) < engine_in_flight:
-            raised["max_inflight"] = engine_in_flight  # the engine actor's calls at once: plumbing only
-        seqs = int(model_cfg.get("max_num_seqs") or VLLM_DEFAULT_MAX_NUM_SEQS)
-        if seqs < engine_in_flight:
-            warnings.append(
-                f"{role}.max_num_seqs={seqs} is below the {engine_in_flight} episodes in flight per engine: each engine runs at most {seqs} "
-                f"sequences at once and the other requests wait in its queue (their llm_s includes that wait)"
-            )
-    return raised, warnings
-
-
 def tool_server_caps(settings: RunSettings, in_flight: int, server_info: dict[str, Any] | None = None) -> list[str]:
     """A served index (index.url) takes `serve.max_connections` connections at once and answers 503
     beyond them; each episode in flight may hold one. A warning when the run may open more.
@@ -128,21 +91,6 @@ def tool_server_caps(settings: RunSettings, in_flight: int, server_info: dict[st
         f"in flight (runtime.workers x runtime.concurrency), each of which may hold one: calls beyond it are answered 503 and retried, "
         f"and an episode whose retries run out fails; start the server with serve.max_connections={in_flight} or more"
     ]
-
-
-def engine_overrides(model_cfg: dict[str, Any], slot: int, engines: int) -> dict[str, Any]:
-    """Which vLLM engine actor worker `slot` talks to: `<name>-e<slot mod engines>`.
-
-    The vllm backend shares one engine actor among all backends with equal engine settings (by
-    name); an evaluation wants one engine per GPU (or per tensor-parallel group), each fed by its own
-    workers, so every worker slot names its engine. The name depends on the engine settings only
-    (not the run), so the runs of a sweep over agent settings or reasoning effort can reuse detached
-    engines (`model.detached=true`)."""
-    if model_cfg.get("backend") != "vllm":
-        return {}
-    material = {k: model_cfg.get(k) for k in sorted(EngineSpec.__dataclass_fields__) if k in model_cfg}
-    base = model_cfg.get("actor_name") or "arag-eval-vllm-" + hashlib.sha1(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:12]
-    return {"actor_name": f"{base}-e{slot % max(1, engines)}"}
 
 
 class EpisodeWorker:
@@ -375,7 +323,7 @@ class EpisodeScheduler:
         options: dict[str, Any] = {"num_cpus": runtime.worker_cpus, "num_gpus": runtime.worker_gpus, "max_concurrency": self.concurrency, "max_restarts": 0}
         if runtime.spread:
             options["scheduling_strategy"] = "SPREAD"
-        model_overrides = {**self.model_caps, **engine_overrides(self.settings.model, slot, self.engines)}
+        model_overrides = {**self.model_caps, **worker_overrides(self.settings.model, slot, self.engines)}
         handle = self.actor_cls.options(**options).remote(
             self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, threads=max(32, self.concurrency + 4), secrets=self.secrets,
             episodes_at_once=self.concurrency,

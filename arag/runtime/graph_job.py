@@ -25,6 +25,7 @@ from arag.graph.build import (
 from arag.graph.extract import make_extractor
 from arag.index.layout import read_json
 from arag.index.store import open_index
+from arag.llm.factory import threads_in_process
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.part_runner import PartTasks, run_parts
@@ -67,15 +68,15 @@ def oversubscribed_cores(extractor_cfg: Mapping[str, Any], task_cpus: float, cor
     it reserves: tasks side by side then share cores, and llama.cpp's spinning threads slow every
     one of them down many times over. None when the threads fit."""
     model = extractor_cfg.get("model") or {}
-    if not model or model.get("backend") != "llamacpp":  # any model configured runs (extraction or summaries)
+    if not model:  # any model configured runs (extraction or summaries)
         return None
-    threads = int(model.get("n_threads") or cores or os.cpu_count() or 1)
-    if threads <= task_cpus:
+    threads = threads_in_process(model, cores)
+    if threads is None or threads <= task_cpus:
         return None
     return (
-        f"graph.extractor.model runs llama.cpp on {threads} threads per task but runtime.graph.num_cpus={task_cpus:g} "
-        f"reserves fewer CPUs: tasks side by side will oversubscribe the cores; set runtime.graph.num_cpus={threads} "
-        f"(or graph.extractor.model.n_threads={max(1, int(task_cpus))})"
+        f"graph.extractor.model runs {model.get('backend')} in-process on {threads} threads per task but runtime.graph.num_cpus={task_cpus:g} "
+        f"reserves fewer CPUs: tasks side by side will oversubscribe the cores; set runtime.graph.num_cpus={threads}"
+        + (f" (or graph.extractor.model.n_threads={max(1, int(task_cpus))})" if "n_threads" in model else "")
     )
 
 

@@ -17,7 +17,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
 from arag.llm.types import LLMError
-from arag.llm.vllm import EngineServer, EngineSpec, set_engine_connector
+from arag.llm.vllm import DEFAULT_MAX_INFLIGHT, EngineServer, EngineSpec, set_engine_connector
 from arag.runtime.cluster import init_ray
 
 NAMESPACE = "arag"
@@ -29,7 +29,7 @@ _USERS: dict[str, int] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
-def engine_actor(spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = 256) -> tuple[str, Any]:
+def engine_actor(spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = DEFAULT_MAX_INFLIGHT) -> tuple[str, Any]:
     """The actor serving `spec` (created if no actor of that name exists in the cluster)."""
     init_ray()
     name = name or spec.actor_name()
@@ -79,7 +79,7 @@ async def _await(ref: Any) -> Any:
 class RayEngineConnection:
     """A backend's connection to the engine actor serving its spec (`arag.llm.vllm.EngineConnection`)."""
 
-    def __init__(self, spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = 256):
+    def __init__(self, spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = DEFAULT_MAX_INFLIGHT):
         self.detached = detached
         self.name, self.handle = engine_actor(spec, name=name, detached=detached, max_inflight=max_inflight)
 

@@ -40,6 +40,7 @@ from arag.serve.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, RESULT_FORMAT_PARAMS, Hit, ResultFormat, ToolResult, error_result
 from arag.tools.documents import DocumentSession
 from arag.tools.failures import UNKNOWN_TOOL, ToolInfrastructureError
+from arag.tools.registry import TOOLS
 from arag.tools.tracker import ReadTracker
 
 if TYPE_CHECKING:
@@ -166,12 +167,8 @@ class RemoteTools:
         if response.status_code == 500:
             raise ToolServerError(f"tool server ({URL_SETTING}): {str(tool)[:100]} failed on the server: {self._scrub(str(result.error))[:500]}")
         result.text, result.error = self._scrub(result.text), None if result.error is None else self._scrub(result.error)
-        if tracker is not None and tool == "chunk_read":
-            for hit in result.results:
-                if not hit.already_read:
-                    tracker.mark(hit.chunk_id)
-        if isinstance(tracker, DocumentSession) and tool == "search" and result.error is None:
-            tracker.mirror_search(result)
+        if tool in TOOLS:
+            TOOLS[tool].follow_remote(tracker, result)
         return result
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:

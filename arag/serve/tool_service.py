@@ -167,15 +167,18 @@ class ToolService:
         semantic call is as fast as the rest."""
         if not any(spec.encodes_queries for spec in self.tools.values()):
             return
+        warm = next((spec for spec in self.tools.values() if spec.warm_up is not None), None)
         if self.workers is None:
             try:
                 self.ctx.encode_query("warm start")
             except Exception as exc:
                 raise RuntimeError(f"serve.preload: the query encoder did not load ({type(exc).__name__}: {exc}); serve.preload=false starts without it") from None
             return
+        if warm is None:  # no served tool states a warm-up call: the first call loads the encoder
+            return
         # One call per worker at once: each holds its worker until it answers, so every worker loads.
         with ThreadPoolExecutor(max_workers=self.workers.workers) as pool:
-            results = list(pool.map(lambda _: self.workers.call("semantic_search", {"query": "warm start", "top_k": 1}), range(self.workers.workers)))
+            results = list(pool.map(lambda _: self.workers.call(warm.name, dict(warm.warm_up)), range(self.workers.workers)))
         failed = [r.error for r in results if r.error is not None]
         if failed:
             raise RuntimeError(f"serve.preload: a worker could not load the query encoder: {failed[0]}")

@@ -237,6 +237,18 @@ class ToolSpec:
     evidence: str
     unit: str = "chunk"  # what its results are pieces of, as the agent's texts name it: "chunk", or "document" (AgenticRAG's tools)
     encodes_queries: bool = False  # embeds its query with the index's embedder (a tool server's warm start loads it)
+    # Its calls mark the chunks they put into the context as read in the episode's ReadTracker (a
+    # chunk read once is not shown again); a client of a served index marks them in its own tracker.
+    tracks_reads: bool = False
+    # The argument that takes chunk ids shown by earlier results (guard_rails.shown_chunk_ids_only
+    # restricts it to them, and leaves the tool out while none was shown).
+    shown_ids_argument: str | None = None
+    # The arguments of a cheap call that loads what the tool needs (its query encoder): a tool
+    # server makes it in every worker process before serving.
+    warm_up: Mapping[str, Any] | None = None
+    # (tracker, result) -> None: brings a client's copy of the episode's state (its tracker) up to
+    # date with a result a served index answered, beyond the reads `tracks_reads` marks.
+    mirror: Callable[[Any, "ToolResult"], None] | None = None
 
     def __post_init__(self) -> None:
         if self.evidence not in EVIDENCE_KINDS:
@@ -252,6 +264,18 @@ class ToolSpec:
         if chunk_ids is None:
             return self
         return replace(self, description=chunk_ids.fill(self.description), parameters=chunk_ids.fill_all(self.parameters))
+
+    def follow_remote(self, tracker: Any, result: "ToolResult") -> None:
+        """What a client of a served index does with this tool's `result` to keep its episode state
+        (`tracker`) as a local call would have left it."""
+        if tracker is None:
+            return
+        if self.tracks_reads:
+            for hit in result.results:
+                if not hit.already_read:
+                    tracker.mark(hit.chunk_id)
+        if self.mirror is not None:
+            self.mirror(tracker, result)
 
     def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions | None = None) -> ToolResult:
         """Run the tool. Never raises: bad arguments and internal failures come back as errors."""

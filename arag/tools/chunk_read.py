@@ -158,4 +158,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, tracks_reads=True, shown_ids_argument="chunk_ids")

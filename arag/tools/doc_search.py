@@ -24,7 +24,7 @@ import numpy as np
 
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list, SNIPPET
 import arag.tools.packed_documents as packed_documents
-from arag.tools.documents import DocumentLines, DocumentRef, is_packed, load_document, session_of
+from arag.tools.documents import DocumentLines, DocumentRef, DocumentSession, is_packed, load_document, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
 from arag.tools.render import content_tokens, snippet_block
 from arag.tools.packed_documents import DocumentCandidate
@@ -194,4 +194,10 @@ def search_text(queries: list[str], refs: list[DocumentRef], hits: list[Hit], st
     return "\n\n".join(blocks)
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True)  # a preview snippet per document
+def mirror(tracker: object, result: ToolResult) -> None:
+    """The search's reference ids, into the client's session (a served index answered it)."""
+    if isinstance(tracker, DocumentSession) and result.error is None:
+        tracker.mirror_search(result)
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True, mirror=mirror)  # a preview snippet per document

@@ -15,7 +15,7 @@ from typing import Any
 
 from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors, READ
 from arag.tools.render import search_tokens, similarity_text
-from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, group_by_chunk, hits_for
+from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, WARM_UP, group_by_chunk, hits_for
 
 NAME = "naive_embedding_search"
 
@@ -55,4 +55,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, encodes_queries=True)  # whole chunks
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, encodes_queries=True, warm_up=WARM_UP)  # whole chunks

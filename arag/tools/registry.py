@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from arag.conf_files import method_declarations
 from arag.registry import TOOL, plugins, register
-from arag.tools.base import READ, SNIPPET, ToolSpec
+from arag.tools.base import ToolSpec
 from arag.tools.chunk_read import SPEC as CHUNK_READ
 from arag.tools.doc_find import SPEC as DOC_FIND
 from arag.tools.doc_open import SPEC as DOC_OPEN
@@ -57,15 +57,6 @@ def get_tool(name: str) -> ToolSpec:
         return TOOLS[name]
     except KeyError:
         raise KeyError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}") from None
-
-
-def shows_full_text(tool: str, full_text: bool) -> bool | None:
-    """Whether a call of the registered `tool` put its chunks' whole texts into the context (READ,
-    or SNIPPET under a method's `full_text`); None for a name no tool is registered under."""
-    spec = TOOLS.get(tool)
-    if spec is None:
-        return None
-    return spec.evidence == READ or (full_text and spec.evidence == SNIPPET)
 
 
 def tool_schemas(tool_set: str | list[str] | tuple[str, ...], chunk_ids: "ChunkIdFormat | None" = None) -> list[dict]:

@@ -43,6 +43,10 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
+# A call that loads the query encoder (a tool server's warm start).
+WARM_UP = {"query": "warm start", "top_k": 1}
+
+
 def group_by_chunk(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[tuple[int, float, np.ndarray]]:
     """(chunk ord, best score, sentence rows in text order) per chunk, best chunk first."""
     if len(sids) == 0:
@@ -91,4 +95,4 @@ def hits_for(ctx: ToolHost, groups: list[tuple[int, float, np.ndarray]], full_te
     ]
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, encodes_queries=True)  # the closest sentences (whole chunks for a full_text method)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, encodes_queries=True, warm_up=WARM_UP)  # the closest sentences (whole chunks for a full_text method)

@@ -147,9 +147,27 @@ class ToyBackend(ScriptedBackend):
         super().__init__(*args, **kwargs)
         self.knob = knob
 
+    prepared: list[dict] = []
+
     @classmethod
     def default_concurrency(cls, cfg):
         return 3 * int(cfg.get("knob") or 1)
+
+    @classmethod
+    def concurrency_caps(cls, cfg, in_flight, engine_in_flight, role="model"):
+        return {"knob": in_flight}, [f"{role}: {engine_in_flight} per engine"]
+
+    @classmethod
+    def worker_overrides(cls, cfg, slot, engines):
+        return {"knob": 100 + slot % engines}
+
+    @classmethod
+    def threads_in_process(cls, cfg, cores=None):
+        return 4
+
+    @classmethod
+    def prepare_runtime(cls, cfg):
+        cls.prepared.append(dict(cfg))
 
 
 def test_a_toy_backend_declares_its_settings_concurrency_and_runtime_keys(registered, judge):
@@ -170,6 +188,37 @@ def test_a_toy_backend_declares_its_settings_concurrency_and_runtime_keys(regist
         return RunSettings(**{**s.to_json(), "method": {**s.method, "tools": []}, "model": {**cfg, "knob": knob}}).run_id
 
     assert run_id(1) == run_id(5)  # a run-time key: the same run
+
+
+def test_a_toy_backend_states_its_limits_worker_keys_threads_and_runtime(registered):
+    """The evaluation, re-judge, graph build and ask read these from the backend, never from its name."""
+    from arag.llm.factory import make_backend
+    from arag.runtime.evaluate_job import backend_caps
+    from arag.runtime.graph_job import oversubscribed_cores
+    from arag.llm.factory import worker_overrides
+
+    registered(BACKEND, ToyBackend.kind, ToyBackend)
+    cfg = {"backend": "toy_backend", "protocol": "json", "model": "toy", "script": [{"answer": "x"}]}
+    assert backend_caps(cfg, 8, 24, role="judge.model") == ({"knob": 8}, ["judge.model: 24 per engine"])
+    assert [worker_overrides(cfg, slot, 2) for slot in range(3)] == [{"knob": 100}, {"knob": 101}, {"knob": 100}]
+    assert "runs toy_backend in-process on 4 threads" in oversubscribed_cores({"kind": "llm", "model": cfg}, task_cpus=1)
+    ToyBackend.prepared.clear()
+    make_backend(cfg)
+    assert ToyBackend.prepared == [cfg]  # before the backend is built, in the process that builds it
+
+
+def test_vllm_defaults_live_in_one_place():
+    import inspect
+
+    from arag.llm import vllm
+    from arag.runtime import vllm_engine
+
+    assert inspect.signature(vllm.VLLMBackend).parameters["max_num_seqs"].default == vllm.EngineSpec.max_num_seqs == vllm.DEFAULT_MAX_NUM_SEQS
+    assert inspect.signature(vllm.VLLMBackend).parameters["max_inflight"].default == vllm.DEFAULT_MAX_INFLIGHT
+    assert inspect.signature(vllm_engine.engine_actor).parameters["max_inflight"].default == vllm.DEFAULT_MAX_INFLIGHT
+    assert vllm.VLLMBackend.default_concurrency({}) == vllm.DEFAULT_MAX_NUM_SEQS
+    over = vllm.DEFAULT_MAX_INFLIGHT + 1
+    assert vllm.VLLMBackend.concurrency_caps({}, over, over)[0] == {"max_inflight": over}
 
 
 def test_a_method_kind_registered_elsewhere_is_checked_and_built(registered):
@@ -210,3 +259,27 @@ def test_the_builtin_facts_come_from_their_plugins():
         ToolSpec(name="t", description="", parameters={}, fn=lambda *a: None, evidence="maybe")
     with pytest.raises(ValueError, match="tool 'keyword_search' is registered already"):
         register(TOOL, "keyword_search", TOOLS["chunk_read"])
+
+
+def test_a_toy_tool_states_its_reads_shown_ids_warm_up_and_what_a_client_mirrors(registered):
+    """The agent loop, the served index's client and the tool server ask the spec, never the name."""
+    from types import SimpleNamespace
+
+    from arag.agent.loop import shown_id_arguments
+    from arag.serve.tool_service import ToolService
+    from arag.tools import ReadTracker
+
+    mirrored = []
+    spec = ToolSpec(
+        name="toy_reader", description="", parameters={}, fn=lambda *a: None, evidence=READ, tracks_reads=True, shown_ids_argument="ids",
+        warm_up={"title": "warm"}, encodes_queries=True, mirror=lambda tracker, result: mirrored.append(result.tool),
+    )
+    registered(TOOL, spec.name, spec)
+    assert shown_id_arguments(("keyword_search", "toy_reader", "chunk_read", "made_up")) == {"toy_reader": "ids", "chunk_read": "chunk_ids"}
+    tracker = ReadTracker()
+    spec.follow_remote(tracker, ToolResult(tool="toy_reader", text="", results=[Hit("a#0"), Hit("b#0", already_read=True)]))
+    assert tracker.order == ["a#0"] and mirrored == ["toy_reader"]
+    calls = []
+    service = SimpleNamespace(tools={"toy_reader": spec}, workers=SimpleNamespace(workers=2, call=lambda name, args: calls.append((name, args)) or ToolResult(tool=name, text="")))
+    ToolService.preload(service)
+    assert calls == [("toy_reader", {"title": "warm"})] * 2  # every worker process loads what the tool needs

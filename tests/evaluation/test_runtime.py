@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from arag.runtime.evaluate_job import EvalRuntime, default_concurrency, engine_overrides, summarize_error
+from arag.llm.factory import worker_overrides
+from arag.runtime.evaluate_job import EvalRuntime, default_concurrency, summarize_error
 
 
 def test_default_concurrency_follows_the_backend():
@@ -14,13 +15,13 @@ def test_default_concurrency_follows_the_backend():
 
 def test_each_worker_slot_names_its_vllm_engine():
     cfg = {"backend": "vllm", "model": "Qwen/Qwen3-8B", "num_gpus": 1, "reasoning_effort": "low"}
-    names = [engine_overrides(cfg, slot, 2)["actor_name"] for slot in range(4)]
+    names = [worker_overrides(cfg, slot, 2)["actor_name"] for slot in range(4)]
     assert names[0] == names[2] != names[1] == names[3] and names[0].endswith("-e0")
     # Settings the engine does not depend on (reasoning effort, per-request) keep the engines.
-    assert engine_overrides({**cfg, "reasoning_effort": "high"}, 0, 2) == engine_overrides(cfg, 0, 2)
-    assert engine_overrides({**cfg, "model": "other"}, 0, 2) != engine_overrides(cfg, 0, 2)
-    assert engine_overrides({**cfg, "actor_name": "mine"}, 3, 2) == {"actor_name": "mine-e1"}
-    assert engine_overrides({"backend": "llamacpp"}, 0, 1) == {}
+    assert worker_overrides({**cfg, "reasoning_effort": "high"}, 0, 2) == worker_overrides(cfg, 0, 2)
+    assert worker_overrides({**cfg, "model": "other"}, 0, 2) != worker_overrides(cfg, 0, 2)
+    assert worker_overrides({**cfg, "actor_name": "mine"}, 3, 2) == {"actor_name": "mine-e1"}
+    assert worker_overrides({"backend": "llamacpp"}, 0, 1) == {}
 
 
 def test_runtime_config_ignores_unknown_keys_and_errors_are_summarised():
