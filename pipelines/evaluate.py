@@ -14,10 +14,9 @@ import sys
 import time
 from typing import Any
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from arag.evaluation.questions import QuestionFileError, load_questions
 from arag.evaluation.results import RunLockedError, RunStore
 from arag.evaluation.run_config import run_info, run_settings
@@ -97,7 +96,7 @@ def evaluate(cfg: DictConfig, *, out=sys.stdout) -> dict[str, Any]:
     return summary
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="evaluate", version_base="1.3")
+@pipeline_main("evaluate")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate_job import EvaluationError
     from arag.serve.client import ToolServerError

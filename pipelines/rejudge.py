@@ -14,10 +14,9 @@ import logging
 import sys
 from typing import Any
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from arag.evaluation.rejudge import RejudgeError, checked_judge, find_runs, rejudge_run, rejudged_settings
 from arag.evaluation.results import RunLockedError, RunStore
 from arag.evaluation.summary import format_summary, summarize_run
@@ -84,7 +83,7 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
     return summaries
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="rejudge", version_base="1.3")
+@pipeline_main("rejudge")
 def main(cfg: DictConfig) -> None:
     try:
         rejudge(cfg)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import sys
 
-import hydra
 from omegaconf import DictConfig
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from arag.report import build_report
 from pipelines.config_checks import check_report_config
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="report", version_base="1.3")
+@pipeline_main("report")
 def main(cfg: DictConfig) -> None:
     try:
         check_report_config(cfg)

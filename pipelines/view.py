@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import sys
 
-import hydra
 from omegaconf import DictConfig
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from pipelines.config_checks import check_view_config
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="view", version_base="1.3")
+@pipeline_main("view")
 def main(cfg: DictConfig) -> None:
     from arag.viewer import serve
 
