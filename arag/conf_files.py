@@ -12,6 +12,9 @@ from pathlib import Path
 def conf_dir() -> Path:
     """The config folder (absolute). In a checkout (arag/ beside pyproject.toml and conf/) that is
     the checkout's conf/, so edits there count at once; otherwise the installed `arag/conf`."""
+    from arag.config.store import register
+
+    register()  # the schemas the YAML builds on
     package = Path(__file__).resolve().parent
     checkout = package.parent
     if (checkout / "pyproject.toml").is_file() and (checkout / "conf").is_dir():

@@ -8,12 +8,11 @@ import re
 import sys
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from arag.agent import Agent, AgentConfig
 from arag.agent.render import render_episode
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
 from pipelines.config_checks import check_ask_config
@@ -47,7 +46,7 @@ def ask(cfg: DictConfig):
             ctx.close()
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="ask", version_base="1.3")
+@pipeline_main("ask")
 def main(cfg: DictConfig) -> None:
     if not cfg.question:
         sys.exit('error: give the question: question="..."')

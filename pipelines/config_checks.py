@@ -2,19 +2,25 @@
 a misspelled or unknown key, added with `+key=value` or in a YAML file, stops the command with the
 key named and the valid keys listed. The config groups are checked against the settings objects
 that read them (dataclass fields, a backend's constructor), the pipelines' own nodes against the
-names below."""
+names below; the command line's keys are checked before that, against the composed config
+(arag.config.cli)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from arag.config.schemas import AgentConfig, IndexSource
 from arag.strict_settings import check_keys, constructor_keys, field_names
 
 
-# How ask and evaluate reach an index: a folder, or a tool server (pipelines.serve) and its token's variable.
-INDEX_SOURCE = {"path": None, "url": None, "token_env": None, "timeout_s": None}
+
+
+def schema_keys(schema: type) -> dict[str, Any]:
+    """`check_nodes`' key tree of a dataclass schema (arag.config.schemas): a nested dataclass field is a mapping."""
+    return {f.name: schema_keys(f.default_factory) if dataclasses.is_dataclass(f.default_factory) else None for f in dataclasses.fields(schema) if f.init}
 
 
 def _plain(node: Any) -> Any:
@@ -47,12 +53,6 @@ def corpus_keys() -> dict[str, Any]:
     from arag.corpus.readers import CorpusSpec, FieldNames
 
     return {**dict.fromkeys(field_names(CorpusSpec)), **dict.fromkeys(CORPUS_INDEX_DEFAULTS), "fields": dict.fromkeys(field_names(FieldNames))}
-
-
-def agent_keys() -> dict[str, Any]:
-    from arag.agent.loop import AgentConfig, GuardRails
-
-    return {**dict.fromkeys(field_names(AgentConfig)), "guard_rails": dict.fromkeys(field_names(GuardRails))}
 
 
 def check_model(cfg: Any, group: str = "model") -> None:
@@ -112,10 +112,10 @@ def check_ask_config(cfg: DictConfig) -> None:
         {
             "model": None,
             "method": None,
-            "index": INDEX_SOURCE,
+            "index": schema_keys(IndexSource),
             "question": None,
             "question_id": None,
-            "agent": agent_keys(),
+            "agent": schema_keys(AgentConfig),
             "show": {"observation_lines": None},
             "output": None,
         },
@@ -138,9 +138,9 @@ def check_evaluate_config(cfg: DictConfig) -> None:
             "data_dir": None,
             "questions": {"path": None, "on_bad_line": None},
             "limit": None,
-            "index": INDEX_SOURCE,
+            "index": schema_keys(IndexSource),
             "results": {"path": None},
-            "agent": agent_keys(),
+            "agent": schema_keys(AgentConfig),
             "judge": {**dict.fromkeys(field_names(JudgeConfig)), "model": None},
             "runtime": dict.fromkeys(field_names(EvalRuntime)),
             "progress": None,

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import sys
 
-import hydra
 from omegaconf import DictConfig
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from pipelines.config_checks import check_evaluate_config
 from pipelines.errors import exit_on_error
 
@@ -28,7 +27,7 @@ def task_overrides() -> list[str]:
         return []
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="evaluate", version_base="1.3")
+@pipeline_main("evaluate")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate import evaluate
 

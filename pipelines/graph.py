@@ -6,10 +6,9 @@ import logging
 import sys
 from functools import partial
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from arag.graph.build import GraphSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.graph_job import GraphRuntime, build_graph
@@ -26,7 +25,7 @@ def settings_from_config(cfg: DictConfig) -> GraphSettings:
     )
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="graph", version_base="1.3")
+@pipeline_main("graph")
 def main(cfg: DictConfig) -> None:
     if not cfg.index.path:
         sys.exit("error: name the index: index.path=<dir> (built with python -m pipelines.index)")

@@ -6,10 +6,9 @@ import logging
 import sys
 from functools import partial
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from arag.corpus.readers import corpus_spec_from_config
 from arag.index.build import IndexSettings, sample_rejects
 from arag.index.embedding import EmbedderSpec
@@ -38,7 +37,7 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
     )
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="index", version_base="1.3")
+@pipeline_main("index")
 def main(cfg: DictConfig) -> None:
     if "corpus" not in cfg:
         sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-passages, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")

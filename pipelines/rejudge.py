@@ -7,15 +7,14 @@ finishes what is missing and picks up episodes the source run finished since.
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from pipelines.config_checks import check_rejudge_config
 from pipelines.errors import exit_on_error
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="rejudge", version_base="1.3")
+@pipeline_main("rejudge")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.rejudge import rejudge
 

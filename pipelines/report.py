@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from arag.report import build_report
 from pipelines.config_checks import check_report_config
 from pipelines.errors import exit_on_error
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="report", version_base="1.3")
+@pipeline_main("report")
 def main(cfg: DictConfig) -> None:
     with exit_on_error():  # a bad report.where filter among them: DuckDB's message names the problem
         check_report_config(cfg)

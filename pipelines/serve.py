@@ -13,11 +13,10 @@ import logging
 import sys
 from typing import Any
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from pipelines.config_checks import check_serve_config
 from pipelines.errors import exit_on_error
@@ -36,7 +35,7 @@ def token_as_typed(serve: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return serve
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="serve", version_base="1.3")
+@pipeline_main("serve")
 def main(cfg: DictConfig) -> None:
     from arag.serve.app import ServeSettings, open_service, serve_http, serve_stdio
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import sys
 
-import hydra
 from omegaconf import DictConfig
 
-from arag.conf_files import conf_dir
+from arag.config.cli import pipeline_main
 from pipelines.config_checks import check_view_config
 from pipelines.errors import exit_on_error
 
 
-@hydra.main(config_path=str(conf_dir()), config_name="view", version_base="1.3")
+@pipeline_main("view")
 def main(cfg: DictConfig) -> None:
     from arag.viewer import serve
 

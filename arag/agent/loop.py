@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -28,7 +28,7 @@ from arag.index.tokens import count_tokens
 from arag.llm.base import LLMBackend, reply_room
 from arag.llm.slots import queue_clock
 from arag.llm.types import Completion, LLMError, Message
-from arag.strict_settings import from_settings
+from arag.config.schemas import PAPER_TOKEN_BUDGET, AgentConfig, GuardRails  # noqa: F401  (the agent group's schema; importable from here)
 
 from arag.methods import shows_full_text
 from arag.methods.base import Method
@@ -42,8 +42,6 @@ MESSAGE_OVERHEAD_TOKENS = 4
 EXTRA_CALL_NOTE = "Not run: only one tool call is carried out per step. Call it again in your next step if you still need it."
 # Appended to an observation cut to fit the context window.
 TRUNCATION_NOTE = "\n[Result cut here: it did not fit in the remaining context. Read fewer chunks at a time, or answer from what you have.]"
-# Default token budget: the paper code's (128k), capped by the model's context window (fit_budget).
-PAPER_TOKEN_BUDGET = 128_000
 # Room kept free in a model's context window beyond the token budget: the last step's tool results
 # (which may cross the budget) and the final-answer request must still fit.
 CONTEXT_MARGIN_TOKENS = 1536
@@ -71,51 +69,6 @@ def shown_id_arguments(tools: Sequence[str]) -> dict[str, str]:
     from arag.tools.registry import TOOLS
 
     return {t: TOOLS[t].shown_ids_argument for t in tools if t in TOOLS and TOOLS[t].shown_ids_argument}
-
-
-@dataclass
-class GuardRails:
-    """Extra help for small models; all off by default (the paper's methods run without them) and
-    recorded in every episode.
-
-    require_read_before_answer: refuse an answer until some tool call has put whole chunk text into
-        the context (chunk_read, a whole-chunk search, or any search of a `full_text` method; search
-        snippets are not enough), at most `max_refusals` times per episode (then it is accepted).
-    tool_steps: the first `tool_steps` steps may only call tools: the JSON action schema of those
-        steps has no answer branch, so the grammar itself rules out answering from memory
-        (JSON protocol only).
-    shown_chunk_ids_only: chunk_read's chunk_ids may only name ids the episode has been shown
-        (search results, chunks read and their neighbours): an enum in the JSON action schema
-        that grows as ids are shown; until one is shown, chunk_read is not offered (JSON
-        protocol only; no effect on a method without chunk_read).
-    """
-
-    require_read_before_answer: bool = False
-    max_refusals: int = 2
-    tool_steps: int = 0
-    shown_chunk_ids_only: bool = False
-
-    def active(self) -> bool:
-        return self.require_read_before_answer or self.tool_steps > 0 or self.shown_chunk_ids_only
-
-
-@dataclass
-class AgentConfig:
-    max_steps: int = 15  # the official A-RAG configuration's step limit (max_loops: 15 in the paper code's config)
-    token_budget: int | None = PAPER_TOKEN_BUDGET  # conversation tokens (prompt + reply) that trigger the forced answer
-    max_reply_tokens: int | None = None  # per model call; None: the model config's max_tokens (arag.llm.base.PAPER_REPLY_TOKENS when null)
-    llm_attempts: int = 4  # tries per model call (1 + retries) for retryable LLM errors
-    backoff_initial_s: float = 1.0
-    backoff_max_s: float = 30.0
-    backoff_jitter_s: float = 1.0
-    keep_messages: bool = True  # store the whole conversation in the episode
-    guard_rails: GuardRails = field(default_factory=GuardRails)
-
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any]) -> "AgentConfig":
-        """From the `agent` config group; an unknown key (here or in guard_rails) lists the valid ones."""
-        guard_rails = from_settings(GuardRails, cfg.get("guard_rails") or {}, "agent.guard_rails")
-        return from_settings(cls, cfg, "agent", guard_rails=guard_rails)
 
 
 class EpisodeFailed(Exception):

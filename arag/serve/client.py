@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 from tenacity import Retrying, retry_if_exception_type, retry_if_result, stop_after_attempt, wait_exponential_jitter
 
+from arag.config.schemas import IndexSource
 from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.serve.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
@@ -57,7 +58,7 @@ URL_SETTING = "index.url"
 
 
 DEFAULT_CONNECTIONS = 64  # a client's pooled connections unless it says how many calls it makes at once
-DEFAULT_TIMEOUT_S = 120.0  # seconds a call may take, time queued at a busy server included (index.timeout_s)
+DEFAULT_TIMEOUT_S = IndexSource.timeout_s  # seconds a call may take, time queued at a busy server included (index.timeout_s)
 
 
 class ToolServerError(ToolInfrastructureError):

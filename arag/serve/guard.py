@@ -51,7 +51,7 @@ from arag.serve.connections import AUTHORISED
 
 log = logging.getLogger("arag.serve")
 
-TOKEN_ENV = "ARAG_SERVE_TOKEN"
+from arag.config.schemas import TOKEN_ENV  # noqa: E402  (the variable index.token_env names by default)
 # How long arag's own client (RemoteTools) keeps an idle connection: the server must keep them
 # longer (serve.keep_alive_s), or a call can reuse a connection the server is closing just then and
 # fail with "server disconnected" (a call the client cannot send again: the tool may have run).

@@ -1,0 +1,136 @@
+"""The pipelines' command line: `pipeline_main(name)` is `hydra.main` over conf/<name>.yaml, with
+the command line's settings checked first, so that a misspelled key (`limt=3`) or an unreadable
+value (`qustion=x's y`) stops the command with one line naming it (and the key it was probably
+meant to be) instead of Hydra's advice to add the key with `+` or its parser's traceback."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+from omegaconf import DictConfig, OmegaConf
+
+from arag.conf_files import conf_dir
+from arag.strict_settings import check_keys
+
+_ABSENT = object()
+# Hydra's flags whose modes (help, printing the config, ...) are Hydra's own; the check only
+# accompanies a run (-m / --multirun included).
+RUN_FLAGS = ("-m", "--multirun")
+
+
+def _is_group(key: str) -> bool:
+    from hydra.core.config_store import ConfigStore
+
+    if key.startswith("hydra/"):
+        return True
+    return (conf_dir() / key).is_dir() or ConfigStore.instance().repo.get(key.split("@")[0]) is not None
+
+
+def _parse(arg: str):
+    """Hydra's reading of one override; for one it cannot read, the reading of its key alone
+    (the key is checked first: a misspelled key is the likelier mistake) and the one-line error."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    try:
+        return parser.parse_override(arg), None
+    except HydraException as exc:
+        reason = (str(exc).strip().splitlines() or ["cannot be parsed"])[0]
+        error = ValueError(f"cannot read the setting {arg!r} ({reason}); quote a value with spaces, quotes or punctuation, e.g. key='...' inside the shell's quotes")
+    key, sep, _ = arg.partition("=")
+    try:
+        return (parser.parse_override(f"{key}=x") if sep else None), error
+    except HydraException:
+        return None, error
+
+
+def _composed(config_name: str, group_overrides: list[str]) -> DictConfig | None:
+    """The config the group choices give, before any key is set; None when Hydra cannot compose it
+    (a group choice that does not exist): Hydra's own run then says so."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+            return compose(config_name, overrides=group_overrides)
+    except Exception:
+        return None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def _check_key(cfg: DictConfig, key: str, adding: bool, value: Any = _ABSENT) -> None:
+    """A key set on the command line must be in the config, or (with +) be added where the
+    config's node has no schema that lacks it; a value must have the type its schema gives."""
+    if OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False) is not _ABSENT:
+        if value is not _ABSENT:
+            from omegaconf.errors import ValidationError
+
+            try:
+                OmegaConf.update(cfg, key, value, merge=True)
+            except ValidationError as exc:
+                raise ValueError(f"setting {key}: {str(exc).splitlines()[0]}") from None
+        return
+    parent_key, _, name = key.rpartition(".")
+    parent = OmegaConf.select(cfg, parent_key, default=_ABSENT, throw_on_resolution_failure=False) if parent_key else cfg
+    if not isinstance(parent, DictConfig):
+        return  # no mapping to name the keys of: Hydra's message says what is wrong
+    if adding and OmegaConf.get_type(parent) in (dict, None):
+        return  # +key adds to an open mapping; the pipeline's own check (pipelines.config_checks) names an unknown one
+    check_keys(parent_key, {name: None}, [str(k) for k in parent.keys()])
+
+
+def check_command_line(config_name: str, args: list[str]) -> None:
+    """Raise ValueError (one line) for a command-line setting that cannot be read or names no key
+    of the config the command composes; say nothing about what Hydra checks itself (groups)."""
+    if any(a.startswith("-") and a not in RUN_FLAGS for a in args):
+        return
+    groups, keys, swept, errors = [], [], set(), []
+    for arg in args:
+        if arg in RUN_FLAGS:
+            continue
+        override, error = _parse(arg)
+        if error is not None:
+            errors.append(error)
+        if override is None or override.key_or_group.startswith("hydra."):
+            continue  # Hydra's own settings are Hydra's to check
+        if _is_group(override.key_or_group):
+            if override.is_sweep_override():
+                swept.add(override.key_or_group)
+            elif error is None:
+                groups.append(arg)
+        elif not override.is_delete():
+            value = override.value() if error is None and not override.is_sweep_override() else _ABSENT
+            keys.append((override.key_or_group, override.is_add() or override.is_force_add(), value))
+    cfg = _composed(config_name, groups) if keys else None
+    for key, adding, value in keys if cfg is not None else ():
+        if key.split(".")[0] not in swept:  # a swept group's keys depend on the choice: its runs check them
+            _check_key(cfg, key, adding, value)
+    if errors:
+        raise errors[0]
+
+
+def pipeline_main(config_name: str) -> Callable[[Callable[[DictConfig], Any]], Callable[..., Any]]:
+    """`@hydra.main` for conf/<config_name>.yaml, the command line checked before Hydra runs."""
+    import hydra
+
+    def wrap(task: Callable[[DictConfig], Any]) -> Callable[..., Any]:
+        hydra_main = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base="1.3")(task)
+
+        @functools.wraps(task)
+        def main(cfg: DictConfig | None = None) -> Any:
+            if cfg is not None:
+                return task(cfg)
+            try:
+                check_command_line(config_name, sys.argv[1:])
+            except ValueError as exc:
+                sys.exit(f"error: {exc}")
+            return hydra_main()
+
+        return main
+
+    return wrap

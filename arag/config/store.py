@@ -1,0 +1,19 @@
+"""The schemas in Hydra's ConfigStore, under the names the YAML's defaults lists use:
+`agent/schema` (conf/agent/default.yaml builds on it) and `schema/index_source` (ask's and
+evaluate's `index:` node). Registered once, when the config folder is first asked for
+(arag.conf_files.conf_dir), so every composition (the pipelines, tests, Hydra's compose API) sees them."""
+
+from __future__ import annotations
+
+from arag.config.schemas import AgentConfig, IndexSource
+
+# group, name, schema
+SCHEMAS = (("agent", "schema", AgentConfig), ("schema/index_source", "base", IndexSource))
+
+
+def register() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for group, name, node in SCHEMAS:
+        store.store(group=group, name=name, node=node)

@@ -1,0 +1,101 @@
+"""Each setting declared once (arag.config): the schemas hold the defaults the composed configs
+show, ask and evaluate share one agent config, and the command line is checked against them before
+Hydra composes (one line naming the key, not Hydra's `+key` advice or its parser's traceback)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from arag.config.cli import check_command_line
+from arag.config.schemas import AgentConfig, IndexSource
+from arag.conf_files import conf_dir
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def compose(name: str, *overrides: str):
+    from hydra import compose as hydra_compose, initialize_config_dir
+
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        return hydra_compose(name, overrides=list(overrides))
+
+
+def test_max_steps_has_one_home():
+    """Only the schema sets the default agent.max_steps (and index.timeout_s): no pipeline's YAML
+    repeats it; the paper's sweeps vary it and its protocol pins it (conf/sweep, conf/protocol)."""
+    for path in conf_dir().rglob("*.yaml"):
+        text = path.read_text(encoding="utf-8")
+        if path.parent.name not in ("sweep", "protocol"):
+            assert "max_steps:" not in text, path
+        assert "timeout_s: 120" not in text or path.parent.name == "model", path
+
+
+@pytest.mark.parametrize("name", ["ask", "evaluate"])
+def test_the_composed_agent_and_index_nodes_are_the_schemas(name):
+    cfg = compose(name, "model=openai")  # no guard_rails in its model config: the schema's defaults
+    assert OmegaConf.to_container(cfg.agent, resolve=True) == dataclasses.asdict(AgentConfig())
+    index = OmegaConf.to_container(cfg.index, resolve=False)
+    assert {k: v for k, v in index.items() if k != "path"} == {k: v for k, v in dataclasses.asdict(IndexSource()).items() if k != "path"}
+
+
+def test_a_model_configs_guard_rails_still_reach_the_agent():
+    cfg = compose("ask", "model=llamacpp_qwen2.5_coder_1.5b")
+    model_rails = OmegaConf.to_container(cfg.model, resolve=True).get("guard_rails") or {}
+    rails = OmegaConf.to_container(cfg.agent.guard_rails, resolve=True)
+    assert all(rails[k] == v for k, v in model_rails.items())
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "named"),
+    [
+        ("evaluate", ["limt=3"], "limit"),
+        ("evaluate", ["+corpus=2wikimultihopqa", "agent.max_stepz=3"], "agent.max_steps"),
+        ("evaluate", ["+agent.max_step=3"], "agent.max_steps"),
+        ("evaluate", ["model=openai", "model.temprature=0.1"], "model.temperature"),
+        ("ask", ["qustion=x's y"], "question"),
+    ],
+)
+def test_a_misspelled_key_is_named_with_the_likely_one(config, args, named):
+    with pytest.raises(ValueError, match=rf"unknown setting .*did you mean {named}\?"):
+        check_command_line(config, args)
+
+
+def test_an_unreadable_or_mistyped_value_is_one_line():
+    with pytest.raises(ValueError, match="cannot read the setting") as caught:
+        check_command_line("evaluate", ["data_dir=x's y"])
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match=r"setting agent\.max_steps: .*Integer"):
+        check_command_line("evaluate", ["agent.max_steps=many"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-m", "agent.max_steps=5,10", "method=arag_full,arag_naive", "limit=3"],
+        ["+sweep=test_time_scaling_steps", "+corpus=2wikimultihopqa", "model=openai", "model.reasoning_effort=low"],
+        ["model=openai", "+model.extra=1", "index.timeout_s=900", "agent.guard_rails.tool_steps=2"],
+        ["method=no_such_method", "limit=1"],  # a bad group choice is Hydra's to name
+    ],
+)
+def test_valid_command_lines_pass(args):
+    check_command_line("evaluate", args)
+
+
+def test_the_pipeline_prints_our_line_not_hydras_advice(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "pipelines.evaluate", "limt=3", f"hydra.run.dir={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]  # one line
+    assert "did you mean limit?" in result.stderr and "+limt" not in result.stderr
+
+
+def test_a_quoting_error_is_one_line_not_a_traceback(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "pipelines.ask", "qustion=x's y", f"hydra.run.dir={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "did you mean question?" in result.stderr
