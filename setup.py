@@ -1,7 +1,7 @@
 """Which packages the distribution holds (everything else is in pyproject.toml).
 
 The Hydra configs stay in the repository's top-level conf/ folder and ship inside the package as
-`arag.conf` (and `arag.conf.<group>`), so an installed arag finds them (arag/conf_files.py)."""
+`arag.conf` (and `arag.conf.<group>`), so an installed arag finds them (arag/config/files.py)."""
 
 from setuptools import find_namespace_packages, setup
 

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 import arag, pipelines
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.methods import available_methods
 
 site = Path(sys.argv[1]).resolve()

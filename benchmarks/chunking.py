@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.corpus.readers import plan_parts, read_part
 from arag.corpus.documents import Document
 from arag.index.chunking import chunk_document

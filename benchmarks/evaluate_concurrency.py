@@ -37,7 +37,7 @@ import urllib.request
 from pathlib import Path
 
 
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.evaluation.questions import load_questions
 from arag.evaluation.results import RunStore
 from tests.support.fixed_latency_endpoint import free_port

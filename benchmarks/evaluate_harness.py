@@ -39,7 +39,7 @@ from arag.evaluation.questions import load_questions
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import EpisodeRunner
 from arag.evaluation.run_settings import RunSettings
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.tools import ToolContext
 
 REPO = Path(__file__).resolve().parents[1]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from arag.conf_files import conf_path
+from arag.config.files import conf_path
 from arag.evaluation.judge import CORRECT, INCORRECT, Judge, JudgeConfig
 from arag.llm.factory import make_backend
 

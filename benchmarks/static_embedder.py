@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from omegaconf import OmegaConf
 
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.evaluation.evidence import recall_at_k
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder
 from arag.index.sentences import sentence_spans

@@ -244,7 +244,7 @@ def run_id_over(index: Path) -> str:
     pipelines.evaluate reads it (arag.index.fingerprint.index_build_fingerprint)."""
     import yaml
 
-    from arag.conf_files import conf_path
+    from arag.config.files import conf_path
     from arag.evaluation.run_settings import RunSettings
     from arag.index.fingerprint import index_build_fingerprint
 

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from arag.config.cli import check_command_line
 from arag.config.schemas import AgentConfig, IndexSource
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 
 REPO = Path(__file__).resolve().parents[1]
 

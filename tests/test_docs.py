@@ -19,7 +19,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from arag.conf_files import conf_dir, conf_path
+from arag.config.files import conf_dir, conf_path
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"

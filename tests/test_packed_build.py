@@ -13,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from arag.agent.episode import Episode
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.corpus.readers import CorpusSpec, plan_parts, read_part
 from arag.evaluation.evidence import evidence_recall
 from arag.index.build import IndexSettings

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.config.cli import check_command_line
 from arag.strict_settings import UnknownSettingError, check_keys, constructor_keys, from_settings
 from pipelines.config_checks import check_ask_config, check_evaluate_config, check_graph_config, check_index_config, check_rejudge_config, check_report_config, check_serve_config

@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 pytest.importorskip("model2vec", reason="the static embedder needs model2vec (the cpu extra)")
 
-from arag.conf_files import conf_dir  # noqa: E402
+from arag.config.files import conf_dir  # noqa: E402
 from arag.corpus.readers import CorpusSpec  # noqa: E402
 from arag.index import static_embedding  # noqa: E402
 from arag.index.build import IndexSettings  # noqa: E402

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.strict_settings import check_keys
 
 _ABSENT = object()

@@ -1,7 +1,7 @@
 """The schemas in Hydra's ConfigStore, under the names the YAML's defaults lists use:
 `agent/schema` (conf/agent/default.yaml builds on it) and `schema/index_source` (ask's and
 evaluate's `index:` node). Registered once, when the config folder is first asked for
-(arag.conf_files.conf_dir), so every composition (the pipelines, tests, Hydra's compose API) sees them."""
+(arag.config.files.conf_dir), so every composition (the pipelines, tests, Hydra's compose API) sees them."""
 
 from __future__ import annotations
 

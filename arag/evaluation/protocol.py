@@ -89,7 +89,7 @@ def _index_defaults() -> tuple[str, dict[str, Any]]:
     """pipelines.index's default embedder name and its index section (conf/index.yaml)."""
     import yaml
 
-    from arag.conf_files import conf_path
+    from arag.config.files import conf_path
 
     index_conf = yaml.safe_load(conf_path("index.yaml").read_text())
     embedder = next(d["embedder"] for d in index_conf["defaults"] if isinstance(d, dict) and "embedder" in d)
@@ -115,7 +115,7 @@ def judge_presets() -> dict[str, tuple[str, str]]:
     """The judge presets (conf/judge/*.yaml) by name: (system prompt, user template)."""
     import yaml
 
-    from arag.conf_files import conf_path
+    from arag.config.files import conf_path
 
     out = {}
     for path in sorted(conf_path("judge").glob("*.yaml")):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from arag.conf_files import conf_path, method_names, read_method_config
+from arag.config.files import conf_path, method_names, read_method_config
 from arag.methods.a2rag import A2RagMethod
 from arag.methods.agenticrag import AgenticRagMethod
 from arag.methods.base import Method

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import duckdb
 
-from arag.conf_files import method_declarations
+from arag.config.files import method_declarations
 from arag.report.intervals import LEGEND, Proportion, proportion
 from arag.report.intervals import cell as accuracy_cell
 from arag.evaluation.rows import CALLS_OTHER, counted_tools, failure_kinds

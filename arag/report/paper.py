@@ -16,7 +16,7 @@ PAPER_TOKENS_FILE = "a_rag_table3.yaml"
 def _load(name: str, path: str | Path | None) -> tuple[Path, dict[str, Any]]:
     from omegaconf import OmegaConf
 
-    from arag.conf_files import conf_path
+    from arag.config.files import conf_path
 
     source = Path(path) if path else conf_path("paper_results", name)
     data = OmegaConf.to_container(OmegaConf.load(source))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from arag.conf_files import method_declarations
+from arag.config.files import method_declarations
 from arag.registry import TOOL, plugins, register
 from arag.tools.base import ToolSpec
 from arag.tools.chunk_read import SPEC as CHUNK_READ

@@ -11,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from arag.agent.render import render_episode
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from pipelines.ask import ask
 
 CONF = str(conf_dir())

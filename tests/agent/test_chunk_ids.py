@@ -16,7 +16,7 @@ import yaml
 
 from arag.agent import Agent, AgentConfig
 from arag.agent.loop import GuardRails
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import METHOD_CONF_DIR, available_methods, load_method

@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from arag.agent.loop import CONTEXT_MARGIN_TOKENS, AgentConfig, fit_budget
-from arag.conf_files import conf_dir, conf_path
+from arag.config.files import conf_dir, conf_path
 from arag.llm.base import MIN_REPLY_ROOM, PAPER_REPLY_TOKENS, reply_room
 from arag.llm.factory import make_backend
 from arag.llm.scripted import ScriptedBackend

@@ -15,7 +15,7 @@ pytest.importorskip("starlette", reason="the simulator runs on Starlette + uvico
 pytest.importorskip("uvicorn", reason="the simulator runs on Starlette + uvicorn (the serve extra)")
 
 from arag.agent import ANSWERED, Agent, AgentConfig  # noqa: E402
-from arag.conf_files import conf_dir  # noqa: E402
+from arag.config.files import conf_dir  # noqa: E402
 from arag.llm.factory import make_backend  # noqa: E402
 from arag.methods import load_method  # noqa: E402
 from tests.support.model_server_sim import EngineModel, ServerThread, SimulatedEngine, keywords_of, next_action  # noqa: E402

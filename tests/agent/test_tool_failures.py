@@ -24,7 +24,7 @@ def broken_keyword_search(monkeypatch):
         get_keywords(args)  # bad arguments are still refused as such
         raise OSError("chunks part 0 is gone")
 
-    monkeypatch.setitem(TOOLS, "keyword_search", dataclasses.replace(TOOLS["keyword_search"], fn=broken))
+    monkeypatch.setitem(TOOLS.held, "keyword_search", dataclasses.replace(TOOLS["keyword_search"], fn=broken))
 
 
 def test_a_tool_failing_on_its_own_fails_the_episode(agent_ctx, broken_keyword_search):
@@ -59,7 +59,7 @@ def test_naive_rags_retrieval_failing_on_its_own_fails_the_episode(agent_ctx, mo
     def broken(ctx, args, options):
         raise OSError("vectors gone")
 
-    monkeypatch.setitem(TOOLS, "naive_embedding_search", dataclasses.replace(TOOLS["naive_embedding_search"], fn=broken))
+    monkeypatch.setitem(TOOLS.held, "naive_embedding_search", dataclasses.replace(TOOLS["naive_embedding_search"], fn=broken))
     backend = ScriptedBackend([{"answer": "x"}])
     episode = Agent(backend, load_method("naive_rag"), agent_ctx, config=AgentConfig(**FAST)).run("q?")
     assert episode.status == "failed" and "naive_embedding_search failed on its own: internal error (OSError: vectors gone)" in episode.failure

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from tests.conftest import write_jsonl
 from tests.tools.conftest import Doc, make_index
 

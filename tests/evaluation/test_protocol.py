@@ -169,7 +169,7 @@ def test_judges_are_named_by_model_and_preset_never_by_a_hash(tmp_path):
 def test_the_preset_composes_for_evaluate_and_its_index_half_for_index():
     from hydra import compose, initialize_config_dir
 
-    from arag.conf_files import conf_dir
+    from arag.config.files import conf_dir
     from pipelines.config_checks import check_evaluate_config, check_index_config
 
     cfg = compose_evaluate("+protocol=a-rag-paper", "+corpus=2wikimultihopqa")

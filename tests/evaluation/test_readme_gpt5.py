@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from tests.support.openai_mock import OpenAIMock, serve
 from tests.conftest import write_jsonl
 from tests.evaluation.conftest import QUESTIONS, read_rows

@@ -146,7 +146,7 @@ def test_run_id_changes_when_a_text_the_model_sees_changes(monkeypatch):
 
     base = settings()
     base_id = base.run_id  # run_id is computed on access: take it before anything is patched
-    monkeypatch.setitem(tools.TOOLS, "keyword_search", dataclasses.replace(keyword.SPEC, description=keyword.SPEC.description + " Reworded."))
+    monkeypatch.setitem(tools.TOOLS.held, "keyword_search", dataclasses.replace(keyword.SPEC, description=keyword.SPEC.description + " Reworded."))
     assert settings().run_id != base_id
     monkeypatch.undo()
     assert settings().run_id == base_id

@@ -7,7 +7,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from arag.agent import Agent
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.evaluation.evidence import evidence_recall, ranked_chunks
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import load_method

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
 
-from arag.conf_files import conf_dir
+from arag.config.files import conf_dir
 from arag.graph.build import GraphLayout, GraphSettings, assemble_graph_manifest, commit_graph_manifest, extract_part, merge_graph, plan_graph_parts, prepare_graph_directory
 from arag.graph.extract import ExtractionReject, LLMExtractor, RuleExtractor, make_extractor
 from arag.graph.store import GraphNotBuiltError, GraphStore

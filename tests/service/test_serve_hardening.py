@@ -240,7 +240,7 @@ def test_a_typed_token_is_its_text(served_index, tmp_path):
         ([], "the HTTP server needs a token"),
         (["serve.token=none", "serve.host=0.0.0.0"], "allowed only on a loopback host"),
         (["serve.token_file=/nonexistent/token"], "serve.token_file: cannot read /nonexistent/token"),
-        (["serve.token=none", "serve.max_document_settings.search_result=5"], "Could not override 'serve.max_document_settings.search_result'"),
+        (["serve.token=none", "serve.max_document_settings.search_result=5"], "unknown setting serve.max_document_settings.search_result (did you mean serve.max_document_settings.search_results?)"),
         (["serve.token=none", "serve.header_timeout_s=0"], "serve.header_timeout_s must be a positive number of seconds"),
     ],
 )

@@ -157,7 +157,7 @@ def test_sessions_are_bounded_in_bytes():
         ([], "error: give the index to serve: index.path=<dir>"),
         (["index.path=/nonexistent/index", "serve.token=none"], "error: cannot open index: no index directory at /nonexistent/index"),
         (["index.path=.", "serve.transport=grpc"], "error: serve.transport must be one of stdio, http, got 'grpc'"),
-        (["index.path=.", "serve.prot=1"], "Could not override 'serve.prot'"),
+        (["index.path=.", "serve.prot=1"], "unknown setting serve.prot (did you mean serve.port?)"),
     ],
 )
 def test_the_command_names_what_is_wrong(args, message):

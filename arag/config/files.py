@@ -15,7 +15,7 @@ def conf_dir() -> Path:
     from arag.config.store import register
 
     register()  # the schemas the YAML builds on
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # arag/
     checkout = package.parent
     if (checkout / "pyproject.toml").is_file() and (checkout / "conf").is_dir():
         return checkout / "conf"
