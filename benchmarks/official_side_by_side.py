@@ -227,6 +227,13 @@ def overlap(a: list[str], b: list[str]) -> int:
     return len(set(a) & set(b))
 
 
+def bare(sentences: list[str]) -> list[str]:
+    """Sentences without their end punctuation, sorted: their splitter cuts at [.!?] and drops
+    them, ours keeps them; their semantic_search orders a chunk's sentences by text position, ours
+    by sentence id."""
+    return sorted(s.strip().rstrip(".!?").strip() for s in sentences)
+
+
 def compare_call(call: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], cl100k: Any = None) -> dict[str, Any]:
     """One row of the tools-alone table: agreement of ids (order and set), scores on shared ids,
     snippet sentences and full texts, and retrieved tokens under both tokenizers.
@@ -252,6 +259,8 @@ def compare_call(call: dict[str, Any], ours: dict[str, Any], theirs: dict[str, A
     row["sentences_ours"] = sum(len(s) for s in ours["snippets"])
     row["sentences_theirs"] = sum(len(s) for s in theirs["snippets"])
     row["same_snippets"] = sum(o_snip[i] == t_snip[i] for i in shared)
+    row["same_but_punctuation"] = sum(bare(o_snip[i]) == bare(t_snip[i]) for i in shared)
+    row["same_with_cap_5"] = sum(bare(o_snip[i][:5]) == bare(t_snip[i]) for i in shared)  # their keyword_search shows a chunk's first 5 matching sentences
     if cl100k is not None:
         row["tokens_theirs_cl100k"] = sum(len(cl100k.encode_ordinary(s)) for s in (x for snip in theirs["snippets"] for x in snip))
     if ours["scores"] is not None and theirs.get("scores"):
@@ -281,7 +290,10 @@ def tools_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if tool == "chunk_read":
             s["identical texts"] = f"{sum(r['same_text'] for r in rs)} / {sum(r['compared_texts'] for r in rs)}"
         else:
-            s["identical snippets"] = f"{sum(r['same_snippets'] for r in rs)} / {sum(r['overlap'] for r in rs)}"
+            shared = sum(r["overlap"] for r in rs)
+            s["identical snippets"] = f"{sum(r['same_snippets'] for r in rs)} / {shared}"
+            s["same but end punctuation"] = f"{sum(r['same_but_punctuation'] for r in rs)} / {shared}"
+            s["same with ours cut to 5"] = f"{sum(r['same_with_cap_5'] for r in rs)} / {shared}"
             s["sentences ours / theirs"] = f"{sum(r['sentences_ours'] for r in rs)} / {sum(r['sentences_theirs'] for r in rs)}"
             diffs = [r["max_score_diff"] for r in rs if r.get("max_score_diff") is not None]
             if diffs:
@@ -293,7 +305,7 @@ def tools_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def markdown_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
     if not rows:
         return "(no rows)\n"
-    columns = columns or list(rows[0])
+    columns = columns or list(dict.fromkeys(c for r in rows for c in r))
     cell = lambda v: "" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows]
@@ -310,7 +322,8 @@ def tool_query_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if r["tool"] == "chunk_read":
             line["same"] = f"{r['same_text']}/{r['compared_texts']} texts"
         else:
-            line["same"] = f"{r['same_snippets']}/{r['overlap']} snippets" + (f", Δscore ≤ {r['max_score_diff']:.4f}" if r.get("max_score_diff") is not None else "")
+            line["same"] = (f"{r['same_snippets']}/{r['same_but_punctuation']}/{r['same_with_cap_5']} of {r['overlap']} snippets"
+                            + (f", Δscore ≤ {r['max_score_diff']:.4f}" if r.get("max_score_diff") is not None else ""))
         out.append(line)
     return out
 
@@ -402,7 +415,7 @@ def start_endpoint(args: argparse.Namespace, work: Path) -> tuple[str, list[subp
 
         port, log = free_port(), work / "llama_server.log"
         cmd = ["nice", "-n", str(args.nice), sys.executable, "-m", "llama_cpp.server", "--model", str(ensure_model(args.model)), "--model_alias", "local",
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.threads)]
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads)]
         procs.append(subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT))
         url = f"http://127.0.0.1:{port}/v1"
         wait(url, procs[-1], log)
@@ -596,7 +609,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint for both agents; default: start llama.cpp's server with --model")
     p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct", help="the embedded GGUF model (arag.llm.models) the started server loads")
     p.add_argument("--n-ctx", type=int, default=8192, help="the started server's context window (conf/model/llamacpp_server.yaml)")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="the started server's threads; on oversubscribed shared cores one thread beats two, whose every step waits for the descheduled one")
     p.add_argument("--nice", type=int, default=19, help="niceness of the server and both agents")
     p.add_argument("--tool-call-parser", choices=["hermes", "none"], default="hermes", help="hermes: the proxy that reads Qwen's text tool calls into tool_calls (benchmarks/tool_call_proxy.py)")
     p.add_argument("--our-protocol", choices=["native", "json"], default="native", help="our agent's action protocol (native: tool calls, as theirs)")

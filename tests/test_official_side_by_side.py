@@ -56,12 +56,15 @@ def _search(ids, scores, snippets, tokens, tokens_o200k=None):
 
 def test_compare_keyword_call_same_ids_different_snippets():
     call = {"key": "q1:keyword", "qid": "q1", "tool": "keyword_search", "args": {"keywords": ["Lothair II"]}}
-    ours = _search(["a", "b"], [20.0, 10.0], [["Lothair II was king", "Lothair II died in 869"], ["Lothair II married"]], 12, 11)
-    theirs = {"ids": ["a", "b"], "scores": None, "snippets": [["Lothair II was king", "Lothair II died in 869"], ["Lothair II married her"]], "log": {"retrieved_tokens": 13}}
+    six = [f"Lothair II fact {i}." for i in range(6)]
+    ours = _search(["a", "b", "c"], [20.0, 10.0, 5.0], [["Lothair II was king.", "Lothair II died in 869!"], ["Lothair II married"], six], 12, 11)
+    theirs = {"ids": ["a", "b", "c"], "scores": None, "snippets": [["Lothair II was king", "Lothair II died in 869"], ["Lothair II married her"], [s.rstrip(".") for s in six[:5]]], "log": {"retrieved_tokens": 13}}
     row = compare_call(call, ours, theirs)
-    assert row["same_order"] and row["overlap"] == 2
-    assert row["same_snippets"] == 1  # chunk b's sentence was cut differently
-    assert (row["sentences_ours"], row["sentences_theirs"]) == (3, 3)
+    assert row["same_order"] and row["overlap"] == 3
+    assert row["same_snippets"] == 0
+    assert row["same_but_punctuation"] == 1  # a: their splitter drops the end punctuation; b: cut differently
+    assert row["same_with_cap_5"] == 2  # c: they show a chunk's first 5 matching sentences
+    assert (row["sentences_ours"], row["sentences_theirs"]) == (9, 8)
     assert (row["tokens_ours_cl100k"], row["tokens_ours_o200k"], row["tokens_theirs_o200k"]) == (12, 11, 13)
     assert "max_score_diff" not in row  # their keyword text shows no score
 
@@ -75,7 +78,7 @@ def test_compare_semantic_call_order_and_score_difference():
     assert abs(row["max_score_diff"] - 0.002) < 1e-9  # over the shared ids a and c only
     summary = tools_summary([row])
     assert summary[0]["tool"] == "semantic_search" and summary[0]["same ids, same order"] == 0
-    assert summary[0]["identical snippets"] == "2 / 2"
+    assert summary[0]["identical snippets"] == "2 / 2" and summary[0]["same but end punctuation"] == "2 / 2"
 
 
 def test_compare_chunk_read_texts():
