@@ -140,11 +140,15 @@ def prepare_official(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     cache = tiktoken_cache(o200k, work / "tiktoken")
     env = official_env(checkout, cache)
     chunks_file = work / "official" / "chunks.json"
-    if not chunks_file.exists():
+    index_dir = work / "official" / "index"
+    source = work / "official" / "source.json"  # which index chunks.json and their index were made from
+    made_from = {"manifest_sha256": hashlib.sha256((Path(args.index) / "manifest.json").read_bytes()).hexdigest()}
+    if not chunks_file.exists() or not source.exists() or json.loads(source.read_text()) != made_from:
+        shutil.rmtree(index_dir, ignore_errors=True)
         n = export_chunks(index_chunks(args.index), chunks_file)
+        source.write_text(json.dumps(made_from))
         print(f"exported {n} chunks to {chunks_file}", file=sys.stderr)
     model = embedder_path(args.index)
-    index_dir = work / "official" / "index"
     if not (index_dir / "sentence_index.pkl").exists():
         print(f"building their sentence index in {index_dir} (scripts/build_index.py)", file=sys.stderr)
         subprocess.run(
@@ -313,17 +317,31 @@ def markdown_table(rows: list[dict[str, Any]], columns: list[str] | None = None)
 
 
 def tool_query_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The per-query table: one line per question and tool."""
-    out = []
+    """The per-query table: one line per question, its three calls side by side. Snippets: identical
+    / identical but end punctuation / identical with ours cut to 5, of the chunks both returned;
+    tokens: ours (cl100k) / ours recounted with o200k / theirs (o200k)."""
+    by_q: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
-        what = r["args"].get("query") or r["args"].get("keywords") or r["args"].get("chunk_ids")
-        line = {"question": r["qid"][:8], "tool": r["tool"], "args": json.dumps(what, ensure_ascii=False)[:60], "same order": "yes" if r["same_order"] else "no", "overlap": f"{r['overlap']}/{max(r['n_ours'], r['n_theirs'])}",
-                "tokens ours cl100k / o200k / theirs o200k": f"{r['tokens_ours_cl100k']} / {r['tokens_ours_o200k']} / {r['tokens_theirs_o200k']}"}
-        if r["tool"] == "chunk_read":
-            line["same"] = f"{r['same_text']}/{r['compared_texts']} texts"
-        else:
-            line["same"] = (f"{r['same_snippets']}/{r['same_but_punctuation']}/{r['same_with_cap_5']} of {r['overlap']} snippets"
-                            + (f", Δscore ≤ {r['max_score_diff']:.4f}" if r.get("max_score_diff") is not None else ""))
+        by_q.setdefault(r["qid"], {})[r["tool"]] = r
+    out = []
+    for qid, calls in by_q.items():
+        line: dict[str, Any] = {"question": qid[:8]}
+        for tool, short in (("keyword_search", "kw"), ("semantic_search", "sem")):
+            r = calls.get(tool)
+            if r is None:
+                continue
+            if tool == "keyword_search":
+                line["keywords"] = ", ".join(r["args"]["keywords"])
+            line[f"{short} order"] = "same" if r["same_order"] else "differs"
+            line[f"{short} overlap"] = f"{r['overlap']}/{max(r['n_ours'], r['n_theirs'])}"
+            line[f"{short} snippets"] = f"{r['same_snippets']}/{r['same_but_punctuation']}/{r['same_with_cap_5']} of {r['overlap']}"
+            if r.get("max_score_diff") is not None:
+                line["sem max Δscore"] = f"{r['max_score_diff']:.4f}"
+            line[f"{short} tokens"] = f"{r['tokens_ours_cl100k']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
+        r = calls.get("chunk_read")
+        if r is not None:
+            line["read texts"] = f"{r['same_text']}/{r['compared_texts']}"
+            line["read tokens"] = f"{r['tokens_ours_cl100k']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
         out.append(line)
     return out
 
