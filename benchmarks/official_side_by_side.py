@@ -32,13 +32,17 @@ Phases:
   report    one judge for both sides (ours: conf/judge/<--judge>, on the same endpoint) and
             the per-question table, episodes.jsonl and episodes.md.
 
-Their loop acts only on OpenAI `tool_calls` in the reply. llama-cpp-python's server answers a Qwen2.5
-model's tool call as text (`<tool_call>{...}</tool_call>` in `content`, no `tool_calls`): their
-agent would take that text as its final answer at step 1. --tool-call-parser hermes (the default)
-puts a small proxy in front of the endpoint that turns such text into `tool_calls`, as vLLM's hermes
-parser does for Qwen; `none` sends their runner to the endpoint as it is. Both agents go through the
-same proxy; ours uses the native protocol there so both see tools the same way (our small-model
-default, protocol json, is a different action format).
+Their loop acts only on OpenAI `tool_calls` in the reply. llama-cpp-python's server never returns
+`tool_calls` for `tool_choice: "auto"` with a model's own chat template: a Qwen2.5 model's tool call
+comes back as text in `content` (`<tool_call>{...}</tool_call>`, or JSON), which their agent takes for
+its final answer at step 1. --tool-call-parser hermes (the default) puts a small proxy in front of
+the endpoint (benchmarks/tool_call_proxy.py) that turns a tagged call, or a reply that is only a call
+as JSON, into `tool_calls`, as vLLM's hermes parser does for Qwen; `none` sends their runner to the
+endpoint as it is. Both agents go through the same proxy; ours uses the native protocol there so both
+see tools the same way (--our-protocol json: our small-model default, grammar-enforced JSON actions,
+which their code has no counterpart of). With the embedded Qwen2.5-Coder-1.5B even the proxy finds
+no call to read: the model writes its calls as JSON inside a prose plan, so both loops end at step 1
+(benchmarks/RESULTS.md, "Side by side with the authors' code").
 """
 
 from __future__ import annotations
