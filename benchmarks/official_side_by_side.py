@@ -29,6 +29,8 @@ Phases:
             token budget 128,000, temperature 0, max_tokens their 16,384) and our pipelines.evaluate
             (arag_full, agent.max_steps=15, agent.token_budget=128000, temperature 0, the model's
             max_tokens). Both resume: finished questions are skipped, so it can be killed and rerun.
+            Our run id includes the git commit: a commit while episodes run starts a new run,
+            which runs the finished questions again.
   report    one judge for both sides (ours: conf/judge/<--judge>, on the same endpoint) and
             the per-question table, episodes.jsonl and episodes.md.
 
@@ -570,11 +572,9 @@ def load_official_episodes(work: Path) -> dict[str, dict[str, Any]]:
 def load_our_episodes(work: Path) -> dict[str, dict[str, Any]]:
     import pyarrow.parquet as pq
 
-    out = {}
-    for path in sorted((work / "episodes_ours").glob("*/episodes/*.parquet")):
-        for row in pq.read_table(path).to_pylist():
-            out[row["question_id"]] = our_episode(row)
-    return out
+    rows = [row for path in (work / "episodes_ours").glob("*/episodes/*.parquet") for row in pq.read_table(path).to_pylist()]
+    rows.sort(key=lambda r: r["finished_at"])  # a commit in between starts a new run (the commit is in the run id): the latest episode wins
+    return {row["question_id"]: our_episode(row) for row in rows}
 
 
 def make_judge(args: argparse.Namespace, url: str) -> Any:
