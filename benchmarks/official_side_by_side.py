@@ -407,7 +407,7 @@ def official_config(official: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def start_endpoint(args: argparse.Namespace, work: Path) -> tuple[str, list[subprocess.Popen]]:
+def start_endpoint(args: argparse.Namespace, work: Path, tag: str) -> tuple[str, list[subprocess.Popen]]:
     """The endpoint both agents use: --base-url, or llama.cpp's server with the embedded model;
     behind the tool-call proxy unless --tool-call-parser none."""
     import socket
@@ -437,14 +437,14 @@ def start_endpoint(args: argparse.Namespace, work: Path) -> tuple[str, list[subp
     if not url:
         from arag.llm.models import ensure_model
 
-        port, log = free_port(), work / "llama_server.log"
+        port, log = free_port(), work / f"llama_server_{tag}.log"
         cmd = ["nice", "-n", str(args.nice), sys.executable, "-m", "llama_cpp.server", "--model", str(ensure_model(args.model)), "--model_alias", "local",
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads)]
         procs.append(subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT))
         url = f"http://127.0.0.1:{port}/v1"
         wait(url, procs[-1], log)
     if args.tool_call_parser == "hermes":
-        port, log = free_port(), work / "proxy.log"
+        port, log = free_port(), work / f"proxy_{tag}.log"
         procs.append(subprocess.Popen([sys.executable, str(Path(__file__).with_name("tool_call_proxy.py")), "--upstream", url, "--port", str(port)], stdout=open(log, "wb"), stderr=subprocess.STDOUT))
         url = f"http://127.0.0.1:{port}/v1"
         wait(url, procs[-1], log)
@@ -479,7 +479,7 @@ def run_our_episodes(args: argparse.Namespace, work: Path, url: str, limit: int)
 def phase_episodes(args: argparse.Namespace, work: Path, official: dict[str, Any]) -> None:
     """Both agents, one more question each at a time (theirs, then ours), so an interrupted run
     leaves the two sides at most one question apart; each side skips what it finished before."""
-    url, procs = start_endpoint(args, work)
+    url, procs = start_endpoint(args, work, "episodes")
     try:
         for limit in range(1, args.limit + 1):
             print(f"episodes: question {limit} of {args.limit}", file=sys.stderr, flush=True)
@@ -602,7 +602,7 @@ def phase_report(args: argparse.Namespace, work: Path) -> None:
     ours, theirs = load_our_episodes(work), load_official_episodes(work)
     judge, procs = None, []
     if args.judge != "none":
-        url, procs = start_endpoint(argparse.Namespace(**{**vars(args), "tool_call_parser": "none"}), work)
+        url, procs = start_endpoint(argparse.Namespace(**{**vars(args), "tool_call_parser": "none"}), work, "judge")
         judge = make_judge(args, url)
     try:
         rows = episode_rows(questions, ours, theirs, judge)
