@@ -1,0 +1,144 @@
+"""Our half of benchmarks/official_side_by_side.py: the chunk export in the authors' chunks.json
+format, the per-call and per-question comparison tables on small fake records, and the proxy that
+reads text tool calls into `tool_calls`. The authors' code itself is never run here."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.official_side_by_side import (
+    compare_call,
+    episode_rows,
+    episode_summary,
+    export_chunks,
+    index_chunks,
+    official_episode,
+    our_episode,
+    tiktoken_cache,
+    tools_summary,
+)
+from benchmarks.tool_call_proxy import parse_tool_calls, rewrite_reply
+from tests.agent.conftest import AGENT_DOCS
+from tests.tools.conftest import make_index
+
+
+def test_export_is_their_chunks_json_in_index_order(tmp_path):
+    built = make_index(tmp_path / "index", AGENT_DOCS)
+    out = tmp_path / "official" / "chunks.json"
+    assert export_chunks(index_chunks(built.path), out) == len(built.chunk_ids)
+    rows = json.loads(out.read_text(encoding="utf-8"))
+    assert [set(r) for r in rows] == [{"id", "text"}] * len(rows)  # their loader's dict form
+    assert [r["id"] for r in rows] == built.chunk_ids  # index order: ties break the same way
+    assert [r["text"] for r in rows] == built.chunk_texts
+    assert not list(out.parent.glob("*.tmp"))
+
+
+def test_export_writes_ids_as_strings(tmp_path):
+    out = tmp_path / "chunks.json"
+    export_chunks([(7, "seven"), ("p0-1", "one")], out)
+    assert json.loads(out.read_text()) == [{"id": "7", "text": "seven"}, {"id": "p0-1", "text": "one"}]
+
+
+def test_tiktoken_cache_refuses_a_wrong_file(tmp_path):
+    import pytest
+
+    from benchmarks.official_side_by_side import SetupError
+
+    bad = tmp_path / "o200k_base.tiktoken"
+    bad.write_bytes(b"not it")
+    with pytest.raises(SetupError, match="SHA-256"):
+        tiktoken_cache(bad, tmp_path / "cache")
+
+
+def _search(ids, scores, snippets, tokens, tokens_o200k=None):
+    return {"ids": ids, "scores": scores, "snippets": snippets, "texts": {}, "tokens": tokens, "tokens_o200k": tokens_o200k}
+
+
+def test_compare_keyword_call_same_ids_different_snippets():
+    call = {"key": "q1:keyword", "qid": "q1", "tool": "keyword_search", "args": {"keywords": ["Lothair II"]}}
+    six = [f"Lothair II fact {i}." for i in range(6)]
+    ours = _search(["a", "b", "c"], [20.0, 10.0, 5.0], [["Lothair II was king.", "Lothair II died in 869!"], ["Lothair II married"], six], 12, 11)
+    theirs = {"ids": ["a", "b", "c"], "scores": None, "snippets": [["Lothair II was king", "Lothair II died in 869"], ["Lothair II married her"], [s.rstrip(".") for s in six[:5]]], "log": {"retrieved_tokens": 13}}
+    row = compare_call(call, ours, theirs)
+    assert row["same_order"] and row["overlap"] == 3
+    assert row["same_snippets"] == 0
+    assert row["same_but_punctuation"] == 1  # a: their splitter drops the end punctuation; b: cut differently
+    assert row["same_with_cap_5"] == 2  # c: they show a chunk's first 5 matching sentences
+    assert (row["sentences_ours"], row["sentences_theirs"]) == (9, 8)
+    assert (row["tokens_ours_cl100k"], row["tokens_ours_o200k"], row["tokens_theirs_o200k"]) == (12, 11, 13)
+    assert "max_score_diff" not in row  # their keyword text shows no score
+
+
+def test_compare_semantic_call_order_and_score_difference():
+    call = {"key": "q1:semantic", "qid": "q1", "tool": "semantic_search", "args": {"query": "who"}}
+    ours = _search(["a", "b", "c"], [0.61234, 0.5, 0.4], [["x"], ["y"], ["z"]], 3)
+    theirs = {"ids": ["a", "c", "d"], "scores": [0.612, 0.402, 0.3], "snippets": [["x"], ["z"], ["w"]], "log": {"retrieved_tokens": 3}}
+    row = compare_call(call, ours, theirs)
+    assert not row["same_order"] and row["overlap"] == 2
+    assert abs(row["max_score_diff"] - 0.002) < 1e-9  # over the shared ids a and c only
+    summary = tools_summary([row])
+    assert summary[0]["tool"] == "semantic_search" and summary[0]["same ids, same order"] == 0
+    assert summary[0]["identical snippets"] == "2 / 2" and summary[0]["same but end punctuation"] == "2 / 2"
+
+
+def test_compare_chunk_read_texts():
+    call = {"key": "q1:read", "qid": "q1", "tool": "chunk_read", "args": {"chunk_ids": ["a", "b"]}}
+    ours = {"ids": ["a", "b"], "scores": None, "snippets": [], "texts": {"a": "Text A.", "b": "Text B."}, "tokens": 6, "tokens_o200k": 6}
+    theirs = {"ids": ["a", "b"], "scores": None, "snippets": [], "texts": {"a": "Text A.\n", "b": "Other."}, "log": {"retrieved_tokens": 5}}
+    row = compare_call(call, ours, theirs)
+    assert (row["same_text"], row["compared_texts"]) == (1, 2)
+    assert tools_summary([row])[0]["identical texts"] == "1 / 2"
+
+
+def test_episode_table_uses_one_judge_for_both_sides():
+    questions = [
+        {"id": "q1", "question": "When did Lothair II's mother die?", "answers": ["20 March 851"]},
+        {"id": "q2", "question": "Unfinished on one side?", "answers": ["x"]},
+    ]
+    theirs_line = {
+        "qid": "q1", "pred_answer": "She died on 20 March 851.", "total_retrieved_tokens": 900, "loops": 4,
+        "trajectory": [{"tool_name": "keyword_search"}, {"tool_name": "read_chunk"}, {"tool_name": "read_chunk"}, {"tool_name": "semantic_search"}],
+    }
+    our_row = {"question_id": "q1", "prediction": "851", "retrieved_tokens": 700, "steps": 3, "status": "ok",
+               "calls_keyword_search": 2, "calls_semantic_search": 0, "calls_chunk_read": 1, "calls_other": 0}
+    asked = []
+
+    def judge(question, golds, prediction):
+        asked.append(prediction)
+        return 1.0 if "20 March 851" in prediction else 0.0
+
+    theirs = {"q1": official_episode(theirs_line)}
+    ours = {"q1": our_episode(our_row), "q2": our_episode({**our_row, "question_id": "q2"})}
+    rows = episode_rows(questions, ours, theirs, judge)
+    assert [r["qid"] for r in rows] == ["q1"]  # q2: theirs not finished
+    r = rows[0]
+    assert r["theirs calls k/s/r"] == "1/1/2" and r["ours calls k/s/r"] == "2/0/1"
+    assert (r["theirs tokens"], r["ours tokens"]) == (900, 700)
+    assert (r["theirs contain"], r["ours contain"]) == (1.0, 0.0)
+    assert (r["theirs llm"], r["ours llm"]) == (1.0, 0.0)
+    assert sorted(asked) == ["851", "She died on 20 March 851."]  # the same judge saw both answers
+    summary = {s["side"]: s for s in episode_summary(rows)}
+    assert summary["theirs"]["calls keyword/semantic/read"] == "1/1/2"
+    assert summary["ours"]["Contain-Acc"] == 0.0 and summary["theirs"]["LLM-Acc"] == 1.0
+
+
+def test_proxy_reads_tagged_and_bare_tool_calls():
+    names = {"keyword_search", "read_chunk"}
+    text = 'Let me search.\n<tool_call>\n{"name": "keyword_search", "arguments": {"keywords": ["Lothair II"]}}\n</tool_call>'
+    content, calls = parse_tool_calls(text, names)
+    assert content == "Let me search."
+    assert calls == [{"name": "keyword_search", "arguments": json.dumps({"keywords": ["Lothair II"]})}]
+    assert parse_tool_calls('```json\n{"name": "read_chunk", "arguments": {"chunk_ids": ["1"]}}\n```', names)[1][0]["name"] == "read_chunk"
+    assert parse_tool_calls('{"name": "other", "arguments": {}}', names) == ('{"name": "other", "arguments": {}}', [])  # not an offered tool
+    assert parse_tool_calls("The answer is 851.", names) == ("The answer is 851.", [])
+
+
+def test_proxy_rewrites_only_replies_to_requests_with_tools():
+    reply = {"id": "r1", "choices": [{"message": {"role": "assistant", "content": '<tool_call>{"name": "read_chunk", "arguments": {"chunk_ids": ["2"]}}</tool_call>'}, "finish_reason": "stop"}]}
+    plain = rewrite_reply({"messages": []}, json.loads(json.dumps(reply)))
+    assert plain == reply
+    done = rewrite_reply({"tools": [{"type": "function", "function": {"name": "read_chunk"}}]}, reply)
+    choice = done["choices"][0]
+    assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
+    assert choice["message"]["tool_calls"][0]["function"] == {"name": "read_chunk", "arguments": '{"chunk_ids": ["2"]}'}
+    assert choice["message"]["tool_calls"][0]["type"] == "function" and choice["message"]["tool_calls"][0]["id"]
