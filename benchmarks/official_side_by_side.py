@@ -20,7 +20,7 @@ under --out (default outputs/official_side_by_side):
 
 Phases:
   tools     the tools alone, no LLM: for each question, semantic_search with the question, keyword_search
-            with its names and relation word (benchmarks/model_server_sim.keywords_of), top_k 5, then
+            with its names and relation word (tests/support/model_server_sim.keywords_of), top_k 5, then
             chunk_read / read_chunk of the chunks our two searches returned first; their tools run in
             a separate process (benchmarks/official_tools_driver.py) whose PYTHONPATH is their src.
             Writes tools.jsonl (one row per call) and tools.md.
@@ -61,7 +61,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
@@ -177,7 +176,7 @@ def load_questions(path: str | Path, limit: int) -> list[dict[str, Any]]:
 
 
 def search_calls(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from benchmarks.model_server_sim import keywords_of
+    from tests.support.model_server_sim import keywords_of
 
     calls = []
     for q in questions:
@@ -572,7 +571,10 @@ def load_official_episodes(work: Path) -> dict[str, dict[str, Any]]:
 def load_our_episodes(work: Path) -> dict[str, dict[str, Any]]:
     import pyarrow.parquet as pq
 
-    rows = [row for path in (work / "episodes_ours").glob("*/episodes/*.parquet") for row in pq.read_table(path).to_pylist()]
+    from arag.evaluation.results import RunStore, find_run_dirs
+
+    parts = [path for run in find_run_dirs(work / "episodes_ours", nested=False) for path in RunStore.at(run).part_files()]
+    rows = [row for path in parts for row in pq.read_table(path).to_pylist()]
     rows.sort(key=lambda r: r["finished_at"])  # a commit in between starts a new run (the commit is in the run id): the latest episode wins
     return {row["question_id"]: our_episode(row) for row in rows}
 
