@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS_UNDER_TEST = {
     "tests/test_rehearsal.py": {"benchmarks.rehearsal", "benchmarks.rehearsal_corpus"},
     "tests/test_gpu_benchmark_kmeans.py": {"benchmarks.gpu_embedding_kmeans"},
-    "tests/test_official_side_by_side.py": {"benchmarks.official_side_by_side", "benchmarks.tool_call_proxy"},
+    "tests/test_official_side_by_side.py": {"benchmarks.official_side_by_side"},
 }
 
 
