@@ -38,7 +38,7 @@ Their loop acts only on OpenAI `tool_calls` in the reply. llama-cpp-python's ser
 `tool_calls` for `tool_choice: "auto"` with a model's own chat template: a Qwen2.5 model's tool call
 comes back as text in `content` (`<tool_call>{...}</tool_call>`, or JSON), which their agent takes for
 its final answer at step 1. --tool-call-parser hermes (the default) puts a small proxy in front of
-the endpoint (benchmarks/tool_call_proxy.py) that turns a tagged call, or a reply that is only a call
+the endpoint (tests/support/tool_call_proxy.py) that turns a tagged call, or a reply that is only a call
 as JSON, into `tool_calls`, as vLLM's hermes parser does for Qwen; `none` sends their runner to the
 endpoint as it is. Both agents go through the same proxy; ours uses the native protocol there so both
 see tools the same way (--our-protocol json: our small-model default, grammar-enforced JSON actions,
@@ -58,7 +58,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+
+from arag.index.export import index_chunks, write_chunks_json
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,29 +76,6 @@ class SetupError(RuntimeError):
 
 
 # ---- their inputs, made from ours ---------------------------------------------------------------
-def index_chunks(index_dir: str | Path) -> Iterable[tuple[str, str]]:
-    """(chunk_id, text) of every chunk of our index in index order (parts, then rows: the `ord`)."""
-    import pyarrow.parquet as pq
-
-    from arag.index.store import open_index
-
-    for path in open_index(index_dir).chunk_files:
-        table = pq.read_table(path, columns=["chunk_id", "text"])
-        yield from zip(table.column("chunk_id").to_pylist(), table.column("text").to_pylist())
-
-
-def export_chunks(chunks: Iterable[tuple[str, str]], path: str | Path) -> int:
-    """Write chunks in the authors' chunks.json format, [{"id": ..., "text": ...}], in the given
-    order; returns how many. Written under a temporary name and renamed (a killed run leaves none)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"id": str(cid), "text": text} for cid, text in chunks]
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
-    return len(rows)
-
-
 def tiktoken_cache(o200k_file: str | Path, cache_dir: Path) -> Path:
     """A TIKTOKEN_CACHE_DIR holding o200k_base under the name tiktoken reads it from."""
     data = Path(o200k_file).read_bytes()
@@ -150,7 +129,7 @@ def prepare_official(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     made_from = {"manifest_sha256": hashlib.sha256((Path(args.index) / "manifest.json").read_bytes()).hexdigest()}
     if not chunks_file.exists() or not source.exists() or json.loads(source.read_text()) != made_from:
         shutil.rmtree(index_dir, ignore_errors=True)
-        n = export_chunks(index_chunks(args.index), chunks_file)
+        n = write_chunks_json(index_chunks(args.index), chunks_file)
         source.write_text(json.dumps(made_from))
         print(f"exported {n} chunks to {chunks_file}", file=sys.stderr)
     model = embedder_path(args.index)
@@ -444,7 +423,7 @@ def start_endpoint(args: argparse.Namespace, work: Path, tag: str) -> tuple[str,
         wait(url, procs[-1], log)
     if args.tool_call_parser == "hermes":
         port, log = free_port(), work / f"proxy_{tag}.log"
-        procs.append(subprocess.Popen([sys.executable, str(Path(__file__).with_name("tool_call_proxy.py")), "--upstream", url, "--port", str(port)], stdout=open(log, "wb"), stderr=subprocess.STDOUT))
+        procs.append(subprocess.Popen([sys.executable, "-m", "tests.support.tool_call_proxy", "--upstream", url, "--port", str(port)], stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=REPO))
         url = f"http://127.0.0.1:{port}/v1"
         wait(url, procs[-1], log)
     return url, procs
@@ -635,7 +614,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--n-ctx", type=int, default=8192, help="the started server's context window (conf/model/llamacpp_server.yaml)")
     p.add_argument("--threads", type=int, default=1, help="the started server's threads; on oversubscribed shared cores one thread beats two, whose every step waits for the descheduled one")
     p.add_argument("--nice", type=int, default=19, help="niceness of the server and both agents")
-    p.add_argument("--tool-call-parser", choices=["hermes", "none"], default="hermes", help="hermes: the proxy that reads Qwen's text tool calls into tool_calls (benchmarks/tool_call_proxy.py)")
+    p.add_argument("--tool-call-parser", choices=["hermes", "none"], default="hermes", help="hermes: the proxy that reads Qwen's text tool calls into tool_calls (tests/support/tool_call_proxy.py)")
     p.add_argument("--our-protocol", choices=["native", "json"], default="native", help="our agent's action protocol (native: tool calls, as theirs)")
     p.add_argument("--judge", default="paper", help="our judge preset for both sides (conf/judge/), or none")
     return p.parse_args(argv)

@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 # Tests of a benchmark's own logic (its corpus generator, its index reuse and samplers, its GPU k-means):
 # the code under test is the benchmark, so the import is the point.
 BENCHMARKS_UNDER_TEST = {
-    "tests/test_rehearsal.py": {"benchmarks.rehearsal", "benchmarks.rehearsal_corpus"},
+    "tests/test_rehearsal.py": {"benchmarks.rehearsal"},
     "tests/test_gpu_benchmark_kmeans.py": {"benchmarks.gpu_embedding_kmeans"},
-    "tests/test_official_side_by_side.py": {"benchmarks.official_side_by_side", "benchmarks.tool_call_proxy"},
+    "tests/test_official_side_by_side.py": {"benchmarks.official_side_by_side"},
 }
 
 

@@ -1,42 +1,18 @@
-"""Our half of benchmarks/official_side_by_side.py: the chunk export in the authors' chunks.json
-format, the per-call and per-question comparison tables on small fake records, and the proxy that
-reads text tool calls into `tool_calls`. The authors' code itself is never run here."""
+"""Our half of benchmarks/official_side_by_side.py: the per-call and per-question comparison tables
+on small fake records (the chunk export: tests/test_index_export.py; the tool-call proxy:
+tests/test_tool_call_proxy.py). The authors' code itself is never run here."""
 
 from __future__ import annotations
-
-import json
 
 from benchmarks.official_side_by_side import (
     compare_call,
     episode_rows,
     episode_summary,
-    export_chunks,
-    index_chunks,
     official_episode,
     our_episode,
     tiktoken_cache,
     tools_summary,
 )
-from benchmarks.tool_call_proxy import parse_tool_calls, rewrite_reply
-from tests.agent.conftest import AGENT_DOCS
-from tests.tools.conftest import make_index
-
-
-def test_export_is_their_chunks_json_in_index_order(tmp_path):
-    built = make_index(tmp_path / "index", AGENT_DOCS)
-    out = tmp_path / "official" / "chunks.json"
-    assert export_chunks(index_chunks(built.path), out) == len(built.chunk_ids)
-    rows = json.loads(out.read_text(encoding="utf-8"))
-    assert [set(r) for r in rows] == [{"id", "text"}] * len(rows)  # their loader's dict form
-    assert [r["id"] for r in rows] == built.chunk_ids  # index order: ties break the same way
-    assert [r["text"] for r in rows] == built.chunk_texts
-    assert not list(out.parent.glob("*.tmp"))
-
-
-def test_export_writes_ids_as_strings(tmp_path):
-    out = tmp_path / "chunks.json"
-    export_chunks([(7, "seven"), ("p0-1", "one")], out)
-    assert json.loads(out.read_text()) == [{"id": "7", "text": "seven"}, {"id": "p0-1", "text": "one"}]
 
 
 def test_tiktoken_cache_refuses_a_wrong_file(tmp_path):
@@ -120,25 +96,3 @@ def test_episode_table_uses_one_judge_for_both_sides():
     summary = {s["side"]: s for s in episode_summary(rows)}
     assert summary["theirs"]["calls keyword/semantic/read"] == "1/1/2"
     assert summary["ours"]["Contain-Acc"] == 0.0 and summary["theirs"]["LLM-Acc"] == 1.0
-
-
-def test_proxy_reads_tagged_and_bare_tool_calls():
-    names = {"keyword_search", "read_chunk"}
-    text = 'Let me search.\n<tool_call>\n{"name": "keyword_search", "arguments": {"keywords": ["Lothair II"]}}\n</tool_call>'
-    content, calls = parse_tool_calls(text, names)
-    assert content == "Let me search."
-    assert calls == [{"name": "keyword_search", "arguments": json.dumps({"keywords": ["Lothair II"]})}]
-    assert parse_tool_calls('```json\n{"name": "read_chunk", "arguments": {"chunk_ids": ["1"]}}\n```', names)[1][0]["name"] == "read_chunk"
-    assert parse_tool_calls('{"name": "other", "arguments": {}}', names) == ('{"name": "other", "arguments": {}}', [])  # not an offered tool
-    assert parse_tool_calls("The answer is 851.", names) == ("The answer is 851.", [])
-
-
-def test_proxy_rewrites_only_replies_to_requests_with_tools():
-    reply = {"id": "r1", "choices": [{"message": {"role": "assistant", "content": '<tool_call>{"name": "read_chunk", "arguments": {"chunk_ids": ["2"]}}</tool_call>'}, "finish_reason": "stop"}]}
-    plain = rewrite_reply({"messages": []}, json.loads(json.dumps(reply)))
-    assert plain == reply
-    done = rewrite_reply({"tools": [{"type": "function", "function": {"name": "read_chunk"}}]}, reply)
-    choice = done["choices"][0]
-    assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
-    assert choice["message"]["tool_calls"][0]["function"] == {"name": "read_chunk", "arguments": '{"chunk_ids": ["2"]}'}
-    assert choice["message"]["tool_calls"][0]["type"] == "function" and choice["message"]["tool_calls"][0]["id"]

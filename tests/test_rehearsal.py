@@ -17,7 +17,7 @@ from arag.index.sentences import sentence_spans
 from tests.conftest import SAMPLE_PASSAGES, write_jsonl, write_wiki
 from tests.paths import DATA_DIR, REPO
 
-from benchmarks import rehearsal, rehearsal_corpus
+from benchmarks import rehearsal
 
 WIKI_BODY = ("Anarchism is a political philosophy that advocates stateless societies based on voluntary institutions. "
              "It holds the state to be undesirable, unnecessary and harmful to the people. "
@@ -34,6 +34,16 @@ def data_dir(tmp_path: Path) -> Path:
     return root
 
 
+def generate(out: Path, sentences: int, data_dir: Path, shard_mb: float, pool_sentences: int | None = None) -> dict:
+    """`python -m benchmarks.rehearsal_corpus`, as the rehearsal runs it; its last line is what it did."""
+    command = [sys.executable, "-m", "benchmarks.rehearsal_corpus", "--out", str(out), "--sentences", str(sentences),
+               "--data-dir", str(data_dir), "--shard-mb", str(shard_mb)]
+    command += ["--pool-sentences", str(pool_sentences)] if pool_sentences is not None else []
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def read_corpus(folder: Path) -> list[dict]:
     spec = CorpusSpec(name="rehearsal", format="jsonl", path=str(folder), fields=FieldNames())
     return [doc for part in plan_parts(spec) for doc in read_part(spec, part)]
@@ -45,7 +55,7 @@ def sentences_of(text: str) -> list[str]:
 
 def test_corpus_reaches_the_target_with_distinct_perturbed_copies(data_dir, tmp_path):
     out = tmp_path / "corpus"
-    done = rehearsal_corpus.generate(out, 100, data_dir, shard_mb=0.001)
+    done = generate(out, 100, data_dir, shard_mb=0.001)
     docs = read_corpus(out / "shards")
     pool = {d.doc_id: d for d in docs if "~c" not in d.doc_id}
     assert set(pool) == {"2wiki/0", "2wiki/1", "2wiki/2", "2wiki/3", "2wiki/4", "medical/m0", "novel/n0", "wiki/12"}
@@ -69,27 +79,38 @@ def test_corpus_reaches_the_target_with_distinct_perturbed_copies(data_dir, tmp_
     # every copy of a document differs from the original and from the other copies
     assert all(len(texts) == sum(1 for d in docs if d.doc_id.split("~c")[0] == key) for key, texts in by_original.items())
     # the same arguments reuse the corpus; other ones build it again
-    assert rehearsal_corpus.generate(out, 100, data_dir, shard_mb=0.001)["reused"] is True
-    again = rehearsal_corpus.generate(out, 60, data_dir, shard_mb=0.001)
+    assert generate(out, 100, data_dir, shard_mb=0.001)["reused"] is True
+    again = generate(out, 60, data_dir, shard_mb=0.001)
     assert again["reused"] is False and 60 <= again["sentences"] < 100
 
 
 def test_pool_limit_makes_a_small_corpus_of_copies(data_dir, tmp_path):
-    done = rehearsal_corpus.generate(tmp_path / "c", 40, data_dir, shard_mb=64, pool_limit=10)
+    done = generate(tmp_path / "c", 40, data_dir, shard_mb=64, pool_sentences=10)
     assert 10 <= done["pool_sentences"] < 40 and done["perturbed_copies"] >= 1
     ids = [d.doc_id for d in read_corpus(tmp_path / "c" / "shards")]
     assert ids[0] == "2wiki/0" and "2wiki/0~c1" in ids
     assert not (tmp_path / "c" / "pool.jsonl").exists()
 
 
-def test_perturbation_is_deterministic_and_keeps_punctuation_in_place():
-    words = 'Lothair II ( 835 – ) was the king of" Lotharingia" from 855 until his death.'.split(" ")
-    copies = [rehearsal_corpus.variant(words, "k", c) for c in range(1, 6)]
-    assert copies == [rehearsal_corpus.variant(words, "k", c) for c in range(1, 6)]
-    assert len({tuple(c) for c in copies}) == 5 and all(tuple(c) != tuple(words) for c in copies)
+# Plain words (letters, digits, inner hyphens and apostrophes) are the ones a copy may drop or swap;
+# punctuation, brackets and quotes stay in place, since sentence segmentation reads them.
+PLAIN_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+LOTHAIR = 'Lothair II ( 835 – ) was the king of" Lotharingia" from 855 until his death.'
+
+
+def test_perturbation_is_deterministic_and_keeps_punctuation_in_place(data_dir, tmp_path):
+    write_jsonl(data_dir / "2wikimultihopqa" / "corpus.jsonl", [{"doc_id": "k", "title": "Lothair II", "text": LOTHAIR},
+                                                                 {"doc_id": "r", "title": "See also", "text": "References"}])
+    runs = [generate(tmp_path / name, 30, data_dir, shard_mb=64, pool_sentences=2) for name in ("a", "b")]
+    corpora = [read_corpus(tmp_path / name / "shards") for name in ("a", "b")]
+    assert runs[0]["perturbed_copies"] >= 5
+    assert [(d.doc_id, d.text) for d in corpora[0]] == [(d.doc_id, d.text) for d in corpora[1]]  # the same copies every time
+    words = LOTHAIR.split(" ")
+    copies = [d.text.split(" ") for d in corpora[0] if d.doc_id.startswith("2wiki/k~c")]
+    assert len(copies) >= 5 and len({tuple(c) for c in copies}) == len(copies) and all(c != words for c in copies)
     for c in copies:
-        assert [w for w in c if not rehearsal_corpus.PLAIN_WORD.fullmatch(w)] == [w for w in words if not rehearsal_corpus.PLAIN_WORD.fullmatch(w)]
-    assert rehearsal_corpus.variant(["References"], "k", 1) == ["References"]
+        assert [w for w in c if not PLAIN_WORD.fullmatch(w)] == [w for w in words if not PLAIN_WORD.fullmatch(w)]
+    assert {d.text for d in corpora[0] if d.doc_id.startswith("2wiki/r")} == {"References"}
 
 
 def test_missing_source_is_a_one_line_error(tmp_path):

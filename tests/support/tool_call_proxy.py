@@ -9,7 +9,7 @@ content into `tool_calls`, as vLLM's hermes tool parser does. A reply that is no
 object naming an offered tool ({"name": ..., "arguments": ...}), which small Qwen models also write,
 counts as one call.
 
-    python benchmarks/tool_call_proxy.py --upstream http://127.0.0.1:8080/v1 --port 8090
+    python -m tests.support.tool_call_proxy --upstream http://127.0.0.1:8080/v1 --port 8090
 """
 
 from __future__ import annotations
