@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from arag.config.schemas import AgentConfig, IndexSource
+from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeNode
 from arag.strict_settings import check_keys, constructor_keys, field_names
 
 
@@ -126,8 +126,6 @@ def check_ask_config(cfg: DictConfig) -> None:
 
 def check_evaluate_config(cfg: DictConfig) -> None:
     """`python -m pipelines.evaluate` (conf/evaluate.yaml, model, method, +corpus)."""
-    from arag.evaluation.judge import JudgeConfig
-    from arag.runtime.evaluate_job import EvalRuntime
 
     check_nodes(
         cfg,
@@ -141,8 +139,8 @@ def check_evaluate_config(cfg: DictConfig) -> None:
             "index": schema_keys(IndexSource),
             "results": {"path": None},
             "agent": schema_keys(AgentConfig),
-            "judge": {**dict.fromkeys(field_names(JudgeConfig)), "model": None},
-            "runtime": dict.fromkeys(field_names(EvalRuntime)),
+            "judge": schema_keys(JudgeNode),
+            "runtime": schema_keys(EvalRuntime),
             "progress": None,
         },
     )
@@ -154,7 +152,6 @@ def check_evaluate_config(cfg: DictConfig) -> None:
 
 def check_rejudge_config(cfg: DictConfig) -> None:
     """`python -m pipelines.rejudge` (conf/rejudge.yaml, judge)."""
-    from arag.evaluation.judge import JudgeConfig
 
     check_nodes(
         cfg,
@@ -165,7 +162,7 @@ def check_rejudge_config(cfg: DictConfig) -> None:
             "concurrency": None,
             "batch_size": None,
             "progress": None,
-            "judge": {**dict.fromkeys(field_names(JudgeConfig)), "model": None},
+            "judge": schema_keys(JudgeNode),
         },
     )
     if cfg.judge.get("model") is not None:
