@@ -13,9 +13,7 @@ from typing import Any, Mapping
 from omegaconf import DictConfig, OmegaConf
 
 from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeNode
-from arag.strict_settings import check_keys, constructor_keys, field_names
-
-
+from arag.strict_settings import check_keys, field_names
 
 
 def schema_keys(schema: type) -> dict[str, Any]:
@@ -170,11 +168,13 @@ def check_rejudge_config(cfg: DictConfig) -> None:
 
 
 def check_serve_config(cfg: DictConfig) -> None:
-    """`python -m pipelines.serve` (conf/serve.yaml); `serve` itself is checked by ServeSettings.from_dict."""
-    from arag.tools import ToolContext
+    """`python -m pipelines.serve` (conf/serve.yaml); `serve` is checked by ServeSettings.from_dict,
+    `tools` by arag.serve.app.tool_context_options (the keys each reads, checked where they are read)."""
+    from arag.serve.app import tool_context_options
 
-    tool_keys = [k for k in constructor_keys(ToolContext) if k != "index"]
-    check_nodes(cfg, {"index": {"path": None}, "serve": None, "tools": dict.fromkeys(tool_keys)})
+    check_nodes(cfg, {"index": {"path": None}, "serve": None, "tools": None})
+    if cfg.get("tools") is not None:
+        tool_context_options(_mapping("tools", cfg.tools))
 
 
 def check_report_config(cfg: DictConfig) -> None:

@@ -125,3 +125,14 @@ def test_a_quoting_error_is_one_line_not_a_traceback(tmp_path):
     assert result.returncode != 0
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "did you mean question?" in result.stderr
+
+
+def test_the_serve_configs_tools_keys_are_checked_once_with_the_likely_key():
+    """pipelines.config_checks leaves the `tools:` keys to the function that reads them (arag.serve.app)."""
+    from pipelines.config_checks import check_serve_config
+
+    cfg = compose("serve")
+    check_serve_config(cfg)
+    OmegaConf.update(cfg, "tools.nprobes", 4, force_add=True)
+    with pytest.raises(ValueError, match=r"^unknown setting tools\.nprobes \(did you mean tools\.nprobe\?\); valid keys of tools: [^\n]*$"):
+        check_serve_config(cfg)
