@@ -12,10 +12,8 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from arag.config.schemas import AgentConfig, IndexSource
-from arag.strict_settings import check_keys, constructor_keys, field_names
-
-
+from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeNode
+from arag.strict_settings import check_keys, field_names
 
 
 def schema_keys(schema: type) -> dict[str, Any]:
@@ -126,8 +124,6 @@ def check_ask_config(cfg: DictConfig) -> None:
 
 def check_evaluate_config(cfg: DictConfig) -> None:
     """`python -m pipelines.evaluate` (conf/evaluate.yaml, model, method, +corpus)."""
-    from arag.evaluation.judge import JudgeConfig
-    from arag.runtime.evaluate_job import EvalRuntime
 
     check_nodes(
         cfg,
@@ -141,8 +137,8 @@ def check_evaluate_config(cfg: DictConfig) -> None:
             "index": schema_keys(IndexSource),
             "results": {"path": None},
             "agent": schema_keys(AgentConfig),
-            "judge": {**dict.fromkeys(field_names(JudgeConfig)), "model": None},
-            "runtime": dict.fromkeys(field_names(EvalRuntime)),
+            "judge": schema_keys(JudgeNode),
+            "runtime": schema_keys(EvalRuntime),
             "progress": None,
         },
     )
@@ -154,7 +150,6 @@ def check_evaluate_config(cfg: DictConfig) -> None:
 
 def check_rejudge_config(cfg: DictConfig) -> None:
     """`python -m pipelines.rejudge` (conf/rejudge.yaml, judge)."""
-    from arag.evaluation.judge import JudgeConfig
 
     check_nodes(
         cfg,
@@ -165,7 +160,7 @@ def check_rejudge_config(cfg: DictConfig) -> None:
             "concurrency": None,
             "batch_size": None,
             "progress": None,
-            "judge": {**dict.fromkeys(field_names(JudgeConfig)), "model": None},
+            "judge": schema_keys(JudgeNode),
         },
     )
     if cfg.judge.get("model") is not None:
@@ -173,11 +168,13 @@ def check_rejudge_config(cfg: DictConfig) -> None:
 
 
 def check_serve_config(cfg: DictConfig) -> None:
-    """`python -m pipelines.serve` (conf/serve.yaml); `serve` itself is checked by ServeSettings.from_dict."""
-    from arag.tools import ToolContext
+    """`python -m pipelines.serve` (conf/serve.yaml); `serve` is checked by ServeSettings.from_dict,
+    `tools` by arag.serve.app.tool_context_options (the keys each reads, checked where they are read)."""
+    from arag.serve.app import tool_context_options
 
-    tool_keys = [k for k in constructor_keys(ToolContext) if k != "index"]
-    check_nodes(cfg, {"index": {"path": None}, "serve": None, "tools": dict.fromkeys(tool_keys)})
+    check_nodes(cfg, {"index": {"path": None}, "serve": None, "tools": None})
+    if cfg.get("tools") is not None:
+        tool_context_options(_mapping("tools", cfg.tools))
 
 
 def check_report_config(cfg: DictConfig) -> None:

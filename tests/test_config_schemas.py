@@ -13,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from arag.config.cli import check_command_line
-from arag.config.schemas import AgentConfig, IndexSource
+from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeConfig
 from arag.config.files import conf_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,6 +44,25 @@ def test_the_composed_agent_and_index_nodes_are_the_schemas(name):
     assert {k: v for k, v in index.items() if k != "path"} == {k: v for k, v in dataclasses.asdict(IndexSource()).items() if k != "path"}
 
 
+def test_the_evaluation_runtime_is_its_schema():
+    """evaluate's `runtime:` node is arag.config.schemas.EvalRuntime: its defaults, counts kept ints."""
+    runtime = OmegaConf.to_container(compose("evaluate").runtime, resolve=True)
+    assert runtime == dataclasses.asdict(EvalRuntime())
+    assert all(type(runtime[k]) is int for k in ("workers", "batch_size", "max_worker_restarts", "max_losses"))
+    assert EvalRuntime.from_dict(runtime) == EvalRuntime()
+
+
+@pytest.mark.parametrize(("name", "preset"), [("evaluate", "paper"), ("rejudge", "strict")])
+def test_a_judge_preset_sets_only_its_name_and_prompts(name, preset):
+    """The judge's other keys have one home, JudgeConfig; a preset file holds what tells it apart."""
+    from arag.config.files import conf_path
+
+    assert set(OmegaConf.load(conf_path("judge", f"{preset}.yaml"))) == {"name", "system_prompt", "user_template"}
+    judge = OmegaConf.to_container(compose(name, f"judge={preset}").judge, resolve=True)
+    prompts = {k: judge[k] for k in ("system_prompt", "user_template")}
+    assert judge == {**dataclasses.asdict(JudgeConfig(**prompts)), "name": preset, "model": None}
+
+
 def test_a_model_configs_guard_rails_still_reach_the_agent():
     cfg = compose("ask", "model=llamacpp_qwen2.5_coder_1.5b")
     model_rails = OmegaConf.to_container(cfg.model, resolve=True).get("guard_rails") or {}
@@ -59,6 +78,9 @@ def test_a_model_configs_guard_rails_still_reach_the_agent():
         ("evaluate", ["+agent.max_step=3"], "agent.max_steps"),
         ("evaluate", ["model=openai", "model.temprature=0.1"], "model.temperature"),
         ("ask", ["qustion=x's y"], "question"),
+        ("evaluate", ["runtime.workrs=2"], "runtime.workers"),
+        ("evaluate", ["+runtime.worker_cpu=2"], "runtime.worker_cpus"),
+        ("rejudge", ["judge=strict", "judge.max_token=64"], "judge.max_tokens"),
     ],
 )
 def test_a_misspelled_key_is_named_with_the_likely_one(config, args, named):
@@ -72,6 +94,8 @@ def test_an_unreadable_or_mistyped_value_is_one_line():
     assert "\n" not in str(caught.value)
     with pytest.raises(ValueError, match=r"setting agent\.max_steps: .*Integer"):
         check_command_line("evaluate", ["agent.max_steps=many"])
+    with pytest.raises(ValueError, match=r"setting runtime\.workers: .*Integer"):
+        check_command_line("evaluate", ["runtime.workers=many"])
 
 
 @pytest.mark.parametrize(
@@ -80,7 +104,9 @@ def test_an_unreadable_or_mistyped_value_is_one_line():
         ["-m", "agent.max_steps=5,10", "method=arag_full,arag_naive", "limit=3"],
         ["+sweep=test_time_scaling_steps", "+corpus=2wikimultihopqa", "model=openai", "model.reasoning_effort=low"],
         ["model=openai", "+model.extra=1", "index.timeout_s=900", "agent.guard_rails.tool_steps=2"],
-        ["method=no_such_method", "limit=1"],  # a bad group choice is Hydra's to name
+        ["method=no_such_method", "limit=1"],
+        ["runtime.worker_cpus=0.5", "runtime.num_cpus=2", "runtime.episode_timeout_s=60"],
+        ["judge=strict", "+model@judge.model=openai", "judge.model.model=gpt-4o-mini", "judge.max_tokens=64"],  # a bad group choice is Hydra's to name
     ],
 )
 def test_valid_command_lines_pass(args):
@@ -99,3 +125,14 @@ def test_a_quoting_error_is_one_line_not_a_traceback(tmp_path):
     assert result.returncode != 0
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "did you mean question?" in result.stderr
+
+
+def test_the_serve_configs_tools_keys_are_checked_once_with_the_likely_key():
+    """pipelines.config_checks leaves the `tools:` keys to the function that reads them (arag.serve.app)."""
+    from pipelines.config_checks import check_serve_config
+
+    cfg = compose("serve")
+    check_serve_config(cfg)
+    OmegaConf.update(cfg, "tools.nprobes", 4, force_add=True)
+    with pytest.raises(ValueError, match=r"^unknown setting tools\.nprobes \(did you mean tools\.nprobe\?\); valid keys of tools: [^\n]*$"):
+        check_serve_config(cfg)

@@ -3,8 +3,9 @@ Hydra merges each under its YAML (arag.config.store), so the defaults here are t
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from arag.strict_settings import from_settings
 
@@ -67,3 +68,69 @@ class IndexSource:
     url: str | None = None  # a tool server instead: http://host:8765; path is then unused
     token_env: str | None = TOKEN_ENV  # the environment variable holding the server's token (if it has one)
     timeout_s: float = 120.0  # seconds a served tool call may take, time queued at a busy server included
+
+
+@dataclass
+class EvalRuntime:
+    """The evaluation's `runtime` node (Ray: a local instance, or the cluster named by RAY_ADDRESS)."""
+
+    num_cpus: int | None = None  # size of a local Ray instance (the driver starts it); None: all cores; ignored with RAY_ADDRESS
+    workers: int = 1  # EpisodeWorker actors; each opens the index and builds the backend once
+    concurrency: int | None = None  # episodes in flight per worker; None: arag.llm.factory.default_concurrency
+    worker_cpus: float = 1  # CPUs Ray reserves per worker
+    worker_gpus: float = 0  # GPUs per worker (a worker that runs a GPU engine in-process: one worker per GPU)
+    batch_size: int = 25  # rows per written Parquet part
+    flush_s: float = 30  # write a part at least this often while rows are waiting
+    episode_timeout_s: float | None = None  # wall-clock cap per episode (then recorded as failed); None: none
+    max_worker_restarts: int = 4  # replacement workers started in all, after worker/node deaths
+    max_losses: int = 3  # dead workers a question may be in flight on before it is recorded failed
+    start_timeout_s: float = 900  # give up when no worker has been ready for this long
+    spread: bool = True  # SPREAD scheduling: one worker per node first
+    engines: int | None = None  # vLLM: engine actors (each model.num_gpus GPUs) the workers share, worker i → engine i mod engines; None: one per worker
+
+    @classmethod
+    def from_dict(cls, cfg: dict[str, Any]) -> "EvalRuntime":
+        """From the evaluation's `runtime` node; an unknown key lists the valid ones."""
+        return from_settings(cls, cfg, "runtime")
+
+
+TEMPLATE_FIELDS = ("question", "gold", "prediction")  # what judge.user_template may name
+
+
+@dataclass
+class JudgeConfig:
+    """What the LLM-Acc judge asks and how (arag.evaluation.judge); the presets in conf/judge/ set the prompts."""
+
+    system_prompt: str
+    user_template: str  # fields: {question}, {gold}, {prediction}
+    name: str = "custom"  # the preset's name (conf/judge/): how reports tell judges apart
+    enabled: bool = True
+    max_tokens: int | None = None  # the judge's reply cap; None: its model's default cap (room for a reasoning judge's thinking), never the agent's model.max_tokens
+    attempts: int = 3  # tries per question: retryable LLM errors and unusable replies
+    skip_exact: bool = True  # a normalised exact match is correct without asking the judge
+
+    def __post_init__(self) -> None:
+        try:
+            named = {name for _, name, _, _ in string.Formatter().parse(self.user_template) if name is not None}
+        except ValueError as exc:
+            raise ValueError(f"judge.user_template cannot be filled in: {exc}") from None
+        unknown = sorted(named - set(TEMPLATE_FIELDS))
+        if unknown:
+            listed = ", ".join("{" + f + "}" for f in unknown)
+            allowed = ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
+            raise ValueError(f"judge.user_template names unknown fields {listed}; it may use {allowed} (write {{{{ and }}}} for a literal brace)")
+
+    @classmethod
+    def from_dict(cls, cfg: Mapping[str, Any]) -> "JudgeConfig":
+        """From the `judge` config group; its `model` (the judge's own backend config, if any) is
+        the caller's to build, every other key must be a field."""
+        return from_settings(cls, {k: v for k, v in cfg.items() if k != "model"}, "judge")
+
+
+@dataclass
+class JudgeNode(JudgeConfig):
+    """The `judge` node of evaluate and rejudge: the judge's settings and its backend."""
+
+    # The judge's model config; None: the agent's model at the model's defaults (arag.llm.instrument),
+    # e.g. `+model@judge.model=openai judge.model.model=gpt-4o-mini` for another.
+    model: Any = None

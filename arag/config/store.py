@@ -1,14 +1,20 @@
 """The schemas in Hydra's ConfigStore, under the names the YAML's defaults lists use:
-`agent/schema` (conf/agent/default.yaml builds on it) and `schema/index_source` (ask's and
-evaluate's `index:` node). Registered once, when the config folder is first asked for
+`agent/schema` (conf/agent/default.yaml builds on it), `schema/index_source` (ask's and evaluate's
+`index:` node), `schema/eval_runtime` (evaluate's `runtime:` node) and `schema/judge` (evaluate's
+and rejudge's `judge:` node, under the preset from conf/judge/, which holds its name and prompts). Registered once, when the config folder is first asked for
 (arag.config.files.conf_dir), so every composition (the pipelines, tests, Hydra's compose API) sees them."""
 
 from __future__ import annotations
 
-from arag.config.schemas import AgentConfig, IndexSource
+from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeNode
 
 # group, name, schema
-SCHEMAS = (("agent", "schema", AgentConfig), ("schema/index_source", "base", IndexSource))
+SCHEMAS = (
+    ("agent", "schema", AgentConfig),
+    ("schema/index_source", "base", IndexSource),
+    ("schema/eval_runtime", "base", EvalRuntime),
+    ("schema/judge", "base", JudgeNode),
+)
 
 
 def register() -> None:

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from arag.config.schemas import TEMPLATE_FIELDS, JudgeConfig  # noqa: F401 (the judge's settings; callers take them from here too)
 from arag.llm.base import JSON, LLMBackend
 from arag.llm.types import LLMError, Message
-from arag.strict_settings import from_settings
 
 # Verdict.status values.
 CORRECT = "correct"
@@ -39,37 +39,6 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "required": ["verdict"],
     "additionalProperties": False,
 }
-
-
-TEMPLATE_FIELDS = ("question", "gold", "prediction")  # what judge.user_template may name
-
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    system_prompt: str
-    user_template: str  # fields: {question}, {gold}, {prediction}
-    name: str = "custom"  # the preset's name (conf/judge/): how reports tell judges apart
-    enabled: bool = True
-    max_tokens: int | None = None  # None: the judge backend's own cap (by model family)
-    attempts: int = 3  # tries per question: retryable LLM errors and unusable replies
-    skip_exact: bool = True
-
-    def __post_init__(self) -> None:
-        try:
-            named = {name for _, name, _, _ in string.Formatter().parse(self.user_template) if name is not None}
-        except ValueError as exc:
-            raise ValueError(f"judge.user_template cannot be filled in: {exc}") from None
-        unknown = sorted(named - set(TEMPLATE_FIELDS))
-        if unknown:
-            listed = ", ".join("{" + f + "}" for f in unknown)
-            allowed = ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
-            raise ValueError(f"judge.user_template names unknown fields {listed}; it may use {allowed} (write {{{{ and }}}} for a literal brace)")
-
-    @classmethod
-    def from_dict(cls, cfg: Mapping[str, Any]) -> "JudgeConfig":
-        """From the `judge` config group; its `model` (the judge's own backend config, if any) is
-        the caller's to build, every other key must be a field."""
-        return from_settings(cls, {k: v for k, v in cfg.items() if k != "model"}, "judge")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import ray
 
+from arag.config.schemas import EvalRuntime  # noqa: F401 (the `runtime` node; the driver takes it from here)
 from arag.evaluation.questions import Question
 from arag.evaluation.rows import OK
 from arag.evaluation.results import RunStore
@@ -38,7 +39,6 @@ from arag.llm.factory import backend_caps, default_concurrency, worker_overrides
 from arag.open_files import ensure_open_files
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
-from arag.strict_settings import from_settings
 
 _bar = partial(progress_bar, unit="ep", smoothing=0.1)
 _fault_point = partial(hold_at_fault_point, job="evaluation")
@@ -48,28 +48,6 @@ log = logging.getLogger("arag.runtime.evaluate")
 
 class EvaluationError(RuntimeError):
     pass
-
-
-@dataclass
-class EvalRuntime:
-    workers: int = 1  # EpisodeWorker actors
-    concurrency: int | None = None  # episodes in flight per worker; None: see default_concurrency
-    worker_cpus: float = 1.0  # CPUs Ray reserves per worker
-    worker_gpus: float = 0.0  # GPUs per worker (a worker that runs a GPU engine in-process)
-    batch_size: int = 25  # rows per written part
-    flush_s: float = 30.0  # write a part at least this often while rows are waiting
-    episode_timeout_s: float | None = None  # wall-clock cap per episode; None: none
-    max_worker_restarts: int = 4  # replacement workers started in all, after deaths
-    max_losses: int = 3  # dead workers a question may be in flight on before it is recorded failed
-    start_timeout_s: float = 900.0  # give up when no worker has been ready for this long
-    spread: bool = True  # SPREAD scheduling: one worker per node first
-    num_cpus: float | None = None  # size of a local Ray instance (the driver starts it); None: all cores; ignored with RAY_ADDRESS
-    engines: int | None = None  # vLLM: engine actors the workers share (worker i → engine i mod engines); None: one per worker
-
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any]) -> "EvalRuntime":
-        """From the evaluation's `runtime` config group; an unknown key lists the valid ones."""
-        return from_settings(cls, cfg, "runtime")
 
 
 def tool_server_caps(settings: RunSettings, in_flight: int, server_info: dict[str, Any] | None = None) -> list[str]:

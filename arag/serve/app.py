@@ -14,6 +14,7 @@ from typing import Any
 from arag import __version__
 from arag.serve.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
 from arag.serve.sessions import SessionTrackers
+from arag.strict_settings import check_keys
 from arag.serve.tool_service import ToolService, document_ceilings, served_tool_names
 from arag.tools import ToolContext
 
@@ -57,10 +58,7 @@ class ServeSettings:
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> "ServeSettings":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ValueError(f"unknown setting(s) {', '.join('serve.' + k for k in unknown)}; serve takes {', '.join(sorted(known))}")
+        check_keys("serve", cfg, (f.name for f in fields(cls)))
         settings = cls(**{k: ([] if v is None and k.startswith("allowed_") else v) for k, v in cfg.items()})
         if settings.transport not in TRANSPORTS:
             raise ValueError(f"serve.transport must be one of {', '.join(TRANSPORTS)}, got {settings.transport!r}")
@@ -133,12 +131,9 @@ class ServeSettings:
 
 def tool_context_options(cfg: dict[str, Any]) -> dict[str, Any]:
     """The `tools:` block: keyword arguments of ToolContext, checked by name (a misspelled key is
-    named with the ones that exist)."""
-    accepted = [p for p in inspect.signature(ToolContext.__init__).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "encoder"]
-    names = {p.name for p in accepted}
-    unknown = sorted(set(cfg) - names)
-    if unknown:
-        raise ValueError(f"unknown setting(s) {', '.join('tools.' + k for k in unknown)}; tools takes {', '.join(sorted(names))}")
+    named with the likely one and the ones that exist)."""
+    accepted = inspect.signature(ToolContext.__init__).parameters.values()
+    check_keys("tools", cfg, (p.name for p in accepted if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "encoder"))
     return {k: v for k, v in cfg.items() if v is not None}
 
 
