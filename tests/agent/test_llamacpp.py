@@ -21,7 +21,9 @@ METHODS = ["direct", "naive_rag", "arag_naive", "arag_full", "arag_no_keyword", 
 def embedded():
     from arag.llm.llamacpp import LlamaCppBackend
 
-    backend = LlamaCppBackend("qwen2.5-coder-1.5b-instruct", n_ctx=4096, max_tokens=96)
+    # 400 tokens per reply: room for the longest action the grammar allows in practice (a chunk_read of
+    # dozens of ids); a reply cut by the cap is not valid JSON, which the episode tests count as invalid.
+    backend = LlamaCppBackend("qwen2.5-coder-1.5b-instruct", n_ctx=4096, max_tokens=400)
     yield backend
     backend.close()
 
