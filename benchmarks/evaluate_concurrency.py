@@ -79,8 +79,8 @@ def stats(base: str, reset: bool = False) -> dict:
 
 def start_endpoint(latency_s: float) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    endpoint = Path(__file__).with_name("fixed_latency_endpoint.py")
-    proc = subprocess.Popen([sys.executable, str(endpoint), "--port", str(port), "--latency-s", str(latency_s)])
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.fixed_latency_endpoint", "--port", str(port), "--latency-s", str(latency_s)],
+                            cwd=Path(__file__).resolve().parents[1])
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 60
     while True:

@@ -4,7 +4,7 @@ candidates with nothing remembered (how keyword_top worked before), on a real in
 
     python -m benchmarks.keyword_recurring --index outputs/rehearsal/index [--questions Q.jsonl] [--queries 100]
 
-The keyword lists are what the rehearsal's simulated agent gives (tests/support/model_server_sim.py
+The keyword lists are what the rehearsal's simulated agent gives (tests/support/agent_policy.py
 `keywords_of`: the question's names and titles, one relation word) for the first --queries 2Wiki
 dev questions. Same queries, same process, same page cache on both sides: a first pass of the
 baseline, not timed, brings the candidates' text into the OS page cache; then
@@ -35,7 +35,7 @@ from arag.index.store import open_index
 from arag.tools import ToolContext
 from arag.index.keyword.counts import KeywordCounts
 from arag.tools.store import top_pairs
-from tests.support.model_server_sim import keywords_of
+from tests.support.agent_policy import keywords_of
 
 TOP_K = 5
 

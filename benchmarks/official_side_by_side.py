@@ -20,7 +20,7 @@ under --out (default outputs/official_side_by_side):
 
 Phases:
   tools     the tools alone, no LLM: for each question, semantic_search with the question, keyword_search
-            with its names and relation word (tests/support/model_server_sim.keywords_of), top_k 5, then
+            with its names and relation word (tests/support/agent_policy.keywords_of), top_k 5, then
             chunk_read / read_chunk of the chunks our two searches returned first; their tools run in
             a separate process (benchmarks/official_tools_driver.py) whose PYTHONPATH is their src.
             Writes tools.jsonl (one row per call) and tools.md.
@@ -155,7 +155,7 @@ def load_questions(path: str | Path, limit: int) -> list[dict[str, Any]]:
 
 
 def search_calls(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from tests.support.model_server_sim import keywords_of
+    from tests.support.agent_policy import keywords_of
 
     calls = []
     for q in questions:

@@ -18,7 +18,10 @@ from arag.agent import ANSWERED, Agent, AgentConfig  # noqa: E402
 from arag.config.files import conf_dir  # noqa: E402
 from arag.llm.factory import make_backend  # noqa: E402
 from arag.methods import load_method  # noqa: E402
-from tests.support.model_server_sim import EngineModel, ServerThread, SimulatedEngine, keywords_of, next_action  # noqa: E402
+from tests.support.agent_policy import AgentPolicy, keywords_of  # noqa: E402
+from tests.support.model_server_sim import EngineModel, ServerThread, SimulatedEngine  # noqa: E402
+
+next_action = AgentPolicy().next_action
 
 FAST = AgentConfig(max_steps=8, llm_attempts=2, backoff_initial_s=0, backoff_max_s=0, backoff_jitter_s=0)
 QUESTIONS = ["Who was the mother of Lothair II?", "When did Teutberga die?", "Who directed Phoolwari?"]

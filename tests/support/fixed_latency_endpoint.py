@@ -4,8 +4,9 @@ the requests in flight, for measuring what the evaluation path lets through (no 
     python -m tests.support.fixed_latency_endpoint [--port 8000] [--latency-s 2.0]
     curl http://127.0.0.1:8000/stats     # {"in_flight", "peak", "requests", "first_at"}; POST /reset zeroes them
 
-Every episode takes three model calls: keyword_search for the question's words, chunk_read of the
-first chunk id the search showed (`chunk_id: <id>` or `[<id>]` in its result), then an answer.
+Replies come from the stand-ins' one agent policy (tests/support/agent_policy.py) with the plan
+keyword_search, chunk_read: every episode takes three model calls (keyword_search for the question's
+names, chunk_read of the chunk ids the search showed, then an answer); a judge's request gets a verdict.
 Replies use tool calls (native protocol), or the JSON action objects when the request asks for a
 response format (json protocol). With `hold_until=N` each request first waits until N have been in
 flight at once (or `hold_timeout_s` passes): a test then sees whether N requests get through at once
@@ -16,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import re
 import socket
 import threading
 import time
@@ -29,8 +28,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from tests.support.agent_policy import AgentPolicy, render_reply
+
 ANSWER = "20 March 851"
-_SHOWN_ID = re.compile(r"(?:Chunk ID|chunk_id):\s*([^\s,]+)|\[([^\[\]\s]+#\d+)\]")
 
 
 class Counters:
@@ -46,36 +46,15 @@ class Counters:
         return {"in_flight": self.in_flight, "peak": self.peak, "requests": self.requests, "first_at": self.first_at}
 
 
-def next_action(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """The tool call this episode makes next (None: answer), read from the conversation so far."""
-    messages = body.get("messages") or []
-    user = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
-    turns = sum(1 for m in messages if m.get("role") == "assistant")
-    if turns == 0:
-        words = [w for w in re.findall(r"[A-Za-z]{4,}", user)][:3] or ["film"]
-        return "keyword_search", {"keywords": words}
-    if turns == 1:
-        shown = [m.get("content") or "" for m in messages if m.get("role") in ("tool", "user")][-1]
-        found = _SHOWN_ID.search(str(shown))
-        if found:
-            return "chunk_read", {"chunk_ids": [found.group(1) or found.group(2)]}
-    return None
+POLICY = AgentPolicy(plan=("keyword_search", "chunk_read"), answer=ANSWER)
 
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
-    action = next_action(body) if (body.get("tools") or body.get("response_format")) else None
-    message: dict[str, Any] = {"role": "assistant", "content": ""}
-    if body.get("response_format"):
-        message["content"] = json.dumps({"tool": action[0], "arguments": action[1]} if action else {"answer": ANSWER})
-    elif action:
-        message["tool_calls"] = [{"id": "call_0", "type": "function", "function": {"name": action[0], "arguments": json.dumps(action[1])}}]
-    else:
-        message["content"] = ANSWER
     return {
         "id": "cmpl-fixed",
         "object": "chat.completion",
         "model": body.get("model", "fixed"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
+        "choices": [{"index": 0, **render_reply(POLICY.next_action(body), body)}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
     }
 

@@ -1,5 +1,6 @@
 """An in-process stand-in for OpenAI's chat completions endpoint that enforces OpenAI's documented
-request rules per model family, and answers like a (very simple) agent and judge.
+request rules per model family, and answers like a (very simple) agent and judge: the stand-ins' one
+agent policy (tests/support/agent_policy.py), one tool call and then the answer.
 
 Rules (OpenAI's reasoning-model documentation for the chat completions API):
 - reasoning models (GPT-5 family, o-series: o1, o3, o3-mini, o4-mini): the reply cap is
@@ -24,6 +25,7 @@ import re
 import threading
 from typing import Any
 
+from tests.support.agent_policy import AgentPolicy, render_reply
 from tests.support.fixed_latency_endpoint import serve as serve_on_loopback
 
 KNOWN_ARGUMENTS = frozenset(
@@ -84,38 +86,17 @@ def refusal(body: dict[str, Any]) -> tuple[str | None, str | None, str] | None:
     return None
 
 
-def _argument_for(schema: dict[str, Any], question: str) -> Any:
-    words = re.findall(r"[A-Z][a-z]+", question) or question.split()[:1]
-    if schema.get("type") == "array":
-        return words[:1]
-    if schema.get("type") == "integer":
-        return 1
-    return " ".join(words[:2]) or question
+# One search, then the answer (a judge's request gets a verdict).
+POLICY = AgentPolicy(max_tool_calls=1, answer=ANSWER)
 
 
 def reply(body: dict[str, Any]) -> dict[str, Any]:
-    """A verdict for a judge request (its response schema has `verdict`), one search for an agent's
-    first step, and then a plain-text answer."""
-    messages = body["messages"]
-    fmt = body.get("response_format") or {}
-    schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
-    message: dict[str, Any] = {"role": "assistant", "content": None}
-    if "verdict" in (schema.get("properties") or {}):
-        message["content"] = json.dumps({"verdict": "correct"})
-    elif body.get("tools") and not any(m.get("role") == "tool" for m in messages):
-        question = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-        tool = next((t for t in body["tools"] if "search" in t["function"]["name"]), body["tools"][0])["function"]
-        params = tool.get("parameters") or {}
-        arguments = {name: _argument_for(params["properties"][name], question) for name in params.get("required", [])}
-        message["tool_calls"] = [{"id": "call_0", "type": "function", "function": {"name": tool["name"], "arguments": json.dumps(arguments)}}]
-    else:
-        message["content"] = ANSWER
     reasoning = 64 if series(str(body["model"])) else 0
     return {
         "id": "chatcmpl-mock",
         "object": "chat.completion",
         "model": body["model"],
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+        "choices": [{"index": 0, **render_reply(POLICY.next_action(body), body)}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20 + reasoning, "completion_tokens_details": {"reasoning_tokens": reasoning}},
     }
 
