@@ -206,10 +206,12 @@ def model_identity(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in sorted(model_cfg.items()) if "key" not in k and "token" not in k.replace("max_tokens", "")}
 
 
-class LLMExtractor:
-    """OpenIE with a chat model; `model` is a model config (conf/model/*.yaml) built in the worker."""
+class ChatModelTask:
+    """A graph-build task over a chat model (`model`: a conf/model config) with its prompt and reply
+    cap; the backend is given (shared with another task of the same model) or built on first use, so
+    the driver can read the identity without loading a model."""
 
-    def __init__(self, model: Mapping[str, Any], prompt: str = OPENIE_PROMPT, max_tokens: int = 512, backend: Any = None):
+    def __init__(self, model: Mapping[str, Any], prompt: str, max_tokens: int, backend: Any = None):
         self.model_cfg = dict(model)
         self.prompt = prompt
         self.max_tokens = max_tokens
@@ -218,12 +220,18 @@ class LLMExtractor:
 
     @property
     def backend(self) -> Any:
-        """Built on first use, so the driver can read the identity without loading a model."""
         if self._backend is None:
             from arag.llm.factory import make_backend
 
             self._backend = make_backend(self.model_cfg)
         return self._backend
+
+
+class LLMExtractor(ChatModelTask):
+    """OpenIE with a chat model; `model` is a model config (conf/model/*.yaml) built in the worker."""
+
+    def __init__(self, model: Mapping[str, Any], prompt: str = OPENIE_PROMPT, max_tokens: int = 512, backend: Any = None):
+        super().__init__(model, prompt, max_tokens, backend)
 
     def identity(self) -> dict[str, Any]:
         return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model_identity(self.model_cfg), "max_tokens": self.max_tokens}

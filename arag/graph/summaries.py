@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any, Mapping
 
-from arag.graph.extract import ExtractionReject, model_label
+from arag.graph.extract import ChatModelTask, ExtractionReject, model_label
 
 SUMMARY_MODES = ("llm", "extractive")
 EXTRACTIVE_LABEL = "extractive"
@@ -51,24 +51,12 @@ def summaries_label(identity: Mapping[str, Any] | None) -> str:
     return EXTRACTIVE_LABEL
 
 
-class LLMSummariser:
+class LLMSummariser(ChatModelTask):
     """A short summary of a document with a chat model (`model`: a conf/model config); `backend` is
     shared with an LLM extractor of the same model, or built on first use."""
 
     def __init__(self, model: Mapping[str, Any], backend: Any = None, max_tokens: int = 256, prompt: str = SUMMARY_PROMPT):
-        self.model_cfg = dict(model)
-        self.prompt = prompt
-        self.max_tokens = max_tokens
-        self._backend = backend
-        self.json_protocol = self.model_cfg.get("protocol", "json") == "json"
-
-    @property
-    def backend(self) -> Any:
-        if self._backend is None:
-            from arag.llm.factory import make_backend
-
-            self._backend = make_backend(self.model_cfg)
-        return self._backend
+        super().__init__(model, prompt, max_tokens, backend)
 
     def identity(self, model_identity: Mapping[str, Any]) -> dict[str, Any]:
         return {"kind": "llm", "version": 1, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": dict(model_identity), "max_tokens": self.max_tokens}
