@@ -50,7 +50,6 @@ no call to read: the model writes its calls as JSON inside a prose plan, so both
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 import os
@@ -61,35 +60,25 @@ from pathlib import Path
 from typing import Any
 
 from arag.index.export import index_chunks, write_chunks_json
+from tests.support.official_compare import (
+    SetupError,
+    compare_call,
+    episode_rows,
+    episode_summary,
+    official_episode,
+    our_episode,
+    tiktoken_cache,
+    tools_summary,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
-O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
-O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 TOP_K = 5
 READ_PER_SEARCH = 2  # chunk_read: the first chunks of each of our two searches
 THEIR_TOOL = {"keyword_search": "keyword_search", "semantic_search": "semantic_search", "chunk_read": "read_chunk"}
 
 
-class SetupError(RuntimeError):
-    """A missing input; printed as one line."""
-
-
 # ---- their inputs, made from ours ---------------------------------------------------------------
-def tiktoken_cache(o200k_file: str | Path, cache_dir: Path) -> Path:
-    """A TIKTOKEN_CACHE_DIR holding o200k_base under the name tiktoken reads it from."""
-    data = Path(o200k_file).read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    if hashlib.sha256(data).hexdigest() != O200K_SHA256:
-        raise SetupError(f"--o200k {o200k_file}: not o200k_base.tiktoken (SHA-256 differs)")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    target = cache_dir / hashlib.sha1(O200K_URL.encode()).hexdigest()
-    if not target.exists():
-        target.write_bytes(data)
-    return cache_dir
-
-
 def default_o200k() -> str | None:
     import importlib.util
 
@@ -209,85 +198,6 @@ def run_theirs(official: dict[str, Any], calls: list[dict[str, Any]], work: Path
     subprocess.run([python, str(Path(__file__).with_name("official_tools_driver.py")), str(req), str(out)], env=official["env"], cwd=work, check=True)
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
     return {r["key"]: r for r in rows}
-
-
-def overlap(a: list[str], b: list[str]) -> int:
-    return len(set(a) & set(b))
-
-
-def bare(sentences: list[str]) -> list[str]:
-    """Sentences without their end punctuation, sorted: their splitter cuts at [.!?] and drops
-    them, ours keeps them; their semantic_search orders a chunk's sentences by text position, ours
-    by sentence id."""
-    return sorted(s.strip().rstrip(".!?").strip() for s in sentences)
-
-
-def compare_call(call: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], cl100k: Any = None) -> dict[str, Any]:
-    """One row of the tools-alone table: agreement of ids (order and set), scores on shared ids,
-    snippet sentences and full texts, and retrieved tokens under both tokenizers.
-
-    theirs: the driver's parse (ids, scores or None, snippets, texts, log.retrieved_tokens)."""
-    oi, ti = ours["ids"], theirs["ids"]
-    row: dict[str, Any] = {
-        "key": call["key"], "qid": call.get("qid"), "tool": call["tool"], "args": call["args"],
-        "ours_ids": oi, "theirs_ids": ti, "same_order": oi == ti, "overlap": overlap(oi, ti), "n_ours": len(oi), "n_theirs": len(ti),
-        "tokens_ours_cl100k": ours["tokens"], "tokens_ours_o200k": ours.get("tokens_o200k"),
-        "tokens_theirs_o200k": (theirs.get("log") or {}).get("retrieved_tokens"),
-    }
-    if call["tool"] == "chunk_read":
-        shared = [i for i in oi if i in theirs["texts"] and i in ours["texts"]]
-        row["same_text"] = sum(ours["texts"][i].strip() == theirs["texts"][i].strip() for i in shared)
-        row["compared_texts"] = len(shared)
-        if cl100k is not None:
-            row["tokens_theirs_cl100k"] = sum(len(cl100k.encode_ordinary(theirs["texts"][i])) for i in ti if i in theirs["texts"])
-        return row
-    o_snip = dict(zip(oi, ours["snippets"]))
-    t_snip = dict(zip(ti, theirs["snippets"]))
-    shared = [i for i in oi if i in t_snip]
-    row["sentences_ours"] = sum(len(s) for s in ours["snippets"])
-    row["sentences_theirs"] = sum(len(s) for s in theirs["snippets"])
-    row["same_snippets"] = sum(o_snip[i] == t_snip[i] for i in shared)
-    row["same_but_punctuation"] = sum(bare(o_snip[i]) == bare(t_snip[i]) for i in shared)
-    row["same_with_cap_5"] = sum(bare(o_snip[i][:5]) == bare(t_snip[i]) for i in shared)  # their keyword_search shows a chunk's first 5 matching sentences
-    if cl100k is not None:
-        row["tokens_theirs_cl100k"] = sum(len(cl100k.encode_ordinary(s)) for s in (x for snip in theirs["snippets"] for x in snip))
-    if ours["scores"] is not None and theirs.get("scores"):
-        o_sc, t_sc = dict(zip(oi, ours["scores"])), dict(zip(ti, theirs["scores"]))
-        row["max_score_diff"] = max((abs(o_sc[i] - t_sc[i]) for i in shared), default=None)
-    return row
-
-
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else float("nan")
-
-
-def tools_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per tool: calls, identical id lists, mean overlap, tokens (sums), snippets/texts identical."""
-    out = []
-    for tool in ("keyword_search", "semantic_search", "chunk_read"):
-        rs = [r for r in rows if r["tool"] == tool]
-        if not rs:
-            continue
-        s: dict[str, Any] = {
-            "tool": tool, "calls": len(rs), "same ids, same order": sum(r["same_order"] for r in rs),
-            "mean overlap": f"{_mean([r['overlap'] for r in rs]):.2f} / {_mean([max(r['n_ours'], r['n_theirs']) for r in rs]):.2f}",
-            "tokens ours cl100k": sum(r["tokens_ours_cl100k"] or 0 for r in rs),
-            "tokens ours o200k": sum(r["tokens_ours_o200k"] or 0 for r in rs),
-            "tokens theirs o200k": sum(r["tokens_theirs_o200k"] or 0 for r in rs),
-        }
-        if tool == "chunk_read":
-            s["identical texts"] = f"{sum(r['same_text'] for r in rs)} / {sum(r['compared_texts'] for r in rs)}"
-        else:
-            shared = sum(r["overlap"] for r in rs)
-            s["identical snippets"] = f"{sum(r['same_snippets'] for r in rs)} / {shared}"
-            s["same but end punctuation"] = f"{sum(r['same_but_punctuation'] for r in rs)} / {shared}"
-            s["same with ours cut to 5"] = f"{sum(r['same_with_cap_5'] for r in rs)} / {shared}"
-            s["sentences ours / theirs"] = f"{sum(r['sentences_ours'] for r in rs)} / {sum(r['sentences_theirs'] for r in rs)}"
-            diffs = [r["max_score_diff"] for r in rs if r.get("max_score_diff") is not None]
-            if diffs:
-                s["max score diff"] = f"{max(diffs):.4f}"
-        out.append(s)
-    return out
 
 
 def markdown_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
@@ -473,68 +383,6 @@ def phase_episodes(args: argparse.Namespace, work: Path, official: dict[str, Any
 
 
 # ---- the report: one judge, one table -----------------------------------------------------------
-def official_episode(record: dict[str, Any]) -> dict[str, Any]:
-    """Their predictions.jsonl line in the table's terms."""
-    calls: dict[str, int] = {}
-    for step in record.get("trajectory") or []:
-        calls[step["tool_name"]] = calls.get(step["tool_name"], 0) + 1
-    return {
-        "qid": record.get("qid"), "answer": record.get("pred_answer"), "retrieved_tokens": record.get("total_retrieved_tokens", 0),
-        "keyword_search": calls.pop("keyword_search", 0), "semantic_search": calls.pop("semantic_search", 0), "chunk_read": calls.pop("read_chunk", 0),
-        "other": sum(calls.values()), "steps": record.get("loops", 0), "error": record.get("error"),
-    }
-
-
-def our_episode(row: dict[str, Any]) -> dict[str, Any]:
-    """One of our results rows in the table's terms."""
-    named = ("keyword_search", "semantic_search", "chunk_read")
-    other = sum(v or 0 for k, v in row.items() if k.startswith("calls_") and k[len("calls_"):] not in named)
-    return {
-        "qid": row["question_id"], "answer": row.get("prediction"), "retrieved_tokens": row.get("retrieved_tokens", 0),
-        **{t: row.get(f"calls_{t}", 0) or 0 for t in named}, "other": other, "steps": row.get("steps", 0),
-        "error": row.get("failure") if row.get("status") != "ok" else None,
-    }
-
-
-def episode_rows(questions: list[dict[str, Any]], ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]], judge: Any = None) -> list[dict[str, Any]]:
-    """The per-question table: both sides' calls per tool, retrieved tokens, answers, Contain-Acc
-    (the paper code's substring rule, ours: arag.evaluation.metrics.contain_acc) and LLM-Acc from
-    one `judge(question, golds, prediction) -> 1.0 | 0.0 | None` for both. Questions either side
-    has not finished are left out."""
-    from arag.evaluation.metrics import contain_acc
-
-    rows = []
-    for q in questions:
-        o, t = ours.get(q["id"]), theirs.get(q["id"])
-        if o is None or t is None:
-            continue
-        row: dict[str, Any] = {"qid": q["id"], "question": q["question"], "gold": q["answers"][0]}
-        for side, ep in (("ours", o), ("theirs", t)):
-            calls = f"{ep['keyword_search']}/{ep['semantic_search']}/{ep['chunk_read']}" + (f"+{ep['other']}" if ep["other"] else "")
-            row[f"{side} calls k/s/r"] = calls
-            row[f"{side} steps"] = ep["steps"]
-            row[f"{side} tokens"] = ep["retrieved_tokens"]
-            row[f"{side} answer"] = (ep["answer"] or "")[:80]
-            row[f"{side} contain"] = contain_acc(ep["answer"], q["answers"])
-            row[f"{side} llm"] = judge(q["question"], q["answers"], ep["answer"]) if judge else None
-        rows.append(row)
-    return rows
-
-
-def episode_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for side in ("ours", "theirs"):
-        llm = [r[f"{side} llm"] for r in rows if r[f"{side} llm"] is not None]
-        calls = [tuple(int(x) for x in r[f"{side} calls k/s/r"].split("+")[0].split("/")) for r in rows]
-        out.append({
-            "side": side, "questions": len(rows), "Contain-Acc": _mean([r[f"{side} contain"] for r in rows]),
-            "LLM-Acc": _mean(llm) if llm else None, "judged": len(llm),
-            "calls keyword/semantic/read": "/".join(str(sum(c[i] for c in calls)) for i in range(3)),
-            "mean steps": _mean([r[f"{side} steps"] for r in rows]), "mean retrieved tokens": _mean([r[f"{side} tokens"] for r in rows]),
-        })
-    return out
-
-
 def load_official_episodes(work: Path) -> dict[str, dict[str, Any]]:
     path = work / "episodes_official" / "predictions.jsonl"
     if not path.exists():

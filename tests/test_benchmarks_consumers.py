@@ -1,7 +1,7 @@
 """Benchmarks are consumers of the project, checked on the source (with `ast`, nothing imported): they
 run as `python -m benchmarks.<name>` from the checkout without editing sys.path, and tests never lean
-on them for a fixture: what tests and benchmarks share lives in tests/support/. A test may import a
-benchmark only to test that benchmark's own code."""
+on them: what tests and benchmarks share lives in tests/support/ (a benchmark's logic that a test
+checks too), and a test runs a benchmark only through its command line."""
 
 from __future__ import annotations
 
@@ -9,15 +9,6 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-
-# Tests of a benchmark's own logic (its corpus generator, its index reuse and samplers, its GPU k-means):
-# the code under test is the benchmark, so the import is the point.
-BENCHMARKS_UNDER_TEST = {
-    "tests/test_rehearsal.py": {"benchmarks.rehearsal"},
-    "tests/test_gpu_benchmark_kmeans.py": {"benchmarks.gpu_embedding_kmeans"},
-    "tests/test_official_side_by_side.py": {"benchmarks.official_side_by_side"},
-}
-
 
 def imported_modules(path: Path) -> list[tuple[str, int]]:
     """(module, line) of every absolute import, inside functions too; `from a import b` yields `a.b`."""
@@ -34,9 +25,8 @@ def benchmark_imports_in_tests(repo: Path) -> list[str]:
     found = []
     for path in sorted((repo / "tests").rglob("*.py")):
         rel = str(path.relative_to(repo))
-        allowed = BENCHMARKS_UNDER_TEST.get(rel, set())
         found += [f"{rel}:{line}: imports {module}" for module, line in imported_modules(path)
-                  if (module == "benchmarks" or module.startswith("benchmarks.")) and module not in allowed]
+                  if module == "benchmarks" or module.startswith("benchmarks.")]
     return found
 
 
@@ -78,6 +68,7 @@ def test_the_checks_see_what_they_forbid(tmp_path):
         (tmp_path / name).write_text(text)
     assert benchmark_imports_in_tests(tmp_path) == [
         "tests/test_a.py:1: imports benchmarks.synthetic_index",
+        "tests/test_rehearsal.py:1: imports benchmarks.rehearsal",
         "tests/test_rehearsal.py:2: imports benchmarks.model_server_sim",
         "tests/tools/test_b.py:2: imports benchmarks.tools_reference",
         "tests/tools/test_b.py:3: imports benchmarks.ann_data",

@@ -1,4 +1,5 @@
-"""benchmarks/gpu_embedding_kmeans.py's FAISS-style k-means and PQ in torch compute what they claim
+"""tests/support/torch_kmeans.py's FAISS-style k-means and PQ in torch (timed by
+benchmarks/gpu_embedding_kmeans.py) compute what they claim
 (run here on the CPU, tiny): nearest centroids are the brute-force nearest, Lloyd iterations lower
 the squared error, and PQ codes pick each sub-vector's nearest codeword."""
 
@@ -8,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from benchmarks.gpu_embedding_kmeans import encode, kmeans, nearest, pq_kmeans  # noqa: E402
+from tests.support.torch_kmeans import encode, kmeans, nearest, pq_kmeans  # noqa: E402
 
 
 def unit(n: int, d: int, seed: int) -> torch.Tensor:

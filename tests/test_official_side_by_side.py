@@ -1,10 +1,11 @@
-"""Our half of benchmarks/official_side_by_side.py: the per-call and per-question comparison tables
-on small fake records (the chunk export: tests/test_index_export.py; the tool-call proxy:
-tests/test_tool_call_proxy.py). The authors' code itself is never run here."""
+"""Our half of benchmarks/official_side_by_side.py, in tests/support/official_compare.py: the
+per-call and per-question comparison tables on small fake records (the chunk export:
+tests/test_index_export.py; the tool-call proxy: tests/test_tool_call_proxy.py). The authors' code
+itself is never run here."""
 
 from __future__ import annotations
 
-from benchmarks.official_side_by_side import (
+from tests.support.official_compare import (
     compare_call,
     episode_rows,
     episode_summary,
@@ -18,7 +19,7 @@ from benchmarks.official_side_by_side import (
 def test_tiktoken_cache_refuses_a_wrong_file(tmp_path):
     import pytest
 
-    from benchmarks.official_side_by_side import SetupError
+    from tests.support.official_compare import SetupError
 
     bad = tmp_path / "o200k_base.tiktoken"
     bad.write_bytes(b"not it")

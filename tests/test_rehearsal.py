@@ -4,6 +4,7 @@ pipelines.evaluate against the simulated model server -> a multirun -> pipelines
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
@@ -17,7 +18,7 @@ from arag.index.sentences import sentence_spans
 from tests.conftest import SAMPLE_PASSAGES, write_jsonl, write_wiki
 from tests.paths import DATA_DIR, REPO
 
-from benchmarks import rehearsal
+from tests.support import rehearsal_parts as rehearsal
 
 WIKI_BODY = ("Anarchism is a political philosophy that advocates stateless societies based on voluntary institutions. "
              "It holds the state to be undesirable, unnecessary and harmful to the people. "
@@ -121,7 +122,8 @@ def test_missing_source_is_a_one_line_error(tmp_path):
 
 
 def test_an_index_is_reused_only_when_its_corpus_and_flags_match(tmp_path):
-    args = rehearsal.parse_args(["--small", "--out", str(tmp_path)])
+    # the index flags as `benchmarks.rehearsal --small` sets them (index_key reads only these)
+    args = argparse.Namespace(part_mb=4.0, ann="ivfpq", embedder="minilm-static", recall_queries=300)
     corpus = {"sentences": 100, "documents": 10, "args": {"sentences": 100}, "seconds": 1.0}
     key = rehearsal.index_key(args, corpus)
     assert rehearsal.reusable_index(tmp_path, key) is None  # nothing built
@@ -132,7 +134,7 @@ def test_an_index_is_reused_only_when_its_corpus_and_flags_match(tmp_path):
     assert rehearsal.reusable_index(tmp_path, key)["built_at"] == "then"
     assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(args, {**corpus, "seconds": 9.0})) is not None  # the generator's time is not the corpus
     assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(args, {**corpus, "sentences": 101})) is None
-    other = rehearsal.parse_args(["--small", "--out", str(tmp_path), "--ann", "auto"])
+    other = argparse.Namespace(**{**vars(args), "ann": "auto"})
     assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(other, corpus)) is None
 
 
