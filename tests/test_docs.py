@@ -59,6 +59,28 @@ def test_included_files_exist():
         assert (REPO / path).is_file(), f"docs/ includes {path}, which does not exist"
 
 
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def unclosed_fences(text: str) -> list[int]:
+    """Line numbers of code fences that nothing closes (the rest of the page would render as code)."""
+    opened: list[int] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            if opened:
+                opened.pop()
+            else:
+                opened.append(number)
+    return opened
+
+
+def test_every_code_fence_is_closed():
+    pages = [*DOCS.rglob("*.md"), *(REPO / path for path in included())]
+    assert unclosed_fences("text\n```bash\nrun\n\nprose\n") == [2] and unclosed_fences("```\na\n```\n") == []
+    bad = {str(p.relative_to(REPO)): lines for p in pages if (lines := unclosed_fences(p.read_text(encoding="utf-8")))}
+    assert not bad, f"code fences opened and never closed (page: lines): {bad}"
+
+
 def test_the_build_is_offline_and_strict():
     cfg = mkdocs_config()
     assert cfg["strict"] is True and cfg["theme"]["font"] is False
