@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from arag.evaluation import protocol_papers as P
+from arag.index.layout import IndexLayout
 
 # Tools whose results list chunks found by a search (where titles and snippets are shown).
 SEARCH_TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search")
@@ -69,7 +70,7 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None) ->
     """The embedder and chunking of the index at `index_path`, from its manifest; None without one,
     or when `build_fingerprint` is given and the manifest's differs (another index now lives there)."""
     try:
-        manifest = json.loads((Path(index_path) / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads(IndexLayout(index_path).manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     # An A2RAG run's fingerprint is the index's with its graph's appended (`<index>+graph-<graph>`).

