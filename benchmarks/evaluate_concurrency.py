@@ -3,7 +3,7 @@ an endpoint with a fixed reply latency.
 
     python -m benchmarks.evaluate_concurrency [--latency-s 2] [--points 16x1,64x1,256x1,128x2] [--rounds 3] [--old-caps]
 
-The endpoint (tests/support/fixed_latency_endpoint.py, its own process) answers every request after
+The endpoint (tests/support/model_server.py --latency-s, its own process) answers every request after
 `--latency-s` seconds; every episode makes three model calls (keyword_search, chunk_read, answer) on
 a keyword-only synthetic index (tests/support/synthetic_index.py, 4,000 chunks), with `model=openai`,
 `method=arag_no_semantic` and a scripted judge, through the evaluation's own code (`run_episodes`:
@@ -40,7 +40,7 @@ from pathlib import Path
 from arag.config.files import conf_dir
 from arag.evaluation.questions import load_questions
 from arag.evaluation.results import RunStore
-from tests.support.fixed_latency_endpoint import free_port
+from tests.support.model_server import free_port
 from tests.support.synthetic_index import write_synthetic_index
 
 CALLS_PER_EPISODE = 3
@@ -64,7 +64,9 @@ def settings_for(index: Path, questions: Path, base_url: str, old_caps: bool):
 def write_questions(path: Path, index: Path, n: int) -> None:
     import pyarrow.parquet as pq
 
-    titles = sorted(set(pq.read_table(next((index / "chunks").rglob("*.parquet")), columns=["title"]).column("title").to_pylist()))
+    from arag.index.store import open_index
+
+    titles = sorted(set(pq.read_table(open_index(index).chunk_files[0], columns=["title"]).column("title").to_pylist()))
     with path.open("w") as f:
         for i in range(n):
             title = titles[i % len(titles)]
@@ -72,14 +74,14 @@ def write_questions(path: Path, index: Path, n: int) -> None:
 
 
 def stats(base: str, reset: bool = False) -> dict:
-    request = urllib.request.Request(base.rsplit("/v1", 1)[0] + ("/reset" if reset else "/stats"), method="POST" if reset else "GET")
+    request = urllib.request.Request(base.rsplit("/v1", 1)[0] + ("/stats/reset" if reset else "/stats"), method="POST" if reset else "GET")
     with urllib.request.urlopen(request, timeout=10) as reply:
         return json.loads(reply.read())
 
 
 def start_endpoint(latency_s: float) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.fixed_latency_endpoint", "--port", str(port), "--latency-s", str(latency_s)],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.model_server", "--port", str(port), "--latency-s", str(latency_s)],
                             cwd=Path(__file__).resolve().parents[1])
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 60
@@ -90,7 +92,7 @@ def start_endpoint(latency_s: float) -> tuple[subprocess.Popen, str]:
         except OSError:
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
-                raise SystemExit("the fixed-latency endpoint did not start")
+                raise SystemExit("the stand-in model server did not start")
             time.sleep(0.2)
 
 
@@ -119,7 +121,7 @@ def measure(settings, questions: list, concurrency: int, workers: int, base: str
         shutil.rmtree(out, ignore_errors=True)
     ideal = concurrency * workers * 60 / (CALLS_PER_EPISODE * latency_s)
     rate = 60 * counts.ran / max(1e-9, stamps[-1] - seen["first_at"]) if stamps else 0.0
-    return {"ok": counts.ok, "ran": counts.ran, "peak": seen["peak"], "per_min": rate, "ideal": ideal, "ratio": rate / ideal, "llm_s_per_call": sum(llm) / max(1, calls[0]), "cpu_ms": 1000 * cpu / max(1, counts.ran)}
+    return {"ok": counts.ok, "ran": counts.ran, "peak": seen["peak_in_flight"], "per_min": rate, "ideal": ideal, "ratio": rate / ideal, "llm_s_per_call": sum(llm) / max(1, calls[0]), "cpu_ms": 1000 * cpu / max(1, counts.ran)}
 
 
 def measure_in_process(settings, questions: list, in_flight: int, base: str, latency_s: float) -> dict:
@@ -152,7 +154,7 @@ def measure_in_process(settings, questions: list, in_flight: int, base: str, lat
     rate = 60 * len(rows) / max(1e-9, time.time() - seen["first_at"])
     calls = sum(r["model_calls"] or 0 for r in rows)
     return {
-        "ok": sum(r["status"] == "ok" for r in rows), "peak": seen["peak"], "per_min": rate, "ideal": ideal, "ratio": rate / ideal,
+        "ok": sum(r["status"] == "ok" for r in rows), "peak": seen["peak_in_flight"], "per_min": rate, "ideal": ideal, "ratio": rate / ideal,
         "llm_s_per_call": sum(r["llm_s"] or 0.0 for r in rows) / max(1, calls), "cpu_ms": 1000 * cpu / max(1, len(rows)),
     }
 

@@ -2,7 +2,8 @@
 (issue 34): generate a corpus -> `pipelines.index` -> `pipelines.serve` -> `pipelines.evaluate` with
 thousands of episodes in flight -> a Hydra multirun over max steps x reasoning effort -> `pipelines.report`.
 Everything is the real code run as a user runs it (each step is its command line, in its own
-process), except the model's arithmetic (tests/support/model_server_sim.py).
+process), except the model's arithmetic (the simulated vLLM engine of the stand-in model server,
+tests/support/model_server.py).
 
     python -m benchmarks.rehearsal                 # 10M sentences, 4 workers x 500 episodes in flight, 10,000 episodes (engine at 4x speed)
     python -m benchmarks.rehearsal --small         # the same composition at 200k sentences, 2 x 250 in flight, 1,000 episodes
@@ -372,7 +373,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
         in_flight = args.workers * args.concurrency
         serve = step("serve", [py, "-m", "pipelines.serve", f"index.path={index}", f"serve.workers={args.serve_workers}", f"serve.port={serve_port}",
                                "serve.token=none", f"serve.max_connections={args.serve_max_connections or in_flight + 64}", "serve.log_level=warning"])
-        sim = step("simulator", [py, "-m", "tests.support.model_server_sim", "--port", str(sim_port), "--time-scale", str(args.time_scale)])
+        sim = step("simulator", [py, "-m", "tests.support.model_server", "--port", str(sim_port), "--time-scale", str(args.time_scale)])
         wait_for(f"http://127.0.0.1:{serve_port}/health", serve, 600)
         wait_for(f"http://127.0.0.1:{sim_port}/v1/models", sim, 120)
         sampler.watch("serve", serve.proc.pid, children_are_workers=True)
@@ -425,7 +426,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
 
         # 5. sweep and report
         sweep_sim_port = free_port()
-        sweep_sim = step("sweep-simulator", [py, "-m", "tests.support.model_server_sim", "--port", str(sweep_sim_port), "--time-scale", str(args.sweep_time_scale)])
+        sweep_sim = step("sweep-simulator", [py, "-m", "tests.support.model_server", "--port", str(sweep_sim_port), "--time-scale", str(args.sweep_time_scale)])
         wait_for(f"http://127.0.0.1:{sweep_sim_port}/v1/models", sweep_sim, 120)
         sweep_common = [c if not c.startswith("model.base_url=") else f"model.base_url=http://127.0.0.1:{sweep_sim_port}/v1" for c in common]
         t = time.time()

@@ -1,6 +1,6 @@
-"""tests/support/agent_policy.py: the three stand-in model servers (model_server_sim,
-fixed_latency_endpoint, openai_mock) choose their actions with the one policy: the same conversation
-gets the same next action from each where their options agree."""
+"""tests/support/agent_policy.py: the stand-in model server's three presets (simulated_vllm,
+fixed_latency, openai_endpoint in tests/support/model_server.py) choose their actions with the one
+policy: the same conversation gets the same next action from each where their options agree."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ import pytest
 
 pytest.importorskip("starlette", reason="the stand-in servers run on Starlette (the serve extra)")
 
-from tests.support import fixed_latency_endpoint as fixed  # noqa: E402
-from tests.support import openai_mock  # noqa: E402
+from tests.support import model_server  # noqa: E402
 from tests.support.agent_policy import AgentPolicy  # noqa: E402
-from tests.support.model_server_sim import SimulatedEngine  # noqa: E402
 
 
 def tool(name: str, properties: dict) -> dict:
@@ -30,20 +28,27 @@ READ = {"tool": "chunk_read", "arguments": {"chunk_ids": ["7#0"]}}
 
 
 def sim(body: dict) -> dict:
-    return asyncio.run(SimulatedEngine(time_scale=1e-6).complete(body))["choices"][0]["message"]
+    return asyncio.run(model_server.simulated_vllm(time_scale=1e-6).complete(body))["choices"][0]["message"]
 
 
 def mock(body: dict) -> dict:
-    status, reply = openai_mock.OpenAIMock().handle("POST", "/v1/chat/completions", json.dumps(body).encode())
-    assert status == 200, reply
-    return reply["choices"][0]["message"]
+    """Through the HTTP app, so the OpenAI rules apply (a refused request fails the test)."""
+    import httpx
+
+    async def post():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=model_server.openai_endpoint()), base_url="http://mock") as client:
+            return await client.post("/v1/chat/completions", json=body)
+
+    reply = asyncio.run(post())
+    assert reply.status_code == 200, reply.text
+    return reply.json()["choices"][0]["message"]
 
 
 def endpoint(body: dict) -> dict:
-    return fixed.reply(body)["choices"][0]["message"]
+    return asyncio.run(model_server.fixed_latency(0.0).complete(body))["choices"][0]["message"]
 
 
-SERVERS = {"model_server_sim": sim, "fixed_latency_endpoint": endpoint, "openai_mock": mock}
+SERVERS = {"simulated_vllm": sim, "fixed_latency": endpoint, "openai_endpoint": mock}
 
 
 def action(message: dict) -> dict:
@@ -65,9 +70,9 @@ def called(step: dict, n: int) -> list[dict]:
 
 
 def test_the_servers_use_the_one_policy_with_their_options():
-    assert SimulatedEngine().policy == AgentPolicy()
-    assert fixed.POLICY == AgentPolicy(plan=("keyword_search", "chunk_read"), answer=fixed.ANSWER)
-    assert openai_mock.POLICY == AgentPolicy(max_tool_calls=1, answer=openai_mock.ANSWER)
+    assert model_server.simulated_vllm().policy == AgentPolicy()
+    assert model_server.fixed_latency().policy == AgentPolicy(plan=("keyword_search", "chunk_read"), answer="20 March 851")
+    assert model_server.openai_endpoint().policy == AgentPolicy(max_tool_calls=1, answer=model_server.OPENAI_POLICY.answer)
 
 
 @pytest.mark.parametrize("server", sorted(SERVERS))
@@ -84,9 +89,9 @@ def test_the_servers_differ_only_where_their_options_do():
     # Both call every planned tool (the simulator's plan is every offered tool, here the same two) ...
     assert action(sim(after_search)) == action(endpoint(after_search)) == READ
     # ... while the mock stops at one tool call, with its own answer text.
-    assert action(mock(after_search)) == {"answer": openai_mock.ANSWER}
+    assert action(mock(after_search)) == {"answer": model_server.OPENAI_POLICY.answer}
     after_read = native(*called(SEARCH, 1), *called(READ, 2))
-    assert action(endpoint(after_read)) == {"answer": fixed.ANSWER}
+    assert action(endpoint(after_read)) == {"answer": model_server.FIXED_POLICY.answer}
     assert action(sim(after_read)) == {"answer": f"Simulated answer to: {QUESTION}"}
 
 

@@ -13,7 +13,7 @@ from arag.agent import Agent, AgentConfig  # noqa: E402
 from arag.llm.openai import OpenAIBackend  # noqa: E402
 from arag.llm.types import Message  # noqa: E402
 from arag.methods import load_method  # noqa: E402
-from tests.support.fixed_latency_endpoint import make_app, serve  # noqa: E402
+from tests.support.model_server import fixed_latency, serve  # noqa: E402
 
 FAST = AgentConfig(max_steps=2, llm_attempts=1)
 
@@ -21,22 +21,22 @@ FAST = AgentConfig(max_steps=2, llm_attempts=1)
 def test_requests_in_flight_reach_the_limit_past_httpx_default_pool():
     """128 requests at once reach the endpoint: httpx's default pool (100 connections) would hold
     28 of them back whatever the backend's limit."""
-    app = make_app(latency_s=0.0, hold_until=128, hold_timeout_s=5.0)
-    with serve(app) as base:
+    server = fixed_latency(0.0, hold_until=128, hold_timeout_s=5.0)
+    with serve(server) as base:
         backend = OpenAIBackend("m", base_url=base, max_concurrency=128)
 
         async def all_at_once():
             return await asyncio.gather(*(backend.acomplete([Message("user", f"q{i}")]) for i in range(128)))
 
         replies = asyncio.run(all_at_once())
-    assert len(replies) == 128 and app.state.counters.peak == 128
+    assert len(replies) == 128 and server.stats.peak_in_flight == 128
 
 
 def test_a_large_limit_is_spread_over_clients_of_a_few_connections():
     """httpx's pool costs CPU in proportion to its connections on every request: 256 slots are 16
     clients of 16 connections, each lent to at most 16 requests at once."""
-    app = make_app(latency_s=0.0, hold_until=256, hold_timeout_s=5.0)
-    with serve(app) as base:
+    server = fixed_latency(0.0, hold_until=256, hold_timeout_s=5.0)
+    with serve(server) as base:
         backend = OpenAIBackend("m", base_url=base, max_concurrency=256)
 
         async def all_at_once():
@@ -44,7 +44,7 @@ def test_a_large_limit_is_spread_over_clients_of_a_few_connections():
             return slots, await asyncio.gather(*(backend.acomplete([Message("user", f"q{i}")]) for i in range(256)))
 
         slots, replies = asyncio.run(all_at_once())
-    assert len(replies) == 256 and app.state.counters.peak == 256
+    assert len(replies) == 256 and server.stats.peak_in_flight == 256
     assert len(backend._clients) == 16 and all(c._transport._pool._max_connections == 16 for c in backend._clients)
 
 

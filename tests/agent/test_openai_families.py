@@ -1,6 +1,7 @@
 """The openai backend sends each model family the request OpenAI documents for it: checked against an
-in-process endpoint that enforces those rules (tests/support/openai_mock.py, through httpx's ASGI
-transport), and a refused request fails naming the refused parameter."""
+in-process endpoint that enforces those rules (tests/support/openai_rules.py, applied by the stand-in
+model server's openai_endpoint preset, through httpx's ASGI transport), and a refused request fails
+naming the refused parameter."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from arag.agent import ANSWERED, EPISODE_FAILED, Agent, AgentConfig  # noqa: E40
 from arag.llm.openai import OpenAIBackend, http_failure  # noqa: E402
 from arag.llm.types import ConfigurationError, LLMError, Message  # noqa: E402
 from arag.methods import load_method  # noqa: E402
-from tests.support.openai_mock import OpenAIMock, refusal  # noqa: E402
+from tests.support.engine_model import REASONING_TOKENS  # noqa: E402
+from tests.support.model_server import ModelServer, openai_endpoint  # noqa: E402
+from tests.support.openai_rules import refusal  # noqa: E402
 
 FAST = AgentConfig(max_steps=4, llm_attempts=3, backoff_initial_s=0, backoff_max_s=0, backoff_jitter_s=0)
 TOOL = {"type": "function", "function": {"name": "keyword_search", "parameters": {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}}}, "required": ["keywords"]}}}
 HI = [Message("system", "Be brief."), Message("user", "Who was Lothair II's mother?")]
 
 
-def backend(mock: OpenAIMock, model: str, **kw) -> OpenAIBackend:
+def backend(mock: ModelServer, model: str, **kw) -> OpenAIBackend:
     return OpenAIBackend(model, base_url="http://mock/v1", transport=httpx.ASGITransport(app=mock), **kw)
 
 
@@ -32,10 +35,10 @@ REASONING = [("gpt-5-mini", None), ("gpt-5-mini", "minimal"), ("gpt-5-mini", "lo
 
 @pytest.mark.parametrize("model, effort", REASONING)
 def test_reasoning_models_get_max_completion_tokens_and_no_sampling_fields(model, effort):
-    mock = OpenAIMock()
+    mock = openai_endpoint()
     b = backend(mock, model, reasoning_effort=effort)
     c = b.complete(HI, tools=[TOOL])
-    assert c.tool_calls and c.reasoning_tokens == 64 and not mock.refused
+    assert c.tool_calls and c.reasoning_tokens == REASONING_TOKENS[effort] and not mock.refused
     body = mock.requests[0]
     assert body["max_completion_tokens"] == b.max_tokens and "max_tokens" not in body
     assert not {"temperature", "top_p", "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs", "logit_bias"} & set(body)
@@ -52,7 +55,7 @@ def test_reasoning_models_get_max_completion_tokens_and_no_sampling_fields(model
 
 @pytest.mark.parametrize("model", ["gpt-4o-mini", "Qwen/Qwen2.5-7B-Instruct", "local"])
 def test_other_models_keep_max_tokens_and_greedy_temperature(model):
-    mock = OpenAIMock()
+    mock = openai_endpoint()
     b = backend(mock, model, max_tokens=300)
     b.complete(HI, tools=[TOOL])
     body = mock.requests[0]
@@ -78,7 +81,7 @@ def test_the_mock_refuses_what_openai_documents():
 
 
 def test_a_refused_request_fails_at_once_naming_the_parameter():
-    mock = OpenAIMock()
+    mock = openai_endpoint()
     # family "none" on a GPT-5 model: the backend sends max_tokens, which the endpoint refuses
     b = backend(mock, "gpt-5-mini", family="none")
     with pytest.raises(LLMError) as err:
@@ -86,7 +89,7 @@ def test_a_refused_request_fails_at_once_naming_the_parameter():
     message = str(err.value)
     assert not err.value.retryable and "\n" not in message
     assert message.startswith("HTTP 400: the endpoint refused parameter 'max_tokens' for gpt-5-mini") and "max_completion_tokens" in message
-    ep = Agent(backend(OpenAIMock(), "gpt-5-mini", family="none"), load_method("direct"), protocol="native", config=FAST).run("q?")
+    ep = Agent(backend(openai_endpoint(), "gpt-5-mini", family="none"), load_method("direct"), protocol="native", config=FAST).run("q?")
     assert ep.status == EPISODE_FAILED and ep.model_calls[0].attempts == 1 and "refused parameter 'max_tokens'" in ep.failure
 
 
@@ -99,7 +102,7 @@ def test_failure_lines_without_openai_error_json():
 
 
 def test_settings_a_reasoning_model_refuses_are_errors_before_any_request():
-    mock = OpenAIMock()
+    mock = openai_endpoint()
     with pytest.raises(ConfigurationError, match=r"model.temperature=0.7: gpt-5-mini \(openai-reasoning\) takes only its default"):
         backend(mock, "gpt-5-mini", temperature=0.7)
     with pytest.raises(ConfigurationError, match="model.extra_body sets logprobs, top_p"):
@@ -115,7 +118,7 @@ def test_settings_a_reasoning_model_refuses_are_errors_before_any_request():
 
 
 def test_a_gpt5_episode_runs_against_the_mock(agent_ctx):
-    mock = OpenAIMock()
+    mock = openai_endpoint()
     ep = Agent(backend(mock, "gpt-5-mini", reasoning_effort="low"), load_method("arag_full"), agent_ctx, protocol="native", config=FAST).run("Who was the mother of Lothair II?")
     assert ep.status == ANSWERED and ep.tool_calls[0].name == "keyword_search" and not mock.refused
     assert len(mock.requests) == 2 and all(r["reasoning_effort"] == "low" and "max_completion_tokens" in r for r in mock.requests)

@@ -55,12 +55,12 @@ def questions(path, n):
 def test_an_evaluation_keeps_runtime_concurrency_requests_at_the_endpoint(ray_local, eval_index, tmp_path, caplog):
     """model=openai with runtime.concurrency=64: 64 requests reach the endpoint at once (the
     backend's old default limit let 8 through, silently); a limit set lower is named at start."""
-    from tests.support.fixed_latency_endpoint import make_app, serve
+    from tests.support.model_server import fixed_latency, serve
     from arag.runtime.evaluate import evaluate
 
-    app = make_app(latency_s=0.05, hold_until=64, hold_timeout_s=3.0)
+    server = fixed_latency(0.05, hold_until=64, hold_timeout_s=3.0)
     file = questions(tmp_path / "questions.jsonl", 64)
-    with serve(app) as base:
+    with serve(server) as base:
         common = [
             f"index.path={eval_index.path}", f"questions.path={file}", "model=openai", f"model.base_url={base}", "model.model=fixed",
             "method=arag_no_semantic", "judge.model={backend:scripted,protocol:json,model:judge,replay:true,script:[{verdict:correct}]}",
@@ -68,13 +68,13 @@ def test_an_evaluation_keeps_runtime_concurrency_requests_at_the_endpoint(ray_lo
         ]
         with caplog.at_level(logging.WARNING, logger="arag.runtime.evaluate"):
             summary = evaluate(compose_evaluate(*common, f"results.path={tmp_path / 'results'}"))
-        assert summary["ok"] == 64 and app.state.counters.peak == 64
+        assert summary["ok"] == 64 and server.stats.peak_in_flight == 64
         assert not [r for r in caplog.records if "max_concurrency" in r.getMessage()]
 
-        app.state.counters.reset()
+        server.reset()
         with caplog.at_level(logging.WARNING, logger="arag.runtime.evaluate"):
             evaluate(compose_evaluate(*common, "model.max_concurrency=16", "limit=16", f"results.path={tmp_path / 'limited'}"))
-        assert app.state.counters.peak == 16
+        assert server.stats.peak_in_flight == 16
         assert [r for r in caplog.records if "model.max_concurrency=16 is below the 64 episodes in flight per worker" in r.getMessage()]
 
 
@@ -82,7 +82,7 @@ def test_an_evaluation_keeps_runtime_concurrency_requests_at_the_endpoint(ray_lo
 def test_a_rejudge_keeps_its_concurrency_requests_at_the_judge_endpoint(ray_local, eval_index, tmp_path):
     """pipelines.rejudge concurrency=16 with an openai judge whose max_concurrency is null: 16 judge
     calls reach the endpoint at once (the backend's default limit let 8 through)."""
-    from tests.support.fixed_latency_endpoint import make_app, serve
+    from tests.support.model_server import fixed_latency, serve
     from arag.runtime.evaluate import evaluate
     from tests.evaluation.test_rejudge import run_rejudge
 
@@ -90,7 +90,7 @@ def test_a_rejudge_keeps_its_concurrency_requests_at_the_judge_endpoint(ray_loca
     # Answers the scripted agent misses, so every one goes to the judge.
     file = write_jsonl(tmp_path / "q.jsonl", [{"id": f"q{i}", "question": f"When did Lothair II's mother die ({i})?", "answers": [f"not it {i}"], "supporting_titles": []} for i in range(16)])
     evaluate(compose_evaluate(*base_overrides(eval_index.path, file, results)))
-    app = make_app(latency_s=0.0, hold_until=16, hold_timeout_s=3.0)
-    with serve(app) as base:
+    server = fixed_latency(0.0, hold_until=16, hold_timeout_s=3.0)
+    with serve(server) as base:
         run_rejudge(results, f"judge.model={{backend:openai,protocol:json,model:fixed,base_url:'{base}'}}", "concurrency=16")
-    assert app.state.counters.peak == 16
+    assert server.stats.peak_in_flight == 16

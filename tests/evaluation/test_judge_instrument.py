@@ -95,9 +95,9 @@ def test_a_view_shares_the_script_and_the_agents_settings_stay_its_own():
 def test_openai_judge_view_runs_at_the_model_default_effort():
     httpx = pytest.importorskip("httpx")
     from arag.llm.openai import OpenAIBackend
-    from tests.support.openai_mock import OpenAIMock
+    from tests.support.model_server import openai_endpoint
 
-    mock = OpenAIMock()
+    mock = openai_endpoint()
     agent = OpenAIBackend("gpt-5-mini", base_url="http://mock/v1", transport=httpx.ASGITransport(app=mock), reasoning_effort="minimal", max_tokens=512)
     judge = at_model_defaults(agent)
     judge.complete([Message("user", "j")], response_schema=VERDICT_SCHEMA)

@@ -189,7 +189,7 @@ def test_the_preset_composes_for_evaluate_and_its_index_half_for_index():
 def test_a_run_with_the_preset_lists_no_deviation(ray_local, tmp_path, monkeypatch):
     pytest.importorskip("uvicorn", reason="serving the OpenAI stand-in needs uvicorn (pip install -e '.[serve]')")
     from arag.runtime.evaluate import evaluate
-    from tests.support.openai_mock import OpenAIMock, serve
+    from tests.support.model_server import openai_endpoint, serve
     from tests.conftest import write_jsonl
     from tests.tools.conftest import make_packed_index
 
@@ -199,7 +199,7 @@ def test_a_run_with_the_preset_lists_no_deviation(ray_local, tmp_path, monkeypat
     index = make_packed_index(tmp_path / "index", documents, chunk_tokens=1000, chunk_overlap=100,
                               embedder_spec={"name": "Qwen3-Embedding-0.6B", "path": str(tmp_path / "Qwen3-Embedding-0.6B"), "query_prompt_name": "query", "max_seq_length": 512})
     questions = write_jsonl(tmp_path / "bench" / "questions.jsonl", QUESTIONS[:2])
-    mock = OpenAIMock()
+    mock = openai_endpoint()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with serve(mock) as url:
         monkeypatch.setenv("ARAG_OPENAI_BASE_URL", url)

@@ -1,7 +1,7 @@
 """The manual's GPT-5-mini commands (docs/evaluation.md: the test-time-scaling sweeps and their report), run as written
 against an in-process stand-in for OpenAI's endpoint that refuses what OpenAI documents GPT-5 models
-to refuse (tests/support/openai_mock.py, served on 127.0.0.1 by uvicorn and named by
-ARAG_OPENAI_BASE_URL), on the tiny evaluation index. Slow: two Hydra multiruns on local Ray."""
+to refuse (the openai_endpoint preset of tests/support/model_server.py, served on 127.0.0.1 by
+uvicorn and named by ARAG_OPENAI_BASE_URL), on the tiny evaluation index. Slow: two Hydra multiruns on local Ray."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from arag.config.files import conf_dir
-from tests.support.openai_mock import OpenAIMock, serve
+from tests.support.model_server import openai_endpoint, serve
 from tests.conftest import write_jsonl
 from tests.evaluation.conftest import QUESTIONS, read_rows
 
@@ -52,7 +52,7 @@ def test_the_readme_gpt5_commands_run_against_the_mock(eval_index, tmp_path):
     (tmp_path / "indexes").mkdir()
     (tmp_path / "indexes" / "2wiki").symlink_to(eval_index.path, target_is_directory=True)
     write_jsonl(tmp_path / "data" / "2wikimultihopqa" / "questions.jsonl", QUESTIONS)
-    mock = OpenAIMock()
+    mock = openai_endpoint()
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     with serve(mock) as url:
         env.update(ARAG_OPENAI_BASE_URL=url, OPENAI_API_KEY="sk-test", ARAG_DATA_DIR=str(tmp_path / "data"), RAY_AUTH_MODE="disabled")

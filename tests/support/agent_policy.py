@@ -1,5 +1,5 @@
-"""The one agent policy of the stand-in model servers (model_server_sim, fixed_latency_endpoint,
-openai_mock): from a chat request (the tools it offers and the conversation so far) it chooses the
+"""The one agent policy of the stand-in model server (tests/support/model_server.py, all its
+presets): from a chat request (the tools it offers and the conversation so far) it chooses the
 next action, a tool call with its arguments or the answer, and renders it in the request's protocol.
 
 The action. A request whose response schema has a `verdict` property is a judge's: {"verdict": ...}.

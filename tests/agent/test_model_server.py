@@ -1,5 +1,6 @@
-"""tests/support/model_server_sim.py: the simulated vLLM engine's latency model, and real agent episodes
-through the openai backend against it over HTTP (every offered tool called, then an answer)."""
+"""tests/support/model_server.py with the simulated vLLM engine (tests/support/engine_model.py): its
+latency model, and real agent episodes through the openai backend against it over HTTP (every
+offered tool called, then an answer)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from arag.config.files import conf_dir  # noqa: E402
 from arag.llm.factory import make_backend  # noqa: E402
 from arag.methods import load_method  # noqa: E402
 from tests.support.agent_policy import AgentPolicy, keywords_of  # noqa: E402
-from tests.support.model_server_sim import EngineModel, ServerThread, SimulatedEngine  # noqa: E402
+from tests.support.engine_model import EngineModel  # noqa: E402
+from tests.support.model_server import ModelServer, serve  # noqa: E402
 
 next_action = AgentPolicy().next_action
 
@@ -49,7 +51,7 @@ def _body(messages, tools=None):
 
 
 def test_an_episode_next_request_hits_the_prefix_cache():
-    engine = SimulatedEngine(EngineModel(max_num_seqs=4), time_scale=1e-6)
+    engine = ModelServer(EngineModel(max_num_seqs=4), time_scale=1e-6)
     tools = [{"type": "function", "function": {"name": "keyword_search", "parameters": {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}}}}}}]
     first = [{"role": "system", "content": "You answer questions. " * 200}, {"role": "user", "content": "Who was the mother of Lothair II?"}]
 
@@ -65,7 +67,7 @@ def test_an_episode_next_request_hits_the_prefix_cache():
     u1, r2 = asyncio.run(go())
     assert u1["prompt_tokens_details"]["cached_tokens"] == 0
     cached = r2["usage"]["prompt_tokens_details"]["cached_tokens"]
-    assert cached >= u1["prompt_tokens"] - engine.model.block_tokens  # the whole first request (in whole blocks) and its reply
+    assert cached >= u1["prompt_tokens"] - engine.latency.block_tokens  # the whole first request (in whole blocks) and its reply
     assert r2["choices"][0]["message"]["content"].startswith("Simulated answer")  # every tool called: it answers
     s = engine.snapshot(episodes_in_flight=8)
     assert s["requests"] == 2 and s["episodes_started"] == 1 and s["episodes_answered"] == 1 and s["tool_calls"] == {"keyword_search": 1}
@@ -102,8 +104,8 @@ def openai_backend(base_url: str):
     ("agenticrag", "native", {"search", "find", "open", "summarize"}),
 ])
 def test_real_episodes_call_every_tool_then_answer(agent_ctx, method, protocol, tools):
-    with ServerThread(SimulatedEngine(time_scale=0.001)) as server:
-        backend = openai_backend(server.base_url)
+    with serve(ModelServer(time_scale=0.001)) as base_url:
+        backend = openai_backend(base_url)
         agent = Agent(backend, load_method(method), agent_ctx, protocol=protocol, config=FAST)
 
         async def episodes():
@@ -111,7 +113,7 @@ def test_real_episodes_call_every_tool_then_answer(agent_ctx, method, protocol, 
 
         eps = asyncio.run(episodes())
         backend.close()
-        stats = httpx.get(server.base_url.removesuffix("/v1") + "/stats", params={"episodes_in_flight": 3}).json()
+        stats = httpx.get(base_url.removesuffix("/v1") + "/stats", params={"episodes_in_flight": 3}).json()
     for ep in eps:
         assert ep.status == ANSWERED and ep.answer.startswith("Simulated answer"), ep.failure
         assert {c.name for c in ep.tool_calls} == tools
@@ -139,14 +141,38 @@ def test_keywords_are_names_titles_and_a_relation_as_the_tool_description_asks()
 def test_a_request_whose_client_gave_up_is_aborted():
     """As vLLM aborts a disconnected request: it leaves the engine (no slot held, no reply counted),
     so clients' timeouts and retries do not fill the engine with calls no episode reads."""
-    engine = SimulatedEngine(EngineModel(max_num_seqs=1), time_scale=1.0)  # engine seconds are wall seconds
+    engine = ModelServer(EngineModel(max_num_seqs=1), time_scale=1.0)  # engine seconds are wall seconds
     body = {"model": "m", "messages": [{"role": "user", "content": "Who directed Lothair II? " + "x" * 400_000}]}  # ~100k tokens: seconds of prefill
-    with ServerThread(engine) as server:
+    with serve(engine) as base_url:
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(server.base_url + "/chat/completions", json=body, timeout=httpx.Timeout(0.5, connect=5))
-        stats_url = server.base_url.removesuffix("/v1") + "/stats"
+            httpx.post(base_url + "/chat/completions", json=body, timeout=httpx.Timeout(0.5, connect=5))
+        stats_url = base_url.removesuffix("/v1") + "/stats"
         deadline = time.monotonic() + 10
         while (stats := httpx.get(stats_url).json())["in_flight"] and time.monotonic() < deadline:
             time.sleep(0.05)
     assert stats["aborted"] == 1 and stats["in_flight"] == 0 and stats["running"] == 0
     assert stats["requests"] == 1 and stats["episodes_answered"] == 0 and stats["completion_tokens"] == 0
+
+
+def test_every_preset_answers_over_the_same_http_surface():
+    """One server whatever its latency: OpenAI's error JSON for an unknown path or a refused request,
+    the same statistics, a fixed latency's service time its seconds."""
+    from tests.support.model_server import FixedLatency, fixed_latency, openai_endpoint
+
+    async def talk(server):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=server), base_url="http://stand-in") as client:
+            missing = await client.get("/v1/nothing")
+            refused = await client.post("/v1/chat/completions", json={"model": "gpt-5-mini", "messages": [], "max_tokens": 5})
+            answered = await client.post("/v1/chat/completions", json={"model": "gpt-5-mini", "messages": [{"role": "user", "content": "Who?"}]})
+            return missing, refused, answered, (await client.get("/stats")).json()
+
+    missing, refused, answered, stats = asyncio.run(talk(server := openai_endpoint()))
+    assert missing.status_code == 404 and missing.json()["error"]["message"] == "Invalid URL (GET /v1/nothing)"
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "max_tokens" and [p for p, _ in server.refused] == ["max_tokens"]
+    assert answered.status_code == 200 and answered.json()["choices"][0]["message"]["content"].startswith("It was on 20 March 851")
+    assert stats["requests"] == 2 and stats["refused"] == 1 and stats["episodes_answered"] == 1 and len(server.requests) == 2
+    fixed = fixed_latency(0.01)
+    asyncio.run(fixed.complete({"messages": [{"role": "user", "content": "Who?"}]}))
+    s = fixed.snapshot(episodes_in_flight=1)
+    assert s["latency"] == {"kind": "FixedLatency", "seconds": 0.01} and s["service_s"] == 0.01 and "ideal" not in s
+    assert s["first_at"] is not None and s["prompt_tokens"] > 0 and isinstance(fixed.latency, FixedLatency)

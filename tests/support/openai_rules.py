@@ -1,6 +1,7 @@
-"""An in-process stand-in for OpenAI's chat completions endpoint that enforces OpenAI's documented
-request rules per model family, and answers like a (very simple) agent and judge: the stand-ins' one
-agent policy (tests/support/agent_policy.py), one tool call and then the answer.
+"""OpenAI's documented request rules for the chat completions API, per model family: `refusal(body)`
+says what OpenAI would refuse. The stand-in model server (tests/support/model_server.py) applies them
+as `rules` in its OpenAI preset (`openai_endpoint()`), answering a refused request with HTTP 400 and
+OpenAI's error JSON: {"error": {"message", "type", "param", "code"}}.
 
 Rules (OpenAI's reasoning-model documentation for the chat completions API):
 - reasoning models (GPT-5 family, o-series: o1, o3, o3-mini, o4-mini): the reply cap is
@@ -12,21 +13,12 @@ Rules (OpenAI's reasoning-model documentation for the chat completions API):
   `reasoning_effort` is refused;
 - every model: an argument the API does not know (e.g. vLLM's `chat_template_kwargs`) is refused,
   `parallel_tool_calls` needs `tools`, a `json_schema` response format needs a name.
-A refusal is HTTP 400 with OpenAI's error JSON: {"error": {"message", "type", "param", "code"}}.
-
-It is a bare ASGI app: tests reach it through `httpx.ASGITransport` (no socket) or serve it on
-127.0.0.1 with uvicorn (`serve`) for subprocesses such as `python -m pipelines.evaluate`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 from typing import Any
-
-from tests.support.agent_policy import AgentPolicy, render_reply
-from tests.support.fixed_latency_endpoint import serve as serve_on_loopback
 
 KNOWN_ARGUMENTS = frozenset(
     {
@@ -38,7 +30,6 @@ KNOWN_ARGUMENTS = frozenset(
 )
 REASONING_REFUSED = ("max_tokens", "top_p", "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs", "logit_bias")
 EFFORTS = {"gpt-5": ("minimal", "low", "medium", "high"), "o-series": ("low", "medium", "high")}
-ANSWER = "It was on 20 March 851, as the records say."
 
 
 def series(model: str) -> str | None:
@@ -84,64 +75,3 @@ def refusal(body: dict[str, Any]) -> tuple[str | None, str | None, str] | None:
     if "parallel_tool_calls" in body and (kind == "o-series" or effort == "minimal"):
         return "parallel_tool_calls", "unsupported_parameter", "Unsupported parameter: 'parallel_tool_calls' is not supported with this model."
     return None
-
-
-# One search, then the answer (a judge's request gets a verdict).
-POLICY = AgentPolicy(max_tool_calls=1, answer=ANSWER)
-
-
-def reply(body: dict[str, Any]) -> dict[str, Any]:
-    reasoning = 64 if series(str(body["model"])) else 0
-    return {
-        "id": "chatcmpl-mock",
-        "object": "chat.completion",
-        "model": body["model"],
-        "choices": [{"index": 0, **render_reply(POLICY.next_action(body), body)}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20 + reasoning, "completion_tokens_details": {"reasoning_tokens": reasoning}},
-    }
-
-
-class OpenAIMock:
-    """The ASGI app. `requests` holds every chat request body received, `refused` the refused ones
-    with the parameter named."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.refused: list[tuple[str | None, dict[str, Any]]] = []
-        self._lock = threading.Lock()
-
-    def handle(self, method: str, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        if method == "GET" and path.endswith("/models"):
-            return 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in ("gpt-5-mini", "o4-mini", "gpt-4o-mini")]}
-        if method != "POST" or not path.endswith("/chat/completions"):
-            return 404, {"error": {"message": f"Invalid URL ({method} {path})", "type": "invalid_request_error", "param": None, "code": None}}
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return 400, {"error": {"message": "We could not parse the JSON body of your request.", "type": "invalid_request_error", "param": None, "code": None}}
-        with self._lock:
-            self.requests.append(body)
-        refused = refusal(body)
-        if refused is not None:
-            param, code, message = refused
-            with self._lock:
-                self.refused.append((param, body))
-            return 400, {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
-        return 200, reply(body)
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            return
-        raw, more = b"", True
-        while more:
-            event = await receive()
-            raw += event.get("body", b"")
-            more = event.get("more_body", False)
-        status, payload = self.handle(scope["method"], scope["path"], raw)
-        data = json.dumps(payload).encode()
-        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
-        await send({"type": "http.response.body", "body": data})
-
-
-# Served on 127.0.0.1 like the benchmarks' fixed-latency endpoint, by the same helper.
-serve = serve_on_loopback
