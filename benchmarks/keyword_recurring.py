@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 from arag.index.store import open_index
 from arag.tools import ToolContext
 from arag.index.keyword.counts import KeywordCounts
-from arag.tools.store import top_pairs
+from arag.tools.index_cache import top_pairs
 from tests.support.agent_policy import keywords_of
 
 TOP_K = 5

@@ -36,7 +36,7 @@ from arag.index.store import open_index
 from arag.tools import ToolContext
 from arag.index.keyword import part_cache
 from arag.index.keyword.part_cache import build_part_cache
-from arag.tools.store import part_cache_dir
+from arag.tools.index_cache import part_cache_dir
 from tests.support import tools_reference as reference
 from tests.support.synthetic_index import Vocabulary, iter_chunk_texts, wiki_sentences, write_synthetic_index
 

@@ -346,7 +346,7 @@ def test_retrieval_tools_work_on_a_pipeline_built_index(multi_part_index):
 
     from arag.index.store import open_index
     from arag.index.keyword.part_cache import is_valid
-    from arag.tools.store import part_cache_dir
+    from arag.tools.index_cache import part_cache_dir
 
     root, _ = multi_part_index
     # Phase 1 built every part's tools cache beside its Parquet files; opening the tools builds nothing.

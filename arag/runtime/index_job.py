@@ -37,7 +37,7 @@ from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.part_runner import PartTasks, quiet_ray_data, run_part_tasks, run_parts
 from arag.runtime.progress import progress_bar
 from arag.index.keyword.part_cache import build_part_cache
-from arag.tools.store import part_cache_dir
+from arag.tools.index_cache import part_cache_dir
 
 log = logging.getLogger("arag.index")
 

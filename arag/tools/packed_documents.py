@@ -21,7 +21,7 @@ import numpy as np
 from arag.index.packing import COVERED_SEPARATOR
 from arag.tools.base import ToolHost
 from arag.tools.keyword import matching_sentences
-from arag.tools.store import ChunkStore
+from arag.tools.index_cache import ChunkStore
 
 # Windows whose covered documents are read per step of the walk to a document's ends.
 WALK_BLOCK = 32

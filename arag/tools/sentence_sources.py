@@ -39,9 +39,9 @@ class Sources:
 
 
 class SentenceSources:
-    """Source document of global sentence rows (arag.tools.store row numbering) of one index."""
+    """Source document of global sentence rows (arag.tools.index_cache row numbering) of one index."""
 
-    def __init__(self, store: Any):  # an arag.tools.store.ChunkStore (which imports this module)
+    def __init__(self, store: Any):  # an arag.tools.index_cache.ChunkStore (which imports this module)
         self.store = store
         files = {p.part: p.sentences for p in store.index.parts}
         self.files: list[Path] = [files[n] for n in store.part_numbers]

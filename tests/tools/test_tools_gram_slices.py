@@ -81,7 +81,7 @@ def made_up_index(tmp_path_factory):
 
 def test_a_part_with_weak_trigrams_gets_slices_and_scores_exactly(made_up_index, monkeypatch, tmp_path):
     from arag.index.store import open_index
-    from arag.tools.store import ChunkStore
+    from arag.tools.index_cache import ChunkStore
 
     monkeypatch.setattr(part_cache, "SLICES_MIN_ROWS", 1)
     store = ChunkStore.open(open_index(made_up_index.path), cache_dir=tmp_path)
@@ -97,7 +97,7 @@ def test_a_part_with_weak_trigrams_gets_slices_and_scores_exactly(made_up_index,
 
 def test_prose_gets_no_slices(tmp_path_factory, monkeypatch, tmp_path):
     from arag.index.store import open_index
-    from arag.tools.store import ChunkStore
+    from arag.tools.index_cache import ChunkStore
     from conftest import Doc, make_index
 
     monkeypatch.setattr(part_cache, "SLICES_MIN_ROWS", 1)

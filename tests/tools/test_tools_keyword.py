@@ -281,7 +281,7 @@ def test_a_part_smaller_than_dense_min_units_keeps_every_bitmap(tmp_path):
 def test_keyword_search_is_exact_when_every_trigram_is_dense(edge_index, monkeypatch, tmp_path):
     from arag.index.store import open_index
     from arag.index.keyword import ngrams
-    from arag.tools.store import ChunkStore
+    from arag.tools.index_cache import ChunkStore
 
     monkeypatch.setattr(ngrams, "DENSE_MIN_UNITS", 1)
     monkeypatch.setattr(ngrams, "DENSE_FRACTION", 0.0)  # every trigram dense: no narrowing at all
@@ -296,7 +296,7 @@ def test_keyword_search_is_exact_when_every_trigram_is_dense(edge_index, monkeyp
 def test_keyword_search_is_exact_under_a_tight_postings_budget(edge_index, monkeypatch, tmp_path):
     from arag.index.store import open_index
     from arag.index.keyword import ngrams
-    from arag.tools.store import ChunkStore
+    from arag.tools.index_cache import ChunkStore
 
     monkeypatch.setattr(ngrams, "DENSE_MIN_UNITS", 1)
     monkeypatch.setattr(ngrams, "DENSE_FRACTION", 2.0)  # the budget rule alone
@@ -315,7 +315,7 @@ def test_keyword_search_is_exact_under_a_tight_postings_budget(edge_index, monke
 def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap, block):
     from arag.index.store import open_index
     from arag.index.keyword import part_cache
-    from arag.tools.store import ChunkStore
+    from arag.tools.index_cache import ChunkStore
 
     monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
     monkeypatch.setattr(part_cache, "SCORE_ROWS", block)  # candidates scored a few at a time
@@ -334,7 +334,7 @@ def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch
     other columns' bytes lie between two batches' texts), with or without a read gap."""
     from arag.index.store import open_index
     from arag.index.keyword import part_cache
-    from arag.tools.store import ChunkStore
+    from arag.tools.index_cache import ChunkStore
 
     monkeypatch.setattr(part_cache, "READ_BATCH", 2)
     store = ChunkStore.open(open_index(edge_index.path), cache_dir=tmp_path)
@@ -351,7 +351,7 @@ def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
     time from memory, equals the reference; a keyword given twice still counts twice."""
     from arag.index.store import open_index
     from arag.index.keyword.counts import KeywordCounts
-    from arag.tools.store import ChunkStore
+    from arag.tools.index_cache import ChunkStore
 
     store = ChunkStore.open(open_index(edge_index.path))
     store.keyword_counts = KeywordCounts(min_candidates=0)

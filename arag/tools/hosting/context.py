@@ -38,7 +38,7 @@ from arag.tools.base import ResultFormat, ToolOptions, ToolResult, error_result
 from arag.tools.hosting.batching import BatchingEncoder
 from arag.tools.failures import UNKNOWN_TOOL
 from arag.tools.registry import TOOLS
-from arag.tools.store import ChunkStore
+from arag.tools.index_cache import ChunkStore
 from arag.tools.tracker import ReadTracker
 from arag.tools.vector_search import VectorSearch
 
@@ -60,7 +60,7 @@ class ToolContext:
     encoder: query encoder (a batch of texts in, one row per text out); default: the index's own
         embedder (`SentenceEmbedder(index.embedder_spec).encode_queries`, with the model's query
         prompt), loaded on the first semantic call. Calls are micro-batched across threads.
-    cache_dir: where the per-part tools caches live (default `<index>/tools_cache`, see arag.tools.store).
+    cache_dir: where the per-part tools caches live (default `<index>/tools_cache`, see arag.tools.index_cache).
     accelerate: narrow keyword candidates with the trigram postings (same results, faster);
         False scores every chunk.
     nprobe, rerank: query-time knobs of vector search on an ANN index: lists probed, and exact

@@ -12,7 +12,7 @@ import pytest
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from arag.tools import TOOL_SETS, TOOLS, ToolContext, get_tool, tool_schemas
 from arag.index.keyword import ngrams, part_cache
-from arag.tools.store import manifest_hash, part_cache_dir
+from arag.tools.index_cache import manifest_hash, part_cache_dir
 
 from conftest import EDGE_DOCS, Doc, fake_encode, make_index
 
