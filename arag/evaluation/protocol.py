@@ -24,8 +24,6 @@ from typing import Any, Mapping
 from arag.evaluation import protocol_papers as P
 from arag.index.layout import IndexLayout
 
-# Tools whose results list chunks found by a search (where titles and snippets are shown).
-SEARCH_TOOLS = ("keyword_search", "semantic_search", "naive_embedding_search")
 # Method kinds that run the agent loop (max steps, token budget, guard rails apply).
 LOOP_KINDS = ("agent", "agenticrag")
 NOT_RECORDED = "not recorded"
@@ -210,9 +208,12 @@ def run_facts(info: Mapping[str, Any]) -> dict[str, Fact]:
         rails = guard_rails_label(agent.get("guard_rails"))
         facts[P.GUARD_RAILS] = Fact(rails, rails)
     facts[P.PROMPT_VARIANT] = _method_setting(method, "prompt_variant", "pre-paper prompts", "pre-paper prompts")
-    if "keyword_search" in tools:
+    from arag.tools import result_settings_of
+
+    followed = result_settings_of(tools)
+    if "snippets_per_chunk" in followed:
         facts[P.SNIPPET_CAP] = _method_setting(method, "snippets_per_chunk", "all", "all")
-    if any(t in SEARCH_TOOLS for t in tools):
+    if "result_titles" in followed:
         facts[P.RESULT_TITLES] = _method_setting(method, "result_titles", True, "yes")
     for setting, key in ((P.QUERIES_PER_SEARCH, "max_queries"), (P.RESULTS_PER_QUERY, "search_results"), (P.FIND_PASSAGES, "find_passages_per_pattern"),
                          (P.OPEN_WINDOW, "open_window_lines"), (P.CONTEXT_BUDGET, "context_budget"), (P.MAX_REWRITES, "max_rewrites")):

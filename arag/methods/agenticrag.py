@@ -67,7 +67,9 @@ class AgenticRagMethod(Method):
 
     @property
     def manages_context(self) -> bool:
-        return "summarize" in self.tools
+        from arag.tools import get_tool
+
+        return any(get_tool(name).compacts_context for name in self.tools)
 
     def new_episode_state(self) -> "DocumentSession":
         from arag.tools import DocumentSession
@@ -84,27 +86,10 @@ class AgenticRagMethod(Method):
         return super().initial_messages(question, ctx, tracker)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """The tools' schemas with this method's limits (the ablations narrow them)."""
-        import copy
+        """The tools' schemas with this method's document-tool limits (the ablations narrow them)."""
+        from arag.tools import tool_schemas
 
-        schemas = copy.deepcopy(super().tool_schemas())
-        for schema in schemas:
-            fn = schema["function"]
-            props = fn["parameters"]["properties"]
-            if fn["name"] == "search":
-                n = self.documents.max_queries
-                props["queries"]["maxItems"] = n
-                # The texts name the paper's 5; another limit is named instead, so the model is told what the schema allows.
-                if n == 1:
-                    props["queries"]["description"] = "Exactly one query."
-                    fn["description"] = fn["description"].replace("Give up to 5 different phrasings of what you look for in one call", "Give one phrasing of what you look for per call")
-                elif n != 5:
-                    props["queries"]["description"] = f"One to {n} reformulations of what to look for."
-                    fn["description"] = fn["description"].replace("Give up to 5 different phrasings", f"Give up to {n} different phrasings")
-            if fn["name"] == "find" and not self.documents.semantic_find:
-                props["mode"]["enum"] = ["lexical"]
-                fn["description"] = fn["description"].split(' mode "lexical"')[0] + " It finds lines that contain a pattern literally (case-insensitive)."
-        return schemas
+        return tool_schemas(list(self.tools), self.chunk_ids, self.documents) if self.tools else []
 
     def finish_answer(self, text: str, state: Any) -> tuple[str, list[dict[str, Any]]]:
         """The answer without its citations line, and the citations ranked (by score, then order)."""

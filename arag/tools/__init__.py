@@ -22,7 +22,7 @@ from __future__ import annotations
 from arag.tools.base import Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec
 from arag.tools.hosting.context import ToolContext
 from arag.tools.documents import DocumentSession, DocumentToolSettings
-from arag.tools.registry import TOOL_SETS, TOOLS, get_tool, tool_schemas
+from arag.tools.registry import TOOL_SETS, TOOLS, get_tool, result_settings_of, tool_schemas
 from arag.tools.tracker import ReadTracker
 
 
@@ -39,5 +39,6 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "get_tool",
+    "result_settings_of",
     "tool_schemas",
 ]

@@ -11,6 +11,7 @@ carries its failure kind in `details` (arag.tools.failures.FAILURE).
 
 from __future__ import annotations
 
+import copy
 import json
 
 import math
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
     from arag.index.chunk_ids import ChunkIdFormat
 
-    from arag.tools.store import ChunkStore
+    from arag.tools.index_cache import ChunkStore
     from arag.tools.tracker import ReadTracker
     from arag.tools.vector_search import VectorSearch
 
@@ -249,14 +250,30 @@ class ToolSpec:
     # (tracker, result) -> None: brings a client's copy of the episode's state (its tracker) up to
     # date with a result a served index answered, beyond the reads `tracks_reads` marks.
     mirror: Callable[[Any, "ToolResult"], None] | None = None
+    # The ResultFormat settings (a method's settings of the same names) its result texts follow.
+    result_settings: tuple[str, ...] = ()
+    # A successful call replaces the conversation with the agent's notes (arag.agent.context): a
+    # method that offers it manages its context instead of being cut off at the budget.
+    compacts_context: bool = False
+    # (function schema, DocumentToolSettings) -> None: narrows the schema, in place, to a method's
+    # document-tool settings (the ablations' limits), so the model is told what the tool allows.
+    fit_schema: Callable[[dict[str, Any], Any], None] | None = None
 
     def __post_init__(self) -> None:
         if self.evidence not in EVIDENCE_KINDS:
             raise ValueError(f"tool {self.name}: evidence must be one of {', '.join(EVIDENCE_KINDS)}, got {self.evidence!r}")
+        unknown = [s for s in self.result_settings if s not in RESULT_FORMAT_PARAMS]
+        if unknown:
+            raise ValueError(f"tool {self.name}: result_settings must be among {', '.join(RESULT_FORMAT_PARAMS)}, got {unknown[0]!r}")
 
-    def schema(self) -> dict[str, Any]:
-        """OpenAI-style function schema (the `tools=[...]` entry of a chat request)."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+    def schema(self, documents: Any = None) -> dict[str, Any]:
+        """OpenAI-style function schema (the `tools=[...]` entry of a chat request); with a method's
+        document-tool settings (DocumentToolSettings), narrowed to them where the tool follows them."""
+        schema = {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        if documents is not None and self.fit_schema is not None:
+            schema = copy.deepcopy(schema)
+            self.fit_schema(schema["function"], documents)
+        return schema
 
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "ToolSpec":
         """This tool with its texts describing the chunk ids of an opened index (arag.index.chunk_ids):

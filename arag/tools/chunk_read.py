@@ -158,4 +158,5 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, tracks_reads=True, shown_ids_argument="chunk_ids")
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, tracks_reads=True, shown_ids_argument="chunk_ids",
+                result_settings=("result_titles",))

@@ -113,4 +113,12 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=content_tokens(pieces), details={"ref_ids": [ref.ref_id], "left_out": left_out})
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True)  # passages around matched lines: pieces of a document, not its chunks' whole text
+def fit_schema(fn: dict[str, Any], documents: Any) -> None:
+    """Without `semantic_find` the only mode is lexical, and the description says so."""
+    if not documents.semantic_find:
+        fn["parameters"]["properties"]["mode"]["enum"] = ["lexical"]
+        fn["description"] = fn["description"].split(' mode "lexical"')[0] + " It finds lines that contain a pattern literally (case-insensitive)."
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True,
+                fit_schema=fit_schema)  # passages around matched lines: pieces of a document, not its chunks' whole text

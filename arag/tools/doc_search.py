@@ -200,4 +200,19 @@ def mirror(tracker: object, result: ToolResult) -> None:
         tracker.mirror_search(result)
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True, mirror=mirror)  # a preview snippet per document
+def fit_schema(fn: dict[str, Any], documents: Any) -> None:
+    """`max_queries` as the schema's limit; the texts name the paper's 5, so another limit is named
+    instead and the model is told what the schema allows."""
+    n = documents.max_queries
+    props = fn["parameters"]["properties"]
+    props["queries"]["maxItems"] = n
+    if n == 1:
+        props["queries"]["description"] = "Exactly one query."
+        fn["description"] = fn["description"].replace("Give up to 5 different phrasings of what you look for in one call", "Give one phrasing of what you look for per call")
+    elif n != 5:
+        props["queries"]["description"] = f"One to {n} reformulations of what to look for."
+        fn["description"] = fn["description"].replace("Give up to 5 different phrasings", f"Give up to {n} different phrasings")
+
+
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True, mirror=mirror,
+                fit_schema=fit_schema)  # a preview snippet per document

@@ -15,7 +15,7 @@ How it runs: each part's tools cache (arag.index.keyword.part_cache) holds posti
 trigrams of the Python-lowered chunk text (and, where those cannot narrow, hashed 6-gram slices);
 the chunks holding every indexed gram of a keyword are its candidates (a superset of the
 matches), and only those are scored, exactly, by the definition above
-(arag.tools.store.ChunkStore.keyword_top; Arrow and RE2 in C++, Python's lower() where it differs).
+(arag.tools.index_cache.ChunkStore.keyword_top; Arrow and RE2 in C++, Python's lower() where it differs).
 A keyword with no word trigram (under 3 characters, or "U.S.") is scored on every chunk.
 `ToolContext(accelerate=False)` scores every chunk for every keyword; the result is the same.
 """
@@ -106,4 +106,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET)  # matched sentences (whole chunks for a full_text method)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, result_settings=("snippets_per_chunk", "result_titles"))  # matched sentences (whole chunks for a full_text method)

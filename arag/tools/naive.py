@@ -55,4 +55,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, encodes_queries=True, warm_up=WARM_UP)  # whole chunks
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, encodes_queries=True, warm_up=WARM_UP, result_settings=("result_titles",))  # whole chunks

@@ -4,8 +4,8 @@ which the method configs declare (conf/method/*.yaml `tools`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from arag.config.files import method_declarations
 from arag.registry import TOOL, plugins, register
@@ -59,8 +59,15 @@ def get_tool(name: str) -> ToolSpec:
         raise KeyError(f"unknown tool {name!r}; known: {', '.join(TOOLS)}") from None
 
 
-def tool_schemas(tool_set: str | list[str] | tuple[str, ...], chunk_ids: "ChunkIdFormat | None" = None) -> list[dict]:
+def result_settings_of(names: Iterable[str]) -> set[str]:
+    """The ResultFormat settings the named tools' result texts follow (a run's recorded tools: a name
+    no installed tool has adds none)."""
+    return {setting for name in names if name in TOOLS for setting in TOOLS[name].result_settings}
+
+
+def tool_schemas(tool_set: str | list[str] | tuple[str, ...], chunk_ids: "ChunkIdFormat | None" = None, documents: Any = None) -> list[dict]:
     """The tools' function schemas; with `chunk_ids` (an opened index's), their texts describe its
-    chunk ids, else they keep the `{chunk_id_format}`/`{chunk_id_example}` slots."""
+    chunk ids, else they keep the `{chunk_id_format}`/`{chunk_id_example}` slots; with `documents`
+    (a method's DocumentToolSettings), the document tools' schemas follow its limits."""
     names = TOOL_SETS[tool_set] if isinstance(tool_set, str) else tool_set
-    return [get_tool(n).for_index(chunk_ids).schema() for n in names]
+    return [get_tool(n).for_index(chunk_ids).schema(documents) for n in names]

@@ -95,4 +95,4 @@ def hits_for(ctx: ToolHost, groups: list[tuple[int, float, np.ndarray]], full_te
     ]
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, encodes_queries=True, warm_up=WARM_UP)  # the closest sentences (whole chunks for a full_text method)
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, encodes_queries=True, warm_up=WARM_UP, result_settings=("result_titles",))  # the closest sentences (whole chunks for a full_text method)

@@ -59,4 +59,4 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     return ToolResult(tool=NAME, text=text, details={"ref_ids": kept, "keep_ref_ids": kept, "notes": notes})
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=NOT_EVIDENCE)  # the agent's own notes
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=NOT_EVIDENCE, compacts_context=True)  # the agent's own notes

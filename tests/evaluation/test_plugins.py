@@ -5,6 +5,7 @@ the report, the tool sets, the settings checks and the run identity."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pyarrow.parquet as pq
 import pytest
@@ -283,3 +284,40 @@ def test_a_toy_tool_states_its_reads_shown_ids_warm_up_and_what_a_client_mirrors
     service = SimpleNamespace(tools={"toy_reader": spec}, workers=SimpleNamespace(workers=2, call=lambda name, args: calls.append((name, args)) or ToolResult(tool=name, text="")))
     ToolService.preload(service)
     assert calls == [("toy_reader", {"title": "warm"})] * 2  # every worker process loads what the tool needs
+
+
+def test_a_toy_tool_states_its_result_settings_context_compaction_and_schema_limits(registered):
+    """AgenticRAG's context management and schema limits and the protocol card's result-format rows
+    follow what the tools state (ToolSpec), never their names: a toy tool with the same facts gets
+    the same treatment."""
+    from arag.evaluation.protocol import run_facts
+    from arag.evaluation import protocol_papers as P
+    from arag.methods import load_method
+    from arag.tools import TOOLS, DocumentToolSettings, result_settings_of
+
+    assert {t: s.result_settings for t, s in TOOLS.items() if s.result_settings} == {
+        "keyword_search": ("snippets_per_chunk", "result_titles"), "semantic_search": ("result_titles",),
+        "naive_embedding_search": ("result_titles",), "chunk_read": ("result_titles",),
+    }
+    assert [t for t, s in TOOLS.items() if s.compacts_context] == ["summarize"]
+    assert [t for t, s in TOOLS.items() if s.fit_schema] == ["search", "find"]
+    with pytest.raises(ValueError, match="result_settings must be among snippets_per_chunk, result_titles"):
+        ToolSpec(name="t", description="", parameters={}, fn=lambda *a: None, evidence=READ, result_settings=("titles",))
+
+    def fit(fn, documents):
+        fn["parameters"]["properties"]["title"]["maxLength"] = documents.max_queries
+
+    toy = ToolSpec(name="toy_notes", description="", parameters={"type": "object", "properties": {"title": {"type": "string"}}}, fn=lambda *a: None,
+                   evidence=NOT_EVIDENCE, compacts_context=True, result_settings=("snippets_per_chunk",), fit_schema=fit)
+    registered(TOOL, toy.name, toy)
+    assert toy.schema(DocumentToolSettings(max_queries=3))["function"]["parameters"]["properties"]["title"] == {"type": "string", "maxLength": 3}
+    assert toy.schema()["function"]["parameters"]["properties"]["title"] == {"type": "string"}  # the spec's own schema is untouched
+    agenticrag = load_method("agenticrag")
+    assert agenticrag.manages_context and not load_method("agenticrag_no_summarize").manages_context
+    with_toy = dataclasses.replace(agenticrag, tools=("search", "toy_notes"), documents=DocumentToolSettings(max_queries=2))
+    assert with_toy.manages_context
+    search, notes = with_toy.tool_schemas()
+    assert search["function"]["parameters"]["properties"]["queries"]["maxItems"] == 2 and notes["function"]["parameters"]["properties"]["title"]["maxLength"] == 2
+    assert result_settings_of(["toy_notes", "not_installed"]) == {"snippets_per_chunk"}
+    facts = run_facts({"settings": {"method": {"name": "m", "kind": "agent", "tools": ["toy_notes"]}, "model": {"model": "x"}, "agent": {}}})
+    assert P.SNIPPET_CAP in facts and P.RESULT_TITLES not in facts
