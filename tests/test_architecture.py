@@ -238,14 +238,27 @@ def test_no_machine_specific_paths():
     assert not offenders, "machine-specific paths:\n" + "\n".join(offenders)
 
 
-def compared_names(path: Path, names: set[str]) -> list[tuple[int, str]]:
-    """(line, name) of every comparison (==, !=, in, not in) of a value with one of `names` in the file."""
+def constants_naming(path: Path, names: set[str]) -> dict[str, str]:
+    """Module-level constants of the file bound to one of `names` (SUMMARIZE_TOOL = "summarize")."""
+    return {
+        target.id: node.value.value
+        for node in ast.parse(path.read_text(), str(path)).body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in names
+        for target in node.targets if isinstance(target, ast.Name)
+    }
+
+
+def compared_names(path: Path, names: set[str], constants: dict[str, str] | None = None) -> list[tuple[int, str]]:
+    """(line, name) of every comparison (==, !=, in, not in) of a value with one of `names` in the file,
+    spelled out or through one of `constants` (a constant bound to such a name)."""
+    constants = constants or {}
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Compare):
             for operand in (node.left, *node.comparators):
                 strings = operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]
                 found += [(node.lineno, s.value) for s in strings if isinstance(s, ast.Constant) and s.value in names]
+                found += [(node.lineno, constants[s.id]) for s in strings if isinstance(s, ast.Name) and s.id in constants]
         elif isinstance(node, ast.match_case) and isinstance(node.pattern, ast.MatchValue):
             value = node.pattern.value
             if isinstance(value, ast.Constant) and value.value in names:
@@ -256,13 +269,9 @@ def compared_names(path: Path, names: set[str]) -> list[tuple[int, str]]:
 def name_comparisons_outside(home: str, names: set[str]) -> list[str]:
     """Comparisons with a plugin's name in arag/ and pipelines/ outside the plugin's own package `home`."""
     repo = ARAG.parent
-    return [
-        f"{path.relative_to(repo)}:{line}: compares with {name!r}"
-        for folder in ("arag", "pipelines")
-        for path in sorted((repo / folder).rglob("*.py"))
-        if not path.is_relative_to(repo / home)
-        for line, name in compared_names(path, names)
-    ]
+    paths = [path for folder in ("arag", "pipelines") for path in sorted((repo / folder).rglob("*.py")) if not path.is_relative_to(repo / home)]
+    constants = {k: v for path in paths for k, v in constants_naming(path, names).items()}  # imported ones count too
+    return [f"{path.relative_to(repo)}:{line}: compares with {name!r}" for path in paths for line, name in compared_names(path, names, constants)]
 
 
 def test_no_module_outside_arag_llm_compares_a_backends_name():
@@ -278,6 +287,10 @@ def test_the_name_check_sees_comparisons(tmp_path):
     source = tmp_path / "x.py"
     source.write_text('if cfg["backend"] == "vllm" or kind in ("openai", "other"):\n    pass\nmatch kind:\n    case "scripted":\n        pass\nx = {"backend": "vllm"}\n')
     assert sorted(compared_names(source, {"vllm", "openai", "scripted"})) == [(1, "openai"), (1, "vllm"), (4, "scripted")]
+    named = tmp_path / "y.py"
+    named.write_text('SUMMARIZE_TOOL = "summarize"\nOTHER = "x"\ndef f(record):\n    return record.name == SUMMARIZE_TOOL or record.name == OTHER\n')
+    constants = constants_naming(named, {"summarize"})
+    assert constants == {"SUMMARIZE_TOOL": "summarize"} and compared_names(named, {"summarize"}, constants) == [(4, "summarize")]
 
 
 def test_no_module_outside_arag_tools_compares_a_tools_name():

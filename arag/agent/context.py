@@ -15,10 +15,9 @@ from typing import Callable
 from arag.agent.protocols import shown_ids_only
 from arag.llm.types import Message
 from arag.tools.documents import REF_ID
+from arag.tools.registry import TOOLS
 
 REMOVED = "[removed]"
-SUMMARIZE_TOOL = "summarize"
-SEARCH_TOOL = "search"
 BLOCK_SEPARATOR = "\n\n"
 
 WARNING_TEXT = (
@@ -31,6 +30,18 @@ FORCE_TEXT = (
     "of everything you found that matters for the question and list the reference ids whose results you "
     "still need. Results of all other ids will be removed; then you can go on."
 )
+
+
+def compacts_context(tool: str) -> bool:
+    """Whether a successful call of `tool` compacts the conversation (ToolSpec.compacts_context: summarize)."""
+    spec = TOOLS.get(tool)
+    return bool(spec and spec.compacts_context)
+
+
+def lists_ref_entries(tool: str) -> bool:
+    """Whether `tool`'s result is one block per reference id (ToolSpec.ref_entries: search)."""
+    spec = TOOLS.get(tool)
+    return bool(spec and spec.ref_entries)
 
 
 @dataclass
@@ -67,7 +78,7 @@ class ContextManager:
         """Reference ids whose results are still in the conversation (not replaced by the marker)."""
         shown: list[str] = []
         for obs in self.observations.values():
-            if obs.tool == SUMMARIZE_TOOL or obs.text == REMOVED:
+            if compacts_context(obs.tool) or obs.text == REMOVED:
                 continue
             shown += [r for r in obs.ref_ids if removed_entry(r) not in obs.text]
         return list(dict.fromkeys(shown))
@@ -77,9 +88,9 @@ class ContextManager:
         Results without a reference id (errors) are removed too; summaries always stay."""
         removed: list[str] = []
         for index, obs in self.observations.items():
-            if obs.tool == SUMMARIZE_TOOL or obs.text == REMOVED:
+            if compacts_context(obs.tool) or obs.text == REMOVED:
                 continue
-            if obs.tool == SEARCH_TOOL and obs.ref_ids and keep & set(obs.ref_ids):
+            if lists_ref_entries(obs.tool) and obs.ref_ids and keep & set(obs.ref_ids):
                 text = keep_search_entries(obs.text, keep)
                 removed += [r for r in obs.ref_ids if r not in keep]
             elif keep & set(obs.ref_ids):

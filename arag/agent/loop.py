@@ -230,10 +230,10 @@ class Agent:
 
     def _after_tool(self, manager: Any, action: ToolAction, record: ToolCallRecord, messages: list[Message], conversation: int) -> int:
         """Register the observation just appended; a successful summarize compacts the conversation."""
-        from arag.agent.context import SUMMARIZE_TOOL, Observation
+        from arag.agent.context import Observation, compacts_context
 
         manager.observed(len(messages) - 1, Observation(record.name, record.ref_ids, lambda text, a=action: self.protocol.observation(a, text), record.text))
-        if record.name == SUMMARIZE_TOOL and not record.error:
+        if compacts_context(record.name) and not record.error:
             manager.compact(messages, set(record.ref_ids))
             return sum(estimate_tokens(m) for m in messages)
         return conversation + estimate_tokens(messages[-1])
@@ -241,17 +241,17 @@ class Agent:
     async def _forced_summarize(self, manager: Any, messages: list[Message], conversation: int, step: int, ep: Episode, tracker: Any) -> int:
         """At the budget: ask for a summarize (the only tool offered) and compact; without a valid one,
         every referenced result is removed. The loop then goes on."""
-        from arag.agent.context import SUMMARIZE_TOOL, forced_summarize_schema
+        from arag.agent.context import compacts_context, forced_summarize_schema
 
         ep.forced_summaries += 1
         shown = manager.shown_ref_ids()
         messages.append(manager.force_request(conversation, shown))
-        schemas = [forced_summarize_schema(s, shown) for s in self.tool_schemas if s["function"]["name"] == SUMMARIZE_TOOL]
+        schemas = [forced_summarize_schema(s, shown) for s in self.tool_schemas if compacts_context(s["function"]["name"])]
         completion = await self._call_model(messages, self.protocol.request(schemas, allow_answer=False), step, ep, final=False)
         messages.append(self.protocol.assistant_message(completion))
         summarized = False
         for action in self.protocol.parse(completion):
-            if isinstance(action, ToolAction) and action.name == SUMMARIZE_TOOL and not summarized:
+            if isinstance(action, ToolAction) and compacts_context(action.name) and not summarized:
                 note = await self._run_tool(action, step, ep, tracker)
                 messages.append(note)
                 self._after_tool(manager, action, ep.tool_calls[-1], messages, conversation)

@@ -111,9 +111,9 @@ class Method:
     def shows_tool_results(self) -> bool:
         """Whether the model reads the results of the A-RAG tools, so that `snippets_per_chunk` and
         `result_titles` shape what it sees (they enter the run's identity then)."""
-        from arag.tools.registry import RESULT_FORMAT_TOOLS
+        from arag.tools import result_settings_of
 
-        return bool(set(self.tools) & set(RESULT_FORMAT_TOOLS))
+        return bool(result_settings_of(self.tools))
 
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "Method":
         """This method with its texts describing the chunk ids of an opened index (a copy)."""

@@ -255,6 +255,9 @@ class ToolSpec:
     # A successful call replaces the conversation with the agent's notes (arag.agent.context): a
     # method that offers it manages its context instead of being cut off at the budget.
     compacts_context: bool = False
+    # Its result text is one block per reference id ("[<ref id>] ..."): a compaction keeps the
+    # blocks of the ids the notes keep and removes the others one by one.
+    ref_entries: bool = False
     # (function schema, DocumentToolSettings) -> None: narrows the schema, in place, to a method's
     # document-tool settings (the ablations' limits), so the model is told what the tool allows.
     fit_schema: Callable[[dict[str, Any], Any], None] | None = None

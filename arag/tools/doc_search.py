@@ -215,4 +215,4 @@ def fit_schema(fn: dict[str, Any], documents: Any) -> None:
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, unit="document", encodes_queries=True, mirror=mirror,
-                fit_schema=fit_schema)  # a preview snippet per document
+                ref_entries=True, fit_schema=fit_schema)  # a preview snippet per document

@@ -25,9 +25,6 @@ if TYPE_CHECKING:
 for _spec in (KEYWORD_SEARCH, SEMANTIC_SEARCH, NAIVE_EMBEDDING_SEARCH, CHUNK_READ, DOC_SEARCH, DOC_FIND, DOC_OPEN, SUMMARIZE):
     register(TOOL, _spec.name, _spec)
 
-# The A-RAG tools, whose texts a method's result format (arag.tools.base.ResultFormat) shapes.
-RESULT_FORMAT_TOOLS = (KEYWORD_SEARCH.name, SEMANTIC_SEARCH.name, NAIVE_EMBEDDING_SEARCH.name, CHUNK_READ.name)
-
 # Every registered tool by name, live: a tool registered later is here too.
 TOOLS: Mapping[str, ToolSpec] = plugins(TOOL)
 

@@ -287,9 +287,9 @@ def test_a_toy_tool_states_its_reads_shown_ids_warm_up_and_what_a_client_mirrors
 
 
 def test_a_toy_tool_states_its_result_settings_context_compaction_and_schema_limits(registered):
-    """AgenticRAG's context management and schema limits and the protocol card's result-format rows
-    follow what the tools state (ToolSpec), never their names: a toy tool with the same facts gets
-    the same treatment."""
+    """AgenticRAG's context management and schema limits, the run identity's result format and the
+    protocol card's result-format rows follow what the tools state (ToolSpec), never their names: a
+    toy tool with the same facts gets the same treatment."""
     from arag.evaluation.protocol import run_facts
     from arag.evaluation import protocol_papers as P
     from arag.methods import load_method
@@ -300,6 +300,7 @@ def test_a_toy_tool_states_its_result_settings_context_compaction_and_schema_lim
         "naive_embedding_search": ("result_titles",), "chunk_read": ("result_titles",),
     }
     assert [t for t, s in TOOLS.items() if s.compacts_context] == ["summarize"]
+    assert [t for t, s in TOOLS.items() if s.ref_entries] == ["search"]
     assert [t for t, s in TOOLS.items() if s.fit_schema] == ["search", "find"]
     with pytest.raises(ValueError, match="result_settings must be among snippets_per_chunk, result_titles"):
         ToolSpec(name="t", description="", parameters={}, fn=lambda *a: None, evidence=READ, result_settings=("titles",))
@@ -319,5 +320,11 @@ def test_a_toy_tool_states_its_result_settings_context_compaction_and_schema_lim
     search, notes = with_toy.tool_schemas()
     assert search["function"]["parameters"]["properties"]["queries"]["maxItems"] == 2 and notes["function"]["parameters"]["properties"]["title"]["maxLength"] == 2
     assert result_settings_of(["toy_notes", "not_installed"]) == {"snippets_per_chunk"}
+    # A method offering it: the result format shapes what the model sees, so it enters the run's identity.
+    assert dataclasses.replace(load_method("direct"), tools=("toy_notes",)).shows_tool_results() and not load_method("direct").shows_tool_results()
+    from arag.agent.context import compacts_context, lists_ref_entries
+
+    assert compacts_context("toy_notes") and compacts_context("summarize") and not compacts_context("search") and not compacts_context("not_installed")
+    assert lists_ref_entries("search") and not lists_ref_entries("toy_notes")
     facts = run_facts({"settings": {"method": {"name": "m", "kind": "agent", "tools": ["toy_notes"]}, "model": {"model": "x"}, "agent": {}}})
     assert P.SNIPPET_CAP in facts and P.RESULT_TITLES not in facts
