@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from arag.evaluation.questions import Question
-from arag.evaluation.results import RunStore, find_run_dirs
+from arag.evaluation.results import RunStore, find_run_dirs, read_row
 from arag.evaluation.runner import EpisodeRunner
 from arag.evaluation.run_settings import RunSettings
 from arag.viewer.app import TITLES_FROM_TEXT, TITLES_MISSING
@@ -67,8 +67,8 @@ class Dom(HTMLParser):
         return found
 
 
-def settings(max_steps: int, verdict: str) -> RunSettings:
-    return runner_settings(agent={"max_steps": max_steps}, judge_model={"backend": "scripted", "protocol": "json", "model": "judge", "replay": True, "script": [{"verdict": verdict}]})
+def settings(max_steps: int, verdict: str, method: str = "arag_full") -> RunSettings:
+    return runner_settings(method, agent={"max_steps": max_steps}, judge_model={"backend": "scripted", "protocol": "json", "model": "judge", "replay": True, "script": [{"verdict": verdict}]})
 
 
 def store(root: Path, s: RunSettings, rows: list[dict]) -> str:
@@ -78,11 +78,28 @@ def store(root: Path, s: RunSettings, rows: list[dict]) -> str:
     return s.run_id
 
 
+# A chunk_read as runs stored it before failure kinds and unknown-id counts were recorded: nothing
+# read, the result naming the unknown ids, no `failure` key (as in the committed CPU runs).
+LEGACY_UNKNOWN_IDS = {"step": 1, "name": "chunk_read", "arguments": {"chunk_ids": ["9#9", "9#8"]}, "text": 'Unknown chunk ids (not in this index): ["9#9", "9#8"]',
+                      "retrieved_tokens": 0, "latency_s": 0.0, "error": None, "chunk_ids": []}
+# AgenticRAG: search twice alike (a repeated call), open an id no search gave (an unknown reference
+# id), open Ermengarde's document, answer wrongly (judged incorrect after seeing gold evidence).
+SCRIPT_C = [
+    {"tool": "search", "arguments": {"queries": ["Ermengarde of Tours"]}},
+    {"tool": "search", "arguments": {"queries": ["Ermengarde of Tours"]}},
+    {"tool": "open", "arguments": {"ref_id": "turn9search9"}},
+    {"tool": "open", "arguments": {"ref_id": "turn1search1"}},
+    {"answer": "869\nCitations: turn1search1 (0.9)"},
+]
+
+
 @pytest.fixture(scope="module")
 def tree(eval_index, tmp_path_factory):
-    """Two runs of arag_full under results/bench/: A reads Ermengarde's chunk and answers (judged
+    """Three runs under results/bench/: A (arag_full) reads Ermengarde's chunk and answers (judged
     correct); B has one step (a forced answer carrying markup, judged incorrect), a failed episode,
-    and its q0 stored as before trajectories kept their chunks' titles."""
+    its q0 stored as before trajectories kept their chunks' titles and its q1 with a chunk_read of
+    unknown ids as stored before failure kinds; C (agenticrag) searches documents, repeats a call,
+    opens an unknown reference id and answers wrongly, its q0 stored without chunk titles."""
     from arag.tools import ToolContext
 
     root = tmp_path_factory.mktemp("viewer") / "results"
@@ -90,19 +107,27 @@ def tree(eval_index, tmp_path_factory):
     script_a = [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair"]}}, {"tool": "chunk_read", "arguments": {"chunk_ids": ["2#0"]}}, {"answer": "20 March 851"}]
     script_b = [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair"]}}, {"answer": INJECTED}]
     with ToolContext(eval_index.path, encoder=fake_encode) as ctx:
-        a, b = settings(4, "correct"), settings(1, "incorrect")
+        a, b, c = settings(4, "correct"), settings(1, "incorrect"), settings(8, "incorrect", "agenticrag")
         runner_a = EpisodeRunner(a, backend=ScriptedBackend(script_a, replay=True), ctx=ctx)
         runner_b = EpisodeRunner(b, backend=ScriptedBackend(script_b, replay=True), ctx=ctx)
+        runner_c = EpisodeRunner(c, backend=ScriptedBackend(SCRIPT_C, replay=True), ctx=ctx)
         rows_a = [asyncio.run(runner_a.run(q)).to_record() for q in questions]
         rows_b = [asyncio.run(runner_b.run(q)).to_record() for q in questions[:2]]
         rows_b.append(runner_b.failed_row(questions[2], "episode timed out after 5s").to_record())
+        rows_c = [asyncio.run(runner_c.run(q)).to_record() for q in questions[:2]]
     old = json.loads(rows_b[0]["trajectory"])
     for call in old["tool_calls"]:  # the search results' headers of then, which named the titles
         for chunk_id, title in old["chunk_titles"].items():
             call["text"] = call["text"].replace(f"Chunk ID: {chunk_id},", f"[1] chunk_id: {chunk_id} | title: {title} | score: 8\n")
     del old["chunk_titles"]
     rows_b[0]["trajectory"] = json.dumps(old)
-    return {"root": root, "a": store(root / "bench", a, rows_a), "b": store(root / "bench", b, rows_b)}
+    legacy = json.loads(rows_b[1]["trajectory"])
+    legacy["tool_calls"].append(LEGACY_UNKNOWN_IDS)
+    rows_b[1]["trajectory"] = json.dumps(legacy)
+    untitled = json.loads(rows_c[0]["trajectory"])
+    del untitled["chunk_titles"]
+    rows_c[0]["trajectory"] = json.dumps(untitled)
+    return {"root": root, "a": store(root / "bench", a, rows_a), "b": store(root / "bench", b, rows_b), "c": store(root / "bench", c, rows_c)}
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +164,13 @@ def listed(dom: Dom) -> set[tuple[str, str]]:
 
 
 def test_the_results_module_finds_nested_runs_and_reads_rows_by_question(tree):
-    assert [p.name for p in find_run_dirs(tree["root"])] == sorted([tree["a"], tree["b"]])
+    assert [p.name for p in find_run_dirs(tree["root"])] == sorted([tree["a"], tree["b"], tree["c"]])
     store_b = RunStore.at(tree["root"] / "bench" / tree["b"])
+    by_file = store_b.read_rows_by_file(["question_id"])
+    assert sorted(r["question_id"] for _, rows in by_file for r in rows) == ["q0", "q1", "q2"]
+    file, rows = by_file[-1]
+    assert read_row(file, len(rows) - 1)["question_id"] == rows[-1]["question_id"] and read_row(file, 0)["trajectory"] is not None
+    assert store_b.read_invocations() == []  # written by pipelines.evaluate only
     assert store_b.read_info()["run_id"] == tree["b"]
     rows = store_b.read_rows(["question_id", "status", "no_such_column"])
     assert sorted((r["question_id"], r["status"], r["no_such_column"]) for r in rows) == [("q0", "ok", None), ("q1", "ok", None), ("q2", "failed", None)]
@@ -151,17 +181,16 @@ def test_the_results_module_finds_nested_runs_and_reads_rows_by_question(tree):
 
 
 def test_the_first_page_lists_runs_and_episodes_and_the_filters_narrow_them(client, tree):
-    a, b = tree["a"], tree["b"]
+    a, b, c = tree["a"], tree["b"], tree["c"]
     dom = get(client, "/")
-    everything = {(a, "q0"), (a, "q1"), (a, "q2"), (b, "q0"), (b, "q1"), (b, "q2")}
-    assert listed(dom) == everything
-    assert [x for _, _, x in dom.having(tag="h2")][:3] == ["Runs (2)", "Paired comparisons (2)", "Episodes (6 of 6)"]
+    arag_full = {(a, "q0"), (a, "q1"), (a, "q2"), (b, "q0"), (b, "q1"), (b, "q2")}
+    assert listed(dom) == arag_full | {(c, "q0"), (c, "q1")}
+    assert [x for _, _, x in dom.having(tag="h2")][:3] == ["Runs (3)", "Paired comparisons (2)", "Episodes (8 of 8)"]
     assert listed(get(client, "/?outcome=correct")) == {(a, "q0"), (a, "q1"), (a, "q2")}
-    assert listed(get(client, "/?outcome=wrong")) == {(b, "q0"), (b, "q1")}
+    assert listed(get(client, "/?outcome=wrong")) == {(b, "q0"), (b, "q1"), (c, "q0"), (c, "q1")}
     assert listed(get(client, "/?outcome=failed")) == {(b, "q2")}
     assert listed(get(client, "/?forced=yes")) == {(b, "q0"), (b, "q1")}
-    assert listed(get(client, f"/?run={a}&q=teutberga")) == {(a, "q2")}
-    assert listed(get(client, "/?method=arag_full&dataset=bench")) == everything
+    assert listed(get(client, "/?method=arag_full&dataset=bench")) == arag_full
     assert listed(get(client, "/?method=naive_rag")) == set()
     assert problems(get(client, "/?outcome=maybe", 400)) == ["outcome='maybe' is not one of correct, wrong, unjudged, failed"]
 
@@ -203,9 +232,9 @@ def test_a_forced_answer_a_failure_and_model_markup_are_shown_as_text(client, tr
 def test_one_question_across_runs_side_by_side(client, tree):
     dom = get(client, "/compare?dataset=bench&q=q0")
     columns = dom.having("run-column")
-    assert len(columns) == 2
-    assert "max_steps 1" in columns[0][2] and "max_steps 4" in columns[1][2]  # in run order: fewer steps first
-    assert [a["data-tool"] for _, a, _ in dom.having("tool-call")] == ["keyword_search", "keyword_search", "chunk_read"]
+    assert len(columns) == 3
+    assert "agenticrag" in columns[0][2] and "max_steps 1" in columns[1][2] and "max_steps 4" in columns[2][2]  # in run order: method, then fewer steps first
+    assert [a["data-tool"] for _, a, _ in dom.having("tool-call")] == ["search", "search", "open", "open", "keyword_search", "keyword_search", "chunk_read"]
 
 
 def test_every_accuracy_carries_its_n_and_interval_and_the_two_runs_are_paired(client, tree):
@@ -213,14 +242,14 @@ def test_every_accuracy_carries_its_n_and_interval_and_the_two_runs_are_paired(c
     carries its 95% Wilson interval and n; the two runs share their 3 questions and are compared."""
     dom = get(client, "/")
     llm = [x for _, _, x in dom.having("llm-acc")]
-    assert llm == ["0.0% [0.0, 56.1] n=3", "100.0% [43.9, 100.0] n=3"]  # run order: B (1 step) first
-    assert all(" n=3" in x and "[" in x for _, _, x in dom.having("contain-acc"))
+    assert llm[1:] == ["0.0% [0.0, 56.1] n=3", "100.0% [43.9, 100.0] n=3"]  # run order: C (agenticrag), B (1 step), A
+    assert all(" n=" in x and "[" in x for _, _, x in dom.having("contain-acc"))
     (row,) = [x for _, _, x in dom.having("paired") if "LLM-Acc" in x]
     # B → A on 3 shared questions: 0.0 → 100.0, right only in A / B 0 / 3, exact McNemar p = 2 · ½³.
     assert all(part in row for part in ("0.0", "100.0", "+100.0", "0 / 3", "0.250", "within noise"))
     side = get(client, "/compare?dataset=bench&q=q0")
-    assert [x for _, _, x in side.having("run-accuracy")][0].startswith("run LLM-Acc 0.0% [0.0, 56.1] n=3 · Contain-Acc ")
-    assert "100.0% [43.9, 100.0] n=3" in side.having("run-accuracy")[1][2]
+    assert [x for _, _, x in side.having("run-accuracy")][1].startswith("run LLM-Acc 0.0% [0.0, 56.1] n=3 · Contain-Acc ")
+    assert "100.0% [43.9, 100.0] n=3" in side.having("run-accuracy")[2][2]
 
 
 def test_unknown_runs_and_questions_are_404_with_the_reason(client, tree):
