@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arag.evaluation.rows import ROW_FAILED, OK, row_schema, rows_to_table
@@ -243,15 +244,18 @@ def read_file_rows(path: Path, columns: Iterable[str] | None = None, question_id
     """The rows of one row file (`RunStore.row_files`), in file order: `columns` of them (None: all),
     only those of `question_id` when given; columns the file's schema version lacks read as None."""
     wanted = list(columns) if columns is not None else row_schema().names
-    names = set(pq.read_schema(path).names)
-    present = [c for c in wanted if c in names]
-    table = pq.read_table(path, columns=present, filters=[("question_id", "=", question_id)] if question_id is not None else None)
+    with pq.ParquetFile(path) as f:  # one file: no dataset discovery
+        present = [c for c in wanted if c in set(f.schema_arrow.names)]
+        table = f.read(columns=present if question_id is None else list(dict.fromkeys([*present, "question_id"])))
+    if question_id is not None:
+        table = table.filter(pc.equal(table.column("question_id"), question_id)).select(present)
     return [{**dict.fromkeys(wanted), **r} for r in table.to_pylist()]
 
 
 def read_row(path: Path, index: int) -> dict[str, Any]:
     """Row `index` (file order, as `read_file_rows` gives them) of one row file, every column."""
-    table = pq.read_table(path)
+    with pq.ParquetFile(path) as f:
+        table = f.read()
     if not 0 <= index < table.num_rows:
         raise LookupError(f"{path} has {table.num_rows} rows, no row {index}")
     row = table.slice(index, 1).to_pylist()[0]

@@ -338,7 +338,7 @@ def gold_seen_but_wrong(row: dict[str, Any]) -> bool:
 
 def _evidence(row: dict[str, Any], wanted: str) -> bool:
     seen, read = row.get("evidence_recall_seen"), row.get("evidence_recall_read")
-    if seen is None:  # the question lists no supporting titles (or the episode failed): no evidence to count
+    if seen is None or row.get("status") != OK:  # no supporting titles, or a failed episode's unrecorded steps: nothing to count
         return False
     return {"seen": seen > 0, "read": (read or 0) > 0, "seen_not_read": seen > 0 and not read, "none": seen == 0}[wanted]
 
