@@ -490,16 +490,16 @@ def run_page(run: Run, report: str | None) -> str:
         values = list(scores(run, col).values())
         if values:
             p = Proportion(sum(values), len(values))
-            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td>{figures.interval_bar(p, label)}</td><td class="n value">{esc(p.text())}%</td></tr>')
+            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td>{figures.interval_bar(p, label)}</td><td class="n value" data-metric="{col}">{esc(p.text())}%</td></tr>')
         else:
-            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td></td><td class="n value">no scored question</td></tr>')
+            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td></td><td class="n value" data-metric="{col}">no scored question</td></tr>')
     dists = []
     for label, col in (("steps", "steps"), ("retrieved tokens", "retrieved_tokens")):
         values = figures.column(rows, col)
         m = figures.mean(values)
         dists.append(
             f'<tr class="figure distribution" data-metric="{col}"><th>{label} per answered episode</th><td>{figures.histogram(values, label, whole=True)}</td>'
-            f'<td class="n value">{esc("mean " + m.text(1)) if m else "no answered episode"}</td></tr>'
+            f'<td class="n value" data-metric="{col}">{esc("mean " + m.text(1)) if m else "no answered episode"}</td></tr>'
         )
     mix = figures.tool_mix(rows)
     answered = sum(r["status"] == "ok" for r in rows)
