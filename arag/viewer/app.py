@@ -1,6 +1,7 @@
 """The viewer's web app (Starlette) and its server (uvicorn): `/` lists the runs and their episodes
-with filters, `/episode?run=…&q=…` shows one episode step by step, `/compare?dataset=…&q=…` one
-question across runs side by side."""
+with filters and sorting, `/export?format=csv|json&…` the listed episodes, `/episode?run=…&q=…` one
+episode step by step, `/compare?dataset=…&q=…` one question across runs side by side, `/run?run=…` a
+run's figures, `/settings?run=…` its run.json and invocations, `/report?run=…` the report nearest it."""
 
 from __future__ import annotations
 

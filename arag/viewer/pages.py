@@ -11,16 +11,17 @@ from typing import Any, Iterable
 from urllib.parse import urlencode
 
 from arag.evaluation.evidence import shows_full_text
+from arag.evaluation.results import RUN_INFO
 from arag.report.intervals import WITHIN_NOISE, Proportion, paired, paired_cells
 from arag.evaluation.repeats import repeated_flags
-from arag.viewer import figures
+import arag.viewer.figures as figures
 from arag.viewer.data import CHOICES, Run, call_failure, filter_rows, gold_seen_but_wrong, outcome, run_pairs, scores, unknown_ids_in
 from arag.viewer.gold import gold_marks
 
 PAGE_SIZE = 200  # episodes per page of the listing
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;padding:12px 20px;max-width:1400px;color:#1d1d1f;background:#fafafa}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;padding:12px 20px;max-width:1800px;color:#1d1d1f;background:#fafafa}
 a{color:#0b57d0}h1{font-size:20px;margin:6px 0 12px}h2{font-size:16px;margin:18px 0 6px}
 table{border-collapse:collapse;width:100%;background:#fff;margin:6px 0}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}th{background:#f0f0f3;font-weight:600}
@@ -48,7 +49,7 @@ form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
 .tool-call.unknown-ids{border-color:#d93025}.error-line{color:#a50e0e;background:#fce8e6;font-weight:600}
 .gold-wrong{background:#b06000}td.has-errors{color:#a50e0e;font-weight:600;background:#fce8e6}td.has-repeated{color:#8430ce;font-weight:600}
 th a{color:inherit;text-decoration:none}th[aria-sort]{background:#e3e8f7}
-table.figures th{width:220px}table.figures td.value{text-align:left}
+.wide{overflow-x:auto}table.runs,table.episodes{font-size:12.5px}table.runs td.judge,table.runs td.guard-rails{min-width:150px}table.figures th{width:220px}table.figures td.value{text-align:left}
 """
 
 
@@ -161,7 +162,7 @@ def runs_table(runs: list[Run]) -> str:
             f'<td class="n llm-acc">{accuracy(scores(run, "llm_acc").values())}</td><td class="n contain-acc">{accuracy(scores(run, "contain_acc").values())}</td>'
             f'<td>{esc(str(run.info.get("created", ""))[:19])}</td><td class="run-links">{run_links(run)}</td></tr>'
         )
-    return f"<table>{head}{''.join(rows)}</table>"
+    return f'<div class="wide"><table class="runs">{head}{"".join(rows)}</table></div>'
 
 
 def run_links(run: Run) -> str:
@@ -253,7 +254,7 @@ def episodes_table(shown: list[tuple[Run, dict[str, Any]]], f: dict[str, str]) -
             f'<td class="n">{num(r["wall_s"], 1)}</td>'
             f'<td><a href="{href("/compare", dataset=run.dataset, q=r["question_id"])}">across runs</a></td></tr>'
         )
-    return f'<table class="episodes">{head}{"".join(rows)}</table>'
+    return f'<div class="wide"><table class="episodes">{head}{"".join(rows)}</table></div>'
 
 
 # ---- one episode ------------------------------------------------------------------------------------
@@ -317,7 +318,7 @@ def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dic
     error = f'<p class="problem">error: {esc(call["error"])}</p>' if call.get("error") else ""
     classes, labels = call_marks(call, repeated)
     refs = gold_refs or {}
-    gold_here = [r for r in call.get("ref_ids") or [] if r in refs]
+    gold_here = [r for r in call.get("ref_ids") or [] if r in refs] if ids else []  # a summarize names refs but shows none
     ref_note = gold_refs_note(gold_here, refs)
     return (
         f'<div class="event tool-call{classes}" data-tool="{esc(name)}"><h3>tool call: <code>{esc(name)}</code>{labels}</h3>'
@@ -454,7 +455,7 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
         stored = t.get("tool_calls") or []
         for call, repeated in zip(stored, repeated_flags((c.get("name"), c.get("arguments")) for c in stored)):
             classes, labels = call_marks(call, repeated)
-            refs = [r for r in call.get("ref_ids") or [] if r in gold_refs]
+            refs = [r for r in call.get("ref_ids") or [] if r in gold_refs] if call.get("chunk_ids") else []
             ref_note = gold_refs_note(refs, gold_refs)
             calls.append(f'<div class="event tool-call{classes}" data-tool="{esc(call.get("name"))}"><span class="meta">step {num(call.get("step"))}</span> <code>{esc(call.get("name"))}</code>{labels} {esc(as_json(call.get("arguments")))}<div>{chunk_chips(call, gold, titles)}</div>{ref_note}</div>')
         forced = " " + badge("forced", f"forced: {row.get('forced_reason')}") if row.get("forced") else ""
@@ -524,7 +525,7 @@ def settings_page(run: Run, invocations: list[dict[str, Any]]) -> str:
     runs_of = "".join(f"<li><pre>{esc(json.dumps(i, indent=1, ensure_ascii=False, default=str))}</pre></li>" for i in invocations)
     body = (
         f'<p><a href="/">all runs</a> › <a href="{href("/run", run=run.run_id)}">{esc(run.run_id)}</a> › settings</p><h1>Settings of {esc(run.label)}</h1>'
-        f'<div class="box">{identity_kv(run)}</div><h2>run.json</h2><pre id="run-json">{esc(json.dumps(run.info, indent=1, ensure_ascii=False, default=str))}</pre>'
+        f'<div class="box">{identity_kv(run)}</div><h2>{esc(RUN_INFO)}</h2><pre id="run-json">{esc(json.dumps(run.info, indent=1, ensure_ascii=False, default=str))}</pre>'
         f'<h2>Commands that ran it ({len(invocations)})</h2><ol>{runs_of}</ol>'
     )
     return page(f"settings of {run.run_id}", body)
