@@ -245,7 +245,8 @@ def read_file_rows(path: Path, columns: Iterable[str] | None = None, question_id
     only those of `question_id` when given; columns the file's schema version lacks read as None."""
     wanted = list(columns) if columns is not None else row_schema().names
     with pq.ParquetFile(path) as f:  # one file: no dataset discovery
-        present = [c for c in wanted if c in set(f.schema_arrow.names)]
+        names = set(f.schema_arrow.names)
+        present = [c for c in wanted if c in names]
         table = f.read(columns=present if question_id is None else list(dict.fromkeys([*present, "question_id"])))
     if question_id is not None:
         table = table.filter(pc.equal(table.column("question_id"), question_id)).select(present)

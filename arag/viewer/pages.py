@@ -100,9 +100,14 @@ def accuracy(scores: Iterable[float]) -> str:
     values = list(scores)
     if not values:
         return ""
-    p = Proportion(sum(values), len(values))
+    value, interval = percent_text(Proportion(sum(values), len(values))).split(" ", 1)
+    return f'<span class="acc">{value}</span> <span class="ci" title="95% Wilson interval and the questions it averages over">{interval}</span>'
+
+
+def percent_text(p: Proportion) -> str:
+    """ "50.0% [15.0, 85.0] n=4": an accuracy in %, its 95% Wilson interval and n."""
     low, high = p.interval
-    return f'<span class="acc">{100 * p.value:.1f}%</span> <span class="ci" title="95% Wilson interval and the questions it averages over">[{100 * low:.1f}, {100 * high:.1f}] n={p.n}</span>'
+    return f"{100 * (p.value or 0):.1f}% [{100 * low:.1f}, {100 * high:.1f}] n={p.n}"
 
 
 # ---- the first page: runs and episodes --------------------------------------------------------------
@@ -484,14 +489,15 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
 
 
 # ---- one run: figures, settings, report -------------------------------------------------------------
-def run_page(run: Run, report: str | None) -> str:
+def run_page(run: Run, report: Any) -> str:
+    """A run's figures; `report`: the report nearest it (a path), or None."""
     rows = run.rows
     acc = []
     for label, col in (("LLM-Acc", "llm_acc"), ("Contain-Acc", "contain_acc")):
         values = list(scores(run, col).values())
         if values:
             p = Proportion(sum(values), len(values))
-            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td>{figures.interval_bar(p, label)}</td><td class="n value" data-metric="{col}">{esc(p.text())}%</td></tr>')
+            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td>{figures.interval_bar(p, label)}</td><td class="n value" data-metric="{col}">{esc(percent_text(p))}</td></tr>')
         else:
             acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td></td><td class="n value" data-metric="{col}">no scored question</td></tr>')
     dists = []

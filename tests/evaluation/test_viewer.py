@@ -386,7 +386,7 @@ def test_a_runs_page_shows_its_figures_with_intervals_and_links_its_settings_and
     a = tree["a"]
     dom = get(client, f"/run?run={a}")
     values = {attrs["data-metric"]: x for _, attrs, x in dom.having("figure", tag="tr")}
-    assert "100.0 [43.9, 100.0] n=3%" in values["llm_acc"]
+    assert "100.0% [43.9, 100.0] n=3" in values["llm_acc"]
     assert "mean 3.0 [3.0, 3.0] n=3" in values["steps"]  # search, read, answer: 3 steps each
     assert "n=3" in values["retrieved_tokens"] and dom.having("histogram") and dom.having("interval-bar")
     mix = {attrs["data-tool"]: x for _, attrs, x in dom.having("tool", tag="tr")}

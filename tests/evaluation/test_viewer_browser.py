@@ -157,7 +157,7 @@ def test_in_a_browser_a_runs_figures_and_settings(committed, tmp_path):
     url = committed
     page = Dom(chromium(tmp_path, f"{url}run?run={AGENTICRAG}", "--dump-dom"))
     values = {a["data-metric"]: x for _, a, x in page.having("value", tag="td")}
-    assert re.search(r"\d+\.\d \[\d+\.\d, \d+\.\d\] n=20%", values["llm_acc"]) and values["steps"].startswith("mean ") and "n=20" in values["steps"]
+    assert re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] n=20", values["llm_acc"]) and values["steps"].startswith("mean ") and "n=20" in values["steps"]
     assert {a["data-tool"] for _, a, _ in page.having("tool", tag="tr")} == {"search", "find", "open", "summarize"}
     assert len(page.having("interval-bar")) == 2 and len(page.having("histogram")) == 2
     settings = Dom(chromium(tmp_path, f"{url}settings?run={AGENTICRAG}", "--dump-dom"))
