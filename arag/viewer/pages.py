@@ -409,7 +409,7 @@ def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[
         ("gold answers", esc(" | ".join(row.get("gold_answers") or []))),
         ("prediction", f'<strong id="prediction">{esc(row.get("prediction"))}</strong> {forced}' + (" " + badge("unjudged", "cut off at the reply limit") if row.get("answer_cut_off") else "")),
         ("failure", f'<span class="problem">{esc(row.get("failure"))}</span>' if row.get("failure") else ""),
-        ("verdict", verdict_html(row)),
+        ("verdict", verdict_html(row) + (" " + badge("gold-wrong", "gold seen but wrong") if gold_seen_but_wrong(row) else "")),
         ("Contain-Acc · EM · F1", f"{num(row.get('contain_acc'))} · {num(row.get('exact_match'))} · {num(row.get('f1'))}"),
         ("supporting titles", esc("; ".join(supporting))),
         ("evidence", f'<span id="evidence">{num(row.get("evidence_seen"))} of {num(row.get("evidence_supporting"))} seen, {num(row.get("evidence_read"))} read in full · {marked} · {esc(titles_note)}</span>' if supporting else ""),

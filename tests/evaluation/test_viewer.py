@@ -283,6 +283,7 @@ def test_agenticrag_results_mark_their_gold_documents_whether_titles_were_record
         gold = [x for _, _, x in dom.having("gold", tag="span")]
         assert any("2#0" in g and "Ermengarde of Tours" in g for g in gold) and any("1#0" in g and "Lothair II" in g for g in gold)
         assert "turn1search1" in {x for _, _, x in dom.having("gold", tag="mark")}
+        assert [x for _, _, x in dom.having("gold-wrong")] == ["gold seen but wrong"]  # judged incorrect after opening Ermengarde's document
         assert any("turn1search1" in x for _, _, x in dom.having("gold-refs"))
     recorded = get(client, f"/episode?run={tree['c']}&q=q1")  # titles recorded: the search's snippets of both films
     assert TITLES_RECORDED in recorded.by_id("evidence")
