@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arag.evaluation.rows import ROW_FAILED, OK, row_schema, rows_to_table
@@ -137,13 +138,31 @@ class RunStore:
     def read_rows(self, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
         """The stored rows, answered ones then failed ones: `columns` of them (None: all), only those of
         `question_id` when given. A file of an older schema version lacks newer columns: they read as None."""
-        wanted = list(columns) if columns is not None else row_schema().names
         rows: list[dict[str, Any]] = []
         for path in self.row_files():
-            present = [c for c in wanted if c in pq.read_schema(path).names]
-            table = pq.read_table(path, columns=present, filters=[("question_id", "=", question_id)] if question_id is not None else None)
-            rows += [{**dict.fromkeys(wanted), **r} for r in table.to_pylist()]
+            rows += read_file_rows(path, columns, question_id)
         return rows
+
+    def read_rows_by_file(self, columns: Iterable[str] | None = None) -> list[tuple[Path, list[dict[str, Any]]]]:
+        """`read_rows`, file by file: (row file, its rows in file order). A reader that keeps where
+        each row is reads one back whole with `read_row` instead of every file again."""
+        return [(path, read_file_rows(path, columns)) for path in self.row_files()]
+
+    def read_invocations(self) -> list[dict[str, Any]]:
+        """The run's invocation log (one record per evaluate command), oldest first; unreadable lines
+        are left out."""
+        path = self.root / INVOCATIONS
+        if not path.is_file():
+            return []
+        out = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                out.append(record)
+        return out
 
     # ---- resume ---------------------------------------------------------------------------------
     def part_files(self) -> list[Path]:
@@ -219,6 +238,29 @@ class RunStore:
                 path.unlink()
                 _fsync_dir(path.parent)
         self._stored_failed_ids().difference_update(question_ids)
+
+
+def read_file_rows(path: Path, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
+    """The rows of one row file (`RunStore.row_files`), in file order: `columns` of them (None: all),
+    only those of `question_id` when given; columns the file's schema version lacks read as None."""
+    wanted = list(columns) if columns is not None else row_schema().names
+    with pq.ParquetFile(path) as f:  # one file: no dataset discovery
+        names = set(f.schema_arrow.names)
+        present = [c for c in wanted if c in names]
+        table = f.read(columns=present if question_id is None else list(dict.fromkeys([*present, "question_id"])))
+    if question_id is not None:
+        table = table.filter(pc.equal(table.column("question_id"), question_id)).select(present)
+    return [{**dict.fromkeys(wanted), **r} for r in table.to_pylist()]
+
+
+def read_row(path: Path, index: int) -> dict[str, Any]:
+    """Row `index` (file order, as `read_file_rows` gives them) of one row file, every column."""
+    with pq.ParquetFile(path) as f:
+        table = f.read()
+    if not 0 <= index < table.num_rows:
+        raise LookupError(f"{path} has {table.num_rows} rows, no row {index}")
+    row = table.slice(index, 1).to_pylist()[0]
+    return {**dict.fromkeys(row_schema().names), **row}
 
 
 def find_run_dirs(results_root: str | Path, *, nested: bool = True) -> list[Path]:

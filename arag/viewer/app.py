@@ -1,10 +1,13 @@
 """The viewer's web app (Starlette) and its server (uvicorn): `/` lists the runs and their episodes
-with filters, `/episode?run=…&q=…` shows one episode step by step, `/compare?dataset=…&q=…` one
-question across runs side by side."""
+with filters and sorting, `/export?format=csv|json&…` the listed episodes, `/episode?run=…&q=…` one
+episode step by step, `/compare?dataset=…&q=…` one question across runs side by side, `/run?run=…` a
+run's figures, `/settings?run=…` its run.json and invocations, `/report?run=…` the report nearest it."""
 
 from __future__ import annotations
 
-import re
+import csv
+import io
+import json
 import socket
 import threading
 import webbrowser
@@ -12,46 +15,45 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 import arag.viewer.pages as pages
-from arag.evaluation.evidence import TITLE_SEPARATOR
-from arag.evaluation.results import RUN_INFO
-from arag.viewer.data import ResultsTree, Run
+from arag.evaluation.results import RUN_INFO, RunStore
+from arag.viewer.data import ResultsTree, Run, export_records, filter_rows
+from arag.viewer.gold import TITLES_FROM_TEXT, TITLES_MISSING, TITLES_RECORDED, chunk_titles
 
-TITLES_RECORDED = "chunk titles as recorded with the run"
-TITLES_FROM_TEXT = "chunk titles read from the tool results' chunk headers (the run did not record them)"
-TITLES_MISSING = "the run recorded no chunk titles and its tool results show none: gold chunks cannot be marked"
-# A hit's header line in a tool result (arag.tools.render): "chunk_id: <id> | title: <t1>; <t2> | ...".
-HEADER_TITLE = re.compile(r"chunk_id: (?P<id>[^\s|\]]+) \| title: (?P<title>[^|\]\n]+?)\s*(?:\||\]|$)", re.MULTILINE)
+__all__ = ["TITLES_FROM_TEXT", "TITLES_MISSING", "TITLES_RECORDED", "chunk_titles", "create_app", "find_report", "listen", "serve"]
+
+# Where pipelines.report writes a tree's report by default (report.path=null: <results.path>/report/report.md).
+REPORT_DIR, REPORT_FILE = "report", "report.md"
 
 
-def chunk_titles(trajectory: dict[str, Any]) -> tuple[dict[str, str], str]:
-    """{chunk id: title field} of the chunks an episode saw, and a note on where they come from: the
-    titles the runner recorded, else (runs evaluated before it did) the headers of the tool results."""
-    if "chunk_titles" in trajectory:
-        return dict(trajectory.get("chunk_titles") or {}), TITLES_RECORDED
-    found: dict[str, str] = {}
-    for call in trajectory.get("tool_calls") or []:
-        ids = set(call.get("chunk_ids") or [])
-        for m in HEADER_TITLE.finditer(call.get("text") or ""):
-            if m["id"] in ids:
-                found.setdefault(m["id"], TITLE_SEPARATOR.join(m["title"].split("; ")))
-    return found, TITLES_FROM_TEXT if found else TITLES_MISSING
+def find_report(run: Run, root: Path) -> Path | None:
+    """The report nearest a run: <folder>/report/report.md of the run's folder's parent or the first
+    folder above it, up to the tree's root, that has one."""
+    folder, root = run.path.parent.resolve(), root.resolve()
+    while True:
+        candidate = folder / REPORT_DIR / REPORT_FILE
+        if candidate.is_file():
+            return candidate
+        if folder == root or root not in folder.parents:
+            return None
+        folder = folder.parent
 
 
 def create_app(results: str | Path | ResultsTree):
     try:
         from starlette.applications import Starlette
         from starlette.requests import Request
-        from starlette.responses import HTMLResponse
+        from starlette.responses import FileResponse, HTMLResponse, Response
         from starlette.routing import Route
     except ImportError:
         raise ValueError("the viewer needs Starlette and uvicorn: pip install -e '.[serve]'") from None
 
     tree = results if isinstance(results, ResultsTree) else ResultsTree(results)
 
-    def html(render: Callable[[Request], str]) -> Callable[[Request], HTMLResponse]:
-        def endpoint(request: Request) -> HTMLResponse:  # sync: Starlette runs it in a thread, off the event loop
+    def html(render: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        def endpoint(request: Request) -> Any:  # sync: Starlette runs it in a thread, off the event loop
             try:
-                return HTMLResponse(render(request))
+                out = render(request)
+                return out if isinstance(out, Response) else HTMLResponse(out)
             except LookupError as exc:
                 return HTMLResponse(pages.error_page(404, str(exc.args[0])), status_code=404)
             except ValueError as exc:
@@ -85,7 +87,52 @@ def create_app(results: str | Path | ResultsTree):
             raise LookupError(f"no run of dataset {dataset!r} has question {question_id!r}")
         return pages.compare_page(dataset, question_id, [(run, row, t, chunk_titles(t)[0]) for run, row, t in found])
 
-    return Starlette(routes=[Route("/", html(index)), Route("/episode", html(episode)), Route("/compare", html(compare))])
+    def run_page(request: Request) -> str:
+        run = run_named(request.query_params.get("run", ""))
+        return pages.run_page(run, find_report(run, tree.root))
+
+    def settings(request: Request) -> str:
+        run = run_named(request.query_params.get("run", ""))
+        return pages.settings_page(run, RunStore.at(run.path).read_invocations())
+
+    def report_of(request: Request) -> Path:
+        run = run_named(request.query_params.get("run", ""))
+        found = find_report(run, tree.root)
+        if found is None:
+            raise LookupError(f"no {REPORT_DIR}/{REPORT_FILE} beside run {run.run_id} or above it under {tree.root}: python -m pipelines.report results.path={run.path.parent}")
+        return found
+
+    def report(request: Request) -> str:
+        found = report_of(request)
+        images = sorted(p.name for p in found.parent.glob("*.png"))
+        return pages.report_page(run_named(request.query_params["run"]), found.read_text(encoding="utf-8"), str(found), images)
+
+    def report_file(request: Request) -> Any:
+        folder = report_of(request).parent
+        name = request.query_params.get("name", "")
+        wanted = folder / name
+        if "/" in name or "\\" in name or not name.endswith(".png") or not wanted.is_file():
+            raise LookupError(f"no plot {name!r} in {folder}")
+        return FileResponse(wanted, media_type="image/png")
+
+    def export(request: Request) -> Response:
+        params = dict(request.query_params)
+        kind = params.pop("format", "csv")
+        if kind not in ("csv", "json"):
+            raise ValueError(f"format={kind!r} is not csv or json")
+        records = export_records(filter_rows(tree.runs()[0], pages.listing_params(params)))
+        disposition = {"Content-Disposition": f'attachment; filename="episodes.{kind}"'}
+        if kind == "json":
+            return Response(json.dumps(records, ensure_ascii=False, indent=1, default=str), media_type="application/json", headers=disposition)
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=list(records[0]) if records else ["question_id"])
+        writer.writeheader()
+        for record in records:
+            writer.writerow({k: " | ".join(v) if isinstance(v, list) else v for k, v in record.items()})
+        return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
+
+    routes = {"/": index, "/episode": episode, "/compare": compare, "/run": run_page, "/settings": settings, "/report": report, "/report/file": report_file, "/export": export}
+    return Starlette(routes=[Route(path, html(fn)) for path, fn in routes.items()])
 
 
 def listen(host: str, port: int) -> socket.socket:

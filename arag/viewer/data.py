@@ -1,19 +1,28 @@
 """What the viewer shows, read from a results tree through arag.evaluation.results: the runs with
-their settings and the summary columns of their episodes, one episode's whole row and trajectory,
-and the same question across runs."""
+their settings, identity and the summary columns of their episodes, one episode's whole row and
+trajectory, and the same question across runs.
+
+Each run is read once and kept until one of its files changes (names, sizes and modification times:
+a rerun or an evaluation still writing is seen on the next page); a kept run knows which file and
+row holds each question, so an episode page reads that one file, not the whole run."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from arag.agent.episode import unpack_messages
+from arag.evaluation.repeats import repeated_flags
 from arag.evaluation.rows import OK
-from arag.evaluation.results import RunStore, find_run_dirs
+from arag.evaluation.results import RunStore, find_run_dirs, read_row
 
-# The columns the listing pages need (the trajectory, the largest column, is read per episode).
+# The columns the listing pages need; the trajectory is read with them once, to count what the row
+# did not record (unusable results, repeated calls, the tool mix), and then dropped.
 SUMMARY_COLUMNS = (
     "run_id", "dataset", "question_id", "question", "gold_answers", "method", "model", "status", "prediction", "failure",
     "max_steps", "reasoning_effort", "forced", "forced_reason", "steps", "tool_calls", "prompt_tokens", "completion_tokens",
@@ -21,6 +30,14 @@ SUMMARY_COLUMNS = (
 )  # fmt: skip
 # An episode's outcome: the judge's verdict, or why there is none.
 OUTCOMES = ("correct", "wrong", "unjudged", "failed")
+# How many whole episodes (row and parsed trajectory) a tree keeps: pages revisit the last few.
+EPISODES_KEPT = 64
+
+# A chunk_read result of a run that predates failure kinds, naming ids the index does not hold
+# (arag.tools.render.chunk_read_text): "Unknown chunk ids (not in this index): [...]".
+UNKNOWN_CHUNK_IDS = re.compile(r"^Unknown chunk ids? \(not in this index\): (?P<ids>\[.*\])\s*$", re.MULTILINE)
+# A refusal of an unknown reference id (AgenticRAG's document tools), recorded before failure kinds.
+UNKNOWN_REF_ID = re.compile(r"^unknown reference id", re.IGNORECASE)
 
 
 def outcome(row: dict[str, Any]) -> str:
@@ -33,12 +50,95 @@ def outcome(row: dict[str, Any]) -> str:
     return "correct" if row["llm_acc"] >= 0.5 else "wrong"
 
 
+def unknown_ids_in(call: dict[str, Any]) -> int:
+    """How many ids a tool call named that do not exist: as recorded, else (runs that predate the
+    count) the length of the result's "Unknown chunk ids" list."""
+    if call.get("unknown_id_count"):
+        return int(call["unknown_id_count"])
+    m = UNKNOWN_CHUNK_IDS.search(call.get("text") or "")
+    if m is None:
+        return 0
+    try:
+        return len(json.loads(m["ids"]))
+    except ValueError:
+        return 1
+
+
+def call_failure(call: dict[str, Any]) -> str | None:
+    """A stored tool call's failure kind (arag.tools.failures), None when the model could use its
+    result. Calls stored before kinds were recorded: an unknown reference id or a chunk_read that
+    read nothing but unknown ids is `unknown_ids`, any other error `refused`."""
+    if call.get("failure"):
+        return str(call["failure"])
+    if call.get("error"):
+        return "unknown_ids" if UNKNOWN_REF_ID.match(str(call["error"])) else "refused"
+    if "failure" not in call and not call.get("chunk_ids") and unknown_ids_in(call):
+        return "unknown_ids"
+    return None
+
+
+def trajectory_counts(trajectory: dict[str, Any]) -> dict[str, Any]:
+    """What the viewer counts in a trajectory: unusable results, repeated calls and calls per tool."""
+    calls = [c for c in trajectory.get("tool_calls") or [] if isinstance(c, dict)]
+    repeated = repeated_flags((c.get("name"), c.get("arguments")) for c in calls)
+    return {
+        "unusable_results": sum(call_failure(c) is not None for c in calls),
+        "repeated": sum(repeated),
+        "tool_mix": dict(Counter(str(c.get("name")) for c in calls)),
+    }
+
+
+def parse_trajectory(text: str | None) -> dict[str, Any]:
+    """A row's trajectory column as a dict (with `error` set when it is not readable JSON)."""
+    try:
+        trajectory = json.loads(text or "{}")
+    except ValueError as exc:
+        return {"error": f"the trajectory column is not valid JSON ({exc})"}
+    return trajectory if isinstance(trajectory, dict) else {}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What tells a run apart beyond its method and model: who judged it and how, the run it re-judged,
+    its guard rails and the code that ran it."""
+
+    judge: str  # "<model> (preset <name>)", or "off"
+    guard_rails: str  # as the report names them ("off" when none)
+    commit: str | None  # the code that ran the episodes (short)
+    judge_commit: str | None  # a re-judged run: the code that judged it again (short)
+    rejudged_from: str | None  # a re-judged run: the run whose episodes it scores again
+
+
+def run_identity(info: dict[str, Any]) -> Identity:
+    from arag.evaluation.protocol import guard_rails_label, judge_model_name, judge_preset
+
+    settings = info.get("settings") or {}
+    identity = info.get("identity") or {}
+    judge = settings.get("judge") or identity.get("judge") or {}
+    agent_model = (settings.get("model") or identity.get("model") or {}).get("model")
+    if judge and judge.get("enabled", True):
+        judge_model = settings.get("judge_model") if settings.get("judge_model") is not None else identity.get("judge_model")
+        judged = f"{judge_model_name(judge_model, agent_model)} ({judge_preset(judge)})"
+    else:
+        judged = "off"
+    rails = (settings.get("agent") or identity.get("agent") or {}).get("guard_rails")
+    rejudged = info.get("rejudged_from") or identity.get("rejudged_from") or (settings.get("rejudged_from") or {}).get("run_id")
+
+    def short(code: Any) -> str | None:
+        commit = (code or {}).get("commit") if isinstance(code, dict) else None
+        return str(commit)[:7] if commit else None
+
+    return Identity(judged, guard_rails_label(rails), short(identity.get("code")), short(identity.get("judge_code")), str(rejudged) if rejudged else None)
+
+
 @dataclass
 class Run:
     run_id: str
     path: Path
     info: dict[str, Any]  # run.json
-    rows: list[dict[str, Any]]  # SUMMARY_COLUMNS of every stored episode
+    rows: list[dict[str, Any]]  # SUMMARY_COLUMNS of every stored episode, with `trajectory_counts`
+    where: dict[str, tuple[Path, int]] = field(default_factory=dict)  # question id → (row file, row index)
+    _matches: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)  # text → question ids whose trajectory holds it
 
     def setting(self, *keys: str) -> Any:
         """A value of run.json's settings, e.g. setting("agent", "max_steps"); None when absent."""
@@ -67,6 +167,10 @@ class Run:
     def effort(self) -> Any:
         return self.setting("model", "reasoning_effort")
 
+    @cached_property
+    def identity(self) -> Identity:
+        return run_identity(self.info)
+
     @property
     def label(self) -> str:
         """What tells this run from its neighbours: method, model and the swept settings."""
@@ -79,6 +183,19 @@ class Run:
 
     def sort_key(self) -> tuple:
         return (self.dataset, self.method, self.model, _num(self.max_steps), str(self.effort), self.run_id)
+
+    def trajectories_holding(self, text: str) -> frozenset[str]:
+        """The question ids whose stored trajectory holds `text` (any case); read from the files on
+        first asking, kept for this version of the run."""
+        needle = text.lower()
+        if needle not in self._matches:
+            found = set()
+            for path, rows in RunStore.at(self.path).read_rows_by_file(["question_id", "trajectory"]):
+                found.update(r["question_id"] for r in rows if needle in (r["trajectory"] or "").lower())
+            if len(self._matches) > 32:
+                self._matches.clear()
+            self._matches[needle] = frozenset(found)
+        return self._matches[needle]
 
 
 def scores(run: Run, column: str) -> dict[str, float]:
@@ -102,13 +219,28 @@ def _num(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else float("inf")
 
 
+def read_run(path: Path) -> Run:
+    """A run folder: run.json, and each stored row's summary columns and where it is."""
+    store = RunStore.at(path)
+    info = store.read_info()
+    rows: list[dict[str, Any]] = []
+    where: dict[str, tuple[Path, int]] = {}
+    for file, file_rows in store.read_rows_by_file([*SUMMARY_COLUMNS, "trajectory"]):
+        for i, row in enumerate(file_rows):
+            row.update(trajectory_counts(parse_trajectory(row.pop("trajectory"))))
+            where[row["question_id"]] = (file, i)
+            rows.append(row)
+    return Run(path.name, path, info, rows, where)
+
+
 class ResultsTree:
     """The runs under a results folder, re-read when a run's files change (an evaluation may still be
-    writing) and kept otherwise."""
+    writing) and kept otherwise; the last episodes shown are kept too."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self._cache: dict[Path, tuple[tuple, Run]] = {}
+        self._episodes: OrderedDict[tuple, tuple[dict[str, Any], dict[str, Any]]] = OrderedDict()
 
     def runs(self) -> tuple[list[Run], list[str]]:
         """The runs, sorted by dataset, method, model and settings; and one line per run folder that
@@ -119,9 +251,8 @@ class ResultsTree:
             stamp = _stamp(path)
             cached = self._cache.get(path)
             if cached is None or cached[0] != stamp:
-                store = RunStore.at(path)
                 try:
-                    run = Run(path.name, path, store.read_info(), store.read_rows(SUMMARY_COLUMNS))
+                    run = read_run(path)
                 except (OSError, ValueError) as exc:  # a broken run.json or Parquet file: the others still show
                     problems.append(f"{path}: {exc}")
                     continue
@@ -134,25 +265,27 @@ class ResultsTree:
 
     def episode(self, run: Run, question_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The whole row of one episode and its trajectory (with `error` set when it is not readable JSON)."""
-        rows = RunStore.at(run.path).read_rows(question_id=question_id)
-        if not rows:
+        if question_id not in run.where:
             return None
-        row = rows[0]
-        try:
-            trajectory = json.loads(row.get("trajectory") or "{}")
-        except ValueError as exc:
-            trajectory = {"error": f"the trajectory column is not valid JSON ({exc})"}
-        if not isinstance(trajectory, dict):
-            return row, {}
+        file, index = run.where[question_id]
+        key = (run.path, self._cache[run.path][0] if run.path in self._cache else None, question_id)
+        if key in self._episodes:
+            self._episodes.move_to_end(key)
+            return self._episodes[key]
+        row = read_row(file, index)
+        trajectory = parse_trajectory(row.get("trajectory"))
         if trajectory.get("messages"):
             trajectory["messages"] = unpack_messages(trajectory)  # each tool result back in the message that showed it
+        self._episodes[key] = (row, trajectory)
+        while len(self._episodes) > EPISODES_KEPT:
+            self._episodes.popitem(last=False)
         return row, trajectory
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
         """Every run's episode of one question, in run order."""
         out = []
         for run in self.runs()[0]:
-            if run.dataset == dataset and any(r["question_id"] == question_id for r in run.rows):
+            if run.dataset == dataset and question_id in run.where:
                 found = self.episode(run, question_id)
                 if found is not None:
                     out.append((run, *found))
@@ -171,20 +304,108 @@ def _stamp(run_dir: Path) -> tuple:
     return tuple(sorted(out))
 
 
-def filter_rows(runs: list[Run], *, run_id: str = "", dataset: str = "", method: str = "", outcome_: str = "", forced: str = "", text: str = "") -> list[tuple[Run, dict[str, Any]]]:
-    """The episodes that pass every given filter (an empty one passes all), in run order then by
-    question id. forced: "yes" / "no"; text: a substring of the question or its id (any case)."""
-    needle = text.strip().lower()
+# ---- the listing: filters, sorting, export ---------------------------------------------------------
+# Filters of the episode list: (name, {value: label}); every value is checked.
+CHOICES: dict[str, dict[str, str]] = {
+    "outcome": {o: o for o in OUTCOMES},
+    "forced": {"yes": "forced", "no": "not forced"},
+    "evidence": {"seen": "some gold seen", "read": "some gold read in full", "seen_not_read": "gold seen, none read", "none": "no gold seen"},
+    "tool_errors": {"yes": "with tool errors", "no": "without"},
+    "repeated": {"yes": "with repeated calls", "no": "without"},
+    "gold_wrong": {"yes": "gold seen but wrong"},
+}
+# Sortable columns: name → the row value it sorts by.
+SORTS = {
+    "run": lambda run, r: run.label,
+    "question": lambda run, r: str(r.get("question") or ""),
+    "outcome": lambda run, r: OUTCOMES.index(outcome(r)),
+    "steps": lambda run, r: r.get("steps"),
+    "tokens": lambda run, r: r.get("prompt_tokens"),
+    "retrieved": lambda run, r: r.get("retrieved_tokens"),
+    "seen": lambda run, r: r.get("evidence_recall_seen"),
+    "read": lambda run, r: r.get("evidence_recall_read"),
+    "errors": lambda run, r: r.get("unusable_results"),
+    "repeated": lambda run, r: r.get("repeated"),
+    "seconds": lambda run, r: r.get("wall_s"),
+}
+ORDERS = ("asc", "desc")
+
+
+def gold_seen_but_wrong(row: dict[str, Any]) -> bool:
+    """The judge said wrong although the episode saw a chunk holding gold evidence."""
+    return outcome(row) == "wrong" and (row.get("evidence_recall_seen") or 0) > 0
+
+
+def _evidence(row: dict[str, Any], wanted: str) -> bool:
+    seen, read = row.get("evidence_recall_seen"), row.get("evidence_recall_read")
+    if seen is None or row.get("status") != OK:  # no supporting titles, or a failed episode's unrecorded steps: nothing to count
+        return False
+    return {"seen": seen > 0, "read": (read or 0) > 0, "seen_not_read": seen > 0 and not read, "none": seen == 0}[wanted]
+
+
+def _yes_no(value: str, count: Any) -> bool:
+    return bool(count) == (value == "yes")
+
+
+def passes(run: Run, row: dict[str, Any], f: dict[str, str], needle: str) -> bool:
+    if f.get("outcome") and outcome(row) != f["outcome"]:
+        return False
+    if f.get("forced") and bool(row.get("forced")) != (f["forced"] == "yes"):
+        return False
+    if f.get("evidence") and not _evidence(row, f["evidence"]):
+        return False
+    if f.get("tool_errors") and not _yes_no(f["tool_errors"], row.get("unusable_results")):
+        return False
+    if f.get("repeated") and not _yes_no(f["repeated"], row.get("repeated")):
+        return False
+    if f.get("gold_wrong") and not gold_seen_but_wrong(row):
+        return False
+    if needle:
+        shown = (str(row.get("question") or ""), str(row["question_id"]), str(row.get("prediction") or ""))
+        if not any(needle in s.lower() for s in shown) and row["question_id"] not in run.trajectories_holding(needle):
+            return False
+    return True
+
+
+def check_listing(f: dict[str, str]) -> None:
+    """A filter or sort value that is not one of its choices is a ValueError naming it."""
+    for name, choices in CHOICES.items():
+        if f.get(name) and f[name] not in choices:
+            raise ValueError(f"{name}={f[name]!r} is not one of {', '.join(choices)}")
+    if f.get("sort") and f["sort"] not in SORTS:
+        raise ValueError(f"sort={f['sort']!r} is not one of {', '.join(SORTS)}")
+    if f.get("order") and f["order"] not in ORDERS:
+        raise ValueError(f"order={f['order']!r} is not asc or desc")
+
+
+def filter_rows(runs: list[Run], f: dict[str, str]) -> list[tuple[Run, dict[str, Any]]]:
+    """The episodes that pass every given filter (an empty one passes all): run, dataset, method,
+    the CHOICES, and q: text in the question, its id, the prediction or the trajectory (any case);
+    in run order then by question id, or sorted by `sort` (`order` asc or desc; missing values last)."""
+    check_listing(f)
+    needle = (f.get("q") or "").strip().lower()
     out = []
     for run in runs:
-        if (run_id and run.run_id != run_id) or (dataset and run.dataset != dataset) or (method and run.method != method):
+        if (f.get("run") and run.run_id != f["run"]) or (f.get("dataset") and run.dataset != f["dataset"]) or (f.get("method") and run.method != f["method"]):
             continue
-        for row in sorted(run.rows, key=lambda r: str(r["question_id"])):
-            if outcome_ and outcome(row) != outcome_:
-                continue
-            if forced and bool(row.get("forced")) != (forced == "yes"):
-                continue
-            if needle and needle not in str(row.get("question") or "").lower() and needle not in str(row["question_id"]).lower():
-                continue
-            out.append((run, row))
+        out += [(run, row) for row in sorted(run.rows, key=lambda r: str(r["question_id"])) if passes(run, row, f, needle)]
+    if f.get("sort"):
+        value = SORTS[f["sort"]]
+        present = [p for p in out if value(*p) is not None]
+        present.sort(key=lambda p: value(*p), reverse=f.get("order") == "desc")
+        out = present + [p for p in out if value(*p) is None]
     return out
+
+
+# The columns of an exported episode list, in order.
+EXPORT_COLUMNS = (
+    "run_id", "dataset", "method", "model", "question_id", "question", "gold_answers", "prediction", "outcome", "failure",
+    "forced", "forced_reason", "llm_acc", "contain_acc", "steps", "tool_calls", "unusable_results", "repeated", "prompt_tokens",
+    "completion_tokens", "retrieved_tokens", "evidence_recall_seen", "evidence_recall_read", "gold_seen_but_wrong", "wall_s",
+)  # fmt: skip
+
+
+def export_records(shown: Iterable[tuple[Run, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One record per listed episode, EXPORT_COLUMNS of it."""
+    derived = {"outcome": lambda r: outcome(r), "gold_seen_but_wrong": gold_seen_but_wrong}
+    return [{c: (derived[c](r) if c in derived else r.get(c)) for c in EXPORT_COLUMNS} for _, r in shown]

@@ -10,15 +10,18 @@ import re
 from typing import Any, Iterable
 from urllib.parse import urlencode
 
-from arag.evaluation.evidence import gold_chunks, shows_full_text
+from arag.evaluation.evidence import shows_full_text
+from arag.evaluation.results import RUN_INFO
 from arag.report.intervals import WITHIN_NOISE, Proportion, paired, paired_cells
 from arag.evaluation.repeats import repeated_flags
-from arag.viewer.data import OUTCOMES, Run, filter_rows, outcome, run_pairs, scores
+import arag.viewer.figures as figures
+from arag.viewer.data import CHOICES, Run, call_failure, filter_rows, gold_seen_but_wrong, outcome, run_pairs, scores, unknown_ids_in
+from arag.viewer.gold import gold_marks
 
 PAGE_SIZE = 200  # episodes per page of the listing
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;padding:12px 20px;max-width:1400px;color:#1d1d1f;background:#fafafa}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;padding:12px 20px;max-width:1800px;color:#1d1d1f;background:#fafafa}
 a{color:#0b57d0}h1{font-size:20px;margin:6px 0 12px}h2{font-size:16px;margin:18px 0 6px}
 table{border-collapse:collapse;width:100%;background:#fff;margin:6px 0}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}th{background:#f0f0f3;font-weight:600}
@@ -43,6 +46,10 @@ form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
 .tool-call.unusable{border-color:#d93025;background:#fce8e6}.tool-call.repeated{border-left-style:dashed}
 .call-label{display:inline-block;padding:0 6px;margin-left:6px;border-radius:4px;font-size:12px;font-weight:600;border:1px solid}
 .call-label.unusable{color:#a50e0e;border-color:#d93025;background:#fff}.call-label.repeated{color:#8430ce;border-color:#8430ce;background:#fff}
+.tool-call.unknown-ids{border-color:#d93025}.error-line{color:#a50e0e;background:#fce8e6;font-weight:600}
+.gold-wrong{background:#b06000}td.has-errors{color:#a50e0e;font-weight:600;background:#fce8e6}td.has-repeated{color:#8430ce;font-weight:600}
+th a{color:inherit;text-decoration:none}th[aria-sort]{background:#e3e8f7}
+.wide{overflow-x:auto}table.runs,table.episodes{font-size:12.5px}table.runs td.judge,table.runs td.guard-rails{min-width:150px}table.figures th{width:220px}table.figures td.value{text-align:left}
 """
 
 
@@ -93,52 +100,79 @@ def accuracy(scores: Iterable[float]) -> str:
     values = list(scores)
     if not values:
         return ""
-    p = Proportion(sum(values), len(values))
+    value, interval = percent_text(Proportion(sum(values), len(values))).split(" ", 1)
+    return f'<span class="acc">{value}</span> <span class="ci" title="95% Wilson interval and the questions it averages over">{interval}</span>'
+
+
+def percent_text(p: Proportion) -> str:
+    """ "50.0% [15.0, 85.0] n=4": an accuracy in %, its 95% Wilson interval and n."""
     low, high = p.interval
-    return f'<span class="acc">{100 * p.value:.1f}%</span> <span class="ci" title="95% Wilson interval and the questions it averages over">[{100 * low:.1f}, {100 * high:.1f}] n={p.n}</span>'
+    return f"{100 * (p.value or 0):.1f}% [{100 * low:.1f}, {100 * high:.1f}] n={p.n}"
 
 
 # ---- the first page: runs and episodes --------------------------------------------------------------
-FILTERS = ("run", "dataset", "method", "outcome", "forced", "q")
+FILTERS = ("run", "dataset", "method", "q", *CHOICES, "sort", "order")
+
+
+def listing_params(params: dict[str, str]) -> dict[str, str]:
+    """The listing's filters and sort from a page's query (absent ones empty)."""
+    return {k: params.get(k, "") for k in FILTERS}
 
 
 def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str, str]) -> str:
-    f = {k: params.get(k, "") for k in FILTERS}
-    if f["outcome"] and f["outcome"] not in OUTCOMES:
-        raise ValueError(f"outcome={f['outcome']!r} is not one of {', '.join(OUTCOMES)}")
-    if f["forced"] not in ("", "yes", "no"):
-        raise ValueError(f"forced={f['forced']!r} is not yes or no")
+    f = listing_params(params)
     try:
         offset = max(0, int(params.get("offset") or 0))
     except ValueError:
         raise ValueError(f"offset={params.get('offset')!r} is not a number") from None
-    shown = filter_rows(runs, run_id=f["run"], dataset=f["dataset"], method=f["method"], outcome_=f["outcome"], forced=f["forced"], text=f["q"])
+    shown = filter_rows(runs, f)
     body = [f"<h1>Results: {esc(root)}</h1>"]
     body += [f'<p class="problem">{esc(p)}</p>' for p in problems]
     body.append(f"<h2>Runs ({len(runs)})</h2>" + runs_table(runs))
     body.append(paired_table(runs))
     body.append(filter_form(runs, f))
-    body.append(f'<h2 id="episodes">Episodes ({len(shown)} of {sum(len(r.rows) for r in runs)})</h2>')
-    body.append(episodes_table(shown[offset : offset + PAGE_SIZE]))
+    exports = " · ".join(f'<a class="export" href="{href("/export", **f, format=kind)}">{kind.upper()}</a>' for kind in ("csv", "json"))
+    body.append(f'<h2 id="episodes">Episodes ({len(shown)} of {sum(len(r.rows) for r in runs)})</h2><p class="meta">export the {len(shown)} listed: {exports}</p>')
+    body.append(episodes_table(shown[offset : offset + PAGE_SIZE], f))
     if offset + PAGE_SIZE < len(shown):
         body.append(f'<p><a href="{href("/", **f, offset=offset + PAGE_SIZE)}">next {PAGE_SIZE} episodes</a></p>')
     return page(f"arag results: {root}", "\n".join(body))
 
 
+def commit_text(run: Run) -> str:
+    ident = run.identity
+    return (ident.commit or "?") + (f" (judged at {ident.judge_commit})" if ident.judge_commit else "")
+
+
+def rejudged_html(run: Run) -> str:
+    source = run.identity.rejudged_from
+    return f'<a href="{href("/run", run=source)}">{esc(source)}</a>' if source else ""
+
+
 def runs_table(runs: list[Run]) -> str:
-    head = ("<tr><th>run</th><th>dataset</th><th>method</th><th>model</th><th>max steps</th><th>effort</th><th>episodes</th><th>failed</th><th>forced</th>"
+    head = ("<tr><th>run</th><th>dataset</th><th>method</th><th>model</th><th>max steps</th><th>effort</th>"
+            '<th title="the model that judged and the judge preset">judge</th><th>re-judged from</th><th>guard rails</th><th title="the code that ran the episodes">commit</th>'
+            "<th>episodes</th><th>failed</th><th>forced</th>"
             '<th title="over the judged questions, a failed episode scoring 0; 95% Wilson interval and n">LLM-Acc [95% CI] n</th>'
-            '<th title="over all attempted questions, a failed episode scoring 0; 95% Wilson interval and n">Contain-Acc [95% CI] n</th><th>created</th></tr>')
+            '<th title="over all attempted questions, a failed episode scoring 0; 95% Wilson interval and n">Contain-Acc [95% CI] n</th><th>created</th><th></th></tr>')
     rows = []
     for run in runs:
+        ident = run.identity
         rows.append(
-            f'<tr><td><a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a></td><td>{esc(run.dataset)}</td><td>{esc(run.method)}</td>'
-            f'<td>{esc(run.model)}</td><td class="n">{num(run.max_steps)}</td><td>{esc(run.effort)}</td><td class="n">{len(run.rows)}</td>'
+            f'<tr class="run" data-run="{esc(run.run_id)}"><td><a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a></td><td>{esc(run.dataset)}</td><td>{esc(run.method)}</td>'
+            f'<td>{esc(run.model)}</td><td class="n">{num(run.max_steps)}</td><td>{esc(run.effort)}</td>'
+            f'<td class="judge">{esc(ident.judge)}</td><td class="rejudged">{rejudged_html(run)}</td><td class="guard-rails">{esc(ident.guard_rails)}</td><td class="commit">{esc(commit_text(run))}</td>'
+            f'<td class="n">{len(run.rows)}</td>'
             f'<td class="n">{sum(r["status"] != "ok" for r in run.rows)}</td><td class="n">{sum(bool(r["forced"]) for r in run.rows)}</td>'
             f'<td class="n llm-acc">{accuracy(scores(run, "llm_acc").values())}</td><td class="n contain-acc">{accuracy(scores(run, "contain_acc").values())}</td>'
-            f'<td>{esc(str(run.info.get("created", ""))[:19])}</td></tr>'
+            f'<td>{esc(str(run.info.get("created", ""))[:19])}</td><td class="run-links">{run_links(run)}</td></tr>'
         )
-    return f"<table>{head}{''.join(rows)}</table>"
+    return f'<div class="wide"><table class="runs">{head}{"".join(rows)}</table></div>'
+
+
+def run_links(run: Run) -> str:
+    return (f'<a href="{href("/run", run=run.run_id)}">figures</a> · <a href="{href("/settings", run=run.run_id)}">settings</a>'
+            f' · <a href="{href("/report", run=run.run_id)}">report</a>')
 
 
 def paired_table(runs: list[Run]) -> str:
@@ -171,33 +205,61 @@ def _select(name: str, label: str, options: Iterable[tuple[str, str]], current: 
     return f'<label>{esc(label)}<select name="{name}">{opts}</select></label>'
 
 
+FILTER_LABELS = {"outcome": "outcome", "forced": "forced answer", "evidence": "gold evidence", "tool_errors": "tool errors", "repeated": "repeated calls", "gold_wrong": "diagnosis"}
+
+
 def filter_form(runs: list[Run], f: dict[str, str]) -> str:
+    kept = "".join(f'<input type="hidden" name="{k}" value="{esc(f[k])}">' for k in ("sort", "order") if f[k])
     return (
         '<form class="filters" method="get" action="/#episodes">'
         + _select("run", "run", [(r.run_id, f"{r.run_id} · {r.label}") for r in runs], f["run"])
         + _select("dataset", "dataset", [(d, d) for d in sorted({r.dataset for r in runs})], f["dataset"])
         + _select("method", "method", [(m, m) for m in sorted({r.method for r in runs})], f["method"])
-        + _select("outcome", "outcome", [(o, o) for o in OUTCOMES], f["outcome"])
-        + _select("forced", "forced answer", [("yes", "forced"), ("no", "not forced")], f["forced"])
-        + f'<label>question contains<input name="q" value="{esc(f["q"])}" size="28"></label>'
-        + '<button type="submit">filter</button> <a href="/">clear</a></form>'
+        + "".join(_select(name, FILTER_LABELS[name], choices.items(), f[name]) for name, choices in CHOICES.items())
+        + f'<label>text in question, prediction or trajectory<input name="q" value="{esc(f["q"])}" size="28"></label>'
+        + f'{kept}<button type="submit">filter</button> <a href="/">clear</a></form>'
     )
 
 
-def episodes_table(shown: list[tuple[Run, dict[str, Any]]]) -> str:
-    head = "<tr><th>run</th><th>question</th><th>gold</th><th>prediction</th><th>outcome</th><th>steps</th><th>tokens in / out</th><th>s</th><th></th></tr>"
+# The episode table's columns: (heading, sort key or None).
+EPISODE_COLUMNS = (
+    ("run", "run"), ("question", "question"), ("gold", None), ("prediction", None), ("outcome", "outcome"), ("steps", "steps"),
+    ("tokens in / out", "tokens"), ("retrieved tokens", "retrieved"), ("gold seen", "seen"), ("gold read", "read"),
+    ("tool errors", "errors"), ("repeated", "repeated"), ("s", "seconds"), ("", None),
+)  # fmt: skip
+
+
+def sort_heading(label: str, key: str | None, f: dict[str, str]) -> str:
+    """A column heading; a sortable one links to the list sorted by it (again: the other way)."""
+    if key is None:
+        return f"<th>{esc(label)}</th>"
+    current = f.get("sort") == key
+    order = "desc" if current and f.get("order") != "desc" else "asc"
+    arrow = (" ▼" if f.get("order") == "desc" else " ▲") if current else ""
+    aria = f' aria-sort="{"descending" if f.get("order") == "desc" else "ascending"}"' if current else ""
+    return f'<th data-sort="{key}"{aria}><a href="{href("/", **{**f, "sort": key, "order": order})}#episodes">{esc(label)}</a>{arrow}</th>'
+
+
+def episodes_table(shown: list[tuple[Run, dict[str, Any]]], f: dict[str, str]) -> str:
+    head = "<tr>" + "".join(sort_heading(label, key, f) for label, key in EPISODE_COLUMNS) + "</tr>"
     rows = []
     for run, r in shown:
-        forced = " " + badge("forced", f"forced: {r['forced_reason']}") if r.get("forced") else ""
+        marks = " " + badge("forced", f"forced: {r['forced_reason']}") if r.get("forced") else ""
+        if gold_seen_but_wrong(r):
+            marks += " " + badge("gold-wrong", "gold seen but wrong")
         answer = esc(r["prediction"]) if r["status"] == "ok" else f'<span class="meta">{esc(r["failure"])}</span>'
+        errors, repeated = r.get("unusable_results") or 0, r.get("repeated") or 0
         rows.append(
-            f'<tr class="episode"><td>{esc(run.label)}<br><span class="meta">{esc(run.run_id)}</span></td>'
+            f'<tr class="episode" data-run="{esc(run.run_id)}" data-q="{esc(r["question_id"])}"><td>{esc(run.label)}<br><span class="meta">{esc(run.run_id)}</span></td>'
             f'<td><a href="{href("/episode", run=run.run_id, q=r["question_id"])}">{esc(r["question"])}</a><br><span class="meta">{esc(r["question_id"])}</span></td>'
-            f'<td>{esc(" | ".join(r["gold_answers"] or []))}</td><td>{answer}</td><td>{outcome_badge(r)}{forced}</td>'
-            f'<td class="n">{num(r["steps"])}</td><td class="n">{num(r["prompt_tokens"])} / {num(r["completion_tokens"])}</td><td class="n">{num(r["wall_s"], 1)}</td>'
+            f'<td>{esc(" | ".join(r["gold_answers"] or []))}</td><td>{answer}</td><td>{outcome_badge(r)}{marks}</td>'
+            f'<td class="n steps">{num(r["steps"])}</td><td class="n">{num(r["prompt_tokens"])} / {num(r["completion_tokens"])}</td><td class="n retrieved">{num(r.get("retrieved_tokens"))}</td>'
+            f'<td class="n seen">{pct(r.get("evidence_recall_seen"))}</td><td class="n read">{pct(r.get("evidence_recall_read"))}</td>'
+            f'<td class="n errors{" has-errors" if errors else ""}">{errors}</td><td class="n repeated{" has-repeated" if repeated else ""}">{repeated}</td>'
+            f'<td class="n">{num(r["wall_s"], 1)}</td>'
             f'<td><a href="{href("/compare", dataset=run.dataset, q=r["question_id"])}">across runs</a></td></tr>'
         )
-    return f"<table>{head}{''.join(rows)}</table>"
+    return f'<div class="wide"><table class="episodes">{head}{"".join(rows)}</table></div>'
 
 
 # ---- one episode ------------------------------------------------------------------------------------
@@ -221,35 +283,53 @@ def chunk_chips(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[s
     return "".join(chips)
 
 
-def call_failure(call: dict[str, Any]) -> str | None:
-    """A stored tool call's failure kind (arag.tools.failures); a call stored before kinds were
-    recorded that has an error counts as refused."""
-    return call.get("failure") or ("refused" if call.get("error") else None)
-
-
 def call_marks(call: dict[str, Any], repeated: bool) -> tuple[str, str]:
-    """The CSS classes and labels that mark a tool call whose result the model could not use, and a
-    call identical to an earlier one of the episode (arag.evaluation.repeats)."""
+    """The CSS classes and labels that mark a tool call whose result the model could not use (its
+    failure kind), one that named ids the index does not hold, and a call identical to an earlier
+    one of the episode (arag.evaluation.repeats)."""
     failure = call_failure(call)
-    classes = (" unusable" if failure else "") + (" repeated" if repeated else "")
-    labels = (f'<span class="call-label unusable">unusable: {esc(failure.replace("_", " "))}</span>' if failure else "") + (
-        '<span class="call-label repeated">repeated call</span>' if repeated else "")
+    unknown = unknown_ids_in(call)
+    classes = (" unusable" if failure else "") + (" unknown-ids" if unknown else "") + (" repeated" if repeated else "")
+    labels = (f'<span class="call-label unusable">tool error: {esc(failure.replace("_", " "))}</span>' if failure else "")
+    if unknown and failure != "unknown_ids":
+        labels += f'<span class="call-label unusable">{unknown} unknown id{"s" if unknown != 1 else ""}</span>'
+    labels += '<span class="call-label repeated">repeated call</span>' if repeated else ""
     return classes, labels
 
 
-def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], full_text: bool, repeated: bool = False) -> str:
+def result_html(text: str, gold: Iterable[str]) -> str:
+    """A tool result as the model saw it: gold ids marked, the line naming unknown ids marked as an error."""
+    out = mark_ids(text, gold)
+    return UNKNOWN_LINE.sub(lambda m: f'<span class="error-line">{m.group(0)}</span>', out)
+
+
+UNKNOWN_LINE = re.compile(r"^Unknown chunk ids? \(not in this index\):.*$", re.MULTILINE)
+
+
+def gold_refs_note(named: list[str], gold_refs: dict[str, list[str]]) -> str:
+    """The reference ids of gold documents a call's result is about (document tools)."""
+    if not named:
+        return ""
+    marks = ", ".join(f'<mark class="gold">{esc(r)}</mark> ({esc("; ".join(gold_refs[r]))})' for r in named)
+    return f'<div class="meta gold-refs">★ gold document{"s" if len(named) != 1 else ""}: {marks}</div>'
+
+
+def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], full_text: bool, repeated: bool = False, gold_refs: dict[str, list[str]] | None = None) -> str:
     name = str(call.get("name"))
     ids = call.get("chunk_ids") or []
     level = "read (whole chunks)" if shows_full_text(name, full_text) else "seen (snippets)"
-    unknown = call.get("unknown_id_count") or 0
+    unknown = unknown_ids_in(call)
     meta = f"{len(ids)} chunk{'s' if len(ids) != 1 else ''}, {level}{f' · {unknown} unknown id' + ('s' if unknown != 1 else '') if unknown else ''} · {num(call.get('retrieved_tokens'))} retrieved tokens · {num(call.get('latency_s'), 3)} s"
     error = f'<p class="problem">error: {esc(call["error"])}</p>' if call.get("error") else ""
     classes, labels = call_marks(call, repeated)
+    refs = gold_refs or {}
+    gold_here = [r for r in call.get("ref_ids") or [] if r in refs] if ids else []  # a summarize names refs but shows none
+    ref_note = gold_refs_note(gold_here, refs)
     return (
         f'<div class="event tool-call{classes}" data-tool="{esc(name)}"><h3>tool call: <code>{esc(name)}</code>{labels}</h3>'
         f'<pre class="arguments">{esc(as_json(call.get("arguments")))}</pre>{error}'
-        f'<div class="meta">{meta}</div><div>{chunk_chips(call, gold, titles)}</div>'
-        f'<details open><summary>result shown to the model</summary><pre class="result">{mark_ids(call.get("text") or "", gold)}</pre></details></div>'
+        f'<div class="meta">{meta}</div><div>{chunk_chips(call, gold, titles)}</div>{ref_note}'
+        f'<details open><summary>result shown to the model</summary><pre class="result">{result_html(call.get("text") or "", [*gold, *refs])}</pre></details></div>'
     )
 
 
@@ -274,7 +354,7 @@ def guard_rail_html(event: str) -> str:
 EVENT_STEP = re.compile(r"^step (\d+):")
 
 
-def steps_html(t: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str]) -> str:
+def steps_html(t: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], gold_refs: dict[str, list[str]]) -> str:
     """Each step's model calls, guard-rail events and tool calls, in that order."""
     full_text = bool(((t.get("agent") or {}).get("method") or {}).get("full_text"))
     by_step: dict[int, list[str]] = {}
@@ -286,18 +366,24 @@ def steps_html(t: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, 
         (by_step.setdefault(int(m.group(1)), []) if m else loose).append(guard_rail_html(str(event)))
     calls = t.get("tool_calls") or []
     for call, repeated in zip(calls, repeated_flags((c.get("name"), c.get("arguments")) for c in calls)):
-        by_step.setdefault(int(call.get("step") or 0), []).append(tool_call_html(call, gold, titles, full_text, repeated))
+        by_step.setdefault(int(call.get("step") or 0), []).append(tool_call_html(call, gold, titles, full_text, repeated, gold_refs))
     out = [f'<section class="step" id="step-{s}"><h2>Step {s}{" (before the first model call)" if s == 0 else ""}</h2>{"".join(events)}</section>' for s, events in sorted(by_step.items())]
     return "".join(out + loose)
 
 
-def tool_errors_text(row: dict[str, Any]) -> str:
-    """The row's tool errors with their kinds, and its repeated calls; "n/a" for what a row written
-    before these were recorded lacks."""
-    kinds = {c[len("tool_errors_"):].replace("_", " "): row[c] for c in row if c.startswith("tool_errors_") and row[c]}
-    detail = f" ({', '.join(f'{k} {num(v)}' for k, v in kinds.items())})" if kinds else ""
-    repeated = "n/a" if row.get("repeated_calls") is None else num(row["repeated_calls"])
-    return f"{num(row.get('tool_errors'))}{detail} · {repeated}"
+def tool_errors_text(row: dict[str, Any], t: dict[str, Any]) -> str:
+    """The episode's unusable results by kind and its repeated calls, counted in its trajectory
+    (so runs that predate the row's counts show them too)."""
+    calls = [c for c in t.get("tool_calls") or [] if isinstance(c, dict)]
+    kinds: dict[str, int] = {}
+    for call in calls:
+        kind = call_failure(call)
+        if kind:
+            kinds[kind.replace("_", " ")] = kinds.get(kind.replace("_", " "), 0) + 1
+    detail = f" ({', '.join(f'{k} {v}' for k, v in kinds.items())})" if kinds else ""
+    repeated = sum(repeated_flags((c.get("name"), c.get("arguments")) for c in calls))
+    errors = f'<span class="problem">{sum(kinds.values())}{detail}</span>' if kinds else "0"
+    return f"{errors} · {repeated}"
 
 
 def verdict_html(row: dict[str, Any]) -> str:
@@ -315,26 +401,28 @@ def verdict_html(row: dict[str, Any]) -> str:
 
 def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[str, str], titles_note: str) -> str:
     supporting = row.get("supporting_titles") or []
-    gold = gold_chunks(titles, supporting)
+    gold, gold_refs = gold_marks(t, titles, supporting)
     forced = badge("forced", f"forced: {row.get('forced_reason')}") if row.get("forced") else ""
+    marked = "gold chunks marked ★" + (", gold documents' reference ids highlighted" if gold_refs else "")
     answer = [
         ("question", esc(row["question"])),
         ("gold answers", esc(" | ".join(row.get("gold_answers") or []))),
         ("prediction", f'<strong id="prediction">{esc(row.get("prediction"))}</strong> {forced}' + (" " + badge("unjudged", "cut off at the reply limit") if row.get("answer_cut_off") else "")),
         ("failure", f'<span class="problem">{esc(row.get("failure"))}</span>' if row.get("failure") else ""),
-        ("verdict", verdict_html(row)),
+        ("verdict", verdict_html(row) + (" " + badge("gold-wrong", "gold seen but wrong") if gold_seen_but_wrong(row) else "")),
         ("Contain-Acc · EM · F1", f"{num(row.get('contain_acc'))} · {num(row.get('exact_match'))} · {num(row.get('f1'))}"),
         ("supporting titles", esc("; ".join(supporting))),
-        ("evidence", f"{num(row.get('evidence_seen'))} of {num(row.get('evidence_supporting'))} seen, {num(row.get('evidence_read'))} read in full · gold chunks marked ★ · {esc(titles_note)}" if supporting else ""),
+        ("evidence", f'<span id="evidence">{num(row.get("evidence_seen"))} of {num(row.get("evidence_supporting"))} seen, {num(row.get("evidence_read"))} read in full · {marked} · {esc(titles_note)}</span>' if supporting else ""),
     ]
     cost = [
         ("steps · model calls · tool calls", f"{num(row.get('steps'))} · {num(row.get('model_calls'))} · {num(row.get('tool_calls'))}"),
         ("tokens: prompt · completion · reasoning · retrieved", f"{num(row.get('prompt_tokens'))} · {num(row.get('completion_tokens'))} · {num(row.get('reasoning_tokens'))} · {num(row.get('retrieved_tokens'))}"),
         ("time s: wall · model · tools · judge", f"{num(row.get('wall_s'))} · {num(row.get('llm_s'))} · {num(row.get('tool_s'))} · {num(row.get('judge_s'))}"),
         ("invalid replies · refused calls · cut results", f"{num(row.get('invalid_replies'))} · {num(row.get('refused_calls'))} · {num(row.get('truncated_observations'))}"),
-        ("tool errors · repeated calls", tool_errors_text(row)),
+        ("tool errors · repeated calls", f'<span id="tool-errors">{tool_errors_text(row, t)}</span>'),
         ("context warnings · forced summaries", f"{num(row.get('context_warnings'))} · {num(row.get('forced_summaries'))}" if (row.get("context_warnings") or row.get("forced_summaries")) else ""),
-        ("run", f'<a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a> · {esc(run.label)} · {esc(row.get("backend"))} / {esc(row.get("protocol"))}'),
+        ("run", f'<a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a> · {esc(run.label)} · {esc(row.get("backend"))} / {esc(row.get("protocol"))} · {run_links(run)}'),
+        ("judge · commit", f"{esc(run.identity.judge)} · {esc(commit_text(run))}" + (f" · re-judged from {rejudged_html(run)}" if run.identity.rejudged_from else "")),
         ("guard rails", esc(json.dumps(t.get("guard_rails") or {}, ensure_ascii=False))),
         ("attempt · worker · finished", f"{num(row.get('attempt'))} · {esc(row.get('worker'))} · {esc(row.get('finished_at'))}"),
     ]
@@ -342,18 +430,24 @@ def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[
     if t.get("error"):
         extra.append(f'<p class="problem">{esc(t["error"])}</p>')
     if t.get("citations"):
-        extra.append(f"<h2>Citations</h2><pre>{esc(as_json(t['citations'], 1))}</pre>")
+        extra.append(f"<h2>Citations</h2><pre>{mark_ids(as_json(t['citations'], 1), gold_refs)}</pre>")
     if t.get("trace"):
         extra.append(f"<details><summary>the method's own record (trace)</summary><pre>{esc(as_json(t['trace'], 1))}</pre></details>")
     if t.get("messages"):
-        extra.append(f"<details><summary>the whole conversation ({len(t['messages'])} messages)</summary><pre>{mark_ids(as_json(t['messages'], 1), gold)}</pre></details>")
+        extra.append(f"<details><summary>the whole conversation ({len(t['messages'])} messages)</summary><pre>{mark_ids(as_json(t['messages'], 1), [*gold, *gold_refs])}</pre></details>")
     body = (
         f'<p><a href="/">all runs</a> › <a href="{href("/", run=run.run_id)}#episodes">{esc(run.label)}</a> › {esc(row["question_id"])}'
         f' · <a href="{href("/compare", dataset=run.dataset, q=row["question_id"])}">this question across runs</a></p>'
         f"<h1>{esc(row['question'])}</h1><div class=\"box\">{kv(answer)}</div><div class=\"box\">{kv(cost)}</div>"
-        f"<h2>Trajectory</h2>{steps_html(t, gold, titles)}{''.join(extra)}"
+        f"<h2>Trajectory</h2>{steps_html(t, gold, titles, gold_refs)}{''.join(extra)}"
     )
     return page(f"{row['question_id']} · {run.label}", body)
+
+
+def identity_kv(run: Run) -> str:
+    ident = run.identity
+    return kv([("judge", f'<span class="judge">{esc(ident.judge)}</span>'), ("re-judged from", rejudged_html(run)),
+               ("guard rails", f'<span class="guard-rails">{esc(ident.guard_rails)}</span>'), ("commit", f'<span class="commit">{esc(commit_text(run))}</span>')])
 
 
 # ---- one question across runs -----------------------------------------------------------------------
@@ -361,17 +455,20 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
     first = found[0][1]
     columns = []
     for run, row, t, titles in found:
-        gold = gold_chunks(titles, row.get("supporting_titles") or [])
+        gold, gold_refs = gold_marks(t, titles, row.get("supporting_titles") or [])
         calls = []
         stored = t.get("tool_calls") or []
         for call, repeated in zip(stored, repeated_flags((c.get("name"), c.get("arguments")) for c in stored)):
             classes, labels = call_marks(call, repeated)
-            calls.append(f'<div class="event tool-call{classes}" data-tool="{esc(call.get("name"))}"><span class="meta">step {num(call.get("step"))}</span> <code>{esc(call.get("name"))}</code>{labels} {esc(as_json(call.get("arguments")))}<div>{chunk_chips(call, gold, titles)}</div></div>')
+            refs = [r for r in call.get("ref_ids") or [] if r in gold_refs] if call.get("chunk_ids") else []
+            ref_note = gold_refs_note(refs, gold_refs)
+            calls.append(f'<div class="event tool-call{classes}" data-tool="{esc(call.get("name"))}"><span class="meta">step {num(call.get("step"))}</span> <code>{esc(call.get("name"))}</code>{labels} {esc(as_json(call.get("arguments")))}<div>{chunk_chips(call, gold, titles)}</div>{ref_note}</div>')
         forced = " " + badge("forced", f"forced: {row.get('forced_reason')}") if row.get("forced") else ""
+        wrong = " " + badge("gold-wrong", "gold seen but wrong") if gold_seen_but_wrong(row) else ""
         facts = kv([
             ("prediction", esc(row.get("prediction")) if row.get("status") == "ok" else f'<span class="problem">{esc(row.get("failure"))}</span>'),
-            ("outcome", outcome_badge(row) + forced),
-            ("judge", esc(row.get("judge_reply") or row.get("judge_status"))),
+            ("outcome", outcome_badge(row) + forced + wrong),
+            ("judge's reply", esc(row.get("judge_reply") or row.get("judge_status"))),
             ("steps · tool calls", f"{num(row.get('steps'))} · {num(row.get('tool_calls'))}"),
             ("tokens in / out", f"{num(row.get('prompt_tokens'))} / {num(row.get('completion_tokens'))}"),
             ("evidence seen / read", f"{pct(row.get('evidence_recall_seen'))} / {pct(row.get('evidence_recall_read'))}"),
@@ -380,8 +477,8 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
         whole_run = (f'<div class="run-accuracy">run LLM-Acc {accuracy(scores(run, "llm_acc").values())} · Contain-Acc '
                      f'{accuracy(scores(run, "contain_acc").values())}</div>')
         columns.append(
-            f'<div class="box run-column"><h2><a href="{href("/episode", run=run.run_id, q=question_id)}">{esc(run.label)}</a></h2>'
-            f'<div class="meta">{esc(run.run_id)}</div>{whole_run}{facts}{"".join(calls)}</div>'
+            f'<div class="box run-column" data-run="{esc(run.run_id)}"><h2><a href="{href("/episode", run=run.run_id, q=question_id)}">{esc(run.label)}</a></h2>'
+            f'<div class="meta">{esc(run.run_id)} · {run_links(run)}</div><div class="run-identity">{identity_kv(run)}</div>{whole_run}{facts}{"".join(calls)}</div>'
         )
     body = (
         f'<p><a href="/">all runs</a> › {esc(dataset)} › {esc(question_id)}</p><h1>{esc(first["question"])}</h1>'
@@ -389,6 +486,64 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
         f'<div class="columns">{"".join(columns)}</div>'
     )
     return page(f"{question_id} across runs", body)
+
+
+# ---- one run: figures, settings, report -------------------------------------------------------------
+def run_page(run: Run, report: Any) -> str:
+    """A run's figures; `report`: the report nearest it (a path), or None."""
+    rows = run.rows
+    acc = []
+    for label, col in (("LLM-Acc", "llm_acc"), ("Contain-Acc", "contain_acc")):
+        values = list(scores(run, col).values())
+        if values:
+            p = Proportion(sum(values), len(values))
+            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td>{figures.interval_bar(p, label)}</td><td class="n value" data-metric="{col}">{esc(percent_text(p))}</td></tr>')
+        else:
+            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td></td><td class="n value" data-metric="{col}">no scored question</td></tr>')
+    dists = []
+    for label, col in (("steps", "steps"), ("retrieved tokens", "retrieved_tokens")):
+        values = figures.column(rows, col)
+        m = figures.mean(values)
+        dists.append(
+            f'<tr class="figure distribution" data-metric="{col}"><th>{label} per answered episode</th><td>{figures.histogram(values, label, whole=True)}</td>'
+            f'<td class="n value" data-metric="{col}">{esc("mean " + m.text(1)) if m else "no answered episode"}</td></tr>'
+        )
+    mix = figures.tool_mix(rows)
+    answered = sum(r["status"] == "ok" for r in rows)
+    mix_rows = "".join(f'<tr class="tool" data-tool="{esc(tool)}"><th><code>{esc(tool)}</code></th><td>{figures.share_bar(share)}</td><td class="n">{calls} calls · {100 * share:.1f}%'
+                       f'{f" · {calls / answered:.2f} per answered episode" if answered else ""}</td></tr>' for tool, calls, share in mix)
+    errors = sum(r.get("unusable_results") or 0 for r in rows)
+    repeated = sum(r.get("repeated") or 0 for r in rows)
+    total_calls = sum(c for _, c, _ in mix)
+    report_link = f'<a href="{href("/report", run=run.run_id)}">its report</a>' if report else f'no report yet (<code>python -m pipelines.report results.path={esc(run.path.parent)}</code>)'
+    body = (
+        f'<p><a href="/">all runs</a> › {esc(run.run_id)}</p><h1>{esc(run.label)}</h1>'
+        f'<div class="box">{kv([("run", esc(run.run_id)), ("dataset", esc(run.dataset)), ("episodes", f"{len(rows)} ({answered} answered, {len(rows) - answered} failed)")])}{identity_kv(run)}'
+        f'<p><a href="{href("/", run=run.run_id)}#episodes">its episodes</a> · <a href="{href("/settings", run=run.run_id)}">its settings</a> · {report_link}</p></div>'
+        f'<h2>Accuracy</h2><p class="meta">95% Wilson interval [low, high] and n, the questions it averages over (a failed episode scores 0).</p><table class="figures">{"".join(acc)}</table>'
+        f'<h2>Steps and retrieved tokens</h2><p class="meta">Mean with its 95% bootstrap interval (10,000 seeded resamples) and n; bars: how many episodes had each value.</p><table class="figures">{"".join(dists)}</table>'
+        f'<h2>Tool mix</h2><p class="meta">{total_calls} tool calls; <span class="{"problem" if errors else ""}">{errors} with a result the model could not use</span>; {repeated} repeated.</p><table class="figures tool-mix">{mix_rows}</table>'
+    )
+    return page(f"{run.run_id} · {run.label}", body)
+
+
+def settings_page(run: Run, invocations: list[dict[str, Any]]) -> str:
+    runs_of = "".join(f"<li><pre>{esc(json.dumps(i, indent=1, ensure_ascii=False, default=str))}</pre></li>" for i in invocations)
+    body = (
+        f'<p><a href="/">all runs</a> › <a href="{href("/run", run=run.run_id)}">{esc(run.run_id)}</a> › settings</p><h1>Settings of {esc(run.label)}</h1>'
+        f'<div class="box">{identity_kv(run)}</div><h2>{esc(RUN_INFO)}</h2><pre id="run-json">{esc(json.dumps(run.info, indent=1, ensure_ascii=False, default=str))}</pre>'
+        f'<h2>Commands that ran it ({len(invocations)})</h2><ol>{runs_of}</ol>'
+    )
+    return page(f"settings of {run.run_id}", body)
+
+
+def report_page(run: Run, report_md: str, where: str, images: list[str]) -> str:
+    shots = "".join(f'<figure><img src="{href("/report/file", run=run.run_id, name=name)}" alt="{esc(name)}" style="max-width:100%"><figcaption>{esc(name)}</figcaption></figure>' for name in images)
+    body = (
+        f'<p><a href="/">all runs</a> › <a href="{href("/run", run=run.run_id)}">{esc(run.run_id)}</a> › report</p><h1>Report holding {esc(run.run_id)}</h1>'
+        f'<p class="meta">{esc(where)} (Markdown as written)</p><pre id="report">{esc(report_md)}</pre>{shots}'
+    )
+    return page(f"report of {run.run_id}", body)
 
 
 def error_page(status: int, message: str) -> str:

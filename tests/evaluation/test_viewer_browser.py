@@ -5,6 +5,7 @@ writes a screenshot of the episode page (its path is printed) for a person to lo
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import queue
@@ -13,6 +14,8 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.request
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -36,14 +39,9 @@ def chromium(tmp_path, url: str, *flags: str) -> str:
     return done.stdout
 
 
-@pytest.fixture
-def viewer(ray_local, eval_index, questions_file, tmp_path):
-    """A results tree of two real runs (the scripted agent with 10 steps and with 1) and the viewer on it."""
-    results = tmp_path / "results"
-    runs = {}
-    for steps in (10, 1):
-        summary = evaluate(compose_evaluate(*base_overrides(eval_index.path, questions_file, results, "limit=3", f"agent.max_steps={steps}")), out=io.StringIO())
-        runs[steps] = summary["run_id"]
+@contextlib.contextmanager
+def served(results: Path):
+    """`python -m pipelines.view` on a results tree; yields its address."""
     server = subprocess.Popen(
         [sys.executable, "-m", "pipelines.view", f"results.path={results}", "view.port=0", "view.open_browser=false"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -53,10 +51,22 @@ def viewer(ray_local, eval_index, questions_file, tmp_path):
     try:
         first = lines.get(timeout=120)
         assert " at http://127.0.0.1:" in first, first + server.stderr.read() if server.poll() is not None else first
-        yield first.split(" at ")[1].split()[0], runs
+        yield first.split(" at ")[1].split()[0]
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture
+def viewer(ray_local, eval_index, questions_file, tmp_path):
+    """A results tree of two real runs (the scripted agent with 10 steps and with 1) and the viewer on it."""
+    results = tmp_path / "results"
+    runs = {}
+    for steps in (10, 1):
+        summary = evaluate(compose_evaluate(*base_overrides(eval_index.path, questions_file, results, "limit=3", f"agent.max_steps={steps}")), out=io.StringIO())
+        runs[steps] = summary["run_id"]
+    with served(results) as url:
+        yield url, runs
 
 
 def test_the_viewer_in_a_browser_lists_the_runs_and_shows_an_episodes_tool_calls_and_verdict(viewer, tmp_path):
@@ -84,3 +94,71 @@ def test_the_viewer_in_a_browser_lists_the_runs_and_shows_an_episodes_tool_calls
     chromium(tmp_path, episode_url, f"--screenshot={shot}", "--window-size=1280,1500")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     print(f"\nscreenshot of the episode page: {shot}")
+
+
+# The committed CPU runs (benchmarks/cpu_evaluations/results: 10 runs, 320 episodes of A-RAG, naive RAG,
+# AgenticRAG and a re-judged copy): these tests read that tree.
+COMMITTED = REPO / "benchmarks" / "cpu_evaluations" / "results"
+AGENTICRAG, REJUDGED, ARAG_NAIVE = "e9a0079474b562ed", "c091414684ab2bda", "50522084c0aceef9"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    with served(COMMITTED) as url:
+        yield url
+
+
+def test_in_a_browser_the_committed_runs_show_identity_sort_filter_search_and_export(committed, tmp_path):
+    url = committed
+    index = Dom(chromium(tmp_path, url, "--dump-dom"))
+    runs = {a["data-run"]: x for _, a, x in index.having("run", tag="tr")}
+    assert len(runs) == 10 and "a6d0e5c (judged at 0e139c3)" in runs[REJUDGED] and AGENTICRAG in runs[REJUDGED]
+    judges = [x for _, _, x in index.having("judge", tag="td")]
+    assert judges.count("qwen2.5-coder-1.5b-instruct (preset paper)") == 8 and judges.count("qwen2.5-coder-1.5b-instruct (unnamed preset)") == 2  # the originals the re-judged copies came from
+    assert len(listed(index)) == 200  # the first page of 320
+
+    steps = lambda dom: [int(x) for _, _, x in dom.having("steps") if x]  # noqa: E731
+    down = Dom(chromium(tmp_path, f"{url}?sort=steps&order=desc", "--dump-dom"))
+    assert steps(down) == sorted(steps(down), reverse=True) and len(set(steps(down))) > 1
+
+    errors = Dom(chromium(tmp_path, f"{url}?{urlencode({'run': ARAG_NAIVE, 'tool_errors': 'yes'})}", "--dump-dom"))
+    shown = listed(errors)
+    assert shown and {r for r, _ in shown} == {ARAG_NAIVE} and all(int(x) > 0 for _, _, x in errors.having("errors", tag="td"))
+    wrong = Dom(chromium(tmp_path, f"{url}?gold_wrong=yes&evidence=read", "--dump-dom"))
+    assert listed(wrong) and all(x == "gold seen but wrong" for _, _, x in wrong.having("gold-wrong"))
+    found = Dom(chromium(tmp_path, f"{url}?{urlencode({'q': 'Pawel-Rammingen'})}", "--dump-dom"))  # in AgenticRAG's tool results and predictions
+    assert {r for r, _ in listed(found)} >= {AGENTICRAG}
+
+    (csv_link, json_link) = [a["href"] for _, a, _ in errors.having("export")]
+    with urllib.request.urlopen(url + csv_link.lstrip("/")) as response:
+        lines = response.read().decode().splitlines()
+    assert lines[0].startswith("run_id,") and len(lines) - 1 == len(shown)
+
+
+def test_in_a_browser_agenticrag_episodes_mark_gold_and_tool_errors_look_like_errors(committed, tmp_path):
+    url = committed
+    episode = Dom(chromium(tmp_path, f"{url}episode?{urlencode({'run': AGENTICRAG, 'q': 'Novel-74440a6a'})}", "--dump-dom"))
+    assert any("Novel-44557" in x for _, _, x in episode.having("gold", tag="span"))
+    assert "turn1search1" in {x for _, _, x in episode.having("gold", tag="mark")}
+    errors = Dom(chromium(tmp_path, f"{url}?{urlencode({'run': ARAG_NAIVE, 'tool_errors': 'yes'})}", "--dump-dom"))
+    run, q = sorted(listed(errors))[0]
+    legacy = Dom(chromium(tmp_path, f"{url}episode?{urlencode({'run': run, 'q': q})}", "--dump-dom"))
+    unusable = [x for _, a, x in legacy.having("tool-call") if "unusable" in a["class"].split()]
+    assert unusable and all("tool error: unknown ids" in x for x in unusable) and legacy.having("error-line")
+
+    qid = "Novel-74440a6a"
+    side = Dom(chromium(tmp_path, f"{url}compare?{urlencode({'dataset': 'graphrag-bench-novel-docs', 'q': qid})}", "--dump-dom"))
+    assert len(side.having("run-column")) == 4 and len(side.having("run-identity")) == 4
+    html = chromium(tmp_path, f"{url}compare?{urlencode({'dataset': 'graphrag-bench-novel-docs', 'q': qid})}", "--dump-dom")
+    assert all('class="chunk gold"' in part for part in html.split('class="box run-column"')[1:])
+
+
+def test_in_a_browser_a_runs_figures_and_settings(committed, tmp_path):
+    url = committed
+    page = Dom(chromium(tmp_path, f"{url}run?run={AGENTICRAG}", "--dump-dom"))
+    values = {a["data-metric"]: x for _, a, x in page.having("value", tag="td")}
+    assert re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] n=20", values["llm_acc"]) and values["steps"].startswith("mean ") and "n=20" in values["steps"]
+    assert {a["data-tool"] for _, a, _ in page.having("tool", tag="tr")} == {"search", "find", "open", "summarize"}
+    assert len(page.having("interval-bar")) == 2 and len(page.having("histogram")) == 2
+    settings = Dom(chromium(tmp_path, f"{url}settings?run={AGENTICRAG}", "--dump-dom"))
+    assert f'"run_id": "{AGENTICRAG}"' in settings.by_id("run-json")
