@@ -14,10 +14,6 @@ import pytest
 
 ARAG = Path(__file__).resolve().parents[1] / "arag"
 
-# Module cycles known when this test was written, each fixed on another branch: the lead deletes the
-# entry when merging that fix (test_allowlisted_cycles_still_exist fails until then).
-KNOWN_CYCLES_TO_REMOVE_AT_MERGE: dict[str, str] = {}
-
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ARAG.parent).with_suffix("").parts)
@@ -116,10 +112,6 @@ def package_graph(graph: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]
     return packages
 
 
-def allowlisted(component: list[str]) -> bool:
-    return any(all(m == prefix or m.startswith(prefix + ".") for m in component) for prefix in KNOWN_CYCLES_TO_REMOVE_AT_MERGE)
-
-
 def test_ray_is_imported_only_in_the_runtime():
     offenders = [
         f"{path.relative_to(ARAG.parent)}:{line}: import {name}"
@@ -139,7 +131,7 @@ def test_no_cycle_between_arag_packages():
 
 def test_no_cycle_between_arag_modules():
     graph = module_graph()
-    found = [c for c in cycles(graph) if not allowlisted(c)]
+    found = cycles(graph)
     assert not found, "import cycles between arag modules:\n" + "\n".join(describe(c, graph) for c in found)
 
 
@@ -191,14 +183,6 @@ def test_the_floor_check_sees_an_arrow_back_up_and_an_unplaced_room():
     graph = {"a": {"b": "arag/a/x.py:1"}, "b": {}, "c": {"a": "arag/c/z.py:3"}}
     assert arrows_back_up(graph, [("a",), ("b",)]) == ["c: on no floor of FLOORS", "a (floor 0) -> b (floor 1) at arag/a/x.py:1"]
     assert arrows_back_up(graph, [("b",), ("a",), ("c",)]) == []
-
-
-@pytest.mark.parametrize("prefix", sorted(KNOWN_CYCLES_TO_REMOVE_AT_MERGE))
-def test_allowlisted_cycles_still_exist(prefix):
-    """An allowlisted cycle that is gone must leave the list, so it cannot come back unnoticed."""
-    assert any(allowlisted(c) and all(m.startswith(prefix) for m in c) for c in cycles(module_graph())), (
-        f"the {prefix} cycle is fixed: delete its entry from KNOWN_CYCLES_TO_REMOVE_AT_MERGE"
-    )
 
 
 def test_the_checks_see_cycles_and_ray(tmp_path, monkeypatch):
