@@ -13,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from arag.config.cli import check_command_line
-from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeConfig
+from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeConfig, ServeConfig
 from arag.config.files import conf_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,6 +63,35 @@ def test_a_judge_preset_sets_only_its_name_and_prompts(name, preset):
     assert judge == {**dataclasses.asdict(JudgeConfig(**prompts)), "name": preset, "model": None}
 
 
+def test_the_serve_node_is_its_schema():
+    """conf/serve.yaml sets no `serve:` key: every default is arag.config.schemas.ServeConfig's, and the
+    server's settings read from the composed node are the schema's defaults."""
+    from arag.config.files import conf_path
+    from arag.serve.app import ServeSettings
+
+    assert "serve" not in OmegaConf.load(conf_path("serve.yaml"))
+    serve = OmegaConf.to_container(compose("serve").serve, resolve=True)
+    assert serve == dataclasses.asdict(ServeConfig())
+    assert ServeSettings.from_dict(serve) == ServeSettings()
+
+
+@pytest.mark.parametrize(("override", "typed"), [("serve.token=1e3", 1000.0), ("serve.token=7", 7), ("serve.token=true", True)])
+def test_the_serve_token_keeps_the_type_hydra_read_for_its_text_to_be_taken_back(override, typed):
+    """ServeConfig.token is Any: a typed token reaches pipelines.serve.token_as_typed as Hydra read it
+    (a str field would turn 1e3 into '1000.0', and the command line's text would be lost)."""
+    from pipelines.serve import token_as_typed
+
+    check_command_line("serve", [override])
+    serve = OmegaConf.to_container(compose("serve", override).serve, resolve=True)
+    assert serve["token"] == typed and type(serve["token"]) is type(typed)
+    assert token_as_typed(serve, [override])["token"] == override.partition("=")[2]
+
+
+def test_a_mistyped_serve_value_is_named():
+    with pytest.raises(ValueError, match=r"setting serve\.port: .*Integer"):
+        check_command_line("serve", ["serve.port=http"])
+
+
 def test_a_model_configs_guard_rails_still_reach_the_agent():
     cfg = compose("ask", "model=llamacpp_qwen2.5_coder_1.5b")
     model_rails = OmegaConf.to_container(cfg.model, resolve=True).get("guard_rails") or {}
@@ -81,6 +110,8 @@ def test_a_model_configs_guard_rails_still_reach_the_agent():
         ("evaluate", ["runtime.workrs=2"], "runtime.workers"),
         ("evaluate", ["+runtime.worker_cpu=2"], "runtime.worker_cpus"),
         ("rejudge", ["judge=strict", "judge.max_token=64"], "judge.max_tokens"),
+        ("serve", ["serve.prot=9000"], "serve.port"),
+        ("serve", ["+serve.max_document_settings.search_result=5"], "serve.max_document_settings.search_results"),
     ],
 )
 def test_a_misspelled_key_is_named_with_the_likely_one(config, args, named):

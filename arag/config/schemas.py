@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, List, Mapping, Optional
 
 from arag.strict_settings import from_settings
 
@@ -134,3 +134,52 @@ class JudgeNode(JudgeConfig):
     # The judge's model config; None: the agent's model at the model's defaults (arag.llm.instrument),
     # e.g. `+model@judge.model=openai judge.model.model=gpt-4o-mini` for another.
     model: Any = None
+
+
+@dataclass
+class DocumentCeilings:
+    """`serve.max_document_settings`: the largest document-tool settings (arag.tools.DocumentToolSettings,
+    same names) a client of the tool server may ask for; None: the paper's value, that class's default."""
+
+    max_queries: Optional[int] = None
+    search_results: Optional[int] = None
+    open_window_lines: Optional[int] = None
+    open_max_tokens: Optional[int] = None
+    find_max_tokens: Optional[int] = None
+    find_passages_per_pattern: Optional[int] = None
+    find_context_lines: Optional[int] = None
+
+
+@dataclass
+class ServeConfig:
+    """The tool server's `serve:` node (pipelines.serve; docs/configuration.md says what each key does).
+    arag.serve.app.ServeSettings adds the checks of values and the token's resolution."""
+
+    transport: str = "http"  # stdio | http
+    host: str = "127.0.0.1"
+    port: int = 8765
+    # Text, but typed as the command line gave it: Hydra reads `serve.token=1e3` as a number, and
+    # pipelines.serve takes the override's own characters back (a token is never converted).
+    token: Any = None
+    token_file: Optional[str] = None
+    allowed_hosts: Optional[List[str]] = field(default_factory=list)  # null: none
+    allowed_origins: Optional[List[str]] = field(default_factory=list)
+    max_request_bytes: int = 256 * 1024
+    max_response_bytes: int = 4 * 2**20
+    max_document_settings: DocumentCeilings = field(default_factory=DocumentCeilings)
+    threads: int = 16
+    workers: int = 1
+    max_sessions: int = 10_000
+    session_idle_s: float = 3600.0
+    session_max_bytes: int = 16 * 2**20
+    sessions_max_bytes: int = 512 * 2**20
+    max_connections: int = 256
+    max_waiting_connections: int = 1024
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    keep_alive_s: float = 5.0
+    stream_idle_s: float = 60.0
+    preload: bool = True
+    full_text: bool = False
+    tools: Any = None  # null: every tool; a method's tool set or a list of tool names
+    log_level: str = "info"
