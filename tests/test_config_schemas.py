@@ -13,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from arag.config.cli import check_command_line
-from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeConfig, ServeConfig
+from arag.config.schemas import AgentConfig, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeConfig, ServeConfig
 from arag.config.files import conf_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,6 +90,39 @@ def test_the_serve_token_keeps_the_type_hydra_read_for_its_text_to_be_taken_back
 def test_a_mistyped_serve_value_is_named():
     with pytest.raises(ValueError, match=r"setting serve\.port: .*Integer"):
         check_command_line("serve", ["serve.port=http"])
+
+
+def test_the_index_and_graph_nodes_are_their_schemas():
+    """The index pipeline's YAML derives only what depends on the corpus; the graph pipeline's sets nothing;
+    the runtime group's `local` is the schema's defaults."""
+    from arag.graph.extract import EXTRACTOR_KEYS
+    from arag.runtime.graph_job import GraphRuntime
+    from arag.runtime.index_job import EmbedRuntime
+
+    index = compose("index", "+corpus=jsonl")
+    derived = ("path", "chunking", "chunk_tokens")
+    built = OmegaConf.to_container(index.index, resolve=True)
+    assert {k: v for k, v in built.items() if k not in derived} == {k: v for k, v in dataclasses.asdict(IndexBuild()).items() if k not in derived}
+    assert (built["chunking"], built["chunk_tokens"]) == (IndexBuild.chunking, IndexBuild.chunk_tokens)  # a corpus without its own
+    assert OmegaConf.to_container(index.runtime, resolve=True) == dataclasses.asdict(IndexRuntime())
+    assert EmbedRuntime(**OmegaConf.to_container(index.runtime.embed)) == EmbedRuntime()
+    graph = compose("graph")
+    assert OmegaConf.to_container(graph.graph, resolve=True) == dataclasses.asdict(GraphConfig())
+    assert OmegaConf.to_container(graph.runtime, resolve=True) == dataclasses.asdict(GraphPipelineRuntime())
+    assert GraphRuntime(**OmegaConf.to_container(graph.runtime.graph)) == GraphRuntime()
+    assert EXTRACTOR_KEYS == tuple(f.name for f in dataclasses.fields(GraphConfig().extractor))
+
+
+@pytest.mark.parametrize(("config", "override", "named"), [("index", "+index.chunk_token=5", "index.chunk_tokens"), ("graph", "+graph.extractor.knd=rule", "graph.extractor.kind"), ("graph", "+runtime.graph.num_cpu=2", "runtime.graph.num_cpus")])
+def test_a_key_added_to_a_schema_node_is_refused_after_composing(config, override, named):
+    """Hydra's `+key` adds even to a schema-typed node: the composed config's check names it (arag.config.typed)."""
+    from arag.config.typed import check_schema_nodes
+    from arag.strict_settings import UnknownSettingError
+
+    extra = ["+corpus=jsonl"] if config == "index" else []
+    check_schema_nodes(compose(config, *extra))
+    with pytest.raises(UnknownSettingError, match=rf"did you mean {named}\?"):
+        check_schema_nodes(compose(config, *extra, override))
 
 
 def test_a_model_configs_guard_rails_still_reach_the_agent():
