@@ -200,3 +200,16 @@ def test_the_serve_configs_tools_keys_are_checked_once_with_the_likely_key():
     OmegaConf.update(cfg, "tools.nprobes", 4, force_add=True)
     with pytest.raises(ValueError, match=r"^unknown setting tools\.nprobes \(did you mean tools\.nprobe\?\); valid keys of tools: [^\n]*$"):
         check_serve_config(cfg)
+
+
+def test_the_protocol_cards_assumed_index_is_the_index_pipelines_defaults():
+    """An evaluation whose index is gone assumes what pipelines.index builds at its defaults: conf/index.yaml
+    over IndexBuild (chunk_overlap is the schema's only), as composing the index config gives."""
+    from arag.evaluation.protocol import assumed_index_facts
+
+    for corpus in ("jsonl", "2wikimultihopqa-linearrag"):
+        index = OmegaConf.to_container(compose("index", f"+corpus={corpus}").index, resolve=True)
+        corpus_cfg = OmegaConf.to_container(compose("index", f"+corpus={corpus}").corpus, resolve=True)
+        facts = assumed_index_facts(corpus_cfg)
+        assert {k: facts[k] for k in ("chunking", "chunk_tokens", "chunk_overlap")} == {k: index[k] for k in ("chunking", "chunk_tokens", "chunk_overlap")}
+    assert assumed_index_facts(None)["chunk_overlap"] == IndexBuild.chunk_overlap == 100

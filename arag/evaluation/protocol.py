@@ -87,15 +87,18 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None) ->
 
 @lru_cache(maxsize=1)
 def _index_defaults() -> tuple[str, dict[str, Any]]:
-    """pipelines.index's default embedder name and its index section (conf/index.yaml)."""
+    """pipelines.index's default embedder name and its index section (conf/index.yaml over its schema)."""
+    import dataclasses
+
     import yaml
 
     from arag.config.files import conf_path
+    from arag.config.schemas import IndexBuild
 
     index_conf = yaml.safe_load(conf_path("index.yaml").read_text())
     embedder = next(d["embedder"] for d in index_conf["defaults"] if isinstance(d, dict) and "embedder" in d)
     name = yaml.safe_load(conf_path("embedder", f"{embedder}.yaml").read_text())["name"]
-    return str(name), index_conf["index"]
+    return str(name), {**dataclasses.asdict(IndexBuild()), **index_conf["index"]}
 
 
 def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
