@@ -66,13 +66,15 @@ class ProtocolCard:
 
 
 # ---- what a run did ------------------------------------------------------------------------------
-def index_facts(index_path: str | Path, build_fingerprint: str | None = None) -> dict[str, Any] | None:
-    """The embedder and chunking of the index at `index_path`, from its manifest; None without one,
-    or when `build_fingerprint` is given and the manifest's differs (another index now lives there)."""
-    try:
-        manifest = json.loads(IndexLayout(index_path).manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+def index_facts(index_path: str | Path, build_fingerprint: str | None = None, manifest: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The embedder and chunking of the index at `index_path`, from its manifest (`manifest`: as
+    already read); None without one, or when `build_fingerprint` is given and the manifest's differs
+    (another index now lives there)."""
+    if manifest is None:
+        try:
+            manifest = json.loads(IndexLayout(index_path).manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
     # An A2RAG run's fingerprint is the index's with its graph's appended (`<index>+graph-<graph>`).
     if build_fingerprint is not None and manifest.get("build_fingerprint") != build_fingerprint.split("+graph-")[0]:
         return None
