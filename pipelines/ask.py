@@ -48,9 +48,9 @@ def ask(cfg: DictConfig):
 
 @pipeline_main("ask")
 def main(cfg: DictConfig) -> None:
-    if not cfg.question:
-        sys.exit('error: give the question: question="..."')
     with exit_on_error(also=(RuntimeError,)):  # RuntimeError: e.g. a model that cannot load
+        if not cfg.question:
+            raise ValueError('give the question: question="..."')
         episode = ask(cfg)
     print(render_episode(episode, int(cfg.show.observation_lines)))
     if cfg.output:

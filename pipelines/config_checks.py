@@ -1,24 +1,18 @@
-"""The keys each pipeline's config accepts, checked before any work starts (arag.strict_settings):
-a misspelled or unknown key, added with `+key=value` or in a YAML file, stops the command with the
-key named and the valid keys listed. The config groups are checked against the settings objects
-that read them (dataclass fields, a backend's constructor), the pipelines' own nodes against the
-names below; the command line's keys are checked before that, against the composed config
-(arag.config.cli)."""
+"""The keys each pipeline's config accepts, checked before any work starts: a misspelled or unknown
+key, added with `+key=value` or in a YAML file, stops the command with the key named and the valid
+keys listed (arag.strict_settings). A node with a schema (arag.config.schemas) is checked against it
+(arag.config.typed); the groups a library object reads (model, method, corpus, embedder) against that
+object; the pipelines' own top-level keys and small nodes against the names below. The command
+line's keys are checked before that, against the composed config (arag.config.cli)."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeNode
+from arag.config.typed import check_schema_nodes
 from arag.strict_settings import check_keys, field_names
-
-
-def schema_keys(schema: type) -> dict[str, Any]:
-    """`check_nodes`' key tree of a dataclass schema (arag.config.schemas): a nested dataclass field is a mapping."""
-    return {f.name: schema_keys(f.default_factory) if dataclasses.is_dataclass(f.default_factory) else None for f in dataclasses.fields(schema) if f.init}
 
 
 def _plain(node: Any) -> Any:
@@ -32,8 +26,14 @@ def _mapping(group: str, node: Any) -> Mapping[str, Any]:
     return node
 
 
+def check_config(cfg: DictConfig, nodes: Mapping[str, Any]) -> None:
+    """The top-level keys and untyped nodes `nodes` names (see check_nodes), then every schema-typed node."""
+    check_nodes(cfg, nodes)
+    check_schema_nodes(cfg)
+
+
 def check_nodes(cfg: Any, nodes: Mapping[str, Any], group: str = "") -> None:
-    """`nodes` maps each valid key to None (a value) or to the valid keys of its own mapping."""
+    """`nodes` maps each valid key to None (a value, or a node with a schema) or to the valid keys of its own mapping."""
     given = _mapping(group or "the config", cfg)
     check_keys(group, given, nodes)
     for key, inner in nodes.items():
@@ -68,80 +68,28 @@ def check_method(cfg: Any) -> None:
 def check_index_config(cfg: DictConfig) -> None:
     """`python -m pipelines.index` (conf/index.yaml, +corpus, embedder, runtime)."""
     from arag.index.embedding import EmbedderSpec
-    from arag.runtime.index_job import EmbedRuntime
 
-    check_nodes(
-        cfg,
-        {
-            "data_dir": None,
-            "progress": None,
-            "index": dict.fromkeys(("path", "chunking", "chunk_tokens", "chunk_overlap", "language", "faiss_factory", "overwrite", "ann", "verify_inputs")),
-            "corpus": corpus_keys(),
-            "embedder": dict.fromkeys(field_names(EmbedderSpec)),
-            "runtime": {"num_cpus": None, "embed": dict.fromkeys(field_names(EmbedRuntime))},
-        },
-    )
+    check_config(cfg, {"data_dir": None, "progress": None, "index": None, "corpus": corpus_keys(), "embedder": dict.fromkeys(field_names(EmbedderSpec)), "runtime": None})
 
 
 def check_graph_config(cfg: DictConfig) -> None:
     """`python -m pipelines.graph` (conf/graph.yaml, graph.extractor.model)."""
-    from arag.graph.build import GraphSettings
-    from arag.graph.extract import EXTRACTOR_KEYS
-    from arag.runtime.graph_job import GraphRuntime
-
-    graph_keys = {k: None for k in field_names(GraphSettings) if k != "extractor"}
-    check_nodes(
-        cfg,
-        {
-            "index": {"path": None},
-            "graph": {**graph_keys, "overwrite": None, "extractor": dict.fromkeys(EXTRACTOR_KEYS)},
-            "runtime": {"num_cpus": None, "graph": dict.fromkeys(field_names(GraphRuntime))},
-            "progress": None,
-        },
-    )
+    check_config(cfg, {"index": {"path": None}, "graph": None, "runtime": None, "progress": None})
     if cfg.graph.extractor.get("model") is not None:  # kind=llm without one: make_extractor names the setting
         check_model(cfg.graph.extractor.get("model"), "graph.extractor.model")
 
 
 def check_ask_config(cfg: DictConfig) -> None:
     """`python -m pipelines.ask` (conf/ask.yaml, model, method)."""
-    check_nodes(
-        cfg,
-        {
-            "model": None,
-            "method": None,
-            "index": schema_keys(IndexSource),
-            "question": None,
-            "question_id": None,
-            "agent": schema_keys(AgentConfig),
-            "show": {"observation_lines": None},
-            "output": None,
-        },
-    )
+    check_config(cfg, {"model": None, "method": None, "index": None, "question": None, "question_id": None, "agent": None, "show": {"observation_lines": None}, "output": None})
     check_model(cfg.model)
     check_method(cfg.method)
 
 
 def check_evaluate_config(cfg: DictConfig) -> None:
     """`python -m pipelines.evaluate` (conf/evaluate.yaml, model, method, +corpus)."""
-
-    check_nodes(
-        cfg,
-        {
-            "model": None,
-            "method": None,
-            "corpus": corpus_keys(),
-            "data_dir": None,
-            "questions": {"path": None, "on_bad_line": None},
-            "limit": None,
-            "index": schema_keys(IndexSource),
-            "results": {"path": None},
-            "agent": schema_keys(AgentConfig),
-            "judge": schema_keys(JudgeNode),
-            "runtime": schema_keys(EvalRuntime),
-            "progress": None,
-        },
-    )
+    own = ("model", "method", "data_dir", "limit", "index", "agent", "judge", "runtime", "progress")
+    check_config(cfg, {**dict.fromkeys(own), "corpus": corpus_keys(), "questions": {"path": None, "on_bad_line": None}, "results": {"path": None}})
     check_model(cfg.model)
     if cfg.judge.get("model") is not None:
         check_model(cfg.judge.model, "judge.model")
@@ -150,41 +98,29 @@ def check_evaluate_config(cfg: DictConfig) -> None:
 
 def check_rejudge_config(cfg: DictConfig) -> None:
     """`python -m pipelines.rejudge` (conf/rejudge.yaml, judge)."""
-
-    check_nodes(
-        cfg,
-        {
-            "results": {"path": None},
-            "runs": None,
-            "out": None,
-            "concurrency": None,
-            "batch_size": None,
-            "progress": None,
-            "judge": schema_keys(JudgeNode),
-        },
-    )
+    check_config(cfg, {**dict.fromkeys(("runs", "out", "concurrency", "batch_size", "progress", "judge")), "results": {"path": None}})
     if cfg.judge.get("model") is not None:
         check_model(cfg.judge.model, "judge.model")
 
 
 def check_serve_config(cfg: DictConfig) -> None:
-    """`python -m pipelines.serve` (conf/serve.yaml); `serve` is checked by ServeSettings.from_dict,
-    `tools` by arag.serve.app.tool_context_options (the keys each reads, checked where they are read)."""
+    """`python -m pipelines.serve` (conf/serve.yaml); `serve` has a schema (ServeConfig), `tools` is checked
+    by arag.serve.app.tool_context_options (ToolContext's keyword arguments, checked where they are read)."""
     from arag.serve.app import tool_context_options
 
-    check_nodes(cfg, {"index": {"path": None}, "serve": None, "tools": None})
+    check_config(cfg, {"index": {"path": None}, "serve": None, "tools": None})
     if cfg.get("tools") is not None:
         tool_context_options(_mapping("tools", cfg.tools))
 
 
 def check_report_config(cfg: DictConfig) -> None:
     """`python -m pipelines.report` (conf/report.yaml)."""
-    check_nodes(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None, "paper_columns": None}})
+    check_config(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None, "paper_columns": None}})
 
 
 def check_view_config(cfg: DictConfig) -> None:
     """`python -m pipelines.view` (conf/view.yaml)."""
-    check_nodes(cfg, {"results": {"path": None}, "view": {"host": None, "port": None, "open_browser": None}})
+    check_config(cfg, {"results": {"path": None}, "view": {"host": None, "port": None, "open_browser": None}})
     port, open_browser = cfg.view.port, cfg.view.open_browser
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"view.port must be a port number from 0 to 65535 (0: any free one), got {port!r}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from functools import partial
 
 from omegaconf import DictConfig, OmegaConf
@@ -27,9 +26,9 @@ def settings_from_config(cfg: DictConfig) -> GraphSettings:
 
 @pipeline_main("graph")
 def main(cfg: DictConfig) -> None:
-    if not cfg.index.path:
-        sys.exit("error: name the index: index.path=<dir> (built with python -m pipelines.index)")
     with exit_on_error():
+        if not cfg.index.path:
+            raise ValueError("name the index: index.path=<dir> (built with python -m pipelines.index)")
         check_graph_config(cfg)
         result = build_graph(
             str(cfg.index.path),

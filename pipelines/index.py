@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from functools import partial
 
 from omegaconf import DictConfig, OmegaConf
@@ -39,9 +38,9 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
 
 @pipeline_main("index")
 def main(cfg: DictConfig) -> None:
-    if "corpus" not in cfg:
-        sys.exit("error: choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-passages, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")
     with exit_on_error():
+        if "corpus" not in cfg:
+            raise ValueError("choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-passages, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")
         check_index_config(cfg)
         settings = settings_from_config(cfg)
         result = build_index(

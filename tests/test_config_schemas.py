@@ -13,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from arag.config.cli import check_command_line
-from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeConfig
+from arag.config.schemas import AgentConfig, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeConfig, ServeConfig
 from arag.config.files import conf_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,6 +63,68 @@ def test_a_judge_preset_sets_only_its_name_and_prompts(name, preset):
     assert judge == {**dataclasses.asdict(JudgeConfig(**prompts)), "name": preset, "model": None}
 
 
+def test_the_serve_node_is_its_schema():
+    """conf/serve.yaml sets no `serve:` key: every default is arag.config.schemas.ServeConfig's, and the
+    server's settings read from the composed node are the schema's defaults."""
+    from arag.config.files import conf_path
+    from arag.serve.app import ServeSettings
+
+    assert "serve" not in OmegaConf.load(conf_path("serve.yaml"))
+    serve = OmegaConf.to_container(compose("serve").serve, resolve=True)
+    assert serve == dataclasses.asdict(ServeConfig())
+    assert ServeSettings.from_dict(serve) == ServeSettings()
+
+
+@pytest.mark.parametrize(("override", "typed"), [("serve.token=1e3", 1000.0), ("serve.token=7", 7), ("serve.token=true", True)])
+def test_the_serve_token_keeps_the_type_hydra_read_for_its_text_to_be_taken_back(override, typed):
+    """ServeConfig.token is Any: a typed token reaches pipelines.serve.token_as_typed as Hydra read it
+    (a str field would turn 1e3 into '1000.0', and the command line's text would be lost)."""
+    from pipelines.serve import token_as_typed
+
+    check_command_line("serve", [override])
+    serve = OmegaConf.to_container(compose("serve", override).serve, resolve=True)
+    assert serve["token"] == typed and type(serve["token"]) is type(typed)
+    assert token_as_typed(serve, [override])["token"] == override.partition("=")[2]
+
+
+def test_a_mistyped_serve_value_is_named():
+    with pytest.raises(ValueError, match=r"setting serve\.port: .*Integer"):
+        check_command_line("serve", ["serve.port=http"])
+
+
+def test_the_index_and_graph_nodes_are_their_schemas():
+    """The index pipeline's YAML derives only what depends on the corpus; the graph pipeline's sets nothing;
+    the runtime group's `local` is the schema's defaults."""
+    from arag.graph.extract import EXTRACTOR_KEYS
+    from arag.runtime.graph_job import GraphRuntime
+    from arag.runtime.index_job import EmbedRuntime
+
+    index = compose("index", "+corpus=jsonl")
+    derived = ("path", "chunking", "chunk_tokens")
+    built = OmegaConf.to_container(index.index, resolve=True)
+    assert {k: v for k, v in built.items() if k not in derived} == {k: v for k, v in dataclasses.asdict(IndexBuild()).items() if k not in derived}
+    assert (built["chunking"], built["chunk_tokens"]) == (IndexBuild.chunking, IndexBuild.chunk_tokens)  # a corpus without its own
+    assert OmegaConf.to_container(index.runtime, resolve=True) == dataclasses.asdict(IndexRuntime())
+    assert EmbedRuntime(**OmegaConf.to_container(index.runtime.embed)) == EmbedRuntime()
+    graph = compose("graph")
+    assert OmegaConf.to_container(graph.graph, resolve=True) == dataclasses.asdict(GraphConfig())
+    assert OmegaConf.to_container(graph.runtime, resolve=True) == dataclasses.asdict(GraphPipelineRuntime())
+    assert GraphRuntime(**OmegaConf.to_container(graph.runtime.graph)) == GraphRuntime()
+    assert EXTRACTOR_KEYS == tuple(f.name for f in dataclasses.fields(GraphConfig().extractor))
+
+
+@pytest.mark.parametrize(("config", "override", "named"), [("index", "+index.chunk_token=5", "index.chunk_tokens"), ("graph", "+graph.extractor.knd=rule", "graph.extractor.kind"), ("graph", "+runtime.graph.num_cpu=2", "runtime.graph.num_cpus")])
+def test_a_key_added_to_a_schema_node_is_refused_after_composing(config, override, named):
+    """Hydra's `+key` adds even to a schema-typed node: the composed config's check names it (arag.config.typed)."""
+    from arag.config.typed import check_schema_nodes
+    from arag.strict_settings import UnknownSettingError
+
+    extra = ["+corpus=jsonl"] if config == "index" else []
+    check_schema_nodes(compose(config, *extra))
+    with pytest.raises(UnknownSettingError, match=rf"did you mean {named}\?"):
+        check_schema_nodes(compose(config, *extra, override))
+
+
 def test_a_model_configs_guard_rails_still_reach_the_agent():
     cfg = compose("ask", "model=llamacpp_qwen2.5_coder_1.5b")
     model_rails = OmegaConf.to_container(cfg.model, resolve=True).get("guard_rails") or {}
@@ -81,6 +143,8 @@ def test_a_model_configs_guard_rails_still_reach_the_agent():
         ("evaluate", ["runtime.workrs=2"], "runtime.workers"),
         ("evaluate", ["+runtime.worker_cpu=2"], "runtime.worker_cpus"),
         ("rejudge", ["judge=strict", "judge.max_token=64"], "judge.max_tokens"),
+        ("serve", ["serve.prot=9000"], "serve.port"),
+        ("serve", ["+serve.max_document_settings.search_result=5"], "serve.max_document_settings.search_results"),
     ],
 )
 def test_a_misspelled_key_is_named_with_the_likely_one(config, args, named):
@@ -136,3 +200,16 @@ def test_the_serve_configs_tools_keys_are_checked_once_with_the_likely_key():
     OmegaConf.update(cfg, "tools.nprobes", 4, force_add=True)
     with pytest.raises(ValueError, match=r"^unknown setting tools\.nprobes \(did you mean tools\.nprobe\?\); valid keys of tools: [^\n]*$"):
         check_serve_config(cfg)
+
+
+def test_the_protocol_cards_assumed_index_is_the_index_pipelines_defaults():
+    """An evaluation whose index is gone assumes what pipelines.index builds at its defaults: conf/index.yaml
+    over IndexBuild (chunk_overlap is the schema's only), as composing the index config gives."""
+    from arag.evaluation.protocol import assumed_index_facts
+
+    for corpus in ("jsonl", "2wikimultihopqa-linearrag"):
+        index = OmegaConf.to_container(compose("index", f"+corpus={corpus}").index, resolve=True)
+        corpus_cfg = OmegaConf.to_container(compose("index", f"+corpus={corpus}").corpus, resolve=True)
+        facts = assumed_index_facts(corpus_cfg)
+        assert {k: facts[k] for k in ("chunking", "chunk_tokens", "chunk_overlap")} == {k: index[k] for k in ("chunking", "chunk_tokens", "chunk_overlap")}
+    assert assumed_index_facts(None)["chunk_overlap"] == IndexBuild.chunk_overlap == 100

@@ -319,6 +319,49 @@ def test_the_reference_states_the_configs_defaults(section):
             assert covered, f"{section}: {key} (conf/{file}) has no row in docs/configuration.md"
 
 
+def schema_fields(node, path: str = ""):
+    """(key, the schema's own default) of every field of the schema-typed nodes (arag.config.schemas)
+    under a composed `node`, at any depth."""
+    import dataclasses
+
+    from omegaconf import DictConfig
+
+    schema = OmegaConf.get_type(node)
+    defaults = {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else {}
+    for key in node.keys():
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_none():
+            yield from schema_fields(child, f"{path}{key}.")
+        elif key in defaults:
+            yield f"{path}{key}", defaults[key]
+
+
+@pytest.mark.parametrize("section", sorted(s for s in SECTIONS if s.startswith("pipelines.")))
+def test_every_schema_field_has_a_row_stating_the_schemas_default(section):
+    """The schemas are the one home of the defaults the YAML does not set: each of their fields has a
+    row, and a default the pipeline's YAML leaves to the schema is written there as the schema's."""
+    config, overrides, _ = SECTIONS[section]
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose(config_name=config, overrides=list(overrides))
+    tree = OmegaConf.to_container(cfg, resolve=False)
+    rows = {key: row for row in section_of(section) if " / " not in row[0] for key in row_keys(row[0])}
+    checked, fields = 0, list(schema_fields(cfg))
+    for key, default in fields:
+        if NOT_SETTINGS.match(key):
+            continue
+        row = rows.get(key) or next((r for k, r in rows.items() if k.endswith(".*") and key.startswith(k[:-1])), None)
+        assert row is not None, f"{section}: {key} (a schema field) has no row in docs/configuration.md"
+        keys = row_keys(row[0])
+        values = literals(row[1], len(keys))
+        if values is None or lookup(tree, key) != default:  # written in words, or the YAML sets its own
+            continue
+        written = values[keys.index(key)] if key in keys else values[0]
+        assert same(written, default), f"{section}: {key} is documented as {written!r}, its schema's default is {default!r}"
+        checked += 1
+    if fields and config != "rejudge":  # rejudge's judge rows say "as in pipelines.evaluate"
+        assert checked, f"{section}: no schema default checked"
+
+
 def table_after(marker: str) -> list[list[str]]:
     text = REFERENCE.read_text(encoding="utf-8")
     start = text.index(marker)

@@ -182,13 +182,13 @@ def test_the_overlap_default_is_linearrags_and_the_docs_cite_it():
     and chunk_overlap_token_size 100; A-RAG uses LinearRAG's released chunks (A-RAG paper §3.1)."""
     from pathlib import Path
 
-    import yaml
+    from arag.config.schemas import IndexBuild
 
     repo = Path(__file__).resolve().parents[1]
     assert ChunkingSettings().chunk_overlap == 100 and WindowPacker(0).chunk_overlap == 100 and WindowPacker(0).chunk_tokens == 1000
-    index_yaml = (repo / "conf" / "index.yaml").read_text(encoding="utf-8")
-    assert yaml.safe_load(index_yaml)["index"]["chunk_overlap"] == 100
+    assert IndexBuild().chunk_overlap == 100 and IndexBuild().chunk_tokens == 1000  # the index pipeline's defaults
+    schemas = (repo / "arag" / "config" / "schemas.py").read_text(encoding="utf-8")
     source = "DEEP-PolyU/LinearRAG"
-    assert source in index_yaml and "chunk_overlap_token_size" in index_yaml
+    assert source in schemas and "chunk_overlap_token_size" in schemas
     docs = (repo / "docs" / "indexing.md").read_text(encoding="utf-8")
     assert source in docs and "4ecfa25170711da9a0bf2a9a923867cc0f8d3525" in docs and "chunk_overlap_token_size: int = 100" in docs

@@ -28,3 +28,23 @@ def test_a_bug_keeps_its_traceback_unless_the_command_names_its_type():
     with pytest.raises(SystemExit) as ended, exit_on_error(also=(RuntimeError,)):
         raise RuntimeError("the model could not load")
     assert ended.value.code == "error: the model could not load"
+
+
+def test_every_entry_point_ends_through_the_one_helper():
+    """Each `python -m pipelines.<name>` reports a user error through exit_on_error, and none spells the
+    `error: ...` line itself (evaluate's count of unanswered questions is the run's outcome, not an error raised)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "pipelines"
+    entry_points = [p for p in sorted(root.glob("*.py")) if "pipeline_main(" in p.read_text(encoding="utf-8")]
+    assert {p.stem for p in entry_points} >= {"ask", "evaluate", "graph", "index", "rejudge", "report", "serve", "view"}
+    for path in entry_points:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        assert any(getattr(c.func, "id", None) == "exit_on_error" for c in calls), f"{path.name} does not use exit_on_error"
+        spelled = [
+            c.lineno for c in calls
+            if getattr(c.func, "attr", None) == "exit" and c.args and "error:" in ast.unparse(c.args[0]) and "no stored result" not in ast.unparse(c.args[0])
+        ]
+        assert not spelled, f"{path.name}:{spelled} writes its own error line; raise inside exit_on_error instead"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 from arag.strict_settings import from_settings
 
@@ -134,3 +134,137 @@ class JudgeNode(JudgeConfig):
     # The judge's model config; None: the agent's model at the model's defaults (arag.llm.instrument),
     # e.g. `+model@judge.model=openai judge.model.model=gpt-4o-mini` for another.
     model: Any = None
+
+
+@dataclass
+class DocumentCeilings:
+    """`serve.max_document_settings`: the largest document-tool settings (arag.tools.DocumentToolSettings,
+    same names) a client of the tool server may ask for; None: the paper's value, that class's default."""
+
+    max_queries: Optional[int] = None
+    search_results: Optional[int] = None
+    open_window_lines: Optional[int] = None
+    open_max_tokens: Optional[int] = None
+    find_max_tokens: Optional[int] = None
+    find_passages_per_pattern: Optional[int] = None
+    find_context_lines: Optional[int] = None
+
+
+@dataclass
+class ServeConfig:
+    """The tool server's `serve:` node (pipelines.serve; docs/configuration.md says what each key does).
+    arag.serve.app.ServeSettings adds the checks of values and the token's resolution."""
+
+    transport: str = "http"  # stdio | http
+    host: str = "127.0.0.1"
+    port: int = 8765
+    # Text, but typed as the command line gave it: Hydra reads `serve.token=1e3` as a number, and
+    # pipelines.serve takes the override's own characters back (a token is never converted).
+    token: Any = None
+    token_file: Optional[str] = None
+    allowed_hosts: Optional[List[str]] = field(default_factory=list)  # null: none
+    allowed_origins: Optional[List[str]] = field(default_factory=list)
+    max_request_bytes: int = 256 * 1024
+    max_response_bytes: int = 4 * 2**20
+    max_document_settings: DocumentCeilings = field(default_factory=DocumentCeilings)
+    threads: int = 16
+    workers: int = 1
+    max_sessions: int = 10_000
+    session_idle_s: float = 3600.0
+    session_max_bytes: int = 16 * 2**20
+    sessions_max_bytes: int = 512 * 2**20
+    max_connections: int = 256
+    max_waiting_connections: int = 1024
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    keep_alive_s: float = 5.0
+    stream_idle_s: float = 60.0
+    preload: bool = True
+    full_text: bool = False
+    tools: Any = None  # null: every tool; a method's tool set or a list of tool names
+    log_level: str = "info"
+
+
+@dataclass
+class IndexBuild:
+    """pipelines.index's `index:` node: where the index goes and how the corpus is cut and searched
+    (conf/index.yaml derives path, chunking and chunk_tokens from the corpus config)."""
+
+    path: Any = None
+    chunking: str = "per_document"  # per_document | packed (arag/index/packing.py)
+    chunk_tokens: int = 1000  # cl100k_base tokens per chunk, at most
+    # packed only: tokens of whole sentences a window repeats from the one before, at most. 100 and the
+    # 1,000 of chunk_tokens are LinearRAG's (DEEP-PolyU/LinearRAG src/config.py @ 4ecfa25, chunk_token_size
+    # and chunk_overlap_token_size), whose released chunks A-RAG uses (docs/indexing.md, Index format: Chunks)
+    chunk_overlap: int = 100
+    language: str = "en"  # sentence segmentation rules (sentencex language code)
+    faiss_factory: str = "Flat"  # the per-part shards (exact); the ANN is `ann`
+    # auto: exact search up to 250k sentences, one IVF-PQ over all shards above (lists and PQ size derived
+    # from the corpus); flat; ivfpq; or a FAISS IVF factory string such as "IVF4096,PQ48". Query-time
+    # knobs (nprobe, rerank) belong to the tools, not to the index.
+    ann: str = "auto"
+    overwrite: bool = False  # rebuild even when a complete index with the same settings exists
+    verify_inputs: bool = False  # a rerun hashes every part's input again (else trusts size and mtime)
+
+
+@dataclass
+class EmbedRuntime:
+    """How the index job runs its embedding actors on Ray (not part of the index identity)."""
+
+    actors: int = 1  # embedding actors (one per GPU on a GPU cluster)
+    num_gpus: float = 0  # per actor
+    num_cpus: float = 1  # per actor (torch may still use more threads: see EmbedderSpec.threads)
+    rows_per_batch: int = 2048  # sentences of a part encoded per call; each call sorts them by length
+    # Custom Ray resources each actor needs, e.g. {"embed": 1} to keep embedding on the nodes
+    # started with `ray start --resources='{"embed": N}'`.
+    resources: Optional[Dict[str, float]] = None
+
+
+@dataclass
+class IndexRuntime:
+    """pipelines.index's `runtime:` node (the runtime group, conf/runtime/, sets what differs)."""
+
+    num_cpus: Optional[int] = None  # local Ray instance size; None: all cores (ignored with RAY_ADDRESS)
+    embed: EmbedRuntime = field(default_factory=EmbedRuntime)
+
+
+@dataclass
+class ExtractorConfig:
+    """`graph.extractor`: how the knowledge graph's triples are extracted (arag.graph.extract)."""
+
+    kind: Optional[str] = None  # llm | rule; None: llm when `model` is set, else rule
+    model: Any = None  # the LLM extractor's model config (a conf/model entry)
+    prompt: Optional[str] = None  # llm: the OpenIE instruction; None: the built-in one
+    max_tokens: int = 512  # llm: reply tokens per chunk
+    max_relation_words: int = 5  # rule: longest text between two entities kept as a relation
+    max_entity_words: int = 8  # rule: longest capitalised span
+
+
+@dataclass
+class GraphConfig:
+    """pipelines.graph's `graph:` node (A2RAG's knowledge graph beside an index)."""
+
+    extractor: ExtractorConfig = field(default_factory=ExtractorConfig)
+    chunks_per_part: int = 2000  # chunks per extraction task (and per commit record)
+    summaries: Optional[str] = None  # llm | extractive; None: llm when graph.extractor.model is set, else extractive
+    summary_sentences: int = 2  # extractive: sentences of each document's first chunk in its gating summary
+    overwrite: bool = False  # rebuild a graph built with other settings
+    limit_chunks: Optional[int] = None  # only the first N chunks (a slice: smoke tests of the LLM extractor)
+
+
+@dataclass
+class GraphRuntime:
+    """How the graph job runs its extraction tasks on Ray."""
+
+    num_cpus: float = 1  # per extraction task
+    num_gpus: float = 0  # per extraction task (an LLM extractor on a GPU node)
+    max_in_flight: int = 64  # extraction tasks submitted at a time
+    merge_num_cpus: float = 1
+
+
+@dataclass
+class GraphPipelineRuntime:
+    """pipelines.graph's `runtime:` node."""
+
+    num_cpus: Optional[int] = None  # local Ray: CPUs to use; None: all
+    graph: GraphRuntime = field(default_factory=GraphRuntime)

@@ -1,12 +1,15 @@
 """The schemas in Hydra's ConfigStore, under the names the YAML's defaults lists use:
 `agent/schema` (conf/agent/default.yaml builds on it), `schema/index_source` (ask's and evaluate's
-`index:` node), `schema/eval_runtime` (evaluate's `runtime:` node) and `schema/judge` (evaluate's
-and rejudge's `judge:` node, under the preset from conf/judge/, which holds its name and prompts). Registered once, when the config folder is first asked for
+`index:` node), `schema/eval_runtime` (evaluate's `runtime:` node), `schema/judge` (evaluate's
+and rejudge's `judge:` node, under the preset from conf/judge/, which holds its name and prompts) and
+`schema/serve` (the tool server's `serve:` node), `schema/index_build` and `schema/index_runtime` (the
+index pipeline's `index:` and `runtime:` nodes), `schema/graph` and `schema/graph_runtime` (the graph
+pipeline's). Registered once, when the config folder is first asked for
 (arag.config.files.conf_dir), so every composition (the pipelines, tests, Hydra's compose API) sees them."""
 
 from __future__ import annotations
 
-from arag.config.schemas import AgentConfig, EvalRuntime, IndexSource, JudgeNode
+from arag.config.schemas import AgentConfig, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeNode, ServeConfig
 
 # group, name, schema
 SCHEMAS = (
@@ -14,6 +17,11 @@ SCHEMAS = (
     ("schema/index_source", "base", IndexSource),
     ("schema/eval_runtime", "base", EvalRuntime),
     ("schema/judge", "base", JudgeNode),
+    ("schema/serve", "base", ServeConfig),
+    ("schema/index_build", "base", IndexBuild),
+    ("schema/index_runtime", "base", IndexRuntime),
+    ("schema/graph", "base", GraphConfig),
+    ("schema/graph_runtime", "base", GraphPipelineRuntime),
 )
 
 

@@ -64,13 +64,15 @@ class ProtocolCard:
 
 
 # ---- what a run did ------------------------------------------------------------------------------
-def index_facts(index_path: str | Path, build_fingerprint: str | None = None) -> dict[str, Any] | None:
-    """The embedder and chunking of the index at `index_path`, from its manifest; None without one,
-    or when `build_fingerprint` is given and the manifest's differs (another index now lives there)."""
-    try:
-        manifest = json.loads(IndexLayout(index_path).manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+def index_facts(index_path: str | Path, build_fingerprint: str | None = None, manifest: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The embedder and chunking of the index at `index_path`, from its manifest (`manifest`: as
+    already read); None without one, or when `build_fingerprint` is given and the manifest's differs
+    (another index now lives there)."""
+    if manifest is None:
+        try:
+            manifest = json.loads(IndexLayout(index_path).manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
     # An A2RAG run's fingerprint is the index's with its graph's appended (`<index>+graph-<graph>`).
     if build_fingerprint is not None and manifest.get("build_fingerprint") != build_fingerprint.split("+graph-")[0]:
         return None
@@ -85,15 +87,18 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None) ->
 
 @lru_cache(maxsize=1)
 def _index_defaults() -> tuple[str, dict[str, Any]]:
-    """pipelines.index's default embedder name and its index section (conf/index.yaml)."""
+    """pipelines.index's default embedder name and its index section (conf/index.yaml over its schema)."""
+    import dataclasses
+
     import yaml
 
     from arag.config.files import conf_path
+    from arag.config.schemas import IndexBuild
 
     index_conf = yaml.safe_load(conf_path("index.yaml").read_text())
     embedder = next(d["embedder"] for d in index_conf["defaults"] if isinstance(d, dict) and "embedder" in d)
     name = yaml.safe_load(conf_path("embedder", f"{embedder}.yaml").read_text())["name"]
-    return str(name), index_conf["index"]
+    return str(name), {**dataclasses.asdict(IndexBuild()), **index_conf["index"]}
 
 
 def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:

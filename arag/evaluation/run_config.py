@@ -58,9 +58,11 @@ def open_run_index(cfg: DictConfig, method: Any) -> RunIndex:
     if not given:
         raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
     index_path = str(Path(str(given)).resolve())
-    chunk_ids = open_index(index_path).chunk_ids.to_json()
-    fingerprint = index_build_fingerprint(index_path)
-    facts = index_facts(index_path)
+    index = open_index(index_path)
+    chunk_ids = index.chunk_ids.to_json()
+    # The manifest open_index read gives the fingerprint and the protocol card's facts: one read.
+    fingerprint = index_build_fingerprint(index_path, index.manifest)
+    facts = index_facts(index_path, manifest=index.manifest)
     graph_fingerprint = getattr(method, "graph_fingerprint", None)  # A2RAG: the graph beside the index decides outcomes too
     if graph_fingerprint is not None:
         fingerprint = f"{fingerprint}+graph-{graph_fingerprint(index_path)}"

@@ -39,8 +39,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
+from arag.config.schemas import ExtractorConfig
 from arag.index.packing import COVERED_SEPARATOR, DOCUMENT_SEPARATOR
-from arag.strict_settings import check_keys
+from arag.strict_settings import check_keys, field_names
 
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:\d{{1,2}} (?:{MONTHS})(?: \d{{1,4}})?|(?:{MONTHS}) \d{{1,2}}, \d{{1,4}}|(?:{MONTHS}) \d{{3,4}})\b")
@@ -275,7 +276,7 @@ def parse_triples(raw: str) -> Extraction:
 
 # ---- settings ---------------------------------------------------------------------------------
 
-EXTRACTOR_KEYS = ("kind", "model", "prompt", "max_tokens", "max_relation_words", "max_entity_words")
+EXTRACTOR_KEYS = field_names(ExtractorConfig)  # the `graph.extractor` node's keys
 RULES_LABEL = "rules"
 
 

@@ -22,18 +22,21 @@ def index_fingerprint(settings_identity: dict[str, Any], content: dict[str, Any]
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def index_build_fingerprint(index_path: str | Path) -> str:
+def index_build_fingerprint(index_path: str | Path, manifest: dict[str, Any] | None = None) -> str:
     """The index's own fingerprint (manifest.json), else a hash of the manifest: a rebuilt index
-    with other settings or content is another run; the same index moved elsewhere is the same run."""
-    manifest_path = Path(index_path) / "manifest.json"
-    data = manifest_path.read_bytes()
-    try:
-        manifest = json.loads(data)
-        fp = manifest.get("fingerprint")
-    except (ValueError, AttributeError):
-        manifest, fp = {}, None
+    with other settings or content is another run; the same index moved elsewhere is the same run.
+    `manifest`: the manifest as already read (e.g. by open_index); the file is then read again only
+    for an index without a fingerprint, whose bytes are hashed."""
+    fp = manifest.get("fingerprint") if isinstance(manifest, dict) else None
     if not fp:
-        return "manifest-" + hashlib.sha256(data).hexdigest()[:16]
+        data = (Path(index_path) / "manifest.json").read_bytes()
+        try:
+            manifest = json.loads(data)
+            fp = manifest.get("fingerprint")
+        except (ValueError, AttributeError):
+            manifest, fp = {}, None
+        if not fp:
+            return "manifest-" + hashlib.sha256(data).hexdigest()[:16]
     content = (manifest.get("inputs") or {}).get("content")
     if "build_fingerprint" not in manifest and content:
         # Written before the fingerprint covered content: its settings-only fingerprint and the

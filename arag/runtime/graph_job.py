@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Mapping
 
+from arag.config.schemas import GraphRuntime  # the `runtime.graph` node's schema, re-exported here
 from arag.graph.build import (
     GraphLayout,
     GraphPartRecord,
@@ -31,14 +32,6 @@ from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.part_runner import PartTasks, run_parts
 
 log = logging.getLogger("arag.graph")
-
-
-@dataclass(frozen=True)
-class GraphRuntime:
-    num_cpus: float = 1  # per extraction task
-    num_gpus: float = 0  # per extraction task (an LLM extractor on a GPU node)
-    max_in_flight: int = 64  # extraction tasks submitted at a time
-    merge_num_cpus: float = 1
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from arag.config.schemas import EmbedRuntime  # the `runtime.embed` node's schema, re-exported here
 from arag.corpus.readers import CorpusSpec, InputPart, plan_parts
 from arag.index.build import (
     BuildAction,
@@ -40,17 +41,6 @@ from arag.index.keyword.part_cache import build_part_cache
 from arag.tools.index_cache import part_cache_dir
 
 log = logging.getLogger("arag.index")
-
-
-@dataclass(frozen=True)
-class EmbedRuntime:
-    actors: int = 1  # embedding actors (one per GPU on a GPU cluster)
-    num_gpus: float = 0  # per actor
-    num_cpus: float = 1  # per actor (torch may still use more threads: see EmbedderSpec.threads)
-    rows_per_batch: int = 2048  # sentences of a part encoded per call; each call sorts them by length
-    # Custom Ray resources each actor needs, e.g. {"embed": 1} to keep embedding on the nodes
-    # started with `ray start --resources='{"embed": N}'`.
-    resources: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)

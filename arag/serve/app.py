@@ -4,14 +4,15 @@ bounded connections (`pipelines.serve` is the CLI)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 import os
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from arag import __version__
+from arag.config.schemas import ServeConfig
 from arag.serve.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
 from arag.serve.sessions import SessionTrackers
 from arag.strict_settings import check_keys
@@ -25,40 +26,18 @@ OPEN = "none"  # serve.token=none: an open server (loopback only)
 SHUTDOWN_GRACE_S = 10  # seconds a stopping server gives the requests still running
 
 
-@dataclass(frozen=True)
-class ServeSettings:
-    """The `serve:` block of conf/serve.yaml (see there for what each key does)."""
+@dataclasses.dataclass
+class ServeSettings(ServeConfig):
+    """The `serve:` node as the server runs it: its keys and defaults are the schema's
+    (arag.config.schemas.ServeConfig); `from_dict` checks the values, `resolved_token` finds the token."""
 
-    transport: str = "http"
-    host: str = "127.0.0.1"
-    port: int = 8765
-    token: str | None = None
-    token_file: str | None = None
-    allowed_hosts: list[str] = field(default_factory=list)
-    allowed_origins: list[str] = field(default_factory=list)
-    max_request_bytes: int = 256 * 1024
-    max_response_bytes: int = 4 * 2**20
-    max_document_settings: dict[str, Any] = field(default_factory=dict)
-    threads: int = 16
-    workers: int = 1
-    max_sessions: int = 10_000
-    session_idle_s: float = 3600.0
-    session_max_bytes: int = 16 * 2**20
-    sessions_max_bytes: int = 512 * 2**20
-    max_connections: int = 256
-    max_waiting_connections: int = 1024
-    header_timeout_s: float = 10.0
-    body_timeout_s: float = 30.0
-    keep_alive_s: float = 5.0
-    stream_idle_s: float = 60.0
-    preload: bool = True
-    full_text: bool = False
-    tools: Any = None
-    log_level: str = "info"
+    def __post_init__(self) -> None:
+        if dataclasses.is_dataclass(self.max_document_settings):  # the schema's default: no ceiling set
+            self.max_document_settings = dataclasses.asdict(self.max_document_settings)
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> "ServeSettings":
-        check_keys("serve", cfg, (f.name for f in fields(cls)))
+        check_keys("serve", cfg, (f.name for f in dataclasses.fields(cls)))
         settings = cls(**{k: ([] if v is None and k.startswith("allowed_") else v) for k, v in cfg.items()})
         if settings.transport not in TRANSPORTS:
             raise ValueError(f"serve.transport must be one of {', '.join(TRANSPORTS)}, got {settings.transport!r}")

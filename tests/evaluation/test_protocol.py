@@ -122,6 +122,37 @@ def test_the_index_facts_stay_out_of_the_run_id(eval_index, questions_file):
     assert dataclasses.replace(settings, index_facts=None).run_id == settings.run_id
 
 
+
+def test_the_driver_reads_the_index_manifest_once(eval_index, questions_file, monkeypatch):
+    """open_index's read of manifest.json gives the run's fingerprint and its protocol card's facts too;
+    the fingerprint is the same as read on its own (the run id does not move)."""
+    import builtins
+
+    from arag.evaluation.questions import load_questions
+    from arag.evaluation.run_config import run_settings
+    from arag.index.fingerprint import index_build_fingerprint
+
+    cfg = compose_evaluate(f"index.path={eval_index.path}", f"questions.path={questions_file}", "model=scripted")
+    question_set = load_questions(str(questions_file))
+    reads: list[str] = []
+    real_open, real_bytes, real_text = builtins.open, Path.read_bytes, Path.read_text
+
+    def counted(real):
+        def read(path, *args, **kwargs):
+            if Path(path).name == "manifest.json" and Path(path).parent == Path(eval_index.path).resolve():
+                reads.append(real.__name__)
+            return real(path, *args, **kwargs)
+        return read
+
+    monkeypatch.setattr(builtins, "open", counted(real_open))
+    monkeypatch.setattr(Path, "read_bytes", counted(real_bytes))
+    monkeypatch.setattr(Path, "read_text", counted(real_text))
+    settings = run_settings(cfg, question_set)
+    monkeypatch.undo()
+    assert len(reads) == 1, reads
+    assert settings.index_build_fingerprint == index_build_fingerprint(eval_index.path)
+    assert settings.index_facts["embedder"] == "fake-trigram-hash"
+
 # ---- the report --------------------------------------------------------------------------------------
 def test_the_report_prints_each_runs_card_and_the_papers_table_1_for_any_backbone(tmp_path):
     results = tmp_path / "2wiki20"
