@@ -420,7 +420,7 @@ def test_the_group_tables_state_each_configs_values(marker, group):
             assert value is not None and same(value[0], tree.get(column, MISSING)), f"{row[0]}: {column} {cell} vs {tree.get(column)!r}"
 
 
-@pytest.mark.parametrize("group", ["corpus", "embedder", "runtime", "model", "method", "judge", "sweep", "protocol"])
+@pytest.mark.parametrize("group", ["corpus", "embedder", "runtime", "model", "method", "judge", "sweep", "protocol", "smoke"])
 def test_every_config_file_is_named(group):
     text = REFERENCE.read_text(encoding="utf-8")
     for path in conf_path(group).glob("*.yaml"):
