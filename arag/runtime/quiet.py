@@ -22,7 +22,6 @@ from arag.verbosity import quiet_loggers, verbose
 QUIET_ENV = {
     "TRANSFORMERS_VERBOSITY": "error",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' "Loading weights" bar in every embedding actor
-    "TOKENIZERS_PARALLELISM": "false",  # the fork warning of Hugging Face tokenizers
 }
 
 
