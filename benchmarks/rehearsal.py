@@ -53,6 +53,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -90,6 +91,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# pipelines.evaluate's last line when its run, or a run of its sweep, holds failed episodes.
+INCOMPLETE_RUN = re.compile(r"^error: (run \S+, \d+ questions: \d+ failed episodes|\d+ runs of the sweep are incomplete)")
+
+
 class Step:
     """One command of the rehearsal: its own process, stdout and stderr to <logs>/<name>.log."""
 
@@ -101,13 +106,17 @@ class Step:
         self.started = time.time()
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=self.log_file, stderr=subprocess.STDOUT)
 
-    def wait(self, timeout: float | None = None) -> float:
+    def wait(self, timeout: float | None = None, *, failed_rows_ok: bool = False) -> float:
+        """`failed_rows_ok`: an evaluation's exit status 1 for failed episodes is no failure of the
+        step (the rehearsal counts them and their causes itself), any other non-zero status is."""
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.stop()
             raise RehearsalError(f"{self.name} ran past {timeout:.0f} s (log: {self.log})") from None
         self.log_file.close()
+        if rc == 1 and failed_rows_ok and INCOMPLETE_RUN.search(self.tail()):
+            return time.time() - self.started
         if rc != 0:
             raise RehearsalError(f"{self.name} failed with exit status {rc}: {self.tail()} (log: {self.log})")
         return time.time() - self.started
@@ -390,7 +399,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
         poller = StatsPoller(f"http://127.0.0.1:{sim_port}/stats")
         eval_from = time.monotonic() - sampler.started
         try:
-            ev.wait()
+            ev.wait(failed_rows_ok=True)
         finally:
             poller.stop()
         eval_until = time.monotonic() - sampler.started
@@ -433,7 +442,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
         step("sweep", [py, "-m", "pipelines.evaluate", "-m", *sweep_common, f"limit={args.sweep_questions}",
                        f"agent.max_steps={args.steps}", f"model.reasoning_effort={args.efforts}",
                        f"runtime.workers={args.workers}", f"runtime.num_cpus={args.workers + 1}",
-                       f"hydra.sweep.dir={out / 'hydra' / 'sweep'}"]).wait()
+                       f"hydra.sweep.dir={out / 'hydra' / 'sweep'}"]).wait(failed_rows_ok=True)
         runs = len(args.steps.split(",")) * len(args.efforts.split(","))
         figures["sweep"] = {"runs": runs, "questions_each": args.sweep_questions, "wall_s": round(time.time() - t, 1)}
         sweep_sim.stop()

@@ -4,6 +4,10 @@
 The config's keys are checked, then arag.runtime.evaluate.evaluate runs (or finishes) the run.
 Rerunning the same command finishes what is missing; `-m` sweeps run every combination into the
 same results tree.
+
+Exit status 1 when the run is not complete: questions without a stored result, or failed episodes
+(the line names how many and their most common causes; rerunning retries them). A sweep runs every
+combination first and then exits 1 if any of them ended so.
 """
 
 from __future__ import annotations
@@ -13,8 +17,12 @@ import sys
 from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
+from arag.evaluation.summary import unfinished
 from pipelines.config_checks import check_evaluate_config
 from pipelines.errors import exit_on_error
+
+# Runs of this sweep that ended incomplete (their error lines are printed as each ends).
+INCOMPLETE: list[str] = []
 
 
 def task_overrides() -> list[str]:
@@ -27,6 +35,24 @@ def task_overrides() -> list[str]:
         return []
 
 
+def in_sweep() -> bool:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        return HydraConfig.get().mode == RunMode.MULTIRUN
+    except Exception:
+        return False
+
+
+def incomplete(summary: dict) -> str | None:
+    """What is missing from the run, as the line the command ends with; None when every question has a scored row."""
+    if summary["stored"] < summary["questions"]:
+        return f"{summary['questions'] - summary['stored']} questions have no stored result; rerun the same command to finish them"
+    problem = unfinished(summary)
+    return f"{problem}; rerun the same command to retry them" if problem else None
+
+
 @pipeline_main("evaluate")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate import evaluate
@@ -34,9 +60,19 @@ def main(cfg: DictConfig) -> None:
     with exit_on_error(interrupted="the episodes received so far are stored; rerun the same command to finish"):
         check_evaluate_config(cfg)
         summary = evaluate(cfg, overrides=task_overrides())
-    if summary["stored"] < summary["questions"]:
-        sys.exit(f"error: {summary['questions'] - summary['stored']} questions have no stored result; rerun the same command to finish them")
+    problem = incomplete(summary)
+    if problem and in_sweep():  # the sweep's other runs still run
+        print(f"error: {problem}", file=sys.stderr)
+        INCOMPLETE.append(problem)
+    elif problem:
+        sys.exit(f"error: {problem}")
+
+
+def run() -> None:
+    main()
+    if INCOMPLETE:
+        sys.exit(f"error: {len(INCOMPLETE)} runs of the sweep are incomplete (each named above); rerun the same command to finish them")
 
 
 if __name__ == "__main__":
-    main()
+    run()

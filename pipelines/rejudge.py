@@ -3,13 +3,21 @@
 
 The config's keys are checked, then arag.runtime.rejudge.rejudge re-judges each run. Rerunning
 finishes what is missing and picks up episodes the source run finished since.
+
+Exit status 1 when a re-judged run holds failures: questions the judge gave no verdict (rerunning
+does not retry them: re-judge into another run, e.g. with another judge model) or failed episodes
+copied from the source run (finish the source with pipelines.evaluate, then re-judge again); the
+line names how many and their most common causes.
 """
 
 from __future__ import annotations
 
+import sys
+
 from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
+from arag.evaluation.summary import unfinished
 from pipelines.config_checks import check_rejudge_config
 from pipelines.errors import exit_on_error
 
@@ -20,7 +28,10 @@ def main(cfg: DictConfig) -> None:
 
     with exit_on_error(interrupted="the verdicts written so far are stored; rerun the same command to finish"):
         check_rejudge_config(cfg)
-        rejudge(cfg)
+        summaries = rejudge(cfg)
+    problems = [p for p in map(lambda s: unfinished(s, judge_failures=True), summaries) if p]
+    if problems:
+        sys.exit("error: " + "\nerror: ".join(problems))
 
 
 if __name__ == "__main__":

@@ -81,6 +81,77 @@ def test_every_code_fence_is_closed():
     assert not bad, f"code fences opened and never closed (page: lines): {bad}"
 
 
+def rendered_pages() -> list[Path]:
+    """Every page of the site and every file a page includes."""
+    return [*DOCS.rglob("*.md"), *(REPO / path for path in included())]
+
+
+def outside_fences(text: str):
+    """(line number, line) of the Markdown outside code fences; a fence line itself as ""."""
+    inside = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            inside = not inside
+            yield number, ""
+        elif not inside:
+            yield number, line
+
+
+def glued_to_table(text: str) -> list[int]:
+    """Line numbers of text lines directly under a table row: Markdown renders them as more rows."""
+    out, previous = [], ""
+    for number, line in outside_fences(text):
+        if previous.lstrip().startswith("|") and line.strip() and not line.lstrip().startswith("|"):
+            out.append(number)
+        previous = line
+    return out
+
+
+def test_no_paragraph_is_glued_to_a_table():
+    assert glued_to_table("| a |\n| --- |\n| 1 |\nprose\n") == [4]
+    assert glued_to_table("| a |\n| --- |\n| 1 |\n\nprose\n```\n| x |\ncode\n```\n") == []
+    bad = {str(p.relative_to(REPO)): lines for p in rendered_pages() if (lines := glued_to_table(p.read_text(encoding="utf-8")))}
+    assert not bad, f"text directly under a table row renders as a row; leave a blank line (page: lines): {bad}"
+
+
+SHELL_FENCE = re.compile(r"^\s*(```|~~~)\s*(bash|sh|shell|console)\s*$")
+# Tools a reader has outside the install (a POSIX shell, git, curl, openssl); anything else a shell
+# block runs must be a command the install puts next to its Python (python, pip, mkdocs, ray, ...).
+SYSTEM_TOOLS = {"cd", "export", ".", "source", "git", "curl", "nice", "openssl", "umask", "cat", "ls", "mkdir", "echo", "kill", "wget", "tar"}
+# `NAME=value ` before a command (a quoted value or a $(...) substitution may hold spaces).
+ASSIGNMENT = re.compile(r"""^[A-Za-z_][A-Za-z0-9_]*=("[^"]*"|'[^']*'|\$\([^)]*\)|\S)*(\s+|$)""")
+
+
+def shell_commands(text: str) -> list[tuple[int, str]]:
+    """(line number, first word) of each command line in the page's shell code blocks: not a comment,
+    not a continuation of the line above, environment assignments before the command skipped."""
+    out, inside, continued = [], False, False
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            inside = not inside and bool(SHELL_FENCE.match(line))
+            continued = False
+            continue
+        stripped = line.strip().removeprefix("$ ")
+        if inside and stripped and not stripped.startswith("#") and not continued:
+            command = stripped.lstrip("(")
+            while (assignment := ASSIGNMENT.match(command)) and assignment.end():
+                command = command[assignment.end():]
+            if command:
+                out.append((number, command.split()[0].rstrip(";")))
+        continued = inside and line.rstrip().endswith("\\")
+    return out
+
+
+def test_every_shell_command_in_the_docs_is_installed():
+    """A command in a shell block is one the install provides (a console script next to this Python)
+    or a common system tool: `duckdb -c ...` fails on an install that has DuckDB as a Python package only."""
+    assert shell_commands("```bash\nA=1 B=\"x y\" C=$(cat f) python -m x \\\n   --flag\n# note\nduckdb -c 'q'\n```\n```\ntree/\n```\n") == [(2, "python"), (5, "duckdb")]
+    installed = {p.name for p in Path(sys.executable).parent.iterdir()}
+    known = installed | SYSTEM_TOOLS | {"python", "python3", "pip"}
+    bad = {f"{p.relative_to(REPO)}:{n}": word for p in rendered_pages() for n, word in shell_commands(p.read_text(encoding="utf-8")) if word not in known}
+    assert not bad, f"shell blocks run commands the install does not provide (use the Python package, e.g. python -c \"import duckdb; ...\"): {bad}"
+
+
 def test_the_build_is_offline_and_strict():
     cfg = mkdocs_config()
     assert cfg["strict"] is True and cfg["theme"]["font"] is False
@@ -392,7 +463,7 @@ def test_the_group_tables_state_each_configs_values(marker, group):
             assert value is not None and same(value[0], tree.get(column, MISSING)), f"{row[0]}: {column} {cell} vs {tree.get(column)!r}"
 
 
-@pytest.mark.parametrize("group", ["corpus", "embedder", "runtime", "model", "method", "judge", "sweep", "protocol"])
+@pytest.mark.parametrize("group", ["corpus", "embedder", "runtime", "model", "method", "judge", "sweep", "protocol", "smoke"])
 def test_every_config_file_is_named(group):
     text = REFERENCE.read_text(encoding="utf-8")
     for path in conf_path(group).glob("*.yaml"):

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.config.files import conf_dir
 from arag.strict_settings import check_keys
+from arag.verbosity import set_verbosity
 
 _ABSENT = object()
 # Hydra's flags whose modes (help, printing the config, ...) are Hydra's own; the check only
@@ -125,6 +126,7 @@ def pipeline_main(config_name: str) -> Callable[[Callable[[DictConfig], Any]], C
         def main(cfg: DictConfig | None = None) -> Any:
             if cfg is not None:
                 return task(cfg)
+            sys.argv = set_verbosity(sys.argv)
             try:
                 check_command_line(config_name, sys.argv[1:])
             except ValueError as exc:

@@ -3,10 +3,12 @@ store lists), as `pipelines.evaluate` and `pipelines.rejudge` print them."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Iterable
 
 from arag.evaluation.results import RunStore
 
+TOP_CAUSES = 3  # causes a summary names per kind (episode, judge), the most common first
 SUMMARY_KEYS = (
     "stored", "ok", "failed", "contain_acc", "llm_acc", "judge_failed", "exact_match", "f1",
     "evidence_recall_read", "evidence_recall_seen", "retrieved_tokens", "steps", "wall_s_per_episode",
@@ -24,7 +26,7 @@ def summarize_run(store: RunStore, question_ids: Iterable[str] | None = None) ->
     if files:
         con.read_parquet(files, union_by_name=True).create_view("rows")
     ids = list(question_ids) if question_ids is not None else [q for (q,) in con.execute("SELECT DISTINCT question_id FROM rows").fetchall()] if files else []
-    summary: dict[str, Any] = {"questions": len(ids), **dict.fromkeys(SUMMARY_KEYS), "stored": 0, "ok": 0, "failed": 0, "run_id": store.run_id, "path": str(store.root)}
+    summary: dict[str, Any] = {"questions": len(ids), **dict.fromkeys(SUMMARY_KEYS), "stored": 0, "ok": 0, "failed": 0, "failure_causes": [], "run_id": store.run_id, "path": str(store.root)}
     if not files:
         return summary
     con.register("wanted", pa.table({"qid": pa.array(ids, pa.string())}))
@@ -36,7 +38,33 @@ def summarize_run(store: RunStore, question_ids: Iterable[str] | None = None) ->
         FROM rows WHERE question_id IN (SELECT qid FROM wanted)
         """
     ).fetchone()
-    return summary | dict(zip(SUMMARY_KEYS, row))
+    causes = con.execute(
+        """
+        SELECT CASE WHEN status = 'failed' THEN 'episode' ELSE 'judge' END, CASE WHEN status = 'failed' THEN failure ELSE judge_error END
+        FROM rows WHERE question_id IN (SELECT qid FROM wanted) AND (status = 'failed' OR judge_status = 'failed')
+        """
+    ).fetchall()
+    counted = Counter((kind, first_line(cause or "no cause recorded")) for kind, cause in causes).most_common()
+    top = [(kind, cause, n) for k in ("episode", "judge") for (kind, cause), n in [c for c in counted if c[0][0] == k][:TOP_CAUSES]]
+    return summary | dict(zip(SUMMARY_KEYS, row)) | {"failure_causes": top}
+
+
+def first_line(text: str, width: int = 160) -> str:
+    line = (text.strip().splitlines() or [""])[0]
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def unfinished(s: dict[str, Any], *, judge_failures: bool = False) -> str | None:
+    """The line a command exits non-zero with when the run's stored rows hold failures: failed
+    episodes, and with `judge_failures` questions the judge gave no verdict; how many, and their
+    most common causes (`failure_causes`). None when there are none."""
+    failed, judged = s.get("failed") or 0, (s.get("judge_failed") or 0) if judge_failures else 0
+    if not failed + judged:
+        return None
+    causes = [(kind, cause, n) for kind, cause, n in s.get("failure_causes") or [] if judge_failures or kind == "episode"]
+    counts = ", ".join([*([f"{failed} failed episodes"] if failed else []), *([f"{judged} judge failures (no verdict)"] if judged else [])])
+    listed = "; ".join(f"{n} × {kind}: {cause}" if judge_failures else f"{n} × {cause}" for kind, cause, n in causes)
+    return f"run {s['run_id']}, {s['questions']} questions: {counts}" + (f" (most common causes: {listed})" if listed else "")
 
 
 def format_summary(s: dict[str, Any]) -> str:

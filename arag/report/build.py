@@ -21,6 +21,7 @@ protocol, index, prompts, code version, ...) are refused with the run ids named;
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -38,7 +39,7 @@ from arag.report.format import pyplot as _pyplot
 from arag.report.paired import paired_section
 from arag.report.paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.report.protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
-from arag.report.sweeps import SWEEPABLE, paper_figure_section, setting_order, sweep_table
+from arag.report.sweeps import AXIS_LABELS, PAPER_FIGURE_FILE, SWEEPABLE, paper_figure_section, setting_order, sweep_series, sweep_table
 from arag.evaluation.results import row_files
 
 MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
@@ -50,6 +51,14 @@ AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_sum
 AGENTIC_METHOD = "agenticrag"
 # Settings that may vary between runs; a column is shown only where it does vary.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails", "judge")
+# Their column headers in the tables.
+SETTING_HEADERS = {"model": "model", "max_steps": "max steps", "reasoning_effort": "reasoning effort", "token_budget": "token budget",
+                   "temperature": "temperature", "guard_rails": "guard rails", "judge": "judge"}
+
+# A sweep plot is drawn for a series of at least this many values of the swept setting.
+MIN_PLOTTED_POINTS = 3
+# Characters per line of a legend entry (the legends sit beside the axes).
+LEGEND_WIDTH = 40
 
 # Datasets with long-form gold answers: the main table shows LLM-Acc only for them, as the paper does.
 LONG_FORM_DATASETS = ("graphrag-bench",)
@@ -227,13 +236,14 @@ def _paper_fmt(value: float | None) -> str:
 
 def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None,
                    fixed_rows: bool = False, note: str = "", cards: dict | None = None) -> str:
-    """Per (model, varying settings): rows = methods, columns = dataset × (LLM-Acc, Cont-Acc).
-    Each cell: the accuracy with its 95% interval and n. `require`: show only the settings blocks
-    that hold at least one of these methods. `paper`: each of our accuracies also over the answered
-    questions only (the paper code's denominator), the paper's published value beside them in blocks
-    whose model is one of its backbones, and below any other block's rows as reference rows of its
-    own; `cards`: the runs' protocol cards (arag.evaluation.protocol), whose deviations a line under
-    the paper's numbers names.
+    """One table: rows = the settings that vary (model where several, judge, max steps, guard
+    rails, ...: a column each) × methods, columns = dataset × (LLM-Acc, Cont-Acc). Each cell: the
+    accuracy with its 95% interval and n. `require`: show only the settings rows that hold at least
+    one of these methods. `paper`: a table per model instead (the published values sit beside a
+    backbone's own), each of our accuracies also over the answered questions only (the paper code's
+    denominator), the paper's published value beside them in tables whose model is one of its
+    backbones, and below any other model's rows as reference rows of their own; `cards`: the runs'
+    protocol cards (arag.evaluation.protocol), whose deviations a line under the paper's numbers names.
     `fixed_rows`: every one of `methods` is a row, in that order, "–" where it was not run (a
     table of fixed shape, like the paper's Table 2). `note`: a line under the title."""
     varying = _varying(con)
@@ -248,48 +258,68 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
     ).fetchall()
     if not data:
         return ""
-    datasets = sorted({r[len(keys) + 1] for r in data})
-    groups: dict[tuple, dict[tuple[str, str], tuple]] = {}
+    n = len(keys)
+    datasets = sorted({r[n + 1] for r in data})
+    models = sorted({str(r[0]) for r in data})
+    # Blocks: one table per model with the paper's columns, else one table; a shown setting is a column.
+    by_model = paper is not None
+    shown = [k for k in keys if k != "model" or (not by_model and len(models) > 1)]
+    blocks: dict[tuple, dict[tuple, dict[tuple[str, str], tuple]]] = {}
     for r in data:
-        groups.setdefault(tuple(r[: len(keys)]), {})[(r[len(keys)], r[len(keys) + 1])] = r[len(keys) + 2 :]
+        values = dict(zip(keys, r[:n]))
+        block = (values["model"],) if by_model else ()
+        blocks.setdefault(block, {}).setdefault(tuple(values[k] for k in shown), {})[(r[n], r[n + 1])] = r[n + 2 :]
     out = [f"## {title}", "", *([note, ""] if note else [])]
-    for group, cells in groups.items():
-        if require and not any(m in require for m, _ in cells):
+    out.append("LLM-Acc and Cont-Acc over the same questions: all attempted ones but judge failures (judge failures per run in the details table)"
+               + (f"; {OF_ANSWERED}: over the answered ones only (a non-empty prediction), as the paper's evaluation code divides" if paper is not None else "")
+               + ("" if by_model or len(models) > 1 else f". Model: {models[0]}.")
+               + (f" Columns before the method: the settings that differ between runs ({', '.join(SETTING_HEADERS.get(k, k) for k in shown)})." if shown else ""))
+    out += ["", LEGEND, ""]
+    for block, rows_of in blocks.items():
+        if require and not any(m in require for cells in rows_of.values() for m, _ in cells):
             continue
-        out.append(f"**{_setting_label(keys, group)}** — LLM-Acc and Cont-Acc over the same questions: all attempted ones but judge failures (judge failures per run in the details table)"
-                   + (f"; {OF_ANSWERED}: over the answered ones only (a non-empty prediction), as the paper's evaluation code divides" if paper is not None else ""))
-        out += ["", LEGEND, ""]
-        backbone = paper.backbone(group[0]) if paper is not None else None
+        backbone = paper.backbone(block[0]) if paper is not None else None
+        if by_model:
+            out += [f"**model={block[0]}**", ""]
         if paper is not None:
             out.append(f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
                        f"Rows \"paper, … (reference)\": the published numbers of the paper's backbones ({', '.join(paper.backbones)}), "
-                       f"not of model {group[0]}; {paper.source}.")
+                       f"not of model {block[0]}; {paper.source}.")
             out.append("")
-            out += _protocol_note(con, cards, keys, group, methods)
-        header = ["Method"]
+            out += _protocol_note(con, cards, ["model"], block, methods)
+        header = [*(SETTING_HEADERS.get(k, k) for k in shown), "Method"]
         for d in datasets:
             for m in _accuracy_columns(d):
                 header += ([f"{d} {m} {OF_ATTEMPTED}", OF_ANSWERED] if paper is not None else [f"{d} {m}"]) + (["(paper)"] if backbone else [])
-        rows = []
-        for method in list(methods) if (fixed_rows and methods is not None) else _method_order(sorted({m for m, _ in cells})):
-            row = [_label(method)]
-            for d in datasets:
-                # (sum, n) of LLM-Acc and Cont-Acc over the attempted questions, then over the answered ones
-                llm, llm_n, cont, cont_n, llm_a, llm_a_n, cont_a, cont_a_n = cells.get((method, d), (None, 0) * 4)
-                attempted, answered = [(llm, llm_n), (cont, cont_n)], [(llm_a, llm_a_n), (cont_a, cont_a_n)]
-                for column in range(len(_accuracy_columns(d))):
-                    row.append(accuracy_cell(*attempted[column]))
-                    if paper is not None:
-                        row.append(accuracy_cell(*answered[column]))
-                    if backbone:
-                        row.append(_paper_fmt(paper.cell(backbone, method, d, column)))
-            rows.append(row)
+        rows, listed = [], []
+        for setting in sorted(rows_of, key=lambda s: _setting_keys(shown, s)):
+            cells = rows_of[setting]
+            if require and not any(m in require for m, _ in cells):
+                continue
+            ran = _method_order(sorted({m for m, _ in cells}))
+            for method in list(methods) if (fixed_rows and methods is not None) else ran:
+                row = [*(_setting_text(v) for v in setting), _label(method)]
+                for d in datasets:
+                    # (sum, n) of LLM-Acc and Cont-Acc over the attempted questions, then over the answered ones
+                    llm, llm_n, cont, cont_n, llm_a, llm_a_n, cont_a, cont_a_n = cells.get((method, d), (None, 0) * 4)
+                    attempted, answered = [(llm, llm_n), (cont, cont_n)], [(llm_a, llm_a_n), (cont_a, cont_a_n)]
+                    for column in range(len(_accuracy_columns(d))):
+                        row.append(accuracy_cell(*attempted[column]))
+                        if paper is not None:
+                            row.append(accuracy_cell(*answered[column]))
+                        if backbone:
+                            row.append(_paper_fmt(paper.cell(backbone, method, d, column)))
+                rows.append(row)
+                listed += [method] if method in ran or fixed_rows else []
         if paper is not None and not backbone:
-            shown = [r[0] for r in rows]
-            listed = [m for m in (list(methods) if (fixed_rows and methods is not None) else _method_order(sorted({m for m, _ in cells}))) if _label(m) in shown]
-            rows += reference_rows(paper, listed, datasets, _accuracy_columns, _label, _paper_fmt, of_answered=True)
-        out += [markdown_table(header, rows), ""]
+            reference = reference_rows(paper, list(dict.fromkeys(listed)), datasets, _accuracy_columns, _label, _paper_fmt, of_answered=True)
+            rows += [[*([""] * len(shown)), *r] for r in reference]
+        out += [markdown_table(header, rows, ["l"] * (len(shown) + 1) + ["r"] * (len(header) - len(shown) - 1)), ""]
     return "\n".join(out)
+
+
+def _setting_text(value: Any) -> str:
+    return "—" if value is None else str(value)
 
 
 def _protocol_note(con: duckdb.DuckDBPyConnection, cards: dict | None, keys: Sequence[str], group: Sequence[Any], methods: Sequence[str] | None,
@@ -315,7 +345,28 @@ def ablation_table(con: duckdb.DuckDBPyConnection, paper: PaperResults | None = 
     return accuracy_pivot(con, rows, title, require=ran, fixed_rows=True, note=note, paper=paper, cards=cards)
 
 
+def key_header(cols: Sequence[str]) -> list[str]:
+    """The headers of a per-run table's key columns (dataset, model, method and the settings that vary)."""
+    return [SETTING_HEADERS.get(c, c) for c in cols]
+
+
+def key_cells(cols: Sequence[str], values: Sequence[Any]) -> list[str]:
+    """A per-run table's key cells: the method by its label (conf/method/<name>.yaml), "—" for unset."""
+    return [_label(v) if c == "method" else _setting_text(v) for c, v in zip(cols, values)]
+
+
+def topic_tables(keys: int, tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]]) -> list[str]:
+    """A wide table's columns split by topic: (title, header, rows) each, its first `keys` columns
+    (the run cell: dataset, model, method, settings) repeated in each and left-aligned."""
+    out = []
+    for title, header, rows in tables:
+        out += [f"**{title}**", "", markdown_table(header, rows, ["l"] * keys + ["r"] * (len(header) - keys)), ""]
+    return out
+
+
 def details_table(con: duckdb.DuckDBPyConnection) -> str:
+    """Per run cell, two tables: questions and accuracy over the attempted ones; accuracy over the
+    answered ones, EM, F1 and evidence recall."""
     varying = _varying(con)
     cols = ["dataset", "model", "method", *varying]
     data = con.execute(
@@ -325,14 +376,19 @@ def details_table(con: duckdb.DuckDBPyConnection) -> str:
                    count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1), avg(evidence_recall_read), avg(evidence_recall_seen)
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
-    header = [*cols, "runs", "questions", "answered", "failed", "forced", f"Cont-Acc {OF_ATTEMPTED}", f"LLM-Acc {OF_ATTEMPTED}",
-              f"Cont-Acc {OF_ANSWERED}", f"LLM-Acc {OF_ANSWERED}", "judge failed", "EM", "F1", "evidence read", "evidence seen"]
-    rows = []
+    n = len(cols)
+    order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
+    data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *_setting_keys(cols[3:], r[3:n])))
+    keys = key_header(cols)
+    counted = [*keys, "runs", "questions", "answered", "failed", "forced", "judge failed", f"Cont-Acc {OF_ATTEMPTED}", f"LLM-Acc {OF_ATTEMPTED}"]
+    scored = [*keys, f"Cont-Acc {OF_ANSWERED}", f"LLM-Acc {OF_ANSWERED}", "EM", "F1", "evidence read", "evidence seen"]
+    counted_rows, scored_rows = [], []
     for r in data:
-        n = len(cols)
         accuracies = [accuracy_cell(r[i], r[i + 1]) for i in range(n + 5, n + 13, 2)]
-        rows.append([*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "int") for v in r[n : n + 5]), *accuracies, _fmt(r[n + 13], "int"), *(_fmt(v) for v in r[n + 14 :])])
-    text = [
+        key = key_cells(cols, r[:n])
+        counted_rows.append([*key, *(_fmt(v, "int") for v in r[n : n + 5]), _fmt(r[n + 13], "int"), *accuracies[:2]])
+        scored_rows.append([*key, *accuracies[2:], *(_fmt(v) for v in r[n + 14 :])])
+    return "\n".join([
         "## Details per run",
         "",
         f"{LEGEND} {OF_ATTEMPTED}: over all attempted questions (a failed episode scores 0), our default; {OF_ANSWERED}: over the answered "
@@ -340,10 +396,9 @@ def details_table(con: duckdb.DuckDBPyConnection) -> str:
         "verdict ('judge failed'). EM, F1: means in % over all attempted questions. "
         "Evidence recall: share of the supporting documents whose chunks the agent read in full / saw in any tool result.",
         "",
-        markdown_table(header, rows, ["l"] * len(cols) + ["r"] * (len(header) - len(cols))),
-        "",
-    ]
-    return "\n".join(text)
+        *topic_tables(n, [("Questions and accuracy over the attempted ones", counted, counted_rows),
+                          ("Accuracy over the answered ones, EM, F1 and evidence recall", scored, scored_rows)]),
+    ])
 
 
 def cost_table(con: duckdb.DuckDBPyConnection) -> str:
@@ -354,11 +409,11 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
                    avg(steps), avg(tool_calls), avg(wall_s), avg(llm_s), avg(tool_s)
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
-    header = [*cols, "retrieved tokens", "prompt tokens", "completion tokens", "reasoning tokens", "steps", "tool calls", "wall s", "LLM s", "tools s"]
+    header = [*key_header(cols), "retrieved tokens", "prompt tokens", "completion tokens", "reasoning tokens", "steps", "tool calls", "wall s", "LLM s", "tools s"]
     rows = []
     for r in data:
         n = len(cols)
-        rows.append([*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "int") for v in r[n : n + 4]), _fmt(r[n + 4], "f1"), _fmt(r[n + 5], "f1"), *(_fmt(v, "f2") for v in r[n + 6 :])])
+        rows.append([*key_cells(cols, r[:n]), *(_fmt(v, "int") for v in r[n : n + 4]), _fmt(r[n + 4], "f1"), _fmt(r[n + 5], "f1"), *(_fmt(v, "f2") for v in r[n + 6 :])])
     return "\n".join(["## Retrieved tokens and cost per episode", "", f"Means per episode (retrieved tokens: {token_unit(con)}).", "", markdown_table(header, rows, ["l"] * len(cols) + ["r"] * (len(header) - len(cols))), ""])
 
 
@@ -376,11 +431,11 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
     n, k = len(cols), len(tools) + 2
     order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
     data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *_setting_keys(cols[3:], r[3:n])))
-    header = [*cols, *tools, "tool errors", "invalid replies", "forced answers %"]
-    rows = [[*(("—" if v is None else str(v)) for v in r[:n]), *(_fmt(v, "f2") for v in r[n : n + k]), _fmt(r[n + k])] for r in data]
+    header = [*key_header(cols), *tools, "tool errors", "invalid replies", "forced answers %"]
+    rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "f2") for v in r[n : n + k]), _fmt(r[n + k])] for r in data]
     f = n + k + 1
-    failure_header = [*cols, *(label for label, _ in failures)]
-    failure_rows = [[*(("—" if v is None else str(v)) for v in r[:n]), "n/a" if r[f] is None else _fmt(r[f]), *("n/a" if v is None else _fmt(v, "f2") for v in r[f + 1 :])] for r in data]
+    failure_header = [*key_header(cols), *(label for label, _ in failures)]
+    failure_rows = [[*key_cells(cols, r[:n]), "n/a" if r[f] is None else _fmt(r[f]), *("n/a" if v is None else _fmt(v, "f2") for v in r[f + 1 :])] for r in data]
     return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "",
                       markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n)), "",
                       "Tool errors by kind and repeated calls, means per episode: a tool error is a call whose result the model could not use "
@@ -405,7 +460,8 @@ def failure_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
 
 
 def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
-    """AgenticRAG and its ablations beside A-RAG (Full) and Naive RAG, per dataset, model and the settings that vary."""
+    """AgenticRAG and its ablations beside A-RAG (Full) and Naive RAG, per dataset, model and the
+    settings that vary: a table of accuracy and citations, then one of cost and tool use."""
     listed = ", ".join(f"'{m}'" for m in AGENTIC_COMPARISON)
     cols = ["dataset", "model", "method", *_varying(con)]
     tools = method_declarations()[AGENTIC_METHOD]["tools"]
@@ -418,15 +474,15 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     if not any(r[2].startswith("agenticrag") for r in data):
         return "## AgenticRAG\n\nNo AgenticRAG runs (methods `agenticrag*`) in these results.\n"
     n = len(cols)
-    header = [*cols, "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3", "tokens / question", "retrieved tokens",
-              *tools, "forced summarizes", "forced answers %"]
     t = len(tools)
+    accuracy = [*key_header(cols), "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3"]
+    cost = [*key_header(cols), "tokens / question", "retrieved tokens", *tools, "forced summarizes", "forced answers %"]
     order = {m: i for i, m in enumerate(AGENTIC_COMPARISON)}
-    rows = []
+    accuracy_rows, cost_rows = [], []
     for r in sorted(data, key=lambda r: (r[0], r[1], *_setting_keys(cols[3:], r[3:n]), order[r[2]])):
-        r = (*r[: n + 1], accuracy_cell(r[n + 1], r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *r[n + 5 :])  # accuracies as cells, then as before
-        rows.append([r[0], r[1], _label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"), r[n + 1], r[n + 2], *(_fmt(v) for v in r[n + 3 : n + 5]),
-                     *(_fmt(v, "int") for v in r[n + 5 : n + 7]), *(_fmt(v, "f2") for v in r[n + 7 : n + 8 + t]), _fmt(r[n + 8 + t])])
+        key = key_cells(cols, r[:n])
+        accuracy_rows.append([*key, _fmt(r[n], "int"), accuracy_cell(r[n + 1], r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *(_fmt(v) for v in r[n + 5 : n + 7])])
+        cost_rows.append([*key, *(_fmt(v, "int") for v in r[n + 7 : n + 9]), *(_fmt(v, "f2") for v in r[n + 9 : n + 10 + t]), _fmt(r[n + 10 + t])])
     return "\n".join([
         "## AgenticRAG beside A-RAG (Full) and Naive RAG",
         "",
@@ -434,8 +490,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
         "their relevance scores (AgenticRAG only); tokens / question: prompt + completion tokens of all model calls; tool "
         "columns: mean calls per question.",
         "",
-        markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n)),
-        "",
+        *topic_tables(n, [("Accuracy and citations", accuracy, accuracy_rows), ("Cost and tool use", cost, cost_rows)]),
     ])
 
 
@@ -479,21 +534,36 @@ def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], l
     return [tick(v) for v in xs], out
 
 
+def swept(con: duckdb.DuckDBPyConnection, x: str) -> bool:
+    """Whether a plot against `x` shows anything: some series of runs that differ only in `x` has at
+    least MIN_PLOTTED_POINTS values of it (fewer are read off the sweep table)."""
+    return any(len(s.points) >= MIN_PLOTTED_POINTS for s in sweep_series(con, x, _varying(con)))
+
+
 def plot_accuracy_vs(con: duckdb.DuckDBPyConnection, x: str, path: Path) -> Path:
     """accuracy_figure's plot as a PNG file."""
-    fig = accuracy_figure(con, x)
-    fig.savefig(path)
+    return save_figure(accuracy_figure(con, x), path)
+
+
+def save_figure(fig, path: Path) -> Path:
+    """The figure as a PNG cropped to what it draws (a legend beside the axes included)."""
+    fig.savefig(path, bbox_inches="tight", pad_inches=0.15)
     _pyplot().close(fig)
     return path
 
 
+def _wrapped(label: str, width: int = LEGEND_WIDTH) -> str:
+    return "\n".join(textwrap.wrap(label, width, break_on_hyphens=False)) or label
+
+
 def accuracy_figure(con: duckdb.DuckDBPyConnection, x: str):
     """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per accuracy_lines entry, each
-    point with its 95% Wilson interval as an error bar (the lines a little apart so the bars do not hide each other)."""
+    point with its 95% Wilson interval as an error bar (the lines a little apart so the bars do not
+    hide each other); the legend beside the axes, never over them."""
     plt = _pyplot()
     xs, lines = accuracy_lines(con, x)
     pos = {v: i for i, v in enumerate(xs)}
-    fig, ax = plt.subplots(figsize=(10, 4.8), dpi=110)
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     slots = max(1, 2 * len(lines))  # each line's Cont-Acc and LLM-Acc side by side, centred on the x tick
     step = 0.3 / slots
     for i, (label, pts) in enumerate(lines):
@@ -508,13 +578,15 @@ def accuracy_figure(con: duckdb.DuckDBPyConnection, x: str):
             ax.errorbar([at for at, _ in shown], values, yerr=[below, above], fmt=style, color=color, alpha=alpha, capsize=3, elinewidth=1,
                         label=label + (" (Cont-Acc)" if column == 1 else " (LLM-Acc)"))
     ax.set_xticks(range(len(xs)), xs)
-    ax.set_xlabel({"max_steps": "max steps", "reasoning_effort": "reasoning effort"}.get(x, x))
+    ax.set_xlabel(AXIS_LABELS.get(x, x))
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    ax.set_title(f"Accuracy vs {x.replace('_', ' ')} (Cont-Acc solid, LLM-Acc dashed; bars: 95% Wilson intervals)")
-    fig.tight_layout()
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, [_wrapped(lb) for lb in labels], fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    ax.set_title(f"Accuracy vs {AXIS_LABELS.get(x, x)}", fontsize=11)
+    ax.text(0.0, -0.16, "Cont-Acc solid, LLM-Acc dashed; bars: 95% Wilson intervals", transform=ax.transAxes, fontsize=7, va="top")
     return fig
 
 
@@ -534,35 +606,57 @@ def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, li
     ]
 
 
-def plot_tool_use(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
-    """Left: mean calls per episode by tool (stacked) per method. Right: distribution of tool calls per episode."""
+def tool_use_figure(con: duckdb.DuckDBPyConnection):
+    """Top: mean calls per episode by tool (stacked) per series; bottom: the distribution of tool
+    calls per episode. Series are numbered on the bars (their names, wrapped, in the legend beside
+    the lower axes); each legend sits beside its axes."""
     plt = _pyplot()
     series = tool_use_series(con)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
-    bottom = [0.0] * len(series)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7.5), dpi=110)
+    bottom_of = [0.0] * len(series)
     for j, tool in enumerate(tool_columns(con)):
         values = [means[j] or 0.0 for _, means, _ in series]
-        left.bar(range(len(series)), values, bottom=bottom, label=tool, color=f"C{j}")
-        bottom = [b + v for b, v in zip(bottom, values)]
-    left.set_xticks(range(len(series)), [label for label, _, _ in series], rotation=20, ha="right", fontsize=8)
-    left.set_ylabel("mean calls per episode")
-    left.set_title("Tool calls by tool")
-    left.legend(fontsize=7)
+        if any(values):
+            top.bar(range(len(series)), values, bottom=bottom_of, label=tool, color=f"C{j % 10}")
+            bottom_of = [b + v for b, v in zip(bottom_of, values)]
+    top.set_xticks(range(len(series)), [str(i + 1) for i in range(len(series))])
+    top.set_xlabel("series (numbered as in the legend below)")
+    top.set_ylabel("mean calls per episode")
+    top.set_title("Tool calls per episode, by tool", fontsize=11)
+    if top.get_legend_handles_labels()[0]:
+        top.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     for i, (label, _, hist) in enumerate(series):
         total = sum(c for _, c in hist)
-        right.plot([k for k, _ in hist], [100 * c / total for _, c in hist], "-o", color=f"C{i % 10}", label=label, markersize=3)
-    right.set_xlabel("tool calls in the episode")
-    right.set_ylabel("episodes (%)")
-    right.set_title("Distribution of tool calls per episode")
-    right.grid(alpha=0.3)
-    right.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+        bottom.plot([k for k, _ in hist], [100 * c / total for _, c in hist], "-o", color=f"C{i % 10}", label=_wrapped(f"{i + 1}. {label}"), markersize=3)
+    bottom.set_xlabel("tool calls in the episode")
+    bottom.set_ylabel("episodes (%)")
+    bottom.set_title("Distribution of tool calls per episode", fontsize=11)
+    bottom.grid(alpha=0.3)
+    bottom.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    fig.subplots_adjust(hspace=0.45)
+    return fig
+
+
+def plot_tool_use(con: duckdb.DuckDBPyConnection, path: Path) -> Path:
+    """tool_use_figure as a PNG file."""
+    return save_figure(tool_use_figure(con), path)
 
 
 # ---- the report ----------------------------------------------------------------------------------
+PLOT_TITLES = {**{f"accuracy_vs_{x}.png": f"Accuracy vs {AXIS_LABELS[x]}" for x in SWEEPABLE}, "tool_use.png": "Tool use",
+               PAPER_FIGURE_FILE: "Test-time scaling, the paper's layout"}
+
+
+def plots_section(names: Sequence[str]) -> str:
+    """The plots drawn (a sweep plot only for a setting swept over at least MIN_PLOTTED_POINTS values)."""
+    shown = [n for n in names if n != PAPER_FIGURE_FILE]  # shown in its own section
+    out = ["## Plots", ""]
+    out += [line for n in shown for line in (f"![{PLOT_TITLES.get(n, n)}]({n})", "")]
+    if not any(n.startswith("accuracy_vs_") for n in shown):
+        out += [f"No accuracy plot: no setting is swept over {MIN_PLOTTED_POINTS} or more values (the sweep tables above hold any shorter series).", ""]
+    return "\n".join(out)
+
+
 def build_report(results_path: str | Path, out_dir: str | Path | None = None, *, where: str | None = None, title: str = "Evaluation report", paper_columns: bool = False) -> Report:
     results_path = Path(results_path)
     con = connect(results_path, where)  # first: a missing results folder must not be created
@@ -575,11 +669,11 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         raise ValueError(f"no episodes under {results_path}" + (f" matching {where}" if where else ""))
     check_one_run_per_cell(con)
     sweeps = [sweep_table(con, x, _varying(con), _label) for x in SWEEPABLE]  # before any file: it may refuse unlike runs
-    plots = [
-        plot_accuracy_vs(con, "max_steps", out / "accuracy_vs_max_steps.png"),
-        plot_accuracy_vs(con, "reasoning_effort", out / "accuracy_vs_reasoning_effort.png"),
-        plot_tool_use(con, out / "tool_use.png"),
-    ]
+    for stale in (*(f"accuracy_vs_{x}.png" for x in SWEEPABLE), "tool_use.png"):  # a plot this report does not draw must not linger
+        (out / stale).unlink(missing_ok=True)
+    plots = [plot_accuracy_vs(con, x, out / f"accuracy_vs_{x}.png") for x in SWEEPABLE if swept(con, x)]
+    if con.execute("SELECT count(*) FILTER (tool_calls > 0) FROM episodes").fetchone()[0]:
+        plots.append(plot_tool_use(con, out / "tool_use.png"))
     if paper_columns:  # the paper's Figure 4 beside our sweep tables
         figure, drawn = paper_figure_section(con, _varying(con), out, _label)
         sweeps.append(figure)
@@ -602,14 +696,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         cost_table(con),
         tool_table(con),
         protocol_section(con, cards, _label),
-        "## Plots",
-        "",
-        "![Accuracy vs max steps](accuracy_vs_max_steps.png)",
-        "",
-        "![Accuracy vs reasoning effort](accuracy_vs_reasoning_effort.png)",
-        "",
-        "![Tool use](tool_use.png)",
-        "",
+        plots_section([p.name for p in plots]),
     ]
     markdown = "\n".join(parts)
     path = out / "report.md"

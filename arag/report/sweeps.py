@@ -269,8 +269,8 @@ def paper_figure(panels: list[Panel], official_steps: int):
         ax.set_ylabel("LLM-Acc (%)")
         ax.set_title(panel.title, fontsize=9)
         ax.grid(alpha=0.3)
-        if len(panel.lines) > 1:
-            ax.legend(fontsize=6)
+        if len(panel.lines) > 1:  # beside the axes, never over a line
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     for ax in axes.flat[len(panels):]:
         fig.delaxes(ax)
     fig.tight_layout()
@@ -298,7 +298,7 @@ def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[st
 
         fig = paper_figure(panels, official)
         path = out_dir / PAPER_FIGURE_FILE
-        fig.savefig(path)
+        fig.savefig(path, bbox_inches="tight", pad_inches=0.15)  # its legends beside the axes included
         pyplot().close(fig)
         written.append(path)
         for p in panels:

@@ -6,6 +6,8 @@ import logging
 import os
 from typing import Any
 
+from arag.runtime.quiet import quiet_libraries, ray_logging_level
+
 log = logging.getLogger("arag.runtime")
 
 
@@ -16,6 +18,7 @@ def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = N
     cluster, whose nodes must be able to import arag and read/write the index path (shared
     storage). Otherwise a local Ray instance is started with `num_cpus` (all cores by default).
     """
+    quiet = quiet_libraries()  # before Ray starts: its workers inherit the environment
     import ray
 
     if ray.is_initialized():
@@ -25,8 +28,10 @@ def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = N
         "ignore_reinit_error": True,
         "include_dashboard": False,
         "log_to_driver": True,
-        "logging_level": logging.WARNING,
+        "logging_level": ray_logging_level(),
     }
+    if address and quiet:  # a cluster's workers do not inherit this process's environment
+        runtime_env = {**(runtime_env or {}), "env_vars": {**quiet, **((runtime_env or {}).get("env_vars") or {})}}
     if runtime_env:
         kwargs["runtime_env"] = runtime_env
     if address:

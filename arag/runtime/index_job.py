@@ -36,6 +36,7 @@ from arag.runtime.ann_job import run_ann_phase
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.part_runner import PartTasks, quiet_ray_data, run_part_tasks, run_parts
+from arag.runtime.quiet import harmless_ray_lines_hidden
 from arag.runtime.progress import progress_bar
 from arag.index.keyword.part_cache import build_part_cache
 from arag.tools.index_cache import part_cache_dir
@@ -240,10 +241,11 @@ def _run_phase2(
             **({"resources": dict(embed.resources)} if embed.resources else {}),
         )
         nodes: set[str] = set()
-        for record in ds.iter_rows():
-            bar.update(record["rows"])
-            dimension = int(record["dimension"])
-            nodes.add(record["node"])
+        with harmless_ray_lines_hidden():  # the actor pool's start logs one at error level
+            for record in ds.iter_rows():
+                bar.update(record["rows"])
+                dimension = int(record["dimension"])
+                nodes.add(record["node"])
         log.info("embedded %d parts on %d node(s)", len(todo), len(nodes))
     return dimension
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from arag.runtime.progress import progress_bar
+from arag.verbosity import verbose
 
 
 P = TypeVar("P")  # a planned part: anything with an int `.part`
@@ -45,7 +46,7 @@ def quiet_ray_data() -> None:
     ctx.enable_progress_bars = False
     ctx.execution_options.preserve_order = True
     ctx.print_on_execution_start = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.WARNING if verbose() else logging.ERROR)
 
 
 def _apply(row: dict, task: Callable[..., Any], shared: Mapping[str, Any]) -> dict:

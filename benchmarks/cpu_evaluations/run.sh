@@ -33,17 +33,21 @@ log() { echo "$(date -u +%FT%TZ) $*" | tee -a "$results/progress.log"; }
 mkdir -p "$results" "$indexes"
 for set in $sets; do mkdir -p "$results/$set" && git -C "$code" rev-parse HEAD > "$results/$set/COMMIT"; done  # each set's runs: its code's commit
 
+incomplete() {  # pipelines.evaluate's exit status 1: failed episodes (named in its last line); the next, larger limit retries them
+    [ "$1" -eq 1 ] || exit "$1"
+    log "the run above is incomplete (exit status 1); going on, a rerun retries its failed episodes"
+}
 index() {  # corpus, index folder
     [ -f "$indexes/$2/manifest.json" ] || { log "index $1"; "$python" -m pipelines.index +corpus="$1" index.path="$indexes/$2"; }
 }
 novel() {  # method, limit
     log "graphrag-bench-novel-docs $1 limit=$2"
     "$python" -m pipelines.evaluate +corpus=graphrag-bench-novel-docs questions.path="$data/graphrag-bench-novel/questions.jsonl" \
-        index.path="$indexes/graphrag-bench-novel-docs" results.path="$results/novel" method="$1" limit="$2"
+        index.path="$indexes/graphrag-bench-novel-docs" results.path="$results/novel" method="$1" limit="$2" || incomplete $?
 }
 wiki() {  # method, limit[, results folder]
     log "2wikimultihopqa $1 limit=$2"
-    "$python" -m pipelines.evaluate +corpus=2wikimultihopqa index.path="$indexes/2wiki" results.path="$results/${3:-2wiki}" method="$1" limit="$2"
+    "$python" -m pipelines.evaluate +corpus=2wikimultihopqa index.path="$indexes/2wiki" results.path="$results/${3:-2wiki}" method="$1" limit="$2" || incomplete $?
 }
 
 if [[ " $sets " == *" novel "* ]]; then

@@ -104,9 +104,12 @@ def test_hydra_multirun_sweeps_into_one_results_tree_that_duckdb_reads(eval_inde
     argv = [sys.executable, "-m", "pipelines.evaluate", "-m", *sweep, *base_overrides(eval_index.path, questions_file, results), f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900, cwd=REPO, env={**env, "RAY_AUTH_MODE": "disabled"})
-    assert done.returncode == 0, done.stderr[-3000:]
     runs = sorted(p.name for p in results.iterdir() if (p / "run.json").exists())
-    assert len(runs) == 4
+    assert len(runs) == 4, done.stderr[-3000:]  # every run of the sweep ran
+    # The two max_steps=1 runs failed every episode: each is named as it ends, and the sweep exits 1 after the last.
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 1 and len(errors) == 3 and errors[-1].startswith("error: 2 runs of the sweep are incomplete"), done.stderr[-3000:]
+    assert all("6 questions: 6 failed episodes" in line for line in errors[:2])
     # The query from the issue, over the whole tree, from the results' parent folder.
     monkeypatch.chdir(tmp_path)
     table = duckdb.sql("select method, max_steps, reasoning_effort, avg(contain_acc), count(*) from 'results/**/*.parquet' group by all order by all").fetchall()

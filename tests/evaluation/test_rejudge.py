@@ -96,8 +96,8 @@ def test_rejudge_scores_the_stored_answers_again_as_a_new_run(ray_local, eval_in
     assert f"from the original run {source['run_id']}" in text and "6 judged before, 0 judged now" in text
 
     # The report keeps the three runs apart by judge instead of refusing them.
-    main = build_report(results, tmp_path / "report").markdown.split("## Details")[0]
-    assert "judge=naysayer (preset strict)" in main and "judge=naysayer (preset paper)" in main
+    main = build_report(results, tmp_path / "report").markdown.split("## Main results")[1].split("## Ablation")[0]
+    assert "| naysayer (preset strict) | A-RAG (Full) |" in main and "| naysayer (preset paper) | A-RAG (Full) |" in main
 
 
 def test_rejudge_errors_name_the_problem(tmp_path):

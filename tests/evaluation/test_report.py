@@ -52,21 +52,28 @@ def test_report_renders_tables_and_plots(tmp_path):
     text = report.path.read_text()
     assert report.rows == 90 and report.path == results / "report" / "report.md"
     assert "## Main results" in text and "## Ablation" in text and "## Retrieved tokens" in text and "## Tool use" in text
-    # Main table: methods as rows, the dataset's LLM-Acc and Cont-Acc as columns, one block per setting.
-    assert "| Method | 2wikimultihopqa LLM-Acc | 2wikimultihopqa Cont-Acc |" in text
-    assert "**model=qwen, max_steps=10, reasoning_effort=low**" in text
-    assert "| A-RAG (Full) | 66.7 [35.4, 87.9] n=9 | 66.7 [35.4, 87.9] n=9 |" in text  # both over the same 9 questions: the judge failure is out of both
-    assert "| Naive RAG | 44.4 [18.9, 73.3] n=9 | 44.4 [18.9, 73.3] n=9 |" in text  # the failed episode scores 0 in both
+    # Main table: one table, the settings that vary as columns before the method, the dataset's LLM-Acc and Cont-Acc as columns.
+    main = text.split("## Main results")[1].split("## Ablation")[0]
+    assert main.count("| max steps | reasoning effort | Method | 2wikimultihopqa LLM-Acc | 2wikimultihopqa Cont-Acc |") == 1 and "**model=" not in main
+    assert "Model: qwen." in main
+    assert "| 10 | low | A-RAG (Full) | 66.7 [35.4, 87.9] n=9 | 66.7 [35.4, 87.9] n=9 |" in text  # both over the same 9 questions: the judge failure is out of both
+    assert "| 10 | low | Naive RAG | 44.4 [18.9, 73.3] n=9 | 44.4 [18.9, 73.3] n=9 |" in text  # the failed episode scores 0 in both
     # The details give both denominators: of the attempted questions (the failed one scores 0) and of the answered ones (as the paper's code).
     details = text.split("## Details per run")[1].split("\n## ")[0]
-    assert "| Cont-Acc (of attempted) | LLM-Acc (of attempted) | Cont-Acc (of answered) | LLM-Acc (of answered) |" in details
-    naive = next(r for r in details.splitlines() if "| naive_rag |" in r).split(" | ")
-    assert naive[7:15] == ["9", "1", "1", "44.4 [18.9, 73.3] n=9", "44.4 [18.9, 73.3] n=9", "50.0 [21.5, 78.5] n=8", "50.0 [21.5, 78.5] n=8", "1"]
+    counted, scored = details.split("**Accuracy over the answered ones")
+    assert "| judge failed | Cont-Acc (of attempted) | LLM-Acc (of attempted) |" in counted and "| Cont-Acc (of answered) | LLM-Acc (of answered) | EM |" in scored
+    naive = next(r for r in counted.splitlines() if "| Naive RAG |" in r).split(" | ")
+    assert naive[7:13] == ["9", "1", "1", "1", "44.4 [18.9, 73.3] n=9", "44.4 [18.9, 73.3] n=9 |"]  # answered, failed, forced, judge failed
+    naive = next(r for r in scored.splitlines() if "| Naive RAG |" in r).split(" | ")
+    assert naive[5:7] == ["50.0 [21.5, 78.5] n=8", "50.0 [21.5, 78.5] n=8"]
     ablation = text.split("## Ablation")[1].split("## Details")[0]
     assert "w/o keyword_search" in ablation and "Direct answer" not in ablation
     assert "Direct answer" in text.split("## Main results")[1].split("## Ablation")[0]
     assert "w/o keyword_search" not in text.split("## Main results")[1].split("## Ablation")[0]
-    for plot in ("accuracy_vs_max_steps.png", "accuracy_vs_reasoning_effort.png", "tool_use.png"):
+    # Plots only for what varies: max_steps takes 3 values (5, 10, 20) in a series, reasoning effort 2 (low, high).
+    assert [p.name for p in report.plots] == ["accuracy_vs_max_steps.png", "tool_use.png"]
+    assert not (results / "report" / "accuracy_vs_reasoning_effort.png").exists() and "accuracy_vs_reasoning_effort.png" not in text
+    for plot in ("accuracy_vs_max_steps.png", "tool_use.png"):
         data = (results / "report" / plot).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
         assert f"]({plot})" in text
@@ -102,8 +109,8 @@ def test_markdown_table():
     assert markdown_table(["a", "b"], [["x", "1"]]) == "| a | b |\n| --- | ---: |\n| x | 1 |"
 
 
-def test_runs_differing_only_in_guard_rails_get_their_own_blocks(tmp_path):
-    """A guard rail (e.g. tool_steps=1) changes the method's behaviour: its run is a block of its own."""
+def test_runs_differing_only_in_guard_rails_get_their_own_rows(tmp_path):
+    """A guard rail (e.g. tool_steps=1) changes the method's behaviour: its run is a row of its own, the guard rails a column."""
     import json
 
     results = tmp_path / "results"
@@ -121,8 +128,8 @@ def test_runs_differing_only_in_guard_rails_get_their_own_blocks(tmp_path):
             store.write(rows)
     text = build_report(results).path.read_text()
     main = text.split("## Main results")[1].split("## Ablation")[0]
-    assert "**model=qwen, guard_rails=off**" in main and "**model=qwen, guard_rails=tool_steps=1**" in main
-    assert "| A-RAG (Full) | 30.0 [10.8, 60.3] n=10 | 30.0 [10.8, 60.3] n=10 |" in main and "| A-RAG (Full) | 70.0 [39.7, 89.2] n=10 | 70.0 [39.7, 89.2] n=10 |" in main
+    assert "| guard rails | Method |" in main
+    assert "| off | A-RAG (Full) | 30.0 [10.8, 60.3] n=10 | 30.0 [10.8, 60.3] n=10 |" in main and "| tool_steps=1 | A-RAG (Full) | 70.0 [39.7, 89.2] n=10 | 70.0 [39.7, 89.2] n=10 |" in main
 
 
 def test_report_refuses_to_merge_unlike_runs(tmp_path):
@@ -154,12 +161,13 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
             with RunStore(results, f"{method}-{key}") as store:
                 store.write([row])
     text = build_report(results).markdown
-    main = text.split("## Details")[0]
-    assert "judge=qwen (preset paper)" in main and "judge=gpt-4o-mini (preset strict)" in main
-    agentic = [r for r in text.split("## AgenticRAG beside")[1].split("\n## ")[0].splitlines() if r.startswith("| 2wiki")]
+    main = text.split("## Main results")[1].split("## Ablation")[0]
+    assert main.count("| judge | Method |") == 1  # one table, the judge a column
+    assert "| gpt-4o-mini (preset strict) | A-RAG (Full) | 100.0 [20.7, 100.0] n=1 |" in main and "| qwen (preset paper) | A-RAG (Full) | 0.0 [0.0, 79.3] n=1 |" in main
+    agentic = [r for r in text.split("## AgenticRAG beside")[1].split("**Cost and tool use**")[0].splitlines() if r.startswith("| 2wiki")]
     assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("gpt-4o-mini (preset strict)", "100.0 [20.7, 100.0] n=1"), ("qwen (preset paper)", "0.0 [0.0, 79.3] n=1")]
     tools = [r for r in text.split("## Tool use")[1].split("Tool errors by kind")[0].splitlines() if r.startswith("| 2wiki")]
-    assert len(tools) == 4 and sum(" | agenticrag | qwen (preset paper) | " in r for r in tools) == 1
+    assert len(tools) == 4 and sum(" | AgenticRAG | qwen (preset paper) | " in r for r in tools) == 1
     from arag.report.build import accuracy_lines, connect
 
     _, lines = accuracy_lines(connect(results), "max_steps")  # the plot's lines

@@ -146,7 +146,7 @@ def test_tool_use_is_shown_per_setting_value_not_averaged_over_runs(tmp_path):
     assert [hist for _, _, hist in series] == [[(2, 10)], [(5, 10)], [(10, 10)]]
     # The tool table lists the same cells in the same order.
     rows = table_rows(section(build_report(results).markdown, "## Tool use").split("Tool errors by kind")[0])[1:]
-    assert [(r[2], r[3]) for r in rows] == [("arag_full", "5"), ("arag_full", "10"), ("arag_full", "20")]
+    assert [(r[2], r[3]) for r in rows] == [("A-RAG (Full)", "5"), ("A-RAG (Full)", "10"), ("A-RAG (Full)", "20")]
 
 
 def test_accuracy_plot_keeps_unset_effort_apart_from_effort_none_and_orders_by_level(tmp_path):

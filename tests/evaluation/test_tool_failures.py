@@ -149,7 +149,7 @@ def tree(ctx, tmp_path_factory):
 
 def test_the_report_shows_errors_by_kind_and_repeats_and_n_a_for_older_runs(tree):
     rows = failure_rows(build_report(tree["root"]).markdown)
-    new, old = rows["arag_full"], rows["arag_naive"]
+    new, old = rows["A-RAG (Full)"], rows["A-RAG (Naive)"]
     assert (new["unusable % of calls"], new["unknown ids"], new["empty"], new["already read"], new["refused"], new["unknown tool"]) == ("87.5", "2.00", "2.00", "1.00", "1.00", "1.00")
     assert (new["infrastructure"], new["repeated calls"]) == ("0.00", "2.00")
     counted = list(old)[list(old).index("unusable % of calls"):]
