@@ -17,11 +17,17 @@ and then times, in rounds whose order rotates (A B C D, B C D A, ...):
   start-up and its calls, the manifest; the actor notes when its calls begin and end, which
   separates start-up from its steady state.
 
+Optional sides (`--sides`) show what the embedding stage's two fixes are worth in the same run:
+**bare-by-chars** (bare with batches cut by characters, as `encode()` cuts them) and **job-nice15**
+(the job with Ray's default worker niceness, +15).
+
 Every side encodes the index's sentences, so tokens/s (the tokenizer's tokens, truncated as the
 model truncates, padding not counted) compare like with like. Each side's vectors are checked
-against bare's (max |difference| per component; cosine for the torch side).
+against bare's (max |difference| per component; cosine for the torch side). Beside tokens/s, the
+table gives tokens per CPU-second of the process that encoded (all its threads), which moves far
+less with the machine's load.
 
-    python -m benchmarks.index_throughput --corpus 2wikimultihopqa --sentences 3000   # ~3k sentences, ~5 min
+    python -m benchmarks.index_throughput --sentences 1000 --rounds 3    # 2Wiki, ~1k sentences, a few minutes alone
     python -m benchmarks.index_throughput --corpus wiki --include 'wiki_00.bz2' --rounds 2
     python -m benchmarks.index_throughput --corpus 2wikimultihopqa -o embedder.backend=torch   # any pipeline override
 
@@ -49,6 +55,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 SIDES = ("bare", "stage", "authors", "job")
+# Optional sides (--sides): what the two fixes of the embedding stage are worth, in the same run.
+# bare-by-chars: bare with batches cut by characters (encode()'s order; the embedder's before it
+# sorted by tokens); job-nice15: the job with Ray's default worker niceness (+15).
+EXTRA_SIDES = ("bare-by-chars", "job-nice15")
 
 
 def _first_documents(cfg, n_sentences: int, folder: Path) -> tuple[str, int]:
@@ -106,10 +116,11 @@ class _Job:
             def __call__(self, row):
                 import arag
 
-                started = time.time()
+                started, cpu = time.time(), time.process_time()
                 out = super().__call__(row)
+                record = {"start": started, "end": time.time(), "cpu": time.process_time() - cpu, "rows": out["rows"], "arag": arag.__file__}
                 with open(timeline, "a") as f:
-                    f.write(json.dumps({"start": started, "end": time.time(), "rows": out["rows"], "arag": arag.__file__}) + "\n")
+                    f.write(json.dumps(record) + "\n")
                 return out
 
         job._PartEmbedder = TimedEmbedder
@@ -133,7 +144,7 @@ class _Job:
             sys.exit(f"the embedding actor imported arag from {calls[0]['arag']}, not from {REPO}")
         return {
             "seconds": result.elapsed_s, "startup_s": first - started,
-            "actor_s": sum(c["end"] - c["start"] for c in calls), "manifest": result.manifest,
+            "actor_s": sum(c["end"] - c["start"] for c in calls), "actor_cpu_s": sum(c["cpu"] for c in calls), "manifest": result.manifest,
         }
 
 
@@ -148,11 +159,17 @@ def _padded_tokens(tokens: np.ndarray, keys: np.ndarray, batch: int, window: int
     return total
 
 
+def _batches_by_characters(texts: list[str], batch: int) -> list[np.ndarray]:
+    """encode()'s batching: longest first by characters."""
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    return np.split(order, range(batch, len(texts), batch))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="2wikimultihopqa", help="a conf/corpus name (default 2wikimultihopqa)")
     ap.add_argument("--include", default="", help="comma-separated file globs of the corpus ('' = the corpus default)")
-    ap.add_argument("--sentences", type=int, default=3000, help="a JSONL corpus: its first documents holding about this many sentences (0 = all)")
+    ap.add_argument("--sentences", type=int, default=1000, help="a JSONL corpus: its first documents holding about this many sentences (0 = all)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the four sides, each round in a rotated order")
     ap.add_argument("--sides", default=",".join(SIDES), help=f"which sides to time (of {','.join(SIDES)})")
     ap.add_argument("-o", "--override", action="append", default=[], help="a pipeline config override, e.g. embedder.batch_size=32 (repeatable)")
@@ -161,8 +178,8 @@ def main() -> None:
     os.environ.setdefault("ARAG_DATA_DIR", str(REPO.parent / "shared" / "data"))
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     sides = [s for s in args.sides.split(",") if s]
-    if unknown := set(sides) - set(SIDES):
-        sys.exit(f"--sides: unknown {sorted(unknown)} (choose from {', '.join(SIDES)})")
+    if unknown := set(sides) - set(SIDES + EXTRA_SIDES):
+        sys.exit(f"--sides: unknown {sorted(unknown)} (choose from {', '.join(SIDES + EXTRA_SIDES)})")
 
     scratch = Path(tempfile.mkdtemp(prefix="arag-throughput-"))
     try:
@@ -172,6 +189,7 @@ def main() -> None:
 
 
 def _run(args: argparse.Namespace, sides: list[str], scratch: Path) -> None:
+    import pyarrow.parquet as pq
     import torch
 
     from arag.index.embedding import SentenceEmbedder, token_counts
@@ -198,8 +216,6 @@ def _run(args: argparse.Namespace, sides: list[str], scratch: Path) -> None:
     parts = [p for p in parts if p.num_sentences]
     texts: list[str] = []
     for part in parts:
-        import pyarrow.parquet as pq
-
         texts.extend(pq.read_table(layout.sentences(part.part), columns=["text"])["text"].to_pylist())
     n = len(texts)
 
@@ -240,6 +256,13 @@ def _run(args: argparse.Namespace, sides: list[str], scratch: Path) -> None:
         extra: dict = {}
         if name == "bare":
             vectors = embedder.encode_documents(texts)
+        elif name == "bare-by-chars":
+            by_tokens = embedder._batches_by_length
+            embedder._batches_by_length = partial(_batches_by_characters, batch=spec.batch_size)
+            try:
+                vectors = embedder.encode_documents(texts)
+            finally:
+                embedder._batches_by_length = by_tokens
         elif name == "stage":
             for part in parts:
                 embed_part(stage_layout, part, embedder.encode_documents, cfg.index.faiss_factory, rows_per_batch)
@@ -252,13 +275,18 @@ def _run(args: argparse.Namespace, sides: list[str], scratch: Path) -> None:
             finally:
                 torch.set_num_threads(threads)
         else:
-            extra = job.run()
+            if name == "job-nice15":
+                os.environ["RAY_worker_niceness"] = "15"
+            try:
+                extra = job.run()
+            finally:
+                os.environ.pop("RAY_worker_niceness", None)
             extra.pop("manifest")
             vectors = None
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         if name == "stage":
             vectors = np.concatenate([shard_contents(stage_layout.vectors(p.part))[1] for p in parts])
-        elif name == "job":
+        elif name.startswith("job"):
             vectors = np.concatenate([shard_contents(layout.vectors(p.part))[1] for p in parts])
         if name == "bare" and reference is None:
             reference = np.asarray(vectors, dtype=np.float32)
@@ -276,15 +304,18 @@ def _run(args: argparse.Namespace, sides: list[str], scratch: Path) -> None:
     def seconds_of(name: str, key: str = "seconds") -> float:
         return statistics.median(r[key] for r in runs[name])
 
-    rows = []
+    rows = []  # (name, seconds, CPU seconds of the process that encoded)
     for name in sides:
-        rows.append((name, seconds_of(name)))
-        if name == "job":
-            rows.append(("job: actor calls", seconds_of("job", "actor_s")))
-            rows.append(("job: start-up", seconds_of("job", "startup_s")))
+        rows.append((name, seconds_of(name), None if name.startswith("job") else seconds_of(name, "cpu_s")))
+        if name.startswith("job"):
+            rows.append((f"{name}: actor calls", seconds_of(name, "actor_s"), seconds_of(name, "actor_cpu_s")))
+            rows.append((f"{name}: start-up", seconds_of(name, "startup_s"), None))
     print()
-    print(f"{'side (median of rounds)':26s} {'seconds':>8s} {'tokens/s':>9s} {'sent/s':>7s} {'/ bare':>7s}  vectors vs bare")
+    # Wall-clock rates move with the machine's load; tokens per CPU-second of the encoding process
+    # (all its threads) move much less on a shared machine.
+    print(f"{'side (median of rounds)':26s} {'seconds':>8s} {'tokens/s':>9s} {'sent/s':>7s} {'/ bare':>7s} {'tok/CPU-s':>9s} {'/ bare':>7s}  vectors vs bare")
     bare_s = seconds_of("bare") if "bare" in sides else None
+    bare_cpu = seconds_of("bare", "cpu_s") if "bare" in sides else None
     chars = np.array([len(t) for t in texts])  # what encode() sorts by
     padding = {  # the batchings each side computes: the embedder's (by tokens) and the authors' encode()'s
         "bare": _padded_tokens(tokens, tokens, spec.batch_size),
@@ -292,14 +323,21 @@ def _run(args: argparse.Namespace, sides: list[str], scratch: Path) -> None:
         "authors": _padded_tokens(tokens, chars, 32),
         "encode() at the embedder's batch size": _padded_tokens(tokens, chars, spec.batch_size),
     }
-    for name, secs in rows:
-        if name == "job: start-up":
+    for name, secs, cpu in rows:
+        if name.endswith(": start-up"):
             print(f"{name:26s} {secs:8.1f}  (Ray, chunking, the actor's imports and model load)")
             continue
         ratio = f"{bare_s / secs:7.2f}" if bare_s else ""
-        diff = differences.get(name.split(":")[0] if name != "job: actor calls" else "job")
+        diff = differences.get(name.split(":")[0])
         note = "" if diff is None or name == "bare" else (f"1-cos {diff:.1e}" if name == "authors" else f"max|d| {diff:.1e}")
-        print(f"{name:26s} {secs:8.1f} {n_tokens / secs:9.0f} {n / secs:7.1f} {ratio}  {note}")
+        per_cpu = f"{n_tokens / cpu:9.0f} {bare_cpu / cpu:7.2f}" if cpu and bare_cpu else f"{'':9s} {'':7s}"
+        print(f"{name:26s} {secs:8.1f} {n_tokens / secs:9.0f} {n / secs:7.1f} {ratio} {per_cpu}  {note}")
+    if bare_s:  # each round's bare beside the side in that round: what the alternation is for
+        print("\nbare seconds / side seconds, round by round (wall):")
+        for name in sides:
+            key = "actor_s" if name.startswith("job") else "seconds"
+            label = f"{name}: actor calls" if name.startswith("job") else name
+            print(f"  {label:24s} " + "  ".join(f"{b['seconds'] / r[key]:.2f}" for b, r in zip(runs["bare"], runs[name])))
     print()
     print("token slots computed / tokens (padding): " + ", ".join(f"{k} {v / n_tokens:.3f}" for k, v in padding.items()))
     print(f"machine load (1 min) during the runs: {min(r['load1'] for rs in runs.values() for r in rs):.1f}-"

@@ -9,8 +9,8 @@ Backends (`EmbedderSpec.backend`):
 * ``openvino``: on CPU, the transformer runs as an OpenVINO model converted locally from the same
   packaged weights (never downloaded) and cached under ``$ARAG_CACHE_DIR/embedders/openvino``
   (default ``~/.cache/arag/embedders/openvino``), keyed by the model folder and the library
-  versions; everything else (tokenizer, truncation, prompts, length-sorted batching, pooling,
-  normalization) is still sentence-transformers' own code. It computes the same fp32 graph, only
+  versions; everything else (tokenizer, truncation, prompts, pooling, normalization) is still
+  sentence-transformers' own code, on batches the embedder cuts by token count. It computes the same fp32 graph, only
   with faster CPU kernels: about twice torch's sentences/s on a 2-core AVX-512 machine, with
   per-sentence cosine to torch's vectors above 0.99999. Because the vectors are the same, the
   backend is a run-time setting like the batch size and not part of `identity()`: an index
