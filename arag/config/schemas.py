@@ -214,7 +214,7 @@ class EmbedRuntime:
     actors: int = 1  # embedding actors (one per GPU on a GPU cluster)
     num_gpus: float = 0  # per actor
     num_cpus: float = 1  # per actor (torch may still use more threads: see EmbedderSpec.threads)
-    rows_per_batch: int = 2048  # sentences of a part encoded per call; each call sorts them by length
+    rows_per_batch: int = 2048  # sentences of a part encoded per call; each call sorts them by token count into model batches
     # Custom Ray resources each actor needs, e.g. {"embed": 1} to keep embedding on the nodes
     # started with `ray start --resources='{"embed": N}'`.
     resources: Optional[Dict[str, float]] = None

@@ -22,7 +22,7 @@ from arag.index.parts import PartRecord
 from arag.index.vectors import build_shard, write_shard
 
 # One encode call per this many sentences of a part: bounds the text held at once, and each call
-# sorts its sentences by length into model batches (bigger calls pad less).
+# sorts its sentences by token count into model batches (bigger calls pad less).
 DEFAULT_SENTENCES_PER_CALL = 2048
 
 

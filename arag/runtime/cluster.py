@@ -38,10 +38,21 @@ def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = N
         log.info("joining Ray cluster at %s", address)
         ray.init(address=address, **kwargs)
     else:
-        ray.init(num_cpus=num_cpus, **kwargs)
+        ray.init(num_cpus=num_cpus, _system_config=_local_system_config(), **kwargs)
     description = describe_cluster()
     log.info("ray: %s", description)
     return description
+
+
+def _local_system_config() -> dict[str, Any]:
+    """Ray's settings for a local instance. Ray starts its workers 15 niceness steps below the
+    process that started it (`worker_niceness`, meant to keep a cluster node's control plane
+    responsive); on one machine the workers do the job's own work (embedding, chunking,
+    episodes), and at niceness +15 they yield the cores to anything else running there: beside a
+    test run, an index build's embedding actor got a fraction of what a bare encode gets. So a
+    local instance's workers run at the driver's niceness (`nice -n 10 python -m pipelines.index`
+    still lowers the whole job). RAY_worker_niceness, where set, decides instead."""
+    return {} if "RAY_worker_niceness" in os.environ else {"worker_niceness": 0}
 
 
 def describe_cluster() -> str:
