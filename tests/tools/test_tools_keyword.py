@@ -246,9 +246,9 @@ def test_any_substring_of_the_text_counts_as_the_reference_does(wordy_index, dat
     assert store.keyword_top([keyword], 20) == reference.keyword_scores(wordy_index.chunk_texts, [keyword], 20)
 
 
-def test_a_keyword_of_word_characters_reads_no_text(wordy_index, monkeypatch):
-    """'mother' is counted from the words alone (grandmother, stepmother's, mothers included);
-    'a nest of' only on the chunks holding the whole word 'nest'."""
+def test_a_keyword_without_whitespace_reads_no_text(wordy_index, monkeypatch):
+    """'mother' and "mother's" are counted from the words alone (grandmother, stepmother's, mothers
+    included); 'a nest of' only on the chunks holding the whole word 'nest'."""
     from arag.index.store import open_index
     from arag.tools.store import ChunkStore
 
@@ -259,37 +259,59 @@ def test_a_keyword_of_word_characters_reads_no_text(wordy_index, monkeypatch):
     monkeypatch.setattr(part, "keyword_scores", lambda rows, terms: read.append(rows) or real(rows, terms))
     rows, counts, n_read = part.keyword_counts("mother")
     assert (rows.tolist(), counts.tolist(), n_read, read) == ([5], [5], 0, [])
+    rows, counts, n_read = part.keyword_counts("mother's")
+    assert (rows.tolist(), counts.tolist(), n_read, read) == ([5], [1], 0, [])
     rows, counts, n_read = part.keyword_counts("a nest of")
     assert (rows.tolist(), counts.tolist(), n_read) == ([1], [1], 1)  # "honest nest of" is not "a nest of"
-    assert part.candidate_rows(["u.s."]).tolist() == [2]  # the whole word "s" after a word ending in "u"
+    assert part.candidate_rows(["a nest of"]).tolist() == [1]  # the whole word "nest"
 
 
 def test_split_keyword_conditions():
     from arag.index.keyword.words import split_keyword
 
     assert split_keyword("mother") == (True, [])
+    assert split_keyword("o'brien") == (True, [])  # one word: str.split() does not split it
+    assert split_keyword("u.s.") == (True, [])
     assert split_keyword("a nest of") == (False, [("suffix", "a"), ("whole", "nest"), ("prefix", "of")])
-    assert split_keyword(".foo.") == (False, [("whole", "foo")])
-    assert split_keyword("o'brien") == (False, [("suffix", "o"), ("prefix", "brien")])
-    assert split_keyword(" . ") == (False, [])  # no word character: every chunk is counted
-    assert split_keyword("i̇") == (True, [])  # a letter and a combining mark: one word
+    assert split_keyword(" foo\t") == (False, [("whole", "foo")])
+    assert split_keyword(" \t ") == (False, [])  # whitespace only: every chunk is counted
 
 
 def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
-    from arag.index.keyword.words import BIG, WordPostings, WordPostingsWriter
+    from arag.index.keyword.words import ESCAPE, WordPostings, WordPostingsWriter
 
     writer = WordPostingsWriter()
     writer.add(["ab", "cd ab", "xyz " * 300], 0)
-    writer.add(["ab ab"], 3)
+    writer.add(["ab ab", "father's ab,"], 3)
     meta = writer.write(tmp_path)
-    assert meta["vocabulary"] == 3 and meta["word_postings"] == 5
-    words = WordPostings(tmp_path, num_chunks=4)
-    assert [r.tolist() for r in words.keyword_counts("ab")] == [[0, 1, 3], [1, 1, 2]]
-    assert [r.tolist() for r in words.keyword_counts("xyz")] == [[2], [300]]  # past the uint8 count: words_big.npy
-    assert 300 > BIG and words.keyword_counts("bcd")[0].tolist() == []  # "b" and "cd" are not one word
+    assert meta["vocabulary"] == 5 and meta["word_postings"] == 7
+    words = WordPostings(tmp_path, num_chunks=5)
+    assert [r.tolist() for r in words.keyword_counts("ab")] == [[0, 1, 3, 4], [1, 1, 2, 1]]
+    assert [r.tolist() for r in words.keyword_counts("xyz")] == [[2], [300]]  # past the nibble: words_big.npy
+    assert 300 > ESCAPE and words.keyword_counts("bcd")[0].tolist() == []  # "ab" and "cd" are two words
+    assert [r.tolist() for r in words.keyword_counts("'s")] == [[4], [1]]
     assert words.candidates([("suffix", "b"), ("prefix", "cd")]).tolist() == [1]  # both conditions
-    assert words.candidates([("whole", "cd")]).tolist() == [1]
+    assert words.candidates([("whole", "ab")]).tolist() == [0, 1, 3]  # not "ab,"
+    assert words.candidates([("prefix", "a")]).tolist() == [0, 1, 3, 4]
     assert words.candidates([("whole", "c")]).tolist() == []
+
+
+@pytest.mark.parametrize("rows", [300, 70_000])
+def test_row_gaps_of_every_width_decode(tmp_path, rows):
+    """Rows are stored as gaps of 1, 2 or 4 bytes, whichever holds a word's widest gap."""
+    from arag.index.keyword.words import WordPostings, WordPostingsWriter
+
+    rng = np.random.default_rng(rows)
+    texts = [" ".join(w for w in ("common", "rare" if r % 997 == 5 else "", "sparse" if rng.random() < 0.01 else "", "edge" if r in (1, rows - 1) else "") if w) for r in range(rows)]
+    writer = WordPostingsWriter()
+    for start in range(0, rows, 4096):
+        writer.add(texts[start : start + 4096], start)
+    writer.write(tmp_path)
+    words = WordPostings(tmp_path, num_chunks=rows)
+    assert sorted(set(np.diff(words.row_at) // np.diff(words.offsets))) == ([1, 2] if rows < 2**16 else [1, 2, 4])
+    for w in ("common", "rare", "sparse", "edge", "r", "e"):
+        expected = [r for r, t in enumerate(texts) if w in t]
+        assert words.keyword_counts(w)[0].tolist() == expected, w
 
 
 def test_made_up_words_score_exactly(tmp_path):

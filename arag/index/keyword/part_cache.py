@@ -20,7 +20,7 @@ the process's own memory does not grow with the corpus (file pages are the OS pa
                                   (e.g. 'İ', final sigma): those are scored in Python
             chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (uint32):
             doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
-            words_*               keyword matches: the distinct words of the lowered text and
+            words_*               keyword matches: the distinct words (whitespace-separated) of the lowered text and
                                   each one's chunk rows with counts (arag.index.keyword.words)
             cache.json            written last: the cache is complete iff it exists; it names the
                                   Parquet files' sizes and mtimes, so a rewritten part is noticed

@@ -3,38 +3,42 @@
 Why words: a keyword's count is a substring count (arag.tools.keyword), so trigram postings only
 gave candidates to verify on the text, and a common word ('mother') or a title of common words
 ('a nest of') left tens of thousands of candidates to read (over a second at 449k chunks). Split
-the lowered text into *words*, maximal runs of word characters (Unicode letters, marks, digits:
-`is_word_char`), and a keyword's matches become questions about words:
+the lowered text into *words*, maximal runs of non-whitespace characters (`str.split()`'s words:
+"father's", "(born", "1990)," are words), and a keyword's matches become questions about words:
 
-* A keyword made only of word characters lies inside one word of the text wherever it occurs, so
-  its count in a chunk is Σ over the part's distinct words w of count(w in chunk) × count(keyword
-  in w), both counts non-overlapping like `str.count` (a match never reaches past the word, so the
-  left-to-right scan restarts in each word as it does in the text). That is exact and reads no
-  chunk text: the vocabulary is searched for words holding the keyword, and their postings summed.
-* A keyword with other characters ('a nest of', 'u.s.', "o'brien") is split into its runs of word
-  characters. In any match, a run with a non-word character on both sides in the keyword is a
-  whole word of the text; the first run (if the keyword starts with it) ends a word, the last
-  (if it ends the keyword) starts one. The chunks holding such words are a superset of the
-  matches: the most selective of these conditions are intersected and the survivors are counted
-  on their text, exactly (arag.index.keyword.part_cache). A keyword with no word character at all
-  is counted on every chunk.
+* A keyword without whitespace ('mother', "father's", 'u.s.') lies inside one word of the text
+  wherever it occurs, so its count in a chunk is Σ over the part's distinct words w of count(w in
+  chunk) × count(keyword in w), both non-overlapping like `str.count` (a match never reaches past
+  its word, so the left-to-right scan restarts in each word as it does in the text). That is
+  exact and reads no chunk text: the vocabulary is searched for the words holding the keyword and
+  their postings are summed.
+* A keyword with whitespace ('a nest of') is split into its runs of other characters. In any
+  match, a run with whitespace on both sides in the keyword is a whole word of the text; the first
+  run (if the keyword starts with it) ends a word, the last (if it ends the keyword) starts one.
+  The chunks holding such words are a superset of the matches: the most selective of these
+  conditions are intersected and the survivors are counted on their text, exactly
+  (arag.index.keyword.part_cache). A keyword of whitespace only is counted on every chunk.
 
-On disk, per part:
-    words_vocab.bin      the distinct words, UTF-8, each followed by b"\\n" and the first preceded
-                         by one (so a whole word is b"\\nw\\n", a prefix b"\\np", a suffix b"s\\n"),
-                         memory-mapped and searched with `mmap.find`
-    words_starts.npy     int64, words + 1: where each word starts in words_vocab.bin (after its b"\\n")
-    words_offsets.npy    int64, words + 1: word i's postings are [offsets[i], offsets[i+1])
-    words_rows.npy       the postings' chunk rows, ascending per word: uint16 in parts of at most
-                         65,536 chunks (the pipeline's 64 MB parts hold ~5-60k), else uint32
-    words_counts.npy     uint8, each posting's count; 255 means "look it up in words_big.npy"
-    words_big.npy        int64 (posting index, count) pairs for counts of 255 or more, by index
-Vocabulary order is first appearance; UTF-8 substring matches are exactly code-point substring
-matches (a UTF-8 sequence cannot start inside another character), and b"\\n" is not a word character.
+On disk, per part (the words sorted, so whole words and prefixes are binary searches; offsets are
+uint32 where they fit, else uint64):
+    words_vocab.bin    the sorted distinct words, UTF-8, each followed by b"\n" and the first
+                       preceded by one (a suffix is b"s\n"), memory-mapped, searched with `mmap.find`
+    words_starts.npy   words + 1: where each word starts in words_vocab.bin
+    words_offsets.npy  words + 1: word i's postings are [offsets[i], offsets[i+1])
+    words_row_at.npy   words + 1: where word i's rows start in words_rows.npy; its bytes over its
+                       postings is the width (1, 2 or 4 bytes) of each of its row gaps
+    words_rows.npy     uint8: each word's ascending rows as gaps from the previous (the first from 0),
+                       little-endian in the narrowest width that holds them: common words, whose
+                       gaps are small, take a byte a posting
+    words_counts.npy   uint8, two postings a byte (low nibble first): count - 1, or 15 for "in words_big.npy"
+    words_big.npy      int64 (posting, count) pairs of counts of 16 or more, by posting
+UTF-8 substring matches are exactly code-point substring matches (a UTF-8 sequence cannot start
+inside another character), and b"\n" is whitespace, so no word holds it.
 """
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import re
 import unicodedata
@@ -45,71 +49,51 @@ import numpy as np
 from arag.small_sorted import mapped
 
 SEP = b"\n"
-BIG = 255  # a count stored as this is in words_big.npy
+ESCAPE = 15  # a count nibble meaning "16 or more: in words_big.npy"
 # Postings of a condition are unioned only while they are at most this many times the candidates
 # already left: gathering a posting costs ~100x less than reading and counting one chunk's text.
 UNION_PER_CANDIDATE = 100
 # Candidates few enough to count on their text without narrowing further.
 ENOUGH = 32
+# A suffix condition matching more words than this (a word ending in "a") is not used: finding
+# them costs more than it narrows.
+SUFFIX_WORDS = 4096
 
-UNICODE_VERSION = unicodedata.unidata_version  # the word rule's source (kept in each cache's metadata)
-_pattern: re.Pattern | None = None
-
-
-def is_word_char(ch: str) -> bool:
-    """A letter, mark or digit: the characters of a word."""
-    return unicodedata.category(ch)[0] in "LMN"
-
-
-def word_pattern() -> re.Pattern:
-    """A regex matching maximal runs of `is_word_char` characters (built once from the table)."""
-    global _pattern
-    if _pattern is None:
-        mask = np.fromiter((is_word_char(chr(c)) for c in range(0x110000)), dtype=bool, count=0x110000)
-        edges = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).astype(np.int8)))
-        ranges = edges.reshape(-1, 2)
-        cls = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b - 1))}" if b - 1 > a else re.escape(chr(a)) for a, b in ranges.tolist())
-        _pattern = re.compile(f"[{cls}]+")
-    return _pattern
+UNICODE_VERSION = unicodedata.unidata_version  # what str.isspace() and lower() follow (kept in each cache's metadata)
+WORD = re.compile(r"\S+")  # str patterns: \S is "not str.isspace()"
 
 
 def split_keyword(lowered: str) -> tuple[bool, list[tuple[str, str]]]:
-    """(whether the keyword is one run of word characters, its conditions): each run of word
-    characters of a keyword with other characters, as ("whole" | "suffix" | "prefix", run).
-    A run at the keyword's start must end a word of the text (it is that word's suffix), one at its
-    end must start one, one with a non-word character on both sides is a whole word; a run that is
-    the whole keyword's start and end at once is only inside a word and makes no condition."""
-    runs = [(m.start(), m.end()) for m in word_pattern().finditer(lowered)]
+    """(whether the keyword lies inside one word, its conditions otherwise): each run of
+    non-whitespace of a keyword with whitespace, as ("whole" | "suffix" | "prefix", run). A run
+    at the keyword's start ends a word of the text, one at its end starts one, one with whitespace
+    on both sides is a whole word."""
+    runs = [(m.start(), m.end()) for m in WORD.finditer(lowered)]
     if len(runs) == 1 and runs[0] == (0, len(lowered)):
         return True, []
-    out = []
-    for a, b in runs:
-        at_start, at_end = a == 0, b == len(lowered)
-        if at_start and at_end:
-            continue
-        kind = "suffix" if at_start else "prefix" if at_end else "whole"
-        out.append((kind, lowered[a:b]))
-    return False, out
+    return False, [("suffix" if a == 0 else "prefix" if b == len(lowered) else "whole", lowered[a:b]) for a, b in runs]
+
+
+def _index_dtype(largest: int) -> type:
+    return np.uint32 if largest < 2**32 else np.uint64
 
 
 class WordPostingsWriter:
-    """Collects (word, row, count) batch by batch; memory ~10 bytes a posting until written."""
+    """Collects (word, row, count) batch by batch; memory ~16 bytes a posting until written."""
 
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
         self.keys: list[np.ndarray] = []  # word id << 32 | row, unique, per batch
         self.counts: list[np.ndarray] = []
-        self.rows = 0
 
     def add(self, lowered_texts: list[str], first_row: int) -> None:
-        find = word_pattern().findall
-        per_row = [find(t) for t in lowered_texts]
+        per_row = [t.split() for t in lowered_texts]
         lengths = np.fromiter(map(len, per_row), dtype=np.int64, count=len(per_row))
-        self.rows = max(self.rows, first_row + len(lowered_texts))
-        if not lengths.sum():
+        total = int(lengths.sum())
+        if not total:
             return
         vocab = self.vocab
-        ids = np.fromiter((vocab.setdefault(w, len(vocab)) for ws in per_row for w in ws), dtype=np.uint64, count=int(lengths.sum()))
+        ids = np.fromiter((vocab.setdefault(w, len(vocab)) for ws in per_row for w in ws), dtype=np.uint64, count=total)
         rows = np.repeat(np.arange(first_row, first_row + len(per_row), dtype=np.uint64), lengths)
         keys, counts = np.unique((ids << np.uint64(32)) | rows, return_counts=True)
         self.keys.append(keys)
@@ -117,26 +101,51 @@ class WordPostingsWriter:
 
     def write(self, directory: Path) -> dict:
         """Write the files; return the postings, the vocabulary size and the bytes written."""
+        words = sorted(self.vocab)  # code point order = UTF-8 byte order
+        rank = np.empty(len(words), dtype=np.uint64)
+        rank[np.fromiter((self.vocab[w] for w in words), dtype=np.int64, count=len(words))] = np.arange(len(words), dtype=np.uint64)
         keys = np.concatenate(self.keys) if self.keys else np.zeros(0, np.uint64)
         counts = np.concatenate(self.counts) if self.counts else np.zeros(0, np.int64)
-        order = np.argsort(keys, kind="stable")  # by word, then row (rows of a batch are its own)
+        keys = (rank[(keys >> np.uint64(32)).astype(np.int64)] << np.uint64(32)) | (keys & np.uint64(0xFFFFFFFF))
+        order = np.argsort(keys)
         keys, counts = keys[order], counts[order]
-        ids = (keys >> np.uint64(32)).astype(np.int64)
-        rows = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint16 if self.rows <= 1 << 16 else np.uint32)
-        offsets = np.zeros(len(self.vocab) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(ids, minlength=len(self.vocab)), out=offsets[1:])
-        big = np.flatnonzero(counts >= BIG)
-        blob = SEP + SEP.join(w.encode("utf-8", "surrogatepass") for w in self.vocab) + SEP if self.vocab else SEP
-        lengths = np.fromiter((len(w.encode("utf-8", "surrogatepass")) + 1 for w in self.vocab), dtype=np.int64, count=len(self.vocab))
-        starts = np.concatenate(([1], 1 + np.cumsum(lengths))).astype(np.int64)
+        rows = (keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        n = np.bincount((keys >> np.uint64(32)).astype(np.int64), minlength=len(words))
+        offsets = np.concatenate(([0], np.cumsum(n)))
+        first = offsets[:-1]
+        gaps = np.diff(rows, prepend=0)
+        gaps[first[n > 0]] = rows[first[n > 0]]
+        widest = np.maximum.reduceat(gaps, first) if len(words) else np.zeros(0, np.int64)
+        width = np.where(widest < 2**8, 1, np.where(widest < 2**16, 2, 4))
+        row_at = np.concatenate(([0], np.cumsum(n * width)))
+        per_posting = np.repeat(width, n)
+        pos = np.repeat(row_at[:-1], n) + per_posting * (np.arange(len(rows)) - np.repeat(first, n))
+        stream = np.zeros(int(row_at[-1]), dtype=np.uint8)
+        for b in range(4):
+            m = per_posting > b
+            stream[pos[m] + b] = (gaps[m] >> (8 * b)) & 0xFF
+        nibbles = np.where(counts > ESCAPE, ESCAPE, counts - 1).astype(np.uint8)
+        if len(nibbles) % 2:
+            nibbles = np.append(nibbles, np.uint8(0))
+        big = np.flatnonzero(counts > ESCAPE)
+        encoded = [w.encode("utf-8", "surrogatepass") for w in words]
+        blob = SEP + b"".join(w + SEP for w in encoded)
+        starts = np.concatenate(([1], 1 + np.cumsum(np.fromiter((len(w) + 1 for w in encoded), dtype=np.int64, count=len(encoded)))))
+        files = {
+            "words_vocab.bin": None,
+            "words_starts.npy": starts.astype(_index_dtype(len(blob) + 1)),
+            "words_offsets.npy": offsets.astype(_index_dtype(len(rows))),
+            "words_row_at.npy": row_at.astype(_index_dtype(len(stream))),
+            "words_rows.npy": stream,
+            "words_counts.npy": nibbles[0::2] | (nibbles[1::2] << np.uint8(4)),
+            "words_big.npy": np.stack([big, counts[big]], axis=1).astype(np.int64),
+        }
         (directory / "words_vocab.bin").write_bytes(blob)
-        np.save(directory / "words_starts.npy", starts)
-        np.save(directory / "words_offsets.npy", offsets)
-        np.save(directory / "words_rows.npy", rows)
-        np.save(directory / "words_counts.npy", np.minimum(counts, BIG).astype(np.uint8))
-        np.save(directory / "words_big.npy", np.stack([big, counts[big]], axis=1).astype(np.int64))
-        size = sum((directory / f).stat().st_size for f in ("words_vocab.bin", "words_starts.npy", "words_offsets.npy", "words_rows.npy", "words_counts.npy", "words_big.npy"))
-        return {"word_postings": int(len(keys)), "vocabulary": len(self.vocab), "word_bytes": int(size)}
+        for name, array in files.items():
+            if array is not None:
+                np.save(directory / name, array)
+        size = sum((directory / f).stat().st_size for f in files)
+        return {"word_postings": int(len(rows)), "vocabulary": len(words), "word_bytes": int(size)}
 
 
 class WordPostings:
@@ -148,87 +157,111 @@ class WordPostings:
             self._vocab = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         self.starts = mapped(directory / "words_starts.npy")
         self.offsets = mapped(directory / "words_offsets.npy")
-        self.rows = mapped(directory / "words_rows.npy")
-        self.counts = mapped(directory / "words_counts.npy")
+        self.row_at = mapped(directory / "words_row_at.npy")
+        self.stream = mapped(directory / "words_rows.npy")
+        self.nibbles = mapped(directory / "words_counts.npy")
         self.big = np.load(directory / "words_big.npy")
+        self.size = len(self.starts) - 1
 
-    def matching_words(self, needle: bytes) -> tuple[np.ndarray, np.ndarray]:
-        """(word ids, non-overlapping occurrences of `needle` in each) for the words whose
-        b"\\n"-framed form holds `needle` (framed needles select whole words, prefixes, suffixes)."""
-        found, find, at, step = [], self._vocab.find, 0, max(1, len(needle) - (needle.endswith(SEP)))
+    def _word(self, i: int) -> bytes:
+        return self._vocab[int(self.starts[i]) : int(self.starts[i + 1]) - 1]
+
+    def _range(self, prefix: bytes, whole: bool) -> tuple[int, int]:
+        """Ids [lo, hi) of the words equal to `prefix` (whole) or starting with it."""
+        lo = bisect.bisect_left(range(self.size), prefix, key=self._word)
+        if whole:
+            return lo, lo + int(lo < self.size and self._word(lo) == prefix)
+        return lo, bisect.bisect_left(range(self.size), prefix + b"\xff", lo=lo, key=self._word)  # no UTF-8 byte is 0xff
+
+    def matching_words(self, needle: bytes, limit: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """(ascending word ids, non-overlapping occurrences of `needle` in each) of the words whose
+        b"\\n"-framed form holds `needle`; None past `limit` matches."""
+        found, find, at = [], self._vocab.find, 0
+        step = max(1, len(needle) - needle.endswith(SEP))  # a framing b"\n" also starts the next word
         while True:
             at = find(needle, at)
             if at < 0:
                 break
             found.append(at)
-            at += step  # a framing b"\n" may start the next word's match
-        if not found:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        ids = np.searchsorted(self.starts, np.asarray(found, dtype=np.int64) + (1 if needle.startswith(SEP) else 0), side="right") - 1
+            if limit is not None and len(found) > limit:
+                return None
+            at += step
+        ids = np.searchsorted(self.starts, np.asarray(found, dtype=np.int64), side="right") - 1
         return np.unique(ids, return_counts=True)
 
-    def postings(self, ids: np.ndarray) -> int:
-        """How many postings the words `ids` have together."""
-        return int((self.offsets[ids + 1] - self.offsets[ids]).sum())
-
     def _gather(self, ids: np.ndarray, with_counts: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        lo, hi = self.offsets[ids], self.offsets[ids + 1]
-        if len(ids) == 1:
-            idx = slice(int(lo[0]), int(hi[0]))
-            rows = self.rows[idx].astype(np.int64)
-        else:
-            n = hi - lo
-            idx = np.repeat(lo - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-            rows = self.rows[idx].astype(np.int64)
+        """Rows (ascending within each word, words in `ids` order) and counts of the words `ids`."""
+        lo = self.offsets[ids].astype(np.int64)
+        n = self.offsets[ids + 1].astype(np.int64) - lo
+        at = self.row_at[ids].astype(np.int64)
+        width = (self.row_at[ids + 1].astype(np.int64) - at) // np.maximum(n, 1)
+        seg = np.cumsum(n) - n
+        rank = np.arange(int(n.sum())) - np.repeat(seg, n)
+        per_posting = np.repeat(width, n)
+        pos = np.repeat(at, n) + per_posting * rank
+        gaps = self.stream[pos].astype(np.int64)
+        for b in (1, 2, 3):
+            m = per_posting > b
+            if m.any():
+                gaps[m] |= self.stream[pos[m] + b].astype(np.int64) << (8 * b)
+        total = np.cumsum(gaps)
+        before = total[seg[n > 0]] - gaps[seg[n > 0]]
+        rows = total - np.repeat(before, n[n > 0])
         if not with_counts:
             return rows, None
-        counts = self.counts[idx].astype(np.int64)
-        if len(self.big) and (counts == BIG).any():
-            where = np.arange(int(lo[0]), int(hi[0])) if isinstance(idx, slice) else idx
-            at = np.flatnonzero(counts == BIG)
-            counts[at] = self.big[np.searchsorted(self.big[:, 0], where[at]), 1]
+        posting = np.repeat(lo, n) + rank
+        counts = ((self.nibbles[posting >> 1] >> ((posting & 1) * 4).astype(np.uint8)) & 0xF).astype(np.int64) + 1
+        escaped = np.flatnonzero(counts > ESCAPE)
+        if len(escaped):
+            counts[escaped] = self.big[np.searchsorted(self.big[:, 0], posting[escaped]), 1]
         return rows, counts
 
-    def rows_of(self, ids: np.ndarray) -> np.ndarray:
+    def _union(self, ids: np.ndarray) -> np.ndarray:
         """Ascending distinct rows holding any of the words `ids`."""
         rows, _ = self._gather(ids, with_counts=False)
-        return rows if len(ids) == 1 else np.unique(rows)
+        if len(ids) == 1:
+            return rows
+        mark = np.zeros(self.num_chunks, dtype=bool)
+        mark[rows] = True
+        return np.flatnonzero(mark)
 
     def keyword_counts(self, lowered: str) -> tuple[np.ndarray, np.ndarray]:
-        """(ascending rows, counts > 0) of a keyword made only of word characters, from the words alone."""
+        """(ascending rows, counts > 0) of a keyword without whitespace, from the words alone."""
         ids, per_word = self.matching_words(lowered.encode("utf-8", "surrogatepass"))
         if not len(ids):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         rows, counts = self._gather(ids, with_counts=True)
         if len(ids) == 1:
             return rows, counts * int(per_word[0])
-        weights = counts * np.repeat(per_word, self.offsets[ids + 1] - self.offsets[ids])
-        if len(rows) * 8 > self.num_chunks:
-            total = np.bincount(rows, weights=weights, minlength=self.num_chunks).astype(np.int64)
-            hit = np.flatnonzero(total)
-            return hit, total[hit]
-        out, where = np.unique(rows, return_inverse=True)
-        total = np.zeros(len(out), np.int64)
-        np.add.at(total, where, weights)
-        return out, total
+        weights = counts * np.repeat(per_word, (self.offsets[ids + 1] - self.offsets[ids]).astype(np.int64))
+        total = np.bincount(rows, weights=weights, minlength=self.num_chunks).astype(np.int64)
+        hit = np.flatnonzero(total)
+        return hit, total[hit]
 
     def candidates(self, conditions: list[tuple[str, str]]) -> np.ndarray | None:
         """Ascending rows meeting the most selective of `conditions` (split_keyword): a superset of
         the chunks holding the keyword; None: no condition narrows (every row)."""
-        framed = []
+        usable = []
         for kind, run in conditions:
             b = run.encode("utf-8", "surrogatepass")
-            needle = SEP + b + SEP if kind == "whole" else b + SEP if kind == "suffix" else SEP + b
-            ids, _ = self.matching_words(needle)
+            if kind == "suffix":
+                found = self.matching_words(b + SEP, limit=SUFFIX_WORDS)
+                if found is None:
+                    continue
+                ids = found[0]
+            else:
+                ids = np.arange(*self._range(b, whole=kind == "whole"))
             if not len(ids):
-                return np.zeros(0, np.int64)  # a required word no chunk of this part has
-            framed.append((self.postings(ids), ids))
-        if not framed:
+                return np.zeros(0, np.int64)  # a word every match needs, in no chunk of this part
+            usable.append((int(self.offsets[ids[-1] + 1]) - int(self.offsets[ids[0]]) if kind != "suffix" else int((self.offsets[ids + 1].astype(np.int64) - self.offsets[ids]).sum()), ids))
+        if not usable:
             return None
-        framed.sort(key=lambda t: t[0])
-        rows = self.rows_of(framed[0][1])
-        for size, ids in framed[1:]:
+        usable.sort(key=lambda t: t[0])
+        rows = self._union(usable[0][1])
+        for size, ids in usable[1:]:
             if len(rows) <= ENOUGH or size > UNION_PER_CANDIDATE * len(rows):
                 break
-            rows = np.intersect1d(rows, self.rows_of(ids), assume_unique=True)
+            mark = np.zeros(self.num_chunks, dtype=bool)
+            mark[self._gather(ids, with_counts=False)[0]] = True
+            rows = rows[mark[rows]]
         return rows
