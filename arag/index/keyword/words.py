@@ -31,7 +31,7 @@ uint32 where they fit, else uint64):
                        little-endian in the narrowest width that holds them: common words, whose
                        gaps are small, take a byte a posting
     words_counts.npy   uint8, two postings a byte (low nibble first): count - 1, or 15 for "in words_big.npy"
-    words_big.npy      int64 (posting, count) pairs of counts of 16 or more, by posting
+    words_big.npy      (posting, count) pairs of counts of 16 or more, by posting
 UTF-8 substring matches are exactly code-point substring matches (a UTF-8 sequence cannot start
 inside another character), and b"\n" is whitespace, so no word holds it.
 """
@@ -50,14 +50,15 @@ from arag.small_sorted import mapped
 
 SEP = b"\n"
 ESCAPE = 15  # a count nibble meaning "16 or more: in words_big.npy"
-# Postings of a condition are unioned only while they are at most this many times the candidates
-# already left: gathering a posting costs ~100x less than reading and counting one chunk's text.
-UNION_PER_CANDIDATE = 100
+# Postings of a condition are gathered only while they are at most this many times the candidates
+# already left: gathering a posting costs ~1,000x less than reading and counting a chunk's text
+# (~20 ns against ~10-20 µs for a few kB of wiki text).
+UNION_PER_CANDIDATE = 1000
 # Candidates few enough to count on their text without narrowing further.
 ENOUGH = 32
 # A suffix condition matching more words than this (a word ending in "a") is not used: finding
-# them costs more than it narrows.
-SUFFIX_WORDS = 4096
+# them (a scan of the words, ~5 µs a match) costs more than it narrows.
+SUFFIX_WORDS = 64
 
 UNICODE_VERSION = unicodedata.unidata_version  # what str.isspace() and lower() follow (kept in each cache's metadata)
 WORD = re.compile(r"\S+")  # str patterns: \S is "not str.isspace()"
@@ -138,7 +139,7 @@ class WordPostingsWriter:
             "words_row_at.npy": row_at.astype(_index_dtype(len(stream))),
             "words_rows.npy": stream,
             "words_counts.npy": nibbles[0::2] | (nibbles[1::2] << np.uint8(4)),
-            "words_big.npy": np.stack([big, counts[big]], axis=1).astype(np.int64),
+            "words_big.npy": np.stack([big, counts[big]], axis=1).astype(_index_dtype(max(len(rows), int(counts.max(initial=0))))),
         }
         (directory / "words_vocab.bin").write_bytes(blob)
         for name, array in files.items():
@@ -213,7 +214,7 @@ class WordPostings:
         counts = ((self.nibbles[posting >> 1] >> ((posting & 1) * 4).astype(np.uint8)) & 0xF).astype(np.int64) + 1
         escaped = np.flatnonzero(counts > ESCAPE)
         if len(escaped):
-            counts[escaped] = self.big[np.searchsorted(self.big[:, 0], posting[escaped]), 1]
+            counts[escaped] = self.big[np.searchsorted(self.big[:, 0], posting[escaped]), 1].astype(np.int64)
         return rows, counts
 
     def _union(self, ids: np.ndarray) -> np.ndarray:
@@ -240,28 +241,39 @@ class WordPostings:
 
     def candidates(self, conditions: list[tuple[str, str]]) -> np.ndarray | None:
         """Ascending rows meeting the most selective of `conditions` (split_keyword): a superset of
-        the chunks holding the keyword; None: no condition narrows (every row)."""
-        usable = []
+        the chunks holding the keyword; None: no condition narrows (every row). Whole words and
+        prefixes are binary searches of the sorted words; a suffix needs a scan of them, so it is
+        looked at last, only while candidates are many, and dropped past SUFFIX_WORDS words."""
+        ranked = []
         for kind, run in conditions:
-            b = run.encode("utf-8", "surrogatepass")
-            if kind == "suffix":
-                found = self.matching_words(b + SEP, limit=SUFFIX_WORDS)
-                if found is None:
-                    continue
-                ids = found[0]
-            else:
-                ids = np.arange(*self._range(b, whole=kind == "whole"))
-            if not len(ids):
-                return np.zeros(0, np.int64)  # a word every match needs, in no chunk of this part
-            usable.append((int(self.offsets[ids[-1] + 1]) - int(self.offsets[ids[0]]) if kind != "suffix" else int((self.offsets[ids + 1].astype(np.int64) - self.offsets[ids]).sum()), ids))
-        if not usable:
-            return None
-        usable.sort(key=lambda t: t[0])
-        rows = self._union(usable[0][1])
-        for size, ids in usable[1:]:
+            if kind != "suffix":
+                lo, hi = self._range(run.encode("utf-8", "surrogatepass"), whole=kind == "whole")
+                if lo == hi:
+                    return np.zeros(0, np.int64)  # a word every match needs, in no chunk of this part
+                ranked.append((int(self.offsets[hi]) - int(self.offsets[lo]), np.arange(lo, hi)))
+        ranked.sort(key=lambda t: t[0])
+        rows = self._union(ranked[0][1]) if ranked else None
+        for size, ids in ranked[1:]:
             if len(rows) <= ENOUGH or size > UNION_PER_CANDIDATE * len(rows):
                 break
-            mark = np.zeros(self.num_chunks, dtype=bool)
-            mark[self._gather(ids, with_counts=False)[0]] = True
-            rows = rows[mark[rows]]
+            rows = self._within(rows, ids)
+        for kind, run in conditions:
+            if kind != "suffix" or (rows is not None and len(rows) <= ENOUGH):
+                continue
+            found = self.matching_words(run.encode("utf-8", "surrogatepass") + SEP, limit=SUFFIX_WORDS)
+            if found is None:
+                continue
+            ids = found[0]
+            if not len(ids):
+                return np.zeros(0, np.int64)
+            if rows is None:
+                rows = self._union(ids)
+            elif int((self.offsets[ids + 1].astype(np.int64) - self.offsets[ids]).sum()) <= UNION_PER_CANDIDATE * len(rows):
+                rows = self._within(rows, ids)
         return rows
+
+    def _within(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Those of ascending `rows` holding any of the words `ids`."""
+        mark = np.zeros(self.num_chunks, dtype=bool)
+        mark[self._gather(ids, with_counts=False)[0]] = True
+        return rows[mark[rows]]
