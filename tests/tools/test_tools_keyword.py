@@ -274,7 +274,10 @@ def test_split_keyword_conditions():
     assert split_keyword("u.s.") == (True, [])
     assert split_keyword("a nest of") == (False, [("suffix", "a"), ("whole", "nest"), ("prefix", "of")])
     assert split_keyword(" foo\t") == (False, [("whole", "foo")])
-    assert split_keyword(" \t ") == (False, [])  # whitespace only: every chunk is counted
+    assert split_keyword("father-in-law") == (True, [])
+    assert split_keyword("paris, texas") == (False, [("suffix", "paris"), ("prefix", "texas")])  # "," separates words
+    assert split_keyword("(born") == (False, [("prefix", "born")])
+    assert split_keyword(" \t ") == (False, [])  # separators only: every chunk is counted
 
 
 def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
@@ -282,18 +285,38 @@ def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
 
     writer = WordPostingsWriter()
     writer.add(["ab", "cd ab", "xyz " * 300], 0)
-    writer.add(["ab ab", "father's ab,"], 3)
+    writer.add(["ab ab", "father's ab. (ab"], 3)  # "(ab" is the word "ab": "(" separates
     meta = writer.write(tmp_path)
-    assert meta["vocabulary"] == 5 and meta["word_postings"] == 7
+    assert meta["vocabulary"] == 5 and meta["word_postings"] == 8
     words = WordPostings(tmp_path, num_chunks=5)
-    assert [r.tolist() for r in words.keyword_counts("ab")] == [[0, 1, 3, 4], [1, 1, 2, 1]]
+    assert [r.tolist() for r in words.keyword_counts("ab")] == [[0, 1, 3, 4], [1, 1, 2, 2]]
     assert [r.tolist() for r in words.keyword_counts("xyz")] == [[2], [300]]  # past the nibble: words_big.npy
     assert 300 > ESCAPE and words.keyword_counts("bcd")[0].tolist() == []  # "ab" and "cd" are two words
     assert [r.tolist() for r in words.keyword_counts("'s")] == [[4], [1]]
     assert words.candidates([("suffix", "b"), ("prefix", "cd")]).tolist() == [1]  # both conditions
-    assert words.candidates([("whole", "ab")]).tolist() == [0, 1, 3]  # not "ab,"
+    assert words.candidates([("whole", "ab.")]).tolist() == [4]  # not "ab"
     assert words.candidates([("prefix", "a")]).tolist() == [0, 1, 3, 4]
     assert words.candidates([("whole", "c")]).tolist() == []
+
+
+def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
+    """Words are looked for only in blocks whose signature holds all of a keyword's 3-byte hashes;
+    every word containing it is still found (a superset), however many blocks there are."""
+    from arag.index.keyword import words as words_module
+    from arag.index.keyword.words import WordPostings, WordPostingsWriter
+
+    vocab = [f"w{i:05d}x" for i in range(5000)] + ["director", "codirectors", "directory."]
+    writer = WordPostingsWriter()
+    writer.add([" ".join(vocab[i : i + 50]) for i in range(0, len(vocab), 50)], 0)
+    writer.write(tmp_path)
+    words = WordPostings(tmp_path, num_chunks=-(-len(vocab) // 50))
+    assert len(words.blocks) == -(-len(vocab) // words_module.BLOCK_WORDS)
+    spans = words._spans(b"director")
+    assert sum(b - a for a, b in spans) < len(words._vocab) / 4  # most blocks skipped
+    ids, per_word = words.matching_words(b"director")
+    assert sorted(words._word(i).decode() for i in ids.tolist()) == ["codirectors", "director", "directory."]
+    assert words.keyword_counts("w0421")[0].tolist() == [84]  # w04210x .. w04219x, all in chunk 84
+    assert words.keyword_counts("w0421")[1].tolist() == [10]
 
 
 @pytest.mark.parametrize("rows", [300, 70_000])

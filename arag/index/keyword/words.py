@@ -3,21 +3,23 @@
 Why words: a keyword's count is a substring count (arag.tools.keyword), so trigram postings only
 gave candidates to verify on the text, and a common word ('mother') or a title of common words
 ('a nest of') left tens of thousands of candidates to read (over a second at 449k chunks). Split
-the lowered text into *words*, maximal runs of non-whitespace characters (`str.split()`'s words:
-"father's", "(born", "1990)," are words), and a keyword's matches become questions about words:
+the lowered text into *words*, maximal runs of characters other than separators (whitespace, as
+`str.isspace()` has it, and the punctuation that ends words in prose rather than joins them:
+`()[]{}",;:!?`; so "father's", "father-in-law", "u.s.", "1990." are words, "(born" is "born"),
+and a keyword's matches become questions about words:
 
-* A keyword without whitespace ('mother', "father's", 'u.s.') lies inside one word of the text
+* A keyword without separators ('mother', "father's", 'u.s.') lies inside one word of the text
   wherever it occurs, so its count in a chunk is Σ over the part's distinct words w of count(w in
   chunk) × count(keyword in w), both non-overlapping like `str.count` (a match never reaches past
   its word, so the left-to-right scan restarts in each word as it does in the text). That is
   exact and reads no chunk text: the vocabulary is searched for the words holding the keyword and
   their postings are summed.
-* A keyword with whitespace ('a nest of') is split into its runs of other characters. In any
-  match, a run with whitespace on both sides in the keyword is a whole word of the text; the first
+* A keyword with separators ('a nest of', 'paris, texas') is split into its words. In any match, a
+  word with separators on both sides in the keyword is a whole word of the text; the first
   run (if the keyword starts with it) ends a word, the last (if it ends the keyword) starts one.
   The chunks holding such words are a superset of the matches: the most selective of these
   conditions are intersected and the survivors are counted on their text, exactly
-  (arag.index.keyword.part_cache). A keyword of whitespace only is counted on every chunk.
+  (arag.index.keyword.part_cache). A keyword of separators only is counted on every chunk.
 
 On disk, per part (the words sorted, so whole words and prefixes are binary searches; offsets are
 uint32 where they fit, else uint64):
@@ -32,8 +34,11 @@ uint32 where they fit, else uint64):
                        gaps are small, take a byte a posting
     words_counts.npy   uint8, two postings a byte (low nibble first): count - 1, or 15 for "in words_big.npy"
     words_big.npy      (posting, count) pairs of counts of 16 or more, by posting
+    words_blocks.npy   uint8 (blocks, SIGNATURE_BITS / 8): per block of BLOCK_WORDS consecutive
+                       words, the hashed 3-byte substrings of its words as a bit set; a keyword's
+                       words are looked for only in the blocks holding all its hashes (a superset)
 UTF-8 substring matches are exactly code-point substring matches (a UTF-8 sequence cannot start
-inside another character), and b"\n" is whitespace, so no word holds it.
+inside another character), and b"\n" is a separator, so no word holds it.
 """
 
 from __future__ import annotations
@@ -60,15 +65,17 @@ ENOUGH = 32
 # them (a scan of the words, ~5 µs a match) costs more than it narrows.
 SUFFIX_WORDS = 64
 
+BLOCK_WORDS = 128
+SIGNATURE_BITS = 2048  # 2 bytes a word; a block's 128 words set ~40% of the bits on wiki text
+
 UNICODE_VERSION = unicodedata.unidata_version  # what str.isspace() and lower() follow (kept in each cache's metadata)
-WORD = re.compile(r"\S+")  # str patterns: \S is "not str.isspace()"
+WORD = re.compile(r'[^\s()\[\]{}",;:!?]+')  # str patterns: \s is str.isspace()
 
 
 def split_keyword(lowered: str) -> tuple[bool, list[tuple[str, str]]]:
-    """(whether the keyword lies inside one word, its conditions otherwise): each run of
-    non-whitespace of a keyword with whitespace, as ("whole" | "suffix" | "prefix", run). A run
-    at the keyword's start ends a word of the text, one at its end starts one, one with whitespace
-    on both sides is a whole word."""
+    """(whether the keyword lies inside one word, its conditions otherwise): each word of a keyword
+    with separators, as ("whole" | "suffix" | "prefix", word). A word at the keyword's start ends
+    a word of the text, one at its end starts one, one with separators on both sides is a whole word."""
     runs = [(m.start(), m.end()) for m in WORD.finditer(lowered)]
     if len(runs) == 1 and runs[0] == (0, len(lowered)):
         return True, []
@@ -77,6 +84,25 @@ def split_keyword(lowered: str) -> tuple[bool, list[tuple[str, str]]]:
 
 def _index_dtype(largest: int) -> type:
     return np.uint32 if largest < 2**32 else np.uint64
+
+
+def _hashes(data: np.ndarray) -> np.ndarray:
+    """Hash of each 3-byte window of `data` (uint8) into SIGNATURE_BITS."""
+    x = data.astype(np.uint32)
+    return ((x[:-2] * np.uint32(0x9E37) + x[1:-1] * np.uint32(0x85EB) + x[2:] * np.uint32(0xC2B3)) >> np.uint32(3)) % np.uint32(SIGNATURE_BITS)
+
+
+def _signatures(blob: np.ndarray, starts: np.ndarray, words: int) -> np.ndarray:
+    """Each block's bit set of the hashes of its words' 3-byte windows (none crosses a b"\\n")."""
+    blocks = -(-words // BLOCK_WORDS)
+    bits = np.zeros((blocks, SIGNATURE_BITS), dtype=bool)
+    if len(blob) >= 3 and words:
+        sep = blob == SEP[0]
+        keep = ~(sep[:-2] | sep[1:-1] | sep[2:])
+        at = np.flatnonzero(keep)
+        block = (np.searchsorted(starts, at, side="right") - 1) // BLOCK_WORDS
+        bits[block, _hashes(blob)[keep]] = True
+    return np.packbits(bits, axis=1, bitorder="little")
 
 
 class WordPostingsWriter:
@@ -88,7 +114,8 @@ class WordPostingsWriter:
         self.counts: list[np.ndarray] = []
 
     def add(self, lowered_texts: list[str], first_row: int) -> None:
-        per_row = [t.split() for t in lowered_texts]
+        find = WORD.findall
+        per_row = [find(t) for t in lowered_texts]
         lengths = np.fromiter(map(len, per_row), dtype=np.int64, count=len(per_row))
         total = int(lengths.sum())
         if not total:
@@ -141,6 +168,7 @@ class WordPostingsWriter:
             "words_counts.npy": nibbles[0::2] | (nibbles[1::2] << np.uint8(4)),
             "words_big.npy": np.stack([big, counts[big]], axis=1).astype(_index_dtype(max(len(rows), int(counts.max(initial=0))))),
         }
+        files["words_blocks.npy"] = _signatures(np.frombuffer(blob, dtype=np.uint8), starts, len(words))
         (directory / "words_vocab.bin").write_bytes(blob)
         for name, array in files.items():
             if array is not None:
@@ -162,6 +190,7 @@ class WordPostings:
         self.stream = mapped(directory / "words_rows.npy")
         self.nibbles = mapped(directory / "words_counts.npy")
         self.big = np.load(directory / "words_big.npy")
+        self.blocks = mapped(directory / "words_blocks.npy")
         self.size = len(self.starts) - 1
 
     def _word(self, i: int) -> bytes:
@@ -174,19 +203,36 @@ class WordPostings:
             return lo, lo + int(lo < self.size and self._word(lo) == prefix)
         return lo, bisect.bisect_left(range(self.size), prefix + b"\xff", lo=lo, key=self._word)  # no UTF-8 byte is 0xff
 
+    def _spans(self, needle: bytes) -> list[tuple[int, int]]:
+        """Byte ranges of words_vocab.bin that hold every word containing `needle` (without its
+        framing b"\\n"): the runs of blocks whose signature has all of the needle's hashes."""
+        core = needle.strip(SEP)
+        if len(core) < 3:
+            return [(0, len(self._vocab))]
+        h = np.unique(_hashes(np.frombuffer(core, dtype=np.uint8)))
+        hit = np.flatnonzero(((self.blocks[:, h >> 3] >> (h & 7).astype(np.uint8)) & 1).all(axis=1))
+        if not len(hit):
+            return []
+        cut = np.flatnonzero(np.diff(hit) > 1) + 1
+        first, last = hit[np.concatenate(([0], cut))], hit[np.concatenate((cut - 1, [len(hit) - 1]))]
+        lo = self.starts[first * BLOCK_WORDS].astype(np.int64)
+        hi = self.starts[np.minimum((last + 1) * BLOCK_WORDS, self.size)].astype(np.int64)
+        return list(zip(lo.tolist(), hi.tolist()))
+
     def matching_words(self, needle: bytes, limit: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """(ascending word ids, non-overlapping occurrences of `needle` in each) of the words whose
-        b"\\n"-framed form holds `needle`; None past `limit` matches."""
-        found, find, at = [], self._vocab.find, 0
+        b"\\n"-framed form holds `needle` (no leading b"\\n"); None past `limit` matches."""
+        found, find = [], self._vocab.find
         step = max(1, len(needle) - needle.endswith(SEP))  # a framing b"\n" also starts the next word
-        while True:
-            at = find(needle, at)
-            if at < 0:
-                break
-            found.append(at)
-            if limit is not None and len(found) > limit:
-                return None
-            at += step
+        for at, end in self._spans(needle):
+            while True:
+                at = find(needle, at, end)
+                if at < 0:
+                    break
+                found.append(at)
+                if limit is not None and len(found) > limit:
+                    return None
+                at += step
         ids = np.searchsorted(self.starts, np.asarray(found, dtype=np.int64), side="right") - 1
         return np.unique(ids, return_counts=True)
 
@@ -227,7 +273,7 @@ class WordPostings:
         return np.flatnonzero(mark)
 
     def keyword_counts(self, lowered: str) -> tuple[np.ndarray, np.ndarray]:
-        """(ascending rows, counts > 0) of a keyword without whitespace, from the words alone."""
+        """(ascending rows, counts > 0) of a keyword without separators, from the words alone."""
         ids, per_word = self.matching_words(lowered.encode("utf-8", "surrogatepass"))
         if not len(ids):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
