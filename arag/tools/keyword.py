@@ -12,12 +12,11 @@ first `snippets_per_chunk` of them in text order (5, as the authors' tool keeps;
 arag.tools.base.ResultFormat).
 
 How it runs: each part's tools cache (arag.index.keyword.part_cache) holds the distinct words of
-the Python-lowered chunk text (runs of letters, marks and digits) with each word's chunks and counts
-(arag.index.keyword.words). A keyword made of word characters only is counted from those words
+the Python-lowered chunk text (runs between whitespace and `()[]{}",;:!?`) with each word's chunks
+and counts (arag.index.keyword.words). A keyword without those separators is counted from the words
 alone; any other keyword is counted, by the definition above, on the chunks holding the whole
 words, word prefixes and suffixes every match of it must have (arag.tools.store.ChunkStore.keyword_top;
-Arrow and RE2 in C++, Python's lower() where it differs); one with no word character at all (".")
-on every chunk.
+Arrow and RE2 in C++, Python's lower() where it differs); one of separators only (",") on every chunk.
 `ToolContext(accelerate=False)` scores every chunk for every keyword; the result is the same.
 """
 

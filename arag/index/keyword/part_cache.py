@@ -20,15 +20,15 @@ the process's own memory does not grow with the corpus (file pages are the OS pa
                                   (e.g. 'İ', final sigma): those are scored in Python
             chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (uint32):
             doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
-            words_*               keyword matches: the distinct words (whitespace-separated) of the lowered text and
-                                  each one's chunk rows with counts (arag.index.keyword.words)
+            words_*               keyword matches: the distinct words of the lowered text (runs between
+                                  separators) and each one's chunk rows with counts (arag.index.keyword.words)
             cache.json            written last: the cache is complete iff it exists; it names the
                                   Parquet files' sizes and mtimes, so a rewritten part is noticed
 ```
 A cache is written in a temporary folder beside its target and renamed into place, so concurrent
 builders and killed builds are safe.
 
-Counting (`PartCache.keyword_counts`): a keyword of word characters only is counted from the word
+Counting (`PartCache.keyword_counts`): a keyword without separators is counted from the word
 postings alone; any other keyword is counted on the text of the chunks its words leave as
 candidates (`PartCache.keyword_scores`): the candidates' texts are read with `os.pread` into
 short-lived buffers (runs of nearby rows in one call, planned with numpy from each row's byte
@@ -408,13 +408,15 @@ class PartCache:
 
     def keyword_counts(self, lowered_keyword: str) -> tuple[np.ndarray, np.ndarray, int]:
         """(ascending local rows, their counts > 0, rows whose text was read) of one lowered keyword:
-        from the word postings alone when it is made of word characters, else counted on the text of
-        the rows its words leave (every row when it has no word character)."""
+        from the word postings alone when it has no separator, else counted on the text of the rows
+        its words leave (every row when it is separators only)."""
         whole, conditions = split_keyword(lowered_keyword)
         if whole:
             rows, counts = self.words.keyword_counts(lowered_keyword)
             return rows, counts, 0
-        rows = self.candidate_rows([lowered_keyword])
+        rows = self.words.candidates(conditions)
+        if rows is None:  # nothing narrows it: every row
+            rows = np.arange(self.num_chunks, dtype=np.int64)
         if len(rows) == 0:
             return rows, rows, 0
         c = self.keyword_scores(rows, [(lowered_keyword, 1)])
@@ -423,7 +425,7 @@ class PartCache:
 
     def candidate_rows(self, keywords: list[str]) -> np.ndarray:
         """Ascending local rows that may contain any of the (lowered) keywords: those holding a word
-        that holds a keyword of word characters, or meeting another keyword's word conditions."""
+        that holds a keyword without separators, or meeting another keyword's word conditions."""
         found = []
         for kw in keywords:
             whole, conditions = split_keyword(kw)
