@@ -139,7 +139,8 @@ def _sentences(path: Path, part: int) -> Iterator[tuple[str, str]]:
 def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> Path:
     """Build the cache of one part (its chunks and sentences Parquet) into `target`; return it.
 
-    Plain Python, one pass over each file, memory ~1.5× the part's text (the word postings being built).
+    Plain Python, one pass over each file; memory ~16 bytes a (word, chunk) posting while they are
+    collected (~2x the part's text on wiki prose), a few times that while they are sorted and written.
     An existing complete cache of the same files is kept as is.
     """
     chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
