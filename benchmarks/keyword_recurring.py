@@ -2,7 +2,7 @@
 (arag.index.keyword.counts), against scoring every keyword on the union of all keywords'
 candidates with nothing remembered (how keyword_top worked before), on a real index.
 
-    python -m benchmarks.keyword_recurring --index outputs/rehearsal/index [--questions Q.jsonl] [--queries 100]
+    python -m benchmarks.keyword_recurring --index outputs/rehearsal/index [--questions Q.jsonl] [--queries 100] [--no-reference]
 
 The keyword lists are what the rehearsal's simulated agent gives (tests/support/agent_policy.py
 `keywords_of`: the question's names and titles, one relation word) for the first --queries 2Wiki
@@ -13,7 +13,9 @@ baseline, not timed, brings the candidates' text into the OS page cache; then
     relation words recur across questions, which is what it is for);
   * asked again: the same questions again (every costly keyword remembered: the ceiling, reached
     when the same questions come back, as in the rehearsal's repeated dev questions).
-Every query's top 5 (chunk, score) must be identical on all sides. Prints p50/p95/mean per side,
+Every query's top 5 (chunk, score) must be identical on all sides and to the reference definition
+(tests/support/tools_reference.py: a Python loop over every chunk's lowered text; --no-reference
+skips it, which holds every chunk text in memory). Prints p50/p95/mean per side,
 the baseline's mean over each side's mean, and the queries' five keywords with the most candidate
 chunks (how many, the chunks holding them, the time to count them with nothing remembered).
 """
@@ -35,7 +37,9 @@ from arag.index.store import open_index
 from arag.tools import ToolContext
 from arag.index.keyword.counts import KeywordCounts
 from arag.tools.index_cache import top_pairs
+from tests.support import tools_reference as reference
 from tests.support.agent_policy import keywords_of
+from tests.support.synthetic_index import iter_chunk_texts
 
 TOP_K = 5
 
@@ -93,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--index", required=True)
     ap.add_argument("--questions", default=str(REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"))
     ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--no-reference", action="store_true", help="skip the check against the reference loop over every chunk")
     args = ap.parse_args(argv)
 
     questions = [json.loads(line)["question"] for line in Path(args.questions).read_text().splitlines() if line.strip()][: args.queries]
@@ -111,6 +116,13 @@ def main(argv: list[str] | None = None) -> None:
     if not (base_res == first_res == again_res):
         bad = [q for q, a, b, c in zip(queries, base_res, first_res, again_res) if not a == b == c]
         raise SystemExit(f"results differ for {len(bad)} queries, e.g. {bad[:3]}")
+    if not args.no_reference:
+        texts = [t.lower() for batch in iter_chunk_texts(Path(args.index)) for t in batch]
+        expected = [reference.keyword_scores(texts, kws, TOP_K, lowered_texts=True) for kws in queries]
+        del texts
+        bad = [q for q, e, r in zip(queries, expected, first_res) if [tuple(p) for p in r] != e]
+        if bad:
+            raise SystemExit(f"results differ from the reference for {len(bad)} queries, e.g. {bad[:3]}")
 
     out = {
         "index": args.index, "chunks": store.num_chunks, "queries": len(queries),
@@ -123,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     out["ratio_first_time"] = round(statistics.mean(base_lat) / statistics.mean(first_lat), 2)
     out["ratio_asked_again"] = round(statistics.mean(base_lat) / statistics.mean(again_lat), 2)
     print(json.dumps(out, indent=1))
-    print(f"keyword_recurring: chunks={store.num_chunks} queries={len(queries)} identical=yes "
+    print(f"keyword_recurring: chunks={store.num_chunks} queries={len(queries)} identical=yes{'' if args.no_reference else ' (and to the reference)'} "
           f"mean baseline {out['baseline_union_no_memory']['mean_ms']} ms, first time {out['first_time_asked']['mean_ms']} ms "
           f"({out['ratio_first_time']}x), asked again {out['asked_again']['mean_ms']} ms ({out['ratio_asked_again']}x)")
 

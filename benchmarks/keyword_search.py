@@ -1,14 +1,14 @@
 """Benchmark keyword_search against the original A-RAG way (a Python loop over every chunk).
 
-    python -m benchmarks.keyword_search [--index indexes/2wiki] [--chunks 1000000] [--text wiki|pseudo] [--workdir /tmp/arag-bench-keyword] [--read-gap N]
+    python -m benchmarks.keyword_search [--index indexes/2wiki] [--chunks 1000000] [--part-chunks 62500] [--text wiki|pseudo] [--workdir /tmp/arag-bench-keyword] [--read-gap N]
 
 In one run, on each index (the real 2Wiki index if given/found, and a synthetic corpus of
 `--chunks` chunks generated under --workdir, never committed), over the SAME keyword lists:
   * the reference: `t.count(k.lower())` summed over keywords for every chunk, over the chunk
     texts held in a Python list and lowered once beforehand (as the tools cache keeps them
     searchable), so the ratio compares search with search;
-  * keyword_search through `ToolContext` (trigram candidates from the per-part caches, exact
-    scoring of the candidates), reading the candidates' texts with os.pread (the default) and
+  * keyword_search through `ToolContext` (counts from the per-part caches' word postings, or exact
+    scoring of the candidates they leave), reading the candidates' texts with os.pread (the default) and
     again in place from the memory map, and with --scan the same tool scoring every chunk;
   * checks that every query returns identical top-k chunk ids and scores;
   * prints p50/p95 latency, the speed-up as a ratio to the reference, the tool's RSS growth split
@@ -56,11 +56,11 @@ def rss_split_mb() -> tuple[float, float]:
 
 def cache_breakdown(dirs: list[Path]) -> dict[str, int]:
     """Bytes on disk of each kind of thing in the per-part caches: the chunk text (its Arrow
-    values and offsets), the other chunk columns (and Arrow's framing), the trigram postings,
-    the sentence spans, the id lookups and the rest."""
+    values and offsets), the other chunk columns (and Arrow's framing), the word postings (with
+    their vocabulary), the sentence spans, the id lookups and the rest."""
     import pyarrow as pa
 
-    out = dict.fromkeys(["chunk text", "other chunk columns", "trigram postings", "6-gram slices", "sentence spans", "id lookups", "other"], 0)
+    out = dict.fromkeys(["chunk text", "other chunk columns", "word postings", "sentence spans", "id lookups", "other"], 0)
     for d in dirs:
         for f in d.iterdir():
             size = f.stat().st_size
@@ -69,10 +69,8 @@ def cache_breakdown(dirs: list[Path]) -> dict[str, int]:
                 text = sum(b.size for c in table.column("text").chunks for b in c.buffers() if b is not None)
                 out["chunk text"] += text
                 out["other chunk columns"] += size - text
-            elif f.name.startswith("trigram_"):
-                out["trigram postings"] += size
-            elif f.name.startswith("gram6_"):
-                out["6-gram slices"] += size
+            elif f.name.startswith("words_"):
+                out["word postings"] += size
             elif f.name.startswith("sentence"):
                 out["sentence spans"] += size
             elif f.name.endswith(("_hash.npy", "_rows.npy")) and not f.name.startswith("python_lower"):
@@ -198,9 +196,9 @@ def bench(name: str, index_dir: Path, queries: list[list[str]], scan: bool, rebu
     print(
         f"tools cache: {len(metas)} parts built in {wall:.1f} s wall ({part_s:.1f} s summed over parts, {workers} at a time; "
         f"done by the pipeline's phase-1 tasks), open {open_s * 1000:.0f} ms; on disk {disk / 2**20:,.0f} MiB = "
-        f"{disk / text_bytes:.2f}x the chunk text; trigram postings {sum(m['trigram_postings'] for m in metas):,}, "
-        f"dense trigrams without a bitmap {sum(m.get('dense_trigrams', 0) for m in metas):,}, "
-        f"parts with 6-gram slices (weak trigrams) {sum(bool(m.get('gram_slices')) for m in metas)}/{len(metas)}"
+        f"{disk / text_bytes:.2f}x the chunk text; word postings {sum(m['word_postings'] for m in metas):,}, "
+        f"distinct words summed over parts {sum(m['vocabulary'] for m in metas):,}; "
+        f"build {1e6 * part_s / max(1, sum(m['num_sentences'] for m in metas)):.1f} µs per sentence summed over parts"
     )
     parts = cache_breakdown(ctx.store.dirs)
     print("  on disk, as a multiple of the chunk text: " + ", ".join(f"{k} {v / text_bytes:.3f}x ({v / 2**20:,.0f} MiB)" for k, v in parts.items()))
@@ -223,7 +221,7 @@ def bench(name: str, index_dir: Path, queries: list[list[str]], scan: bool, rebu
     if scan:
         sctx = ToolContext(index_dir, accelerate=False)
         scan_res, scan_t = run_tool(sctx, queries)
-        assert scan_res == tool_res, "scan and trigram paths differ"
+        assert scan_res == tool_res, "scan and word-postings paths differ"
         sctx.close()
     ctx.close()
     del ctx
@@ -248,7 +246,7 @@ def bench(name: str, index_dir: Path, queries: list[list[str]], scan: bool, rebu
     print(f"{'method':<40}{'p50 ms':>10}{'p95 ms':>10}{'speed-up p50':>14}{'RSS MiB':>10}")
     rp50, rp95 = pct(ref_t, 50), pct(ref_t, 95)
     print(f"{'reference (Python loop, lowered once)':<40}{rp50:>10.1f}{rp95:>10.1f}{'1.0x':>14}{ref_rss:>10,.0f}   (+{load_s:.1f} s to load and lower the texts)")
-    for mode, label in (("pread", "trigram candidates, pread"), ("mmap", "trigram candidates, mmap")):
+    for mode, label in (("pread", "word postings, pread"), ("mmap", "word postings, mmap")):
         _, times, anon, file, total = runs[mode]
         p50 = pct(times, 50)
         print(
@@ -274,6 +272,7 @@ def main() -> None:
     ap.add_argument("--index", default=str(Path(__file__).resolve().parents[1] / "indexes" / "2wiki"), help="a real index (skipped if missing)")
     ap.add_argument("--chunks", type=int, default=1_000_000, help="synthetic corpus size (0: skip)")
     ap.add_argument("--sentences-per-chunk", type=int, default=7, help="pool sentences per synthetic chunk (+1 unique)")
+    ap.add_argument("--part-chunks", type=int, default=62_500, help="synthetic chunks per part (the pipeline's 64 MB parts hold ~60k of these ~1 kB chunks)")
     ap.add_argument("--workdir", default="/tmp/arag-bench-keyword")
     ap.add_argument("--queries", type=int, default=60, help="keyword lists per index (the reference runs them all)")
     ap.add_argument("--scan", action="store_true", help="also time the tool scoring every chunk (no candidates)")
@@ -303,12 +302,12 @@ def main() -> None:
         if wiki is not None and not any(wiki.rglob("wiki_*")):
             print(f"(no Wikipedia sample under {wiki}: using pseudo-word text)")
             wiki = None
-        work = Path(args.workdir) / f"synthetic-{args.chunks}-{args.sentences_per_chunk}-{'wiki' if wiki else 'pseudo'}"
+        work = Path(args.workdir) / f"synthetic-{args.chunks}-{args.sentences_per_chunk}-{args.part_chunks}-{'wiki' if wiki else 'pseudo'}"
         if not (work / "manifest.json").exists():
             shutil.rmtree(work, ignore_errors=True)
             t = time.perf_counter()
             print(f"\ngenerating {args.chunks:,} synthetic chunks under {work} ...")
-            write_synthetic_index(work, args.chunks, sentences_per_chunk=args.sentences_per_chunk, wiki=wiki)
+            write_synthetic_index(work, args.chunks, sentences_per_chunk=args.sentences_per_chunk, parts=-(-args.chunks // args.part_chunks), wiki=wiki)
             print(f"generated in {time.perf_counter() - t:.0f} s")
         try:
             queries = wiki_queries(wiki, args.queries) if wiki else synthetic_queries(args.queries)

@@ -232,7 +232,7 @@ class ChunkStore:
     def keyword_top(self, keywords: list[str], top_k: int, narrow: bool = True) -> list[tuple[int, int]]:
         """Top `top_k` (ord, score), score = Σ count(lower(k), lower(text))·len(k) (str.count:
         non-overlapping), score > 0, ties by smaller ord. `narrow`: each distinct lowered keyword
-        is counted on its own trigram candidates (or taken from `keyword_counts`) and the counts
+        is counted on its own (word postings, arag.index.keyword.words; or taken from `keyword_counts`) and the counts
         summed with their weights (same result); else every term is scored on every chunk."""
         terms = [(k.lower(), len(k)) for k in keywords]
         if not narrow:
@@ -258,7 +258,7 @@ class ChunkStore:
 
     def keyword_occurrences(self, keyword: str) -> tuple[np.ndarray, np.ndarray]:
         """(ascending ords, counts) of the chunks whose lowered text holds the lowered `keyword`:
-        counted on its trigram candidates, or remembered (arag.index.keyword.counts)."""
+        counted from the word postings or on the text of their candidates, or remembered (arag.index.keyword.counts)."""
         known = self.keyword_counts.get(keyword)
         if known is not None:
             return known
@@ -266,14 +266,12 @@ class ChunkStore:
         for w, part in enumerate(self.parts):
             if part.num_chunks == 0:
                 continue
-            rows = part.candidate_rows([keyword])
-            scanned += len(rows)
+            rows, c, read = part.keyword_counts(keyword)
+            scanned += read + len(rows)
             if len(rows) == 0:
                 continue
-            c = part.keyword_scores(rows, [(keyword, 1)])
-            hit = c > 0
-            ords.append(rows[hit] + self.chunk_offsets[w])
-            counts.append(c[hit].astype(np.int32))
+            ords.append(rows + self.chunk_offsets[w])
+            counts.append(c.astype(np.int32))
         o = np.concatenate(ords) if ords else np.zeros(0, dtype=np.int64)
         c = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int32)
         self.keyword_counts.put(keyword, o, c, scanned)

@@ -11,12 +11,12 @@ The snippet of a chunk is its sentences that contain at least one keyword (case-
 first `snippets_per_chunk` of them in text order (5, as the authors' tool keeps; a method setting,
 arag.tools.base.ResultFormat).
 
-How it runs: each part's tools cache (arag.index.keyword.part_cache) holds posting lists of the word
-trigrams of the Python-lowered chunk text (and, where those cannot narrow, hashed 6-gram slices);
-the chunks holding every indexed gram of a keyword are its candidates (a superset of the
-matches), and only those are scored, exactly, by the definition above
-(arag.tools.index_cache.ChunkStore.keyword_top; Arrow and RE2 in C++, Python's lower() where it differs).
-A keyword with no word trigram (under 3 characters, or "U.S.") is scored on every chunk.
+How it runs: each part's tools cache (arag.index.keyword.part_cache) holds the distinct words of
+the Python-lowered chunk text (runs between whitespace and `()[]{}",;:!?`) with each word's chunks
+and counts (arag.index.keyword.words). A keyword without those separators is counted from the words
+alone; any other keyword is counted, by the definition above, on the chunks holding the whole
+words, word prefixes and suffixes every match of it must have (arag.tools.index_cache.ChunkStore.keyword_top;
+Arrow and RE2 in C++, Python's lower() where it differs); one of separators only (",") on every chunk.
 `ToolContext(accelerate=False)` scores every chunk for every keyword; the result is the same.
 """
 

@@ -11,7 +11,7 @@ import pytest
 
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from arag.tools import TOOL_SETS, TOOLS, ToolContext, get_tool, tool_schemas
-from arag.index.keyword import ngrams, part_cache
+from arag.index.keyword import part_cache, words
 from arag.tools.index_cache import manifest_hash, part_cache_dir
 
 from conftest import EDGE_DOCS, Doc, fake_encode, make_index
@@ -77,8 +77,8 @@ def test_sentence_spans_narrow_or_wide_and_extra_sentences(tmp_path, long_chunk)
 
 @pytest.mark.parametrize("field, stale", [("cache_format", part_cache.CACHE_FORMAT - 1), ("unicode", "0.0.0")])
 def test_a_cache_of_an_older_format_or_unicode_version_is_rebuilt(tmp_path, field, stale):
-    """The indexed trigrams depend on Unicode's character categories: a cache built by a Python
-    with another Unicode version could lack a trigram a keyword now has, so it is rebuilt."""
+    """Which characters make a word depends on Unicode's character categories: a cache built by a
+    Python with another Unicode version could split the text into other words, so it is rebuilt."""
     built = make_index(tmp_path / "index", EDGE_DOCS[:2])
     with ToolContext(built.path) as ctx:
         (cache, *_) = ctx.store.dirs
@@ -86,7 +86,7 @@ def test_a_cache_of_an_older_format_or_unicode_version_is_rebuilt(tmp_path, fiel
     meta[field] = stale
     (cache / "cache.json").write_text(json.dumps(meta))
     with ToolContext(built.path) as ctx:
-        current = part_cache.CACHE_FORMAT if field == "cache_format" else ngrams.UNICODE_VERSION
+        current = part_cache.CACHE_FORMAT if field == "cache_format" else words.UNICODE_VERSION
         assert json.loads((ctx.store.dirs[0] / "cache.json").read_text())[field] == current
 
 

@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arag.index.tokens import count_retrieved_tokens
-from arag.index.keyword.ngrams import Postings, PostingsWriter, is_word_char, keyword_trigrams
 from tests.support import tools_reference as reference
 
 KEYWORD_SETS = [
@@ -52,8 +51,8 @@ KEYWORD_SETS = [
     ["e"],
     [" a", "a "],  # spaces inside a keyword are significant
     [".", ","],
-    ["U.S.", "a b"],  # no word trigram: scored on every chunk
-    ["II.", "i. t"],  # partly: narrowed by their word trigrams alone
+    ["U.S.", "a b"],  # word conditions: a whole word "s", a word ending in "a" and one starting with "b"
+    ["II.", "i. t"],  # a word ending in "ii"; a word ending in "i" and one starting with "t"
     ["no such keyword anywhere"],
     ["the", "a", "e", "i", "o", "u"],
 ]
@@ -64,9 +63,9 @@ def chunk_ids_scores(index, pairs):
 
 
 @pytest.mark.parametrize("keywords", KEYWORD_SETS, ids=lambda k: repr(k)[:40])
-@pytest.mark.parametrize("which", ["trigram", "scan"])
+@pytest.mark.parametrize("which", ["words", "scan"])
 def test_matches_reference(edge_index, edge_ctx, edge_ctx_scan, keywords, which):
-    ctx = edge_ctx if which == "trigram" else edge_ctx_scan
+    ctx = edge_ctx if which == "words" else edge_ctx_scan
     for top_k in (1, 3, 20):
         expected = chunk_ids_scores(edge_index, reference.keyword_scores(edge_index.chunk_texts, keywords, top_k))
         result = ctx.call("keyword_search", {"keywords": keywords, "top_k": top_k})
@@ -181,134 +180,180 @@ def test_random_keywords_match_reference(edge_index, edge_ctx, edge_ctx_scan, ke
         assert [(h.chunk_id, int(h.score)) for h in res.results] == expected
 
 
-@settings(max_examples=100, deadline=None)
-@given(texts=st.lists(st.text(max_size=40), min_size=1, max_size=8), data=st.data())
-def test_trigram_candidates_are_a_superset(tmp_path_factory, texts, data):
-    """Any chunk containing the keyword is a candidate, and with no early stop exactly the
-    chunks holding all its trigrams are (trigram codes are exact, not hashed)."""
-    texts = [t.encode("utf-8", "replace").decode("utf-8").lower() for t in texts]
-    i = data.draw(st.integers(0, len(texts) - 1))
-    t = texts[i]
-    if len(t) < 3:
-        return
-    a = data.draw(st.integers(0, len(t) - 3))
-    b = data.draw(st.integers(a + 3, len(t)))
-    keyword = t[a:b]
-    codes = keyword_trigrams(keyword)
-    grams = {keyword[j : j + 3] for j in range(len(keyword) - 2)}
-    grams = {g for g in grams if all(is_word_char(c) for c in g)}  # only word trigrams are indexed
-    if codes is None:  # no word trigram: every chunk is a candidate
-        assert not grams
-        return
-    d = tmp_path_factory.mktemp("tri")
-    writer = PostingsWriter()
-    writer.add(texts[:3], 0)
-    writer.add(texts[3:], 3)  # batches continue the row numbers
-    writer.write(d)
-    cands = set(Postings(d).candidates(codes, enough=0))
-    assert {j for j, x in enumerate(texts) if keyword in x} <= cands
-    assert cands == {j for j, x in enumerate(texts) if all(g in x for g in grams)}
+WORDY_TEXTS = [
+    "aaaa aaa. Aa-aa a.a.a",  # overlapping runs inside and across words
+    "A nest of vipers; a nest-of-nests, the honest nest of a hornet.",
+    "U.S. forces; u.s.a. and US. The U.S.S.R.",
+    "O'Brien met o'brien and O’Brien: 'o'",
+    "İstanbul, ISTANBUL; istanbul ıstanbul. Straße STRASSE ﬁne fine",
+    "ΟΔΟΣ οδος σοφος ΣΟΦΟΣ mother grandmother MOTHERHOOD stepmother's mothers",
+    "1990s 1990 19901990 ½ 2½ x²y naïve naı̈ve 🚀🚀🚀 rocket🚀launch",
+    "tab\tseparated\nnew line, under_score snake_case __init__ 100% a%b",
+    "",
+    "   ",
+    "the the the THE theme other breathe",
+]
+
+ADVERSARIAL = [
+    ["aa"], ["aaa"], ["a"], ["a.a"], ["a.a.a"], ["aa a"], ["a a"], ["aa-aa"], ["-"], ["."], [" "],
+    ["a nest of"], ["A Nest Of"], ["nest of"], ["t of"], ["est"], ["nest-of-nests"], [", a"], ["f v"],
+    ["U.S."], ["u.s"], ["s."], [".s"], ["U.S.S.R."], ["us"],
+    ["O'Brien"], ["o’brien"], ["'o'"], ["'"], ["n m"],
+    ["İstanbul"], ["i̇"], ["i"], ["ı"], ["straße"], ["strasse"], ["ss"], ["ﬁ"], ["fi"],
+    ["σ"], ["ς"], ["οδος"], ["σοφος"],
+    ["mother"], ["Mother's"], ["mothers"], ["other"], ["her"], ["r's"], ["'s"],
+    ["1990"], ["990"], ["½"], ["2½"], ["²"], ["x²y"], ["naïve"], ["ı̈"], ["🚀"], ["🚀🚀"], ["t🚀l"],
+    ["\t"], ["tab\tsep"], ["_"], ["under_score"], ["__"], ["init"], ["%"], ["a%b"], ["100%"],
+    ["the"], ["the the"], ["e t"], ["the", "the"], ["he", "the", "e"],
+    ["vipers;"], ["; a"], ["nest-of-nests,"], ["u.s.a. and"], ["forces;"], ["(a"], ['"'], ["o'brien:"], [": 'o'"],
+    ["ssr."], ["t,"], [",", ";"], ["? "], ["%b"], ["snake_case __init__"], ["_case"],
+]
 
 
-def test_only_word_trigrams_are_indexed(tmp_path):
-    """Trigrams with a space, punctuation or a symbol get no posting list; letters, marks (a
-    Devanagari vowel sign, a combining dot) and digits in any script do."""
-    writer = PostingsWriter()
-    writer.add(["the cat, 1505", "हिन्दी", "i̇st", "a.b.c $5+"], 0)
+@pytest.fixture(scope="module")
+def wordy_index(tmp_path_factory):
+    from conftest import Doc, make_index
+
+    docs = [Doc(str(i), f"T{i}", [[t]]) for i, t in enumerate(WORDY_TEXTS)]
+    return make_index(tmp_path_factory.mktemp("wordy") / "index", docs)
+
+
+@pytest.mark.parametrize("keywords", ADVERSARIAL, ids=lambda k: repr(k)[:40])
+def test_word_postings_match_the_reference_on_adversarial_keywords(wordy_index, keywords):
+    """Keywords inside words, across word boundaries and punctuation, overlapping runs, case and
+    Unicode lowering: counted from the word postings (or their candidates' text) exactly as the
+    definition counts them."""
+    from arag.index.store import open_index
+    from arag.tools.index_cache import ChunkStore
+
+    store = ChunkStore.open(open_index(wordy_index.path))
+    expected = reference.keyword_scores(wordy_index.chunk_texts, keywords, 20)
+    assert store.keyword_top(keywords, 20) == expected
+    assert store.keyword_top(keywords, 20, narrow=False) == expected
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_substring_of_the_text_counts_as_the_reference_does(wordy_index, data):
+    """Any piece of any chunk's text, and pieces of it in other case, as a keyword."""
+    from arag.index.store import open_index
+    from arag.tools.index_cache import ChunkStore
+
+    store = ChunkStore.open(open_index(wordy_index.path))
+    texts = [t for t in wordy_index.chunk_texts if t.strip()]
+    t = data.draw(st.sampled_from(texts))
+    a = data.draw(st.integers(0, len(t) - 1))
+    b = data.draw(st.integers(a + 1, min(len(t), a + 12)))
+    keyword = data.draw(st.sampled_from([t[a:b], t[a:b].upper(), t[a:b].lower()]))
+    assert store.keyword_top([keyword], 20) == reference.keyword_scores(wordy_index.chunk_texts, [keyword], 20)
+
+
+def test_a_keyword_without_whitespace_reads_no_text(wordy_index, monkeypatch):
+    """'mother' and "mother's" are counted from the words alone (grandmother, stepmother's, mothers
+    included); 'a nest of' only on the chunks holding the whole word 'nest'."""
+    from arag.index.store import open_index
+    from arag.tools.index_cache import ChunkStore
+
+    store = ChunkStore.open(open_index(wordy_index.path))
+    (part,) = [p for p in store.parts if p.num_chunks]
+    read: list[np.ndarray] = []
+    real = part.keyword_scores
+    monkeypatch.setattr(part, "keyword_scores", lambda rows, terms: read.append(rows) or real(rows, terms))
+    rows, counts, n_read = part.keyword_counts("mother")
+    assert (rows.tolist(), counts.tolist(), n_read, read) == ([5], [5], 0, [])
+    rows, counts, n_read = part.keyword_counts("mother's")
+    assert (rows.tolist(), counts.tolist(), n_read, read) == ([5], [1], 0, [])
+    rows, counts, n_read = part.keyword_counts("a nest of")
+    assert (rows.tolist(), counts.tolist(), n_read) == ([1], [1], 1)  # "honest nest of" is not "a nest of"
+    assert part.candidate_rows(["a nest of"]).tolist() == [1]  # the whole word "nest"
+
+
+def test_split_keyword_conditions():
+    from arag.index.keyword.words import split_keyword
+
+    assert split_keyword("mother") == (True, [])
+    assert split_keyword("o'brien") == (True, [])  # one word: str.split() does not split it
+    assert split_keyword("u.s.") == (True, [])
+    assert split_keyword("a nest of") == (False, [("suffix", "a"), ("whole", "nest"), ("prefix", "of")])
+    assert split_keyword(" foo\t") == (False, [("whole", "foo")])
+    assert split_keyword("father-in-law") == (True, [])
+    assert split_keyword("paris, texas") == (False, [("suffix", "paris"), ("prefix", "texas")])  # "," separates words
+    assert split_keyword("(born") == (False, [("prefix", "born")])
+    assert split_keyword(" \t ") == (False, [])  # separators only: every chunk is counted
+
+
+def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
+    from arag.index.keyword.words import ESCAPE, WordPostings, WordPostingsWriter
+
+    writer = WordPostingsWriter()
+    writer.add(["ab", "cd ab", "xyz " * 300], 0)
+    writer.add(["ab ab", "father's ab. (ab"], 3)  # "(ab" is the word "ab": "(" separates
+    meta = writer.write(tmp_path)
+    assert meta["vocabulary"] == 5 and meta["word_postings"] == 8
+    words = WordPostings(tmp_path, num_chunks=5)
+    assert [r.tolist() for r in words.keyword_counts("ab")] == [[0, 1, 3, 4], [1, 1, 2, 2]]
+    assert [r.tolist() for r in words.keyword_counts("xyz")] == [[2], [300]]  # past the nibble: words_big.npy
+    assert 300 > ESCAPE and words.keyword_counts("bcd")[0].tolist() == []  # "ab" and "cd" are two words
+    assert [r.tolist() for r in words.keyword_counts("'s")] == [[4], [1]]
+    assert words.candidates([("suffix", "b"), ("prefix", "cd")]).tolist() == [1]  # both conditions
+    assert words.candidates([("whole", "ab.")]).tolist() == [4]  # not "ab"
+    assert words.candidates([("prefix", "a")]).tolist() == [0, 1, 3, 4]
+    assert words.candidates([("whole", "c")]).tolist() == []
+
+
+def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
+    """Words are looked for only in blocks whose signature holds all of a keyword's 3-byte hashes;
+    every word containing it is still found (a superset), however many blocks there are."""
+    from arag.index.keyword import words as words_module
+    from arag.index.keyword.words import WordPostings, WordPostingsWriter
+
+    vocab = [f"w{i:05d}x" for i in range(5000)] + ["director", "codirectors", "directory."]
+    writer = WordPostingsWriter()
+    writer.add([" ".join(vocab[i : i + 50]) for i in range(0, len(vocab), 50)], 0)
     writer.write(tmp_path)
-    postings = Postings(tmp_path)
-    kept = {"".join(chr((int(k) >> s) & 0x1FFFFF) for s in (42, 21, 0)) for k in postings.keys}
-    assert kept == {"the", "cat", "150", "505", "हिन", "िन्", "न्द", "्दी", "i̇s", "̇st"}
-    assert keyword_trigrams("a b") is None and keyword_trigrams("u.s.") is None  # scored on every chunk
-    assert list(postings.candidates(keyword_trigrams("e cat"))) == [0]  # narrowed by "cat" alone
+    words = WordPostings(tmp_path, num_chunks=-(-len(vocab) // 50))
+    assert len(words.blocks) == -(-len(vocab) // words_module.BLOCK_WORDS)
+    spans = words._spans(b"director")
+    assert sum(b - a for a, b in spans) < len(words._vocab) / 4  # most blocks skipped
+    ids, per_word = words.matching_words(b"director")
+    assert sorted(words._word(i).decode() for i in ids.tolist()) == ["codirectors", "director", "directory."]
+    assert words.keyword_counts("w0421")[0].tolist() == [84]  # w04210x .. w04219x, all in chunk 84
+    assert words.keyword_counts("w0421")[1].tolist() == [10]
 
 
-def test_trigrams_never_cross_chunk_boundaries(tmp_path):
-    writer = PostingsWriter()
-    writer.add(["ab", "cd", "xyz"], 0)  # "b\x00c" and "bcd"-like joins must not be trigrams
+@pytest.mark.parametrize("rows", [300, 70_000])
+def test_row_gaps_of_every_width_decode(tmp_path, rows):
+    """Rows are stored as gaps of 1, 2 or 4 bytes, whichever holds a word's widest gap."""
+    from arag.index.keyword.words import WordPostings, WordPostingsWriter
+
+    rng = np.random.default_rng(rows)
+    texts = [" ".join(w for w in ("common", "rare" if r % 997 == 5 else "", "sparse" if rng.random() < 0.01 else "", "edge" if r in (1, rows - 1) else "") if w) for r in range(rows)]
+    writer = WordPostingsWriter()
+    for start in range(0, rows, 4096):
+        writer.add(texts[start : start + 4096], start)
     writer.write(tmp_path)
-    postings = Postings(tmp_path)
-    assert len(postings.keys) == 1
-    assert list(postings.candidates(keyword_trigrams("xyz"))) == [2]
-    assert list(postings.candidates(keyword_trigrams("bcd"))) == []
+    words = WordPostings(tmp_path, num_chunks=rows)
+    assert sorted(set(np.diff(words.row_at) // np.diff(words.offsets))) == ([1, 2] if rows < 2**16 else [1, 2, 4])
+    for w in ("common", "rare", "sparse", "edge", "r", "e"):
+        expected = [r for r, t in enumerate(texts) if w in t]
+        assert words.keyword_counts(w)[0].tolist() == expected, w
 
 
-def test_dense_trigrams_have_no_bitmap_and_mean_every_unit(tmp_path):
-    texts = ["the cat", "the dog", "the owl", "a zebra"]  # "the" in 3 of 4 rows: dense at 0.5
-    writer = PostingsWriter(dense_fraction=0.5, dense_min_units=1, budget=1e9)  # the frequency rule alone
-    writer.add(texts, 0)
-    writer.write(tmp_path)
-    postings = Postings(tmp_path)
-    assert writer.dense >= 1 and len(postings.keys) > writer.dense
-    assert postings.candidates(keyword_trigrams("the")) is None  # every unit may match
-    assert list(postings.candidates(keyword_trigrams("the cat"))) == [0]  # the sparse trigrams still narrow
-    assert list(postings.candidates(keyword_trigrams("zeb"))) == [3]
-    assert list(postings.candidates(keyword_trigrams("thx"))) == []
+def test_made_up_words_score_exactly(tmp_path):
+    """Text over a small alphabet (made-up words from a few syllables), where every short substring
+    is in most chunks: still identical to the reference."""
+    from arag.index.store import open_index
+    from arag.tools.index_cache import ChunkStore
+    from conftest import Doc, make_index
 
-
-def test_postings_budget_drops_the_most_frequent_trigrams_first(tmp_path):
     rng = np.random.default_rng(0)
-    words = ["the", "and", "of", "station", "river", "zebra", "quark", "lothair", "teutberga", "xylophone"]
-    p = np.array([40, 30, 30, 5, 5, 2, 2, 1, 1, 1], dtype=float)
-    texts = [" ".join(rng.choice(words, size=12, p=p / p.sum())) for _ in range(5000)]
-    free = PostingsWriter(dense_fraction=2.0, dense_min_units=1, budget=1e9)
-    free.add(texts, 0)
-    free.write(tmp_path)
-    assert free.dense == 0
-    capped = PostingsWriter(dense_fraction=2.0, dense_min_units=1, budget=0.5 * free.bytes / free.text_bytes)
-    capped.add(texts, 0)
-    (tmp_path / "capped").mkdir()
-    capped.write(tmp_path / "capped")
-    assert 0 < capped.dense < len(capped.bitmaps) and capped.bytes <= 0.5 * free.bytes
-    postings = Postings(tmp_path / "capped")
-    kept = {int(k) for k, a, b in zip(postings.keys, postings.offsets[:-1], postings.offsets[1:]) if b > a}
-    counts = {int(k): len(capped.bitmaps[int(k)]) for k in postings.keys}
-    assert max(counts[k] for k in kept) <= min(c for k, c in counts.items() if k not in kept)  # frequent ones went first
-    for kw in ["the", "zebra", "lothair", "teutberga x", "station river", "xylo"]:
-        found = postings.candidates(keyword_trigrams(kw))
-        matches = {j for j, t in enumerate(texts) if kw in t}
-        assert found is None or matches <= set(found)  # still a superset
-    assert list(postings.candidates(keyword_trigrams("xylophone"))) == [j for j, t in enumerate(texts) if "xylophone" in t]
-
-
-def test_a_part_smaller_than_dense_min_units_keeps_every_bitmap(tmp_path):
-    writer = PostingsWriter(dense_min_units=4096, budget=0.0)
-    writer.add(["the cat", "the dog"], 0)
-    writer.write(tmp_path)
-    assert writer.dense == 0 and list(Postings(tmp_path).candidates(keyword_trigrams("the"))) == [0, 1]
-
-
-def test_keyword_search_is_exact_when_every_trigram_is_dense(edge_index, monkeypatch, tmp_path):
-    from arag.index.store import open_index
-    from arag.index.keyword import ngrams
-    from arag.tools.index_cache import ChunkStore
-
-    monkeypatch.setattr(ngrams, "DENSE_MIN_UNITS", 1)
-    monkeypatch.setattr(ngrams, "DENSE_FRACTION", 0.0)  # every trigram dense: no narrowing at all
-    index = open_index(edge_index.path)
-    dense = ChunkStore.open(index, cache_dir=tmp_path)
-    assert all(p.meta["dense_trigrams"] == len(p.postings.keys) for p in dense.parts if p.num_chunks)
-    plain = ChunkStore.open(index)
-    for kws in (["Lothair II"], ["aa", "tie"], ["e"], ["queen", "road"], ["nothing-like-this"]):
-        assert dense.keyword_top(kws, 20) == plain.keyword_top(kws, 20, narrow=False)
-
-
-def test_keyword_search_is_exact_under_a_tight_postings_budget(edge_index, monkeypatch, tmp_path):
-    from arag.index.store import open_index
-    from arag.index.keyword import ngrams
-    from arag.tools.index_cache import ChunkStore
-
-    monkeypatch.setattr(ngrams, "DENSE_MIN_UNITS", 1)
-    monkeypatch.setattr(ngrams, "DENSE_FRACTION", 2.0)  # the budget rule alone
-    monkeypatch.setattr(ngrams, "POSTINGS_BUDGET", 0.05)
-    index = open_index(edge_index.path)
-    capped = ChunkStore.open(index, cache_dir=tmp_path)
-    assert any(0 < p.meta["dense_trigrams"] < len(p.postings.keys) for p in capped.parts if p.num_chunks)
-    for p in capped.parts:
-        assert p.meta["postings_bytes"] <= 0.05 * sum(len(t.encode()) for t in p.table.column("text").to_pylist())
-    plain = ChunkStore.open(index)
-    for kws in KEYWORD_SETS:
-        assert capped.keyword_top(kws, 20) == plain.keyword_top(kws, 20, narrow=False), kws
+    syllables = ["ka", "lo", "mi", "ta", "ru", "ne", "so", "vi"]
+    vocab = ["".join(rng.choice(syllables, size=int(rng.integers(1, 5)))) for _ in range(300)]
+    texts = [" ".join(rng.choice(vocab, size=30)) + "." for _ in range(60)]
+    built = make_index(tmp_path / "index", [Doc(str(i), "t", [[t]]) for i, t in enumerate(texts)])
+    store = ChunkStore.open(open_index(built.path))
+    for kws in (["kalo"], ["ka lo"], ["a k"], ["mita ruso"], [vocab[7]], [vocab[3] + " " + vocab[9]], ["o."], ["vivivivi"]):
+        assert store.keyword_top(kws, 20) == reference.keyword_scores(built.chunk_texts, kws, 20), kws
 
 
 @pytest.mark.parametrize("reads, gap, block", [("pread", 4096, 16384), ("pread", 0, 16384), ("pread", 4096, 2), ("mmap", 4096, 16384), ("mmap", 0, 3)])

@@ -2,12 +2,12 @@
 
 keyword_search's score is a sum over keywords (Σ count(k)·len(k), arag.tools.keyword), so a
 query's scores are the sum of each keyword's own count vector, and a keyword's vector does not
-depend on the query it came in. Keywords whose candidates are many (relation words such as
-'director', 'nationality', 'released'; titles made of common words) cost most of a search at
-millions of chunks (at 10M sentences, 'mother' has 80,911 candidate chunks and takes 1.15 s to
-count on 2 cores: benchmarks/keyword_recurring.py) and recur across the agents a tool server serves. Each
-such keyword's counts (the chunks it occurs in, sparse) are kept here, up to a byte budget; a
-keyword with few candidates is cheap to count again and is not kept. The vectors are read-only
+depend on the query it came in. Keywords that touch many chunks (relation words such as
+'director', 'nationality', 'released', summed from many postings; titles made of common words,
+whose candidates' text is read: arag.index.keyword.words) cost most of a search at millions of
+chunks and recur across the agents a tool server serves. Each such keyword's counts (the chunks it
+occurs in, sparse) are kept here, up to a byte budget; a keyword that touches few chunks is cheap
+to count again and is not kept. The vectors are read-only
 and exact: a hit returns what counting again would.
 """
 
@@ -47,7 +47,7 @@ class KeywordCounts:
             return entry
 
     def put(self, keyword: str, ords: np.ndarray, counts: np.ndarray, candidates: int) -> None:
-        """Keep `keyword`'s counts if counting them scanned `candidates` ≥ min_candidates chunks
+        """Keep `keyword`'s counts if counting them touched `candidates` ≥ min_candidates chunks
         and they fit the budget, evicting the least recently used."""
         size = ords.nbytes + counts.nbytes
         if candidates < self.min_candidates or size > self.budget_bytes:

@@ -20,16 +20,17 @@ the process's own memory does not grow with the corpus (file pages are the OS pa
                                   (e.g. 'İ', final sigma): those are scored in Python
             chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (uint32):
             doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
-            trigram_*             keyword candidates: word trigram -> chunk rows (arag.index.keyword.ngrams)
-            gram6_*               only in parts whose trigrams cannot narrow: hashed 6-gram
-                                  bucket -> chunk rows (arag.index.keyword.gram_slices)
+            words_*               keyword matches: the distinct words of the lowered text (runs between
+                                  separators) and each one's chunk rows with counts (arag.index.keyword.words)
             cache.json            written last: the cache is complete iff it exists; it names the
                                   Parquet files' sizes and mtimes, so a rewritten part is noticed
 ```
 A cache is written in a temporary folder beside its target and renamed into place, so concurrent
 builders and killed builds are safe.
 
-Scoring (`PartCache.keyword_scores`): the candidates' texts are read with `os.pread` into
+Counting (`PartCache.keyword_counts`): a keyword without separators is counted from the word
+postings alone; any other keyword is counted on the text of the chunks its words leave as
+candidates (`PartCache.keyword_scores`): the candidates' texts are read with `os.pread` into
 short-lived buffers (runs of nearby rows in one call, planned with numpy from each row's byte
 range, held in memory from opening), so the text pages a search touches stay in the OS page cache
 without being mapped into the process: its resident memory is its own, however much of the text
@@ -58,21 +59,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyroaring import BitMap
-
 from arag.index.layout import PART_SHIFT
 from arag.index.parts import CHUNK_SCHEMA
 from arag.small_sorted import mapped, members, positions
-from arag.index.keyword.gram_slices import SAMPLE_ROWS, GramSlices, GramSlicesWriter, keyword_buckets, trigrams_are_weak
-from arag.index.keyword.ngrams import UNICODE_VERSION, Postings, PostingsWriter, keyword_trigrams
+from arag.index.keyword.words import UNICODE_VERSION, WordPostings, WordPostingsWriter, split_keyword
 
-CACHE_FORMAT = 5  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only
+CACHE_FORMAT = 7  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only; 6: word postings with counts instead of trigrams; 7: words split at prose punctuation too, block signatures
 MARKER = "cache.json"
-# Chunks per trigram posting unit (see arag.index.keyword.ngrams.PostingsWriter for why 1).
-UNIT_ROWS = 1
-READ_BATCH = 4096  # a multiple of UNIT_ROWS
-# Parts of fewer chunks get no 6-gram slices even over weak trigrams: scoring them all is cheap.
-SLICES_MIN_ROWS = 4096
+READ_BATCH = 4096
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
 # How keyword scoring reads candidate texts: "pread" copies them into short-lived buffers (the
 # process's memory stays its own: the file's pages stay in the OS page cache, not mapped into the
@@ -114,7 +108,7 @@ def is_valid(directory: Path, chunks: Path, sentences: Path) -> bool:
         return False
     return (
         meta.get("cache_format") == CACHE_FORMAT
-        and meta.get("unicode") == UNICODE_VERSION  # which trigrams are indexed depends on it (arag.index.keyword.ngrams)
+        and meta.get("unicode") == UNICODE_VERSION  # which characters make words depends on it (arag.index.keyword.words)
         and meta.get("source") == source_stamp(chunks, sentences)
     )
 
@@ -145,8 +139,8 @@ def _sentences(path: Path, part: int) -> Iterator[tuple[str, str]]:
 def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> Path:
     """Build the cache of one part (its chunks and sentences Parquet) into `target`; return it.
 
-    Plain Python, one pass over each file, memory ~0.6× the part's text (the bitmaps being built).
-    The trigram bitmaps are held to arag.index.keyword.ngrams.POSTINGS_BUDGET bytes per byte of text.
+    Plain Python, one pass over each file; memory ~16 bytes a (word, chunk) posting while they are
+    collected (~2x the part's text on wiki prose), a few times that while they are sorted and written.
     An existing complete cache of the same files is kept as is.
     """
     chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
@@ -179,7 +173,7 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
 
 
 def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
-    postings = PostingsWriter(UNIT_ROWS)
+    words = WordPostingsWriter()
     python_lower: list[int] = []
     starts: list[int] = [0]
     spans: list[tuple[int, int]] = []
@@ -187,9 +181,6 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
     id_hashes: list[np.ndarray] = []
     doc_hashes: list[np.ndarray] = []
     sentence_iter = _sentences(sentences, part)
-    stride = max(1, -(-(pq.ParquetFile(chunks).metadata.num_rows if chunks.exists() else 0) // SAMPLE_ROWS))
-    sample_rows: list[int] = []
-    sample_texts: list[str] = []
     pending = next(sentence_iter, None)
     rows = text_chars = longest = 0
     with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA) as writer:
@@ -212,10 +203,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
                     pending = next(sentence_iter, None)
                 starts.append(len(spans))
             lowered = [t.lower() for t in texts]
-            picked = range(-rows % stride, len(lowered), stride)  # every stride-th row of the part
-            sample_rows += [rows + i for i in picked]
-            sample_texts += [lowered[i] for i in picked]
-            postings.add(lowered, rows, text_bytes=int(pc.sum(pc.binary_length(batch.column("text"))).as_py() or 0))
+            words.add(lowered, rows)
             arrow_lowered = pc.utf8_lower(batch.column("text")).to_pylist()
             python_lower += [rows + i for i, (a, b) in enumerate(zip(lowered, arrow_lowered)) if a != b]
             text_chars += sum(map(len, texts))
@@ -237,33 +225,14 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
         order = np.argsort(h, kind="stable")
         np.save(out / f"{name}_hash.npy", h[order])
         np.save(out / f"{name}_rows.npy", order.astype(np.uint32))  # rows of a part fit in 32 bits
-    n_postings = postings.write(out)
-    weak = rows >= SLICES_MIN_ROWS and trigrams_are_weak(postings.bitmaps, sample_rows, sample_texts)
-    slices_bytes = _write_gram_slices(out) if weak else 0
     return {
         "num_chunks": rows,
         "num_sentences": len(spans),
         "extra_sentences": len(extra),
         "python_lower_rows": len(python_lower),
         "text_chars": text_chars,
-        "unit_rows": UNIT_ROWS,
-        "trigram_postings": n_postings,
-        "dense_trigrams": postings.dense,
-        "postings_bytes": postings.bytes,
-        "gram_slices": slices_bytes > 0,
-        "gram_slices_bytes": slices_bytes,
+        **words.write(out),
     }
-
-
-def _write_gram_slices(out: Path) -> int:
-    """Second pass over the chunk texts just written: the 6-gram slices (arag.index.keyword.gram_slices)."""
-    writer = GramSlicesWriter()
-    table = pa.ipc.open_file(pa.memory_map(str(out / "chunks.arrow"))).read_all()
-    row = 0
-    for chunk in table.column("text").chunks:
-        writer.add([t.lower() for t in chunk.to_pylist()], row)
-        row += len(chunk)
-    return writer.write(out)
 
 
 EXTRA = -1  # span start of a sentence kept in sentences_extra.arrow (stored as the dtype's maximum)
@@ -298,7 +267,6 @@ class PartCache:
         self.meta = json.loads((self.dir / MARKER).read_text())
         self.num_chunks = int(self.meta["num_chunks"])
         self.num_sentences = int(self.meta["num_sentences"])
-        self.unit_rows = int(self.meta["unit_rows"])
         chunks_file = pa.memory_map(str(self.dir / "chunks.arrow"))
         self.table = pa.ipc.open_file(chunks_file).read_all()  # zero-copy
         self._texts = self.table.column("text").chunks
@@ -329,8 +297,7 @@ class PartCache:
         self.id_rows = mapped(self.dir / "chunk_id_rows.npy")
         self.doc_hash = mapped(self.dir / "doc_id_hash.npy")
         self.doc_rows = mapped(self.dir / "doc_id_rows.npy")
-        self.postings = Postings(self.dir)
-        self.slices = GramSlices(self.dir) if self.meta.get("gram_slices") else None
+        self.words = WordPostings(self.dir, self.num_chunks)
         self._extra: list[str] | None = None
 
     def _pieces(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
@@ -440,24 +407,39 @@ class PartCache:
         pieces = [self._texts[b].take(pa.array(local)) for b, _, local in self._pieces(rows)]
         return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
+    def keyword_counts(self, lowered_keyword: str) -> tuple[np.ndarray, np.ndarray, int]:
+        """(ascending local rows, their counts > 0, rows whose text was read) of one lowered keyword:
+        from the word postings alone when it has no separator, else counted on the text of the rows
+        its words leave (every row when it is separators only)."""
+        whole, conditions = split_keyword(lowered_keyword)
+        if whole:
+            rows, counts = self.words.keyword_counts(lowered_keyword)
+            return rows, counts, 0
+        rows = self.words.candidates(conditions)
+        if rows is None:  # nothing narrows it: every row
+            rows = np.arange(self.num_chunks, dtype=np.int64)
+        if len(rows) == 0:
+            return rows, rows, 0
+        c = self.keyword_scores(rows, [(lowered_keyword, 1)])
+        hit = c > 0
+        return rows[hit], c[hit], len(rows)
+
     def candidate_rows(self, keywords: list[str]) -> np.ndarray:
-        """Ascending local rows that may contain any of the (lowered) keywords: those holding all
-        of a keyword's word trigrams and, where this part has 6-gram slices, all its 6-gram buckets."""
-        units = BitMap()
+        """Ascending local rows that may contain any of the (lowered) keywords: those holding a word
+        that holds a keyword without separators, or meeting another keyword's word conditions."""
+        found = []
         for kw in keywords:
-            codes = keyword_trigrams(kw)
-            found = self.postings.candidates(codes) if codes is not None else None
-            buckets = keyword_buckets(kw) if self.slices is not None else None
-            if buckets is not None:
-                found = self.slices.candidates(buckets, within=found)
-            if found is None:  # nothing narrows this keyword: every row
+            whole, conditions = split_keyword(kw)
+            if whole:
+                found.append(self.words.keyword_counts(kw)[0])
+                continue
+            rows = self.words.candidates(conditions)
+            if rows is None:  # nothing narrows this keyword: every row
                 return np.arange(self.num_chunks, dtype=np.int64)
-            units |= found
-        if not units:
+            found.append(rows)
+        if not found:
             return np.zeros(0, dtype=np.int64)
-        u = np.frombuffer(units.to_array(), dtype=np.uint32).astype(np.int64)
-        rows = (u[:, None] * self.unit_rows + np.arange(self.unit_rows)).ravel()
-        return rows[rows < self.num_chunks]
+        return found[0] if len(found) == 1 else np.unique(np.concatenate(found))
 
     def sentence_texts(self, rows: list[int]) -> list[str]:
         """Texts of the sentences at local `rows`, cut out of their chunks' text."""

@@ -61,7 +61,7 @@ class ToolContext:
         embedder (`SentenceEmbedder(index.embedder_spec).encode_queries`, with the model's query
         prompt), loaded on the first semantic call. Calls are micro-batched across threads.
     cache_dir: where the per-part tools caches live (default `<index>/tools_cache`, see arag.tools.index_cache).
-    accelerate: narrow keyword candidates with the trigram postings (same results, faster);
+    accelerate: count keywords from the word postings (same results, faster);
         False scores every chunk.
     nprobe, rerank: query-time knobs of vector search on an ANN index: lists probed, and exact
         re-rank candidates per result (see arag.tools.vector_search; defaults from the benchmark).

@@ -1,0 +1,325 @@
+"""Word postings with counts over Python-lowered chunk text: how keyword_search finds and counts matches.
+
+Why words: a keyword's count is a substring count (arag.tools.keyword), so trigram postings only
+gave candidates to verify on the text, and a common word ('mother') or a title of common words
+('a nest of') left tens of thousands of candidates to read (over a second at 449k chunks). Split
+the lowered text into *words*, maximal runs of characters other than separators (whitespace, as
+`str.isspace()` has it, and the punctuation that ends words in prose rather than joins them:
+`()[]{}",;:!?`; so "father's", "father-in-law", "u.s.", "1990." are words, "(born" is "born"),
+and a keyword's matches become questions about words:
+
+* A keyword without separators ('mother', "father's", 'u.s.') lies inside one word of the text
+  wherever it occurs, so its count in a chunk is Σ over the part's distinct words w of count(w in
+  chunk) × count(keyword in w), both non-overlapping like `str.count` (a match never reaches past
+  its word, so the left-to-right scan restarts in each word as it does in the text). That is
+  exact and reads no chunk text: the vocabulary is searched for the words holding the keyword and
+  their postings are summed.
+* A keyword with separators ('a nest of', 'paris, texas') is split into its words. In any match, a
+  word with separators on both sides in the keyword is a whole word of the text; the first
+  run (if the keyword starts with it) ends a word, the last (if it ends the keyword) starts one.
+  The chunks holding such words are a superset of the matches: the most selective of these
+  conditions are intersected and the survivors are counted on their text, exactly
+  (arag.index.keyword.part_cache). A keyword of separators only is counted on every chunk.
+
+On disk, per part (the words sorted, so whole words and prefixes are binary searches; offsets are
+uint32 where they fit, else uint64):
+    words_vocab.bin    the sorted distinct words, UTF-8, each followed by b"\n" and the first
+                       preceded by one (a suffix is b"s\n"), memory-mapped, searched with `mmap.find`
+    words_starts.npy   words + 1: where each word starts in words_vocab.bin
+    words_offsets.npy  words + 1: word i's postings are [offsets[i], offsets[i+1])
+    words_row_at.npy   words + 1: where word i's rows start in words_rows.npy; its bytes over its
+                       postings is the width (1, 2 or 4 bytes) of each of its row gaps
+    words_rows.npy     uint8: each word's ascending rows as gaps from the previous (the first from 0),
+                       little-endian in the narrowest width that holds them: common words, whose
+                       gaps are small, take a byte a posting
+    words_counts.npy   uint8, two postings a byte (low nibble first): count - 1, or 15 for "in words_big.npy"
+    words_big.npy      (posting, count) pairs of counts of 16 or more, by posting
+    words_blocks.npy   uint8 (blocks, SIGNATURE_BITS / 8): per block of BLOCK_WORDS consecutive
+                       words, the hashed 3-byte substrings of its words as a bit set; a keyword's
+                       words are looked for only in the blocks holding all its hashes (a superset)
+UTF-8 substring matches are exactly code-point substring matches (a UTF-8 sequence cannot start
+inside another character), and b"\n" is a separator, so no word holds it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import re
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+
+from arag.small_sorted import mapped
+
+SEP = b"\n"
+ESCAPE = 15  # a count nibble meaning "16 or more: in words_big.npy"
+# Postings of a condition are gathered only while they are at most this many times the candidates
+# already left: gathering a posting costs ~1,000x less than reading and counting a chunk's text
+# (~20 ns against ~10-20 µs for a few kB of wiki text).
+UNION_PER_CANDIDATE = 1000
+# Candidates few enough to count on their text without narrowing further.
+ENOUGH = 32
+# A suffix condition matching more words than this (a word ending in "a") is not used: finding
+# them (a scan of the words, ~5 µs a match) costs more than it narrows.
+SUFFIX_WORDS = 64
+
+BLOCK_WORDS = 128
+SIGNATURE_BITS = 2048  # 2 bytes a word; a block's 128 words set ~40% of the bits on wiki text
+
+UNICODE_VERSION = unicodedata.unidata_version  # what str.isspace() and lower() follow (kept in each cache's metadata)
+WORD = re.compile(r'[^\s()\[\]{}",;:!?]+')  # str patterns: \s is str.isspace()
+
+
+def split_keyword(lowered: str) -> tuple[bool, list[tuple[str, str]]]:
+    """(whether the keyword lies inside one word, its conditions otherwise): each word of a keyword
+    with separators, as ("whole" | "suffix" | "prefix", word). A word at the keyword's start ends
+    a word of the text, one at its end starts one, one with separators on both sides is a whole word."""
+    runs = [(m.start(), m.end()) for m in WORD.finditer(lowered)]
+    if len(runs) == 1 and runs[0] == (0, len(lowered)):
+        return True, []
+    return False, [("suffix" if a == 0 else "prefix" if b == len(lowered) else "whole", lowered[a:b]) for a, b in runs]
+
+
+def _index_dtype(largest: int) -> type:
+    return np.uint32 if largest < 2**32 else np.uint64
+
+
+def _hashes(data: np.ndarray) -> np.ndarray:
+    """Hash of each 3-byte window of `data` (uint8) into SIGNATURE_BITS."""
+    x = data.astype(np.uint32)
+    return ((x[:-2] * np.uint32(0x9E37) + x[1:-1] * np.uint32(0x85EB) + x[2:] * np.uint32(0xC2B3)) >> np.uint32(3)) % np.uint32(SIGNATURE_BITS)
+
+
+def _signatures(blob: np.ndarray, starts: np.ndarray, words: int) -> np.ndarray:
+    """Each block's bit set of the hashes of its words' 3-byte windows (none crosses a b"\\n")."""
+    blocks = -(-words // BLOCK_WORDS)
+    bits = np.zeros((blocks, SIGNATURE_BITS), dtype=bool)
+    if len(blob) >= 3 and words:
+        sep = blob == SEP[0]
+        keep = ~(sep[:-2] | sep[1:-1] | sep[2:])
+        at = np.flatnonzero(keep)
+        block = (np.searchsorted(starts, at, side="right") - 1) // BLOCK_WORDS
+        bits[block, _hashes(blob)[keep]] = True
+    return np.packbits(bits, axis=1, bitorder="little")
+
+
+class WordPostingsWriter:
+    """Collects (word, row, count) batch by batch; memory ~16 bytes a posting until written."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.keys: list[np.ndarray] = []  # word id << 32 | row, unique, per batch
+        self.counts: list[np.ndarray] = []
+
+    def add(self, lowered_texts: list[str], first_row: int) -> None:
+        find = WORD.findall
+        per_row = [find(t) for t in lowered_texts]
+        lengths = np.fromiter(map(len, per_row), dtype=np.int64, count=len(per_row))
+        total = int(lengths.sum())
+        if not total:
+            return
+        vocab = self.vocab
+        ids = np.fromiter((vocab.setdefault(w, len(vocab)) for ws in per_row for w in ws), dtype=np.uint64, count=total)
+        rows = np.repeat(np.arange(first_row, first_row + len(per_row), dtype=np.uint64), lengths)
+        keys, counts = np.unique((ids << np.uint64(32)) | rows, return_counts=True)
+        self.keys.append(keys)
+        self.counts.append(counts)
+
+    def write(self, directory: Path) -> dict:
+        """Write the files; return the postings, the vocabulary size and the bytes written."""
+        words = sorted(self.vocab)  # code point order = UTF-8 byte order
+        rank = np.empty(len(words), dtype=np.uint64)
+        rank[np.fromiter((self.vocab[w] for w in words), dtype=np.int64, count=len(words))] = np.arange(len(words), dtype=np.uint64)
+        keys = np.concatenate(self.keys) if self.keys else np.zeros(0, np.uint64)
+        counts = np.concatenate(self.counts) if self.counts else np.zeros(0, np.int64)
+        keys = (rank[(keys >> np.uint64(32)).astype(np.int64)] << np.uint64(32)) | (keys & np.uint64(0xFFFFFFFF))
+        order = np.argsort(keys)
+        keys, counts = keys[order], counts[order]
+        rows = (keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        n = np.bincount((keys >> np.uint64(32)).astype(np.int64), minlength=len(words))
+        offsets = np.concatenate(([0], np.cumsum(n)))
+        first = offsets[:-1]
+        gaps = np.diff(rows, prepend=0)
+        gaps[first[n > 0]] = rows[first[n > 0]]
+        widest = np.maximum.reduceat(gaps, first) if len(words) else np.zeros(0, np.int64)
+        width = np.where(widest < 2**8, 1, np.where(widest < 2**16, 2, 4))
+        row_at = np.concatenate(([0], np.cumsum(n * width)))
+        per_posting = np.repeat(width, n)
+        pos = np.repeat(row_at[:-1], n) + per_posting * (np.arange(len(rows)) - np.repeat(first, n))
+        stream = np.zeros(int(row_at[-1]), dtype=np.uint8)
+        for b in range(4):
+            m = per_posting > b
+            stream[pos[m] + b] = (gaps[m] >> (8 * b)) & 0xFF
+        nibbles = np.where(counts > ESCAPE, ESCAPE, counts - 1).astype(np.uint8)
+        if len(nibbles) % 2:
+            nibbles = np.append(nibbles, np.uint8(0))
+        big = np.flatnonzero(counts > ESCAPE)
+        encoded = [w.encode("utf-8", "surrogatepass") for w in words]
+        blob = SEP + b"".join(w + SEP for w in encoded)
+        starts = np.concatenate(([1], 1 + np.cumsum(np.fromiter((len(w) + 1 for w in encoded), dtype=np.int64, count=len(encoded)))))
+        files = {
+            "words_vocab.bin": None,
+            "words_starts.npy": starts.astype(_index_dtype(len(blob) + 1)),
+            "words_offsets.npy": offsets.astype(_index_dtype(len(rows))),
+            "words_row_at.npy": row_at.astype(_index_dtype(len(stream))),
+            "words_rows.npy": stream,
+            "words_counts.npy": nibbles[0::2] | (nibbles[1::2] << np.uint8(4)),
+            "words_big.npy": np.stack([big, counts[big]], axis=1).astype(_index_dtype(max(len(rows), int(counts.max(initial=0))))),
+        }
+        files["words_blocks.npy"] = _signatures(np.frombuffer(blob, dtype=np.uint8), starts, len(words))
+        (directory / "words_vocab.bin").write_bytes(blob)
+        for name, array in files.items():
+            if array is not None:
+                np.save(directory / name, array)
+        size = sum((directory / f).stat().st_size for f in files)
+        return {"word_postings": int(len(rows)), "vocabulary": len(words), "word_bytes": int(size)}
+
+
+class WordPostings:
+    """Read side: the memory-mapped files of one part."""
+
+    def __init__(self, directory: Path, num_chunks: int):
+        self.num_chunks = num_chunks
+        with open(directory / "words_vocab.bin", "rb") as f:
+            self._vocab = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self.starts = mapped(directory / "words_starts.npy")
+        self.offsets = mapped(directory / "words_offsets.npy")
+        self.row_at = mapped(directory / "words_row_at.npy")
+        self.stream = mapped(directory / "words_rows.npy")
+        self.nibbles = mapped(directory / "words_counts.npy")
+        self.big = np.load(directory / "words_big.npy")
+        self.blocks = mapped(directory / "words_blocks.npy")
+        self.size = len(self.starts) - 1
+
+    def _word(self, i: int) -> bytes:
+        return self._vocab[int(self.starts[i]) : int(self.starts[i + 1]) - 1]
+
+    def _range(self, prefix: bytes, whole: bool) -> tuple[int, int]:
+        """Ids [lo, hi) of the words equal to `prefix` (whole) or starting with it."""
+        lo = bisect.bisect_left(range(self.size), prefix, key=self._word)
+        if whole:
+            return lo, lo + int(lo < self.size and self._word(lo) == prefix)
+        return lo, bisect.bisect_left(range(self.size), prefix + b"\xff", lo=lo, key=self._word)  # no UTF-8 byte is 0xff
+
+    def _spans(self, needle: bytes) -> list[tuple[int, int]]:
+        """Byte ranges of words_vocab.bin that hold every word containing `needle` (without its
+        framing b"\\n"): the runs of blocks whose signature has all of the needle's hashes."""
+        core = needle.strip(SEP)
+        if len(core) < 3:
+            return [(0, len(self._vocab))]
+        h = np.unique(_hashes(np.frombuffer(core, dtype=np.uint8)))
+        hit = np.flatnonzero(((self.blocks[:, h >> 3] >> (h & 7).astype(np.uint8)) & 1).all(axis=1))
+        if not len(hit):
+            return []
+        cut = np.flatnonzero(np.diff(hit) > 1) + 1
+        first, last = hit[np.concatenate(([0], cut))], hit[np.concatenate((cut - 1, [len(hit) - 1]))]
+        lo = self.starts[first * BLOCK_WORDS].astype(np.int64)
+        hi = self.starts[np.minimum((last + 1) * BLOCK_WORDS, self.size)].astype(np.int64)
+        return list(zip(lo.tolist(), hi.tolist()))
+
+    def matching_words(self, needle: bytes, limit: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """(ascending word ids, non-overlapping occurrences of `needle` in each) of the words whose
+        b"\\n"-framed form holds `needle` (no leading b"\\n"); None past `limit` matches."""
+        found, find = [], self._vocab.find
+        step = max(1, len(needle) - needle.endswith(SEP))  # a framing b"\n" also starts the next word
+        for at, end in self._spans(needle):
+            while True:
+                at = find(needle, at, end)
+                if at < 0:
+                    break
+                found.append(at)
+                if limit is not None and len(found) > limit:
+                    return None
+                at += step
+        ids = np.searchsorted(self.starts, np.asarray(found, dtype=np.int64), side="right") - 1
+        return np.unique(ids, return_counts=True)
+
+    def _gather(self, ids: np.ndarray, with_counts: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Rows (ascending within each word, words in `ids` order) and counts of the words `ids`."""
+        lo = self.offsets[ids].astype(np.int64)
+        n = self.offsets[ids + 1].astype(np.int64) - lo
+        at = self.row_at[ids].astype(np.int64)
+        width = (self.row_at[ids + 1].astype(np.int64) - at) // np.maximum(n, 1)
+        seg = np.cumsum(n) - n
+        rank = np.arange(int(n.sum())) - np.repeat(seg, n)
+        per_posting = np.repeat(width, n)
+        pos = np.repeat(at, n) + per_posting * rank
+        gaps = self.stream[pos].astype(np.int64)
+        for b in (1, 2, 3):
+            m = per_posting > b
+            if m.any():
+                gaps[m] |= self.stream[pos[m] + b].astype(np.int64) << (8 * b)
+        total = np.cumsum(gaps)
+        before = total[seg[n > 0]] - gaps[seg[n > 0]]
+        rows = total - np.repeat(before, n[n > 0])
+        if not with_counts:
+            return rows, None
+        posting = np.repeat(lo, n) + rank
+        counts = ((self.nibbles[posting >> 1] >> ((posting & 1) * 4).astype(np.uint8)) & 0xF).astype(np.int64) + 1
+        escaped = np.flatnonzero(counts > ESCAPE)
+        if len(escaped):
+            counts[escaped] = self.big[np.searchsorted(self.big[:, 0], posting[escaped]), 1].astype(np.int64)
+        return rows, counts
+
+    def _union(self, ids: np.ndarray) -> np.ndarray:
+        """Ascending distinct rows holding any of the words `ids`."""
+        rows, _ = self._gather(ids, with_counts=False)
+        if len(ids) == 1:
+            return rows
+        mark = np.zeros(self.num_chunks, dtype=bool)
+        mark[rows] = True
+        return np.flatnonzero(mark)
+
+    def keyword_counts(self, lowered: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ascending rows, counts > 0) of a keyword without separators, from the words alone."""
+        ids, per_word = self.matching_words(lowered.encode("utf-8", "surrogatepass"))
+        if not len(ids):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        rows, counts = self._gather(ids, with_counts=True)
+        if len(ids) == 1:
+            return rows, counts * int(per_word[0])
+        weights = counts * np.repeat(per_word, (self.offsets[ids + 1] - self.offsets[ids]).astype(np.int64))
+        total = np.bincount(rows, weights=weights, minlength=self.num_chunks).astype(np.int64)
+        hit = np.flatnonzero(total)
+        return hit, total[hit]
+
+    def candidates(self, conditions: list[tuple[str, str]]) -> np.ndarray | None:
+        """Ascending rows meeting the most selective of `conditions` (split_keyword): a superset of
+        the chunks holding the keyword; None: no condition narrows (every row). Whole words and
+        prefixes are binary searches of the sorted words; a suffix needs a scan of them, so it is
+        looked at last, only while candidates are many, and dropped past SUFFIX_WORDS words."""
+        ranked = []
+        for kind, run in conditions:
+            if kind != "suffix":
+                lo, hi = self._range(run.encode("utf-8", "surrogatepass"), whole=kind == "whole")
+                if lo == hi:
+                    return np.zeros(0, np.int64)  # a word every match needs, in no chunk of this part
+                ranked.append((int(self.offsets[hi]) - int(self.offsets[lo]), np.arange(lo, hi)))
+        ranked.sort(key=lambda t: t[0])
+        rows = self._union(ranked[0][1]) if ranked else None
+        for size, ids in ranked[1:]:
+            if len(rows) <= ENOUGH or size > UNION_PER_CANDIDATE * len(rows):
+                break
+            rows = self._within(rows, ids)
+        for kind, run in conditions:
+            if kind != "suffix" or (rows is not None and len(rows) <= ENOUGH):
+                continue
+            found = self.matching_words(run.encode("utf-8", "surrogatepass") + SEP, limit=SUFFIX_WORDS)
+            if found is None:
+                continue
+            ids = found[0]
+            if not len(ids):
+                return np.zeros(0, np.int64)
+            if rows is None:
+                rows = self._union(ids)
+            elif int((self.offsets[ids + 1].astype(np.int64) - self.offsets[ids]).sum()) <= UNION_PER_CANDIDATE * len(rows):
+                rows = self._within(rows, ids)
+        return rows
+
+    def _within(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Those of ascending `rows` holding any of the words `ids`."""
+        mark = np.zeros(self.num_chunks, dtype=bool)
+        mark[self._gather(ids, with_counts=False)[0]] = True
+        return rows[mark[rows]]
