@@ -75,7 +75,7 @@ def check_index_config(cfg: DictConfig) -> None:
         {
             "data_dir": None,
             "progress": None,
-            "index": dict.fromkeys(("path", "chunking", "chunk_tokens", "chunk_overlap", "language", "faiss_factory", "overwrite", "ann", "verify_inputs")),
+            "index": dict.fromkeys(("path", "chunking", "chunk_tokens", "chunk_overlap", "language", "faiss_factory", "overwrite", "ann", "ann_recall", "ann_questions", "verify_inputs")),
             "corpus": corpus_keys(),
             "embedder": dict.fromkeys(field_names(EmbedderSpec)),
             "runtime": {"num_cpus": None, "embed": dict.fromkeys(field_names(EmbedRuntime))},
