@@ -381,6 +381,28 @@ def test_the_pipeline_measures_recall_and_semantic_search_uses_its_settings(ann_
         assert (searcher.nprobe, searcher.rerank_factor) == (entry["search"]["nprobe"], entry["search"]["rerank"])
 
 
+def test_a_questions_file_joins_the_recall_measurement(ann_built, tmp_path):
+    import dataclasses
+
+    from arag.runtime.ann_job import run_ann_phase
+    from tests.conftest import write_jsonl
+
+    root, manifest = ann_built
+    layout = IndexLayout(root)
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": str(i), "question": f"What concerns topic {i} of subject {i * 7}?", "answers": ["x"]} for i in range(5)])
+    records = [PartRecord(**json.loads(layout.part_record(p["part"]).read_text())) for p in manifest["parts"]]
+    settings = dataclasses.replace(_settings(Path(manifest["corpus"]["path"])), ann_questions=str(questions))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ann, "AUTO_FLAT_MAX_SENTENCES", 100)
+        entry = run_ann_phase(settings, layout, records, progress=False, use_gpu=False)
+    sample = entry["recall"]["queries"]
+    n = manifest["num_sentences"]
+    assert (sample["sentences"], sample["questions"], sample["size"]) == (min(n, ann_recall.QUERY_SAMPLE), 5, min(n, ann_recall.QUERY_SAMPLE) + 5)
+    assert sample["questions_file"] == str(questions) and len(sample["questions_sha256"]) == 64
+    assert entry["recall"]["recall_at_10"] >= 0.99
+    assert settings.identity()["ann_questions"] == str(questions) and "ann_questions" not in _settings(Path(manifest["corpus"]["path"])).identity()
+
+
 def test_an_unreachable_recall_target_is_one_error_naming_the_setting(ann_built, tmp_path):
     """Nearly uniform vectors and a one-byte code of 16 values: at most 2,560 candidates of 20,001
     cannot hold 99% of the true neighbours."""

@@ -111,7 +111,7 @@ def _questions(path: str | None) -> tuple[list[str], str | None, str | None]:
     from arag.evaluation.questions import load_questions
 
     loaded = load_questions(path)
-    return [q.question for q in loaded.questions[: ann_recall.QUERY_SAMPLE]], str(path), loaded.digest
+    return [q.question for q in loaded.questions[: ann_recall.QUERY_SAMPLE]], str(path), loaded.sha256
 
 
 def _measure_recall(settings: IndexSettings, layout: IndexLayout, with_vectors: list[PartRecord], questions: tuple[list[str], str | None, str | None]) -> tuple[dict[str, Any], dict[str, Any]]:
