@@ -284,8 +284,8 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
     )
     if best is None:
         raise SystemExit(f"{plan.factory}: index.ann_recall={args.target} not reached (see the grid above); try --factory with a larger code")
-    recall = ann_recall.recall_record(args.target, chosen["with_questions"], chosen["sample"])
-    entry = ann.ann_entry(plan, root, {"seconds": build["seconds"], "device": "cpu"}, build["records"], recall=recall, search=ann_recall.search_record(best))
+    measured = ann_recall.recall_record(args.target, chosen["with_questions"], chosen["sample"])
+    entry = ann.ann_entry(plan, root, {"seconds": build["seconds"], "device": "cpu"}, build["records"], recall=measured, search=ann_recall.search_record(best))
     write_index(root, shards, per_part, entry, dim, model)
     t = time.perf_counter()
     exact = exact_top(shards, queries)

@@ -399,7 +399,8 @@ def test_a_questions_file_joins_the_recall_measurement(ann_built, tmp_path):
     n = manifest["num_sentences"]
     assert (sample["sentences"], sample["questions"], sample["size"]) == (min(n, ann_recall.QUERY_SAMPLE), 5, min(n, ann_recall.QUERY_SAMPLE) + 5)
     assert sample["questions_file"] == str(questions) and len(sample["questions_sha256"]) == 64
-    assert entry["recall"]["recall_at_10"] >= 0.99
+    by_source = entry["recall"]["by_source"]
+    assert entry["recall"]["recall_at_10"] == min(by_source.values()) >= 0.99 and set(by_source) == {"sentences", "questions"}
     assert settings.identity()["ann_questions"] == str(questions) and "ann_questions" not in _settings(Path(manifest["corpus"]["path"])).identity()
 
 
