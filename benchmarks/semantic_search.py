@@ -1,15 +1,24 @@
 """Benchmark sentence vector search at 1M–10M vectors: the index's ANN against exact search.
 
     python -m benchmarks.semantic_search [--sizes 250000,1000000,4000000,10000000] [--part-vectors 250000]
+        [--embedder minilm|static] [--factory ivfpq] [--target 0.99] [--tune-questions 1000]
         [--queries 300] [--anchor-queries 20] [--nprobe 16,32,64,128] [--rerank 8,16,32,64]
         [--workdir /tmp/arag-ann] [--keep]
 
-Data (tests/support/ann_data.py says exactly how): real all-MiniLM-L6-v2 vectors of 100k wiki-sample
-sentences, extended by generated ones (a point between a real vector and one of its 16 nearest
-real neighbours, plus small Gaussian noise, re-normalised), written as the index pipeline writes
-them: exact `IndexIDMap2(IndexFlatIP)` shards of `--part-vectors` vectors each, part by part, so
-RAM stays low (10M x 384 float32 = 15 GB on disk). The sizes share their first parts. Queries:
-the first `--queries` 2WikiMultihopQA questions, embedded as queries with the same model.
+Data (tests/support/ann_data.py says exactly how): real vectors of 100k wiki-sample sentences
+(`--embedder minilm`: all-MiniLM-L6-v2, 384-d; `static`: the static model distilled from it,
+256-d, conf/embedder/minilm-static.yaml), extended by generated ones (a point between a real vector
+and one of its 16 nearest real neighbours, plus small Gaussian noise, re-normalised), written as the
+index pipeline writes them: exact `IndexIDMap2(IndexFlatIP)` shards of `--part-vectors` vectors each,
+part by part, so RAM stays low (10M x 384 float32 = 15 GB on disk). The sizes share their first
+parts. Questions (2WikiMultihopQA, embedded as queries with the same model): the first
+`--tune-questions` join the build's recall measurement (as `index.ann_questions` does); the
+`--queries` after them are the held-out queries every figure below is measured on.
+
+The recall target (`--target`, as `index.ann_recall`): after the ANN is built, the build's own
+measurement (arag.index.ann_recall, the functions arag.runtime.ann_job's tasks run) chooses nprobe
+and rerank, once on held-out sentences plus the tuning questions (what the manifest records and
+semantic_search uses) and once on the sentences alone (an index built without a questions file).
 
 Per size, in one run:
   * the ANN as the pipeline builds it (arag.index.ann: `index.ann=ivfpq`, lists and PQ size
@@ -20,8 +29,9 @@ Per size, in one run:
     (`ToolContext.search_sentences`), one caller, one query at a time, each layout in a fresh
     process so its RSS is its own (RSS = resident memory incl. the pages of memory-mapped shards
     it touched; "anon" = the part that is not file pages):
-      - ANN for every `--nprobe` x `--rerank` (exact re-rank of rerank*10 candidates, >= 256),
-        over all `--queries` queries;
+      - ANN with the settings the recall measurement chose (the manifest's, as semantic_search
+        searches), with the sentences-only choice, and for every `--nprobe` x `--rerank` (exact
+        re-rank of rerank*10 candidates, >= 256), over all `--queries` queries;
       - anchors, over the first `--anchor-queries` queries only (they are slow): numpy brute
         force (matrix-vector products over aligned copies of 64k-row blocks of the memory-mapped
         shards, then the top 10), and today's
@@ -49,12 +59,12 @@ import numpy as np
 
 from tests.support import ann_data
 
-from arag.index import ann
+from arag.index import ann, ann_recall
 from arag.index.layout import FORMAT_VERSION, PART_SHIFT
 from arag.index.vectors import build_shard, write_shard
 
 K = 10
-DIM = 384
+MODEL = {"minilm": "all-MiniLM-L6-v2", "static": "all-MiniLM-L6-v2-static"}
 
 
 def memory() -> dict[str, float]:
@@ -89,7 +99,7 @@ def ensure_shards(work: Path, parts: int, per_part: int, real: np.ndarray, knn: 
     return paths
 
 
-def write_index(root: Path, shards: list[Path], per_part: int, ann_entry: dict | None) -> None:
+def write_index(root: Path, shards: list[Path], per_part: int, ann_entry: dict | None, dim: int, model: str) -> None:
     """A manifest over the shards (vectors only: enough for VectorSearch)."""
     root.mkdir(parents=True, exist_ok=True)
     parts = [
@@ -98,7 +108,7 @@ def write_index(root: Path, shards: list[Path], per_part: int, ann_entry: dict |
     ]
     manifest = {
         "format_version": FORMAT_VERSION,
-        "embedding": {"model": "all-MiniLM-L6-v2", "dimension": DIM, "normalized": True, "spec": {"name": "all-MiniLM-L6-v2"}},
+        "embedding": {"model": model, "dimension": dim, "normalized": True, "spec": {"name": model}},
         "parts": parts,
         "num_sentences": per_part * len(shards),
     }
@@ -158,7 +168,7 @@ def measure_numpy(shards: list[str], queries: np.ndarray, out) -> None:
     the vectors start at byte 82 of a FAISS file), then the top 10 of all shards."""
     base = memory()
     maps = [(p, ann.map_flat_shard(Path(s))) for p, s in enumerate(shards)]
-    block = np.empty((65536, DIM), np.float32)
+    block = np.empty((65536, maps[0][1].shape[1]), np.float32)
     times, ids = [], []
     for q in queries:
         t = time.perf_counter()
@@ -212,20 +222,43 @@ def build_ann(root: Path, shards: list[Path], plan: ann.AnnPlan, per_part: int) 
     ]
     encode_s = time.perf_counter() - t
     ann_bytes = sum((root / r["file"]).stat().st_size for r in records)
-    write_index(root, shards, per_part, ann.ann_entry(plan, root, {"seconds": round(sample_s + train_s, 3), "device": "cpu"}, records))
-    return {"sample_s": sample_s, "train_s": train_s, "encode_s": encode_s, "ann_bytes": ann_bytes}
+    return {"sample_s": sample_s, "train_s": train_s, "encode_s": encode_s, "ann_bytes": ann_bytes, "records": records, "seconds": round(sample_s + train_s, 3)}
 
 
-def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, queries: np.ndarray) -> dict:
+def choose_settings(root: Path, shards: list[Path], per_part: int, records: list[dict], questions: np.ndarray, target: float) -> dict:
+    """The build's recall measurement (arag.index.ann_recall; arag.runtime.ann_job runs it as tasks):
+    on held-out sentences plus `questions`, and on the sentences alone."""
+    t = time.perf_counter()
+    flat = dict(enumerate(shards))
+    sample = ann_recall.sample_queries(flat, dict.fromkeys(range(len(shards)), per_part), questions=questions)
+    truth = ann_recall.merge_neighbours([ann_recall.exact_neighbours(path, p, sample) for p, path in flat.items()])
+    truth_s = time.perf_counter() - t
+    index = ann.merge_parts(ann.read_trained(ann.trained_path(root)), [root / r["file"] for r in records])
+    t = time.perf_counter()
+    with_questions = ann_recall.measure(index, sample, truth, target, threads=faiss.omp_get_max_threads())
+    n = sample.sentences
+    sentences = ann_recall.QuerySample(sample.vectors[:n], sample.self_ids[:n], n, 0)
+    sentences_only = ann_recall.measure(index, sentences, truth[:n], target, threads=faiss.omp_get_max_threads())
+    return {
+        "with_questions": with_questions,
+        "sentences_only": sentences_only,
+        "sample": ann_recall.sample_record(n, sample.questions, questions_file="2WikiMultihopQA questions"),
+        "truth_s": truth_s,
+        "grid_s": time.perf_counter() - t,
+    }
+
+
+def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray, queries: np.ndarray) -> dict:
     per_part = args.part_vectors
     parts = -(-n // per_part)
     if parts * per_part != n:
         raise SystemExit(f"--sizes: {n} is not a multiple of --part-vectors {per_part}")
-    work = Path(args.workdir)
-    print(f"\n=== {n:,} vectors: {parts} parts of {per_part:,} ===", flush=True)
+    dim, model = real.shape[1], MODEL[args.embedder]
+    work = Path(args.workdir) / args.embedder
+    print(f"\n=== {n:,} vectors ({args.embedder}, {dim}-d): {parts} parts of {per_part:,} ===", flush=True)
     shards = ensure_shards(work, parts, per_part, real, knn)
-    plan = ann.plan_ann("ivfpq", n, DIM)
-    root = work / f"index-{n}"
+    plan = ann.plan_ann(args.factory, n, dim)
+    root = work / f"index-{n}-{plan.factory.replace(',', '-')}"
     record = root / "bench-build.json"
     if args.reuse and record.exists():
         build = json.loads(record.read_text())
@@ -234,64 +267,81 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, queries: np.ndarra
         build = build_ann(root, shards, plan, per_part)
         record.write_text(json.dumps(build))
     sample_s, train_s, encode_s, ann_bytes = build["sample_s"], build["train_s"], build["encode_s"], build["ann_bytes"]
-    write_index(work / f"flat-{n}", shards, per_part, None)
-    auto = ann.plan_ann("auto", n, DIM).kind
+    write_index(work / f"flat-{n}", shards, per_part, None, dim, model)
+    auto = ann.plan_ann("auto", n, dim)
     print(
-        f"{plan.factory} (index.ann=auto would choose: {auto}): sample of {plan.train_size:,} read in {sample_s:.1f} s, "
+        f"{plan.factory} (index.ann=auto would choose: {auto.factory or 'flat'}): sample of {plan.train_size:,} read in {sample_s:.1f} s, "
         f"trained in {train_s:.1f} s; {n:,} vectors encoded in {encode_s:.1f} s ({n / encode_s:,.0f}/s); "
         f"part lists {ann_bytes / n:.1f} B/vector on disk; {faiss.omp_get_max_threads()} threads",
         flush=True,
     )
+    chosen = choose_settings(root, shards, per_part, build["records"], tune_q, args.target)
+    best, alone = chosen["with_questions"]["best"], chosen["sentences_only"]["best"]
+    print(
+        f"recall measurement (index.ann_recall={args.target}): exact neighbours of {chosen['sample']['size']:,} queries in {chosen['truth_s']:.1f} s, "
+        f"grid in {chosen['grid_s']:.1f} s; chosen with {len(tune_q)} questions: {best}; on sentences alone: {alone}",
+        flush=True,
+    )
+    if best is None:
+        raise SystemExit(f"{plan.factory}: index.ann_recall={args.target} not reached (see the grid above); try --factory with a larger code")
+    measured = ann_recall.recall_record(args.target, chosen["with_questions"], chosen["sample"])
+    entry = ann.ann_entry(plan, root, {"seconds": build["seconds"], "device": "cpu"}, build["records"], recall=measured, search=ann_recall.search_record(best))
+    write_index(root, shards, per_part, entry, dim, model)
     t = time.perf_counter()
     exact = exact_top(shards, queries)
-    print(f"exact top-{K} of {len(queries)} queries (batched numpy) in {time.perf_counter() - t:.1f} s", flush=True)
+    print(f"exact top-{K} of {len(queries)} held-out queries (batched numpy) in {time.perf_counter() - t:.1f} s", flush=True)
 
-    knobs = [(int(a), int(b)) for a in args.nprobe.split(",") for b in args.rerank.split(",")]
-    default = (ann.DEFAULT_NPROBE, ann.DEFAULT_RERANK)
-    if default not in knobs:
-        knobs.append(default)
-    annm = in_child(measure_search, str(root), queries, knobs, 1 << 62)
+    knobs: list[tuple[int | None, int | None]] = [(None, None)]  # the manifest's settings, as semantic_search searches
+    if alone is not None and (alone["nprobe"], alone["rerank"]) != (best["nprobe"], best["rerank"]):
+        knobs.append((alone["nprobe"], alone["rerank"]))
+    knobs += [(int(a), int(b)) for a in filter(None, args.nprobe.split(",")) for b in filter(None, args.rerank.split(","))]
     a = args.anchor_queries
+    # Anchors and ANN alternate (A B A B) so that both sides of each ratio see the same machine.
+    annm = in_child(measure_search, str(root), queries, knobs, 1 << 62)
     anchors = {
         "numpy brute force": in_child(measure_numpy, [str(s) for s in shards], queries[:a]),
-        "Flat shards (today)": in_child(measure_search, str(work / f"flat-{n}"), queries[:a], [(None, None)], 0),
+        "Flat shards (exact)": in_child(measure_search, str(work / f"flat-{n}"), queries[:a], [(None, None)], 0),
     }
+    again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62)
     rows = []
-    header = f"{'layout':<30}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}"
+    header = f"{'layout':<34}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}"
     print(header)
     anchor_p50 = {}
     for name, m in anchors.items():
         r = m["results"][0]
         anchor_p50[name] = pct(r["times"], 50)
-        print(f"{name:<30}{a:>8}{recall(r['ids'], exact[:a]):>10.3f}{pct(r['times'], 50):>9.1f}{pct(r['times'], 95):>9.1f}{pct(r['times'], 50):>9.1f}{m['after']['rss']:>9,.0f}{m['after']['anon']:>7,.0f}")
+        print(f"{name:<34}{a:>8}{recall(r['ids'], exact[:a]):>10.3f}{pct(r['times'], 50):>9.1f}{pct(r['times'], 95):>9.1f}{pct(r['times'], 50):>9.1f}{m['after']['rss']:>9,.0f}{m['after']['anon']:>7,.0f}")
     for r in annm["results"]:
-        p50_a = pct(r["times"][:a], 50)
+        p50_a = (pct(r["times"][:a], 50) + pct(again["results"][0]["times"], 50)) / 2 if r["nprobe"] is None else pct(r["times"][:a], 50)
+        nprobe, rerank = (best["nprobe"], best["rerank"]) if r["nprobe"] is None else (r["nprobe"], r["rerank"])
         row = {
-            "nprobe": r["nprobe"],
-            "rerank": r["rerank"],
+            "nprobe": nprobe,
+            "rerank": rerank,
+            "chosen": r["nprobe"] is None,
             "recall": recall(r["ids"], exact),
             "p50": pct(r["times"], 50),
             "p95": pct(r["times"], 95),
             "p50_anchor_queries": p50_a,
             "vs_numpy": anchor_p50["numpy brute force"] / p50_a,
-            "vs_flat": anchor_p50["Flat shards (today)"] / p50_a,
+            "vs_flat": anchor_p50["Flat shards (exact)"] / p50_a,
         }
         rows.append(row)
-        mark = " *" if (r["nprobe"], r["rerank"]) == default else ""
-        name = f"ANN nprobe={r['nprobe']} rerank={r['rerank']}{mark}"
+        name = f"ANN nprobe={nprobe} rerank={rerank}" + (" *" if row["chosen"] else " s" if alone and (nprobe, rerank) == (alone["nprobe"], alone["rerank"]) else "")
         print(
-            f"{name:<30}{len(queries):>8}{row['recall']:>10.3f}{row['p50']:>9.2f}{row['p95']:>9.2f}{p50_a:>9.2f}"
+            f"{name:<34}{len(queries):>8}{row['recall']:>10.3f}{row['p50']:>9.2f}{row['p95']:>9.2f}{p50_a:>9.2f}"
             f"{'':>16}{row['vs_numpy']:>9.0f}x{row['vs_flat']:>8.0f}x"
         )
     print(
         f"ANN process: RSS {annm['after']['rss']:,.0f} MiB after all queries (anon {annm['after']['anon']:,.0f}), "
         f"{annm['loaded']['rss'] - annm['base']['rss']:,.0f} MiB for loading (merge of {parts} part lists in {annm['load_s']:.1f} s); "
-        f"* = default knobs; vs = anchor p50 / ANN p50 over the same {a} queries",
+        f"* = the manifest's settings (chosen on sentences + {len(tune_q)} questions; its p50/{a}q is the mean of two runs, before and after the anchors), "
+        f"s = chosen on sentences alone; vs = anchor p50 / ANN p50 over the same {a} queries",
         flush=True,
     )
-    best = next(r for r in rows if (r["nprobe"], r["rerank"]) == default)
     return {
         "vectors": n,
+        "embedder": args.embedder,
+        "dimension": dim,
         "factory": plan.factory,
         "train_size": plan.train_size,
         "sample_s": sample_s,
@@ -302,8 +352,10 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, queries: np.ndarra
         "ann_anon_mib": annm["after"]["anon"],
         "load_s": annm["load_s"],
         "anchors": {k: {"p50": v, "rss": anchors[k]["after"]["rss"]} for k, v in anchor_p50.items()},
-        "default": best,
-        "grid": rows,
+        "chosen": best,
+        "chosen_on_sentences_alone": alone,
+        "recall_grid": chosen["with_questions"]["grid"],
+        "rows": rows,
     }
 
 
@@ -312,10 +364,14 @@ def main() -> None:
     ap.add_argument("--sizes", default="250000,1000000,4000000,10000000")
     ap.add_argument("--part-vectors", type=int, default=250_000)
     ap.add_argument("--real", type=int, default=100_000, help="real wiki sentences embedded (cached)")
-    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--embedder", choices=ann_data.EMBEDDERS, default="minilm")
+    ap.add_argument("--factory", default="ivfpq", help="index.ann: ivfpq (derived from the size) or a FAISS IVF factory string")
+    ap.add_argument("--target", type=float, default=ann_recall.DEFAULT_TARGET, help="index.ann_recall")
+    ap.add_argument("--tune-questions", type=int, default=ann_recall.QUERY_SAMPLE, help="questions in the recall measurement (index.ann_questions)")
+    ap.add_argument("--queries", type=int, default=300, help="held-out questions (after the tuning ones) every figure is measured on")
     ap.add_argument("--anchor-queries", type=int, default=20)
-    ap.add_argument("--nprobe", default="16,32,64,128")
-    ap.add_argument("--rerank", default="8,16,32,64")
+    ap.add_argument("--nprobe", default="", help="more settings to measure: nprobe values x --rerank values")
+    ap.add_argument("--rerank", default="")
     ap.add_argument("--workdir", default="/tmp/arag-ann")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--keep", action="store_true", help="keep the generated shards and indexes")
@@ -325,20 +381,21 @@ def main() -> None:
 
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, faiss {faiss.__version__}", flush=True)
     work = Path(args.workdir)
-    real, knn = ann_data.real_vectors(work, args.real)
-    queries = ann_data.query_vectors(work, args.queries)
-    print(f"{len(real):,} real vectors, {len(queries)} queries", flush=True)
+    real, knn = ann_data.real_vectors(work, args.real, kind=args.embedder)
+    questions = ann_data.query_vectors(work, args.tune_questions + args.queries, kind=args.embedder)
+    tune_q, queries = questions[: args.tune_questions], questions[args.tune_questions :]
+    print(f"{len(real):,} real vectors, {len(tune_q)} tuning questions, {len(queries)} held-out queries", flush=True)
     figures = []
     try:
         for n in (int(s) for s in args.sizes.split(",")):
-            figures.append(run_size(args, n, real, knn, queries))
+            figures.append(run_size(args, n, real, knn, tune_q, queries))
             if args.json:
                 Path(args.json).write_text(json.dumps(figures, indent=2))
     finally:
         if not args.keep:
-            for path in work.glob("index-*"):
+            for path in work.glob("*/index-*"):
                 shutil.rmtree(path, ignore_errors=True)
-            for path in list(work.glob("flat-*")) + list(work.glob("shards-*")):
+            for path in list(work.glob("*/flat-*")) + list(work.glob("*/shards-*")):
                 shutil.rmtree(path, ignore_errors=True)
 
 

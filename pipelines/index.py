@@ -33,6 +33,8 @@ def settings_from_config(cfg: DictConfig) -> IndexSettings:
         ),
         faiss_factory=str(cfg.index.faiss_factory),
         ann=str(cfg.index.ann),
+        ann_recall=cfg.index.ann_recall,
+        ann_questions=None if cfg.index.ann_questions is None else str(cfg.index.ann_questions),
     )
 
 

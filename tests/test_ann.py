@@ -10,7 +10,7 @@ import faiss
 import numpy as np
 import pytest
 
-from arag.index import ann
+from arag.index import ann, ann_recall
 from arag.index.build import IndexSettings
 from arag.index.layout import PART_SHIFT, IndexLayout
 from arag.index.parts import PartRecord
@@ -29,6 +29,12 @@ def clustered(n: int, seed: int, dim: int = DIM, centers: int = 40) -> np.ndarra
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
+def held_out(n: int) -> np.ndarray:
+    """`n` new vectors drawn like part 0's of `ann_index` (its topics), stored nowhere: queries like
+    the data, which is what the recall measured at build time (on held-out sentences) speaks for."""
+    return clustered(7000 + n, seed=0)[7000:]
+
+
 def part_ids(part: int, rows: int) -> np.ndarray:
     return (np.int64(part) << PART_SHIFT) | np.arange(rows, dtype=np.int64)
 
@@ -42,7 +48,8 @@ def write_parts(root: Path, parts: list[np.ndarray]) -> IndexLayout:
 
 
 def build_ann(layout: IndexLayout, parts: list[np.ndarray], setting: str = "ivfpq") -> dict:
-    """The ANN phase without Ray: the same functions the Ray tasks run, one after the other."""
+    """The ANN phase without Ray: the same functions the Ray tasks run, one after the other
+    (the recall measurement too, for the default target)."""
     n = sum(len(v) for v in parts)
     plan = ann.plan_ann(setting, n, DIM)
     sample = ann.read_sample({p: layout.vectors(p) for p in range(len(parts))}, {p: len(v) for p, v in enumerate(parts)}, plan.train_size)
@@ -52,7 +59,18 @@ def build_ann(layout: IndexLayout, parts: list[np.ndarray], setting: str = "ivfp
         {"part": p, "file": str(ann.part_lists_path(layout.root, p).relative_to(layout.root)), "rows": ann.encode_part(trained, layout.vectors(p), p, ann.part_lists_path(layout.root, p))}
         for p in range(len(parts))
     ]
-    return ann.ann_entry(plan, layout.root, {"seconds": 0.0, "device": "cpu"}, records)
+    measured = measure_recall(layout, parts, records, ann_recall.DEFAULT_TARGET)
+    recall = ann_recall.recall_record(ann_recall.DEFAULT_TARGET, measured, ann_recall.sample_record(measured["sentences"], 0))
+    return ann.ann_entry(plan, layout.root, {"seconds": 0.0, "device": "cpu"}, records, recall=recall, search=ann_recall.search_record(measured["best"]))
+
+
+def measure_recall(layout: IndexLayout, parts: list[np.ndarray], records: list[dict], target: float) -> dict:
+    """What arag.runtime.ann_job._measure_recall's tasks compute, here in one process."""
+    shards = {p: layout.vectors(p) for p in range(len(parts))}
+    sample = ann_recall.sample_queries(shards, {p: len(v) for p, v in enumerate(parts)})
+    truth = ann_recall.merge_neighbours([ann_recall.exact_neighbours(shards[p], p, sample) for p in shards])
+    index = ann.merge_parts(ann.read_trained(ann.trained_path(layout.root)), [layout.root / r["file"] for r in records])
+    return {**ann_recall.measure(index, sample, truth, target), "sentences": sample.sentences}
 
 
 def write_manifest(layout: IndexLayout, parts: list[np.ndarray], ann_entry: dict | None) -> None:
@@ -128,12 +146,12 @@ def test_training_sample_is_drawn_across_all_parts():
     assert {p: r.tolist() for p, r in ann.sample_rows(rows, 500).items()} == {p: r.tolist() for p, r in sample.items()}
 
 
-def test_default_knobs_reach_recall_099_with_exact_scores(ann_index):
+def test_recorded_settings_reach_recall_099_on_new_queries_with_exact_scores(ann_index):
     layout, parts = ann_index
     search = VectorSearch(open_index(layout.root))
     assert search.kind == "ivfpq"
     hits = total = 0
-    for q in clustered(100, seed=7):
+    for q in held_out(100):
         scores, ids = search.search(q[None, :], 10)
         exact_scores, exact_ids = brute_force(parts, q, 10)
         hits += len(set(ids.tolist()) & set(exact_ids.tolist()))
@@ -144,8 +162,75 @@ def test_default_knobs_reach_recall_099_with_exact_scores(ann_index):
     assert hits / total >= 0.99
     # One list probed and few candidates: the knobs are honoured, and recall drops.
     narrow = VectorSearch(open_index(layout.root), nprobe=1, rerank=1)
-    narrow_hits = sum(len(set(narrow.search(q[None, :], 10)[1].tolist()) & set(brute_force(parts, q, 10)[1].tolist())) for q in clustered(100, seed=7))
+    narrow_hits = sum(len(set(narrow.search(q[None, :], 10)[1].tolist()) & set(brute_force(parts, q, 10)[1].tolist())) for q in held_out(100))
     assert narrow_hits < hits
+
+
+def test_the_build_records_the_recall_it_measured_and_the_settings_that_reach_it(ann_index):
+    layout, parts = ann_index
+    entry = json.loads(layout.manifest.read_text())["ann"]
+    recall, chosen = entry["recall"], entry["search"]
+    assert recall["target"] == 0.99 and recall["recall_at_10"] >= 0.99 and recall["k"] == 10
+    assert recall["queries"]["size"] == recall["queries"]["sentences"] == ann_recall.QUERY_SAMPLE and recall["queries"]["seed"] == ann_recall.QUERY_SEED
+    row = next(r for r in recall["grid"] if (r["nprobe"], r["rerank"]) == (chosen["nprobe"], chosen["rerank"]))
+    assert row["recall"] == recall["recall_at_10"]
+    # the cheapest setting that reaches the target; every cheaper one measured falls short
+    assert all(r["recall"] < 0.99 for r in recall["grid"] if r["cost_ns"] < row["cost_ns"])
+    assert chosen["nprobe"] < entry["nlist"]
+    # The recorded recall is what searching with those settings gives on held-out sentences:
+    # recomputed here by brute force, each query's own sentence left out.
+    vecs = np.concatenate(parts)
+    ids = np.concatenate([part_ids(p, len(v)) for p, v in enumerate(parts)])
+    search = VectorSearch(open_index(layout.root))
+    hits = 0
+    chosen_queries = ann.sample_rows({p: len(v) for p, v in enumerate(parts)}, 200, ann_recall.QUERY_SEED)
+    for p, rows in chosen_queries.items():
+        for r in rows.tolist():
+            own = part_ids(p, r + 1)[-1]
+            exact = ann.top_exact(np.where(ids == own, -np.inf, vecs @ parts[p][r]), ids, 10)[1]
+            got = search.search(parts[p][r][None, :], 11)[1]
+            hits += len(set(got[got != own][:10].tolist()) & set(exact.tolist()))
+    assert hits / 2000 >= 0.98
+
+
+def test_semantic_search_uses_the_recorded_settings(ann_index, tmp_path):
+    """A manifest that records a narrow search gets a narrow search (and lower recall); nothing is
+    passed at query time."""
+    layout, parts = ann_index
+    manifest = json.loads(layout.manifest.read_text())
+    assert ann.AnnSearcher(layout.root, manifest["ann"], {}).nprobe == manifest["ann"]["search"]["nprobe"]
+    queries = held_out(100)
+
+    def recall_with(search_record: dict) -> float:
+        manifest["ann"]["search"] = search_record
+        layout.manifest.write_text(json.dumps(manifest))
+        search = VectorSearch(open_index(layout.root))
+        return sum(len(set(search.search(q[None, :], 10)[1].tolist()) & set(brute_force(parts, q, 10)[1].tolist())) for q in queries) / 1000
+
+    original = dict(manifest["ann"]["search"])
+    try:
+        narrow = recall_with({"nprobe": 1, "rerank": 1})
+        recorded = recall_with(original)
+    finally:
+        manifest["ann"]["search"] = original
+        layout.manifest.write_text(json.dumps(manifest))
+    assert recorded >= 0.99 > narrow
+
+
+def test_a_bad_recall_target_names_the_setting():
+    for value in (0, 1.5, -0.1, "high", None, True):
+        with pytest.raises(ValueError, match=r"index\.ann_recall="):
+            ann_recall.check_recall_target(value)
+    assert ann_recall.check_recall_target(1) == 1.0 and ann_recall.check_recall_target("0.95") == 0.95
+
+
+def test_a_derived_code_grows_once_before_the_target_is_given_up():
+    plan = ann.plan_ann("auto", 10**7, 384)
+    larger = ann.with_larger_code(plan)
+    assert (larger.factory, larger.pq_m, larger.nlist) == ("IVF4096,PQ192", 192, 4096)
+    assert ann.with_larger_code(larger) is None  # 2 dimensions per byte at most
+    assert ann.with_larger_code(ann.plan_ann("ivfpq", 10**7, 256)).factory == "IVF4096,PQ128"
+    assert ann.with_larger_code(ann.plan_ann("IVF4096,PQ96", 10**7, 384)) is None  # the user's own code is kept
 
 
 def test_reranked_scores_are_the_exact_searchs_scores_bit_for_bit(ann_index):
@@ -281,6 +366,61 @@ def ann_built(small_corpus, tmp_path_factory):
     return root, result.manifest
 
 
+def test_the_pipeline_measures_recall_and_semantic_search_uses_its_settings(ann_built):
+    from arag.tools import ToolContext
+
+    root, manifest = ann_built
+    entry = manifest["ann"]
+    n = manifest["num_sentences"]
+    assert entry["recall"]["recall_at_10"] >= entry["recall"]["target"] == 0.99
+    assert entry["recall"]["queries"]["size"] == min(n, ann_recall.QUERY_SAMPLE) and "left out" in entry["recall"]["queries"]["source"]
+    assert set(entry["search"]) >= {"nprobe", "rerank"}
+    with ToolContext(root) as ctx:
+        assert ctx.call("semantic_search", {"query": "subject 3", "top_k": 2}).error is None
+        searcher = ctx.vectors._ann_searcher()
+        assert (searcher.nprobe, searcher.rerank_factor) == (entry["search"]["nprobe"], entry["search"]["rerank"])
+
+
+def test_a_questions_file_joins_the_recall_measurement(ann_built, tmp_path):
+    import dataclasses
+
+    from arag.runtime.ann_job import run_ann_phase
+    from tests.conftest import write_jsonl
+
+    root, manifest = ann_built
+    layout = IndexLayout(root)
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"id": str(i), "question": f"What concerns topic {i} of subject {i * 7}?", "answers": ["x"]} for i in range(5)])
+    records = [PartRecord(**json.loads(layout.part_record(p["part"]).read_text())) for p in manifest["parts"]]
+    settings = dataclasses.replace(_settings(Path(manifest["corpus"]["path"])), ann_questions=str(questions))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ann, "AUTO_FLAT_MAX_SENTENCES", 100)
+        entry = run_ann_phase(settings, layout, records, progress=False, use_gpu=False)
+    sample = entry["recall"]["queries"]
+    n = manifest["num_sentences"]
+    assert (sample["sentences"], sample["questions"], sample["size"]) == (min(n, ann_recall.QUERY_SAMPLE), 5, min(n, ann_recall.QUERY_SAMPLE) + 5)
+    assert sample["questions_file"] == str(questions) and len(sample["questions_sha256"]) == 64
+    by_source = entry["recall"]["by_source"]
+    assert entry["recall"]["recall_at_10"] == min(by_source.values()) >= 0.99 and set(by_source) == {"sentences", "questions"}
+    assert settings.identity()["ann_questions"] == str(questions) and "ann_questions" not in _settings(Path(manifest["corpus"]["path"])).identity()
+
+
+def test_an_unreachable_recall_target_is_one_error_naming_the_setting(ann_built, tmp_path):
+    """Nearly uniform vectors and a one-byte code of 16 values: at most 2,560 candidates of 20,001
+    cannot hold 99% of the true neighbours."""
+    from types import SimpleNamespace
+
+    from arag.runtime.ann_job import run_ann_phase
+
+    root, manifest = ann_built
+    parts = [clustered(n, seed, centers=20_000) for seed, n in enumerate([7000, 5000, 1, 8000])]
+    layout = write_parts(tmp_path / "idx", parts)
+    records = [SimpleNamespace(part=p, num_sentences=len(v)) for p, v in enumerate(parts)]
+    settings = _settings(Path(manifest["corpus"]["path"]), "IVF16,PQ1x4")
+    with pytest.raises(ann_recall.AnnRecallError, match=r"^index\.ann_recall=0\.99: the ANN cannot reach it \(IVF16,PQ1x4; the best setting reached recall@10 0\.\d+") as err:
+        run_ann_phase(settings, layout, records, progress=False, use_gpu=False)
+    assert "\n" not in str(err.value)
+
+
 def test_auto_above_the_threshold_builds_a_searchable_ann(ann_built):
     from arag.tools import ToolContext
     from tests.support import tools_reference as reference
@@ -315,7 +455,13 @@ def test_auto_below_the_threshold_stays_exact(small_corpus, tmp_path):
     from arag.runtime.index_job import build_index
 
     result = build_index(_settings(small_corpus), str(tmp_path / "idx"), progress=False, ray_init=lambda: None)
-    assert result.manifest["ann"] == {"kind": "flat", "setting": "auto", "num_vectors": result.manifest["num_sentences"], "auto_flat_max_sentences": ann.AUTO_FLAT_MAX_SENTENCES}
+    assert result.manifest["ann"] == {
+        "kind": "flat",
+        "setting": "auto",
+        "num_vectors": result.manifest["num_sentences"],
+        "auto_flat_max_sentences": ann.AUTO_FLAT_MAX_SENTENCES,
+        "recall": {"target": 0.99, "recall_at_10": 1.0, "k": 10, "against": "exact search is the search"},
+    }
     assert not (tmp_path / "idx" / "vectors" / "ann").exists()
     assert VectorSearch(open_index(tmp_path / "idx")).kind == "flat"
 

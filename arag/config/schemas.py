@@ -201,8 +201,15 @@ class IndexBuild:
     faiss_factory: str = "Flat"  # the per-part shards (exact); the ANN is `ann`
     # auto: exact search up to 250k sentences, one IVF-PQ over all shards above (lists and PQ size derived
     # from the corpus); flat; ivfpq; or a FAISS IVF factory string such as "IVF4096,PQ48". Query-time
-    # knobs (nprobe, rerank) belong to the tools, not to the index.
+    # knobs (nprobe, rerank) are chosen at build time for ann_recall; the tools may override them.
     ann: str = "auto"
+    # recall@10 against exact search the ANN must keep: the build measures it on held-out queries and
+    # records the search settings (nprobe, rerank) that reach it at least cost, which semantic_search
+    # uses; auto/ivfpq double the PQ code once if needed; a target that cannot be met is an error
+    ann_recall: float = 0.99
+    # a questions file (JSON Lines with "question") whose first 1,000 questions join the held-out
+    # sentences in that measurement, encoded as queries with the index's model
+    ann_questions: Optional[str] = None
     overwrite: bool = False  # rebuild even when a complete index with the same settings exists
     verify_inputs: bool = False  # a rerun hashes every part's input again (else trusts size and mtime)
 

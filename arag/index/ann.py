@@ -51,7 +51,8 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 # is close to exact (benchmark: PQ48 needs ~10x more re-rank candidates for the same recall).
 PQ_DIMS_PER_SUBVECTOR = 4
 SAMPLE_SEED = 0
-# Query-time defaults (not part of the index): lists probed and exact re-rank candidates per
+# Search settings of an ANN built before recall targets (newer builds record their own, chosen
+# for index.ann_recall: arag.index.ann_recall): lists probed and exact re-rank candidates per
 # result, chosen with benchmarks/semantic_search.py for recall@10 >= 0.99 at 10M (IVF4096,PQ96:
 # nprobe 256 and rerank 64 gave 0.994 at 21.6 ms p50; rerank 16 gave 0.986, nprobe 128 0.983).
 DEFAULT_NPROBE = 256
@@ -128,6 +129,20 @@ def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | Non
         raise AnnSettingError(f"index.ann={setting!r}: FAISS cannot build {factory!r} for {dimension}-d vectors: {exc}") from exc
     train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE if m else 0))
     return AnnPlan(setting, num_vectors, dimension, factory, nlist, m, bits, train_size)
+
+
+def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
+    """The same IVF with PQ codes twice as long (2 dimensions per byte at most), for a derived plan
+    (`auto`, `ivfpq`) whose codes cannot reach the recall target; None when there is none or the
+    factory was given explicitly (the user chose the code)."""
+    if plan.setting not in ("auto", "ivfpq") or not plan.pq_m:
+        return None
+    m = plan.pq_m * 2
+    if m > plan.dimension // 2 or plan.dimension % m:
+        return None
+    bits = plan.pq_bits or 8
+    factory = f"IVF{plan.nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
+    return AnnPlan(plan.setting, plan.num_vectors, plan.dimension, factory, plan.nlist, m, bits, plan.train_size, plan.seed)
 
 
 def derived_nlist(num_vectors: int) -> int:
@@ -399,9 +414,12 @@ class AnnSearcher:
         self.index = merge_parts(read_trained(Path(root) / entry["trained"]), [Path(root) / p["file"] for p in entry["parts"] if p["rows"]])
         self.vectors = StoredVectors(parts)
         self.nlist = int(entry["nlist"])
+        self.nprobe, self.rerank_factor = search_settings(entry)
 
-    def search(self, query: np.ndarray, n: int, nprobe: int = DEFAULT_NPROBE, rerank_factor: int = DEFAULT_RERANK) -> tuple[np.ndarray, np.ndarray]:
-        """Top `n` sentences for one query (shape (1, d)): (exact scores desc, sentence ids)."""
+    def search(self, query: np.ndarray, n: int, nprobe: int | None = None, rerank_factor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top `n` sentences for one query (shape (1, d)): (exact scores desc, sentence ids), with the
+        index's own search settings (`search_settings`) unless others are given."""
+        nprobe, rerank_factor = nprobe or self.nprobe, rerank_factor or self.rerank_factor
         k = min(self.index.ntotal, max(rerank_factor * n, MIN_CANDIDATES))
         if k == 0 or n == 0:
             return np.zeros(0, np.float32), np.zeros(0, np.int64)
@@ -410,9 +428,22 @@ class AnnSearcher:
         return rerank(self.vectors, candidates[0], query[0], n)
 
 
-def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The manifest's `ann` entry."""
+def search_settings(entry: dict[str, Any]) -> tuple[int, int]:
+    """(nprobe, rerank) an ANN is searched with: those its build chose for its recall target (the
+    manifest's `ann.search`, arag.index.ann_recall), else, for an index built before targets, the
+    defaults."""
+    chosen = entry.get("search") or {}
+    return int(chosen.get("nprobe", DEFAULT_NPROBE)), int(chosen.get("rerank", DEFAULT_RERANK))
+
+
+def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]], recall: dict[str, Any] | None = None, search: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest's `ann` entry; `recall` and `search`: what the build measured and chose
+    (arag.index.ann_recall)."""
     entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors}
+    if recall is not None:
+        entry["recall"] = recall
+    if search is not None:
+        entry["search"] = search
     if plan.factory is None:
         entry["auto_flat_max_sentences"] = AUTO_FLAT_MAX_SENTENCES
         return entry

@@ -35,6 +35,7 @@ from arag import __version__
 from arag.corpus.digest import HASH_NAME, corpus_digest
 from arag.corpus.readers import CorpusSpec, InputPart, is_compressed, list_input_files
 from arag.index.ann import check_ann_setting
+from arag.index.ann_recall import DEFAULT_TARGET, check_recall_target
 from arag.index.embedding import EmbedderSpec
 from arag.index.fingerprint import index_fingerprint
 from arag.index.layout import BUILD_STATE, FORMAT_VERSION, MANIFEST, SUBDIRS, TOOLS_CACHE, IndexLayout, read_json, write_json_atomic
@@ -52,9 +53,12 @@ class IndexSettings:
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     faiss_factory: str = "Flat"
     ann: str = "auto"  # see arag.index.ann: auto, flat, ivfpq or an IVF factory string
+    ann_recall: float = DEFAULT_TARGET  # recall@10 the ANN must keep (arag.index.ann_recall)
+    ann_questions: str | None = None  # a questions file whose questions join the recall measurement
 
     def __post_init__(self) -> None:
         check_ann_setting(self.ann)
+        object.__setattr__(self, "ann_recall", check_recall_target(self.ann_recall))
         if self.faiss_factory != "Flat":
             raise ValueError(
                 f"index.faiss_factory={self.faiss_factory!r}: per-part shards are always exact (Flat) now; "
@@ -74,6 +78,9 @@ class IndexSettings:
             "embedder": self.embedder.identity(),
             "faiss_factory": self.faiss_factory,
             "ann": self.ann,
+            # Only when not the default: indexes built before recall targets keep their fingerprint.
+            **({"ann_recall": self.ann_recall} if self.ann_recall != DEFAULT_TARGET else {}),
+            **({"ann_questions": self.ann_questions} if self.ann_questions else {}),
         }
 
     def fingerprint(self) -> str:

@@ -4,7 +4,9 @@ One task trains the IVF quantizer (and PQ codebooks) on a sample it reads itself
 shards, drawn across all parts, and writes `vectors/ann/trained.faiss`; then one task per part
 encodes that part's shard with it and writes `vectors/ann/part-NNNNN.ivf`. The driver passes
 paths and row counts and gets back small records: it never holds a vector. A rerun skips what
-exists (training, then each part), so a killed phase resumes.
+exists (training, then each part), so a killed phase resumes. Then the ANN's recall is measured
+against exact search and its search settings chosen for `index.ann_recall` (`_measure_recall`; with a
+larger code, retrained, when the derived one cannot reach it).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import ray
 
-from arag.index import ann
+from arag.index import ann, ann_recall
 from arag.index.build import IndexSettings
 from arag.index.layout import IndexLayout, read_json, write_json_atomic
 from arag.index.parts import PartRecord
@@ -30,15 +32,42 @@ TRAIN_MAX_CPUS = 16
 
 
 def run_ann_phase(settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], progress: bool, use_gpu: bool) -> dict[str, Any]:
-    """Build the ANN that `settings.ann` asks for (nothing for exact search); the manifest's `ann` entry."""
+    """Build the ANN that `settings.ann` asks for (nothing for exact search), measure its recall and
+    choose its search settings for `settings.ann_recall` (arag.index.ann_recall); the manifest's `ann` entry."""
     num_vectors = sum(r.num_sentences for r in records)
     with_vectors = [r for r in records if r.num_sentences]
     dimension = int(ann.map_flat_shard(layout.vectors(with_vectors[0].part)).shape[1]) if with_vectors else 0
     plan = ann.plan_ann(settings.ann, num_vectors, dimension)
     root = layout.root
     if plan.factory is None:
-        return ann.ann_entry(plan, root, {}, [])
+        return ann.ann_entry(plan, root, {}, [], recall=ann_recall.exact_record(settings.ann_recall))
+    questions = _questions(settings.ann_questions)
+    tried: list[str] = []
+    while True:
+        training, parts = _train_and_encode(plan, layout, with_vectors, progress, use_gpu)
+        measured, sample = _measure_recall(settings, layout, with_vectors, questions)
+        tried.append(plan.factory)
+        if measured["best"] is not None:
+            break
+        larger = ann.with_larger_code(plan)
+        if larger is None:
+            raise ann_recall.unmet_error(settings.ann_recall, plan.factory, measured, tried)
+        best = max(r["recall"] for r in measured["grid"])
+        log.info("ANN %s reaches recall@10 %.4f at most, below index.ann_recall=%s: trying %s", plan.factory, best, settings.ann_recall, larger.factory)
+        plan = larger
+    best = measured["best"]
+    log.info("ANN %s: recall@10 %.4f (target %s) with nprobe %d, rerank %d", plan.factory, best["recall"], settings.ann_recall, best["nprobe"], best["rerank"])
+    recall = ann_recall.recall_record(settings.ann_recall, measured, sample)
+    if len(tried) > 1:
+        recall["codes_tried"] = tried
+    return ann.ann_entry(plan, root, training, parts, recall=recall, search=ann_recall.search_record(best))
 
+
+def _train_and_encode(plan: ann.AnnPlan, layout: IndexLayout, with_vectors: list[PartRecord], progress: bool, use_gpu: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Train `plan`'s quantizer (unless done) and encode every part not yet encoded with it:
+    (the training record, the parts' records)."""
+    root = layout.root
+    num_vectors = sum(r.num_sentences for r in with_vectors)
     folder = ann.ann_dir(root)
     folder.mkdir(parents=True, exist_ok=True)
     for tmp in folder.glob(".tmp-*"):
@@ -72,7 +101,35 @@ def run_ann_phase(settings: IndexSettings, layout: IndexLayout, records: list[Pa
             result = ray.get(done[0])
             parts[result["part"]] = _part_record(root, result["part"], result["rows"], result["seconds"])
             bar.update(1)
-    return ann.ann_entry(plan, root, training, list(parts.values()))
+    return training, list(parts.values())
+
+
+def _questions(path: str | None) -> tuple[list[str], str | None, str | None]:
+    """(the first QUERY_SAMPLE questions of `index.ann_questions`, its path, its digest); none without it."""
+    if not path:
+        return [], None, None
+    from arag.evaluation.questions import load_questions
+
+    loaded = load_questions(path)
+    return [q.question for q in loaded.questions[: ann_recall.QUERY_SAMPLE]], str(path), loaded.sha256
+
+
+def _measure_recall(settings: IndexSettings, layout: IndexLayout, with_vectors: list[PartRecord], questions: tuple[list[str], str | None, str | None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Recall of the ANN on held-out queries, where the vectors are: one task draws the queries (and
+    encodes the questions), one task per part finds their exact neighbours there, one task merges
+    those, loads the ANN and searches it. The driver passes paths and gets the small grid back."""
+    root = layout.root
+    shards = {r.part: str(layout.vectors(r.part)) for r in with_vectors}
+    rows = {r.part: r.num_sentences for r in with_vectors}
+    texts, questions_file, digest = questions
+    sample = ray.remote(_sample_queries).options(num_cpus=1, max_retries=2).remote(shards, rows, texts, settings.embedder)
+    exact = ray.remote(_exact_neighbours).options(num_cpus=1, max_retries=2)
+    truth = [exact.remote(shards[r.part], r.part, sample) for r in with_vectors]
+    threads = _largest_node_cpus(TRAIN_MAX_CPUS, False)
+    lists = [str(ann.part_lists_path(root, r.part)) for r in with_vectors]
+    measure = ray.remote(_measure).options(num_cpus=threads, max_retries=2)
+    measured = ray.get(measure.remote(str(ann.trained_path(root)), lists, settings.ann_recall, threads, sample, *truth))
+    return measured, ann_recall.sample_record(*measured.pop("sample"), ann_recall.QUERY_SEED, questions_file, digest)
 
 
 def _part_record(root: Path, part: int, rows: int, seconds: float | None) -> dict[str, Any]:
@@ -125,3 +182,26 @@ def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str
         Path(target).unlink(missing_ok=True)
         raise RuntimeError(f"{shard}: {rows} vectors, its part record says {expected_rows} sentences")
     return {"part": part, "rows": rows, "seconds": time.perf_counter() - started}
+
+
+def _sample_queries(shards: dict[int, str], rows: dict[int, int], questions: list[str], embedder: Any) -> ann_recall.QuerySample:
+    encoded = None
+    if questions:
+        from arag.index.embedding import SentenceEmbedder
+
+        encoded = SentenceEmbedder(embedder).encode_queries(questions)
+    return ann_recall.sample_queries({p: Path(s) for p, s in shards.items()}, rows, questions=encoded)
+
+
+def _exact_neighbours(shard: str, part: int, sample: ann_recall.QuerySample) -> tuple[Any, Any]:
+    return ann_recall.exact_neighbours(Path(shard), part, sample)
+
+
+def _measure(trained: str, lists: list[str], target: float, threads: int, sample: ann_recall.QuerySample, *truth: tuple[Any, Any]) -> dict[str, Any]:
+    import faiss
+
+    faiss.omp_set_num_threads(threads)
+    index = ann.merge_parts(ann.read_trained(Path(trained)), [Path(p) for p in lists])
+    measured = ann_recall.measure(index, sample, ann_recall.merge_neighbours(list(truth)), target, threads)
+    measured["sample"] = (sample.sentences, sample.questions)  # what the queries were, not their vectors
+    return measured

@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema", action="store_true", help="print the tool's function schema and exit")
     parser.add_argument("--cache-dir", default=None, help="where the tools cache lives (default: <index>/tools_cache)")
     parser.add_argument("--no-accelerate", action="store_true", help="scan all chunks for keywords (no word postings)")
-    parser.add_argument("--nprobe", type=int, default=None, help="ANN index: IVF lists to probe (default: arag.index.ann.DEFAULT_NPROBE)")
-    parser.add_argument("--rerank", type=int, default=None, help="ANN index: candidates re-ranked exactly per result (default: arag.index.ann.DEFAULT_RERANK)")
+    parser.add_argument("--nprobe", type=int, default=None, help="ANN index: IVF lists to probe (default: the index's own, chosen for index.ann_recall)")
+    parser.add_argument("--rerank", type=int, default=None, help="ANN index: candidates re-ranked exactly per result (default: the index's own, chosen for index.ann_recall)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
 

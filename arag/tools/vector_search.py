@@ -9,7 +9,8 @@ sentence id) for one query. Which path runs depends on the manifest's `ann` entr
   (`nprobe` lists, `rerank`·n candidates), which are re-ranked by exact inner product from the
   exact shards on disk (positioned reads); scores are exact.
 
-Query-time knobs (`nprobe`, `rerank`) are arguments here, not part of the index. Loading happens
+The ANN's search settings (`nprobe`, `rerank`) are those its build chose for its recall target
+(the manifest's `ann.search`); arguments here override them. Loading happens
 once, on first use, under a lock; searching takes no lock (FAISS and BLAS release the GIL), so
 threads sharing one `VectorSearch` search at the same time.
 """
@@ -36,8 +37,9 @@ class VectorSearch:
     """The vector shards of one index and how to search them.
 
     nprobe: IVF lists probed per query (ANN indexes; for old per-part IVF shards, the lists per
-        shard; default: arag.index.ann.DEFAULT_NPROBE for the ANN, the shard's own for old shards).
-    rerank: ANN candidates re-ranked exactly, per result asked for (default ann.DEFAULT_RERANK).
+        shard; default: for the ANN, the setting its build chose for index.ann_recall and recorded
+        in the manifest (arag.index.ann.search_settings), the shard's own for old shards).
+    rerank: ANN candidates re-ranked exactly, per result asked for (default: the recorded one).
     mmap_bytes: exact shards larger than this are memory-mapped instead of read into RAM.
     """
 
@@ -73,7 +75,7 @@ class VectorSearch:
         `nprobe`/`rerank` override this object's knobs for one call."""
         nprobe = nprobe or self.nprobe
         if self.ann_entry:
-            return self._ann_searcher().search(qvec, n, nprobe=nprobe or ann.DEFAULT_NPROBE, rerank_factor=rerank or self.rerank or ann.DEFAULT_RERANK)
+            return self._ann_searcher().search(qvec, n, nprobe=nprobe, rerank_factor=rerank or self.rerank)
         return self._search_shards(qvec, n, nprobe)
 
     def scores(self, qvec: np.ndarray, sentence_ids: np.ndarray) -> np.ndarray:

