@@ -210,6 +210,10 @@ class EngineServer:
         async with self._lock:
             if self._engine is None:
                 self._engine, self._tokenizer = await asyncio.to_thread(self._build)
+                if self.spec.get("tool_parser"):
+                    # Its first lookup imports vLLM's request models and parsers (seconds): on the
+                    # event loop it would hold every request in flight.
+                    await asyncio.to_thread(self.tool_parser_class)
 
     async def ready(self) -> dict[str, Any]:
         await self._ensure()
@@ -243,14 +247,20 @@ class EngineServer:
     def encode(self, text: str) -> list[int]:
         return list(self._tokenizer.encode(text, add_special_tokens=False))
 
+    def tool_parser_class(self) -> Any:
+        """vLLM's tool-call parser class for `tool_parser` (looked up once)."""
+        if self._tool_parser_cls is None:
+            from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: F401  (imported here, not on the first request)
+            from vllm.tool_parsers import ToolParserManager
+
+            self._tool_parser_cls = ToolParserManager.get_tool_parser(self.spec["tool_parser"])
+        return self._tool_parser_cls
+
     def parse_tool_calls(self, text: str, tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-        from vllm.tool_parsers import ToolParserManager
 
-        if self._tool_parser_cls is None:
-            self._tool_parser_cls = ToolParserManager.get_tool_parser(self.spec["tool_parser"])
         request = ChatCompletionRequest(model=self.spec["model"], messages=[{"role": "user", "content": ""}], tools=tools, tool_choice="auto")
-        info = self._tool_parser_cls(self._tokenizer, request.tools).extract_tool_calls(text, request)
+        info = self.tool_parser_class()(self._tokenizer, request.tools).extract_tool_calls(text, request)
         if not info.tools_called:
             return text, []
         calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in info.tool_calls]
@@ -292,7 +302,9 @@ class EngineServer:
         thinking = bool(req.get("thinking"))
         if thinking and not prompt.rstrip().endswith(THINK_OPEN):
             prompt += THINK_OPEN + "\n"
-        ids = self.encode(prompt)
+        # Tokenizing a long prompt takes milliseconds in the tokenizer's Rust code, which lets go of the
+        # GIL: in a thread, the event loop meanwhile serves the other requests in flight.
+        ids = await asyncio.to_thread(self.encode, prompt)
         room = self.max_model_len - len(ids)
         if room <= 1:
             raise ValueError(f"the prompt has {len(ids)} tokens; the context window is {self.max_model_len}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -199,6 +200,36 @@ def test_server_errors_never_raise():
     s = server(lambda prompt, p: (_ for _ in ()).throw(RuntimeError("boom")))
     out = asyncio.run(s.chat({"messages": [{"role": "user", "content": "q"}]}))
     assert out["error"].startswith("RuntimeError: boom") and out["retryable"] is False
+
+
+def test_engine_start_and_tokenizing_stay_off_the_event_loop():
+    """The engine's build, the tool parser's first lookup (vLLM's imports: seconds) and each prompt's
+    tokenizing (milliseconds, in Rust without the GIL) run in threads: on the actor's event loop they
+    would hold every other request in flight."""
+    seen: dict[str, list[int]] = {"build": [], "parser": [], "encode": []}
+
+    class Tokenizer(FakeTokenizer):
+        def encode(self, text, add_special_tokens=False):
+            seen["encode"].append(threading.get_ident())
+            return super().encode(text, add_special_tokens)
+
+    class Lazy(FakeServer):
+        def _build(self):
+            seen["build"].append(threading.get_ident())
+            return FakeEngine(lambda prompt, p: "ok"), Tokenizer()
+
+        def tool_parser_class(self):
+            seen["parser"].append(threading.get_ident())
+
+    async def two_requests():
+        s = Lazy({"model": "m", "max_model_len": 4096, "tool_parser": "hermes"})
+        replies = await asyncio.gather(*(s.chat({"messages": [{"role": "user", "content": q}], "max_tokens": 8}) for q in "ab"))
+        return threading.get_ident(), replies
+
+    loop_thread, replies = asyncio.run(two_requests())
+    assert [r["text"] for r in replies] == ["ok", "ok"]
+    assert len(seen["build"]) == len(seen["parser"]) == 1 and len(seen["encode"]) == 2  # built once for both
+    assert loop_thread not in seen["build"] + seen["parser"] + seen["encode"]
 
 
 class FakeConnection:
