@@ -110,7 +110,8 @@ def run_configuration(args: argparse.Namespace, engines: int, work: Path, tokeni
     max_model_len = 8192
     payload = {"model": MODEL, "max_model_len": max_model_len, "tool_parser": "hermes", "engine_args": {}}
     actor = ray.remote(StandInServer)
-    options = dict(namespace=NAMESPACE, lifetime="detached", num_cpus=0, max_concurrency=per_engine + 64, max_restarts=0)
+    # owned by this driver (they end with it); the workers' backends are told `detached` so that none stops them
+    options = dict(namespace=NAMESPACE, num_cpus=0, max_concurrency=per_engine + 64, max_restarts=0)
     handles = [actor.options(name=f"{base}-e{i}", **options).remote(payload, tokenizer_path, {"max_num_seqs": args.max_num_seqs}, time_scale) for i in range(engines)]
     results = work / f"results-{engines}"
     overrides = [
@@ -122,6 +123,7 @@ def run_configuration(args: argparse.Namespace, engines: int, work: Path, tokeni
     ]
     try:
         ray.get([h.ready.remote() for h in handles], timeout=600)
+        ray.get([h.standin_stats.remote(reset=True) for h in handles], timeout=120)  # the start-up's CPU is not a request's
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             cfg = compose(config_name="evaluate", overrides=overrides)
         t = time.time()
@@ -134,7 +136,9 @@ def run_configuration(args: argparse.Namespace, engines: int, work: Path, tokeni
     rate = steady_rate([x for s in stats for x in s["started_at"]], [x for s in stats for x in s["answered_at"]], in_flight)
     ideal = ideal_per_min(stats, per_engine)
     requests = sum(s["server"]["requests"] for s in stats) or 1
-    cpu_ms = {k: round(1e3 * sum(s["cpu_s"][k] for s in stats) / requests, 3) for k in ("render", "encode", "parse")}
+    cpu_ms = {k: round(1e3 * sum(s["cpu_s"].get(k, 0.0) for s in stats) / requests, 3) for k in ("render", "encode", "parse", "standin", "process")}
+    # what the actor process spends per request beyond the stand-in's own work (Ray's calls, EngineServer, the loop)
+    cpu_ms["actor_less_standin"] = round(cpu_ms["process"] - cpu_ms["standin"], 3)
     rows = stored_rows(results, episodes)
     out = {
         "engines": engines, "workers": args.workers, "concurrency": args.concurrency, "episodes": episodes, "time_scale": time_scale,

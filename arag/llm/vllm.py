@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib
+import itertools
 import json
 import os
 import threading
@@ -187,6 +188,9 @@ class EngineServer:
         self._engine, self._tokenizer = engine, tokenizer
         self._lock: asyncio.Lock | None = None
         self._tool_parser_cls: Any = None
+        self._parse_requests: dict[str, Any] = {}  # the parser's request, per tool set
+        # Request ids unique within the engine, without a random draw (a syscall) per request.
+        self._id_prefix, self._ids = uuid.uuid4().hex[:12], itertools.count()
         self.requests = self.inflight = self.peak_inflight = 0
 
     # -- engine ------------------------------------------------------------------------------------
@@ -257,9 +261,15 @@ class EngineServer:
         return self._tool_parser_cls
 
     def parse_tool_calls(self, text: str, tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+        key = json.dumps(tools, sort_keys=True)
+        request = self._parse_requests.get(key)
+        if request is None:  # validating the tool schemas into vLLM's request model is most of a parse
+            from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
-        request = ChatCompletionRequest(model=self.spec["model"], messages=[{"role": "user", "content": ""}], tools=tools, tool_choice="auto")
+            request = ChatCompletionRequest(model=self.spec["model"], messages=[{"role": "user", "content": ""}], tools=tools, tool_choice="auto")
+            if len(self._parse_requests) >= 64:
+                self._parse_requests.clear()
+            self._parse_requests[key] = request
         info = self.tool_parser_class()(self._tokenizer, request.tools).extract_tool_calls(text, request)
         if not info.tools_called:
             return text, []
@@ -268,7 +278,7 @@ class EngineServer:
 
     async def _generate(self, ids: list[int], params: Any) -> Any:
         final = None
-        async for out in self._engine.generate({"prompt_token_ids": ids}, params, request_id=uuid.uuid4().hex):
+        async for out in self._engine.generate({"prompt_token_ids": ids}, params, request_id=f"{self._id_prefix}-{next(self._ids)}"):
             final = out
         return final.outputs[0]
 
@@ -545,7 +555,8 @@ class VLLMBackend(LLMBackend):
         if tools and not self.tool_parser:
             raise LLMError(f"no tool-call parser is known for {self.model!r}: set tool_parser or use the json protocol", retryable=False)
         req = self.request(messages, tools, response_schema, max_tokens)
-        connection = await asyncio.to_thread(self.connection)  # the first call may convert a model: off the event loop
+        # The first call may convert a model: off the event loop; later calls skip the thread hop.
+        connection = self._connection or await asyncio.to_thread(self.connection)
         timeout = self.timeout_s if self._started else self.timeout_s + self.startup_timeout_s
         reply = await connection.chat(req, timeout)
         self._started = True

@@ -41,7 +41,7 @@ class HermesServer(StandInServer):
         return SimpleNamespace(**{"max_tokens": None, **kwargs})
 
     def parse_tool_calls(self, text, tools):
-        return self._timed("parse", self.hermes, text)
+        return self.cpu.measure("parse", self.hermes, text)
 
     @staticmethod
     def hermes(text):
@@ -70,7 +70,8 @@ def test_standin_engine_answers_as_the_policy_with_a_prefix_cache(agent_ctx):
     assert e["requests"] == 9 and e["episodes_started"] == e["episodes_answered"] == 3 and stats["server"]["requests"] == 9
     assert 0 < e["cached_tokens"] < e["prompt_tokens"]  # later calls of an episode find its earlier prompt cached
     assert e["peak_running"] <= 4 and stats["server"]["peak_inflight"] == 3
-    assert stats["cpu_s"]["render"] > 0 and stats["cpu_s"]["encode"] > 0 and stats["cpu_s"]["parse"] > 0
+    assert stats["cpu_calls"] == {"render": 9, "encode": 9, "parse": 9}  # every reply to a request with tools is parsed, answers too
+    assert stats["cpu_s"]["render"] > 0 and stats["cpu_s"]["encode"] > 0 and stats["cpu_s"]["process"] > 0
     assert len(stats["started_at"]) == len(stats["answered_at"]) == 3 and stats["loop_lag"]["samples"] >= 0
 
 

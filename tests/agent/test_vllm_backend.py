@@ -37,9 +37,10 @@ class FakeEngine:
     """Replies from `reply(prompt_text, params)`; records every request."""
 
     def __init__(self, reply):
-        self.reply, self.calls = reply, []
+        self.reply, self.calls, self.request_ids = reply, [], []
 
     async def generate(self, prompt, params, request_id):
+        self.request_ids.append(request_id)
         text = "".join(map(chr, prompt["prompt_token_ids"]))
         self.calls.append((text, params))
         out = self.reply(text, params)
@@ -221,13 +222,15 @@ def test_engine_start_and_tokenizing_stay_off_the_event_loop():
         def tool_parser_class(self):
             seen["parser"].append(threading.get_ident())
 
+    s = Lazy({"model": "m", "max_model_len": 4096, "tool_parser": "hermes"})
+
     async def two_requests():
-        s = Lazy({"model": "m", "max_model_len": 4096, "tool_parser": "hermes"})
         replies = await asyncio.gather(*(s.chat({"messages": [{"role": "user", "content": q}], "max_tokens": 8}) for q in "ab"))
         return threading.get_ident(), replies
 
     loop_thread, replies = asyncio.run(two_requests())
     assert [r["text"] for r in replies] == ["ok", "ok"]
+    assert len(set(s._engine.request_ids)) == 2  # the engine needs a distinct id per request
     assert len(seen["build"]) == len(seen["parser"]) == 1 and len(seen["encode"]) == 2  # built once for both
     assert loop_thread not in seen["build"] + seen["parser"] + seen["encode"]
 

@@ -56,6 +56,35 @@ def reply_text(action: dict[str, Any], native: bool) -> str:
     return action.get("answer") or json.dumps(action)
 
 
+class CpuSampler:
+    """Thread CPU seconds per call of named steps, timed on one call in `every` of each (reading a
+    thread's CPU clock is a system call, dearer than some of the steps on a loaded machine)."""
+
+    def __init__(self, every: int = 8):
+        self.every = every
+        self.calls: dict[str, int] = {}
+        self.timed: dict[str, list[float]] = {}  # name -> [calls timed, seconds]
+
+    def measure(self, name: str, fn: Any, *args: Any) -> Any:
+        n = self.calls[name] = self.calls.get(name, 0) + 1
+        if n % self.every:
+            return fn(*args)
+        t = time.thread_time()
+        try:
+            return fn(*args)
+        finally:
+            entry = self.timed.setdefault(name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += time.thread_time() - t
+
+    def per_call_s(self) -> dict[str, float]:
+        return {name: seconds / n for name, (n, seconds) in self.timed.items() if n}
+
+    def total_s(self) -> dict[str, float]:
+        """Estimated seconds over every call: the timed calls' mean x calls."""
+        return {name: self.calls[name] * mean for name, mean in self.per_call_s().items()}
+
+
 class BlockCache:
     """vLLM's automatic prefix cache: full 16-token blocks keyed by a hash chain over the token ids,
     least recently used evicted when the cache and the running sequences exceed the KV cache."""
@@ -104,6 +133,7 @@ class StandInEngine:
         self.counts = {"requests": 0, "in_flight": 0, "peak_in_flight": 0, "peak_running": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "episodes_started": 0, "episodes_answered": 0}
         self.started_at: list[float] = []  # wall time of each episode's first request
         self.answered_at: list[float] = []  # wall time of each answer
+        self.cpu = CpuSampler()  # the stand-in's own work (policy, reply tokens, cache keys): not the path's
 
     async def generate(self, prompt: dict[str, Any], params: Any, request_id: str):
         c = self.counts
@@ -122,13 +152,7 @@ class StandInEngine:
         if not any(m.get("role") == "assistant" for m in body["messages"]):
             c["episodes_started"] += 1
             self.started_at.append(time.time())
-        action = self.policy.next_action(body)
-        text = reply_text(action, native=bool(body["tools"]))
-        out_ids = list(self.tokenizer.encode(text, add_special_tokens=False))
-        finish = "stop"
-        if params.max_tokens is not None and len(out_ids) > params.max_tokens:
-            out_ids, finish = out_ids[: params.max_tokens], "length"
-            text = self.tokenizer.decode(out_ids)
+        action, text, out_ids, finish, keys = self.cpu.measure("reply", self._reply, body, ids, params)
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.model.max_num_seqs)
         async with self._slots:
@@ -137,7 +161,6 @@ class StandInEngine:
             size = len(ids) + len(out_ids)
             self.running_tokens += size
             try:
-                keys = self.cache.keys(ids)
                 cached = min(self.cache.hit_tokens(keys), len(ids))
                 begin = max(loop.time(), self._prefill_free_at)
                 self._prefill_free_at = begin + self.model.prefill_s(len(ids), cached) * self.time_scale
@@ -147,7 +170,7 @@ class StandInEngine:
                     n = min(left, DECODE_CHUNK_TOKENS)
                     await asyncio.sleep(self.model.decode_s(n, self.running) * self.time_scale)
                     left -= n
-                self.cache.insert(self.cache.keys(ids + out_ids), self.running_tokens)
+                self.cpu.measure("cache", lambda: self.cache.insert(self.cache.keys(ids + out_ids), self.running_tokens))
             finally:
                 self.running -= 1
                 self.running_tokens -= size
@@ -158,6 +181,16 @@ class StandInEngine:
             c["episodes_answered"] += 1
             self.answered_at.append(time.time())
         return SimpleNamespace(outputs=[SimpleNamespace(text=text, token_ids=out_ids, finish_reason=finish)], finished=True)
+
+    def _reply(self, body: dict[str, Any], ids: list[int], params: Any) -> tuple[dict[str, Any], str, list[int], str, list[int]]:
+        action = self.policy.next_action(body)
+        text = reply_text(action, native=bool(body["tools"]))
+        out_ids = list(self.tokenizer.encode(text, add_special_tokens=False))
+        finish = "stop"
+        if params.max_tokens is not None and len(out_ids) > params.max_tokens:
+            out_ids, finish = out_ids[: params.max_tokens], "length"
+            text = self.tokenizer.decode(out_ids)
+        return action, text, out_ids, finish, self.cache.keys(ids)
 
 
 class LagMonitor:
@@ -198,8 +231,9 @@ class StandInServer(EngineServer):
         self.tokenizer_path = tokenizer_path
         self.engine_model = EngineModel(**(engine or {}))
         self.time_scale = time_scale
-        self.cpu_s = {"render": 0.0, "encode": 0.0, "parse": 0.0}
+        self.cpu = CpuSampler()
         self.lag = LagMonitor()
+        self._process_cpu = time.process_time()
         if tokenizer is not None:
             self._engine = StandInEngine(tokenizer, self.engine_model, time_scale)
 
@@ -217,21 +251,14 @@ class StandInServer(EngineServer):
         finally:
             _REQUEST.reset(token)
 
-    def _timed(self, what: str, fn: Any, *args: Any) -> Any:
-        t = time.thread_time()
-        try:
-            return fn(*args)
-        finally:
-            self.cpu_s[what] += time.thread_time() - t
-
     def render(self, messages, tools, template_kwargs):
-        return self._timed("render", super().render, messages, tools, template_kwargs)
+        return self.cpu.measure("render", super().render, messages, tools, template_kwargs)
 
     def encode(self, text):
-        return self._timed("encode", super().encode, text)
+        return self.cpu.measure("encode", super().encode, text)
 
     def parse_tool_calls(self, text, tools):
-        return self._timed("parse", super().parse_tool_calls, text, tools)
+        return self.cpu.measure("parse", super().parse_tool_calls, text, tools)
 
     async def standin_stats(self, reset: bool = False) -> dict[str, Any]:
         engine = self._engine
@@ -240,13 +267,17 @@ class StandInServer(EngineServer):
             "engine": dict(engine.counts) if engine else {},
             "engine_model": asdict(self.engine_model),
             "time_scale": self.time_scale,
-            "cpu_s": dict(self.cpu_s),
+            # estimated seconds of each step over all its calls, the stand-in engine's own ("standin"), and
+            # the actor process's CPU since the last reset (every thread: Ray's included)
+            "cpu_s": {**self.cpu.total_s(), "standin": sum(engine.cpu.total_s().values()) if engine else 0.0, "process": time.process_time() - self._process_cpu},
+            "cpu_calls": dict(self.cpu.calls),
             "loop_lag": self.lag.summary(),
             "started_at": list(engine.started_at) if engine else [],
             "answered_at": list(engine.answered_at) if engine else [],
         }
         if reset:
-            self.cpu_s = dict.fromkeys(self.cpu_s, 0.0)
+            self.cpu = CpuSampler()
+            self._process_cpu = time.process_time()
             self.lag.lags = []
             self.requests = 0
             self.stats(reset_peak=True)
