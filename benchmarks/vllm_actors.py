@@ -6,6 +6,7 @@ template and tokenizer, vLLM's sampling parameters and its hermes tool-call pars
     python -m benchmarks.vllm_actors             # 4 workers x 500 episodes in flight, over 1 and over 4 engine actors
     python -m benchmarks.vllm_actors --small     # 2 workers x 250 in flight, one engine actor (a few minutes; CI)
     python -m benchmarks.vllm_actors --workers 4 --concurrency 500 --engines 1,2,4 --rounds 3 --time-scale 8
+    python -m benchmarks.vllm_actors --engines 1 --rounds 2   # 2,000 in flight at one actor, 4,000 episodes (the whole run's rate)
 
 Needs vLLM (the environment `cluster/install_vllm.sh cpu` makes) and the packaged model's HF folder
 (converted from its GGUF once, as tests/agent/test_vllm.py does; only its tokenizer is read).
@@ -13,9 +14,9 @@ Needs vLLM (the environment `cluster/install_vllm.sh cpu` makes) and the package
 Each configuration (`--engines` actors; worker i talks to actor i mod engines, as `runtime.engines`
 places them) runs `--rounds` x workers x concurrency episodes of `method=arag_no_semantic` (keyword_search,
 chunk_read, answer: three model calls) over a 4,000-chunk synthetic index read by the workers
-themselves, the judge off. The engine actors are started first, detached and named as the workers'
-backends name them (`model.actor_name`, `-e<i>`), so the workers' backends find them by name as they
-find a detached engine a sweep left running.
+themselves, the judge off. The engine actors are started first by this driver, named as the workers'
+backends name them (`model.actor_name`, `-e<i>`), and the backends, told `model.detached=true`, find
+them by name as they find a detached engine a sweep left running (and none of them stops one).
 
 Printed per configuration: episodes/min over the steady window (from the moment the first wave is
 answered, as many answers as episodes in flight, to the first request of the last episode), the ideal
@@ -23,12 +24,16 @@ answered, as many answers as episodes in flight, to the first request of the las
 own mean call: calls per episode, uncached prompt tokens, completion tokens; in wall-clock minutes,
 divided by the time scale) and their ratio; the peak of requests in flight at each engine actor; the
 lag of each actor's event loop (p50/p99/max of a 50 ms tick); the actor's thread CPU per request for
-rendering the chat template, tokenizing the prompt and parsing tool calls; rows lost and duplicated.
+rendering the chat template, tokenizing the prompt and parsing tool calls (one call in 8 timed), the
+stand-in's own work, and the actor process's whole CPU per request (Ray's threads included); rows
+lost and duplicated. With `--rounds` below 3 the rate is the whole run's (ramp-up and tail included).
 
-The engine's time scale: this machine's cores cannot do an H100 engine's ~250 requests/s of actor
-work, so the engine runs `--time-scale` times slower than one H100 (8: ~30 requests/s at the slots'
-bound); with several engines each runs `engines` times slower still, so the same total load is
-spread over more actor processes. The CPU per request, measured, says what a real-speed engine needs.
+The engine's time scale: this machine's cores cannot do the actor and worker work of an H100
+engine's request rate, so the engine runs `--time-scale` times slower than one H100 (4 by default;
+with several engines each runs `engines` times slower still, so the same total load is spread over
+more actor processes). The ideal of these episodes is bound by the engine's serial prefill (each call
+brings a few hundred new tokens of tool results), ~430 episodes/min at 4. The CPU per request,
+measured, says what a real-speed engine needs.
 
 The last line reads `vllm-actors: in_flight=<peak requests at one engine> ratio=<measured / ideal>
 lost=<n> duplicated=<n>` (of the last configuration).
@@ -49,8 +54,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "qwen2.5-coder-0.5b-instruct-q4"
-FULL = dict(workers=4, concurrency=500, rounds=3, engines="1,4", time_scale=8.0)
-SMALL = dict(workers=2, concurrency=250, rounds=3, engines="1", time_scale=8.0)
+FULL = dict(workers=4, concurrency=500, rounds=3, engines="1,4", time_scale=4.0)
+SMALL = dict(workers=2, concurrency=250, rounds=3, engines="1", time_scale=4.0)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
