@@ -29,11 +29,12 @@ stand-in's own work, and the actor process's whole CPU per request (Ray's thread
 lost and duplicated. With `--rounds` below 3 the rate is the whole run's (ramp-up and tail included).
 
 The engine's time scale: this machine's cores cannot do the actor and worker work of an H100
-engine's request rate, so the engine runs `--time-scale` times slower than one H100 (4 by default;
-with several engines each runs `engines` times slower still, so the same total load is spread over
-more actor processes). The ideal of these episodes is bound by the engine's serial prefill (each call
-brings a few hundred new tokens of tool results), ~430 episodes/min at 4. The CPU per request,
-measured, says what a real-speed engine needs.
+engine's request rate, so the engine runs `--time-scale` times slower than one H100 (4 by default,
+1 for `--small`, whose 1,500 episodes would otherwise take ~13 min; with several engines each runs
+`engines` times slower still, so the same total load is spread over more actor processes). The
+ideal of these episodes is bound by the engine's serial prefill (each call brings hundreds of new
+tokens of tool results, and at 256 running sequences of ~1,500 tokens the 400k-token KV cache keeps
+little of earlier prompts). The CPU per request, measured, says what a real-speed engine needs.
 
 The last line reads `vllm-actors: in_flight=<peak requests at one engine> ratio=<measured / ideal>
 lost=<n> duplicated=<n>` (of the last configuration).
@@ -55,7 +56,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 MODEL = "qwen2.5-coder-0.5b-instruct-q4"
 FULL = dict(workers=4, concurrency=500, rounds=3, engines="1,4", time_scale=4.0)
-SMALL = dict(workers=2, concurrency=250, rounds=3, engines="1", time_scale=4.0)
+SMALL = dict(workers=2, concurrency=250, rounds=3, engines="1", time_scale=1.0)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
