@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib
+import itertools
 import json
 import os
 import threading
@@ -187,6 +188,9 @@ class EngineServer:
         self._engine, self._tokenizer = engine, tokenizer
         self._lock: asyncio.Lock | None = None
         self._tool_parser_cls: Any = None
+        self._parse_requests: dict[str, Any] = {}  # the parser's request, per tool set
+        # Request ids unique within the engine, without a random draw (a syscall) per request.
+        self._id_prefix, self._ids = uuid.uuid4().hex[:12], itertools.count()
         self.requests = self.inflight = self.peak_inflight = 0
 
     # -- engine ------------------------------------------------------------------------------------
@@ -210,6 +214,10 @@ class EngineServer:
         async with self._lock:
             if self._engine is None:
                 self._engine, self._tokenizer = await asyncio.to_thread(self._build)
+                if self.spec.get("tool_parser"):
+                    # Its first lookup imports vLLM's request models and parsers (seconds): on the
+                    # event loop it would hold every request in flight.
+                    await asyncio.to_thread(self.tool_parser_class)
 
     async def ready(self) -> dict[str, Any]:
         await self._ensure()
@@ -243,14 +251,26 @@ class EngineServer:
     def encode(self, text: str) -> list[int]:
         return list(self._tokenizer.encode(text, add_special_tokens=False))
 
-    def parse_tool_calls(self, text: str, tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-        from vllm.tool_parsers import ToolParserManager
-
+    def tool_parser_class(self) -> Any:
+        """vLLM's tool-call parser class for `tool_parser` (looked up once)."""
         if self._tool_parser_cls is None:
+            from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: F401  (imported here, not on the first request)
+            from vllm.tool_parsers import ToolParserManager
+
             self._tool_parser_cls = ToolParserManager.get_tool_parser(self.spec["tool_parser"])
-        request = ChatCompletionRequest(model=self.spec["model"], messages=[{"role": "user", "content": ""}], tools=tools, tool_choice="auto")
-        info = self._tool_parser_cls(self._tokenizer, request.tools).extract_tool_calls(text, request)
+        return self._tool_parser_cls
+
+    def parse_tool_calls(self, text: str, tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+        key = json.dumps(tools, sort_keys=True)
+        request = self._parse_requests.get(key)
+        if request is None:  # validating the tool schemas into vLLM's request model is most of a parse
+            from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+
+            request = ChatCompletionRequest(model=self.spec["model"], messages=[{"role": "user", "content": ""}], tools=tools, tool_choice="auto")
+            if len(self._parse_requests) >= 64:
+                self._parse_requests.clear()
+            self._parse_requests[key] = request
+        info = self.tool_parser_class()(self._tokenizer, request.tools).extract_tool_calls(text, request)
         if not info.tools_called:
             return text, []
         calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in info.tool_calls]
@@ -258,7 +278,7 @@ class EngineServer:
 
     async def _generate(self, ids: list[int], params: Any) -> Any:
         final = None
-        async for out in self._engine.generate({"prompt_token_ids": ids}, params, request_id=uuid.uuid4().hex):
+        async for out in self._engine.generate({"prompt_token_ids": ids}, params, request_id=f"{self._id_prefix}-{next(self._ids)}"):
             final = out
         return final.outputs[0]
 
@@ -292,7 +312,9 @@ class EngineServer:
         thinking = bool(req.get("thinking"))
         if thinking and not prompt.rstrip().endswith(THINK_OPEN):
             prompt += THINK_OPEN + "\n"
-        ids = self.encode(prompt)
+        # Tokenizing a long prompt takes milliseconds in the tokenizer's Rust code, which lets go of the
+        # GIL: in a thread, the event loop meanwhile serves the other requests in flight.
+        ids = await asyncio.to_thread(self.encode, prompt)
         room = self.max_model_len - len(ids)
         if room <= 1:
             raise ValueError(f"the prompt has {len(ids)} tokens; the context window is {self.max_model_len}")
@@ -533,7 +555,8 @@ class VLLMBackend(LLMBackend):
         if tools and not self.tool_parser:
             raise LLMError(f"no tool-call parser is known for {self.model!r}: set tool_parser or use the json protocol", retryable=False)
         req = self.request(messages, tools, response_schema, max_tokens)
-        connection = await asyncio.to_thread(self.connection)  # the first call may convert a model: off the event loop
+        # The first call may convert a model: off the event loop; later calls skip the thread hop.
+        connection = self._connection or await asyncio.to_thread(self.connection)
         timeout = self.timeout_s if self._started else self.timeout_s + self.startup_timeout_s
         reply = await connection.chat(req, timeout)
         self._started = True

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -36,9 +37,10 @@ class FakeEngine:
     """Replies from `reply(prompt_text, params)`; records every request."""
 
     def __init__(self, reply):
-        self.reply, self.calls = reply, []
+        self.reply, self.calls, self.request_ids = reply, [], []
 
     async def generate(self, prompt, params, request_id):
+        self.request_ids.append(request_id)
         text = "".join(map(chr, prompt["prompt_token_ids"]))
         self.calls.append((text, params))
         out = self.reply(text, params)
@@ -199,6 +201,38 @@ def test_server_errors_never_raise():
     s = server(lambda prompt, p: (_ for _ in ()).throw(RuntimeError("boom")))
     out = asyncio.run(s.chat({"messages": [{"role": "user", "content": "q"}]}))
     assert out["error"].startswith("RuntimeError: boom") and out["retryable"] is False
+
+
+def test_engine_start_and_tokenizing_stay_off_the_event_loop():
+    """The engine's build, the tool parser's first lookup (vLLM's imports: seconds) and each prompt's
+    tokenizing (milliseconds, in Rust without the GIL) run in threads: on the actor's event loop they
+    would hold every other request in flight."""
+    seen: dict[str, list[int]] = {"build": [], "parser": [], "encode": []}
+
+    class Tokenizer(FakeTokenizer):
+        def encode(self, text, add_special_tokens=False):
+            seen["encode"].append(threading.get_ident())
+            return super().encode(text, add_special_tokens)
+
+    class Lazy(FakeServer):
+        def _build(self):
+            seen["build"].append(threading.get_ident())
+            return FakeEngine(lambda prompt, p: "ok"), Tokenizer()
+
+        def tool_parser_class(self):
+            seen["parser"].append(threading.get_ident())
+
+    s = Lazy({"model": "m", "max_model_len": 4096, "tool_parser": "hermes"})
+
+    async def two_requests():
+        replies = await asyncio.gather(*(s.chat({"messages": [{"role": "user", "content": q}], "max_tokens": 8}) for q in "ab"))
+        return threading.get_ident(), replies
+
+    loop_thread, replies = asyncio.run(two_requests())
+    assert [r["text"] for r in replies] == ["ok", "ok"]
+    assert len(set(s._engine.request_ids)) == 2  # the engine needs a distinct id per request
+    assert len(seen["build"]) == len(seen["parser"]) == 1 and len(seen["encode"]) == 2  # built once for both
+    assert loop_thread not in seen["build"] + seen["parser"] + seen["encode"]
 
 
 class FakeConnection:
