@@ -20,7 +20,7 @@ from arag.agent import ANSWERED, Agent, AgentConfig
 from arag.llm.vllm import VLLMBackend
 from arag.methods import load_method
 from tests.agent.test_vllm_backend import FakeConnection, FakeTokenizer
-from tests.support.model_server_sim import EngineModel
+from tests.support.engine_model import EngineModel
 from tests.support.vllm_standin import StandInServer, ideal_per_min, steady_rate
 
 REPO = Path(__file__).resolve().parents[2]

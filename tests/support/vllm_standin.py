@@ -7,7 +7,7 @@ rendering, the tokenizing, vLLM's sampling parameters and its tool-call parser a
 the actor's event loop as they do with a real engine. The engine chooses each reply with the stand-ins'
 agent policy (tests/support/agent_policy.py), writes it as the model would (a Hermes `<tool_call>`
 block for a native tool call, a JSON action under the JSON protocol, the answer as text) and answers
-after the time one vLLM engine would take (`EngineModel` of tests/support/model_server_sim.py: batch
+after the time one vLLM engine would take (`EngineModel` of tests/support/engine_model.py: batch
 slots, serial prefill, decode steps growing with the batch), with vLLM's prefix cache over the real
 prompt's token ids in 16-token blocks (LRU within the KV cache).
 
@@ -30,7 +30,7 @@ from typing import Any
 
 from arag.llm.vllm import EngineServer
 from tests.support.agent_policy import AgentPolicy
-from tests.support.model_server_sim import EngineModel
+from tests.support.engine_model import EngineModel
 
 # The request being served, for the engine (which vLLM hands token ids only) to choose its reply.
 _REQUEST: ContextVar[dict[str, Any] | None] = ContextVar("standin_request", default=None)
