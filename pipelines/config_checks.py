@@ -81,7 +81,7 @@ def check_graph_config(cfg: DictConfig) -> None:
 
 def check_ask_config(cfg: DictConfig) -> None:
     """`python -m pipelines.ask` (conf/ask.yaml, model, method)."""
-    check_config(cfg, {"model": None, "method": None, "index": None, "question": None, "question_id": None, "agent": None, "show": {"observation_lines": None}, "output": None})
+    check_config(cfg, {"model": None, "method": None, "index": None, "question": None, "question_id": None, "agent": None, "show": None, "output": None})
     check_model(cfg.model)
     check_method(cfg.method)
 
@@ -89,7 +89,7 @@ def check_ask_config(cfg: DictConfig) -> None:
 def check_evaluate_config(cfg: DictConfig) -> None:
     """`python -m pipelines.evaluate` (conf/evaluate.yaml, model, method, +corpus)."""
     own = ("model", "method", "data_dir", "limit", "index", "agent", "judge", "runtime", "progress")
-    check_config(cfg, {**dict.fromkeys(own), "corpus": corpus_keys(), "questions": {"path": None, "on_bad_line": None}, "results": {"path": None}})
+    check_config(cfg, {**dict.fromkeys(own), "corpus": corpus_keys(), "questions": None, "results": None})
     check_model(cfg.model)
     if cfg.judge.get("model") is not None:
         check_model(cfg.judge.model, "judge.model")
@@ -98,31 +98,23 @@ def check_evaluate_config(cfg: DictConfig) -> None:
 
 def check_rejudge_config(cfg: DictConfig) -> None:
     """`python -m pipelines.rejudge` (conf/rejudge.yaml, judge)."""
-    check_config(cfg, {**dict.fromkeys(("runs", "out", "concurrency", "batch_size", "progress", "judge")), "results": {"path": None}})
+    check_config(cfg, dict.fromkeys(("runs", "out", "concurrency", "batch_size", "progress", "judge", "results")))
     if cfg.judge.get("model") is not None:
         check_model(cfg.judge.model, "judge.model")
 
 
 def check_serve_config(cfg: DictConfig) -> None:
-    """`python -m pipelines.serve` (conf/serve.yaml); `serve` has a schema (ServeConfig), `tools` is checked
-    by arag.serve.app.tool_context_options (ToolContext's keyword arguments, checked where they are read)."""
-    from arag.serve.app import tool_context_options
-
+    """`python -m pipelines.serve` (conf/serve.yaml; `serve` and `tools` have schemas, ServeConfig and ToolOptions)."""
     check_config(cfg, {"index": {"path": None}, "serve": None, "tools": None})
-    if cfg.get("tools") is not None:
-        tool_context_options(_mapping("tools", cfg.tools))
 
 
 def check_report_config(cfg: DictConfig) -> None:
     """`python -m pipelines.report` (conf/report.yaml)."""
-    check_config(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None, "paper_columns": None}})
+    check_config(cfg, {"results": None, "report": None})
 
 
 def check_view_config(cfg: DictConfig) -> None:
     """`python -m pipelines.view` (conf/view.yaml)."""
-    check_config(cfg, {"results": {"path": None}, "view": {"host": None, "port": None, "open_browser": None}})
-    port, open_browser = cfg.view.port, cfg.view.open_browser
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"view.port must be a port number from 0 to 65535 (0: any free one), got {port!r}")
-    if not isinstance(open_browser, bool):
-        raise ValueError(f"view.open_browser must be true or false, got {open_browser!r}")
+    check_config(cfg, {"results": None, "view": None})
+    if not 0 <= cfg.view.port <= 65535:  # an int: the schema (ViewConfig) refuses any other type
+        raise ValueError(f"view.port must be a port number from 0 to 65535 (0: any free one), got {cfg.view.port!r}")
