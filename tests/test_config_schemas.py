@@ -271,3 +271,40 @@ def test_the_protocol_cards_assumed_index_is_the_index_pipelines_defaults():
         facts = assumed_index_facts(corpus_cfg)
         assert {k: facts[k] for k in ("chunking", "chunk_tokens", "chunk_overlap")} == {k: index[k] for k in ("chunking", "chunk_tokens", "chunk_overlap")}
     assert assumed_index_facts(None)["chunk_overlap"] == IndexBuild.chunk_overlap == 100
+
+
+# pipeline → the overrides its config needs to compose (the optional corpus group, where it has one)
+PIPELINES = {"index": ["+corpus=jsonl"], "graph": [], "ask": [], "evaluate": ["+corpus=jsonl"], "rejudge": [], "serve": [], "report": [], "view": []}
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_the_top_level_keys_are_those_the_pipelines_yaml_declares(name):
+    """pipelines.config_checks reads a pipeline's top-level keys from its YAML (its own keys and its
+    defaults list's packages, arag.config.declared): the keys it accepts are the composed config's."""
+    import pipelines.config_checks as checks
+    from arag.strict_settings import UnknownSettingError
+
+    cfg = compose(name, *PIPELINES[name])
+    check = getattr(checks, f"check_{name}_config")
+    check(cfg)
+    keys = sorted(cfg.keys())
+    first = keys[0]
+    OmegaConf.update(cfg, first[:-1] + "z" + first[-1], 1, force_add=True)
+    with pytest.raises(UnknownSettingError, match=rf"did you mean {first}\?\); valid keys of the config: {', '.join(keys)}$"):
+        check(cfg)
+
+
+def test_a_defaults_entry_names_the_key_it_fills():
+    from arag.config.declared import _package
+
+    assert [_package(e) for e in ["_self_", {"model": "openai"}, {"schema/results@results": "base"}, {"model@graph.extractor.model": None}, {"override hydra/job_logging": "none"}, {"optional sweep": "x"}, {"schema/index_source": "base"}, {"x@_global_": "y"}]] == [
+        None, "model", "results", "graph", None, "sweep", "schema", None,
+    ]
+
+
+def test_an_untyped_node_the_yaml_writes_holds_only_its_keys():
+    """serve's `index:` has no schema: the keys conf/serve.yaml writes there are its keys."""
+    from arag.config.declared import declared_nodes
+
+    cfg = compose("serve")
+    assert declared_nodes("serve", cfg) == {"serve": None, "tools": None, "index": {"path": None}}
