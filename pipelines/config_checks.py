@@ -2,8 +2,9 @@
 key, added with `+key=value` or in a YAML file, stops the command with the key named and the valid
 keys listed (arag.strict_settings). A node with a schema (arag.config.schemas) is checked against it
 (arag.config.typed); the groups a library object reads (model, method, corpus, embedder) against that
-object; the pipelines' own top-level keys and small nodes against the names below. The command
-line's keys are checked before that, against the composed config (arag.config.cli)."""
+object; the top level and the untyped nodes against what the pipeline's YAML declares
+(arag.config.declared). The command line's keys are checked before that, against the composed
+config (arag.config.cli)."""
 
 from __future__ import annotations
 
@@ -11,24 +12,22 @@ from typing import Any, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
+from arag.config.declared import declared_nodes
 from arag.config.typed import check_schema_nodes
 from arag.strict_settings import check_keys, field_names
 
 
-def _plain(node: Any) -> Any:
-    return OmegaConf.to_container(node, resolve=False) if isinstance(node, DictConfig) else node
-
-
-def _mapping(group: str, node: Any) -> Mapping[str, Any]:
-    node = _plain(node)
+def _mapping(group: str, node: Any, resolve: bool = False) -> Mapping[str, Any]:
+    node = OmegaConf.to_container(node, resolve=resolve) if isinstance(node, DictConfig) else node
     if not isinstance(node, Mapping):
         raise ValueError(f"setting {group} must be a mapping of keys, got {node!r}")
     return node
 
 
-def check_config(cfg: DictConfig, nodes: Mapping[str, Any]) -> None:
-    """The top-level keys and untyped nodes `nodes` names (see check_nodes), then every schema-typed node."""
-    check_nodes(cfg, nodes)
+def check_config(cfg: DictConfig, name: str, optional: Mapping[str, Any] | None = None) -> None:
+    """The keys conf/<name>.yaml declares and the `optional` groups (those chosen with `+group=`,
+    see check_nodes), then every schema-typed node."""
+    check_nodes(cfg, {**declared_nodes(name, cfg), **(optional or {})})
     check_schema_nodes(cfg)
 
 
@@ -69,27 +68,27 @@ def check_index_config(cfg: DictConfig) -> None:
     """`python -m pipelines.index` (conf/index.yaml, +corpus, embedder, runtime)."""
     from arag.index.embedding import EmbedderSpec
 
-    check_config(cfg, {"data_dir": None, "progress": None, "index": None, "corpus": corpus_keys(), "embedder": dict.fromkeys(field_names(EmbedderSpec)), "runtime": None})
+    check_config(cfg, "index", {"corpus": corpus_keys()})
+    EmbedderSpec.from_config(_mapping("embedder", cfg.get("embedder"), resolve=True))
 
 
 def check_graph_config(cfg: DictConfig) -> None:
     """`python -m pipelines.graph` (conf/graph.yaml, graph.extractor.model)."""
-    check_config(cfg, {"index": {"path": None}, "graph": None, "runtime": None, "progress": None})
+    check_config(cfg, "graph")
     if cfg.graph.extractor.get("model") is not None:  # kind=llm without one: make_extractor names the setting
         check_model(cfg.graph.extractor.get("model"), "graph.extractor.model")
 
 
 def check_ask_config(cfg: DictConfig) -> None:
     """`python -m pipelines.ask` (conf/ask.yaml, model, method)."""
-    check_config(cfg, {"model": None, "method": None, "index": None, "question": None, "question_id": None, "agent": None, "show": {"observation_lines": None}, "output": None})
+    check_config(cfg, "ask")
     check_model(cfg.model)
     check_method(cfg.method)
 
 
 def check_evaluate_config(cfg: DictConfig) -> None:
     """`python -m pipelines.evaluate` (conf/evaluate.yaml, model, method, +corpus)."""
-    own = ("model", "method", "data_dir", "limit", "index", "agent", "judge", "runtime", "progress")
-    check_config(cfg, {**dict.fromkeys(own), "corpus": corpus_keys(), "questions": {"path": None, "on_bad_line": None}, "results": {"path": None}})
+    check_config(cfg, "evaluate", {"corpus": corpus_keys()})
     check_model(cfg.model)
     if cfg.judge.get("model") is not None:
         check_model(cfg.judge.model, "judge.model")
@@ -98,31 +97,23 @@ def check_evaluate_config(cfg: DictConfig) -> None:
 
 def check_rejudge_config(cfg: DictConfig) -> None:
     """`python -m pipelines.rejudge` (conf/rejudge.yaml, judge)."""
-    check_config(cfg, {**dict.fromkeys(("runs", "out", "concurrency", "batch_size", "progress", "judge")), "results": {"path": None}})
+    check_config(cfg, "rejudge")
     if cfg.judge.get("model") is not None:
         check_model(cfg.judge.model, "judge.model")
 
 
 def check_serve_config(cfg: DictConfig) -> None:
-    """`python -m pipelines.serve` (conf/serve.yaml); `serve` has a schema (ServeConfig), `tools` is checked
-    by arag.serve.app.tool_context_options (ToolContext's keyword arguments, checked where they are read)."""
-    from arag.serve.app import tool_context_options
-
-    check_config(cfg, {"index": {"path": None}, "serve": None, "tools": None})
-    if cfg.get("tools") is not None:
-        tool_context_options(_mapping("tools", cfg.tools))
+    """`python -m pipelines.serve` (conf/serve.yaml; `serve` and `tools` have schemas, ServeConfig and ToolOptions)."""
+    check_config(cfg, "serve")
 
 
 def check_report_config(cfg: DictConfig) -> None:
     """`python -m pipelines.report` (conf/report.yaml)."""
-    check_config(cfg, {"results": {"path": None}, "report": {"path": None, "title": None, "where": None, "paper_columns": None}})
+    check_config(cfg, "report")
 
 
 def check_view_config(cfg: DictConfig) -> None:
     """`python -m pipelines.view` (conf/view.yaml)."""
-    check_config(cfg, {"results": {"path": None}, "view": {"host": None, "port": None, "open_browser": None}})
-    port, open_browser = cfg.view.port, cfg.view.open_browser
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"view.port must be a port number from 0 to 65535 (0: any free one), got {port!r}")
-    if not isinstance(open_browser, bool):
-        raise ValueError(f"view.open_browser must be true or false, got {open_browser!r}")
+    check_config(cfg, "view")
+    if not 0 <= cfg.view.port <= 65535:  # an int: the schema (ViewConfig) refuses any other type
+        raise ValueError(f"view.port must be a port number from 0 to 65535 (0: any free one), got {cfg.view.port!r}")

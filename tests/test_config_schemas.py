@@ -13,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from arag.config.cli import check_command_line
-from arag.config.schemas import AgentConfig, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeConfig, ServeConfig
+from arag.config.schemas import AgentConfig, AskShow, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeConfig, QuestionsSource, ReportConfig, ResultsTree, ServeConfig, ToolOptions, ViewConfig
 from arag.config.files import conf_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,6 +125,53 @@ def test_a_key_added_to_a_schema_node_is_refused_after_composing(config, overrid
         check_schema_nodes(compose(config, *extra, override))
 
 
+# config, node, its schema, the keys the pipeline's YAML derives (set there, not the schema's default)
+SMALL_NODES = [
+    ("ask", "show", AskShow, ()),
+    ("evaluate", "questions", QuestionsSource, ("path",)),
+    ("evaluate", "results", ResultsTree, ()),
+    ("rejudge", "results", ResultsTree, ()),
+    ("report", "results", ResultsTree, ()),
+    ("report", "report", ReportConfig, ()),
+    ("view", "results", ResultsTree, ()),
+    ("view", "view", ViewConfig, ()),
+    ("serve", "tools", ToolOptions, ()),
+]
+
+
+@pytest.mark.parametrize(("config", "node", "schema", "derived"), SMALL_NODES)
+def test_the_small_nodes_are_their_schemas(config, node, schema, derived):
+    """The pipelines' YAML holds no default of these nodes (only what it derives), so the composed node
+    is the schema's defaults; a key added to it after composing is refused with the likely one."""
+    from arag.config.files import conf_path
+    from arag.config.typed import check_schema_nodes
+    from arag.strict_settings import UnknownSettingError
+
+    assert set(OmegaConf.load(conf_path(f"{config}.yaml")).get(node) or {}) == set(derived)
+    cfg = compose(config, *(["+corpus=2wikimultihopqa"] if config == "evaluate" else []))
+    assert OmegaConf.get_type(cfg[node]) is schema
+    composed_node = OmegaConf.to_container(cfg[node], resolve=False)
+    defaults = dataclasses.asdict(schema())
+    assert {k: v for k, v in composed_node.items() if k not in derived} == {k: v for k, v in defaults.items() if k not in derived}
+    first = dataclasses.fields(schema)[0].name
+    OmegaConf.update(cfg, f"{node}.{first}s", 1, force_add=True)
+    with pytest.raises(UnknownSettingError, match=rf"did you mean {node}\.{first}\?"):
+        check_schema_nodes(cfg)
+
+
+def test_the_tools_schema_is_toolcontexts_keyword_arguments():
+    """`tools:` (ToolOptions) is ToolContext's keyword arguments (the encoder aside: no config can name
+    a function) with the same defaults, so the server's tools run as a ToolContext built in code does."""
+    import inspect
+
+    from arag.serve.app import tool_context_options
+    from arag.tools.hosting.context import ToolContext
+
+    params = {p.name: p.default for p in inspect.signature(ToolContext.__init__).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "encoder"}
+    assert dataclasses.asdict(ToolOptions()) == params
+    assert tool_context_options(dataclasses.asdict(ToolOptions())) == {k: v for k, v in params.items() if v is not None}
+
+
 def test_a_model_configs_guard_rails_still_reach_the_agent():
     cfg = compose("ask", "model=llamacpp_qwen2.5_coder_1.5b")
     model_rails = OmegaConf.to_container(cfg.model, resolve=True).get("guard_rails") or {}
@@ -145,6 +192,16 @@ def test_a_model_configs_guard_rails_still_reach_the_agent():
         ("rejudge", ["judge=strict", "judge.max_token=64"], "judge.max_tokens"),
         ("serve", ["serve.prot=9000"], "serve.port"),
         ("serve", ["+serve.max_document_settings.search_result=5"], "serve.max_document_settings.search_results"),
+        ("serve", ["tools.nprobes=4"], "tools.nprobe"),
+        ("serve", ["+tools.encoder_thread=2"], "tools.encoder_threads"),
+        ("ask", ["show.observation_line=3"], "show.observation_lines"),
+        ("evaluate", ["+questions.on_bad_lines=skip"], "questions.on_bad_line"),
+        ("evaluate", ["results.paths=x"], "results.path"),
+        ("rejudge", ["+results.paths=x"], "results.path"),
+        ("report", ["report.titel=x"], "report.title"),
+        ("report", ["+report.paper_column=true"], "report.paper_columns"),
+        ("view", ["view.hots=0.0.0.0"], "view.host"),
+        ("view", ["+results.pth=x"], "results.path"),
     ],
 )
 def test_a_misspelled_key_is_named_with_the_likely_one(config, args, named):
@@ -192,7 +249,8 @@ def test_a_quoting_error_is_one_line_not_a_traceback(tmp_path):
 
 
 def test_the_serve_configs_tools_keys_are_checked_once_with_the_likely_key():
-    """pipelines.config_checks leaves the `tools:` keys to the function that reads them (arag.serve.app)."""
+    """The `tools:` node's schema (ToolOptions) names a key added after composing, as the function that
+    reads the keys (arag.serve.app.tool_context_options) does for a library caller."""
     from pipelines.config_checks import check_serve_config
 
     cfg = compose("serve")
@@ -213,3 +271,40 @@ def test_the_protocol_cards_assumed_index_is_the_index_pipelines_defaults():
         facts = assumed_index_facts(corpus_cfg)
         assert {k: facts[k] for k in ("chunking", "chunk_tokens", "chunk_overlap")} == {k: index[k] for k in ("chunking", "chunk_tokens", "chunk_overlap")}
     assert assumed_index_facts(None)["chunk_overlap"] == IndexBuild.chunk_overlap == 100
+
+
+# pipeline → the overrides its config needs to compose (the optional corpus group, where it has one)
+PIPELINES = {"index": ["+corpus=jsonl"], "graph": [], "ask": [], "evaluate": ["+corpus=jsonl"], "rejudge": [], "serve": [], "report": [], "view": []}
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_the_top_level_keys_are_those_the_pipelines_yaml_declares(name):
+    """pipelines.config_checks reads a pipeline's top-level keys from its YAML (its own keys and its
+    defaults list's packages, arag.config.declared): the keys it accepts are the composed config's."""
+    import pipelines.config_checks as checks
+    from arag.strict_settings import UnknownSettingError
+
+    cfg = compose(name, *PIPELINES[name])
+    check = getattr(checks, f"check_{name}_config")
+    check(cfg)
+    keys = sorted(cfg.keys())
+    first = keys[0]
+    OmegaConf.update(cfg, first[:-1] + "z" + first[-1], 1, force_add=True)
+    with pytest.raises(UnknownSettingError, match=rf"did you mean {first}\?\); valid keys of the config: {', '.join(keys)}$"):
+        check(cfg)
+
+
+def test_a_defaults_entry_names_the_key_it_fills():
+    from arag.config.declared import _package
+
+    assert [_package(e) for e in ["_self_", {"model": "openai"}, {"schema/results@results": "base"}, {"model@graph.extractor.model": None}, {"override hydra/job_logging": "none"}, {"optional sweep": "x"}, {"schema/index_source": "base"}, {"x@_global_": "y"}]] == [
+        None, "model", "results", "graph", None, "sweep", "schema", None,
+    ]
+
+
+def test_an_untyped_node_the_yaml_writes_holds_only_its_keys():
+    """serve's `index:` has no schema: the keys conf/serve.yaml writes there are its keys."""
+    from arag.config.declared import declared_nodes
+
+    cfg = compose("serve")
+    assert declared_nodes("serve", cfg) == {"serve": None, "tools": None, "index": {"path": None}}

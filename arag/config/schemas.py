@@ -275,3 +275,63 @@ class GraphPipelineRuntime:
 
     num_cpus: Optional[int] = None  # local Ray: CPUs to use; None: all
     graph: GraphRuntime = field(default_factory=GraphRuntime)
+
+
+@dataclass
+class ResultsTree:
+    """The `results:` node of evaluate, rejudge, report and view: the results tree (one folder per run,
+    named by its run id; query it with DuckDB: results/**/*.parquet)."""
+
+    path: str = "results"
+
+
+@dataclass
+class QuestionsSource:
+    """evaluate's `questions:` node (conf/evaluate.yaml derives path from the corpus)."""
+
+    path: Optional[str] = None  # any JSON Lines file of {id, question, answers, supporting_titles}
+    on_bad_line: str = "error"  # error: stop at the first bad line (file:line named); skip: count and list bad lines, go on
+
+
+@dataclass
+class AskShow:
+    """ask's `show:` node: how the episode is printed."""
+
+    observation_lines: int = 12  # lines of each tool result to print; 0: all
+
+
+@dataclass
+class ReportConfig:
+    """pipelines.report's `report:` node."""
+
+    path: Optional[str] = None  # None: <results.path>/report
+    title: str = "Evaluation report"
+    where: Optional[str] = None  # an SQL filter over the episode rows, e.g. "model = 'gpt-5-mini'"
+    # true: the paper's published numbers (conf/paper_results/) beside ours: Table 1's in the main table,
+    # for its backbones (reference rows under any other); Table 3's retrieved tokens
+    paper_columns: bool = False
+
+
+@dataclass
+class ViewConfig:
+    """pipelines.view's `view:` node."""
+
+    host: str = "127.0.0.1"  # only this machine; 0.0.0.0 to show it to other machines (no login: results are readable by all who reach it)
+    port: int = 8770  # 0: any free port (the address is printed)
+    open_browser: bool = True  # open the page in this machine's browser once it listens
+
+
+@dataclass
+class ToolOptions:
+    """The tool server's `tools:` node: the keyword arguments of arag.tools.hosting.context.ToolContext,
+    same names and defaults (its docstring says what each does); None: ToolContext's (or, with
+    serve.workers > 1, ToolWorkerPool's) own choice."""
+
+    cache_dir: Optional[str] = None  # where the tools cache lives; None: <index>/tools_cache
+    accelerate: bool = True  # word postings for keyword search (same results, faster)
+    nprobe: Optional[int] = None  # IVF lists to probe; None: the index's own, chosen for index.ann_recall
+    rerank: Optional[int] = None  # exact re-rank candidates per result on an ANN index; None: the index's own
+    duckdb_threads: Optional[int] = None
+    batch_window_s: float = 0.001  # under load, how long a query batch waits for more queries to join it
+    max_active: Optional[int] = None  # tool calls that run at once; None: twice the cores
+    encoder_threads: Optional[int] = None  # CPU threads of the query encoder; None: the embedder's setting (a worker pool: its share of the cores)

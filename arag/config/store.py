@@ -4,12 +4,14 @@
 and rejudge's `judge:` node, under the preset from conf/judge/, which holds its name and prompts) and
 `schema/serve` (the tool server's `serve:` node), `schema/index_build` and `schema/index_runtime` (the
 index pipeline's `index:` and `runtime:` nodes), `schema/graph` and `schema/graph_runtime` (the graph
-pipeline's). Registered once, when the config folder is first asked for
+pipeline's), `schema/results` (the results tree of evaluate, rejudge, report and view),
+`schema/questions` (evaluate's), `schema/show` (ask's), `schema/report`, `schema/view` and
+`schema/tools` (the tool server's ToolContext options). Registered once, when the config folder is first asked for
 (arag.config.files.conf_dir), so every composition (the pipelines, tests, Hydra's compose API) sees them."""
 
 from __future__ import annotations
 
-from arag.config.schemas import AgentConfig, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeNode, ServeConfig
+from arag.config.schemas import AgentConfig, AskShow, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeNode, QuestionsSource, ReportConfig, ResultsTree, ServeConfig, ToolOptions, ViewConfig
 
 # group, name, schema
 SCHEMAS = (
@@ -22,6 +24,12 @@ SCHEMAS = (
     ("schema/index_runtime", "base", IndexRuntime),
     ("schema/graph", "base", GraphConfig),
     ("schema/graph_runtime", "base", GraphPipelineRuntime),
+    ("schema/results", "base", ResultsTree),
+    ("schema/questions", "base", QuestionsSource),
+    ("schema/show", "base", AskShow),
+    ("schema/report", "base", ReportConfig),
+    ("schema/view", "base", ViewConfig),
+    ("schema/tools", "base", ToolOptions),
 )
 
 

@@ -262,8 +262,9 @@ def test_unknown_runs_and_questions_are_404_with_the_reason(client, tree):
     "override, message",
     [
         ("+view.prot=1", "unknown setting view.prot (did you mean view.port?)"),
-        ("view.port=http", "view.port must be a port number"),
-        ("view.open_browser=maybe", "view.open_browser must be true or false"),
+        ("view.port=http", "setting view.port: Value 'http' of type 'str' could not be converted to Integer"),  # ViewConfig's type
+        ("view.port=70000", "view.port must be a port number"),
+        ("view.open_browser=maybe", "setting view.open_browser: Value 'maybe' is not a valid bool"),
         ("results.path=/no/such/results", "no results folder at /no/such/results"),
     ],
 )
