@@ -91,7 +91,9 @@ def write_questions(path: Path, index: Path, n: int) -> None:
     """`n` questions naming the synthetic index's titles, distinct ids."""
     import pyarrow.parquet as pq
 
-    titles = sorted(set(pq.read_table(next((index / "chunks").rglob("*.parquet")), columns=["title"]).column("title").to_pylist()))
+    from arag.index.store import open_index
+
+    titles = sorted(set(pq.read_table(open_index(index).chunk_files[0], columns=["title"]).column("title").to_pylist()))
     with path.open("w") as f:
         for i in range(n):
             title = titles[i % len(titles)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 # Bad settings, input, index folder or results folder, an unreachable tool server (the message names
 # the setting, file, part or address). Built-in types always count.
@@ -46,3 +46,15 @@ def exit_on_error(*, interrupted: str | None = None, also: tuple[type[BaseExcept
         if isinstance(exc, user_errors(also)):
             sys.exit(f"error: {exc}")
         raise
+
+
+def print_error(message: str) -> None:
+    """One `error: ...` line for an outcome the command reports and goes on from (a sweep's run that
+    ended with failed episodes, while the sweep's other runs still run)."""
+    print(f"error: {message}", file=sys.stderr)
+
+
+def exit_with_errors(messages: list[str]) -> NoReturn:
+    """Exit status 1 after one `error: ...` line per message: runs ended with failures that remain (the
+    command's outcome, not an error raised)."""
+    sys.exit("\n".join(f"error: {m}" for m in messages))

@@ -12,14 +12,13 @@ combination first and then exits 1 if any of them ended so.
 
 from __future__ import annotations
 
-import sys
 
 from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
 from arag.evaluation.summary import unfinished
 from pipelines.config_checks import check_evaluate_config
-from pipelines.errors import exit_on_error
+from pipelines.errors import exit_on_error, exit_with_errors, print_error
 
 # Runs of this sweep that ended incomplete (their error lines are printed as each ends).
 INCOMPLETE: list[str] = []
@@ -62,16 +61,16 @@ def main(cfg: DictConfig) -> None:
         summary = evaluate(cfg, overrides=task_overrides())
     problem = incomplete(summary)
     if problem and in_sweep():  # the sweep's other runs still run
-        print(f"error: {problem}", file=sys.stderr)
+        print_error(problem)
         INCOMPLETE.append(problem)
     elif problem:
-        sys.exit(f"error: {problem}")
+        exit_with_errors([problem])
 
 
 def run() -> None:
     main()
     if INCOMPLETE:
-        sys.exit(f"error: {len(INCOMPLETE)} runs of the sweep are incomplete (each named above); rerun the same command to finish them")
+        exit_with_errors([f"{len(INCOMPLETE)} runs of the sweep are incomplete (each named above); rerun the same command to finish them"])
 
 
 if __name__ == "__main__":

@@ -12,14 +12,13 @@ line names how many and their most common causes.
 
 from __future__ import annotations
 
-import sys
 
 from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
 from arag.evaluation.summary import unfinished
 from pipelines.config_checks import check_rejudge_config
-from pipelines.errors import exit_on_error
+from pipelines.errors import exit_on_error, exit_with_errors
 
 
 @pipeline_main("rejudge")
@@ -31,7 +30,7 @@ def main(cfg: DictConfig) -> None:
         summaries = rejudge(cfg)
     problems = [p for p in map(lambda s: unfinished(s, judge_failures=True), summaries) if p]
     if problems:
-        sys.exit("error: " + "\nerror: ".join(problems))
+        exit_with_errors(problems)
 
 
 if __name__ == "__main__":
