@@ -99,8 +99,14 @@ def test_the_agent_sends_the_filled_texts(packed_ctx):
 
 def test_no_fixed_chunk_id_example_in_conf_or_in_the_tool_texts():
     """The id form and example come from the index only: no config file, method text or tool text
-    (descriptions and parameter schemas, which the tool server lists too) spells one of its own."""
-    found = [f"{path.relative_to(conf_dir())}: {m}" for path in sorted(conf_dir().rglob("*.yaml")) for m in FIXED_ID.findall(path.read_text())]
+    (descriptions and parameter schemas, which the tool server lists too) spells one of its own. The
+    smoke run's scripted model is the exception: its script reads one known chunk of the 2Wiki index,
+    an action it replays, not a text any model reads."""
+    found = [
+        f"{path.relative_to(conf_dir())}: {m}"
+        for path in sorted(conf_dir().rglob("*.yaml")) if path.relative_to(conf_dir()).parts[0] != "smoke"
+        for m in FIXED_ID.findall(path.read_text())
+    ]
     assert not found, found
     for name, spec in TOOLS.items():
         text = json.dumps(spec.schema(), ensure_ascii=False)
