@@ -24,9 +24,9 @@ and a keyword's matches become questions about words:
   (only the keyword's separators lie between them). Phrases of common words ('you can no') meet
   their word conditions in tens of thousands of chunks and hold the phrase in a few hundred, so
   each chunk also keeps its adjacent word pairs, hashed into PAIR_BUCKETS-per-text-byte buckets:
-  a pair (a, b) is keyed by a's last 3 UTF-8 bytes and b's first 3 (the whole word when shorter),
-  which a keyword fixes when the left run is a whole word or a suffix of 3 bytes or more and the
-  right run a whole word or a prefix of 3 bytes or more. Only chunks whose bucket of such a key is
+  a pair (a, b) is keyed by a's last 2 UTF-8 bytes and b's first 2 (the whole word when shorter),
+  which a keyword fixes when the left run is a whole word or a suffix of 2 bytes or more and the
+  right run a whole word or a prefix of 2 bytes or more. Only chunks whose bucket of such a key is
   set are kept: a superset again (buckets collide, never lose a pair).
 
 On disk, per part (the words sorted, so whole words and prefixes are binary searches; offsets are
@@ -84,7 +84,7 @@ SIGNATURE_BITS = 2048  # 2 bytes a word; a block's 128 words set ~40% of the bit
 # the text (~855 buckets for chunks of 2.7 kB holding ~430 distinct pair keys: ~40% of a chunk's
 # buckets set, so a phrase's two interior pairs keep ~1/6 of the chunks meeting its word conditions).
 PAIR_BITS_PER_TEXT_BYTE = 0.32
-PAIR_EDGE = 3  # bytes of each word in a pair's key
+PAIR_EDGE = 2  # bytes of each word in a pair's key: a 2-letter last word ("you can no") still fixes one
 MIN_PAIR_BUCKETS = 64
 
 UNICODE_VERSION = unicodedata.unidata_version  # what str.isspace() and lower() follow (kept in each cache's metadata)
