@@ -331,6 +331,25 @@ def test_adjacent_word_pairs_narrow_a_phrase_to_the_chunks_holding_its_pairs(tmp
     assert words.with_pairs(None, split_keyword("can you")[1]).tolist() == [1, 2]
 
 
+def test_a_condition_in_nearly_every_chunk_is_not_gathered(tmp_path, monkeypatch):
+    """The prefix 'a' is in every chunk, so gathering its postings would remove no candidate; a
+    word in half of the chunks ('with') is gathered. The candidates stay a superset either way."""
+    from arag.index.keyword.words import WordPostings, WordPostingsWriter
+
+    texts = [f"an apple {'with' if i % 2 else 'without'} {'zebra' if i % 4 == 1 else 'horse'} a{i}" for i in range(200)]
+    writer = WordPostingsWriter()
+    writer.add(texts, 0)
+    writer.write(tmp_path)
+    words = WordPostings(tmp_path, num_chunks=len(texts))
+    gathered = []
+    real = words._within
+    monkeypatch.setattr(words, "_within", lambda rows, ids: gathered.append(len(ids)) or real(rows, ids))
+    rows = words.candidates([("whole", "with"), ("prefix", "a")])  # ' with a'
+    assert gathered == [] and rows.tolist() == list(range(1, 200, 2))
+    rows = words.candidates([("whole", "with"), ("whole", "zebra"), ("prefix", "a")])  # " with zebra a"
+    assert gathered == [1] and rows.tolist() == list(range(1, 200, 4))
+
+
 def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
     """Words are looked for only in blocks whose signature holds all of a keyword's 3-byte hashes;
     every word containing it is still found (a superset), however many blocks there are."""

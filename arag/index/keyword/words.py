@@ -68,9 +68,11 @@ from arag.small_sorted import mapped
 SEP = b"\n"
 ESCAPE = 15  # a count nibble meaning "16 or more: in words_big.npy"
 # Postings of a condition are gathered only while they are at most this many times the candidates
-# already left: gathering a posting costs ~1,000x less than reading and counting a chunk's text
-# (~20 ns against ~10-20 µs for a few kB of wiki text).
-UNION_PER_CANDIDATE = 1000
+# they are expected to remove (the candidates left times the share of the part's chunks the
+# condition misses, at most 1 - postings / chunks): gathering a posting costs ~60-140 ns (a range
+# of thousands of words, 'a*', the most), reading and counting a chunk's text ~10-20 µs for a few
+# kB of wiki text. A prefix like 'a' or 'no', in nearly every chunk, is not worth gathering.
+UNION_PER_CANDIDATE = 150
 # Candidates few enough to count on their text without narrowing further.
 ENOUGH = 32
 # A suffix condition matching more words than this (a word ending in "a") is not used: finding
@@ -361,7 +363,9 @@ class WordPostings:
         """Ascending rows meeting the most selective of `conditions` (split_keyword): a superset of
         the chunks holding the keyword; None: no condition narrows (every row). Whole words and
         prefixes are binary searches of the sorted words; a suffix needs a scan of them, so it is
-        looked at last, only while candidates are many, and dropped past SUFFIX_WORDS words."""
+        looked at last, only while candidates are many, and dropped past SUFFIX_WORDS words. The
+        adjacent pairs (with_pairs) filter the first condition's chunks, before any other postings
+        are gathered."""
         ranked = []
         for kind, run in conditions:
             if kind != "suffix":
@@ -371,8 +375,10 @@ class WordPostings:
                 ranked.append((int(self.offsets[hi]) - int(self.offsets[lo]), np.arange(lo, hi)))
         ranked.sort(key=lambda t: t[0])
         rows = self._union(ranked[0][1]) if ranked else None
+        if rows is not None:  # the pair filter costs a bit test a candidate: before gathering more postings
+            rows = self.with_pairs(rows, conditions)
         for size, ids in ranked[1:]:
-            if len(rows) <= ENOUGH or size > UNION_PER_CANDIDATE * len(rows):
+            if len(rows) <= ENOUGH or not self._worth(len(rows), size):
                 break
             rows = self._within(rows, ids)
         for kind, run in conditions:
@@ -386,9 +392,13 @@ class WordPostings:
                 return np.zeros(0, np.int64)
             if rows is None:
                 rows = self._union(ids)
-            elif int((self.offsets[ids + 1].astype(np.int64) - self.offsets[ids]).sum()) <= UNION_PER_CANDIDATE * len(rows):
+            elif self._worth(len(rows), int((self.offsets[ids + 1].astype(np.int64) - self.offsets[ids]).sum())):
                 rows = self._within(rows, ids)
-        return self.with_pairs(rows, conditions)
+        return self.with_pairs(rows, conditions) if not ranked else rows
+
+    def _worth(self, candidates: int, postings: int) -> bool:
+        """Whether gathering `postings` to narrow `candidates` costs less than the texts it saves."""
+        return candidates * max(0.0, 1.0 - postings / max(self.num_chunks, 1)) * UNION_PER_CANDIDATE >= postings
 
     def with_pairs(self, rows: np.ndarray | None, conditions: list[tuple[str, str]]) -> np.ndarray | None:
         """Those of ascending `rows` (None: every row) whose pair buckets hold every adjacent pair
