@@ -23,7 +23,7 @@ and a keyword's matches become questions about words:
 * Two consecutive runs of such a keyword are two *consecutive* words of the text in every match
   (only the keyword's separators lie between them). Phrases of common words ('you can no') meet
   their word conditions in tens of thousands of chunks and hold the phrase in a few hundred, so
-  each chunk also keeps its adjacent word pairs, hashed into PAIR_BUCKETS-per-text-byte buckets:
+  each chunk also keeps its adjacent word pairs, hashed into buckets (PAIR_BITS_PER_TEXT_BYTE):
   a pair (a, b) is keyed by a's last 2 UTF-8 bytes and b's first 2 (the whole word when shorter),
   which a keyword fixes when the left run is a whole word or a suffix of 2 bytes or more and the
   right run a whole word or a prefix of 2 bytes or more. Only chunks whose bucket of such a key is
@@ -82,9 +82,10 @@ SUFFIX_WORDS = 64
 BLOCK_WORDS = 128
 SIGNATURE_BITS = 2048  # 2 bytes a word; a block's 128 words set ~40% of the bits on wiki text
 
-# Pair buckets per byte of text per chunk: 0.32 bits a text byte, so the pair bit sets are 0.04x
-# the text (~855 buckets for chunks of 2.7 kB holding ~430 distinct pair keys: ~40% of a chunk's
-# buckets set, so a phrase's two interior pairs keep ~1/6 of the chunks meeting its word conditions).
+# Pair buckets per byte of the average chunk's text: 0.32, so the pair bit sets are 0.04x the text
+# (the cache stays under 1.5x the text). Chunks of 2.7 kB of wiki text hold ~410 distinct pair keys:
+# 858 buckets, each set in ~38% of the chunks; 'you can no' keeps 8,763 of the 36,866 chunks of
+# 100,000 meeting its word conditions (301 hold it).
 PAIR_BITS_PER_TEXT_BYTE = 0.32
 PAIR_EDGE = 2  # bytes of each word in a pair's key: a 2-letter last word ("you can no") still fixes one
 MIN_PAIR_BUCKETS = 64
