@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -258,10 +259,12 @@ class ChunkStore:
 
     def keyword_occurrences(self, keyword: str) -> tuple[np.ndarray, np.ndarray]:
         """(ascending ords, counts) of the chunks whose lowered text holds the lowered `keyword`:
-        counted from the word postings or on the text of their candidates, or remembered (arag.index.keyword.counts)."""
+        counted from the word postings or on the text of their candidates, or remembered (arag.index.keyword.counts:
+        costly ones, by chunks touched or time taken)."""
         known = self.keyword_counts.get(keyword)
         if known is not None:
             return known
+        started = time.perf_counter()
         ords, counts, scanned = [], [], 0
         for w, part in enumerate(self.parts):
             if part.num_chunks == 0:
@@ -274,7 +277,7 @@ class ChunkStore:
             counts.append(c.astype(np.int32))
         o = np.concatenate(ords) if ords else np.zeros(0, dtype=np.int64)
         c = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int32)
-        self.keyword_counts.put(keyword, o, c, scanned)
+        self.keyword_counts.put(keyword, o, c, scanned, seconds=time.perf_counter() - started)
         return o, c
 
     def _scan_top(self, terms: list[tuple[str, int]], top_k: int) -> list[tuple[int, int]]:

@@ -192,6 +192,10 @@ WORDY_TEXTS = [
     "",
     "   ",
     "the the the THE theme other breathe",
+    "You can not go. you can now see; thank-you canopy: you cannot, you  can\tno more. can no",  # phrases of common words
+    "the first day, the first days; the firstday the  first. Day. breathe first daylight (the first) day",
+    "I like only you. i like onlyness; alike only. i, like only: likely only",
+    "can you no; no can you. first the day, day first the. only like i",  # the same words, other orders
 ]
 
 ADVERSARIAL = [
@@ -207,6 +211,14 @@ ADVERSARIAL = [
     ["the"], ["the the"], ["e t"], ["the", "the"], ["he", "the", "e"],
     ["vipers;"], ["; a"], ["nest-of-nests,"], ["u.s.a. and"], ["forces;"], ["(a"], ['"'], ["o'brien:"], [": 'o'"],
     ["ssr."], ["t,"], [",", ";"], ["? "], ["%b"], ["snake_case __init__"], ["_case"],
+    # Phrases of common words, narrowed by adjacent word pairs: pairs across separators, partial
+    # first and last words, short edges (no pair key), repeated and overlapping words.
+    ["you can no"], ["You Can Not"], ["can no"], ["u can no"], ["you can n"], ["thank-you can"], ["you, can"],
+    ["can\tno"], ["can  no"], ["you  can\tno more"], ["can no more"], ["no can"], ["can you no"],
+    ["the first day"], ["the first"], ["first day"], ["he first da"], ["e first d"], ["first. day"], ["first  day"],
+    ["first daylight"], ["the firstday"], ["(the first) day"], ["the first)"], ["first the"], ["day first the"],
+    ["i like only"], ["like only"], ["e onl"], ["i, like only"], ["ike only"], ["likely only"], ["only like i"],
+    ["the the"], ["the the the"], ["he the t"], ["the the the the"], ["e the"], ["the the", "the first day"],
 ]
 
 
@@ -299,6 +311,43 @@ def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
     assert words.candidates([("whole", "ab.")]).tolist() == [4]  # not "ab"
     assert words.candidates([("prefix", "a")]).tolist() == [0, 1, 3, 4]
     assert words.candidates([("whole", "c")]).tolist() == []
+
+
+def test_adjacent_word_pairs_narrow_a_phrase_to_the_chunks_holding_its_pairs(tmp_path):
+    """Chunks holding every word of 'you can no' but never 'can' right before a word starting
+    with 'no' (or a word ending in 'you' right before 'can') are not candidates."""
+    from arag.index.keyword.words import WordPostings, WordPostingsWriter, pair_edges, split_keyword
+
+    texts = ["you can no more", "no, you can't; can you", "can you now", "you, can; not", "thank-you can nothing", "can no"]
+    writer = WordPostingsWriter()
+    writer.add(texts, 0)
+    writer.write(tmp_path)
+    words = WordPostings(tmp_path, num_chunks=len(texts))
+    _, conditions = split_keyword("you can no")
+    assert len(pair_edges(conditions)) == 2
+    assert words.candidates(conditions).tolist() == [0, 3, 4]  # "you, can; not": other separators, the same pairs (counted on the text)
+    assert words.candidates(split_keyword("u can no")[1]).tolist() == [0, 3, 4, 5]  # "u": too short to fix a pair key
+    assert len(pair_edges(split_keyword("u can no")[1])) == 1 and pair_edges(split_keyword("a no")[1]) == []
+    assert words.with_pairs(None, split_keyword("can you")[1]).tolist() == [1, 2]
+
+
+def test_a_condition_in_nearly_every_chunk_is_not_gathered(tmp_path, monkeypatch):
+    """The prefix 'a' is in every chunk, so gathering its postings would remove no candidate; a
+    word in half of the chunks ('with') is gathered. The candidates stay a superset either way."""
+    from arag.index.keyword.words import WordPostings, WordPostingsWriter
+
+    texts = [f"an apple {'with' if i % 2 else 'without'} {'zebra' if i % 4 == 1 else 'horse'} a{i}" for i in range(200)]
+    writer = WordPostingsWriter()
+    writer.add(texts, 0)
+    writer.write(tmp_path)
+    words = WordPostings(tmp_path, num_chunks=len(texts))
+    gathered = []
+    real = words._within
+    monkeypatch.setattr(words, "_within", lambda rows, ids: gathered.append(len(ids)) or real(rows, ids))
+    rows = words.candidates([("whole", "with"), ("prefix", "a")])  # ' with a'
+    assert gathered == [] and rows.tolist() == list(range(1, 200, 2))
+    rows = words.candidates([("whole", "with"), ("whole", "zebra"), ("prefix", "a")])  # " with zebra a"
+    assert gathered == [1] and rows.tolist() == list(range(1, 200, 4))
 
 
 def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
@@ -410,20 +459,24 @@ def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
 
 
 def test_keyword_counts_keep_only_costly_keywords_within_the_budget():
-    from arag.index.keyword.counts import KeywordCounts
+    from arag.index.keyword.counts import ENTRY_BYTES, KeywordCounts
 
     def vec(n):
         return np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int32)
 
-    memory = KeywordCounts(budget_bytes=3 * 12 * 100, min_candidates=50)
-    memory.put("cheap", *vec(100), candidates=49)  # counted again each time: not kept
+    entry = 12 * 100 + ENTRY_BYTES
+    memory = KeywordCounts(budget_bytes=3 * entry, min_candidates=50, min_seconds=0.5)
+    memory.put("cheap", *vec(100), candidates=49, seconds=0.4)  # counted again each time: not kept
     assert memory.get("cheap") is None
+    memory.put("slow", *vec(2), candidates=3, seconds=0.6)  # few chunks, but slow to count: kept
+    assert memory.get("slow") is not None and memory.bytes == 24 + ENTRY_BYTES
+    memory = KeywordCounts(budget_bytes=3 * entry, min_candidates=50, min_seconds=0.5)
     for k in ("a", "b", "c"):
         memory.put(k, *vec(100), candidates=500)
     assert memory.get("a") is not None  # 'a' is now the most recently used
     memory.put("d", *vec(100), candidates=500)  # over budget: the least recently used ('b') goes
     assert memory.get("b") is None and all(memory.get(k) is not None for k in ("a", "c", "d"))
-    assert memory.bytes == 3 * 1200 and len(memory) == 3
+    assert memory.bytes == 3 * entry and len(memory) == 3
     memory.put("huge", *vec(1000), candidates=5000)  # larger than the whole budget: not kept, nothing evicted
     assert memory.get("huge") is None and len(memory) == 3
     ords, counts = memory.get("a")

@@ -6,9 +6,11 @@ depend on the query it came in. Keywords that touch many chunks (relation words 
 'director', 'nationality', 'released', summed from many postings; titles made of common words,
 whose candidates' text is read: arag.index.keyword.words) cost most of a search at millions of
 chunks and recur across the agents a tool server serves. Each such keyword's counts (the chunks it
-occurs in, sparse) are kept here, up to a byte budget; a keyword that touches few chunks is cheap
-to count again and is not kept. The vectors are read-only
-and exact: a hit returns what counting again would.
+occurs in, sparse) are kept here, up to a byte budget. What decides is the cost of counting again:
+a keyword is kept when counting it touched many chunks or took long (a name touches a handful of
+chunks but pays a vocabulary search in every part, ~1 ms a part at 22 parts on a loaded machine,
+and costs a few bytes to keep); a keyword both cheap and quick to count is not kept. The vectors
+are read-only and exact: a hit returns what counting again would.
 """
 
 from __future__ import annotations
@@ -25,13 +27,18 @@ BUDGET_BYTES = 128 * 2**20
 # Keywords scanning fewer candidate chunks than this are counted again on every call: a twentieth
 # of the costliest keywords' candidates above.
 MIN_CANDIDATES = 4096
+# Or counted in at least this long: a vocabulary search in each of many parts (a name at 22 parts,
+# 24-120 ms on the shared machine) is worth keeping whatever few chunks it touched.
+MIN_SECONDS = 0.002
+# What an entry costs beyond its arrays (key, tuple, ordered-dict node), counted in the budget.
+ENTRY_BYTES = 200
 
 
 class KeywordCounts:
     """lowered keyword -> (ascending chunk ords, counts), least recently used first out."""
 
-    def __init__(self, budget_bytes: int = BUDGET_BYTES, min_candidates: int = MIN_CANDIDATES):
-        self.budget_bytes, self.min_candidates = budget_bytes, min_candidates
+    def __init__(self, budget_bytes: int = BUDGET_BYTES, min_candidates: int = MIN_CANDIDATES, min_seconds: float = MIN_SECONDS):
+        self.budget_bytes, self.min_candidates, self.min_seconds = budget_bytes, min_candidates, min_seconds
         self._entries: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()  # a tool server runs searches on several threads
         self.bytes = self.hits = self.misses = 0
@@ -46,23 +53,23 @@ class KeywordCounts:
             self.hits += 1
             return entry
 
-    def put(self, keyword: str, ords: np.ndarray, counts: np.ndarray, candidates: int) -> None:
-        """Keep `keyword`'s counts if counting them touched `candidates` ≥ min_candidates chunks
-        and they fit the budget, evicting the least recently used."""
-        size = ords.nbytes + counts.nbytes
-        if candidates < self.min_candidates or size > self.budget_bytes:
+    def put(self, keyword: str, ords: np.ndarray, counts: np.ndarray, candidates: int, seconds: float = 0.0) -> None:
+        """Keep `keyword`'s counts if counting them touched `candidates` ≥ min_candidates chunks or
+        took `seconds` ≥ min_seconds, and they fit the budget, evicting the least recently used."""
+        size = ords.nbytes + counts.nbytes + ENTRY_BYTES
+        if (candidates < self.min_candidates and seconds < self.min_seconds) or size > self.budget_bytes:
             return
         ords.setflags(write=False)
         counts.setflags(write=False)
         with self._lock:
             old = self._entries.pop(keyword, None)
             if old is not None:
-                self.bytes -= old[0].nbytes + old[1].nbytes
+                self.bytes -= old[0].nbytes + old[1].nbytes + ENTRY_BYTES
             self._entries[keyword] = (ords, counts)
             self.bytes += size
             while self.bytes > self.budget_bytes:
                 _, (o, c) = self._entries.popitem(last=False)
-                self.bytes -= o.nbytes + c.nbytes
+                self.bytes -= o.nbytes + c.nbytes + ENTRY_BYTES
 
     def __len__(self) -> int:
         return len(self._entries)

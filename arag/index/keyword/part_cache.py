@@ -64,7 +64,7 @@ from arag.index.parts import CHUNK_SCHEMA
 from arag.small_sorted import mapped, members, positions
 from arag.index.keyword.words import UNICODE_VERSION, WordPostings, WordPostingsWriter, split_keyword
 
-CACHE_FORMAT = 7  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only; 6: word postings with counts instead of trigrams; 7: words split at prose punctuation too, block signatures
+CACHE_FORMAT = 8  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only; 6: word postings with counts instead of trigrams; 7: words split at prose punctuation too, block signatures; 8: adjacent word pair buckets
 MARKER = "cache.json"
 READ_BATCH = 4096
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])

@@ -20,6 +20,14 @@ and a keyword's matches become questions about words:
   The chunks holding such words are a superset of the matches: the most selective of these
   conditions are intersected and the survivors are counted on their text, exactly
   (arag.index.keyword.part_cache). A keyword of separators only is counted on every chunk.
+* Two consecutive runs of such a keyword are two *consecutive* words of the text in every match
+  (only the keyword's separators lie between them). Phrases of common words ('you can no') meet
+  their word conditions in tens of thousands of chunks and hold the phrase in a few hundred, so
+  each chunk also keeps its adjacent word pairs, hashed into buckets (PAIR_BITS_PER_TEXT_BYTE):
+  a pair (a, b) is keyed by a's last 2 UTF-8 bytes and b's first 2 (the whole word when shorter),
+  which a keyword fixes when the left run is a whole word or a suffix of 2 bytes or more and the
+  right run a whole word or a prefix of 2 bytes or more. Only chunks whose bucket of such a key is
+  set are kept: a superset again (buckets collide, never lose a pair).
 
 On disk, per part (the words sorted, so whole words and prefixes are binary searches; offsets are
 uint32 where they fit, else uint64):
@@ -37,6 +45,8 @@ uint32 where they fit, else uint64):
     words_blocks.npy   uint8 (blocks, SIGNATURE_BITS / 8): per block of BLOCK_WORDS consecutive
                        words, the hashed 3-byte substrings of its words as a bit set; a keyword's
                        words are looked for only in the blocks holding all its hashes (a superset)
+    words_pairs.npy    uint8 (buckets, ceil(chunks / 8)): per bucket, the chunks (bits, little
+                       order) holding an adjacent word pair whose key hashes to it
 UTF-8 substring matches are exactly code-point substring matches (a UTF-8 sequence cannot start
 inside another character), and b"\n" is a separator, so no word holds it.
 """
@@ -44,9 +54,11 @@ inside another character), and b"\n" is a separator, so no word holds it.
 from __future__ import annotations
 
 import bisect
+import itertools
 import mmap
 import re
 import unicodedata
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -56,9 +68,11 @@ from arag.small_sorted import mapped
 SEP = b"\n"
 ESCAPE = 15  # a count nibble meaning "16 or more: in words_big.npy"
 # Postings of a condition are gathered only while they are at most this many times the candidates
-# already left: gathering a posting costs ~1,000x less than reading and counting a chunk's text
-# (~20 ns against ~10-20 µs for a few kB of wiki text).
-UNION_PER_CANDIDATE = 1000
+# they are expected to remove (the candidates left times the share of the part's chunks the
+# condition misses, at most 1 - postings / chunks): gathering a posting costs ~60-140 ns (a range
+# of thousands of words, 'a*', the most), reading and counting a chunk's text ~10-20 µs for a few
+# kB of wiki text. A prefix like 'a' or 'no', in nearly every chunk, is not worth gathering.
+UNION_PER_CANDIDATE = 150
 # Candidates few enough to count on their text without narrowing further.
 ENOUGH = 32
 # A suffix condition matching more words than this (a word ending in "a") is not used: finding
@@ -67,6 +81,14 @@ SUFFIX_WORDS = 64
 
 BLOCK_WORDS = 128
 SIGNATURE_BITS = 2048  # 2 bytes a word; a block's 128 words set ~40% of the bits on wiki text
+
+# Pair buckets per byte of the average chunk's text: 0.32, so the pair bit sets are 0.04x the text
+# (the cache stays under 1.5x the text). Chunks of 2.7 kB of wiki text hold ~410 distinct pair keys:
+# 858 buckets, each set in ~38% of the chunks; 'you can no' keeps 8,763 of the 36,866 chunks of
+# 100,000 meeting its word conditions (301 hold it).
+PAIR_BITS_PER_TEXT_BYTE = 0.32
+PAIR_EDGE = 2  # bytes of each word in a pair's key: a 2-letter last word ("you can no") still fixes one
+MIN_PAIR_BUCKETS = 64
 
 UNICODE_VERSION = unicodedata.unidata_version  # what str.isspace() and lower() follow (kept in each cache's metadata)
 WORD = re.compile(r'[^\s()\[\]{}",;:!?]+')  # str patterns: \s is str.isspace()
@@ -80,6 +102,33 @@ def split_keyword(lowered: str) -> tuple[bool, list[tuple[str, str]]]:
     if len(runs) == 1 and runs[0] == (0, len(lowered)):
         return True, []
     return False, [("suffix" if a == 0 else "prefix" if b == len(lowered) else "whole", lowered[a:b]) for a, b in runs]
+
+
+def _edge_hash(edge: bytes) -> int:
+    """A stable 32-bit hash of a word's end or start (at most PAIR_EDGE bytes)."""
+    return zlib.crc32(edge)
+
+
+def pair_hash(left_tail: int, right_head: int) -> int:
+    """The 32-bit key hash of an adjacent pair from its words' edge hashes (as `_pair_hashes`)."""
+    return int(_pair_hashes(np.asarray([left_tail], np.uint64), np.asarray([right_head], np.uint64))[0])
+
+
+def _pair_hashes(tails: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    x = (tails * np.uint64(0x9E3779B1) + heads * np.uint64(0x85EBCA77)) & np.uint64(0xFFFFFFFF)
+    return x ^ (x >> np.uint64(15))
+
+
+def pair_edges(conditions: list[tuple[str, str]]) -> list[tuple[int, int]]:
+    """(left tail hash, right head hash) of each pair of consecutive runs of a keyword whose key
+    the runs fix: the left a whole word or a suffix of ≥ PAIR_EDGE bytes, the right a whole word
+    or a prefix of ≥ PAIR_EDGE bytes."""
+    out = []
+    for (lk, left), (rk, right) in zip(conditions, conditions[1:]):
+        lb, rb = left.encode("utf-8", "surrogatepass"), right.encode("utf-8", "surrogatepass")
+        if (lk == "whole" or len(lb) >= PAIR_EDGE) and (rk == "whole" or len(rb) >= PAIR_EDGE):
+            out.append((_edge_hash(lb[-PAIR_EDGE:]), _edge_hash(rb[:PAIR_EDGE])))
+    return out
 
 
 def _index_dtype(largest: int) -> type:
@@ -112,9 +161,16 @@ class WordPostingsWriter:
         self.vocab: dict[str, int] = {}
         self.keys: list[np.ndarray] = []  # word id << 32 | row, unique, per batch
         self.counts: list[np.ndarray] = []
+        self.tails: list[int] = []  # edge hashes by word id
+        self.heads: list[int] = []
+        self.pairs: list[np.ndarray] = []  # row << 32 | pair hash, unique, per batch
+        self.text_bytes = 0
+        self.rows = 0
 
     def add(self, lowered_texts: list[str], first_row: int) -> None:
         find = WORD.findall
+        self.text_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in lowered_texts)
+        self.rows = max(self.rows, first_row + len(lowered_texts))
         per_row = [find(t) for t in lowered_texts]
         lengths = np.fromiter(map(len, per_row), dtype=np.int64, count=len(per_row))
         total = int(lengths.sum())
@@ -126,6 +182,23 @@ class WordPostingsWriter:
         keys, counts = np.unique((ids << np.uint64(32)) | rows, return_counts=True)
         self.keys.append(keys)
         self.counts.append(counts)
+        for w in itertools.islice(vocab, len(self.tails), None):  # words new in this batch, in id order
+            b = w.encode("utf-8", "surrogatepass")
+            self.tails.append(_edge_hash(b[-PAIR_EDGE:]))
+            self.heads.append(_edge_hash(b[:PAIR_EDGE]))
+        same_row = rows[1:] == rows[:-1]
+        left, right = ids[:-1][same_row].astype(np.int64), ids[1:][same_row].astype(np.int64)
+        tails, heads = np.asarray(self.tails, np.uint64), np.asarray(self.heads, np.uint64)
+        self.pairs.append(np.unique((rows[1:][same_row] << np.uint64(32)) | _pair_hashes(tails[left], heads[right])))
+
+    def _pair_bits(self) -> np.ndarray:
+        """(buckets, ceil(rows / 8)) bit sets: the chunks holding a pair hashed to each bucket."""
+        buckets = max(MIN_PAIR_BUCKETS, int(PAIR_BITS_PER_TEXT_BYTE * self.text_bytes / max(self.rows, 1)))
+        bits = np.zeros((buckets, -(-self.rows // 8) * 8), dtype=bool)
+        if self.pairs:
+            keys = np.concatenate(self.pairs)
+            bits[((keys & np.uint64(0xFFFFFFFF)) % np.uint64(buckets)).astype(np.int64), (keys >> np.uint64(32)).astype(np.int64)] = True
+        return np.packbits(bits, axis=1, bitorder="little")
 
     def write(self, directory: Path) -> dict:
         """Write the files; return the postings, the vocabulary size and the bytes written."""
@@ -169,6 +242,7 @@ class WordPostingsWriter:
             "words_big.npy": np.stack([big, counts[big]], axis=1).astype(_index_dtype(max(len(rows), int(counts.max(initial=0))))),
         }
         files["words_blocks.npy"] = _signatures(np.frombuffer(blob, dtype=np.uint8), starts, len(words))
+        files["words_pairs.npy"] = self._pair_bits()
         (directory / "words_vocab.bin").write_bytes(blob)
         for name, array in files.items():
             if array is not None:
@@ -191,6 +265,7 @@ class WordPostings:
         self.nibbles = mapped(directory / "words_counts.npy")
         self.big = np.load(directory / "words_big.npy")
         self.blocks = mapped(directory / "words_blocks.npy")
+        self.pairs = mapped(directory / "words_pairs.npy")
         self.size = len(self.starts) - 1
 
     def _word(self, i: int) -> bytes:
@@ -289,7 +364,9 @@ class WordPostings:
         """Ascending rows meeting the most selective of `conditions` (split_keyword): a superset of
         the chunks holding the keyword; None: no condition narrows (every row). Whole words and
         prefixes are binary searches of the sorted words; a suffix needs a scan of them, so it is
-        looked at last, only while candidates are many, and dropped past SUFFIX_WORDS words."""
+        looked at last, only while candidates are many, and dropped past SUFFIX_WORDS words. The
+        adjacent pairs (with_pairs) filter the first condition's chunks, before any other postings
+        are gathered."""
         ranked = []
         for kind, run in conditions:
             if kind != "suffix":
@@ -299,8 +376,10 @@ class WordPostings:
                 ranked.append((int(self.offsets[hi]) - int(self.offsets[lo]), np.arange(lo, hi)))
         ranked.sort(key=lambda t: t[0])
         rows = self._union(ranked[0][1]) if ranked else None
+        if rows is not None:  # the pair filter costs a bit test a candidate: before gathering more postings
+            rows = self.with_pairs(rows, conditions)
         for size, ids in ranked[1:]:
-            if len(rows) <= ENOUGH or size > UNION_PER_CANDIDATE * len(rows):
+            if len(rows) <= ENOUGH or not self._worth(len(rows), size):
                 break
             rows = self._within(rows, ids)
         for kind, run in conditions:
@@ -314,8 +393,26 @@ class WordPostings:
                 return np.zeros(0, np.int64)
             if rows is None:
                 rows = self._union(ids)
-            elif int((self.offsets[ids + 1].astype(np.int64) - self.offsets[ids]).sum()) <= UNION_PER_CANDIDATE * len(rows):
+            elif self._worth(len(rows), int((self.offsets[ids + 1].astype(np.int64) - self.offsets[ids]).sum())):
                 rows = self._within(rows, ids)
+        return self.with_pairs(rows, conditions) if not ranked else rows
+
+    def _worth(self, candidates: int, postings: int) -> bool:
+        """Whether gathering `postings` to narrow `candidates` costs less than the texts it saves."""
+        return candidates * max(0.0, 1.0 - postings / max(self.num_chunks, 1)) * UNION_PER_CANDIDATE >= postings
+
+    def with_pairs(self, rows: np.ndarray | None, conditions: list[tuple[str, str]]) -> np.ndarray | None:
+        """Those of ascending `rows` (None: every row) whose pair buckets hold every adjacent pair
+        of the keyword's runs that the runs fix (pair_edges)."""
+        buckets = len(self.pairs)
+        for tail, head in pair_edges(conditions):
+            if rows is not None and len(rows) == 0:
+                break
+            bucket = self.pairs[pair_hash(tail, head) % buckets]
+            if rows is None:
+                rows = np.flatnonzero(np.unpackbits(bucket, bitorder="little")[: self.num_chunks])
+            else:
+                rows = rows[(bucket[rows >> 3] >> (rows & 7).astype(np.uint8)) & 1 == 1]
         return rows
 
     def _within(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
