@@ -49,7 +49,7 @@ def fitted_tables(keys: int, topics: Sequence[Topic], limit: int = MAX_COLUMNS) 
     """Markdown lines for a section's tables, which share their first `keys` columns (the row keys:
     dataset, model, method, settings) and rows. Columns the same on every row are dropped: the row
     keys' stated once above the first table, any other's above its own table (one line for a lone
-    table; no table where no value column is left). A table still wider than `limit` is split into
+    table; none of a section's tables where no value column is left, its rows being in the others). A table still wider than `limit` is split into
     parts of at most `limit` columns, each repeating the row keys."""
     if not topics:
         return []
@@ -67,9 +67,9 @@ def fitted_tables(keys: int, topics: Sequence[Topic], limit: int = MAX_COLUMNS) 
         align = _without(dropped, topic.align or ["l"] * keys + ["r"] * (len(topic.header) - keys))
         width = max(1, limit - kept_keys)
         parts = [range(at, min(len(header), at + width)) for at in range(kept_keys, len(header), width)]
-        if not parts and len(topic.header) == keys:  # a table of row keys only
+        if not parts and (len(topic.header) == keys or len(topics) == 1):  # its rows are listed nowhere else
             parts = [range(0)]
-        if not parts:  # every value the same: the line says it all
+        if not parts:  # every value the same, the rows listed in the other tables: the line says it all
             out += [*([f"**{topic.title}**", ""] if topic.title else []), constants_line(pairs), ""]
         for n, part in enumerate(parts):
             columns = [*range(kept_keys), *part]

@@ -5,6 +5,7 @@ not the column was dropped as constant."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from arag.report.tables import CONSTANT_SEPARATOR
@@ -18,6 +19,7 @@ class Table:
     header: list[str]
     rows: list[list[str]]
     constants: dict[str, str] = field(default_factory=dict)  # the columns dropped as the same on every row
+    section: str = ""  # the heading of its section
 
     @property
     def records(self) -> list[dict[str, str]]:
@@ -52,12 +54,13 @@ def report_tables(markdown: str) -> list[Table]:
     row keys') apply to every table up to the next heading; those right above a table, to it."""
     lines = markdown.splitlines()
     out: list[Table] = []
-    title, section, own = "", {}, {}
+    title, heading, section, own = "", "", {}, {}
     i = 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("#"):
             title, section, own = line.lstrip("# "), {}, {}
+            heading = title
         elif line.startswith("**"):
             title, own = line.strip("*").split("**")[0], {}
         elif line.startswith(CONSTANTS_PREFIX):
@@ -66,7 +69,7 @@ def report_tables(markdown: str) -> list[Table]:
             if after.startswith("| "):  # right above a table: that table's
                 own = constants
             elif lines[i - 2].startswith("**"):  # under a title with no table: every value of it was the same
-                out.append(Table(title, [], [], {**section, **constants}))
+                out.append(Table(title, [], [], {**section, **constants}, heading))
             else:  # above a section's titled tables: their row keys'
                 section = constants
         elif line.startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith(("| ---", "| :--")):
@@ -76,15 +79,18 @@ def report_tables(markdown: str) -> list[Table]:
             while i < len(lines) and lines[i].startswith("| "):
                 rows.append(_cells(lines[i]))
                 i += 1
-            out.append(Table(title, header, rows, {**section, **own}))
+            part = re.fullmatch(r"(.*) \((\d+)/\d+\)", title)
+            if part and int(part[2]) > 1 and out and out[-1].title.startswith(part[1] + " ("):  # a split table's constants are stated above its first part
+                own = {**out[-1].constants, **own}
+            out.append(Table(title, header, rows, {**section, **own}, heading))
             own = {}
             continue
         i += 1
     return out
 
 
-def table(markdown: str, title: str) -> Table:
-    """The one table whose title starts with `title`."""
-    found = [t for t in report_tables(markdown) if t.title.startswith(title)]
-    assert len(found) == 1, f"{len(found)} tables titled {title!r}: {[t.title for t in report_tables(markdown)]}"
+def table(markdown: str, title: str, section: str = "") -> Table:
+    """The one table whose title starts with `title` (in the section whose heading starts with `section`)."""
+    found = [t for t in report_tables(markdown) if t.title.startswith(title) and t.section.startswith(section)]
+    assert len(found) == 1, f"{len(found)} tables titled {title!r}: {[(t.section, t.title) for t in report_tables(markdown)]}"
     return found[0]
