@@ -4,10 +4,12 @@ Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc 
 like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
 layout), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
 setting varied at a time: arag.report.sweeps), retrieved tokens per method and dataset
-(Table 3's layout), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
+(Table 3's layout, shaped like the main table), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
 verdicts and rewrites (arag.report.a2rag), details per run (EM, F1,
 evidence recall, failures), retrieved tokens and cost per method, tool use, and plots of accuracy
-against the step limit and against reasoning effort, and of tool-use distributions.
+against the step limit and against reasoning effort, and of tool-use distributions. Every table
+fits a page (arag.report.tables): columns the same on every row are stated once above it, and a
+table wider than MAX_COLUMNS is split by topic.
 
 Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
 run; LLM-Acc and Cont-Acc average over the same questions: every attempted question except those
