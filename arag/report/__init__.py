@@ -3,6 +3,7 @@ comparisons and PNG plots. It reads runs only through arag.evaluation.results.
 
     build.py      the report: main and ablation tables, tokens, details, cost, tool use, plots; `build_report`
     format.py     what every table shares: Markdown tables, number formats, the scored-questions rule
+    tables.py     how a table fits a page: constant columns stated once above, wide tables split by topic
     intervals.py  how much an accuracy could move by chance: one accuracy's interval, two runs' paired test
     paired.py     two runs compared question by question on the questions both scored
     sweeps.py     test-time scaling: accuracy and cost against one swept setting

@@ -29,7 +29,8 @@ from typing import Callable, Iterable, Sequence
 import duckdb
 
 from arag.evaluation.rows import PASSAGE_RECALL_SCHEMA
-from arag.report.format import accuracy_sql, markdown_table
+from arag.report.format import accuracy_sql
+from arag.report.tables import Topic, fitted_tables
 from arag.report.format import format_value as _fmt
 from arag.report.intervals import cell as accuracy_cell
 
@@ -120,14 +121,13 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     n = len(cols)
     order = {m: i for i, m in enumerate(BASELINES)}
     data.sort(key=lambda r: (*[str(v) for v in r[:2]], order.get(r[2], len(order)), r[2], *[str(v) for v in r[3:n]]))
-    header = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "LLM calls / q", "tokens / q", "latency P50 s", "P95 s", "older rows"]
-    rows = [
-        [*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(r[n], "int"),
-         _fmt(r[n + 1]), _fmt(r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *(_fmt(v) for v in r[n + 5 : n + 7]),
-         _fmt(r[n + 7], "f1"), _fmt(r[n + 8], "int"), _fmt(r[n + 9], "f2"), _fmt(r[n + 10], "f2"), _fmt(r[n + 11], "int")]
-        for r in data
-    ]
-    return markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n))
+    keys = [[*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n])] for r in data]
+    quality = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "older rows"]
+    quality_rows = [[*key, _fmt(r[n], "int"), _fmt(r[n + 1]), _fmt(r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *(_fmt(v) for v in r[n + 5 : n + 7]), _fmt(r[n + 11], "int")]
+                    for key, r in zip(keys, data)]
+    cost = [*cols, "LLM calls / q", "tokens / q", "latency P50 s", "P95 s"]
+    cost_rows = [[*key, _fmt(r[n + 7], "f1"), _fmt(r[n + 8], "int"), _fmt(r[n + 9], "f2"), _fmt(r[n + 10], "f2")] for key, r in zip(keys, data)]
+    return "\n".join(fitted_tables(n, [Topic("Accuracy and evidence recall", quality, quality_rows), Topic("Cost and latency", cost, cost_rows)]))
 
 
 def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
@@ -140,9 +140,10 @@ def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
             FROM episodes WHERE {A2RAG_ROWS} GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     n = len(cols)
-    header = [*cols, "n", *(f"{STAGE_LABELS[b]} %" for b in OUTCOMES), "LLM calls / q", "paper", *(f"{p} / q" for p in CALL_PURPOSES),
-              *(f"{c} yes/no" for c in CHECKS), "rewrites / q", "rewrites by failure"]
-    rows = []
+    stages = [*cols, "n", *(f"{STAGE_LABELS[b]} %" for b in OUTCOMES)]
+    calls = [*cols, "LLM calls / q", "paper", *(f"{p} / q" for p in CALL_PURPOSES)]
+    checks = [*cols, *(f"{c} yes/no" for c in CHECKS), "rewrites / q", "rewrites by failure"]
+    stage_rows, call_rows, check_rows = [], [], []
     for r in data:
         traces = r[n]  # one per episode
         shares = outcome_shares(outcome_of(t["outcome"], t["stage"]) for t in traces)
@@ -150,13 +151,14 @@ def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
         by_type = rewrite_counts(t["rewrites"] for t in traces)
         counted, per_purpose = calls_by_purpose(t["calls"] for t in traces)
         total = len(traces)
-        rows.append([
-            *(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n]), _fmt(total, "int"), *(_fmt(shares[b]) for b in OUTCOMES),
-            _fmt(sum(per_purpose.values()) if counted else None, "f2"), _fmt(paper_calls(r[0]), "f1"), *(_fmt(per_purpose[p] if counted else None, "f2") for p in CALL_PURPOSES),
-            *(f"{verdicts[c][0]}/{verdicts[c][1]}" for c in CHECKS), _fmt(sum(by_type.values()) / total, "f2"),
-            ", ".join(f"{k} {v}" for k, v in sorted(by_type.items())) or "none",
-        ])
-    return markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n - 1) + ["l"])
+        key = [*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n])]
+        stage_rows.append([*key, _fmt(total, "int"), *(_fmt(shares[b]) for b in OUTCOMES)])
+        call_rows.append([*key, _fmt(sum(per_purpose.values()) if counted else None, "f2"), _fmt(paper_calls(r[0]), "f1"),
+                          *(_fmt(per_purpose[p] if counted else None, "f2") for p in CALL_PURPOSES)])
+        check_rows.append([*key, *(f"{verdicts[c][0]}/{verdicts[c][1]}" for c in CHECKS), _fmt(sum(by_type.values()) / total, "f2"),
+                           ", ".join(f"{k} {v}" for k, v in sorted(by_type.items())) or "none"])
+    return "\n".join(fitted_tables(n, [Topic("Stage breakdown", stages, stage_rows), Topic("LLM calls per question", calls, call_rows),
+                                        Topic("Triple-Check verdicts and rewrites", checks, check_rows, ["l"] * n + ["r"] * (len(checks) - n - 1) + ["l"])]))
 
 
 def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str] = str) -> str:

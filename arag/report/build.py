@@ -4,10 +4,12 @@ Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc 
 like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
 layout), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
 setting varied at a time: arag.report.sweeps), retrieved tokens per method and dataset
-(Table 3's layout), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
+(Table 3's layout, shaped like the main table), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
 verdicts and rewrites (arag.report.a2rag), details per run (EM, F1,
 evidence recall, failures), retrieved tokens and cost per method, tool use, and plots of accuracy
-against the step limit and against reasoning effort, and of tool-use distributions.
+against the step limit and against reasoning effort, and of tool-use distributions. Every table
+fits a page (arag.report.tables): columns the same on every row are stated once above it, and a
+table wider than MAX_COLUMNS is split by topic.
 
 Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
 run; LLM-Acc and Cont-Acc average over the same questions: every attempted question except those
@@ -39,6 +41,7 @@ from arag.report.format import pyplot as _pyplot
 from arag.report.paired import paired_section
 from arag.report.paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.report.protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
+from arag.report.tables import MAX_COLUMNS, Topic, fitted_tables
 from arag.report.sweeps import AXIS_LABELS, PAPER_FIGURE_FILE, SWEEPABLE, paper_figure_section, setting_order, sweep_series, sweep_table
 from arag.evaluation.results import row_files
 
@@ -182,10 +185,12 @@ def token_unit(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: PaperTokens | None = None, cards: dict | None = None) -> str:
-    """The paper's Table 3 layout: per (model, varying settings), rows = methods, columns = datasets,
+    """The paper's Table 3 layout in the main table's shape: one table, rows = the settings that
+    vary (model where several, judge, max steps, ...: a column each) × methods, columns = datasets,
     cells = mean retrieved tokens per question (`token_unit`).
-    `paper`: the published figure beside each of ours in blocks of the paper's backbone; for any
-    other model, the published figures of the same methods and datasets as a table of their own."""
+    `paper`: a table per model instead, the published figure beside each of ours in tables of the
+    paper's backbone; for any other model, the published figures of the same methods and datasets
+    as a table of their own."""
     keys = ["model", *_varying(con)]
     listed = ", ".join(f"'{m}'" for m in methods)
     data = con.execute(
@@ -196,35 +201,47 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
         return ""
     n = len(keys)
     datasets = sorted({r[n + 1] for r in data})
-    groups: dict[tuple, dict[tuple[str, str], float]] = {}
+    models = sorted({str(r[0]) for r in data})
+    by_model = paper is not None
+    shown = [k for k in keys if k != "model" or (not by_model and len(models) > 1)]
+    blocks: dict[tuple, dict[tuple, dict[tuple[str, str], float]]] = {}
     for r in data:
-        groups.setdefault(tuple(r[:n]), {})[(r[n], r[n + 1])] = r[n + 2]
-    out = ["## Retrieved tokens per question (Table 3 layout)", ""]
+        values = dict(zip(keys, r[:n]))
+        block = (values["model"],) if by_model else ()
+        blocks.setdefault(block, {}).setdefault(tuple(values[k] for k in shown), {})[(r[n], r[n + 1])] = r[n + 2]
+    out = ["## Retrieved tokens per question (Table 3 layout)", "",
+           f"Mean retrieved tokens per question ({token_unit(con)})"
+           + ("" if by_model or len(models) > 1 else f". Model: {models[0]}.")
+           + (f" Columns before the method: the settings that differ between runs ({', '.join(SETTING_HEADERS.get(k, k) for k in shown)})." if shown else ""), ""]
     other_models = False
-    for group, cells in groups.items():
-        out += [f"**{_setting_label(keys, group)}** — mean retrieved tokens per question ({token_unit(con)})", ""]
-        beside = paper is not None and paper.is_backbone(group[0])
+    for block, rows_of in blocks.items():
+        beside = paper is not None and paper.is_backbone(block[0])
         other_models |= paper is not None and not beside
+        if by_model:
+            out += [f"**model={block[0]}**", ""]
         if beside:
             out += [f"Columns (paper): published numbers for {paper.backbone}, {paper.source}.", ""]
-            out += _protocol_note(con, cards, keys, group, methods)
-        header, rows = ["Method"], []
+            out += _protocol_note(con, cards, ["model"], block, methods)
+        header = [*(SETTING_HEADERS.get(k, k) for k in shown), "Method"]
         for d in datasets:
             header += [d, "(paper)"] if beside else [d]
-        for m in _method_order(sorted({m for m, _ in cells})):
-            row = [_label(m)]
-            for d in datasets:
-                row += [_fmt(cells.get((m, d)), "int"), _fmt(paper.cell(m, d), "int")] if beside else [_fmt(cells.get((m, d)), "int")]
-            rows.append(row)
-        out += [markdown_table(header, rows), ""]
+        rows = []
+        for setting in sorted(rows_of, key=lambda s: _setting_keys(shown, s)):
+            cells = rows_of[setting]
+            for m in _method_order(sorted({m for m, _ in cells})):
+                row = [*(_setting_text(v) for v in setting), _label(m)]
+                for d in datasets:
+                    row += [_fmt(cells.get((m, d)), "int"), _fmt(paper.cell(m, d), "int")] if beside else [_fmt(cells.get((m, d)), "int")]
+                rows.append(row)
+        out += fitted_tables(len(shown) + 1, [Topic("", header, rows, keep=header[len(shown) + 1 :])])
     if other_models:
-        shown = _method_order(sorted({m for cells in groups.values() for m, _ in cells if m in paper.tokens}))
+        shown_methods = _method_order(sorted({m for rows_of in blocks.values() for cells in rows_of.values() for m, _ in cells if m in paper.tokens}))
         out.append(f"**The paper's Table 3** — published mean retrieved tokens per question with its backbone {paper.backbone}, "
                    f"not the model of the blocks above ({paper.source})")
         out.append("")
         out += _protocol_note(con, cards, (), (), None, runs=sorted(cards or {}))
-        if shown:
-            out += [markdown_table(["Method", *datasets], [[_label(m), *(_fmt(paper.cell(m, d), "int") for d in datasets)] for m in shown]), ""]
+        if shown_methods:
+            out += [markdown_table(["Method", *datasets], [[_label(m), *(_fmt(paper.cell(m, d), "int") for d in datasets)] for m in shown_methods]), ""]
         else:
             out += ["It has no figures for these methods.", ""]
     return "\n".join(out)
@@ -314,8 +331,18 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
         if paper is not None and not backbone:
             reference = reference_rows(paper, list(dict.fromkeys(listed)), datasets, _accuracy_columns, _label, _paper_fmt, of_answered=True)
             rows += [[*([""] * len(shown)), *r] for r in reference]
-        out += [markdown_table(header, rows, ["l"] * (len(shown) + 1) + ["r"] * (len(header) - len(shown) - 1)), ""]
+        out += fitted_tables(len(shown) + 1, _by_dataset(len(shown) + 1, header, rows, datasets))
     return "\n".join(out)
+
+
+def _by_dataset(keys: int, header: Sequence[str], rows: Sequence[Sequence[str]], datasets: Sequence[str]) -> list[Topic]:
+    """A pivot as one table, or one per dataset (its columns together) where one is wider than
+    MAX_COLUMNS; the dataset columns are never dropped as constant."""
+    if len(header) <= MAX_COLUMNS or len(datasets) < 2:
+        return [Topic("", header, rows, keep=header[keys:])]
+    starts = [next(i for i, h in enumerate(header) if i >= keys and h.startswith(f"{d} ")) for d in datasets]
+    return [Topic(d, [*header[:keys], *header[a:b]], [[*r[:keys], *r[a:b]] for r in rows], keep=header[a:b])
+            for d, a, b in zip(datasets, starts, [*starts[1:], len(header)])]
 
 
 def _setting_text(value: Any) -> str:
@@ -357,11 +384,9 @@ def key_cells(cols: Sequence[str], values: Sequence[Any]) -> list[str]:
 
 def topic_tables(keys: int, tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]]) -> list[str]:
     """A wide table's columns split by topic: (title, header, rows) each, its first `keys` columns
-    (the run cell: dataset, model, method, settings) repeated in each and left-aligned."""
-    out = []
-    for title, header, rows in tables:
-        out += [f"**{title}**", "", markdown_table(header, rows, ["l"] * keys + ["r"] * (len(header) - keys)), ""]
-    return out
+    (the run cell: dataset, model, method, settings) repeated in each and left-aligned; columns the
+    same on every row stated once above instead, and a part still too wide split (arag.report.tables)."""
+    return fitted_tables(keys, [Topic(title, header, rows) for title, header, rows in tables])
 
 
 def details_table(con: duckdb.DuckDBPyConnection) -> str:
@@ -402,6 +427,7 @@ def details_table(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def cost_table(con: duckdb.DuckDBPyConnection) -> str:
+    """Per run cell, means per episode: the tokens of its context and its model calls; its steps and time."""
     varying = _varying(con)
     cols = ["dataset", "model", "method", *varying]
     data = con.execute(
@@ -409,17 +435,22 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
                    avg(steps), avg(tool_calls), avg(wall_s), avg(llm_s), avg(tool_s)
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
-    header = [*key_header(cols), "retrieved tokens", "prompt tokens", "completion tokens", "reasoning tokens", "steps", "tool calls", "wall s", "LLM s", "tools s"]
-    rows = []
-    for r in data:
-        n = len(cols)
-        rows.append([*key_cells(cols, r[:n]), *(_fmt(v, "int") for v in r[n : n + 4]), _fmt(r[n + 4], "f1"), _fmt(r[n + 5], "f1"), *(_fmt(v, "f2") for v in r[n + 6 :])])
-    return "\n".join(["## Retrieved tokens and cost per episode", "", f"Means per episode (retrieved tokens: {token_unit(con)}).", "", markdown_table(header, rows, ["l"] * len(cols) + ["r"] * (len(header) - len(cols))), ""])
+    n = len(cols)
+    order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
+    data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *_setting_keys(cols[3:], r[3:n])))
+    keys = key_header(cols)
+    tokens = [*keys, "retrieved tokens", "prompt tokens", "completion tokens", "reasoning tokens"]
+    time = [*keys, "steps", "tool calls", "wall s", "LLM s", "tools s"]
+    token_rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "int") for v in r[n : n + 4])] for r in data]
+    time_rows = [[*key_cells(cols, r[:n]), _fmt(r[n + 4], "f1"), _fmt(r[n + 5], "f1"), *(_fmt(v, "f2") for v in r[n + 6 :])] for r in data]
+    return "\n".join(["## Retrieved tokens and cost per episode", "", f"Means per episode (retrieved tokens: {token_unit(con)}).", "",
+                      *topic_tables(n, [("Tokens", tokens, token_rows), ("Steps and time", time, time_rows)])])
 
 
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:
-    """Mean calls per tool, one row per run cell (dataset, model, method and the settings that vary),
-    then the same cells' tool errors by failure kind and repeated calls (`failure_columns`)."""
+    """Per run cell (dataset, model, method and the settings that vary): mean calls per tool; tool
+    errors, invalid replies and forced answers; the tool errors by failure kind and repeated calls
+    (`failure_columns`)."""
     cols = ["dataset", "model", "method", *_varying(con)]
     tools = tool_columns(con)
     failures = failure_columns(con)
@@ -431,18 +462,25 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
     n, k = len(cols), len(tools) + 2
     order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
     data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *_setting_keys(cols[3:], r[3:n])))
-    header = [*key_header(cols), *tools, "tool errors", "invalid replies", "forced answers %"]
-    rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "f2") for v in r[n : n + k]), _fmt(r[n + k])] for r in data]
+    keys = key_header(cols)
+    calls = [*keys, *tools]
+    call_rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "f2") for v in r[n : n + len(tools)])] for r in data]
     f = n + k + 1
-    failure_header = [*key_header(cols), *(label for label, _ in failures)]
-    failure_rows = [[*key_cells(cols, r[:n]), "n/a" if r[f] is None else _fmt(r[f]), *("n/a" if v is None else _fmt(v, "f2") for v in r[f + 1 :])] for r in data]
-    return "\n".join(["## Tool use", "", "Mean calls per episode (naive_rag's one retrieval counts as a naive_embedding_search call).", "",
-                      markdown_table(header, rows, ["l"] * n + ["r"] * (len(header) - n)), "",
-                      "Tool errors by kind and repeated calls, means per episode: a tool error is a call whose result the model could not use "
-                      "(refused arguments, an unknown tool, only unknown ids, a search that found nothing, only chunks already read, a failed tool); "
-                      "a repeated call is identical to an earlier call of the episode (docs/evaluation.md). \"n/a\": runs written before these were "
-                      "recorded (their tool errors count refusals only).", "",
-                      markdown_table(failure_header, failure_rows, ["l"] * n + ["r"] * (len(failure_header) - n)), ""])
+
+    def known(v: Any, kind: str) -> str:
+        return "n/a" if v is None else _fmt(v, kind)
+
+    errors = [*keys, "tool errors", "invalid replies", "forced answers %", failures[0][0], failures[-1][0]]
+    error_rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "f2") for v in r[n + len(tools) : n + k]), _fmt(r[n + k]), known(r[f], "pct"), known(r[-1], "f2")] for r in data]
+    kinds = [*keys, *(label for label, _ in failures[1:-1])]
+    kind_rows = [[*key_cells(cols, r[:n]), *(known(v, "f2") for v in r[f + 1 : -1])] for r in data]
+    return "\n".join(["## Tool use", "",
+                      "Means per episode (naive_rag's one retrieval counts as a naive_embedding_search call). A tool error is a call whose result "
+                      "the model could not use (refused arguments, an unknown tool, only unknown ids, a search that found nothing, only chunks "
+                      "already read, a failed tool); a repeated call is identical to an earlier call of the episode (docs/evaluation.md). \"n/a\": "
+                      "runs written before these were recorded (their tool errors count refusals only).", "",
+                      *topic_tables(n, [("Calls per tool", calls, call_rows), ("Tool errors, repeated calls and forced answers", errors, error_rows),
+                                        ("Tool errors by kind", kinds, kind_rows)])])
 
 
 def failure_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
@@ -476,13 +514,15 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     n = len(cols)
     t = len(tools)
     accuracy = [*key_header(cols), "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3"]
-    cost = [*key_header(cols), "tokens / question", "retrieved tokens", *tools, "forced summarizes", "forced answers %"]
+    cost = [*key_header(cols), "tokens / question", "retrieved tokens", "forced summarizes", "forced answers %"]
+    calls = [*key_header(cols), *tools]
     order = {m: i for i, m in enumerate(AGENTIC_COMPARISON)}
-    accuracy_rows, cost_rows = [], []
+    accuracy_rows, cost_rows, call_rows = [], [], []
     for r in sorted(data, key=lambda r: (r[0], r[1], *_setting_keys(cols[3:], r[3:n]), order[r[2]])):
         key = key_cells(cols, r[:n])
         accuracy_rows.append([*key, _fmt(r[n], "int"), accuracy_cell(r[n + 1], r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *(_fmt(v) for v in r[n + 5 : n + 7])])
-        cost_rows.append([*key, *(_fmt(v, "int") for v in r[n + 7 : n + 9]), *(_fmt(v, "f2") for v in r[n + 9 : n + 10 + t]), _fmt(r[n + 10 + t])])
+        cost_rows.append([*key, *(_fmt(v, "int") for v in r[n + 7 : n + 9]), _fmt(r[n + 9 + t], "f2"), _fmt(r[n + 10 + t])])
+        call_rows.append([*key, *(_fmt(v, "f2") for v in r[n + 9 : n + 9 + t])])
     return "\n".join([
         "## AgenticRAG beside A-RAG (Full) and Naive RAG",
         "",
@@ -490,7 +530,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
         "their relevance scores (AgenticRAG only); tokens / question: prompt + completion tokens of all model calls; tool "
         "columns: mean calls per question.",
         "",
-        *topic_tables(n, [("Accuracy and citations", accuracy, accuracy_rows), ("Cost and tool use", cost, cost_rows)]),
+        *topic_tables(n, [("Accuracy and citations", accuracy, accuracy_rows), ("Cost and forced steps", cost, cost_rows), ("Calls per tool", calls, call_rows)]),
     ])
 
 

@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 import duckdb
 
 from arag.report.intervals import ALPHA, RESAMPLES, WITHIN_NOISE, Paired, paired, paired_cells
-from arag.report.format import SCORED, markdown_table
+from arag.report.format import SCORED
+from arag.report.tables import Topic, fitted_tables
 from arag.report.sweeps import differing_keys, setting_order
 
 METRICS = (("LLM-Acc", "llm_acc"), ("Cont-Acc", "contain_acc"))
@@ -139,6 +140,5 @@ def paired_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]
         "that holds 0, a difference that chance alone could make on these questions. Pairs: runs whose shown settings differ "
         "in one (neighbours along it), or the only two runs of a dataset and method.",
         "",
-        markdown_table(header, rows, ["l"] * 5 + ["r"] * 7 + ["l"]),
-        "",
+        *fitted_tables(5, [Topic("", header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])]),
     ])

@@ -20,8 +20,9 @@ from typing import Any
 import duckdb
 
 from arag.report.intervals import Proportion, proportion
-from arag.report.format import SCORED, UnlikeRunsError, markdown_table, pyplot
+from arag.report.format import SCORED, UnlikeRunsError, pyplot
 from arag.report.format import format_value as _fmt
+from arag.report.tables import Topic, fitted_tables
 
 # A swept row column → where it sits in a run's identity settings (arag.evaluation.run_settings).
 SWEEPABLE: dict[str, tuple[str, ...]] = {
@@ -177,7 +178,7 @@ def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str
              _fmt(p.model_calls, "f1"), _fmt(p.wall_s, "f2"), p.run_id]
             for p in s.points
         ]
-        out += [markdown_table(header, rows, ["l"] + ["r"] * (len(header) - 2) + ["l"]), ""]
+        out += fitted_tables(1, [Topic("", header, rows, ["l"] + ["r"] * (len(header) - 2) + ["l"])])
     return "\n".join(out)
 
 

@@ -14,6 +14,7 @@ from arag.runtime.evaluate import evaluate
 from arag.runtime.rejudge import rejudge
 from pipelines.config_checks import check_rejudge_config
 from tests.evaluation.conftest import CONF, base_overrides, compose_evaluate, read_rows
+from tests.support.report_tables import table
 
 # A second judge model that calls every answer incorrect (exact matches are still skipped as correct).
 NAYSAYER = "{backend:scripted,protocol:json,model:naysayer,replay:true,script:[{verdict:incorrect}]}"
@@ -96,8 +97,8 @@ def test_rejudge_scores_the_stored_answers_again_as_a_new_run(ray_local, eval_in
     assert f"from the original run {source['run_id']}" in text and "6 judged before, 0 judged now" in text
 
     # The report keeps the three runs apart by judge instead of refusing them.
-    main = build_report(results, tmp_path / "report").markdown.split("## Main results")[1].split("## Ablation")[0]
-    assert "| naysayer (preset strict) | A-RAG (Full) |" in main and "| naysayer (preset paper) | A-RAG (Full) |" in main
+    main = table(build_report(results, tmp_path / "report").markdown, "Main results")
+    assert {"naysayer (preset strict)", "naysayer (preset paper)"} <= set(main.column("judge")) and set(main.column("Method")) == {"A-RAG (Full)"}
 
 
 def test_rejudge_errors_name_the_problem(tmp_path):

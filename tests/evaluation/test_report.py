@@ -12,6 +12,7 @@ import pytest
 from arag.evaluation.rows import EpisodeRow
 from arag.report.build import build_report, markdown_table
 from arag.evaluation.results import RunStore
+from tests.support.report_tables import table
 
 REPO = Path(__file__).resolve().parents[2]
 METHODS = ("direct", "naive_rag", "arag_naive", "arag_full", "arag_no_keyword")
@@ -59,13 +60,17 @@ def test_report_renders_tables_and_plots(tmp_path):
     assert "| 10 | low | A-RAG (Full) | 66.7 [35.4, 87.9] n=9 | 66.7 [35.4, 87.9] n=9 |" in text  # both over the same 9 questions: the judge failure is out of both
     assert "| 10 | low | Naive RAG | 44.4 [18.9, 73.3] n=9 | 44.4 [18.9, 73.3] n=9 |" in text  # the failed episode scores 0 in both
     # The details give both denominators: of the attempted questions (the failed one scores 0) and of the answered ones (as the paper's code).
-    details = text.split("## Details per run")[1].split("\n## ")[0]
-    counted, scored = details.split("**Accuracy over the answered ones")
-    assert "| judge failed | Cont-Acc (of attempted) | LLM-Acc (of attempted) |" in counted and "| Cont-Acc (of answered) | LLM-Acc (of answered) | EM |" in scored
-    naive = next(r for r in counted.splitlines() if "| Naive RAG |" in r).split(" | ")
-    assert naive[7:13] == ["9", "1", "1", "1", "44.4 [18.9, 73.3] n=9", "44.4 [18.9, 73.3] n=9 |"]  # answered, failed, forced, judge failed
-    naive = next(r for r in scored.splitlines() if "| Naive RAG |" in r).split(" | ")
-    assert naive[5:7] == ["50.0 [21.5, 78.5] n=8", "50.0 [21.5, 78.5] n=8"]
+    counted = table(text, "Questions and accuracy over the attempted ones")
+    scored = table(text, "Accuracy over the answered ones")
+    assert counted.header[-2:] == ["Cont-Acc (of attempted)", "LLM-Acc (of attempted)"] and "EM" in scored.header
+    naive = counted.row(method="Naive RAG", max_steps="10", reasoning_effort="low")
+    assert [naive[h] for h in ("answered", "failed", "forced", "judge failed", "Cont-Acc (of attempted)", "LLM-Acc (of attempted)")] == [
+        "9", "1", "1", "1", "44.4 [18.9, 73.3] n=9", "44.4 [18.9, 73.3] n=9"]
+    naive = scored.row(method="Naive RAG", max_steps="10", reasoning_effort="low")
+    assert [naive["Cont-Acc (of answered)"], naive["LLM-Acc (of answered)"]] == ["50.0 [21.5, 78.5] n=8", "50.0 [21.5, 78.5] n=8"]
+    # What is the same for every run is stated once above the table instead of in a column.
+    assert counted.constants == {"dataset": "2wikimultihopqa", "model": "qwen", "runs": "1", "questions": "10", "forced": "1", "judge failed": "1"}
+    assert "Same on every row: dataset: 2wikimultihopqa · model: qwen\n" in text and "| dataset |" not in text
     ablation = text.split("## Ablation")[1].split("## Details")[0]
     assert "w/o keyword_search" in ablation and "Direct answer" not in ablation
     assert "Direct answer" in text.split("## Main results")[1].split("## Ablation")[0]
@@ -128,8 +133,10 @@ def test_runs_differing_only_in_guard_rails_get_their_own_rows(tmp_path):
             store.write(rows)
     text = build_report(results).path.read_text()
     main = text.split("## Main results")[1].split("## Ablation")[0]
-    assert "| guard rails | Method |" in main
-    assert "| off | A-RAG (Full) | 30.0 [10.8, 60.3] n=10 | 30.0 [10.8, 60.3] n=10 |" in main and "| tool_steps=1 | A-RAG (Full) | 70.0 [39.7, 89.2] n=10 | 70.0 [39.7, 89.2] n=10 |" in main
+    main = table(text, "Main results")
+    assert main.header[0] == "guard rails" and main.constants == {"Method": "A-RAG (Full)"}  # one method: stated once above
+    assert main.row(guard_rails="off")["2wikimultihopqa LLM-Acc"] == "30.0 [10.8, 60.3] n=10"
+    assert main.row(guard_rails="tool_steps=1")["2wikimultihopqa Cont-Acc"] == "70.0 [39.7, 89.2] n=10"
 
 
 def test_report_refuses_to_merge_unlike_runs(tmp_path):
@@ -164,10 +171,10 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
     main = text.split("## Main results")[1].split("## Ablation")[0]
     assert main.count("| judge | Method |") == 1  # one table, the judge a column
     assert "| gpt-4o-mini (preset strict) | A-RAG (Full) | 100.0 [20.7, 100.0] n=1 |" in main and "| qwen (preset paper) | A-RAG (Full) | 0.0 [0.0, 79.3] n=1 |" in main
-    agentic = [r for r in text.split("## AgenticRAG beside")[1].split("**Cost and tool use**")[0].splitlines() if r.startswith("| 2wiki")]
-    assert [(r.split(" | ")[3], r.split(" | ")[5]) for r in agentic if "AgenticRAG" in r] == [("gpt-4o-mini (preset strict)", "100.0 [20.7, 100.0] n=1"), ("qwen (preset paper)", "0.0 [0.0, 79.3] n=1")]
-    tools = [r for r in text.split("## Tool use")[1].split("Tool errors by kind")[0].splitlines() if r.startswith("| 2wiki")]
-    assert len(tools) == 4 and sum(" | AgenticRAG | qwen (preset paper) | " in r for r in tools) == 1
+    agentic = table(text, "Accuracy and citations", section="AgenticRAG")
+    assert [(r["judge"], r["LLM-Acc"]) for r in agentic.records if r["method"] == "AgenticRAG"] == [("gpt-4o-mini (preset strict)", "100.0 [20.7, 100.0] n=1"), ("qwen (preset paper)", "0.0 [0.0, 79.3] n=1")]
+    tools = table(text, "Calls per tool", section="Tool use")
+    assert len(tools.rows) == 4 and tools.row(method="AgenticRAG", judge="qwen (preset paper)")
     from arag.report.build import accuracy_lines, connect
 
     _, lines = accuracy_lines(connect(results), "max_steps")  # the plot's lines

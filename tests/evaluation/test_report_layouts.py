@@ -11,6 +11,7 @@ import pytest
 from arag.evaluation.rows import EpisodeRow
 from arag.report.build import UnlikeRunsError, build_report
 from arag.evaluation.results import RunStore
+from tests.support.report_tables import report_tables, table
 
 
 def write_run(results: Path, run_id: str, method: str, good: int, *, dataset: str = "2wikimultihopqa", max_steps: int = 10,
@@ -96,16 +97,16 @@ def test_sweep_report_shows_the_swept_setting_as_its_x_column(tmp_path):
     steps = section(text, "## Test-time scaling: accuracy and cost against max_steps")
     # One series: effort=medium (the effort runs at minimal/low/high have one step value each: no sweep).
     assert steps.count("**2wikimultihopqa · gpt-5-mini · A-RAG (Full)**") == 1 and "— reasoning_effort=medium" in steps
-    header, *rows = table_rows(steps)
-    assert header[:4] == ["max_steps", "n", "LLM-Acc", "Cont-Acc"] and header[5] == "tokens / question"
-    assert [r[0] for r in rows] == ["5", "10", "15", "20"]
-    assert [r[2] for r in rows] == ["40.0 [16.8, 68.7] n=10", "60.0 [31.3, 83.2] n=10", "70.0 [39.7, 89.2] n=10", "80.0 [49.0, 94.3] n=10"]
-    assert [r[5] for r in rows] == ["510", "1,010", "1,510", "2,010"]
-    assert [r[-1] for r in rows] == ["steps5", "steps10", "steps15", "steps20"]
+    steps_table = table(steps, "2wikimultihopqa · gpt-5-mini · A-RAG (Full)")
+    assert steps_table.header[0] == "max_steps" and steps_table.constants["n"] == "10" and "n" not in steps_table.header  # the same at every point: stated once
+    assert steps_table.column("max_steps") == ["5", "10", "15", "20"]
+    assert steps_table.column("LLM-Acc") == ["40.0 [16.8, 68.7] n=10", "60.0 [31.3, 83.2] n=10", "70.0 [39.7, 89.2] n=10", "80.0 [49.0, 94.3] n=10"]
+    assert steps_table.column("tokens / question") == ["510", "1,010", "1,510", "2,010"]
+    assert steps_table.column("run") == ["steps5", "steps10", "steps15", "steps20"]
     effort = section(text, "## Test-time scaling: accuracy and cost against reasoning_effort")
-    header, *rows = table_rows(effort)
-    assert header[0] == "reasoning_effort" and "— max_steps=10" in effort
-    assert [(r[0], r[2].split(" [")[0]) for r in rows] == [("minimal", "30.0"), ("low", "50.0"), ("medium", "60.0"), ("high", "90.0")]  # by level
+    effort_table = report_tables(effort)[0]
+    assert effort_table.header[0] == "reasoning_effort" and "— max_steps=10" in effort
+    assert [(r["reasoning_effort"], r["LLM-Acc"].split(" [")[0]) for r in effort_table.records] == [("minimal", "30.0"), ("low", "50.0"), ("medium", "60.0"), ("high", "90.0")]  # by level
 
 
 def test_sweep_report_refuses_a_second_differing_setting(tmp_path):
@@ -145,8 +146,8 @@ def test_tool_use_is_shown_per_setting_value_not_averaged_over_runs(tmp_path):
     assert [means[tool_columns(con).index("keyword_search")] for _, means, _ in series] == [2.0, 5.0, 10.0]
     assert [hist for _, _, hist in series] == [[(2, 10)], [(5, 10)], [(10, 10)]]
     # The tool table lists the same cells in the same order.
-    rows = table_rows(section(build_report(results).markdown, "## Tool use").split("Tool errors by kind")[0])[1:]
-    assert [(r[2], r[3]) for r in rows] == [("A-RAG (Full)", "5"), ("A-RAG (Full)", "10"), ("A-RAG (Full)", "20")]
+    calls = table(build_report(results).markdown, "Calls per tool", section="Tool use")
+    assert [(r["method"], r["max steps"]) for r in calls.records] == [("A-RAG (Full)", "5"), ("A-RAG (Full)", "10"), ("A-RAG (Full)", "20")]
 
 
 def test_accuracy_plot_keeps_unset_effort_apart_from_effort_none_and_orders_by_level(tmp_path):

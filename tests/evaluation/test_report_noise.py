@@ -15,7 +15,8 @@ from arag.report.intervals import DIFFERS, WITHIN_NOISE, Proportion, bootstrap_i
 from arag.report.build import _label, _varying, accuracy_figure, build_report, connect
 from arag.report.paired import comparisons
 from arag.report.sweeps import paper_figure, paper_figure_panels
-from tests.evaluation.test_report_layouts import one_at_a_time, section, table_rows, write_run
+from tests.evaluation.test_report_layouts import one_at_a_time, section, write_run
+from tests.support.report_tables import table
 
 COMMITTED = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_evaluations" / "results"
 # The 2Wiki runs of A-RAG (Naive) and (Full) before (50 questions, commit a058428) and after (the
@@ -70,8 +71,7 @@ def test_the_committed_2wiki20_before_and_after_is_within_noise(tmp_path):
     text = build_report(results, tmp_path / "report", where=where, paper_columns=True).markdown
     main = section(text, "## Main results")
     assert "| A-RAG (Naive) | 15.0 [5.2, 36.0] n=20 | 15.0 [5.2, 36.0] n=20 |" in main and "| A-RAG (Naive) | 10.0 [2.8, 30.1] n=20 | 10.0 [2.8, 30.1] n=20 |" in main
-    header, *rows = table_rows(section(text, "## Paired comparisons"))
-    by = {(r[1], r[4]): dict(zip(header, r)) for r in rows}
+    by = {(r["method"], r["metric"]): r for r in table(text, "Paired comparisons").records}
     naive = by[("A-RAG (Naive)", "LLM-Acc")]
     assert naive["A → B"] == f"{Path(BEFORE['arag_naive']).name} → {Path(AFTER['arag_naive']).name}"
     assert (naive["n"], naive["A"], naive["B"], naive["Δ (B − A)"]) == ("20", "15.0", "10.0", "-5.0")
@@ -94,8 +94,8 @@ def test_sweep_neighbours_are_paired_and_a_clear_difference_differs(tmp_path):
     write_run(clear, "few", "arag_full", 5, max_steps=5, n=40)
     write_run(clear, "many", "arag_full", 35, max_steps=20, n=40)
     write_run(clear, "naive", "arag_naive", 5, n=40)  # another method: never paired with these
-    header, *rows = table_rows(section(build_report(clear).markdown, "## Paired comparisons"))
-    assert [(r[2], r[3], r[4], r[-1]) for r in rows] == [("few → many", "max_steps 5 → 20", "LLM-Acc", DIFFERS), ("few → many", "max_steps 5 → 20", "Cont-Acc", DIFFERS)]
+    rows = table(build_report(clear).markdown, "Paired comparisons").records
+    assert [(r["A → B"], r["differs in"], r["metric"], r["verdict"]) for r in rows] == [("few → many", "max_steps 5 → 20", "LLM-Acc", DIFFERS), ("few → many", "max_steps 5 → 20", "Cont-Acc", DIFFERS)]
 
 
 def test_the_sweep_plots_draw_each_points_interval(tmp_path):

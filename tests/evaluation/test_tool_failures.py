@@ -16,6 +16,7 @@ from arag.evaluation.questions import Question
 from arag.evaluation.rows import EpisodeRow, rows_to_table
 from arag.evaluation.repeats import repeated_flags
 from arag.report.build import build_report
+from tests.support.report_tables import table
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import EpisodeRunner
 from arag.llm.scripted import ScriptedBackend
@@ -129,10 +130,13 @@ def old_run(root: Path) -> None:
     pq.write_table(table, root / "old" / "episodes" / "part-0.parquet")
 
 
-def failure_rows(markdown: str) -> dict[str, list[str]]:
-    table = markdown.split("## Tool use")[1].split("Tool errors by kind")[1].split("\n## ")[0]
-    lines = [line.strip("| ").split(" | ") for line in table.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
-    return {line[2]: dict(zip(lines[0], line)) for line in lines[1:]}
+def failure_rows(markdown: str) -> dict[str, dict[str, str]]:
+    """Per method, the tool-use tables' cells by header (the errors table and the kinds table merged)."""
+    out: dict[str, dict[str, str]] = {}
+    for title in ("Tool errors, repeated calls", "Tool errors by kind"):
+        for record in table(markdown, title, section="Tool use").records:
+            out.setdefault(record["method"], {}).update(record)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -152,8 +156,8 @@ def test_the_report_shows_errors_by_kind_and_repeats_and_n_a_for_older_runs(tree
     new, old = rows["A-RAG (Full)"], rows["A-RAG (Naive)"]
     assert (new["unusable % of calls"], new["unknown ids"], new["empty"], new["already read"], new["refused"], new["unknown tool"]) == ("87.5", "2.00", "2.00", "1.00", "1.00", "1.00")
     assert (new["infrastructure"], new["repeated calls"]) == ("0.00", "2.00")
-    counted = list(old)[list(old).index("unusable % of calls"):]
-    assert len(counted) == 8 and {old[c] for c in counted} == {"n/a"}  # not 0: never counted
+    counted = ["unusable % of calls", "refused", "unknown tool", "unknown ids", "empty", "already read", "infrastructure", "repeated calls"]
+    assert {old[c] for c in counted} == {"n/a"}  # not 0: never counted
 
 
 def test_the_viewer_marks_unusable_results_and_repeated_calls(tree):

@@ -16,6 +16,7 @@ from arag.evaluation.results import RunStore
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import load_method
 from arag.methods.a2rag import CHECKS
+from tests.support.report_tables import table
 
 YES, NO = {"verdict": "yes"}, {"verdict": "no"}
 ANSWER = {"answer": "20 March 851"}
@@ -81,34 +82,38 @@ def test_the_traces_give_each_episode_one_bucket(graph_ctx, results):
     assert [outcome_of(o, s) for _, o, s in traces] == [b for _, _, b in EPISODES] + ["no outcome"]
 
 
+QUALITY = ("n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "older rows")
+COST = ("LLM calls / q", "tokens / q", "latency P50 s", "P95 s")
+
+
 def test_report_a2rag_section(results):
     text = build_report(results).markdown
-    section = text.split("## A2RAG beside A-RAG (Full) and Naive RAG")[1].split("## Details")[0]
-    comparison, controller = section.split("**A2RAG controller**")
-    lines = [line for line in comparison.splitlines() if line.startswith("| 2wikimultihopqa")]
+    quality, cost = table(text, "Accuracy and evidence recall", section="A2RAG"), table(text, "Cost and latency", section="A2RAG")
     # Baselines first (Naive RAG, A-RAG Full), then A2RAG; recall, calls, tokens and latency from the rows.
-    assert [line.split(" | ")[2] for line in lines] == ["Naive RAG", "A-RAG (Full)", "A2RAG (Full)"]
-    assert lines[0] == "| 2wikimultihopqa | qwen | Naive RAG | 4 | 50.0 | 50.0 | 50.0 [15.0, 85.0] n=4 | 25.0 | 50.0 | 4.0 | 1,000 | 2.50 | 3.85 | 0 |"  # LLM-Acc with its 95% interval and n
-    assert lines[1].endswith("| 25.0 | 75.0 | 4.0 | 1,000 | 2.50 | 3.85 | 0 |")
-    a2 = lines[2].split(" | ")
-    assert a2[3] == "7" and a2[7:9] == ["50.0", "100.0"]  # recall@2/@5 mean over the six ok rows and the failed one (None)
+    assert quality.column("method") == cost.column("method") == ["Naive RAG", "A-RAG (Full)", "A2RAG (Full)"]
+    assert quality.constants == {"dataset": "2wikimultihopqa", "model": "qwen", "older rows": "0"}  # the same on every row: stated once above
+    naive, full, a2 = ({**q, **c} for q, c in zip(quality.records, cost.records))
+    assert [naive[h] for h in (*QUALITY, *COST)] == ["4", "50.0", "50.0", "50.0 [15.0, 85.0] n=4", "25.0", "50.0", "0", "4.0", "1,000", "2.50", "3.85"]  # LLM-Acc with its 95% interval and n
+    assert [full[h] for h in ("Recall@2", "Recall@5", *COST, "older rows")] == ["25.0", "75.0", "4.0", "1,000", "2.50", "3.85", "0"]
+    assert a2["n"] == "7" and [a2["Recall@2"], a2["Recall@5"]] == ["50.0", "100.0"]  # recall@2/@5 mean over the six ok rows and the failed one (None)
     # latency without the judge: ok rows wall_s 2..7 minus 1 s judge → 1..6, the failed row 9 → P50 of [1..6, 9] = 4.0
-    assert a2[11] == "4.00"
-    header = next(line for line in controller.splitlines() if line.startswith("| dataset"))
-    assert header == ("| dataset | model | method | n | local % | bridge % | PPR % | fail % | abstain % | no outcome % | LLM calls / q | paper | "
-                      "sufficiency / q | answer / q | triple_check / q | rewrite / q | "
-                      "evidence_relevance yes/no | answer_grounding yes/no | query_resolution yes/no | rewrites / q | rewrites by failure |")
-    row = next(line for line in controller.splitlines() if line.startswith("| 2wikimultihopqa"))
-    cells = row.strip("| ").split(" | ")
-    shares = [float(c) for c in cells[4:10]]
+    assert a2["latency P50 s"] == "4.00"
+    stages = table(text, "Stage breakdown", section="A2RAG")
+    calls = table(text, "LLM calls per question", section="A2RAG")
+    checks = table(text, "Triple-Check verdicts and rewrites", section="A2RAG")
+    assert stages.header == ["dataset", "model", "method", "n", "local %", "bridge %", "PPR %", "fail %", "abstain %", "no outcome %"]
+    assert calls.header == ["dataset", "model", "method", "LLM calls / q", "paper", "sufficiency / q", "answer / q", "triple_check / q", "rewrite / q"]
+    assert checks.header == ["dataset", "model", "method", "evidence_relevance yes/no", "answer_grounding yes/no", "query_resolution yes/no",
+                             "rewrites / q", "rewrites by failure"]
+    assert all(len(t.rows) == 1 for t in (stages, calls, checks))  # one A2RAG run: a single row keeps its every column
+    shares = [float(c) for c in stages.rows[0][4:]]
     assert shares == [28.6, 14.3, 14.3, 14.3, 14.3, 14.3]
     assert sum(shares) == pytest.approx(100, abs=0.2)
     # Calls over the six episodes whose controller ran (the failed one has no trace): local 2 + 2,
     # bridge 4 and PPR 4 (two LLM sufficiency checks each), fail 5 (two attempts and a rewrite), abstain 0.
-    assert cells[10:16] == ["2.83", "2.3", "0.67", "1.00", "1.00", "0.17"]
+    assert calls.rows[0][3:] == ["2.83", "2.3", "0.67", "1.00", "1.00", "0.17"]
     # Triple-Check: one call judges all three; the failing episode fails evidence relevance twice.
-    assert cells[16:19] == ["4/2", "6/0", "6/0"]
-    assert cells[19:] == ["0.14", "evidence_relevance 1"]
+    assert checks.rows[0][3:] == ["4/2", "6/0", "6/0", "0.14", "evidence_relevance 1"]
 
 
 def test_window_level_recall_of_older_rows_is_not_shown_beside_passage_recall(graph_ctx, tmp_path):
@@ -119,12 +124,12 @@ def test_window_level_recall_of_older_rows_is_not_shown_beside_passage_recall(gr
         store.write([a2rag_row(graph_ctx, 0, *EPISODES[0][:2])])
     with RunStore(root, "full") as store:
         store.write(baseline_rows("arag_full", "full", 0.75, schema_version=PASSAGE_RECALL_SCHEMA - 1))
-    section = build_report(root).markdown.split("## A2RAG beside A-RAG (Full) and Naive RAG")[1].split("**A2RAG controller**")[0]
-    assert "first k passages retrieved" in section
-    full = next(line for line in section.splitlines() if "A-RAG (Full)" in line).strip("| ").split(" | ")
-    assert full[7:9] == ["–", "–"] and full[-1] == "4"
-    a2 = next(line for line in section.splitlines() if "A2RAG (Full)" in line).strip("| ").split(" | ")
-    assert a2[7:9] == ["50.0", "100.0"] and a2[-1] == "0"
+    text = build_report(root).markdown
+    assert "first k passages retrieved" in text.split("## A2RAG beside A-RAG (Full) and Naive RAG")[1]
+    quality = table(text, "Accuracy and evidence recall", section="A2RAG")
+    full, a2 = quality.row(method="A-RAG (Full)"), quality.row(method="A2RAG (Full)")
+    assert [full["Recall@2"], full["Recall@5"], full["older rows"]] == ["–", "–", "4"]
+    assert [a2["Recall@2"], a2["Recall@5"], a2["older rows"]] == ["50.0", "100.0", "0"]
 
 
 def test_outcome_shares_sum_to_one_and_name_unknown_buckets():
