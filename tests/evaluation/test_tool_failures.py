@@ -173,10 +173,11 @@ def test_the_viewer_marks_unusable_results_and_repeated_calls(tree):
         calls = [a["class"].split() for _, a, _ in dom.having("tool-call")]
         assert ["unusable" in c for c in calls] == [f is not None for f in FAILURES]
         assert ["repeated" in c for c in calls] == REPEATED
-        assert [x for _, _, x in dom.having("call-label")] == ["unusable: unknown ids", "unusable: empty", "unusable: empty", "repeated call", "unusable: unknown ids",
-                                                                 "repeated call", "unusable: already read", "unusable: refused", "unusable: unknown tool"]
+        assert [x for _, _, x in dom.having("call-label")] == ["tool error: unknown ids", "tool error: empty", "tool error: empty", "repeated call", "1 unknown id",
+                                                                 "tool error: unknown ids", "repeated call", "tool error: already read", "tool error: refused",
+                                                                 "tool error: unknown tool"]
         assert "· 1 unknown id ·" in [x for _, _, x in dom.having("tool-call")][3]  # the partly unknown read
-        assert "7 (refused 1, unknown tool 1, unknown ids 2, empty 2, already read 1) · 2" in dom.text()
+        assert "7 (unknown ids 2, empty 2, already read 1, refused 1, unknown tool 1) · 2" in dom.text()
         compare = Dom(client.get("/compare?dataset=bench&q=q0").text)
         assert ["repeated" in a["class"].split() for _, a, _ in compare.having("tool-call")] == REPEATED
 
