@@ -123,7 +123,7 @@ def test_merged_part_lists_equal_one_index_over_all_vectors(ann_index):
 def fast_scan_index(tmp_path_factory):
     parts = [clustered(n, seed) for seed, n in enumerate([7000, 5000, 1, 8000])]
     layout = write_parts(tmp_path_factory.mktemp("ann-fs") / "idx", parts)
-    entry = build_ann(layout, parts, "IVF128,PQ8x4fs")
+    entry = build_ann(layout, parts, "IVF128,PQ16x4fs")
     write_manifest(layout, parts, entry)
     return layout, parts, entry
 
@@ -132,7 +132,7 @@ def test_fast_scan_part_lists_merge_into_one_index_and_reach_the_recall_target(f
     """Fast-scan lists are stored in blocks of 32 codes: merging the parts' block lists gives the
     index adding every vector gives, and the build's measurement reaches index.ann_recall with it."""
     layout, parts, entry = fast_scan_index
-    assert entry["factory"] == "IVF128,PQ8x4fs" and entry["recall"]["recall_at_10"] >= ann_recall.DEFAULT_TARGET
+    assert entry["factory"] == "IVF128,PQ16x4fs" and entry["recall"]["recall_at_10"] >= ann_recall.DEFAULT_TARGET
     assert entry["recall"]["cost_model"]["scan_ns_per_code_byte"] == ann_recall.FASTSCAN_NS_PER_CODE_BYTE
     merged = ann.merge_parts(ann.read_trained(ann.trained_path(layout.root)), [layout.root / p["file"] for p in entry["parts"]])
     assert isinstance(merged, faiss.IndexIVFPQFastScan)
@@ -266,7 +266,7 @@ def test_a_derived_code_grows_once_before_the_target_is_given_up():
     assert ann.with_larger_code(ann.plan_ann("ivfpq", 400_000, 256)).factory == "IVF512,PQ128"
     # A fast-scan code grows as a fast-scan code: twice the 4-bit sub-quantizers, same lists.
     fast = ann.with_larger_code(ann.plan_ann("auto", 10**7, 256))
-    assert (fast.factory, fast.pq_m, fast.pq_bits, fast.fast_scan) == ("IVF16384,PQ128x4fs", 128, 4, True)
+    assert (fast.factory, fast.pq_m, fast.pq_bits, fast.fast_scan) == ("IVF16384,PQ256x4fs", 256, 4, True)
     assert ann.with_larger_code(fast) is None
     ann.plan_ann(fast.factory, 10**7, 256)  # FAISS builds it
     assert ann.with_larger_code(ann.plan_ann("IVF4096,PQ96", 10**7, 384)) is None  # the user's own code is kept
@@ -360,16 +360,16 @@ def test_auto_is_exact_up_to_the_threshold_and_ivfpq_above():
 
 
 def test_auto_and_ivfpq_derive_fast_scan_with_more_lists_at_large_n():
-    """From FASTSCAN_MIN_SENTENCES on: 4-bit fast-scan PQ, one sub-quantizer per 4 dimensions, over
+    """From FASTSCAN_MIN_SENTENCES on: 4-bit fast-scan PQ, one sub-quantizer per 2 dimensions, over
     ~4 sqrt(N) lists (derived without building: plan_ann only asks FAISS to construct the factory)."""
     below = ann.derived_factory(ann.FASTSCAN_MIN_SENTENCES - 1, 256)
     assert not below.endswith("fs")
-    assert ann.derived_factory(ann.FASTSCAN_MIN_SENTENCES, 256) == "IVF2048,PQ64x4fs"
-    assert ann.derived_factory(10**7, 256) == "IVF16384,PQ64x4fs"
-    assert ann.derived_factory(10**7, 384) == "IVF16384,PQ96x4fs"
+    assert ann.derived_factory(ann.FASTSCAN_MIN_SENTENCES, 256) == "IVF2048,PQ128x4fs"
+    assert ann.derived_factory(10**7, 256) == "IVF16384,PQ128x4fs"
+    assert ann.derived_factory(10**7, 384) == "IVF16384,PQ192x4fs"
     for setting in ("auto", "ivfpq"):
         plan = ann.plan_ann(setting, 10**7, 384)
-        assert (plan.factory, plan.nlist, plan.pq_m, plan.pq_bits, plan.kind, plan.fast_scan) == ("IVF16384,PQ96x4fs", 16384, 96, 4, "ivfpq", True)
+        assert (plan.factory, plan.nlist, plan.pq_m, plan.pq_bits, plan.kind, plan.fast_scan) == ("IVF16384,PQ192x4fs", 16384, 192, 4, "ivfpq", True)
     # Lists grow like 4 sqrt(N): 4k at 1M, 16k at 10M, 64k at 250M, 128k at 1B.
     assert [ann.plan_ann("auto", n, 384).nlist for n in (10**6, 10**7, 25 * 10**7, 10**9)] == [4096, 16384, 65536, 131072]
     assert isinstance(faiss.index_factory(384, ann.derived_factory(10**7, 384), faiss.METRIC_INNER_PRODUCT), faiss.IndexIVFPQFastScan)

@@ -51,13 +51,16 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 # is close to exact (benchmark: PQ48 needs ~10x more re-rank candidates for the same recall).
 PQ_DIMS_PER_SUBVECTOR = 4
 # From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): 4-bit
-# codes scanned with SIMD lookups in registers, several times cheaper per code than 8-bit PQ, whose
-# scanning dominates a query at 10M (benchmarks/RESULTS.md). The coarser codes only order the
-# candidates, which are re-ranked exactly, so more candidates buy the recall back. Scanning fewer
-# codes per probe also pays for more lists: FASTSCAN_LISTS_PER_SQRT x sqrt(N) (16k at 10M).
+# codes scanned with SIMD lookups in registers, ~1/3 of 8-bit PQ's cost per code byte, whose
+# scanning dominates a query at 10M (benchmarks/RESULTS.md). One 4-bit sub-quantizer per 2
+# dimensions (as many code bytes as 8-bit PQ at 4 dimensions per byte): at 4 dimensions per 4-bit
+# sub-quantizer the codes order candidates too coarsely for any re-rank depth to reach recall@10
+# 0.99 on questions (0.948 at 2,560 candidates, 500k static vectors). Scanning cheaper codes also
+# pays for more lists: FASTSCAN_LISTS_PER_SQRT x sqrt(N) (16k at 10M).
 FASTSCAN_MIN_SENTENCES = 500_000
 FASTSCAN_LISTS_PER_SQRT = 4
 FASTSCAN_BITS = 4
+FASTSCAN_DIMS_PER_SUBVECTOR = 2
 SAMPLE_SEED = 0
 # Search settings of an ANN built before recall targets (newer builds record their own, chosen
 # for index.ann_recall: arag.index.ann_recall): lists probed and exact re-rank candidates per
@@ -140,13 +143,13 @@ def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | Non
 
 
 def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
-    """The same IVF with PQ codes twice as long (2 dimensions per byte at most), for a derived plan
-    (`auto`, `ivfpq`) whose codes cannot reach the recall target; None when there is none or the
-    factory was given explicitly (the user chose the code)."""
+    """The same IVF with PQ codes twice as long (2 dimensions per 8-bit byte, 1 per 4-bit fast-scan
+    sub-quantizer at most), for a derived plan (`auto`, `ivfpq`) whose codes cannot reach the recall
+    target; None when there is none or the factory was given explicitly (the user chose the code)."""
     if plan.setting not in ("auto", "ivfpq") or not plan.pq_m:
         return None
     m = plan.pq_m * 2
-    if m > plan.dimension // 2 or plan.dimension % m:
+    if m > (plan.dimension if plan.fast_scan else plan.dimension // 2) or plan.dimension % m:
         return None
     bits = plan.pq_bits or 8
     factory = f"IVF{plan.nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}") + ("fs" if plan.fast_scan else "")
@@ -155,15 +158,15 @@ def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
 
 def derived_factory(num_vectors: int, dimension: int) -> str:
     """The IVF factory `auto` and `ivfpq` build for `num_vectors` vectors of `dimension`: from
-    FASTSCAN_MIN_SENTENCES on, fast-scan 4-bit PQ (one sub-quantizer per 4 dimensions) over
+    FASTSCAN_MIN_SENTENCES on, fast-scan 4-bit PQ (one sub-quantizer per 2 dimensions) over
     ~FASTSCAN_LISTS_PER_SQRT x sqrt(N) lists; below, 8-bit PQ (one byte per 4 dimensions) over
     ~sqrt(N) lists."""
     fast = num_vectors >= FASTSCAN_MIN_SENTENCES
     nlist = derived_nlist(num_vectors, FASTSCAN_LISTS_PER_SQRT if fast else 1)
     train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
-    m, bits = derived_pq(dimension, train_size)
     if fast:
-        return f"IVF{nlist},PQ{m}x{FASTSCAN_BITS}fs"
+        return f"IVF{nlist},PQ{_divisor_at_most(dimension, dimension // FASTSCAN_DIMS_PER_SUBVECTOR)}x{FASTSCAN_BITS}fs"
+    m, bits = derived_pq(dimension, train_size)
     return f"IVF{nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
 
 
@@ -177,11 +180,17 @@ def derived_nlist(num_vectors: int, per_sqrt: int = 1) -> int:
 
 def derived_pq(dimension: int, train_size: int) -> tuple[int, int]:
     """(sub-quantizers, bits): one byte per 4 dimensions, fewer bits for tiny training sets."""
-    m = max(1, dimension // PQ_DIMS_PER_SUBVECTOR)
-    while dimension % m:
-        m -= 1
+    m = _divisor_at_most(dimension, dimension // PQ_DIMS_PER_SUBVECTOR)
     bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
     return m, bits
+
+
+def _divisor_at_most(dimension: int, m: int) -> int:
+    """The largest divisor of `dimension` not above `m` (at least 1): a PQ size that splits the vector."""
+    m = max(1, m)
+    while dimension % m:
+        m -= 1
+    return m
 
 
 def ann_dir(root: Path) -> Path:
