@@ -364,14 +364,15 @@ def test_auto_and_ivfpq_derive_fast_scan_with_more_lists_at_large_n():
     ~4 sqrt(N) lists (derived without building: plan_ann only asks FAISS to construct the factory)."""
     below = ann.derived_factory(ann.FASTSCAN_MIN_SENTENCES - 1, 256)
     assert not below.endswith("fs")
-    assert ann.derived_factory(ann.FASTSCAN_MIN_SENTENCES, 256) == "IVF2048,PQ128x4fs"
+    assert ann.derived_factory(ann.FASTSCAN_MIN_SENTENCES, 256) == "IVF8192,PQ128x4fs"
+    assert ann.derived_factory(10**6, 256) == "IVF1024,PQ64"
     assert ann.derived_factory(10**7, 256) == "IVF16384,PQ128x4fs"
     assert ann.derived_factory(10**7, 384) == "IVF16384,PQ192x4fs"
     for setting in ("auto", "ivfpq"):
         plan = ann.plan_ann(setting, 10**7, 384)
         assert (plan.factory, plan.nlist, plan.pq_m, plan.pq_bits, plan.kind, plan.fast_scan) == ("IVF16384,PQ192x4fs", 16384, 192, 4, "ivfpq", True)
-    # Lists grow like 4 sqrt(N): 4k at 1M, 16k at 10M, 64k at 250M, 128k at 1B.
-    assert [ann.plan_ann("auto", n, 384).nlist for n in (10**6, 10**7, 25 * 10**7, 10**9)] == [4096, 16384, 65536, 131072]
+    # Lists grow like sqrt(N) below fast-scan (1k at 1M), like 4 sqrt(N) with it: 16k at 10M, 64k at 250M, 128k at 1B.
+    assert [ann.plan_ann("auto", n, 384).nlist for n in (10**6, 10**7, 25 * 10**7, 10**9)] == [1024, 16384, 65536, 131072]
     assert isinstance(faiss.index_factory(384, ann.derived_factory(10**7, 384), faiss.METRIC_INNER_PRODUCT), faiss.IndexIVFPQFastScan)
 
 

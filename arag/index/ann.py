@@ -52,12 +52,15 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 PQ_DIMS_PER_SUBVECTOR = 4
 # From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): 4-bit
 # codes scanned with SIMD lookups in registers, ~1/3 of 8-bit PQ's cost per code byte, whose
-# scanning dominates a query at 10M (benchmarks/RESULTS.md). One 4-bit sub-quantizer per 2
+# scanning dominates a query at 10M (benchmarks/RESULTS.md). The 4-bit codes order candidates
+# worse, so recall 0.99 needs ~10x the exact re-rank (2,560 rows read from the shards, ~8 ms): at
+# 500k and 1M that costs more than 8-bit PQ's scan saves (measured 1.05x and 1.5x slower), at 10M
+# the 8-bit scan (1-2.5M codes, 25-60 ms) costs far more; 4M is where the estimates cross. One 4-bit sub-quantizer per 2
 # dimensions (as many code bytes as 8-bit PQ at 4 dimensions per byte): at 4 dimensions per 4-bit
 # sub-quantizer the codes order candidates too coarsely for any re-rank depth to reach recall@10
 # 0.99 on questions (0.948 at 2,560 candidates, 500k static vectors). Scanning cheaper codes also
 # pays for more lists: FASTSCAN_LISTS_PER_SQRT x sqrt(N) (16k at 10M).
-FASTSCAN_MIN_SENTENCES = 500_000
+FASTSCAN_MIN_SENTENCES = 4_000_000
 FASTSCAN_LISTS_PER_SQRT = 4
 FASTSCAN_BITS = 4
 FASTSCAN_DIMS_PER_SUBVECTOR = 2
