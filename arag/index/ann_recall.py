@@ -22,9 +22,10 @@ machine was doing: per query, the PQ codes scanned (the sizes of the lists probe
 queries) times `SCAN_NS_PER_CODE_BYTE` (`FASTSCAN_NS_PER_CODE_BYTE` for fast-scan 4-bit codes, scanned
 with SIMD table lookups) times the code size, plus the candidates re-ranked times
 `RERANK_NS_PER_ROW` (a positioned read of one stored row and its inner product). Both constants are
-this machine's, measured with benchmarks/semantic_search.py (one core, PQ codes scanned by FAISS:
-~0.3 ns per 8-bit code byte, ~0.11 ns per fast-scan code byte, 256-d static vectors, k=256; a
-re-ranked row ~3 µs).
+this machine's (one core): ~0.3 ns per 8-bit code byte and a re-ranked row ~3 µs measured with
+benchmarks/semantic_search.py; ~0.11 ns per fast-scan code byte from FAISS alone (IVF256 over 200k
+256-d static vectors, PQ64 against PQ64x4fs, 256 results per query, in one process). Only the
+choice between settings of one index rests on them.
 
 No Ray here: arag.runtime.ann_job runs these functions as tasks where the vectors are.
 """
