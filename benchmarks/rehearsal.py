@@ -13,7 +13,9 @@ Steps and what each measures (all written to <out>/rehearsal.json; logs of every
 
 1. corpus: benchmarks/rehearsal_corpus.py writes `--sentences` sentences of real text, perturbed
    copies with distinct ids (its docstring says how and why), as JSON Lines shards.
-2. index: `python -m pipelines.index +corpus=jsonl ... embedder=<--embedder> index.ann=<--ann>`
+2. index: `python -m pipelines.index +corpus=jsonl ... embedder=<--embedder> index.ann=<--ann>
+   index.ann_questions=<out>/ann_questions.jsonl` (`--ann-questions` 2Wiki dev questions after the
+   `--recall-queries` ones, so that step 3's questions stay out of the build's recall measurement)
    (Ray Data, per-part keyword caches, one IVF-PQ over all parts with ann=auto above 250k
    sentences). Build time per stage (from the files each stage commits: part records and keyword
    caches = chunking, vectors records = embedding, the trained ANN and its per-part lists = ANN
@@ -64,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.evaluation.results import row_files as results_row_files
-from tests.support.rehearsal_parts import INDEX_FIGURES, MIB, RssSampler, StatsPoller, get_json, index_key, reusable_index
+from tests.support.rehearsal_parts import INDEX_FIGURES, MIB, RssSampler, StatsPoller, get_json, index_key, reusable_index, write_ann_questions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -309,7 +311,7 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
     logs = out / "logs"
     if out.exists() and not args.keep:
         # the corpus is kept (it is reused when its arguments match); everything built from it is not
-        for name in ("index", INDEX_FIGURES, "results", "logs", "hydra", "questions.jsonl", "rehearsal.json"):
+        for name in ("index", INDEX_FIGURES, "results", "logs", "hydra", "questions.jsonl", "ann_questions.jsonl", "rehearsal.json"):
             p = out / name
             shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
@@ -354,9 +356,11 @@ def rehearse(args: argparse.Namespace) -> dict[str, Any]:
         else:
             (out / INDEX_FIGURES).unlink(missing_ok=True)
             resumed = (index / "build.json").exists()  # a --keep run over an unfinished build: it resumes
+            tuning = write_ann_questions(base, args.recall_queries, args.ann_questions, out / "ann_questions.jsonl")
             t = time.time()
             s = step("index", [py, "-m", "pipelines.index", "+corpus=jsonl", "corpus.name=rehearsal", f"corpus.path={out / 'corpus' / 'shards'}",
                                f"corpus.part_size_mb={args.part_mb}", f"embedder={args.embedder}", f"index.ann={args.ann}",
+                               *([f"index.ann_questions={tuning}"] if tuning else []),
                                f"index.path={index}", "progress=false", f"hydra.run.dir={out / 'hydra' / 'index'}"])
             sampler.watch("index", s.proc.pid)
             s.wait()
@@ -476,6 +480,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ann", help="index.ann (full auto, small ivfpq: the IVF-PQ that auto builds at full size)")
     p.add_argument("--embedder", default="minilm-static")
     p.add_argument("--recall-queries", type=int, default=300)
+    p.add_argument("--ann-questions", type=int, default=500,
+                   help="index.ann_questions: this many dev questions after the --recall-queries ones join the build's recall measurement (0: none)")
     p.add_argument("--episodes", type=int, help="evaluation episodes (full 10,000, small 1,000)")
     p.add_argument("--workers", type=int, help="runtime.workers (full 4, small 2)")
     p.add_argument("--concurrency", type=int, help="runtime.concurrency and model.max_concurrency (full 500, small 250)")
@@ -506,6 +512,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for key in ("sentences", "episodes", "workers", "concurrency", "serve_workers", "sweep_questions", "recall_queries"):
         if getattr(args, key) <= 0:
             p.error(f"--{key.replace('_', '-')} must be positive")
+    if args.ann_questions < 0:
+        p.error("--ann-questions must be 0 or more")
     if args.time_scale <= 0 or args.sweep_time_scale <= 0:
         p.error("--time-scale and --sweep-time-scale must be positive")
     return args

@@ -119,6 +119,40 @@ def test_merged_part_lists_equal_one_index_over_all_vectors(ann_index):
         np.testing.assert_array_equal(d1, d2)
 
 
+@pytest.fixture(scope="module")
+def fast_scan_index(tmp_path_factory):
+    parts = [clustered(n, seed) for seed, n in enumerate([7000, 5000, 1, 8000])]
+    layout = write_parts(tmp_path_factory.mktemp("ann-fs") / "idx", parts)
+    entry = build_ann(layout, parts, "IVF128,PQ16x4fs")
+    write_manifest(layout, parts, entry)
+    return layout, parts, entry
+
+
+def test_fast_scan_part_lists_merge_into_one_index_and_reach_the_recall_target(fast_scan_index):
+    """Fast-scan lists are stored in blocks of 32 codes: merging the parts' block lists gives the
+    index adding every vector gives, and the build's measurement reaches index.ann_recall with it."""
+    layout, parts, entry = fast_scan_index
+    assert entry["factory"] == "IVF128,PQ16x4fs" and entry["recall"]["recall_at_10"] >= ann_recall.DEFAULT_TARGET
+    assert entry["recall"]["cost_model"]["scan_ns_per_code_byte"] == ann_recall.FASTSCAN_NS_PER_CODE_BYTE
+    merged = ann.merge_parts(ann.read_trained(ann.trained_path(layout.root)), [layout.root / p["file"] for p in entry["parts"]])
+    assert isinstance(merged, faiss.IndexIVFPQFastScan)
+    single = ann.read_trained(ann.trained_path(layout.root))
+    for p, v in enumerate(parts):
+        single.add_with_ids(v, part_ids(p, len(v)))
+    assert merged.ntotal == single.ntotal == sum(len(v) for v in parts)
+    for p in entry["parts"]:
+        lists = ann.read_part_lists(layout.root / p["file"])
+        assert ann.part_list_sizes(layout.root / p["file"]).tolist() == [lists.list_size(i) for i in range(lists.nlist)]
+    queries = clustered(50, seed=99)
+    for nprobe in (1, 8, 128):
+        params = faiss.SearchParametersIVF(nprobe=nprobe)
+        np.testing.assert_array_equal(merged.search(queries, 100, params=params)[1], single.search(queries, 100, params=params)[1])
+    searcher = ann.AnnSearcher(layout.root, entry, {p: layout.vectors(p) for p in range(len(parts))})
+    q = held_out(100)
+    hits = [len(set(searcher.search(q[i : i + 1], 10)[1].tolist()) & set(brute_force(parts, q[i], 10)[1].tolist())) for i in range(len(q))]
+    assert sum(hits) / (10 * len(q)) >= 0.98
+
+
 def test_stored_vectors_are_mapped_from_the_exact_shards(ann_index, tmp_path):
     layout, parts = ann_index
     for p, v in enumerate(parts):
@@ -225,11 +259,16 @@ def test_a_bad_recall_target_names_the_setting():
 
 
 def test_a_derived_code_grows_once_before_the_target_is_given_up():
-    plan = ann.plan_ann("auto", 10**7, 384)
+    plan = ann.plan_ann("auto", 400_000, 384)
     larger = ann.with_larger_code(plan)
-    assert (larger.factory, larger.pq_m, larger.nlist) == ("IVF4096,PQ192", 192, 4096)
+    assert (larger.factory, larger.pq_m, larger.nlist) == ("IVF512,PQ192", 192, 512)
     assert ann.with_larger_code(larger) is None  # 2 dimensions per byte at most
-    assert ann.with_larger_code(ann.plan_ann("ivfpq", 10**7, 256)).factory == "IVF4096,PQ128"
+    assert ann.with_larger_code(ann.plan_ann("ivfpq", 400_000, 256)).factory == "IVF512,PQ128"
+    # A fast-scan code grows as a fast-scan code: twice the 4-bit sub-quantizers, same lists.
+    fast = ann.with_larger_code(ann.plan_ann("auto", 10**7, 256))
+    assert (fast.factory, fast.pq_m, fast.pq_bits, fast.fast_scan) == ("IVF16384,PQ256x4fs", 256, 4, True)
+    assert ann.with_larger_code(fast) is None
+    ann.plan_ann(fast.factory, 10**7, 256)  # FAISS builds it
     assert ann.with_larger_code(ann.plan_ann("IVF4096,PQ96", 10**7, 384)) is None  # the user's own code is kept
 
 
@@ -285,7 +324,7 @@ def test_gpu_training_without_a_gpu_faiss_is_an_error_not_a_cpu_fallback():
         ann.train(plan, clustered(1000, seed=1), use_gpu=True)
 
 
-@pytest.mark.parametrize("value", ["auto", "flat", "ivfpq", "IVF4096,PQ48", "IVF1024,PQ48x4", "IVF64,SQ8", "IVF64_HNSW32,Flat"])
+@pytest.mark.parametrize("value", ["auto", "flat", "ivfpq", "IVF4096,PQ48", "IVF1024,PQ48x4", "IVF16384,PQ64x4fs", "IVF64,SQ8", "IVF64_HNSW32,Flat"])
 def test_valid_ann_settings(value):
     assert ann.check_ann_setting(value) == value
 
@@ -314,11 +353,32 @@ def test_auto_is_exact_up_to_the_threshold_and_ivfpq_above():
     limit = ann.AUTO_FLAT_MAX_SENTENCES
     assert ann.plan_ann("auto", limit, 384).kind == "flat"
     above = ann.plan_ann("auto", limit + 1, 384)
-    assert above.kind == "ivfpq" and above.pq_m == 96 and above.factory == f"IVF{above.nlist},PQ96"
+    assert above.kind == "ivfpq" and above.pq_m == 96 and above.factory == f"IVF{above.nlist},PQ96" and not above.fast_scan
     assert ann.plan_ann("flat", 10**9, 384).factory is None
-    # Lists grow like sqrt(N): ~1k at 1M, 4k at 10M, 16k at 250M, 32k at 1B.
-    assert [ann.plan_ann("auto", n, 384).nlist for n in (10**6, 10**7, 25 * 10**7, 10**9)] == [1024, 4096, 16384, 32768]
-    assert ann.plan_ann("auto", 10**7, 384).train_size == 64 * 4096
+    assert ann.plan_ann("auto", 400_000, 384).nlist == 512  # ~sqrt(N) lists below fast-scan
+    assert ann.plan_ann("auto", 10**7, 384).train_size == 64 * 16384
+
+
+def test_auto_and_ivfpq_derive_fast_scan_with_more_lists_at_large_n():
+    """From FASTSCAN_MIN_SENTENCES on: 4-bit fast-scan PQ, one sub-quantizer per 2 dimensions, over
+    ~4 sqrt(N) lists (derived without building: plan_ann only asks FAISS to construct the factory)."""
+    below = ann.derived_factory(ann.FASTSCAN_MIN_SENTENCES - 1, 256)
+    assert not below.endswith("fs")
+    assert ann.derived_factory(ann.FASTSCAN_MIN_SENTENCES, 256) == "IVF8192,PQ128x4fs"
+    assert ann.derived_factory(10**6, 256) == "IVF1024,PQ64"
+    assert ann.derived_factory(10**7, 256) == "IVF16384,PQ128x4fs"
+    assert ann.derived_factory(10**7, 384) == "IVF16384,PQ192x4fs"
+    for setting in ("auto", "ivfpq"):
+        plan = ann.plan_ann(setting, 10**7, 384)
+        assert (plan.factory, plan.nlist, plan.pq_m, plan.pq_bits, plan.kind, plan.fast_scan) == ("IVF16384,PQ192x4fs", 16384, 192, 4, "ivfpq", True)
+    # Lists grow like sqrt(N) below fast-scan (1k at 1M), like 4 sqrt(N) with it: 16k at 10M, 64k at 250M, 128k at 1B.
+    assert [ann.plan_ann("auto", n, 384).nlist for n in (10**6, 10**7, 25 * 10**7, 10**9)] == [1024, 16384, 65536, 131072]
+    assert isinstance(faiss.index_factory(384, ann.derived_factory(10**7, 384), faiss.METRIC_INNER_PRODUCT), faiss.IndexIVFPQFastScan)
+
+
+def test_fast_scan_codes_must_be_4_bit():
+    with pytest.raises(ValueError, match=r"index\.ann='IVF16,PQ8fs'.*PQ8x4fs"):
+        ann.plan_ann("IVF16,PQ8fs", 10_000, DIM)
     assert ann.plan_ann("IVF256,PQ24", 100_000, 384).factory == "IVF256,PQ24"
     with pytest.raises(ValueError, match="need at least"):
         ann.plan_ann("IVF4096,PQ48", 1000, 384)

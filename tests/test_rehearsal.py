@@ -123,7 +123,7 @@ def test_missing_source_is_a_one_line_error(tmp_path):
 
 def test_an_index_is_reused_only_when_its_corpus_and_flags_match(tmp_path):
     # the index flags as `benchmarks.rehearsal --small` sets them (index_key reads only these)
-    args = argparse.Namespace(part_mb=4.0, ann="ivfpq", embedder="minilm-static", recall_queries=300)
+    args = argparse.Namespace(part_mb=4.0, ann="ivfpq", embedder="minilm-static", recall_queries=300, ann_questions=500)
     corpus = {"sentences": 100, "documents": 10, "args": {"sentences": 100}, "seconds": 1.0}
     key = rehearsal.index_key(args, corpus)
     assert rehearsal.reusable_index(tmp_path, key) is None  # nothing built
@@ -136,6 +136,18 @@ def test_an_index_is_reused_only_when_its_corpus_and_flags_match(tmp_path):
     assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(args, {**corpus, "sentences": 101})) is None
     other = argparse.Namespace(**{**vars(args), "ann": "auto"})
     assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(other, corpus)) is None
+    other = argparse.Namespace(**{**vars(args), "ann_questions": 0})
+    assert rehearsal.reusable_index(tmp_path, rehearsal.index_key(other, corpus)) is None
+
+
+def test_the_builds_ann_questions_are_disjoint_from_the_recall_queries(tmp_path):
+    from arag.evaluation.questions import load_questions
+
+    base = [{"id": f"q{i}", "question": f"question {i}?", "answers": ["a"]} for i in range(10)]
+    path = rehearsal.write_ann_questions(base, 3, 5, tmp_path / "ann_questions.jsonl")
+    assert [q.question for q in load_questions(path).questions] == [f"question {i}?" for i in range(3, 8)]
+    assert rehearsal.write_ann_questions(base, 10, 5, tmp_path / "none.jsonl") is None
+    assert rehearsal.write_ann_questions(base, 3, 0, tmp_path / "none.jsonl") is None
 
 
 LAST_LINE = re.compile(r"rehearsal: sentences=(\d+) episodes=(\d+) in_flight_peak=(\d+) ratio=(\d+\.\d\d) lost=(-?\d+) duplicated=(-?\d+)")

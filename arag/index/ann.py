@@ -50,6 +50,20 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 # 384-d -> PQ96: 96 bytes per vector. With 4 dimensions per byte the PQ order of the candidates
 # is close to exact (benchmark: PQ48 needs ~10x more re-rank candidates for the same recall).
 PQ_DIMS_PER_SUBVECTOR = 4
+# From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): 4-bit
+# codes scanned with SIMD lookups in registers, ~1/3 of 8-bit PQ's cost per code byte, whose
+# scanning dominates a query at 10M (benchmarks/RESULTS.md). The 4-bit codes order candidates
+# worse, so recall 0.99 needs ~10x the exact re-rank (2,560 rows read from the shards, ~8 ms): at
+# 500k and 1M that costs more than 8-bit PQ's scan saves (measured 1.05x and 1.5x slower), at 10M
+# the 8-bit scan (1-2.5M codes, 25-60 ms) costs far more; 4M is where the estimates cross. One 4-bit sub-quantizer per 2
+# dimensions (as many code bytes as 8-bit PQ at 4 dimensions per byte): at 4 dimensions per 4-bit
+# sub-quantizer the codes order candidates too coarsely for any re-rank depth to reach recall@10
+# 0.99 on questions (0.948 at 2,560 candidates, 500k static vectors). Scanning cheaper codes also
+# pays for more lists: FASTSCAN_LISTS_PER_SQRT x sqrt(N) (16k at 10M).
+FASTSCAN_MIN_SENTENCES = 4_000_000
+FASTSCAN_LISTS_PER_SQRT = 4
+FASTSCAN_BITS = 4
+FASTSCAN_DIMS_PER_SUBVECTOR = 2
 SAMPLE_SEED = 0
 # Search settings of an ANN built before recall targets (newer builds record their own, chosen
 # for index.ann_recall: arag.index.ann_recall): lists probed and exact re-rank candidates per
@@ -59,7 +73,7 @@ DEFAULT_NPROBE = 256
 DEFAULT_RERANK = 64
 MIN_CANDIDATES = 256
 
-_FACTORY = re.compile(r"^IVF(\d+)(_HNSW\d+)?,(PQ\d+(x\d+)?|SQ8|SQfp16|Flat)$")
+_FACTORY = re.compile(r"^IVF(\d+)(_HNSW\d+)?,(PQ\d+(x\d+)?(fs)?|SQ8|SQfp16|Flat)$")
 _ROW_MASK = (1 << PART_SHIFT) - 1
 
 
@@ -73,7 +87,7 @@ def check_ann_setting(value: str) -> str:
         return value
     raise AnnSettingError(
         f"index.ann={value!r} is not valid: choose one of {', '.join(ANN_CHOICES)} "
-        "or a FAISS IVF factory string such as 'IVF4096,PQ48' (IVF<lists>[_HNSW<M>],PQ<m>[x<bits>]|SQ8|SQfp16|Flat)"
+        "or a FAISS IVF factory string such as 'IVF4096,PQ48' (IVF<lists>[_HNSW<M>],PQ<m>[x<bits>]|PQ<m>x4fs|SQ8|SQfp16|Flat)"
     )
 
 
@@ -97,24 +111,22 @@ class AnnPlan:
             return "flat"
         return "ivfpq" if self.pq_m else "ivf"
 
+    @property
+    def fast_scan(self) -> bool:
+        return bool(self.factory and self.factory.endswith("fs"))
+
 
 def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | None = None) -> AnnPlan:
     """Decide the ANN for `num_vectors` vectors of `dimension` under `index.ann=setting`.
 
     auto: exact below `flat_max` (default AUTO_FLAT_MAX_SENTENCES) sentences, IVF-PQ above;
-    ivfpq: IVF-PQ with lists and PQ size derived from the corpus (~sqrt(N) lists, 4 dims per
-    PQ byte); an IVF factory string: exactly that."""
+    ivfpq: IVF-PQ with lists and PQ size derived from the corpus (`derived_factory`); an IVF
+    factory string: exactly that."""
     check_ann_setting(setting)
     flat_max = AUTO_FLAT_MAX_SENTENCES if flat_max is None else flat_max
     if setting == "flat" or num_vectors == 0 or (setting == "auto" and num_vectors <= flat_max):
         return AnnPlan(setting, num_vectors, dimension)
-    if setting in ("auto", "ivfpq"):
-        nlist = derived_nlist(num_vectors)
-        train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
-        m, bits = derived_pq(dimension, train_size)
-        factory = f"IVF{nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
-    else:
-        factory = setting
+    factory = derived_factory(num_vectors, dimension) if setting in ("auto", "ivfpq") else setting
     match = _FACTORY.match(factory)
     nlist = int(match.group(1))
     if num_vectors < MIN_TRAIN_PER_LIST * nlist:
@@ -123,6 +135,8 @@ def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | Non
     m, bits = (int(pq.group(1)), int(pq.group(2) or 8)) if pq else (None, None)
     if m and dimension % m:
         raise AnnSettingError(f"index.ann={setting!r}: PQ{m} needs a dimension divisible by {m}, the vectors have {dimension}")
+    if match.group(5) and bits != FASTSCAN_BITS:
+        raise AnnSettingError(f"index.ann={setting!r}: fast-scan PQ (fs) codes have {FASTSCAN_BITS} bits: write PQ{m}x{FASTSCAN_BITS}fs")
     try:
         faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
@@ -132,22 +146,36 @@ def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | Non
 
 
 def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
-    """The same IVF with PQ codes twice as long (2 dimensions per byte at most), for a derived plan
-    (`auto`, `ivfpq`) whose codes cannot reach the recall target; None when there is none or the
-    factory was given explicitly (the user chose the code)."""
+    """The same IVF with PQ codes twice as long (2 dimensions per 8-bit byte, 1 per 4-bit fast-scan
+    sub-quantizer at most), for a derived plan (`auto`, `ivfpq`) whose codes cannot reach the recall
+    target; None when there is none or the factory was given explicitly (the user chose the code)."""
     if plan.setting not in ("auto", "ivfpq") or not plan.pq_m:
         return None
     m = plan.pq_m * 2
-    if m > plan.dimension // 2 or plan.dimension % m:
+    if m > (plan.dimension if plan.fast_scan else plan.dimension // 2) or plan.dimension % m:
         return None
     bits = plan.pq_bits or 8
-    factory = f"IVF{plan.nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
+    factory = f"IVF{plan.nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}") + ("fs" if plan.fast_scan else "")
     return AnnPlan(plan.setting, plan.num_vectors, plan.dimension, factory, plan.nlist, m, bits, plan.train_size, plan.seed)
 
 
-def derived_nlist(num_vectors: int) -> int:
-    """A power of two near sqrt(N), at most N/39 (k-means needs ~39 vectors per list)."""
-    nlist = 2 ** round(math.log2(max(1.0, math.sqrt(num_vectors))))
+def derived_factory(num_vectors: int, dimension: int) -> str:
+    """The IVF factory `auto` and `ivfpq` build for `num_vectors` vectors of `dimension`: from
+    FASTSCAN_MIN_SENTENCES on, fast-scan 4-bit PQ (one sub-quantizer per 2 dimensions) over
+    ~FASTSCAN_LISTS_PER_SQRT x sqrt(N) lists; below, 8-bit PQ (one byte per 4 dimensions) over
+    ~sqrt(N) lists."""
+    fast = num_vectors >= FASTSCAN_MIN_SENTENCES
+    nlist = derived_nlist(num_vectors, FASTSCAN_LISTS_PER_SQRT if fast else 1)
+    train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
+    if fast:
+        return f"IVF{nlist},PQ{_divisor_at_most(dimension, dimension // FASTSCAN_DIMS_PER_SUBVECTOR)}x{FASTSCAN_BITS}fs"
+    m, bits = derived_pq(dimension, train_size)
+    return f"IVF{nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
+
+
+def derived_nlist(num_vectors: int, per_sqrt: int = 1) -> int:
+    """A power of two near `per_sqrt` x sqrt(N), at most N/39 (k-means needs ~39 vectors per list)."""
+    nlist = 2 ** round(math.log2(max(1.0, per_sqrt * math.sqrt(num_vectors))))
     while nlist > 1 and nlist * MIN_TRAIN_PER_LIST > num_vectors:
         nlist //= 2
     return nlist
@@ -155,11 +183,17 @@ def derived_nlist(num_vectors: int) -> int:
 
 def derived_pq(dimension: int, train_size: int) -> tuple[int, int]:
     """(sub-quantizers, bits): one byte per 4 dimensions, fewer bits for tiny training sets."""
-    m = max(1, dimension // PQ_DIMS_PER_SUBVECTOR)
-    while dimension % m:
-        m -= 1
+    m = _divisor_at_most(dimension, dimension // PQ_DIMS_PER_SUBVECTOR)
     bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
     return m, bits
+
+
+def _divisor_at_most(dimension: int, m: int) -> int:
+    """The largest divisor of `dimension` not above `m` (at least 1): a PQ size that splits the vector."""
+    m = max(1, m)
+    while dimension % m:
+        m -= 1
+    return m
 
 
 def ann_dir(root: Path) -> Path:
@@ -330,9 +364,13 @@ def read_part_lists(path: Path) -> faiss.InvertedLists:
 
 def part_list_sizes(path: Path) -> np.ndarray:
     """Entries per list of a part's lists file, from its header (FAISS "ilar" layout: nlist,
-    code size, "full" + every list's size, or "sprs" + (list, size) pairs), without reading it."""
+    code size, "full" + every list's size, or "sprs" + (list, size) pairs), without reading it.
+    Fast-scan lists ("ilbl": nlist, code size, entries per block, block bytes, then per list its
+    ids and its blocks, each a length and the items) are skipped through list by list."""
     with open(path, "rb") as f:
         head = f.read(32)
+        if head[:4] == b"ilbl" and len(head) >= 20:
+            return _block_list_sizes(f, path, struct.unpack_from("<Q", head, 4)[0])
         if len(head) < 32 or head[:4] != b"ilar" or head[20:24] not in (b"full", b"sprs"):
             raise ValueError(f"{path}: not a FAISS inverted-lists file")
         nlist, _ = struct.unpack_from("<QQ", head, 4)
@@ -342,6 +380,21 @@ def part_list_sizes(path: Path) -> np.ndarray:
         return values.astype(np.int64)
     sizes = np.zeros(nlist, np.int64)
     sizes[values[0::2].astype(np.int64)] = values[1::2]
+    return sizes
+
+
+def _block_list_sizes(f, path: Path, nlist: int) -> np.ndarray:
+    sizes = np.zeros(nlist, np.int64)
+    f.seek(4 + 4 * 8)
+    for list_no in range(nlist):
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{path}: truncated FAISS block inverted-lists file (list {list_no} of {nlist})")
+        (ids,) = struct.unpack("<Q", head)
+        sizes[list_no] = ids
+        f.seek(8 * ids, os.SEEK_CUR)
+        (code_bytes,) = struct.unpack("<Q", f.read(8))
+        f.seek(code_bytes, os.SEEK_CUR)
     return sizes
 
 
@@ -365,7 +418,9 @@ def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
         invlists.resize(list_no, 0)  # ... and keeps the capacity
     for path in list_files:
         lists = read_part_lists(path)
-        if lists.nlist != ivf.nlist or lists.code_size != ivf.code_size:
+        # Block (fast-scan) lists record no per-entry code size: their blocks are the index's own layout.
+        code_size = ivf.code_size if lists.code_size == faiss.InvertedLists.INVALID_CODE_SIZE and isinstance(faiss.downcast_index(ivf), faiss.IndexIVFFastScan) else lists.code_size
+        if lists.nlist != ivf.nlist or code_size != ivf.code_size:
             raise ValueError(f"{path}: {lists.nlist} lists of {lists.code_size}-byte codes, the trained index has {ivf.nlist} of {ivf.code_size}")
         invlists.merge_from(lists, 0)  # copies the entries
         _free_lists(faiss.downcast_index(ivf), lists)
@@ -377,7 +432,9 @@ def _free_lists(ivf: faiss.IndexIVF, lists: faiss.InvertedLists) -> None:
     """Free lists returned by read_InvertedLists (Python does not own them). Deleting them
     through SWIG (`thisown`) corrupts SWIG's type table in faiss 1.15.1; a throwaway IVF index of
     the same kind that owns them deletes them in C++ instead."""
-    if isinstance(ivf, faiss.IndexIVFPQ):
+    if isinstance(ivf, faiss.IndexIVFPQFastScan):
+        holder = faiss.IndexIVFPQFastScan(ivf.quantizer, ivf.d, ivf.nlist, ivf.pq.M, ivf.pq.nbits, ivf.metric_type, ivf.bbs)
+    elif isinstance(ivf, faiss.IndexIVFPQ):
         holder = faiss.IndexIVFPQ(ivf.quantizer, ivf.d, ivf.nlist, ivf.pq.M, ivf.pq.nbits, ivf.metric_type)
     elif isinstance(ivf, faiss.IndexIVFScalarQuantizer):
         holder = faiss.IndexIVFScalarQuantizer(ivf.quantizer, ivf.d, ivf.nlist, ivf.sq.qtype, ivf.metric_type)

@@ -19,10 +19,13 @@ one search per `nprobe` (the rank of each true neighbour in the PQ order).
 
 Cost, not measured time, decides between settings, so the choice does not depend on what else the
 machine was doing: per query, the PQ codes scanned (the sizes of the lists probed, counted on the
-queries) times `SCAN_NS_PER_CODE_BYTE` times the code size, plus the candidates re-ranked times
+queries) times `SCAN_NS_PER_CODE_BYTE` (`FASTSCAN_NS_PER_CODE_BYTE` for fast-scan 4-bit codes, scanned
+with SIMD table lookups) times the code size, plus the candidates re-ranked times
 `RERANK_NS_PER_ROW` (a positioned read of one stored row and its inner product). Both constants are
-this machine's, measured with benchmarks/semantic_search.py (one core, PQ codes scanned by FAISS:
-~0.3 ns per code byte; a re-ranked row ~3 µs).
+this machine's (one core): ~0.3 ns per 8-bit code byte and a re-ranked row ~3 µs measured with
+benchmarks/semantic_search.py; ~0.11 ns per fast-scan code byte from FAISS alone (IVF256 over 200k
+256-d static vectors, PQ64 against PQ64x4fs, 256 results per query, in one process). Only the
+choice between settings of one index rests on them.
 
 No Ray here: arag.runtime.ann_job runs these functions as tasks where the vectors are.
 """
@@ -47,6 +50,7 @@ QUERY_SEED = 1  # not the training sample's seed: the queries are not the k-mean
 # Candidates re-ranked per result asked for; the searcher re-ranks at least ann.MIN_CANDIDATES.
 RERANK_GRID = (16, 32, 64, 128, 256)
 SCAN_NS_PER_CODE_BYTE = 0.3
+FASTSCAN_NS_PER_CODE_BYTE = 0.11
 RERANK_NS_PER_ROW = 3000.0
 EXACT_BLOCK_ROWS = 16_384
 MISSING = np.iinfo(np.int64).max
@@ -134,8 +138,13 @@ def candidates(rerank: int, n: int = RECALL_K) -> int:
     return max(rerank * n, ann.MIN_CANDIDATES)
 
 
-def cost_ns(codes_scanned: float, code_size: int, rerank: int) -> float:
-    return codes_scanned * code_size * SCAN_NS_PER_CODE_BYTE + candidates(rerank) * RERANK_NS_PER_ROW
+def scan_ns_per_code_byte(index: faiss.Index) -> float:
+    """The cost model's scanning cost per code byte of `index`'s kind of codes."""
+    return FASTSCAN_NS_PER_CODE_BYTE if isinstance(faiss.downcast_index(faiss.extract_index_ivf(index)), faiss.IndexIVFFastScan) else SCAN_NS_PER_CODE_BYTE
+
+
+def cost_ns(codes_scanned: float, code_size: int, rerank: int, ns_per_code_byte: float = SCAN_NS_PER_CODE_BYTE) -> float:
+    return codes_scanned * code_size * ns_per_code_byte + candidates(rerank) * RERANK_NS_PER_ROW
 
 
 def measure(index: faiss.Index, sample: QuerySample, truth: np.ndarray, target: float, threads: int = 1) -> dict[str, Any]:
@@ -149,6 +158,7 @@ def measure(index: faiss.Index, sample: QuerySample, truth: np.ndarray, target: 
     probes = nprobe_grid(ivf.nlist)
     _, lists = ivf.quantizer.search(sample.vectors, probes[-1])
     code_size = int(ivf.code_size)
+    per_byte = scan_ns_per_code_byte(index)
     valid = truth >= 0
     # Each source of queries must reach the target on its own: questions are usually harder than
     # sentences, and 1,000 easy sentences would hide them in one mean.
@@ -159,14 +169,14 @@ def measure(index: faiss.Index, sample: QuerySample, truth: np.ndarray, target: 
     best: dict[str, Any] | None = None
     for nprobe in probes:
         codes = float(sizes[lists[:, :nprobe]].sum(axis=1).mean())
-        if best is not None and cost_ns(codes, code_size, RERANK_GRID[0]) >= best["cost_ns"]:
+        if best is not None and cost_ns(codes, code_size, RERANK_GRID[0], per_byte) >= best["cost_ns"]:
             break
         _, found = index.search(sample.vectors, deepest, params=faiss.SearchParametersIVF(nprobe=nprobe))
         ranks = _ranks(found, sample.self_ids, truth)
         for rerank in RERANK_GRID:
             hit = (ranks < candidates(rerank)) & valid
             by_source = {name: float(hit[rows].sum() / max(1, valid[rows].sum())) for name, rows in sources.items()}
-            row = {"nprobe": nprobe, "rerank": rerank, "recall": round(min(by_source.values()), 4), "codes_scanned": round(codes), "cost_ns": round(cost_ns(codes, code_size, rerank))}
+            row = {"nprobe": nprobe, "rerank": rerank, "recall": round(min(by_source.values()), 4), "codes_scanned": round(codes), "cost_ns": round(cost_ns(codes, code_size, rerank, per_byte))}
             if len(by_source) > 1:
                 row["by_source"] = {name: round(r, 4) for name, r in by_source.items()}
             grid.append(row)
@@ -174,7 +184,7 @@ def measure(index: faiss.Index, sample: QuerySample, truth: np.ndarray, target: 
                 best = row
             if candidates(rerank) >= index.ntotal:
                 break
-    return {"best": best, "grid": grid, "code_size": code_size}
+    return {"best": best, "grid": grid, "code_size": code_size, "scan_ns_per_code_byte": per_byte}
 
 
 def _ranks(found: np.ndarray, self_ids: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -210,7 +220,7 @@ def recall_record(target: float, measured: dict[str, Any], sample: dict[str, Any
         "k": RECALL_K,
         "against": "exact inner-product search over every stored vector",
         "queries": sample,
-        "cost_model": {"scan_ns_per_code_byte": SCAN_NS_PER_CODE_BYTE, "rerank_ns_per_row": RERANK_NS_PER_ROW, "code_size": measured["code_size"]},
+        "cost_model": {"scan_ns_per_code_byte": measured["scan_ns_per_code_byte"], "rerank_ns_per_row": RERANK_NS_PER_ROW, "code_size": measured["code_size"]},
         "grid": measured["grid"],
     }
 

@@ -166,7 +166,18 @@ class StatsPoller:
 def index_key(args: argparse.Namespace, corpus: dict[str, Any]) -> dict[str, Any]:
     """What decides an index build and its figures: the corpus and the index flags."""
     return {"corpus": {k: corpus.get(k) for k in ("sentences", "documents", "args")},
-            **{k: str(getattr(args, k)) for k in ("part_mb", "ann", "embedder", "recall_queries")}}
+            **{k: str(getattr(args, k)) for k in ("part_mb", "ann", "embedder", "recall_queries", "ann_questions")}}
+
+
+def write_ann_questions(base: list[dict[str, Any]], recall_queries: int, count: int, path: Path) -> Path | None:
+    """The build's `index.ann_questions` file: `count` dev questions after the first `recall_queries`
+    (those measure the built index's recall, so they stay out of the build's own measurement);
+    None when there are none to give."""
+    chosen = base[recall_queries : recall_queries + count]
+    if not chosen:
+        return None
+    path.write_text("".join(json.dumps(q) + "\n" for q in chosen))
+    return path
 
 
 def reusable_index(out: Path, key: dict[str, Any]) -> dict[str, Any] | None:
