@@ -52,8 +52,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 SIDES = ("bare", "stage", "authors", "job")
 # Optional sides (--sides): what the two fixes of the embedding stage are worth, in the same run.
 # bare-by-chars: bare with batches cut by characters (encode()'s order; the embedder's before it
