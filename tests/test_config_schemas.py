@@ -308,3 +308,11 @@ def test_an_untyped_node_the_yaml_writes_holds_only_its_keys():
 
     cfg = compose("serve")
     assert declared_nodes("serve", cfg) == {"serve": None, "tools": None, "index": {"path": None}}
+
+
+def test_a_mapping_may_set_a_node_that_is_null_by_default():
+    """runtime.embed.resources is null until set: a mapping sets it whole (the two-node cluster's
+    command line), and a value of the wrong type in it is still one line naming the setting."""
+    check_command_line("index", ["+corpus=2wikimultihopqa", "runtime.embed.resources={worker:1}"])
+    with pytest.raises(ValueError, match=r"setting runtime\.embed\.resources: .*Float"):
+        check_command_line("index", ["+corpus=2wikimultihopqa", "runtime.embed.resources={worker:x}"])

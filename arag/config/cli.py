@@ -67,12 +67,14 @@ def _composed(config_name: str, group_overrides: list[str]) -> DictConfig | None
 def _check_key(cfg: DictConfig, key: str, adding: bool, value: Any = _ABSENT) -> None:
     """A key set on the command line must be in the config, or (with +) be added where the
     config's node has no schema that lacks it; a value must have the type its schema gives."""
-    if OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False) is not _ABSENT:
+    current = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_resolution_failure=False)
+    if current is not _ABSENT:
         if value is not _ABSENT:
             from omegaconf.errors import ValidationError
 
             try:
-                OmegaConf.update(cfg, key, value, merge=True)
+                # a mapping merges into a mapping; into an unset (null) node it is set whole
+                OmegaConf.update(cfg, key, value, merge=current is not None)
             except ValidationError as exc:
                 raise ValueError(f"setting {key}: {str(exc).splitlines()[0]}") from None
         return
