@@ -310,9 +310,18 @@ def test_an_untyped_node_the_yaml_writes_holds_only_its_keys():
     assert declared_nodes("serve", cfg) == {"serve": None, "tools": None, "index": {"path": None}}
 
 
-def test_a_mapping_may_set_a_node_that_is_null_by_default():
-    """runtime.embed.resources is null until set: a mapping sets it whole (the two-node cluster's
-    command line), and a value of the wrong type in it is still one line naming the setting."""
+def test_a_mapping_sets_the_embedding_actors_resources():
+    """runtime.embed.resources (the two-node cluster's command line) composes in our check and in
+    Hydra's, and an amount that is not a number is one line naming the setting."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from arag.config.files import conf_dir
+    from arag.config.schemas import EmbedRuntime
+
     check_command_line("index", ["+corpus=2wikimultihopqa", "runtime.embed.resources={worker:1}"])
-    with pytest.raises(ValueError, match=r"setting runtime\.embed\.resources: .*Float"):
-        check_command_line("index", ["+corpus=2wikimultihopqa", "runtime.embed.resources={worker:x}"])
+    with initialize_config_dir(str(conf_dir()), version_base="1.3"):
+        cfg = compose("index", overrides=["+corpus=2wikimultihopqa", "runtime.embed.resources={worker:1}"])
+    assert EmbedRuntime(**OmegaConf.to_container(cfg.runtime.embed)).resources == {"worker": 1}
+    with pytest.raises(ValueError, match=r"setting runtime\.embed\.resources: the amount of 'worker' must be a number"):
+        EmbedRuntime(resources={"worker": "x"})

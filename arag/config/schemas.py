@@ -224,7 +224,19 @@ class EmbedRuntime:
     rows_per_batch: int = 2048  # sentences of a part encoded per call; each call sorts them by token count into model batches
     # Custom Ray resources each actor needs, e.g. {"embed": 1} to keep embedding on the nodes
     # started with `ray start --resources='{"embed": N}'`.
-    resources: Optional[Dict[str, float]] = None
+    # A mapping of resource name to amount; untyped here because Hydra merges a command line's mapping
+    # into the node, which OmegaConf can do into an untyped None but not into a typed one (None) or a
+    # typed empty mapping (struct mode); __post_init__ checks the amounts.
+    resources: Any = None
+
+    def __post_init__(self) -> None:
+        if self.resources is None:
+            return
+        if not isinstance(self.resources, dict):
+            raise ValueError(f"setting runtime.embed.resources: a mapping of resource name to amount, e.g. {{embed: 1}}, not {self.resources!r}")
+        for name, amount in self.resources.items():
+            if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+                raise ValueError(f"setting runtime.embed.resources: the amount of {name!r} must be a number, not {amount!r}")
 
 
 @dataclass
