@@ -41,7 +41,7 @@ from arag.config.files import conf_dir
 from arag.evaluation.questions import load_questions
 from arag.evaluation.results import RunStore
 from tests.support.model_server import free_port
-from tests.support.synthetic_index import write_synthetic_index
+from tests.support.synthetic_index import write_register_questions, write_synthetic_index
 
 CALLS_PER_EPISODE = 3
 JUDGE = {"backend": "scripted", "protocol": "json", "model": "judge", "script": [{"verdict": "correct"}], "replay": True}
@@ -59,18 +59,6 @@ def settings_for(index: Path, questions: Path, base_url: str, old_caps: bool):
         cfg = compose(config_name="evaluate", overrides=overrides)
     cfg.judge.model = JUDGE
     return run_settings(cfg, load_questions(str(questions)))
-
-
-def write_questions(path: Path, index: Path, n: int) -> None:
-    import pyarrow.parquet as pq
-
-    from arag.index.store import open_index
-
-    titles = sorted(set(pq.read_table(open_index(index).chunk_files[0], columns=["title"]).column("title").to_pylist()))
-    with path.open("w") as f:
-        for i in range(n):
-            title = titles[i % len(titles)]
-            f.write(json.dumps({"id": f"q{i}", "question": f"Which register item is {title}?", "answers": ["item"], "supporting_titles": [title]}) + "\n")
 
 
 def stats(base: str, reset: bool = False) -> dict:
@@ -180,7 +168,7 @@ def main() -> None:
         index = work / "index"
         write_synthetic_index(index, num_chunks=4000, parts=2, log=lambda *_: None)
         most = max(c * w for c, w in points) * args.rounds
-        write_questions(work / "questions.jsonl", index, most)
+        write_register_questions(work / "questions.jsonl", index, most)
         settings = settings_for(index, work / "questions.jsonl", base, args.old_caps)
         questions = load_questions(str(work / "questions.jsonl")).questions
 

@@ -87,19 +87,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def write_questions(path: Path, index: Path, n: int) -> None:
-    """`n` questions naming the synthetic index's titles, distinct ids."""
-    import pyarrow.parquet as pq
-
-    from arag.index.store import open_index
-
-    titles = sorted(set(pq.read_table(open_index(index).chunk_files[0], columns=["title"]).column("title").to_pylist()))
-    with path.open("w") as f:
-        for i in range(n):
-            title = titles[i % len(titles)]
-            f.write(json.dumps({"id": f"q{i}", "question": f"Which register item is {title}?", "answers": ["item"], "supporting_titles": [title]}) + "\n")
-
-
 def run_configuration(args: argparse.Namespace, engines: int, work: Path, tokenizer_path: str) -> dict[str, Any]:
     import ray
     from hydra import compose, initialize_config_dir
@@ -167,14 +154,14 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     from arag.llm.convert import ensure_hf_model
     from arag.runtime.cluster import init_ray
-    from tests.support.synthetic_index import write_synthetic_index
+    from tests.support.synthetic_index import write_register_questions, write_synthetic_index
 
     tokenizer_path = str(ensure_hf_model(MODEL, dtype="float32"))
     work = Path(tempfile.mkdtemp(prefix="arag-bench-vllm-actors-"))
     figures: list[dict[str, Any]] = []
     try:
         write_synthetic_index(work / "index", num_chunks=4000, parts=2, log=lambda *_: None)
-        write_questions(work / "questions.jsonl", work / "index", args.workers * args.concurrency * args.rounds)
+        write_register_questions(work / "questions.jsonl", work / "index", args.workers * args.concurrency * args.rounds)
         init_ray(num_cpus=args.workers + 2)
         print(f"{args.workers} workers x {args.concurrency} episodes in flight, {args.rounds} rounds, engine time scale {args.time_scale:g} x engines, "
               f"max_num_seqs {args.max_num_seqs}, {os.cpu_count()} CPUs", flush=True)

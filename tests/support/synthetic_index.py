@@ -238,3 +238,15 @@ def iter_chunk_texts(index_root: Path, batch: int = 65536) -> Iterator[list[str]
         if p["num_chunks"]:
             for b in pq.ParquetFile(index_root / p["chunks"]).iter_batches(batch_size=batch, columns=["text"]):
                 yield b.column("text").to_pylist()
+
+
+def write_register_questions(path: Path, index: Path, n: int) -> None:
+    """`n` questions naming a synthetic index's titles (of its first chunk file), distinct ids: what the
+    concurrency benchmarks ask when the answers do not matter."""
+    from arag.index.store import open_index
+
+    titles = sorted(set(pq.read_table(open_index(index).chunk_files[0], columns=["title"]).column("title").to_pylist()))
+    with path.open("w") as f:
+        for i in range(n):
+            title = titles[i % len(titles)]
+            f.write(json.dumps({"id": f"q{i}", "question": f"Which register item is {title}?", "answers": ["item"], "supporting_titles": [title]}) + "\n")
