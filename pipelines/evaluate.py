@@ -24,24 +24,17 @@ from pipelines.errors import exit_on_error, exit_with_errors, print_error
 INCOMPLETE: list[str] = []
 
 
-def task_overrides() -> list[str]:
-    """The command-line overrides of this job (a sweep's settings among them); none outside Hydra's main."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        return list(HydraConfig.get().overrides.task)
-    except Exception:
-        return []
-
-
-def in_sweep() -> bool:
+def hydra_job() -> tuple[list[str], bool]:
+    """This job's command-line overrides (a sweep's settings among them) and whether it is one run of
+    a sweep; none and False outside Hydra's main."""
     try:
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
-        return HydraConfig.get().mode == RunMode.MULTIRUN
+        job = HydraConfig.get()
+        return list(job.overrides.task), job.mode == RunMode.MULTIRUN
     except Exception:
-        return False
+        return [], False
 
 
 def incomplete(summary: dict) -> str | None:
@@ -58,9 +51,10 @@ def main(cfg: DictConfig) -> None:
 
     with exit_on_error(interrupted="the episodes received so far are stored; rerun the same command to finish"):
         check_evaluate_config(cfg)
-        summary = evaluate(cfg, overrides=task_overrides())
+        overrides, sweep = hydra_job()
+        summary = evaluate(cfg, overrides=overrides)
     problem = incomplete(summary)
-    if problem and in_sweep():  # the sweep's other runs still run
+    if problem and sweep:  # the sweep's other runs still run
         print_error(problem)
         INCOMPLETE.append(problem)
     elif problem:
