@@ -22,6 +22,9 @@ from arag.verbosity import quiet_loggers, verbose
 QUIET_ENV = {
     "TRANSFORMERS_VERBOSITY": "error",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' "Loading weights" bar in every embedding actor
+    # A deprecation inside transformers that sentence-transformers triggers in every embedding actor
+    # (Python's -W syntax: the module is matched whole).
+    "PYTHONWARNINGS": "ignore::FutureWarning:transformers.modeling_utils",
 }
 
 
