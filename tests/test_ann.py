@@ -546,3 +546,32 @@ def test_ann_phase_resumes_with_only_the_missing_parts(ann_built):
     assert set(after) == set(before) | {ann.part_lists_path(root, p).name for p in lost}
     assert [(p["part"], p["file"], p["rows"]) for p in again["parts"]] == [(p["part"], p["file"], p["rows"]) for p in entry["parts"]]
     assert again["train_seconds"] == entry["train_seconds"]
+
+
+def test_fast_scan_lists_merge_when_a_list_ends_on_a_whole_block_at_a_part_boundary(tmp_path):
+    """A list already holding a multiple of the block size (64 codes of 2 bytes here) before the
+    next part's entries come: FAISS's own merge corrupts the heap there (a 10M build crashed);
+    the merged index must equal one index over every vector."""
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((2600, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    trained = faiss.index_factory(8, "IVF1,PQ4x4fs", faiss.METRIC_INNER_PRODUCT)
+    trained.train(vectors[:2000])
+    single, files, start = faiss.clone_index(trained), [], 2000
+    for p, n in enumerate([64, 40, 24, 128, 7, 32]):  # running sizes 64, 104, 128, 256, 263, 295
+        chunk, ids = vectors[start : start + n], np.arange(start, start + n, dtype=np.int64)
+        start += n
+        part = faiss.clone_index(trained)
+        part.add_with_ids(chunk, ids)
+        single.add_with_ids(chunk, ids)
+        writer = faiss.VectorIOWriter()
+        faiss.write_InvertedLists(faiss.extract_index_ivf(part).invlists, writer)
+        files.append(tmp_path / f"part-{p}.ivf")
+        files[-1].write_bytes(faiss.vector_to_array(writer.data).tobytes())
+    merged = ann.merge_parts(faiss.clone_index(trained), files)
+    assert merged.ntotal == single.ntotal == 295
+    queries = vectors[:20]
+    d1, i1 = merged.search(queries, 60)
+    d2, i2 = single.search(queries, 60)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)

@@ -422,10 +422,40 @@ def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
         code_size = ivf.code_size if lists.code_size == faiss.InvertedLists.INVALID_CODE_SIZE and isinstance(faiss.downcast_index(ivf), faiss.IndexIVFFastScan) else lists.code_size
         if lists.nlist != ivf.nlist or code_size != ivf.code_size:
             raise ValueError(f"{path}: {lists.nlist} lists of {lists.code_size}-byte codes, the trained index has {ivf.nlist} of {ivf.code_size}")
-        invlists.merge_from(lists, 0)  # copies the entries
+        if isinstance(invlists, faiss.BlockInvertedLists):
+            _append_block_lists(invlists, lists)
+        else:
+            invlists.merge_from(lists, 0)  # copies the entries
         _free_lists(faiss.downcast_index(ivf), lists)
     ivf.ntotal = int(totals.sum())  # `ivf` is `trained` itself (a view of the same FAISS object)
     return trained
+
+
+def _append_block_lists(target: faiss.BlockInvertedLists, lists: faiss.InvertedLists) -> None:
+    """Append every list of `lists` (fast-scan blocks of `n_per_block` codes) to `target`'s.
+
+    Not `merge_from`: FAISS 1.15.1's BlockInvertedLists.add_entries, when a list already holds a
+    multiple of `block_size` entries, copies all the list's blocks to an address computed from
+    the lists' invalid per-entry code size, which corrupts the heap (a 10M-vector build crashed
+    once a list reached 2,048 codes at a part boundary). Here a list whose entries end on a block
+    boundary gets the new blocks copied after its own; any other is appended by add_entries,
+    whose code packer places each code in the partly filled block."""
+    per_block, block_bytes = int(target.n_per_block), int(target.block_size)
+    for list_no in range(lists.nlist):
+        n = lists.list_size(list_no)
+        if n == 0:
+            continue
+        held = target.list_size(list_no)
+        if held % per_block:
+            target.add_entries(list_no, n, lists.get_ids(list_no), lists.get_codes(list_no))
+            continue
+        target.resize(list_no, held + n)
+        blocks = -(-(held + n) // per_block)
+        ids = faiss.rev_swig_ptr(target.get_ids(list_no), held + n)
+        ids[held:] = faiss.rev_swig_ptr(lists.get_ids(list_no), n)
+        codes = faiss.rev_swig_ptr(target.get_codes(list_no), blocks * block_bytes)
+        first = held // per_block * block_bytes
+        codes[first:] = faiss.rev_swig_ptr(lists.get_codes(list_no), blocks * block_bytes - first)
 
 
 def _free_lists(ivf: faiss.IndexIVF, lists: faiss.InvertedLists) -> None:
