@@ -3,6 +3,16 @@
 candidates with nothing remembered (how keyword_top worked before), on a real index.
 
     python -m benchmarks.keyword_recurring --index outputs/rehearsal/index [--questions Q.jsonl] [--queries 100] [--no-reference]
+    python -m benchmarks.keyword_recurring --index /tmp/kw-449k --generate 449324 [--parts 98] [--sentences-per-chunk 21]
+
+`--generate N` first writes, where --index points and nothing is there yet, a keyword-only index of
+N chunks shaped like the full-size rehearsal's (449,324 chunks in 98 parts at 10M sentences): each
+chunk `--sentences-per-chunk` sentences drawn from a pool of the rehearsal's sources
+(benchmarks/rehearsal_corpus.py: 2WikiMultiHopQA's passages first, then GraphRAG-Bench medical and
+novel, then the Wikipedia sample; cut by the pipeline's sentence splitter; the first `--pool`
+sentences) plus one of its own (tests/support/synthetic_index.py), and builds its tools caches as
+the pipeline's phase 1 does, printing the build time; the rehearsal's index itself needs a 10M-sentence
+embedding run.
 
 The keyword lists are what the rehearsal's simulated agent gives (tests/support/agent_policy.py
 `keywords_of`: the question's names and titles, one relation word) for the first --queries 2Wiki
@@ -24,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -39,7 +50,7 @@ from arag.index.keyword.counts import KeywordCounts
 from arag.tools.index_cache import top_pairs
 from tests.support import tools_reference as reference
 from tests.support.agent_policy import keywords_of
-from tests.support.synthetic_index import iter_chunk_texts
+from tests.support.synthetic_index import iter_chunk_texts, write_synthetic_index
 
 TOP_K = 5
 
@@ -92,13 +103,47 @@ def costliest(store, queries: list[list[str]], n: int = 5) -> list[dict[str, Any
     return out
 
 
+def rehearsal_pool(data_dir: Path, limit: int) -> list[str]:
+    """The first `limit` sentences of the rehearsal's sources, cut by the pipeline's splitter."""
+    from arag.index.sentences import sentence_spans
+    from benchmarks.rehearsal_corpus import source_documents
+
+    pool: list[str] = []
+    for _, doc in source_documents(data_dir):
+        pool.extend(doc.text[s.start : s.end] for s in sentence_spans(doc.text))
+        if len(pool) >= limit:
+            break
+    return pool[:limit]
+
+
+def generate_index(root: Path, chunks: int, parts: int, sentences_per_chunk: int, pool_size: int, data_dir: Path) -> None:
+    from benchmarks.keyword_search import build_caches
+
+    t = time.perf_counter()
+    pool = rehearsal_pool(data_dir, pool_size)
+    print(f"pool: {len(pool):,} sentences of the rehearsal's sources in {time.perf_counter() - t:.0f} s", flush=True)
+    t = time.perf_counter()
+    write_synthetic_index(root, chunks, sentences_per_chunk=sentences_per_chunk, parts=parts, pool=pool, log=lambda m: None)
+    print(f"wrote {chunks:,} chunks in {parts} parts in {time.perf_counter() - t:.0f} s", flush=True)
+    wall, summed = build_caches(root, workers=2)
+    sentences = chunks * (sentences_per_chunk + 1)
+    print(f"tools caches of {parts} parts: {wall:.0f} s wall, {summed:.0f} s summed over parts ({1e6 * summed / sentences:.1f} µs a sentence)", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--index", required=True)
     ap.add_argument("--questions", default=str(REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"))
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--no-reference", action="store_true", help="skip the check against the reference loop over every chunk")
+    ap.add_argument("--generate", type=int, default=0, help="first write a keyword-only index of this many chunks at --index (if absent)")
+    ap.add_argument("--parts", type=int, default=98, help="parts of the generated index")
+    ap.add_argument("--sentences-per-chunk", type=int, default=21, help="pool sentences per generated chunk (+1 of its own)")
+    ap.add_argument("--pool", type=int, default=400_000, help="pool sentences for the generated index")
+    ap.add_argument("--data-dir", default=os.environ.get("ARAG_DATA_DIR", str(REPO.parent / "shared" / "data")))
     args = ap.parse_args(argv)
+    if args.generate and not (Path(args.index) / "manifest.json").exists():
+        generate_index(Path(args.index), args.generate, args.parts, args.sentences_per_chunk, args.pool, Path(args.data_dir))
 
     questions = [json.loads(line)["question"] for line in Path(args.questions).read_text().splitlines() if line.strip()][: args.queries]
     queries = [keywords_of(q) for q in questions]

@@ -164,21 +164,25 @@ def write_synthetic_index(
     sentence_pool: int = 400_000,
     wiki: Path | None = None,
     log=print,
+    pool: list[str] | None = None,
 ) -> dict:
     """Write chunks and sentences Parquet (no vectors) for `num_chunks` chunks; return the manifest.
 
     Each chunk = `sentences_per_chunk` sentences drawn from a pool plus one sentence unique to it
     (with its document's own name), so texts differ while generation stays fast. The pool is real
-    Wikipedia sentences when `wiki` (a WikiExtractor folder) is given, else pseudo-word prose.
+    Wikipedia sentences when `wiki` (a WikiExtractor folder) is given, the sentences given as `pool`,
+    else pseudo-word prose.
     """
     vocab = Vocabulary(seed)
-    pool = wiki_sentences(wiki, sentence_pool)[0] if wiki else vocab.sentences(sentence_pool)
+    pool_source = "given" if pool is not None else "wiki" if wiki else "pseudo-words"
+    if pool is None:
+        pool = wiki_sentences(wiki, sentence_pool)[0] if wiki else vocab.sentences(sentence_pool)
     rng = np.random.default_rng(seed + 1)
     layout = IndexLayout(root)
     layout.make_dirs()
     corpus_file = root / "generated-corpus.json"
     corpus_file.write_text(
-        json.dumps({"generator": "tests/support/synthetic_index.py", "chunks": num_chunks, "sentences_per_chunk": sentences_per_chunk, "parts": parts, "seed": seed, "pool": sentence_pool, "wiki": str(wiki) if wiki else None}) + "\n"
+        json.dumps({"generator": "tests/support/synthetic_index.py", "chunks": num_chunks, "sentences_per_chunk": sentences_per_chunk, "parts": parts, "seed": seed, "pool": len(pool), "pool_source": pool_source, "wiki": str(wiki) if wiki else None}) + "\n"
     )
     per_part = -(-num_chunks // parts)
     records = []

@@ -10,7 +10,7 @@ import pytest
 
 from arag.index.build import TEXT_ONLY, assemble_manifest
 from arag.tools import DocumentSession, ToolContext
-from tests.support.synthetic_index import write_synthetic_index
+from tests.support.synthetic_index import iter_chunk_texts, write_synthetic_index
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +56,19 @@ def test_a_text_only_manifest_has_no_dimension(tmp_path):
         assemble_manifest(None, None, [], [], 384, 0.0, vectors=TEXT_ONLY)
     with pytest.raises(ValueError, match="vectors must be one of embedded, text_only"):
         assemble_manifest(None, None, [], [], 0, 0.0, vectors="none")
+
+
+def test_a_synthetic_index_draws_its_chunks_from_the_pool_it_is_given(tmp_path):
+    pool = [f"Sentence number {i} names the river Xyzzy{i}." for i in range(50)]
+    root = tmp_path / "index"
+    write_synthetic_index(root, num_chunks=40, sentences_per_chunk=3, parts=2, pool=pool, log=lambda *a: None)
+    generated = json.loads((root / "generated-corpus.json").read_text())
+    assert (generated["pool"], generated["pool_source"]) == (50, "given")
+    texts = [t for batch in iter_chunk_texts(root) for t in batch]
+    assert len(texts) == 40
+    for text in texts:
+        drawn = [s for s in pool if s in text]
+        assert 1 <= len(drawn) <= 3 and "of the register." in text  # pool sentences plus the chunk's own
+    with ToolContext(root) as ctx:
+        found = ctx.store.keyword_top(["Xyzzy7."], 40)
+    assert len(found) == sum("xyzzy7." in t.lower() for t in texts) > 0
