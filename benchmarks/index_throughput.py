@@ -84,13 +84,15 @@ def _first_documents(cfg, n_sentences: int, folder: Path) -> tuple[str, int]:
 def _compose(args: argparse.Namespace, index_dir: str, corpus_path: str | None = None):
     from hydra import compose, initialize_config_dir
 
+    from arag.config.files import conf_dir
+
     overrides = [f"+corpus={args.corpus}", f"index.path={index_dir}", "index.overwrite=true", "progress=false"]
     if args.include:
         overrides.append(f"corpus.include=[{','.join(repr(g) for g in args.include.split(','))}]")
     if corpus_path:
         overrides.append(f"corpus.path={corpus_path}")
     overrides += args.override
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):  # conf_dir registers the schemas
         return compose("index", overrides=overrides)
 
 

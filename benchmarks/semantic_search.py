@@ -204,14 +204,30 @@ def recall(got: list[list[int]], exact: np.ndarray) -> float:
 # ---- one size ---------------------------------------------------------------------------------------
 
 
-def build_ann(root: Path, shards: list[Path], plan: ann.AnnPlan, per_part: int) -> dict:
+def train_with_coarse_from(plan: ann.AnnPlan, sample: np.ndarray, coarse_from: Path) -> faiss.Index:
+    """`plan`'s index with the coarse centroids of the ANN built at `coarse_from` (same lists and
+    dimension), so that only the PQ codebooks are trained: the k-means it skips is the one a
+    build of `plan` runs on the same sample with the same seed."""
+    built = ann.read_trained(ann.trained_path(coarse_from))
+    source = faiss.extract_index_ivf(built)  # a view: `built` must stay alive
+    if (source.nlist, source.d) != (plan.nlist, plan.dimension):
+        raise SystemExit(f"--coarse-from {coarse_from}: {source.nlist} lists of {source.d}-d, the plan needs {plan.nlist} of {plan.dimension}-d")
+    index = faiss.index_factory(plan.dimension, plan.factory, faiss.METRIC_INNER_PRODUCT)
+    faiss.extract_index_ivf(index).quantizer.add(source.quantizer.reconstruct_n(0, source.nlist))
+    if hasattr(index, "do_polysemous_training"):
+        index.do_polysemous_training = False
+    index.train(sample)  # FAISS skips the k-means of a quantizer that holds nlist centroids
+    return index
+
+
+def build_ann(root: Path, shards: list[Path], plan: ann.AnnPlan, per_part: int, coarse_from: Path | None = None) -> dict:
     """The ANN phase's steps (arag.runtime.ann_job runs them as Ray tasks) one after the other."""
     shutil.rmtree(root, ignore_errors=True)
     t = time.perf_counter()
     sample = ann.read_sample(dict(enumerate(shards)), dict.fromkeys(range(len(shards)), per_part), plan.train_size, plan.seed)
     sample_s = time.perf_counter() - t
     t = time.perf_counter()
-    trained = ann.train(plan, sample)
+    trained = train_with_coarse_from(plan, sample, coarse_from) if coarse_from else ann.train(plan, sample)
     train_s = time.perf_counter() - t
     ann.write_trained(trained, ann.trained_path(root))
     del sample
@@ -264,14 +280,15 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         build = json.loads(record.read_text())
         print("reusing the ANN built by an earlier run of this script (--reuse); its build figures:", flush=True)
     else:
-        build = build_ann(root, shards, plan, per_part)
+        build = build_ann(root, shards, plan, per_part, Path(args.coarse_from) if args.coarse_from else None)
+        build["coarse_from"] = args.coarse_from
         record.write_text(json.dumps(build))
     sample_s, train_s, encode_s, ann_bytes = build["sample_s"], build["train_s"], build["encode_s"], build["ann_bytes"]
     write_index(work / f"flat-{n}", shards, per_part, None, dim, model)
     auto = ann.plan_ann("auto", n, dim)
     print(
         f"{plan.factory} (index.ann=auto would choose: {auto.factory or 'flat'}): sample of {plan.train_size:,} read in {sample_s:.1f} s, "
-        f"trained in {train_s:.1f} s; {n:,} vectors encoded in {encode_s:.1f} s ({n / encode_s:,.0f}/s); "
+        f"trained in {train_s:.1f} s{' (PQ only: coarse centroids from ' + build['coarse_from'] + ')' if build.get('coarse_from') else ''}; {n:,} vectors encoded in {encode_s:.1f} s ({n / encode_s:,.0f}/s); "
         f"part lists {ann_bytes / n:.1f} B/vector on disk; {faiss.omp_get_max_threads()} threads",
         flush=True,
     )
@@ -283,7 +300,11 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         flush=True,
     )
     if best is None:
-        raise SystemExit(f"{plan.factory}: index.ann_recall={args.target} not reached (see the grid above); try --factory with a larger code")
+        top = max(chosen["with_questions"]["grid"], key=lambda r: r["recall"])
+        raise SystemExit(
+            f"{plan.factory}: index.ann_recall={args.target} not reached; the grid's best: {top} "
+            "(a build with index.ann=auto/ivfpq doubles the code next: run again with --factory and that code)"
+        )
     measured = ann_recall.recall_record(args.target, chosen["with_questions"], chosen["sample"])
     entry = ann.ann_entry(plan, root, {"seconds": build["seconds"], "device": "cpu"}, build["records"], recall=measured, search=ann_recall.search_record(best))
     write_index(root, shards, per_part, entry, dim, model)
@@ -376,6 +397,7 @@ def main() -> None:
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--keep", action="store_true", help="keep the generated shards and indexes")
     ap.add_argument("--reuse", action="store_true", help="search an ANN that an earlier --keep run built (its build figures are reprinted)")
+    ap.add_argument("--coarse-from", help="an ANN index folder an earlier --keep run built with the same lists: reuse its coarse centroids, train only the PQ")
     args = ap.parse_args()
     import psutil
 
