@@ -407,39 +407,49 @@ def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
     reallocates (growing vectors would leave up to 2x slack: 2.3 GB instead of 1.0 GB at 10M)."""
     ivf = faiss.extract_index_ivf(trained)
     totals = np.zeros(ivf.nlist, np.int64)
+    part_sizes = []
     for path in list_files:
         sizes = part_list_sizes(path)
         if len(sizes) != ivf.nlist:
             raise ValueError(f"{path}: {len(sizes)} lists, the trained index has {ivf.nlist}")
         totals += sizes
+        part_sizes.append(sizes)
     invlists = faiss.downcast_InvertedLists(ivf.invlists)
     for list_no in np.flatnonzero(totals).tolist():
         invlists.resize(list_no, int(totals[list_no]))  # allocates exactly ...
         invlists.resize(list_no, 0)  # ... and keeps the capacity
-    for path in list_files:
+    held = np.zeros(ivf.nlist, np.int64)
+    for path, sizes in zip(list_files, part_sizes):
         lists = read_part_lists(path)
         # Block (fast-scan) lists record no per-entry code size: their blocks are the index's own layout.
         code_size = ivf.code_size if lists.code_size == faiss.InvertedLists.INVALID_CODE_SIZE and isinstance(faiss.downcast_index(ivf), faiss.IndexIVFFastScan) else lists.code_size
         if lists.nlist != ivf.nlist or code_size != ivf.code_size:
             raise ValueError(f"{path}: {lists.nlist} lists of {lists.code_size}-byte codes, the trained index has {ivf.nlist} of {ivf.code_size}")
-        if isinstance(invlists, faiss.BlockInvertedLists):
+        if isinstance(invlists, faiss.BlockInvertedLists) and _merge_would_corrupt(invlists, held, sizes):
             _append_block_lists(invlists, lists)
         else:
-            invlists.merge_from(lists, 0)  # copies the entries
+            invlists.merge_from(lists, 0)  # copies the entries (in C++, lists in parallel)
+        held += sizes
         _free_lists(faiss.downcast_index(ivf), lists)
     ivf.ntotal = int(totals.sum())  # `ivf` is `trained` itself (a view of the same FAISS object)
     return trained
 
 
-def _append_block_lists(target: faiss.BlockInvertedLists, lists: faiss.InvertedLists) -> None:
-    """Append every list of `lists` (fast-scan blocks of `n_per_block` codes) to `target`'s.
+def _merge_would_corrupt(target: faiss.BlockInvertedLists, held: np.ndarray, sizes: np.ndarray) -> bool:
+    """Whether FAISS's merge_from would corrupt the heap appending lists of `sizes` to lists that
+    hold `held` entries: FAISS 1.15.1's BlockInvertedLists.add_entries, when a list already holds
+    a non-zero multiple of `block_size` (bytes, compared with an entry count) entries, copies all
+    the list's blocks to an address computed from the lists' invalid per-entry code size (a
+    10M-vector build crashed once a list held 2,048 codes at a part boundary)."""
+    return bool(((held > 0) & (held % int(target.block_size) == 0) & (sizes > 0)).any())
 
-    Not `merge_from`: FAISS 1.15.1's BlockInvertedLists.add_entries, when a list already holds a
-    multiple of `block_size` entries, copies all the list's blocks to an address computed from
-    the lists' invalid per-entry code size, which corrupts the heap (a 10M-vector build crashed
-    once a list reached 2,048 codes at a part boundary). Here a list whose entries end on a block
-    boundary gets the new blocks copied after its own; any other is appended by add_entries,
-    whose code packer places each code in the partly filled block."""
+
+def _append_block_lists(target: faiss.BlockInvertedLists, lists: faiss.InvertedLists) -> None:
+    """Append every list of `lists` (fast-scan blocks of `n_per_block` codes) to `target`'s without
+    FAISS's merge_from (see `_merge_would_corrupt`): a list whose entries end on a block boundary
+    gets the new blocks copied after its own; any other is appended by add_entries, whose code
+    packer places each code in the partly filled block. A Python loop over the lists: slower than
+    merge_from, so used only for a part where merge_from would corrupt."""
     per_block, block_bytes = int(target.n_per_block), int(target.block_size)
     for list_no in range(lists.nlist):
         n = lists.list_size(list_no)
