@@ -16,12 +16,14 @@ from arag.config.cli import pipeline_main
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
 from pipelines.config_checks import check_ask_config
+from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error
 
 
 def build_agent(cfg: DictConfig):
-    """(agent, backend, tool context) from an ask config (its keys checked first)."""
+    """(agent, backend, tool context) from an ask config (its keys checked and its model endpoint asked first)."""
     check_ask_config(cfg)
+    check_model_endpoints(cfg, ("model",))
     method = method_from_config(OmegaConf.to_container(cfg.method, resolve=True))
     ctx = None
     if method.needs_index():

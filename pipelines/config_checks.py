@@ -86,9 +86,19 @@ def check_ask_config(cfg: DictConfig) -> None:
     check_method(cfg.method)
 
 
+def check_count(key: str, value: Any, what: str) -> None:
+    """A setting that counts `what` and may be null (all of them): a whole number of at least 1.
+    Its YAML default is null, so neither Hydra nor a schema gives it a type."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return
+    kind = "" if isinstance(value, int) and not isinstance(value, bool) else f" (a {type(value).__name__})"
+    raise ValueError(f"setting {key}={value!r}{kind}: {key} takes a whole number of {what} of at least 1, or null for all of them")
+
+
 def check_evaluate_config(cfg: DictConfig) -> None:
     """`python -m pipelines.evaluate` (conf/evaluate.yaml, model, method, +corpus)."""
     check_config(cfg, "evaluate", {"corpus": corpus_keys()})
+    check_count("limit", cfg.get("limit"), "questions")
     check_model(cfg.model)
     if cfg.judge.get("model") is not None:
         check_model(cfg.judge.model, "judge.model")

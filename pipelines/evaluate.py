@@ -1,7 +1,8 @@
 """Evaluate a method on benchmark questions:
 `python -m pipelines.evaluate +corpus=2wikimultihopqa index.path=<dir> method=arag_full results.path=<dir> [limit=N]`.
 
-The config's keys are checked, then arag.runtime.evaluate.evaluate runs (or finishes) the run.
+The config's keys are checked and its model endpoints asked (pipelines.endpoints), then
+arag.runtime.evaluate.evaluate runs (or finishes) the run.
 Rerunning the same command finishes what is missing; `-m` sweeps run every combination into the
 same results tree.
 
@@ -18,6 +19,7 @@ from omegaconf import DictConfig
 from arag.config.cli import pipeline_main
 from arag.evaluation.summary import unfinished
 from pipelines.config_checks import check_evaluate_config
+from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error, exit_with_errors, print_error
 
 # Runs of this sweep that ended incomplete (their error lines are printed as each ends).
@@ -51,6 +53,7 @@ def main(cfg: DictConfig) -> None:
 
     with exit_on_error(interrupted="the episodes received so far are stored; rerun the same command to finish"):
         check_evaluate_config(cfg)
+        check_model_endpoints(cfg)  # before Ray and the run folder: a server not running is named at once
         overrides, sweep = hydra_job()
         summary = evaluate(cfg, overrides=overrides)
     problem = incomplete(summary)

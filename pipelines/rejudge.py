@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from arag.config.cli import pipeline_main
 from arag.evaluation.summary import unfinished
 from pipelines.config_checks import check_rejudge_config
+from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error, exit_with_errors
 
 
@@ -27,6 +28,7 @@ def main(cfg: DictConfig) -> None:
 
     with exit_on_error(interrupted="the verdicts written so far are stored; rerun the same command to finish"):
         check_rejudge_config(cfg)
+        check_model_endpoints(cfg, ("judge.model",))
         summaries = rejudge(cfg)
     problems = [p for p in map(lambda s: unfinished(s, judge_failures=True), summaries) if p]
     if problems:

@@ -225,9 +225,9 @@ def test_an_unreadable_or_mistyped_value_is_one_line():
         ["-m", "agent.max_steps=5,10", "method=arag_full,arag_naive", "limit=3"],
         ["+sweep=test_time_scaling_steps", "+corpus=2wikimultihopqa", "model=openai", "model.reasoning_effort=low"],
         ["model=openai", "+model.extra=1", "index.timeout_s=900", "agent.guard_rails.tool_steps=2"],
-        ["method=no_such_method", "limit=1"],
+        ["-m", "method=glob(arag_*)", "limit=1"],  # a sweep Hydra expands against the options itself
         ["runtime.worker_cpus=0.5", "runtime.num_cpus=2", "runtime.episode_timeout_s=60"],
-        ["judge=strict", "+model@judge.model=openai", "judge.model.model=gpt-4o-mini", "judge.max_tokens=64"],  # a bad group choice is Hydra's to name
+        ["judge=strict", "+model@judge.model=openai", "judge.model.model=gpt-4o-mini", "judge.max_tokens=64"],
     ],
 )
 def test_valid_command_lines_pass(args):

@@ -71,6 +71,14 @@ def unfinished(s: dict[str, Any], *, judge_failures: bool = False) -> str | None
     return f"run {s['run_id']}, {s['questions']} questions: {counts}" + (f" (most common causes: {listed})" if listed else "")
 
 
+def unscored(s: dict[str, Any]) -> str:
+    """The line that stands where the accuracies would when no stored episode has an answer: an
+    accuracy over failures only would read as a measured 0 (every episode failed to reach the model,
+    say), so none is given; how many failed and why instead."""
+    causes = "; ".join(f"{n} × {cause}" for kind, cause, n in s.get("failure_causes") or [] if kind == "episode")
+    return f"no accuracy: none of the {s['stored']} stored episodes has an answer ({s['failed']} failed" + (f"; most common causes: {causes})" if causes else ")")
+
+
 def format_summary(s: dict[str, Any]) -> str:
     def pct(key: str) -> str:
         v = s.get(key)
@@ -80,7 +88,9 @@ def format_summary(s: dict[str, Any]) -> str:
         f"evaluated {s['stored']}/{s['questions']} questions: {s['ok']} answered, {s['failed']} failed"
         + (f" ({s['ran']} run now in {s['wall_s']:.1f}s, {s['per_min']:.0f} episodes/min" + (f", {s['requeued']} requeued after {s['workers_lost']} lost workers" if s.get("workers_lost") else "") + ")" if s.get("ran") else ""),
     ]
-    if s["stored"]:
+    if s["stored"] and not s["ok"]:
+        lines.append(unscored(s))
+    elif s["stored"]:
         lines.append(
             f"contain-acc {pct('contain_acc')}  llm-acc {pct('llm_acc')}"
             + (f" (both over the same questions: {s['judge_failed']} judge failures left out)" if s.get("judge_failed") else "")

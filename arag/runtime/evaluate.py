@@ -21,12 +21,14 @@ from arag.evaluation.run_config import run_info, run_setup
 from arag.evaluation.summary import format_summary, summarize_run
 
 
-def evaluate(cfg: DictConfig, *, overrides: list[str] | None = None, out=sys.stdout) -> dict[str, Any]:
+def evaluate(cfg: DictConfig, *, overrides: list[str] | None = None, out=None) -> dict[str, Any]:
     """Run (or finish) the evaluation `cfg` (conf/evaluate.yaml, its keys already checked) describes;
-    `overrides`: the command line's, recorded with the run. Prints what it does to `out`; returns the run's summary."""
+    `overrides`: the command line's, recorded with the run. Prints what it does to `out` (None: the
+    sys.stdout of the moment); returns the run's summary."""
     from arag.runtime.cluster import init_ray
     from arag.runtime.evaluate_job import EvalRuntime, run_episodes
 
+    out = sys.stdout if out is None else out
     started = time.time()
     overrides = list(overrides or [])
     questions_path = OmegaConf.select(cfg, "questions.path", throw_on_resolution_failure=False)

@@ -28,7 +28,7 @@ def exit_line(main, cfg) -> str | None:
     return None
 
 
-def test_evaluate_exits_1_naming_the_failed_episodes_and_their_cause(ray_local, eval_index, questions_file, tmp_path):
+def test_evaluate_exits_1_naming_the_failed_episodes_and_their_cause(ray_local, eval_index, questions_file, tmp_path, capfd):
     from pipelines.evaluate import main
 
     results = tmp_path / "results"
@@ -36,6 +36,8 @@ def test_evaluate_exits_1_naming_the_failed_episodes_and_their_cause(ray_local, 
     line = exit_line(main, compose_evaluate(*base_overrides(eval_index.path, questions_file, results, "agent.max_steps=1")))
     assert line is not None and line.startswith("error: run ") and "6 questions: 6 failed episodes" in line
     assert "most common causes: 6 × the forced final reply was not an answer" in line and "rerun the same command" in line
+    printed = capfd.readouterr().out  # nothing answered: no accuracy, the failures instead
+    assert "contain-acc" not in printed and "no accuracy: none of the 6 stored episodes has an answer (6 failed; most common causes: 6 × the forced final reply" in printed
     assert exit_line(main, compose_evaluate(*base_overrides(eval_index.path, questions_file, results))) is None  # a complete run: status 0
 
 
