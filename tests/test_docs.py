@@ -180,6 +180,11 @@ def test_the_site_builds_strictly(tmp_path):
     assert "agent.max_steps" in reference and "fonts.googleapis.com" not in reference
     results = (tmp_path / "site" / "results.html").read_text(encoding="utf-8")
     assert "Judge agreement" in results  # benchmarks/RESULTS.md, included
+    # Long shell commands wrap: the page loads the stylesheet, and its shell boxes carry the class it selects.
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'href="stylesheets/code.css"' in index and '<div class="language-bash highlight"><pre>' in index
+    css = re.sub(r"/\*.*?\*/", "", (tmp_path / "site" / "stylesheets" / "code.css").read_text(encoding="utf-8"), flags=re.S)
+    assert re.search(r"\.md-typeset \.language-bash pre > code,[^{]*\{[^}]*white-space: pre-wrap;", css)
     # The same docs with one broken link and one page left out of nav: each fails the build.
     for breakage in ("link", "orphan"):
         copy = tmp_path / breakage
