@@ -174,9 +174,10 @@ def test_the_tools_schema_is_toolcontexts_keyword_arguments():
 
 def test_a_model_configs_guard_rails_still_reach_the_agent():
     cfg = compose("ask", "model=llamacpp_qwen2.5_coder_1.5b")
-    model_rails = OmegaConf.to_container(cfg.model, resolve=True).get("guard_rails") or {}
+    model_rails = OmegaConf.to_container(cfg.model, resolve=True)["guard_rails"]
     rails = OmegaConf.to_container(cfg.agent.guard_rails, resolve=True)
-    assert all(rails[k] == v for k, v in model_rails.items())
+    assert model_rails["tool_steps"] == 2 and model_rails["require_read_before_answer"] is True  # conf/model/llamacpp_qwen2.5_coder_1.5b.yaml
+    assert {k: rails[k] for k in model_rails} == model_rails
 
 
 @pytest.mark.parametrize(
@@ -231,7 +232,10 @@ def test_an_unreadable_or_mistyped_value_is_one_line():
     ],
 )
 def test_valid_command_lines_pass(args):
-    check_command_line("evaluate", args)
+    check_command_line("evaluate", args)  # raises nothing
+    # and the check did read these lines: the same lines with one key misspelled are refused
+    with pytest.raises(ValueError, match=r"did you mean limit\?"):
+        check_command_line("evaluate", [*args, "limt=3"])
 
 
 def test_the_pipeline_prints_our_line_not_hydras_advice(tmp_path):

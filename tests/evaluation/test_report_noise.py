@@ -59,6 +59,57 @@ def test_the_paired_bootstrap_is_seeded_and_paired():
     assert clear.p < 1e-6 and clear.interval[0] > 0.5 and clear.verdict == DIFFERS
 
 
+def exact_bootstrap_interval(differences: list[float], level: float = 0.95) -> tuple[float, float]:
+    """The reference: the bootstrap distribution of the mean enumerated exactly (every count of each
+    distinct value a resample of n questions can hold, with its multinomial probability), and its 2.5th
+    and 97.5th percentiles as the smallest means whose cumulative probability reaches them."""
+    import math
+    from collections import Counter
+
+    n, counts = len(differences), Counter(differences)
+    values, probs = list(counts), [c / len(differences) for c in counts.values()]
+    dist: dict[float, float] = {}
+
+    def draws(left: int, k: int):
+        if k == len(values) - 1:
+            yield (left,)
+            return
+        for c in range(left + 1):
+            for rest in draws(left - c, k + 1):
+                yield (c, *rest)
+
+    for held in draws(n, 0):
+        prob = math.exp(math.lgamma(n + 1) + sum(c * math.log(p) - math.lgamma(c + 1) for p, c in zip(probs, held)))
+        mean = round(sum(v * c for v, c in zip(values, held)) / n, 12)
+        dist[mean] = dist.get(mean, 0.0) + prob
+    cdf, low, high = 0.0, None, None
+    for mean in sorted(dist):
+        cdf += dist[mean]
+        low = mean if low is None and cdf >= (1 - level) / 2 else low
+        high = mean if high is None and cdf >= (1 + level) / 2 else high
+    return low, high
+
+
+@pytest.mark.parametrize("differences", [
+    [1.0] * 40 + [0.0] * 140 + [-1.0] * 20,
+    [1.0] * 15 + [0.0] * 50 + [-1.0] * 35,
+    [1.0] * 30 + [0.0] * 90 + [-1.0] * 3,
+])
+def test_the_bootstrap_interval_is_the_exact_bootstraps(differences):
+    """Against the exactly enumerated bootstrap distribution (not a second sampler): 10,000 seeded
+    resamplings land on its percentiles, or on the neighbouring mean where the exact cumulative
+    probability sits within sampling error of 2.5% or 97.5% (the means are multiples of 1/n)."""
+    step = 1 / len(differences)
+    low, high = exact_bootstrap_interval(differences)
+    got = bootstrap_interval(differences)
+    assert abs(got[0] - low) <= step + 1e-9 and abs(got[1] - high) <= step + 1e-9, (got, (low, high))
+    assert low < sum(differences) / len(differences) < high
+    # the tolerance still tells a 95% interval from a 90% or 99% one on these inputs
+    for level in (0.90, 0.99):
+        other = exact_bootstrap_interval(differences, level)
+        assert abs(other[0] - got[0]) > step + 1e-9 or abs(other[1] - got[1]) > step + 1e-9, level
+
+
 def test_the_committed_2wiki20_before_and_after_is_within_noise(tmp_path):
     """The stop note's comparison: A-RAG (Naive) 15.0 before against 10.0 after on the same first 20
     2Wiki questions (one question apart) is marked within noise, not as a difference."""
