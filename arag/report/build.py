@@ -38,7 +38,7 @@ from arag.report.a2rag import a2rag_section
 from arag.report.format import ANSWERED, OF_ANSWERED, OF_ATTEMPTED, SCORED, UnlikeRunsError, accuracy_sql, markdown_table
 from arag.report.format import format_value as _fmt
 from arag.report.format import pyplot as _pyplot
-from arag.report.paired import paired_section
+from arag.report.paired import Comparison, comparisons, paired_section
 from arag.report.paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.report.protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
 from arag.report.tables import MAX_COLUMNS, Topic, fitted_tables
@@ -124,6 +124,12 @@ def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDB
     con.execute(f"CREATE VIEW all_episodes AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
     con.execute(f"CREATE VIEW episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails, {JUDGE_SQL} AS judge FROM all_episodes {'WHERE ' + where if where else ''}")
     return con
+
+
+def paired_comparisons(results_path: str | Path) -> list[Comparison]:
+    """The paired comparisons the report lists for a results tree, in its order (the viewer's table)."""
+    con = connect(results_path)
+    return comparisons(con, _varying(con))
 
 
 def _varying(con: duckdb.DuckDBPyConnection) -> list[str]:
