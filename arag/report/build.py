@@ -2,7 +2,8 @@
 
 Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc alone for GraphRAG-Bench,
 like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
-layout), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
+layout), paired comparisons on shared questions (Table 1's and Table 2's method pairs and runs of one
+method, arag.report.paired), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
 setting varied at a time: arag.report.sweeps), retrieved tokens per method and dataset
 (Table 3's layout, shaped like the main table), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
 verdicts and rewrites (arag.report.a2rag), details per run (EM, F1,
@@ -733,8 +734,8 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results",
                        paper=PaperResults.load() if paper_columns else None, cards=cards),
         ablation_table(con, paper=PaperResults.load(table=PAPER_ABLATIONS_FILE) if paper_columns else None, cards=cards),
+        paired_section(con, _varying(con), _label),  # beside the tables whose comparisons it tests
         *sweeps,
-        paired_section(con, _varying(con), _label),
         agentic_table(con),
         a2rag_section(con, _varying(con), _label),
         details_table(con),
