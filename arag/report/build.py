@@ -2,7 +2,8 @@
 
 Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc alone for GraphRAG-Bench,
 like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
-layout), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
+layout), paired comparisons on shared questions (Table 1's and Table 2's method pairs and runs of one
+method, arag.report.paired), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
 setting varied at a time: arag.report.sweeps), retrieved tokens per method and dataset
 (Table 3's layout, shaped like the main table), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
 verdicts and rewrites (arag.report.a2rag), details per run (EM, F1,
@@ -38,7 +39,7 @@ from arag.report.a2rag import a2rag_section
 from arag.report.format import ANSWERED, OF_ANSWERED, OF_ATTEMPTED, SCORED, UnlikeRunsError, accuracy_sql, markdown_table
 from arag.report.format import format_value as _fmt
 from arag.report.format import pyplot as _pyplot
-from arag.report.paired import paired_section
+from arag.report.paired import Comparison, comparisons, paired_section
 from arag.report.paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.report.protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
 from arag.report.tables import MAX_COLUMNS, Topic, fitted_tables
@@ -124,6 +125,12 @@ def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDB
     con.execute(f"CREATE VIEW all_episodes AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
     con.execute(f"CREATE VIEW episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails, {JUDGE_SQL} AS judge FROM all_episodes {'WHERE ' + where if where else ''}")
     return con
+
+
+def paired_comparisons(results_path: str | Path) -> list[Comparison]:
+    """The paired comparisons the report lists for a results tree, in its order (the viewer's table)."""
+    con = connect(results_path)
+    return comparisons(con, _varying(con))
 
 
 def _varying(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -727,8 +734,8 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results",
                        paper=PaperResults.load() if paper_columns else None, cards=cards),
         ablation_table(con, paper=PaperResults.load(table=PAPER_ABLATIONS_FILE) if paper_columns else None, cards=cards),
+        paired_section(con, _varying(con), _label),  # beside the tables whose comparisons it tests
         *sweeps,
-        paired_section(con, _varying(con), _label),
         agentic_table(con),
         a2rag_section(con, _varying(con), _label),
         details_table(con),

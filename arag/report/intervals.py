@@ -5,8 +5,8 @@ One accuracy: the Wilson score interval at 95% (z = 1.96) for k correct of n sco
 stays inside [0, 1] and keeps its coverage for small n and accuracies near 0 or 1, where the normal
 approximation (p ± 1.96·√(p(1−p)/n)) does not.
 
-Two runs over their shared questions (the same question ids, both scored): the difference of their
-accuracies b − a, with
+Two runs A and B over their shared questions (the same question ids, both scored): the difference
+of their accuracies Δ = A − B (which run is A: arag.report.paired), with
 - the exact McNemar test: under "no difference" each discordant question (right in one run, wrong in
   the other) is equally likely either way, so the two-sided p-value is the binomial tail of the
   smaller discordant count among all discordant ones at probability ½;
@@ -108,19 +108,20 @@ def bootstrap_interval(differences: list[float], resamples: int = RESAMPLES, see
 
 @dataclass(frozen=True)
 class Paired:
-    """Run b against run a over their shared scored questions."""
+    """Run a against run b over their shared scored questions."""
 
     n: int
     a: float  # run a's accuracy on the shared questions
     b: float
     a_only: int  # questions right in a and wrong in b
     b_only: int
-    interval: tuple[float, float]  # paired bootstrap 95% interval of b − a
+    interval: tuple[float, float]  # paired bootstrap 95% interval of Δ = a − b
     p: float  # exact McNemar
 
     @property
     def delta(self) -> float:
-        return self.b - self.a
+        """Δ = a − b, the one difference every paired table shows (DELTA names it)."""
+        return self.a - self.b
 
     @property
     def within_noise(self) -> bool:
@@ -143,11 +144,16 @@ def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESA
     n = len(shared)
     a_only = sum(x > y for x, y in zip(sa, sb))
     b_only = sum(y > x for x, y in zip(sa, sb))
-    return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([y - x for x, y in zip(sa, sb)], resamples, seed), mcnemar_exact(a_only, b_only))
+    return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([x - y for x, y in zip(sa, sb)], resamples, seed), mcnemar_exact(a_only, b_only))
+
+
+# The headers of paired_cells' cells, the report's and the viewer's.
+DELTA = "Δ (A − B)"
+PAIRED_HEADER = ("n", "A %", "B %", DELTA, "95% CI of Δ", "right only in A / B", "p", "verdict")
 
 
 def paired_cells(p: Paired) -> list[str]:
-    """Table cells: n, a, b, Δ (points), its 95% interval, discordant counts, p, verdict."""
+    """Table cells (PAIRED_HEADER): n, a, b, Δ = a − b (points), its 95% interval, discordant counts, p, verdict."""
     low, high = p.interval
     return [str(p.n), f"{100 * p.a:.1f}", f"{100 * p.b:.1f}", f"{100 * p.delta:+.1f}", f"[{100 * low:+.1f}, {100 * high:+.1f}]",
             f"{p.a_only} / {p.b_only}", f"{p.p:.3f}", p.verdict]

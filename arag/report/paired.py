@@ -1,30 +1,81 @@
-"""The report's paired comparisons: two runs of one dataset and method that answered some of the same
-questions, compared question by question (arag.report.intervals.paired) on the questions both
-scored, so that a difference the size of chance is called so.
+"""The report's paired comparisons (the viewer shows the same): two runs of one dataset that answered
+some of the same questions, compared question by question (arag.report.intervals.paired) on the
+questions both scored, so that a difference the size of chance is called so.
 
-Which runs are paired, within each (dataset, method): two runs whose shown settings (the model and
-the settings the report shows because they vary) differ in exactly one, with no run of the same
-other settings between them along it (a sweep's neighbours, a run and its re-judged copy); and the
-two runs of a (dataset, method) that has exactly two, whatever they differ in (a re-run after a
-change: before and after).
+Which runs are paired:
+- across methods, the A-RAG paper's comparisons (`paper_comparisons`): two runs of one dataset, model
+  and the same other shown settings (those the report shows because they vary), so that they differ
+  in the method alone;
+- within one (dataset, method): two runs whose shown settings differ in exactly one, with no run of
+  the same other settings between them along it (a sweep's neighbours, a run and its re-judged copy);
+  and the two runs of a (dataset, method) that has exactly two, whatever they differ in (a re-run
+  after a change: before and after).
+
+One order, one sign (`pairs`): A is the A-RAG method under test and B the baseline or ablation it is
+set against; within one method A is the smaller setting or the earlier run (a re-judged copy comes
+after the run it re-judges) and B the larger or later one. Δ is A − B (arag.report.intervals.DELTA).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
 from typing import Any, Callable, Sequence
 
 import duckdb
 
-from arag.report.intervals import ALPHA, RESAMPLES, WITHIN_NOISE, Paired, paired, paired_cells
+from arag.report.intervals import ALPHA, DELTA, PAIRED_HEADER, RESAMPLES, WITHIN_NOISE, Paired, paired, paired_cells
 from arag.report.format import SCORED
+from arag.report.paper import PAPER_ABLATIONS_FILE, PAPER_RESULTS_FILE, PaperResults
 from arag.report.tables import Topic, fitted_tables
 from arag.report.sweeps import differing_keys, setting_order
 
 METRICS = (("LLM-Acc", "llm_acc"), ("Cont-Acc", "contain_acc"))
 TITLE = "## Paired comparisons"
+# The methods the paper's Table 1 counts as A-RAG (its own agent, conf/method/<name>.yaml `kind`).
+ARAG_KIND = "agent"
+# The paper's table a method pair comes from (MethodComparison.table).
+TABLE1 = "Table 1"
+TABLE2 = "Table 2"
+TABLE_TITLES = {TABLE1: "A-RAG against the baselines and A-RAG (Full) against A-RAG (Naive), as the paper's Table 1",
+                TABLE2: "A-RAG (Full) against each ablation, as the paper's Table 2"}
+WITHIN_TITLE = "Within one method: runs that differ in one shown setting, or its only two runs"
+
+
+@dataclass(frozen=True)
+class MethodComparison:
+    a: str  # the A-RAG method under test
+    b: str  # the baseline or ablation it is set against
+    table: str  # the paper's table that sets them side by side
+
+
+def table_methods(results: PaperResults) -> list[str]:
+    """A published table's methods in its row order (every backbone's, first seen first)."""
+    return list(dict.fromkeys(m for rows in results.backbones.values() for m in rows))
+
+
+@lru_cache(maxsize=1)
+def paper_comparisons() -> tuple[MethodComparison, ...]:
+    """The method pairs the A-RAG paper compares, read from its tables as conf/paper_results holds them:
+    Table 1 (a_rag_table1.yaml, the baselines above A-RAG in the paper's row order) sets each A-RAG
+    row (a method of kind `agent`) against each row above it, the nearest first: A-RAG (Full)
+    against A-RAG (Naive), Naive RAG and Direct, A-RAG (Naive) against Naive RAG and Direct;
+    Table 2 (a_rag_table2.yaml) sets its first row, A-RAG (Full), against each ablation below it."""
+    from arag.config.files import method_names, read_method_config
+
+    out: list[MethodComparison] = []
+    for file in (PAPER_RESULTS_FILE, PAPER_ABLATIONS_FILE):
+        rows = table_methods(PaperResults.load(table=file))
+        unknown = [m for m in rows if m not in method_names()]
+        if unknown:
+            raise ValueError(f"conf/paper_results/{file}: method {unknown[0]!r} has no config in conf/method (known: {', '.join(method_names())})")
+        if file == PAPER_RESULTS_FILE:
+            out += [MethodComparison(a, b, TABLE1) for i, a in reversed(list(enumerate(rows))) if read_method_config(a).get("kind") == ARAG_KIND for b in reversed(rows[:i])]
+        else:
+            out += [MethodComparison(rows[0], b, TABLE2) for b in rows[1:]]
+    return tuple(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)
@@ -42,14 +93,67 @@ class RunKey:
     def order(self) -> tuple:
         return (*(setting_order(k, v) for k, v in self.shown), str(self.started or ""), self.run_id)
 
+    def rejudges(self, other: "RunKey") -> bool:
+        """This run is a re-judged copy of `other` (pipelines.rejudge)."""
+        return self.settings.get("rejudged_from") == other.run_id
+
 
 @dataclass(frozen=True)
-class Comparison:
+class Pair:
     a: RunKey
     b: RunKey
-    differs: str  # what tells b from a, e.g. "max_steps 10 → 15; code a058428 → 9161588"
-    metric: str
-    result: Paired
+    table: str | None  # the paper's table of a method pair; None for two runs of one method
+
+
+def earlier_first(x: RunKey, y: RunKey) -> tuple[RunKey, RunKey]:
+    """Two runs of one method as A and B: a re-judged copy after the run it re-judges, else the
+    smaller shown settings, then the earlier first episode, first."""
+    if x.rejudges(y):
+        return y, x
+    if y.rejudges(x):
+        return x, y
+    return (x, y) if x.order() <= y.order() else (y, x)
+
+
+def within_method_pairs(runs: Sequence[RunKey]) -> list[Pair]:
+    groups: dict[tuple[str, str], list[RunKey]] = {}
+    for r in runs:
+        groups.setdefault((r.dataset, r.method), []).append(r)
+    out = []
+    for _, group in sorted(groups.items()):
+        group.sort(key=RunKey.order)
+        if len(group) == 2:
+            out.append(Pair(*earlier_first(*group), None))
+            continue
+        for a, b in combinations(group, 2):
+            differ = [k for k, v in a.shown if b.value(k) != v]
+            if len(differ) != 1:
+                continue
+            (name,) = differ
+            same_else = [r for r in group if all(r.value(k) == v for k, v in a.shown if k != name)]
+            low, high = setting_order(name, a.value(name)), setting_order(name, b.value(name))
+            if not any(low < setting_order(name, r.value(name)) < high for r in same_else):
+                out.append(Pair(*earlier_first(a, b), None))
+    return out
+
+
+def method_pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison]) -> list[Pair]:
+    """Runs of the methods each comparison names, of one dataset and the same shown settings, A the
+    method under test; by dataset, shown settings, then the comparisons' order."""
+    by_key: dict[tuple, dict[str, list[RunKey]]] = {}
+    for r in runs:
+        by_key.setdefault((r.dataset, r.shown), {}).setdefault(r.method, []).append(r)
+    out = []
+    for (dataset, shown), methods in sorted(by_key.items(), key=lambda kv: (kv[0][0], [setting_order(k, v) for k, v in kv[0][1]])):
+        for c in compared:
+            out += [Pair(a, b, c.table) for a in methods.get(c.a, []) for b in methods.get(c.b, [])]
+    return out
+
+
+def pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison] | None = None) -> list[Pair]:
+    """The pairs compared (module docstring), each as (A, B): the paper's method pairs (`compared`,
+    by default `paper_comparisons`), then the pairs within one method."""
+    return [*method_pairs(runs, paper_comparisons() if compared is None else compared), *within_method_pairs(runs)]
 
 
 def run_keys(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> list[RunKey]:
@@ -63,36 +167,15 @@ def run_keys(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> l
     return [RunKey(r[0], r[1], r[2], tuple(zip(shown, r[3 : 3 + n])), json.loads(r[3 + n] or "{}"), r[4 + n]) for r in rows]
 
 
-def pairs(runs: Sequence[RunKey]) -> list[tuple[RunKey, RunKey]]:
-    """The pairs compared (module docstring), each earlier-or-smaller run first."""
-    groups: dict[tuple[str, str], list[RunKey]] = {}
-    for r in runs:
-        groups.setdefault((r.dataset, r.method), []).append(r)
-    out = []
-    for _, group in sorted(groups.items()):
-        group.sort(key=RunKey.order)
-        if len(group) == 2:
-            out.append((group[0], group[1]))
-            continue
-        for a, b in combinations(group, 2):
-            differ = [k for k, v in a.shown if b.value(k) != v]
-            if len(differ) != 1:
-                continue
-            (name,) = differ
-            same_else = [r for r in group if all(r.value(k) == v for k, v in a.shown if k != name)]
-            low, high = setting_order(name, a.value(name)), setting_order(name, b.value(name))
-            if not any(low < setting_order(name, r.value(name)) < high for r in same_else):
-                out.append((a, b))
-    return out
-
-
 def _short(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
 def differences(a: RunKey, b: RunKey) -> str:
-    """The shown settings that differ, the code commit when it does, else the identity settings' keys."""
-    out = [f"{k} {_short(v)} → {_short(b.value(k))}" for k, v in a.shown if b.value(k) != v]
+    """What tells B from A: the method, the shown settings that differ, the code commit when it does;
+    two runs of one method that differ in none of these, their identity settings' keys."""
+    out = ["method"] if a.method != b.method else []
+    out += [f"{k} {_short(v)} → {_short(b.value(k))}" for k, v in a.shown if b.value(k) != v]
     commit_a, commit_b = (str((r.settings.get("code") or {}).get("commit") or "")[:7] for r in (a, b))
     if commit_a != commit_b:
         out.append(f"code {commit_a or '?'} → {commit_b or '?'}")
@@ -110,35 +193,75 @@ def scores(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, dict[str, f
     return out
 
 
+@dataclass(frozen=True)
+class Comparison:
+    a: RunKey
+    b: RunKey
+    table: str | None  # the paper's table of a method pair; None for two runs of one method
+    differs: str  # what tells b from a, e.g. "max_steps 10 → 15; code a058428 → 9161588"
+    metric: str
+    result: Paired
+
+
 def comparisons(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> list[Comparison]:
+    """Every pair's paired comparison, each accuracy (METRICS) on the questions both runs scored:
+    what the report's section and the viewer's table list, in this order."""
     chosen = pairs(run_keys(con, shown_settings))
     if not chosen:
         return []
     out = []
     by_metric = {name: scores(con, column) for name, column in METRICS}
-    for a, b in chosen:
+    for p in chosen:
         for name, _ in METRICS:
-            result = paired(by_metric[name].get(a.run_id, {}), by_metric[name].get(b.run_id, {}))
+            result = paired(by_metric[name].get(p.a.run_id, {}), by_metric[name].get(p.b.run_id, {}))
             if result is not None:
-                out.append(Comparison(a, b, differences(a, b), name, result))
+                out.append(Comparison(p.a, p.b, p.table, differences(p.a, p.b), name, result))
     return out
+
+
+def _settings_text(key: RunKey) -> str:
+    """The shown settings but the model, as one cell."""
+    return ", ".join(f"{k}={_short(v)}" for k, v in key.shown if k != "model")
+
+
+def method_tables(found: Sequence[Comparison], table: str, label: Callable[[str], str]) -> list[str]:
+    """One of the paper's tables' pairs, a table per dataset, model and shown settings (its title names them)."""
+    blocks: dict[tuple, list[Comparison]] = {}
+    for c in found:
+        if c.table == table:
+            blocks.setdefault((c.a.dataset, c.a.shown), []).append(c)
+    header = ["A", "B", "runs A → B", "differs in", "metric", *PAIRED_HEADER]
+    out = []
+    for (dataset, _), chosen in blocks.items():
+        first = chosen[0].a
+        title = " · ".join([f"{TABLE_TITLES[table]}: {dataset}", _short(first.value("model")), *([_settings_text(first)] if len(first.shown) > 1 else [])])
+        rows = [[label(c.a.method), label(c.b.method), f"{c.a.run_id} → {c.b.run_id}", c.differs, c.metric, *paired_cells(c.result)] for c in chosen]
+        out += fitted_tables(5, [Topic(title, header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])])
+    return out
+
+
+def within_table(found: Sequence[Comparison], label: Callable[[str], str]) -> list[str]:
+    header = ["dataset", "method", "runs A → B", "differs in", "metric", *PAIRED_HEADER]
+    rows = [[c.a.dataset, label(c.a.method), f"{c.a.run_id} → {c.b.run_id}", c.differs, c.metric, *paired_cells(c.result)] for c in found if c.table is None]
+    return fitted_tables(5, [Topic(WITHIN_TITLE, header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])]) if rows else []
 
 
 def paired_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str] = str) -> str:
     found = comparisons(con, shown_settings)
     if not found:
-        return f"{TITLE}\n\nNo two runs of one dataset and method to compare on shared questions.\n"
-    header = ["dataset", "method", "A → B", "differs in", "metric", "n", "A", "B", "Δ (B − A)", "95% CI of Δ", "right only in A / B", "p", "verdict"]
-    rows = [[c.a.dataset, label(c.a.method), f"{c.a.run_id} → {c.b.run_id}", c.differs, c.metric, *paired_cells(c.result)] for c in found]
+        return f"{TITLE}\n\nNo two runs of one dataset (one method, or two methods the paper compares) to compare on shared questions.\n"
     return "\n".join([
         TITLE,
         "",
-        "Two runs of one dataset and method on the questions both scored (n), question by question: their accuracies in % "
-        "there, the difference Δ in points with its paired bootstrap 95% interval "
+        "Two runs of one dataset on the questions both scored (n), question by question: their accuracies in % "
+        f"there, the difference {DELTA} in points with its paired bootstrap 95% interval "
         f"({RESAMPLES:,} resamplings of the shared questions, seeded), the questions only one of them got right, and the "
         f"exact McNemar p-value (binomial test of those discordant questions). \"{WITHIN_NOISE}\": p ≥ {ALPHA} or an interval "
-        "that holds 0, a difference that chance alone could make on these questions. Pairs: runs whose shown settings differ "
-        "in one (neighbours along it), or the only two runs of a dataset and method.",
+        "that holds 0, a difference that chance alone could make on these questions. Across methods, the paper's comparisons "
+        "(Tables 1 and 2) between runs of one model and the same shown settings: A the A-RAG method under test, B the baseline "
+        "or ablation. Within one method, runs whose shown settings differ in one (neighbours along it), or the only two runs "
+        "of a dataset and method: A the smaller setting or the earlier run (a re-judged copy after its source), B the other.",
         "",
-        *fitted_tables(5, [Topic("", header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])]),
+        *(line for table in (TABLE1, TABLE2) for line in method_tables(found, table, label)),
+        *within_table(found, label),
     ])

@@ -69,7 +69,8 @@ def create_app(results: str | Path | ResultsTree):
 
     def index(request: Request) -> str:
         runs, problems = tree.runs()
-        return pages.index_page(str(tree.root), runs, problems, dict(request.query_params))
+        found, problem = tree.comparisons()
+        return pages.index_page(str(tree.root), runs, [*problems, *([problem] if problem else [])], dict(request.query_params), found)
 
     def episode(request: Request) -> str:
         run_id, question_id = request.query_params.get("run", ""), request.query_params.get("q", "")

@@ -14,12 +14,15 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from arag.agent.episode import unpack_messages
 from arag.evaluation.repeats import repeated_flags
 from arag.evaluation.rows import OK
 from arag.evaluation.results import RunStore, find_run_dirs, read_row
+
+if TYPE_CHECKING:
+    from arag.report.paired import Comparison
 
 # The columns the listing pages need; the trajectory is read with them once, to count what the row
 # did not record (unusable results, repeated calls, the tool mix), and then dropped.
@@ -204,17 +207,6 @@ def scores(run: Run, column: str) -> dict[str, float]:
     return {r["question_id"]: (r[column] if r["status"] == OK else 0.0) for r in run.rows if not (r["status"] == OK and r[column] is None)}
 
 
-def run_pairs(runs: list[Run]) -> list[tuple[Run, Run]]:
-    """The runs compared question by question, chosen as the report chooses them
-    (arag.report.paired.pairs) over the settings the viewer shows: model, max steps, effort."""
-    from arag.report.paired import RunKey, pairs
-
-    by_id = {r.run_id: r for r in runs}
-    keys = [RunKey(r.run_id, r.dataset, r.method, (("model", r.model), ("max_steps", r.max_steps), ("reasoning_effort", r.effort)),
-                   r.info.get("settings") or {}, r.info.get("created")) for r in runs]
-    return [(by_id[a.run_id], by_id[b.run_id]) for a, b in pairs(keys)]
-
-
 def _num(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) else float("inf")
 
@@ -241,6 +233,7 @@ class ResultsTree:
         self.root = Path(root)
         self._cache: dict[Path, tuple[tuple, Run]] = {}
         self._episodes: OrderedDict[tuple, tuple[dict[str, Any], dict[str, Any]]] = OrderedDict()
+        self._comparisons: tuple[tuple, list[Comparison], str | None] | None = None
 
     def runs(self) -> tuple[list[Run], list[str]]:
         """The runs, sorted by dataset, method, model and settings; and one line per run folder that
@@ -259,6 +252,27 @@ class ResultsTree:
                 cached = self._cache[path] = (stamp, run)
             runs.append(cached[1])
         return sorted(runs, key=Run.sort_key), problems
+
+    def comparisons(self) -> tuple[list[Comparison], str | None]:
+        """The report's paired comparisons of this tree (arag.report.build.paired_comparisons: the same
+        pairs, order and Δ as its section), kept until a run's files change; and why they could not
+        be read, if so."""
+        runs, _ = self.runs()
+        stamps = tuple((r.path, self._cache[r.path][0]) for r in runs)
+        if self._comparisons is None or self._comparisons[0] != stamps:
+            import duckdb
+
+            from arag.report.build import paired_comparisons
+
+            found: list[Comparison] = []
+            problem = None
+            if any(r.rows for r in runs):
+                try:
+                    found = paired_comparisons(self.root)
+                except (duckdb.Error, OSError, ValueError) as exc:  # a file the report cannot read: the runs still show
+                    problem = f"paired comparisons: {exc}"
+            self._comparisons = (stamps, found, problem)
+        return self._comparisons[1], self._comparisons[2]
 
     def run(self, run_id: str) -> Run | None:
         return next((r for r in self.runs()[0] if r.run_id == run_id), None)

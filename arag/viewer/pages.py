@@ -7,18 +7,21 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 from urllib.parse import urlencode
 
 from arag.evaluation.evidence import shows_full_text
 from arag.evaluation.results import RUN_INFO
-from arag.report.intervals import WITHIN_NOISE, Proportion, paired, paired_cells
+from arag.report.intervals import DELTA, PAIRED_HEADER, WITHIN_NOISE, Proportion, paired_cells
+from arag.report.paired import TABLE1, TABLE2, Comparison
 from arag.evaluation.repeats import repeated_flags
 import arag.viewer.figures as figures
-from arag.viewer.data import CHOICES, Run, call_failure, filter_rows, gold_seen_but_wrong, outcome, run_pairs, scores, unknown_ids_in
+from arag.viewer.data import CHOICES, Run, call_failure, filter_rows, gold_seen_but_wrong, outcome, scores, unknown_ids_in
 from arag.viewer.gold import gold_marks
 
 PAGE_SIZE = 200  # episodes per page of the listing
+# What a paired comparison compares: the paper's table of a method pair, or runs of one method.
+PAIR_KINDS = {TABLE1: "methods (Table 1)", TABLE2: "methods (Table 2)", None: "one method"}
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;padding:12px 20px;max-width:1800px;color:#1d1d1f;background:#fafafa}
@@ -119,7 +122,7 @@ def listing_params(params: dict[str, str]) -> dict[str, str]:
     return {k: params.get(k, "") for k in FILTERS}
 
 
-def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str, str]) -> str:
+def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str, str], comparisons: Sequence[Comparison] = ()) -> str:
     f = listing_params(params)
     try:
         offset = max(0, int(params.get("offset") or 0))
@@ -129,7 +132,7 @@ def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str
     body = [f"<h1>Results: {esc(root)}</h1>"]
     body += [f'<p class="problem">{esc(p)}</p>' for p in problems]
     body.append(f"<h2>Runs ({len(runs)})</h2>" + runs_table(runs))
-    body.append(paired_table(runs))
+    body.append(paired_table(runs, comparisons))
     body.append(filter_form(runs, f))
     exports = " · ".join(f'<a class="export" href="{href("/export", **f, format=kind)}">{kind.upper()}</a>' for kind in ("csv", "json"))
     body.append(f'<h2 id="episodes">Episodes ({len(shown)} of {sum(len(r.rows) for r in runs)})</h2><p class="meta">export the {len(shown)} listed: {exports}</p>')
@@ -175,29 +178,31 @@ def run_links(run: Run) -> str:
             f' · <a href="{href("/report", run=run.run_id)}">report</a>')
 
 
-def paired_table(runs: list[Run]) -> str:
-    """Runs of one dataset and method compared on the questions both answered (the report's paired
-    comparisons: arag.report.paired); empty when no two runs share questions."""
+def paired_table(runs: list[Run], found: Sequence[Comparison]) -> str:
+    """The report's paired comparisons (arag.report.paired: the same pairs, A and B, and Δ = A − B),
+    each run named by its id and label; empty when no two runs are compared."""
+    by_id = {r.run_id: r for r in runs}
+
+    def named(run_id: str) -> str:
+        run = by_id.get(run_id)
+        return f'<a href="{href("/", run=run_id)}#episodes">{esc(run_id)}</a>' + (f'<br><span class="meta">{esc(run.label)}</span>' if run else "")
+
     rows = []
-    for a, b in run_pairs(runs):
-        for metric, column in (("LLM-Acc", "llm_acc"), ("Contain-Acc", "contain_acc")):
-            result = paired(scores(a, column), scores(b, column))
-            if result is None:
-                continue
-            cells = paired_cells(result)
-            verdict = "noise" if result.within_noise else "differs"
-            rows.append(
-                f'<tr class="paired"><td>{esc(a.dataset)} · {esc(a.method)}</td><td>{esc(a.run_id)}<br><span class="meta">{esc(a.label)}</span></td>'
-                f'<td>{esc(b.run_id)}<br><span class="meta">{esc(b.label)}</span></td><td>{metric}</td>'
-                + "".join(f'<td class="n">{esc(c)}</td>' for c in cells[:-1]) + f'<td class="verdict {verdict}">{esc(cells[-1])}</td></tr>'
-            )
+    for c in found:
+        cells = paired_cells(c.result)
+        verdict = "noise" if c.result.within_noise else "differs"
+        rows.append(
+            f'<tr class="paired" data-a="{esc(c.a.run_id)}" data-b="{esc(c.b.run_id)}" data-metric="{esc(c.metric)}"><td>{esc(PAIR_KINDS.get(c.table, c.table))}</td><td>{esc(c.a.dataset)}</td>'
+            f'<td>{named(c.a.run_id)}</td><td>{named(c.b.run_id)}</td><td>{esc(c.differs)}</td><td>{esc(c.metric)}</td>'
+            + "".join(f'<td class="n">{esc(x)}</td>' for x in cells[:-1]) + f'<td class="verdict {verdict}">{esc(cells[-1])}</td></tr>'
+        )
     if not rows:
         return ""
-    head = ("<tr><th>dataset · method</th><th>A</th><th>B</th><th>metric</th><th>shared n</th><th>A %</th><th>B %</th><th>Δ B − A</th>"
-            "<th>95% CI of Δ</th><th>right only in A / B</th><th>McNemar p</th><th>verdict</th></tr>")
-    note = (f'<p class="meta">On the questions both runs scored: paired bootstrap 95% interval of the difference (seeded) and the exact McNemar test; '
-            f'"{WITHIN_NOISE}": p ≥ 0.05 or an interval that holds 0.</p>')
-    return f'<h2 id="paired">Paired comparisons ({len(rows)})</h2>{note}<table>{head}{"".join(rows)}</table>'
+    head = "<tr><th>compared</th><th>dataset</th><th>A</th><th>B</th><th>differs in</th><th>metric</th>" + "".join(f"<th>{esc(h)}</th>" for h in PAIRED_HEADER) + "</tr>"
+    note = (f'<p class="meta">On the questions both runs scored: {esc(DELTA)} in points, its paired bootstrap 95% interval (seeded) and the exact McNemar p; '
+            f'"{WITHIN_NOISE}": p ≥ 0.05 or an interval that holds 0. Across methods (the paper\'s Tables 1 and 2) A is the A-RAG method under test and B the '
+            "baseline or ablation; within one method A is the smaller setting or the earlier run, B the other.</p>")
+    return f'<h2 id="paired">Paired comparisons ({len(rows)})</h2>{note}<div class="wide"><table>{head}{"".join(rows)}</table></div>'
 
 
 def _select(name: str, label: str, options: Iterable[tuple[str, str]], current: str) -> str:

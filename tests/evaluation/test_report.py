@@ -71,7 +71,7 @@ def test_report_renders_tables_and_plots(tmp_path):
     # What is the same for every run is stated once above the table instead of in a column.
     assert counted.constants == {"dataset": "2wikimultihopqa", "model": "qwen", "runs": "1", "questions": "10", "forced": "1", "judge failed": "1"}
     assert "Same on every row: dataset: 2wikimultihopqa · model: qwen\n" in text and "| dataset |" not in text
-    ablation = text.split("## Ablation")[1].split("## Details")[0]
+    ablation = text.split("## Ablation")[1].split("\n## ")[0]
     assert "w/o keyword_search" in ablation and "Direct answer" not in ablation
     assert "Direct answer" in text.split("## Main results")[1].split("## Ablation")[0]
     assert "w/o keyword_search" not in text.split("## Main results")[1].split("## Ablation")[0]

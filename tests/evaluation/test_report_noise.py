@@ -56,7 +56,7 @@ def test_the_paired_bootstrap_is_seeded_and_paired():
     assert paired({"q0": 1.0}, {"q1": 1.0}) is None
     # 40 questions, 5 right against 35: far outside chance.
     clear = paired({f"q{i}": float(i < 5) for i in range(40)}, {f"q{i}": float(i < 35) for i in range(40)})
-    assert clear.p < 1e-6 and clear.interval[0] > 0.5 and clear.verdict == DIFFERS
+    assert clear.delta == -0.75 and clear.p < 1e-6 and clear.interval[1] < -0.5 and clear.verdict == DIFFERS  # Δ = A − B
 
 
 def exact_bootstrap_interval(differences: list[float], level: float = 0.95) -> tuple[float, float]:
@@ -122,15 +122,15 @@ def test_the_committed_2wiki20_before_and_after_is_within_noise(tmp_path):
     text = build_report(results, tmp_path / "report", where=where, paper_columns=True).markdown
     main = section(text, "## Main results")
     assert "| A-RAG (Naive) | 15.0 [5.2, 36.0] n=20 | 15.0 [5.2, 36.0] n=20 |" in main and "| A-RAG (Naive) | 10.0 [2.8, 30.1] n=20 | 10.0 [2.8, 30.1] n=20 |" in main
-    by = {(r["method"], r["metric"]): r for r in table(text, "Paired comparisons").records}
+    by = {(r["method"], r["metric"]): r for r in table(text, "Within one method", "Paired comparisons").records}
     naive = by[("A-RAG (Naive)", "LLM-Acc")]
-    assert naive["A → B"] == f"{Path(BEFORE['arag_naive']).name} → {Path(AFTER['arag_naive']).name}"
-    assert (naive["n"], naive["A"], naive["B"], naive["Δ (B − A)"]) == ("20", "15.0", "10.0", "-5.0")
+    assert naive["runs A → B"] == f"{Path(BEFORE['arag_naive']).name} → {Path(AFTER['arag_naive']).name}"
+    assert (naive["n"], naive["A %"], naive["B %"], naive["Δ (A − B)"]) == ("20", "15.0", "10.0", "+5.0")
     assert naive["verdict"] == WITHIN_NOISE and float(naive["p"]) >= 0.05
     assert "max_steps 10 → 15" in naive["differs in"] and "code a058428 → 9161588" in naive["differs in"]
     assert all(r["verdict"] == WITHIN_NOISE for r in by.values()) and len(by) == 4  # both methods, both accuracies
     # Without the filter the same pair is compared over the 20 questions both runs answered.
-    unfiltered = [c for c in comparisons(connect(results), _varying(connect(results))) if c.a.method == "arag_naive" and c.metric == "LLM-Acc"]
+    unfiltered = [c for c in comparisons(connect(results), _varying(connect(results))) if c.table is None and c.a.method == "arag_naive" and c.metric == "LLM-Acc"]
     assert [(c.result.n, round(100 * c.result.a, 1), round(100 * c.result.b, 1), c.result.verdict) for c in unfiltered] == [(20, 15.0, 10.0, WITHIN_NOISE)]
 
 
@@ -145,8 +145,9 @@ def test_sweep_neighbours_are_paired_and_a_clear_difference_differs(tmp_path):
     write_run(clear, "few", "arag_full", 5, max_steps=5, n=40)
     write_run(clear, "many", "arag_full", 35, max_steps=20, n=40)
     write_run(clear, "naive", "arag_naive", 5, n=40)  # another method: never paired with these
-    rows = table(build_report(clear).markdown, "Paired comparisons").records
-    assert [(r["A → B"], r["differs in"], r["metric"], r["verdict"]) for r in rows] == [("few → many", "max_steps 5 → 20", "LLM-Acc", DIFFERS), ("few → many", "max_steps 5 → 20", "Cont-Acc", DIFFERS)]
+    rows = table(build_report(clear).markdown, "Within one method", "Paired comparisons").records
+    assert [(r["runs A → B"], r["differs in"], r["metric"], r["Δ (A − B)"], r["verdict"]) for r in rows] == [
+        ("few → many", "max_steps 5 → 20", "LLM-Acc", "-75.0", DIFFERS), ("few → many", "max_steps 5 → 20", "Cont-Acc", "-75.0", DIFFERS)]
 
 
 def test_the_sweep_plots_draw_each_points_interval(tmp_path):

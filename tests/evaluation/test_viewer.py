@@ -22,6 +22,7 @@ from arag.viewer.app import TITLES_FROM_TEXT, TITLES_MISSING, TITLES_RECORDED
 from arag.llm.scripted import ScriptedBackend
 from tests.evaluation.conftest import CONF, QUESTIONS
 from tests.evaluation.test_runner import settings as runner_settings
+from tests.support.paired_tables import viewer_pairs
 from tests.tools.conftest import fake_encode
 
 REPO = Path(CONF).parent
@@ -244,9 +245,12 @@ def test_every_accuracy_carries_its_n_and_interval_and_the_two_runs_are_paired(c
     llm = [x for _, _, x in dom.having("llm-acc")]
     assert llm[1:] == ["0.0% [0.0, 56.1] n=3", "100.0% [43.9, 100.0] n=3"]  # run order: C (agenticrag), B (1 step), A
     assert all(" n=" in x and "[" in x for _, _, x in dom.having("contain-acc"))
-    (row,) = [x for _, _, x in dom.having("paired") if "LLM-Acc" in x]
-    # B → A on 3 shared questions: 0.0 → 100.0, right only in A / B 0 / 3, exact McNemar p = 2 · ½³.
-    assert all(part in row for part in ("0.0", "100.0", "+100.0", "0 / 3", "0.250", "within noise"))
+    # A is run B (1 step, the smaller setting), B is run A (4 steps): on 3 shared questions 0.0 against
+    # 100.0, Δ (A − B) −100 points, right only in A / B 0 / 3, exact McNemar p = 2 · ½³.
+    assert viewer_pairs(client.get("/").text) == {
+        (tree["b"], tree["a"], "LLM-Acc"): ("3", "0.0", "100.0", "-100.0", "[-100.0, -100.0]", "0 / 3", "0.250", "within noise"),
+        (tree["b"], tree["a"], "Cont-Acc"): ("3", "0.0", "33.3", "-33.3", "[-100.0, +0.0]", "0 / 1", "1.000", "within noise"),  # one of A's answers holds the gold
+    }
     side = get(client, "/compare?dataset=bench&q=q0")
     assert [x for _, _, x in side.having("run-accuracy")][1].startswith("run LLM-Acc 0.0% [0.0, 56.1] n=3 · Contain-Acc ")
     assert "100.0% [43.9, 100.0] n=3" in side.having("run-accuracy")[2][2]
