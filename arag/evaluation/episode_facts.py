@@ -10,10 +10,11 @@ trajectory as stored: the JSON of arag.agent.episode.Episode.to_json, with the r
 Rules (docs/evaluation.md, "Tool errors and repeated calls"):
   * a call's failure kind is its record's `failure` (arag.tools.failures.FAILURE_KINDS; a kind the
     list does not know, a plugin's, counts as `refused`); a call with an `error` and no kind is
-    `unknown_ids` when it names an unknown reference id, else `refused`. A call stored before kinds
-    were recorded (no `failure` key) that read nothing and whose result names unknown chunk ids is
-    `unknown_ids`, a search or find that returned no chunk `empty`, a chunk_read that brought no new
-    text `already_read` (`_legacy_failure`).
+    `unknown_ids` when it names an unknown reference id, `unknown_tool` when it names no offered
+    tool, else `refused`. Of the other calls stored before kinds were recorded (no `failure` key),
+    one that read nothing and whose result names unknown chunk ids is `unknown_ids`, a search or
+    find that returned no chunk `empty`, a chunk_read that brought no new text `already_read`
+    (`_legacy_failure`).
   * a repeated call is identical to an earlier call of the episode (arag.evaluation.repeats).
   * evidence: the supporting titles covered by the chunks seen and read (arag.evaluation.evidence),
     by the chunk titles the trajectory recorded; a trajectory that recorded none (runs stored before
@@ -32,13 +33,15 @@ from arag.evaluation.evidence import found_titles, method_shows_full_text, seen_
 from arag.evaluation.repeats import repeated_flags
 from arag.methods import evidence_of
 from arag.tools.base import NOT_EVIDENCE
-from arag.tools.failures import ALREADY_READ, EMPTY, FAILURE_KINDS, REFUSED, UNKNOWN_IDS
+from arag.tools.failures import ALREADY_READ, EMPTY, FAILURE_KINDS, REFUSED, UNKNOWN_IDS, UNKNOWN_TOOL
 
 # A chunk_read result of a run that predates failure kinds, naming ids the index does not hold
 # (arag.tools.render.chunk_read_text): "Unknown chunk ids (not in this index): [...]".
 UNKNOWN_CHUNK_IDS = re.compile(r"^Unknown chunk ids? \(not in this index\): (?P<ids>\[.*\])\s*$", re.MULTILINE)
 # A refusal of an unknown reference id (AgenticRAG's document tools), recorded before failure kinds.
 UNKNOWN_REF_ID = re.compile(r"^unknown reference id", re.IGNORECASE)
+# The error the loop and the tool hosts record for a tool the method does not offer (arag.agent.loop).
+UNKNOWN_TOOL_ERROR = re.compile(r"^unknown tool\b", re.IGNORECASE)
 # The one tool that answers a chunk read before with a note instead of its text.
 CHUNK_READ = "chunk_read"
 
@@ -63,7 +66,8 @@ def call_failure(call: Mapping[str, Any]) -> str | None:
     if failure:
         return failure if failure in FAILURE_KINDS else REFUSED
     if call.get("error"):
-        return UNKNOWN_IDS if UNKNOWN_REF_ID.match(str(call["error"])) else REFUSED
+        error = str(call["error"])
+        return UNKNOWN_IDS if UNKNOWN_REF_ID.match(error) else UNKNOWN_TOOL if UNKNOWN_TOOL_ERROR.match(error) else REFUSED
     if "failure" in call:  # recorded since kinds were: no kind is a usable result
         return None
     return _legacy_failure(call)
