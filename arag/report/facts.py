@@ -3,9 +3,9 @@ not read from the columns the runs stored: runs stored before a count existed (t
 repeated calls) or while it was counted differently show the numbers the viewer shows, and new runs
 the same ones they stored.
 
-`create_views` reads every row's trajectory once (in batches, for the whole report), keeps the facts
-in a table keyed by (file, row number), and defines the view `all_episodes`: the stored rows with
-those columns replaced. Where a trajectory cannot tell (a row written without one), the call counts
+`create_views` reads the files once into a table (the rows as stored), counts every row's facts from
+its trajectory (in batches), keeps them in a table keyed by (file, row number), and defines the view
+`all_episodes`: the stored rows with those columns replaced. Where a trajectory cannot tell (a row written without one), the call counts
 stay the row's and tool errors and repeated calls are NULL (the tables' "n/a").
 """
 
@@ -20,7 +20,7 @@ from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, row_
 from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX, failure_kinds
 
 # The stored rows as read, with where each is (the key the facts are joined by).
-STORED_VIEW = "stored_episodes"
+STORED_TABLE = "stored_episodes"
 FACTS_TABLE = "episode_facts"
 KEY = ("filename", "file_row_number")
 # Rows read per batch: trajectories are the large column.
@@ -60,7 +60,7 @@ def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, A
 
 
 def _stored_rows(con: duckdb.DuckDBPyConnection, columns: Sequence[str]) -> Iterator[dict[str, Any]]:
-    cursor = con.execute(f"SELECT {', '.join([*KEY, *columns])} FROM {STORED_VIEW}")
+    cursor = con.execute(f"SELECT {', '.join([*KEY, *columns])} FROM {STORED_TABLE}")
     names = [d[0] for d in cursor.description]
     while True:
         batch = cursor.fetchmany(BATCH_ROWS)
@@ -73,8 +73,9 @@ def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     """`stored_episodes` (the rows as stored), the table `episode_facts` and the view `all_episodes`
     (the stored rows with the counted facts in place of their columns)."""
     listing = ", ".join(_literal(f) for f in files)
-    con.execute(f"CREATE VIEW {STORED_VIEW} AS SELECT * FROM read_parquet([{listing}], union_by_name = true, filename = true, file_row_number = true)")
-    present = [r[0] for r in con.execute(f"DESCRIBE {STORED_VIEW}").fetchall()]
+    # A table, not a view over the files: every query of a report reads it, and each would scan every file again.
+    con.execute(f"CREATE TABLE {STORED_TABLE} AS SELECT * FROM read_parquet([{listing}], union_by_name = true, filename = true, file_row_number = true)")
+    present = [r[0] for r in con.execute(f"DESCRIBE {STORED_TABLE}").fetchall()]
     call_columns = [c for c in present if c.startswith("calls_") and c != CALLS_OTHER]
     columns = fact_columns(call_columns)
     inputs = [c for c in ("trajectory", *FACT_INPUT_COLUMNS) if c in present]
@@ -96,5 +97,5 @@ def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     added = [f"f.{c} AS {c}" for c in counted if c not in present]
     con.execute(
         f"""CREATE VIEW all_episodes AS SELECT s.* EXCLUDE ({', '.join(KEY)}){f' REPLACE ({", ".join(replaced)})' if replaced else ''}{''.join(', ' + a for a in added)}
-            FROM {STORED_VIEW} s LEFT JOIN {FACTS_TABLE} f USING ({', '.join(KEY)})"""
+            FROM {STORED_TABLE} s LEFT JOIN {FACTS_TABLE} f USING ({', '.join(KEY)})"""
     )
