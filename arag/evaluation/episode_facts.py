@@ -91,9 +91,10 @@ def _legacy_failure(call: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class EpisodeFacts:
-    """What an episode did, counted in its trajectory. `counted` is False for a stored row whose
-    trajectory holds no tool-call record though its row counts calls (written without one): its call
-    counts are then the row's, and the counts only a trajectory gives (tool errors, repeated calls) are None."""
+    """What an episode did, counted in its trajectory. A stored row whose trajectory holds no
+    tool-call record (`recorded` False: written without one, or a failed row, which has none) keeps
+    its own call counts; if those say it called a tool, `counted` is False and the counts only a
+    trajectory gives (tool errors, repeated calls) are None, else they are 0."""
 
     calls: dict[str, int]  # calls per tool name (the record's name: a made-up tool's too)
     failures: tuple[str | None, ...]  # per call, in order: its failure kind, None when usable
@@ -102,6 +103,7 @@ class EpisodeFacts:
     evidence_seen: int  # of them, covered by a chunk seen in any tool result
     evidence_read: int  # of them, covered by a chunk whose whole text was put into the context
     counted: bool = True
+    recorded: bool = True
 
     @property
     def tool_calls(self) -> int:
@@ -185,7 +187,7 @@ FACT_INPUT_COLUMNS = ("supporting_titles", "tool_calls", "evidence_supporting", 
 def row_facts(row: Mapping[str, Any], trajectory: Mapping[str, Any] | None = None) -> EpisodeFacts:
     """The facts of a stored row: counted in its trajectory (`trajectory`, else its `trajectory`
     column parsed). Where the trajectory cannot tell, what the row stored: the evidence counts when
-    it recorded no chunk titles, the call count when it holds no tool-call record (then `counted` is False)."""
+    it recorded no chunk titles, the call counts when it holds no tool-call record (`recorded`)."""
     if trajectory is None:
         trajectory = parse_trajectory(row.get("trajectory"))
     supporting = list(row.get("supporting_titles") or ())
@@ -195,6 +197,7 @@ def row_facts(row: Mapping[str, Any], trajectory: Mapping[str, Any] | None = Non
         facts = trajectory_facts(trajectory, supporting, titles={})
         n = facts.evidence_supporting or int(row.get("evidence_supporting") or 0)
         facts = EpisodeFacts(facts.calls, facts.failures, facts.repeated, n, int(row.get("evidence_seen") or 0), int(row.get("evidence_read") or 0))
-    if "tool_calls" not in trajectory and int(row.get("tool_calls") or 0) > 0:
-        return EpisodeFacts({}, (), (), facts.evidence_supporting, facts.evidence_seen, facts.evidence_read, counted=False)
+    if "tool_calls" not in trajectory:
+        called = int(row.get("tool_calls") or 0) > 0
+        return EpisodeFacts({}, (), (), facts.evidence_supporting, facts.evidence_seen, facts.evidence_read, counted=not called, recorded=False)
     return facts

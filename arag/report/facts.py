@@ -48,11 +48,12 @@ def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, A
         "evidence_supporting": facts.evidence_supporting, "evidence_seen": facts.evidence_seen, "evidence_read": facts.evidence_read,
         "evidence_recall_seen": facts.evidence_recall_seen, "evidence_recall_read": facts.evidence_recall_read,
     }
+    if facts.recorded:  # else the row's own call counts stand
+        record["tool_calls"] = facts.tool_calls
+        record.update({c: facts.calls.get(c[len("calls_"):], 0) for c in call_columns})
+        record[CALLS_OTHER] = sum(n for name, n in facts.calls.items() if name not in named)
     if not facts.counted:
-        return record  # call counts: the row's own; tool errors and repeats: unknown
-    record["tool_calls"] = facts.tool_calls
-    record.update({c: facts.calls.get(c[len("calls_"):], 0) for c in call_columns})
-    record[CALLS_OTHER] = sum(n for name, n in facts.calls.items() if name not in named)
+        return record  # tool errors and repeats: unknown
     kinds = facts.tool_error_kinds or {}
     record["tool_errors"], record["repeated_calls"] = facts.tool_errors, facts.repeated_calls
     record.update({f"{ERROR_KIND_PREFIX}{k}": kinds.get(k, 0) for k in failure_kinds()})

@@ -13,7 +13,7 @@ from typing import Callable
 
 import duckdb
 
-from arag.report.format import markdown_table
+from arag.report.tables import Topic, fitted_tables
 
 REJUDGED_FROM_SQL = "json_extract_string(settings, '$.rejudged_from')"
 
@@ -61,6 +61,5 @@ def rejudge_section(con: duckdb.DuckDBPyConnection, label: Callable[[str], str])
         "trajectories, tool use and Cont-Acc, only LLM-Acc may differ. The tables show it as a run of its own (its judge tells "
         "them apart); the tool-use plot counts its episodes once, under the run it re-judges.",
         "",
-        markdown_table(["run", "dataset", "method", "re-judged from", "judge", "judge of the run it re-judges"], rows),
-        "",
+        *fitted_tables(1, [Topic("", ["run", "dataset", "method", "re-judged from", "judge", "judge of the run it re-judges"], rows, keep=("re-judged from",))]),
     ])

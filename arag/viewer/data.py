@@ -47,7 +47,7 @@ def listed_facts(facts: EpisodeFacts) -> dict[str, Any]:
     """The facts the listing pages show (arag.evaluation.episode_facts), as row keys: tool errors
     (`unusable_results`) and their kinds, repeated calls, the tool mix, and the evidence counts and
     recalls in place of the stored ones. None where the trajectory cannot tell (no tool-call record)."""
-    counted = {"tool_calls": facts.tool_calls} if facts.counted else {}
+    counted = {"tool_calls": facts.tool_calls} if facts.recorded else {}
     return {
         **counted, "unusable_results": facts.tool_errors, "tool_error_kinds": facts.tool_error_kinds, "repeated": facts.repeated_calls,
         "tool_mix": dict(facts.calls), "evidence_supporting": facts.evidence_supporting, "evidence_seen": facts.evidence_seen,

@@ -465,7 +465,7 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
             ("prediction", esc(row.get("prediction")) if row.get("status") == "ok" else f'<span class="problem">{esc(row.get("failure"))}</span>'),
             ("outcome", outcome_badge(row) + forced + wrong),
             ("judge's reply", esc(row.get("judge_reply") or row.get("judge_status"))),
-            ("steps · tool calls", f"{num(row.get('steps'))} · {counted.tool_calls if counted.counted else num(row.get('tool_calls'))}"),
+            ("steps · tool calls", f"{num(row.get('steps'))} · {counted.tool_calls if counted.recorded else num(row.get('tool_calls'))}"),
             ("tokens in / out", f"{num(row.get('prompt_tokens'))} / {num(row.get('completion_tokens'))}"),
             ("evidence seen / read", f"{pct(counted.evidence_recall_seen)} / {pct(counted.evidence_recall_read)}"),
             ("wall s", num(row.get("wall_s"))),

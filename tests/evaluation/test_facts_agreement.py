@@ -15,6 +15,7 @@ import pytest
 from arag.report.build import connect, details_table, tool_table, tool_use_series
 from arag.report.rejudges import counted_runs, rejudge_section
 from tests.support.facts_agreement import COMPARED, both_sides
+from tests.support.report_tables import table
 
 COMMITTED = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_evaluations" / "results"
 ARAG_NAIVE_10_STEPS = "50522084c0aceef9"  # 2Wiki, 50 questions
@@ -59,8 +60,8 @@ def test_the_tool_use_plot_splits_datasets_and_counts_a_rejudged_run_once(con):
 
 
 def test_the_report_names_each_rejudge_its_source_and_judges(con):
-    lines = [line for line in rejudge_section(con, str).splitlines() if line.startswith("| `")]
-    assert lines == [
-        "| `c091414684ab2bda` | graphrag-bench-novel-docs | agenticrag | `e9a0079474b562ed` | qwen2.5-coder-1.5b-instruct (preset paper) | qwen2.5-coder-1.5b-instruct (unnamed preset) |",
-        "| `c270c6a77fbba1b0` | graphrag-bench-novel-docs | arag_full | `dbf1a07ee4f9177e` | qwen2.5-coder-1.5b-instruct (preset paper) | qwen2.5-coder-1.5b-instruct (unnamed preset) |",
+    section = table(rejudge_section(con, str), "Re-judged runs", section="Re-judged runs")
+    assert [(r["run"], r["method"], r["re-judged from"], r["judge"], r["judge of the run it re-judges"]) for r in section.records] == [
+        ("`c091414684ab2bda`", "agenticrag", "`e9a0079474b562ed`", "qwen2.5-coder-1.5b-instruct (preset paper)", "qwen2.5-coder-1.5b-instruct (unnamed preset)"),
+        ("`c270c6a77fbba1b0`", "arag_full", "`dbf1a07ee4f9177e`", "qwen2.5-coder-1.5b-instruct (preset paper)", "qwen2.5-coder-1.5b-instruct (unnamed preset)"),
     ]
