@@ -508,9 +508,11 @@ def run_page(run: Run, report: Any) -> str:
     answered = sum(r["status"] == "ok" for r in rows)
     mix_rows = "".join(f'<tr class="tool" data-tool="{esc(tool)}"><th><code>{esc(tool)}</code></th><td>{figures.share_bar(share)}</td><td class="n">{calls} calls · {100 * share:.1f}%'
                        f'{f" · {calls / answered:.2f} per answered episode" if answered else ""}</td></tr>' for tool, calls, share in mix)
-    errors = sum(r.get("unusable_results") or 0 for r in rows)
-    repeated = sum(r.get("repeated") or 0 for r in rows)
-    kinds = figures.kind_totals(rows)
+    # A row stored without a trajectory leaves its run's tool errors and repeats uncounted, not 0.
+    counted = all(r.get("unusable_results") is not None for r in rows)
+    errors = sum(r["unusable_results"] for r in rows) if counted else "n/a"
+    repeated = sum(r["repeated"] for r in rows) if counted else "n/a"
+    kinds = figures.kind_totals(rows) if counted else {}
     kinds_text = " (" + ", ".join(f"{kind.replace('_', ' ')} {n}" for kind, n in kinds.items()) + ")" if kinds else ""
     total_calls = sum(c for _, c, _ in mix)
     report_link = f'<a href="{href("/report", run=run.run_id)}">its report</a>' if report else f'no report yet (<code>python -m pipelines.report results.path={esc(run.path.parent)}</code>)'
@@ -520,7 +522,7 @@ def run_page(run: Run, report: Any) -> str:
         f'<p><a href="{href("/", run=run.run_id)}#episodes">its episodes</a> · <a href="{href("/settings", run=run.run_id)}">its settings</a> · {report_link}</p></div>'
         f'<h2>Accuracy</h2><p class="meta">95% Wilson interval [low, high] and n, the questions it averages over (a failed episode scores 0).</p><table class="figures">{"".join(acc)}</table>'
         f'<h2>Steps and retrieved tokens</h2><p class="meta">Mean with its 95% bootstrap interval (10,000 seeded resamples) and n; bars: how many episodes had each value.</p><table class="figures">{"".join(dists)}</table>'
-        f'<h2>Tool mix</h2><p class="meta"><span id="tool-calls">{total_calls}</span> tool calls; <span class="{"problem" if errors else ""}"><span id="unusable-calls">{errors}</span> with a result the model could not use{esc(kinds_text)}</span>; <span id="repeated-calls">{repeated}</span> repeated.</p><table class="figures tool-mix">{mix_rows}</table>'
+        f'<h2>Tool mix</h2><p class="meta"><span id="tool-calls">{total_calls}</span> tool calls; <span class="{"problem" if errors not in (0, "n/a") else ""}"><span id="unusable-calls">{errors}</span> with a result the model could not use{esc(kinds_text)}</span>; <span id="repeated-calls">{repeated}</span> repeated.</p><table class="figures tool-mix">{mix_rows}</table>'
     )
     return page(f"{run.run_id} · {run.label}", body)
 

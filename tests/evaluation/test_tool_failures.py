@@ -17,7 +17,7 @@ from arag.evaluation.rows import EpisodeRow, rows_to_table
 from arag.evaluation.repeats import repeated_flags
 from arag.report.build import build_report
 from tests.support.report_tables import table
-from arag.evaluation.results import RunStore
+from arag.evaluation.results import RUN_INFO, RunStore
 from arag.evaluation.runner import EpisodeRunner
 from arag.llm.scripted import ScriptedBackend
 from arag.tools import DocumentSession
@@ -122,14 +122,16 @@ def test_the_row_counts_tool_errors_by_kind_and_repeated_calls(ctx):
 
 def old_run(root: Path, run_id: str, method: str, trajectory: str = "{}") -> None:
     """A run stored before failure kinds were recorded: its files lack the new columns, its
-    tool_errors counted refusals only; `trajectory`: its one episode's."""
-    row = EpisodeRow(run_id=run_id, dataset="bench", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method=method,
+    tool_errors counted refusals only; `trajectory`: its one episode's. Its dataset is another than
+    the scripted run's, so the viewer's page of one question across runs shows that run alone."""
+    row = EpisodeRow(run_id=run_id, dataset="bench-old", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method=method,
                      model="scripted", backend="scripted", status="ok", prediction="a", tool_calls=8, tool_errors=1, calls={"chunk_read": 8},
                      trajectory=trajectory)
     table = rows_to_table([row.to_record()])
     table = table.drop_columns([c for c in table.column_names if c.startswith("tool_errors_") or c == "repeated_calls"])
     (root / run_id / "episodes").mkdir(parents=True)
     pq.write_table(table, root / run_id / "episodes" / "part-0.parquet")
+    (root / run_id / RUN_INFO).write_text(json.dumps({"run_id": run_id, "settings": {"dataset": "bench-old", "method": {"name": method}}}))
 
 
 def as_stored_before_kinds(trajectory: str) -> str:
@@ -174,6 +176,20 @@ def test_the_report_counts_errors_by_kind_and_repeats_from_the_trajectories_of_o
     # Stored before kinds (its row says 1 tool error, refusals only): the same counts, read from what the calls returned.
     assert [legacy[c] for c in COUNTED] == [new[c] for c in COUNTED] and legacy["tool errors"] == "7.00"
     assert {bare[c] for c in [*COUNTED, "tool errors"]} == {"n/a"}  # no trajectory: not 0, never counted
+
+
+def test_the_report_and_the_viewer_agree_on_every_count_of_the_three_runs(tree):
+    from tests.support.facts_agreement import both_sides
+
+    pairs = both_sides(tree["root"], build_report(tree["root"]).markdown)
+    for report, viewer in pairs:
+        assert report.cells == viewer.cells, report.run_id
+    cells = {report.run_id: report.cells for report, _ in pairs}
+    counted = {"tool errors": "7.00", "unusable calls": "7 of 8 (87.5%)", "repeated calls": "2 of 8 (25.0%)", "refused": "1", "unknown tool": "1",
+               "unknown ids": "2", "empty": "2", "already read": "1", "infrastructure": "0"}
+    assert cells[tree["run_id"]] == {**counted, "evidence read": "100.0", "evidence seen": "100.0"}  # Ermengarde's chunk read
+    assert cells["legacy"] == {**counted, "evidence read": "–", "evidence seen": "–"}  # its question lists no supporting titles
+    assert cells["bare"] == {**{c: "n/a" for c in [*counted, "unusable calls"]}, "evidence read": "–", "evidence seen": "–"}
 
 
 def test_the_facts_of_a_trajectory_stored_before_kinds_match_the_recorded_ones(tree):

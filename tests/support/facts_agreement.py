@@ -64,22 +64,26 @@ def viewer_side(client, run_id: str) -> Side:
     from tests.evaluation.test_viewer import Dom
 
     page = Dom(client.get(f"/run?run={run_id}").text)
-    calls, unusable, repeated = (int(page.by_id(i)) for i in ("tool-calls", "unusable-calls", "repeated-calls"))
+    calls = int(page.by_id("tool-calls"))
+    unusable, repeated = page.by_id("unusable-calls"), page.by_id("repeated-calls")
     episodes = client.get(f"/export?run={run_id}&format=json").json()
     assert episodes and {e["run_id"] for e in episodes} == {run_id}
-    assert sum(e["unusable_results"] for e in episodes) == unusable and sum(e["repeated"] for e in episodes) == repeated
 
     def mean(column: str, kind: str) -> str:
         values = [e[column] for e in episodes if e[column] is not None]
         return format_value(sum(values) / len(values) if values else None, kind)
 
+    evidence = {"evidence read": mean("evidence_recall_read", "pct"), "evidence seen": mean("evidence_recall_seen", "pct")}
+    if unusable == "n/a":  # a row stored without a trajectory: nothing counted
+        assert repeated == "n/a" and any(e["unusable_results"] is None for e in episodes)
+        return Side(run_id, {**{c: "n/a" for c in COMPARED}, **evidence})
+    assert sum(e["unusable_results"] for e in episodes) == int(unusable) and sum(e["repeated"] for e in episodes) == int(repeated)
     cells = {
         "tool errors": mean("unusable_results", "f2"),
-        "unusable calls": calls_share(unusable, calls),
-        "repeated calls": calls_share(repeated, calls),
+        "unusable calls": calls_share(int(unusable), calls),
+        "repeated calls": calls_share(int(repeated), calls),
         **{k.replace("_", " "): format_value(sum(e[f"tool_errors_{k}"] for e in episodes), "int") for k in FAILURE_KINDS},
-        "evidence read": mean("evidence_recall_read", "pct"),
-        "evidence seen": mean("evidence_recall_seen", "pct"),
+        **evidence,
     }
     return Side(run_id, cells)
 
