@@ -14,6 +14,8 @@ table wider than MAX_COLUMNS is split by topic.
 Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
 run; LLM-Acc and Cont-Acc average over the same questions: every attempted question except those
 whose judge gave no verdict (counted beside them in "judge failed"), a failed episode scoring 0.
+Calls per tool, tool errors by kind, repeated calls and evidence seen and read are counted from each
+row's trajectory (arag.report.facts, the viewer's count), not read from the columns a run stored.
 
 Runs are never averaged together: a table cell holds one run. Results holding two runs for the same
 (dataset, model, method, shown settings) that differ in anything else of their identity (judge,
