@@ -248,14 +248,15 @@ def episodes_table(shown: list[tuple[Run, dict[str, Any]]], f: dict[str, str]) -
         if gold_seen_but_wrong(r):
             marks += " " + badge("gold-wrong", "gold seen but wrong")
         answer = esc(r["prediction"]) if r["status"] == "ok" else f'<span class="meta">{esc(r["failure"])}</span>'
-        errors, repeated = r.get("unusable_results") or 0, r.get("repeated") or 0
+        # None: a row stored without a trajectory, whose tool errors and repeats were never counted
+        errors, repeated = (("n/a" if r.get(k) is None else r[k]) for k in ("unusable_results", "repeated"))
         rows.append(
             f'<tr class="episode" data-run="{esc(run.run_id)}" data-q="{esc(r["question_id"])}"><td>{esc(run.label)}<br><span class="meta">{esc(run.run_id)}</span></td>'
             f'<td><a href="{href("/episode", run=run.run_id, q=r["question_id"])}">{esc(r["question"])}</a><br><span class="meta">{esc(r["question_id"])}</span></td>'
             f'<td>{esc(" | ".join(r["gold_answers"] or []))}</td><td>{answer}</td><td>{outcome_badge(r)}{marks}</td>'
             f'<td class="n steps">{num(r["steps"])}</td><td class="n">{num(r["prompt_tokens"])} / {num(r["completion_tokens"])}</td><td class="n retrieved">{num(r.get("retrieved_tokens"))}</td>'
             f'<td class="n seen">{pct(r.get("evidence_recall_seen"))}</td><td class="n read">{pct(r.get("evidence_recall_read"))}</td>'
-            f'<td class="n errors{" has-errors" if errors else ""}">{errors}</td><td class="n repeated{" has-repeated" if repeated else ""}">{repeated}</td>'
+            f'<td class="n errors{" has-errors" if errors not in (0, "n/a") else ""}">{errors}</td><td class="n repeated{" has-repeated" if repeated not in (0, "n/a") else ""}">{repeated}</td>'
             f'<td class="n">{num(r["wall_s"], 1)}</td>'
             f'<td><a href="{href("/compare", dataset=run.dataset, q=r["question_id"])}">across runs</a></td></tr>'
         )
