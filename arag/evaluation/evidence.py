@@ -108,18 +108,37 @@ def gold_chunks(chunk_titles: Mapping[str, str | None], supporting_titles: Itera
     return {c: found for c, found in marked.items() if found}
 
 
-def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
-    full_text = bool((episode.agent.get("method") or {}).get("full_text"))
+def seen_and_read(calls: Iterable[tuple[str, Iterable[str]]], full_text: bool) -> tuple[set[str], set[str]]:
+    """The chunk ids seen and read in full, from (tool-call record name, its result's chunk ids) of an
+    episode's calls; `full_text`: the method's full_text setting. The one rule for an Episode and for
+    a stored trajectory (arag.evaluation.episode_facts)."""
     seen: set[str] = set()
     read: set[str] = set()
-    for call in episode.tool_calls:
-        if evidence_of(call.name) == NOT_EVIDENCE:
+    for name, chunk_ids in calls:
+        if evidence_of(name) == NOT_EVIDENCE:
             continue
-        ids = set(call.chunk_ids)
+        ids = set(chunk_ids)
         seen |= ids
-        if shows_full_text(call.name, full_text):
+        if shows_full_text(name, full_text):
             read |= ids
     return seen, read
+
+
+def method_shows_full_text(agent: Mapping | None) -> bool:
+    """An episode's `agent` record (its loop and method settings): whether its searches return whole chunks."""
+    return bool(((agent or {}).get("method") or {}).get("full_text"))
+
+
+def found_titles(seen: Iterable[str], read: Iterable[str], titles: Mapping[str, str | None], supporting_titles: Iterable[str]) -> tuple[int, int]:
+    """How many supporting titles the seen and the read chunks cover, by the chunks' title fields."""
+    wanted = {t.strip() for t in supporting_titles if t and t.strip()}
+    seen_titles = {t for c in seen for t in titles_covered(titles.get(c))}
+    read_titles = {t for c in read for t in titles_covered(titles.get(c))}
+    return len(wanted & seen_titles), len(wanted & read_titles)
+
+
+def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
+    return seen_and_read(((c.name, c.chunk_ids) for c in episode.tool_calls), method_shows_full_text(episode.agent))
 
 
 def citation_recall(episode: Episode, supporting_titles: Iterable[str]) -> dict[int, float | None]:
@@ -140,8 +159,7 @@ def evidence_recall(episode: Episode, supporting_titles: Iterable[str], titles_o
         return EvidenceRecall(0, 0, 0, {k: None for k in RECALL_KS})
     seen, read = chunks_seen_and_read(episode)
     titles = titles_of(sorted(seen)) if (seen and titles_of is not None) else {}
-    seen_titles = {t for c in seen for t in titles_covered(titles.get(c))}
-    read_titles = {t for c in read for t in titles_covered(titles.get(c))}
+    found_seen, found_read = found_titles(seen, read, titles, wanted)
     ranked = [titles.get(c) for c in ranked_chunks(episode)]
     at_k = {k: recall_at_k(ranked, wanted, k) for k in RECALL_KS}
-    return EvidenceRecall(len(wanted), len(wanted & seen_titles), len(wanted & read_titles), at_k, titles)
+    return EvidenceRecall(len(wanted), found_seen, found_read, at_k, titles)

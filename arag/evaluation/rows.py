@@ -93,7 +93,7 @@ class EpisodeRow:
     invalid_replies: int = 0
     tool_calls: int = 0
     calls: dict[str, int] = field(default_factory=dict)  # calls per tool name; stored as the call_columns()
-    tool_errors: int = 0  # calls whose result the model could not use (every kind below)
+    tool_errors: int = 0  # calls whose result the model could not use (every kind below); these counts: arag.evaluation.episode_facts
     tool_error_kinds: dict[str, int] = field(default_factory=dict)  # tool errors per failure kind; stored as the error_kind_columns()
     repeated_calls: int = 0  # calls identical to an earlier call of the episode (arag.evaluation.repeats)
     retrieved_tokens: int = 0

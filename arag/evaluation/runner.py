@@ -12,17 +12,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from arag.agent import ANSWERED, Agent, AgentConfig, Episode
 from arag.agent.episode import pack_messages
+from arag.evaluation.episode_facts import trajectory_facts
 from arag.evaluation.evidence import citation_recall, evidence_recall
 from arag.evaluation.judge import NO_ANSWER, SKIPPED, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
 from arag.evaluation.questions import Question
 from arag.evaluation.rows import ROW_FAILED, OK, EpisodeRow
-from arag.evaluation.repeats import repeated_flags
 from arag.evaluation.run_settings import RunSettings
 from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
@@ -107,7 +106,10 @@ class EpisodeRunner:
             # The episode failed already (the tool server gone, say): its row keeps its own cause
             # and trajectory, with no chunk titles to count evidence by.
             evidence = await asyncio.to_thread(evidence_recall, episode, question.supporting_titles, None)
-        counts = Counter(c.name for c in episode.tool_calls)
+        # The chunks' titles go with the trajectory: a viewer marks gold evidence without the index,
+        # and the facts below are counted from it as the report and the viewer count them.
+        trajectory = {**episode.to_json(), "chunk_titles": evidence.chunk_titles}
+        facts = trajectory_facts(trajectory, question.supporting_titles)
         tokens = episode.token_totals()
         row = self.base_row(question, attempt, worker)
         row.status = OK if answered else ROW_FAILED
@@ -116,11 +118,8 @@ class EpisodeRunner:
         row.protocol = episode.protocol
         row.forced, row.forced_reason = episode.forced, episode.forced_reason
         row.steps, row.invalid_replies = episode.steps, episode.invalid_replies
-        row.tool_calls = len(episode.tool_calls)
-        row.calls = dict(counts)
-        kinds = Counter(kind for kind in map(failure_kind, episode.tool_calls) if kind is not None)
-        row.tool_errors, row.tool_error_kinds = sum(kinds.values()), dict(kinds)
-        row.repeated_calls = sum(repeated_flags((c.name, c.arguments) for c in episode.tool_calls))
+        row.tool_calls, row.calls = facts.tool_calls, facts.calls
+        row.tool_errors, row.tool_error_kinds, row.repeated_calls = facts.tool_errors, facts.tool_error_kinds, facts.repeated_calls
         row.retrieved_tokens = episode.retrieved_tokens
         row.prompt_tokens, row.completion_tokens, row.reasoning_tokens = tokens["prompt_tokens"], tokens["completion_tokens"], tokens["reasoning_tokens"]
         row.model_calls = len(episode.model_calls)
@@ -128,8 +127,8 @@ class EpisodeRunner:
         row.refused_calls, row.truncated_observations = episode.refused_calls, episode.truncated_observations
         row.answer_cut_off = episode.answer_cut_off
         self._set_verdict(row, verdict)
-        row.evidence_supporting, row.evidence_seen, row.evidence_read = evidence.n_supporting, evidence.found_seen, evidence.found_read
-        row.evidence_recall_seen, row.evidence_recall_read = evidence.recall_seen, evidence.recall_read
+        row.evidence_supporting, row.evidence_seen, row.evidence_read = facts.evidence_supporting, facts.evidence_seen, facts.evidence_read
+        row.evidence_recall_seen, row.evidence_recall_read = facts.evidence_recall_seen, facts.evidence_recall_read
         row.evidence_recall_at_2, row.evidence_recall_at_5 = (evidence.at_k or {}).get(2), (evidence.at_k or {}).get(5)
         cited = citation_recall(episode, question.supporting_titles)
         row.citation_recall_at_1, row.citation_recall_at_3 = cited[1], cited[3]
@@ -137,10 +136,8 @@ class EpisodeRunner:
         row.wall_s = episode.wall_s + verdict.latency_s
         row.llm_s = sum(m.latency_s for m in episode.model_calls)
         row.tool_s = sum(c.latency_s for c in episode.tool_calls)
-        # The chunks' titles go with the trajectory: a viewer marks gold evidence without the index.
-        trajectory = episode.to_json()
         trajectory["messages"] = pack_messages(trajectory["messages"], trajectory["tool_calls"])  # each tool result once
-        row.trajectory = json.dumps({**trajectory, "chunk_titles": evidence.chunk_titles}, ensure_ascii=False, default=str)
+        row.trajectory = json.dumps(trajectory, ensure_ascii=False, default=str)
         return row
 
     def failed_row(self, question: Question, reason: str, attempt: int = 1, worker: str | None = None) -> EpisodeRow:
@@ -167,16 +164,6 @@ class EpisodeRunner:
             self.judge_backend.close()
         if self._own_ctx and self.ctx is not None:
             self.ctx.close()
-
-
-def failure_kind(call: Any) -> str | None:
-    """The failure kind a tool call counts under (arag.tools.failures), None for a usable result:
-    its record's own, and a kind the list does not know (a plugin's) or an error without one as refused."""
-    from arag.tools.failures import FAILURE_KINDS, REFUSED
-
-    if call.failure is None and not call.error:
-        return None
-    return call.failure if call.failure in FAILURE_KINDS else REFUSED
 
 
 def base_row(

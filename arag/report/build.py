@@ -15,6 +15,8 @@ table wider than MAX_COLUMNS is split by topic.
 Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
 run; LLM-Acc and Cont-Acc average over the same questions: every attempted question except those
 whose judge gave no verdict (counted beside them in "judge failed"), a failed episode scoring 0.
+Calls per tool, tool errors by kind, repeated calls and evidence seen and read are counted from each
+row's trajectory (arag.report.facts, the viewer's count), not read from the columns a run stored.
 
 Runs are never averaged together: a table cell holds one run. Results holding two runs for the same
 (dataset, model, method, shown settings) that differ in anything else of their identity (judge,
@@ -36,11 +38,13 @@ from arag.report.intervals import LEGEND, Proportion, proportion
 from arag.report.intervals import cell as accuracy_cell
 from arag.evaluation.rows import CALLS_OTHER, counted_tools, failure_kinds
 from arag.report.a2rag import a2rag_section
+from arag.report.facts import create_views
 from arag.report.format import ANSWERED, OF_ANSWERED, OF_ATTEMPTED, SCORED, UnlikeRunsError, accuracy_sql, markdown_table
 from arag.report.format import format_value as _fmt
 from arag.report.format import pyplot as _pyplot
 from arag.report.paired import Comparison, comparisons, paired_section
 from arag.report.paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
+from arag.report.rejudges import counted_once_sql, rejudge_section
 from arag.report.protocol import block_runs, deviation_note, judge_label_sql, protocol_section, reference_rows, run_cards
 from arag.report.tables import MAX_COLUMNS, Topic, fitted_tables
 from arag.report.sweeps import AXIS_LABELS, PAPER_FIGURE_FILE, SWEEPABLE, paper_figure_section, setting_order, sweep_series, sweep_table
@@ -118,11 +122,11 @@ def result_files(results_path: str | Path) -> list[str]:
 
 
 def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the view `episodes` over every results file (one row per question and run)."""
+    """A DuckDB connection with the view `episodes` over every results file (one row per question and
+    run), its tool errors, repeated calls, calls per tool and evidence counted from the trajectories
+    (arag.report.facts)."""
     con = duckdb.connect()
-    files = result_files(results_path)
-    listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-    con.execute(f"CREATE VIEW all_episodes AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
+    create_views(con, result_files(results_path))  # all_episodes: the rows, their facts counted from the trajectories
     con.execute(f"CREATE VIEW episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails, {JUDGE_SQL} AS judge FROM all_episodes {'WHERE ' + where if where else ''}")
     return con
 
@@ -456,52 +460,61 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
 
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:
     """Per run cell (dataset, model, method and the settings that vary): mean calls per tool; tool
-    errors, invalid replies and forced answers; the tool errors by failure kind and repeated calls
-    (`failure_columns`)."""
+    errors, unusable and repeated calls, invalid replies and forced answers; the tool errors by
+    failure kind (`failure_columns`), every count from the trajectories (arag.report.facts)."""
     cols = ["dataset", "model", "method", *_varying(con)]
     tools = tool_columns(con)
-    failures = failure_columns(con)
+    failures = failure_columns()
     data = con.execute(
-        f"""SELECT {', '.join(cols)}, {', '.join(f'avg(calls_{t})' for t in tools)}, avg(tool_errors), avg(invalid_replies), avg(CAST(forced AS INTEGER)),
-                   {', '.join(sql for _, sql in failures)}
+        f"""SELECT {', '.join(cols)}, {', '.join(f'avg(calls_{t})' for t in tools)}, {_counted('avg(tool_errors)')}, avg(invalid_replies),
+                   avg(CAST(forced AS INTEGER)), sum(tool_calls), {', '.join(sql for _, sql in failures)}
            FROM episodes GROUP BY ALL"""
     ).fetchall()
-    n, k = len(cols), len(tools) + 2
+    n, t = len(cols), len(tools)
     order = {m: i for i, m in enumerate(_method_order(sorted({r[2] for r in data})))}
     data.sort(key=lambda r: (str(r[0]), str(r[1]), order[r[2]], *_setting_keys(cols[3:], r[3:n])))
     keys = key_header(cols)
     calls = [*keys, *tools]
-    call_rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "f2") for v in r[n : n + len(tools)])] for r in data]
-    f = n + k + 1
+    call_rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "f2") for v in r[n : n + t])] for r in data]
+    f = n + t + 4  # the first failure column; the calls in all before it
 
     def known(v: Any, kind: str) -> str:
         return "n/a" if v is None else _fmt(v, kind)
 
     errors = [*keys, "tool errors", "invalid replies", "forced answers %", failures[0][0], failures[-1][0]]
-    error_rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "f2") for v in r[n + len(tools) : n + k]), _fmt(r[n + k]), known(r[f], "pct"), known(r[-1], "f2")] for r in data]
+    error_rows = [[*key_cells(cols, r[:n]), known(r[n + t], "f2"), _fmt(r[n + t + 1], "f2"), _fmt(r[n + t + 2]), calls_share(r[f], r[f - 1]), calls_share(r[-1], r[f - 1])]
+                  for r in data]
     kinds = [*keys, *(label for label, _ in failures[1:-1])]
-    kind_rows = [[*key_cells(cols, r[:n]), *(known(v, "f2") for v in r[f + 1 : -1])] for r in data]
+    kind_rows = [[*key_cells(cols, r[:n]), *(known(v, "int") for v in r[f + 1 : -1])] for r in data]
     return "\n".join(["## Tool use", "",
-                      "Means per episode (naive_rag's one retrieval counts as a naive_embedding_search call). A tool error is a call whose result "
-                      "the model could not use (refused arguments, an unknown tool, only unknown ids, a search that found nothing, only chunks "
-                      "already read, a failed tool); a repeated call is identical to an earlier call of the episode (docs/evaluation.md). \"n/a\": "
-                      "runs written before these were recorded (their tool errors count refusals only).", "",
+                      "Calls per tool, tool errors and invalid replies: means per episode (naive_rag's one retrieval counts as a "
+                      "naive_embedding_search call). A tool error is a call whose result the model could not use (refused arguments, an "
+                      "unknown tool, only unknown ids, a search that found nothing, only chunks already read, a failed tool); a repeated call "
+                      "is identical to an earlier call of the episode (docs/evaluation.md). Unusable and repeated calls, and the tool errors "
+                      "by kind: calls in all, of all the run's calls. Every count is taken from the episodes' trajectories, the same count the "
+                      "viewer shows, for runs stored before these were recorded too; \"n/a\": rows stored without a trajectory.", "",
                       *topic_tables(n, [("Calls per tool", calls, call_rows), ("Tool errors, repeated calls and forced answers", errors, error_rows),
-                                        ("Tool errors by kind", kinds, kind_rows)])])
+                                        ("Tool errors by kind (calls)", kinds, kind_rows)])])
 
 
-def failure_columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
-    """(header, SQL aggregate) of the tool-failure table: unusable calls as a share of all calls, then
-    means per episode of each failure kind and of repeated calls. NULL (shown "n/a") for a cell any of
-    whose rows lacks the column: rows written before failure kinds were recorded."""
-    present = {r[0] for r in con.execute("DESCRIBE episodes").fetchall()}
+def _counted(aggregate: str, column: str = "tool_errors") -> str:
+    """`aggregate` where every row of the cell has its facts counted (a trajectory), else NULL."""
+    return f"CASE WHEN count({column}) = count(*) THEN {aggregate} END"
 
-    def known(column: str, value: str) -> str:
-        return f"CASE WHEN count({column}) = count(*) THEN {value} END" if column in present else "NULL"
 
-    share = known("repeated_calls", "sum(tool_errors) / nullif(sum(tool_calls), 0)")
-    kinds = [(kind.replace("_", " "), known(f"tool_errors_{kind}", f"avg(tool_errors_{kind})")) for kind in failure_kinds()]
-    return [("unusable % of calls", share), *kinds, ("repeated calls", known("repeated_calls", "avg(repeated_calls)"))]
+def calls_share(count: Any, calls: Any) -> str:
+    """ "370 of 409 (90.5%)": calls of a kind among all calls; "n/a" where not counted."""
+    if count is None:
+        return "n/a"
+    share = f" ({100 * count / calls:.1f}%)" if calls else ""
+    return f"{int(count)} of {int(calls or 0)}{share}"
+
+
+def failure_columns() -> list[tuple[str, str]]:
+    """(header, SQL aggregate) of the tool-failure tables: unusable calls, the calls of each failure
+    kind and repeated calls, in all; NULL (shown "n/a") for a cell with a row stored without a trajectory."""
+    kinds = [(kind.replace("_", " "), _counted(f"sum(tool_errors_{kind})")) for kind in failure_kinds()]
+    return [("unusable calls", _counted("sum(tool_errors)")), *kinds, ("repeated calls", _counted("sum(repeated_calls)"))]
 
 
 def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
@@ -638,19 +651,26 @@ def accuracy_figure(con: duckdb.DuckDBPyConnection, x: str):
 
 
 def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, list[tuple[int, int]]]]:
-    """(label, mean calls per tool, [(tool calls in an episode, episodes)]) per method, in method
-    order; a method whose runs differ in a shown setting gets one entry per setting value (the judge
-    aside: it does not change what the agent did)."""
+    """(label, mean calls per tool, [(tool calls in an episode, episodes)]) per dataset and method, in
+    dataset then method order; a method whose runs differ in a shown setting gets one entry per
+    setting value (the judge aside: it does not change what the agent did). Each episode counts once:
+    a re-judged run's are its source's (arag.report.rejudges)."""
     shown = [c for c in _varying(con) if c != "judge"]
-    series = " || ' · ' || ".join(["method", *(f"'{c}=' || coalesce(CAST({c} AS VARCHAR), '—')" for c in shown)])
-    n = len(shown)
-    means = con.execute(f"SELECT method, {series}, {''.join(c + ', ' for c in shown)}{', '.join(f'avg(calls_{t})' for t in tool_columns(con))} FROM episodes GROUP BY ALL").fetchall()
-    hist = con.execute(f"SELECT {series}, tool_calls, count(*) FROM episodes GROUP BY ALL ORDER BY ALL").fetchall()
-    order = {m: i for i, m in enumerate(_method_order(sorted({r[0] for r in means})))}
-    return [
-        (_label(r[0]) + r[1][len(r[0]) :], tuple(r[2 + n :]), [(k, c) for key, k, c in hist if key == r[1]])
-        for r in sorted(means, key=lambda r: (order[r[0]], *_setting_keys(shown, r[2 : 2 + n])))
-    ]
+    keys = ["dataset", "method", *shown]
+    once = counted_once_sql(con)
+    means = con.execute(f"SELECT {', '.join(keys)}, {', '.join(f'avg(calls_{t})' for t in tool_columns(con))} FROM episodes WHERE {once} GROUP BY ALL").fetchall()
+    hist: dict[tuple, list[tuple[int, int]]] = {}
+    for *key, calls, count in con.execute(f"SELECT {', '.join(keys)}, tool_calls, count(*) FROM episodes WHERE {once} GROUP BY ALL ORDER BY ALL").fetchall():
+        hist.setdefault(tuple(key), []).append((calls, count))
+    n = len(keys)
+    several = len({r[0] for r in means}) > 1
+    order = {m: i for i, m in enumerate(_method_order(sorted({r[1] for r in means})))}
+
+    def label(r: tuple) -> str:
+        return " · ".join([_label(r[1]), *([str(r[0])] if several else []), *(f"{c}={_setting_text(v)}" for c, v in zip(shown, r[2:n]))])
+
+    return [(label(r), tuple(r[n:]), hist.get(tuple(r[:n]), []))
+            for r in sorted(means, key=lambda r: (str(r[0]), order[r[1]], *_setting_keys(shown, r[2:n])))]
 
 
 def tool_use_figure(con: duckdb.DuckDBPyConnection):
@@ -731,6 +751,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         "",
         f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
         "",
+        rejudge_section(con, _label),
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results",
                        paper=PaperResults.load() if paper_columns else None, cards=cards),
         ablation_table(con, paper=PaperResults.load(table=PAPER_ABLATIONS_FILE) if paper_columns else None, cards=cards),

@@ -8,24 +8,23 @@ row holds each question, so an episode page reads that one file, not the whole r
 
 from __future__ import annotations
 
-import json
-import re
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from arag.agent.episode import unpack_messages
-from arag.evaluation.repeats import repeated_flags
-from arag.evaluation.rows import OK
+from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, parse_trajectory, row_facts
+from arag.evaluation.rows import ERROR_KIND_PREFIX, OK
+from arag.tools.failures import FAILURE_KINDS
 from arag.evaluation.results import RunStore, find_run_dirs, read_row
 
 if TYPE_CHECKING:
     from arag.report.paired import Comparison
 
-# The columns the listing pages need; the trajectory is read with them once, to count what the row
-# did not record (unusable results, repeated calls, the tool mix), and then dropped.
+# The columns the listing pages need; the trajectory is read with them once, to count the episode's
+# facts (arag.evaluation.episode_facts: tool errors, repeated calls, the tool mix, evidence), and then dropped.
 SUMMARY_COLUMNS = (
     "run_id", "dataset", "question_id", "question", "gold_answers", "method", "model", "status", "prediction", "failure",
     "max_steps", "reasoning_effort", "forced", "forced_reason", "steps", "tool_calls", "prompt_tokens", "completion_tokens",
@@ -35,12 +34,6 @@ SUMMARY_COLUMNS = (
 OUTCOMES = ("correct", "wrong", "unjudged", "failed")
 # How many whole episodes (row and parsed trajectory) a tree keeps: pages revisit the last few.
 EPISODES_KEPT = 64
-
-# A chunk_read result of a run that predates failure kinds, naming ids the index does not hold
-# (arag.tools.render.chunk_read_text): "Unknown chunk ids (not in this index): [...]".
-UNKNOWN_CHUNK_IDS = re.compile(r"^Unknown chunk ids? \(not in this index\): (?P<ids>\[.*\])\s*$", re.MULTILINE)
-# A refusal of an unknown reference id (AgenticRAG's document tools), recorded before failure kinds.
-UNKNOWN_REF_ID = re.compile(r"^unknown reference id", re.IGNORECASE)
 
 
 def outcome(row: dict[str, Any]) -> str:
@@ -53,51 +46,16 @@ def outcome(row: dict[str, Any]) -> str:
     return "correct" if row["llm_acc"] >= 0.5 else "wrong"
 
 
-def unknown_ids_in(call: dict[str, Any]) -> int:
-    """How many ids a tool call named that do not exist: as recorded, else (runs that predate the
-    count) the length of the result's "Unknown chunk ids" list."""
-    if call.get("unknown_id_count"):
-        return int(call["unknown_id_count"])
-    m = UNKNOWN_CHUNK_IDS.search(call.get("text") or "")
-    if m is None:
-        return 0
-    try:
-        return len(json.loads(m["ids"]))
-    except ValueError:
-        return 1
-
-
-def call_failure(call: dict[str, Any]) -> str | None:
-    """A stored tool call's failure kind (arag.tools.failures), None when the model could use its
-    result. Calls stored before kinds were recorded: an unknown reference id or a chunk_read that
-    read nothing but unknown ids is `unknown_ids`, any other error `refused`."""
-    if call.get("failure"):
-        return str(call["failure"])
-    if call.get("error"):
-        return "unknown_ids" if UNKNOWN_REF_ID.match(str(call["error"])) else "refused"
-    if "failure" not in call and not call.get("chunk_ids") and unknown_ids_in(call):
-        return "unknown_ids"
-    return None
-
-
-def trajectory_counts(trajectory: dict[str, Any]) -> dict[str, Any]:
-    """What the viewer counts in a trajectory: unusable results, repeated calls and calls per tool."""
-    calls = [c for c in trajectory.get("tool_calls") or [] if isinstance(c, dict)]
-    repeated = repeated_flags((c.get("name"), c.get("arguments")) for c in calls)
+def listed_facts(facts: EpisodeFacts) -> dict[str, Any]:
+    """The facts the listing pages show (arag.evaluation.episode_facts), as row keys: tool errors
+    (`unusable_results`) and their kinds, repeated calls, the tool mix, and the evidence counts and
+    recalls in place of the stored ones. None where the trajectory cannot tell (no tool-call record)."""
+    counted = {"tool_calls": facts.tool_calls} if facts.recorded else {}
     return {
-        "unusable_results": sum(call_failure(c) is not None for c in calls),
-        "repeated": sum(repeated),
-        "tool_mix": dict(Counter(str(c.get("name")) for c in calls)),
+        **counted, "unusable_results": facts.tool_errors, "tool_error_kinds": facts.tool_error_kinds, "repeated": facts.repeated_calls,
+        "tool_mix": dict(facts.calls), "evidence_supporting": facts.evidence_supporting, "evidence_seen": facts.evidence_seen,
+        "evidence_read": facts.evidence_read, "evidence_recall_seen": facts.evidence_recall_seen, "evidence_recall_read": facts.evidence_recall_read,
     }
-
-
-def parse_trajectory(text: str | None) -> dict[str, Any]:
-    """A row's trajectory column as a dict (with `error` set when it is not readable JSON)."""
-    try:
-        trajectory = json.loads(text or "{}")
-    except ValueError as exc:
-        return {"error": f"the trajectory column is not valid JSON ({exc})"}
-    return trajectory if isinstance(trajectory, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -139,7 +97,7 @@ class Run:
     run_id: str
     path: Path
     info: dict[str, Any]  # run.json
-    rows: list[dict[str, Any]]  # SUMMARY_COLUMNS of every stored episode, with `trajectory_counts`
+    rows: list[dict[str, Any]]  # SUMMARY_COLUMNS of every stored episode, with its `listed_facts`
     where: dict[str, tuple[Path, int]] = field(default_factory=dict)  # question id → (row file, row index)
     _matches: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)  # text → question ids whose trajectory holds it
 
@@ -217,9 +175,9 @@ def read_run(path: Path) -> Run:
     info = store.read_info()
     rows: list[dict[str, Any]] = []
     where: dict[str, tuple[Path, int]] = {}
-    for file, file_rows in store.read_rows_by_file([*SUMMARY_COLUMNS, "trajectory"]):
+    for file, file_rows in store.read_rows_by_file([*SUMMARY_COLUMNS, *FACT_INPUT_COLUMNS, "trajectory"]):
         for i, row in enumerate(file_rows):
-            row.update(trajectory_counts(parse_trajectory(row.pop("trajectory"))))
+            row.update(listed_facts(row_facts(row, parse_trajectory(row.pop("trajectory")))))
             where[row["question_id"]] = (file, i)
             rows.append(row)
     return Run(path.name, path, info, rows, where)
@@ -411,15 +369,24 @@ def filter_rows(runs: list[Run], f: dict[str, str]) -> list[tuple[Run, dict[str,
     return out
 
 
+# An exported episode's tool errors of each kind (arag.tools.failures), as the rows name them.
+KIND_COLUMNS = tuple(f"{ERROR_KIND_PREFIX}{kind}" for kind in FAILURE_KINDS)
 # The columns of an exported episode list, in order.
 EXPORT_COLUMNS = (
     "run_id", "dataset", "method", "model", "question_id", "question", "gold_answers", "prediction", "outcome", "failure",
-    "forced", "forced_reason", "llm_acc", "contain_acc", "steps", "tool_calls", "unusable_results", "repeated", "prompt_tokens",
-    "completion_tokens", "retrieved_tokens", "evidence_recall_seen", "evidence_recall_read", "gold_seen_but_wrong", "wall_s",
+    "forced", "forced_reason", "llm_acc", "contain_acc", "steps", "tool_calls", "unusable_results", *KIND_COLUMNS, "repeated", "prompt_tokens",
+    "completion_tokens", "retrieved_tokens", "evidence_supporting", "evidence_seen", "evidence_read", "evidence_recall_seen", "evidence_recall_read",
+    "gold_seen_but_wrong", "wall_s",
 )  # fmt: skip
+
+
+def _kind_count(kind: str):
+    """An episode's tool errors of one kind (None where its trajectory could not tell)."""
+    return lambda r: None if r.get("tool_error_kinds") is None else r["tool_error_kinds"].get(kind, 0)
 
 
 def export_records(shown: Iterable[tuple[Run, dict[str, Any]]]) -> list[dict[str, Any]]:
     """One record per listed episode, EXPORT_COLUMNS of it."""
-    derived = {"outcome": lambda r: outcome(r), "gold_seen_but_wrong": gold_seen_but_wrong}
+    derived = {"outcome": lambda r: outcome(r), "gold_seen_but_wrong": gold_seen_but_wrong,
+               **{c: _kind_count(c[len(ERROR_KIND_PREFIX):]) for c in KIND_COLUMNS}}
     return [{c: (derived[c](r) if c in derived else r.get(c)) for c in EXPORT_COLUMNS} for _, r in shown]

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from arag.evaluation.rows import OK
 from arag.report.intervals import Proportion, bootstrap_interval
+from arag.tools.failures import FAILURE_KINDS
 
 BAR_W, BAR_H = 320, 16
 HIST_W, HIST_H = 320, 70
@@ -91,6 +92,14 @@ def tool_mix(rows: list[dict[str, Any]]) -> list[tuple[str, int, float]]:
         total.update(r.get("tool_mix") or {})
     n = sum(total.values())
     return [(tool, calls, calls / n) for tool, calls in sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def kind_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Tool errors per failure kind over the run's episodes (arag.evaluation.episode_facts), the kinds that occurred."""
+    total: Counter = Counter()
+    for r in rows:
+        total.update(r.get("tool_error_kinds") or {})
+    return {kind: total[kind] for kind in FAILURE_KINDS if total[kind]}
 
 
 def share_bar(share: float) -> str:

@@ -14,9 +14,9 @@ from arag.evaluation.evidence import shows_full_text
 from arag.evaluation.results import RUN_INFO
 from arag.report.intervals import DELTA, PAIRED_HEADER, WITHIN_NOISE, Proportion, paired_cells
 from arag.report.paired import TABLE1, TABLE2, Comparison
-from arag.evaluation.repeats import repeated_flags
+from arag.evaluation.episode_facts import EpisodeFacts, row_facts, stored_calls, unknown_ids_in
 import arag.viewer.figures as figures
-from arag.viewer.data import CHOICES, Run, call_failure, filter_rows, gold_seen_but_wrong, outcome, scores, unknown_ids_in
+from arag.viewer.data import CHOICES, Run, filter_rows, gold_seen_but_wrong, outcome, scores
 from arag.viewer.gold import gold_marks
 
 PAGE_SIZE = 200  # episodes per page of the listing
@@ -253,14 +253,15 @@ def episodes_table(shown: list[tuple[Run, dict[str, Any]]], f: dict[str, str]) -
         if gold_seen_but_wrong(r):
             marks += " " + badge("gold-wrong", "gold seen but wrong")
         answer = esc(r["prediction"]) if r["status"] == "ok" else f'<span class="meta">{esc(r["failure"])}</span>'
-        errors, repeated = r.get("unusable_results") or 0, r.get("repeated") or 0
+        # None: a row stored without a trajectory, whose tool errors and repeats were never counted
+        errors, repeated = (("n/a" if r.get(k) is None else r[k]) for k in ("unusable_results", "repeated"))
         rows.append(
             f'<tr class="episode" data-run="{esc(run.run_id)}" data-q="{esc(r["question_id"])}"><td>{esc(run.label)}<br><span class="meta">{esc(run.run_id)}</span></td>'
             f'<td><a href="{href("/episode", run=run.run_id, q=r["question_id"])}">{esc(r["question"])}</a><br><span class="meta">{esc(r["question_id"])}</span></td>'
             f'<td>{esc(" | ".join(r["gold_answers"] or []))}</td><td>{answer}</td><td>{outcome_badge(r)}{marks}</td>'
             f'<td class="n steps">{num(r["steps"])}</td><td class="n">{num(r["prompt_tokens"])} / {num(r["completion_tokens"])}</td><td class="n retrieved">{num(r.get("retrieved_tokens"))}</td>'
             f'<td class="n seen">{pct(r.get("evidence_recall_seen"))}</td><td class="n read">{pct(r.get("evidence_recall_read"))}</td>'
-            f'<td class="n errors{" has-errors" if errors else ""}">{errors}</td><td class="n repeated{" has-repeated" if repeated else ""}">{repeated}</td>'
+            f'<td class="n errors{" has-errors" if errors not in (0, "n/a") else ""}">{errors}</td><td class="n repeated{" has-repeated" if repeated not in (0, "n/a") else ""}">{repeated}</td>'
             f'<td class="n">{num(r["wall_s"], 1)}</td>'
             f'<td><a href="{href("/compare", dataset=run.dataset, q=r["question_id"])}">across runs</a></td></tr>'
         )
@@ -288,11 +289,10 @@ def chunk_chips(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[s
     return "".join(chips)
 
 
-def call_marks(call: dict[str, Any], repeated: bool) -> tuple[str, str]:
+def call_marks(call: dict[str, Any], failure: str | None, repeated: bool) -> tuple[str, str]:
     """The CSS classes and labels that mark a tool call whose result the model could not use (its
     failure kind), one that named ids the index does not hold, and a call identical to an earlier
-    one of the episode (arag.evaluation.repeats)."""
-    failure = call_failure(call)
+    one of the episode (`failure` and `repeated`: the call's in the episode's facts, arag.evaluation.episode_facts)."""
     unknown = unknown_ids_in(call)
     classes = (" unusable" if failure else "") + (" unknown-ids" if unknown else "") + (" repeated" if repeated else "")
     labels = (f'<span class="call-label unusable">tool error: {esc(failure.replace("_", " "))}</span>' if failure else "")
@@ -319,14 +319,15 @@ def gold_refs_note(named: list[str], gold_refs: dict[str, list[str]]) -> str:
     return f'<div class="meta gold-refs">★ gold document{"s" if len(named) != 1 else ""}: {marks}</div>'
 
 
-def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], full_text: bool, repeated: bool = False, gold_refs: dict[str, list[str]] | None = None) -> str:
+def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], full_text: bool, failure: str | None = None, repeated: bool = False,
+                   gold_refs: dict[str, list[str]] | None = None) -> str:
     name = str(call.get("name"))
     ids = call.get("chunk_ids") or []
     level = "read (whole chunks)" if shows_full_text(name, full_text) else "seen (snippets)"
     unknown = unknown_ids_in(call)
     meta = f"{len(ids)} chunk{'s' if len(ids) != 1 else ''}, {level}{f' · {unknown} unknown id' + ('s' if unknown != 1 else '') if unknown else ''} · {num(call.get('retrieved_tokens'))} retrieved tokens · {num(call.get('latency_s'), 3)} s"
     error = f'<p class="problem">error: {esc(call["error"])}</p>' if call.get("error") else ""
-    classes, labels = call_marks(call, repeated)
+    classes, labels = call_marks(call, failure, repeated)
     refs = gold_refs or {}
     gold_here = [r for r in call.get("ref_ids") or [] if r in refs] if ids else []  # a summarize names refs but shows none
     ref_note = gold_refs_note(gold_here, refs)
@@ -359,7 +360,7 @@ def guard_rail_html(event: str) -> str:
 EVENT_STEP = re.compile(r"^step (\d+):")
 
 
-def steps_html(t: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], gold_refs: dict[str, list[str]]) -> str:
+def steps_html(t: dict[str, Any], facts: EpisodeFacts, gold: dict[str, list[str]], titles: dict[str, str], gold_refs: dict[str, list[str]]) -> str:
     """Each step's model calls, guard-rail events and tool calls, in that order."""
     full_text = bool(((t.get("agent") or {}).get("method") or {}).get("full_text"))
     by_step: dict[int, list[str]] = {}
@@ -369,26 +370,21 @@ def steps_html(t: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, 
     for event in t.get("guard_rail_events") or []:
         m = EVENT_STEP.match(str(event))
         (by_step.setdefault(int(m.group(1)), []) if m else loose).append(guard_rail_html(str(event)))
-    calls = t.get("tool_calls") or []
-    for call, repeated in zip(calls, repeated_flags((c.get("name"), c.get("arguments")) for c in calls)):
-        by_step.setdefault(int(call.get("step") or 0), []).append(tool_call_html(call, gold, titles, full_text, repeated, gold_refs))
+    for call, failure, repeated in zip(stored_calls(t), facts.failures, facts.repeated):
+        by_step.setdefault(int(call.get("step") or 0), []).append(tool_call_html(call, gold, titles, full_text, failure, repeated, gold_refs))
     out = [f'<section class="step" id="step-{s}"><h2>Step {s}{" (before the first model call)" if s == 0 else ""}</h2>{"".join(events)}</section>' for s, events in sorted(by_step.items())]
     return "".join(out + loose)
 
 
-def tool_errors_text(row: dict[str, Any], t: dict[str, Any]) -> str:
-    """The episode's unusable results by kind and its repeated calls, counted in its trajectory
-    (so runs that predate the row's counts show them too)."""
-    calls = [c for c in t.get("tool_calls") or [] if isinstance(c, dict)]
-    kinds: dict[str, int] = {}
-    for call in calls:
-        kind = call_failure(call)
-        if kind:
-            kinds[kind.replace("_", " ")] = kinds.get(kind.replace("_", " "), 0) + 1
+def tool_errors_text(facts: EpisodeFacts) -> str:
+    """An episode's tool errors by kind and its repeated calls (arag.evaluation.episode_facts: counted
+    in its trajectory, so runs that predate the row's counts show them too)."""
+    if not facts.counted:
+        return "n/a (no trajectory) · n/a"
+    kinds = {k.replace("_", " "): n for k, n in (facts.tool_error_kinds or {}).items()}
     detail = f" ({', '.join(f'{k} {v}' for k, v in kinds.items())})" if kinds else ""
-    repeated = sum(repeated_flags((c.get("name"), c.get("arguments")) for c in calls))
-    errors = f'<span class="problem">{sum(kinds.values())}{detail}</span>' if kinds else "0"
-    return f"{errors} · {repeated}"
+    errors = f'<span class="problem">{facts.tool_errors}{detail}</span>' if kinds else "0"
+    return f"{errors} · {facts.repeated_calls}"
 
 
 def verdict_html(row: dict[str, Any]) -> str:
@@ -406,6 +402,7 @@ def verdict_html(row: dict[str, Any]) -> str:
 
 def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[str, str], titles_note: str) -> str:
     supporting = row.get("supporting_titles") or []
+    facts = row_facts(row, t)
     gold, gold_refs = gold_marks(t, titles, supporting)
     forced = badge("forced", f"forced: {row.get('forced_reason')}") if row.get("forced") else ""
     marked = "gold chunks marked ★" + (", gold documents' reference ids highlighted" if gold_refs else "")
@@ -417,14 +414,14 @@ def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[
         ("verdict", verdict_html(row) + (" " + badge("gold-wrong", "gold seen but wrong") if gold_seen_but_wrong(row) else "")),
         ("Contain-Acc · EM · F1", f"{num(row.get('contain_acc'))} · {num(row.get('exact_match'))} · {num(row.get('f1'))}"),
         ("supporting titles", esc("; ".join(supporting))),
-        ("evidence", f'<span id="evidence">{num(row.get("evidence_seen"))} of {num(row.get("evidence_supporting"))} seen, {num(row.get("evidence_read"))} read in full · {marked} · {esc(titles_note)}</span>' if supporting else ""),
+        ("evidence", f'<span id="evidence">{facts.evidence_seen} of {facts.evidence_supporting} seen, {facts.evidence_read} read in full · {marked} · {esc(titles_note)}</span>' if supporting else ""),
     ]
     cost = [
         ("steps · model calls · tool calls", f"{num(row.get('steps'))} · {num(row.get('model_calls'))} · {num(row.get('tool_calls'))}"),
         ("tokens: prompt · completion · reasoning · retrieved", f"{num(row.get('prompt_tokens'))} · {num(row.get('completion_tokens'))} · {num(row.get('reasoning_tokens'))} · {num(row.get('retrieved_tokens'))}"),
         ("time s: wall · model · tools · judge", f"{num(row.get('wall_s'))} · {num(row.get('llm_s'))} · {num(row.get('tool_s'))} · {num(row.get('judge_s'))}"),
         ("invalid replies · refused calls · cut results", f"{num(row.get('invalid_replies'))} · {num(row.get('refused_calls'))} · {num(row.get('truncated_observations'))}"),
-        ("tool errors · repeated calls", f'<span id="tool-errors">{tool_errors_text(row, t)}</span>'),
+        ("tool errors · repeated calls", f'<span id="tool-errors">{tool_errors_text(facts)}</span>'),
         ("context warnings · forced summaries", f"{num(row.get('context_warnings'))} · {num(row.get('forced_summaries'))}" if (row.get("context_warnings") or row.get("forced_summaries")) else ""),
         ("run", f'<a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a> · {esc(run.label)} · {esc(row.get("backend"))} / {esc(row.get("protocol"))} · {run_links(run)}'),
         ("judge · commit", f"{esc(run.identity.judge)} · {esc(commit_text(run))}" + (f" · re-judged from {rejudged_html(run)}" if run.identity.rejudged_from else "")),
@@ -444,7 +441,7 @@ def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[
         f'<p><a href="/">all runs</a> › <a href="{href("/", run=run.run_id)}#episodes">{esc(run.label)}</a> › {esc(row["question_id"])}'
         f' · <a href="{href("/compare", dataset=run.dataset, q=row["question_id"])}">this question across runs</a></p>'
         f"<h1>{esc(row['question'])}</h1><div class=\"box\">{kv(answer)}</div><div class=\"box\">{kv(cost)}</div>"
-        f"<h2>Trajectory</h2>{steps_html(t, gold, titles, gold_refs)}{''.join(extra)}"
+        f"<h2>Trajectory</h2>{steps_html(t, facts, gold, titles, gold_refs)}{''.join(extra)}"
     )
     return page(f"{row['question_id']} · {run.label}", body)
 
@@ -462,9 +459,9 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
     for run, row, t, titles in found:
         gold, gold_refs = gold_marks(t, titles, row.get("supporting_titles") or [])
         calls = []
-        stored = t.get("tool_calls") or []
-        for call, repeated in zip(stored, repeated_flags((c.get("name"), c.get("arguments")) for c in stored)):
-            classes, labels = call_marks(call, repeated)
+        counted = row_facts(row, t)
+        for call, failure, repeated in zip(stored_calls(t), counted.failures, counted.repeated):
+            classes, labels = call_marks(call, failure, repeated)
             refs = [r for r in call.get("ref_ids") or [] if r in gold_refs] if call.get("chunk_ids") else []
             ref_note = gold_refs_note(refs, gold_refs)
             calls.append(f'<div class="event tool-call{classes}" data-tool="{esc(call.get("name"))}"><span class="meta">step {num(call.get("step"))}</span> <code>{esc(call.get("name"))}</code>{labels} {esc(as_json(call.get("arguments")))}<div>{chunk_chips(call, gold, titles)}</div>{ref_note}</div>')
@@ -474,9 +471,9 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
             ("prediction", esc(row.get("prediction")) if row.get("status") == "ok" else f'<span class="problem">{esc(row.get("failure"))}</span>'),
             ("outcome", outcome_badge(row) + forced + wrong),
             ("judge's reply", esc(row.get("judge_reply") or row.get("judge_status"))),
-            ("steps · tool calls", f"{num(row.get('steps'))} · {num(row.get('tool_calls'))}"),
+            ("steps · tool calls", f"{num(row.get('steps'))} · {counted.tool_calls if counted.recorded else num(row.get('tool_calls'))}"),
             ("tokens in / out", f"{num(row.get('prompt_tokens'))} / {num(row.get('completion_tokens'))}"),
-            ("evidence seen / read", f"{pct(row.get('evidence_recall_seen'))} / {pct(row.get('evidence_recall_read'))}"),
+            ("evidence seen / read", f"{pct(counted.evidence_recall_seen)} / {pct(counted.evidence_recall_read)}"),
             ("wall s", num(row.get("wall_s"))),
         ])  # fmt: skip
         whole_run = (f'<div class="run-accuracy">run LLM-Acc {accuracy(scores(run, "llm_acc").values())} · Contain-Acc '
@@ -517,8 +514,12 @@ def run_page(run: Run, report: Any) -> str:
     answered = sum(r["status"] == "ok" for r in rows)
     mix_rows = "".join(f'<tr class="tool" data-tool="{esc(tool)}"><th><code>{esc(tool)}</code></th><td>{figures.share_bar(share)}</td><td class="n">{calls} calls · {100 * share:.1f}%'
                        f'{f" · {calls / answered:.2f} per answered episode" if answered else ""}</td></tr>' for tool, calls, share in mix)
-    errors = sum(r.get("unusable_results") or 0 for r in rows)
-    repeated = sum(r.get("repeated") or 0 for r in rows)
+    # A row stored without a trajectory leaves its run's tool errors and repeats uncounted, not 0.
+    counted = all(r.get("unusable_results") is not None for r in rows)
+    errors = sum(r["unusable_results"] for r in rows) if counted else "n/a"
+    repeated = sum(r["repeated"] for r in rows) if counted else "n/a"
+    kinds = figures.kind_totals(rows) if counted else {}
+    kinds_text = " (" + ", ".join(f"{kind.replace('_', ' ')} {n}" for kind, n in kinds.items()) + ")" if kinds else ""
     total_calls = sum(c for _, c, _ in mix)
     report_link = f'<a href="{href("/report", run=run.run_id)}">its report</a>' if report else f'no report yet (<code>python -m pipelines.report results.path={esc(run.path.parent)}</code>)'
     body = (
@@ -527,7 +528,7 @@ def run_page(run: Run, report: Any) -> str:
         f'<p><a href="{href("/", run=run.run_id)}#episodes">its episodes</a> · <a href="{href("/settings", run=run.run_id)}">its settings</a> · {report_link}</p></div>'
         f'<h2>Accuracy</h2><p class="meta">95% Wilson interval [low, high] and n, the questions it averages over (a failed episode scores 0).</p><table class="figures">{"".join(acc)}</table>'
         f'<h2>Steps and retrieved tokens</h2><p class="meta">Mean with its 95% bootstrap interval (10,000 seeded resamples) and n; bars: how many episodes had each value.</p><table class="figures">{"".join(dists)}</table>'
-        f'<h2>Tool mix</h2><p class="meta">{total_calls} tool calls; <span class="{"problem" if errors else ""}">{errors} with a result the model could not use</span>; {repeated} repeated.</p><table class="figures tool-mix">{mix_rows}</table>'
+        f'<h2>Tool mix</h2><p class="meta"><span id="tool-calls">{total_calls}</span> tool calls; <span class="{"problem" if errors not in (0, "n/a") else ""}"><span id="unusable-calls">{errors}</span> with a result the model could not use{esc(kinds_text)}</span>; <span id="repeated-calls">{repeated}</span> repeated.</p><table class="figures tool-mix">{mix_rows}</table>'
     )
     return page(f"{run.run_id} · {run.label}", body)
 

@@ -17,7 +17,7 @@ from arag.evaluation.rows import EpisodeRow, rows_to_table
 from arag.evaluation.repeats import repeated_flags
 from arag.report.build import build_report
 from tests.support.report_tables import table
-from arag.evaluation.results import RunStore
+from arag.evaluation.results import RUN_INFO, RunStore
 from arag.evaluation.runner import EpisodeRunner
 from arag.llm.scripted import ScriptedBackend
 from arag.tools import DocumentSession
@@ -120,14 +120,26 @@ def test_the_row_counts_tool_errors_by_kind_and_repeated_calls(ctx):
     assert [c["unknown_id_count"] for c in calls] == [1, 0, 0, 1, 1, 0, 0, 0]
 
 
-def old_run(root: Path) -> None:
-    """A run stored before failure kinds were recorded: its files lack the new columns."""
-    row = EpisodeRow(run_id="old", dataset="bench", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method="arag_naive",
-                     model="scripted", backend="scripted", status="ok", prediction="a", tool_calls=4, tool_errors=1, calls={"chunk_read": 4})
+def old_run(root: Path, run_id: str, method: str, trajectory: str = "{}") -> None:
+    """A run stored before failure kinds were recorded: its files lack the new columns, its
+    tool_errors counted refusals only; `trajectory`: its one episode's. Its dataset is another than
+    the scripted run's, so the viewer's page of one question across runs shows that run alone."""
+    row = EpisodeRow(run_id=run_id, dataset="bench-old", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method=method,
+                     model="scripted", backend="scripted", status="ok", prediction="a", tool_calls=8, tool_errors=1, calls={"chunk_read": 8},
+                     trajectory=trajectory)
     table = rows_to_table([row.to_record()])
     table = table.drop_columns([c for c in table.column_names if c.startswith("tool_errors_") or c == "repeated_calls"])
-    (root / "old" / "episodes").mkdir(parents=True)
-    pq.write_table(table, root / "old" / "episodes" / "part-0.parquet")
+    (root / run_id / "episodes").mkdir(parents=True)
+    pq.write_table(table, root / run_id / "episodes" / "part-0.parquet")
+    (root / run_id / RUN_INFO).write_text(json.dumps({"run_id": run_id, "settings": {"dataset": "bench-old", "method": {"name": method}}}))
+
+
+def as_stored_before_kinds(trajectory: str) -> str:
+    """A trajectory as runs stored it before failure kinds and unknown-id counts were recorded."""
+    old = json.loads(trajectory)
+    for call in old["tool_calls"]:
+        del call["failure"], call["unknown_id_count"]
+    return json.dumps(old)
 
 
 def failure_rows(markdown: str) -> dict[str, dict[str, str]]:
@@ -141,23 +153,58 @@ def failure_rows(markdown: str) -> dict[str, dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def tree(ctx, tmp_path_factory):
-    """A results tree with the scripted episode's run and a run stored before kinds were recorded."""
+    """A results tree with the scripted episode's run, the same episode stored before kinds were
+    recorded (run "legacy", A-RAG (Naive)) and a run stored without a trajectory (run "bare", Naive RAG)."""
     root = tmp_path_factory.mktemp("failures") / "results"
     row = run_episode(ctx)
     with RunStore(root, row.run_id) as store:
         store.write_run_info({"run_id": row.run_id, "settings": json.loads(row.settings)})
         store.write([row.to_record()])
-    old_run(root)
+    old_run(root, "legacy", "arag_naive", as_stored_before_kinds(row.trajectory))
+    old_run(root, "bare", "naive_rag")
     return {"root": root, "run_id": row.run_id}
 
 
-def test_the_report_shows_errors_by_kind_and_repeats_and_n_a_for_older_runs(tree):
+COUNTED = ["unusable calls", "refused", "unknown tool", "unknown ids", "empty", "already read", "infrastructure", "repeated calls"]
+
+
+def test_the_report_counts_errors_by_kind_and_repeats_from_the_trajectories_of_old_and_new_runs(tree):
     rows = failure_rows(build_report(tree["root"]).markdown)
-    new, old = rows["A-RAG (Full)"], rows["A-RAG (Naive)"]
-    assert (new["unusable % of calls"], new["unknown ids"], new["empty"], new["already read"], new["refused"], new["unknown tool"]) == ("87.5", "2.00", "2.00", "1.00", "1.00", "1.00")
-    assert (new["infrastructure"], new["repeated calls"]) == ("0.00", "2.00")
-    counted = ["unusable % of calls", "refused", "unknown tool", "unknown ids", "empty", "already read", "infrastructure", "repeated calls"]
-    assert {old[c] for c in counted} == {"n/a"}  # not 0: never counted
+    new, legacy, bare = rows["A-RAG (Full)"], rows["A-RAG (Naive)"], rows["Naive RAG"]
+    assert [new[c] for c in COUNTED] == ["7 of 8 (87.5%)", "1", "1", "2", "2", "1", "0", "2 of 8 (25.0%)"]
+    assert new["tool errors"] == "7.00"
+    # Stored before kinds (its row says 1 tool error, refusals only): the same counts, read from what the calls returned.
+    assert [legacy[c] for c in COUNTED] == [new[c] for c in COUNTED] and legacy["tool errors"] == "7.00"
+    assert {bare[c] for c in [*COUNTED, "tool errors"]} == {"n/a"}  # no trajectory: not 0, never counted
+
+
+def test_the_report_and_the_viewer_agree_on_every_count_of_the_three_runs(tree):
+    from tests.support.facts_agreement import both_sides
+
+    pairs = both_sides(tree["root"], build_report(tree["root"]).markdown)
+    for report, viewer in pairs:
+        assert report.cells == viewer.cells, report.run_id
+    cells = {report.run_id: report.cells for report, _ in pairs}
+    counted = {"tool errors": "7.00", "unusable calls": "7 of 8 (87.5%)", "repeated calls": "2 of 8 (25.0%)", "refused": "1", "unknown tool": "1",
+               "unknown ids": "2", "empty": "2", "already read": "1", "infrastructure": "0"}
+    assert cells[tree["run_id"]] == {**counted, "evidence read": "100.0", "evidence seen": "100.0"}  # Ermengarde's chunk read
+    assert cells["legacy"] == {**counted, "evidence read": "–", "evidence seen": "–"}  # its question lists no supporting titles
+    assert cells["bare"] == {**{c: "n/a" for c in [*counted, "unusable calls"]}, "evidence read": "–", "evidence seen": "–"}
+
+
+def test_the_facts_of_a_trajectory_stored_before_kinds_match_the_recorded_ones(tree):
+    from arag.evaluation.episode_facts import row_facts, trajectory_facts
+
+    (row,) = RunStore.at(tree["root"] / tree["run_id"]).read_rows()
+    recorded = trajectory_facts(json.loads(row["trajectory"]), row["supporting_titles"])
+    assert list(recorded.failures) == FAILURES and list(recorded.repeated) == REPEATED
+    assert (recorded.tool_errors, recorded.tool_error_kinds, recorded.repeated_calls, recorded.tool_calls) == (7, KINDS, 2, 8)
+    inferred = row_facts({**row, "trajectory": as_stored_before_kinds(row["trajectory"])})
+    assert (list(inferred.failures), list(inferred.repeated)) == (FAILURES, REPEATED)
+    # The evidence counts come from the chunk titles the trajectory recorded: Ermengarde's chunk 2#0 was read.
+    assert (recorded.evidence_supporting, recorded.evidence_seen, recorded.evidence_read) == (1, 1, 1) == (row["evidence_supporting"], row["evidence_seen"], row["evidence_read"])
+    bare = row_facts({**row, "trajectory": "{}", "tool_calls": 8})
+    assert (bare.counted, bare.tool_errors, bare.repeated_calls, bare.evidence_seen) == (False, None, None, 1)  # the row's evidence stands
 
 
 def test_the_viewer_marks_unusable_results_and_repeated_calls(tree):
@@ -177,7 +224,7 @@ def test_the_viewer_marks_unusable_results_and_repeated_calls(tree):
                                                                  "tool error: unknown ids", "repeated call", "tool error: already read", "tool error: refused",
                                                                  "tool error: unknown tool"]
         assert "· 1 unknown id ·" in [x for _, _, x in dom.having("tool-call")][3]  # the partly unknown read
-        assert "7 (unknown ids 2, empty 2, already read 1, refused 1, unknown tool 1) · 2" in dom.text()
+        assert dom.by_id("tool-errors") == "7 (refused 1, unknown tool 1, unknown ids 2, empty 2, already read 1) · 2"  # kinds in their list order
         compare = Dom(client.get("/compare?dataset=bench&q=q0").text)
         assert ["repeated" in a["class"].split() for _, a, _ in compare.having("tool-call")] == REPEATED
 

@@ -1,0 +1,203 @@
+"""Every fact counted in an episode's trajectory, in one place: calls per tool, tool errors (results
+the model could not use) by failure kind, repeated calls, and the supporting documents seen and read.
+
+The runner fills a new row's columns with it; the report (arag.report.facts) and the viewer
+(arag.viewer.data) count every stored row again with it, so runs stored before a count existed, or
+while it was counted differently, show the same numbers everywhere as new ones. The input is the
+trajectory as stored: the JSON of arag.agent.episode.Episode.to_json, with the runner's
+`chunk_titles` ({chunk id: title field} of the chunks seen).
+
+Rules (docs/evaluation.md, "Tool errors and repeated calls"):
+  * a call's failure kind is its record's `failure` (arag.tools.failures.FAILURE_KINDS; a kind the
+    list does not know, a plugin's, counts as `refused`); a call with an `error` and no kind is
+    `unknown_ids` when it names an unknown reference id, `unknown_tool` when it names no offered
+    tool, else `refused`. Of the other calls stored before kinds were recorded (no `failure` key),
+    one that read nothing and whose result names unknown chunk ids is `unknown_ids`, a search or
+    find that returned no chunk `empty`, a chunk_read that brought no new text `already_read`
+    (`_legacy_failure`).
+  * a repeated call is identical to an earlier call of the episode (arag.evaluation.repeats).
+  * evidence: the supporting titles covered by the chunks seen and read (arag.evaluation.evidence),
+    by the chunk titles the trajectory recorded; a trajectory that recorded none (runs stored before
+    the runner kept them) keeps the counts its row stored, which the runner took from the index.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from arag.evaluation.evidence import found_titles, method_shows_full_text, seen_and_read
+from arag.evaluation.repeats import repeated_flags
+from arag.methods import evidence_of
+from arag.tools.base import NOT_EVIDENCE
+from arag.tools.failures import ALREADY_READ, EMPTY, FAILURE_KINDS, REFUSED, UNKNOWN_IDS, UNKNOWN_TOOL
+
+# A chunk_read result of a run that predates failure kinds, naming ids the index does not hold
+# (arag.tools.render.chunk_read_text): "Unknown chunk ids (not in this index): [...]".
+UNKNOWN_CHUNK_IDS = re.compile(r"^Unknown chunk ids? \(not in this index\): (?P<ids>\[.*\])\s*$", re.MULTILINE)
+# A refusal of an unknown reference id (AgenticRAG's document tools), recorded before failure kinds.
+UNKNOWN_REF_ID = re.compile(r"^unknown reference id", re.IGNORECASE)
+# The error the loop and the tool hosts record for a tool the method does not offer (arag.agent.loop).
+UNKNOWN_TOOL_ERROR = re.compile(r"^unknown tool\b", re.IGNORECASE)
+# The one tool that answers a chunk read before with a note instead of its text.
+CHUNK_READ = "chunk_read"
+
+
+def unknown_ids_in(call: Mapping[str, Any]) -> int:
+    """How many ids a stored tool call named that do not exist: as recorded, else (runs that predate
+    the count) the length of the result's "Unknown chunk ids" list."""
+    if call.get("unknown_id_count"):
+        return int(call["unknown_id_count"])
+    m = UNKNOWN_CHUNK_IDS.search(call.get("text") or "")
+    if m is None:
+        return 0
+    try:
+        return len(json.loads(m["ids"]))
+    except ValueError:
+        return 1
+
+
+def call_failure(call: Mapping[str, Any]) -> str | None:
+    """A stored tool call's failure kind (one of FAILURE_KINDS), None when the model could use its result."""
+    failure = call.get("failure")
+    if failure:
+        return failure if failure in FAILURE_KINDS else REFUSED
+    if call.get("error"):
+        error = str(call["error"])
+        return UNKNOWN_IDS if UNKNOWN_REF_ID.match(error) else UNKNOWN_TOOL if UNKNOWN_TOOL_ERROR.match(error) else REFUSED
+    if "failure" in call:  # recorded since kinds were: no kind is a usable result
+        return None
+    return _legacy_failure(call)
+
+
+def _legacy_failure(call: Mapping[str, Any]) -> str | None:
+    """The kind of a call stored before kinds were recorded, read from what it returned: an evidence
+    tool (a search, find, chunk_read) that returned no chunk is `unknown_ids` when its result names
+    unknown ids, else `empty`; a chunk_read whose chunks brought no new text (no retrieved tokens:
+    each was answered with the already-read note) is `already_read`, or `unknown_ids` when it also
+    named unknown ids, as the tool decides now (arag.tools.chunk_read)."""
+    named_unknown = unknown_ids_in(call) > 0
+    if not call.get("chunk_ids"):
+        if named_unknown:
+            return UNKNOWN_IDS
+        return EMPTY if evidence_of(str(call.get("name"))) != NOT_EVIDENCE else None
+    if call.get("name") == CHUNK_READ and not call.get("retrieved_tokens"):
+        return UNKNOWN_IDS if named_unknown else ALREADY_READ
+    return None
+
+
+@dataclass(frozen=True)
+class EpisodeFacts:
+    """What an episode did, counted in its trajectory. A stored row whose trajectory holds no
+    tool-call record (`recorded` False: written without one, or a failed row, which has none) keeps
+    its own call counts; if those say it called a tool, `counted` is False and the counts only a
+    trajectory gives (tool errors, repeated calls) are None, else they are 0."""
+
+    calls: dict[str, int]  # calls per tool name (the record's name: a made-up tool's too)
+    failures: tuple[str | None, ...]  # per call, in order: its failure kind, None when usable
+    repeated: tuple[bool, ...]  # per call, in order: identical to an earlier call
+    evidence_supporting: int  # the question's supporting titles
+    evidence_seen: int  # of them, covered by a chunk seen in any tool result
+    evidence_read: int  # of them, covered by a chunk whose whole text was put into the context
+    counted: bool = True
+    recorded: bool = True
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(self.calls.values())
+
+    @property
+    def tool_errors(self) -> int | None:
+        """Calls whose result the model could not use (every kind)."""
+        return sum(f is not None for f in self.failures) if self.counted else None
+
+    @property
+    def tool_error_kinds(self) -> dict[str, int] | None:
+        """Tool errors per failure kind that occurred, in FAILURE_KINDS order."""
+        if not self.counted:
+            return None
+        found = Counter(f for f in self.failures if f is not None)
+        return {k: found[k] for k in FAILURE_KINDS if found[k]}
+
+    @property
+    def repeated_calls(self) -> int | None:
+        return sum(self.repeated) if self.counted else None
+
+    @property
+    def evidence_recall_seen(self) -> float | None:
+        return self.evidence_seen / self.evidence_supporting if self.evidence_supporting else None
+
+    @property
+    def evidence_recall_read(self) -> float | None:
+        return self.evidence_read / self.evidence_supporting if self.evidence_supporting else None
+
+
+def stored_calls(trajectory: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The tool-call records of a stored trajectory, in order."""
+    return [c for c in trajectory.get("tool_calls") or [] if isinstance(c, Mapping)]
+
+
+def repeated_per_call(calls: Sequence[Mapping[str, Any]]) -> list[bool]:
+    return repeated_flags((str(c.get("name")), c.get("arguments")) for c in calls)
+
+
+def supporting_count(supporting_titles: Iterable[str] | None) -> int:
+    return len({t.strip() for t in supporting_titles or () if t and t.strip()})
+
+
+def evidence_found(trajectory: Mapping[str, Any], supporting_titles: Iterable[str], titles: Mapping[str, str | None]) -> tuple[int, int]:
+    """(supporting titles seen, read) in a trajectory's tool calls, by the chunk titles given."""
+    calls = stored_calls(trajectory)
+    seen, read = seen_and_read(((str(c.get("name")), c.get("chunk_ids") or []) for c in calls), method_shows_full_text(trajectory.get("agent")))
+    return found_titles(seen, read, titles, supporting_titles)
+
+
+def trajectory_facts(trajectory: Mapping[str, Any], supporting_titles: Iterable[str], titles: Mapping[str, str | None] | None = None) -> EpisodeFacts:
+    """The facts of one trajectory. `titles`: {chunk id: title field} of its chunks; None: those it
+    recorded (`chunk_titles`)."""
+    calls = stored_calls(trajectory)
+    supporting = list(supporting_titles or ())
+    seen, read = evidence_found(trajectory, supporting, titles if titles is not None else trajectory.get("chunk_titles") or {})
+    return EpisodeFacts(
+        calls=dict(Counter(str(c.get("name")) for c in calls)),
+        failures=tuple(call_failure(c) for c in calls),
+        repeated=tuple(repeated_per_call(calls)),
+        evidence_supporting=supporting_count(supporting),
+        evidence_seen=seen,
+        evidence_read=read,
+    )
+
+
+def parse_trajectory(text: str | None) -> dict[str, Any]:
+    """A row's trajectory column as a dict (with `error` set when it is not readable JSON)."""
+    try:
+        trajectory = json.loads(text or "{}")
+    except ValueError as exc:
+        return {"error": f"the trajectory column is not valid JSON ({exc})"}
+    return trajectory if isinstance(trajectory, dict) else {}
+
+
+# The columns of a stored row that row_facts reads (beside the trajectory).
+FACT_INPUT_COLUMNS = ("supporting_titles", "tool_calls", "evidence_supporting", "evidence_seen", "evidence_read")
+
+
+def row_facts(row: Mapping[str, Any], trajectory: Mapping[str, Any] | None = None) -> EpisodeFacts:
+    """The facts of a stored row: counted in its trajectory (`trajectory`, else its `trajectory`
+    column parsed). Where the trajectory cannot tell, what the row stored: the evidence counts when
+    it recorded no chunk titles, the call counts when it holds no tool-call record (`recorded`)."""
+    if trajectory is None:
+        trajectory = parse_trajectory(row.get("trajectory"))
+    supporting = list(row.get("supporting_titles") or ())
+    if "chunk_titles" in trajectory:
+        facts = trajectory_facts(trajectory, supporting)
+    else:
+        facts = trajectory_facts(trajectory, supporting, titles={})
+        n = facts.evidence_supporting or int(row.get("evidence_supporting") or 0)
+        facts = EpisodeFacts(facts.calls, facts.failures, facts.repeated, n, int(row.get("evidence_seen") or 0), int(row.get("evidence_read") or 0))
+    if "tool_calls" not in trajectory:
+        called = int(row.get("tool_calls") or 0) > 0
+        return EpisodeFacts({}, (), (), facts.evidence_supporting, facts.evidence_seen, facts.evidence_read, counted=not called, recorded=False)
+    return facts

@@ -1,0 +1,102 @@
+"""The report's episodes with their facts counted from the trajectories (arag.evaluation.episode_facts),
+not read from the columns the runs stored: runs stored before a count existed (tool errors by kind,
+repeated calls) or while it was counted differently show the numbers the viewer shows, and new runs
+the same ones they stored.
+
+`create_views` reads the files once into a table (the rows as stored), counts every row's facts from
+its trajectory (in batches), keeps them in a table keyed by (file, row number), and defines the view
+`all_episodes`: the stored rows with those columns replaced. Where a trajectory cannot tell (a row written without one), the call counts
+stay the row's and tool errors and repeated calls are NULL (the tables' "n/a").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, row_facts
+from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX, failure_kinds
+
+# The stored rows as read, with where each is (the key the facts are joined by).
+STORED_TABLE = "stored_episodes"
+FACTS_TABLE = "episode_facts"
+KEY = ("filename", "file_row_number")
+# Rows read per batch: trajectories are the large column.
+BATCH_ROWS = 500
+# Columns that keep the row's stored value where its trajectory holds no tool-call record.
+CALL_COUNT_COLUMNS = ("tool_calls",)
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
+    """The facts table's columns besides the key: call counts (`call_columns`, then calls_other),
+    tool errors, each kind, repeated calls, evidence counts and recalls."""
+    ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in failure_kinds()), "repeated_calls",
+            "evidence_supporting", "evidence_seen", "evidence_read"]
+    return [*((c, pa.int32()) for c in ints), ("evidence_recall_seen", pa.float64()), ("evidence_recall_read", pa.float64())]
+
+
+def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, Any]:
+    """One row of the facts table (without its key)."""
+    named = {c[len("calls_"):] for c in call_columns}
+    record: dict[str, Any] = {
+        "evidence_supporting": facts.evidence_supporting, "evidence_seen": facts.evidence_seen, "evidence_read": facts.evidence_read,
+        "evidence_recall_seen": facts.evidence_recall_seen, "evidence_recall_read": facts.evidence_recall_read,
+    }
+    if facts.recorded:  # else the row's own call counts stand
+        record["tool_calls"] = facts.tool_calls
+        record.update({c: facts.calls.get(c[len("calls_"):], 0) for c in call_columns})
+        record[CALLS_OTHER] = sum(n for name, n in facts.calls.items() if name not in named)
+    if not facts.counted:
+        return record  # tool errors and repeats: unknown
+    kinds = facts.tool_error_kinds or {}
+    record["tool_errors"], record["repeated_calls"] = facts.tool_errors, facts.repeated_calls
+    record.update({f"{ERROR_KIND_PREFIX}{k}": kinds.get(k, 0) for k in failure_kinds()})
+    return record
+
+
+def _stored_rows(con: duckdb.DuckDBPyConnection, columns: Sequence[str]) -> Iterator[dict[str, Any]]:
+    cursor = con.execute(f"SELECT {', '.join([*KEY, *columns])} FROM {STORED_TABLE}")
+    names = [d[0] for d in cursor.description]
+    while True:
+        batch = cursor.fetchmany(BATCH_ROWS)
+        if not batch:
+            return
+        yield from (dict(zip(names, r)) for r in batch)
+
+
+def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
+    """`stored_episodes` (the rows as stored), the table `episode_facts` and the view `all_episodes`
+    (the stored rows with the counted facts in place of their columns)."""
+    listing = ", ".join(_literal(f) for f in files)
+    # A table, not a view over the files: every query of a report reads it, and each would scan every file again.
+    con.execute(f"CREATE TABLE {STORED_TABLE} AS SELECT * FROM read_parquet([{listing}], union_by_name = true, filename = true, file_row_number = true)")
+    present = [r[0] for r in con.execute(f"DESCRIBE {STORED_TABLE}").fetchall()]
+    call_columns = [c for c in present if c.startswith("calls_") and c != CALLS_OTHER]
+    columns = fact_columns(call_columns)
+    inputs = [c for c in ("trajectory", *FACT_INPUT_COLUMNS) if c in present]
+    records = {name: [] for name in (*KEY, *(c for c, _ in columns))}
+    for row in _stored_rows(con, inputs):
+        record = fact_record(row_facts(row), call_columns)
+        for name, values in records.items():
+            values.append(row[name] if name in KEY else record.get(name))
+    schema = pa.schema([("filename", pa.string()), ("file_row_number", pa.int64()), *columns])
+    table = pa.Table.from_pydict(records, schema=schema)
+    con.from_arrow(table).create(FACTS_TABLE)
+    counted = [c for c, _ in columns]
+    kept = set(CALL_COUNT_COLUMNS) | set(call_columns) | {CALLS_OTHER}
+
+    def value(c: str) -> str:
+        return f"coalesce(f.{c}, s.{c})" if c in kept and c in present else f"f.{c}"
+
+    replaced = [f"{value(c)} AS {c}" for c in counted if c in present]
+    added = [f"f.{c} AS {c}" for c in counted if c not in present]
+    con.execute(
+        f"""CREATE VIEW all_episodes AS SELECT s.* EXCLUDE ({', '.join(KEY)}){f' REPLACE ({", ".join(replaced)})' if replaced else ''}{''.join(', ' + a for a in added)}
+            FROM {STORED_TABLE} s LEFT JOIN {FACTS_TABLE} f USING ({', '.join(KEY)})"""
+    )

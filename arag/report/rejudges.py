@@ -1,0 +1,65 @@
+"""Re-judged runs in a report (pipelines.rejudge, arag.evaluation.rejudge): which run each scores
+again and with which judge, and which runs' episodes to count once where the judge does not matter.
+
+A re-judged run holds its source's episodes as they were (answers, trajectories, tool use,
+Contain-Acc): only the judge's columns differ. Its rows' `settings` name the source (`rejudged_from`,
+the original run even for a re-judge of a re-judge). A table shows it as a run of its own, its judge
+telling it apart; what the agents did (tool use, its plot) counts each episode once.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import duckdb
+
+from arag.report.tables import Topic, fitted_tables
+
+REJUDGED_FROM_SQL = "json_extract_string(settings, '$.rejudged_from')"
+
+
+def rejudged_runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str, str]]:
+    """(run id, the run it re-judges, its judge, dataset, method) of each re-judged run, by run id."""
+    return con.execute(
+        f"""SELECT run_id, any_value({REJUDGED_FROM_SQL}), any_value(judge), any_value(dataset), any_value(method) FROM episodes
+            WHERE {REJUDGED_FROM_SQL} IS NOT NULL GROUP BY run_id ORDER BY run_id"""
+    ).fetchall()
+
+
+def counted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The runs whose episodes count once each: every run that is no re-judge, and a re-judged run
+    only where the run it re-judges is not in these results (the first such one by run id)."""
+    origins = con.execute(f"SELECT DISTINCT run_id, coalesce({REJUDGED_FROM_SQL}, run_id) FROM episodes ORDER BY ALL").fetchall()
+    runs = {run for run, _ in origins}
+    kept: dict[str, str] = {}
+    for run, origin in origins:
+        if origin in runs:
+            kept[origin] = origin
+        else:
+            kept.setdefault(origin, run)
+    return sorted(set(kept.values()))
+
+
+def counted_once_sql(con: duckdb.DuckDBPyConnection) -> str:
+    """A WHERE condition keeping each episode once (`counted_runs`)."""
+    runs = counted_runs(con)
+    return "run_id IN (" + ", ".join("'" + r.replace("'", "''") + "'" for r in runs) + ")" if runs else "FALSE"
+
+
+def rejudge_section(con: duckdb.DuckDBPyConnection, label: Callable[[str], str]) -> str:
+    """The re-judged runs, each with the run it re-judges and both judges; empty when there is none."""
+    found = rejudged_runs(con)
+    if not found:
+        return ""
+    judges = dict(con.execute("SELECT run_id, any_value(judge) FROM episodes GROUP BY run_id").fetchall())
+    rows = [[f"`{run}`", dataset, label(method), f"`{source}`", judge, judges.get(source, "not in these results")]
+            for run, source, judge, dataset, method in found]
+    return "\n".join([
+        "## Re-judged runs",
+        "",
+        "A re-judged run (`pipelines.rejudge`) scores another run's episodes again with another judge: the same answers, "
+        "trajectories, tool use and Cont-Acc, only LLM-Acc may differ. The tables show it as a run of its own (its judge tells "
+        "them apart); the tool-use plot counts its episodes once, under the run it re-judges.",
+        "",
+        *fitted_tables(1, [Topic("", ["run", "dataset", "method", "re-judged from", "judge", "judge of the run it re-judges"], rows, keep=("re-judged from",))]),
+    ])
