@@ -40,7 +40,7 @@ K = ann_recall.RECALL_K
 
 
 def shards_of(root: Path) -> dict[int, Path]:
-    return {p.part: p.vectors for p in open_index(root).parts if p.num_sentences}
+    return {p.part: p.vectors.resolve() for p in open_index(root).parts if p.num_sentences}
 
 
 def exact_top(shards: dict[int, Path], queries: np.ndarray) -> np.ndarray:
