@@ -48,8 +48,9 @@ TRAIN_PER_LIST = 64
 MIN_TRAIN_PER_LIST = 39
 PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids per sub-quantizer
 # 384-d -> PQ96: 96 bytes per vector. With 4 dimensions per byte the PQ order of the candidates
-# is close to exact (PQ48 needed ~10x more re-rank candidates for the same recall at 1M:
-# `python -m benchmarks.semantic_search --sizes 1000000 --factory IVF1024,PQ48`, cluster/README.md).
+# is close to exact (PQ48 needed ~10x more re-rank candidates for the same recall at 1M,
+# cluster/README.md; measured again by `python -m benchmarks.semantic_search --sizes 1000000
+# --factory IVF1024,PQ48`).
 PQ_DIMS_PER_SUBVECTOR = 4
 # From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): 4-bit
 # codes scanned with SIMD lookups in registers, ~1/2.7 of 8-bit PQ's cost per code byte
