@@ -53,7 +53,7 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 # --factory IVF1024,PQ48`).
 PQ_DIMS_PER_SUBVECTOR = 4
 # From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): 4-bit
-# codes scanned with SIMD lookups in registers, ~1/2.7 of 8-bit PQ's cost per code byte
+# codes scanned with SIMD lookups in registers, ~1/2.5 of 8-bit PQ's cost per code byte
 # (`python -m benchmarks.fastscan_cost`), and scanning dominates a query at 10M. The 4-bit codes
 # order candidates worse, so recall 0.99 needs ~10x the exact re-rank (1,280 rows at 500k,
 # 2,560 at 1M static vectors: benchmarks/RESULTS.md): below a few million sentences that costs more than the
