@@ -38,7 +38,9 @@ Per size, in one run:
         exact Flat shard scan (`VectorSearch` without an ANN: BLAS over each FAISS shard, shards
         in parallel threads; memory-mapped, since 250k-vector shards would otherwise be read
         whole into RAM: 15 GB at 10M).
-    Recall@10 = |top-10 ∩ exact top-10| / 10. The ratios compare p50s over the SAME anchor
+    Recall@10 = |top-10 ∩ exact top-10| / 10, averaged over the queries, with a 95% interval
+    that resamples the queries (seeded bootstrap; a query's ten neighbours are not independent,
+    so they are not ten samples). The ratios compare p50s over the SAME anchor
     queries. Cache state: every search runs after the reference pass has read all shards, so
     shard pages are in the OS page cache as far as RAM (24 GB, shared) allows.
 """
@@ -62,6 +64,7 @@ from tests.support import ann_data
 from arag.index import ann, ann_recall
 from arag.index.layout import FORMAT_VERSION, PART_SHIFT
 from arag.index.vectors import build_shard, write_shard
+from arag.report.intervals import bootstrap_interval
 
 K = 10
 MODEL = {"minilm": "all-MiniLM-L6-v2", "static": "all-MiniLM-L6-v2-static"}
@@ -197,8 +200,18 @@ def in_child(fn, *args) -> dict:
     return result
 
 
+def per_query_recall(got: list[list[int]], exact: np.ndarray) -> list[float]:
+    return [len(set(g) & set(e.tolist())) / K for g, e in zip(got, exact)]
+
+
 def recall(got: list[list[int]], exact: np.ndarray) -> float:
-    return float(np.mean([len(set(g) & set(e.tolist())) / K for g, e in zip(got, exact)]))
+    return float(np.mean(per_query_recall(got, exact)))
+
+
+def recall_interval(got: list[list[int]], exact: np.ndarray) -> tuple[float, float]:
+    """95% interval of recall@10 resampling the queries (seeded bootstrap): a query's ten
+    neighbours are found or missed together, so the query, not the neighbour, is the unit."""
+    return bootstrap_interval(per_query_recall(got, exact))
 
 
 # ---- one size ---------------------------------------------------------------------------------------
@@ -325,7 +338,7 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
     }
     again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62)
     rows = []
-    header = f"{'layout':<34}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}"
+    header = f"{'layout':<34}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}   recall 95%"
     print(header)
     anchor_p50 = {}
     for name, m in anchors.items():
@@ -340,6 +353,7 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
             "rerank": rerank,
             "chosen": r["nprobe"] is None,
             "recall": recall(r["ids"], exact),
+            "recall_95": recall_interval(r["ids"], exact),
             "p50": pct(r["times"], 50),
             "p95": pct(r["times"], 95),
             "p50_anchor_queries": p50_a,
@@ -350,13 +364,14 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         name = f"ANN nprobe={nprobe} rerank={rerank}" + (" *" if row["chosen"] else " s" if alone and (nprobe, rerank) == (alone["nprobe"], alone["rerank"]) else "")
         print(
             f"{name:<34}{len(queries):>8}{row['recall']:>10.3f}{row['p50']:>9.2f}{row['p95']:>9.2f}{p50_a:>9.2f}"
-            f"{'':>16}{row['vs_numpy']:>9.0f}x{row['vs_flat']:>8.0f}x"
+            f"{'':>16}{row['vs_numpy']:>9.0f}x{row['vs_flat']:>8.0f}x   [{row['recall_95'][0]:.3f}, {row['recall_95'][1]:.3f}]"
         )
     print(
         f"ANN process: RSS {annm['after']['rss']:,.0f} MiB after all queries (anon {annm['after']['anon']:,.0f}), "
         f"{annm['loaded']['rss'] - annm['base']['rss']:,.0f} MiB for loading (merge of {parts} part lists in {annm['load_s']:.1f} s); "
         f"* = the manifest's settings (chosen on sentences + {len(tune_q)} questions; its p50/{a}q is the mean of two runs, before and after the anchors), "
-        f"s = chosen on sentences alone; vs = anchor p50 / ANN p50 over the same {a} queries",
+        f"s = chosen on sentences alone; vs = anchor p50 / ANN p50 over the same {a} queries; "
+        f"[low, high] = 95% interval of recall@10 over the {len(queries)} queries (bootstrap resampling queries, seeded)",
         flush=True,
     )
     return {

@@ -48,14 +48,18 @@ TRAIN_PER_LIST = 64
 MIN_TRAIN_PER_LIST = 39
 PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids per sub-quantizer
 # 384-d -> PQ96: 96 bytes per vector. With 4 dimensions per byte the PQ order of the candidates
-# is close to exact (benchmark: PQ48 needs ~10x more re-rank candidates for the same recall).
+# is close to exact (PQ48 needed ~10x more re-rank candidates for the same recall at 1M,
+# cluster/README.md; measured again by `python -m benchmarks.semantic_search --sizes 1000000
+# --factory IVF1024,PQ48`).
 PQ_DIMS_PER_SUBVECTOR = 4
 # From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): 4-bit
-# codes scanned with SIMD lookups in registers, ~1/3 of 8-bit PQ's cost per code byte, whose
-# scanning dominates a query at 10M (benchmarks/RESULTS.md). The 4-bit codes order candidates
-# worse, so recall 0.99 needs ~10x the exact re-rank (2,560 rows read from the shards, ~8 ms): at
-# 500k and 1M that costs more than 8-bit PQ's scan saves (measured 1.05x and 1.5x slower), at 10M
-# the 8-bit scan (1-2.5M codes, 25-60 ms) costs far more; 4M is where the estimates cross. One 4-bit sub-quantizer per 2
+# codes scanned with SIMD lookups in registers, ~1/2.5 of 8-bit PQ's cost per code byte
+# (`python -m benchmarks.fastscan_cost`), and scanning dominates a query at 10M. The 4-bit codes
+# order candidates worse, so recall 0.99 needs ~10x the exact re-rank (1,280 rows at 500k,
+# 2,560 at 1M static vectors: benchmarks/RESULTS.md): below a few million sentences that costs more than the
+# cheaper scan saves, above it the 8-bit scan of ever longer lists costs more. 4M is an estimate
+# from the cost model's constants, not a measured crossing: `python -m benchmarks.ann_side_by_side`
+# times both kinds on the same vectors and questions. One 4-bit sub-quantizer per 2
 # dimensions (as many code bytes as 8-bit PQ at 4 dimensions per byte): at 4 dimensions per 4-bit
 # sub-quantizer the codes order candidates too coarsely for any re-rank depth to reach recall@10
 # 0.99 on questions (0.948 at 2,560 candidates, 500k static vectors). Scanning cheaper codes also

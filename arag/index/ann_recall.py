@@ -21,11 +21,11 @@ Cost, not measured time, decides between settings, so the choice does not depend
 machine was doing: per query, the PQ codes scanned (the sizes of the lists probed, counted on the
 queries) times `SCAN_NS_PER_CODE_BYTE` (`FASTSCAN_NS_PER_CODE_BYTE` for fast-scan 4-bit codes, scanned
 with SIMD table lookups) times the code size, plus the candidates re-ranked times
-`RERANK_NS_PER_ROW` (a positioned read of one stored row and its inner product). Both constants are
-this machine's (one core): ~0.3 ns per 8-bit code byte and a re-ranked row ~3 µs measured with
-benchmarks/semantic_search.py; ~0.11 ns per fast-scan code byte from FAISS alone (IVF256 over 200k
-256-d static vectors, PQ64 against PQ64x4fs, 256 results per query, in one process). Only the
-choice between settings of one index rests on them.
+`RERANK_NS_PER_ROW` (a positioned read of one stored row and its inner product). The constants are
+one core's of the 2-core development machine; `python -m benchmarks.fastscan_cost` measures all three
+(IVF256 over 200k 256-d static vectors, PQ64 against PQ64x4fs on the same centroids, 256 results per
+query, one thread; random rows re-ranked) and prints them beside the values here. Only the choice
+between settings of one index rests on them.
 
 No Ray here: arag.runtime.ann_job runs these functions as tasks where the vectors are.
 """
@@ -49,6 +49,7 @@ QUERY_SAMPLE = 1000
 QUERY_SEED = 1  # not the training sample's seed: the queries are not the k-means sample
 # Candidates re-ranked per result asked for; the searcher re-ranks at least ann.MIN_CANDIDATES.
 RERANK_GRID = (16, 32, 64, 128, 256)
+# Measured by `python -m benchmarks.fastscan_cost` (see the module doc).
 SCAN_NS_PER_CODE_BYTE = 0.3
 FASTSCAN_NS_PER_CODE_BYTE = 0.11
 RERANK_NS_PER_ROW = 3000.0
