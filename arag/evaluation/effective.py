@@ -29,6 +29,13 @@ class Effective:
     chunk_read_header: str | None = None  # the first chunk_read header shown, ids as "<id>"
 
 
+def chunk_readers() -> frozenset[str]:
+    """The tools that read chunks by the ids earlier results showed (chunk_read), as their ToolSpecs say."""
+    from arag.tools.registry import TOOLS
+
+    return frozenset(name for name, spec in TOOLS.items() if spec.shown_ids_argument and spec.unit == "chunk")
+
+
 def window_of(backend: Mapping[str, Any]) -> int | None:
     for key in WINDOW_KEYS:
         if backend.get(key):
@@ -86,6 +93,7 @@ def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
     smallest: int | None = None
     most: int | None = None
     header = None
+    readers = chunk_readers()
     for t in trajectories:
         if not t or not t.get("agent"):
             continue
@@ -106,7 +114,7 @@ def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
         for call in t.get("tool_calls") or []:
             if int(call.get("step") or 0) >= 1:  # step 0: a method's retrieval before the first model call
                 per_step[int(call["step"])] = per_step.get(int(call["step"]), 0) + 1
-            if header is None and call.get("name") == "chunk_read":
+            if header is None and call.get("name") in readers:
                 header = header_form(call)
         if per_step:
             most = max(max(per_step.values()), most or 0)

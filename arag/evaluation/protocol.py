@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from arag.evaluation import protocol_papers as P
-from arag.evaluation.effective import Effective
+from arag.evaluation.effective import Effective, chunk_readers
 from arag.index.facts import embedder_facts, manifest_facts
 from arag.index.layout import IndexLayout
 
@@ -374,7 +374,7 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None) -> dict[str
         rails = guard_rails_label(agent.get("guard_rails"))
         facts[P.GUARD_RAILS] = Fact(rails, rails)
     facts.update(_text_facts(info, method, tools))
-    if "chunk_read" in tools:
+    if chunk_readers() & set(tools):
         facts[P.CHUNK_READ_HEADER] = _chunk_read_header(method, ran)
     from arag.tools import result_settings_of
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import duckdb
 
-from arag.evaluation.effective import Effective, effective, header_form
+from arag.evaluation.effective import Effective, chunk_readers, effective, header_form
 from arag.evaluation.protocol import ProtocolCard, judge_presets, protocol_card
 from arag.report.format import markdown_table
 from arag.evaluation.results import RunStore, find_run_dirs
@@ -54,6 +54,7 @@ def run_effective(con: duckdb.DuckDBPyConnection) -> dict[str, Effective]:
     trajectories it reads: the messages only of episodes with extra calls, the tool calls' texts
     only of one episode per run that read a chunk."""
     slim: dict[str, list[dict[str, Any]]] = {}
+    readers = chunk_readers()
     for run_id, agent, backend, prompt, steps, refused, cut, messages in con.execute("""
         SELECT run_id, json_extract(trajectory, '$.agent'), json_extract(trajectory, '$.backend'),
                json_extract(trajectory, '$.model_calls[0].prompt_tokens'), json_extract(trajectory, '$.tool_calls[*].step'),
@@ -67,11 +68,11 @@ def run_effective(con: duckdb.DuckDBPyConnection) -> dict[str, Effective]:
         })
     headers = dict(con.execute("""
         SELECT run_id, arg_min(json_extract(trajectory, '$.tool_calls'), question_id) FROM episodes
-        WHERE json_valid(trajectory) AND list_contains(json_extract_string(trajectory, '$.tool_calls[*].name'), 'chunk_read')
-        GROUP BY run_id""").fetchall())
+        WHERE json_valid(trajectory) AND list_has_any(json_extract_string(trajectory, '$.tool_calls[*].name'), ?)
+        GROUP BY run_id""", [sorted(readers)]).fetchall())
     out = {}
     for run_id, trajectories in slim.items():
-        reads = [c for c in _loads(headers.get(run_id)) or [] if c.get("name") == "chunk_read"]
+        reads = [c for c in _loads(headers.get(run_id)) or [] if c.get("name") in readers]
         header = next((h for h in map(header_form, reads) if h), None)
         out[run_id] = dataclasses.replace(effective(trajectories), chunk_read_header=header)
     return out
