@@ -442,7 +442,7 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
 
     out = {}
     splitter = facts.get("splitter")
-    out[P.SENTENCE_SPLITTER] = (Fact("sentencex", f"{splitter} (sentence spans kept whole, end punctuation included){note}", recorded=recorded) if splitter
+    out[P.SENTENCE_SPLITTER] = (Fact("sentencex", f"{splitter} (end punctuation kept){note}", recorded=recorded) if splitter
                                 else Fact("sentencex", f"{OUR_SPLITTER} ({NOT_RECORDED}: the only splitter our indexes used)", recorded=False))
     if not any(t in TOOLS and TOOLS[t].encodes_queries for t in tools):
         return out

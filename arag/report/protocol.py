@@ -63,7 +63,8 @@ def run_effective(con: duckdb.DuckDBPyConnection) -> dict[str, Effective]:
         FROM episodes WHERE json_valid(trajectory) ORDER BY run_id, question_id""").fetchall():
         slim.setdefault(run_id, []).append({
             "agent": _loads(agent), "backend": _loads(backend) or {}, "model_calls": [{"prompt_tokens": _loads(prompt)}],
-            "tool_calls": [{"step": _loads(s)} for s in steps or []],  # a list of JSON values "refused_calls": _loads(refused), "truncated_observations": _loads(cut),
+            "tool_calls": [{"step": _loads(s)} for s in steps or []],  # a list of JSON values
+            "refused_calls": _loads(refused), "truncated_observations": _loads(cut),
             "messages": _loads(messages),
         })
     headers = dict(con.execute("""

@@ -122,6 +122,24 @@ def test_the_chunk_read_header_is_read_from_what_the_model_was_shown(agent_ctx):
     assert theirs == "[Chunk <id>]"
 
 
+def test_the_report_reads_them_from_the_stored_rows(agent_ctx, tmp_path):
+    from arag.evaluation.results import RunStore
+    from arag.evaluation.rows import EpisodeRow
+    from arag.report.build import connect
+    from arag.report.protocol import run_cards
+
+    episode = llamacpp_episode(agent_ctx)
+    row = EpisodeRow(run_id="r", dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method="arag_full",
+                     model="qwen", backend="llamacpp", status="ok", prediction="a", settings=json.dumps(committed_info()["identity"]),
+                     refused_calls=episode["refused_calls"], trajectory=json.dumps(episode)).to_record()
+    with RunStore(tmp_path, "r") as store:
+        store.write([row])
+    rows = rows_of(run_cards(connect(tmp_path), tmp_path)["r"])
+    assert rows[P.TOKEN_BUDGET].ours == "13824 (fitted in the 16384-token window; 128000 set)"
+    assert rows[P.TOOL_CALLS_PER_STEP].ours == '1 at most; 1 replies asked for more: 1 extra calls answered "not run"'
+    assert rows[P.CHUNK_READ_HEADER].ours == "[chunk_id: <id> | previous: <id> | next: <id>]" and rows[P.CHUNK_READ_HEADER].recorded
+
+
 # ---- texts by fingerprint --------------------------------------------------------------------------------
 def test_an_overridden_system_prompt_reads_custom(eval_index, questions_file):
     from arag.evaluation.questions import load_questions
