@@ -190,6 +190,26 @@ def test_a_served_index_run_shows_the_servers_embedder(agent_ctx):
         remote.close()
 
 
+@pytest.mark.slow
+def test_a_run_against_a_served_index_records_the_servers_facts(eval_index, questions_file, tmp_path):
+    """End to end: pipelines.serve answers GET /index with the index's facts, the run records them."""
+    pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
+    from arag.evaluation.questions import load_questions
+    from arag.evaluation.run_config import run_settings
+    from tests.evaluation.conftest import base_overrides
+    from tests.service.conftest import start_http_server, stop
+
+    server = start_http_server(eval_index.path, tmp_path / "server.log", "serve.preload=false")
+    try:
+        cfg = compose_evaluate(*base_overrides(eval_index.path, questions_file, tmp_path / "results"), f"index.url={server.url}")
+        settings = run_settings(cfg, load_questions(str(questions_file), "error"))
+    finally:
+        stop(server)
+    assert settings.index_path is None and settings.index_facts["embedder"] == "fake-trigram-hash" and settings.index_facts["splitter"] == "sentencex"
+    rows = rows_of(protocol_card({"identity": settings.identity(), "settings": settings.to_json()}))
+    assert rows[P.EMBEDDER].ours == "fake-trigram-hash (from the tool server)" and rows[P.EMBEDDER].recorded
+
+
 # ---- the preset ------------------------------------------------------------------------------------------
 def test_the_presets_card_lists_the_differences_that_move_numbers():
     card = protocol_card(paper_run_info())
