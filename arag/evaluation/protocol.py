@@ -320,6 +320,10 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
         custom = [n for n, c in checks.items() if c.status == T.CUSTOM]
         earlier = [n for n, c in checks.items() if c.status == T.EARLIER]
         shas = ", ".join(f"{n} {c.sha}" for n, c in checks.items())
+        if "settings" not in info and (custom or earlier):
+            # only the rows' identity: the index's chunk ids the descriptions were filled with are unknown
+            facts[P.TOOL_DESCRIPTIONS] = Fact("ours", f"ours (sha256 {shas}; not checked: run.json, which names the index's chunk ids, is missing)", recorded=False)
+            return facts
         if custom:
             shown = f"custom: {', '.join(custom)} (sha256 {shas})"
         elif earlier:

@@ -160,6 +160,15 @@ def test_an_overridden_system_prompt_reads_custom(eval_index, questions_file):
     assert custom[P.SYSTEM_PROMPT].ours.split("sha256 ")[1][:12] != preset[P.SYSTEM_PROMPT].ours.split("sha256 ")[1][:12]
 
 
+def test_tool_descriptions_are_not_judged_without_the_index_chunk_ids():
+    """From the rows' identity alone (run.json gone) the chunk ids the descriptions were filled with are
+    unknown: the fingerprints are shown, unchecked, never read as custom."""
+    with_info = rows_of(protocol_card(committed_info()))[P.TOOL_DESCRIPTIONS]
+    assert with_info.ours.startswith("the preset's, in our words (sha256 ") and with_info.recorded
+    alone = rows_of(protocol_card({"identity": committed_info()["identity"]}))[P.TOOL_DESCRIPTIONS]
+    assert alone.ours.startswith("ours (sha256 ") and "not checked" in alone.ours and not alone.recorded
+
+
 # ---- a served index's facts from its server ---------------------------------------------------------------
 def test_a_served_index_run_shows_the_servers_embedder(agent_ctx):
     import httpx
