@@ -271,11 +271,14 @@ def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapp
         if not ran.extra_calls:
             extra = "; no reply asked for more"
         else:
-            replies = f"{ran.replies_with_extra_calls} replies" if ran.replies_with_extra_calls is not None else "replies"
-            extra = f"; {replies} asked for more: {ran.extra_calls} extra calls answered \"not run\""
+            n = ran.replies_with_extra_calls
+            replies = "replies" if n is None else f"{n} repl{'y' if n == 1 else 'ies'}"
+            calls = f"{ran.extra_calls} extra call{'' if ran.extra_calls == 1 else 's'}"
+            extra = f"; {replies} asked for more: {calls} answered \"not run\""
         facts[P.TOOL_CALLS_PER_STEP] = Fact(most, f"{most} at most{extra}")
     else:
-        facts[P.TOOL_CALLS_PER_STEP] = Fact(per_step, f"{per_step if per_step else 'every call'} (the method's setting; no step called a tool)", recorded=False)
+        why = "no step called a tool" if ran is not None and ran.episodes else "no episode read"
+        facts[P.TOOL_CALLS_PER_STEP] = Fact(per_step, f"{per_step if per_step else 'every call'} (the method's setting; {why})", recorded=False)
     return facts
 
 

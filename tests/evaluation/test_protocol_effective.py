@@ -92,7 +92,7 @@ def test_a_llamacpp_run_in_a_16k_window_shows_the_fitted_budget_and_a_deviation(
     cap = rows[P.REPLY_CAP]
     assert cap.differs and cap.ours.startswith("16384 sent; at most ") and cap.recorded
     calls = rows[P.TOOL_CALLS_PER_STEP]
-    assert not calls.differs and calls.ours == '1 at most; 1 replies asked for more: 1 extra calls answered "not run"'
+    assert not calls.differs and calls.ours == '1 at most; 1 reply asked for more: 1 extra call answered "not run"'
     assert calls.official == "every call of a reply carried out"
     # The same settings with a window that holds the whole budget: 128000 ran, as the paper's.
     roomy = effective([llamacpp_episode(agent_ctx, window=262144)])
@@ -136,7 +136,7 @@ def test_the_report_reads_them_from_the_stored_rows(agent_ctx, tmp_path):
         store.write([row])
     rows = rows_of(run_cards(connect(tmp_path), tmp_path)["r"])
     assert rows[P.TOKEN_BUDGET].ours == "13824 (fitted in the 16384-token window; 128000 set)"
-    assert rows[P.TOOL_CALLS_PER_STEP].ours == '1 at most; 1 replies asked for more: 1 extra calls answered "not run"'
+    assert rows[P.TOOL_CALLS_PER_STEP].ours == '1 at most; 1 reply asked for more: 1 extra call answered "not run"'
     assert rows[P.CHUNK_READ_HEADER].ours == "[chunk_id: <id> | previous: <id> | next: <id>]" and rows[P.CHUNK_READ_HEADER].recorded
 
 
