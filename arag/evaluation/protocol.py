@@ -282,7 +282,7 @@ def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapp
     return facts
 
 
-def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple[str, ...]) -> dict[str, Fact]:
+def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple[str, ...], built: Any = None) -> dict[str, Fact]:
     """The prompt variant, system prompt, forced-answer prompt and tool descriptions as shown to the
     model, by fingerprint against the method's preset (arag.evaluation.text_fingerprints)."""
     from arag.evaluation.run_settings import code_version
@@ -318,7 +318,7 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
         facts[P.FORCED_ANSWER] = (Fact("forced, no tools", f"tools removed, the preset's request in our words (sha256 {final.sha}){note}") if final.status == T.PRESET
                                   else Fact("custom", f"tools removed, a custom request (sha256 {final.sha}){note}"))
     same_code = commit is not None and commit == code_version().get("commit")
-    checks = T.tool_checks(method, texts, settings.get("chunk_ids"), same_code)
+    checks = T.tool_checks(method, texts, settings.get("chunk_ids"), same_code, built)
     if checks:
         custom = [n for n, c in checks.items() if c.status == T.CUSTOM]
         earlier = [n for n, c in checks.items() if c.status == T.EARLIER]
@@ -344,10 +344,10 @@ def _method_setting(method: Mapping[str, Any], key: str, before: Any, shown_befo
     return Fact(before, f"{shown_before} ({NOT_RECORDED})", recorded=False)
 
 
-def run_facts(info: Mapping[str, Any], ran: Effective | None = None) -> dict[str, Fact]:
+def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> dict[str, Fact]:
     """What a run did, per card setting, from its description (run.json, or {"identity": ...} as
     a row's `settings` column holds it) and, given `ran`, what its episodes ran under; settings
-    that do not apply to its method are absent."""
+    that do not apply to its method are absent. `built`: the run's method, when already built."""
     settings = info.get("settings") or {}
     identity = info.get("identity") or {}
 
@@ -380,7 +380,7 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None) -> dict[str
         facts.update(_loop_facts(model, agent, method, ran))
         rails = guard_rails_label(agent.get("guard_rails"))
         facts[P.GUARD_RAILS] = Fact(rails, rails)
-    facts.update(_text_facts(info, method, tools))
+    facts.update(_text_facts(info, method, tools, built))
     if chunk_readers() & set(tools):
         facts[P.CHUNK_READ_HEADER] = _chunk_read_header(method, ran)
     from arag.tools import result_settings_of
@@ -465,14 +465,14 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
 
 
 # ---- the card ------------------------------------------------------------------------------------
-def protocol_card(info: Mapping[str, Any], ran: Effective | None = None) -> ProtocolCard:
+def protocol_card(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> ProtocolCard:
     """The card of a run described by `info` (run.json, or {"identity": ...}), against the paper its
     method comes from; `ran`: what its episodes ran under (arag.evaluation.effective), read in
-    place of the settings where given."""
+    place of the settings where given; `built`: the run's method, when the caller built it already."""
     settings = info.get("settings") or {}
     method = settings.get("method") or (info.get("identity") or {}).get("method") or {}
     paper = P.paper_of(method)
-    facts = run_facts(info, ran)
+    facts = run_facts(info, ran, built)
     rows = []
     for setting in P.SETTINGS_ORDER:
         expected = paper.expected.get(setting)

@@ -144,4 +144,5 @@ def run_info(settings: RunSettings, question_set: QuestionSet, cfg: DictConfig, 
         },
         "config": resolved_config(cfg),
     }
-    return {**info, "protocol": protocol_card(info).to_json()}
+    # the method the settings built renders the texts the card checks (built once per run: its identity's)
+    return {**info, "protocol": protocol_card(info, built=settings.__dict__.get("_built_method")).to_json()}

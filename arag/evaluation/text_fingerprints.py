@@ -100,15 +100,17 @@ def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commi
     return out
 
 
-def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_ids: Mapping[str, str] | None, same_code: bool) -> dict[str, TextCheck]:
-    """Each tool's description and parameters as shown, against the checkout's code's."""
+def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_ids: Mapping[str, str] | None, same_code: bool, built: Any = None) -> dict[str, TextCheck]:
+    """Each tool's description and parameters as shown, against the checkout's code's (`built`: the
+    method `method_cfg` builds, when the caller has built it already)."""
     from arag.evaluation.run_settings import model_texts
 
     shown = {s["function"]["name"]: s["function"] for s in texts.get("tools") or []}
     if not shown:
         return {}
     try:
-        ours = {s["function"]["name"]: s["function"] for s in model_texts(dict(method_cfg), str(texts.get("protocol") or "json"), dict(chunk_ids) if chunk_ids else None)["tools"]}
+        rendered = model_texts(dict(method_cfg), str(texts.get("protocol") or "json"), dict(chunk_ids) if chunk_ids else None, built)
+        ours = {s["function"]["name"]: s["function"] for s in rendered["tools"]}
     except (KeyError, ValueError, TypeError):
         ours = {}
     out = {}
