@@ -120,7 +120,8 @@ class Agent:
             protocol=self.protocol.name,
             backend=self.backend.describe(),
             guard_rails=asdict(cfg.guard_rails),
-            agent={k: v for k, v in asdict(cfg).items() if k != "guard_rails"} | {"method": self.method.describe()},
+            # token_budget as fitted to the window; reply_cap: the max_tokens each call sends (the protocol card reads both)
+            agent={k: v for k, v in asdict(cfg).items() if k != "guard_rails"} | {"method": self.method.describe(), "reply_cap": reply_cap(cfg, self.backend)},
         )
         started = time.perf_counter()
         messages: list[Message] = []
@@ -410,10 +411,21 @@ def fit_budget(config: AgentConfig, backend: LLMBackend) -> AgentConfig:
     window = getattr(backend, "context_window", None)
     if not window:
         return config
-    reply = reply_room(config.max_reply_tokens or backend.max_tokens, window)
-    limit = max(256, window - reply - CONTEXT_MARGIN_TOKENS)
-    budget = limit if config.token_budget is None else min(config.token_budget, limit)
-    return replace(config, token_budget=budget)
+    return replace(config, token_budget=fitted_token_budget(config.token_budget, window, reply_cap(config, backend)))
+
+
+def reply_cap(config: AgentConfig, backend: LLMBackend) -> int:
+    """The reply cap each model call of an episode sends (`max_tokens`): the agent's, else the backend's."""
+    return int(config.max_reply_tokens or backend.max_tokens)
+
+
+def fitted_token_budget(token_budget: int | None, window: int, cap: int) -> int:
+    """The token budget an episode runs under in a `window`-token context with replies capped at
+    `cap`: what the window holds beside the reply room and CONTEXT_MARGIN_TOKENS, or the budget
+    set when smaller (None: as much as the window allows). The protocol card derives it the same
+    way for runs that did not record it (arag.evaluation.protocol)."""
+    limit = max(256, window - reply_room(cap, window) - CONTEXT_MARGIN_TOKENS)
+    return limit if token_budget is None else min(token_budget, limit)
 
 
 def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> str:

@@ -2,15 +2,27 @@
 (arag.evaluation.protocol_papers), our value beside the paper's and whether they differ.
 
 The card is built from a run's description (run.json: its `settings`, else its `identity`, as the
-rows carry it). The index's embedder and chunking come from `settings.index_facts` (recorded at
-evaluation time from the index's manifest), else from the manifest at `settings.index_path` when it
-is still there, else they are assumed to be what `pipelines.index +corpus=<dataset>` builds by
-default, and say so. A field a run does not record (it predates the field) reads as what the code did
-before it was recorded: such a row has `recorded` False.
+rows carry it) and, given them, its episodes (arag.evaluation.effective: what they ran under). The
+token budget, the reply cap, tool calls per step, results cut and chunk_read's header are read from
+the episodes; without them the budget is derived from the settings with the loop's own function
+(arag.agent.loop.fitted_token_budget) and says "derived". The texts the model was shown are
+fingerprinted and checked against the method's preset (arag.evaluation.text_fingerprints): one that
+is not the preset's reads "custom". The index's embedder, query instruction, precision, chunking
+and sentence splitter come from `settings.index_facts` (recorded at evaluation time from the
+index's manifest, or from a tool server's /index for a served index), else from the manifest at
+`settings.index_path` when it is still there, else they are assumed to be what `pipelines.index
++corpus=<dataset>` builds by default, and say so. A field a run does not record (it predates the
+field) reads as what the code did before it was recorded: such a row has `recorded` False.
 
-`pipelines.evaluate` writes the card into each new run's run.json (`protocol`); it is never part of
-the run's identity (every value on it comes from settings that already are, or from the index,
-whose fingerprint is).
+Each row shows ours, the paper's value and, where compared, the authors' code's
+(arag.evaluation.protocol_papers); it differs from the paper's where the paper states a value, else
+from the authors' code's. A difference that moves no reported number (protocol_papers.EFFECTS) is
+"form only" and not counted among the deviations.
+
+`pipelines.evaluate` writes the card into each new run's run.json (`protocol`), from its settings
+before any episode ran; the report recomputes every card from run.json and the rows, and never
+reads the stored one. The card is never part of the run's identity (every value on it comes from
+settings that already are, from the index, whose fingerprint is, or from the episodes).
 """
 
 from __future__ import annotations
@@ -22,6 +34,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from arag.evaluation import protocol_papers as P
+from arag.evaluation.effective import Effective, chunk_readers
+from arag.index.facts import embedder_facts, manifest_facts
 from arag.index.layout import IndexLayout
 
 # Method kinds that run the agent loop (max steps, token budget, guard rails apply).
@@ -41,9 +55,17 @@ class CardRow:
     setting: str
     ours: str
     paper: str
-    differs: bool
+    differs: bool  # from the paper's value; where the paper states none, from the authors' code's
     source: str
     recorded: bool = True
+    official: str = ""  # the authors' code's value ("": not compared)
+    official_source: str = ""
+    moves_numbers: bool = True  # False: a difference here is form only (protocol_papers.EFFECTS)
+    effect: str = ""  # why it does or does not move numbers
+
+    @property
+    def deviates(self) -> bool:
+        return self.differs and self.moves_numbers
 
 
 @dataclass(frozen=True)
@@ -53,7 +75,13 @@ class ProtocolCard:
 
     @property
     def deviations(self) -> tuple[CardRow, ...]:
-        return tuple(r for r in self.rows if r.differs)
+        """The rows that differ in a way that moves numbers."""
+        return tuple(r for r in self.rows if r.deviates)
+
+    @property
+    def form_only(self) -> tuple[CardRow, ...]:
+        """The rows that differ in form only: no reported number moves."""
+        return tuple(r for r in self.rows if r.differs and not r.moves_numbers)
 
     def to_json(self) -> dict[str, Any]:
         return {"paper": self.paper, "rows": [asdict(r) for r in self.rows], "deviations": len(self.deviations)}
@@ -76,13 +104,7 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None, ma
     # An A2RAG run's fingerprint is the index's with its graph's appended (`<index>+graph-<graph>`).
     if build_fingerprint is not None and manifest.get("build_fingerprint") != build_fingerprint.split("+graph-")[0]:
         return None
-    chunking = manifest.get("chunking") or {}
-    return {
-        "embedder": (manifest.get("embedding") or {}).get("model"),
-        "chunking": chunking.get("mode"),
-        "chunk_tokens": chunking.get("chunk_tokens"),
-        "chunk_overlap": chunking.get("chunk_overlap"),
-    }
+    return manifest_facts(manifest)
 
 
 @lru_cache(maxsize=1)
@@ -101,6 +123,24 @@ def _index_defaults() -> tuple[str, dict[str, Any]]:
     return str(name), {**dataclasses.asdict(IndexBuild()), **index_conf["index"]}
 
 
+@lru_cache(maxsize=16)
+def embedder_config(name: str) -> dict[str, Any] | None:
+    """The conf/embedder/*.yaml whose `name` is `name` (None: no such preset)."""
+    import yaml
+
+    from arag.config.files import conf_path
+
+    for path in sorted(conf_path("embedder").glob("*.yaml")):
+        cfg = yaml.safe_load(path.read_text())
+        if isinstance(cfg, dict) and cfg.get("name") == name:
+            return cfg
+    return None
+
+
+# The sentence splitter every index of ours was built with (manifests name it since it was recorded).
+OUR_SPLITTER = "sentencex"
+
+
 def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
     """What `pipelines.index +corpus=<corpus>` builds at its defaults (conf/index.yaml)."""
     from omegaconf import OmegaConf
@@ -111,7 +151,8 @@ def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
     def pick(key: str) -> Any:
         return OmegaConf.select(cfg, f"index.{key}", throw_on_resolution_failure=False)
 
-    return {"embedder": name, "chunking": pick("chunking"), "chunk_tokens": pick("chunk_tokens"), "chunk_overlap": pick("chunk_overlap")}
+    facts = {"embedder": name, "chunking": pick("chunking"), "chunk_tokens": pick("chunk_tokens"), "chunk_overlap": pick("chunk_overlap"), "splitter": OUR_SPLITTER}
+    return {**facts, **embedder_facts(embedder_config(name) or {})}
 
 
 @lru_cache(maxsize=1)
@@ -160,14 +201,140 @@ def guard_rails_label(rails: Mapping[str, Any] | None) -> str:
     return " ".join(on) or "off"
 
 
-def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any]) -> Fact:
+def model_window(model: Mapping[str, Any]) -> int | None:
+    """The model's context window as its config names it (llama.cpp's n_ctx, vLLM's max_model_len)."""
+    window = model.get("context_window") or model.get("n_ctx") or model.get("max_model_len")
+    return int(window) if window else None
+
+
+def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None = None) -> Fact:
+    """The replies' cap as sent (from the episodes, else the settings), and what a reply could
+    really use: in a window that the cap does not leave room in beside the prompt, less than the
+    cap (a cap equal to the window leaves none)."""
     from arag.llm.base import PAPER_REPLY_TOKENS
 
-    cap = agent.get("max_reply_tokens") or model.get("max_tokens") or PAPER_REPLY_TOKENS
-    window = model.get("context_window") or model.get("n_ctx")
-    if window and int(window) < int(cap):
-        return Fact(int(window), f"{window} (the whole {window}-token window; cap {cap})")
-    return Fact(int(cap), str(cap) + (f" (in a {window}-token window)" if window else ""))
+    sent = ran.reply_caps if ran is not None and ran.reply_caps else ()
+    cap = max(sent) if sent else int(agent.get("max_reply_tokens") or model.get("max_tokens") or PAPER_REPLY_TOKENS)
+    shown_cap = "/".join(map(str, sent)) if sent else str(cap)
+    window = max(ran.windows) if ran is not None and ran.windows else model_window(model)
+    recorded = bool(sent) or ran is None
+    if not window:
+        return Fact(cap, shown_cap, recorded=recorded)
+    prompt = ran.smallest_prompt if ran is not None else None
+    if prompt is not None and window - prompt < cap:
+        room = window - prompt
+        return Fact(room, f"{shown_cap} sent; at most {room} usable (the {window}-token window less the smallest prompt, {prompt} tokens)", recorded=recorded)
+    if window <= cap:
+        return Fact(window - 1, f"{shown_cap} sent; less than the {window}-token window usable (the prompt shares it)", recorded=recorded)
+    return Fact(cap, f"{shown_cap} (in a {window}-token window)", recorded=recorded)
+
+
+def _token_budget(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None) -> Fact:
+    """The budget the episodes ran under (fitted to the window: arag.agent.loop.fit_budget), else
+    derived from the settings with the loop's own function."""
+    from arag.agent.loop import fitted_token_budget
+    from arag.llm.base import PAPER_REPLY_TOKENS
+
+    configured = agent.get("token_budget")
+    setting = f"{configured} set" if configured is not None else "none set"
+    if ran is not None and ran.token_budgets:
+        budgets = ran.token_budgets
+        shown = "/".join(map(str, budgets))
+        fitted = budgets != (configured,)
+        where = f" in the {max(ran.windows)}-token window" if ran.windows else ""
+        return Fact(budgets[0] if len(budgets) == 1 else budgets, shown + (f" (fitted{where}; {setting})" if fitted else ""))
+    window = max(ran.windows) if ran is not None and ran.windows else model_window(model)
+    if window:
+        cap = ran.reply_caps[-1] if ran is not None and ran.reply_caps else int(agent.get("max_reply_tokens") or model.get("max_tokens") or PAPER_REPLY_TOKENS)
+        budget = fitted_token_budget(configured, window, cap)
+        return Fact(budget, f"{budget} (derived: {setting}, fitted to the {window}-token window)", recorded=False)
+    return Fact(configured, str(configured) if configured is not None else "the model's window")
+
+
+def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapping[str, Any], ran: Effective | None) -> dict[str, Fact]:
+    """How the agent loop ran: steps, budget and how it is counted, results cut, calls per step."""
+    from arag.agent.loop import CONTEXT_MARGIN_TOKENS
+
+    facts = {P.MAX_STEPS: Fact(agent.get("max_steps"), str(agent.get("max_steps"))), P.TOKEN_BUDGET: _token_budget(model, agent, ran)}
+    facts[P.BUDGET_ACCOUNTING] = Fact("reported counts", "prompt + completion tokens as the backend reports them (hidden reasoning included; "
+                                      "a cl100k estimate where it reports none), checked before each step")
+    window = max(ran.windows) if ran is not None and ran.windows else model_window(model)
+    if agent.get("token_budget") is None and not window:
+        facts[P.TOOL_RESULT_CUT] = Fact("never", "never (no budget, no known window)")
+    else:
+        where = "the window less the reply room" if window else f"the budget + {CONTEXT_MARGIN_TOKENS:,} tokens"
+        cut = f"; {ran.cut_results} cut in these episodes" if ran is not None and ran.episodes else ""
+        facts[P.TOOL_RESULT_CUT] = Fact("cut", f"cut to fit {where}{cut}")
+    per_step = method.get("tools_per_step", 1)
+    if ran is not None and ran.episodes and ran.most_calls_in_a_step:
+        most = ran.most_calls_in_a_step
+        if not ran.extra_calls:
+            extra = "; no reply asked for more"
+        else:
+            n = ran.replies_with_extra_calls
+            replies = "replies" if n is None else f"{n} repl{'y' if n == 1 else 'ies'}"
+            calls = f"{ran.extra_calls} extra call{'' if ran.extra_calls == 1 else 's'}"
+            extra = f"; {replies} asked for more: {calls} answered \"not run\""
+        facts[P.TOOL_CALLS_PER_STEP] = Fact(most, f"{most} at most{extra}")
+    else:
+        why = "no step called a tool" if ran is not None and ran.episodes else "no episode read"
+        facts[P.TOOL_CALLS_PER_STEP] = Fact(per_step, f"{per_step if per_step else 'every call'} (the method's setting; {why})", recorded=False)
+    return facts
+
+
+def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple[str, ...], built: Any = None) -> dict[str, Fact]:
+    """The prompt variant, system prompt, forced-answer prompt and tool descriptions as shown to the
+    model, by fingerprint against the method's preset (arag.evaluation.text_fingerprints)."""
+    from arag.evaluation.run_settings import code_version
+    from arag.evaluation import text_fingerprints as T
+
+    identity = info.get("identity") or {}
+    settings = info.get("settings") or {}
+    texts = identity.get("texts") or {}
+    facts: dict[str, Fact] = {}
+    variant = _method_setting(method, "prompt_variant", "pre-paper prompts", "pre-paper prompts")
+    if not texts:
+        facts[P.PROMPT_VARIANT] = variant
+        return facts
+    commit = (identity.get("code") or {}).get("commit")
+    prompts = T.prompt_checks(method, texts, commit)
+    system = prompts.get(T.SYSTEM)
+    if system is not None and system.status != T.PRESET:
+        facts[P.PROMPT_VARIANT] = Fact("custom", f"custom (the system prompt, sha256 {system.sha}, is not the preset's)")
+    else:
+        facts[P.PROMPT_VARIANT] = variant
+    if system is not None:
+        added = T.added_rules(str((texts.get("method") or {}).get(T.SYSTEM) or ""))
+        note = f"; {system.note}" if system.note else ""
+        if system.status == T.PRESET:
+            value = "paper rules" if not added else "paper rules + " + ", ".join(added)
+            shown = f"the {method.get('name')} preset's (sha256 {system.sha}): the paper's rules in our words" + (f", plus: {', '.join(added)}" if added else "") + note
+        else:
+            value, shown = "custom", f"custom (sha256 {system.sha}){note}"
+        facts[P.SYSTEM_PROMPT] = Fact(value, shown)
+    final = prompts.get(T.FINAL)
+    if final is not None and tools:
+        note = f"; {final.note}" if final.note else ""
+        facts[P.FORCED_ANSWER] = (Fact("forced, no tools", f"tools removed, the preset's request in our words (sha256 {final.sha}){note}") if final.status == T.PRESET
+                                  else Fact("custom", f"tools removed, a custom request (sha256 {final.sha}){note}"))
+    same_code = commit is not None and commit == code_version().get("commit")
+    checks = T.tool_checks(method, texts, settings.get("chunk_ids"), same_code, built)
+    if checks:
+        custom = [n for n, c in checks.items() if c.status == T.CUSTOM]
+        earlier = [n for n, c in checks.items() if c.status == T.EARLIER]
+        shas = ", ".join(f"{n} {c.sha}" for n, c in checks.items())
+        if "settings" not in info and (custom or earlier):
+            # only the rows' identity: the index's chunk ids the descriptions were filled with are unknown
+            facts[P.TOOL_DESCRIPTIONS] = Fact("ours", f"ours (sha256 {shas}; not checked: run.json, which names the index's chunk ids, is missing)", recorded=False)
+            return facts
+        if custom:
+            shown = f"custom: {', '.join(custom)} (sha256 {shas})"
+        elif earlier:
+            shown = f"ours, as code {str(commit)[:7]} wrote them (today's differ: {', '.join(earlier)}; sha256 {shas})"
+        else:
+            shown = f"the preset's, in our words (sha256 {shas})"
+        facts[P.TOOL_DESCRIPTIONS] = Fact("custom" if custom else "ours", shown)
+    return facts
 
 
 def _method_setting(method: Mapping[str, Any], key: str, before: Any, shown_before: str) -> Fact:
@@ -177,9 +344,10 @@ def _method_setting(method: Mapping[str, Any], key: str, before: Any, shown_befo
     return Fact(before, f"{shown_before} ({NOT_RECORDED})", recorded=False)
 
 
-def run_facts(info: Mapping[str, Any]) -> dict[str, Fact]:
+def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> dict[str, Fact]:
     """What a run did, per card setting, from its description (run.json, or {"identity": ...} as
-    a row's `settings` column holds it); settings that do not apply to its method are absent."""
+    a row's `settings` column holds it) and, given `ran`, what its episodes ran under; settings
+    that do not apply to its method are absent. `built`: the run's method, when already built."""
     settings = info.get("settings") or {}
     identity = info.get("identity") or {}
 
@@ -197,22 +365,24 @@ def run_facts(info: Mapping[str, Any]) -> dict[str, Fact]:
         facts[P.JUDGE_MODEL] = Fact(judged_by, f"{judged_by}" + (" (the agent's model)" if judged_by == name else ""))
         preset = judge_preset(judge)
         facts[P.JUDGE_PRESET] = Fact(preset, preset)
+        skip = bool(judge.get("skip_exact", False))
+        facts[P.JUDGE_SHORTCUT] = Fact(skip, "yes: an exact match counts as correct without asking the judge" if skip else "none (the judge always asked)")
     effort = model.get("reasoning_effort")
     facts[P.REASONING_EFFORT] = Fact((effort, str(name).lower()), str(effort) if effort else "the model's default")
     temperature = model.get("temperature")
     facts[P.TEMPERATURE] = Fact(float(temperature) if temperature is not None else 0.0, str(temperature if temperature is not None else "0 (default)"))
-    facts[P.REPLY_CAP] = _reply_cap(model, agent)
+    facts[P.REPLY_CAP] = _reply_cap(model, agent, ran)
     if settings.get("index_build_fingerprint") or identity.get("index"):
-        facts.update(_index_rows(settings, info.get("config") or {}))
+        facts.update(_index_rows(settings, info.get("config") or {}, tools))
         tokenizer = settings.get("retrieved_tokens_tokenizer")
         facts[P.TOKENIZER] = Fact(tokenizer, str(tokenizer)) if tokenizer else Fact("cl100k_base", f"cl100k_base ({NOT_RECORDED})", recorded=False)
     if kind in LOOP_KINDS and tools:
-        facts[P.MAX_STEPS] = Fact(agent.get("max_steps"), str(agent.get("max_steps")))
-        budget = agent.get("token_budget")
-        facts[P.TOKEN_BUDGET] = Fact(budget, str(budget) if budget is not None else "the model's window")
+        facts.update(_loop_facts(model, agent, method, ran))
         rails = guard_rails_label(agent.get("guard_rails"))
         facts[P.GUARD_RAILS] = Fact(rails, rails)
-    facts[P.PROMPT_VARIANT] = _method_setting(method, "prompt_variant", "pre-paper prompts", "pre-paper prompts")
+    facts.update(_text_facts(info, method, tools, built))
+    if chunk_readers() & set(tools):
+        facts[P.CHUNK_READ_HEADER] = _chunk_read_header(method, ran)
     from arag.tools import result_settings_of
 
     followed = result_settings_of(tools)
@@ -233,12 +403,31 @@ def run_facts(info: Mapping[str, Any]) -> dict[str, Fact]:
     return facts
 
 
-def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Fact]:
+AUTHORS_HEADER = "[Chunk <id>]"
+
+
+def _chunk_read_header(method: Mapping[str, Any], ran: Effective | None) -> Fact:
+    """chunk_read's header as the episodes showed it (ids as "<id>"), else as this checkout writes it."""
+    if ran is not None and ran.chunk_read_header:
+        header = ran.chunk_read_header
+        return Fact(AUTHORS_HEADER if header == AUTHORS_HEADER else header, header)
+    from arag.tools.base import Hit, ResultFormat
+    from arag.tools.render import chunk_read_text
+
+    titles = bool(method.get("result_titles", True))
+    text = chunk_read_text([Hit("<id>", title="<title>" if titles else None, prev_id="<id>", next_id="<id>")], {"<id>": ""}, [], result_format=ResultFormat(result_titles=titles))
+    header = text.splitlines()[0]
+    return Fact(header, f"{header} ({NOT_RECORDED}: this checkout's form)", recorded=False)
+
+
+def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any], tools: tuple[str, ...] = ()) -> dict[str, Fact]:
     recorded = settings.get("index_facts")
     where = ""
     if not recorded and settings.get("index_path"):
         recorded = index_facts(settings["index_path"], settings.get("index_build_fingerprint"))
         where = " (from the index's manifest)" if recorded else ""
+    if recorded and settings.get("index_url") and not settings.get("index_path"):
+        where = " (from the tool server)"
     facts = recorded or assumed_index_facts(config.get("corpus"))
     note = where if recorded else f" ({NOT_RECORDED}: pipelines.index's default assumed)"
     mode, tokens, overlap = facts.get("chunking"), facts.get("chunk_tokens"), facts.get("chunk_overlap")
@@ -248,22 +437,49 @@ def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any]) -> dict[
     }
     if mode == "packed":
         out[P.CHUNK_OVERLAP] = Fact(overlap, f"{overlap} tokens{note}", recorded=bool(recorded))
+    out.update(_sentence_rows(facts, bool(recorded), note, tools))
+    return out
+
+
+def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: tuple[str, ...]) -> dict[str, Fact]:
+    """The sentence splitter and, for a method that embeds queries, the embedder's query instruction
+    and precision; an index whose facts predate them reads this code's splitter and the embedder
+    preset of its name (conf/embedder), and says so."""
+    from arag.tools.registry import TOOLS
+
+    out = {}
+    splitter = facts.get("splitter")
+    out[P.SENTENCE_SPLITTER] = (Fact("sentencex", f"{splitter} (end punctuation kept){note}", recorded=recorded) if splitter
+                                else Fact("sentencex", f"{OUR_SPLITTER} ({NOT_RECORDED}: the only splitter our indexes used)", recorded=False))
+    if not any(t in TOOLS and TOOLS[t].encodes_queries for t in tools):
+        return out
+    if "dtype" in facts:
+        given, known, why = facts, recorded, note
+    else:
+        given = embedder_facts(embedder_config(str(facts.get("embedder"))) or {})
+        known, why = False, f" ({NOT_RECORDED}: the embedder preset of that name)"
+    instruction = given.get("query_instruction")
+    out[P.QUERY_INSTRUCTION] = Fact(instruction, f"{instruction if instruction else 'none'} (on questions only){why}" if instruction else f"none{why}", recorded=known)
+    out[P.EMBEDDER_PRECISION] = Fact(given.get("dtype"), f"{given.get('dtype')}{why}", recorded=known)
     return out
 
 
 # ---- the card ------------------------------------------------------------------------------------
-def protocol_card(info: Mapping[str, Any]) -> ProtocolCard:
+def protocol_card(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> ProtocolCard:
     """The card of a run described by `info` (run.json, or {"identity": ...}), against the paper its
-    method comes from."""
+    method comes from; `ran`: what its episodes ran under (arag.evaluation.effective), read in
+    place of the settings where given; `built`: the run's method, when the caller built it already."""
     settings = info.get("settings") or {}
     method = settings.get("method") or (info.get("identity") or {}).get("method") or {}
     paper = P.paper_of(method)
-    facts = run_facts(info)
+    facts = run_facts(info, ran, built)
     rows = []
     for setting in P.SETTINGS_ORDER:
         expected = paper.expected.get(setting)
         fact = facts.get(setting)
         if expected is None or fact is None:
             continue
-        rows.append(CardRow(setting, fact.shown, expected.shown, not expected.accepts(fact.value), expected.source, fact.recorded))
+        effect = P.effect_of(setting)
+        rows.append(CardRow(setting, fact.shown, expected.shown, not expected.accepts(fact.value), expected.source, fact.recorded,
+                            expected.official, expected.official_source, effect.moves_numbers, effect.why))
     return ProtocolCard(paper.name, tuple(rows))

@@ -2,13 +2,23 @@
 (arag.evaluation.protocol), the paper's value as the card prints it, where the paper (or, where the
 paper names none, its authors' official configuration) states it, and the test our value must pass.
 
-A-RAG: arXiv 2602.03442 and the authors' public code (configs/example.yaml, src/arag/); AgenticRAG
-and A2RAG: their papers (/work/shared/papers in the development checkout). A setting a paper does
-not state has no row: the card never invents a reference value.
+A-RAG: arXiv 2602.03442 and the authors' public code at commit a44de6b (configs/example.yaml,
+src/arag/, scripts/); AgenticRAG and A2RAG: their papers (/work/shared/papers in the development
+checkout). A setting neither a paper nor its authors' code states has no row: the card never
+invents a reference value. Where the paper states a value, a run differs when it is not the
+paper's; where only the authors' code does (the paper reads "not stated"), when it is not the
+code's. `official` is the authors' code's value beside the paper's, shown on the card whether or
+not they agree.
+
+`EFFECTS`: per setting, whether a difference there moves a number the evaluation reports
+(accuracy, retrieved tokens, steps) and why, a judgement kept as data: the differential run
+against the authors' code (benchmarks.official_side_by_side) is the evidence that may change it.
+A difference that moves no number is "form only" and is not counted as a deviation.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -38,19 +48,70 @@ EXTRACTOR = "graph extractor"
 GATE_SUMMARIES = "gate summaries"
 MAX_REWRITES = "rewrites (bounded retry)"
 CORPUS = "corpus"
+# Differences from the authors' code the differential run classifies (their kind names in KINDS).
+SYSTEM_PROMPT = "system prompt"
+TOOL_DESCRIPTIONS = "tool descriptions"
+FORCED_ANSWER = "forced-answer prompt"
+CHUNK_READ_HEADER = "chunk_read header"
+SENTENCE_SPLITTER = "sentence splitter"
+QUERY_INSTRUCTION = "query instruction"
+EMBEDDER_PRECISION = "embedder precision"
+BUDGET_ACCOUNTING = "budget accounting"
+TOOL_RESULT_CUT = "tool result cut"
+TOOL_CALLS_PER_STEP = "tool calls per step"
+JUDGE_SHORTCUT = "judge exact-match shortcut"
 
 SETTINGS_ORDER = (
-    BACKBONE, JUDGE_MODEL, JUDGE_PRESET, EMBEDDER, CHUNKING, CHUNK_OVERLAP, TOKENIZER, MAX_STEPS, TOKEN_BUDGET, REPLY_CAP,
-    REASONING_EFFORT, TEMPERATURE, GUARD_RAILS, PROMPT_VARIANT, SNIPPET_CAP, RESULT_TITLES, QUERIES_PER_SEARCH,
-    RESULTS_PER_QUERY, FIND_PASSAGES, OPEN_WINDOW, CONTEXT_BUDGET, EXTRACTOR, GATE_SUMMARIES, MAX_REWRITES, CORPUS,
+    BACKBONE, JUDGE_MODEL, JUDGE_PRESET, JUDGE_SHORTCUT, EMBEDDER, QUERY_INSTRUCTION, EMBEDDER_PRECISION, CHUNKING, CHUNK_OVERLAP,
+    SENTENCE_SPLITTER, TOKENIZER, MAX_STEPS, TOKEN_BUDGET, BUDGET_ACCOUNTING, TOOL_RESULT_CUT, REPLY_CAP, REASONING_EFFORT,
+    TEMPERATURE, GUARD_RAILS, TOOL_CALLS_PER_STEP, PROMPT_VARIANT, SYSTEM_PROMPT, TOOL_DESCRIPTIONS, FORCED_ANSWER,
+    CHUNK_READ_HEADER, SNIPPET_CAP, RESULT_TITLES, QUERIES_PER_SEARCH, RESULTS_PER_QUERY, FIND_PASSAGES, OPEN_WINDOW,
+    CONTEXT_BUDGET, EXTRACTOR, GATE_SUMMARIES, MAX_REWRITES, CORPUS,
 )
+
+# The differential run's kind name of each setting it compares (docs/evaluation.md, "Protocol card").
+KINDS = {
+    CHUNK_READ_HEADER: "chunk_read_header", SYSTEM_PROMPT: "system_prompt_rules", TOOL_DESCRIPTIONS: "tool_descriptions",
+    SENTENCE_SPLITTER: "sentence_splitter", QUERY_INSTRUCTION: "query_instruction", EMBEDDER_PRECISION: "embedder_precision",
+    BUDGET_ACCOUNTING: "budget_accounting", TOOL_RESULT_CUT: "tool_result_cut", TOOL_CALLS_PER_STEP: "tool_calls_per_step",
+    JUDGE_SHORTCUT: "judge_exact_match_shortcut", FORCED_ANSWER: "forced_answer_prompt", SNIPPET_CAP: "keyword_snippet_cap",
+    TOKENIZER: "retrieved_tokens_tokenizer",
+}
+
+
+@dataclass(frozen=True)
+class Effect:
+    moves_numbers: bool  # False: a difference here is form only (no reported number moves)
+    why: str
+
+
+# Every setting not listed moves numbers: it decides what the model is, reads or may do.
+EFFECTS: Mapping[str, Effect] = {
+    CHUNK_READ_HEADER: Effect(True, "the header lists the neighbours' ids, which a model may go on to read (retrieved tokens leave headers out)"),
+    SYSTEM_PROMPT: Effect(True, "added rules (one tool per step, the chunk-id form) steer which calls a model makes"),
+    TOOL_DESCRIPTIONS: Effect(True, "a model chooses its tools and arguments from their descriptions"),
+    FORCED_ANSWER: Effect(True, "the wording of the last request shapes the forced answer"),
+    SENTENCE_SPLITTER: Effect(True, "decides which sentences exist to match: semantic_search ranked as the authors' code in 6 of 50 2Wiki queries, with 20% more retrieved tokens"),
+    QUERY_INSTRUCTION: Effect(True, "changes every query vector, so semantic_search's ranking"),
+    EMBEDDER_PRECISION: Effect(True, "moves every vector a little: near-tied sentences may swap ranks"),
+    BUDGET_ACCOUNTING: Effect(True, "decides at which step the budget forces the answer"),
+    TOOL_RESULT_CUT: Effect(True, "a cut result shows the model, and counts, fewer retrieved tokens"),
+    TOOL_CALLS_PER_STEP: Effect(True, "a reply's extra calls are not run: the model sees fewer results per step"),
+    JUDGE_SHORTCUT: Effect(False, "a prediction equal to the gold answer is what the paper's lenient judge calls correct: the shortcut only saves the call"),
+}
+
+
+def effect_of(setting: str) -> Effect:
+    return EFFECTS.get(setting, Effect(True, "decides what the model is, reads or may do"))
 
 
 @dataclass(frozen=True)
 class Expected:
-    shown: str  # the paper's value, as the card prints it
+    shown: str  # the paper's value, as the card prints it ("not stated": the authors' code's is the reference)
     source: str  # where it is stated
-    accepts: Callable[[Any], bool]  # whether our (normalised) value is the paper's
+    accepts: Callable[[Any], bool]  # whether our (normalised) value is the reference's
+    official: str = ""  # the authors' code's value, as the card prints it beside the paper's ("": not compared)
+    official_source: str = ""  # where in the authors' code
 
 
 @dataclass(frozen=True)
@@ -71,6 +132,24 @@ def equals(expected: Any) -> Callable[[Any], bool]:
 
 def at_least(minimum: int) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, int) and value >= minimum
+
+
+def is_none(value: Any) -> bool:
+    return value is None
+
+
+NOT_STATED = "not stated"
+AUTHORS = "authors' code a44de6b"
+
+
+def authors(path: str) -> str:
+    return f"{AUTHORS}, {path}"
+
+
+def replace_expected(paper: "PaperProtocol", official: Mapping[str, tuple[str, str]]) -> "PaperProtocol":
+    """`paper` with the authors' code's values (shown, source) of some settings added."""
+    expected = {k: (dataclasses.replace(e, official=official[k][0], official_source=official[k][1]) if k in official else e) for k, e in paper.expected.items()}
+    return dataclasses.replace(paper, expected=expected)
 
 
 A_RAG_BACKBONES = ("gpt-5-mini", "gpt-4o-mini")
@@ -99,8 +178,41 @@ A_RAG = PaperProtocol(
         SNIPPET_CAP: Expected("5", "official A-RAG code, src/arag/tools/keyword_search.py", equals(5)),
         RESULT_TITLES: Expected("no", "official A-RAG code, src/arag/tools (results show chunk ids and snippets only)", equals(False)),
         CORPUS: Expected("one of " + ", ".join(A_RAG_DATASETS), "§4.1 Datasets", lambda v: v in A_RAG_DATASETS),
+        # The kinds of difference from the authors' code (arag.evaluation.protocol reads ours from what ran).
+        SYSTEM_PROMPT: Expected("the Appendix prompt's rules", "Appendix (rules compared by checklist, never by text)", equals("paper rules"),
+                                "its own prompt", authors("src/arag/agent/prompts/default.txt")),
+        TOOL_DESCRIPTIONS: Expected(NOT_STATED, authors("src/arag/tools/*.py (the paper gives no descriptions)"), equals("authors' wording"),
+                                    "its own schema descriptions", authors("src/arag/tools/*.py")),
+        FORCED_ANSWER: Expected("tools removed, the model asked for its answer", "Appendix C, Algorithm 1", equals("forced, no tools"),
+                                '"You have reached the limit..." with tools=None', authors("src/arag/agent/base.py")),
+        CHUNK_READ_HEADER: Expected(NOT_STATED, authors("src/arag/tools/read_chunk.py (the paper states no format)"), equals("[Chunk <id>]"),
+                                    "[Chunk <id>]", authors("src/arag/tools/read_chunk.py")),
+        SENTENCE_SPLITTER: Expected(NOT_STATED, authors("scripts/build_index.py (the paper states no splitter)"), equals("regex"),
+                                    "regex [.!?\\n]+, end punctuation stripped, pieces of <= 10 characters dropped", authors("scripts/build_index.py")),
+        QUERY_INSTRUCTION: Expected(NOT_STATED, authors("src/arag/tools/semantic_search.py (§4.1 names the embedder only)"), is_none,
+                                    "none (the raw query encoded)", authors("src/arag/tools/semantic_search.py")),
+        EMBEDDER_PRECISION: Expected(NOT_STATED, authors("scripts/build_index.py (the paper states none)"), equals("float32"),
+                                     "float32 (sentence-transformers' default)", authors("scripts/build_index.py, src/arag/tools/semantic_search.py")),
+        BUDGET_ACCOUNTING: Expected(NOT_STATED, authors("src/arag/agent/base.py (the paper states no budget; its code's configs/example.yaml sets 128000)"), equals("message text, o200k"),
+                                    "o200k tokens of the messages' text (the system prompt counted twice), checked before each step", authors("src/arag/agent/base.py")),
+        TOOL_RESULT_CUT: Expected(NOT_STATED, authors("src/arag/agent/base.py (the paper states none)"), equals("never"),
+                                  "never cut", authors("src/arag/agent/base.py")),
+        TOOL_CALLS_PER_STEP: Expected("1", '§3.3 ("we intentionally avoid parallel tool calling")', equals(1),
+                                      "every call of a reply carried out", authors("src/arag/agent/base.py")),
+        JUDGE_SHORTCUT: Expected("none (the judge asked)", "§4.1 Evaluation Metrics (LLM-Acc: an LLM decides equivalence)", equals(False),
+                                 "none (the judge always asked)", authors("scripts/eval.py")),
     },
 )
+
+# The authors' code's values of settings the paper already states (shown beside the paper's).
+A_RAG = replace_expected(A_RAG, {
+    TOKEN_BUDGET: ("128000", authors("configs/example.yaml")),
+    MAX_STEPS: ("15", authors("configs/example.yaml")),
+    REPLY_CAP: ("16384", authors("configs/example.yaml")),
+    SNIPPET_CAP: ("5", authors("src/arag/tools/keyword_search.py")),
+    TOKENIZER: ("o200k_base", authors("src/arag/tools/*.py (tiktoken for gpt-4o)")),
+    EMBEDDER: ("Qwen/Qwen3-Embedding-0.6B", authors("configs/example.yaml")),
+})
 
 AGENTIC_RAG_BACKBONES = ("gpt-5-mini", "claude-sonnet-4.5", "claude-sonnet-4-5")
 AGENTIC_RAG = PaperProtocol(

@@ -53,7 +53,7 @@ def open_run_index(cfg: DictConfig, method: Any) -> RunIndex:
         token_env = OmegaConf.select(cfg, "index.token_env", default=None)
         with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:
             # the served index's own fingerprint: the same run as with index.path
-            return RunIndex(url=str(index_url), fingerprint=served.fingerprint, chunk_ids=served.chunk_ids.to_json(), server_info=dict(served.info))
+            return RunIndex(url=str(index_url), fingerprint=served.fingerprint, chunk_ids=served.chunk_ids.to_json(), facts=served.index_facts, server_info=dict(served.info))
     given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
     if not given:
         raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
@@ -144,4 +144,5 @@ def run_info(settings: RunSettings, question_set: QuestionSet, cfg: DictConfig, 
         },
         "config": resolved_config(cfg),
     }
-    return {**info, "protocol": protocol_card(info).to_json()}
+    # the method the settings built renders the texts the card checks (built once per run: its identity's)
+    return {**info, "protocol": protocol_card(info, built=settings.__dict__.get("_built_method")).to_json()}

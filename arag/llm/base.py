@@ -112,6 +112,7 @@ class LLMBackend(ABC):
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "reasoning": self.reasoning.to_json(),
+            "context_window": self.context_window,
         }
 
     def close(self) -> None:

@@ -5,11 +5,13 @@ name in the tables (its model and preset)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Mapping, Sequence
 
 import duckdb
 
+from arag.evaluation.effective import Effective, chunk_readers, effective, header_form
 from arag.evaluation.protocol import ProtocolCard, judge_presets, protocol_card
 from arag.report.format import markdown_table
 from arag.evaluation.results import RunStore, find_run_dirs
@@ -40,30 +42,71 @@ def judge_label_sql() -> str:
 
 
 # ---- cards ---------------------------------------------------------------------------------------
+def _loads(text: Any) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except (TypeError, ValueError):
+        return None
+
+
+def run_effective(con: duckdb.DuckDBPyConnection) -> dict[str, Effective]:
+    """What each run's episodes ran under (arag.evaluation.effective), from the parts of their
+    trajectories it reads: the messages only of episodes with extra calls, the tool calls' texts
+    only of one episode per run that read a chunk."""
+    slim: dict[str, list[dict[str, Any]]] = {}
+    readers = chunk_readers()
+    for run_id, agent, backend, prompt, steps, refused, cut, messages in con.execute("""
+        SELECT run_id, json_extract(trajectory, '$.agent'), json_extract(trajectory, '$.backend'),
+               json_extract(trajectory, '$.model_calls[0].prompt_tokens'), json_extract(trajectory, '$.tool_calls[*].step'),
+               json_extract(trajectory, '$.refused_calls'), json_extract(trajectory, '$.truncated_observations'),
+               CASE WHEN TRY_CAST(json_extract(trajectory, '$.refused_calls') AS INTEGER) > 0 THEN json_extract(trajectory, '$.messages') END
+        FROM episodes WHERE json_valid(trajectory) ORDER BY run_id, question_id""").fetchall():
+        slim.setdefault(run_id, []).append({
+            "agent": _loads(agent), "backend": _loads(backend) or {}, "model_calls": [{"prompt_tokens": _loads(prompt)}],
+            "tool_calls": [{"step": _loads(s)} for s in steps or []],  # a list of JSON values
+            "refused_calls": _loads(refused), "truncated_observations": _loads(cut),
+            "messages": _loads(messages),
+        })
+    headers = dict(con.execute("""
+        SELECT run_id, arg_min(json_extract(trajectory, '$.tool_calls'), question_id) FROM episodes
+        WHERE json_valid(trajectory) AND list_has_any(json_extract_string(trajectory, '$.tool_calls[*].name'), ?)
+        GROUP BY run_id""", [sorted(readers)]).fetchall())
+    out = {}
+    for run_id, trajectories in slim.items():
+        reads = [c for c in _loads(headers.get(run_id)) or [] if c.get("name") in readers]
+        header = next((h for h in map(header_form, reads) if h), None)
+        out[run_id] = dataclasses.replace(effective(trajectories), chunk_read_header=header)
+    return out
+
+
 def run_cards(con: duckdb.DuckDBPyConnection, results_path: Any) -> dict[str, ProtocolCard]:
     """Each run's card, by run id, for the runs in the `episodes` view: from its run.json under
-    `results_path`, else from the identity its rows carry."""
+    `results_path` (else the identity its rows carry) and what its episodes ran under. A card
+    stored in run.json (written before the episodes ran) is never read: every card is recomputed."""
     wanted = {r[0]: r[1] for r in con.execute("SELECT run_id, any_value(settings) FROM episodes GROUP BY run_id").fetchall()}
+    ran = run_effective(con)
     cards: dict[str, ProtocolCard] = {}
     for run_dir in find_run_dirs(results_path):
         if run_dir.name in wanted:
             try:
-                cards[run_dir.name] = protocol_card(RunStore.at(run_dir).read_info())
+                cards[run_dir.name] = protocol_card(RunStore.at(run_dir).read_info(), ran.get(run_dir.name))
             except ValueError:
                 continue  # an unreadable run.json: the rows' identity below
     for run_id, settings in wanted.items():
         if run_id not in cards:
-            try:
-                identity = json.loads(settings) if settings else {}
-            except ValueError:
-                identity = {}
-            cards[run_id] = protocol_card({"identity": identity if isinstance(identity, dict) else {}})
+            identity = _loads(settings) or {}
+            cards[run_id] = protocol_card({"identity": identity if isinstance(identity, dict) else {}}, ran.get(run_id))
     return cards
 
 
 def _run_names(con: duckdb.DuckDBPyConnection, label) -> dict[str, str]:
     rows = con.execute("SELECT run_id, any_value(method), any_value(dataset), any_value(model) FROM episodes GROUP BY run_id ORDER BY ALL").fetchall()
     return {r[0]: f"`{r[0]}` ({label(r[1])}, {r[2]}, {r[3]})" for r in rows}
+
+
+def cell(text: str) -> str:
+    """`text` in a Markdown table cell: its pipes (chunk_read's header has them) escaped."""
+    return text.replace("|", "\\|")
 
 
 def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, ProtocolCard], label) -> str:
@@ -76,11 +119,15 @@ def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, Protoco
     out = [
         "## Protocol",
         "",
-        "Each run against the protocol of the paper its method comes from (A-RAG, arXiv 2602.03442, with its official "
-        "configuration where the paper names no value; AgenticRAG; A2RAG): the settings that differ, with the paper's value "
-        "and where it is stated, then those that match. Runs with the same card share it. \"not recorded\": the run predates "
-        "the field and the value is what the code did then. `+protocol=a-rag-paper` gives an A-RAG run with no deviation "
-        "(docs/evaluation.md).",
+        "Each run against the protocol of the paper its method comes from (A-RAG, arXiv 2602.03442, with its authors' code "
+        "(a44de6b) where the paper names no value; AgenticRAG; A2RAG): the settings that differ in a way that moves numbers, "
+        "with the paper's value, the authors' code's and where it is stated; then those that differ in form only; then those "
+        "that match. Each card is recomputed from the run's description and what its episodes ran under (the token budget "
+        "after fitting it to the model's window, the reply cap sent, tool calls per step, chunk_read's header); a card "
+        "stored in run.json is not read. Texts are checked by fingerprint against the method's preset (\"custom\": not the "
+        "preset's). Runs with the same card share it. \"not recorded\": the run predates the field and the value is what "
+        "the code did then; \"derived\": computed from the settings as the code does. The preset `+protocol=a-rag-paper` "
+        "leaves only the differences the card names as ours (docs/evaluation.md).",
         "",
     ]
     for card, run_ids in sorted(groups.items(), key=lambda kv: kv[1][0]):
@@ -89,8 +136,12 @@ def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, Protoco
                    + (f"{len(deviations)} of {len(card.rows)} settings differ" if deviations else f"no deviation in {len(card.rows)} settings"))
         out.append("")
         if deviations:
-            out += [markdown_table(["Setting", "Ours", "Paper", "Stated in"], [[r.setting, r.ours, r.paper, r.source] for r in deviations], ["l"] * 4), ""]
-        same = [f"{r.setting} {r.ours}" for r in card.rows if not r.differs]
+            rows = [[cell(r.setting), cell(r.ours), cell(r.paper), cell(r.official or "–"), cell(r.source)] for r in deviations]
+            out += [markdown_table(["Setting", "Ours", "Paper", "Authors' code", "Stated in"], rows, ["l"] * 5), ""]
+        form = [f"{r.setting} {r.ours} (paper: {r.paper}; authors' code: {r.official or '–'}: {r.effect})" for r in card.form_only]
+        if form:
+            out += ["Form only (differs, moves no number): " + "; ".join(form) + ".", ""]
+        same = [f"{r.setting} {r.ours}" + (f" (authors' code: {r.official})" if r.official and r.official != r.paper else "") for r in card.rows if not r.differs]
         if same:
             out += ["As the paper: " + "; ".join(same) + ".", ""]
     return "\n".join(out)

@@ -135,6 +135,15 @@ class RemoteTools:
         return str(self.info["fingerprint"])
 
     @property
+    def index_facts(self) -> dict[str, Any] | None:
+        """The served index's embedder, chunking and sentence splitter as its server states them
+        (arag.index.facts); a server from before it stated them names its embedder only."""
+        given = self.info.get("index_facts")
+        if isinstance(given, dict):
+            return dict(given)
+        return {"embedder": self.info["embedding_model"]} if self.info.get("embedding_model") else None
+
+    @property
     def chunk_ids(self) -> ChunkIdFormat:
         """The served index's chunk-id form and example, as a local ToolContext gives them."""
         given = self.info.get("chunk_ids")

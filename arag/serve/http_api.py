@@ -6,7 +6,7 @@
                               X-Session-Id header or ?session= picks the read tracker,
                               X-Document-Settings (JSON) the document tools' settings,
                               ?full_text=true|false the snippet level
-    GET  /index               the served index's fingerprint, sizes and chunk-id form, the server's max_connections (remote clients check them)
+    GET  /index               the served index's fingerprint, sizes, chunk-id form and facts (embedder, chunking, splitter), the server's max_connections (remote clients check them)
     POST /chunks/titles       {"chunk_ids": [...]} → {"titles": {...}} (evaluation's evidence recall)
     GET  /openapi.json        the OpenAPI document
     GET  /health              {"status": "ready"} once the server serves (no token asked, no index content)

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
+from arag.index.facts import manifest_facts
 from arag.index.fingerprint import index_build_fingerprint
 from arag.serve.admission import CallGate
 from arag.serve.sessions import SessionTrackers
@@ -192,6 +193,8 @@ class ToolService:
             "num_chunks": index.manifest.get("num_chunks"),
             "num_sentences": index.manifest.get("num_sentences"),
             "embedding_model": index.manifest.get("embedding", {}).get("model"),
+            # the embedder (query instruction, precision), chunking and sentence splitter, for the protocol card of a run against it
+            "index_facts": manifest_facts(index.manifest),
             "tools": list(self.tools),
             "full_text": self.full_text,
             # A client checks these: its retrieved tokens and its result formats must be counted and shown here as it would.

@@ -1,0 +1,127 @@
+"""What a run's episodes ran under, read from their trajectories (the `trajectory` column of its rows,
+arag.agent.episode.Episode.to_json): the token budget after fitting it to the model's window, the
+reply cap each model call sent, the window, how many tool calls one step carried out and how many
+extra calls were answered "not run", the results cut to fit, and the form of chunk_read's header.
+The protocol card (arag.evaluation.protocol) shows these instead of the settings they came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+# Backend description keys that name the model's context window (arag.llm.base.LLMBackend.describe;
+# llama.cpp's and vLLM's own keys in trajectories recorded before `context_window` was).
+WINDOW_KEYS = ("context_window", "n_ctx", "max_model_len")
+
+
+@dataclass(frozen=True)
+class Effective:
+    episodes: int  # episodes with a recorded trajectory
+    token_budgets: tuple[int, ...] = ()  # the budgets they ran under (fitted to the window), distinct, ascending
+    reply_caps: tuple[int, ...] = ()  # the max_tokens their model calls sent, distinct
+    windows: tuple[int, ...] = ()  # the model's context window, where the backend knew it
+    smallest_prompt: int | None = None  # the smallest first prompt (tokens, as the backend counted them)
+    most_calls_in_a_step: int | None = None  # tool calls carried out in one step, at most (None: no step called a tool)
+    extra_calls: int = 0  # calls of a reply beyond the ones carried out, answered "not run"
+    replies_with_extra_calls: int | None = 0  # None: some episodes with extra calls kept no messages to count them by
+    cut_results: int = 0  # tool results cut to fit the context window
+    chunk_read_header: str | None = None  # the first chunk_read header shown, ids as "<id>"
+
+
+def chunk_readers() -> frozenset[str]:
+    """The tools that read chunks by the ids earlier results showed (chunk_read), as their ToolSpecs say."""
+    from arag.tools.registry import TOOLS
+
+    return frozenset(name for name, spec in TOOLS.items() if spec.shown_ids_argument and spec.unit == "chunk")
+
+
+def window_of(backend: Mapping[str, Any]) -> int | None:
+    for key in WINDOW_KEYS:
+        if backend.get(key):
+            return int(backend[key])
+    return None
+
+
+def reply_cap_of(trajectory: Mapping[str, Any]) -> int | None:
+    """The max_tokens an episode's model calls sent: recorded as `agent.reply_cap`; before that, the
+    agent's max_reply_tokens, else the backend's max_tokens (what the loop passed on)."""
+    agent, backend = trajectory.get("agent") or {}, trajectory.get("backend") or {}
+    cap = agent.get("reply_cap") or agent.get("max_reply_tokens") or backend.get("max_tokens")
+    return int(cap) if cap else None
+
+
+def replies_with_extra_calls(messages: list[Mapping[str, Any]]) -> int:
+    """Assistant replies followed by at least one "not run" note (arag.agent.loop.EXTRA_CALL_NOTE)."""
+    from arag.agent.loop import EXTRA_CALL_NOTE
+
+    count, noted = 0, False
+    for message in messages:
+        if message.get("role") == "assistant":
+            noted = False
+        elif not noted and EXTRA_CALL_NOTE in str(message.get("content") or ""):
+            count, noted = count + 1, True
+    return count
+
+
+def header_form(call: Mapping[str, Any]) -> str | None:
+    """The first chunk header of a chunk_read result ("[...]" on a line of its own) with its ids
+    (and a missing neighbour's note) written "<id>" and its titles "<title>"; None when the result
+    shows no chunk."""
+    if call.get("error"):
+        return None
+    line = next((x.strip() for x in str(call.get("text") or "").splitlines() if x.strip().startswith("[") and x.strip().endswith("]")), None)
+    if line is None:
+        return None
+    inner = line[1:-1]
+    if ": " not in inner:  # "[<label> <id>]", the authors' form
+        return f"[{inner.split(' ')[0]} <id>]" if " " in inner else "[<id>]"
+    fields = []
+    for part in inner.split(" | "):
+        key, sep, value = part.partition(": ")
+        shown = part if not sep else f"{key}: " + ("<title>" if key == "title" else "<id>")  # "none (first chunk ...)" too: the form, not the case
+        fields.append(shown)
+    return "[" + " | ".join(fields) + "]"
+
+
+def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
+    """The effective values of the episodes whose trajectories are given (an empty one, a failed
+    episode's without a record, counts for nothing)."""
+    budgets, caps, windows = set(), set(), set()
+    episodes, extra, cut = 0, 0, 0
+    replies: int | None = 0
+    smallest: int | None = None
+    most: int | None = None
+    header = None
+    readers = chunk_readers()
+    for t in trajectories:
+        if not t or not t.get("agent"):
+            continue
+        episodes += 1
+        agent = t["agent"]
+        if agent.get("token_budget") is not None:
+            budgets.add(int(agent["token_budget"]))
+        cap = reply_cap_of(t)
+        if cap:
+            caps.add(cap)
+        window = window_of(t.get("backend") or {})
+        if window:
+            windows.add(window)
+        calls = t.get("model_calls") or []
+        if calls and calls[0].get("prompt_tokens") is not None:
+            smallest = min(int(calls[0]["prompt_tokens"]), smallest if smallest is not None else 1 << 62)
+        per_step: dict[int, int] = {}
+        for call in t.get("tool_calls") or []:
+            if int(call.get("step") or 0) >= 1:  # step 0: a method's retrieval before the first model call
+                per_step[int(call["step"])] = per_step.get(int(call["step"]), 0) + 1
+            if header is None and call.get("name") in readers:
+                header = header_form(call)
+        if per_step:
+            most = max(max(per_step.values()), most or 0)
+        refused = int(t.get("refused_calls") or 0)
+        extra += refused
+        if refused and replies is not None:
+            messages = t.get("messages")
+            replies = replies + replies_with_extra_calls(messages) if messages else None
+        cut += int(t.get("truncated_observations") or 0)
+    return Effective(episodes, tuple(sorted(budgets)), tuple(sorted(caps)), tuple(sorted(windows)), smallest, most, extra, replies, cut, header)

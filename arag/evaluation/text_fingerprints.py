@@ -1,0 +1,133 @@
+"""Whether the texts a run's model was shown are its method preset's: the system prompt, the
+forced-answer prompt and each tool description, fingerprinted (sha256) as the run's identity holds
+them (`texts`, arag.evaluation.run_settings.model_texts: every text the model sees is in the run id).
+
+A prompt is the preset's when the run's method config holds the text of `conf/method/<name>.yaml`
+at the run's code commit (read with git when that commit is not the checkout's; without git, the
+checkout's file, and the card says so); an overridden `method.system_prompt` is "custom". A tool
+description comes from the code, not the config: it is the preset's when it is the checkout's
+code's for the same index, else an earlier code's (another commit) or "custom" (same commit).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+PRESET = "preset"
+CUSTOM = "custom"
+EARLIER = "earlier code"
+# Method config keys holding texts the model reads (system_prompt, final_prompt, user_template, A2RAG's prompts).
+TEXT_KEY_ENDINGS = ("_prompt", "_template")
+# The texts the card names, as model_texts keys them.
+SYSTEM, FINAL = "system", "final"
+PROMPT_KEYS = {SYSTEM: "system_prompt", FINAL: "final_prompt"}
+
+
+def fingerprint(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class TextCheck:
+    status: str  # PRESET, CUSTOM or EARLIER
+    sha: str  # the shown text's fingerprint
+    note: str = ""  # how the preset was read, when not at the run's own commit
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+@lru_cache(maxsize=64)
+def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str]:
+    """conf/method/<name>.yaml at `commit` (None or the checkout's: the checkout's file), and a note
+    when it had to be the checkout's file in place of the commit's."""
+    import yaml
+
+    from arag.config.files import conf_path
+    from arag.evaluation.run_settings import code_version
+
+    path = conf_path("method", f"{name}.yaml")
+    if commit and commit != code_version().get("commit"):
+        try:
+            relative = path.resolve().relative_to(_repo_root())
+            text = subprocess.run(["git", "show", f"{commit}:{relative.as_posix()}"], cwd=_repo_root(), capture_output=True, text=True, timeout=10, check=True).stdout
+            return yaml.safe_load(text), ""
+        except (OSError, ValueError, subprocess.SubprocessError):
+            note = f"the preset as of this checkout: code {commit[:7]} not in git here"
+    else:
+        note = ""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")), note
+    except OSError:
+        return None, note
+
+
+def text_keys(method_cfg: Mapping[str, Any]) -> tuple[str, ...]:
+    """The method's config keys that hold texts the model reads (its class's fields)."""
+    from arag.methods import method_class
+
+    return tuple(f.name for f in dataclasses.fields(method_class(dict(method_cfg))) if f.name.endswith(TEXT_KEY_ENDINGS))
+
+
+def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commit: str | None) -> dict[str, TextCheck]:
+    """The system and forced-answer prompts the run showed (SYSTEM, FINAL), each against its preset's."""
+    shown = texts.get("method") or {}
+    preset, note = preset_at(str(method_cfg.get("name")), commit)
+    try:
+        keys = text_keys(method_cfg)
+    except (KeyError, ValueError):
+        keys = tuple(PROMPT_KEYS.values())
+    out = {}
+    for text, key in PROMPT_KEYS.items():
+        if text not in shown:
+            continue
+        if preset is None:
+            status = CUSTOM  # no preset of that name: a method config of the user's own
+        else:
+            # a key the preset leaves out takes the class default; the run's config then holds it only when set
+            same = method_cfg.get(key) == preset.get(key) if key in keys else True
+            status = PRESET if same else CUSTOM
+        out[text] = TextCheck(status, fingerprint(shown[text]), note if preset is not None else "")
+    return out
+
+
+def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_ids: Mapping[str, str] | None, same_code: bool, built: Any = None) -> dict[str, TextCheck]:
+    """Each tool's description and parameters as shown, against the checkout's code's (`built`: the
+    method `method_cfg` builds, when the caller has built it already)."""
+    from arag.evaluation.run_settings import model_texts
+
+    shown = {s["function"]["name"]: s["function"] for s in texts.get("tools") or []}
+    if not shown:
+        return {}
+    try:
+        rendered = model_texts(dict(method_cfg), str(texts.get("protocol") or "json"), dict(chunk_ids) if chunk_ids else None, built)
+        ours = {s["function"]["name"]: s["function"] for s in rendered["tools"]}
+    except (KeyError, ValueError, TypeError):
+        ours = {}
+    out = {}
+    for name, function in shown.items():
+        status = PRESET if ours.get(name) == function else (CUSTOM if same_code else EARLIER)
+        out[name] = TextCheck(status, fingerprint(function))
+    return out
+
+
+def added_rules(system_text: str) -> list[str]:
+    """The rules our prompts add to the paper's (kinds.md, system_prompt_rules), found in a system prompt."""
+    lower = system_text.lower()
+    found = []
+    if "one tool per step" in lower:
+        found.append("one tool per step")
+    if "ids of the form" in lower:
+        found.append("the chunk-id form")
+    if "only the chunks you need" in lower:
+        found.append("read only the chunks you need")
+    return found
