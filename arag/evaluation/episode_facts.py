@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from arag.evaluation.evidence import found_titles, method_shows_full_text, seen_and_read
 from arag.evaluation.repeats import repeated_flags
 from arag.methods import evidence_of
-from arag.tools.base import NOT_EVIDENCE
+from arag.tools.base import NOT_EVIDENCE, READ
 from arag.tools.failures import ALREADY_READ, EMPTY, FAILURE_KINDS, REFUSED, UNKNOWN_IDS, UNKNOWN_TOOL
 
 # A chunk_read result of a run that predates failure kinds, naming ids the index does not hold
@@ -43,7 +43,6 @@ UNKNOWN_REF_ID = re.compile(r"^unknown reference id", re.IGNORECASE)
 # The error the loop and the tool hosts record for a tool the method does not offer (arag.agent.loop).
 UNKNOWN_TOOL_ERROR = re.compile(r"^unknown tool\b", re.IGNORECASE)
 # The one tool that answers a chunk read before with a note instead of its text.
-CHUNK_READ = "chunk_read"
 
 
 def unknown_ids_in(call: Mapping[str, Any]) -> int:
@@ -76,7 +75,7 @@ def call_failure(call: Mapping[str, Any]) -> str | None:
 def _legacy_failure(call: Mapping[str, Any]) -> str | None:
     """The kind of a call stored before kinds were recorded, read from what it returned: an evidence
     tool (a search, find, chunk_read) that returned no chunk is `unknown_ids` when its result names
-    unknown ids, else `empty`; a chunk_read whose chunks brought no new text (no retrieved tokens:
+    unknown ids, else `empty`; a reading tool (evidence READ: chunk_read, open) whose chunks brought no new text (no retrieved tokens:
     each was answered with the already-read note) is `already_read`, or `unknown_ids` when it also
     named unknown ids, as the tool decides now (arag.tools.chunk_read)."""
     named_unknown = unknown_ids_in(call) > 0
@@ -84,7 +83,7 @@ def _legacy_failure(call: Mapping[str, Any]) -> str | None:
         if named_unknown:
             return UNKNOWN_IDS
         return EMPTY if evidence_of(str(call.get("name"))) != NOT_EVIDENCE else None
-    if call.get("name") == CHUNK_READ and not call.get("retrieved_tokens"):
+    if evidence_of(str(call.get("name"))) == READ and not call.get("retrieved_tokens"):
         return UNKNOWN_IDS if named_unknown else ALREADY_READ
     return None
 

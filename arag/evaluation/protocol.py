@@ -35,6 +35,7 @@ from typing import Any, Mapping
 
 from arag.evaluation import protocol_papers as P
 from arag.evaluation.effective import Effective, chunk_readers
+from arag.evaluation.results import RUN_INFO
 from arag.index.facts import embedder_facts, manifest_facts
 from arag.index.layout import IndexLayout
 
@@ -325,7 +326,7 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
         shas = ", ".join(f"{n} {c.sha}" for n, c in checks.items())
         if "settings" not in info and (custom or earlier):
             # only the rows' identity: the index's chunk ids the descriptions were filled with are unknown
-            facts[P.TOOL_DESCRIPTIONS] = Fact("ours", f"ours (sha256 {shas}; not checked: run.json, which names the index's chunk ids, is missing)", recorded=False)
+            facts[P.TOOL_DESCRIPTIONS] = Fact("ours", f"ours (sha256 {shas}; not checked: {RUN_INFO}, which names the index's chunk ids, is missing)", recorded=False)
             return facts
         if custom:
             shown = f"custom: {', '.join(custom)} (sha256 {shas})"

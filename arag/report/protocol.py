@@ -14,7 +14,7 @@ import duckdb
 from arag.evaluation.effective import Effective, chunk_readers, effective, header_form
 from arag.evaluation.protocol import ProtocolCard, judge_presets, protocol_card
 from arag.report.format import markdown_table
-from arag.evaluation.results import RunStore, find_run_dirs
+from arag.evaluation.results import RUN_INFO, RunStore, find_run_dirs
 
 
 def _literal(text: str) -> str:
@@ -124,7 +124,7 @@ def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, Protoco
         "with the paper's value, the authors' code's and where it is stated; then those that differ in form only; then those "
         "that match. Each card is recomputed from the run's description and what its episodes ran under (the token budget "
         "after fitting it to the model's window, the reply cap sent, tool calls per step, chunk_read's header); a card "
-        "stored in run.json is not read. Texts are checked by fingerprint against the method's preset (\"custom\": not the "
+        f"stored in {RUN_INFO} is not read. Texts are checked by fingerprint against the method's preset (\"custom\": not the "
         "preset's). Runs with the same card share it. \"not recorded\": the run predates the field and the value is what "
         "the code did then; \"derived\": computed from the settings as the code does. The preset `+protocol=a-rag-paper` "
         "leaves only the differences the card names as ours (docs/evaluation.md).",
