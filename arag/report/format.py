@@ -18,7 +18,13 @@ OF_ATTEMPTED = "(of completed)"
 OF_ANSWERED = "(of answered)"
 # A failure's cause as a table names it: its text before the first colon ("model call failed after
 # 4 attempt(s)", "episode timed out after 600s", "worker error").
-FAILURE_CAUSE_SQL = "trim(split_part(coalesce(nullif(trim(failure), ''), 'no cause recorded'), ':', 1))"
+NO_CAUSE = "no cause recorded"
+FAILURE_CAUSE_SQL = f"trim(split_part(coalesce(nullif(trim(failure), ''), '{NO_CAUSE}'), ':', 1))"
+
+
+def failure_cause(failure: str | None) -> str:
+    """FAILURE_CAUSE_SQL in Python (the viewer's count)."""
+    return ((failure or "").strip() or NO_CAUSE).split(":", 1)[0].strip()
 
 
 def accuracy_sql(column: str, answered: bool = False) -> str:
