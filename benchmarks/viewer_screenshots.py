@@ -63,7 +63,10 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=REPO / "docs" / "images")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="viewer-screenshots-") as tmp, viewer(args.results.resolve(), Path(tmp)) as url, Browser() as browser:
+    results = args.results.resolve()
+    # Relative to the checkout where it is inside it: the pages show the path, and no machine's folder belongs in the docs.
+    shown = results.relative_to(REPO) if REPO in results.parents else results
+    with tempfile.TemporaryDirectory(prefix="viewer-screenshots-") as tmp, viewer(shown, Path(tmp)) as url, Browser() as browser:
         for name, page, width, height in SHOTS:
             path = args.out / name
             browser.run(url + page, width, screenshot=path, height=min(height, 1000))

@@ -56,7 +56,6 @@ form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
 th a{color:inherit;text-decoration:none}th[aria-sort]{background:#e3e8f7}
 .wide{overflow-x:auto}table.runs,table.episodes{font-size:12.5px}table.figures th{width:220px}table.figures td.value{text-align:left}
 table.episodes td{overflow-wrap:anywhere}table.runs td.acc-cell{white-space:normal;min-width:120px}table.runs td.run-links{min-width:70px}
-.wide>table th{position:sticky;top:0;z-index:1}
 .folded>summary{color:#8430ce}
 """
 
