@@ -544,6 +544,7 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
 def run_page(run: Run, report: Any) -> str:
     """A run's figures; `report`: the report nearest it (a path), or None."""
     rows = run.rows
+    causes = failure_causes(run)
     acc = []
     for label, col in (("LLM-Acc", "llm_acc"), ("Contain-Acc", "contain_acc")):
         values = list(scores(run, col).values())
@@ -551,7 +552,7 @@ def run_page(run: Run, report: Any) -> str:
             p = Proportion(sum(values), len(values))
             acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td>{figures.interval_bar(p, label)}</td><td class="n value" data-metric="{col}">{esc(percent_text(p))}</td></tr>')
         else:
-            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td></td><td class="n value" data-metric="{col}">no scored question</td></tr>')
+            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td></td><td class="n value" data-metric="{col}">{esc(failures_text(len(causes), causes) or "no scored question")}</td></tr>')
     dists = []
     for label, col in (("steps", "steps"), ("retrieved tokens", "retrieved_tokens")):
         values = figures.column(rows, col)
@@ -576,7 +577,7 @@ def run_page(run: Run, report: Any) -> str:
         f'<p><a href="/">all runs</a> › {esc(run.run_id)}</p><h1>{esc(run.label)}</h1>'
         f'<div class="box">{kv([("run", esc(run.run_id)), ("dataset", esc(run.dataset)), ("episodes", f"{len(rows)} ({answered} answered, {len(rows) - answered} failed)")])}{identity_kv(run)}'
         f'<p><a href="{href("/", run=run.run_id)}#episodes">its episodes</a> · <a href="{href("/settings", run=run.run_id)}">its settings</a> · {report_link}</p></div>'
-        f'<h2>Accuracy</h2><p class="meta">95% Wilson interval [low, high] and n, the questions it averages over: the completed episodes (a failed episode has no result and is never scored; {len(failure_causes(run))} failed).</p><table class="figures">{"".join(acc)}</table>'
+        f'<h2>Accuracy</h2><p class="meta">95% Wilson interval [low, high] and n, the questions it averages over: the completed episodes (a failed episode has no result and is never scored; {len(causes)} failed).</p><table class="figures">{"".join(acc)}</table>'
         f'<h2>Steps and retrieved tokens</h2><p class="meta">Mean with its 95% bootstrap interval (10,000 seeded resamples) and n; bars: how many episodes had each value.</p><table class="figures">{"".join(dists)}</table>'
         f'<h2>Tool mix</h2><p class="meta"><span id="tool-calls">{total_calls}</span> tool calls; <span class="{"problem" if errors not in (0, "n/a") else ""}"><span id="unusable-calls">{errors}</span> with a result the model could not use{esc(kinds_text)}</span>; <span id="repeated-calls">{repeated}</span> repeated.</p><table class="figures tool-mix">{mix_rows}</table>'
     )

@@ -15,7 +15,7 @@ UNREACHABLE = "model call failed after 4 attempt(s): ConnectError: All connectio
 TIMEOUT = "episode timed out after 600s"
 
 
-def write_run(root: Path, run_id: str, method: str, outcomes: list[str | None]) -> None:
+def write_run(root: Path, run_id: str, method: str, outcomes: list[str | None], max_steps: int = 10) -> None:
     """One run of `method`, a question per outcome: None answered right, "wrong" answered wrong, else failed with that cause."""
     rows = []
     for i, outcome in enumerate(outcomes):
@@ -24,7 +24,7 @@ def write_run(root: Path, run_id: str, method: str, outcomes: list[str | None]) 
         rows.append(EpisodeRow(
             run_id=run_id, dataset="2wikimultihopqa", question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"],
             method=method, model="qwen", backend="openai", status="failed" if failed else "ok", prediction=None if failed else "a",
-            failure=outcome if failed else None, max_steps=10, contain_acc=0.0 if failed else right, exact_match=0.0 if failed else right,
+            failure=outcome if failed else None, max_steps=max_steps, contain_acc=0.0 if failed else right, exact_match=0.0 if failed else right,
             f1=0.0 if failed else right, llm_acc=0.0 if failed else right, judge_status="no_answer" if failed else "correct",
         ).to_record())  # fmt: skip
     with RunStore(root, run_id) as store:
@@ -58,3 +58,12 @@ def test_an_accuracy_cell_names_failures_beside_the_score_and_alone_without_one(
     assert cell(None, 0) == "–"
     assert failures_text(4, ["a", "b", "b", "c"]) == "4 failed (b; +2 other causes)"
     assert failures_text(0, []) == ""
+
+
+def test_a_sweep_point_whose_episodes_failed_shows_its_failures_not_a_score(tmp_path):
+    results = tmp_path / "results"
+    for steps, outcomes in ((5, [TIMEOUT, TIMEOUT]), (10, [None, "wrong"])):
+        write_run(results, f"steps{steps}", "arag_full", outcomes, max_steps=steps)
+    text = build_report(results).path.read_text()
+    sweep = table(text, "", section="Test-time scaling: accuracy and cost against max_steps")
+    assert [sweep.row(max_steps=x)["LLM-Acc"] for x in ("5", "10")] == ["2 failed (episode timed out after 600s)", "50.0 [9.5, 90.5] n=2"]

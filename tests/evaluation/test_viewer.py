@@ -432,6 +432,10 @@ def test_a_runs_page_shows_its_figures_with_intervals_and_links_its_settings_and
     settings_page = get(client, f"/settings?run={a}")
     assert json.loads(settings_page.by_id("run-json"))["run_id"] == a
     assert problems(get(client, f"/report?run={a}", 404))[0].startswith(f"no report/report.md beside run {a}")
+    # Run B's failed episode is left out of its accuracies and counted apart.
+    b = get(client, f"/run?run={tree['b']}")
+    assert {attrs["data-metric"]: x for _, attrs, x in b.having("value", tag="td")}["llm_acc"] == "0.0% [0.0, 65.8] n=2"
+    assert "(a failed episode has no result and is never scored; 1 failed)" in b.text()
 
 
 def test_the_report_nearest_a_run_is_linked_and_shown_with_its_plots(tree, tmp_path):
