@@ -7,8 +7,9 @@ column. Scoring rules (see docs/evaluation.md, "Metrics"):
 
 * status `ok`: the agent answered (possibly a forced answer, see `forced`).
 * status `failed`: no answer (the LLM kept failing, a worker died twice on it, a timeout, ...);
-  `failure` says why, `prediction` is null, and the answer metrics are 0: averages are over all
-  attempted questions, and `status` counts the failures separately. Evidence recall is still
+  `failure` says why, `prediction` is null, and the answer metrics are 0; the report never scores
+  it (its accuracies average over the completed episodes) and names the failures and their cause
+  beside each accuracy (arag.report.format.FAILED). Evidence recall is still
   computed from whatever the agent read before it failed.
 * `llm_acc` is null when the judge gave no verdict (`judge_status='failed'`) or was disabled:
   unknown, never "wrong".

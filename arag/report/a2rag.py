@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Sequence
 import duckdb
 
 from arag.evaluation.rows import PASSAGE_RECALL_SCHEMA
-from arag.report.format import accuracy_sql
+from arag.report.format import accuracy_sql, failures_sql
 from arag.report.tables import Topic, fitted_tables
 from arag.report.format import format_value as _fmt
 from arag.report.intervals import cell as accuracy_cell
@@ -115,7 +115,7 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
         f"""SELECT {', '.join(cols)}, count(*), avg(exact_match), avg(f1), {accuracy_sql('llm_acc')},
                    avg(evidence_recall_at_2) FILTER ({PASSAGE_ROWS}), avg(evidence_recall_at_5) FILTER ({PASSAGE_ROWS}), avg(model_calls), avg(prompt_tokens + completion_tokens),
                    quantile_cont(wall_s - judge_s, 0.5), quantile_cont(wall_s - judge_s, 0.95),
-                   count(*) FILTER (WHERE NOT ({PASSAGE_ROWS}))
+                   count(*) FILTER (WHERE NOT ({PASSAGE_ROWS})), {failures_sql()}
             FROM episodes WHERE {A2RAG_ROWS} OR method IN ({baselines}) GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     n = len(cols)
@@ -123,7 +123,7 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     data.sort(key=lambda r: (*[str(v) for v in r[:2]], order.get(r[2], len(order)), r[2], *[str(v) for v in r[3:n]]))
     keys = [[*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n])] for r in data]
     quality = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "older rows"]
-    quality_rows = [[*key, _fmt(r[n], "int"), _fmt(r[n + 1]), _fmt(r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *(_fmt(v) for v in r[n + 5 : n + 7]), _fmt(r[n + 11], "int")]
+    quality_rows = [[*key, _fmt(r[n], "int"), _fmt(r[n + 1]), _fmt(r[n + 2]), accuracy_cell(r[n + 3], r[n + 4], r[-2], r[-1]), *(_fmt(v) for v in r[n + 5 : n + 7]), _fmt(r[n + 11], "int")]
                     for key, r in zip(keys, data)]
     cost = [*cols, "LLM calls / q", "tokens / q", "latency P50 s", "P95 s"]
     cost_rows = [[*key, _fmt(r[n + 7], "f1"), _fmt(r[n + 8], "int"), _fmt(r[n + 9], "f2"), _fmt(r[n + 10], "f2")] for key, r in zip(keys, data)]

@@ -13,8 +13,10 @@ fits a page (arag.report.tables): columns the same on every row are stated once 
 table wider than MAX_COLUMNS is split by topic.
 
 Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
-run; LLM-Acc and Cont-Acc average over the same questions: every attempted question except those
-whose judge gave no verdict (counted beside them in "judge failed"), a failed episode scoring 0.
+run; LLM-Acc and Cont-Acc average over the same questions: every completed episode except those
+whose judge gave no verdict (counted beside them in "judge failed"). A failed episode (an outage, a
+timeout, a lost worker) has no result: it is never scored, and every accuracy cell names the failed
+episodes beside it with their most frequent cause; a cell whose episodes all failed shows only that.
 Calls per tool, tool errors by kind, repeated calls and evidence seen and read are counted from each
 row's trajectory (arag.report.facts, the viewer's count), not read from the columns a run stored.
 
@@ -36,10 +38,11 @@ import duckdb
 from arag.config.files import method_declarations
 from arag.report.intervals import LEGEND, Proportion, proportion
 from arag.report.intervals import cell as accuracy_cell
+from arag.report.intervals import failures_text
 from arag.evaluation.rows import CALLS_OTHER, counted_tools, failure_kinds
 from arag.report.a2rag import a2rag_section
 from arag.report.facts import create_views
-from arag.report.format import ANSWERED, OF_ANSWERED, OF_ATTEMPTED, SCORED, UnlikeRunsError, accuracy_sql, markdown_table
+from arag.report.format import ANSWERED, FAILED, OF_ANSWERED, OF_ATTEMPTED, UnlikeRunsError, accuracy_sql, failures_sql, markdown_table
 from arag.report.format import format_value as _fmt
 from arag.report.format import pyplot as _pyplot
 from arag.report.paired import Comparison, comparisons, paired_section
@@ -127,7 +130,10 @@ def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDB
     (arag.report.facts)."""
     con = duckdb.connect()
     create_views(con, result_files(results_path))  # all_episodes: the rows, their facts counted from the trajectories
-    con.execute(f"CREATE VIEW episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails, {JUDGE_SQL} AS judge FROM all_episodes {'WHERE ' + where if where else ''}")
+    # A table, not a view: every section queries it, and a view would join the facts and parse each
+    # row's settings JSON again for every query.
+    con.execute(f"CREATE TABLE episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails, {JUDGE_SQL} AS judge FROM all_episodes {'WHERE ' + where if where else ''}")
+    _store_varying(con)
     return con
 
 
@@ -137,16 +143,29 @@ def paired_comparisons(results_path: str | Path) -> list[Comparison]:
     return comparisons(con, _varying(con))
 
 
+# The table that holds the settings that vary (in SETTING_COLUMNS order), computed once per connection.
+VARYING_TABLE = "varying_settings"
+
+
+def _store_varying(con: duckdb.DuckDBPyConnection) -> None:
+    """The settings columns whose value varies, counted once over the episodes (no trajectory
+    read); the judge only where it varies for one model (it names its model, so models that judged
+    themselves differ in it without a second judge)."""
+    def distinct(col: str) -> str:
+        return f"count(DISTINCT coalesce(CAST({col} AS VARCHAR), '—'))"
+
+    others = [c for c in SETTING_COLUMNS if c != "judge"]
+    per_column = dict(zip(others, con.execute(f"SELECT {', '.join(distinct(c) for c in others)} FROM episodes").fetchone()))
+    per_column["judge"] = con.execute(f"SELECT coalesce(max(n), 0) FROM (SELECT {distinct('judge')} AS n FROM episodes GROUP BY model)").fetchone()[0]
+    varying = [c for c in SETTING_COLUMNS if (per_column[c] or 0) > 1]
+    con.execute(f"CREATE OR REPLACE TABLE {VARYING_TABLE} (position INTEGER, name VARCHAR)")
+    if varying:
+        con.executemany(f"INSERT INTO {VARYING_TABLE} VALUES (?, ?)", list(enumerate(varying)))
+
+
 def _varying(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The settings columns whose value varies; the judge only where it varies for one model (it
-    names its model, so models that judged themselves differ in it without a second judge)."""
-    out = []
-    for col in SETTING_COLUMNS:
-        per_model = "GROUP BY model" if col == "judge" else ""
-        n = con.execute(f"SELECT max(n) FROM (SELECT count(DISTINCT coalesce(CAST({col} AS VARCHAR), '—')) AS n FROM episodes {per_model})").fetchone()[0]
-        if n > 1:
-            out.append(col)
-    return out
+    """The settings columns whose value varies (`_store_varying`, counted when the connection was made)."""
+    return [name for (name,) in con.execute(f"SELECT name FROM {VARYING_TABLE} ORDER BY position").fetchall()]
 
 
 def _setting_keys(names: Sequence[str], values: Sequence[Any]) -> list[tuple]:
@@ -281,7 +300,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
         where = "WHERE method IN (" + ", ".join("'" + m + "'" for m in methods) + ")"
     data = con.execute(
         f"""SELECT {', '.join(keys)}, method, dataset, {accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc')},
-                   {accuracy_sql('llm_acc', answered=True)}, {accuracy_sql('contain_acc', answered=True)}
+                   {accuracy_sql('llm_acc', answered=True)}, {accuracy_sql('contain_acc', answered=True)}, {failures_sql()}
             FROM episodes {where} GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     if not data:
@@ -298,7 +317,8 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
         block = (values["model"],) if by_model else ()
         blocks.setdefault(block, {}).setdefault(tuple(values[k] for k in shown), {})[(r[n], r[n + 1])] = r[n + 2 :]
     out = [f"## {title}", "", *([note, ""] if note else [])]
-    out.append("LLM-Acc and Cont-Acc over the same questions: all attempted ones but judge failures (judge failures per run in the details table)"
+    out.append("LLM-Acc and Cont-Acc over the same questions: all completed episodes but judge failures (judge failures per run in the details table); "
+               "failed episodes are never scored: a cell names them beside its accuracy (\"· 3 failed (cause)\"), or alone where all failed"
                + (f"; {OF_ANSWERED}: over the answered ones only (a non-empty prediction), as the paper's evaluation code divides" if paper is not None else "")
                + ("" if by_model or len(models) > 1 else f". Model: {models[0]}.")
                + (f" Columns before the method: the settings that differ between runs ({', '.join(SETTING_HEADERS.get(k, k) for k in shown)})." if shown else ""))
@@ -328,11 +348,11 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
             for method in list(methods) if (fixed_rows and methods is not None) else ran:
                 row = [*(_setting_text(v) for v in setting), _label(method)]
                 for d in datasets:
-                    # (sum, n) of LLM-Acc and Cont-Acc over the attempted questions, then over the answered ones
-                    llm, llm_n, cont, cont_n, llm_a, llm_a_n, cont_a, cont_a_n = cells.get((method, d), (None, 0) * 4)
+                    # (sum, n) of LLM-Acc and Cont-Acc over the completed questions, then over the answered ones; the failed episodes and their causes
+                    llm, llm_n, cont, cont_n, llm_a, llm_a_n, cont_a, cont_a_n, failed, causes = cells.get((method, d), (None, 0) * 5)
                     attempted, answered = [(llm, llm_n), (cont, cont_n)], [(llm_a, llm_a_n), (cont_a, cont_a_n)]
                     for column in range(len(_accuracy_columns(d))):
-                        row.append(accuracy_cell(*attempted[column]))
+                        row.append(accuracy_cell(*attempted[column], failed, causes))
                         if paper is not None:
                             row.append(accuracy_cell(*answered[column]))
                         if backbone:
@@ -401,7 +421,7 @@ def topic_tables(keys: int, tables: Sequence[tuple[str, Sequence[str], Sequence[
 
 
 def details_table(con: duckdb.DuckDBPyConnection) -> str:
-    """Per run cell, two tables: questions and accuracy over the attempted ones; accuracy over the
+    """Per run cell, two tables: questions, failures and accuracy over the completed ones; accuracy over the
     answered ones, EM, F1 and evidence recall."""
     varying = _varying(con)
     cols = ["dataset", "model", "method", *varying]
@@ -409,7 +429,8 @@ def details_table(con: duckdb.DuckDBPyConnection) -> str:
         f"""SELECT {', '.join(cols)}, count(DISTINCT run_id), count(*), count(*) FILTER ({ANSWERED}),
                    count(*) FILTER (status = 'failed'), count(*) FILTER (forced),
                    {accuracy_sql('contain_acc')}, {accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc', answered=True)}, {accuracy_sql('llm_acc', answered=True)},
-                   count(*) FILTER (judge_status = 'failed'), avg(exact_match), avg(f1), avg(evidence_recall_read), avg(evidence_recall_seen)
+                   count(*) FILTER (judge_status = 'failed'), avg(exact_match) FILTER (NOT ({FAILED})), avg(f1) FILTER (NOT ({FAILED})),
+                   avg(evidence_recall_read), avg(evidence_recall_seen), {failures_sql()}
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     n = len(cols)
@@ -422,14 +443,16 @@ def details_table(con: duckdb.DuckDBPyConnection) -> str:
     for r in data:
         accuracies = [accuracy_cell(r[i], r[i + 1]) for i in range(n + 5, n + 13, 2)]
         key = key_cells(cols, r[:n])
-        counted_rows.append([*key, *(_fmt(v, "int") for v in r[n : n + 5]), _fmt(r[n + 13], "int"), *accuracies[:2]])
-        scored_rows.append([*key, *accuracies[2:], *(_fmt(v) for v in r[n + 14 :])])
+        failed = failures_text(r[-2], r[-1], noun="") or "0"
+        counted_rows.append([*key, *(_fmt(v, "int") for v in r[n : n + 3]), failed, _fmt(r[n + 4], "int"), _fmt(r[n + 13], "int"), *accuracies[:2]])
+        scored_rows.append([*key, *accuracies[2:], *(_fmt(v) for v in r[n + 14 : n + 18])])
     return "\n".join([
         "## Details per run",
         "",
-        f"{LEGEND} {OF_ATTEMPTED}: over all attempted questions (a failed episode scores 0), our default; {OF_ANSWERED}: over the answered "
+        f"{LEGEND} {OF_ATTEMPTED}: over the completed episodes (an empty answer scores 0), our default; {OF_ANSWERED}: over the answered "
         "ones only (a non-empty prediction), the denominator of the A-RAG paper's evaluation code. Both leave out questions whose judge gave no "
-        "verdict ('judge failed'). EM, F1: means in % over all attempted questions. "
+        "verdict ('judge failed'), and failed episodes (an outage, a timeout: 'failed', with their most frequent cause), which have no result "
+        "to score. EM, F1: means in % over the completed episodes. "
         "Evidence recall: share of the supporting documents whose chunks the agent read in full / saw in any tool result.",
         "",
         *topic_tables(n, [("Questions and accuracy over the attempted ones", counted, counted_rows),
@@ -526,7 +549,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     data = con.execute(
         f"""SELECT {', '.join(cols)}, count(*), {accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc')},
                    avg(citation_recall_at_1), avg(citation_recall_at_3), avg(prompt_tokens + completion_tokens), avg(retrieved_tokens),
-                   {''.join(f'avg(calls_{t}), ' for t in tools)}avg(forced_summaries), avg(CAST(forced AS INTEGER))
+                   {''.join(f'avg(calls_{t}), ' for t in tools)}avg(forced_summaries), avg(CAST(forced AS INTEGER)), {failures_sql()}
             FROM episodes WHERE method IN ({listed}) GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     if not any(r[2].startswith("agenticrag") for r in data):
@@ -540,7 +563,8 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     accuracy_rows, cost_rows, call_rows = [], [], []
     for r in sorted(data, key=lambda r: (r[0], r[1], *_setting_keys(cols[3:], r[3:n]), order[r[2]])):
         key = key_cells(cols, r[:n])
-        accuracy_rows.append([*key, _fmt(r[n], "int"), accuracy_cell(r[n + 1], r[n + 2]), accuracy_cell(r[n + 3], r[n + 4]), *(_fmt(v) for v in r[n + 5 : n + 7])])
+        accuracy_rows.append([*key, _fmt(r[n], "int"), accuracy_cell(r[n + 1], r[n + 2], r[-2], r[-1]), accuracy_cell(r[n + 3], r[n + 4], r[-2], r[-1]),
+                              *(_fmt(v) for v in r[n + 5 : n + 7])])
         cost_rows.append([*key, *(_fmt(v, "int") for v in r[n + 7 : n + 9]), _fmt(r[n + 9 + t], "f2"), _fmt(r[n + 10 + t])])
         call_rows.append([*key, *(_fmt(v, "f2") for v in r[n + 9 : n + 9 + t])])
     return "\n".join([
@@ -749,7 +773,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
     parts = [
         f"# {title}",
         "",
-        f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes (scored 0), {judge_failed:,} judge failures (left out of both LLM-Acc and Cont-Acc).",
+        f"{n:,} episodes in {runs} runs from `{results_path}`" + (f" (filter: `{where}`)" if where else "") + f"; {failed:,} failed episodes and {judge_failed:,} judge failures (both left out of LLM-Acc and Cont-Acc; failed episodes named in each cell).",
         "",
         rejudge_section(con, _label),
         accuracy_pivot(con, [m for m in _method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()]) if not m.startswith(("arag_no_", "agenticrag_"))], "Main results",

@@ -6,13 +6,25 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-# The questions both accuracies average over: all but those the judge gave no verdict for.
-SCORED = "coalesce(judge_status, '') <> 'failed'"
+# A failed episode (an outage, a timeout, a worker lost): no result, counted apart with its cause,
+# never scored.
+FAILED = "status = 'failed'"
+# The questions both accuracies average over: the completed episodes but those the judge gave no verdict for.
+SCORED = f"NOT ({FAILED}) AND coalesce(judge_status, '') <> 'failed'"
 # Answered as the official A-RAG evaluation counts it (scripts/eval.py): a non-empty prediction. Its
-# accuracies divide by these questions only; ours by every attempted one (a failure scoring 0).
+# accuracies divide by these questions only; ours by every completed one (an empty answer scoring 0).
 ANSWERED = "status = 'ok' AND trim(coalesce(prediction, '')) <> ''"
-OF_ATTEMPTED = "(of attempted)"
+OF_ATTEMPTED = "(of completed)"
 OF_ANSWERED = "(of answered)"
+# A failure's cause as a table names it: its text before the first colon ("model call failed after
+# 4 attempt(s)", "episode timed out after 600s", "worker error").
+NO_CAUSE = "no cause recorded"
+FAILURE_CAUSE_SQL = f"trim(split_part(coalesce(nullif(trim(failure), ''), '{NO_CAUSE}'), ':', 1))"
+
+
+def failure_cause(failure: str | None) -> str:
+    """FAILURE_CAUSE_SQL in Python (the viewer's count)."""
+    return ((failure or "").strip() or NO_CAUSE).split(":", 1)[0].strip()
 
 
 def accuracy_sql(column: str, answered: bool = False) -> str:
@@ -20,6 +32,13 @@ def accuracy_sql(column: str, answered: bool = False) -> str:
     (only the answered ones with `answered`): an accuracy and its n (arag.report.intervals.cell)."""
     where = f"{SCORED} AND {ANSWERED}" if answered else SCORED
     return f"sum({column}) FILTER ({where}), count({column}) FILTER ({where})"
+
+
+def failures_sql() -> str:
+    """Two SQL aggregates: the failed episodes and their distinct causes (a list, most frequent
+    first), read by arag.report.intervals.cell beside an accuracy."""
+    return (f"count(*) FILTER ({FAILED}), "
+            f"list({FAILURE_CAUSE_SQL} ORDER BY {FAILURE_CAUSE_SQL}) FILTER ({FAILED})")
 
 
 class UnlikeRunsError(ValueError):

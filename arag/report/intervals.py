@@ -19,8 +19,9 @@ The difference is "within noise" unless both say otherwise: p < 0.05 and an inte
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
 ALPHA = 0.05
@@ -74,10 +75,27 @@ def proportion(total: float | None, n: int | None) -> Proportion | None:
     return Proportion(float(total or 0.0), int(n)) if n else None
 
 
-def cell(total: float | None, n: int | None) -> str:
-    """A table cell for an accuracy given as the sum and count of its scores: '–' without any."""
+def failures_text(failed: int | None, causes: Sequence[str] | None = None, noun: str = " failed") -> str:
+    """'3 failed (model call failed after 4 attempt(s))': failed episodes and their most frequent
+    cause ('; +1 other cause' where they differ); '' for none. `noun`: the word after the count
+    ('' in a column headed "failed")."""
+    if not failed:
+        return ""
+    ranked = [c for c, _ in Counter(causes or ()).most_common()]
+    if not ranked:
+        return f"{failed}{noun}"
+    others = len(ranked) - 1
+    more = f"; +{others} other cause{'s' if others > 1 else ''}" if others else ""
+    return f"{failed}{noun} ({ranked[0]}{more})"
+
+
+def cell(total: float | None, n: int | None, failed: int | None = 0, causes: Sequence[str] | None = None) -> str:
+    """A table cell for an accuracy given as the sum and count of its scores, with the failed
+    episodes beside it (never scored, so never in it): '66.7 [20.8, 93.9] n=3 · 2 failed (…)';
+    the failures alone where nothing was scored; '–' without either."""
     p = proportion(total, n)
-    return p.text() if p else "–"
+    failures = failures_text(failed, causes)
+    return " · ".join(t for t in (p.text() if p else "", failures) if t) or "–"
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:

@@ -20,7 +20,8 @@ from typing import Any
 import duckdb
 
 from arag.report.intervals import Proportion, proportion
-from arag.report.format import SCORED, UnlikeRunsError, pyplot
+from arag.report.intervals import cell as accuracy_cell
+from arag.report.format import SCORED, UnlikeRunsError, failures_sql, pyplot
 from arag.report.format import format_value as _fmt
 from arag.report.tables import Topic, fitted_tables
 
@@ -48,6 +49,8 @@ class SweepPoint:
     wall_s: float | None
     llm_scored: int = 0  # the questions LLM-Acc averages over
     contain_scored: int = 0
+    failed: int = 0  # failed episodes: never scored, named beside the accuracies
+    failure_causes: tuple[str, ...] = ()  # one per failed episode
 
     @property
     def llm(self) -> Proportion | None:
@@ -132,7 +135,7 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
         f"""SELECT {', '.join(keys)}, {x}, run_id, any_value(settings), count(*),
                    avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}), count(*) FILTER (judge_status = 'failed'),
                    avg(prompt_tokens + completion_tokens), avg(reasoning_tokens), avg(retrieved_tokens), avg(steps), avg(model_calls), avg(wall_s),
-                   count(llm_acc) FILTER ({SCORED}), count(contain_acc) FILTER ({SCORED})
+                   count(llm_acc) FILTER ({SCORED}), count(contain_acc) FILTER ({SCORED}), {failures_sql()}
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     grouped: dict[tuple, list[tuple]] = {}
@@ -144,10 +147,14 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
             continue
         rows.sort(key=lambda r: setting_order(x, r[0]))
         check_series_identity(x, [(r[1], r[0], r[2]) for r in rows])
-        points = tuple(SweepPoint(r[0], r[1], *r[3:]) for r in rows)
+        points = tuple(SweepPoint(r[0], r[1], *r[3:-1], tuple(r[-1] or ())) for r in rows)
         out.append(Series(tuple(zip(keys, key)), points))
     # Series in the order of their fixed values (reasoning effort by level, not alphabetically).
     return sorted(out, key=lambda s: [setting_order(k, v) for k, v in s.fixed])
+
+
+def _sum_n(p: Proportion | None) -> tuple[float | None, int]:
+    return (p.successes, p.n) if p else (None, 0)
 
 
 def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label=lambda m: m) -> str:
@@ -160,7 +167,7 @@ def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str
         title,
         "",
         f"One table per series: its runs differ only in `{x}` (checked on their identity settings); the settings named above a "
-        "table are fixed. LLM-Acc and Cont-Acc over the same questions (judge failures left out of both), each in % with its 95% Wilson "
+        "table are fixed. LLM-Acc and Cont-Acc over the same questions (judge failures and failed episodes left out of both, the failed ones named beside them), each in % with its 95% Wilson "
         "interval [low, high] and n; a difference between two points is tested in the paired comparisons. Tokens: prompt + completion "
         "tokens per question; wall s: mean seconds per episode.",
         "",
@@ -173,7 +180,8 @@ def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str
         named = [f"{k}={'—' if v is None else v}" for k, v in fixed.items()] + ([f"guard_rails={rails}"] if rails != "off" else [])
         out += [f"**{name}**" + (f" — {', '.join(named)}" if named else ""), ""]
         rows = [
-            ["—" if p.x is None else str(p.x), _fmt(p.n, "int"), p.llm.text() if p.llm else "–", p.contain.text() if p.contain else "–", _fmt(p.judge_failed, "int"),
+            ["—" if p.x is None else str(p.x), _fmt(p.n, "int"), accuracy_cell(*_sum_n(p.llm), p.failed, p.failure_causes),
+             accuracy_cell(*_sum_n(p.contain), p.failed, p.failure_causes), _fmt(p.judge_failed, "int"),
              _fmt(p.tokens, "int"), _fmt(p.reasoning_tokens, "int"), _fmt(p.retrieved_tokens, "int"), _fmt(p.steps, "f1"),
              _fmt(p.model_calls, "f1"), _fmt(p.wall_s, "f2"), p.run_id]
             for p in s.points

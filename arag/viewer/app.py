@@ -1,5 +1,5 @@
 """The viewer's web app (Starlette) and its server (uvicorn): `/` lists the runs and their episodes
-with filters and sorting, `/export?format=csv|json&…` the listed episodes, `/episode?run=…&q=…` one
+with filters and sorting, `/paired` the report's paired comparisons of the runs, `/export?format=csv|json&…` the listed episodes, `/episode?run=…&q=…` one
 episode step by step, `/compare?dataset=…&q=…` one question across runs side by side, `/run?run=…` a
 run's figures, `/settings?run=…` its run.json and invocations, `/report?run=…` the report nearest it."""
 
@@ -69,8 +69,12 @@ def create_app(results: str | Path | ResultsTree):
 
     def index(request: Request) -> str:
         runs, problems = tree.runs()
-        found, problem = tree.comparisons()
-        return pages.index_page(str(tree.root), runs, [*problems, *([problem] if problem else [])], dict(request.query_params), found)
+        return pages.index_page(str(tree.root), runs, problems, dict(request.query_params))
+
+    def paired(request: Request) -> str:
+        runs, problems = tree.runs()
+        found, problem = tree.comparisons()  # the report's reading of the tree: only here, never for the first page
+        return pages.paired_page(str(tree.root), runs, [*problems, *([problem] if problem else [])], found)
 
     def episode(request: Request) -> str:
         run_id, question_id = request.query_params.get("run", ""), request.query_params.get("q", "")
@@ -132,7 +136,7 @@ def create_app(results: str | Path | ResultsTree):
             writer.writerow({k: " | ".join(v) if isinstance(v, list) else v for k, v in record.items()})
         return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
 
-    routes = {"/": index, "/episode": episode, "/compare": compare, "/run": run_page, "/settings": settings, "/report": report, "/report/file": report_file, "/export": export}
+    routes = {"/": index, "/paired": paired, "/episode": episode, "/compare": compare, "/run": run_page, "/settings": settings, "/report": report, "/report/file": report_file, "/export": export}
     return Starlette(routes=[Route(path, html(fn)) for path, fn in routes.items()])
 
 

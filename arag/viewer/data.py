@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from arag.agent.episode import unpack_messages
 from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, parse_trajectory, row_facts
 from arag.evaluation.rows import ERROR_KIND_PREFIX, OK
+from arag.report.format import failure_cause
 from arag.tools.failures import FAILURE_KINDS
 from arag.evaluation.results import RunStore, find_run_dirs, read_row
 
@@ -160,9 +161,15 @@ class Run:
 
 
 def scores(run: Run, column: str) -> dict[str, float]:
-    """{question id: 0/1} of an accuracy column over the run's scored questions: a failed episode
-    scores 0, an answered one whose score is missing (the judge gave no verdict or was off) is left out."""
-    return {r["question_id"]: (r[column] if r["status"] == OK else 0.0) for r in run.rows if not (r["status"] == OK and r[column] is None)}
+    """{question id: 0/1} of an accuracy column over the run's scored questions, as the report counts
+    them (arag.report.format.SCORED): the completed episodes with a score; a failed episode (no
+    result) and one whose score is missing (the judge gave no verdict or was off) are left out."""
+    return {r["question_id"]: r[column] for r in run.rows if r["status"] == OK and r[column] is not None}
+
+
+def failure_causes(run: Run) -> list[str]:
+    """The cause of each failed episode of a run (arag.report.format.failure_cause)."""
+    return [failure_cause(r.get("failure")) for r in run.rows if r["status"] != OK]
 
 
 def _num(value: Any) -> float:

@@ -12,11 +12,11 @@ from urllib.parse import urlencode
 
 from arag.evaluation.evidence import shows_full_text
 from arag.evaluation.results import RUN_INFO
-from arag.report.intervals import DELTA, PAIRED_HEADER, WITHIN_NOISE, Proportion, paired_cells
+from arag.report.intervals import DELTA, PAIRED_HEADER, WITHIN_NOISE, Proportion, failures_text, paired_cells
 from arag.report.paired import TABLE1, TABLE2, Comparison
 from arag.evaluation.episode_facts import EpisodeFacts, row_facts, stored_calls, unknown_ids_in
 import arag.viewer.figures as figures
-from arag.viewer.data import CHOICES, Run, filter_rows, gold_seen_but_wrong, outcome, scores
+from arag.viewer.data import CHOICES, Run, failure_causes, filter_rows, gold_seen_but_wrong, outcome, scores
 from arag.viewer.gold import gold_marks
 
 PAGE_SIZE = 200  # episodes per page of the listing
@@ -43,7 +43,9 @@ pre{white-space:pre-wrap;word-break:break-word;background:#fff;border:1px solid 
 mark.gold{background:#fde293;font-weight:600}
 form.filters{display:flex;flex-wrap:wrap;gap:6px 12px;align-items:end;background:#fff;border:1px solid #ddd;padding:8px;border-radius:6px}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
-.columns{display:grid;grid-auto-flow:column;grid-auto-columns:minmax(340px,1fr);gap:10px;overflow-x:auto}
+.columns{display:grid;grid-template-columns:repeat(auto-fit,minmax(210px,1fr));gap:10px}.run-column{min-width:0;overflow-wrap:anywhere}
+.run-column .kv{display:block}.run-column .kv dt{margin-top:3px;font-size:12px}.run-column .badge{white-space:normal}
+.verdict-contain.disagree{background:#fde293;font-weight:600}
 .problem{color:#a50e0e}
 .ci{color:#555;font-size:12px}.noise{color:#555}.differs{font-weight:600}
 .tool-call.unusable{border-color:#d93025;background:#fce8e6}.tool-call.repeated{border-left-style:dashed}
@@ -52,7 +54,9 @@ form.filters label{display:flex;flex-direction:column;font-size:12px;color:#555}
 .tool-call.unknown-ids{border-color:#d93025}.error-line{color:#a50e0e;background:#fce8e6;font-weight:600}
 .gold-wrong{background:#b06000}td.has-errors{color:#a50e0e;font-weight:600;background:#fce8e6}td.has-repeated{color:#8430ce;font-weight:600}
 th a{color:inherit;text-decoration:none}th[aria-sort]{background:#e3e8f7}
-.wide{overflow-x:auto}table.runs,table.episodes{font-size:12.5px}table.runs td.judge,table.runs td.guard-rails{min-width:150px}table.figures th{width:220px}table.figures td.value{text-align:left}
+.wide{overflow-x:auto}table.runs,table.episodes{font-size:12.5px}table.figures th{width:220px}table.figures td.value{text-align:left}
+table.episodes td{overflow-wrap:anywhere}table.runs td.acc-cell{white-space:normal;min-width:120px}table.runs td.run-links{min-width:70px}
+.folded>summary{color:#8430ce}
 """
 
 
@@ -98,13 +102,22 @@ def as_json(value: Any, indent: int | None = None) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent)
 
 
-def accuracy(scores: Iterable[float]) -> str:
-    """An accuracy over 0/1 scores with its 95% Wilson interval and n: "50.0% [15.0, 85.0] n=4"."""
+def accuracy(scores: Iterable[float], causes: Sequence[str] = ()) -> str:
+    """An accuracy over 0/1 scores with its 95% Wilson interval and n: "50.0% [15.0, 85.0] n=4"; the
+    failed episodes (`causes`, one each: never scored) beside it, or alone where nothing was scored."""
     values = list(scores)
+    failed = failures_text(len(causes), causes)
+    failed_html = f'<span class="problem failures">{esc(failed)}</span>' if failed else ""
     if not values:
-        return ""
+        return failed_html
     value, interval = percent_text(Proportion(sum(values), len(values))).split(" ", 1)
-    return f'<span class="acc">{value}</span> <span class="ci" title="95% Wilson interval and the questions it averages over">{interval}</span>'
+    shown = f'<span class="acc">{value}</span> <span class="ci" title="95% Wilson interval and the questions it averages over">{interval}</span>'
+    return shown + (f" · {failed_html}" if failed_html else "")
+
+
+def run_accuracy(run: Run, column: str) -> str:
+    """`accuracy` of a run's column, its failed episodes beside it."""
+    return accuracy(scores(run, column).values(), failure_causes(run))
 
 
 def percent_text(p: Proportion) -> str:
@@ -122,7 +135,7 @@ def listing_params(params: dict[str, str]) -> dict[str, str]:
     return {k: params.get(k, "") for k in FILTERS}
 
 
-def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str, str], comparisons: Sequence[Comparison] = ()) -> str:
+def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str, str]) -> str:
     f = listing_params(params)
     try:
         offset = max(0, int(params.get("offset") or 0))
@@ -131,15 +144,25 @@ def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str
     shown = filter_rows(runs, f)
     body = [f"<h1>Results: {esc(root)}</h1>"]
     body += [f'<p class="problem">{esc(p)}</p>' for p in problems]
-    body.append(f"<h2>Runs ({len(runs)})</h2>" + runs_table(runs))
-    body.append(paired_table(runs, comparisons))
-    body.append(filter_form(runs, f))
+    runs_part = [f"<h2 id=\"runs\">Runs ({len(runs)})</h2>" + runs_table(runs),
+                 f'<p class="meta"><a id="paired-link" href="/paired">paired comparisons of these runs</a> (the report\'s, on the questions both runs scored)</p>']
     exports = " · ".join(f'<a class="export" href="{href("/export", **f, format=kind)}">{kind.upper()}</a>' for kind in ("csv", "json"))
-    body.append(f'<h2 id="episodes">Episodes ({len(shown)} of {sum(len(r.rows) for r in runs)})</h2><p class="meta">export the {len(shown)} listed: {exports}</p>')
-    body.append(episodes_table(shown[offset : offset + PAGE_SIZE], f))
+    episodes_part = [filter_form(runs, f),
+                     f'<h2 id="episodes">Episodes ({len(shown)} of {sum(len(r.rows) for r in runs)})</h2><p class="meta">export the {len(shown)} listed: {exports} · <a href="#runs">the runs</a></p>',
+                     episodes_table(shown[offset : offset + PAGE_SIZE], f)]
     if offset + PAGE_SIZE < len(shown):
-        body.append(f'<p><a href="{href("/", **f, offset=offset + PAGE_SIZE)}">next {PAGE_SIZE} episodes</a></p>')
+        episodes_part.append(f'<p><a href="{href("/", **f, offset=offset + PAGE_SIZE)}">next {PAGE_SIZE} episodes</a></p>')
+    # A filtered listing is what was asked for: its episodes first, the runs below them.
+    filtered = any(f[k] for k in FILTERS if k not in ("sort", "order")) or offset
+    body += [*episodes_part, *runs_part] if filtered else [*runs_part, *episodes_part]
     return page(f"arag results: {root}", "\n".join(body))
+
+
+def paired_page(root: str, runs: list[Run], problems: list[str], comparisons: Sequence[Comparison]) -> str:
+    """The report's paired comparisons of the tree (computed on asking: they read every run's files)."""
+    table = paired_table(runs, comparisons) or '<p class="meta">No two runs of these results share a scored question.</p>'
+    problem_lines = "".join(f'<p class="problem">{esc(p)}</p>' for p in problems)
+    return page(f"paired comparisons: {root}", f'<p><a href="/">all runs</a> › paired comparisons</p><h1>Paired comparisons: {esc(root)}</h1>{problem_lines}{table}')
 
 
 def commit_text(run: Run) -> str:
@@ -153,24 +176,32 @@ def rejudged_html(run: Run) -> str:
 
 
 def runs_table(runs: list[Run]) -> str:
+    """The runs, one row each, in columns chosen to fit a laptop's width (1,400 px): the accuracies
+    beside the run's settings, long names allowed to wrap; when it was created is on its settings page."""
     head = ("<tr><th>run</th><th>dataset</th><th>method</th><th>model</th><th>max steps</th><th>effort</th>"
-            '<th title="the model that judged and the judge preset">judge</th><th>re-judged from</th><th>guard rails</th><th title="the code that ran the episodes">commit</th>'
             "<th>episodes</th><th>failed</th><th>forced</th>"
-            '<th title="over the judged questions, a failed episode scoring 0; 95% Wilson interval and n">LLM-Acc [95% CI] n</th>'
-            '<th title="over all attempted questions, a failed episode scoring 0; 95% Wilson interval and n">Contain-Acc [95% CI] n</th><th>created</th><th></th></tr>')
+            '<th title="over the completed episodes the judge scored; failed episodes are never scored and are named beside it; 95% Wilson interval and n">LLM-Acc [95% CI] n</th>'
+            '<th title="over the completed episodes; failed episodes are never scored and are named beside it; 95% Wilson interval and n">Contain-Acc [95% CI] n</th>'
+            '<th title="the model that judged and the judge preset">judge</th><th>guard rails</th><th title="the code that ran the episodes">commit</th><th></th></tr>')
     rows = []
     for run in runs:
         ident = run.identity
+        rejudged = f'<br><span class="meta rejudged">re-judged from {rejudged_html(run)}</span>' if ident.rejudged_from else ""
         rows.append(
-            f'<tr class="run" data-run="{esc(run.run_id)}"><td><a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a></td><td>{esc(run.dataset)}</td><td>{esc(run.method)}</td>'
-            f'<td>{esc(run.model)}</td><td class="n">{num(run.max_steps)}</td><td>{esc(run.effort)}</td>'
-            f'<td class="judge">{esc(ident.judge)}</td><td class="rejudged">{rejudged_html(run)}</td><td class="guard-rails">{esc(ident.guard_rails)}</td><td class="commit">{esc(commit_text(run))}</td>'
+            f'<tr class="run" data-run="{esc(run.run_id)}"><td><a href="{href("/", run=run.run_id)}#episodes">{esc(run.run_id)}</a>{rejudged}</td><td>{esc(run.dataset)}</td><td>{breakable(run.method)}</td>'
+            f'<td class="name">{esc(run.model)}</td><td class="n">{num(run.max_steps)}</td><td>{esc(run.effort)}</td>'
             f'<td class="n">{len(run.rows)}</td>'
             f'<td class="n">{sum(r["status"] != "ok" for r in run.rows)}</td><td class="n">{sum(bool(r["forced"]) for r in run.rows)}</td>'
-            f'<td class="n llm-acc">{accuracy(scores(run, "llm_acc").values())}</td><td class="n contain-acc">{accuracy(scores(run, "contain_acc").values())}</td>'
-            f'<td>{esc(str(run.info.get("created", ""))[:19])}</td><td class="run-links">{run_links(run)}</td></tr>'
+            f'<td class="n acc-cell llm-acc">{run_accuracy(run, "llm_acc")}</td><td class="n acc-cell contain-acc">{run_accuracy(run, "contain_acc")}</td>'
+            f'<td class="judge name">{esc(ident.judge)}</td><td class="guard-rails name">{breakable(ident.guard_rails)}</td><td class="commit">{esc(commit_text(run))}</td>'
+            f'<td class="run-links">{run_links(run)}</td></tr>'
         )
     return f'<div class="wide"><table class="runs">{head}{"".join(rows)}</table></div>'
+
+
+def breakable(text: Any) -> str:
+    """Escaped text that may wrap after each underscore (setting names are long single words)."""
+    return esc(text).replace("_", "_<wbr>")
 
 
 def run_links(run: Run) -> str:
@@ -320,7 +351,9 @@ def gold_refs_note(named: list[str], gold_refs: dict[str, list[str]]) -> str:
 
 
 def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dict[str, str], full_text: bool, failure: str | None = None, repeated: bool = False,
-                   gold_refs: dict[str, list[str]] | None = None) -> str:
+                   gold_refs: dict[str, list[str]] | None = None, same_as: str | None = None) -> str:
+    """A tool call, its result as the model saw it; `same_as`: where an identical result was shown
+    before in the episode (its result then folded, one click away, with that note)."""
     name = str(call.get("name"))
     ids = call.get("chunk_ids") or []
     level = "read (whole chunks)" if shows_full_text(name, full_text) else "seen (snippets)"
@@ -335,7 +368,8 @@ def tool_call_html(call: dict[str, Any], gold: dict[str, list[str]], titles: dic
         f'<div class="event tool-call{classes}" data-tool="{esc(name)}"><h3>tool call: <code>{esc(name)}</code>{labels}</h3>'
         f'<pre class="arguments">{esc(as_json(call.get("arguments")))}</pre>{error}'
         f'<div class="meta">{meta}</div><div>{chunk_chips(call, gold, titles)}</div>{ref_note}'
-        f'<details open><summary>result shown to the model</summary><pre class="result">{result_html(call.get("text") or "", [*gold, *refs])}</pre></details></div>'
+        + (f'<details class="folded"><summary>result shown to the model: identical to {esc(same_as)} (folded)</summary>' if same_as else '<details open><summary>result shown to the model</summary>')
+        + f'<pre class="result">{result_html(call.get("text") or "", [*gold, *refs])}</pre></details></div>'
     )
 
 
@@ -370,8 +404,12 @@ def steps_html(t: dict[str, Any], facts: EpisodeFacts, gold: dict[str, list[str]
     for event in t.get("guard_rail_events") or []:
         m = EVENT_STEP.match(str(event))
         (by_step.setdefault(int(m.group(1)), []) if m else loose).append(guard_rail_html(str(event)))
+    first_shown: dict[str, str] = {}  # a result's text → where it was first shown
     for call, failure, repeated in zip(stored_calls(t), facts.failures, facts.repeated):
-        by_step.setdefault(int(call.get("step") or 0), []).append(tool_call_html(call, gold, titles, full_text, failure, repeated, gold_refs))
+        step, text = int(call.get("step") or 0), call.get("text") or ""
+        same_as = first_shown.get(text) if text else None
+        first_shown.setdefault(text, f"the result of step {step}'s {call.get('name')}")
+        by_step.setdefault(step, []).append(tool_call_html(call, gold, titles, full_text, failure, repeated, gold_refs, same_as))
     out = [f'<section class="step" id="step-{s}"><h2>Step {s}{" (before the first model call)" if s == 0 else ""}</h2>{"".join(events)}</section>' for s, events in sorted(by_step.items())]
     return "".join(out + loose)
 
@@ -453,6 +491,18 @@ def identity_kv(run: Run) -> str:
 
 
 # ---- one question across runs -----------------------------------------------------------------------
+def verdict_beside_contain(row: dict[str, Any]) -> str:
+    """The judge's verdict beside Contain-Acc (is a gold answer in the prediction), marked where they
+    disagree: a judge that calls "America" wrong for "American" stands out."""
+    if row.get("status") != "ok":
+        return '<span class="verdict-contain">failed: not scored</span>'
+    llm, contain = row.get("llm_acc"), row.get("contain_acc")
+    verdict = "no verdict" if llm is None else "correct" if llm >= 0.5 else "incorrect"
+    disagree = llm is not None and contain is not None and (llm >= 0.5) != (contain >= 0.5)
+    note = " · they disagree" if disagree else ""
+    return f'<span class="verdict-contain{" disagree" if disagree else ""}">judge: {verdict} · Contain-Acc {num(contain, 0)}{note}</span>'
+
+
 def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str, Any], dict[str, Any], dict[str, str]]]) -> str:
     first = found[0][1]
     columns = []
@@ -470,14 +520,14 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
         facts = kv([
             ("prediction", esc(row.get("prediction")) if row.get("status") == "ok" else f'<span class="problem">{esc(row.get("failure"))}</span>'),
             ("outcome", outcome_badge(row) + forced + wrong),
+            ("verdict · Contain-Acc", verdict_beside_contain(row)),
             ("judge's reply", esc(row.get("judge_reply") or row.get("judge_status"))),
             ("steps · tool calls", f"{num(row.get('steps'))} · {counted.tool_calls if counted.recorded else num(row.get('tool_calls'))}"),
             ("tokens in / out", f"{num(row.get('prompt_tokens'))} / {num(row.get('completion_tokens'))}"),
             ("evidence seen / read", f"{pct(counted.evidence_recall_seen)} / {pct(counted.evidence_recall_read)}"),
             ("wall s", num(row.get("wall_s"))),
         ])  # fmt: skip
-        whole_run = (f'<div class="run-accuracy">run LLM-Acc {accuracy(scores(run, "llm_acc").values())} · Contain-Acc '
-                     f'{accuracy(scores(run, "contain_acc").values())}</div>')
+        whole_run = f'<div class="run-accuracy">run LLM-Acc {run_accuracy(run, "llm_acc")} · Contain-Acc {run_accuracy(run, "contain_acc")}</div>'
         columns.append(
             f'<div class="box run-column" data-run="{esc(run.run_id)}"><h2><a href="{href("/episode", run=run.run_id, q=question_id)}">{esc(run.label)}</a></h2>'
             f'<div class="meta">{esc(run.run_id)} · {run_links(run)}</div><div class="run-identity">{identity_kv(run)}</div>{whole_run}{facts}{"".join(calls)}</div>'
@@ -494,6 +544,7 @@ def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str
 def run_page(run: Run, report: Any) -> str:
     """A run's figures; `report`: the report nearest it (a path), or None."""
     rows = run.rows
+    causes = failure_causes(run)
     acc = []
     for label, col in (("LLM-Acc", "llm_acc"), ("Contain-Acc", "contain_acc")):
         values = list(scores(run, col).values())
@@ -501,7 +552,7 @@ def run_page(run: Run, report: Any) -> str:
             p = Proportion(sum(values), len(values))
             acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td>{figures.interval_bar(p, label)}</td><td class="n value" data-metric="{col}">{esc(percent_text(p))}</td></tr>')
         else:
-            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td></td><td class="n value" data-metric="{col}">no scored question</td></tr>')
+            acc.append(f'<tr class="figure accuracy" data-metric="{col}"><th>{label}</th><td></td><td class="n value" data-metric="{col}">{esc(failures_text(len(causes), causes) or "no scored question")}</td></tr>')
     dists = []
     for label, col in (("steps", "steps"), ("retrieved tokens", "retrieved_tokens")):
         values = figures.column(rows, col)
@@ -526,7 +577,7 @@ def run_page(run: Run, report: Any) -> str:
         f'<p><a href="/">all runs</a> › {esc(run.run_id)}</p><h1>{esc(run.label)}</h1>'
         f'<div class="box">{kv([("run", esc(run.run_id)), ("dataset", esc(run.dataset)), ("episodes", f"{len(rows)} ({answered} answered, {len(rows) - answered} failed)")])}{identity_kv(run)}'
         f'<p><a href="{href("/", run=run.run_id)}#episodes">its episodes</a> · <a href="{href("/settings", run=run.run_id)}">its settings</a> · {report_link}</p></div>'
-        f'<h2>Accuracy</h2><p class="meta">95% Wilson interval [low, high] and n, the questions it averages over (a failed episode scores 0).</p><table class="figures">{"".join(acc)}</table>'
+        f'<h2>Accuracy</h2><p class="meta">95% Wilson interval [low, high] and n, the questions it averages over: the completed episodes (a failed episode has no result and is never scored; {len(causes)} failed).</p><table class="figures">{"".join(acc)}</table>'
         f'<h2>Steps and retrieved tokens</h2><p class="meta">Mean with its 95% bootstrap interval (10,000 seeded resamples) and n; bars: how many episodes had each value.</p><table class="figures">{"".join(dists)}</table>'
         f'<h2>Tool mix</h2><p class="meta"><span id="tool-calls">{total_calls}</span> tool calls; <span class="{"problem" if errors not in (0, "n/a") else ""}"><span id="unusable-calls">{errors}</span> with a result the model could not use{esc(kinds_text)}</span>; <span id="repeated-calls">{repeated}</span> repeated.</p><table class="figures tool-mix">{mix_rows}</table>'
     )

@@ -16,6 +16,7 @@ from tests.support.report_tables import table
 
 REPO = Path(__file__).resolve().parents[2]
 METHODS = ("direct", "naive_rag", "arag_naive", "arag_full", "arag_no_keyword")
+FAILURE = "model call failed after 4 attempt(s): ConnectError: All connection attempts failed"
 
 
 def make_results(root: Path) -> None:
@@ -36,6 +37,7 @@ def make_results(root: Path) -> None:
                 EpisodeRow(
                     run_id=run_id, dataset="2wikimultihopqa", question_id=f"q{i}", question="?", gold_answers=["a"], supporting_titles=["T"],
                     method=method, model="qwen", backend="llamacpp", status="failed" if failed else "ok", prediction=None if failed else "a",
+                    failure=FAILURE if failed else None,
                     max_steps=steps, reasoning_effort=effort, contain_acc=float(i < good), exact_match=float(i < good - 1), f1=float(i < good),
                     llm_acc=None if i == 8 else float(i < good), judge_status="failed" if i == 8 else "correct",
                     evidence_recall_read=0.5, evidence_recall_seen=1.0, retrieved_tokens=100 * (k + 1), prompt_tokens=1000, completion_tokens=50,
@@ -58,14 +60,16 @@ def test_report_renders_tables_and_plots(tmp_path):
     assert main.count("| max steps | reasoning effort | Method | 2wikimultihopqa LLM-Acc | 2wikimultihopqa Cont-Acc |") == 1 and "**model=" not in main
     assert "Model: qwen." in main
     assert "| 10 | low | A-RAG (Full) | 66.7 [35.4, 87.9] n=9 | 66.7 [35.4, 87.9] n=9 |" in text  # both over the same 9 questions: the judge failure is out of both
-    assert "| 10 | low | Naive RAG | 44.4 [18.9, 73.3] n=9 | 44.4 [18.9, 73.3] n=9 |" in text  # the failed episode scores 0 in both
-    # The details give both denominators: of the attempted questions (the failed one scores 0) and of the answered ones (as the paper's code).
+    # The failed episode is never scored: named beside both accuracies, over the 8 completed and judged questions.
+    failed = "1 failed (model call failed after 4 attempt(s))"
+    assert f"| 10 | low | Naive RAG | 50.0 [21.5, 78.5] n=8 · {failed} | 50.0 [21.5, 78.5] n=8 · {failed} |" in text
+    # The details give both denominators: of the completed questions (the failed one apart, with its cause) and of the answered ones (as the paper's code).
     counted = table(text, "Questions and accuracy over the attempted ones")
     scored = table(text, "Accuracy over the answered ones")
-    assert counted.header[-2:] == ["Cont-Acc (of attempted)", "LLM-Acc (of attempted)"] and "EM" in scored.header
+    assert counted.header[-2:] == ["Cont-Acc (of completed)", "LLM-Acc (of completed)"] and "EM" in scored.header
     naive = counted.row(method="Naive RAG", max_steps="10", reasoning_effort="low")
-    assert [naive[h] for h in ("answered", "failed", "forced", "judge failed", "Cont-Acc (of attempted)", "LLM-Acc (of attempted)")] == [
-        "9", "1", "1", "1", "44.4 [18.9, 73.3] n=9", "44.4 [18.9, 73.3] n=9"]
+    assert [naive[h] for h in ("answered", "failed", "forced", "judge failed", "Cont-Acc (of completed)", "LLM-Acc (of completed)")] == [
+        "9", "1 (model call failed after 4 attempt(s))", "1", "1", "50.0 [21.5, 78.5] n=8", "50.0 [21.5, 78.5] n=8"]
     naive = scored.row(method="Naive RAG", max_steps="10", reasoning_effort="low")
     assert [naive["Cont-Acc (of answered)"], naive["LLM-Acc (of answered)"]] == ["50.0 [21.5, 78.5] n=8", "50.0 [21.5, 78.5] n=8"]
     # What is the same for every run is stated once above the table instead of in a column.
@@ -224,8 +228,8 @@ def test_paper_columns_show_the_published_numbers_for_the_same_backbone(tmp_path
             store.write(rows)
     main = build_report(results, paper_columns=True).markdown.split("## Main results")[1].split("## Ablation")[0]
     # Beside the paper's numbers, ours over both denominators: the attempted questions and the answered ones (the paper code's).
-    assert ("| Method | 2wikimultihopqa LLM-Acc (of attempted) | (of answered) | (paper) | 2wikimultihopqa Cont-Acc (of attempted) | (of answered) | (paper) "
-            "| graphrag-bench-novel LLM-Acc (of attempted) | (of answered) | (paper) |") in main
+    assert ("| Method | 2wikimultihopqa LLM-Acc (of completed) | (of answered) | (paper) | 2wikimultihopqa Cont-Acc (of completed) | (of answered) | (paper) "
+            "| graphrag-bench-novel LLM-Acc (of completed) | (of answered) | (paper) |") in main
     half, three = "50.0 [15.0, 85.0] n=4", "75.0 [30.1, 95.4] n=4"
     assert f"| A-RAG (Full) | {half} | {half} | 89.7 | {three} | {three} | 88.9 | {half} | {half} | 85.3 |" in main  # the paper's GPT-5-mini row (abstract: 2Wiki 89.7)
     assert "published numbers for gpt-5-mini" in main and "arXiv 2602.03442" in main

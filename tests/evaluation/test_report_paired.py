@@ -141,7 +141,7 @@ def test_the_report_and_the_viewer_list_the_same_pairs_in_one_order():
 
     report = report_pairs(report_section(COMMITTED))
     with TestClient(create_app(COMMITTED)) as client:
-        response = client.get("/")
+        response = client.get("/paired")
     assert response.status_code == 200
     viewer = viewer_pairs(response.text)
     assert list(viewer) == list(report) and viewer == report

@@ -19,6 +19,8 @@ from arag.evaluation.results import RunStore, find_run_dirs, read_row
 from arag.evaluation.runner import EpisodeRunner
 from arag.evaluation.run_settings import RunSettings
 from arag.viewer.app import TITLES_FROM_TEXT, TITLES_MISSING, TITLES_RECORDED
+from arag.viewer.pages import steps_html, verdict_beside_contain
+from arag.evaluation.episode_facts import trajectory_facts
 from arag.llm.scripted import ScriptedBackend
 from tests.evaluation.conftest import CONF, QUESTIONS
 from tests.evaluation.test_runner import settings as runner_settings
@@ -32,7 +34,7 @@ INJECTED = '<img src=x onerror="alert(1)"><script>document.title="pwned"</script
 class Dom(HTMLParser):
     """The elements of a page: (tag, attributes, text inside), in document order."""
 
-    VOID = {"meta", "br", "img", "input", "hr", "link"}
+    VOID = {"meta", "br", "img", "input", "hr", "link", "wbr"}
 
     def __init__(self, page: str):
         super().__init__()
@@ -186,8 +188,11 @@ def test_the_first_page_lists_runs_and_episodes_and_the_filters_narrow_them(clie
     dom = get(client, "/")
     arag_full = {(a, "q0"), (a, "q1"), (a, "q2"), (b, "q0"), (b, "q1"), (b, "q2")}
     assert listed(dom) == arag_full | {(c, "q0"), (c, "q1")}
-    assert [x for _, _, x in dom.having(tag="h2")][:3] == ["Runs (3)", "Paired comparisons (2)", "Episodes (8 of 8)"]
-    assert listed(get(client, "/?outcome=correct")) == {(a, "q0"), (a, "q1"), (a, "q2")}
+    # The paired comparisons are a page of their own (they read every run's files again), linked from here.
+    assert [x for _, _, x in dom.having(tag="h2")] == ["Runs (3)", "Episodes (8 of 8)"] and dom.by_id("paired-link") == "paired comparisons of these runs"
+    correct = get(client, "/?outcome=correct")
+    assert listed(correct) == {(a, "q0"), (a, "q1"), (a, "q2")}
+    assert [x for _, _, x in correct.having(tag="h2")] == ["Episodes (3 of 8)", "Runs (3)"]  # a filtered listing: its episodes first
     assert listed(get(client, "/?outcome=wrong")) == {(b, "q0"), (b, "q1"), (c, "q0"), (c, "q1")}
     assert listed(get(client, "/?outcome=failed")) == {(b, "q2")}
     assert listed(get(client, "/?forced=yes")) == {(b, "q0"), (b, "q1")}
@@ -239,20 +244,21 @@ def test_one_question_across_runs_side_by_side(client, tree):
 
 
 def test_every_accuracy_carries_its_n_and_interval_and_the_two_runs_are_paired(client, tree):
-    """Run A: 3 of 3 correct; run B: 2 judged incorrect and 1 failed (scores 0). Each accuracy shown
-    carries its 95% Wilson interval and n; the two runs share their 3 questions and are compared."""
+    """Run A: 3 of 3 correct; run B: 2 judged incorrect and 1 failed (never scored: named beside its
+    accuracies). Each accuracy shown carries its 95% Wilson interval and n; the two runs are compared
+    on the 2 questions both scored."""
     dom = get(client, "/")
     llm = [x for _, _, x in dom.having("llm-acc")]
-    assert llm[1:] == ["0.0% [0.0, 56.1] n=3", "100.0% [43.9, 100.0] n=3"]  # run order: C (agenticrag), B (1 step), A
+    assert llm[1:] == ["0.0% [0.0, 65.8] n=2 · 1 failed (episode timed out after 5s)", "100.0% [43.9, 100.0] n=3"]  # run order: C (agenticrag), B (1 step), A
     assert all(" n=" in x and "[" in x for _, _, x in dom.having("contain-acc"))
-    # A is run B (1 step, the smaller setting), B is run A (4 steps): on 3 shared questions 0.0 against
-    # 100.0, Δ (A − B) −100 points, right only in A / B 0 / 3, exact McNemar p = 2 · ½³.
-    assert viewer_pairs(client.get("/").text) == {
-        (tree["b"], tree["a"], "LLM-Acc"): ("3", "0.0", "100.0", "-100.0", "[-100.0, -100.0]", "0 / 3", "0.250", "within noise"),
-        (tree["b"], tree["a"], "Cont-Acc"): ("3", "0.0", "33.3", "-33.3", "[-100.0, +0.0]", "0 / 1", "1.000", "within noise"),  # one of A's answers holds the gold
+    # A is run B (1 step, the smaller setting), B is run A (4 steps): on 2 shared scored questions 0.0
+    # against 100.0, Δ (A − B) −100 points, right only in A / B 0 / 2, exact McNemar p = 2 · ½².
+    assert viewer_pairs(client.get("/paired").text) == {
+        (tree["b"], tree["a"], "LLM-Acc"): ("2", "0.0", "100.0", "-100.0", "[-100.0, -100.0]", "0 / 2", "0.500", "within noise"),
+        (tree["b"], tree["a"], "Cont-Acc"): ("2", "0.0", "50.0", "-50.0", "[-100.0, +0.0]", "0 / 1", "1.000", "within noise"),  # one of A's answers holds the gold
     }
     side = get(client, "/compare?dataset=bench&q=q0")
-    assert [x for _, _, x in side.having("run-accuracy")][1].startswith("run LLM-Acc 0.0% [0.0, 56.1] n=3 · Contain-Acc ")
+    assert [x for _, _, x in side.having("run-accuracy")][1].startswith("run LLM-Acc 0.0% [0.0, 65.8] n=2 · 1 failed (episode timed out after 5s) · Contain-Acc ")
     assert "100.0% [43.9, 100.0] n=3" in side.having("run-accuracy")[2][2]
 
 
@@ -317,6 +323,30 @@ def test_tool_errors_and_repeated_calls_are_styled_as_such(client, tree):
     listing = get(client, f"/?run={tree['b']}")
     errors = {a.get("data-q"): x for _, a, x in listing.having("episode")}
     assert [x for _, _, x in listing.having("has-errors")] == ["1"] and "q1" in errors
+
+
+def test_a_result_identical_to_an_earlier_one_is_folded_with_a_note():
+    """The same keyword search twice, then another: the second result is the first one again, shown
+    folded (closed, one click away) under a note naming where it was first shown."""
+    def call(step: int, keyword: str, text: str) -> dict:
+        return {"step": step, "name": "keyword_search", "arguments": {"keywords": [keyword]}, "text": text, "chunk_ids": ["1#0"], "failure": None}
+
+    t = {"tool_calls": [call(1, "Lothair", "Chunk ID: 1#0, Lothair II"), call(2, "Lothair", "Chunk ID: 1#0, Lothair II"), call(3, "Tours", "Chunk ID: 2#0, Ermengarde")]}
+    dom = Dom(steps_html(t, trajectory_facts(t, []), {}, {}, {}))
+    shown = "result shown to the model"
+    assert [x for _, _, x in dom.having(tag="summary")] == [shown, f"{shown}: identical to the result of step 1's keyword_search (folded)", shown]
+    assert [("open" in a, a.get("class")) for _, a, _ in dom.having(tag="details")] == [(True, None), (False, "folded"), (True, None)]
+    assert [x for _, _, x in dom.having("result")] == ["Chunk ID: 1#0, Lothair II", "Chunk ID: 1#0, Lothair II", "Chunk ID: 2#0, Ermengarde"]
+
+
+def test_the_compare_columns_set_the_judges_verdict_beside_contain_acc(client, tree):
+    side = get(client, "/compare?dataset=bench&q=q0")
+    # In run order: C (agenticrag: 869, incorrect), B (one step: the injected markup, incorrect), A (20 March 851, correct).
+    assert [x for _, _, x in side.having("verdict-contain")] == ["judge: incorrect · Contain-Acc 0", "judge: incorrect · Contain-Acc 0", "judge: correct · Contain-Acc 1"]
+    # A judge that calls a prediction holding the gold answer wrong stands out.
+    disagreeing = Dom(verdict_beside_contain({"status": "ok", "llm_acc": 0.0, "contain_acc": 1.0}))
+    assert [(set(a["class"].split()), x) for _, a, x in disagreeing.elements] == [({"verdict-contain", "disagree"}, "judge: incorrect · Contain-Acc 1 · they disagree")]
+    assert verdict_beside_contain({"status": "failed", "llm_acc": 0.0, "contain_acc": 0.0}).endswith(">failed: not scored</span>")
 
 
 def test_the_filters_on_evidence_tool_errors_repeats_and_gold_seen_but_wrong(client, tree):
@@ -402,6 +432,10 @@ def test_a_runs_page_shows_its_figures_with_intervals_and_links_its_settings_and
     settings_page = get(client, f"/settings?run={a}")
     assert json.loads(settings_page.by_id("run-json"))["run_id"] == a
     assert problems(get(client, f"/report?run={a}", 404))[0].startswith(f"no report/report.md beside run {a}")
+    # Run B's failed episode is left out of its accuracies and counted apart.
+    b = get(client, f"/run?run={tree['b']}")
+    assert {attrs["data-metric"]: x for _, attrs, x in b.having("value", tag="td")}["llm_acc"] == "0.0% [0.0, 65.8] n=2"
+    assert "(a failed episode has no result and is never scored; 1 failed)" in b.text()
 
 
 def test_the_report_nearest_a_run_is_linked_and_shown_with_its_plots(tree, tmp_path):
