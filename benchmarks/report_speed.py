@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from arag.evaluation.results import RunStore, find_run_dirs
 from benchmarks.code_versions import Code, alternate, arguments, checkout, summary, this_checkout
 
 
@@ -38,8 +39,8 @@ def main() -> None:
                 raise SystemExit(f"{code.label}: the report failed:\n{done.stderr[-3000:]}")
             return seconds
 
-        n = sum(1 for _ in args.results.rglob("*.parquet"))
-        print(f"pipelines.report over {args.results} ({n} Parquet files), {args.rounds} rounds", flush=True)
+        n = sum(len(RunStore.at(run).part_files()) for run in find_run_dirs(args.results))
+        print(f"pipelines.report over {args.results} ({n} episode files), {args.rounds} rounds", flush=True)
         print(summary(alternate(codes, args.rounds, measure), "report wall time"))
 
 

@@ -1,5 +1,5 @@
 """The viewer's screenshots in docs/images/, taken again: starts the viewer over the committed runs
-and photographs four pages with headless Chromium (benchmarks/headless_chromium.py).
+and photographs four pages with headless Chromium (tests/support/headless_chromium.py).
 
     python -m benchmarks.viewer_screenshots [--results benchmarks/cpu_evaluations/results] [--out docs/images]
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlencode
 
-from benchmarks.headless_chromium import Browser
+from tests.support.headless_chromium import Browser
 
 REPO = Path(__file__).resolve().parents[1]
 AGENTICRAG_RUN, AGENTICRAG_QUESTION = "e9a0079474b562ed", "Novel-74440a6a"

@@ -172,11 +172,11 @@ LAYOUT_JS = """JSON.stringify({
 
 
 def test_at_1400_px_the_runs_and_compare_tables_fit_and_filtered_episodes_come_first(committed):
-    """Measured by Chromium's layout (benchmarks/headless_chromium.py), not by time: nothing wider than
+    """Measured by Chromium's layout (tests/support/headless_chromium.py), not by time: nothing wider than
     the window, each table within its container (no hidden columns), every compare column in view."""
     import json
 
-    from benchmarks.headless_chromium import Browser
+    from tests.support.headless_chromium import Browser
 
     url = committed
     with Browser(CHROMIUM) as browser:
