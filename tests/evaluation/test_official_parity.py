@@ -35,7 +35,9 @@ def parity(tmp_path_factory) -> dict:
         pytest.skip(f"the authors' code is not at {OFFICIAL} (CI has it; clone github.com/Ayanami0730/arag at a44de6b there)")
     if not (DATA / "corpus.jsonl").exists():
         pytest.skip(f"no 2Wiki data at {DATA} (ARAG_DATA_DIR)")
-    out = tmp_path_factory.mktemp("parity")
+    # ARAG_PARITY_OUT: a folder kept between runs, so the two indexes (ours and their build_index.py's,
+    # ~25 minutes on two busy cores) are built once; the episodes run again every time.
+    out = Path(os.environ["ARAG_PARITY_OUT"]) if os.environ.get("ARAG_PARITY_OUT") else tmp_path_factory.mktemp("parity")
     cmd = [sys.executable, "-m", "benchmarks.official_side_by_side", "--phase", "episodes", "--small-index", "--limit", str(N_QUESTIONS),
            "--official-repo", str(OFFICIAL), "--questions", str(DATA / "questions.jsonl"), "--corpus", str(DATA / "corpus.jsonl"), "--out", str(out), "--workers", "3"]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=2400)

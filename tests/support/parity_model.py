@@ -16,8 +16,9 @@ An episode's plan depends on the question alone (`mode_of`):
   * two_calls: the first reply holds keyword_search AND semantic_search (two calls in one message),
     then as plain;
   * budget: keyword_search with top_k 20 and one keyword at a time, then a read of every unread chunk
-    it showed, again and again with the next keyword (the question's, then the capitalised words of
-    the chunks read, in order), so the conversation runs into a 128k-token budget.
+    it showed and of their neighbours (ids ± 1 and ± 2), 40 at most, again and again with the next
+    keyword (the question's, then the capitalised words of the chunks read, in order), so the
+    conversation runs into a 128k-token budget.
 The answer (also a forced one, requested without tools) is the sentence of the chunks read that
 shares the most words with the question (snippets when nothing was read), so Contain-Acc varies.
 
@@ -47,6 +48,7 @@ READ_TOOLS = ("chunk_read", "read_chunk")
 TWO_CALLS, BUDGET, PLAIN = "two_calls", "budget", "plain"
 PLAIN_READS = 2  # chunks read per plain episode
 BUDGET_TOP_K = 20  # both sides cap top_k at 20
+BUDGET_READS = 40  # chunks per read of a budget episode (ours takes up to 50 ids a call)
 
 _SEARCH_ID = re.compile(r"^Chunk ID: (\S+?)(?=,| \(|$)", re.M)
 _OUR_READ = re.compile(r"^\[chunk_id: ([^\s|\]]+)[^\n]*\]\n(.*?)(?=\n\n\[chunk_id: |\n\nUnknown chunk id|\Z)", re.S | re.M)
@@ -54,6 +56,7 @@ _THEIR_READ = re.compile(r"^\[Chunk ([^\]\n]+)\]\n-{80}\n(.*?)\n={80}", re.S | r
 _READ_HEAD = re.compile(r"^\[(?:chunk_id: |Chunk )", re.M)
 _SNIPPET = re.compile(r"\.\.\. (.*?) \.\.\.(?=$|\n)", re.M)
 _WORD = re.compile(r"[A-Za-z0-9]+")
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{3,}\b")
 _JUDGE = re.compile(r"Predicted answer: (?P<prediction>.*?)\nGold answer: (?P<gold>.*?)\n", re.S)
 STOPWORDS = frozenset("the a an of in on at to for and or is was were who what when where which whom whose how did does do are be by from with as that this his her its their film movie".split())
@@ -101,6 +104,17 @@ class View:
 
     def unread(self) -> list[str]:
         return [i for i in self.shown if i not in self.read]
+
+    def unread_around(self) -> list[str]:
+        """The unread chunks shown, each followed by its unread neighbours (the ids one and two
+        before and after, by the number that ends the id, as their read_chunk description says
+        to read "adjacent chunks (± 1)")."""
+        out: list[str] = []
+        for cid in self.unread():
+            m = _NUMBERED.match(cid)
+            near = [f"{m[1]}{int(m[2]) + d}" for d in (1, -1, 2, -2) if int(m[2]) + d >= 0] if m else []
+            out += [i for i in [cid, *near] if i not in self.read and i not in out]
+        return out
 
 
 def question_of(messages: list[dict[str, Any]]) -> str:
@@ -192,7 +206,7 @@ def next_calls(view: View, mode: str) -> list[dict[str, Any]]:
         searches = [a for name, a, _ in view.calls if name == "keyword_search"]
         last = view.calls[-1][0] if view.calls else None
         if last == "keyword_search" and view.unread():
-            return [call(reader, {"chunk_ids": view.unread()[:BUDGET_TOP_K]})]
+            return [call(reader, {"chunk_ids": view.unread_around()[:BUDGET_READS]})]
         keywords = budget_keywords(view)
         if len(searches) < len(keywords):
             return [call("keyword_search", {"keywords": [keywords[len(searches)]], "top_k": BUDGET_TOP_K})]
