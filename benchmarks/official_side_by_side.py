@@ -205,7 +205,7 @@ def markdown_table(rows: list[dict[str, Any]], columns: list[str] | None = None)
 def tool_query_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The per-query table: one line per question, its three calls side by side. Snippets: identical
     / identical but end punctuation / identical with ours cut to 5, of the chunks both returned;
-    tokens: ours (cl100k) / ours recounted with o200k / theirs (o200k)."""
+    tokens: ours as recorded (o200k) / ours recounted with o200k / theirs (o200k)."""
     by_q: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
         by_q.setdefault(r["qid"], {})[r["tool"]] = r
@@ -223,11 +223,11 @@ def tool_query_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             line[f"{short} snippets"] = f"{r['same_snippets']}/{r['same_but_punctuation']}/{r['same_with_cap_5']} of {r['overlap']}"
             if r.get("max_score_diff") is not None:
                 line["sem max Δscore"] = f"{r['max_score_diff']:.4f}"
-            line[f"{short} tokens"] = f"{r['tokens_ours_cl100k']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
+            line[f"{short} tokens"] = f"{r['tokens_ours_recorded']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
         r = calls.get("chunk_read")
         if r is not None:
             line["read texts"] = f"{r['same_text']}/{r['compared_texts']}"
-            line["read tokens"] = f"{r['tokens_ours_cl100k']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
+            line["read tokens"] = f"{r['tokens_ours_recorded']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
         out.append(line)
     return out
 

@@ -71,7 +71,7 @@ def test_a_budget_episode_searches_wide_and_reads_every_unread_chunk():
     first = M.next_calls(view, M.BUDGET)
     assert first == [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair II's"], "top_k": 20}}]
     view = M.view_of(body("chunk_read", QUESTION, [("keyword_search", first[0]["arguments"], SEARCH)], label=True))
-    assert M.next_calls(view, M.BUDGET) == [{"tool": "chunk_read", "arguments": {"chunk_ids": ["0:1", "0:2", "0:0", "0:3", "0:4"]}}]
+    assert M.next_calls(view, M.BUDGET) == [{"tool": "chunk_read", "arguments": {"chunk_ids": ["0:1", "0:2", "0:0", "0:3", "0:4", "0:5", "0:6"]}}]
 
 
 def test_the_judge_accepts_a_prediction_holding_every_gold_word():

@@ -34,7 +34,7 @@ def test_compare_keyword_call_same_ids_different_snippets():
     assert row["same_but_punctuation"] == 1  # a: their splitter drops the end punctuation; b: cut differently
     assert row["same_with_cap_5"] == 2  # c: they show a chunk's first 5 matching sentences
     assert (row["sentences_ours"], row["sentences_theirs"]) == (9, 8)
-    assert (row["tokens_ours_cl100k"], row["tokens_ours_o200k"], row["tokens_theirs_o200k"]) == (12, 11, 13)
+    assert (row["tokens_ours_recorded"], row["tokens_ours_o200k"], row["tokens_theirs_o200k"]) == (12, 11, 13)
     assert "max_score_diff" not in row  # their keyword text shows no score
 
 

@@ -53,7 +53,7 @@ def compare_call(call: dict[str, Any], ours: dict[str, Any], theirs: dict[str, A
     row: dict[str, Any] = {
         "key": call["key"], "qid": call.get("qid"), "tool": call["tool"], "args": call["args"],
         "ours_ids": oi, "theirs_ids": ti, "same_order": oi == ti, "overlap": overlap(oi, ti), "n_ours": len(oi), "n_theirs": len(ti),
-        "tokens_ours_cl100k": ours["tokens"], "tokens_ours_o200k": ours.get("tokens_o200k"),
+        "tokens_ours_recorded": ours["tokens"], "tokens_ours_o200k": ours.get("tokens_o200k"),
         "tokens_theirs_o200k": (theirs.get("log") or {}).get("retrieved_tokens"),
     }
     if call["tool"] == "chunk_read":
@@ -93,7 +93,7 @@ def tools_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         s: dict[str, Any] = {
             "tool": tool, "calls": len(rs), "same ids, same order": sum(r["same_order"] for r in rs),
             "mean overlap": f"{_mean([r['overlap'] for r in rs]):.2f} / {_mean([max(r['n_ours'], r['n_theirs']) for r in rs]):.2f}",
-            "tokens ours cl100k": sum(r["tokens_ours_cl100k"] or 0 for r in rs),
+            "tokens ours recorded": sum(r["tokens_ours_recorded"] or 0 for r in rs),
             "tokens ours o200k": sum(r["tokens_ours_o200k"] or 0 for r in rs),
             "tokens theirs o200k": sum(r["tokens_theirs_o200k"] or 0 for r in rs),
         }

@@ -16,7 +16,7 @@ An episode's plan depends on the question alone (`mode_of`):
   * two_calls: the first reply holds keyword_search AND semantic_search (two calls in one message),
     then as plain;
   * budget: keyword_search with top_k 20 and one keyword at a time, then a read of every unread chunk
-    it showed and of their neighbours (ids ± 1 and ± 2), 40 at most, again and again with the next
+    it showed and of their neighbours (ids ± 1 to ± 4), 45 at most, again and again with the next
     keyword (the question's, then the capitalised words of the chunks read, in order), so the
     conversation runs into a 128k-token budget.
 The answer (also a forced one, requested without tools) is the sentence of the chunks read that
@@ -48,7 +48,8 @@ READ_TOOLS = ("chunk_read", "read_chunk")
 TWO_CALLS, BUDGET, PLAIN = "two_calls", "budget", "plain"
 PLAIN_READS = 2  # chunks read per plain episode
 BUDGET_TOP_K = 20  # both sides cap top_k at 20
-BUDGET_READS = 40  # chunks per read of a budget episode (ours takes up to 50 ids a call)
+BUDGET_READS = 45  # chunks per read of a budget episode (ours takes up to 50 ids a call)
+NEIGHBOURS = (1, -1, 2, -2, 3, -3, 4, -4)  # the ids around a shown one that a budget episode reads too
 
 _SEARCH_ID = re.compile(r"^Chunk ID: (\S+?)(?=,| \(|$)", re.M)
 _OUR_READ = re.compile(r"^\[chunk_id: ([^\s|\]]+)[^\n]*\]\n(.*?)(?=\n\n\[chunk_id: |\n\nUnknown chunk id|\Z)", re.S | re.M)
@@ -106,13 +107,13 @@ class View:
         return [i for i in self.shown if i not in self.read]
 
     def unread_around(self) -> list[str]:
-        """The unread chunks shown, each followed by its unread neighbours (the ids one and two
-        before and after, by the number that ends the id, as their read_chunk description says
-        to read "adjacent chunks (± 1)")."""
+        """The unread chunks shown, each followed by its unread neighbours (the ids up to four
+        before and after, by the number that ends the id; their read_chunk description says to
+        read "adjacent chunks (± 1)")."""
         out: list[str] = []
         for cid in self.unread():
             m = _NUMBERED.match(cid)
-            near = [f"{m[1]}{int(m[2]) + d}" for d in (1, -1, 2, -2) if int(m[2]) + d >= 0] if m else []
+            near = [f"{m[1]}{int(m[2]) + d}" for d in NEIGHBOURS if int(m[2]) + d >= 0] if m else []
             out += [i for i in [cid, *near] if i not in self.read and i not in out]
         return out
 
