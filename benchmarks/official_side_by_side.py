@@ -53,6 +53,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -296,7 +297,7 @@ def run_official_episodes(args: argparse.Namespace, official: dict[str, Any], wo
            "--config", str(official_config(official, work / "official_config.yaml")),
            "--questions", str(official_questions(questions, work / "official_questions.json")),
            "--output", str(out), "--workers", str(args.workers)]
-    env = {**official["env"], "ARAG_API_KEY": "parity", "ARAG_BASE_URL": url, "ARAG_MODEL": MODEL}
+    env = {**official["env"], "ARAG_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-parity"), "ARAG_BASE_URL": url, "ARAG_MODEL": args.model}
     with open(work / "official_runner.log", "wb") as log:
         subprocess.run(cmd, env=env, cwd=work, check=True, stdout=log, stderr=subprocess.STDOUT)
     return out / "predictions.jsonl"
@@ -308,7 +309,7 @@ def our_overrides(args: argparse.Namespace, work: Path, url: str, questions_file
         "+protocol=a-rag-paper", "+corpus=2wikimultihopqa", f"index.path={Path(args.index).resolve()}", f"questions.path={questions_file}",
         f"results.path={work / 'episodes_ours'}", "method=arag_full", f"limit={n}", f"model.base_url={url}",
         f"runtime.concurrency={args.workers}", "progress=false", f"hydra.run.dir={work / 'hydra'}",
-    ]
+    ] + ([f"model.model={args.model}"] if args.model != MODEL else [])
 
 
 def run_our_episodes(args: argparse.Namespace, work: Path, url: str, questions: list[dict[str, Any]]) -> None:
@@ -342,7 +343,7 @@ def phase_episodes(args: argparse.Namespace, work: Path, official: dict[str, Any
     for side in SIDES:
         print(f"episodes: {side}, {len(questions)} questions", file=sys.stderr, flush=True)
         model = None if args.base_url else ParityModel()
-        with (_given(args.base_url) if model is None else serve(model)) as url:
+        with (nullcontext(args.base_url) if model is None else serve(model)) as url:
             if side == "theirs":
                 run_official_episodes(args, official, work, url, questions)
             else:
@@ -372,7 +373,7 @@ def load_our_rows(work: Path) -> dict[str, dict[str, Any]]:
     return {row["question_id"]: row for row in rows}
 
 
-def make_judge(url: str) -> Any:
+def make_judge(url: str, model: str) -> Any:
     """Our paper judge (conf/judge/paper.yaml) at the agent's model on `url`, as our runs use it:
     `verdict(question, golds, prediction) -> 1.0 | 0.0 | None`."""
     import asyncio
@@ -384,7 +385,7 @@ def make_judge(url: str) -> Any:
     from arag.llm.openai import OpenAIBackend
 
     cfg = yaml.safe_load((REPO / "conf" / "judge" / "paper.yaml").read_text(encoding="utf-8"))
-    backend = OpenAIBackend(MODEL, base_url=url, api_key_env=None, timeout_s=600, max_concurrency=1)
+    backend = OpenAIBackend(model, base_url=url, api_key_env="OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None, timeout_s=600, max_concurrency=1)
     judge = Judge(backend, JudgeConfig.from_dict(cfg))
 
     def verdict(question: str, golds: list[str], prediction: str | None) -> float | None:
@@ -410,8 +411,8 @@ def episode_diff(args: argparse.Namespace, work: Path, official: dict[str, Any])
     theirs = {qid: P.their_episode(r, system_prompt, MAX_STEPS, TOKEN_BUDGET) for qid, r in records.items()}
     both = [q for q in questions if q["id"] in ours and q["id"] in theirs]
     judge_model = ParityModel()
-    with (_given(args.base_url) if args.base_url else serve(judge_model)) as url:
-        judge = make_judge(url)
+    with (nullcontext(args.base_url) if args.base_url else serve(judge_model)) as url:
+        judge = make_judge(url, args.model)
         for q in both:  # their answers under our judge, on the endpoint that judged ours
             theirs[q["id"]].llm = judge(q["question"], q["answers"], theirs[q["id"]].answer)
     diffs = [P.diff_question(ours[q["id"]], theirs[q["id"]], q["answers"]) for q in both]
@@ -423,17 +424,6 @@ def episode_diff(args: argparse.Namespace, work: Path, official: dict[str, Any])
         "episodes": {side: {qid: vars(ep) | {"calls": len(ep.calls)} for qid, ep in eps.items()} for side, eps in (("ours", ours), ("theirs", theirs))},
         "scores": episode_scores(both, ours, theirs),
     }
-
-
-class _given:
-    def __init__(self, url: str):
-        self.url = url
-
-    def __enter__(self) -> str:
-        return self.url
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def episode_scores(questions: list[dict[str, Any]], ours: dict[str, Any], theirs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -515,6 +505,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--official-python", default=sys.executable, help="the Python that runs their code (needs sentence-transformers, tiktoken, requests, pyyaml, tqdm)")
     p.add_argument("--phase", choices=["tools", "episodes", "report", "all"], default="all")
     p.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint for both agents (and the judge); default: the stand-in (tests/support/parity_model.py)")
+    p.add_argument("--model", default=MODEL, help="the model name both sides (and the judge) send; with --base-url, the endpoint's model (its key: OPENAI_API_KEY)")
     p.add_argument("--workers", type=int, default=4, help="questions in flight on each side")
     p.add_argument("--nice", type=int, default=10, help="niceness of both agents and the indexing")
     return p.parse_args(argv)
