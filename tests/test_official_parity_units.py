@@ -120,3 +120,18 @@ def test_the_prompt_checklist_compares_rules_not_wording():
     rules = {r["rule"]: r for r in P.prompt_checklist("Call one tool per step. Cite the chunks; do not speculate.", "Cite the specific chunks. Avoid speculation.")}
     assert rules["one tool call per step"] == {"rule": "one tool call per step", "ours": True, "theirs": False}
     assert rules["cites the supporting chunks"]["theirs"] and rules["does not speculate"]["ours"] and rules["does not speculate"]["theirs"]
+
+
+def test_the_texts_every_request_carries_are_compared_once_by_kind():
+    def request(system, read_tool, question, description, **fields):
+        tools = [{"type": "function", "function": {"name": n, "description": description, "parameters": {}}} for n in ("keyword_search", read_tool)]
+        first = {"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": question}], "tools": tools, **fields}
+        forced = {"model": "m", "messages": first["messages"] + [{"role": "tool", "content": "r"}, {"role": "user", "content": f"{system} answer now"}]}
+        return [first, forced]
+
+    ours = request("Cite the chunks. Call one tool per step.", "chunk_read", "Question: q?", "ours", max_completion_tokens=16384, parallel_tool_calls=False)
+    theirs = request("Cite the chunks.", "read_chunk", "q?", "theirs", max_tokens=16384, temperature=0.0, tool_choice="auto")
+    found = {d.kind: d.detail for d in P.static_differences(ours, theirs)}
+    assert set(found) == {"system_prompt_rules", "read_tool_name", "tool_descriptions", "question_message", "forced_answer_prompt", "request_parameters"}
+    assert "one tool call per step (ours only)" in found["system_prompt_rules"]
+    assert P.static_differences(ours, ours) == []
