@@ -15,6 +15,7 @@ A difference no kind explains is `unexplained` (the parity test fails on it).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -91,8 +92,6 @@ def parse_read(text: str) -> tuple[dict[str, str | None], list[str]]:
         chunks[m["id"]] = None if body.startswith(ALREADY_READ_OURS) else body
     unknown = [m["id"] for m in _THEIR_MISSING.finditer(text)]
     for m in _OUR_UNKNOWN.finditer(text):
-        import json
-
         unknown += json.loads(m["ids"])
     return chunks, unknown
 
@@ -129,8 +128,6 @@ class Episode:
 
 def our_episode(row: dict[str, Any]) -> Episode:
     """One of our results rows (its `trajectory`: arag.agent.episode.Episode.to_json)."""
-    import json
-
     traj = json.loads(row["trajectory"]) if isinstance(row.get("trajectory"), str) else (row.get("trajectory") or {})
     calls = [Call(c["step"], c["name"], c["arguments"] if isinstance(c["arguments"], dict) else {"raw": c["arguments"]}, c.get("text") or "", c.get("retrieved_tokens") or 0)
              for c in traj.get("tool_calls") or []]
