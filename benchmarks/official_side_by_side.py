@@ -325,9 +325,9 @@ def run_our_episodes(args: argparse.Namespace, work: Path, url: str, questions: 
 def keep_requests(model: Any, path: Path) -> None:
     """The requests the stand-in saw that the static comparison reads (the first with tools, the
     first forced one), not the 100k-token conversations of every step."""
-    from tests.support.official_parity import _first_agent_request, _forced_request
+    from tests.support.official_parity import first_agent_request, forced_request
 
-    kept = [r for r in (_first_agent_request(model.requests), _forced_request(model.requests)) if r is not None]
+    kept = [r for r in (first_agent_request(model.requests), forced_request(model.requests)) if r is not None]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
 
 

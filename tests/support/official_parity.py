@@ -324,11 +324,11 @@ def prompt_checklist(ours: str, theirs: str) -> list[dict[str, Any]]:
     return [{"rule": rule, "ours": bool(re.search(p, ours, flags)), "theirs": bool(re.search(p, theirs, flags))} for rule, p in PROMPT_RULES]
 
 
-def _first_agent_request(requests: list[dict[str, Any]]) -> dict[str, Any] | None:
+def first_agent_request(requests: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((r for r in requests if r.get("tools")), None)
 
 
-def _forced_request(requests: list[dict[str, Any]]) -> dict[str, Any] | None:
+def forced_request(requests: list[dict[str, Any]]) -> dict[str, Any] | None:
     return next((r for r in requests if not r.get("tools") and len(r.get("messages") or []) > 2 and (r["messages"][-1].get("role") == "user")
                  and not str(r["messages"][-1].get("content", "")).startswith("Predicted answer")), None)
 
@@ -337,7 +337,7 @@ def static_differences(ours: list[dict[str, Any]], theirs: list[dict[str, Any]])
     """The differences of the texts and fields every request carries, from each side's requests to
     the stand-in: the system prompt (by the rules checklist), the tools' names and descriptions,
     the question's message, the forced-answer request and the request fields."""
-    o, t = _first_agent_request(ours), _first_agent_request(theirs)
+    o, t = first_agent_request(ours), first_agent_request(theirs)
     if o is None or t is None:
         return []
     out: list[Difference] = []
@@ -356,7 +356,7 @@ def static_differences(ours: list[dict[str, Any]], theirs: list[dict[str, Any]])
     o_q, t_q = o["messages"][1].get("content"), t["messages"][1].get("content")
     if o_q != t_q:
         out.append(Difference(None, "static", "question_message", f"{str(o_q)[:40]!r} / {str(t_q)[:40]!r}"))
-    of, tf = _forced_request(ours), _forced_request(theirs)
+    of, tf = forced_request(ours), forced_request(theirs)
     if of and tf and of["messages"][-1].get("content") != tf["messages"][-1].get("content"):
         out.append(Difference(None, "static", "forced_answer_prompt", "own wording"))
     fields = ("max_tokens", "max_completion_tokens", "temperature", "tool_choice", "parallel_tool_calls", "reasoning_effort")
