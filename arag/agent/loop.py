@@ -152,12 +152,15 @@ class Agent:
         refusals = 0
         shown: list[str] = []  # chunk ids shown so far, in order (guard_rails.shown_chunk_ids_only)
         manager = self._context_manager()
+        # A result cut to fit would have taken the conversation past the budget: the budget is
+        # reached, even where the cut (kept short of the ceiling for tokenizer slack) left it under.
+        cut = False
 
         for step in range(1, cfg.max_steps + 1):
             if manager is not None and conversation >= manager.budget:
                 conversation = await self._forced_summarize(manager, messages, conversation, step, ep, tracker)
             budget = manager.budget if manager is not None else cfg.token_budget
-            if budget is not None and conversation >= budget:
+            if budget is not None and (conversation >= budget or (cut and manager is None)):
                 ep.forced_reason = "token_budget"
                 break
             ep.steps = step
@@ -189,7 +192,9 @@ class Agent:
                 else:
                     ran_tools += 1
                     note = await self._run_tool(action, step, ep, tracker)
+                    cuts = ep.truncated_observations
                     note = self._fit_observation(action, note, conversation, ep, step)
+                    cut = cut or ep.truncated_observations > cuts
                     shown.extend(i for i in (*ep.tool_calls[-1].chunk_ids, *ep.tool_calls[-1].neighbour_ids) if i not in shown)
                     if manager is not None:
                         messages.append(note)

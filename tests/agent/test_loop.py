@@ -284,6 +284,25 @@ def test_oversized_read_ends_in_a_forced_answer(agent_ctx, protocol, monkeypatch
     assert "did not fit" in final.messages[-2].content
 
 
+def test_a_result_cut_at_the_budget_forces_the_answer_next(agent_ctx, monkeypatch):
+    """A result cut because it would cross the budget ends the tool steps, as a result past the
+    budget does in the authors' loop: the next step is the forced answer, though the cut (kept short
+    of the ceiling for tokenizer slack) left the conversation a little under the budget."""
+    from arag.agent import loop
+
+    monkeypatch.setattr(loop, "CONTEXT_MARGIN_TOKENS", 0)  # the ceiling is the budget itself
+    read = {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0", "1#0", "1#1", "2#0", "3#0"]}}
+    probe = Agent(ScriptedBackend([read, {"answer": "x"}]), load_method("arag_full"), agent_ctx, protocol="native", config=AgentConfig(max_steps=1, **FAST))
+    probe.run("q?")
+    after_call = sum(len(m.content) // 4 + 4 for m in probe.backend.requests[0].messages) + 64  # the scripted backend's count, a reply's room
+    whole = agent_ctx.call("chunk_read", read["arguments"]).text
+    a = Agent(ScriptedBackend([read, {"answer": "x"}, {"answer": "y"}]), load_method("arag_full"), agent_ctx, protocol="native",
+              config=AgentConfig(max_steps=5, token_budget=after_call + len(whole) // 8 + 100, **FAST))
+    ep = a.run("q?")
+    assert ep.truncated_observations == 1 and len(ep.tool_calls) == 1
+    assert ep.forced and ep.forced_reason == "token_budget" and ep.steps == 1 and ep.answer == "x"
+
+
 def test_tracker_is_per_episode(agent_ctx):
     read = {"tool": "chunk_read", "arguments": {"chunk_ids": ["0#0"]}}
     a, _ = agent([read, {"answer": "1"}, read, {"answer": "2"}], ctx=agent_ctx)

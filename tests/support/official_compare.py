@@ -1,8 +1,7 @@
-"""The pure halves of benchmarks/official_side_by_side.py, side by side with the authors' A-RAG
-code: the o200k_base tiktoken cache their tools need, the per-call comparison of the tools-alone
-phase (compare_call, tools_summary) and the per-question table of the episodes phase (official_episode,
-our_episode, episode_rows, episode_summary). They run nothing; the benchmark feeds them records and
-tests/test_official_side_by_side.py small fake ones."""
+"""The pure halves of benchmarks/official_side_by_side.py's tools phase, side by side with the
+authors' A-RAG code: the o200k_base tiktoken cache their tools need and the per-call comparison
+(compare_call, tools_summary). They run nothing; the benchmark feeds them records and
+tests/test_official_side_by_side.py small fake ones. The episodes' diff: tests/support/official_parity.py."""
 
 from __future__ import annotations
 
@@ -54,7 +53,7 @@ def compare_call(call: dict[str, Any], ours: dict[str, Any], theirs: dict[str, A
     row: dict[str, Any] = {
         "key": call["key"], "qid": call.get("qid"), "tool": call["tool"], "args": call["args"],
         "ours_ids": oi, "theirs_ids": ti, "same_order": oi == ti, "overlap": overlap(oi, ti), "n_ours": len(oi), "n_theirs": len(ti),
-        "tokens_ours_cl100k": ours["tokens"], "tokens_ours_o200k": ours.get("tokens_o200k"),
+        "tokens_ours_recorded": ours["tokens"], "tokens_ours_o200k": ours.get("tokens_o200k"),
         "tokens_theirs_o200k": (theirs.get("log") or {}).get("retrieved_tokens"),
     }
     if call["tool"] == "chunk_read":
@@ -94,7 +93,7 @@ def tools_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         s: dict[str, Any] = {
             "tool": tool, "calls": len(rs), "same ids, same order": sum(r["same_order"] for r in rs),
             "mean overlap": f"{_mean([r['overlap'] for r in rs]):.2f} / {_mean([max(r['n_ours'], r['n_theirs']) for r in rs]):.2f}",
-            "tokens ours cl100k": sum(r["tokens_ours_cl100k"] or 0 for r in rs),
+            "tokens ours recorded": sum(r["tokens_ours_recorded"] or 0 for r in rs),
             "tokens ours o200k": sum(r["tokens_ours_o200k"] or 0 for r in rs),
             "tokens theirs o200k": sum(r["tokens_theirs_o200k"] or 0 for r in rs),
         }
@@ -110,67 +109,4 @@ def tools_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if diffs:
                 s["max score diff"] = f"{max(diffs):.4f}"
         out.append(s)
-    return out
-
-
-# ---- the episodes: one judge, one table ---------------------------------------------------------
-def official_episode(record: dict[str, Any]) -> dict[str, Any]:
-    """Their predictions.jsonl line in the table's terms."""
-    calls: dict[str, int] = {}
-    for step in record.get("trajectory") or []:
-        calls[step["tool_name"]] = calls.get(step["tool_name"], 0) + 1
-    return {
-        "qid": record.get("qid"), "answer": record.get("pred_answer"), "retrieved_tokens": record.get("total_retrieved_tokens", 0),
-        "keyword_search": calls.pop("keyword_search", 0), "semantic_search": calls.pop("semantic_search", 0), "chunk_read": calls.pop("read_chunk", 0),
-        "other": sum(calls.values()), "steps": record.get("loops", 0), "error": record.get("error"),
-    }
-
-
-def our_episode(row: dict[str, Any]) -> dict[str, Any]:
-    """One of our results rows in the table's terms."""
-    named = ("keyword_search", "semantic_search", "chunk_read")
-    other = sum(v or 0 for k, v in row.items() if k.startswith("calls_") and k[len("calls_"):] not in named)
-    return {
-        "qid": row["question_id"], "answer": row.get("prediction"), "retrieved_tokens": row.get("retrieved_tokens", 0),
-        **{t: row.get(f"calls_{t}", 0) or 0 for t in named}, "other": other, "steps": row.get("steps", 0),
-        "error": row.get("failure") if row.get("status") != "ok" else None,
-    }
-
-
-def episode_rows(questions: list[dict[str, Any]], ours: dict[str, dict[str, Any]], theirs: dict[str, dict[str, Any]], judge: Any = None) -> list[dict[str, Any]]:
-    """The per-question table: both sides' calls per tool, retrieved tokens, answers, Contain-Acc
-    (the paper code's substring rule, ours: arag.evaluation.metrics.contain_acc) and LLM-Acc from
-    one `judge(question, golds, prediction) -> 1.0 | 0.0 | None` for both. Questions either side
-    has not finished are left out."""
-    from arag.evaluation.metrics import contain_acc
-
-    rows = []
-    for q in questions:
-        o, t = ours.get(q["id"]), theirs.get(q["id"])
-        if o is None or t is None:
-            continue
-        row: dict[str, Any] = {"qid": q["id"], "question": q["question"], "gold": q["answers"][0]}
-        for side, ep in (("ours", o), ("theirs", t)):
-            calls = f"{ep['keyword_search']}/{ep['semantic_search']}/{ep['chunk_read']}" + (f"+{ep['other']}" if ep["other"] else "")
-            row[f"{side} calls k/s/r"] = calls
-            row[f"{side} steps"] = ep["steps"]
-            row[f"{side} tokens"] = ep["retrieved_tokens"]
-            row[f"{side} answer"] = (ep["answer"] or "")[:80]
-            row[f"{side} contain"] = contain_acc(ep["answer"], q["answers"])
-            row[f"{side} llm"] = judge(q["question"], q["answers"], ep["answer"]) if judge else None
-        rows.append(row)
-    return rows
-
-
-def episode_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for side in ("ours", "theirs"):
-        llm = [r[f"{side} llm"] for r in rows if r[f"{side} llm"] is not None]
-        calls = [tuple(int(x) for x in r[f"{side} calls k/s/r"].split("+")[0].split("/")) for r in rows]
-        out.append({
-            "side": side, "questions": len(rows), "Contain-Acc": _mean([r[f"{side} contain"] for r in rows]),
-            "LLM-Acc": _mean(llm) if llm else None, "judged": len(llm),
-            "calls keyword/semantic/read": "/".join(str(sum(c[i] for c in calls)) for i in range(3)),
-            "mean steps": _mean([r[f"{side} steps"] for r in rows]), "mean retrieved tokens": _mean([r[f"{side} tokens"] for r in rows]),
-        })
     return out
