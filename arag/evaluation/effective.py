@@ -27,6 +27,7 @@ class Effective:
     replies_with_extra_calls: int | None = 0  # None: some episodes with extra calls kept no messages to count them by
     cut_results: int = 0  # tool results cut to fit the context window
     chunk_read_header: str | None = None  # the first chunk_read header shown, ids as "<id>"
+    request_fields: dict[str, Any] | None = None  # how the backend's requests capped and sampled (arag.llm.openai), where it said
 
 
 def chunk_readers() -> frozenset[str]:
@@ -92,7 +93,7 @@ def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
     replies: int | None = 0
     smallest: int | None = None
     most: int | None = None
-    header = None
+    header, fields = None, None
     readers = chunk_readers()
     for t in trajectories:
         if not t or not t.get("agent"):
@@ -107,6 +108,7 @@ def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
         window = window_of(t.get("backend") or {})
         if window:
             windows.add(window)
+        fields = fields or (t.get("backend") or {}).get("request_fields")
         calls = t.get("model_calls") or []
         if calls and calls[0].get("prompt_tokens") is not None:
             smallest = min(int(calls[0]["prompt_tokens"]), smallest if smallest is not None else 1 << 62)
@@ -124,4 +126,4 @@ def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
             messages = t.get("messages")
             replies = replies + replies_with_extra_calls(messages) if messages else None
         cut += int(t.get("truncated_observations") or 0)
-    return Effective(episodes, tuple(sorted(budgets)), tuple(sorted(caps)), tuple(sorted(windows)), smallest, most, extra, replies, cut, header)
+    return Effective(episodes, tuple(sorted(budgets)), tuple(sorted(caps)), tuple(sorted(windows)), smallest, most, extra, replies, cut, header, fields)

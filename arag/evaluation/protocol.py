@@ -345,6 +345,24 @@ def _method_setting(method: Mapping[str, Any], key: str, before: Any, shown_befo
     return Fact(before, f"{shown_before} ({NOT_RECORDED})", recorded=False)
 
 
+def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Effective | None) -> dict[str, Fact]:
+    """How the question reached the model (the method's user template) and the request fields its
+    backend sent (recorded with every episode in the backend's description, arag.llm.openai)."""
+    from arag.methods.base import Method
+
+    template = method.get("user_template")
+    question = Fact(template, repr(template)) if template else Fact(Method.user_template, f"{Method.user_template!r} ({NOT_RECORDED})", recorded=False)
+    facts = {P.QUESTION_MESSAGE: question}
+    fields = (ran.request_fields if ran is not None else None) or model.get("request_fields")
+    if isinstance(fields, Mapping):
+        cap = str(fields.get("cap") or "max_tokens")
+        sampling = f"temperature {fields['temperature']:g}" if fields.get("temperature") is not None else "no temperature"
+        parallel = fields.get("parallel_tool_calls")
+        shown = ", ".join([cap, sampling] + ([f"parallel_tool_calls {str(parallel).lower()}"] if parallel is not None else []))
+        facts[P.REQUEST_FIELDS] = Fact(f"{cap}, {sampling}", shown)
+    return facts
+
+
 def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> dict[str, Fact]:
     """What a run did, per card setting, from its description (run.json, or {"identity": ...} as
     a row's `settings` column holds it) and, given `ran`, what its episodes ran under; settings
@@ -384,6 +402,10 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any 
     facts.update(_text_facts(info, method, tools, built))
     if chunk_readers() & set(tools):
         facts[P.CHUNK_READ_HEADER] = _chunk_read_header(method, ran)
+        (reader,) = sorted(chunk_readers() & set(tools))[:1]
+        facts[P.READ_TOOL_NAME] = Fact(reader, reader)
+    if kind in LOOP_KINDS and tools:
+        facts.update(_request_facts(model, method, ran))
     from arag.tools import result_settings_of
 
     followed = result_settings_of(tools)

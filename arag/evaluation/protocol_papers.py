@@ -60,12 +60,15 @@ BUDGET_ACCOUNTING = "budget accounting"
 TOOL_RESULT_CUT = "tool result cut"
 TOOL_CALLS_PER_STEP = "tool calls per step"
 JUDGE_SHORTCUT = "judge exact-match shortcut"
+READ_TOOL_NAME = "reading tool's name"
+QUESTION_MESSAGE = "question message"
+REQUEST_FIELDS = "request fields"
 
 SETTINGS_ORDER = (
     BACKBONE, JUDGE_MODEL, JUDGE_PRESET, JUDGE_SHORTCUT, EMBEDDER, QUERY_INSTRUCTION, EMBEDDER_PRECISION, CHUNKING, CHUNK_OVERLAP,
     SENTENCE_SPLITTER, TOKENIZER, MAX_STEPS, TOKEN_BUDGET, BUDGET_ACCOUNTING, TOOL_RESULT_CUT, REPLY_CAP, REASONING_EFFORT,
     TEMPERATURE, GUARD_RAILS, TOOL_CALLS_PER_STEP, PROMPT_VARIANT, SYSTEM_PROMPT, TOOL_DESCRIPTIONS, FORCED_ANSWER,
-    CHUNK_READ_HEADER, SNIPPET_CAP, RESULT_TITLES, QUERIES_PER_SEARCH, RESULTS_PER_QUERY, FIND_PASSAGES, OPEN_WINDOW,
+    READ_TOOL_NAME, QUESTION_MESSAGE, REQUEST_FIELDS, CHUNK_READ_HEADER, SNIPPET_CAP, RESULT_TITLES, QUERIES_PER_SEARCH, RESULTS_PER_QUERY, FIND_PASSAGES, OPEN_WINDOW,
     CONTEXT_BUDGET, EXTRACTOR, GATE_SUMMARIES, MAX_REWRITES, CORPUS,
 )
 
@@ -75,7 +78,8 @@ KINDS = {
     SENTENCE_SPLITTER: "sentence_splitter", QUERY_INSTRUCTION: "query_instruction", EMBEDDER_PRECISION: "embedder_precision",
     BUDGET_ACCOUNTING: "budget_accounting", TOOL_RESULT_CUT: "tool_result_cut", TOOL_CALLS_PER_STEP: "tool_calls_per_step",
     JUDGE_SHORTCUT: "judge_exact_match_shortcut", FORCED_ANSWER: "forced_answer_prompt", SNIPPET_CAP: "keyword_snippet_cap",
-    TOKENIZER: "retrieved_tokens_tokenizer",
+    TOKENIZER: "retrieved_tokens_tokenizer", READ_TOOL_NAME: "read_tool_name", QUESTION_MESSAGE: "question_message",
+    REQUEST_FIELDS: "request_parameters",
 }
 
 
@@ -97,6 +101,9 @@ EFFECTS: Mapping[str, Effect] = {
     BUDGET_ACCOUNTING: Effect(True, "decides at which step the budget forces the answer"),
     TOOL_RESULT_CUT: Effect(True, "a cut result shows the model, and counts, fewer retrieved tokens"),
     TOOL_CALLS_PER_STEP: Effect(True, "a reply's extra calls are not run: the model sees fewer results per step"),
+    READ_TOOL_NAME: Effect(True, "a model picks its tools by name and description"),
+    QUESTION_MESSAGE: Effect(True, "the first user turn is text the model reads"),
+    REQUEST_FIELDS: Effect(True, "the reply cap's field and the sampling fields decide how a reply is drawn"),
     JUDGE_SHORTCUT: Effect(False, "a prediction equal to the gold answer is what the paper's lenient judge calls correct: the shortcut only saves the call"),
 }
 
@@ -199,6 +206,12 @@ A_RAG = PaperProtocol(
                                   "never cut", authors("src/arag/agent/base.py")),
         TOOL_CALLS_PER_STEP: Expected("1", '§3.3 ("we intentionally avoid parallel tool calling")', equals(1),
                                       "every call of a reply carried out", authors("src/arag/agent/base.py")),
+        READ_TOOL_NAME: Expected("chunk_read", "§3.2 Tools", equals("chunk_read"),
+                                 "read_chunk", authors("src/arag/tools/read_chunk.py")),
+        QUESTION_MESSAGE: Expected(NOT_STATED, authors("src/arag/agent/base.py (the paper states no form)"), equals("{question}"),
+                                   "the bare question", authors("src/arag/agent/base.py")),
+        REQUEST_FIELDS: Expected(NOT_STATED, authors("src/arag/core/llm.py (the paper states none)"), equals("max_tokens, temperature 0"),
+                                 "max_tokens, temperature 0, tool_choice auto", authors("src/arag/core/llm.py")),
         JUDGE_SHORTCUT: Expected("none (the judge asked)", "§4.1 Evaluation Metrics (LLM-Acc: an LLM decides equivalence)", equals(False),
                                  "none (the judge always asked)", authors("scripts/eval.py")),
     },

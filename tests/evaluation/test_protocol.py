@@ -93,14 +93,14 @@ def paper_run_info() -> dict:
 
 # The differences from the authors' code a run with the paper's settings keeps by design (ours, documented:
 # docs/evaluation.md); each moves numbers, so the card lists them as deviations.
-OURS_BY_DESIGN = {P.SENTENCE_SPLITTER, P.BUDGET_ACCOUNTING, P.TOOL_RESULT_CUT, P.SYSTEM_PROMPT, P.TOOL_DESCRIPTIONS, P.CHUNK_READ_HEADER}
+OURS_BY_DESIGN = {P.SENTENCE_SPLITTER, P.BUDGET_ACCOUNTING, P.TOOL_RESULT_CUT, P.SYSTEM_PROMPT, P.TOOL_DESCRIPTIONS, P.CHUNK_READ_HEADER, P.QUESTION_MESSAGE}
 
 
 def test_recorded_fields_replace_the_fallbacks_and_the_papers_settings_list_only_ours_by_design():
     card = protocol_card(paper_run_info())
     assert {r.setting for r in card.deviations} == OURS_BY_DESIGN
     # Without the episodes, what they would show (calls per step, the header shown) is read from the settings and this code.
-    assert {r.setting for r in card.rows if not r.recorded} == {P.TOOL_CALLS_PER_STEP, P.CHUNK_READ_HEADER}
+    assert {r.setting for r in card.rows if not r.recorded} == {P.TOOL_CALLS_PER_STEP, P.CHUNK_READ_HEADER, P.QUESTION_MESSAGE}
     info = paper_run_info()
     info["settings"]["agent"]["max_steps"] = 10
     info["settings"]["method"]["snippets_per_chunk"] = 3
@@ -173,7 +173,7 @@ def test_the_report_prints_each_runs_card_and_the_papers_table_1_for_any_backbon
     text = build_report(results, tmp_path / "report", paper_columns=True).markdown
     section = text.split("## Protocol\n")[1].split("\n## ")[0]
     assert f"`{FULL}` (A-RAG (Full), 2wikimultihopqa, qwen2.5-coder-1.5b-instruct)" in section and f"`{NAIVE}` (A-RAG (Naive)" in section
-    assert "17 of 27 settings differ" in section and "16 of 26 settings differ" in section
+    assert "18 of 29 settings differ" in section and "17 of 28 settings differ" in section
     assert "| embedder | all-MiniLM-L6-v2 (not recorded: pipelines.index's default assumed) | Qwen3-Embedding-0.6B | Qwen/Qwen3-Embedding-0.6B | §4.1 Implementation |" in section
     assert "| judge model | qwen2.5-coder-1.5b-instruct (the agent's model) | gpt-5-mini |" in section
     main = text.split("## Main results")[1].split("\n## ")[0]
@@ -183,7 +183,7 @@ def test_the_report_prints_each_runs_card_and_the_papers_table_1_for_any_backbon
     table = [line for line in main.splitlines() if line.startswith("|")]
     assert len({line.count(" | ") for line in table}) == 1, table
     assert "No published numbers" not in text
-    assert "Protocol: these runs differ from the paper's in 17 settings — backbone model, judge model, embedder, sentence splitter" in main
+    assert "Protocol: these runs differ from the paper's in 18 settings — backbone model, judge model, embedder, sentence splitter" in main
     tokens = text.split("## Retrieved tokens per question")[1].split("\n## ")[0]
     assert "Protocol: these runs differ" in tokens
     plain = build_report(results, tmp_path / "plain").markdown

@@ -27,7 +27,7 @@ CPU_RESULTS = REPO / "benchmarks" / "cpu_evaluations" / "results"
 FULL = "d45a26133a83ba16"  # A-RAG (Full) on 20 2Wiki questions, llama.cpp in a 16,384-token window
 FAST = dict(backoff_initial_s=0.0, backoff_max_s=0.0, backoff_jitter_s=0.0)
 # The differences from the authors' code that a `+protocol=a-rag-paper` run keeps by design (ours, documented).
-OURS_BY_DESIGN = {P.SENTENCE_SPLITTER, P.BUDGET_ACCOUNTING, P.TOOL_RESULT_CUT, P.SYSTEM_PROMPT, P.TOOL_DESCRIPTIONS, P.CHUNK_READ_HEADER}
+OURS_BY_DESIGN = {P.SENTENCE_SPLITTER, P.BUDGET_ACCOUNTING, P.TOOL_RESULT_CUT, P.SYSTEM_PROMPT, P.TOOL_DESCRIPTIONS, P.CHUNK_READ_HEADER, P.QUESTION_MESSAGE}
 
 
 def rows_of(card) -> dict:
@@ -228,8 +228,16 @@ def test_the_presets_card_lists_the_differences_that_move_numbers():
     info = paper_run_info()
     info["settings"]["index_facts"].update(query_instruction=None, dtype="float32")
     assert {r.setting for r in protocol_card(info).deviations} == OURS_BY_DESIGN
-    every_kind = set(P.KINDS)
+    every_kind = set(P.KINDS) - {P.REQUEST_FIELDS}  # what the requests carried is read from the episodes only
     assert every_kind <= {r.setting for r in card.rows}, every_kind - {r.setting for r in card.rows}
+    assert P.REQUEST_FIELDS not in {r.setting for r in card.rows}
+    # GPT-5's requests as the episodes recorded them: the reply cap's other field and no temperature
+    from arag.evaluation.effective import Effective
+
+    ran = Effective(episodes=1, request_fields={"cap": "max_completion_tokens", "parallel_tool_calls": False})
+    rows = rows_of(protocol_card(paper_run_info(), ran))
+    assert (rows[P.REQUEST_FIELDS].ours, rows[P.REQUEST_FIELDS].differs) == ("max_completion_tokens, no temperature, parallel_tool_calls false", True)
+    assert rows[P.REQUEST_FIELDS].official == "max_tokens, temperature 0, tool_choice auto"
 
 
 # ---- the committed runs ----------------------------------------------------------------------------------
