@@ -26,6 +26,11 @@ class ServerStopping(Exception):
     server that replaces it)."""
 
 
+class ServerBusy(Exception):
+    """The call's place was given to another client's call (its client held more than its share of
+    the request slots): it did not run (send it again)."""
+
+
 class ClientGone(Exception):
     """The client disconnected before its call was answered."""
 
@@ -54,7 +59,9 @@ class CallGate:
         return sum(len(waiters) for callers in self._queues.values() for waiters in callers.values())
 
     @asynccontextmanager
-    async def turn(self, client: Hashable = None, caller: Hashable = None) -> AsyncIterator["CallGate"]:
+    async def turn(self, client: Hashable = None, caller: Hashable = None, ticket: Any = None) -> AsyncIterator["CallGate"]:
+        """ticket: an object whose `waiter` is set to the call's place in the queue while it waits
+        (the guard's request slot: a place it may give to another client, ServerBusy)."""
         if self.closed:
             raise ServerStopping()
         keys = (client, (client, caller))
@@ -63,7 +70,7 @@ class CallGate:
             if self.running < self.slots and not self._queues:
                 self._grant(keys)
             else:
-                await self._wait(client, caller)
+                await self._wait(client, caller, ticket)
             try:
                 yield self
             finally:
@@ -75,17 +82,25 @@ class CallGate:
                     del self._active[key]
                     self._last_turn.pop(key, None)
 
-    async def _wait(self, client: Hashable, caller: Hashable) -> None:
+    async def _wait(self, client: Hashable, caller: Hashable, ticket: Any) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queues.setdefault(client, {}).setdefault(caller, deque()).append(waiter)
+        if ticket is not None:
+            ticket.waiter = waiter
         try:
-            await waiter  # a slot handed over (counted as running), or ServerStopping
+            await waiter  # a slot handed over (counted as running), ServerStopping or ServerBusy
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                 self._release()  # handed a slot just as it was cancelled: pass it on
             else:
                 self._forget(client, caller, waiter)
             raise
+        except ServerBusy:
+            self._forget(client, caller, waiter)
+            raise
+        finally:
+            if ticket is not None:
+                ticket.waiter = None
 
     def _grant(self, keys: tuple[Hashable, Hashable]) -> None:
         self.running += 1

@@ -40,6 +40,8 @@ AUTHORISED = "arag.authorised"
 # The scope key of the client an authorised request is counted for (the peer's address): its share
 # of the request slots and its turn at the tool calls.
 CLIENT = "arag.client"
+# The scope key of the request slot an authorised request holds (arag.serve.guard.Slot).
+SLOT = "arag.slot"
 
 
 def json_response(status: int, message: str, *, retry_after: int | None = None) -> bytes:

@@ -54,8 +54,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-from arag.serve.admission import set_within
-from arag.serve.connections import AUTHORISED, CLIENT
+from arag.serve.admission import ServerBusy, set_within
+from arag.serve.connections import AUTHORISED, CLIENT, SLOT
 
 log = logging.getLogger("arag.serve")
 
@@ -72,6 +72,7 @@ MAX_FAILING_TOKENS = 16
 SINGLE_HEADERS = (b"host", b"origin", b"authorization")
 CLOSE = [(b"connection", b"close")]
 STOPPING = "the tool server is stopping; send the request again (to the server that replaces it)"
+BUSY = "the tool server gave this call's place to another client's (this client held more than its share of serve.max_connections); send it again"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 # Headers a browser page may send when its origin is allowed (CORS).
@@ -80,12 +81,14 @@ CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-document-set
 
 @dataclass(eq=False)
 class Slot:
-    """A request slot held by a request (of `client`, the peer's address); `body`: its body is
-    still arriving, so another request may take the slot (`taken`, and its task cancelled)."""
+    """A request slot held by a request (of `client`, the peer's address), which may be given to
+    another (`taken`): while its body is still arriving (`body`: its task is cancelled, 408), or
+    while its tool call waits in the queue (`waiter`, set by CallGate: ServerBusy, 503)."""
 
     client: Any
     task: asyncio.Task[Any] | None = field(default_factory=asyncio.current_task)
     body: bool = False
+    waiter: asyncio.Future[None] | None = None
     taken: bool = False
 
 
@@ -231,10 +234,10 @@ class Guard:
         if scope.get("method") == "GET" and scope.get("path") == MCP_PATH:
             await self._stream(scope, receive, send)
             return
-        if sum(not slot.taken for slot in self._slots) >= self.max_requests and not self._take_a_loose_slot():
+        if sum(not slot.taken for slot in self._slots) >= self.max_requests and not self._take_a_slot(client):
             await send_json(send, 503, {"error": f"the server is serving {self.max_requests} requests at once (serve.max_connections); send it again"}, [(b"retry-after", b"1")])
             return
-        slot = Slot(client)
+        slot = scope[SLOT] = Slot(client)
         self._slots.append(slot)
         self._answered.clear()
         try:
@@ -244,19 +247,30 @@ class Guard:
             if not self._slots:
                 self._answered.set()
 
-    def _take_a_loose_slot(self) -> bool:
-        """Free the slot of a request whose body is still arriving (of the client holding the most
-        slots, its oldest), or False if no request holds one loosely."""
-        loose = [slot for slot in self._slots if slot.body and not slot.taken]
-        if not loose:
-            return False
+    def _take_a_slot(self, client: Any) -> bool:
+        """Free a slot for a request of `client`: that of a request whose body is still arriving
+        (of the client holding the most slots, its oldest), else, if a client holds at least two
+        slots more than `client`, that of its newest request whose call is still queued; False if
+        neither is there. Own code: no server library shares its slots per client."""
         held: dict[Any, int] = {}
         for slot in self._slots:
-            held[slot.client] = held.get(slot.client, 0) + 1
-        taken = min(loose, key=lambda slot: -held[slot.client])  # min(): the oldest of the most-holding client
-        taken.taken = True  # counted free from now on; its request answers 408 on its way out
-        if taken.task is not None:
-            taken.task.cancel()  # it waits for its body's next bytes: the cancellation arrives there
+            if not slot.taken:
+                held[slot.client] = held.get(slot.client, 0) + 1
+        loose = [slot for slot in self._slots if slot.body and not slot.taken]
+        if loose:
+            taken = min(loose, key=lambda slot: -held[slot.client])  # min(): the oldest of the most-holding client
+            taken.taken = True  # counted free from now on; its request answers 408 on its way out
+            if taken.task is not None:
+                taken.task.cancel()  # it waits for its body's next bytes: the cancellation arrives there
+            return True
+        greedy = max(held, key=held.__getitem__)
+        if held[greedy] < held.get(client, 0) + 2:
+            return False
+        queued = [slot for slot in self._slots if slot.client == greedy and not slot.taken and slot.waiter is not None and not slot.waiter.done()]
+        if not queued:
+            return False
+        queued[-1].taken = True
+        queued[-1].waiter.set_exception(ServerBusy())
         return True
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -303,6 +317,7 @@ class Guard:
                     chunk = message.get("body", b"")
                     size += len(chunk)
                     if size > self.max_request_bytes:
+                        slot.body = False  # answered now: its slot is no longer anyone else's to take
                         await self._too_large(send, None)
                         return
                     chunks.append(chunk)

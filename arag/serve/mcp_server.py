@@ -22,9 +22,9 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
 
-from arag.serve.admission import ClientGone, ServerStopping, unless
-from arag.serve.connections import CLIENT, CONNECTION_LOST
-from arag.serve.guard import MCP_PATH, STOPPING
+from arag.serve.admission import ClientGone, ServerBusy, ServerStopping, unless
+from arag.serve.connections import CLIENT, CONNECTION_LOST, SLOT
+from arag.serve.guard import BUSY, MCP_PATH, STOPPING
 from arag.serve.sessions import SessionTrackers
 from arag.serve.tool_service import ToolService, result_json
 from arag.tools import DocumentSession, ReadTracker, ToolSpec
@@ -54,9 +54,10 @@ def _scope(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
     return scope if isinstance(scope, dict) else {}
 
 
-def stopping_error() -> MCPError:
-    """The JSON-RPC error of a call a stopping server did not answer: retryable, as the JSON API's 503."""
-    return MCPError(INTERNAL_ERROR, STOPPING, {"retryable": True, "retry_after_s": 1})
+def retryable_error(message: str) -> MCPError:
+    """The JSON-RPC error of a call that did not run (the server stops, or gave its place to
+    another client): retryable, as the JSON API's 503."""
+    return MCPError(INTERNAL_ERROR, message, {"retryable": True, "retry_after_s": 1})
 
 
 def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
@@ -80,13 +81,15 @@ def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
         # (a JSON-RPC error nobody reads; MCPError: the SDK answers it without logging a traceback).
         if lost is not None and lost.is_set():
             raise MCPError(CONNECTION_CLOSED, "the client disconnected before the call ran")
-        call = service.call(params.name, arguments, tracker=tracker, session_id=session, client=scope.get(CLIENT), caller=session or scope.get("client"))
+        call = service.call(params.name, arguments, tracker=tracker, session_id=session, client=scope.get(CLIENT), caller=session or scope.get("client"), ticket=scope.get(SLOT))
         try:
             result, _ = await (call if lost is None else unless(lost.wait(), call))
         except ClientGone:
             raise MCPError(CONNECTION_CLOSED, "the client disconnected before the answer") from None
         except ServerStopping:
-            raise stopping_error() from None
+            raise retryable_error(STOPPING) from None
+        except ServerBusy:
+            raise retryable_error(BUSY) from None
         structured = result_json(result)
         del structured["text"]  # it is the text content
         return types.CallToolResult(content=[types.TextContent(text=result.text)], structured_content=structured, is_error=result.error is not None)
