@@ -57,7 +57,9 @@ def timeout_response(timeout_s: float) -> bytes:
 
 
 class WaitingConnections:
-    """The connections of one server that run no request, oldest first, at most `max_waiting`."""
+    """The connections of one server that run no request, oldest first, at most `max_waiting`.
+    Own code: uvicorn's one bound (limit_concurrency) refuses the newcomer, counting connections
+    before any token; none closes the least useful connection instead."""
 
     def __init__(self, max_waiting: int):
         if max_waiting < 1:
