@@ -40,6 +40,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import numpy as np
@@ -228,8 +229,15 @@ def body_probe(server: Server) -> str:
     with socket.create_connection(("127.0.0.1", server.port), timeout=60, source_address=(VICTIM, 0)) as conn:
         conn.sendall(f"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
         data = b""
-        while chunk := conn.recv(65536):
-            data += chunk
+        try:
+            while chunk := conn.recv(65536):
+                data += chunk
+        except ConnectionResetError:
+            return f"{status_line(data) or 'nothing'}, then the connection reset"
+    return status_line(data)
+
+
+def status_line(data: bytes) -> str:
     return data.split(b"\r\n", 1)[0].decode()
 
 
@@ -296,43 +304,41 @@ def stop_probe(repo: Path, index: str, logs: Path) -> str:
     return f"MCP calls: {shown(mcp)}; JSON calls: {shown(api)}; late requests: {shown(late.elements())}"
 
 
-def probes(repo: Path, index: str, logs: Path, questions: list[str]) -> list[tuple[str, str]]:
-    rows = []
+def probes(repo: Path, index: str, logs: Path, questions: list[str]) -> Iterator[tuple[str, str]]:
     server = Server(repo, index, logs / "server.log")
     try:
-        rows.append(("no attack", summary(*victim_calls(server, 10))))
+        yield ("no attack", summary(*victim_calls(server, 10)))
         conns = stalled_bodies(server, 8)
-        rows.append(("stalled bodies (8, token)", summary(*victim_calls(server, 10))))
+        yield ("stalled bodies (8, token)", summary(*victim_calls(server, 10)))
         for conn in conns:
             conn.close()
         load = Background(idle_keepalive(server), 40)
-        rows.append(("idle keep-alive (40, /health pings)", summary(*victim_calls(server, 10))))
+        yield ("idle keep-alive (40, /health pings)", summary(*victim_calls(server, 10)))
         load.stop()
         load = Background(mcp_streams(server), 8)
-        rows.append(("idle MCP streams (8 sessions)", summary(*victim_calls(server, 54))))
+        yield ("idle MCP streams (8 sessions)", summary(*victim_calls(server, 54)))
         load.stop()
         load = Background(flood(server, questions), 32)
-        rows.append(("flood (32 semantic_search callers)", summary(*victim_calls(server, 20))))
+        yield ("flood (32 semantic_search callers)", summary(*victim_calls(server, 20)))
         load.stop()
-        rows.append(("300 kB body", body_probe(server)))
+        yield ("300 kB body", body_probe(server))
         before = traceback_lines(server)
         load = Background(leaving(server), 4)
         time.sleep(5)
         load.stop()
-        rows.append(("clients leaving mid-call (5 s)", f"{traceback_lines(server) - before} traceback/error lines in the log"))
-        rows.append(("idle GET /mcp stream (stream_idle_s=2)", f"ended after {stream_close_s(server):.1f} s"))
+        yield ("clients leaving mid-call (5 s)", f"{traceback_lines(server) - before} traceback/error lines in the log")
+        yield ("idle GET /mcp stream (stream_idle_s=2)", f"ended after {stream_close_s(server):.1f} s")
     finally:
         server.stop()
     server = Server(repo, index, logs / "open.log", "serve.token=none")
     try:
         conns = stalled_bodies(server, 16, token=False)
-        rows.append(("stalled bodies (16, token=none)", summary(*victim_calls(server, 10, headers={}))))
+        yield ("stalled bodies (16, token=none)", summary(*victim_calls(server, 10, headers={})))
         for conn in conns:
             conn.close()
     finally:
         server.stop()
-    rows.append(("SIGTERM with calls in flight", stop_probe(repo, index, logs)))
-    return rows
+    yield ("SIGTERM with calls in flight", stop_probe(repo, index, logs))
 
 
 def rss_under_load(repo: Path, index: str, logs: Path, questions: list[str], seconds: float) -> str:
