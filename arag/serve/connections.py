@@ -8,10 +8,10 @@ idle between requests) is *waiting*, and waiting connections are bounded on thei
     first byte (or of the first byte of a next request on a kept-alive one), else 408 and closed;
   * in memory: at most MAX_HEADER_BYTES of headers (else 431 and closed; a body's bytes are the
     guard's to judge), and at most `max_waiting` waiting connections; beyond it one is closed, the
-    least useful first: the oldest that never carried an authorised request (503; stalled headers,
-    health checks only), else the idle one whose last authorised request is oldest (closed as its
-    keep-alive would close it: kept alive with health checks, it holds a place for nothing), else
-    the newcomer (503). So a client with the token keeps being served while thousands of stalled
+    least useful first: one that never carried an authorised request (the oldest idle one: health
+    checks only; else the oldest still sending headers, 503), else the idle one whose last
+    authorised request is oldest (closed as its keep-alive would close it: kept alive with health
+    checks, it holds a place for nothing), else the newcomer (503). So a client with the token keeps being served while thousands of stalled
     or idle connections come and go.
 
 Every status this layer answers itself (408, 431, 503, and the parser's 400 for a malformed
@@ -75,9 +75,11 @@ class WaitingConnections:
 
     def _least_useful(self, newcomer: Any) -> Any:
         others = [c for c in self._waiting if c is not newcomer]
-        unproven = next((c for c in others if not c.authorised), None)
-        if unproven is not None:
-            return unproven
+        unproven = [c for c in others if not c.authorised]
+        # Idle first (health checks only: nothing lost), then the oldest still sending headers.
+        first = next((c for c in unproven if c.idle), None) or next(iter(unproven), None)
+        if first is not None:
+            return first
         idle = [c for c in others if c.idle]
         return min(idle, key=lambda c: c.useful_at) if idle else newcomer
 

@@ -20,9 +20,11 @@ the MCP endpoint), so no route can be reached around it. In order:
   * Request slots: requests that showed the token are served up to `max_requests` at once
     (serve.max_connections), so connections that never do take none (the waiting ones are bounded
     by arag.serve.connections). A request whose body is still arriving holds its slot loosely: when
-    all are taken, the newcomer takes the slot of such a request (of the client, the peer's address,
-    holding the most slots; its oldest), which gets 408; with none to take, the newcomer gets 503.
-    So stalled bodies cannot lock out requests that are ready to run.
+    all are taken, the newcomer takes the slot of such a request (of its own client, the peer's
+    address, or of one holding more slots; the most-holding client's oldest), which gets a
+    retryable 503; else a client holding two slots more than the newcomer's gives up its newest
+    queued call (503); else the newcomer gets 503. So stalled bodies cannot lock out requests that
+    are ready to run, and no client holds more than its share while another waits.
   * Event streams (GET /mcp): this server sends no events of its own, so a stream takes no request
     slot; at most `max_requests` are open (beyond, the oldest ends: an MCP client opens it again)
     and each ends after `stream_idle_s`, or at once when the server stops.
@@ -82,7 +84,7 @@ CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-document-set
 @dataclass(eq=False)
 class Slot:
     """A request slot held by a request (of `client`, the peer's address), which may be given to
-    another (`taken`): while its body is still arriving (`body`: its task is cancelled, 408), or
+    another (`taken`): while its body is still arriving (`body`: its task is cancelled, 503), or
     while its tool call waits in the queue (`waiter`, set by CallGate: ServerBusy, 503)."""
 
     client: Any
@@ -256,10 +258,12 @@ class Guard:
         for slot in self._slots:
             if not slot.taken:
                 held[slot.client] = held.get(slot.client, 0) + 1
-        loose = [slot for slot in self._slots if slot.body and not slot.taken]
+        # Only its own client's, or a client's holding more: a flood cannot take the slot of
+        # another client's request whose body is on its way.
+        loose = [slot for slot in self._slots if slot.body and not slot.taken and (slot.client == client or held[slot.client] > held.get(client, 0))]
         if loose:
             taken = min(loose, key=lambda slot: -held[slot.client])  # min(): the oldest of the most-holding client
-            taken.taken = True  # counted free from now on; its request answers 408 on its way out
+            taken.taken = True  # counted free from now on; its request answers 503 on its way out
             if taken.task is not None:
                 taken.task.cancel()  # it waits for its body's next bytes: the cancellation arrives there
             return True
@@ -330,7 +334,8 @@ class Guard:
             if not slot.taken:
                 raise
             asyncio.current_task().uncancel()
-            await send_json(send, 408, {"error": "the request body was still arriving when another request needed its slot (serve.max_connections); send it again, whole"}, [(b"retry-after", b"1"), *CLOSE])
+            # 503, which clients send again: the body may have been on its way, not stalled.
+            await send_json(send, 503, {"error": "the request body was still arriving when another request needed its slot (serve.max_connections); send it again"}, [(b"retry-after", b"1"), *CLOSE])
             return
         slot.body = False
         replay: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]

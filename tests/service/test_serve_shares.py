@@ -55,7 +55,7 @@ def test_stalled_bodies_with_the_token_give_their_slots_to_a_ready_request(share
         assert response.status_code == 200, response.text  # was 503 for body_timeout_s
         readable, _, _ = select.select(stalled, [], [], WAIT_S)
         assert readable, "no stalled body lost its slot"
-        assert_json_error(until_closed(readable[0]), 408, "another request needed its slot")
+        assert_json_error(until_closed(readable[0]), 503, "another request needed its slot")
     finally:
         for conn in stalled:
             conn.close()
