@@ -15,7 +15,7 @@ import threading
 import httpx
 
 from tests.service.conftest import TOKEN, server_env, start_http_server, stop
-from tests.service.probes import MCP_HEADERS, WAIT_S, assert_json_error, connect, mcp_session, noted, port_of, read_answer, until_closed, wait_for_notes
+from tests.service.probes import MCP_HEADERS, WAIT_S, assert_json_error, connect, mcp_session, noted, read_answer, until_closed, wait_for_notes
 
 MAX_CONNECTIONS = 4
 MAX_WAITING = 8
