@@ -13,6 +13,7 @@ from typing import Any
 
 from arag import __version__
 from arag.config.schemas import ServeConfig
+from arag.serve.admission import CallGate
 from arag.serve.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
 from arag.serve.sessions import SessionTrackers
 from arag.strict_settings import check_keys
@@ -23,7 +24,8 @@ log = logging.getLogger("arag.serve")
 
 TRANSPORTS = ("stdio", "http")
 OPEN = "none"  # serve.token=none: an open server (loopback only)
-SHUTDOWN_GRACE_S = 10  # seconds a stopping server gives the requests still running
+SHUTDOWN_GRACE_S = 10  # seconds a stopping server gives the tool calls still running
+ANSWER_S = 5  # then seconds for the answers to go out (calls answered, nothing left to run)
 
 
 @dataclasses.dataclass
@@ -187,7 +189,7 @@ def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
     in number, time and bytes; the guard counts request slots, after the token) and its own
     keep-alive timeout."""
     import uvicorn
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
     from arag.serve.connections import WaitingConnections, bounded_protocol
 
@@ -197,14 +199,15 @@ def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
         port=settings.port,
         log_level=settings.log_level,
         lifespan="on",
-        http=bounded_protocol(AutoHTTPProtocol, settings.header_timeout_s, WaitingConnections(settings.max_waiting_connections)),
+        # h11 named, not uvicorn's auto pick (httptools when installed): the bounds read h11's state.
+        http=bounded_protocol(H11Protocol, settings.header_timeout_s, WaitingConnections(settings.max_waiting_connections)),
         timeout_keep_alive=settings.keep_alive_s,
         # uvicorn's own cap counts connections still sending headers, before any token: the
         # guard's request slots replace it.
         limit_concurrency=None,
-        # On SIGTERM, requests still running after this long are cut: without it a server with a
-        # backlog of queued calls (thousands of episodes in flight) took minutes to stop, or never.
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        # Once the stop has answered every call (stopping_server), what still runs after this long
+        # is cut: a server with a backlog of thousands of calls stops within seconds.
+        timeout_graceful_shutdown=ANSWER_S,
     )
 
 
@@ -222,20 +225,35 @@ def serve_http(service: ToolService, settings: ServeSettings, token: str | None)
         log.warning("serving on %s without a token (serve.token=none): any local user can use the index", settings.host)
     log.info("tool server on http://%s:%d (JSON API: /tools, MCP: /mcp, readiness: /health)", settings.host, settings.port)
     try:
-        stopping_server(uvicorn_config(app, settings), on_stop=lambda: (app.stop(), service.gate.close())).run()
+        stopping_server(uvicorn_config(app, settings), app, service.gate).run()
     except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it stopped for again once stopped: a stop, not a failure
         log.info("stopped")
 
 
-def stopping_server(config: Any, on_stop: Any) -> Any:
-    """uvicorn's server, stopping gracefully (SIGTERM, SIGINT): it stops accepting, every request
-    from then on and every call still queued for a tool thread gets a retryable 503 at once, the
-    calls running finish within SHUTDOWN_GRACE_S, and a request still running then gets a 503 too."""
+def stopping_server(config: Any, guard: Guard, gate: CallGate) -> Any:
+    """uvicorn's server, stopping gracefully (SIGTERM, SIGINT) and answering every front: it goes
+    on listening while it stops, so a request that arrives then gets a retryable JSON 503 (not a
+    refused or reset connection); every call still queued for a tool thread gets the same at once
+    (an MCP call: a retryable JSON-RPC error); the calls running finish within SHUTDOWN_GRACE_S,
+    and past it they too are answered so. Only once every request admitted has its answer does
+    uvicorn close the listener and the connections."""
     import uvicorn
+    from sse_starlette.sse import AppStatus
+
+    # sse-starlette ends every event stream at uvicorn's exit signal, the MCP answers still being
+    # computed among them (a client got a stream without its JSON-RPC response); its own switch
+    # leaves that to this server, which ends them once every call has its answer.
+    AppStatus.disable_automatic_graceful_drain()
 
     class StoppingServer(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
-            on_stop()
+            guard.stop()
+            gate.close()
+            if not await gate.wait_idle(SHUTDOWN_GRACE_S):
+                log.warning("tool calls still running after %g s: answered as stopping, their threads left to finish", SHUTDOWN_GRACE_S)
+                gate.abandon()
+            await guard.wait_answered(ANSWER_S)
+            AppStatus.should_exit = True
             await super().shutdown(sockets)
 
     return StoppingServer(config)

@@ -6,10 +6,13 @@ idle between requests) is *waiting*, and waiting connections are bounded on thei
 
   * in time: a request's headers must be complete within `header_timeout_s` of the connection's
     first byte (or of the first byte of a next request on a kept-alive one), else 408 and closed;
-  * in memory: at most MAX_HEADER_BYTES of headers (else 431 and closed), and at most
-    `max_waiting` waiting connections; beyond it the oldest waiting connection that never carried
-    an authorised request is closed (503), so connections that never show a token go first and a
-    client with the token keeps being served while thousands of stalled connections come and go.
+  * in memory: at most MAX_HEADER_BYTES of headers (else 431 and closed; a body's bytes are the
+    guard's to judge), and at most `max_waiting` waiting connections; beyond it one is closed, the
+    least useful first: one that never carried an authorised request (the oldest idle one: health
+    checks only; else the oldest still sending headers, 503), else the idle one whose last
+    authorised request is oldest (closed as its keep-alive would close it: kept alive with health
+    checks, it holds a place for nothing), else the newcomer (503). So a client with the token keeps being served while thousands of stalled
+    or idle connections come and go.
 
 Every status this layer answers itself (408, 431, 503, and the parser's 400 for a malformed
 request) is JSON, `{"error": ...}`, like the guard's. When a connection is lost while its request
@@ -25,6 +28,8 @@ from collections import OrderedDict
 from http import HTTPStatus
 from typing import Any
 
+import h11
+
 # Most bytes of request headers a connection may send (h11 refuses more than 16 KiB already; this
 # bounds any other parser uvicorn may pick).
 MAX_HEADER_BYTES = 64 * 1024
@@ -32,6 +37,11 @@ MAX_HEADER_BYTES = 64 * 1024
 CONNECTION_LOST = "arag.connection_lost"
 # The scope key the guard sets on a request that showed the token (or of an open server).
 AUTHORISED = "arag.authorised"
+# The scope key of the client an authorised request is counted for (the peer's address): its share
+# of the request slots and its turn at the tool calls.
+CLIENT = "arag.client"
+# The scope key of the request slot an authorised request holds (arag.serve.guard.Slot).
+SLOT = "arag.slot"
 
 
 def json_response(status: int, message: str, *, retry_after: int | None = None) -> bytes:
@@ -47,7 +57,9 @@ def timeout_response(timeout_s: float) -> bytes:
 
 
 class WaitingConnections:
-    """The connections of one server that run no request, oldest first, at most `max_waiting`."""
+    """The connections of one server that run no request, oldest first, at most `max_waiting`.
+    Own code: uvicorn's one bound (limit_concurrency) refuses the newcomer, counting connections
+    before any token; none closes the least useful connection instead."""
 
     def __init__(self, max_waiting: int):
         if max_waiting < 1:
@@ -59,10 +71,17 @@ class WaitingConnections:
         self._waiting[connection] = None
         self._waiting.move_to_end(connection)
         if len(self._waiting) > self.max_waiting:
-            # The oldest that never showed the token; if all did, this one (an idle kept-alive
-            # connection of an authorised client is closed as its keep-alive would close it).
-            unproven = next((c for c in self._waiting if not c.authorised), connection)
-            unproven.evict()
+            self._least_useful(connection).evict()
+
+    def _least_useful(self, newcomer: Any) -> Any:
+        others = [c for c in self._waiting if c is not newcomer]
+        unproven = [c for c in others if not c.authorised]
+        # Idle first (health checks only: nothing lost), then the oldest still sending headers.
+        first = next((c for c in unproven if c.idle), None) or next(iter(unproven), None)
+        if first is not None:
+            return first
+        idle = [c for c in others if c.idle]
+        return min(idle, key=lambda c: c.useful_at) if idle else newcomer
 
     def discard(self, connection: Any) -> None:
         self._waiting.pop(connection, None)
@@ -75,14 +94,15 @@ class WaitingConnections:
 
 
 def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: WaitingConnections) -> type[asyncio.Protocol]:
-    """`base` (uvicorn's H11Protocol or HttpToolsProtocol) with the bounds above. Both set
-    `self.cycle` when a request's headers are parsed, which is what is watched here."""
+    """`base` (uvicorn's H11Protocol) with the bounds above: it sets `self.cycle` when a request's
+    headers are parsed, and h11's connection state (`self.conn`) says whether a body is arriving."""
     expired = timeout_response(timeout_s)
     crowded = json_response(503, f"too many connections are waiting to send a request (serve.max_waiting_connections={waiting.max_waiting}); connect again", retry_after=1)
     too_long = json_response(431, f"request headers over {MAX_HEADER_BYTES} bytes")
 
     class Bounded(base):  # type: ignore[valid-type, misc]
         authorised = False  # a request of this connection showed the token
+        useful_at = 0.0  # when its last authorised request was answered (loop time)
         _deadline: asyncio.TimerHandle | None = None
         _served: Any = None  # the last request whose headers arrived
         _header_bytes = 0
@@ -95,18 +115,22 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
             waiting.add(self)
 
         def data_received(self, data: bytes) -> None:
-            if self in waiting:
+            # Only the bytes of headers still being sent count: the body that follows them in the
+            # same read, and the rest of a body whose answer went out first (a 413 sent on its
+            # Content-Length), are the body's, judged by the guard (serve.max_request_bytes).
+            counted = self in waiting and not self._body_arriving()
+            if counted:
                 self._header_bytes += len(data)
-                if self._header_bytes > MAX_HEADER_BYTES:
-                    self._close_with(too_long)
-                    return
             super().data_received(data)
             self._watch()
+            if counted and self in waiting and self._header_bytes > MAX_HEADER_BYTES:
+                self._close_with(too_long)
 
         def on_response_complete(self) -> None:
             cycle = self.cycle
             if cycle is not None and cycle.scope.get(AUTHORISED):
                 self.authorised = True
+                self.useful_at = self.loop.time()
             self._answered = True
             super().on_response_complete()  # may start a pipelined next request
             if not self.transport.is_closing():
@@ -121,10 +145,14 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
         def send_400_response(self, msg: str) -> None:
             self._close_with(json_response(400, f"malformed HTTP request ({msg.rstrip('.').lower()})"))
 
+        @property
+        def idle(self) -> bool:
+            """Between requests, nothing of a next one sent."""
+            return self._answered and self._header_bytes == 0 and not self._body_arriving()
+
         def evict(self) -> None:
             """Closed to make room: with a 503 unless it is idle between requests."""
-            idle = self._answered and self._header_bytes == 0
-            self._close_with(b"" if idle else crowded)
+            self._close_with(b"" if self.idle else crowded)
 
         def _watch(self) -> None:
             cycle = self.cycle
@@ -137,8 +165,12 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
             elif cycle is None or cycle.response_complete:  # between requests
                 if self not in waiting and not self.transport.is_closing():
                     waiting.add(self)
-                if self._header_bytes and self._deadline is None:
-                    self._arm()  # a next request has begun on a kept-alive connection
+                if (self._header_bytes or self._body_arriving()) and self._deadline is None:
+                    self._arm()  # a next request has begun on a kept-alive connection, or a body answered early is still arriving
+
+        def _body_arriving(self) -> bool:
+            """The body of the request last answered is still arriving (h11 reads it and drops it)."""
+            return self.conn.their_state is h11.SEND_BODY
 
         def _arm(self) -> None:
             self._deadline = self.loop.call_later(timeout_s, self._expired)

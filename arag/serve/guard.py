@@ -18,9 +18,16 @@ the MCP endpoint), so no route can be reached around it. In order:
     MAX_FAILING_TOKENS at once (429 beyond). `GET /health` is served without it and answers
     nothing about the index.
   * Request slots: requests that showed the token are served up to `max_requests` at once
-    (serve.max_connections; 503 beyond), so connections that never do take none (the waiting
-    ones are bounded by arag.serve.connections); an event stream (GET /mcp) ends after
-    `stream_idle_s`.
+    (serve.max_connections), so connections that never do take none (the waiting ones are bounded
+    by arag.serve.connections). A request whose body is still arriving holds its slot loosely: when
+    all are taken, the newcomer takes the slot of such a request (of its own client, the peer's
+    address, or of one holding more slots; the most-holding client's oldest), which gets a
+    retryable 503; else a client holding two slots more than the newcomer's gives up its newest
+    queued call (503); else the newcomer gets 503. So stalled bodies cannot lock out requests that
+    are ready to run, and no client holds more than its share while another waits.
+  * Event streams (GET /mcp): this server sends no events of its own, so a stream takes no request
+    slot; at most `max_requests` are open (beyond, the oldest ends: an MCP client opens it again)
+    and each ends after `stream_idle_s`, or at once when the server stops.
   * Bodies: a POST must say `Content-Type: application/json` (415 otherwise: a browser sends
     text/plain and forms cross-site without asking first); over `max_request_bytes` gets 413
     before any of it reaches a route (a declared Content-Length is checked first, a chunked body is
@@ -29,7 +36,7 @@ the MCP endpoint), so no route can be reached around it. In order:
     error answer whose body is not JSON (the MCP SDK's, Starlette's) is turned into the server's
     shape, {"error": <text>}.
   * Stopping (`stop()`): every request from then on, and one cancelled at the end of the grace
-    period, gets a retryable 503.
+    period, gets a retryable 503; `wait_answered` waits for the requests admitted before.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ import asyncio
 import hmac
 import json
 import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Awaitable, Callable, Sequence
 
@@ -47,7 +56,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-from arag.serve.connections import AUTHORISED
+from arag.serve.admission import ServerBusy, set_within
+from arag.serve.connections import AUTHORISED, CLIENT, SLOT
 
 log = logging.getLogger("arag.serve")
 
@@ -64,10 +74,24 @@ MAX_FAILING_TOKENS = 16
 SINGLE_HEADERS = (b"host", b"origin", b"authorization")
 CLOSE = [(b"connection", b"close")]
 STOPPING = "the tool server is stopping; send the request again (to the server that replaces it)"
+BUSY = "the tool server gave this call's place to another client's (this client held more than its share of serve.max_connections); send it again"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 # Headers a browser page may send when its origin is allowed (CORS).
 CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-document-settings", "mcp-session-id", "mcp-protocol-version", "last-event-id"]
+
+
+@dataclass(eq=False)
+class Slot:
+    """A request slot held by a request (of `client`, the peer's address), which may be given to
+    another (`taken`): while its body is still arriving (`body`: its task is cancelled, 503), or
+    while its tool call waits in the queue (`waiter`, set by CallGate: ServerBusy, 503)."""
+
+    client: Any
+    task: asyncio.Task[Any] | None = field(default_factory=asyncio.current_task)
+    body: bool = False
+    waiter: asyncio.Future[None] | None = None
+    taken: bool = False
 
 
 def loopback_hosts() -> list[str]:
@@ -134,7 +158,10 @@ class Guard:
         self.max_requests = max_requests
         self.stream_idle_s = stream_idle_s
         self.stopping = False
-        self._running = 0  # authorised requests being served
+        self._slots: list[Slot] = []  # authorised requests being served, oldest first
+        self._answered = asyncio.Event()  # no request holds a slot
+        self._answered.set()
+        self._streams: OrderedDict[Any, asyncio.Event] = OrderedDict()  # open event streams → set to end each
         self._failing = 0  # failed tokens being answered (each after FAILED_TOKEN_DELAY_S)
         self._inner: ASGIApp = self._checked
         if cors_origins:
@@ -143,8 +170,14 @@ class Guard:
             self._inner = CORSMiddleware(self._checked, allow_origins=list(cors_origins), allow_methods=["GET", "POST", "DELETE"], allow_headers=CORS_HEADERS, expose_headers=["mcp-session-id"], max_age=600)
 
     def stop(self) -> None:
-        """The server stops: every request from now on gets a retryable 503."""
+        """The server stops: every request from now on gets a retryable 503, and event streams end."""
         self.stopping = True
+        for ended in self._streams.values():
+            ended.set()
+
+    async def wait_answered(self, timeout_s: float) -> bool:
+        """True once no request admitted holds a slot (each has sent its answer), False after `timeout_s`."""
+        return await set_within(self._answered, timeout_s)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan events pass; websockets are not served
@@ -199,16 +232,64 @@ class Guard:
             await self._refuse_token(send, headers.get(b"authorization"))
             return
         scope[AUTHORISED] = True
-        if self._running >= self.max_requests:
+        client = scope[CLIENT] = (scope.get("client") or ("?",))[0]
+        if scope.get("method") == "GET" and scope.get("path") == MCP_PATH:
+            await self._stream(scope, receive, send)
+            return
+        if sum(not slot.taken for slot in self._slots) >= self.max_requests and not self._take_a_slot(client):
             await send_json(send, 503, {"error": f"the server is serving {self.max_requests} requests at once (serve.max_connections); send it again"}, [(b"retry-after", b"1")])
             return
-        self._running += 1
+        slot = scope[SLOT] = Slot(client)
+        self._slots.append(slot)
+        self._answered.clear()
         try:
-            await self._admitted(scope, receive, send, headers)
+            await self._admitted(scope, receive, send, headers, slot)
         finally:
-            self._running -= 1
+            self._slots.remove(slot)
+            if not self._slots:
+                self._answered.set()
 
-    async def _admitted(self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]) -> None:
+    def _take_a_slot(self, client: Any) -> bool:
+        """Free a slot for a request of `client`: that of a request whose body is still arriving
+        (of the client holding the most slots, its oldest), else, if a client holds at least two
+        slots more than `client`, that of its newest request whose call is still queued; False if
+        neither is there. Own code: no server library shares its slots per client."""
+        held: dict[Any, int] = {}
+        for slot in self._slots:
+            if not slot.taken:
+                held[slot.client] = held.get(slot.client, 0) + 1
+        # Only its own client's, or a client's holding more: a flood cannot take the slot of
+        # another client's request whose body is on its way.
+        loose = [slot for slot in self._slots if slot.body and not slot.taken and (slot.client == client or held[slot.client] > held.get(client, 0))]
+        if loose:
+            taken = min(loose, key=lambda slot: -held[slot.client])  # min(): the oldest of the most-holding client
+            taken.taken = True  # counted free from now on; its request answers 503 on its way out
+            if taken.task is not None:
+                taken.task.cancel()  # it waits for its body's next bytes: the cancellation arrives there
+            return True
+        greedy = max(held, key=held.__getitem__)
+        if held[greedy] < held.get(client, 0) + 2:
+            return False
+        queued = [slot for slot in self._slots if slot.client == greedy and not slot.taken and slot.waiter is not None and not slot.waiter.done()]
+        if not queued:
+            return False
+        queued[-1].taken = True
+        queued[-1].waiter.set_exception(ServerBusy())
+        return True
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """An event stream: no request slot; at most max_requests open (the oldest ends)."""
+        ended = asyncio.Event()
+        key = object()
+        self._streams[key] = ended
+        if len(self._streams) > self.max_requests:
+            self._streams.popitem(last=False)[1].set()
+        try:
+            await self._run(scope, stream_ends(receive, self.stream_idle_s, ended), send)
+        finally:
+            self._streams.pop(key, None)
+
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes], slot: Slot) -> None:
         declared = headers.get(b"content-length")
         if declared is not None:
             try:
@@ -220,10 +301,7 @@ class Guard:
                 await self._too_large(send, size)
                 return
         if scope.get("method") not in ("POST", "PUT", "PATCH"):
-            if scope.get("method") == "GET" and scope.get("path") == MCP_PATH:
-                await self._run(scope, idle_ends(receive, self.stream_idle_s), send)
-            else:
-                await self._run(scope, receive, send)
+            await self._run(scope, receive, send)
             return
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
         if content_type != b"application/json":
@@ -233,6 +311,7 @@ class Guard:
         # Read the (bounded) body here, so a chunked upload is cut off at the limit too, and a
         # body that stops arriving does not hold the connection.
         chunks, size = [], 0
+        slot.body = True
         try:
             async with asyncio.timeout(self.body_timeout_s):
                 while True:
@@ -242,6 +321,7 @@ class Guard:
                     chunk = message.get("body", b"")
                     size += len(chunk)
                     if size > self.max_request_bytes:
+                        slot.body = False  # answered now: its slot is no longer anyone else's to take
                         await self._too_large(send, None)
                         return
                     chunks.append(chunk)
@@ -250,6 +330,14 @@ class Guard:
         except TimeoutError:
             await send_json(send, 408, {"error": f"the request body did not arrive within {self.body_timeout_s:g} s (serve.body_timeout_s)"}, CLOSE)
             return
+        except asyncio.CancelledError:
+            if not slot.taken:
+                raise
+            asyncio.current_task().uncancel()
+            # 503, which clients send again: the body may have been on its way, not stalled.
+            await send_json(send, 503, {"error": "the request body was still arriving when another request needed its slot (serve.max_connections); send it again"}, [(b"retry-after", b"1"), *CLOSE])
+            return
+        slot.body = False
         replay: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
 
         async def receive_again() -> Message:
@@ -300,6 +388,14 @@ def repeated_header(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+def status_phrase(status: int) -> str:
+    """The status's reason phrase; a status outside the standard's list (499: the client left) has its number."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return f"status {status}"
+
+
 def json_errors(send: Send) -> Send:
     """`send` that turns an error answer whose body is not JSON (the MCP SDK's, Starlette's
     plain-text ones) into the server's shape, {"error": <its text>}."""
@@ -317,7 +413,7 @@ def json_errors(send: Send) -> Send:
             text += message.get("body", b"")
             if message.get("more_body", False):
                 return
-            data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or HTTPStatus(held["status"]).phrase}).encode()
+            data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or status_phrase(held["status"])}).encode()
             kept = [(k, v) for k, v in held.get("headers") or [] if k not in (b"content-type", b"content-length")]
             await send({**held, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *kept]})
             held = None
@@ -328,17 +424,25 @@ def json_errors(send: Send) -> Send:
     return sending
 
 
-def idle_ends(receive: Receive, idle_s: float) -> Receive:
-    """`receive` of an event stream (GET /mcp), which reports the client gone once the stream
-    has been open `idle_s` seconds: this server sends no events of its own, so such a stream only
-    holds a request slot, and a client that wants one opens it again."""
+def stream_ends(receive: Receive, idle_s: float, ended: asyncio.Event) -> Receive:
+    """`receive` of an event stream (GET /mcp), which reports the client gone once the stream has
+    been open `idle_s` seconds or `ended` is set: this server sends no events of its own, so such a
+    stream only holds a connection, and a client that wants one opens it again."""
     deadline = asyncio.get_running_loop().time() + idle_s
 
     async def receiving() -> Message:
+        received, stopped = asyncio.ensure_future(receive()), asyncio.ensure_future(ended.wait())
         try:
             async with asyncio.timeout_at(deadline):
-                return await receive()
+                await asyncio.wait({received, stopped}, return_when=asyncio.FIRST_COMPLETED)
         except TimeoutError:
-            return {"type": "http.disconnect"}
+            pass
+        finally:
+            stopped.cancel()
+            if not received.done():
+                received.cancel()
+        if received.done() and not received.cancelled():
+            return received.result()
+        return {"type": "http.disconnect"}
 
     return receiving

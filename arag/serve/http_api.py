@@ -35,8 +35,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from arag.serve.admission import ClientGone, ServerStopping, unless
-from arag.serve.guard import STOPPING
+from arag.serve.admission import ClientGone, ServerBusy, ServerStopping, unless
+from arag.serve.connections import CLIENT, SLOT
+from arag.serve.guard import BUSY, STOPPING
 from arag.serve.openapi import openapi_document
 from arag.serve.sessions import SessionIdError, check_session_id
 from arag.serve.tool_service import CeilingError, ToolService, is_internal_failure
@@ -132,11 +133,15 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
             return JSONResponse({"error": str(exc)}, status_code=400)
         body = await request.body()
         try:
-            result, answer = await unless_disconnected(request, service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text, session_id=session, result_format=result_format))
+            call = service.call(name, body if body.strip() else b"{}", tracker=tracker, full_text=full_text, session_id=session, result_format=result_format, client=request.scope.get(CLIENT), caller=session or request.scope.get("client"), ticket=request.scope.get(SLOT))
+            result, answer = await unless_disconnected(request, call)
         except ClientGone:
+            log.info("POST /tools/%s: the client left before the answer (the call was cancelled)", name)
             return Response(status_code=CLIENT_GONE)
         except ServerStopping:
             return stopping_response()
+        except ServerBusy:
+            return JSONResponse({"error": BUSY}, status_code=503, headers={"Retry-After": "1"})
         status = 200 if result.error is None else (500 if is_internal_failure(result) else 400)
         return Response(answer, status_code=status, media_type="application/json")
 

@@ -22,9 +22,9 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
 
-from arag.serve.admission import ClientGone, ServerStopping, unless
-from arag.serve.connections import CONNECTION_LOST
-from arag.serve.guard import MCP_PATH, STOPPING
+from arag.serve.admission import ClientGone, ServerBusy, ServerStopping, unless
+from arag.serve.connections import CLIENT, CONNECTION_LOST, SLOT
+from arag.serve.guard import BUSY, MCP_PATH, STOPPING
 from arag.serve.sessions import SessionTrackers
 from arag.serve.tool_service import ToolService, result_json
 from arag.tools import DocumentSession, ReadTracker, ToolSpec
@@ -49,9 +49,15 @@ def _session(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return SESSION_PREFIX + session if session else None
 
 
-def _connection_lost(ctx: ServerRequestContext[Any, Any]) -> asyncio.Event | None:
+def _scope(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
     scope = getattr(ctx.request, "scope", None)
-    return scope.get(CONNECTION_LOST) if isinstance(scope, dict) else None
+    return scope if isinstance(scope, dict) else {}
+
+
+def retryable_error(message: str) -> MCPError:
+    """The JSON-RPC error of a call that did not run (the server stops, or gave its place to
+    another client): retryable, as the JSON API's 503."""
+    return MCPError(INTERNAL_ERROR, message, {"retryable": True, "retry_after_s": 1})
 
 
 def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
@@ -69,18 +75,21 @@ def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
         arguments = params.arguments if params.arguments is not None else {}
         session = None if stdio_tracker is not None else _session(ctx)
         tracker = stdio_tracker if stdio_tracker is not None else (service.tracker(session) if session else None)
-        lost = _connection_lost(ctx)
+        scope = _scope(ctx)
+        lost = scope.get(CONNECTION_LOST)
         # A call whose client disconnected is cancelled, queued or running, as the JSON API's are
         # (a JSON-RPC error nobody reads; MCPError: the SDK answers it without logging a traceback).
         if lost is not None and lost.is_set():
             raise MCPError(CONNECTION_CLOSED, "the client disconnected before the call ran")
-        call = service.call(params.name, arguments, tracker=tracker, session_id=session)
+        call = service.call(params.name, arguments, tracker=tracker, session_id=session, client=scope.get(CLIENT), caller=session or scope.get("client"), ticket=scope.get(SLOT))
         try:
             result, _ = await (call if lost is None else unless(lost.wait(), call))
         except ClientGone:
             raise MCPError(CONNECTION_CLOSED, "the client disconnected before the answer") from None
         except ServerStopping:
-            raise MCPError(INTERNAL_ERROR, STOPPING) from None
+            raise retryable_error(STOPPING) from None
+        except ServerBusy:
+            raise retryable_error(BUSY) from None
         structured = result_json(result)
         del structured["text"]  # it is the text content
         return types.CallToolResult(content=[types.TextContent(text=result.text)], structured_content=structured, is_error=result.error is not None)

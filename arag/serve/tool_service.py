@@ -19,7 +19,7 @@ import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, Hashable
 
 from arag.index.facts import manifest_facts
 from arag.index.fingerprint import index_build_fingerprint
@@ -129,13 +129,13 @@ class ToolService:
             session.settings = document_settings
         return session
 
-    async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None, session_id: str | None = None, result_format: ResultFormat | None = None) -> tuple[ToolResult, bytes]:
+    async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None, session_id: str | None = None, result_format: ResultFormat | None = None, client: Hashable = None, caller: Hashable = None, ticket: Any = None) -> tuple[ToolResult, bytes]:
         """Run a served tool off the event loop: the result and its JSON (`result_json`, encoded).
         `arguments`: a dict, or the raw JSON text (parsed and checked by the tool, so a malformed
         body gets the tool's own error message); session_id: the session whose tracker this is
         (its memory is measured after the call); result_format: the calling method's (None: the
-        official tools' way)."""
-        result = await self._run(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
+        official tools' way); client, caller, ticket: whose turn the call waits for, and its request slot (CallGate.turn)."""
+        result = await self._run(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format, client=client, caller=caller, ticket=ticket)
         if session_id is not None:
             self.sessions.settle(session_id)
         body = json.dumps(result_json(result), ensure_ascii=False).encode("utf-8")
@@ -144,16 +144,17 @@ class ToolService:
             body = json.dumps(result_json(result), ensure_ascii=False).encode("utf-8")
         return result, body
 
-    async def _run(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None, result_format: ResultFormat | None) -> ToolResult:
+    async def _run(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None, result_format: ResultFormat | None, client: Hashable = None, caller: Hashable = None, ticket: Any = None) -> ToolResult:
         if tool not in self.tools:
             raise KeyError(tool)
         full_text = self.full_text if full_text is None else full_text
-        async with self.gate:
+        async with self.gate.turn(client, caller, ticket):
             if self.workers is not None:
-                result = await self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
+                work = self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
             else:
                 run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
-                result = await asyncio.get_running_loop().run_in_executor(self._pool, run)
+                work = asyncio.get_running_loop().run_in_executor(self._pool, run)
+            result = await self.gate.run(work)
         if is_internal_failure(result):
             log.error("%s failed: %s\n%s", tool, result.error, result.details[DIAGNOSTICS])
         return result

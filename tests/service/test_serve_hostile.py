@@ -18,13 +18,11 @@ import time
 import httpx
 
 from tests.service.conftest import TOKEN, free_port, server_env, start_http_server, stop
+from tests.service.probes import INITIALIZE, MCP_HEADERS, WAIT_S, assert_json_error, mcp_post, mcp_session, port_of, raw, until_closed
 
 MAX_CONNECTIONS = 8
 MAX_SESSIONS = 5
 SLOW_S = 1.5
-WAIT_S = 30  # the longest any socket read here waits (a hang fails the test, not the run)
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
 
 
 def slow_env(log):
@@ -57,10 +55,6 @@ def tuned(served_index, tmp_path_factory):
     stop(server)
 
 
-def port_of(server) -> int:
-    return int(server.url.rsplit(":", 1)[1])
-
-
 def authorised(server) -> httpx.Response:
     return httpx.post(f"{server.url}/tools/keyword_search", json={"keywords": ["Lothair"], "top_k": 1}, headers=server.headers(), timeout=WAIT_S)
 
@@ -73,40 +67,6 @@ def stalled(server, n: int) -> list[socket.socket]:
         conn.sendall(b"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
         conns.append(conn)
     return conns
-
-
-def raw(server, request: bytes) -> bytes:
-    """Send `request` on a fresh connection; what comes back until the server closes it or WAIT_S."""
-    with socket.create_connection(("127.0.0.1", port_of(server)), timeout=WAIT_S) as conn:
-        conn.sendall(request)
-        data = b""
-        while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < int(dict_headers(data).get(b"content-length", b"0")):
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        return data
-
-
-def until_closed(conn: socket.socket) -> bytes:
-    data = b""
-    try:
-        while chunk := conn.recv(65536):
-            data += chunk
-    except ConnectionResetError:
-        pass
-    return data
-
-
-def dict_headers(data: bytes) -> dict[bytes, bytes]:
-    head = data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]
-    return {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in head)}
-
-
-def assert_json_error(data: bytes, status: int, fragment: str) -> None:
-    assert data.startswith(f"HTTP/1.1 {status} ".encode()), data[:200]
-    assert dict_headers(data)[b"content-type"].startswith(b"application/json"), data[:300]
-    assert fragment in json.loads(data.split(b"\r\n\r\n", 1)[1])["error"]
 
 
 # 1. Unauthenticated clients took every slot.
@@ -137,19 +97,6 @@ def test_waiting_connections_beyond_their_bound_close_the_oldest_unauthenticated
 
 
 # 2. An MCP call went on after its client left.
-
-
-def mcp_post(server, message: dict, session: str | None = None) -> httpx.Response:
-    headers = {**MCP_HEADERS, **server.headers(), **({"mcp-session-id": session} if session else {})}
-    return httpx.post(f"{server.url}/mcp", json=message, headers=headers, timeout=WAIT_S)
-
-
-def mcp_session(server) -> str:
-    opened = mcp_post(server, INITIALIZE)
-    assert opened.status_code == 200, opened.text
-    session = opened.headers["mcp-session-id"]
-    mcp_post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-    return session
 
 
 def test_an_mcp_call_whose_client_left_is_cancelled(hostile):
