@@ -3,8 +3,8 @@ say what an authorised victim client got during each probe; then the server's me
 a mixed load. Run against the servers of several checkouts in turn (e.g. the commit before), the
 same probes and load, alternating:
 
-    python -m benchmarks.serve_probes --index /work/indexes/2wiki --repos /tmp/serve-base,. [--rounds 2] [--rss-s 120]
-    # git worktree add --detach /tmp/serve-base <commit>
+    python -m benchmarks.serve_probes --index indexes/2wiki --repos ../serve-base,. [--rounds 2] [--rss-s 120]
+    # git worktree add --detach ../serve-base <commit>
 
 Each server: `python -m pipelines.serve` from that checkout on 127.0.0.1, with a token,
 serve.max_connections=8, serve.max_waiting_connections=32, serve.stream_idle_s=2, 4 tool threads.
