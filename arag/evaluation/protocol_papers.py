@@ -206,7 +206,7 @@ A_RAG = PaperProtocol(
                                   "never cut", authors("src/arag/agent/base.py")),
         TOOL_CALLS_PER_STEP: Expected("1", '§3.3 ("we intentionally avoid parallel tool calling")', equals(1),
                                       "every call of a reply carried out", authors("src/arag/agent/base.py")),
-        READ_TOOL_NAME: Expected("chunk_read", "§3.2 Tools", equals("chunk_read"),
+        READ_TOOL_NAME: Expected("chunk_read", "§3.2 Hierarchical Retrieval Interfaces", equals("chunk_read"),
                                  "read_chunk", authors("src/arag/tools/read_chunk.py")),
         QUESTION_MESSAGE: Expected(NOT_STATED, authors("src/arag/agent/base.py (the paper states no form)"), equals("{question}"),
                                    "the bare question", authors("src/arag/agent/base.py")),
