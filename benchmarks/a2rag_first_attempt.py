@@ -22,7 +22,7 @@ from arag.graph.summaries import EXTRACTIVE_LABEL
 from arag.methods import load_method
 from arag.methods.a2rag import STAGES, Evidence
 from arag.tools import ToolContext
-from tests.paths import TWOWIKI_QUESTIONS
+from tests.support.paths import TWOWIKI_QUESTIONS
 
 
 def first_attempt(method, graph, ctx, question: str) -> tuple[list[str], str]:

@@ -17,7 +17,7 @@ The victim calls keyword_search from 127.0.0.3; attackers and the flood connect 
   flood               32 threads calling semantic_search back to back
   300 kB body         one call with a 300 kB body (under a 400 kB serve.max_request_bytes)
   clients leaving     20 calls whose client gives up after 20 ms: traceback lines in the log
-  stop                a call running (held 3 s: tests.service.slow_server) and 10 MCP and 9 JSON API
+  stop                a call running (held 3 s: tests.serve.slow_server) and 10 MCP and 9 JSON API
                       calls queued on one tool thread, SIGTERM, then 20 requests on new connections
   stream close        seconds until an idle GET /mcp stream ends (serve.stream_idle_s=2)
 Figures: the victim's statuses and p50/p95 latency (ms) during each probe; for the stop, how many
@@ -265,9 +265,9 @@ def mcp_call(server: Server, session: str, call_id: int, arguments: dict) -> str
 
 
 def stop_probe(repo: Path, index: str, logs: Path) -> str:
-    """One tool thread running a call held 3 s (tests.service.slow_server), 10 MCP and 10 JSON API
+    """One tool thread running a call held 3 s (tests.serve.slow_server), 10 MCP and 10 JSON API
     calls queued behind it, SIGTERM, then 20 requests on new connections."""
-    server = Server(repo, index, logs / "stop.log", "serve.threads=1", module="tests.service.slow_server", env_extra={"ARAG_TEST_SLOW_S": "3"})
+    server = Server(repo, index, logs / "stop.log", "serve.threads=1", module="tests.serve.slow_server", env_extra={"ARAG_TEST_SLOW_S": "3"})
     with client(VICTIM) as c:
         session = c.post(f"{server.url}/mcp", json=INITIALIZE, headers=MCP_HEADERS).headers["mcp-session-id"]
         c.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers={**MCP_HEADERS, "mcp-session-id": session})

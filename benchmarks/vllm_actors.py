@@ -9,7 +9,7 @@ template and tokenizer, vLLM's sampling parameters and its hermes tool-call pars
     python -m benchmarks.vllm_actors --engines 1 --rounds 2   # 2,000 in flight at one actor, 4,000 episodes (the whole run's rate)
 
 Needs vLLM (the environment `cluster/install_vllm.sh cpu` makes) and the packaged model's HF folder
-(converted from its GGUF once, as tests/agent/test_vllm.py does; only its tokenizer is read).
+(converted from its GGUF once, as tests/llm/test_vllm.py does; only its tokenizer is read).
 
 Each configuration (`--engines` actors; worker i talks to actor i mod engines, as `runtime.engines`
 places them) runs `--rounds` x workers x concurrency episodes of `method=arag_no_semantic` (keyword_search,

@@ -13,6 +13,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # tests talk only to Ray instances they start
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
+# Fixtures that tests in several rooms use (tiny indexes, the scripted evaluation's inputs, a tool server
+# started for real): defined in tests/support/, named here because a fixture in one folder's conftest is
+# not visible to its sibling folders.
+pytest_plugins = [
+    "tests.support.tiny_index",
+    "tests.support.agent_index",
+    "tests.support.scripted_evaluation",
+    "tests.support.graph_index",
+    "tests.support.tool_server",
+]
+
 
 def write_jsonl(path: Path, rows: list[dict | str | bytes]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -65,9 +76,9 @@ def ray_local():
 
 # Optional parts (the embedded model, llama.cpp's server, vLLM, the real 2Wiki index) skip their tests
 # where they are absent, which is right on a laptop and wrong in CI: there `.ci/run` installs them and
-# names the test files in ARAG_REQUIRE_TESTS; tests/required_tests.py fails the run when one of them
+# names the test files in ARAG_REQUIRE_TESTS; tests/support/required_tests.py fails the run when one of them
 # skips or is not there at all.
 def pytest_configure(config) -> None:
-    from tests.required_tests import RequiredTests
+    from tests.support.required_tests import RequiredTests
 
     config.pluginmanager.register(RequiredTests.from_env(config), "arag-required-tests")

@@ -10,7 +10,7 @@ import pytest
 
 resource = pytest.importorskip("resource")
 
-from tests.paths import REPO  # noqa: E402
+from tests.support.paths import REPO  # noqa: E402
 
 PROBE = """
 import resource, sys

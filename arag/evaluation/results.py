@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from arag.evaluation.rows import ROW_FAILED, OK, row_schema, rows_to_table
 
-# The layout's names: spelled here only (tests/test_entry_points.py); everything else asks this module.
+# The layout's names: spelled here only (tests/project/test_entry_points.py); everything else asks this module.
 RUN_INFO = "run.json"
 INVOCATIONS = "invocations.jsonl"
 RUN_LOCK = "run.lock"

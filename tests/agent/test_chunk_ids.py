@@ -21,7 +21,7 @@ from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from arag.methods import METHOD_CONF_DIR, available_methods, load_method
 from arag.tools import TOOLS, tool_schemas
-from tests.tools.conftest import fake_encode, make_packed_index
+from tests.support.tiny_index import fake_encode, make_packed_index
 
 FAST = {"llm_attempts": 1, "backoff_initial_s": 0.0, "backoff_max_s": 0.0, "backoff_jitter_s": 0.0}
 AGENTS = ["arag_full", "arag_naive", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read"]
@@ -165,7 +165,7 @@ def test_evaluate_sets_the_run_up_with_the_index_s_ids(packed_ctx, tmp_path):
     from arag.evaluation.questions import load_questions
     from arag.evaluation.run_config import run_settings as settings_of
     from tests.conftest import write_jsonl
-    from tests.evaluation.conftest import compose_evaluate
+    from tests.support.scripted_evaluation import compose_evaluate
 
     questions = write_jsonl(tmp_path / "questions.jsonl", [{"id": "q0", "question": "q?", "answers": ["a"]}])
     cfg = compose_evaluate(f"index.path={packed_ctx.index.root}", f"questions.path={questions}", "model=scripted", "method=arag_naive")
@@ -233,7 +233,7 @@ def test_the_guard_rail_is_part_of_the_run_id(packed_ctx):
 def test_on_by_default_for_the_small_embedded_models_only(model, on):
     from omegaconf import OmegaConf
 
-    from tests.evaluation.conftest import compose_evaluate
+    from tests.support.scripted_evaluation import compose_evaluate
 
     rails = OmegaConf.to_container(compose_evaluate(f"model={model}").agent.guard_rails, resolve=True)
     assert rails["shown_chunk_ids_only"] is on

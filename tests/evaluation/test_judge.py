@@ -73,7 +73,7 @@ def test_the_default_config_prompt_formats():
     """The default judge is the paper preset (lenient, no question shown); `judge=strict` is ours."""
     from omegaconf import OmegaConf
 
-    from tests.evaluation.conftest import compose_evaluate
+    from tests.support.scripted_evaluation import compose_evaluate
 
     cfg = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate().judge, resolve=True))
     msgs = Judge(ScriptedBackend([]), cfg).messages("Q?", ["A", "B"], "C")

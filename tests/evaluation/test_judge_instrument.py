@@ -21,7 +21,7 @@ from arag.llm.factory import make_backend
 from arag.llm.instrument import at_model_defaults, judge_model_config
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import Message
-from tests.evaluation.conftest import compose_evaluate
+from tests.support.scripted_evaluation import compose_evaluate
 
 # The agent searches, then answers in words no exact match accepts (so the judge is asked), then the
 # judge's verdict: one script per run, served in order (replay off, so every request is kept).

@@ -18,7 +18,7 @@ from arag.evaluation.questions import Question, load_questions
 from arag.evaluation.run_config import run_settings
 from arag.evaluation.runner import EpisodeRunner
 from arag.runtime.evaluate import evaluate
-from tests.evaluation.conftest import QUESTIONS, base_overrides, compose_evaluate, read_rows
+from tests.support.scripted_evaluation import QUESTIONS, base_overrides, compose_evaluate, read_rows
 
 ANSWERED_FIRST = 1  # answered rows stored before the server is killed
 
@@ -41,7 +41,7 @@ def evaluate_in_thread(overrides: list[str]) -> tuple[threading.Thread, dict]:
 @pytest.mark.slow
 def test_a_tool_server_killed_mid_run_leaves_no_ok_row_and_the_rerun_completes(ray_local, eval_index, questions_file, tmp_path):
     pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
-    from tests.service.conftest import start_http_server, stop
+    from tests.support.tool_server import start_http_server, stop
 
     results = tmp_path / "results"
     server = start_http_server(eval_index.path, tmp_path / "server.log", "serve.preload=false")  # keyword search and chunk_read need no encoder
@@ -112,7 +112,7 @@ class Failing(BaseHTTPRequestHandler):
 @pytest.mark.parametrize("endpoint", ["answers 503", "unreachable"])
 def test_a_model_endpoint_failing_after_the_retries_fails_the_episode(endpoint, eval_index, questions_file):
     from arag.llm.openai import OpenAIBackend
-    from tests.service.conftest import free_port
+    from tests.support.tool_server import free_port
 
     Failing.requests = 0
     server = ThreadingHTTPServer(("127.0.0.1", 0), Failing) if endpoint == "answers 503" else None

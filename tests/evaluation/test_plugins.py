@@ -19,10 +19,10 @@ from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from arag.registry import BACKEND, METHOD, TOOL, register, unregister
 from arag.tools.base import NOT_EVIDENCE, READ, SNIPPET, Hit, ToolResult, ToolSpec
-from tests.tools.conftest import fake_encode
+from tests.support.tiny_index import fake_encode
 
 TOY = "toy_lookup"
-# Ermengarde of Tours' chunk in the evaluation index (tests/evaluation/conftest.py), one of the two
+# Ermengarde of Tours' chunk in the evaluation index (tests/support/scripted_evaluation.py), one of the two
 # supporting documents of the question.
 GOLD_CHUNK = "2#0"
 Q = Question("q0", "When did Lothair II's mother die?", ("20 March 851",), ("Lothair II", "Ermengarde of Tours"))
@@ -81,7 +81,7 @@ def toy_settings(judge) -> RunSettings:
 def judge():
     from omegaconf import OmegaConf
 
-    from tests.evaluation.conftest import compose_evaluate
+    from tests.support.scripted_evaluation import compose_evaluate
 
     cfg = OmegaConf.to_container(compose_evaluate().judge, resolve=True)
     cfg.pop("model")

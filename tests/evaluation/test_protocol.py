@@ -18,7 +18,7 @@ from arag.evaluation.protocol import protocol_card
 from arag.evaluation.rows import EpisodeRow
 from arag.report.build import build_report, connect
 from arag.evaluation.results import RunStore
-from tests.evaluation.conftest import QUESTIONS, compose_evaluate
+from tests.support.scripted_evaluation import QUESTIONS, compose_evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_2WIKI20 = REPO / "benchmarks" / "cpu_evaluations" / "results" / "2wiki20"
@@ -234,7 +234,7 @@ def test_a_run_with_the_preset_lists_only_our_differences_by_design(ray_local, t
     from arag.runtime.evaluate import evaluate
     from tests.support.model_server import openai_endpoint, serve
     from tests.conftest import write_jsonl
-    from tests.tools.conftest import make_packed_index
+    from tests.support.tiny_index import make_packed_index
 
     documents = [{"doc_id": str(i), "title": t, "text": f"{t}. {t} lived in Lotharingia. " * 8} for i, t in enumerate(["Teutberga", "Lothair II", "Ermengarde of Tours"])]
     # The paper's index: packed 1,000-token windows with a 100-token overlap, Qwen3-Embedding-0.6B as its manifest names it

@@ -20,7 +20,7 @@ from arag.evaluation.protocol import protocol_card
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import Completion, ToolCall
 from arag.methods import load_method
-from tests.evaluation.conftest import compose_evaluate
+from tests.support.scripted_evaluation import compose_evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_RESULTS = REPO / "benchmarks" / "cpu_evaluations" / "results"
@@ -55,8 +55,8 @@ def paper_run_info(**model) -> dict:
 @pytest.fixture(scope="module")
 def agent_ctx(tmp_path_factory):
     from arag.tools import ToolContext
-    from tests.agent.conftest import AGENT_DOCS
-    from tests.tools.conftest import fake_encode, make_index
+    from tests.support.agent_index import AGENT_DOCS
+    from tests.support.tiny_index import fake_encode, make_index
 
     index = make_index(tmp_path_factory.mktemp("card") / "index", AGENT_DOCS)
     with ToolContext(index.path, encoder=fake_encode) as ctx:
@@ -205,8 +205,8 @@ def test_a_run_against_a_served_index_records_the_servers_facts(eval_index, ques
     pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
     from arag.evaluation.questions import load_questions
     from arag.evaluation.run_config import run_settings
-    from tests.evaluation.conftest import base_overrides
-    from tests.service.conftest import start_http_server, stop
+    from tests.support.scripted_evaluation import base_overrides
+    from tests.support.tool_server import start_http_server, stop
 
     server = start_http_server(eval_index.path, tmp_path / "server.log", "serve.preload=false")
     try:

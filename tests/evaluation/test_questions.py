@@ -6,7 +6,7 @@ import pytest
 
 from arag.evaluation.questions import QuestionFileError, load_questions
 from tests.conftest import write_jsonl
-from tests.paths import TWOWIKI_QUESTIONS
+from tests.support.paths import TWOWIKI_QUESTIONS
 
 GOOD = {"id": "a", "question": "Who?", "answers": ["X"], "supporting_titles": ["T"], "type": "extra keys are fine"}
 

@@ -13,7 +13,7 @@ from arag.report.build import build_report
 from arag.runtime.evaluate import evaluate
 from arag.runtime.rejudge import rejudge
 from pipelines.config_checks import check_rejudge_config
-from tests.evaluation.conftest import CONF, base_overrides, compose_evaluate, read_rows
+from tests.support.scripted_evaluation import CONF, base_overrides, compose_evaluate, read_rows
 from tests.support.report_tables import table
 
 # A second judge model that calls every answer incorrect (exact matches are still skipped as correct).

@@ -10,7 +10,7 @@ from arag.evaluation.questions import load_questions
 from arag.evaluation.run_config import run_settings
 from arag.evaluation.run_settings import RunSettings
 from arag.methods import load_method
-from tests.evaluation.conftest import compose_evaluate
+from tests.support.scripted_evaluation import compose_evaluate
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from arag.evaluation.questions import Question
 from arag.evaluation.runner import EpisodeRunner
 from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
-from tests.evaluation.conftest import QUESTIONS
+from tests.support.scripted_evaluation import QUESTIONS
 from tests.evaluation.test_runner import settings as runner_settings
-from tests.tools.conftest import fake_encode
+from tests.support.tiny_index import fake_encode
 
 SCRIPT = [{"tool": "keyword_search", "arguments": {"keywords": ["Lothair"]}}, {"answer": "20 March 851"}]
 JUDGE_MODEL = {"backend": "scripted", "protocol": "json", "model": "judge", "replay": True, "script": [{"verdict": "correct"}]}

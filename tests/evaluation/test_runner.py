@@ -14,8 +14,8 @@ from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import LLMError
 from arag.methods import METHOD_CONF_DIR
-from tests.evaluation.conftest import compose_evaluate
-from tests.tools.conftest import fake_encode
+from tests.support.scripted_evaluation import compose_evaluate
+from tests.support.tiny_index import fake_encode
 
 Q = Question("q0", "When did Lothair II's mother die?", ("20 March 851",), ("Lothair II", "Ermengarde of Tours"))
 FAST = {"backoff_initial_s": 0.0, "backoff_max_s": 0.0, "backoff_jitter_s": 0.0}

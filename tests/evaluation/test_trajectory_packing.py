@@ -11,7 +11,7 @@ from arag.agent.episode import CONTENT_FROM, pack_messages, unpack_messages
 from arag.evaluation.questions import Question, load_questions
 from arag.evaluation.run_config import run_settings
 from arag.evaluation.runner import EpisodeRunner
-from tests.evaluation.conftest import QUESTIONS, base_overrides, compose_evaluate
+from tests.support.scripted_evaluation import QUESTIONS, base_overrides, compose_evaluate
 
 LONG_A = "chunk_id: 0:3 | title: Lothair II\nLothair II was the son of Emperor Lothair I and Ermengarde of Tours."
 LONG_B = "chunk_id: 0:7 | title: Ermengarde of Tours\nErmengarde of Tours was the wife of Emperor Lothair I."

@@ -115,7 +115,7 @@ def test_stages_local_bridge_and_ppr(graph_index):
 
 
 def test_seed_alignment_by_edit_similarity(graph_index):
-    from tests.tools.conftest import fake_encode
+    from tests.support.tiny_index import fake_encode
 
     store = GraphStore(graph_index.path)
     seeds = store.align(["Lothar II", "Zzzqx"], fake_encode(["Lothar II", "Zzzqx"]), edit_weight=0.5, min_score=0.6)
@@ -125,8 +125,8 @@ def test_seed_alignment_by_edit_similarity(graph_index):
 def test_llm_extraction_part_keeps_bad_output_as_rejects(tmp_path):
     from arag.graph.build import GraphSettings, extract_part, plan_graph_parts, prepare_graph_directory
     from arag.index.store import open_index
-    from tests.graph.conftest import GRAPH_DOCS
-    from tests.tools.conftest import make_index
+    from tests.support.graph_index import GRAPH_DOCS
+    from tests.support.tiny_index import make_index
 
     root = make_index(tmp_path / "index", GRAPH_DOCS[:2]).path  # chunks 0#0, 1#0, 1#1
     backend = ScriptedBackend(['{"triples": [["Teutberga", "married", "Lothair II"]]}', "I cannot do that.", '{"triples": []}'])

@@ -17,9 +17,9 @@ from arag.graph.build import GraphBuildError, GraphLayout, GraphSettings, extrac
 from arag.graph.extract import RuleExtractor
 from arag.graph.store import GraphStore
 from arag.index.store import open_index
-from tests.graph.conftest import GRAPH_DOCS, RULES
-from tests.test_cluster_and_kill import two_node_cluster  # noqa: F401  (the fixture)
-from tests.tools.conftest import fake_encode, make_index
+from tests.support.graph_index import GRAPH_DOCS, RULES
+from tests.runtime.test_cluster_and_kill import two_node_cluster  # noqa: F401  (the fixture)
+from tests.support.tiny_index import fake_encode, make_index
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ from arag.graph.store import GraphNotBuiltError, GraphStore
 from arag.graph.summaries import parse_summary, summary_mode
 from arag.index.store import open_index
 from arag.llm.scripted import ScriptedBackend
-from tests.tools.conftest import Doc, fake_encode, make_index
+from tests.support.tiny_index import Doc, fake_encode, make_index
 
 MODEL = {"backend": "scripted", "model": "extractor-double", "protocol": "json"}
 DOCS = [
@@ -112,7 +112,7 @@ def test_unusable_summaries_are_counted_and_the_extractive_one_stands_in(tmp_pat
 
 
 def test_rule_graphs_say_so_and_refuse_llm_gate_summaries(graph_index, tmp_path):
-    from tests.graph.conftest import build_graph_inline
+    from tests.support.graph_index import build_graph_inline
 
     root = make_index(tmp_path / "index", DOCS).path
     build_graph_inline(root, llm_summaries=False)
@@ -131,8 +131,8 @@ def test_rule_graphs_say_so_and_refuse_llm_gate_summaries(graph_index, tmp_path)
 def test_an_a2rag_run_id_covers_its_graph_and_a_missing_llm_summary_fails_before_any_episode(tmp_path):
     from arag.evaluation.questions import load_questions
     from arag.evaluation.run_config import run_settings
-    from tests.evaluation.conftest import compose_evaluate
-    from tests.graph.conftest import build_graph_inline
+    from tests.support.scripted_evaluation import compose_evaluate
+    from tests.support.graph_index import build_graph_inline
 
     root = make_index(tmp_path / "index", DOCS).path
     questions = tmp_path / "q.jsonl"

@@ -61,7 +61,7 @@ def report_side(root: Path, markdown: str) -> list[Side]:
 
 def viewer_side(client, run_id: str) -> Side:
     """A run's counts on the viewer's pages, printed as the report prints them."""
-    from tests.evaluation.test_viewer import Dom
+    from tests.viewer.test_viewer import Dom
 
     page = Dom(client.get(f"/run?run={run_id}").text)
     calls = int(page.by_id("tool-calls"))

@@ -1,6 +1,6 @@
 """Headless Chromium driven over its DevTools protocol (a WebSocket, aiohttp's client): open a page at
 a given window width, evaluate a JavaScript expression in it (layout measurements), and capture a
-full-page PNG screenshot. Used by the viewer's browser test (tests/evaluation/test_viewer_browser.py)
+full-page PNG screenshot. Used by the viewer's browser test (tests/viewer/test_viewer_browser.py)
 and by the screenshot command (benchmarks/viewer_screenshots.py); needs `chromium` on PATH
 (Debian: apt-get install chromium)."""
 

@@ -1,7 +1,7 @@
 """The pure halves of benchmarks/official_side_by_side.py's tools phase, side by side with the
 authors' A-RAG code: the o200k_base tiktoken cache their tools need and the per-call comparison
 (compare_call, tools_summary). They run nothing; the benchmark feeds them records and
-tests/test_official_side_by_side.py small fake ones. The episodes' diff: tests/support/official_parity.py."""
+tests/evaluation/test_official_side_by_side.py small fake ones. The episodes' diff: tests/support/official_parity.py."""
 
 from __future__ import annotations
 

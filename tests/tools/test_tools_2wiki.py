@@ -1,7 +1,7 @@
 """Equivalence on the real 2Wiki index (built by `python -m pipelines.index +corpus=2wikimultihopqa`).
 
 Slow: it loads the real embedding model and runs the references over every chunk. The index is
-looked up at $ARAG_2WIKI_INDEX, else indexes/2wiki in the checkout (tests/paths.py); without one these tests
+looked up at $ARAG_2WIKI_INDEX, else indexes/2wiki in the checkout (tests/support/paths.py); without one these tests
 are skipped.
 """
 
@@ -23,7 +23,7 @@ from arag.tools import ToolContext
 from tests.support import tools_reference as reference
 from tests.support.synthetic_index import iter_chunk_texts
 
-from tests.paths import TWOWIKI_INDEX as INDEX, TWOWIKI_QUESTIONS as QUESTIONS
+from tests.support.paths import TWOWIKI_INDEX as INDEX, TWOWIKI_QUESTIONS as QUESTIONS
 
 pytestmark = [
     pytest.mark.slow,

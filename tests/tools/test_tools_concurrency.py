@@ -13,7 +13,7 @@ import pytest
 from arag.tools import ReadTracker, ToolContext
 from arag.tools.hosting.batching import BatchingEncoder
 
-from conftest import fake_encode
+from tests.support.tiny_index import fake_encode
 
 CALLS = [
     ("keyword_search", {"keywords": ["Lothair II"], "top_k": 3}),

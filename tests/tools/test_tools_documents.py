@@ -8,7 +8,7 @@ import pytest
 
 from arag.index.tokens import count_retrieved_tokens, count_tokens
 from arag.tools import DocumentSession, DocumentToolSettings
-from tests.tools.conftest import Doc, fake_encode, make_index
+from tests.support.tiny_index import Doc, fake_encode, make_index
 
 # A "novel" of 3 chunks (7 lines) and short passages.
 DOCS = [

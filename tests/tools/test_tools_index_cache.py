@@ -14,7 +14,7 @@ from arag.tools import TOOL_SETS, TOOLS, ToolContext, get_tool, tool_schemas
 from arag.index.keyword import part_cache, words
 from arag.tools.index_cache import manifest_hash, part_cache_dir
 
-from conftest import EDGE_DOCS, Doc, fake_encode, make_index
+from tests.support.tiny_index import EDGE_DOCS, Doc, fake_encode, make_index
 
 
 def test_cache_is_built_once_per_part_and_reused(tmp_path):

@@ -224,7 +224,7 @@ ADVERSARIAL = [
 
 @pytest.fixture(scope="module")
 def wordy_index(tmp_path_factory):
-    from conftest import Doc, make_index
+    from tests.support.tiny_index import Doc, make_index
 
     docs = [Doc(str(i), f"T{i}", [[t]]) for i, t in enumerate(WORDY_TEXTS)]
     return make_index(tmp_path_factory.mktemp("wordy") / "index", docs)
@@ -393,7 +393,7 @@ def test_made_up_words_score_exactly(tmp_path):
     is in most chunks: still identical to the reference."""
     from arag.index.store import open_index
     from arag.tools.index_cache import ChunkStore
-    from conftest import Doc, make_index
+    from tests.support.tiny_index import Doc, make_index
 
     rng = np.random.default_rng(0)
     syllables = ["ka", "lo", "mi", "ta", "ru", "ne", "so", "vi"]

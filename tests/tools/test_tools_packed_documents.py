@@ -13,7 +13,7 @@ from arag.index.store import open_index
 from arag.tools import DocumentSession, DocumentToolSettings
 from arag.tools.packed_documents import keyword_documents, semantic_documents
 from arag.tools.sentence_sources import MissingSentenceSourcesError
-from tests.tools.conftest import fake_encode, make_packed_index
+from tests.support.tiny_index import fake_encode, make_packed_index
 from tests.tools.test_tools_documents import ref_of, search
 
 LOTHAIR = [
@@ -147,7 +147,7 @@ def test_per_document_index_without_sentence_sources_still_works(tmp_path):
     import json
 
     from arag.tools import ToolContext
-    from tests.tools.conftest import Doc, make_index
+    from tests.support.tiny_index import Doc, make_index
 
     built = make_index(tmp_path / "v1", [Doc("a", "Alpha", [["Alpha one.", "Alpha two."], ["Alpha three."]]), Doc("b", "Beta", [["Beta one."]])], sentence_sources=False)
     manifest = json.loads((built.path / "manifest.json").read_text())

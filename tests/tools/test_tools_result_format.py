@@ -11,7 +11,7 @@ import pytest
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER, TOKENIZER_NAME, count_retrieved_tokens, count_tokens
 from arag.tools import ToolContext
 from arag.tools.base import SNIPPETS_PER_CHUNK, ResultFormat
-from tests.tools.conftest import Doc, fake_encode, make_index
+from tests.support.tiny_index import Doc, fake_encode, make_index
 
 # One chunk with 8 sentences that name the keyword, between sentences that do not.
 MANY = [f"Sentence {i} names the zebra." for i in range(8)]

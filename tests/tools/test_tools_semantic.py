@@ -9,7 +9,7 @@ from arag.index.tokens import count_retrieved_tokens
 from arag.tools import ToolContext
 from tests.support import tools_reference as reference
 
-from conftest import Doc, fake_encode, make_index
+from tests.support.tiny_index import Doc, fake_encode, make_index
 
 QUERIES = [
     "queen of Lotharingia",

@@ -1,0 +1,122 @@
+"""Fair shares of the tool server (issue 52), against a real server process on 127.0.0.1: stalled
+bodies with the token, idle kept-alive connections and idle MCP event streams cannot refuse a
+ready client, and one client's flood of tool calls (from its own loopback address) takes no more
+than its share of the slots and delays another client's call by one call, not by the flood. Outcomes are statuses and the order calls ran in."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
+
+import select
+import threading
+
+import httpx
+
+from tests.support.tool_server import TOKEN, server_env, start_http_server, stop
+from tests.serve.probes import MCP_HEADERS, WAIT_S, assert_json_error, connect, mcp_session, noted, read_answer, until_closed, wait_for_notes
+
+MAX_CONNECTIONS = 4
+MAX_WAITING = 8
+
+
+@pytest.fixture(scope="module")
+def shares(served_index, tmp_path_factory):
+    """Few request slots and waiting places, one tool thread whose calls can be held, and
+    keep-alive, body and stream timeouts long enough that none of them decides an outcome."""
+    logs = tmp_path_factory.mktemp("shares")
+    (logs / "release").mkdir()
+    env = server_env(ARAG_SERVE_TOKEN=TOKEN, ARAG_TEST_CALL_LOG=str(logs / "calls.log"), ARAG_TEST_QUEUE_LOG=str(logs / "queued.log"), ARAG_TEST_RELEASE_DIR=str(logs / "release"))
+    server = start_http_server(
+        served_index.path, logs / "server.log", f"serve.max_connections={MAX_CONNECTIONS}", f"serve.max_waiting_connections={MAX_WAITING}", "serve.threads=1", "serve.preload=false",
+        "serve.keep_alive_s=60", "serve.header_timeout_s=60", "serve.body_timeout_s=60", "serve.stream_idle_s=600",
+        token=TOKEN, env=env, module="tests.serve.slow_server",
+    )
+    server.calls, server.queued, server.release = logs / "calls.log", logs / "queued.log", logs / "release"
+    yield server
+    stop(server)
+
+
+def ready_call(server, source: str | None = None) -> httpx.Response:
+    transport = httpx.HTTPTransport(local_address=source) if source else None
+    with httpx.Client(transport=transport, timeout=WAIT_S) as client:
+        return client.post(f"{server.url}/tools/keyword_search", json={"keywords": ["Lothair"], "top_k": 1}, headers=server.headers())
+
+
+def test_stalled_bodies_with_the_token_give_their_slots_to_a_ready_request(shares):
+    stalled = []
+    for _ in range(MAX_CONNECTIONS):
+        conn = connect(shares)
+        conn.sendall(f"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"keywo".encode())
+        stalled.append(conn)
+    try:
+        response = ready_call(shares)
+        assert response.status_code == 200, response.text  # was 503 for body_timeout_s
+        readable, _, _ = select.select(stalled, [], [], WAIT_S)
+        assert readable, "no stalled body lost its slot"
+        assert_json_error(until_closed(readable[0]), 503, "another request needed its slot")
+    finally:
+        for conn in stalled:
+            conn.close()
+
+
+def test_idle_kept_alive_connections_do_not_refuse_a_new_client(shares):
+    idle = []
+    try:
+        for _ in range(MAX_WAITING + 2):
+            conn = connect(shares)
+            conn.sendall(f"GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
+            read_answer(conn)  # then kept alive, idle (as a client's pool, or pinging /health now and then)
+            idle.append(conn)
+        response = ready_call(shares)
+        assert response.status_code == 200, response.text  # was 503 "too many connections are waiting"
+    finally:
+        for conn in idle:
+            conn.close()
+
+
+def test_idle_event_streams_take_no_request_slots(shares):
+    sessions = [mcp_session(shares) for _ in range(MAX_CONNECTIONS + 1)]
+    with httpx.Client(timeout=WAIT_S) as client:
+        streams = [client.stream("GET", f"{shares.url}/mcp", headers={**MCP_HEADERS, **shares.headers(), "mcp-session-id": session}) for session in sessions]
+        responses = []
+        try:
+            for stream in streams:
+                responses.append(stream.__enter__())
+                assert responses[-1].status_code == 200  # the 5th was 503
+            response = ready_call(shares)
+            assert response.status_code == 200, response.text  # was 503: the streams held every slot
+            list(responses[0].iter_bytes())  # the oldest stream was ended (streams have a budget of their own), not held for stream_idle_s
+        finally:
+            for stream in streams[: len(responses)]:
+                stream.__exit__(None, None, None)
+
+
+def test_a_flood_from_one_client_neither_refuses_nor_delays_another_clients_call(shares):
+    flood = MAX_CONNECTIONS - 1  # queued behind the held call: with it, every request slot
+
+    def call(source: str, word: str) -> None:
+        transport = httpx.HTTPTransport(local_address=source)
+        with httpx.Client(transport=transport, timeout=WAIT_S) as client:
+            answers.append(client.post(f"{shares.url}/tools/keyword_search", json={"keywords": [word]}, headers=shares.headers()).status_code)
+
+    answers: list[int] = []
+    threads = [threading.Thread(target=call, args=("127.0.0.2", "held-flood"))]
+    threads[0].start()
+    wait_for_notes(shares.calls, "held-flood")  # the flood's first call holds the one tool thread
+    threads += [threading.Thread(target=call, args=("127.0.0.2", "note-flood")) for _ in range(flood)]
+    for thread in threads[1:]:
+        thread.start()
+    wait_for_notes(shares.queued, "note-flood", flood)
+    victim = threading.Thread(target=call, args=("127.0.0.3", "note-victim"))
+    victim.start()
+    wait_for_notes(shares.queued, "note-victim")
+    (shares.release / "flood").touch()
+    for thread in [*threads, victim]:
+        thread.join(WAIT_S)
+    # The victim got a slot (was 503): the flooding client's newest queued call gave its own up,
+    # with a retryable 503; and the victim's call ran next (was last, after the whole flood).
+    assert sorted(answers) == [200] * (flood + 1) + [503], answers
+    ran = [word for word in noted(shares.calls) if word in ("held-flood", "note-flood", "note-victim")]
+    assert ran[:2] == ["held-flood", "note-victim"], ran
