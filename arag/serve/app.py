@@ -26,6 +26,7 @@ TRANSPORTS = ("stdio", "http")
 OPEN = "none"  # serve.token=none: an open server (loopback only)
 SHUTDOWN_GRACE_S = 10  # seconds a stopping server gives the tool calls still running
 ANSWER_S = 5  # then seconds for the answers to go out (calls answered, nothing left to run)
+MAX_HEADER_BYTES = 16 * 1024  # h11's own default
 
 
 @dataclasses.dataclass
@@ -176,6 +177,7 @@ def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
         # h11 named, not uvicorn's pick (httptools when installed): the bounds read h11's state.
         http=bounded_protocol(H11Protocol, settings.header_timeout_s, WaitingConnections(settings.max_waiting_connections)),
         timeout_keep_alive=settings.keep_alive_s,
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,  # headers still arriving beyond it: a JSON 400 (connections.py)
         # uvicorn's cap counts connections before any token (stalled ones lock clients out, with a
         # plain-text 503): the guard's request slots, shared per client, replace it.
         limit_concurrency=None,

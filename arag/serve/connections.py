@@ -9,7 +9,7 @@ connection running no request (sending a request's headers, or idle between requ
     authorised request (the oldest idle one, else the oldest still sending headers, 503), else the
     idle one whose last authorised request is oldest, else the newcomer (503). So a client with
     the token is served while thousands of stalled or idle connections come and go;
-  * in memory: h11 refuses headers over 16 KiB (uvicorn's h11_max_incomplete_event_size default).
+  * in memory: h11 refuses headers still arriving beyond 16 KiB (uvicorn's h11_max_incomplete_event_size).
 
 Every status answered here (408, 503, the parser's 400) is JSON. When a connection is lost while
 its request runs, the scope's CONNECTION_LOST event is set, so its tool call is cancelled whichever
@@ -49,9 +49,7 @@ class WaitingConnections:
     Own code: uvicorn's one bound (limit_concurrency) refuses the newcomer, counting connections
     before any token; none closes the least useful connection instead."""
 
-    def __init__(self, max_waiting: int):
-        if max_waiting < 1:
-            raise ValueError(f"serve.max_waiting_connections must be at least 1, got {max_waiting}")
+    def __init__(self, max_waiting: int):  # checked in ServeSettings.from_dict
         self.max_waiting = max_waiting
         self._waiting: OrderedDict[Any, None] = OrderedDict()
 

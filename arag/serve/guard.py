@@ -102,11 +102,9 @@ class Guard:
     arrive once its headers did; allowed_hosts: Host values served (None: any);
     allowed_origins: Origin values served; cors_origins: those answered with CORS headers;
     max_requests: authorised requests served at once (serve.max_connections); stream_idle_s: time
-    an event stream (GET /mcp) may stay open without an event."""
+    an event stream (GET /mcp) may stay open (values as ServeSettings.from_dict checked them)."""
 
     def __init__(self, app: ASGIApp, *, token: str | None, max_request_bytes: int, body_timeout_s: float = 30.0, allowed_hosts: Sequence[str] | None = None, allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = (), max_requests: int = 256, stream_idle_s: float = 60.0):
-        if max_request_bytes < 1:
-            raise ValueError(f"serve.max_request_bytes must be at least 1, got {max_request_bytes}")
         self.app = app
         self._token = token.encode("utf-8") if token else None
         self.max_request_bytes = max_request_bytes
@@ -120,7 +118,7 @@ class Guard:
         self._answered = asyncio.Event()  # no request holds a slot
         self._answered.set()
         self._streams: OrderedDict[Any, asyncio.Event] = OrderedDict()  # open event streams → set to end each
-        self._failing = 0  # failed tokens being answered (each after FAILED_TOKEN_DELAY_S)
+        self._failing = asyncio.Semaphore(MAX_FAILING_TOKENS)  # failed tokens being answered (each after FAILED_TOKEN_DELAY_S)
         self._inner: ASGIApp = self._checked
         if cors_origins:
             from starlette.middleware.cors import CORSMiddleware
@@ -168,14 +166,11 @@ class Guard:
         and beyond MAX_FAILING_TOKENS such answers at once the rest get 429 without a look at
         their token, so guessing runs at most MAX_FAILING_TOKENS / FAILED_TOKEN_DELAY_S a second."""
         if given is not None:
-            if self._failing >= MAX_FAILING_TOKENS:
+            if self._failing.locked():
                 await send_json(send, 429, "too many requests with a wrong token at once; wait and send the right one", RETRY, CLOSE)
                 return
-            self._failing += 1
-            try:
+            async with self._failing:
                 await asyncio.sleep(FAILED_TOKEN_DELAY_S)
-            finally:
-                self._failing -= 1
         await send_json(send, 401, "unauthorized: this server needs the header 'Authorization: Bearer <token>' with its token", (b"www-authenticate", b"Bearer"), CLOSE)
 
     async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:

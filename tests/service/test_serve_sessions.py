@@ -138,7 +138,7 @@ def test_uvicorn_gets_the_connection_bounds():
 
     config = uvicorn_config(lambda scope, receive, send: None, ServeSettings(max_connections=7, keep_alive_s=3, header_timeout_s=2))
     # Request slots are the guard's (after the token); uvicorn's cap would count stalled connections.
-    assert config.limit_concurrency is None and config.timeout_keep_alive == 3
+    assert config.limit_concurrency is None and config.timeout_keep_alive == 3 and config.h11_max_incomplete_event_size == 16 * 1024
     assert config.http.__name__.startswith("Bounded")
 
 
