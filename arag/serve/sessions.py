@@ -44,10 +44,6 @@ REF_BYTES = 400  # a DocumentRef with its ids and title
 LINE_OVERHEAD_BYTES = 70  # a loaded line's list slots, sentence id and chunk id reference
 
 
-def document_bytes(lines: list[str]) -> int:
-    return sum(map(sys.getsizeof, lines)) + LINE_OVERHEAD_BYTES * len(lines)
-
-
 def tracker_bytes(tracker: ReadTracker, document_sizes: dict[str, int]) -> int:
     """An estimate of the memory a session's state holds (document_sizes: the loaded documents
     already measured, filled in here)."""
@@ -56,7 +52,7 @@ def tracker_bytes(tracker: ReadTracker, document_sizes: dict[str, int]) -> int:
         size += REF_BYTES * len(tracker.refs)
         for doc_id, doc in tracker.documents.items():
             if doc_id not in document_sizes:
-                document_sizes[doc_id] = document_bytes(doc.lines)
+                document_sizes[doc_id] = sum(map(sys.getsizeof, doc.lines)) + LINE_OVERHEAD_BYTES * len(doc.lines)
             size += document_sizes[doc_id]
     return size
 
