@@ -1,9 +1,9 @@
-"""Assemble and run the tool server: one open index, MCP over stdio, or MCP (at /mcp) plus the
-JSON API over HTTP in one ASGI app behind the guard (origin rule, token, bodies), on uvicorn with
-bounded connections (`pipelines.serve` is the CLI)."""
+"""Assemble and run the tool server over one open index: MCP over stdio, or MCP (at /mcp) and the
+JSON API in one ASGI app behind the guard, on uvicorn (`pipelines.serve` is the CLI)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
@@ -26,12 +26,12 @@ TRANSPORTS = ("stdio", "http")
 OPEN = "none"  # serve.token=none: an open server (loopback only)
 SHUTDOWN_GRACE_S = 10  # seconds a stopping server gives the tool calls still running
 ANSWER_S = 5  # then seconds for the answers to go out (calls answered, nothing left to run)
+MAX_HEADER_BYTES = 16 * 1024  # h11's own default
 
 
 @dataclasses.dataclass
 class ServeSettings(ServeConfig):
-    """The `serve:` node as the server runs it: its keys and defaults are the schema's
-    (arag.config.schemas.ServeConfig); `from_dict` checks the values, `resolved_token` finds the token."""
+    """The `serve:` node (keys and defaults: arag.config.schemas.ServeConfig) with its values checked."""
 
     def __post_init__(self) -> None:
         if dataclasses.is_dataclass(self.max_document_settings):  # the schema's default: no ceiling set
@@ -56,8 +56,9 @@ class ServeSettings(ServeConfig):
         if settings.keep_alive_s < 2 * CLIENT_KEEPALIVE_S:
             raise ValueError(f"serve.keep_alive_s must be at least {2 * CLIENT_KEEPALIVE_S:g} s (arag's clients keep an idle connection {CLIENT_KEEPALIVE_S:g} s, and one the server closes sooner can fail a call), got {settings.keep_alive_s!r}")
         for name in ("preload", "full_text"):
-            if not isinstance(getattr(settings, name), bool):
-                raise ValueError(f"serve.{name} must be true or false, got {getattr(settings, name)!r}")
+            value = getattr(settings, name)
+            if not isinstance(value, bool):
+                raise ValueError(f"serve.{name} must be true or false, got {value!r}")
         for name in ("allowed_hosts", "allowed_origins"):
             value = getattr(settings, name)
             if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -74,10 +75,8 @@ class ServeSettings(ServeConfig):
         return self.host in LOOPBACK_HOSTS
 
     def resolved_token(self) -> str | None:
-        """The HTTP server's token, as text: serve.token, else the text of serve.token_file, else
-        the ARAG_SERVE_TOKEN environment variable; None only for `serve.token=none` on a loopback
-        host. Anything else (no token anywhere, a blank one, an open server on another host) is an
-        error naming what to set."""
+        """serve.token, else the text of serve.token_file, else ARAG_SERVE_TOKEN; None only for
+        `serve.token=none` on a loopback host. Anything else is an error naming what to set."""
         if self.token is not None and self.token_file is not None:
             raise ValueError("give serve.token or serve.token_file, not both")
         if self.token is not None:
@@ -111,8 +110,7 @@ class ServeSettings(ServeConfig):
 
 
 def tool_context_options(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The `tools:` block: keyword arguments of ToolContext, checked by name (a misspelled key is
-    named with the likely one and the ones that exist)."""
+    """The `tools:` block: keyword arguments of ToolContext, checked by name."""
     accepted = inspect.signature(ToolContext.__init__).parameters.values()
     check_keys("tools", cfg, (p.name for p in accepted if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "encoder"))
     return {k: v for k, v in cfg.items() if v is not None}
@@ -123,97 +121,72 @@ def open_service(index_path: str, settings: ServeSettings, tool_options: dict[st
     ceilings = document_ceilings(settings.max_document_settings)
     sessions = SessionTrackers(max_sessions=settings.max_sessions, idle_s=settings.session_idle_s, session_bytes=settings.session_max_bytes, total_bytes=settings.sessions_max_bytes)
     options = tool_context_options(tool_options or {})
-    ctx = ToolContext(index_path, **options)
-    workers = None
-    if settings.workers > 1:
-        from arag.tools.hosting.worker_pool import ToolWorkerPool
+    with contextlib.ExitStack() as opened:  # closed again if anything after fails
+        ctx = ToolContext(index_path, **options)
+        opened.callback(ctx.close)
+        workers = None
+        if settings.workers > 1:
+            from arag.tools.hosting.worker_pool import ToolWorkerPool
 
-        try:
             workers = ToolWorkerPool(index_path, workers=settings.workers, **options)
-        except BaseException:
-            ctx.close()
-            raise
-        log.info("tool calls run in %d worker processes (pids %s)", settings.workers, ", ".join(map(str, workers.pids())))
-    try:
+            opened.callback(workers.close)
+            log.info("tool calls run in %d worker processes (pids %s)", settings.workers, ", ".join(map(str, workers.pids())))
         service = ToolService(ctx, sessions=sessions, tools=names, full_text=settings.full_text, threads=settings.threads, workers=workers, ceilings=ceilings, max_response_bytes=settings.max_response_bytes, max_connections=settings.max_connections)
         if settings.preload:
             service.preload()
-    except BaseException:
-        if workers is not None:
-            workers.close()
-        ctx.close()
-        raise
+        opened.pop_all()
     return service
 
 
 def http_app(service: ToolService, settings: ServeSettings, token: str | None) -> Guard:
-    """The ASGI app: MCP streamable HTTP at /mcp and the JSON API, all behind the guard."""
+    """MCP streamable HTTP at /mcp and the JSON API, all behind the guard."""
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.exceptions import HTTPException
 
     from arag.serve.http_api import http_error, json_api_routes, server_error
     from arag.serve.mcp_server import McpSessionBounds, mcp_server
 
-    hosts, origins = settings.origin_rule()
     server = mcp_server(service, version=__version__, stdio=False)
     starlette_app = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        host=settings.host,
-        max_request_body_size=settings.max_request_bytes,
-        session_idle_timeout=settings.session_idle_s,
-        # The session store bounds MCP sessions (least recently used first, McpSessionBounds), not the SDK (which refuses new ones).
+        streamable_http_path="/mcp", host=settings.host, max_request_body_size=settings.max_request_bytes, session_idle_timeout=settings.session_idle_s,
+        # The session store bounds MCP sessions, least recently used first (McpSessionBounds); the SDK's cap refuses new ones.
         max_sessions=None,
-        # The guard applies the origin rule to every route, /mcp included: a second check that
-        # parses the headers its own way (duplicates, case) would answer differently.
+        # The guard's origin rule covers every route, /mcp included; the SDK's (on /mcp only) compares
+        # names case-sensitively and lets any port through, so it would answer differently.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         custom_starlette_routes=json_api_routes(service, token=token is not None, version=__version__),
     )
     starlette_app.router.redirect_slashes = False
     starlette_app.add_exception_handler(HTTPException, http_error)
     starlette_app.add_exception_handler(Exception, server_error)
-    return Guard(
-        McpSessionBounds(starlette_app, service.sessions, server.session_manager),
-        token=token,
-        max_request_bytes=settings.max_request_bytes,
-        body_timeout_s=settings.body_timeout_s,
-        allowed_hosts=hosts,
-        allowed_origins=origins,
-        cors_origins=settings.allowed_origins,
-        max_requests=settings.max_connections,
-        stream_idle_s=settings.stream_idle_s,
-    )
+    bounded = McpSessionBounds(starlette_app, service.sessions, server.session_manager)
+    hosts, origins = settings.origin_rule()
+    return Guard(bounded, token=token, max_request_bytes=settings.max_request_bytes, body_timeout_s=settings.body_timeout_s, allowed_hosts=hosts, allowed_origins=origins, cors_origins=settings.allowed_origins, max_requests=settings.max_connections, stream_idle_s=settings.stream_idle_s)
 
 
 def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
-    """uvicorn with bounded connections (arag.serve.connections: waiting connections bounded
-    in number, time and bytes; the guard counts request slots, after the token) and its own
-    keep-alive timeout."""
+    """uvicorn with its own keep-alive timeout and graceful stop, and bounded waiting connections
+    (arag.serve.connections)."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     from arag.serve.connections import WaitingConnections, bounded_protocol
 
     return uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        lifespan="on",
-        # h11 named, not uvicorn's auto pick (httptools when installed): the bounds read h11's state.
+        app, host=settings.host, port=settings.port, log_level=settings.log_level, lifespan="on",
+        # h11 named, not uvicorn's pick (httptools when installed): the bounds read h11's state.
         http=bounded_protocol(H11Protocol, settings.header_timeout_s, WaitingConnections(settings.max_waiting_connections)),
         timeout_keep_alive=settings.keep_alive_s,
-        # uvicorn's own cap counts connections still sending headers, before any token: the
-        # guard's request slots replace it.
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,  # headers still arriving beyond it: a JSON 400 (connections.py)
+        # uvicorn's cap counts connections before any token (stalled ones lock clients out, with a
+        # plain-text 503): the guard's request slots, shared per client, replace it.
         limit_concurrency=None,
-        # Once the stop has answered every call (stopping_server), what still runs after this long
-        # is cut: a server with a backlog of thousands of calls stops within seconds.
+        # Once the stop has answered every call (stopping_server), what still runs after this long is cut.
         timeout_graceful_shutdown=ANSWER_S,
     )
 
 
 def serve_http(service: ToolService, settings: ServeSettings, token: str | None) -> None:
-    import uvicorn
-
     from arag.open_files import ensure_open_files
 
     app = http_app(service, settings, token)
@@ -231,18 +204,16 @@ def serve_http(service: ToolService, settings: ServeSettings, token: str | None)
 
 
 def stopping_server(config: Any, guard: Guard, gate: CallGate) -> Any:
-    """uvicorn's server, stopping gracefully (SIGTERM, SIGINT) and answering every front: it goes
-    on listening while it stops, so a request that arrives then gets a retryable JSON 503 (not a
-    refused or reset connection); every call still queued for a tool thread gets the same at once
-    (an MCP call: a retryable JSON-RPC error); the calls running finish within SHUTDOWN_GRACE_S,
-    and past it they too are answered so. Only once every request admitted has its answer does
-    uvicorn close the listener and the connections."""
+    """uvicorn's server, whose stop (SIGTERM, SIGINT) answers every front: it goes on listening, so
+    a request that arrives then gets a retryable JSON 503 (not a reset); every call still queued
+    gets the same at once (an MCP call: a retryable JSON-RPC error); the calls running finish
+    within SHUTDOWN_GRACE_S, else they too are answered so. Only then does uvicorn close the
+    listener and the connections (own code: uvicorn closes the listener first)."""
     import uvicorn
     from sse_starlette.sse import AppStatus
 
-    # sse-starlette ends every event stream at uvicorn's exit signal, the MCP answers still being
-    # computed among them (a client got a stream without its JSON-RPC response); its own switch
-    # leaves that to this server, which ends them once every call has its answer.
+    # sse-starlette ends every event stream at uvicorn's exit signal, MCP answers still being computed
+    # among them; its own switch leaves that to this server, which ends them once every call is answered.
     AppStatus.disable_automatic_graceful_drain()
 
     class StoppingServer(uvicorn.Server):

@@ -1,23 +1,19 @@
-"""Bounded connections: the HTTP layer under the guard, wrapping uvicorn's HTTP protocol class.
+"""Bounded connections: uvicorn's h11 protocol with a header deadline and a bound on waiting
+connections. Request slots belong to authorised work (the guard counts them, after the token); a
+connection running no request (sending a request's headers, or idle between requests) is
+*waiting*, and waiting connections are bounded on their own:
 
-Request slots (`serve.max_connections`) belong to authorised work, so they are counted by the guard,
-after the token. A connection that is not running a request (still sending a request's headers, or
-idle between requests) is *waiting*, and waiting connections are bounded on their own:
+  * in time: a request's headers must be complete within `header_timeout_s` of the first byte
+    (of the connection, or of a next request on a kept-alive one), else 408 and closed;
+  * in number: beyond `max_waiting` the least useful is closed: one that never carried an
+    authorised request (the oldest idle one, else the oldest still sending headers, 503), else the
+    idle one whose last authorised request is oldest, else the newcomer (503). So a client with
+    the token is served while thousands of stalled or idle connections come and go;
+  * in memory: h11 refuses headers still arriving beyond 16 KiB (uvicorn's h11_max_incomplete_event_size).
 
-  * in time: a request's headers must be complete within `header_timeout_s` of the connection's
-    first byte (or of the first byte of a next request on a kept-alive one), else 408 and closed;
-  * in memory: at most MAX_HEADER_BYTES of headers (else 431 and closed; a body's bytes are the
-    guard's to judge), and at most `max_waiting` waiting connections; beyond it one is closed, the
-    least useful first: one that never carried an authorised request (the oldest idle one: health
-    checks only; else the oldest still sending headers, 503), else the idle one whose last
-    authorised request is oldest (closed as its keep-alive would close it: kept alive with health
-    checks, it holds a place for nothing), else the newcomer (503). So a client with the token keeps being served while thousands of stalled
-    or idle connections come and go.
-
-Every status this layer answers itself (408, 431, 503, and the parser's 400 for a malformed
-request) is JSON, `{"error": ...}`, like the guard's. When a connection is lost while its request
-runs, the request's scope gets to know (`CONNECTION_LOST`, an asyncio.Event), so a tool call whose
-client left is cancelled whichever front end (the JSON API, MCP) it came through.
+Every status answered here (408, 503, the parser's 400) is JSON. When a connection is lost while
+its request runs, the scope's CONNECTION_LOST event is set, so its tool call is cancelled whichever
+front end (JSON API, MCP) it came by.
 """
 
 from __future__ import annotations
@@ -30,17 +26,13 @@ from typing import Any
 
 import h11
 
-# Most bytes of request headers a connection may send (h11 refuses more than 16 KiB already; this
-# bounds any other parser uvicorn may pick).
-MAX_HEADER_BYTES = 64 * 1024
-# The scope key of an asyncio.Event set when the request's connection is lost.
+# Scope keys: an asyncio.Event set when the request's connection is lost; set by the guard on a
+# request that showed the token (or of an open server); the client an authorised request is
+# counted for (the peer's address: its share of the slots and its turn at the tool calls); the
+# request slot it holds (arag.serve.guard.Slot).
 CONNECTION_LOST = "arag.connection_lost"
-# The scope key the guard sets on a request that showed the token (or of an open server).
 AUTHORISED = "arag.authorised"
-# The scope key of the client an authorised request is counted for (the peer's address): its share
-# of the request slots and its turn at the tool calls.
 CLIENT = "arag.client"
-# The scope key of the request slot an authorised request holds (arag.serve.guard.Slot).
 SLOT = "arag.slot"
 
 
@@ -52,18 +44,12 @@ def json_response(status: int, message: str, *, retry_after: int | None = None) 
     return head.encode("latin-1") + body
 
 
-def timeout_response(timeout_s: float) -> bytes:
-    return json_response(408, f"the request headers did not arrive within {timeout_s:g} s (serve.header_timeout_s)")
-
-
 class WaitingConnections:
     """The connections of one server that run no request, oldest first, at most `max_waiting`.
     Own code: uvicorn's one bound (limit_concurrency) refuses the newcomer, counting connections
     before any token; none closes the least useful connection instead."""
 
-    def __init__(self, max_waiting: int):
-        if max_waiting < 1:
-            raise ValueError(f"serve.max_waiting_connections must be at least 1, got {max_waiting}")
+    def __init__(self, max_waiting: int):  # checked in ServeSettings.from_dict
         self.max_waiting = max_waiting
         self._waiting: OrderedDict[Any, None] = OrderedDict()
 
@@ -89,23 +75,20 @@ class WaitingConnections:
     def __contains__(self, connection: Any) -> bool:
         return connection in self._waiting
 
-    def __len__(self) -> int:
-        return len(self._waiting)
-
 
 def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: WaitingConnections) -> type[asyncio.Protocol]:
-    """`base` (uvicorn's H11Protocol) with the bounds above: it sets `self.cycle` when a request's
-    headers are parsed, and h11's connection state (`self.conn`) says whether a body is arriving."""
-    expired = timeout_response(timeout_s)
+    """`base` (uvicorn's H11Protocol) with the bounds above. Own code: uvicorn has no deadline on
+    request headers and answers its errors in plain text. It sets `self.cycle` when a request's
+    headers are parsed; h11's state (`self.conn`) says whether a body is arriving."""
+    expired = json_response(408, f"the request headers did not arrive within {timeout_s:g} s (serve.header_timeout_s)")
     crowded = json_response(503, f"too many connections are waiting to send a request (serve.max_waiting_connections={waiting.max_waiting}); connect again", retry_after=1)
-    too_long = json_response(431, f"request headers over {MAX_HEADER_BYTES} bytes")
 
     class Bounded(base):  # type: ignore[valid-type, misc]
         authorised = False  # a request of this connection showed the token
         useful_at = 0.0  # when its last authorised request was answered (loop time)
         _deadline: asyncio.TimerHandle | None = None
         _served: Any = None  # the last request whose headers arrived
-        _header_bytes = 0
+        _sending = False  # bytes of a next request's headers arrived
         _answered = False  # a response was sent on this connection
 
         def connection_made(self, transport: Any) -> None:
@@ -115,20 +98,14 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
             waiting.add(self)
 
         def data_received(self, data: bytes) -> None:
-            # Only the bytes of headers still being sent count: the body that follows them in the
-            # same read, and the rest of a body whose answer went out first (a 413 sent on its
-            # Content-Length), are the body's, judged by the guard (serve.max_request_bytes).
-            counted = self in waiting and not self._body_arriving()
-            if counted:
-                self._header_bytes += len(data)
+            # The body that follows the headers, and the rest of a body answered early (a 413 on
+            # its Content-Length), are the body's: not a next request's headers.
+            self._sending = self._sending or (self in waiting and not self._body_arriving())
             super().data_received(data)
             self._watch()
-            if counted and self in waiting and self._header_bytes > MAX_HEADER_BYTES:
-                self._close_with(too_long)
 
         def on_response_complete(self) -> None:
-            cycle = self.cycle
-            if cycle is not None and cycle.scope.get(AUTHORISED):
+            if self.cycle is not None and self.cycle.scope.get(AUTHORISED):
                 self.authorised = True
                 self.useful_at = self.loop.time()
             self._answered = True
@@ -148,7 +125,7 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
         @property
         def idle(self) -> bool:
             """Between requests, nothing of a next one sent."""
-            return self._answered and self._header_bytes == 0 and not self._body_arriving()
+            return self._answered and not self._sending and not self._body_arriving()
 
         def evict(self) -> None:
             """Closed to make room: with a 503 unless it is idle between requests."""
@@ -161,11 +138,11 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
                 cycle.scope[CONNECTION_LOST] = self._lost
                 self._disarm()
                 waiting.discard(self)
-                self._header_bytes = 0
+                self._sending = False
             elif cycle is None or cycle.response_complete:  # between requests
                 if self not in waiting and not self.transport.is_closing():
                     waiting.add(self)
-                if (self._header_bytes or self._body_arriving()) and self._deadline is None:
+                if (self._sending or self._body_arriving()) and self._deadline is None:
                     self._arm()  # a next request has begun on a kept-alive connection, or a body answered early is still arriving
 
         def _body_arriving(self) -> bool:
@@ -182,18 +159,15 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
 
         def _expired(self) -> None:
             self._deadline = None
-            cycle = self.cycle
-            if cycle is None or cycle.response_complete:
+            if self.cycle is None or self.cycle.response_complete:
                 self._close_with(expired)
 
         def _close_with(self, answer: bytes) -> None:
             self._disarm()
             waiting.discard(self)
-            if self.transport.is_closing():
-                return
-            if answer:
+            if not self.transport.is_closing():
                 self.transport.write(answer)
-            self.transport.close()
+                self.transport.close()
 
     Bounded.__name__ = f"Bounded{base.__name__}"
     return Bounded

@@ -1,40 +1,14 @@
-"""The door of the HTTP server: one origin rule, a bearer token, JSON bodies of bounded size, read in
-bounded time, on every route.
+"""The door of the HTTP server, an ASGI middleware in front of every route (the JSON API, its
+OpenAPI schema, /mcp), so none can be reached around it. In order:
 
-An ASGI middleware in front of everything the server mounts (the JSON API, its OpenAPI schema and
-the MCP endpoint), so no route can be reached around it. In order:
-
-  * One reading of the headers: Host, Origin or Authorization given twice gets 400 (parsers
-    disagree on which one counts); names compare in any case, a port is ASCII digits 1-65535.
-
-  * Host and Origin: a Host header outside `allowed_hosts` gets 421, an Origin outside
-    `allowed_origins` 403 (a web page's request carries its Origin; command-line clients send
-    none). Bound to loopback, only loopback names are served (a DNS-rebinding page cannot reach the
-    server under another name); `serve.allowed_hosts` / `serve.allowed_origins` add to the lists,
-    and the origins given there also get CORS answers (deliberate browser use).
-  * The token: with one set, a request without `Authorization: Bearer <token>` (the scheme in any
-    case), or with another token, gets 401 and nothing else (compared in constant time), and its
-    connection is closed; a wrong token is answered only after FAILED_TOKEN_DELAY_S, at most
-    MAX_FAILING_TOKENS at once (429 beyond). `GET /health` is served without it and answers
-    nothing about the index.
-  * Request slots: requests that showed the token are served up to `max_requests` at once
-    (serve.max_connections), so connections that never do take none (the waiting ones are bounded
-    by arag.serve.connections). A request whose body is still arriving holds its slot loosely: when
-    all are taken, the newcomer takes the slot of such a request (of its own client, the peer's
-    address, or of one holding more slots; the most-holding client's oldest), which gets a
-    retryable 503; else a client holding two slots more than the newcomer's gives up its newest
-    queued call (503); else the newcomer gets 503. So stalled bodies cannot lock out requests that
-    are ready to run, and no client holds more than its share while another waits.
-  * Event streams (GET /mcp): this server sends no events of its own, so a stream takes no request
-    slot; at most `max_requests` are open (beyond, the oldest ends: an MCP client opens it again)
-    and each ends after `stream_idle_s`, or at once when the server stops.
-  * Bodies: a POST must say `Content-Type: application/json` (415 otherwise: a browser sends
-    text/plain and forms cross-site without asking first); over `max_request_bytes` gets 413
-    before any of it reaches a route (a declared Content-Length is checked first, a chunked body is
-    counted as it arrives); a body not complete within `body_timeout_s` gets 408.
-  * Failures: an exception escaping a route answers a JSON 500 (logged), never a traceback; any
-    error answer whose body is not JSON (the MCP SDK's, Starlette's) is turned into the server's
-    shape, {"error": <text>}.
+  * Host, Origin or Authorization given twice: 400 (parsers disagree on which one counts). A Host
+    outside `allowed_hosts` 421, an Origin outside `allowed_origins` 403 (on loopback only loopback
+    names: a DNS-rebinding page cannot reach the server under another name).
+  * The token (`GET /health` needs none and says nothing of the index); a wrong one is slowed.
+  * Request slots shared per client (`Guard._take_a_slot`); event streams (GET /mcp) take none.
+  * Bodies: a POST must be `Content-Type: application/json` (415: a browser sends text/plain and
+    forms cross-site without asking first), at most `max_request_bytes` (413) within `body_timeout_s` (408).
+  * Every answer is JSON, the SDK's and Starlette's errors too; an exception escaping a route a 500.
   * Stopping (`stop()`): every request from then on, and one cancelled at the end of the grace
     period, gets a retryable 503; `wait_answered` waits for the requests admitted before.
 """
@@ -45,23 +19,20 @@ import asyncio
 import hmac
 import json
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
+from arag.config.schemas import TOKEN_ENV  # noqa: F401  (the variable index.token_env names by default)
 from arag.serve.admission import ServerBusy, set_within
 from arag.serve.connections import AUTHORISED, CLIENT, SLOT
 
+if TYPE_CHECKING:  # the remote client imports this module without the serve extra
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
 log = logging.getLogger("arag.serve")
 
-from arag.config.schemas import TOKEN_ENV  # noqa: E402  (the variable index.token_env names by default)
 # How long arag's own client (RemoteTools) keeps an idle connection: the server must keep them
 # longer (serve.keep_alive_s), or a call can reuse a connection the server is closing just then and
 # fail with "server disconnected" (a call the client cannot send again: the tool may have run).
@@ -72,7 +43,8 @@ MCP_PATH = "/mcp"
 FAILED_TOKEN_DELAY_S = 1.0
 MAX_FAILING_TOKENS = 16
 SINGLE_HEADERS = (b"host", b"origin", b"authorization")
-CLOSE = [(b"connection", b"close")]
+CLOSE = (b"connection", b"close")
+RETRY = (b"retry-after", b"1")
 STOPPING = "the tool server is stopping; send the request again (to the server that replaces it)"
 BUSY = "the tool server gave this call's place to another client's (this client held more than its share of serve.max_connections); send it again"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -83,9 +55,9 @@ CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-document-set
 
 @dataclass(eq=False)
 class Slot:
-    """A request slot held by a request (of `client`, the peer's address), which may be given to
-    another (`taken`): while its body is still arriving (`body`: its task is cancelled, 503), or
-    while its tool call waits in the queue (`waiter`, set by CallGate: ServerBusy, 503)."""
+    """A request slot held by a request of `client`, which may be given to another (`taken`):
+    while its body is still arriving (`body`: its task is cancelled, 503), or while its tool call
+    waits in the queue (`waiter`, set by CallGate: ServerBusy, 503)."""
 
     client: Any
     task: asyncio.Task[Any] | None = field(default_factory=asyncio.current_task)
@@ -102,26 +74,24 @@ def loopback_origins() -> list[str]:
     return [f"http://{host}" for host in loopback_hosts()]
 
 
-def valid_port(text: str) -> bool:
-    return text.isascii() and text.isdigit() and len(text) <= 5 and 0 < int(text) < 65536
-
-
 def matches(value: str, patterns: Sequence[str]) -> bool:
-    """`value` is one of `patterns` (names compared in any case), where `name:*` stands for
-    `name` with any port (ASCII digits, 1 to 65535)."""
+    """`value` is one of `patterns`, where `name:*` stands for `name` with any port. Own code: the
+    MCP SDK's TransportSecuritySettings (/mcp only) and Starlette's TrustedHostMiddleware compare
+    names case-sensitively or not at all, and let any port (or none in range) through; here names
+    compare in any case and a port is ASCII digits 1-65535."""
     value = value.lower()
-    for pattern in patterns:
-        pattern = pattern.lower()
+    for pattern in map(str.lower, patterns):
         if value == pattern:
             return True
-        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and valid_port(value[len(pattern) - 1 :]):
+        port = value[len(pattern) - 1 :]
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and port.isascii() and port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536:
             return True
     return False
 
 
-async def send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    head = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())] + list(headers or [])
+async def send_json(send: Send, status: int, message: str, *headers: tuple[bytes, bytes]) -> None:
+    data = json.dumps({"error": message}, ensure_ascii=False).encode("utf-8")
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *headers]
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": data})
 
@@ -132,23 +102,9 @@ class Guard:
     arrive once its headers did; allowed_hosts: Host values served (None: any);
     allowed_origins: Origin values served; cors_origins: those answered with CORS headers;
     max_requests: authorised requests served at once (serve.max_connections); stream_idle_s: time
-    an event stream (GET /mcp) may stay open without an event."""
+    an event stream (GET /mcp) may stay open (values as ServeSettings.from_dict checked them)."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        token: str | None,
-        max_request_bytes: int,
-        body_timeout_s: float = 30.0,
-        allowed_hosts: Sequence[str] | None = None,
-        allowed_origins: Sequence[str] = (),
-        cors_origins: Sequence[str] = (),
-        max_requests: int = 256,
-        stream_idle_s: float = 60.0,
-    ):
-        if max_request_bytes < 1:
-            raise ValueError(f"serve.max_request_bytes must be at least 1, got {max_request_bytes}")
+    def __init__(self, app: ASGIApp, *, token: str | None, max_request_bytes: int, body_timeout_s: float = 30.0, allowed_hosts: Sequence[str] | None = None, allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = (), max_requests: int = 256, stream_idle_s: float = 60.0):
         self.app = app
         self._token = token.encode("utf-8") if token else None
         self.max_request_bytes = max_request_bytes
@@ -162,7 +118,7 @@ class Guard:
         self._answered = asyncio.Event()  # no request holds a slot
         self._answered.set()
         self._streams: OrderedDict[Any, asyncio.Event] = OrderedDict()  # open event streams → set to end each
-        self._failing = 0  # failed tokens being answered (each after FAILED_TOKEN_DELAY_S)
+        self._failing = asyncio.Semaphore(MAX_FAILING_TOKENS)  # failed tokens being answered (each after FAILED_TOKEN_DELAY_S)
         self._inner: ASGIApp = self._checked
         if cors_origins:
             from starlette.middleware.cors import CORSMiddleware
@@ -184,23 +140,20 @@ class Guard:
             await self.app(scope, receive, send)
             return
         send = json_errors(send)
-        headers = dict(scope.get("headers") or [])
-        repeated = repeated_header(scope.get("headers") or [])
-        if repeated:
-            await send_json(send, 400, {"error": f"the {repeated} header appears more than once; send it once"}, CLOSE)
-            return
+        headers = dict(scope["headers"])
+        repeated = repeated_header(scope["headers"])
         host = headers.get(b"host", b"").decode("latin-1")
-        if self.allowed_hosts is not None and not matches(host, self.allowed_hosts):
-            await send_json(send, 421, {"error": f"this server does not answer to the host {host[:100]!r} (serve.allowed_hosts)"})
-            return
         origin = headers.get(b"origin")
-        if origin is not None and not matches(origin.decode("latin-1"), self.allowed_origins):
-            await send_json(send, 403, {"error": f"requests from the origin {origin[:100].decode('latin-1')!r} are not served (serve.allowed_origins)"})
-            return
-        if self.stopping:
-            await send_json(send, 503, {"error": STOPPING}, [(b"retry-after", b"1"), *CLOSE])
-            return
-        await self._inner(scope, receive, send)
+        if repeated:
+            await send_json(send, 400, f"the {repeated} header appears more than once; send it once", CLOSE)
+        elif self.allowed_hosts is not None and not matches(host, self.allowed_hosts):
+            await send_json(send, 421, f"this server does not answer to the host {host[:100]!r} (serve.allowed_hosts)")
+        elif origin is not None and not matches(origin.decode("latin-1"), self.allowed_origins):
+            await send_json(send, 403, f"requests from the origin {origin[:100].decode('latin-1')!r} are not served (serve.allowed_origins)")
+        elif self.stopping:
+            await send_json(send, 503, STOPPING, RETRY, CLOSE)
+        else:
+            await self._inner(scope, receive, send)
 
     def _authorized(self, value: bytes) -> bool:
         scheme, _, credentials = value.partition(b" ")
@@ -213,19 +166,16 @@ class Guard:
         and beyond MAX_FAILING_TOKENS such answers at once the rest get 429 without a look at
         their token, so guessing runs at most MAX_FAILING_TOKENS / FAILED_TOKEN_DELAY_S a second."""
         if given is not None:
-            if self._failing >= MAX_FAILING_TOKENS:
-                await send_json(send, 429, {"error": "too many requests with a wrong token at once; wait and send the right one"}, [(b"retry-after", b"1"), *CLOSE])
+            if self._failing.locked():
+                await send_json(send, 429, "too many requests with a wrong token at once; wait and send the right one", RETRY, CLOSE)
                 return
-            self._failing += 1
-            try:
+            async with self._failing:
                 await asyncio.sleep(FAILED_TOKEN_DELAY_S)
-            finally:
-                self._failing -= 1
-        await send_json(send, 401, {"error": "unauthorized: this server needs the header 'Authorization: Bearer <token>' with its token"}, [(b"www-authenticate", b"Bearer"), *CLOSE])
+        await send_json(send, 401, "unauthorized: this server needs the header 'Authorization: Bearer <token>' with its token", (b"www-authenticate", b"Bearer"), CLOSE)
 
     async def _checked(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = dict(scope.get("headers") or [])
-        if scope.get("path") == HEALTH_PATH:  # no token, no slot: it answers nothing about the index
+        headers = dict(scope["headers"])
+        if scope["path"] == HEALTH_PATH:  # no token, no slot: it answers nothing about the index
             await self._run(scope, receive, send)
             return
         if self._token is not None and not self._authorized(headers.get(b"authorization", b"")):
@@ -233,11 +183,11 @@ class Guard:
             return
         scope[AUTHORISED] = True
         client = scope[CLIENT] = (scope.get("client") or ("?",))[0]
-        if scope.get("method") == "GET" and scope.get("path") == MCP_PATH:
+        if scope["method"] == "GET" and scope["path"] == MCP_PATH:
             await self._stream(scope, receive, send)
             return
         if sum(not slot.taken for slot in self._slots) >= self.max_requests and not self._take_a_slot(client):
-            await send_json(send, 503, {"error": f"the server is serving {self.max_requests} requests at once (serve.max_connections); send it again"}, [(b"retry-after", b"1")])
+            await send_json(send, 503, f"the server is serving {self.max_requests} requests at once (serve.max_connections); send it again", RETRY)
             return
         slot = scope[SLOT] = Slot(client)
         self._slots.append(slot)
@@ -254,13 +204,10 @@ class Guard:
         (of the client holding the most slots, its oldest), else, if a client holds at least two
         slots more than `client`, that of its newest request whose call is still queued; False if
         neither is there. Own code: no server library shares its slots per client."""
-        held: dict[Any, int] = {}
-        for slot in self._slots:
-            if not slot.taken:
-                held[slot.client] = held.get(slot.client, 0) + 1
+        held = Counter(slot.client for slot in self._slots if not slot.taken)
         # Only its own client's, or a client's holding more: a flood cannot take the slot of
         # another client's request whose body is on its way.
-        loose = [slot for slot in self._slots if slot.body and not slot.taken and (slot.client == client or held[slot.client] > held.get(client, 0))]
+        loose = [slot for slot in self._slots if slot.body and not slot.taken and (slot.client == client or held[slot.client] > held[client])]
         if loose:
             taken = min(loose, key=lambda slot: -held[slot.client])  # min(): the oldest of the most-holding client
             taken.taken = True  # counted free from now on; its request answers 503 on its way out
@@ -268,7 +215,7 @@ class Guard:
                 taken.task.cancel()  # it waits for its body's next bytes: the cancellation arrives there
             return True
         greedy = max(held, key=held.__getitem__)
-        if held[greedy] < held.get(client, 0) + 2:
+        if held[greedy] < held[client] + 2:
             return False
         queued = [slot for slot in self._slots if slot.client == greedy and not slot.taken and slot.waiter is not None and not slot.waiter.done()]
         if not queued:
@@ -278,35 +225,34 @@ class Guard:
         return True
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """An event stream: no request slot; at most max_requests open (the oldest ends)."""
+        """An event stream: no request slot; it ends after stream_idle_s, and at most max_requests
+        are open (the oldest ends). Own code: this server sends no events of its own, so such a
+        stream only holds a connection (a client that wants one opens it again), and neither the
+        SDK nor sse-starlette ends one after a time."""
         ended = asyncio.Event()
         key = object()
         self._streams[key] = ended
         if len(self._streams) > self.max_requests:
             self._streams.popitem(last=False)[1].set()
+        timer = asyncio.get_running_loop().call_later(self.stream_idle_s, ended.set)
         try:
-            await self._run(scope, stream_ends(receive, self.stream_idle_s, ended), send)
+            await self._run(scope, stream_ends(receive, ended), send)
         finally:
+            timer.cancel()
             self._streams.pop(key, None)
 
     async def _admitted(self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes], slot: Slot) -> None:
-        declared = headers.get(b"content-length")
-        if declared is not None:
-            try:
-                size = int(declared)
-            except ValueError:
-                await send_json(send, 400, {"error": f"bad Content-Length header {declared[:40].decode('latin-1')!r}"})
-                return
-            if size > self.max_request_bytes:
-                await self._too_large(send, size)
-                return
-        if scope.get("method") not in ("POST", "PUT", "PATCH"):
+        declared = headers.get(b"content-length")  # digits: h11 refuses any other Content-Length
+        if declared is not None and int(declared) > self.max_request_bytes:
+            await self._too_large(send, int(declared))
+            return
+        if scope["method"] not in ("POST", "PUT", "PATCH"):
             await self._run(scope, receive, send)
             return
         content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
         if content_type != b"application/json":
             shown = content_type[:60].decode("latin-1") or "none"
-            await send_json(send, 415, {"error": f"request bodies must be JSON with 'Content-Type: application/json' (got {shown})"})
+            await send_json(send, 415, f"request bodies must be JSON with 'Content-Type: application/json' (got {shown})")
             return
         # Read the (bounded) body here, so a chunked upload is cut off at the limit too, and a
         # body that stops arriving does not hold the connection.
@@ -328,14 +274,14 @@ class Guard:
                     if not message.get("more_body", False):
                         break
         except TimeoutError:
-            await send_json(send, 408, {"error": f"the request body did not arrive within {self.body_timeout_s:g} s (serve.body_timeout_s)"}, CLOSE)
+            await send_json(send, 408, f"the request body did not arrive within {self.body_timeout_s:g} s (serve.body_timeout_s)", CLOSE)
             return
         except asyncio.CancelledError:
             if not slot.taken:
                 raise
             asyncio.current_task().uncancel()
             # 503, which clients send again: the body may have been on its way, not stalled.
-            await send_json(send, 503, {"error": "the request body was still arriving when another request needed its slot (serve.max_connections); send it again"}, [(b"retry-after", b"1"), *CLOSE])
+            await send_json(send, 503, "the request body was still arriving when another request needed its slot (serve.max_connections); send it again", RETRY, CLOSE)
             return
         slot.body = False
         replay: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
@@ -360,31 +306,29 @@ class Guard:
             # Only a stopping server cancels a request (its grace period is over): the client is
             # told so in the shape it retries, rather than uvicorn's untyped 500.
             if not started:
-                await send_json(send, 503, {"error": STOPPING}, [(b"retry-after", b"1"), *CLOSE])
+                await send_json(send, 503, STOPPING, RETRY, CLOSE)
             elif not completed:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except Exception:
-            log.exception("%s %s failed", scope.get("method"), str(scope.get("path"))[:200])
+            log.exception("%s %s failed", scope["method"], str(scope["path"])[:200])
             if not started:
-                await send_json(send, 500, {"error": "the server failed on this request (details in its log)"})
+                await send_json(send, 500, "the server failed on this request (details in its log)")
         else:
-            if started and not completed and scope.get("path") == MCP_PATH:
+            if started and not completed and scope["path"] == MCP_PATH:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})  # an event stream ended by the server
 
     async def _too_large(self, send: Send, size: int | None) -> None:
         got = f" ({size} bytes)" if size is not None else ""
-        await send_json(send, 413, {"error": f"request body too large{got}: this server accepts at most {self.max_request_bytes} bytes (serve.max_request_bytes)"})
+        await send_json(send, 413, f"request body too large{got}: this server accepts at most {self.max_request_bytes} bytes (serve.max_request_bytes)")
 
 
 def repeated_header(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
-    """The first of Host, Origin, Authorization given more than once (parsers disagree on which
-    one counts, so none is chosen), else None."""
+    """The first of Host, Origin, Authorization given more than once, else None."""
     seen: set[bytes] = set()
     for name, _ in headers:
-        if name in SINGLE_HEADERS:
-            if name in seen:
-                return name.decode().title()
-            seen.add(name)
+        if name in SINGLE_HEADERS and name in seen:
+            return name.decode().title()
+        seen.add(name)
     return None
 
 
@@ -405,44 +349,35 @@ def json_errors(send: Send) -> Send:
     async def sending(message: Message) -> None:
         nonlocal held, text
         if message["type"] == "http.response.start" and message["status"] >= 400:
-            content_type = dict(message.get("headers") or []).get(b"content-type", b"")
-            if not content_type.startswith(b"application/json"):
+            if not dict(message.get("headers") or []).get(b"content-type", b"").startswith(b"application/json"):
                 held = message
                 return
-        if held is not None and message["type"] == "http.response.body":
-            text += message.get("body", b"")
-            if message.get("more_body", False):
-                return
-            data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or status_phrase(held["status"])}).encode()
-            kept = [(k, v) for k, v in held.get("headers") or [] if k not in (b"content-type", b"content-length")]
-            await send({**held, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *kept]})
-            held = None
-            await send({"type": "http.response.body", "body": data})
+        if held is None or message["type"] != "http.response.body":
+            await send(message)
             return
-        await send(message)
+        text += message.get("body", b"")
+        if message.get("more_body", False):
+            return
+        data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or status_phrase(held["status"])}).encode()
+        kept = [(k, v) for k, v in held.get("headers") or [] if k not in (b"content-type", b"content-length")]
+        await send({**held, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *kept]})
+        held = None
+        await send({"type": "http.response.body", "body": data})
 
     return sending
 
 
-def stream_ends(receive: Receive, idle_s: float, ended: asyncio.Event) -> Receive:
-    """`receive` of an event stream (GET /mcp), which reports the client gone once the stream has
-    been open `idle_s` seconds or `ended` is set: this server sends no events of its own, so such a
-    stream only holds a connection, and a client that wants one opens it again."""
-    deadline = asyncio.get_running_loop().time() + idle_s
+def stream_ends(receive: Receive, ended: asyncio.Event) -> Receive:
+    """`receive` that reports the client gone once `ended` is set."""
 
     async def receiving() -> Message:
         received, stopped = asyncio.ensure_future(receive()), asyncio.ensure_future(ended.wait())
         try:
-            async with asyncio.timeout_at(deadline):
-                await asyncio.wait({received, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        except TimeoutError:
-            pass
+            await asyncio.wait({received, stopped}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
             if not received.done():
                 received.cancel()
-        if received.done() and not received.cancelled():
-            return received.result()
-        return {"type": "http.disconnect"}
+        return received.result() if received.done() and not received.cancelled() else {"type": "http.disconnect"}
 
     return receiving

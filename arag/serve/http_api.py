@@ -3,25 +3,19 @@
     GET  /tools               {"tools": [function schema, ...]}
     POST /tools/<name>        body: the tool's JSON arguments → the tool result (as `python -m
                               arag.tools ... --json`) plus "text", the agent-facing answer;
-                              X-Session-Id header or ?session= picks the read tracker,
-                              X-Document-Settings (JSON) the document tools' settings,
-                              ?full_text=true|false the snippet level
-    GET  /index               the served index's fingerprint, sizes, chunk-id form and facts (embedder, chunking, splitter), the server's max_connections (remote clients check them)
+                              X-Session-Id header or ?session= picks the read tracker (under
+                              `api:<id>`, so no caller can name an MCP session), X-Document-Settings
+                              (JSON) the document tools' settings, ?full_text=true|false the snippet level
+    GET  /index               the served index's fingerprint, sizes, chunk-id form and facts, the server's max_connections
     POST /chunks/titles       {"chunk_ids": [...]} → {"titles": {...}} (evaluation's evidence recall)
     GET  /openapi.json        the OpenAPI document
     GET  /health              {"status": "ready"} once the server serves (no token asked, no index content)
 
-A call whose client disconnects before its answer (a client that timed out, an evaluation that
-was stopped) is cancelled: one still waiting for a tool worker never runs, so a backlog left by
-clients that gave up does not hold the workers from the calls behind it. Its status is 499 (nobody
-reads it). A call still queued when the server stops gets a 503 (it did not run: send it again).
-
 Statuses: 200 answered, 400 bad arguments (the body is the tool's error result) or a setting over
 the server's ceiling, 404 unknown tool (with the list) or path, 405 wrong method, 500 the tool
-failed on its own. Bodies are always JSON, never a traceback; no redirects.
-
-Sessions of the JSON API live under `api:<id>`, those of MCP under `mcp:<id>`, so no caller of
-one front end can name a session of the other.
+failed on its own, 503 a call that did not run (the server stops, or gave its place to another
+client's: send it again), 499 a call whose client left first (cancelled: one still queued never
+runs, so a backlog of abandoned calls does not hold the tool workers). Bodies are always JSON.
 """
 
 from __future__ import annotations
@@ -39,7 +33,7 @@ from arag.serve.admission import ClientGone, ServerBusy, ServerStopping, unless
 from arag.serve.connections import CLIENT, SLOT
 from arag.serve.guard import BUSY, STOPPING
 from arag.serve.openapi import openapi_document
-from arag.serve.sessions import SessionIdError, check_session_id
+from arag.serve.sessions import check_session_id
 from arag.serve.tool_service import CeilingError, ToolService, is_internal_failure
 from arag.tools import DocumentToolSettings, ToolArgumentError
 from arag.tools.base import ResultFormat
@@ -48,18 +42,12 @@ log = logging.getLogger("arag.serve")
 
 SESSION_HEADER = "x-session-id"
 DOCUMENT_SETTINGS_HEADER = "x-document-settings"
-TRUE_WORDS = {"1", "true", "yes", "on"}
-FALSE_WORDS = {"0", "false", "no", "off"}
+BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 SESSION_PREFIX = "api:"
 ROUTES = "GET /tools, POST /tools/<name>, GET /index, POST /chunks/titles, GET /openapi.json, GET /health, /mcp"
-
-
-T = TypeVar("T")
 CLIENT_GONE = 499  # nginx's name for it: the client closed the connection before the answer
 
-
-class BadRequest(ValueError):
-    pass
+T = TypeVar("T")
 
 
 async def _disconnected(request: Request) -> None:
@@ -73,18 +61,9 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
     return await unless(_disconnected(request), work)
 
 
-def stopping_response() -> JSONResponse:
-    return JSONResponse({"error": STOPPING}, status_code=503, headers={"Retry-After": "1", "Connection": "close"})
-
-
 def request_session(request: Request) -> str | None:
     session = request.headers.get(SESSION_HEADER) or request.query_params.get("session")
-    if session is None:
-        return None
-    try:
-        return SESSION_PREFIX + check_session_id(session)
-    except SessionIdError as exc:
-        raise BadRequest(str(exc)) from None
+    return None if session is None else SESSION_PREFIX + check_session_id(session)
 
 
 def request_document_settings(request: Request) -> DocumentToolSettings | None:
@@ -97,29 +76,24 @@ def request_document_settings(request: Request) -> DocumentToolSettings | None:
             raise ValueError(f"expected a JSON object, got {type(values).__name__}")
         return DocumentToolSettings.from_dict(values)
     except RecursionError:
-        raise BadRequest(f"{DOCUMENT_SETTINGS_HEADER} header: nested too deeply") from None
+        raise ValueError(f"{DOCUMENT_SETTINGS_HEADER} header: nested too deeply") from None
     except (ValueError, TypeError) as exc:
-        raise BadRequest(f"{DOCUMENT_SETTINGS_HEADER} header: {str(exc)[:300]}") from None
+        raise ValueError(f"{DOCUMENT_SETTINGS_HEADER} header: {str(exc)[:300]}") from None
 
 
 def request_full_text(request: Request) -> bool | None:
     value = request.query_params.get("full_text")
     if value is None:
         return None
-    if value.lower() in TRUE_WORDS:
-        return True
-    if value.lower() in FALSE_WORDS:
-        return False
-    raise BadRequest(f"full_text must be true or false, got {value[:40]!r}")
+    if value.lower() not in BOOLEANS:
+        raise ValueError(f"full_text must be true or false, got {value[:40]!r}")
+    return BOOLEANS[value.lower()]
 
 
 def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[Route]:
     openapi = openapi_document(service.tools, token=token, version=version)
 
-    async def list_tools(request: Request) -> JSONResponse:
-        return JSONResponse({"tools": service.schemas()})
-
-    async def call_tool(request: Request) -> JSONResponse:
+    async def call_tool(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in service.tools:
             return JSONResponse({"error": f"unknown tool {name[:100]!r}; served tools: {', '.join(service.tools)}", "tools": list(service.tools)}, status_code=404)
@@ -129,7 +103,7 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
             tracker = service.tracker(session, request_document_settings(request))
         except CeilingError as exc:
             return JSONResponse({"error": f"{DOCUMENT_SETTINGS_HEADER} header: {exc}"}, status_code=400)
-        except (BadRequest, ValueError) as exc:
+        except ValueError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         body = await request.body()
         try:
@@ -139,14 +113,11 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
             log.info("POST /tools/%s: the client left before the answer (the call was cancelled)", name)
             return Response(status_code=CLIENT_GONE)
         except ServerStopping:
-            return stopping_response()
+            return JSONResponse({"error": STOPPING}, status_code=503, headers={"Retry-After": "1", "Connection": "close"})
         except ServerBusy:
             return JSONResponse({"error": BUSY}, status_code=503, headers={"Retry-After": "1"})
         status = 200 if result.error is None else (500 if is_internal_failure(result) else 400)
         return Response(answer, status_code=status, media_type="application/json")
-
-    async def index_info(request: Request) -> JSONResponse:
-        return JSONResponse(service.info())
 
     async def chunk_titles(request: Request) -> JSONResponse:
         try:
@@ -156,24 +127,25 @@ def json_api_routes(service: ToolService, *, token: bool, version: str) -> list[
         if not isinstance(args, dict) or set(args) != {"chunk_ids"}:
             return JSONResponse({"error": 'the body must be {"chunk_ids": [...]}'}, status_code=400)
         try:
-            titles = await service.titles(args["chunk_ids"])
+            return JSONResponse({"titles": await service.titles(args["chunk_ids"])})
         except ToolArgumentError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        return JSONResponse({"titles": titles})
 
-    async def openapi_json(request: Request) -> JSONResponse:
-        return JSONResponse(openapi)
+    def returning(body: Any) -> Any:
+        """An endpoint answering `body` as JSON (a callable: called for each request)."""
 
-    async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ready"})
+        async def endpoint(request: Request) -> JSONResponse:
+            return JSONResponse(body() if callable(body) else body)
+
+        return endpoint
 
     return [
-        Route("/tools", list_tools, methods=["GET"]),
+        Route("/tools", returning(lambda: {"tools": service.schemas()}), methods=["GET"]),
         Route("/tools/{name}", call_tool, methods=["POST"]),
-        Route("/index", index_info, methods=["GET"]),
+        Route("/index", returning(service.info), methods=["GET"]),
         Route("/chunks/titles", chunk_titles, methods=["POST"]),
-        Route("/openapi.json", openapi_json, methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
+        Route("/openapi.json", returning(openapi), methods=["GET"]),
+        Route("/health", returning({"status": "ready"}), methods=["GET"]),
     ]
 
 

@@ -1,15 +1,10 @@
 """The tools over MCP, with the official SDK's low-level server (`mcp.server.Server`).
 
-The tool list is the served tools' names, descriptions and JSON schemas as the agent loop gives
-them to a model; a call answers the tool's agent-facing text as text content, the structured
-result (as the JSON API's, without the text) as structured content, and `isError` when the tool
-answered with an error. Arguments are checked by the tools themselves, so a bad call gets the
-same message as in-process.
-
-Read trackers (with the document tools' reference ids, at their default settings): over stdio the
-process serves one client, so one tracker serves the whole connection; over streamable HTTP each
-MCP session (its `Mcp-Session-Id`) has its own, under `mcp:<id>` (the JSON API's are `api:<id>`).
-The server's instructions name exactly the tools it serves.
+The tool list is the served tools' names, descriptions and JSON schemas as a model gets them; a
+call answers the tool's agent-facing text as text content, the JSON API's result (without the
+text) as structured content, and `isError` when the tool answered with an error (the tools check
+their arguments: a bad call gets the same message as in-process). Read trackers: over stdio one
+for the connection (one client); over streamable HTTP one per MCP session, under `mcp:<id>`.
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from arag.serve.connections import CLIENT, CONNECTION_LOST, SLOT
 from arag.serve.guard import BUSY, MCP_PATH, STOPPING
 from arag.serve.sessions import SessionTrackers
 from arag.serve.tool_service import ToolService, result_json
-from arag.tools import DocumentSession, ReadTracker, ToolSpec
+from arag.tools import DocumentSession, ToolSpec
 
 MCP_SESSION_HEADER = "mcp-session-id"
 SESSION_PREFIX = "mcp:"
@@ -43,15 +38,9 @@ def instructions(tools: dict[str, ToolSpec]) -> str:
 
 
 def _session(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    request = ctx.request
-    session = request.headers.get(MCP_SESSION_HEADER) if request is not None and hasattr(request, "headers") else None
+    session = getattr(ctx.request, "headers", {}).get(MCP_SESSION_HEADER)
     # A stateless (sessionless) request keeps no memory across calls.
     return SESSION_PREFIX + session if session else None
-
-
-def _scope(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
-    scope = getattr(ctx.request, "scope", None)
-    return scope if isinstance(scope, dict) else {}
 
 
 def retryable_error(message: str) -> MCPError:
@@ -75,7 +64,7 @@ def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
         arguments = params.arguments if params.arguments is not None else {}
         session = None if stdio_tracker is not None else _session(ctx)
         tracker = stdio_tracker if stdio_tracker is not None else (service.tracker(session) if session else None)
-        scope = _scope(ctx)
+        scope = getattr(ctx.request, "scope", {})
         lost = scope.get(CONNECTION_LOST)
         # A call whose client disconnected is cancelled, queued or running, as the JSON API's are
         # (a JSON-RPC error nobody reads; MCPError: the SDK answers it without logging a traceback).
@@ -98,11 +87,11 @@ def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
 
 
 class McpSessionBounds:
-    """ASGI middleware at /mcp: the SDK's sessions kept in the server's session store, so they are
-    bounded with the JSON API's (serve.max_sessions, serve.sessions_max_bytes, serve.session_idle_s,
-    least recently used first) and counted with what they really hold (MCP_SESSION_BYTES). A
-    session is opened in the store when its initialize is answered, marked used by each request
-    naming it, and ended in the SDK when the store forgets it (its id then answers 404)."""
+    """ASGI middleware at /mcp: the SDK's sessions kept in the server's session store, bounded with
+    the JSON API's and counted with what they hold (MCP_SESSION_BYTES): opened there when its
+    initialize is answered, marked used by each request naming it, ended in the SDK when the store
+    forgets it (its id then answers 404). Own code: the SDK's own cap (max_sessions) refuses new
+    sessions instead of ending the least recently used."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], sessions: SessionTrackers, manager: Any):
         self.app = app
@@ -143,6 +132,5 @@ class McpSessionBounds:
             return
         session = session_id[len(SESSION_PREFIX) :]
         transport = self._open_sessions().pop(session, None)  # its id answers 404 from now on
-        self.manager._session_owners.pop(session, None)
-        if transport is not None and not transport.is_terminated:
-            self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(transport.terminate()))
+        if transport is not None:  # the SDK's own discard: its record of the session, then the transport ended
+            self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.manager._discard_session(session, transport)))

@@ -239,6 +239,8 @@ def test_a_deeply_nested_document_settings_header_is_a_400(hostile):
 def test_the_http_layer_answers_json(hostile):
     assert_json_error(raw(hostile, b"NOT AN HTTP REQUEST\r\n\r\n"), 400, "malformed HTTP request")
     assert_json_error(raw(hostile, b"GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n"), 400, "")
+    endless = b"GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X-Padding: " + b"a" * 20_000  # headers that never end
+    assert_json_error(raw(hostile, endless), 400, "malformed HTTP request")
 
 
 @pytest.mark.parametrize("path", ["/mcp", "/tools"])

@@ -44,6 +44,20 @@ def test_idle_sessions_expire():
     assert not sessions.get("old").seen("x") and sessions.get("recent").seen("y")
 
 
+def test_every_session_forgotten_is_reported_evicted_expired_or_dropped():
+    clock = Clock()
+    sessions = SessionTrackers(max_sessions=2, idle_s=60, clock=clock)
+    forgotten = []
+    sessions.on_forget = forgotten.append
+    for s in "abc":  # c evicts a, the least recently used
+        sessions.get(s)
+    clock.now = 61  # b and c expire
+    assert not sessions.touch("b") and len(sessions) == 0
+    sessions.get("d")
+    assert sessions.drop("d") and not sessions.drop("d")
+    assert forgotten == ["a", "b", "c", "d"]
+
+
 def test_thousands_of_sessions_stay_bounded():
     sessions = SessionTrackers(max_sessions=100, idle_s=3600)
     for i in range(5000):
@@ -124,7 +138,7 @@ def test_uvicorn_gets_the_connection_bounds():
 
     config = uvicorn_config(lambda scope, receive, send: None, ServeSettings(max_connections=7, keep_alive_s=3, header_timeout_s=2))
     # Request slots are the guard's (after the token); uvicorn's cap would count stalled connections.
-    assert config.limit_concurrency is None and config.timeout_keep_alive == 3
+    assert config.limit_concurrency is None and config.timeout_keep_alive == 3 and config.h11_max_incomplete_event_size == 16 * 1024
     assert config.http.__name__.startswith("Bounded")
 
 
