@@ -108,54 +108,13 @@ def run_accuracy(run: Run, column: str) -> Accuracy:
     return Accuracy(value, interval, failed)
 
 
-def commit_text(run: Run) -> str:
-    ident = run.identity
-    return (ident.commit or "?") + (f" (judged at {ident.judge_commit})" if ident.judge_commit else "")
-
-
-def call_marks(call: dict[str, Any], failure: str | None, repeated: bool) -> tuple[str, list[tuple[str, str]]]:
-    """The CSS classes and (class, text) labels that mark a tool call whose result the model could not
-    use (its failure kind), one that named ids the index does not hold, and a call identical to an
-    earlier one of the episode (`failure` and `repeated`: the call's in the episode's facts)."""
-    unknown = unknown_ids_in(call)
-    classes = (" unusable" if failure else "") + (" unknown-ids" if unknown else "") + (" repeated" if repeated else "")
-    labels = [("unusable", f"tool error: {failure.replace('_', ' ')}")] if failure else []
-    if unknown and failure != "unknown_ids":
-        labels.append(("unusable", f"{unknown} unknown id{'s' if unknown != 1 else ''}"))
-    return classes, labels + ([("repeated", "repeated call")] if repeated else [])
-
-
-def gold_refs_in(call: dict[str, Any], gold_refs: dict[str, list[str]]) -> list[str]:
-    """The reference ids of gold documents a call's result shows (a summarize names refs but shows none)."""
-    return [r for r in call.get("ref_ids") or [] if r in gold_refs] if call.get("chunk_ids") else []
-
-
-def tool_call_meta(call: dict[str, Any], full_text: bool) -> str:
-    ids = call.get("chunk_ids") or []
-    level = "read (whole chunks)" if shows_full_text(str(call.get("name")), full_text) else "seen (snippets)"
-    unknown = unknown_ids_in(call)
-    unknown_text = f" · {unknown} unknown id" + ("s" if unknown != 1 else "") if unknown else ""
-    return f"{len(ids)} chunk{'s' if len(ids) != 1 else ''}, {level}{unknown_text} · {num(call.get('retrieved_tokens'))} retrieved tokens · {num(call.get('latency_s'), 3)} s"
-
-
-def model_call_meta(call: dict[str, Any]) -> str:
-    shown = (("prompt tokens", "prompt_tokens"), ("completion", "completion_tokens"), ("reasoning", "reasoning_tokens"), ("attempts", "attempts"), ("finish", "finish_reason"))
-    return " · ".join(f"{label} {num(call.get(key))}" for label, key in shown if call.get(key) is not None) + f" · {num(call.get('latency_s'), 3)} s"
-
-
-def counted_or_na(row: dict[str, Any], key: str) -> Any:
-    """None: a row stored without a trajectory, whose tool errors and repeats were never counted."""
-    return "n/a" if row.get(key) is None else row[key]
-
-
 # Autoescaping on for every template; None shows as nothing, as an absent value should.
 ENV = Environment(loader=PackageLoader("arag.viewer", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
                   finalize=lambda value: "" if value is None else value)
 ENV.filters.update(num=num, pct=pct, as_json=as_json, pretty=pretty, breakable=breakable, mark_ids=mark_ids, result_html=result_html)
 ENV.globals.update(
-    href=href, nums=nums, outcome=outcome, run_accuracy=run_accuracy, commit_text=commit_text, call_marks=call_marks, gold_refs_in=gold_refs_in,
-    tool_call_meta=tool_call_meta, model_call_meta=model_call_meta, counted_or_na=counted_or_na, gold_seen_but_wrong=gold_seen_but_wrong,
-    gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text, percent_text=percent_text,
+    href=href, nums=nums, outcome=outcome, run_accuracy=run_accuracy, unknown_ids_in=unknown_ids_in, shows_full_text=shows_full_text,
+    gold_seen_but_wrong=gold_seen_but_wrong, gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text, percent_text=percent_text,
     PAIR_KINDS=PAIR_KINDS, PAIRED_HEADER=PAIRED_HEADER, DELTA=DELTA, WITHIN_NOISE=WITHIN_NOISE, EPISODE_COLUMNS=EPISODE_COLUMNS, RUN_INFO=RUN_INFO,
     json=json, figures=figures, zip=zip, sum=sum,
 )
