@@ -1,6 +1,7 @@
 """The report's PNG plots (matplotlib, Agg backend): accuracy against a swept setting (max steps,
-reasoning effort) with each point's 95% Wilson interval, and tool use (mean calls per tool, the
-distribution of tool calls per episode); and the report's "Plots" section that shows them."""
+reasoning effort) with each point's 95% Wilson interval, tool use (mean calls per tool, the
+distribution of tool calls per episode), the A-RAG paper's Figure 4 (arag.report.sweeps' panels),
+and the report's sections that show them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from arag.report.episodes import method_label, method_order, setting_keys, setti
 from arag.report.format import accuracy_sql, pyplot
 from arag.report.intervals import Proportion, proportion
 from arag.report.rejudges import counted_once_sql
-from arag.report.sweeps import AXIS_LABELS, PAPER_FIGURE_FILE, SWEEPABLE, setting_order, sweep_series
+from arag.report.sweeps import AXIS_LABELS, PAPER_EFFORT_LEVELS, PAPER_FIGURE_FILE, PAPER_STEP_RANGE, SWEEPABLE, Panel, paper_figure_panels, setting_order, sweep_series
 
 # A sweep plot is drawn for a series of at least this many values of the swept setting.
 MIN_PLOTTED_POINTS = 3
@@ -166,6 +167,63 @@ def tool_use_figure(con: duckdb.DuckDBPyConnection):
     bottom.legend(fontsize=7, **BESIDE)
     fig.subplots_adjust(hspace=0.45)
     return fig
+
+
+def paper_figure(panels: list[Panel], official_steps: int):
+    """The matplotlib figure: one axes per panel, in rows of up to four, a line per series and its
+    points' 95% intervals as a band."""
+    cols = min(4, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = pyplot().subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), dpi=110, squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        xs = sorted({v for _, pts in panel.lines for v, _ in pts}, key=lambda v: setting_order(panel.x, v))
+        # Steps on a number line as the paper draws them; effort levels evenly spaced, in level order.
+        pos = {v: (v if panel.x == "max_steps" else i) for i, v in enumerate(xs)}
+        for i, (name, pts) in enumerate(panel.lines):
+            ax.plot([pos[v] for v, _ in pts], [100 * acc.value for _, acc in pts], "-o", color=f"C{i % 10}", label=name)
+            ax.fill_between([pos[v] for v, _ in pts], [100 * acc.interval[0] for _, acc in pts], [100 * acc.interval[1] for _, acc in pts],
+                            color=f"C{i % 10}", alpha=0.15, linewidth=0)
+        ax.set_xticks([pos[v] for v in xs], [str(v) for v in xs])
+        ax.set_xlabel(AXIS_LABELS[panel.x] + (f" (max steps {official_steps})" if panel.x == "reasoning_effort" else ""))
+        ax.set_ylabel("LLM-Acc (%)")
+        ax.set_title(panel.title, fontsize=9)
+        ax.grid(alpha=0.3)
+        if len(panel.lines) > 1:  # beside the axes, never over a line
+            ax.legend(fontsize=6, **BESIDE)
+    for ax in axes.flat[len(panels):]:
+        fig.delaxes(ax)
+    fig.tight_layout()
+    return fig
+
+
+def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[str], out_dir, label=lambda m: m) -> tuple[str, list]:
+    """The report's section for the paper's figure (report.paper_columns=true) and the PNG it wrote
+    (none without a sweep to draw)."""
+    from arag.agent.loop import AgentConfig
+
+    official = AgentConfig().max_steps
+    panels, notes = paper_figure_panels(con, shown_settings, label, official)
+    out = [
+        "## Test-time scaling as the paper draws it (Figure 4)",
+        "",
+        f"LLM-Acc against max steps ({PAPER_STEP_RANGE[0]}–{PAPER_STEP_RANGE[1]}) and against reasoning effort "
+        f"({PAPER_EFFORT_LEVELS[0]}–{PAPER_EFFORT_LEVELS[-1]}, at the official {official} steps), one panel per backbone and dataset; "
+        "the paper's panels: steps for GPT-5-mini and GPT-4o-mini, effort for GPT-5-mini and GPT-5, on MuSiQue-300. "
+        "The band around a line and the brackets below: each point's 95% Wilson interval (n: the questions it averages over).",
+        "",
+    ]
+    written = []
+    if panels:
+        written.append(save_figure(paper_figure(panels, official), out_dir / PAPER_FIGURE_FILE))
+        for p in panels:
+            for name, pts in p.lines:
+                out.append(f"- {AXIS_LABELS[p.x]} · {p.title} · {name}: " + ", ".join(f"{v} {acc.text()}" for v, acc in pts))
+        out += ["", f"![Test-time scaling, the paper's layout]({PAPER_FIGURE_FILE})", ""]
+    else:
+        out += ["No sweep series to draw (`+sweep=test_time_scaling_steps`, `+sweep=test_time_scaling_effort`).", ""]
+    if notes:
+        out += ["Left out of the figure:", "", *(f"- {n}" for n in notes), ""]
+    return "\n".join(out), written
 
 
 def draw_plots(con: duckdb.DuckDBPyConnection, out: Path) -> list[Path]:

@@ -16,7 +16,8 @@ from arag.report.build import build_report
 from arag.report.episodes import connect, method_label, varying_settings
 from arag.report.figures import accuracy_figure
 from arag.report.paired import comparisons
-from arag.report.sweeps import paper_figure, paper_figure_panels
+from arag.report.figures import paper_figure
+from arag.report.sweeps import paper_figure_panels
 from tests.evaluation.test_report_layouts import one_at_a_time, section, write_run
 from tests.support.report_tables import table
 

@@ -10,8 +10,8 @@ import pytest
 
 from arag.report.build import build_report
 from arag.report.episodes import connect, method_label, varying_settings
-from arag.report.figures import MIN_PLOTTED_POINTS, accuracy_figure, tool_use_figure
-from arag.report.sweeps import paper_figure, paper_figure_panels
+from arag.report.figures import MIN_PLOTTED_POINTS, accuracy_figure, paper_figure, tool_use_figure
+from arag.report.sweeps import paper_figure_panels
 from tests.evaluation.test_report_layouts import write_run
 
 # The largest image a report plot may be (pixels): a page's width, a little over a screen's height.

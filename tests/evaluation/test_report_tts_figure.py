@@ -9,7 +9,8 @@ from pathlib import Path
 from arag.agent.loop import AgentConfig
 from arag.report.build import build_report
 from arag.report.episodes import connect, method_label, varying_settings
-from arag.report.sweeps import PAPER_FIGURE_FILE, paper_figure, paper_figure_panels
+from arag.report.figures import paper_figure
+from arag.report.sweeps import PAPER_FIGURE_FILE, paper_figure_panels
 from tests.evaluation.test_report_layouts import section, write_run
 
 OFFICIAL = AgentConfig().max_steps
