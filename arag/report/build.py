@@ -1,29 +1,16 @@
-"""A Markdown report with PNG plots from a results tree (every run's Parquet files, read by DuckDB).
-
-Sections: the main table (methods × datasets, LLM-Acc and Contain-Acc, LLM-Acc alone for GraphRAG-Bench,
-like Table 1 of the A-RAG paper), the ablation table (A-RAG Full and its `arag_no_*` variants, Table 2's
-layout), paired comparisons on shared questions (Table 1's and Table 2's method pairs and runs of one
-method, arag.report.paired), test-time scaling (accuracy and cost against max steps, and against reasoning effort, one
-setting varied at a time: arag.report.sweeps), retrieved tokens per method and dataset
-(Table 3's layout, shaped like the main table), A2RAG beside A-RAG (Full) and Naive RAG with its controller's stage breakdown,
-verdicts and rewrites (arag.report.a2rag), details per run (EM, F1,
-evidence recall, failures), retrieved tokens and cost per method, tool use, and plots of accuracy
-against the step limit and against reasoning effort, and of tool-use distributions. Every table
-fits a page (arag.report.tables): columns the same on every row are stated once above it, and a
-table wider than MAX_COLUMNS is split by topic.
+"""The report over one results tree: its sections in order (arag.report's modules), written as
+report.md beside its PNG plots.
 
 Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
 run; LLM-Acc and Cont-Acc average over the same questions: every completed episode except those
-whose judge gave no verdict (counted beside them in "judge failed"). A failed episode (an outage, a
-timeout, a lost worker) has no result: it is never scored, and every accuracy cell names the failed
-episodes beside it with their most frequent cause; a cell whose episodes all failed shows only that.
-Calls per tool, tool errors by kind, repeated calls and evidence seen and read are counted from each
-row's trajectory (arag.report.facts, the viewer's count), not read from the columns a run stored.
+whose judge gave no verdict ("judge failed"). A failed episode (an outage, a timeout, a lost worker)
+has no result: it is never scored, and every accuracy cell names the failed episodes beside it with
+their most frequent cause. Tool calls, tool errors, repeated calls and evidence are counted from
+each row's trajectory (arag.report.facts), the viewer's count.
 
-Runs are never averaged together: a table cell holds one run. Results holding two runs for the same
-(dataset, model, method, shown settings) that differ in anything else of their identity (judge,
-protocol, index, prompts, code version, ...) are refused with the run ids named; pick one with
-`report.where="run_id IN (...)"`.
+Runs are never averaged together: a table cell holds one run. Two runs that would share one but
+differ in anything else of their identity (judge, protocol, index, prompts, code version, ...) are
+refused with the run ids named; pick one with `report.where="run_id IN (...)"`.
 """
 
 from __future__ import annotations

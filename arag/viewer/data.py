@@ -8,9 +8,8 @@ row holds each question, so an episode page reads that one file, not the whole r
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -197,7 +196,7 @@ class ResultsTree:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self._cache: dict[Path, tuple[tuple, Run]] = {}
-        self._episodes: OrderedDict[tuple, tuple[dict[str, Any], dict[str, Any]]] = OrderedDict()
+        self._read_episode = lru_cache(maxsize=EPISODES_KEPT)(_read_episode)  # keyed by the run's version too
         self._comparisons: tuple[tuple, list[Comparison], str | None] | None = None
 
     def runs(self) -> tuple[list[Run], list[str]]:
@@ -246,19 +245,7 @@ class ResultsTree:
         """The whole row of one episode and its trajectory (with `error` set when it is not readable JSON)."""
         if question_id not in run.where:
             return None
-        file, index = run.where[question_id]
-        key = (run.path, self._cache[run.path][0] if run.path in self._cache else None, question_id)
-        if key in self._episodes:
-            self._episodes.move_to_end(key)
-            return self._episodes[key]
-        row = read_row(file, index)
-        trajectory = parse_trajectory(row.get("trajectory"))
-        if trajectory.get("messages"):
-            trajectory["messages"] = unpack_messages(trajectory)  # each tool result back in the message that showed it
-        self._episodes[key] = (row, trajectory)
-        while len(self._episodes) > EPISODES_KEPT:
-            self._episodes.popitem(last=False)
-        return row, trajectory
+        return self._read_episode(*run.where[question_id], self._cache[run.path][0] if run.path in self._cache else None)
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
         """Every run's episode of one question, in run order."""
@@ -269,6 +256,15 @@ class ResultsTree:
                 if found is not None:
                     out.append((run, *found))
         return out
+
+
+def _read_episode(file: Path, index: int, stamp: tuple | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A row and its trajectory; `stamp`, the run's version, only tells a rewritten file apart."""
+    row = read_row(file, index)
+    trajectory = parse_trajectory(row.get("trajectory"))
+    if trajectory.get("messages"):
+        trajectory["messages"] = unpack_messages(trajectory)  # each tool result back in the message that showed it
+    return row, trajectory
 
 
 def _stamp(run_dir: Path) -> tuple:
@@ -322,22 +318,19 @@ def _evidence(row: dict[str, Any], wanted: str) -> bool:
     return {"seen": seen > 0, "read": (read or 0) > 0, "seen_not_read": seen > 0 and not read, "none": seen == 0}[wanted]
 
 
-def _yes_no(value: str, count: Any) -> bool:
-    return bool(count) == (value == "yes")
+# What each filter of CHOICES keeps: (row, the value chosen) → bool.
+KEEPS = {
+    "outcome": lambda row, value: outcome(row) == value,
+    "forced": lambda row, value: bool(row.get("forced")) == (value == "yes"),
+    "evidence": lambda row, value: _evidence(row, value),
+    "tool_errors": lambda row, value: bool(row.get("unusable_results")) == (value == "yes"),
+    "repeated": lambda row, value: bool(row.get("repeated")) == (value == "yes"),
+    "gold_wrong": lambda row, value: gold_seen_but_wrong(row),
+}
 
 
 def passes(run: Run, row: dict[str, Any], f: dict[str, str], needle: str) -> bool:
-    if f.get("outcome") and outcome(row) != f["outcome"]:
-        return False
-    if f.get("forced") and bool(row.get("forced")) != (f["forced"] == "yes"):
-        return False
-    if f.get("evidence") and not _evidence(row, f["evidence"]):
-        return False
-    if f.get("tool_errors") and not _yes_no(f["tool_errors"], row.get("unusable_results")):
-        return False
-    if f.get("repeated") and not _yes_no(f["repeated"], row.get("repeated")):
-        return False
-    if f.get("gold_wrong") and not gold_seen_but_wrong(row):
+    if not all(keeps(row, f[name]) for name, keeps in KEEPS.items() if f.get(name)):
         return False
     if needle:
         shown = (str(row.get("question") or ""), str(row["question_id"]), str(row.get("prediction") or ""))
