@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 import duckdb
 
 from arag.evaluation.rows import PASSAGE_RECALL_SCHEMA
-from arag.report.format import accuracy_sql, failures_sql
+from arag.report.format import accuracy_sql, failures_sql, setting_text
 from arag.report.tables import Topic, fitted_tables
 from arag.report.format import format_value as _fmt
 from arag.report.intervals import cell as accuracy_cell
@@ -102,7 +102,7 @@ def rewrite_counts(rewrites_json: Iterable[str | None]) -> Counter:
 
 def _key(values: Sequence, label: Callable[[str], str]) -> list[str]:
     """A row's key cells: dataset, model, the method by its label, the shown settings ("—" unset)."""
-    return [label(v) if i == 2 else "—" if v is None else str(v) for i, v in enumerate(values)]
+    return [label(v) if i == 2 else setting_text(v) for i, v in enumerate(values)]
 
 
 def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:

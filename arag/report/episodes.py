@@ -14,7 +14,7 @@ from arag.config.files import method_declarations
 from arag.evaluation.results import row_files
 from arag.evaluation.rows import CALLS_OTHER, counted_tools
 from arag.report.facts import create_views
-from arag.report.format import UnlikeRunsError
+from arag.report.format import UnlikeRunsError, setting_text
 from arag.report.protocol import judge_label_sql
 from arag.report.sweeps import setting_order
 
@@ -105,10 +105,6 @@ def check_one_run_per_cell(con: duckdb.DuckDBPyConnection) -> None:
 def setting_keys(names: Sequence[str], values: Sequence[Any]) -> list[tuple]:
     """Sort keys for a row's values of the settings `names` (numbers by value, effort by level)."""
     return [setting_order(c, v) for c, v in zip(names, values)]
-
-
-def setting_text(value: Any) -> str:
-    return "—" if value is None else str(value)
 
 
 def setting_label(keys: Sequence[str], values: Sequence[Any]) -> str:

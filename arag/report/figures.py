@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 import duckdb
 
-from arag.report.episodes import method_label, method_order, setting_keys, setting_text, tool_columns, varying_settings
-from arag.report.format import accuracy_sql, pyplot
+from arag.report.episodes import method_label, method_order, setting_keys, tool_columns, varying_settings
+from arag.report.format import accuracy_sql, pyplot, setting_text
 from arag.report.intervals import Proportion, proportion
 from arag.report.rejudges import counted_once_sql
 from arag.report.sweeps import AXIS_LABELS, PAPER_EFFORT_LEVELS, PAPER_FIGURE_FILE, PAPER_STEP_RANGE, SWEEPABLE, Panel, paper_figure_panels, setting_order, sweep_series

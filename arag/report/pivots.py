@@ -9,8 +9,8 @@ from typing import Any, Sequence
 
 import duckdb
 
-from arag.report.episodes import ABLATION_ROWS, SETTING_HEADERS, method_label, method_order, setting_keys, setting_text, token_unit, varying_settings
-from arag.report.format import OF_ANSWERED, OF_ATTEMPTED, accuracy_sql, failures_sql, markdown_table
+from arag.report.episodes import ABLATION_ROWS, SETTING_HEADERS, method_label, method_order, setting_keys, token_unit, varying_settings
+from arag.report.format import OF_ANSWERED, OF_ATTEMPTED, accuracy_sql, failures_sql, markdown_table, setting_text
 from arag.report.format import format_value as _fmt
 from arag.report.intervals import LEGEND
 from arag.report.intervals import cell as accuracy_cell

@@ -10,8 +10,8 @@ import duckdb
 
 from arag.config.files import method_declarations
 from arag.evaluation.rows import failure_kinds
-from arag.report.episodes import AGENTIC_COMPARISON, SETTING_HEADERS, method_label, method_order, setting_keys, setting_text, token_unit, tool_columns, varying_settings
-from arag.report.format import ANSWERED, FAILED, OF_ANSWERED, OF_ATTEMPTED, accuracy_sql, failures_sql
+from arag.report.episodes import AGENTIC_COMPARISON, SETTING_HEADERS, method_label, method_order, setting_keys, token_unit, tool_columns, varying_settings
+from arag.report.format import ANSWERED, FAILED, OF_ANSWERED, OF_ATTEMPTED, accuracy_sql, failures_sql, setting_text
 from arag.report.format import format_value as _fmt
 from arag.report.intervals import LEGEND, failures_text
 from arag.report.intervals import cell as accuracy_cell

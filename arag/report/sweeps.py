@@ -21,7 +21,7 @@ import duckdb
 
 from arag.report.intervals import Proportion, proportion
 from arag.report.intervals import cell as accuracy_cell
-from arag.report.format import SCORED, UnlikeRunsError, failures_sql
+from arag.report.format import SCORED, UnlikeRunsError, failures_sql, setting_text
 from arag.report.format import format_value as _fmt
 from arag.report.tables import Topic, fitted_tables
 
@@ -162,10 +162,10 @@ def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str
         fixed = dict(s.fixed)
         name = " · ".join([str(fixed.pop("dataset")), str(fixed.pop("model")), label(str(fixed.pop("method")))])
         rails = fixed.pop("guard_rails")
-        named = [f"{k}={'—' if v is None else v}" for k, v in fixed.items()] + ([f"guard_rails={rails}"] if rails != "off" else [])
+        named = [f"{k}={setting_text(v)}" for k, v in fixed.items()] + ([f"guard_rails={rails}"] if rails != "off" else [])
         out += [f"**{name}**" + (f" — {', '.join(named)}" if named else ""), ""]
         rows = [
-            ["—" if p.x is None else str(p.x), _fmt(p.n, "int"), accuracy_cell(*_sum_n(p.llm), p.failed, p.failure_causes),
+            [setting_text(p.x), _fmt(p.n, "int"), accuracy_cell(*_sum_n(p.llm), p.failed, p.failure_causes),
              accuracy_cell(*_sum_n(p.contain), p.failed, p.failure_causes), _fmt(p.judge_failed, "int"),
              _fmt(p.tokens, "int"), _fmt(p.reasoning_tokens, "int"), _fmt(p.retrieved_tokens, "int"), _fmt(p.steps, "f1"),
              _fmt(p.model_calls, "f1"), _fmt(p.wall_s, "f2"), p.run_id]
@@ -224,7 +224,7 @@ def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str
             rails = fixed.pop("guard_rails")
             if x == "reasoning_effort":
                 fixed.pop("max_steps", None)  # the same for every effort line: the official step limit, named on the axis
-            name = " · ".join([label(str(fixed.pop("method"))), *(f"{k}={'—' if v is None else v}" for k, v in fixed.items()),
+            name = " · ".join([label(str(fixed.pop("method"))), *(f"{k}={setting_text(v)}" for k, v in fixed.items()),
                                *([f"guard_rails={rails}"] if rails != "off" else [])])
             where = f"{model} · {dataset} · {name}"
             if x == "reasoning_effort":
@@ -235,7 +235,7 @@ def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str
             kept = [p for p in s.points if _in_paper_range(x, p.x) and p.llm is not None]
             dropped = [p.x for p in s.points if p not in kept]
             if dropped:
-                notes.append(f"{where}: {x}={', '.join('—' if v is None else str(v) for v in dropped)} (outside the paper's range, or no LLM-Acc)")
+                notes.append(f"{where}: {x}={', '.join(map(setting_text, dropped))} (outside the paper's range, or no LLM-Acc)")
             if len(kept) >= 2:
                 lines.setdefault((x, model, dataset), []).append((name, tuple((p.x, p.llm) for p in kept)))
     order = list(SWEEPABLE)
