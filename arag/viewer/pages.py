@@ -19,7 +19,8 @@ from arag.evaluation.evidence import shows_full_text
 from arag.evaluation.results import RUN_INFO
 from arag.report.intervals import DELTA, PAIRED_HEADER, WITHIN_NOISE, Proportion, failures_text, paired_cells
 from arag.report.paired import TABLE1, TABLE2, Comparison
-from arag.viewer.data import CHOICES, Run, failure_causes, filter_rows, gold_seen_but_wrong, outcome, scores
+from arag.viewer.data import Run, failure_causes, outcome, scores
+from arag.viewer.listing import CHOICES, filter_rows, gold_seen_but_wrong
 from arag.viewer.gold import gold_marks
 
 PAGE_SIZE = 200  # episodes per page of the listing
