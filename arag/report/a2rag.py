@@ -1,23 +1,15 @@
-"""The A2RAG section of the report: A2RAG runs beside A-RAG (Full) and Naive RAG, and what its
-controller did.
+"""The report's A2RAG section, from the rows `pipelines.evaluate` writes (nothing is recomputed).
 
-Two tables, from the rows `pipelines.evaluate` writes (nothing is recomputed):
-
-* Comparison, per (dataset, model, method, shown settings) for `a2rag*`, `arag_full` and `naive_rag`:
-  EM, F1, LLM-Acc, evidence Recall@2/@5 (the rows' `evidence_recall_at_k`: supporting titles among
-  the first k passages retrieved, in retrieval order, for every method alike: a packed window counts
-  as the passages it covers, arag.evaluation.evidence; rows written before Recall@k counted passages,
-  schema_version < PASSAGE_RECALL_SCHEMA, are left out of these two columns and counted in the
-  "older rows" column, so no window-level figure stands beside a passage-level one), LLM calls and
-  tokens (prompt + completion) per
-  question, latency P50/P95 (seconds per episode without its judge call: `wall_s - judge_s`).
-* Controller, per A2RAG run, from each episode's `trace` (arag/methods/a2rag.py): the stage
-  breakdown (answered after the local / bridge / PPR stage, fail after the rewrites ran out,
-  abstain at the gate, and "no outcome" for an episode that failed before its controller finished:
-  every episode in exactly one, so the shares sum to 1), LLM calls per question with their
-  purposes (sufficiency checks, answers, Triple-Checks, rewrites) beside the paper's figure for the
-  dataset (PAPER_CALLS_PER_QUESTION), the Triple-Check verdicts (yes/no per validator) and the
-  rewrites by failure type.
+* Comparison of `a2rag*`, `arag_full` and `naive_rag` per run cell: EM, F1, LLM-Acc, evidence
+  Recall@2/@5 (supporting titles among the first k passages retrieved, in retrieval order, a packed
+  window counting as the passages it covers; rows older than PASSAGE_RECALL_SCHEMA counted windows
+  and are left out of these columns, counted under "older rows"), LLM calls and tokens per question,
+  latency P50/P95 (seconds per episode without its judge call: `wall_s - judge_s`).
+* The controller per A2RAG run, from each episode's `trace` (arag/methods/a2rag.py): the stage
+  breakdown (answered after the local / bridge / PPR stage, fail, abstain, or "no outcome" for an
+  episode that failed first: every episode in exactly one, so the shares sum to 1), LLM calls per
+  question by purpose beside the paper's (PAPER_CALLS_PER_QUESTION), the Triple-Check verdicts and
+  the rewrites by failure type.
 """
 
 from __future__ import annotations
@@ -29,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 import duckdb
 
 from arag.evaluation.rows import PASSAGE_RECALL_SCHEMA
-from arag.report.format import accuracy_sql, failures_sql
+from arag.report.format import accuracy_sql, failures_sql, setting_text
 from arag.report.tables import Topic, fitted_tables
 from arag.report.format import format_value as _fmt
 from arag.report.intervals import cell as accuracy_cell
@@ -108,6 +100,11 @@ def rewrite_counts(rewrites_json: Iterable[str | None]) -> Counter:
     return counts
 
 
+def _key(values: Sequence, label: Callable[[str], str]) -> list[str]:
+    """A row's key cells: dataset, model, the method by its label, the shown settings ("—" unset)."""
+    return [label(v) if i == 2 else setting_text(v) for i, v in enumerate(values)]
+
+
 def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
     cols = ["dataset", "model", "method", *shown_settings]
     baselines = ", ".join(f"'{m}'" for m in BASELINES)
@@ -121,7 +118,7 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     n = len(cols)
     order = {m: i for i, m in enumerate(BASELINES)}
     data.sort(key=lambda r: (*[str(v) for v in r[:2]], order.get(r[2], len(order)), r[2], *[str(v) for v in r[3:n]]))
-    keys = [[*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n])] for r in data]
+    keys = [_key(r[:n], label) for r in data]
     quality = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "older rows"]
     quality_rows = [[*key, _fmt(r[n], "int"), _fmt(r[n + 1]), _fmt(r[n + 2]), accuracy_cell(r[n + 3], r[n + 4], r[-2], r[-1]), *(_fmt(v) for v in r[n + 5 : n + 7]), _fmt(r[n + 11], "int")]
                     for key, r in zip(keys, data)]
@@ -151,7 +148,7 @@ def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
         by_type = rewrite_counts(t["rewrites"] for t in traces)
         counted, per_purpose = calls_by_purpose(t["calls"] for t in traces)
         total = len(traces)
-        key = [*(("—" if v is None else str(v)) for v in r[:2]), label(r[2]), *(("—" if v is None else str(v)) for v in r[3:n])]
+        key = _key(r[:n], label)
         stage_rows.append([*key, _fmt(total, "int"), *(_fmt(shares[b]) for b in OUTCOMES)])
         call_rows.append([*key, _fmt(sum(per_purpose.values()) if counted else None, "f2"), _fmt(paper_calls(r[0]), "f1"),
                           *(_fmt(per_purpose[p] if counted else None, "f2") for p in CALL_PURPOSES)])

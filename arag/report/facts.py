@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, row_facts
 from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX, failure_kinds
+from arag.report.format import sql_literal
 
 # The stored rows as read, with where each is (the key the facts are joined by).
 STORED_TABLE = "stored_episodes"
@@ -27,10 +28,6 @@ KEY = ("filename", "file_row_number")
 BATCH_ROWS = 500
 # Columns that keep the row's stored value where its trajectory holds no tool-call record.
 CALL_COUNT_COLUMNS = ("tool_calls",)
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
@@ -73,7 +70,7 @@ def _stored_rows(con: duckdb.DuckDBPyConnection, columns: Sequence[str]) -> Iter
 def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     """`stored_episodes` (the rows as stored), the table `episode_facts` and the view `all_episodes`
     (the stored rows with the counted facts in place of their columns)."""
-    listing = ", ".join(_literal(f) for f in files)
+    listing = ", ".join(sql_literal(f) for f in files)
     # A table, not a view over the files: every query of a report reads it, and each would scan every file again.
     con.execute(f"CREATE TABLE {STORED_TABLE} AS SELECT * FROM read_parquet([{listing}], union_by_name = true, filename = true, file_row_number = true)")
     present = [r[0] for r in con.execute(f"DESCRIBE {STORED_TABLE}").fetchall()]

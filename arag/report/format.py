@@ -22,6 +22,11 @@ NO_CAUSE = "no cause recorded"
 FAILURE_CAUSE_SQL = f"trim(split_part(coalesce(nullif(trim(failure), ''), '{NO_CAUSE}'), ':', 1))"
 
 
+def sql_literal(text: str) -> str:
+    """`text` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def failure_cause(failure: str | None) -> str:
     """FAILURE_CAUSE_SQL in Python (the viewer's count)."""
     return ((failure or "").strip() or NO_CAUSE).split(":", 1)[0].strip()
@@ -57,6 +62,11 @@ def format_value(value: Any, kind: str = "pct") -> str:
     if kind == "f2":
         return f"{value:.2f}"
     return str(value)
+
+
+def setting_text(value: Any) -> str:
+    """A setting's value in a table; "—" where the run left it unset."""
+    return "—" if value is None else str(value)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None) -> str:

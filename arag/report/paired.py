@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import duckdb
 
 from arag.report.intervals import ALPHA, DELTA, PAIRED_HEADER, RESAMPLES, WITHIN_NOISE, Paired, paired, paired_cells
-from arag.report.format import SCORED
+from arag.report.format import SCORED, setting_text
 from arag.report.paper import PAPER_ABLATIONS_FILE, PAPER_RESULTS_FILE, PaperResults
 from arag.report.tables import Topic, fitted_tables
 from arag.report.sweeps import differing_keys, setting_order
@@ -167,15 +167,11 @@ def run_keys(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> l
     return [RunKey(r[0], r[1], r[2], tuple(zip(shown, r[3 : 3 + n])), json.loads(r[3 + n] or "{}"), r[4 + n]) for r in rows]
 
 
-def _short(value: Any) -> str:
-    return "—" if value is None else str(value)
-
-
 def differences(a: RunKey, b: RunKey) -> str:
     """What tells B from A: the method, the shown settings that differ, the code commit when it does;
     two runs of one method that differ in none of these, their identity settings' keys."""
     out = ["method"] if a.method != b.method else []
-    out += [f"{k} {_short(v)} → {_short(b.value(k))}" for k, v in a.shown if b.value(k) != v]
+    out += [f"{k} {setting_text(v)} → {setting_text(b.value(k))}" for k, v in a.shown if b.value(k) != v]
     commit_a, commit_b = (str((r.settings.get("code") or {}).get("commit") or "")[:7] for r in (a, b))
     if commit_a != commit_b:
         out.append(f"code {commit_a or '?'} → {commit_b or '?'}")
@@ -221,7 +217,7 @@ def comparisons(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -
 
 def _settings_text(key: RunKey) -> str:
     """The shown settings but the model, as one cell."""
-    return ", ".join(f"{k}={_short(v)}" for k, v in key.shown if k != "model")
+    return ", ".join(f"{k}={setting_text(v)}" for k, v in key.shown if k != "model")
 
 
 def method_tables(found: Sequence[Comparison], table: str, label: Callable[[str], str]) -> list[str]:
@@ -234,7 +230,7 @@ def method_tables(found: Sequence[Comparison], table: str, label: Callable[[str]
     out = []
     for (dataset, _), chosen in blocks.items():
         first = chosen[0].a
-        title = " · ".join([f"{TABLE_TITLES[table]}: {dataset}", _short(first.value("model")), *([_settings_text(first)] if len(first.shown) > 1 else [])])
+        title = " · ".join([f"{TABLE_TITLES[table]}: {dataset}", setting_text(first.value("model")), *([_settings_text(first)] if len(first.shown) > 1 else [])])
         rows = [[label(c.a.method), label(c.b.method), f"{c.a.run_id} → {c.b.run_id}", c.differs, c.metric, *paired_cells(c.result)] for c in chosen]
         out += fitted_tables(5, [Topic(title, header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])])
     return out

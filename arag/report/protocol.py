@@ -13,12 +13,8 @@ import duckdb
 
 from arag.evaluation.effective import Effective, chunk_readers, effective, header_form
 from arag.evaluation.protocol import ProtocolCard, judge_presets, protocol_card
-from arag.report.format import markdown_table
+from arag.report.format import markdown_table, sql_literal
 from arag.evaluation.results import RUN_INFO, RunStore, find_run_dirs
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def judge_label_sql() -> str:
@@ -30,9 +26,9 @@ def judge_label_sql() -> str:
     system = "json_extract_string(settings, '$.judge.system_prompt')"
     user = "json_extract_string(settings, '$.judge.user_template')"
     presets = judge_presets()
-    same = {p: f"({system} = {_literal(s)} AND {user} = {_literal(u)})" for p, (s, u) in presets.items()}
-    by_prompts = "CASE " + " ".join(f"WHEN {cond} THEN {_literal(p)}" for p, cond in same.items()) + " END" if same else "NULL"
-    changed = ("CASE " + " ".join(f"WHEN {name} = {_literal(p)} AND NOT {cond} THEN ', prompts changed'" for p, cond in same.items()) + " ELSE '' END") if same else "''"
+    same = {p: f"({system} = {sql_literal(s)} AND {user} = {sql_literal(u)})" for p, (s, u) in presets.items()}
+    by_prompts = "CASE " + " ".join(f"WHEN {cond} THEN {sql_literal(p)}" for p, cond in same.items()) + " END" if same else "NULL"
+    changed = ("CASE " + " ".join(f"WHEN {name} = {sql_literal(p)} AND NOT {cond} THEN ', prompts changed'" for p, cond in same.items()) + " ELSE '' END") if same else "''"
     model = """coalesce(
         json_extract_string(settings, '$.judge_model.agent_model_at_defaults.model'),
         json_extract_string(settings, '$.judge_model.model'),

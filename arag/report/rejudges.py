@@ -13,6 +13,7 @@ from typing import Callable
 
 import duckdb
 
+from arag.report.format import sql_literal
 from arag.report.tables import Topic, fitted_tables
 
 REJUDGED_FROM_SQL = "json_extract_string(settings, '$.rejudged_from')"
@@ -43,7 +44,7 @@ def counted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
 def counted_once_sql(con: duckdb.DuckDBPyConnection) -> str:
     """A WHERE condition keeping each episode once (`counted_runs`)."""
     runs = counted_runs(con)
-    return "run_id IN (" + ", ".join("'" + r.replace("'", "''") + "'" for r in runs) + ")" if runs else "FALSE"
+    return "run_id IN (" + ", ".join(sql_literal(r) for r in runs) + ")" if runs else "FALSE"
 
 
 def rejudge_section(con: duckdb.DuckDBPyConnection, label: Callable[[str], str]) -> str:

@@ -21,7 +21,7 @@ import duckdb
 
 from arag.report.intervals import Proportion, proportion
 from arag.report.intervals import cell as accuracy_cell
-from arag.report.format import SCORED, UnlikeRunsError, failures_sql, pyplot
+from arag.report.format import SCORED, UnlikeRunsError, failures_sql, setting_text
 from arag.report.format import format_value as _fmt
 from arag.report.tables import Topic, fitted_tables
 
@@ -78,20 +78,6 @@ def setting_order(x: str, value: Any) -> tuple:
     return (1, value, "") if isinstance(value, (int, float)) else (2, 0, str(value))
 
 
-def _without(settings: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    """A copy of `settings` without the key at `path` (the swept setting)."""
-    if not path:
-        return settings
-    head, rest = path[0], path[1:]
-    out = dict(settings)
-    if head in out:
-        if rest and isinstance(out[head], dict):
-            out[head] = _without(out[head], rest)
-        elif not rest:
-            del out[head]
-    return out
-
-
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
@@ -110,13 +96,12 @@ def differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 def check_series_identity(x: str, runs: list[tuple[str, Any, str]]) -> None:
     """runs: (run id, x value, settings JSON) of one series. Raises UnlikeRunsError when two runs
     differ in any identity setting but the swept one."""
-    path = SWEEPABLE[x]
+    swept = ".".join(SWEEPABLE[x])
     first_id, first_x, first_settings = runs[0]
-    base = _without(json.loads(first_settings or "{}"), path)
+    base = json.loads(first_settings or "{}")
     for run_id, value, settings in runs[1:]:
-        other = _without(json.loads(settings or "{}"), path)
-        if other != base:
-            keys = differing_keys(base, other)
+        keys = [k for k in differing_keys(base, json.loads(settings or "{}")) if k != swept]
+        if keys:
             shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
             raise UnlikeRunsError(
                 f"a sweep over {x} may only vary {x}, but runs {first_id} ({x}={first_x}) and {run_id} ({x}={value}) also differ in: {shown}. "
@@ -177,10 +162,10 @@ def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str
         fixed = dict(s.fixed)
         name = " · ".join([str(fixed.pop("dataset")), str(fixed.pop("model")), label(str(fixed.pop("method")))])
         rails = fixed.pop("guard_rails")
-        named = [f"{k}={'—' if v is None else v}" for k, v in fixed.items()] + ([f"guard_rails={rails}"] if rails != "off" else [])
+        named = [f"{k}={setting_text(v)}" for k, v in fixed.items()] + ([f"guard_rails={rails}"] if rails != "off" else [])
         out += [f"**{name}**" + (f" — {', '.join(named)}" if named else ""), ""]
         rows = [
-            ["—" if p.x is None else str(p.x), _fmt(p.n, "int"), accuracy_cell(*_sum_n(p.llm), p.failed, p.failure_causes),
+            [setting_text(p.x), _fmt(p.n, "int"), accuracy_cell(*_sum_n(p.llm), p.failed, p.failure_causes),
              accuracy_cell(*_sum_n(p.contain), p.failed, p.failure_causes), _fmt(p.judge_failed, "int"),
              _fmt(p.tokens, "int"), _fmt(p.reasoning_tokens, "int"), _fmt(p.retrieved_tokens, "int"), _fmt(p.steps, "f1"),
              _fmt(p.model_calls, "f1"), _fmt(p.wall_s, "f2"), p.run_id]
@@ -239,7 +224,7 @@ def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str
             rails = fixed.pop("guard_rails")
             if x == "reasoning_effort":
                 fixed.pop("max_steps", None)  # the same for every effort line: the official step limit, named on the axis
-            name = " · ".join([label(str(fixed.pop("method"))), *(f"{k}={'—' if v is None else v}" for k, v in fixed.items()),
+            name = " · ".join([label(str(fixed.pop("method"))), *(f"{k}={setting_text(v)}" for k, v in fixed.items()),
                                *([f"guard_rails={rails}"] if rails != "off" else [])])
             where = f"{model} · {dataset} · {name}"
             if x == "reasoning_effort":
@@ -250,72 +235,9 @@ def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str
             kept = [p for p in s.points if _in_paper_range(x, p.x) and p.llm is not None]
             dropped = [p.x for p in s.points if p not in kept]
             if dropped:
-                notes.append(f"{where}: {x}={', '.join('—' if v is None else str(v) for v in dropped)} (outside the paper's range, or no LLM-Acc)")
+                notes.append(f"{where}: {x}={', '.join(map(setting_text, dropped))} (outside the paper's range, or no LLM-Acc)")
             if len(kept) >= 2:
                 lines.setdefault((x, model, dataset), []).append((name, tuple((p.x, p.llm) for p in kept)))
     order = list(SWEEPABLE)
     panels = [Panel(x, m, d, tuple(ls)) for (x, m, d), ls in sorted(lines.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2]))]
     return panels, notes
-
-
-def paper_figure(panels: list[Panel], official_steps: int):
-    """The matplotlib figure: one axes per panel, in rows of up to four, a line per series and its
-    points' 95% intervals as a band."""
-    plt = pyplot()
-    cols = min(4, len(panels))
-    rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), dpi=110, squeeze=False)
-    for ax, panel in zip(axes.flat, panels):
-        xs = sorted({v for _, pts in panel.lines for v, _ in pts}, key=lambda v: setting_order(panel.x, v))
-        # Steps on a number line as the paper draws them; effort levels evenly spaced, in level order.
-        pos = {v: (v if panel.x == "max_steps" else i) for i, v in enumerate(xs)}
-        for i, (name, pts) in enumerate(panel.lines):
-            ax.plot([pos[v] for v, _ in pts], [100 * acc.value for _, acc in pts], "-o", color=f"C{i % 10}", label=name)
-            ax.fill_between([pos[v] for v, _ in pts], [100 * acc.interval[0] for _, acc in pts], [100 * acc.interval[1] for _, acc in pts],
-                            color=f"C{i % 10}", alpha=0.15, linewidth=0)
-        ax.set_xticks([pos[v] for v in xs], [str(v) for v in xs])
-        ax.set_xlabel(AXIS_LABELS[panel.x] + (f" (max steps {official_steps})" if panel.x == "reasoning_effort" else ""))
-        ax.set_ylabel("LLM-Acc (%)")
-        ax.set_title(panel.title, fontsize=9)
-        ax.grid(alpha=0.3)
-        if len(panel.lines) > 1:  # beside the axes, never over a line
-            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    for ax in axes.flat[len(panels):]:
-        fig.delaxes(ax)
-    fig.tight_layout()
-    return fig
-
-
-def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[str], out_dir, label=lambda m: m) -> tuple[str, list]:
-    """The report's section for the paper's figure (report.paper_columns=true) and the PNG it wrote
-    (none without a sweep to draw)."""
-    from arag.agent.loop import AgentConfig
-
-    official = AgentConfig().max_steps
-    panels, notes = paper_figure_panels(con, shown_settings, label, official)
-    out = [
-        "## Test-time scaling as the paper draws it (Figure 4)",
-        "",
-        f"LLM-Acc against max steps ({PAPER_STEP_RANGE[0]}–{PAPER_STEP_RANGE[1]}) and against reasoning effort "
-        f"({PAPER_EFFORT_LEVELS[0]}–{PAPER_EFFORT_LEVELS[-1]}, at the official {official} steps), one panel per backbone and dataset; "
-        "the paper's panels: steps for GPT-5-mini and GPT-4o-mini, effort for GPT-5-mini and GPT-5, on MuSiQue-300. "
-        "The band around a line and the brackets below: each point's 95% Wilson interval (n: the questions it averages over).",
-        "",
-    ]
-    written = []
-    if panels:
-
-        fig = paper_figure(panels, official)
-        path = out_dir / PAPER_FIGURE_FILE
-        fig.savefig(path, bbox_inches="tight", pad_inches=0.15)  # its legends beside the axes included
-        pyplot().close(fig)
-        written.append(path)
-        for p in panels:
-            for name, pts in p.lines:
-                out.append(f"- {AXIS_LABELS[p.x]} · {p.title} · {name}: " + ", ".join(f"{v} {acc.text()}" for v, acc in pts))
-        out += ["", f"![Test-time scaling, the paper's layout]({PAPER_FIGURE_FILE})", ""]
-    else:
-        out += ["No sweep series to draw (`+sweep=test_time_scaling_steps`, `+sweep=test_time_scaling_effort`).", ""]
-    if notes:
-        out += ["Left out of the figure:", "", *(f"- {n}" for n in notes), ""]
-    return "\n".join(out), written

@@ -1,6 +1,6 @@
-"""What the viewer shows, read from a results tree through arag.evaluation.results: the runs with
-their settings, identity and the summary columns of their episodes, one episode's whole row and
-trajectory, and the same question across runs.
+"""The runs the viewer shows, read from a results tree through arag.evaluation.results: each with
+its settings, identity and the summary columns of its episodes; one episode's whole row and
+trajectory; the same question across runs (the listing's filters: arag.viewer.listing).
 
 Each run is read once and kept until one of its files changes (names, sizes and modification times:
 a rerun or an evaluation still writing is seen on the next page); a kept run knows which file and
@@ -8,17 +8,15 @@ row holds each question, so an episode page reads that one file, not the whole r
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from arag.agent.episode import unpack_messages
 from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, parse_trajectory, row_facts
-from arag.evaluation.rows import ERROR_KIND_PREFIX, OK
+from arag.evaluation.rows import OK
 from arag.report.format import failure_cause
-from arag.tools.failures import FAILURE_KINDS
 from arag.evaluation.results import RunStore, find_run_dirs, read_row
 
 if TYPE_CHECKING:
@@ -197,7 +195,7 @@ class ResultsTree:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self._cache: dict[Path, tuple[tuple, Run]] = {}
-        self._episodes: OrderedDict[tuple, tuple[dict[str, Any], dict[str, Any]]] = OrderedDict()
+        self._read_episode = lru_cache(maxsize=EPISODES_KEPT)(_read_episode)  # keyed by the run's version too
         self._comparisons: tuple[tuple, list[Comparison], str | None] | None = None
 
     def runs(self) -> tuple[list[Run], list[str]]:
@@ -246,19 +244,7 @@ class ResultsTree:
         """The whole row of one episode and its trajectory (with `error` set when it is not readable JSON)."""
         if question_id not in run.where:
             return None
-        file, index = run.where[question_id]
-        key = (run.path, self._cache[run.path][0] if run.path in self._cache else None, question_id)
-        if key in self._episodes:
-            self._episodes.move_to_end(key)
-            return self._episodes[key]
-        row = read_row(file, index)
-        trajectory = parse_trajectory(row.get("trajectory"))
-        if trajectory.get("messages"):
-            trajectory["messages"] = unpack_messages(trajectory)  # each tool result back in the message that showed it
-        self._episodes[key] = (row, trajectory)
-        while len(self._episodes) > EPISODES_KEPT:
-            self._episodes.popitem(last=False)
-        return row, trajectory
+        return self._read_episode(*run.where[question_id], self._cache[run.path][0] if run.path in self._cache else None)
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
         """Every run's episode of one question, in run order."""
@@ -271,6 +257,15 @@ class ResultsTree:
         return out
 
 
+def _read_episode(file: Path, index: int, stamp: tuple | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A row and its trajectory; `stamp`, the run's version, only tells a rewritten file apart."""
+    row = read_row(file, index)
+    trajectory = parse_trajectory(row.get("trajectory"))
+    if trajectory.get("messages"):
+        trajectory["messages"] = unpack_messages(trajectory)  # each tool result back in the message that showed it
+    return row, trajectory
+
+
 def _stamp(run_dir: Path) -> tuple:
     """Names, sizes and modification times of a run's files: any write changes it."""
     out = []
@@ -281,119 +276,3 @@ def _stamp(run_dir: Path) -> tuple:
             continue
         out.append((f.name, st.st_size, st.st_mtime_ns))
     return tuple(sorted(out))
-
-
-# ---- the listing: filters, sorting, export ---------------------------------------------------------
-# Filters of the episode list: (name, {value: label}); every value is checked.
-CHOICES: dict[str, dict[str, str]] = {
-    "outcome": {o: o for o in OUTCOMES},
-    "forced": {"yes": "forced", "no": "not forced"},
-    "evidence": {"seen": "some gold seen", "read": "some gold read in full", "seen_not_read": "gold seen, none read", "none": "no gold seen"},
-    "tool_errors": {"yes": "with tool errors", "no": "without"},
-    "repeated": {"yes": "with repeated calls", "no": "without"},
-    "gold_wrong": {"yes": "gold seen but wrong"},
-}
-# Sortable columns: name → the row value it sorts by.
-SORTS = {
-    "run": lambda run, r: run.label,
-    "question": lambda run, r: str(r.get("question") or ""),
-    "outcome": lambda run, r: OUTCOMES.index(outcome(r)),
-    "steps": lambda run, r: r.get("steps"),
-    "tokens": lambda run, r: r.get("prompt_tokens"),
-    "retrieved": lambda run, r: r.get("retrieved_tokens"),
-    "seen": lambda run, r: r.get("evidence_recall_seen"),
-    "read": lambda run, r: r.get("evidence_recall_read"),
-    "errors": lambda run, r: r.get("unusable_results"),
-    "repeated": lambda run, r: r.get("repeated"),
-    "seconds": lambda run, r: r.get("wall_s"),
-}
-ORDERS = ("asc", "desc")
-
-
-def gold_seen_but_wrong(row: dict[str, Any]) -> bool:
-    """The judge said wrong although the episode saw a chunk holding gold evidence."""
-    return outcome(row) == "wrong" and (row.get("evidence_recall_seen") or 0) > 0
-
-
-def _evidence(row: dict[str, Any], wanted: str) -> bool:
-    seen, read = row.get("evidence_recall_seen"), row.get("evidence_recall_read")
-    if seen is None or row.get("status") != OK:  # no supporting titles, or a failed episode's unrecorded steps: nothing to count
-        return False
-    return {"seen": seen > 0, "read": (read or 0) > 0, "seen_not_read": seen > 0 and not read, "none": seen == 0}[wanted]
-
-
-def _yes_no(value: str, count: Any) -> bool:
-    return bool(count) == (value == "yes")
-
-
-def passes(run: Run, row: dict[str, Any], f: dict[str, str], needle: str) -> bool:
-    if f.get("outcome") and outcome(row) != f["outcome"]:
-        return False
-    if f.get("forced") and bool(row.get("forced")) != (f["forced"] == "yes"):
-        return False
-    if f.get("evidence") and not _evidence(row, f["evidence"]):
-        return False
-    if f.get("tool_errors") and not _yes_no(f["tool_errors"], row.get("unusable_results")):
-        return False
-    if f.get("repeated") and not _yes_no(f["repeated"], row.get("repeated")):
-        return False
-    if f.get("gold_wrong") and not gold_seen_but_wrong(row):
-        return False
-    if needle:
-        shown = (str(row.get("question") or ""), str(row["question_id"]), str(row.get("prediction") or ""))
-        if not any(needle in s.lower() for s in shown) and row["question_id"] not in run.trajectories_holding(needle):
-            return False
-    return True
-
-
-def check_listing(f: dict[str, str]) -> None:
-    """A filter or sort value that is not one of its choices is a ValueError naming it."""
-    for name, choices in CHOICES.items():
-        if f.get(name) and f[name] not in choices:
-            raise ValueError(f"{name}={f[name]!r} is not one of {', '.join(choices)}")
-    if f.get("sort") and f["sort"] not in SORTS:
-        raise ValueError(f"sort={f['sort']!r} is not one of {', '.join(SORTS)}")
-    if f.get("order") and f["order"] not in ORDERS:
-        raise ValueError(f"order={f['order']!r} is not asc or desc")
-
-
-def filter_rows(runs: list[Run], f: dict[str, str]) -> list[tuple[Run, dict[str, Any]]]:
-    """The episodes that pass every given filter (an empty one passes all): run, dataset, method,
-    the CHOICES, and q: text in the question, its id, the prediction or the trajectory (any case);
-    in run order then by question id, or sorted by `sort` (`order` asc or desc; missing values last)."""
-    check_listing(f)
-    needle = (f.get("q") or "").strip().lower()
-    out = []
-    for run in runs:
-        if (f.get("run") and run.run_id != f["run"]) or (f.get("dataset") and run.dataset != f["dataset"]) or (f.get("method") and run.method != f["method"]):
-            continue
-        out += [(run, row) for row in sorted(run.rows, key=lambda r: str(r["question_id"])) if passes(run, row, f, needle)]
-    if f.get("sort"):
-        value = SORTS[f["sort"]]
-        present = [p for p in out if value(*p) is not None]
-        present.sort(key=lambda p: value(*p), reverse=f.get("order") == "desc")
-        out = present + [p for p in out if value(*p) is None]
-    return out
-
-
-# An exported episode's tool errors of each kind (arag.tools.failures), as the rows name them.
-KIND_COLUMNS = tuple(f"{ERROR_KIND_PREFIX}{kind}" for kind in FAILURE_KINDS)
-# The columns of an exported episode list, in order.
-EXPORT_COLUMNS = (
-    "run_id", "dataset", "method", "model", "question_id", "question", "gold_answers", "prediction", "outcome", "failure",
-    "forced", "forced_reason", "llm_acc", "contain_acc", "steps", "tool_calls", "unusable_results", *KIND_COLUMNS, "repeated", "prompt_tokens",
-    "completion_tokens", "retrieved_tokens", "evidence_supporting", "evidence_seen", "evidence_read", "evidence_recall_seen", "evidence_recall_read",
-    "gold_seen_but_wrong", "wall_s",
-)  # fmt: skip
-
-
-def _kind_count(kind: str):
-    """An episode's tool errors of one kind (None where its trajectory could not tell)."""
-    return lambda r: None if r.get("tool_error_kinds") is None else r["tool_error_kinds"].get(kind, 0)
-
-
-def export_records(shown: Iterable[tuple[Run, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One record per listed episode, EXPORT_COLUMNS of it."""
-    derived = {"outcome": lambda r: outcome(r), "gold_seen_but_wrong": gold_seen_but_wrong,
-               **{c: _kind_count(c[len(ERROR_KIND_PREFIX):]) for c in KIND_COLUMNS}}
-    return [{c: (derived[c](r) if c in derived else r.get(c)) for c in EXPORT_COLUMNS} for _, r in shown]

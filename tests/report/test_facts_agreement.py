@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from arag.report.build import connect, details_table, tool_table, tool_use_series
+from arag.report.episodes import connect
+from arag.report.figures import tool_use_series
+from arag.report.run_tables import details_table, tool_table
 from arag.report.rejudges import counted_runs, rejudge_section
 from tests.support.facts_agreement import COMPARED, both_sides
 from tests.support.report_tables import table

@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from arag.evaluation.rows import EpisodeRow
-from arag.report.build import build_report, markdown_table
+from arag.report.build import build_report
+from arag.report.format import markdown_table
 from arag.evaluation.results import RunStore
 from tests.support.report_tables import table
 
@@ -145,7 +146,7 @@ def test_runs_differing_only_in_guard_rails_get_their_own_rows(tmp_path):
 
 def test_report_refuses_to_merge_unlike_runs(tmp_path):
     """Two runs of the same method, dataset, model and shown settings (e.g. two indexes) are never averaged."""
-    from arag.report.build import UnlikeRunsError
+    from arag.report.format import UnlikeRunsError
 
     results = tmp_path / "results"
     for run_id, index in (("runA", "fingerprint-1"), ("runB", "fingerprint-2")):
@@ -179,7 +180,8 @@ def test_runs_that_differ_in_their_judge_get_a_judge_column(tmp_path):
     assert [(r["judge"], r["LLM-Acc"]) for r in agentic.records if r["method"] == "AgenticRAG"] == [("gpt-4o-mini (preset strict)", "100.0 [20.7, 100.0] n=1"), ("qwen (preset paper)", "0.0 [0.0, 79.3] n=1")]
     tools = table(text, "Calls per tool", section="Tool use")
     assert len(tools.rows) == 4 and tools.row(method="AgenticRAG", judge="qwen (preset paper)")
-    from arag.report.build import accuracy_lines, connect
+    from arag.report.episodes import connect
+    from arag.report.figures import accuracy_lines
 
     _, lines = accuracy_lines(connect(results), "max_steps")  # the plot's lines
     full = {label: pts for label, pts in lines if label.startswith("A-RAG (Full)")}

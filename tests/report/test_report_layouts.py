@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from arag.evaluation.rows import EpisodeRow
-from arag.report.build import UnlikeRunsError, build_report
+from arag.report.build import build_report
+from arag.report.format import UnlikeRunsError
 from arag.evaluation.results import RunStore
 from tests.support.report_tables import report_tables, table
 
@@ -133,7 +134,8 @@ def test_a_second_shown_setting_splits_the_series_instead_of_merging(tmp_path):
 def test_tool_use_is_shown_per_setting_value_not_averaged_over_runs(tmp_path):
     """Two arag_full runs at max_steps 5 and 10 (steps // 2 tool calls each, here 2 and 5) are two
     series in the tool-use plot's data, labelled by the setting, with their own histograms."""
-    from arag.report.build import connect, tool_columns, tool_use_series
+    from arag.report.episodes import connect, tool_columns
+    from arag.report.figures import tool_use_series
 
     results = tmp_path / "results"
     write_run(results, "s5", "arag_full", 4, max_steps=5)
@@ -153,7 +155,8 @@ def test_tool_use_is_shown_per_setting_value_not_averaged_over_runs(tmp_path):
 def test_accuracy_plot_keeps_unset_effort_apart_from_effort_none_and_orders_by_level(tmp_path):
     """The accuracy-vs-effort plot's x axis: a run that sets no effort is "unset", never merged with
     an effort of "none"; the levels follow their order (none < low < high), not the text's."""
-    from arag.report.build import accuracy_lines, connect
+    from arag.report.episodes import connect
+    from arag.report.figures import accuracy_lines
 
     results = tmp_path / "results"
     for run_id, effort, good in (("unset", None, 2), ("none", "none", 4), ("high", "high", 9), ("low", "low", 6)):

@@ -12,9 +12,12 @@ import duckdb
 import pytest
 
 from arag.report.intervals import DIFFERS, WITHIN_NOISE, Proportion, bootstrap_interval, mcnemar_exact, paired, wilson
-from arag.report.build import _label, _varying, accuracy_figure, build_report, connect
+from arag.report.build import build_report
+from arag.report.episodes import connect, method_label, varying_settings
+from arag.report.figures import accuracy_figure
 from arag.report.paired import comparisons
-from arag.report.sweeps import paper_figure, paper_figure_panels
+from arag.report.figures import paper_figure
+from arag.report.sweeps import paper_figure_panels
 from tests.report.test_report_layouts import one_at_a_time, section, write_run
 from tests.support.report_tables import table
 
@@ -130,7 +133,7 @@ def test_the_committed_2wiki20_before_and_after_is_within_noise(tmp_path):
     assert "max_steps 10 → 15" in naive["differs in"] and "code a058428 → 9161588" in naive["differs in"]
     assert all(r["verdict"] == WITHIN_NOISE for r in by.values()) and len(by) == 4  # both methods, both accuracies
     # Without the filter the same pair is compared over the 20 questions both runs answered.
-    unfiltered = [c for c in comparisons(connect(results), _varying(connect(results))) if c.table is None and c.a.method == "arag_naive" and c.metric == "LLM-Acc"]
+    unfiltered = [c for c in comparisons(connect(results), varying_settings(connect(results))) if c.table is None and c.a.method == "arag_naive" and c.metric == "LLM-Acc"]
     assert [(c.result.n, round(100 * c.result.a, 1), round(100 * c.result.b, 1), c.result.verdict) for c in unfiltered] == [(20, 15.0, 10.0, WITHIN_NOISE)]
 
 
@@ -138,7 +141,7 @@ def test_sweep_neighbours_are_paired_and_a_clear_difference_differs(tmp_path):
     results = tmp_path / "results"
     one_at_a_time(results)  # steps 5..20 at effort medium; effort minimal..high at 10 steps
     con = connect(results)
-    found = {(c.a.run_id, c.b.run_id) for c in comparisons(con, _varying(con))}
+    found = {(c.a.run_id, c.b.run_id) for c in comparisons(con, varying_settings(con))}
     assert found == {("steps5", "steps10"), ("steps10", "steps15"), ("steps15", "steps20"),
                      ("effort-minimal", "effort-low"), ("effort-low", "steps10"), ("steps10", "effort-high")}
     clear = tmp_path / "clear"
@@ -161,7 +164,7 @@ def test_the_sweep_plots_draw_each_points_interval(tmp_path):
     assert spans == pytest.approx(sorted(100 * b for g in (2, 6) for b in wilson(g, 10)))
     assert "A-RAG (Full) · reasoning_effort=medium (Cont-Acc)" in bars
     con = connect(results)
-    panels, _ = paper_figure_panels(con, _varying(con), _label, official_steps=10)
+    panels, _ = paper_figure_panels(con, varying_settings(con), method_label, official_steps=10)
     (ax,) = paper_figure(panels, 10).axes
     (band,) = ax.collections  # the 95% band around the LLM-Acc line
     ys = band.get_paths()[0].vertices[:, 1]

@@ -11,7 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from arag.report.build import _label, _varying, build_report, connect
+from arag.report.build import build_report
+from arag.report.episodes import connect, method_label, varying_settings
 from arag.report.intervals import DIFFERS, WITHIN_NOISE, bootstrap_interval
 from arag.report.paired import TITLE, MethodComparison, paired_section, paper_comparisons
 from arag.report.paper import PaperResults
@@ -51,7 +52,7 @@ def test_a_paper_table_naming_an_unconfigured_method_is_refused(monkeypatch):
 def report_section(results: Path) -> str:
     """The report's paired section over a results tree, as build_report writes it (without its other sections and plots)."""
     con = connect(results)
-    return paired_section(con, _varying(con), _label)
+    return paired_section(con, varying_settings(con), method_label)
 
 
 def section_tables(markdown: str) -> list:

@@ -8,9 +8,10 @@ import struct
 
 import pytest
 
-from arag.report.build import MIN_PLOTTED_POINTS, accuracy_figure, build_report, connect, tool_use_figure
-from arag.report.sweeps import paper_figure, paper_figure_panels
-from arag.report.build import _label, _varying
+from arag.report.build import build_report
+from arag.report.episodes import connect, method_label, varying_settings
+from arag.report.figures import MIN_PLOTTED_POINTS, accuracy_figure, paper_figure, tool_use_figure
+from arag.report.sweeps import paper_figure_panels
 from tests.report.test_report_layouts import write_run
 
 # The largest image a report plot may be (pixels): a page's width, a little over a screen's height.
@@ -55,7 +56,7 @@ def swept(tmp_path):
 def test_the_plots_keep_legends_beside_the_axes_and_titles_inside(swept):
     con = connect(swept)
     figures = {"accuracy": accuracy_figure(con, "max_steps"), "tool use": tool_use_figure(con)}
-    panels, _ = paper_figure_panels(con, _varying(con), _label, official_steps=15)
+    panels, _ = paper_figure_panels(con, varying_settings(con), method_label, official_steps=15)
     figures["paper"] = paper_figure(panels, 15)
     for name, fig in figures.items():
         assert not layout_problems(fig), f"{name}: {layout_problems(fig)}"

@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from arag.agent.loop import AgentConfig
-from arag.report.build import _label, _varying, build_report, connect
-from arag.report.sweeps import PAPER_FIGURE_FILE, paper_figure, paper_figure_panels
+from arag.report.build import build_report
+from arag.report.episodes import connect, method_label, varying_settings
+from arag.report.figures import paper_figure
+from arag.report.sweeps import PAPER_FIGURE_FILE, paper_figure_panels
 from tests.report.test_report_layouts import section, write_run
 
 OFFICIAL = AgentConfig().max_steps
@@ -36,7 +38,7 @@ def test_one_panel_per_backbone_and_dataset_with_llm_acc_only(tmp_path):
     results = tmp_path / "results"
     results_tree(results)
     con = connect(results)
-    panels, notes = paper_figure_panels(con, _varying(con), _label)
+    panels, notes = paper_figure_panels(con, varying_settings(con), method_label)
     fig = paper_figure(panels, OFFICIAL)
     axes = fig.axes
     # 2 backbones x MuSiQue x (steps, effort) + gpt-5-mini's 2Wiki steps panel; gpt-5's effort runs

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from arag.report.build import SETTING_HEADERS, build_report
+from arag.report.build import build_report
+from arag.report.episodes import SETTING_HEADERS
 from arag.report.tables import MAX_COLUMNS, Topic, constants_line, fitted_tables
 from tests.support.report_tables import report_tables, table
 
