@@ -1,28 +1,20 @@
 """A run's protocol card: for every setting that the paper its method comes from states
 (arag.evaluation.protocol_papers), our value beside the paper's and whether they differ.
 
-The card is built from a run's description (run.json: its `settings`, else its `identity`, as the
-rows carry it) and, given them, its episodes (arag.evaluation.effective: what they ran under). The
-token budget, the reply cap, tool calls per step, results cut and chunk_read's header are read from
-the episodes; without them the budget is derived from the settings with the loop's own function
-(arag.agent.loop.fitted_token_budget) and says "derived". The texts the model was shown are
-fingerprinted and checked against the method's preset (arag.evaluation.text_fingerprints): one that
-is not the preset's reads "custom". The index's embedder, query instruction, precision, chunking
-and sentence splitter come from `settings.index_facts` (recorded at evaluation time from the
-index's manifest, or from a tool server's /index for a served index), else from the manifest at
-`settings.index_path` when it is still there, else they are assumed to be what `pipelines.index
-+corpus=<dataset>` builds by default, and say so. A field a run does not record (it predates the
-field) reads as what the code did before it was recorded: such a row has `recorded` False.
+Built from a run's description (run.json's `settings`, else the rows' `identity`) and, given them,
+its episodes (arag.evaluation.effective), which give the token budget, reply cap, tool calls per
+step, results cut and chunk_read's header; without them the budget is derived with the loop's own
+function and says "derived". The texts the model was shown are checked against the method's preset
+by fingerprint (arag.evaluation.text_fingerprints). The index's facts come from `settings.index_facts`
+(recorded at evaluation time), else the manifest at `settings.index_path`, else what `pipelines.index
++corpus=<dataset>` builds by default, and say so. A field a run predates reads as what the code did
+before it was recorded (`recorded` False).
 
-Each row shows ours, the paper's value and, where compared, the authors' code's
-(arag.evaluation.protocol_papers); it differs from the paper's where the paper states a value, else
-from the authors' code's. A difference that moves no reported number (protocol_papers.EFFECTS) is
-"form only" and not counted among the deviations.
-
-`pipelines.evaluate` writes the card into each new run's run.json (`protocol`), from its settings
-before any episode ran; the report recomputes every card from run.json and the rows, and never
-reads the stored one. The card is never part of the run's identity (every value on it comes from
-settings that already are, from the index, whose fingerprint is, or from the episodes).
+A row differs from the paper's value where the paper states one, else from the authors' code's; a
+difference that moves no reported number (protocol_papers.EFFECTS) is "form only", not a deviation.
+`pipelines.evaluate` stores the card in run.json (`protocol`); the report recomputes every card and
+never reads the stored one. The card is no part of the run's identity: every value on it comes
+from what already is (settings, the index's fingerprint, the episodes).
 """
 
 from __future__ import annotations
@@ -76,12 +68,10 @@ class ProtocolCard:
 
     @property
     def deviations(self) -> tuple[CardRow, ...]:
-        """The rows that differ in a way that moves numbers."""
         return tuple(r for r in self.rows if r.deviates)
 
     @property
     def form_only(self) -> tuple[CardRow, ...]:
-        """The rows that differ in form only: no reported number moves."""
         return tuple(r for r in self.rows if r.differs and not r.moves_numbers)
 
     def to_json(self) -> dict[str, Any]:
@@ -94,9 +84,8 @@ class ProtocolCard:
 
 # ---- what a run did ------------------------------------------------------------------------------
 def index_facts(index_path: str | Path, build_fingerprint: str | None = None, manifest: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The embedder and chunking of the index at `index_path`, from its manifest (`manifest`: as
-    already read); None without one, or when `build_fingerprint` is given and the manifest's differs
-    (another index now lives there)."""
+    """The embedder and chunking of the index at `index_path`, from its manifest (given, or read);
+    None without one, or when the manifest's fingerprint is not `build_fingerprint` (another index)."""
     if manifest is None:
         try:
             manifest = json.loads(IndexLayout(index_path).manifest.read_text(encoding="utf-8"))
@@ -108,34 +97,33 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None, ma
     return manifest_facts(manifest)
 
 
+def _conf_yaml(path: Path) -> Any:
+    import yaml
+
+    return yaml.safe_load(path.read_text())
+
+
 @lru_cache(maxsize=1)
 def _index_defaults() -> tuple[str, dict[str, Any]]:
     """pipelines.index's default embedder name and its index section (conf/index.yaml over its schema)."""
     import dataclasses
 
-    import yaml
-
     from arag.config.files import conf_path
     from arag.config.schemas import IndexBuild
 
-    index_conf = yaml.safe_load(conf_path("index.yaml").read_text())
+    index_conf = _conf_yaml(conf_path("index.yaml"))
     embedder = next(d["embedder"] for d in index_conf["defaults"] if isinstance(d, dict) and "embedder" in d)
-    name = yaml.safe_load(conf_path("embedder", f"{embedder}.yaml").read_text())["name"]
+    name = _conf_yaml(conf_path("embedder", f"{embedder}.yaml"))["name"]
     return str(name), {**dataclasses.asdict(IndexBuild()), **index_conf["index"]}
 
 
 @lru_cache(maxsize=16)
 def embedder_config(name: str) -> dict[str, Any] | None:
     """The conf/embedder/*.yaml whose `name` is `name` (None: no such preset)."""
-    import yaml
-
     from arag.config.files import conf_path
 
-    for path in sorted(conf_path("embedder").glob("*.yaml")):
-        cfg = yaml.safe_load(path.read_text())
-        if isinstance(cfg, dict) and cfg.get("name") == name:
-            return cfg
-    return None
+    configs = (_conf_yaml(path) for path in sorted(conf_path("embedder").glob("*.yaml")))
+    return next((cfg for cfg in configs if isinstance(cfg, dict) and cfg.get("name") == name), None)
 
 
 # The sentence splitter every index of ours was built with (manifests name it since it was recorded).
@@ -159,19 +147,17 @@ def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def judge_presets() -> dict[str, tuple[str, str]]:
     """The judge presets (conf/judge/*.yaml) by name: (system prompt, user template)."""
-    import yaml
-
     from arag.config.files import conf_path
 
     out = {}
     for path in sorted(conf_path("judge").glob("*.yaml")):
-        cfg = yaml.safe_load(path.read_text())
+        cfg = _conf_yaml(path)
         out[str(cfg.get("name") or path.stem)] = (str(cfg["system_prompt"]), str(cfg["user_template"]))
     return out
 
 
 def judge_preset(judge: Mapping[str, Any]) -> str:
-    """The judge preset a run's judge settings are: its `name` (', prompts changed' when its prompts
+    """The judge preset a run's judge settings are: its `name` (', prompts changed' when the prompts
     are not that preset's), else the preset whose prompts it has, else 'unnamed'."""
     prompts = (str(judge.get("system_prompt")), str(judge.get("user_template")))
     presets = judge_presets()
@@ -209,9 +195,8 @@ def model_window(model: Mapping[str, Any]) -> int | None:
 
 
 def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None = None) -> Fact:
-    """The replies' cap as sent (from the episodes, else the settings), and what a reply could
-    really use: in a window that the cap does not leave room in beside the prompt, less than the
-    cap (a cap equal to the window leaves none)."""
+    """The replies' cap as sent (from the episodes, else the settings), and what a reply could use
+    where the window leaves less than the cap beside the prompt."""
     from arag.llm.base import PAPER_REPLY_TOKENS
 
     sent = ran.reply_caps if ran is not None and ran.reply_caps else ()
@@ -231,8 +216,8 @@ def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effectiv
 
 
 def _token_budget(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None) -> Fact:
-    """The budget the episodes ran under (fitted to the window: arag.agent.loop.fit_budget), else
-    derived from the settings with the loop's own function."""
+    """The budget the episodes ran under (fitted to the window), else derived from the settings with
+    the loop's own function."""
     from arag.agent.loop import fitted_token_budget
     from arag.llm.base import PAPER_REPLY_TOKENS
 
@@ -285,7 +270,7 @@ def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapp
 
 def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple[str, ...], built: Any = None) -> dict[str, Fact]:
     """The prompt variant, system prompt, forced-answer prompt and tool descriptions as shown to the
-    model, by fingerprint against the method's preset (arag.evaluation.text_fingerprints)."""
+    model, against the method's preset."""
     from arag.evaluation.run_settings import code_version
     from arag.evaluation import text_fingerprints as T
 
@@ -346,8 +331,8 @@ def _method_setting(method: Mapping[str, Any], key: str, before: Any, shown_befo
 
 
 def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Effective | None) -> dict[str, Fact]:
-    """How the question reached the model (the method's user template) and the request fields its
-    backend sent (recorded with every episode in the backend's description, arag.llm.openai)."""
+    """How the question reached the model (the user template) and the request fields its backend
+    sent (recorded in the backend's description, arag.llm.openai)."""
     from arag.methods.base import Method
 
     template = method.get("user_template")
@@ -364,9 +349,8 @@ def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Eff
 
 
 def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> dict[str, Fact]:
-    """What a run did, per card setting, from its description (run.json, or {"identity": ...} as
-    a row's `settings` column holds it) and, given `ran`, what its episodes ran under; settings
-    that do not apply to its method are absent. `built`: the run's method, when already built."""
+    """What a run did, per card setting that applies to its method, from its description (run.json,
+    or {"identity": ...}) and what its episodes ran under (`ran`). `built`: the method, if built."""
     settings = info.get("settings") or {}
     identity = info.get("identity") or {}
 
@@ -466,8 +450,7 @@ def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any], tools: t
 
 def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: tuple[str, ...]) -> dict[str, Fact]:
     """The sentence splitter and, for a method that embeds queries, the embedder's query instruction
-    and precision; an index whose facts predate them reads this code's splitter and the embedder
-    preset of its name (conf/embedder), and says so."""
+    and precision; facts that predate them read as the preset of the embedder's name, and say so."""
     from arag.tools.registry import TOOLS
 
     out = {}
@@ -489,9 +472,8 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
 
 # ---- the card ------------------------------------------------------------------------------------
 def protocol_card(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> ProtocolCard:
-    """The card of a run described by `info` (run.json, or {"identity": ...}), against the paper its
-    method comes from; `ran`: what its episodes ran under (arag.evaluation.effective), read in
-    place of the settings where given; `built`: the run's method, when the caller built it already."""
+    """The card of a run described by `info` (run.json, or {"identity": ...}) against its method's
+    paper; `ran` (arag.evaluation.effective) is read in place of the settings where given."""
     settings = info.get("settings") or {}
     method = settings.get("method") or (info.get("identity") or {}).get("method") or {}
     paper = P.paper_of(method)
