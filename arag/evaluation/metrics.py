@@ -20,7 +20,7 @@ import re
 import string
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -42,11 +42,12 @@ def _golds(golds: Iterable[str]) -> list[str]:
     return [g for g in out if g]
 
 
-def exact_match(prediction: str | None, golds: Iterable[str]) -> float:
+def _best(prediction: str | None, golds: Iterable[str], score: Callable[[str, str], float]) -> float:
+    """The best `score` of the normalised prediction against a normalised gold answer."""
     if not prediction:
         return 0.0
     p = _norm(prediction)
-    return float(any(p == g for g in _golds(golds)))
+    return max((score(p, g) for g in _golds(golds)), default=0.0)
 
 
 def token_f1(prediction: str, gold: str) -> float:
@@ -60,27 +61,22 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def exact_match(prediction: str | None, golds: Iterable[str]) -> float:
+    return _best(prediction, golds, lambda p, g: float(p == g))
+
+
 def f1(prediction: str | None, golds: Iterable[str]) -> float:
-    if not prediction:
-        return 0.0
-    p = _norm(prediction)
-    return max((token_f1(p, g) for g in _golds(golds)), default=0.0)
+    return _best(prediction, golds, token_f1)
 
 
 def contain_acc(prediction: str | None, golds: Iterable[str]) -> float:
     """The paper code's rule: normalised gold is a substring of the normalised prediction."""
-    if not prediction:
-        return 0.0
-    p = _norm(prediction)
-    return float(any(g in p for g in _golds(golds)))
+    return _best(prediction, golds, lambda p, g: float(g in p))
 
 
 def contain_acc_token(prediction: str | None, golds: Iterable[str]) -> float:
     """Whole-token containment: the gold's tokens appear as a contiguous run of the prediction's."""
-    if not prediction:
-        return 0.0
-    p = f" {_norm(prediction)} "
-    return float(any(f" {g} " in p for g in _golds(golds)))
+    return _best(prediction, golds, lambda p, g: float(f" {g} " in f" {p} "))
 
 
 @dataclass(frozen=True)

@@ -71,20 +71,15 @@ class GraphStore:
         self._prov_start = np.searchsorted(self._prov_nodes, np.arange(len(self.names) + 1))
         self.by_name = {n: i for i, n in enumerate(self.names)}
 
-    # ---- vectors (loaded on first use) -------------------------------------------------------
-    @cached_property
-    def node_vectors(self) -> np.ndarray:
-        return np.load(self.layout.node_vectors, mmap_mode="r")
+    def __getattr__(self, name: str) -> np.ndarray:
+        """The vectors (node_, relation_, summary_, llm_summary_vectors), memory-mapped on first use."""
+        if not name.endswith("_vectors"):
+            raise AttributeError(name)
+        vectors = np.load(getattr(self.layout, name), mmap_mode="r")
+        setattr(self, name, vectors)
+        return vectors
 
-    @cached_property
-    def summary_vectors(self) -> np.ndarray:
-        return np.load(self.layout.summary_vectors, mmap_mode="r")
-
-    @cached_property
-    def llm_summary_vectors(self) -> np.ndarray:
-        return np.load(self.layout.llm_summary_vectors, mmap_mode="r")
-
-    # ---- what built it (the manifest's labels; graphs built before them: from the identity) ----
+    # ---- what built it (the manifest's labels, else read from its identity) ----------------------
     @property
     def extractor(self) -> str:
         """"llm:<model>" (the A2RAG paper's extraction) or "rules" (the CPU substitute)."""
@@ -102,10 +97,6 @@ class GraphStore:
     @cached_property
     def relations(self) -> list[str]:
         return pq.read_table(self.layout.relations).column("relation").to_pylist()
-
-    @cached_property
-    def relation_vectors(self) -> np.ndarray:
-        return np.load(self.layout.relation_vectors, mmap_mode="r")
 
     @cached_property
     def _edge_relation_codes(self) -> tuple[list[str], np.ndarray]:
@@ -145,8 +136,8 @@ class GraphStore:
         return codes[order], order
 
     def triples(self, rows, limit: int) -> list[GraphTriple]:
-        """The edges at `rows` (edges.parquet rows, best first) as triples, one per (head, relation,
-        tail) with every chunk it was extracted from, the first `limit` of them."""
+        """The first `limit` distinct (head, relation, tail) of the edges at `rows` (best first),
+        each with every chunk it was extracted from."""
         found: dict[tuple[int, str, int], list[str]] = {}
         for r in rows:
             r = int(r)
@@ -209,8 +200,7 @@ class GraphStore:
             )
 
     def gate_scores(self, qvec: np.ndarray, top: int = 3, summaries: str = EXTRACTIVE_LABEL) -> list[tuple[str, str, float]]:
-        """(doc_id, title, cosine) of the best-matching document summaries, best first; `summaries`:
-        "llm" (the LLM-written ones) or "extractive"."""
+        """(doc_id, title, cosine) of the best-matching document summaries ("llm" or "extractive")."""
         if summaries == "llm":
             self.require_llm_summaries()
             vectors = self.llm_summary_vectors
@@ -225,8 +215,8 @@ class GraphStore:
 
     # ---- seeds -----------------------------------------------------------------------------
     def align(self, mentions: list[str], mention_vectors: np.ndarray | None, edit_weight: float, min_score: float, per_mention: int = 1) -> list[Seed]:
-        """Nodes for question entities: edit similarity (rapidfuzz) and embedding cosine, mixed
-        by `edit_weight`; candidates are the best edit matches and the best cosine matches."""
+        """Nodes for question entities: edit similarity (rapidfuzz) and embedding cosine mixed by
+        `edit_weight`, over the best edit and the best cosine matches."""
         from rapidfuzz import fuzz, process
 
         seeds: dict[int, Seed] = {}
@@ -288,12 +278,10 @@ class GraphStore:
 
     def bridges(self, seeds: list[int], hops: int, max_paths: int, relations: set[str] | None = None) -> tuple[dict[int, float], list[list[int]]]:
         """Stage 2: nodes within `hops` of at least two seeds, and up to `max_paths` shortest paths
-        seed → bridge (their nodes are evidence too). Scores: seeds and bridges 1, path nodes 1/2.
-
-        Bridges are taken fewest-degree first (a hub reached by every seed explains nothing). With
-        relation seeds the search is focused on relation-consistent connectors: among paths of
-        the fewest hops, those over more edges of a matching relation are taken, and bridges whose
-        paths cross the fewest non-matching edges come first (then by degree)."""
+        seed → bridge. Scores: seeds and bridges 1, path nodes 1/2. Bridges are taken fewest-degree
+        first (a hub reached by every seed explains nothing). With relation seeds, among paths of the
+        fewest hops those over more matching edges are taken, and bridges whose paths cross the
+        fewest non-matching edges come first (then by degree): relation-consistent connectors."""
         if hops < 2:
             raise ValueError(f"bridge hops must be at least 2, got {hops}")
         if len(seeds) < 2:

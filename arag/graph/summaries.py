@@ -1,26 +1,23 @@
 """The per-document summaries A2RAG's gate compares a question with (the paper's Sec. III-B1: "for
 each document we precompute a short summary during indexing"; Gate(q) = 1{max_j cos(q, s_j) ≥ τ_g}).
 
-Two kinds, both written by the graph build (`graph.summaries`):
-  llm         a model writes each document's summary from its first chunk (`LLMSummariser`), with
-              the graph build's model (`graph.extractor.model`); the default when one is set. The
-              paper does not say how its summaries are written; a written summary is our reading.
-  extractive  the document's title and first `graph.summary_sentences` sentences (no LLM: the CPU
-              substitute). Always kept as well, so `method.gate_summaries=extractive` can choose it
-              on any graph.
-A reply that is not a usable summary is an `ExtractionReject` (counted in the manifest's
-`num_summary_rejected` and kept in rejects/ with the raw reply); that document's gate vector is then
-its extractive summary's, counted as `num_summary_fallbacks`.
+Two kinds (`graph.summaries`):
+  llm         the graph build's model (`graph.extractor.model`) summarises each document's first
+              chunk (`LLMSummariser`); the default when a model is set. The paper does not say how
+              its summaries are written: a written summary is our reading.
+  extractive  title and first `graph.summary_sentences` sentences (the CPU substitute); always kept,
+              so `method.gate_summaries=extractive` can choose it on any graph.
+An unusable reply is an `ExtractionReject` (`num_summary_rejected`, kept in rejects/); that
+document's gate vector is then its extractive summary's (`num_summary_fallbacks`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any, Mapping
 
-from arag.graph.extract import ChatModelTask, ExtractionReject, model_label
+from arag.graph.extract import ChatModelTask, ExtractionReject, model_label, unfenced
 
 SUMMARY_MODES = ("llm", "extractive")
 EXTRACTIVE_LABEL = "extractive"
@@ -52,9 +49,6 @@ def summaries_label(identity: Mapping[str, Any] | None) -> str:
 
 
 class LLMSummariser(ChatModelTask):
-    """A short summary of a document with a chat model (`model`: a conf/model config); `backend` is
-    shared with an LLM extractor of the same model, or built on first use."""
-
     def __init__(self, model: Mapping[str, Any], backend: Any = None, max_tokens: int = 256, prompt: str = SUMMARY_PROMPT):
         super().__init__(model, prompt, max_tokens, backend)
 
@@ -73,10 +67,7 @@ class LLMSummariser(ChatModelTask):
 def parse_summary(raw: str, json_reply: bool = True) -> str:
     """The summary of a model's reply (JSON {"summary": ...}; with `json_reply=False`, a native
     protocol backend's, plain text too); `ExtractionReject` naming what is wrong when there is none."""
-    text = raw.strip()
-    fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
-    if fence:
-        text = fence.group(1).strip()
+    text = unfenced(raw)
     if json_reply or text.startswith("{"):
         try:
             data = json.loads(text)
