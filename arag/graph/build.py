@@ -37,8 +37,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.graph.extract import Chunk, ExtractionReject, Extractor, LLMExtractor, extractor_label, make_extractor, model_identity, normalise_name
-from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summaries_label, summary_mode
+from arag.graph.extract import RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, model_identity, normalise_name, written_by
+from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summary_mode
 from arag.index.layout import atomic_path, part_name, read_json, write_json_atomic
 from arag.index.store import Index
 
@@ -319,8 +319,8 @@ def assemble_graph_manifest(layout: GraphLayout, identity: dict[str, Any], recor
     return {
         "identity": identity,
         "format_version": GRAPH_FORMAT_VERSION,
-        "extractor": extractor_label(identity["extractor"]),
-        "summaries": summaries_label(identity.get("summaries")),
+        "extractor": written_by(identity["extractor"], RULES_LABEL),
+        "summaries": written_by(identity.get("summaries"), EXTRACTIVE_LABEL),
         "num_parts": len(records),
         "num_chunks": sum(r.num_chunks for r in records),
         "num_triples": sum(r.num_triples for r in records),

@@ -277,28 +277,19 @@ EXTRACTOR_KEYS = field_names(ExtractorConfig)  # the `graph.extractor` node's ke
 RULES_LABEL = "rules"
 
 
-def extractor_kind(cfg: Mapping[str, Any]) -> str:
-    """`graph.extractor.kind`, or when it is null: llm with a model configured, else rule."""
-    kind = cfg.get("kind")
-    return str(kind) if kind is not None else ("llm" if cfg.get("model") else "rule")
-
-
-def model_label(model: Mapping[str, Any]) -> str:
-    """The name a model config goes by in labels: its `model`, else its backend."""
-    return str(model.get("model") or model.get("backend") or "unnamed")
-
-
-def extractor_label(identity: Mapping[str, Any]) -> str:
-    """What built a graph, from its extractor's identity: "llm:<model>" (the paper's) or "rules"."""
-    if identity.get("kind") == "llm":
-        return f"llm:{model_label(identity.get('model') or {})}"
-    return RULES_LABEL
+def written_by(identity: Mapping[str, Any] | None, otherwise: str) -> str:
+    """Who wrote a graph's triples or summaries, from that task's identity: "llm:<model>" (the
+    model's name, else its backend) or `otherwise` (RULES_LABEL, EXTRACTIVE_LABEL)."""
+    if identity and identity.get("kind") == "llm":
+        model = identity.get("model") or {}
+        return f"llm:{model.get('model') or model.get('backend') or 'unnamed'}"
+    return otherwise
 
 
 def make_extractor(cfg: Mapping[str, Any]) -> Extractor:
-    """From the `graph.extractor` settings: {kind: rule|llm|null, model, ...} (extractor_kind)."""
+    """From the `graph.extractor` settings; kind null: llm with a model configured, else rule."""
     check_keys("graph.extractor", cfg, EXTRACTOR_KEYS)
-    kind = extractor_kind(cfg)
+    kind = str(cfg["kind"]) if cfg.get("kind") is not None else ("llm" if cfg.get("model") else "rule")
     if kind == "rule":
         return RuleExtractor(int(cfg.get("max_relation_words") or 5), int(cfg.get("max_entity_words") or 8))
     if kind == "llm":

@@ -9,11 +9,13 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arag.graph.build import GraphLayout
-from arag.graph.extract import CO_OCCURS, MENTIONS, extractor_label, normalise_name
-from arag.graph.summaries import EXTRACTIVE_LABEL, summaries_label
+from arag.graph.extract import CO_OCCURS, MENTIONS, RULES_LABEL, normalise_name, written_by
+from arag.graph.summaries import EXTRACTIVE_LABEL
 from arag.index.layout import read_json
 
 
@@ -61,7 +63,8 @@ class GraphStore:
         edges = pq.read_table(self.layout.edges)
         self.edge_head = edges.column("head").to_numpy()
         self.edge_tail = edges.column("tail").to_numpy()
-        self.edge_relation = edges.column("relation").to_pylist()
+        self._relation_column = edges.column("relation")
+        self.edge_relation = self._relation_column.to_pylist()
         pairs = np.unique(np.sort(np.stack([self.edge_head, self.edge_tail], 1), axis=1), axis=0) if len(edges) else np.zeros((0, 2), np.int64)
         self.graph = igraph.Graph(n=len(self.names), edges=pairs.tolist(), directed=False)
         self._pair_codes = self.pair_code(pairs[:, 0], pairs[:, 1])  # igraph edge i joins pairs[i]
@@ -83,12 +86,12 @@ class GraphStore:
     @property
     def extractor(self) -> str:
         """"llm:<model>" (the A2RAG paper's extraction) or "rules" (the CPU substitute)."""
-        return self.manifest.get("extractor") or extractor_label((self.manifest.get("identity") or {}).get("extractor") or {})
+        return self.manifest.get("extractor") or written_by((self.manifest.get("identity") or {}).get("extractor"), RULES_LABEL)
 
     @property
     def summaries_written_by(self) -> str:
         """"llm:<model>" when a model wrote gate summaries (besides the extractive ones), else "extractive"."""
-        return self.manifest.get("summaries") or summaries_label((self.manifest.get("identity") or {}).get("summaries"))
+        return self.manifest.get("summaries") or written_by((self.manifest.get("identity") or {}).get("summaries"), EXTRACTIVE_LABEL)
 
     @cached_property
     def summaries(self):
@@ -98,16 +101,10 @@ class GraphStore:
     def relations(self) -> list[str]:
         return pq.read_table(self.layout.relations).column("relation").to_pylist()
 
-    @cached_property
-    def _edge_relation_codes(self) -> tuple[list[str], np.ndarray]:
-        names, codes = np.unique(np.asarray(self.edge_relation, dtype=object), return_inverse=True) if self.edge_relation else (np.array([], dtype=object), np.zeros(0, np.int64))
-        return names.tolist(), codes
-
     def relation_rows(self, relations: set[str]) -> np.ndarray:
         """Edge rows (edges.parquet) whose relation is one of `relations`."""
-        names, codes = self._edge_relation_codes
-        wanted = [i for i, name in enumerate(names) if name in relations]
-        return np.flatnonzero(np.isin(codes, wanted))
+        found = pc.is_in(self._relation_column, value_set=pa.array(sorted(relations), pa.string()))
+        return np.flatnonzero(found.to_numpy(zero_copy_only=False))
 
     def pair_code(self, a, b):
         """One integer per unordered node pair (arrays or ints)."""

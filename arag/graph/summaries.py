@@ -17,7 +17,7 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-from arag.graph.extract import ChatModelTask, ExtractionReject, model_label, unfenced
+from arag.graph.extract import ChatModelTask, ExtractionReject, unfenced
 
 SUMMARY_MODES = ("llm", "extractive")
 EXTRACTIVE_LABEL = "extractive"
@@ -39,13 +39,6 @@ def summary_mode(summaries: str | None, extractor_cfg: Mapping[str, Any]) -> str
     if mode == "llm" and not extractor_cfg.get("model"):
         raise ValueError("graph.summaries=llm needs graph.extractor.model (a model config, e.g. model@graph.extractor.model=llamacpp_qwen2.5_coder_1.5b)")
     return mode
-
-
-def summaries_label(identity: Mapping[str, Any] | None) -> str:
-    """Who wrote a graph's gate summaries, from its identity's `summaries`: "llm:<model>" or "extractive"."""
-    if identity and identity.get("kind") == "llm":
-        return f"llm:{model_label(identity.get('model') or {})}"
-    return EXTRACTIVE_LABEL
 
 
 class LLMSummariser(ChatModelTask):
