@@ -1,22 +1,6 @@
-"""The offline graph of an index, in plain Python: where its files live, the per-part extraction
-step, and the merge step. `arag.runtime.graph_job` schedules them on Ray.
+"""The offline graph of an index, in plain Python: the per-part extraction step and the merge step
+(files: arag.graph.layout). `arag.runtime.graph_job` schedules them on Ray.
 
-```
-<index>/graph/
-  manifest.json              written last: the graph is complete iff it exists
-  build.json                 identity of the build in progress (a rerun resumes it or starts over)
-  parts/part-00000.json      commit record of an extraction part, written after its Parquet files
-  triples/part-00000.parquet chunk_id, doc_id, head, relation, tail (surface forms)
-  mentions/part-00000.parquet chunk_id, doc_id, surface (every entity met, even in no triple)
-  rejects/part-00000.parquet chunk_id, reason, raw (extractor or summariser output that could not be used)
-  gate_summaries/part-00000.parquet doc_id, title, summary (graph.summaries=llm: the LLM-written ones)
-  nodes.parquet              node_id, name (normalised), aliases, degree
-  edges.parquet              head, relation, tail (node ids), chunk_id
-  provenance.parquet         node_id, chunk_id (π: node → chunks)
-  summaries.parquet          doc_id, title, summary (extractive), llm_summary (null without LLM ones): the gate's
-  node_vectors.npy, relation_vectors.npy (+ relations.parquet), summary_vectors.npy (extractive),
-  llm_summary_vectors.npy (LLM-written summaries, the extractive one where a reply was rejected)
-```
 The manifest's `extractor` ("llm:<model>", the A2RAG paper's, or "rules", the CPU substitute) and
 `summaries` ("llm:<model>" or "extractive") say what built it. An extraction part is a slice of one
 index part (`chunks_per_part`), so even a one-file corpus is extracted in parallel and resumes at a
@@ -25,7 +9,6 @@ fine grain after a kill.
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -38,13 +21,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from arag.graph.extract import RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, model_identity, normalise_name, written_by
+from arag.graph.layout import GraphLayout
 from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summary_mode
-from arag.index.layout import atomic_path, part_name, read_json, write_json_atomic
+from arag.index.layout import atomic_path, read_json, write_json_atomic
 from arag.index.store import Index
 
-GRAPH_DIR = "graph"
 GRAPH_FORMAT_VERSION = 1
-PART_DIRS = ("parts", "triples", "mentions", "rejects", "gate_summaries")
 TRIPLE_SCHEMA = pa.schema([("chunk_id", pa.string()), ("doc_id", pa.string()), ("head", pa.string()), ("relation", pa.string()), ("tail", pa.string())])
 MENTION_SCHEMA = pa.schema([("chunk_id", pa.string()), ("doc_id", pa.string()), ("surface", pa.string())])
 GRAPH_REJECT_SCHEMA = pa.schema([("chunk_id", pa.string()), ("reason", pa.string()), ("raw", pa.string())])
@@ -54,34 +36,6 @@ SUMMARY_CHARS = 400
 
 class GraphBuildError(RuntimeError):
     pass
-
-
-class GraphLayout:
-    def __init__(self, index_root: str | os.PathLike):
-        self.index_root = Path(index_root)
-        self.root = self.index_root / GRAPH_DIR
-
-    def __getattr__(self, name: str) -> Path:  # nodes, edges, provenance, summaries, relations, *_vectors
-        files = {
-            "manifest": "manifest.json", "build_state": "build.json", "nodes": "nodes.parquet", "edges": "edges.parquet",
-            "provenance": "provenance.parquet", "summaries": "summaries.parquet", "relations": "relations.parquet",
-            "node_vectors": "node_vectors.npy", "relation_vectors": "relation_vectors.npy", "summary_vectors": "summary_vectors.npy",
-            "llm_summary_vectors": "llm_summary_vectors.npy",
-        }
-        if name in files:
-            return self.root / files[name]
-        raise AttributeError(name)
-
-    def part_file(self, kind: str, part: int) -> Path:
-        return self.root / kind / f"{part_name(part)}.{'json' if kind == 'parts' else 'parquet'}"
-
-    def make_dirs(self) -> None:
-        for sub in PART_DIRS:
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-
-    def remove_temporaries(self) -> None:
-        for tmp in self.root.rglob(".tmp-*"):
-            tmp.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from arag.graph.build import GraphLayout
+from arag.graph.layout import GraphLayout
 from arag.graph.extract import CO_OCCURS, MENTIONS, RULES_LABEL, normalise_name, written_by
 from arag.graph.summaries import EXTRACTIVE_LABEL
 from arag.index.layout import read_json
