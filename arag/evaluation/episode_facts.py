@@ -1,18 +1,8 @@
-"""Every fact counted in an episode's trajectory: calls per tool, tool errors (results the model
-could not use) by failure kind, repeated calls, and the supporting documents seen and read.
-
-The runner fills a new row with it; the report (arag.report.facts) and the viewer (arag.viewer.data)
-count every stored row again with it, so old runs show the same numbers everywhere as new ones.
+"""Every fact counted in an episode's trajectory: calls per tool, tool errors by failure kind,
+repeated calls, and the supporting documents seen and read, with the rules of docs/evaluation.md,
+"Tool errors and repeated calls". The runner fills a new row with it; the report (arag.report.facts)
+and the viewer count every stored row again with it, so old and new runs show the same numbers.
 Input: the stored trajectory (arag.agent.episode.Episode.to_json) with the runner's `chunk_titles`.
-
-Rules (docs/evaluation.md, "Tool errors and repeated calls"):
-  * a call's failure kind is its record's `failure` (arag.tools.failures.FAILURE_KINDS; an unknown
-    kind, a plugin's, counts as `refused`); a call with an `error` and no kind is `unknown_ids`
-    when it names an unknown reference id, `unknown_tool` when it names no offered tool, else
-    `refused`. Calls stored before kinds were recorded: see `_legacy_failure`.
-  * a repeated call is identical to an earlier call of the episode (arag.evaluation.repeats).
-  * evidence: the supporting titles covered by the chunks seen and read (arag.evaluation.evidence),
-    by the chunk titles the trajectory recorded; without them the row's stored counts stand.
 """
 
 from __future__ import annotations

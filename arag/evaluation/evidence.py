@@ -1,18 +1,11 @@
-"""Evidence recall: how many of a question's supporting documents the agent got to.
+"""Evidence recall (docs/evaluation.md, "Metrics"): how many of a question's supporting documents
+the agent saw (in any READ or SNIPPET tool's results) and read (whole text in the context: a READ
+tool, or a SNIPPET tool of a `full_text` method), by what each tool or method record declares. A
+packed chunk's title field holds every title it covers (TITLE_SEPARATOR), and each counts.
 
-Two levels, from the episode's tool calls, by what each tool declares (arag.tools.base READ /
-SNIPPET / NOT_EVIDENCE; a method's own retrieval records likewise):
-  seen: the chunk appeared in the results of a READ or SNIPPET tool;
-  read: the chunk's full text was put into the context: a READ tool, or a SNIPPET tool of a
-        `full_text` method (arag.methods.shows_full_text). `read` is a subset of `seen`.
-A supporting title counts when any chunk covering a document with that title is in the set;
-recall = found titles / supporting titles (None when a question lists none). A packed chunk's title
-field holds every title it covers, joined by TITLE_SEPARATOR, and each of them counts.
-
-Recall@k (as A2RAG reports it) counts passages, as the A2RAG paper does, whatever the chunking:
-the chunks in the order they first appeared in the tool results, each replaced by the passages it
-covers, a passage counted at its first place, cut after k (`ranked_passages`). A packed window of
-ten passages is ten ranks, so packed and per-passage indexes give the same figure.
+Recall@k counts passages, as the A2RAG paper does, whatever the chunking: chunks in the order they
+first appeared, each replaced by the passages it covers, a passage at its first place, cut after k
+(`ranked_passages`); a packed window of ten passages is ten ranks.
 """
 
 from __future__ import annotations

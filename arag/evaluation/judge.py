@@ -1,11 +1,8 @@
-"""LLM-Acc: an LLM judge decides whether a prediction is semantically equivalent to a gold answer.
-
-Prompts from the run config (`judge.system_prompt`, `judge.user_template`); the reply is
-`{"verdict": "correct" | "incorrect"}`, constrained by VERDICT_SCHEMA where the backend supports
-it, else parsed from the text (a bare correct/incorrect/yes/no too). A judge with no usable verdict
-after `attempts` tries is `failed` with the reason: LLM-Acc unknown (null), never "wrong". With
-`skip_exact`, a normalised exact match is `correct` without asking (status `exact_match`): the
-judge could only agree, and CPU time is dear.
+"""LLM-Acc: an LLM judge decides whether a prediction means the gold answer (docs/evaluation.md,
+"Judges"). The reply is `{"verdict": "correct" | "incorrect"}`, constrained by VERDICT_SCHEMA where
+the backend supports it, else parsed (a bare correct/incorrect/yes/no too). No usable verdict after
+`attempts` tries is `failed`: LLM-Acc unknown (null), never "wrong". With `skip_exact`, a normalised
+exact match is `correct` unasked: the judge could only agree, and CPU time is dear.
 """
 
 from __future__ import annotations

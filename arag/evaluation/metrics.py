@@ -1,17 +1,11 @@
-"""Answer metrics over every gold answer (the best-matching gold counts), SQuAD-style normalised.
+"""Answer metrics over every gold answer (the best match counts), normalised as the SQuAD v1.1
+evaluation script does (lower case, no punctuation, no articles a/an/the, single spaces), so
+numbers compare with published EM/F1 (docs/evaluation.md, "Metrics").
 
-normalize_answer: lower-case, drop punctuation, drop the articles a/an/the, collapse whitespace
-    (the SQuAD v1.1 evaluation script's rule, so numbers compare with published EM/F1).
-exact_match: 1.0 when the normalised prediction equals a normalised gold answer.
-f1: token-level F1 between the normalised prediction and a gold answer (bag of tokens).
-contain_acc: 1.0 when a normalised gold answer is a substring of the normalised prediction: the
-    Contain-Acc (Cont-Acc) of the A-RAG paper's evaluation code, raw substrings, so "1946" is found
-    in "19460" and "no" in "not known", as there.
-contain_acc_token: the same with whole tokens only ("20 march 851" in "she died on 20 march 851",
-    but not "no" in "not known"): a stricter column of our own beside the paper's.
-
-A gold answer that normalises to nothing (e.g. "The") is compared in its lower-cased, stripped form
-instead, so it can still match; a missing prediction (a failed episode) scores 0 on every metric.
+contain_acc is the A-RAG paper's evaluation code's Contain-Acc: raw substrings, so "1946" is found
+in "19460" and "no" in "not known", as there; contain_acc_token is our stricter whole-token column
+beside it. A gold answer that normalises to nothing (e.g. "The") is compared lower-cased and
+stripped instead; a missing prediction (a failed episode) scores 0 on every metric.
 """
 
 from __future__ import annotations

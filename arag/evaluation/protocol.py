@@ -1,20 +1,11 @@
-"""A run's protocol card: for every setting that the paper its method comes from states
-(arag.evaluation.protocol_papers), our value beside the paper's and whether they differ.
-
-Built from a run's description (run.json's `settings`, else the rows' `identity`) and, given them,
-its episodes (arag.evaluation.effective), which give the token budget, reply cap, tool calls per
-step, results cut and chunk_read's header; without them the budget is derived with the loop's own
-function and says "derived". The texts the model was shown are checked against the method's preset
-by fingerprint (arag.evaluation.text_fingerprints). The index's facts come from `settings.index_facts`
-(recorded at evaluation time), else the manifest at `settings.index_path`, else what `pipelines.index
-+corpus=<dataset>` builds by default, and say so. A field a run predates reads as what the code did
-before it was recorded (`recorded` False).
-
-A row differs from the paper's value where the paper states one, else from the authors' code's; a
-difference that moves no reported number (protocol_papers.EFFECTS) is "form only", not a deviation.
-`pipelines.evaluate` stores the card in run.json (`protocol`); the report recomputes every card and
-never reads the stored one. The card is no part of the run's identity: every value on it comes
-from what already is (settings, the index's fingerprint, the episodes).
+"""A run's protocol card (docs/evaluation.md, "Protocol"): for every setting that the paper its
+method comes from states (arag.evaluation.protocol_papers), our value beside the paper's and
+whether they differ, read from what the episodes ran under (arag.evaluation.effective) where given,
+else from the run's description, with the texts the model was shown checked against the method's
+preset (arag.evaluation.text_fingerprints). A value a run predates reads as what the code did
+before it was recorded (`recorded` False). A difference that moves no reported number is "form
+only", not a deviation. The card is no part of the run's identity: every value on it comes from
+what already is (settings, the index's fingerprint, the episodes).
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""Score a finished run's answers again with another judge, as a new run, without re-running agents.
-
-The re-judged run holds the source's episodes as they were, with only the judge's columns
-(`llm_acc`, `judge_status`, `judge_error`, `judge_reply`, `judge_s`), `run_id` and `settings`
-replaced. Its identity is the source's with the judge swapped in, plus `rejudged_from` (the source
-run id) and `judge_code` (the code that judged); a re-judge of a re-judge starts from the original
-run, so the identity does not grow with every judge tried.
-
-It resumes like evaluation: answers already judged are skipped, so re-running picks up episodes the
-source finished since. The source's failed episodes are copied into `failed/` as they are (no
-answer to judge; they count 0 in both accuracies). The source is read one part at a time and rows
-are written in batches (of at least `concurrency`, judged concurrently): memory does not grow with
-the run.
+"""Score a finished run's answers again with another judge, as a new run, without re-running agents
+(docs/evaluation.md, "Re-judging"): the source's rows with the judge's columns, `run_id` and
+`settings` replaced; its identity the source's with the judge swapped in, plus `rejudged_from` and
+`judge_code`. A re-judge of a re-judge starts from the original run, so the identity does not grow
+with every judge tried. It resumes, copies the source's failed episodes as they are, and reads the
+source one part at a time, judging batches of at least `concurrency` rows concurrently.
 """
 
 from __future__ import annotations

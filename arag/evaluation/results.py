@@ -1,4 +1,5 @@
-"""The results tree: one folder per run, Parquet part files written atomically, exact resume.
+"""The results tree: one folder per run, Parquet part files written atomically, exact resume; the
+one module that spells its layout (docs/evaluation.md, "Results layout" and "Resume").
 
 ```
 <results.path>/<run_id>/
@@ -9,16 +10,10 @@
   run.lock                 held (flock) while an evaluation writes this run
 ```
 
-Rules that make resume exact and keep every question counted once:
-* A part is written under a temporary name (`.part-….parquet.tmp`, which no `*.parquet` glob
-  matches) and renamed into place: a reader, or a run killed at any point, sees whole files only.
-  A killed run's temporary files are deleted when the run is next opened.
-* A question whose id is in `episodes/` is done: a rerun skips it; everything else runs again.
-* `failed/` holds each failed question once. Failed rows are appended as parts like answered ones
-  (an outage writes each row once, not the whole file per batch); only a file holding rows about to
-  be replaced is rewritten, without them, first. A rerun takes the questions it retries out of
-  `failed/` (their attempt numbers continue), so each question id occurs at most once across a
-  run's Parquet files, whatever moment a run was killed at.
+A part is written under a temporary name no `*.parquet` glob matches and renamed into place, so a
+run killed at any point leaves whole files only. A question in `episodes/` is done; a rerun runs
+everything else, first taking the failed questions it retries out of `failed/` (rewriting only the
+files that hold them), so each question id occurs at most once across a run's files at any moment.
 """
 
 from __future__ import annotations

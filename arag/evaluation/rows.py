@@ -1,15 +1,7 @@
-"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses.
-
-Every part file has exactly `row_schema()` (for the tools registered), so DuckDB reads a whole
-results tree without schema merging; nested data (the trajectory) is one JSON text column.
-Scoring rules (docs/evaluation.md, "Metrics"):
-
-* status `ok`: the agent answered (possibly a forced answer, see `forced`).
-* status `failed`: no answer; `failure` says why, `prediction` is null, the answer metrics are 0.
-  The report never scores it (accuracies average over completed episodes) and names the failures
-  beside each accuracy (arag.report.format.FAILED). Evidence recall still counts what was read.
-* `llm_acc` is null when the judge gave no verdict (`judge_status='failed'`) or was disabled:
-  unknown, never "wrong".
+"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses
+(docs/evaluation.md, "Results layout"), so DuckDB reads a whole results tree without merging
+schemas. A `failed` row has no answer: null prediction, answer metrics 0, never scored by the
+report; `llm_acc` is null (unknown, never "wrong") when the judge gave no verdict or was off.
 """
 
 from __future__ import annotations

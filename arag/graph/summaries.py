@@ -1,14 +1,9 @@
 """The per-document summaries A2RAG's gate compares a question with (the paper's Sec. III-B1: "for
 each document we precompute a short summary during indexing"; Gate(q) = 1{max_j cos(q, s_j) ≥ τ_g}).
-
-Two kinds (`graph.summaries`):
-  llm         the graph build's model (`graph.extractor.model`) summarises each document's first
-              chunk (`LLMSummariser`); the default when a model is set. The paper does not say how
-              its summaries are written: a written summary is our reading.
-  extractive  title and first `graph.summary_sentences` sentences (the CPU substitute); always kept,
-              so `method.gate_summaries=extractive` can choose it on any graph.
-An unusable reply is an `ExtractionReject` (`num_summary_rejected`, kept in rejects/); that
-document's gate vector is then its extractive summary's (`num_summary_fallbacks`).
+`graph.summaries=llm`: the graph build's model summarises each document's first chunk (the paper
+does not say how its summaries are written: this is our reading); extractive ones (title and first
+sentences, the CPU substitute) are always kept too. An unusable reply is an `ExtractionReject`; that
+document's gate vector is then its extractive summary's (docs/agents.md, "The graph job").
 """
 
 from __future__ import annotations

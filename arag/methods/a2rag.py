@@ -1,36 +1,24 @@
 """A2RAG: gated, adaptive graph retrieval with Triple-Check and failure-aware rewrites, the A2RAG
-paper's Full method (entity and relation seeds); `a2rag_node_only` is its Node-only ablation.
-The method drives its own episode (`run_episode`) instead of the tool-calling loop:
+paper's Full method (entity and relation seeds); `a2rag_node_only` is its Node-only ablation. The
+method drives its own episode (`run_episode`); docs/agents.md, "The method", walks through it:
 
-1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else the
-   episode ends as an abstention (an outcome, not an error). The summaries were written offline by
-   the graph build's model (`gate_summaries: llm`) or are extractive (the CPU substitute).
-2. Seeds (no LLM call): the question's entities (the rule extractor's spans) aligned to graph nodes
-   by edit similarity and embedding cosine; with none, the titles of the documents the gate matched.
-   Relation seeds (`relation_seeds`, on in the Full method): the question's other words aligned to
-   relation names; Stage 1 drops edges of a non-matching relation (untyped edges stay) and Stage 2
-   prefers bridges over matching edges, as the paper's S_R steers "both local evidence collection
-   and bridge search".
-3. Monotone escalation, each stage at most once per query, a sufficiency check after each: local
-   1-hop → bridges within `bridge_hops` of ≥ 2 seeds (capped shortest paths) → degree-normalised PPR,
-   top `ppr_top_nodes` nodes mapped to chunks through π. As in the paper's retriever state, Stages
-   1–2 add triples (the seeds' induced 1-hop subgraph, then the bridge paths; `triples_per_stage`
-   each, shown "(subject; relation; object)", their chunks seen not read); Stage 3 adds passages
-   (`chunks_per_stage` whole chunks, `max_evidence_chunks` in all). The check is structural by
-   default (no LLM call: Stage 1 suffices when its neighbourhoods join every seed, Stage 2 when it
-   found a bridge path; the paper escalates "when Stage 1 fails to connect multiple query
-   entities"), or an LLM validator (`sufficiency: llm`, one call per stage before the last). A
-   rewritten query restarts retrieval at the stage reached, never below it.
-4. Answer from the evidence (one call), then Triple-Check (evidence relevance, answer grounding,
-   query resolution) as one call; the first failing verdict in that order names the failure type.
-   A type-conditioned rewrite (one call; evidence judged off topic is dropped; for grounding
-   failures only the answer is asked again) and retry, at most `max_rewrites` times, then the
-   outcome is `fail` (answer: `abstain_answer`, or the last answer with `exhausted: last`).
+1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else an
+   abstention (an outcome, not an error).
+2. Seeds, no LLM call: the question's entities aligned to nodes; relation seeds steer "both local
+   evidence collection and bridge search" (the paper's S_R): Stage 1 drops edges of a non-matching
+   relation, Stage 2 prefers bridges over matching edges.
+3. Monotone escalation, each stage at most once per query: local 1-hop triples → bridge-path
+   triples → degree-normalised PPR passages through π. The sufficiency check is structural by
+   default (the paper escalates "when Stage 1 fails to connect multiple query entities") or an LLM
+   validator. A rewritten query restarts retrieval at the stage reached, never below it.
+4. Answer, then Triple-Check (evidence relevance, answer grounding, query resolution) in one call;
+   the first failing verdict names the failure; a type-conditioned rewrite and retry, at most
+   `max_rewrites` times, then the outcome is `fail`.
 
-A question answered on its first attempt costs 2 LLM calls, as the paper's 2.0–2.3 calls per
+A question answered at its first attempt costs 2 LLM calls, as the paper's 2.0–2.3 calls per
 question imply; each rewrite round adds 3. `Episode.trace` records outcome, stages, verdicts,
-rewrites and the LLM calls by purpose (CALL_PURPOSES); each stage's retrieval is a tool-call record:
-`graph_triples` (Stages 1–2, chunks seen) or `graph_retrieval` (Stage 3, chunks read).
+rewrites and calls by purpose; Stages 1–2 are recorded as `graph_triples` (chunks seen), Stage 3
+as `graph_retrieval` (chunks read).
 """
 
 from __future__ import annotations
