@@ -1,17 +1,10 @@
-"""The protocols of the papers our methods come from, as data: per setting a run's card compares
-(arag.evaluation.protocol), the paper's value as the card prints it, where the paper (or, where the
-paper names none, its authors' official configuration) states it, and the test our value must pass.
-
-A-RAG: arXiv 2602.03442 and the authors' public code at commit a44de6b (configs/example.yaml,
-src/arag/, scripts/); AgenticRAG and A2RAG: their papers. A setting neither a paper nor its authors'
-code states has no row: the card never invents a reference value. A run differs where it is not the
-paper's value, or where the paper reads "not stated", the code's. `official` is the authors' code's
-value, shown beside the paper's whether or not they agree.
-
-`EFFECTS`: per setting, whether a difference there moves a reported number (accuracy, retrieved
-tokens, steps) and why, a judgement kept as data; the differential run against the authors' code
-(benchmarks.official_side_by_side) is the evidence that may change it. A difference that moves no
-number is "form only", not a deviation.
+"""The protocols of the papers our methods come from, as data (docs/evaluation.md, "Protocol"):
+per card setting the paper's value as printed, where it is stated, the test ours must pass, and
+the authors' code's value beside it (`official`). A-RAG: arXiv 2602.03442 and the authors' code at
+commit a44de6b; AgenticRAG and A2RAG: their papers. A setting neither states has no row: the card
+never invents a reference value. `EFFECTS` holds, per setting, whether a difference moves a
+reported number and why: a judgement kept as data, which the differential run against the authors'
+code (benchmarks.official_side_by_side) may change.
 """
 
 from __future__ import annotations
