@@ -1,6 +1,4 @@
-"""Evaluation of agents over benchmark questions (plain Python, no Ray).
-
-One module per job:
+"""Evaluation of agents over benchmark questions (plain Python, no Ray), one module per job:
 
     questions.py    benchmark question files (JSON Lines) → `Question` records; bad lines named by line
     metrics.py      Contain-Acc, EM and F1 with SQuAD-style normalisation over every gold answer
@@ -14,10 +12,7 @@ One module per job:
                     one module that reads and writes a run's folder (evaluate, rejudge, report, viewer)
     summary.py      a run's averages over its stored rows, as the commands print them
 
-Reports over a results tree are arag.report; the results page is arag.viewer.
-
-The Ray side (actors that each hold an `EpisodeRunner`, the driver loop, progress) lives in
-`arag.runtime.evaluate_job`; one evaluation and one re-judging, as library calls, are
-`arag.runtime.evaluate.evaluate` and `arag.runtime.rejudge.rejudge` (above this package's floor);
-entry points in `pipelines/` (evaluate, rejudge, report, view).
+Reports over a results tree are arag.report, the results page arag.viewer; the Ray side is
+`arag.runtime.evaluate_job`, the library calls `arag.runtime.evaluate.evaluate` and
+`arag.runtime.rejudge.rejudge`; entry points in `pipelines/`.
 """

@@ -1,8 +1,6 @@
-"""What a run's episodes ran under, read from their trajectories (the `trajectory` column of its rows,
-arag.agent.episode.Episode.to_json): the token budget after fitting it to the model's window, the
-reply cap each model call sent, the window, how many tool calls one step carried out and how many
-extra calls were answered "not run", the results cut to fit, and the form of chunk_read's header.
-The protocol card (arag.evaluation.protocol) shows these instead of the settings they came from.
+"""What a run's episodes ran under, read from their trajectories: the token budget fitted to the
+window, the reply cap sent, the window, tool calls per step and extra calls answered "not run", the
+results cut to fit, and chunk_read's header. The protocol card shows these instead of the settings.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 # Backend description keys that name the model's context window (arag.llm.base.LLMBackend.describe;
-# llama.cpp's and vLLM's own keys in trajectories recorded before `context_window` was).
+# llama.cpp's and vLLM's own keys in older trajectories).
 WINDOW_KEYS = ("context_window", "n_ctx", "max_model_len")
 
 
@@ -31,7 +29,7 @@ class Effective:
 
 
 def chunk_readers() -> frozenset[str]:
-    """The tools that read chunks by the ids earlier results showed (chunk_read), as their ToolSpecs say."""
+    """The tools that read chunks by the ids earlier results showed (chunk_read)."""
     from arag.tools.registry import TOOLS
 
     return frozenset(name for name, spec in TOOLS.items() if spec.shown_ids_argument and spec.unit == "chunk")
@@ -45,8 +43,8 @@ def window_of(backend: Mapping[str, Any]) -> int | None:
 
 
 def reply_cap_of(trajectory: Mapping[str, Any]) -> int | None:
-    """The max_tokens an episode's model calls sent: recorded as `agent.reply_cap`; before that, the
-    agent's max_reply_tokens, else the backend's max_tokens (what the loop passed on)."""
+    """The max_tokens an episode's model calls sent: `agent.reply_cap`, else (older records) what the
+    loop passed on: the agent's max_reply_tokens, else the backend's max_tokens."""
     agent, backend = trajectory.get("agent") or {}, trajectory.get("backend") or {}
     cap = agent.get("reply_cap") or agent.get("max_reply_tokens") or backend.get("max_tokens")
     return int(cap) if cap else None
@@ -66,9 +64,8 @@ def replies_with_extra_calls(messages: list[Mapping[str, Any]]) -> int:
 
 
 def header_form(call: Mapping[str, Any]) -> str | None:
-    """The first chunk header of a chunk_read result ("[...]" on a line of its own) with its ids
-    (and a missing neighbour's note) written "<id>" and its titles "<title>"; None when the result
-    shows no chunk."""
+    """The first chunk header ("[...]" on a line of its own) of a chunk_read result, ids (and a
+    missing neighbour's note) written "<id>", titles "<title>"; None when it shows no chunk."""
     if call.get("error"):
         return None
     line = next((x.strip() for x in str(call.get("text") or "").splitlines() if x.strip().startswith("[") and x.strip().endswith("]")), None)
@@ -86,8 +83,7 @@ def header_form(call: Mapping[str, Any]) -> str | None:
 
 
 def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
-    """The effective values of the episodes whose trajectories are given (an empty one, a failed
-    episode's without a record, counts for nothing)."""
+    """The effective values of these episodes (a failed one without a record counts for nothing)."""
     budgets, caps, windows = set(), set(), set()
     episodes, extra, cut = 0, 0, 0
     replies: int | None = 0

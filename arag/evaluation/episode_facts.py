@@ -1,24 +1,8 @@
-"""Every fact counted in an episode's trajectory, in one place: calls per tool, tool errors (results
-the model could not use) by failure kind, repeated calls, and the supporting documents seen and read.
-
-The runner fills a new row's columns with it; the report (arag.report.facts) and the viewer
-(arag.viewer.data) count every stored row again with it, so runs stored before a count existed, or
-while it was counted differently, show the same numbers everywhere as new ones. The input is the
-trajectory as stored: the JSON of arag.agent.episode.Episode.to_json, with the runner's
-`chunk_titles` ({chunk id: title field} of the chunks seen).
-
-Rules (docs/evaluation.md, "Tool errors and repeated calls"):
-  * a call's failure kind is its record's `failure` (arag.tools.failures.FAILURE_KINDS; a kind the
-    list does not know, a plugin's, counts as `refused`); a call with an `error` and no kind is
-    `unknown_ids` when it names an unknown reference id, `unknown_tool` when it names no offered
-    tool, else `refused`. Of the other calls stored before kinds were recorded (no `failure` key),
-    one that read nothing and whose result names unknown chunk ids is `unknown_ids`, a search or
-    find that returned no chunk `empty`, a chunk_read that brought no new text `already_read`
-    (`_legacy_failure`).
-  * a repeated call is identical to an earlier call of the episode (arag.evaluation.repeats).
-  * evidence: the supporting titles covered by the chunks seen and read (arag.evaluation.evidence),
-    by the chunk titles the trajectory recorded; a trajectory that recorded none (runs stored before
-    the runner kept them) keeps the counts its row stored, which the runner took from the index.
+"""Every fact counted in an episode's trajectory: calls per tool, tool errors by failure kind,
+repeated calls, and the supporting documents seen and read, with the rules of docs/evaluation.md,
+"Tool errors and repeated calls". The runner fills a new row with it; the report (arag.report.facts)
+and the viewer count every stored row again with it, so old and new runs show the same numbers.
+Input: the stored trajectory (arag.agent.episode.Episode.to_json) with the runner's `chunk_titles`.
 """
 
 from __future__ import annotations
@@ -27,7 +11,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from arag.evaluation.evidence import found_titles, method_shows_full_text, seen_and_read
 from arag.evaluation.repeats import repeated_flags
@@ -42,12 +26,11 @@ UNKNOWN_CHUNK_IDS = re.compile(r"^Unknown chunk ids? \(not in this index\): (?P<
 UNKNOWN_REF_ID = re.compile(r"^unknown reference id", re.IGNORECASE)
 # The error the loop and the tool hosts record for a tool the method does not offer (arag.agent.loop).
 UNKNOWN_TOOL_ERROR = re.compile(r"^unknown tool\b", re.IGNORECASE)
-# The one tool that answers a chunk read before with a note instead of its text.
 
 
 def unknown_ids_in(call: Mapping[str, Any]) -> int:
-    """How many ids a stored tool call named that do not exist: as recorded, else (runs that predate
-    the count) the length of the result's "Unknown chunk ids" list."""
+    """How many ids a stored tool call named that do not exist: as recorded, else the length of the
+    result's "Unknown chunk ids" list."""
     if call.get("unknown_id_count"):
         return int(call["unknown_id_count"])
     m = UNKNOWN_CHUNK_IDS.search(call.get("text") or "")
@@ -73,11 +56,10 @@ def call_failure(call: Mapping[str, Any]) -> str | None:
 
 
 def _legacy_failure(call: Mapping[str, Any]) -> str | None:
-    """The kind of a call stored before kinds were recorded, read from what it returned: an evidence
-    tool (a search, find, chunk_read) that returned no chunk is `unknown_ids` when its result names
-    unknown ids, else `empty`; a reading tool (evidence READ: chunk_read, open) whose chunks brought no new text (no retrieved tokens:
-    each was answered with the already-read note) is `already_read`, or `unknown_ids` when it also
-    named unknown ids, as the tool decides now (arag.tools.chunk_read)."""
+    """The kind of a call stored before kinds were recorded, from what it returned: an evidence tool
+    that returned no chunk is `unknown_ids` when its result names unknown ids, else `empty`; a
+    reading tool (READ) whose chunks brought no retrieved tokens (each answered with the
+    already-read note) is `already_read`, or `unknown_ids` when it also named unknown ids."""
     named_unknown = unknown_ids_in(call) > 0
     if not call.get("chunk_ids"):
         if named_unknown:
@@ -90,10 +72,9 @@ def _legacy_failure(call: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class EpisodeFacts:
-    """What an episode did, counted in its trajectory. A stored row whose trajectory holds no
-    tool-call record (`recorded` False: written without one, or a failed row, which has none) keeps
-    its own call counts; if those say it called a tool, `counted` is False and the counts only a
-    trajectory gives (tool errors, repeated calls) are None, else they are 0."""
+    """What an episode did, counted in its trajectory. A row whose trajectory holds no tool-call
+    record (`recorded` False) keeps its own call counts; if it called a tool, `counted` is False and
+    the counts only a trajectory gives (tool errors, repeated calls) are None, else 0."""
 
     calls: dict[str, int]  # calls per tool name (the record's name: a made-up tool's too)
     failures: tuple[str | None, ...]  # per call, in order: its failure kind, None when usable
@@ -110,7 +91,6 @@ class EpisodeFacts:
 
     @property
     def tool_errors(self) -> int | None:
-        """Calls whose result the model could not use (every kind)."""
         return sum(f is not None for f in self.failures) if self.counted else None
 
     @property
@@ -135,23 +115,7 @@ class EpisodeFacts:
 
 
 def stored_calls(trajectory: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The tool-call records of a stored trajectory, in order."""
     return [c for c in trajectory.get("tool_calls") or [] if isinstance(c, Mapping)]
-
-
-def repeated_per_call(calls: Sequence[Mapping[str, Any]]) -> list[bool]:
-    return repeated_flags((str(c.get("name")), c.get("arguments")) for c in calls)
-
-
-def supporting_count(supporting_titles: Iterable[str] | None) -> int:
-    return len({t.strip() for t in supporting_titles or () if t and t.strip()})
-
-
-def evidence_found(trajectory: Mapping[str, Any], supporting_titles: Iterable[str], titles: Mapping[str, str | None]) -> tuple[int, int]:
-    """(supporting titles seen, read) in a trajectory's tool calls, by the chunk titles given."""
-    calls = stored_calls(trajectory)
-    seen, read = seen_and_read(((str(c.get("name")), c.get("chunk_ids") or []) for c in calls), method_shows_full_text(trajectory.get("agent")))
-    return found_titles(seen, read, titles, supporting_titles)
 
 
 def trajectory_facts(trajectory: Mapping[str, Any], supporting_titles: Iterable[str], titles: Mapping[str, str | None] | None = None) -> EpisodeFacts:
@@ -159,19 +123,20 @@ def trajectory_facts(trajectory: Mapping[str, Any], supporting_titles: Iterable[
     recorded (`chunk_titles`)."""
     calls = stored_calls(trajectory)
     supporting = list(supporting_titles or ())
-    seen, read = evidence_found(trajectory, supporting, titles if titles is not None else trajectory.get("chunk_titles") or {})
+    seen, read = seen_and_read(((str(c.get("name")), c.get("chunk_ids") or []) for c in calls), method_shows_full_text(trajectory.get("agent")))
+    found_seen, found_read = found_titles(seen, read, titles if titles is not None else trajectory.get("chunk_titles") or {}, supporting)
     return EpisodeFacts(
         calls=dict(Counter(str(c.get("name")) for c in calls)),
         failures=tuple(call_failure(c) for c in calls),
-        repeated=tuple(repeated_per_call(calls)),
-        evidence_supporting=supporting_count(supporting),
-        evidence_seen=seen,
-        evidence_read=read,
+        repeated=tuple(repeated_flags((str(c.get("name")), c.get("arguments")) for c in calls)),
+        evidence_supporting=len({t.strip() for t in supporting if t and t.strip()}),
+        evidence_seen=found_seen,
+        evidence_read=found_read,
     )
 
 
 def parse_trajectory(text: str | None) -> dict[str, Any]:
-    """A row's trajectory column as a dict (with `error` set when it is not readable JSON)."""
+    """A row's trajectory column as a dict (`error` set when it is not readable JSON)."""
     try:
         trajectory = json.loads(text or "{}")
     except ValueError as exc:
@@ -184,9 +149,9 @@ FACT_INPUT_COLUMNS = ("supporting_titles", "tool_calls", "evidence_supporting", 
 
 
 def row_facts(row: Mapping[str, Any], trajectory: Mapping[str, Any] | None = None) -> EpisodeFacts:
-    """The facts of a stored row: counted in its trajectory (`trajectory`, else its `trajectory`
-    column parsed). Where the trajectory cannot tell, what the row stored: the evidence counts when
-    it recorded no chunk titles, the call counts when it holds no tool-call record (`recorded`)."""
+    """The facts of a stored row, counted in its trajectory (given, else its column parsed); where
+    the trajectory cannot tell, what the row stored: the evidence counts when it recorded no chunk
+    titles, the call counts when it holds no tool-call record (`recorded`)."""
     if trajectory is None:
         trajectory = parse_trajectory(row.get("trajectory"))
     supporting = list(row.get("supporting_titles") or ())

@@ -1,21 +1,11 @@
-"""Evidence recall: how many of a question's supporting documents the agent got to.
+"""Evidence recall (docs/evaluation.md, "Metrics"): how many of a question's supporting documents
+the agent saw (in any READ or SNIPPET tool's results) and read (whole text in the context: a READ
+tool, or a SNIPPET tool of a `full_text` method), by what each tool or method record declares. A
+packed chunk's title field holds every title it covers (TITLE_SEPARATOR), and each counts.
 
-Two levels, from the episode's tool calls (their result chunk ids), by what each tool declares
-(arag.tools.base READ / SNIPPET / NOT_EVIDENCE; a method's own retrieval records, A2RAG's, likewise):
-  seen: the chunk appeared in the results of a READ or SNIPPET tool (a search snippet, a whole chunk);
-  read: the chunk's full text was put into the context: a READ tool (chunk_read,
-        naive_embedding_search, also naive_rag's retrieval, open), or a SNIPPET tool of a `full_text`
-        method (arag.methods.shows_full_text).
-`read` is a subset of `seen`. A supporting title counts when any chunk covering a document with
-that title is in the set; recall = found titles / supporting titles (None when a question lists none).
-A chunk may cover several documents (packed chunking, `index.chunking=packed`): its title field then
-holds every title it covers, joined by TITLE_SEPARATOR, and each of them counts.
-
-Rank-limited recall (Recall@k, as A2RAG reports it) counts passages, as the A2RAG paper's does,
-whatever the chunking: the chunks retrieved, in the order they first appeared in the episode's tool
-results, each replaced by the passages (documents) it covers in its own order, a passage counted at
-its first place, cut after k passages; see `recall_at_k` and `ranked_passages`. A packed window of
-ten passages is ten ranks, not one, so packed and per-passage indexes give the same figure.
+Recall@k counts passages, as the A2RAG paper does, whatever the chunking: chunks in the order they
+first appeared, each replaced by the passages it covers, a passage at its first place, cut after k
+(`ranked_passages`); a packed window of ten passages is ten ranks.
 """
 
 from __future__ import annotations
@@ -39,7 +29,7 @@ CITATION_KS = (1, 3)
 
 
 def titles_covered(title: str | Sequence[str] | None) -> list[str]:
-    """The document titles one chunk covers, from its title field (one title, or several joined)."""
+    """The document titles one chunk's title field covers."""
     if title is None:
         return []
     parts = title.split(TITLE_SEPARATOR) if isinstance(title, str) else list(title)
@@ -47,9 +37,8 @@ def titles_covered(title: str | Sequence[str] | None) -> list[str]:
 
 
 def ranked_passages(ranked_titles: Sequence[str | Sequence[str] | None]) -> list[str]:
-    """The passages (document titles) the retrieved chunks cover, in rank order: each chunk's own
-    titles in the order it holds them, each passage at its first place (a later chunk of the same
-    document, or a window overlapping it, adds no rank)."""
+    """The passages (titles) the retrieved chunks cover, in rank order, each at its first place (a
+    later chunk of the same document, or an overlapping window, adds no rank)."""
     seen: dict[str, None] = {}
     for entry in ranked_titles:
         for title in titles_covered(entry):
@@ -58,12 +47,9 @@ def ranked_passages(ranked_titles: Sequence[str | Sequence[str] | None]) -> list
 
 
 def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_titles: Iterable[str], k: int) -> float | None:
-    """Share of the supporting titles among the first `k` passages retrieved (`ranked_passages`).
-
-    ranked_titles: one entry per retrieved chunk, best (earliest) first; each entry is the chunk's
-        title field or the list of titles it covers. None when no title is known.
-    Returns None when the question lists no supporting titles.
-    """
+    """Share of the supporting titles among the first `k` passages retrieved (`ranked_passages`);
+    `ranked_titles`: per retrieved chunk, earliest first, its title field or titles (None: unknown).
+    None when the question lists no supporting titles."""
     if k < 1:
         raise ValueError(f"recall_at_k needs k >= 1, got {k}")
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
@@ -73,8 +59,8 @@ def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_
 
 
 def ranked_chunks(episode: Episode) -> list[str]:
-    """Chunk ids in the order they first appeared in the episode's tool results (retrieval before
-    the first model call, e.g. naive RAG's, comes first: it has step 0)."""
+    """Chunk ids in the order they first appeared in the episode's tool results (a method's
+    retrieval before the first model call has step 0: first)."""
     seen: dict[str, None] = {}
     for call in sorted(episode.tool_calls, key=lambda c: c.step):
         if evidence_of(call.name) == NOT_EVIDENCE:
@@ -109,9 +95,8 @@ def gold_chunks(chunk_titles: Mapping[str, str | None], supporting_titles: Itera
 
 
 def seen_and_read(calls: Iterable[tuple[str, Iterable[str]]], full_text: bool) -> tuple[set[str], set[str]]:
-    """The chunk ids seen and read in full, from (tool-call record name, its result's chunk ids) of an
-    episode's calls; `full_text`: the method's full_text setting. The one rule for an Episode and for
-    a stored trajectory (arag.evaluation.episode_facts)."""
+    """The chunk ids seen and read in full, from (record name, result chunk ids) per call; the one
+    rule for an Episode and a stored trajectory (arag.evaluation.episode_facts)."""
     seen: set[str] = set()
     read: set[str] = set()
     for name, chunk_ids in calls:
@@ -125,12 +110,12 @@ def seen_and_read(calls: Iterable[tuple[str, Iterable[str]]], full_text: bool) -
 
 
 def method_shows_full_text(agent: Mapping | None) -> bool:
-    """An episode's `agent` record (its loop and method settings): whether its searches return whole chunks."""
+    """Whether an episode's `agent` record says its searches return whole chunks."""
     return bool(((agent or {}).get("method") or {}).get("full_text"))
 
 
 def found_titles(seen: Iterable[str], read: Iterable[str], titles: Mapping[str, str | None], supporting_titles: Iterable[str]) -> tuple[int, int]:
-    """How many supporting titles the seen and the read chunks cover, by the chunks' title fields."""
+    """How many supporting titles the seen and the read chunks cover."""
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
     seen_titles = {t for c in seen for t in titles_covered(titles.get(c))}
     read_titles = {t for c in read for t in titles_covered(titles.get(c))}
@@ -142,8 +127,8 @@ def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
 
 
 def citation_recall(episode: Episode, supporting_titles: Iterable[str]) -> dict[int, float | None]:
-    """Recall@k of the documents an answer cites, ranked by their relevance scores (None for methods
-    that do not cite, or questions without supporting titles). Each document counts once."""
+    """Recall@k of the documents an answer cites, ranked by relevance, each once (None for methods
+    that do not cite, or questions without supporting titles)."""
     if not (episode.agent.get("method") or {}).get("cites"):
         return {k: None for k in CITATION_KS}
     docs: dict[str, str | None] = {}

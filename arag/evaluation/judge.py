@@ -1,14 +1,8 @@
-"""LLM-Acc: an LLM judge decides whether a prediction is semantically equivalent to a gold answer.
-
-The prompts come from the run config (`judge.system_prompt`, `judge.user_template`); the reply is a
-JSON object `{"verdict": "correct" | "incorrect"}`, constrained by a JSON schema where the backend
-supports it (grammar on llama.cpp, structured output on an endpoint), else parsed from the text
-(a bare "correct"/"incorrect"/"yes"/"no" is accepted too).
-
-A judge that cannot give a verdict (the model call keeps failing, or the reply is unusable after
-`attempts` tries) is recorded as `failed` with the reason: its LLM-Acc is unknown (null), never
-"wrong". With `skip_exact`, a prediction that exactly matches a gold answer after normalisation is
-`correct` without asking (status `exact_match`): the judge could only agree, and CPU time is dear.
+"""LLM-Acc: an LLM judge decides whether a prediction means the gold answer (docs/evaluation.md,
+"Judges"). The reply is `{"verdict": "correct" | "incorrect"}`, constrained by VERDICT_SCHEMA where
+the backend supports it, else parsed (a bare correct/incorrect/yes/no too). No usable verdict after
+`attempts` tries is `failed`: LLM-Acc unknown (null), never "wrong". With `skip_exact`, a normalised
+exact match is `correct` unasked: the judge could only agree, and CPU time is dear.
 """
 
 from __future__ import annotations
@@ -58,7 +52,7 @@ class Verdict:
         return None
 
     def columns(self) -> dict[str, Any]:
-        """The result-row columns this verdict fills (arag.evaluation.rows.EpisodeRow)."""
+        """The result-row columns this verdict fills."""
         return {"llm_acc": self.llm_acc, "judge_status": self.status, "judge_error": self.error, "judge_reply": self.reply, "judge_s": self.latency_s}
 
 

@@ -1,17 +1,11 @@
-"""Answer metrics over every gold answer (the best-matching gold counts), SQuAD-style normalised.
+"""Answer metrics over every gold answer (the best match counts), normalised as the SQuAD v1.1
+evaluation script does (lower case, no punctuation, no articles a/an/the, single spaces), so
+numbers compare with published EM/F1 (docs/evaluation.md, "Metrics").
 
-normalize_answer: lower-case, drop punctuation, drop the articles a/an/the, collapse whitespace
-    (the SQuAD v1.1 evaluation script's rule, so numbers compare with published EM/F1).
-exact_match: 1.0 when the normalised prediction equals a normalised gold answer.
-f1: token-level F1 between the normalised prediction and a gold answer (bag of tokens).
-contain_acc: 1.0 when a normalised gold answer is a substring of the normalised prediction: the
-    Contain-Acc (Cont-Acc) of the A-RAG paper's evaluation code, raw substrings, so "1946" is found
-    in "19460" and "no" in "not known", as there.
-contain_acc_token: the same with whole tokens only ("20 march 851" in "she died on 20 march 851",
-    but not "no" in "not known"): a stricter column of our own beside the paper's.
-
-A gold answer that normalises to nothing (e.g. "The") is compared in its lower-cased, stripped form
-instead, so it can still match; a missing prediction (a failed episode) scores 0 on every metric.
+contain_acc is the A-RAG paper's evaluation code's Contain-Acc: raw substrings, so "1946" is found
+in "19460" and "no" in "not known", as there; contain_acc_token is our stricter whole-token column
+beside it. A gold answer that normalises to nothing (e.g. "The") is compared lower-cased and
+stripped instead; a missing prediction (a failed episode) scores 0 on every metric.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import re
 import string
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
@@ -42,11 +36,12 @@ def _golds(golds: Iterable[str]) -> list[str]:
     return [g for g in out if g]
 
 
-def exact_match(prediction: str | None, golds: Iterable[str]) -> float:
+def _best(prediction: str | None, golds: Iterable[str], score: Callable[[str, str], float]) -> float:
+    """The best `score` of the normalised prediction against a normalised gold answer."""
     if not prediction:
         return 0.0
     p = _norm(prediction)
-    return float(any(p == g for g in _golds(golds)))
+    return max((score(p, g) for g in _golds(golds)), default=0.0)
 
 
 def token_f1(prediction: str, gold: str) -> float:
@@ -60,27 +55,22 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def exact_match(prediction: str | None, golds: Iterable[str]) -> float:
+    return _best(prediction, golds, lambda p, g: float(p == g))
+
+
 def f1(prediction: str | None, golds: Iterable[str]) -> float:
-    if not prediction:
-        return 0.0
-    p = _norm(prediction)
-    return max((token_f1(p, g) for g in _golds(golds)), default=0.0)
+    return _best(prediction, golds, token_f1)
 
 
 def contain_acc(prediction: str | None, golds: Iterable[str]) -> float:
     """The paper code's rule: normalised gold is a substring of the normalised prediction."""
-    if not prediction:
-        return 0.0
-    p = _norm(prediction)
-    return float(any(g in p for g in _golds(golds)))
+    return _best(prediction, golds, lambda p, g: float(g in p))
 
 
 def contain_acc_token(prediction: str | None, golds: Iterable[str]) -> float:
     """Whole-token containment: the gold's tokens appear as a contiguous run of the prediction's."""
-    if not prediction:
-        return 0.0
-    p = f" {_norm(prediction)} "
-    return float(any(f" {g} " in p for g in _golds(golds)))
+    return _best(prediction, golds, lambda p, g: float(f" {g} " in f" {p} "))
 
 
 @dataclass(frozen=True)

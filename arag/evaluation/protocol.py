@@ -1,43 +1,25 @@
-"""A run's protocol card: for every setting that the paper its method comes from states
-(arag.evaluation.protocol_papers), our value beside the paper's and whether they differ.
-
-The card is built from a run's description (run.json: its `settings`, else its `identity`, as the
-rows carry it) and, given them, its episodes (arag.evaluation.effective: what they ran under). The
-token budget, the reply cap, tool calls per step, results cut and chunk_read's header are read from
-the episodes; without them the budget is derived from the settings with the loop's own function
-(arag.agent.loop.fitted_token_budget) and says "derived". The texts the model was shown are
-fingerprinted and checked against the method's preset (arag.evaluation.text_fingerprints): one that
-is not the preset's reads "custom". The index's embedder, query instruction, precision, chunking
-and sentence splitter come from `settings.index_facts` (recorded at evaluation time from the
-index's manifest, or from a tool server's /index for a served index), else from the manifest at
-`settings.index_path` when it is still there, else they are assumed to be what `pipelines.index
-+corpus=<dataset>` builds by default, and say so. A field a run does not record (it predates the
-field) reads as what the code did before it was recorded: such a row has `recorded` False.
-
-Each row shows ours, the paper's value and, where compared, the authors' code's
-(arag.evaluation.protocol_papers); it differs from the paper's where the paper states a value, else
-from the authors' code's. A difference that moves no reported number (protocol_papers.EFFECTS) is
-"form only" and not counted among the deviations.
-
-`pipelines.evaluate` writes the card into each new run's run.json (`protocol`), from its settings
-before any episode ran; the report recomputes every card from run.json and the rows, and never
-reads the stored one. The card is never part of the run's identity (every value on it comes from
-settings that already are, from the index, whose fingerprint is, or from the episodes).
+"""A run's protocol card (docs/evaluation.md, "Protocol"): for every setting that the paper its
+method comes from states (arag.evaluation.protocol_papers), our value beside the paper's and
+whether they differ, read from what the episodes ran under (arag.evaluation.effective) where given,
+else from the run's description, with the texts the model was shown checked against the method's
+preset (arag.evaluation.text_fingerprints). A value a run predates reads as what the code did
+before it was recorded (`recorded` False). A difference that moves no reported number is "form
+only", not a deviation. The card is no part of the run's identity: every value on it comes from
+what already is (settings, the index's fingerprint, the episodes).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Mapping
 
 from arag.evaluation import protocol_papers as P
 from arag.evaluation.effective import Effective, chunk_readers
 from arag.evaluation.results import RUN_INFO
-from arag.index.facts import embedder_facts, manifest_facts
-from arag.index.layout import IndexLayout
+from arag.evaluation.run_labels import (  # noqa: F401 (index_facts, judge_presets: callers take them from here too)
+    OUR_SPLITTER, assumed_index_facts, embedder_config, guard_rails_label, index_facts, judge_model_name, judge_preset, judge_presets, model_window,
+)
+from arag.index.facts import embedder_facts
 
 # Method kinds that run the agent loop (max steps, token budget, guard rails apply).
 LOOP_KINDS = ("agent", "agenticrag")
@@ -76,12 +58,10 @@ class ProtocolCard:
 
     @property
     def deviations(self) -> tuple[CardRow, ...]:
-        """The rows that differ in a way that moves numbers."""
         return tuple(r for r in self.rows if r.deviates)
 
     @property
     def form_only(self) -> tuple[CardRow, ...]:
-        """The rows that differ in form only: no reported number moves."""
         return tuple(r for r in self.rows if r.differs and not r.moves_numbers)
 
     def to_json(self) -> dict[str, Any]:
@@ -92,126 +72,9 @@ class ProtocolCard:
         return cls(str(data["paper"]), tuple(CardRow(**r) for r in data["rows"]))
 
 
-# ---- what a run did ------------------------------------------------------------------------------
-def index_facts(index_path: str | Path, build_fingerprint: str | None = None, manifest: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The embedder and chunking of the index at `index_path`, from its manifest (`manifest`: as
-    already read); None without one, or when `build_fingerprint` is given and the manifest's differs
-    (another index now lives there)."""
-    if manifest is None:
-        try:
-            manifest = json.loads(IndexLayout(index_path).manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-    # An A2RAG run's fingerprint is the index's with its graph's appended (`<index>+graph-<graph>`).
-    if build_fingerprint is not None and manifest.get("build_fingerprint") != build_fingerprint.split("+graph-")[0]:
-        return None
-    return manifest_facts(manifest)
-
-
-@lru_cache(maxsize=1)
-def _index_defaults() -> tuple[str, dict[str, Any]]:
-    """pipelines.index's default embedder name and its index section (conf/index.yaml over its schema)."""
-    import dataclasses
-
-    import yaml
-
-    from arag.config.files import conf_path
-    from arag.config.schemas import IndexBuild
-
-    index_conf = yaml.safe_load(conf_path("index.yaml").read_text())
-    embedder = next(d["embedder"] for d in index_conf["defaults"] if isinstance(d, dict) and "embedder" in d)
-    name = yaml.safe_load(conf_path("embedder", f"{embedder}.yaml").read_text())["name"]
-    return str(name), {**dataclasses.asdict(IndexBuild()), **index_conf["index"]}
-
-
-@lru_cache(maxsize=16)
-def embedder_config(name: str) -> dict[str, Any] | None:
-    """The conf/embedder/*.yaml whose `name` is `name` (None: no such preset)."""
-    import yaml
-
-    from arag.config.files import conf_path
-
-    for path in sorted(conf_path("embedder").glob("*.yaml")):
-        cfg = yaml.safe_load(path.read_text())
-        if isinstance(cfg, dict) and cfg.get("name") == name:
-            return cfg
-    return None
-
-
-# The sentence splitter every index of ours was built with (manifests name it since it was recorded).
-OUR_SPLITTER = "sentencex"
-
-
-def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What `pipelines.index +corpus=<corpus>` builds at its defaults (conf/index.yaml)."""
-    from omegaconf import OmegaConf
-
-    name, section = _index_defaults()
-    cfg = OmegaConf.create({"corpus": dict(corpus or {}), "index": section})
-
-    def pick(key: str) -> Any:
-        return OmegaConf.select(cfg, f"index.{key}", throw_on_resolution_failure=False)
-
-    facts = {"embedder": name, "chunking": pick("chunking"), "chunk_tokens": pick("chunk_tokens"), "chunk_overlap": pick("chunk_overlap"), "splitter": OUR_SPLITTER}
-    return {**facts, **embedder_facts(embedder_config(name) or {})}
-
-
-@lru_cache(maxsize=1)
-def judge_presets() -> dict[str, tuple[str, str]]:
-    """The judge presets (conf/judge/*.yaml) by name: (system prompt, user template)."""
-    import yaml
-
-    from arag.config.files import conf_path
-
-    out = {}
-    for path in sorted(conf_path("judge").glob("*.yaml")):
-        cfg = yaml.safe_load(path.read_text())
-        out[str(cfg.get("name") or path.stem)] = (str(cfg["system_prompt"]), str(cfg["user_template"]))
-    return out
-
-
-def judge_preset(judge: Mapping[str, Any]) -> str:
-    """The judge preset a run's judge settings are: its `name` (', prompts changed' when its prompts
-    are not that preset's), else the preset whose prompts it has, else 'unnamed'."""
-    prompts = (str(judge.get("system_prompt")), str(judge.get("user_template")))
-    presets = judge_presets()
-    name = judge.get("name")
-    if name:
-        return f"preset {name}" + ("" if name not in presets or presets[name] == prompts else ", prompts changed")
-    same = [n for n, p in presets.items() if p == prompts]
-    return f"preset {same[0]}" if same else "unnamed preset"
-
-
-def judge_model_name(judge_model: Any, agent_model: str | None) -> str | None:
-    """The judge's model name: judge.model's, else the agent's (its model at the model's defaults)."""
-    if judge_model is None or judge_model == "agent":
-        return agent_model
-    if isinstance(judge_model, Mapping):
-        at_defaults = judge_model.get("agent_model_at_defaults")
-        if isinstance(at_defaults, Mapping):
-            return str(at_defaults.get("model") or agent_model)
-        return str(judge_model.get("model")) if judge_model.get("model") is not None else agent_model
-    return agent_model
-
-
-def guard_rails_label(rails: Mapping[str, Any] | None) -> str:
-    """The guard rails that are on, as the report names them ('off' when none)."""
-    rails = rails or {}
-    on = [f"tool_steps={rails['tool_steps']}"] if int(rails.get("tool_steps") or 0) > 0 else []
-    on += [k for k in ("require_read_before_answer", "shown_chunk_ids_only") if rails.get(k)]
-    return " ".join(on) or "off"
-
-
-def model_window(model: Mapping[str, Any]) -> int | None:
-    """The model's context window as its config names it (llama.cpp's n_ctx, vLLM's max_model_len)."""
-    window = model.get("context_window") or model.get("n_ctx") or model.get("max_model_len")
-    return int(window) if window else None
-
-
 def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None = None) -> Fact:
-    """The replies' cap as sent (from the episodes, else the settings), and what a reply could
-    really use: in a window that the cap does not leave room in beside the prompt, less than the
-    cap (a cap equal to the window leaves none)."""
+    """The replies' cap as sent (from the episodes, else the settings), and what a reply could use
+    where the window leaves less than the cap beside the prompt."""
     from arag.llm.base import PAPER_REPLY_TOKENS
 
     sent = ran.reply_caps if ran is not None and ran.reply_caps else ()
@@ -231,8 +94,8 @@ def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effectiv
 
 
 def _token_budget(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None) -> Fact:
-    """The budget the episodes ran under (fitted to the window: arag.agent.loop.fit_budget), else
-    derived from the settings with the loop's own function."""
+    """The budget the episodes ran under (fitted to the window), else derived from the settings with
+    the loop's own function."""
     from arag.agent.loop import fitted_token_budget
     from arag.llm.base import PAPER_REPLY_TOKENS
 
@@ -285,7 +148,7 @@ def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapp
 
 def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple[str, ...], built: Any = None) -> dict[str, Fact]:
     """The prompt variant, system prompt, forced-answer prompt and tool descriptions as shown to the
-    model, by fingerprint against the method's preset (arag.evaluation.text_fingerprints)."""
+    model, against the method's preset."""
     from arag.evaluation.run_settings import code_version
     from arag.evaluation import text_fingerprints as T
 
@@ -346,8 +209,8 @@ def _method_setting(method: Mapping[str, Any], key: str, before: Any, shown_befo
 
 
 def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Effective | None) -> dict[str, Fact]:
-    """How the question reached the model (the method's user template) and the request fields its
-    backend sent (recorded with every episode in the backend's description, arag.llm.openai)."""
+    """How the question reached the model (the user template) and the request fields its backend
+    sent (recorded in the backend's description, arag.llm.openai)."""
     from arag.methods.base import Method
 
     template = method.get("user_template")
@@ -364,9 +227,8 @@ def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Eff
 
 
 def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> dict[str, Fact]:
-    """What a run did, per card setting, from its description (run.json, or {"identity": ...} as
-    a row's `settings` column holds it) and, given `ran`, what its episodes ran under; settings
-    that do not apply to its method are absent. `built`: the run's method, when already built."""
+    """What a run did, per card setting that applies to its method, from its description (run.json,
+    or {"identity": ...}) and what its episodes ran under (`ran`). `built`: the method, if built."""
     settings = info.get("settings") or {}
     identity = info.get("identity") or {}
 
@@ -466,8 +328,7 @@ def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any], tools: t
 
 def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: tuple[str, ...]) -> dict[str, Fact]:
     """The sentence splitter and, for a method that embeds queries, the embedder's query instruction
-    and precision; an index whose facts predate them reads this code's splitter and the embedder
-    preset of its name (conf/embedder), and says so."""
+    and precision; facts that predate them read as the preset of the embedder's name, and say so."""
     from arag.tools.registry import TOOLS
 
     out = {}
@@ -489,9 +350,8 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
 
 # ---- the card ------------------------------------------------------------------------------------
 def protocol_card(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> ProtocolCard:
-    """The card of a run described by `info` (run.json, or {"identity": ...}), against the paper its
-    method comes from; `ran`: what its episodes ran under (arag.evaluation.effective), read in
-    place of the settings where given; `built`: the run's method, when the caller built it already."""
+    """The card of a run described by `info` (run.json, or {"identity": ...}) against its method's
+    paper; `ran` (arag.evaluation.effective) is read in place of the settings where given."""
     settings = info.get("settings") or {}
     method = settings.get("method") or (info.get("identity") or {}).get("method") or {}
     paper = P.paper_of(method)

@@ -1,24 +1,14 @@
-"""The protocols of the papers our methods come from, as data: per setting a run's card compares
-(arag.evaluation.protocol), the paper's value as the card prints it, where the paper (or, where the
-paper names none, its authors' official configuration) states it, and the test our value must pass.
-
-A-RAG: arXiv 2602.03442 and the authors' public code at commit a44de6b (configs/example.yaml,
-src/arag/, scripts/); AgenticRAG and A2RAG: their papers (/work/shared/papers in the development
-checkout). A setting neither a paper nor its authors' code states has no row: the card never
-invents a reference value. Where the paper states a value, a run differs when it is not the
-paper's; where only the authors' code does (the paper reads "not stated"), when it is not the
-code's. `official` is the authors' code's value beside the paper's, shown on the card whether or
-not they agree.
-
-`EFFECTS`: per setting, whether a difference there moves a number the evaluation reports
-(accuracy, retrieved tokens, steps) and why, a judgement kept as data: the differential run
-against the authors' code (benchmarks.official_side_by_side) is the evidence that may change it.
-A difference that moves no number is "form only" and is not counted as a deviation.
+"""The protocols of the papers our methods come from, as data (docs/evaluation.md, "Protocol"):
+per card setting the paper's value as printed, where it is stated, the test ours must pass, and
+the authors' code's value beside it (`official`). A-RAG: arXiv 2602.03442 and the authors' code at
+commit a44de6b; AgenticRAG and A2RAG: their papers. A setting neither states has no row: the card
+never invents a reference value. `EFFECTS` holds, per setting, whether a difference moves a
+reported number and why: a judgement kept as data, which the differential run against the authors'
+code (benchmarks.official_side_by_side) may change.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -153,12 +143,6 @@ def authors(path: str) -> str:
     return f"{AUTHORS}, {path}"
 
 
-def replace_expected(paper: "PaperProtocol", official: Mapping[str, tuple[str, str]]) -> "PaperProtocol":
-    """`paper` with the authors' code's values (shown, source) of some settings added."""
-    expected = {k: (dataclasses.replace(e, official=official[k][0], official_source=official[k][1]) if k in official else e) for k, e in paper.expected.items()}
-    return dataclasses.replace(paper, expected=expected)
-
-
 A_RAG_BACKBONES = ("gpt-5-mini", "gpt-4o-mini")
 A_RAG_DATASETS = ("musique", "hotpotqa", "2wikimultihopqa", "graphrag-bench-medical", "graphrag-bench-novel")
 OFFICIAL = "official A-RAG code, configs/example.yaml"
@@ -171,18 +155,20 @@ A_RAG = PaperProtocol(
         JUDGE_MODEL: Expected("gpt-5-mini", "§4.1 Implementation", names_one_of("gpt-5-mini")),
         # conf/judge/paper.yaml is the paper code's lenient judge in our words
         JUDGE_PRESET: Expected("preset paper", "official A-RAG code, scripts/eval.py", equals("preset paper")),
-        EMBEDDER: Expected("Qwen3-Embedding-0.6B", "§4.1 Implementation", names_one_of("qwen3-embedding-0.6b")),
+        EMBEDDER: Expected("Qwen3-Embedding-0.6B", "§4.1 Implementation", names_one_of("qwen3-embedding-0.6b"),
+                           "Qwen/Qwen3-Embedding-0.6B", authors("configs/example.yaml")),
         CHUNKING: Expected("packed, 1000 tokens", "§3.1 Chunking (~1,000-token chunks on sentence boundaries, LinearRAG's setup)", equals("packed, 1000 tokens")),
         CHUNK_OVERLAP: Expected("100 tokens", "LinearRAG's setup, which §3.1 follows (the A-RAG paper states no overlap)", equals(100)),
-        TOKENIZER: Expected("o200k_base", "official A-RAG code, src/arag/tools (tiktoken for gpt-4o)", equals("o200k_base")),
-        MAX_STEPS: Expected("15", f"{OFFICIAL} (agent.max_loops; the paper text names none)", equals(15)),
-        TOKEN_BUDGET: Expected("128000", f"{OFFICIAL} (agent.max_token_budget)", equals(128000)),
-        REPLY_CAP: Expected("≥ 16384", "Appendix B (max_tokens ≥ 16384); official: 16384", at_least(16384)),
+        TOKENIZER: Expected("o200k_base", "official A-RAG code, src/arag/tools (tiktoken for gpt-4o)", equals("o200k_base"),
+                            "o200k_base", authors("src/arag/tools/*.py (tiktoken for gpt-4o)")),
+        MAX_STEPS: Expected("15", f"{OFFICIAL} (agent.max_loops; the paper text names none)", equals(15), "15", authors("configs/example.yaml")),
+        TOKEN_BUDGET: Expected("128000", f"{OFFICIAL} (agent.max_token_budget)", equals(128000), "128000", authors("configs/example.yaml")),
+        REPLY_CAP: Expected("≥ 16384", "Appendix B (max_tokens ≥ 16384); official: 16384", at_least(16384), "16384", authors("configs/example.yaml")),
         # the value is (effort, model name): GPT-4o-mini, the paper's other backbone, has no reasoning effort
         REASONING_EFFORT: Expected("medium", f"{OFFICIAL} (llm.reasoning_effort)", lambda v: v[0] == "medium" or (v[0] is None and "gpt-4o-mini" in v[1])),
         GUARD_RAILS: Expected("none", "§3.3 Agent Loop and Appendix C, Algorithm 1 (no constraint on the agent's choices)", equals("off")),
         PROMPT_VARIANT: Expected("paper", "Appendix prompts", equals("paper")),
-        SNIPPET_CAP: Expected("5", "official A-RAG code, src/arag/tools/keyword_search.py", equals(5)),
+        SNIPPET_CAP: Expected("5", "official A-RAG code, src/arag/tools/keyword_search.py", equals(5), "5", authors("src/arag/tools/keyword_search.py")),
         RESULT_TITLES: Expected("no", "official A-RAG code, src/arag/tools (results show chunk ids and snippets only)", equals(False)),
         CORPUS: Expected("one of " + ", ".join(A_RAG_DATASETS), "§4.1 Datasets", lambda v: v in A_RAG_DATASETS),
         # The kinds of difference from the authors' code (arag.evaluation.protocol reads ours from what ran).
@@ -216,16 +202,6 @@ A_RAG = PaperProtocol(
                                  "none (the judge always asked)", authors("scripts/eval.py")),
     },
 )
-
-# The authors' code's values of settings the paper already states (shown beside the paper's).
-A_RAG = replace_expected(A_RAG, {
-    TOKEN_BUDGET: ("128000", authors("configs/example.yaml")),
-    MAX_STEPS: ("15", authors("configs/example.yaml")),
-    REPLY_CAP: ("16384", authors("configs/example.yaml")),
-    SNIPPET_CAP: ("5", authors("src/arag/tools/keyword_search.py")),
-    TOKENIZER: ("o200k_base", authors("src/arag/tools/*.py (tiktoken for gpt-4o)")),
-    EMBEDDER: ("Qwen/Qwen3-Embedding-0.6B", authors("configs/example.yaml")),
-})
 
 AGENTIC_RAG_BACKBONES = ("gpt-5-mini", "claude-sonnet-4.5", "claude-sonnet-4-5")
 AGENTIC_RAG = PaperProtocol(

@@ -1,10 +1,9 @@
-"""Benchmark questions: JSON Lines `{id, question, answers, supporting_titles, ...}` → `Question`s.
+"""Benchmark questions: JSON Lines `{id, question, answers, supporting_titles, ...}` → `Question`s
+(the shape of `../shared/data/<benchmark>/questions.jsonl`).
 
-The files in `../shared/data/<benchmark>/questions.jsonl` have this shape; any file in the same
-format works. Bad input is never dropped silently: a missing file fails at once with its path; a bad
-line (invalid JSON, a missing or empty field, a duplicate id) fails with `<file>:<line>: <reason>`
-by default (`on_bad_line="error"`), or, with `on_bad_line="skip"`, is counted and kept in
-`QuestionSet.rejects` so the caller can report every one of them.
+Bad input is never dropped silently: a missing file fails with its path; a bad line (invalid JSON, a
+missing or empty field, a duplicate id) fails with `<file>:<line>: <reason>` (`on_bad_line="error"`)
+or, with `on_bad_line="skip"`, is kept in `QuestionSet.rejects` for the caller to report.
 """
 
 from __future__ import annotations
@@ -55,7 +54,7 @@ class QuestionSet:
 
     @property
     def name(self) -> str:
-        """A short dataset name: the benchmark folder for `<benchmark>/questions.jsonl`, else the file stem."""
+        """The benchmark folder for `<benchmark>/questions.jsonl`, else the file stem."""
         return self.path.parent.name if self.path.stem == "questions" and self.path.parent.name else self.path.stem
 
 

@@ -1,19 +1,9 @@
-"""Score a finished run's answers again with another judge, as a new run, without re-running agents.
-
-The new run (the *re-judged* run) holds the source run's episodes as they were (prediction,
-trajectory, tokens, tool calls, Contain-Acc, evidence recall) with only the judge's columns
-(`llm_acc`, `judge_status`, `judge_error`, `judge_reply`, `judge_s`), `run_id` and `settings`
-replaced. Its identity is the source's with the judge settings swapped in, plus `rejudged_from`
-(the source run id) and `judge_code` (the code version that judged): the agent part of the
-identity still names the code that ran the agents. A re-judged run of a re-judged run starts from
-the original run, so its identity does not grow with every judge tried.
-
-Like evaluation it resumes: answers already judged in the new run are skipped, so re-running
-picks up episodes the source run finished since (a source still being evaluated can be re-judged
-again later). Failed episodes of the source are copied into the new run's `failed/` as they are
-(they have no answer to judge, and keep counting as 0 in both accuracies). The source is read one
-Parquet part at a time and judged rows are written in batches, so memory does not grow with the
-run's size; the judge calls of a batch (at least `concurrency` rows) run concurrently.
+"""Score a finished run's answers again with another judge, as a new run, without re-running agents
+(docs/evaluation.md, "Re-judging"): the source's rows with the judge's columns, `run_id` and
+`settings` replaced; its identity the source's with the judge swapped in, plus `rejudged_from` and
+`judge_code`. A re-judge of a re-judge starts from the original run, so the identity does not grow
+with every judge tried. It resumes, copies the source's failed episodes as they are, and reads the
+source one part at a time, judging batches of at least `concurrency` rows concurrently.
 """
 
 from __future__ import annotations
@@ -43,8 +33,6 @@ class RejudgeError(ValueError):
 
 @dataclass(frozen=True)
 class SourceRun:
-    """A run folder as evaluation wrote it: its settings and where its episodes are."""
-
     path: Path
     run_id: str
     settings: RunSettings
@@ -75,7 +63,7 @@ class SourceRun:
 
     @property
     def store(self) -> RunStore:
-        """The source's folder, read only (its lock is not taken: it may still be evaluated)."""
+        """Read only: its lock is not taken, it may still be evaluated."""
         return RunStore.at(self.path)
 
 
@@ -143,7 +131,7 @@ def rejudge_run(
     on_row: Callable[[], None] | None = None,
 ) -> RejudgeCounts:
     """Judge the source run's answered episodes that the new run lacks, copy its failed ones, and
-    record the invocation. `backend` is the judge's (built by the caller, shared across runs)."""
+    record the invocation. `backend`: the judge's, shared across runs."""
     if settings.rejudged_from is None:
         raise ValueError("rejudge_run needs the settings of a re-judged run (rejudged_settings)")
     started = time.time()
@@ -182,8 +170,7 @@ def rejudge_run(
             store.write(rows)
             counts.judged += len(rows)
 
-        async def judge_all() -> set[str]:
-            """One event loop for every judge call (an endpoint client keeps its connections)."""
+        async def judge_all() -> set[str]:  # one event loop: an endpoint client keeps its connections
             answered = set(done)
             batch: list[dict[str, Any]] = []
             for row in _source_rows(source, done):

@@ -1,12 +1,7 @@
 """Repeated tool calls: a call identical to an earlier call of the same episode, in tool name and
-normalised arguments.
-
-Normalised: object keys in any order; an argument left out equals its default in the tool's
-parameter schema (`keyword_search` with no `top_k` equals one with `top_k: 5`); a whole number
-written as a float (5.0) equals the integer; strings compared with their whitespace stripped and
-runs of it as one space. Case and list order count: `["Paris"]` and `["paris"]`, or the same
-keywords in another order, are different calls. Arguments that were not valid JSON (kept as raw
-text) are compared as normalised strings.
+normalised arguments: keys in any order, an argument left out equal to its schema default, 5.0
+equal to 5, whitespace runs as one space; case and list order count; arguments that were not valid
+JSON compare as normalised strings.
 """
 
 from __future__ import annotations

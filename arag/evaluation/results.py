@@ -1,4 +1,5 @@
-"""The results tree: one folder per run, Parquet part files written atomically, exact resume.
+"""The results tree: one folder per run, Parquet part files written atomically, exact resume; the
+one module that spells its layout (docs/evaluation.md, "Results layout" and "Resume").
 
 ```
 <results.path>/<run_id>/
@@ -9,20 +10,10 @@
   run.lock                 held (flock) while an evaluation writes this run
 ```
 
-Rules that make resume exact and keep every question counted once:
-* A part is written under a temporary name (`.part-….parquet.tmp`, which no `*.parquet` glob
-  matches) and renamed into place: a reader, or a run killed at any point, sees whole files only.
-  Temporary files left by a killed run are deleted when the run is next opened.
-* A question whose id is in `episodes/` is done: a rerun skips it. Everything else (never run,
-  lost in flight, or failed) is run again.
-* `failed/` holds each failed question once. Failed rows are appended as parts like answered ones
-  (an outage with thousands of episodes in flight writes each row once, not the whole file per
-  batch); only a file holding rows about to be replaced is rewritten, without them, before the new
-  part is written. Before a rerun retries failed questions it removes them from `failed/` (the new
-  attempt numbers continue theirs), so a question is never both in `episodes/` and in `failed/`:
-  within a run directory each question id occurs at most once across all its Parquet files,
-  whatever moment a run was killed at. (`failed/failed.parquet`, the one file older versions
-  rewrote, reads as one more part.)
+A part is written under a temporary name no `*.parquet` glob matches and renamed into place, so a
+run killed at any point leaves whole files only. A question in `episodes/` is done; a rerun runs
+everything else, first taking the failed questions it retries out of `failed/` (rewriting only the
+files that hold them), so each question id occurs at most once across a run's files at any moment.
 """
 
 from __future__ import annotations
@@ -31,14 +22,16 @@ import fcntl
 import json
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arag.evaluation.rows import ROW_FAILED, OK, row_schema, rows_to_table
+from arag.index.layout import fsync_file
 
 # The layout's names: spelled here only (tests/project/test_entry_points.py); everything else asks this module.
 RUN_INFO = "run.json"
@@ -63,7 +56,6 @@ class RunStore:
         self._seq = 0
         self._failed_ids: set[str] | None = None  # question ids in failed/, read on first need
 
-    # ---- opening ------------------------------------------------------------------------------
     def open(self) -> "RunStore":
         """Create the folders, take the run's lock, and delete temp files of a killed writer."""
         self.episodes.mkdir(parents=True, exist_ok=True)
@@ -92,7 +84,6 @@ class RunStore:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    # ---- run description --------------------------------------------------------------------------
     def write_run_info(self, info: dict[str, Any]) -> None:
         """run.json, once: a rerun of the same run keeps the first description."""
         path = self.info_path
@@ -144,13 +135,11 @@ class RunStore:
         return rows
 
     def read_rows_by_file(self, columns: Iterable[str] | None = None) -> list[tuple[Path, list[dict[str, Any]]]]:
-        """`read_rows`, file by file: (row file, its rows in file order). A reader that keeps where
-        each row is reads one back whole with `read_row` instead of every file again."""
+        """`read_rows`, file by file: (row file, its rows), so a reader can `read_row` one back whole."""
         return [(path, read_file_rows(path, columns)) for path in self.row_files()]
 
     def read_invocations(self) -> list[dict[str, Any]]:
-        """The run's invocation log (one record per evaluate command), oldest first; unreadable lines
-        are left out."""
+        """The run's invocation log, oldest first; unreadable lines are left out."""
         path = self.root / INVOCATIONS
         if not path.is_file():
             return []
@@ -164,16 +153,12 @@ class RunStore:
                 out.append(record)
         return out
 
-    # ---- resume ---------------------------------------------------------------------------------
     def part_files(self) -> list[Path]:
         return sorted(self.episodes.glob("part-*.parquet"))
 
     def done_ids(self) -> set[str]:
-        """Question ids with an answered episode stored (read from the parts' id column only)."""
-        done: set[str] = set()
-        for part in self.part_files():
-            done.update(pq.read_table(part, columns=["question_id"]).column("question_id").to_pylist())
-        return done
+        """Question ids with an answered episode stored."""
+        return {q for part in self.part_files() for q in _question_ids(part)}
 
     def failed_files(self) -> list[Path]:
         return sorted(self.failed_dir.glob("*.parquet"))
@@ -196,7 +181,6 @@ class RunStore:
             self._drop_failed(set(claimed))
         return claimed
 
-    # ---- writing --------------------------------------------------------------------------------
     def write(self, rows: list[dict[str, Any]]) -> tuple[int, int]:
         """Store one batch: answered rows as a new part, failed rows merged into failed/.
         Returns (ok rows, failed rows) written."""
@@ -221,13 +205,13 @@ class RunStore:
 
     def _stored_failed_ids(self) -> set[str]:
         if self._failed_ids is None:
-            self._failed_ids = {q for f in self.failed_files() for q in pq.read_table(f, columns=["question_id"]).column("question_id").to_pylist()}
+            self._failed_ids = {q for f in self.failed_files() for q in _question_ids(f)}
         return self._failed_ids
 
     def _drop_failed(self, question_ids: set[str]) -> None:
         """Take these questions' rows out of failed/: only the files holding any are rewritten."""
         for path in self.failed_files():
-            ids = pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist()
+            ids = _question_ids(path)
             if question_ids.isdisjoint(ids):
                 continue
             table = pq.read_table(path, schema=row_schema())
@@ -238,6 +222,10 @@ class RunStore:
                 path.unlink()
                 _fsync_dir(path.parent)
         self._stored_failed_ids().difference_update(question_ids)
+
+
+def _question_ids(path: Path) -> list[str]:
+    return pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist()
 
 
 def read_file_rows(path: Path, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
@@ -278,27 +266,25 @@ def row_files(results_root: str | Path) -> list[Path]:
     return sorted([*root.glob(f"**/{EPISODES}/part-*.parquet"), *root.glob(f"**/{FAILED_DIR}/*.parquet")])
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+@contextmanager
+def _atomic(path: Path) -> Iterator[Path]:
+    """A temporary name beside `path` (`.<name>.<pid>.tmp`: no `*.parquet` glob matches it), synced
+    to disk and renamed onto `path` when the block succeeds."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    yield tmp
+    fsync_file(tmp)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with _atomic(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def atomic_write_table(table: pa.Table, path: Path) -> None:
-    """Write a Parquet file under a temporary name, flush it to disk, then rename it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    with _atomic(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
 
 
 def _fsync_dir(path: Path) -> None:

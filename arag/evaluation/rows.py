@@ -1,18 +1,7 @@
-"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses.
-
-Every part file of every run has exactly `row_schema()` (for the tools registered), so `read_parquet('results/**/*.parquet')`
-in DuckDB reads a whole results tree without schema merging. Nested data (the trajectory: every
-model call, tool call and message) is one JSON text column; everything a table needs is a flat
-column. Scoring rules (see docs/evaluation.md, "Metrics"):
-
-* status `ok`: the agent answered (possibly a forced answer, see `forced`).
-* status `failed`: no answer (the LLM kept failing, a worker died twice on it, a timeout, ...);
-  `failure` says why, `prediction` is null, and the answer metrics are 0; the report never scores
-  it (its accuracies average over the completed episodes) and names the failures and their cause
-  beside each accuracy (arag.report.format.FAILED). Evidence recall is still
-  computed from whatever the agent read before it failed.
-* `llm_acc` is null when the judge gave no verdict (`judge_status='failed'`) or was disabled:
-  unknown, never "wrong".
+"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses
+(docs/evaluation.md, "Results layout"), so DuckDB reads a whole results tree without merging
+schemas. A `failed` row has no answer: null prediction, answer metrics 0, never scored by the
+report; `llm_acc` is null (unknown, never "wrong") when the judge gave no verdict or was off.
 """
 
 from __future__ import annotations
@@ -33,14 +22,12 @@ PASSAGE_RECALL_SCHEMA = 5
 OK = "ok"
 ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
-# Tool-call counts get a column each, calls_<tool>, for every registered tool (arag.registry) in its
-# registration order, so every file written with the same tools has the same schema; any other name
-# (a tool the model made up, a method's own retrieval record) is counted in calls_other.
+# A calls_<tool> column per registered tool, in registration order, so files written with the same
+# tools share a schema; any other name (a made-up tool, a method's retrieval record) is calls_other.
 CALLS_OTHER = "calls_other"
 
 
 def counted_tools() -> tuple[str, ...]:
-    """The tools with a calls_<tool> column: every registered tool."""
     from arag.tools.registry import TOOLS
 
     return tuple(TOOLS)
@@ -136,14 +123,12 @@ class EpisodeRow:
     schema_version: int = SCHEMA_VERSION
 
     def call_counts(self) -> dict[str, int]:
-        """The calls as their columns: calls_<tool> per registered tool, the rest in calls_other."""
         calls = dict(self.__dict__.get("calls") or {})
         counts = {f"calls_{t}": calls.pop(t, 0) for t in counted_tools()}
         counts[CALLS_OTHER] = sum(calls.values())
         return counts
 
     def error_kind_counts(self) -> dict[str, int]:
-        """The tool errors per kind as their columns: tool_errors_<kind> for every failure kind."""
         kinds = self.__dict__.get("tool_error_kinds") or {}
         unknown = set(kinds) - set(failure_kinds())
         if unknown:
@@ -162,63 +147,25 @@ class EpisodeRow:
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     def to_record(self) -> dict[str, Any]:
-        record = asdict(self)
+        expanded = {"calls": self.call_counts, "tool_error_kinds": self.error_kind_counts}
         out: dict[str, Any] = {}
-        for key, value in record.items():
-            if key == "calls":
-                out.update(self.call_counts())
-            elif key == "tool_error_kinds":
-                out.update(self.error_kind_counts())
-            else:
-                out[key] = value
+        for key, value in asdict(self).items():
+            out.update(expanded[key]() if key in expanded else {key: value})
         return out
 
 
-_TYPES: dict[str, pa.DataType] = {
-    "gold_answers": pa.list_(pa.string()),
-    "supporting_titles": pa.list_(pa.string()),
-    "overrides": pa.list_(pa.string()),
-    "attempt": pa.int32(),
-    "max_steps": pa.int32(),
-    "token_budget": pa.int64(),
-    "temperature": pa.float64(),
-    "forced": pa.bool_(),
-    "steps": pa.int32(),
-    "invalid_replies": pa.int32(),
-    "tool_calls": pa.int32(),
-    "tool_errors": pa.int32(),
-    "repeated_calls": pa.int32(),
-    "retrieved_tokens": pa.int64(),
-    "prompt_tokens": pa.int64(),
-    "completion_tokens": pa.int64(),
-    "reasoning_tokens": pa.int64(),
-    "model_calls": pa.int32(),
-    "contain_acc": pa.float64(),
-    "contain_acc_token": pa.float64(),
-    "evidence_recall_at_2": pa.float64(),
-    "evidence_recall_at_5": pa.float64(),
-    "refused_calls": pa.int32(),
-    "truncated_observations": pa.int32(),
-    "answer_cut_off": pa.bool_(),
-    "forced_summaries": pa.int32(),
-    "context_warnings": pa.int32(),
-    "citation_recall_at_1": pa.float64(),
-    "citation_recall_at_3": pa.float64(),
-    "exact_match": pa.float64(),
-    "f1": pa.float64(),
-    "llm_acc": pa.float64(),
-    "evidence_supporting": pa.int32(),
-    "evidence_seen": pa.int32(),
-    "evidence_read": pa.int32(),
-    "evidence_recall_seen": pa.float64(),
-    "evidence_recall_read": pa.float64(),
-    "wall_s": pa.float64(),
-    "llm_s": pa.float64(),
-    "tool_s": pa.float64(),
-    "judge_s": pa.float64(),
-    "finished_at": pa.timestamp("us"),  # UTC (naive: reading a zoned timestamp into Python would need pytz)
-    "schema_version": pa.int32(),
+# Column types by field annotation; counts are int32 except those that can pass 2**31 (tokens).
+_BY_ANNOTATION: dict[str, pa.DataType] = {
+    "int": pa.int32(), "float": pa.float64(), "bool": pa.bool_(), "list[str]": pa.list_(pa.string()),
+    "dt.datetime": pa.timestamp("us"),  # UTC (naive: reading a zoned timestamp into Python would need pytz)
 }
+_INT64 = ("token_budget", "retrieved_tokens", "prompt_tokens", "completion_tokens", "reasoning_tokens")
+
+
+def _column_type(f: Any) -> pa.DataType:
+    if f.name in _INT64:
+        return pa.int64()
+    return _BY_ANNOTATION.get(str(f.type).removesuffix(" | None"), pa.string())
 
 
 def row_columns() -> list[str]:
@@ -229,10 +176,9 @@ def row_columns() -> list[str]:
 
 
 def row_schema() -> pa.Schema:
-    """The Parquet schema of every results file written with the tools registered now (calls and
-    error-kind columns are int32, everything not typed above is text)."""
-    calls = {*call_columns(), *error_kind_columns()}
-    return pa.schema([pa.field(c, pa.int32() if c in calls else _TYPES.get(c, pa.string())) for c in row_columns()])
+    """The Parquet schema of every results file written with the tools registered now."""
+    types = {f.name: _column_type(f) for f in fields(EpisodeRow)}
+    return pa.schema([pa.field(c, types.get(c, pa.int32())) for c in row_columns()])
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -1,12 +1,10 @@
-"""Whether the texts a run's model was shown are its method preset's: the system prompt, the
-forced-answer prompt and each tool description, fingerprinted (sha256) as the run's identity holds
-them (`texts`, arag.evaluation.run_settings.model_texts: every text the model sees is in the run id).
+"""Whether the texts a run's model was shown (system prompt, forced-answer prompt, tool
+descriptions; the identity's `texts`, arag.evaluation.run_settings.model_texts) are its preset's.
 
 A prompt is the preset's when the run's method config holds the text of `conf/method/<name>.yaml`
-at the run's code commit (read with git when that commit is not the checkout's; without git, the
-checkout's file, and the card says so); an overridden `method.system_prompt` is "custom". A tool
-description comes from the code, not the config: it is the preset's when it is the checkout's
-code's for the same index, else an earlier code's (another commit) or "custom" (same commit).
+at the run's commit (read with git; without it, the checkout's file, and the card says so); an
+overridden prompt is "custom". A tool description comes from the code: the preset's when it is the
+checkout's code's for the same index, else an earlier code's (another commit) or "custom".
 """
 
 from __future__ import annotations
@@ -48,8 +46,8 @@ def _repo_root() -> Path:
 
 @lru_cache(maxsize=64)
 def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str]:
-    """conf/method/<name>.yaml at `commit` (None or the checkout's: the checkout's file), and a note
-    when it had to be the checkout's file in place of the commit's."""
+    """conf/method/<name>.yaml at `commit` (the checkout's file for None or the checkout's commit),
+    and a note when the checkout's file stood in for the commit's."""
     import yaml
 
     from arag.config.files import conf_path
@@ -72,7 +70,7 @@ def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str
 
 
 def text_keys(method_cfg: Mapping[str, Any]) -> tuple[str, ...]:
-    """The method's config keys that hold texts the model reads (its class's fields)."""
+    """The method class's fields that hold texts the model reads."""
     from arag.methods import method_class
 
     return tuple(f.name for f in dataclasses.fields(method_class(dict(method_cfg))) if f.name.endswith(TEXT_KEY_ENDINGS))
@@ -102,7 +100,7 @@ def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commi
 
 def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_ids: Mapping[str, str] | None, same_code: bool, built: Any = None) -> dict[str, TextCheck]:
     """Each tool's description and parameters as shown, against the checkout's code's (`built`: the
-    method `method_cfg` builds, when the caller has built it already)."""
+    method, when already built)."""
     from arag.evaluation.run_settings import model_texts
 
     shown = {s["function"]["name"]: s["function"] for s in texts.get("tools") or []}

@@ -1,31 +1,14 @@
-"""The offline graph of an index, in plain Python: where its files live, the per-part extraction
-step, and the merge step. `arag.runtime.graph_job` schedules them on Ray.
+"""The offline graph of an index, in plain Python: the per-part extraction step and the merge step
+(files: arag.graph.layout). `arag.runtime.graph_job` schedules them on Ray.
 
-```
-<index>/graph/
-  manifest.json              written last: the graph is complete iff it exists
-  build.json                 identity of the build in progress (a rerun resumes it or starts over)
-  parts/part-00000.json      commit record of an extraction part, written after its Parquet files
-  triples/part-00000.parquet chunk_id, doc_id, head, relation, tail (surface forms)
-  mentions/part-00000.parquet chunk_id, doc_id, surface (every entity met, even in no triple)
-  rejects/part-00000.parquet chunk_id, reason, raw (extractor or summariser output that could not be used)
-  gate_summaries/part-00000.parquet doc_id, title, summary (graph.summaries=llm: the LLM-written ones)
-  nodes.parquet              node_id, name (normalised), aliases, degree
-  edges.parquet              head, relation, tail (node ids), chunk_id
-  provenance.parquet         node_id, chunk_id (π: node → chunks)
-  summaries.parquet          doc_id, title, summary (extractive), llm_summary (null without LLM ones): the gate's
-  node_vectors.npy, relation_vectors.npy (+ relations.parquet), summary_vectors.npy (extractive),
-  llm_summary_vectors.npy (LLM-written summaries, the extractive one where a reply was rejected)
-```
-The manifest says what built the graph: `extractor` ("llm:<model>", the A2RAG paper's, or "rules",
-the CPU substitute) and `summaries` ("llm:<model>" or "extractive").
-An extraction part is a slice of rows of one index part (`chunks_per_part`), so even a one-file
-corpus is extracted in parallel and resumes at a fine grain after a kill.
+The manifest's `extractor` ("llm:<model>", the A2RAG paper's, or "rules", the CPU substitute) and
+`summaries` ("llm:<model>" or "extractive") say what built it. An extraction part is a slice of one
+index part (`chunks_per_part`), so even a one-file corpus is extracted in parallel and resumes at a
+fine grain after a kill.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -37,14 +20,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.graph.extract import Chunk, ExtractionReject, Extractor, LLMExtractor, extractor_label, make_extractor, model_identity, normalise_name
-from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summaries_label, summary_mode
-from arag.index.layout import atomic_path, part_name, read_json, write_json_atomic
+from arag.graph.extract import RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, model_identity, normalise_name, written_by
+from arag.graph.layout import GraphLayout
+from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summary_mode
+from arag.index.layout import atomic_path, read_json, write_json_atomic
 from arag.index.store import Index
 
-GRAPH_DIR = "graph"
 GRAPH_FORMAT_VERSION = 1
-PART_DIRS = ("parts", "triples", "mentions", "rejects", "gate_summaries")
 TRIPLE_SCHEMA = pa.schema([("chunk_id", pa.string()), ("doc_id", pa.string()), ("head", pa.string()), ("relation", pa.string()), ("tail", pa.string())])
 MENTION_SCHEMA = pa.schema([("chunk_id", pa.string()), ("doc_id", pa.string()), ("surface", pa.string())])
 GRAPH_REJECT_SCHEMA = pa.schema([("chunk_id", pa.string()), ("reason", pa.string()), ("raw", pa.string())])
@@ -54,34 +36,6 @@ SUMMARY_CHARS = 400
 
 class GraphBuildError(RuntimeError):
     pass
-
-
-class GraphLayout:
-    def __init__(self, index_root: str | os.PathLike):
-        self.index_root = Path(index_root)
-        self.root = self.index_root / GRAPH_DIR
-
-    def __getattr__(self, name: str) -> Path:  # nodes, edges, provenance, summaries, relations, *_vectors
-        files = {
-            "manifest": "manifest.json", "build_state": "build.json", "nodes": "nodes.parquet", "edges": "edges.parquet",
-            "provenance": "provenance.parquet", "summaries": "summaries.parquet", "relations": "relations.parquet",
-            "node_vectors": "node_vectors.npy", "relation_vectors": "relation_vectors.npy", "summary_vectors": "summary_vectors.npy",
-            "llm_summary_vectors": "llm_summary_vectors.npy",
-        }
-        if name in files:
-            return self.root / files[name]
-        raise AttributeError(name)
-
-    def part_file(self, kind: str, part: int) -> Path:
-        return self.root / kind / f"{part_name(part)}.{'json' if kind == 'parts' else 'parquet'}"
-
-    def make_dirs(self) -> None:
-        for sub in PART_DIRS:
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
-
-    def remove_temporaries(self) -> None:
-        for tmp in self.root.rglob(".tmp-*"):
-            tmp.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -164,16 +118,10 @@ def prepare_graph_directory(layout: GraphLayout, identity: dict[str, Any], overw
     return "build"
 
 
-def _fsynced(path: Path) -> None:
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
-
-
 def _write_parquet(table: pa.Table, target: Path) -> None:
-    """Temporary name, fsync, rename: a reader (or a resumed build) only ever sees whole files."""
+    """Temporary name, fsync, rename (atomic_path): a reader, or a resumed build, sees whole files."""
     with atomic_path(target) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-        _fsynced(tmp)
 
 
 def extract_part(
@@ -194,10 +142,11 @@ def extract_part(
     # One row before the slice, to know whether its first row starts a document.
     before = 1 if part.start else 0
     chunks = pq.read_table(index.parts[part.index_part].chunks, columns=["chunk_id", "doc_id", "title", "text"]).slice(part.start - before, part.end - part.start + before)
-    triples: dict[str, list] = {n: [] for n in TRIPLE_SCHEMA.names}
-    mentions: dict[str, list] = {n: [] for n in MENTION_SCHEMA.names}
-    rejects: dict[str, list] = {n: [] for n in GRAPH_REJECT_SCHEMA.names}
-    written: dict[str, list] = {n: [] for n in SUMMARY_SCHEMA.names}
+    # Rows of each output file, as tuples in its schema's column order.
+    triples: list[tuple] = []
+    mentions: list[tuple] = []
+    rejects: list[tuple] = []
+    written: list[tuple] = []
     rows = chunks.to_pylist()
     previous_doc = rows[0]["doc_id"] if before else None
     summary_rejects = 0
@@ -205,34 +154,24 @@ def extract_part(
         chunk = Chunk(row["chunk_id"], row["doc_id"], row["title"] or "", row["text"])
         if summariser is not None and chunk.doc_id != previous_doc:  # a document's first chunk (chunks of a document are consecutive)
             try:
-                for k, v in zip(SUMMARY_SCHEMA.names, (chunk.doc_id, chunk.title, summariser.summarise(chunk.title, chunk.text))):
-                    written[k].append(v)
+                written.append((chunk.doc_id, chunk.title, summariser.summarise(chunk.title, chunk.text)))
             except ExtractionReject as exc:
                 summary_rejects += 1
-                for k, v in zip(GRAPH_REJECT_SCHEMA.names, (chunk.chunk_id, exc.reason, exc.raw)):
-                    rejects[k].append(v)
+                rejects.append((chunk.chunk_id, exc.reason, exc.raw))
         previous_doc = chunk.doc_id
         try:
             got = extractor.extract(chunk)
         except ExtractionReject as exc:
-            for k, v in zip(GRAPH_REJECT_SCHEMA.names, (chunk.chunk_id, exc.reason, exc.raw)):
-                rejects[k].append(v)
+            rejects.append((chunk.chunk_id, exc.reason, exc.raw))
             continue
-        for surface in dict.fromkeys(e for e in got.entities if normalise_name(e)):
-            for k, v in zip(MENTION_SCHEMA.names, (chunk.chunk_id, chunk.doc_id, surface)):
-                mentions[k].append(v)
-        for t in got.triples:
-            if normalise_name(t.head) and normalise_name(t.tail):
-                for k, v in zip(TRIPLE_SCHEMA.names, (chunk.chunk_id, chunk.doc_id, t.head, t.relation, t.tail)):
-                    triples[k].append(v)
-    _write_parquet(pa.table(triples, schema=TRIPLE_SCHEMA), layout.part_file("triples", part.part))
-    _write_parquet(pa.table(mentions, schema=MENTION_SCHEMA), layout.part_file("mentions", part.part))
-    _write_parquet(pa.table(rejects, schema=GRAPH_REJECT_SCHEMA), layout.part_file("rejects", part.part))
-    if summariser is not None:
-        _write_parquet(pa.table(written, schema=SUMMARY_SCHEMA), layout.part_file("gate_summaries", part.part))
+        mentions += [(chunk.chunk_id, chunk.doc_id, surface) for surface in dict.fromkeys(e for e in got.entities if normalise_name(e))]
+        triples += [(chunk.chunk_id, chunk.doc_id, t.head, t.relation, t.tail) for t in got.triples if normalise_name(t.head) and normalise_name(t.tail)]
+    outputs = [("triples", triples, TRIPLE_SCHEMA), ("mentions", mentions, MENTION_SCHEMA), ("rejects", rejects, GRAPH_REJECT_SCHEMA)]
+    for kind, table_rows, schema in outputs + ([("gate_summaries", written, SUMMARY_SCHEMA)] if summariser is not None else []):
+        _write_parquet(pa.Table.from_pylist([dict(zip(schema.names, r)) for r in table_rows], schema=schema), layout.part_file(kind, part.part))
     record = GraphPartRecord(
-        part.part, len(rows) - before, len(triples["head"]), len(mentions["surface"]), len(rejects["chunk_id"]) - summary_rejects, round(time.perf_counter() - started, 3), worker,
-        num_summaries=len(written["doc_id"]), num_summary_rejected=summary_rejects,
+        part.part, len(rows) - before, len(triples), len(mentions), len(rejects) - summary_rejects, round(time.perf_counter() - started, 3), worker,
+        num_summaries=len(written), num_summary_rejected=summary_rejects,
     )
     write_json_atomic(record_path, asdict(record))
     return record
@@ -303,10 +242,7 @@ def merge_graph(
     for texts_, target in ((nodes, layout.node_vectors), (rels, layout.relation_vectors), *zip(texts, targets)):
         vectors = encoder(texts_) if texts_ else np.zeros((0, index.dimension), np.float32)
         with atomic_path(target) as tmp:
-            with open(tmp, "wb") as f:
-                np.save(f, np.asarray(vectors, dtype=np.float32))
-                f.flush()
-                os.fsync(f.fileno())
+            np.save(tmp, np.asarray(vectors, dtype=np.float32))
     return counts
 
 
@@ -337,8 +273,8 @@ def assemble_graph_manifest(layout: GraphLayout, identity: dict[str, Any], recor
     return {
         "identity": identity,
         "format_version": GRAPH_FORMAT_VERSION,
-        "extractor": extractor_label(identity["extractor"]),
-        "summaries": summaries_label(identity.get("summaries")),
+        "extractor": written_by(identity["extractor"], RULES_LABEL),
+        "summaries": written_by(identity.get("summaries"), EXTRACTIVE_LABEL),
         "num_parts": len(records),
         "num_chunks": sum(r.num_chunks for r in records),
         "num_triples": sum(r.num_triples for r in records),

@@ -1,12 +1,12 @@
 """Entity–relation extraction from chunks, behind one interface (`Extractor.extract(chunk)`).
 
-Two extractors. The A2RAG paper builds its graph with an information-extraction pipeline that
-yields subject–relation–object triples from prompted extraction (its Sec. I–II): that is
-`LLMExtractor`, used whenever the graph build is given a model (`graph.extractor.model`).
-`RuleExtractor` is the CPU substitute used without one; the graph manifest's `extractor` says which
-built a graph ("llm:<model>" or "rules", `extractor_label`).
+`LLMExtractor` is the A2RAG paper's: an information-extraction pipeline that yields
+subject–relation–object triples from prompted extraction (its Sec. I–II), used whenever the graph
+build is given a model (`graph.extractor.model`): one call per chunk asking for JSON triples on any
+`arag.llm` backend; a reply that is not valid triples is an `ExtractionReject` (counted and kept,
+never dropped silently). Its prompt and model are part of the graph's identity.
 
-`RuleExtractor` (no LLM; a CPU builds a graph for all of 2Wiki in minutes). Its rules:
+`RuleExtractor` is the CPU substitute (no LLM; all of 2Wiki in minutes). Its rules:
   entities
     1. the chunk's title (the document's subject);
     2. capitalised spans: runs of capitalised words, joined across the connectors "of", "the",
@@ -20,14 +20,9 @@ built a graph ("llm:<model>" or "rules", `extractor_label`).
        with no capitalised word and no clause break (",;:()") → that text, lower-cased, is the
        relation ("was a daughter of", "married", "born in");
     6. co-occurrence: other consecutive entity pairs of a sentence → relation "co_occurs_with";
-    7. subject link: the title to every entity of its chunk → relation "mentions" (descriptions
-       are about their title: "He was born in 1900." links the person to 1900).
+    7. subject link: the title to every entity of its chunk → relation "mentions".
   A packed window (several documents) is read document by document, each span with its own title.
-
-`LLMExtractor` (OpenIE on any `arag.llm` backend: the embedded llama.cpp model, an
-OpenAI-compatible endpoint, vLLM): one call per chunk asking for JSON triples; a reply that is not
-valid JSON triples is a `ExtractionReject` (counted and kept, like the index's rejects), never
-dropped silently and never a crash. Its prompt and model are part of the graph's identity.
+The graph manifest's `extractor` says which built a graph ("llm:<model>" or "rules").
 """
 
 from __future__ import annotations
@@ -89,7 +84,7 @@ class Extraction:
 
 
 class ExtractionReject(Exception):
-    """A chunk whose extraction output could not be used; `raw` is kept in the graph's rejects."""
+    """Extraction output that could not be used; `raw` is kept in the graph's rejects."""
 
     def __init__(self, reason: str, raw: str = ""):
         super().__init__(reason)
@@ -209,8 +204,8 @@ def model_identity(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 class ChatModelTask:
     """A graph-build task over a chat model (`model`: a conf/model config) with its prompt and reply
-    cap; the backend is given (shared with another task of the same model) or built on first use, so
-    the driver can read the identity without loading a model."""
+    cap; the backend is given (shared) or built on first use, so the driver can read the identity
+    without loading a model."""
 
     def __init__(self, model: Mapping[str, Any], prompt: str, max_tokens: int, backend: Any = None):
         self.model_cfg = dict(model)
@@ -229,8 +224,6 @@ class ChatModelTask:
 
 
 class LLMExtractor(ChatModelTask):
-    """OpenIE with a chat model; `model` is a model config (conf/model/*.yaml) built in the worker."""
-
     def __init__(self, model: Mapping[str, Any], prompt: str = OPENIE_PROMPT, max_tokens: int = 512, backend: Any = None):
         super().__init__(model, prompt, max_tokens, backend)
 
@@ -247,12 +240,16 @@ class LLMExtractor(ChatModelTask):
         return parse_triples(completion.text or "")
 
 
-def parse_triples(raw: str) -> Extraction:
-    """Triples from a model's reply; `ExtractionReject` naming what is wrong otherwise."""
+def unfenced(raw: str) -> str:
+    """A reply without the Markdown code fence a model may wrap its JSON in."""
     text = raw.strip()
     fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
-    if fence:
-        text = fence.group(1).strip()
+    return fence.group(1).strip() if fence else text
+
+
+def parse_triples(raw: str) -> Extraction:
+    """Triples from a model's reply; `ExtractionReject` naming what is wrong otherwise."""
+    text = unfenced(raw)
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -280,28 +277,19 @@ EXTRACTOR_KEYS = field_names(ExtractorConfig)  # the `graph.extractor` node's ke
 RULES_LABEL = "rules"
 
 
-def extractor_kind(cfg: Mapping[str, Any]) -> str:
-    """`graph.extractor.kind`, or when it is null: llm with a model configured, else rule."""
-    kind = cfg.get("kind")
-    return str(kind) if kind is not None else ("llm" if cfg.get("model") else "rule")
-
-
-def model_label(model: Mapping[str, Any]) -> str:
-    """The name a model config goes by in labels: its `model`, else its backend."""
-    return str(model.get("model") or model.get("backend") or "unnamed")
-
-
-def extractor_label(identity: Mapping[str, Any]) -> str:
-    """What built a graph, from its extractor's identity: "llm:<model>" (the paper's) or "rules"."""
-    if identity.get("kind") == "llm":
-        return f"llm:{model_label(identity.get('model') or {})}"
-    return RULES_LABEL
+def written_by(identity: Mapping[str, Any] | None, otherwise: str) -> str:
+    """Who wrote a graph's triples or summaries, from that task's identity: "llm:<model>" (the
+    model's name, else its backend) or `otherwise` (RULES_LABEL, EXTRACTIVE_LABEL)."""
+    if identity and identity.get("kind") == "llm":
+        model = identity.get("model") or {}
+        return f"llm:{model.get('model') or model.get('backend') or 'unnamed'}"
+    return otherwise
 
 
 def make_extractor(cfg: Mapping[str, Any]) -> Extractor:
-    """From the `graph.extractor` settings: {kind: rule|llm|null, model, ...} (extractor_kind)."""
+    """From the `graph.extractor` settings; kind null: llm with a model configured, else rule."""
     check_keys("graph.extractor", cfg, EXTRACTOR_KEYS)
-    kind = extractor_kind(cfg)
+    kind = str(cfg["kind"]) if cfg.get("kind") is not None else ("llm" if cfg.get("model") else "rule")
     if kind == "rule":
         return RuleExtractor(int(cfg.get("max_relation_words") or 5), int(cfg.get("max_entity_words") or 8))
     if kind == "llm":

@@ -9,11 +9,13 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from arag.graph.build import GraphLayout
-from arag.graph.extract import CO_OCCURS, MENTIONS, extractor_label, normalise_name
-from arag.graph.summaries import EXTRACTIVE_LABEL, summaries_label
+from arag.graph.layout import GraphLayout
+from arag.graph.extract import CO_OCCURS, MENTIONS, RULES_LABEL, normalise_name, written_by
+from arag.graph.summaries import EXTRACTIVE_LABEL
 from arag.index.layout import read_json
 
 
@@ -61,7 +63,8 @@ class GraphStore:
         edges = pq.read_table(self.layout.edges)
         self.edge_head = edges.column("head").to_numpy()
         self.edge_tail = edges.column("tail").to_numpy()
-        self.edge_relation = edges.column("relation").to_pylist()
+        self._relation_column = edges.column("relation")
+        self.edge_relation = self._relation_column.to_pylist()
         pairs = np.unique(np.sort(np.stack([self.edge_head, self.edge_tail], 1), axis=1), axis=0) if len(edges) else np.zeros((0, 2), np.int64)
         self.graph = igraph.Graph(n=len(self.names), edges=pairs.tolist(), directed=False)
         self._pair_codes = self.pair_code(pairs[:, 0], pairs[:, 1])  # igraph edge i joins pairs[i]
@@ -71,29 +74,24 @@ class GraphStore:
         self._prov_start = np.searchsorted(self._prov_nodes, np.arange(len(self.names) + 1))
         self.by_name = {n: i for i, n in enumerate(self.names)}
 
-    # ---- vectors (loaded on first use) -------------------------------------------------------
-    @cached_property
-    def node_vectors(self) -> np.ndarray:
-        return np.load(self.layout.node_vectors, mmap_mode="r")
+    def __getattr__(self, name: str) -> np.ndarray:
+        """The vectors (node_, relation_, summary_, llm_summary_vectors), memory-mapped on first use."""
+        if not name.endswith("_vectors"):
+            raise AttributeError(name)
+        vectors = np.load(getattr(self.layout, name), mmap_mode="r")
+        setattr(self, name, vectors)
+        return vectors
 
-    @cached_property
-    def summary_vectors(self) -> np.ndarray:
-        return np.load(self.layout.summary_vectors, mmap_mode="r")
-
-    @cached_property
-    def llm_summary_vectors(self) -> np.ndarray:
-        return np.load(self.layout.llm_summary_vectors, mmap_mode="r")
-
-    # ---- what built it (the manifest's labels; graphs built before them: from the identity) ----
+    # ---- what built it (the manifest's labels, else read from its identity) ----------------------
     @property
     def extractor(self) -> str:
         """"llm:<model>" (the A2RAG paper's extraction) or "rules" (the CPU substitute)."""
-        return self.manifest.get("extractor") or extractor_label((self.manifest.get("identity") or {}).get("extractor") or {})
+        return self.manifest.get("extractor") or written_by((self.manifest.get("identity") or {}).get("extractor"), RULES_LABEL)
 
     @property
     def summaries_written_by(self) -> str:
         """"llm:<model>" when a model wrote gate summaries (besides the extractive ones), else "extractive"."""
-        return self.manifest.get("summaries") or summaries_label((self.manifest.get("identity") or {}).get("summaries"))
+        return self.manifest.get("summaries") or written_by((self.manifest.get("identity") or {}).get("summaries"), EXTRACTIVE_LABEL)
 
     @cached_property
     def summaries(self):
@@ -103,20 +101,10 @@ class GraphStore:
     def relations(self) -> list[str]:
         return pq.read_table(self.layout.relations).column("relation").to_pylist()
 
-    @cached_property
-    def relation_vectors(self) -> np.ndarray:
-        return np.load(self.layout.relation_vectors, mmap_mode="r")
-
-    @cached_property
-    def _edge_relation_codes(self) -> tuple[list[str], np.ndarray]:
-        names, codes = np.unique(np.asarray(self.edge_relation, dtype=object), return_inverse=True) if self.edge_relation else (np.array([], dtype=object), np.zeros(0, np.int64))
-        return names.tolist(), codes
-
     def relation_rows(self, relations: set[str]) -> np.ndarray:
         """Edge rows (edges.parquet) whose relation is one of `relations`."""
-        names, codes = self._edge_relation_codes
-        wanted = [i for i, name in enumerate(names) if name in relations]
-        return np.flatnonzero(np.isin(codes, wanted))
+        found = pc.is_in(self._relation_column, value_set=pa.array(sorted(relations), pa.string()))
+        return np.flatnonzero(found.to_numpy(zero_copy_only=False))
 
     def pair_code(self, a, b):
         """One integer per unordered node pair (arrays or ints)."""
@@ -145,8 +133,8 @@ class GraphStore:
         return codes[order], order
 
     def triples(self, rows, limit: int) -> list[GraphTriple]:
-        """The edges at `rows` (edges.parquet rows, best first) as triples, one per (head, relation,
-        tail) with every chunk it was extracted from, the first `limit` of them."""
+        """The first `limit` distinct (head, relation, tail) of the edges at `rows` (best first),
+        each with every chunk it was extracted from."""
         found: dict[tuple[int, str, int], list[str]] = {}
         for r in rows:
             r = int(r)
@@ -209,8 +197,7 @@ class GraphStore:
             )
 
     def gate_scores(self, qvec: np.ndarray, top: int = 3, summaries: str = EXTRACTIVE_LABEL) -> list[tuple[str, str, float]]:
-        """(doc_id, title, cosine) of the best-matching document summaries, best first; `summaries`:
-        "llm" (the LLM-written ones) or "extractive"."""
+        """(doc_id, title, cosine) of the best-matching document summaries ("llm" or "extractive")."""
         if summaries == "llm":
             self.require_llm_summaries()
             vectors = self.llm_summary_vectors
@@ -225,8 +212,8 @@ class GraphStore:
 
     # ---- seeds -----------------------------------------------------------------------------
     def align(self, mentions: list[str], mention_vectors: np.ndarray | None, edit_weight: float, min_score: float, per_mention: int = 1) -> list[Seed]:
-        """Nodes for question entities: edit similarity (rapidfuzz) and embedding cosine, mixed
-        by `edit_weight`; candidates are the best edit matches and the best cosine matches."""
+        """Nodes for question entities: edit similarity (rapidfuzz) and embedding cosine mixed by
+        `edit_weight`, over the best edit and the best cosine matches."""
         from rapidfuzz import fuzz, process
 
         seeds: dict[int, Seed] = {}
@@ -288,12 +275,10 @@ class GraphStore:
 
     def bridges(self, seeds: list[int], hops: int, max_paths: int, relations: set[str] | None = None) -> tuple[dict[int, float], list[list[int]]]:
         """Stage 2: nodes within `hops` of at least two seeds, and up to `max_paths` shortest paths
-        seed → bridge (their nodes are evidence too). Scores: seeds and bridges 1, path nodes 1/2.
-
-        Bridges are taken fewest-degree first (a hub reached by every seed explains nothing). With
-        relation seeds the search is focused on relation-consistent connectors: among paths of
-        the fewest hops, those over more edges of a matching relation are taken, and bridges whose
-        paths cross the fewest non-matching edges come first (then by degree)."""
+        seed → bridge. Scores: seeds and bridges 1, path nodes 1/2. Bridges are taken fewest-degree
+        first (a hub reached by every seed explains nothing). With relation seeds, among paths of the
+        fewest hops those over more matching edges are taken, and bridges whose paths cross the
+        fewest non-matching edges come first (then by degree): relation-consistent connectors."""
         if hops < 2:
             raise ValueError(f"bridge hops must be at least 2, got {hops}")
         if len(seeds) < 2:

@@ -1,26 +1,18 @@
 """The per-document summaries A2RAG's gate compares a question with (the paper's Sec. III-B1: "for
 each document we precompute a short summary during indexing"; Gate(q) = 1{max_j cos(q, s_j) ≥ τ_g}).
-
-Two kinds, both written by the graph build (`graph.summaries`):
-  llm         a model writes each document's summary from its first chunk (`LLMSummariser`), with
-              the graph build's model (`graph.extractor.model`); the default when one is set. The
-              paper does not say how its summaries are written; a written summary is our reading.
-  extractive  the document's title and first `graph.summary_sentences` sentences (no LLM: the CPU
-              substitute). Always kept as well, so `method.gate_summaries=extractive` can choose it
-              on any graph.
-A reply that is not a usable summary is an `ExtractionReject` (counted in the manifest's
-`num_summary_rejected` and kept in rejects/ with the raw reply); that document's gate vector is then
-its extractive summary's, counted as `num_summary_fallbacks`.
+`graph.summaries=llm`: the graph build's model summarises each document's first chunk (the paper
+does not say how its summaries are written: this is our reading); extractive ones (title and first
+sentences, the CPU substitute) are always kept too. An unusable reply is an `ExtractionReject`; that
+document's gate vector is then its extractive summary's (docs/agents.md, "The graph job").
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any, Mapping
 
-from arag.graph.extract import ChatModelTask, ExtractionReject, model_label
+from arag.graph.extract import ChatModelTask, ExtractionReject, unfenced
 
 SUMMARY_MODES = ("llm", "extractive")
 EXTRACTIVE_LABEL = "extractive"
@@ -44,17 +36,7 @@ def summary_mode(summaries: str | None, extractor_cfg: Mapping[str, Any]) -> str
     return mode
 
 
-def summaries_label(identity: Mapping[str, Any] | None) -> str:
-    """Who wrote a graph's gate summaries, from its identity's `summaries`: "llm:<model>" or "extractive"."""
-    if identity and identity.get("kind") == "llm":
-        return f"llm:{model_label(identity.get('model') or {})}"
-    return EXTRACTIVE_LABEL
-
-
 class LLMSummariser(ChatModelTask):
-    """A short summary of a document with a chat model (`model`: a conf/model config); `backend` is
-    shared with an LLM extractor of the same model, or built on first use."""
-
     def __init__(self, model: Mapping[str, Any], backend: Any = None, max_tokens: int = 256, prompt: str = SUMMARY_PROMPT):
         super().__init__(model, prompt, max_tokens, backend)
 
@@ -73,10 +55,7 @@ class LLMSummariser(ChatModelTask):
 def parse_summary(raw: str, json_reply: bool = True) -> str:
     """The summary of a model's reply (JSON {"summary": ...}; with `json_reply=False`, a native
     protocol backend's, plain text too); `ExtractionReject` naming what is wrong when there is none."""
-    text = raw.strip()
-    fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
-    if fence:
-        text = fence.group(1).strip()
+    text = unfenced(raw)
     if json_reply or text.startswith("{"):
         try:
             data = json.loads(text)

@@ -1,48 +1,29 @@
 """A2RAG: gated, adaptive graph retrieval with Triple-Check and failure-aware rewrites, the A2RAG
-paper's Full method (entity and relation seeds); `a2rag_node_only` is its Node-only ablation.
+paper's Full method (entity and relation seeds); `a2rag_node_only` is its Node-only ablation. The
+method drives its own episode (`run_episode`); docs/agents.md, "The method", walks through it:
 
-The method drives its own episode (`run_episode`) instead of the tool-calling loop:
+1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else an
+   abstention (an outcome, not an error).
+2. Seeds, no LLM call: the question's entities aligned to nodes; relation seeds steer "both local
+   evidence collection and bridge search" (the paper's S_R): Stage 1 drops edges of a non-matching
+   relation, Stage 2 prefers bridges over matching edges.
+3. Monotone escalation, each stage at most once per query: local 1-hop triples → bridge-path
+   triples → degree-normalised PPR passages through π. The sufficiency check is structural by
+   default (the paper escalates "when Stage 1 fails to connect multiple query entities") or an LLM
+   validator. A rewritten query restarts retrieval at the stage reached, never below it.
+4. Answer, then Triple-Check (evidence relevance, answer grounding, query resolution) in one call;
+   the first failing verdict names the failure; a type-conditioned rewrite and retry, at most
+   `max_rewrites` times, then the outcome is `fail`.
 
-1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else the
-   episode ends as an abstention (an outcome, not an error). No LLM call at question time: the
-   summaries were written offline by the graph build's model (`gate_summaries: llm`, the default)
-   or are extractive (`gate_summaries: extractive`, the CPU substitute; arag.graph.summaries).
-2. Seeds (no LLM call): the question's entities (the rule extractor's spans) aligned to graph nodes
-   by edit similarity (rapidfuzz) and embedding cosine; with none, the titles of the documents the
-   gate matched. Relation seeds (`relation_seeds`, on in the Full method): the question's other
-   words aligned to relation names; Stage 1 drops the edges of a non-matching relation (untyped
-   edges stay) and Stage 2 prefers bridges over matching edges (arag.graph.store), as the paper's S_R steers "both local
-   evidence collection and bridge search".
-3. Monotone escalation, each stage at most once per query, an evidence-sufficiency check after each:
-   local 1-hop → bridges within `bridge_hops` of ≥ 2 seeds (capped shortest paths) →
-   degree-normalised PPR, top `ppr_top_nodes` nodes mapped to chunks through π. As in the paper's
-   retriever state, Stages 1–2 add graph-structured evidence: the triples of the seeds' induced
-   1-hop subgraph, then those along the bridge paths (at most `triples_per_stage` each, shown as
-   "(subject; relation; object)"; their source chunks are recorded, seen but not read); Stage 3 adds
-   provenance passages (`chunks_per_stage` whole chunk texts, `max_evidence_chunks` in all). The
-   check is structural by default (`sufficiency: structural`, no LLM call: with evidence in hand,
-   Stage 1 suffices when its neighbourhoods join every seed, Stage 2 when it found a bridge path; the paper
-   escalates "when Stage 1 fails to connect multiple query entities"), or a binary LLM validator
-   (`sufficiency: llm`, one call per stage before the last, reading the triples). A rewritten query restarts retrieval at
-   the stage reached so far, never below it.
-4. Answer from the evidence (triples and passages; one call), then Triple-Check (evidence relevance, answer grounding,
-   query resolution) as one call that returns the three binary verdicts; the first failing one in
-   that order names the failure type. A type-conditioned rewrite (one call: a new query; evidence
-   judged off topic is dropped; for grounding failures the evidence is kept and only the answer is
-   asked again) and retry, at most `max_rewrites` times, then the outcome is `fail` (answer:
-   `abstain_answer`, or the last answer with `exhausted: last`).
-
-So a question answered on its first attempt costs 2 LLM calls (answer, Triple-Check), as the
-paper's 2.0–2.3 calls per question imply; each rewrite round adds 3 (rewrite, answer, Triple-Check).
-
-Everything is recorded in `Episode.trace`: outcome, stage reached, stages run, validator verdicts,
-rewrites, and `calls`, the LLM calls by purpose (CALL_PURPOSES); each stage's retrieval is a
-tool-call record: `graph_triples` for Stages 1–2 (the triples' source chunks count as seen for
-evidence recall) and `graph_retrieval` for Stage 3 (its chunks count as read).
+A question answered at its first attempt costs 2 LLM calls, as the paper's 2.0–2.3 calls per
+question imply; each rewrite round adds 3. `Episode.trace` records outcome, stages, verdicts,
+rewrites and calls by purpose; Stages 1–2 are recorded as `graph_triples` (chunks seen), Stage 3
+as `graph_retrieval` (chunks read).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -105,16 +86,12 @@ class A2RagMethod(Method):
     rewrite_prompts: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.triples_per_stage < 1:
-            raise ValueError(f"method.triples_per_stage must be at least 1, got {self.triples_per_stage}")
-        if self.bridge_hops < 2:
-            raise ValueError(f"method.bridge_hops must be at least 2, got {self.bridge_hops}")
-        if self.exhausted not in ("abstain", "last"):
-            raise ValueError(f"method.exhausted must be abstain or last, got {self.exhausted!r}")
-        if self.gate_summaries not in GATE_SUMMARIES:
-            raise ValueError(f"method.gate_summaries must be {' or '.join(GATE_SUMMARIES)}, got {self.gate_summaries!r}")
-        if self.sufficiency not in SUFFICIENCY_MODES:
-            raise ValueError(f"method.sufficiency must be {' or '.join(SUFFICIENCY_MODES)}, got {self.sufficiency!r}")
+        for key, least in (("triples_per_stage", 1), ("bridge_hops", 2)):
+            if getattr(self, key) < least:
+                raise ValueError(f"method.{key} must be at least {least}, got {getattr(self, key)}")
+        for key, allowed in (("exhausted", ("abstain", "last")), ("gate_summaries", GATE_SUMMARIES), ("sufficiency", SUFFICIENCY_MODES)):
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"method.{key} must be {' or '.join(allowed)}, got {getattr(self, key)!r}")
         # The report labels a2rag as the paper's Full method: it cannot run as the Node-only ablation.
         if self.name == FULL_METHOD and not self.relation_seeds:
             raise ValueError(f"method {FULL_METHOD} is the A2RAG paper's Full method (relation seeds on); its Node-only ablation is method={NODE_ONLY_METHOD}")
@@ -137,11 +114,9 @@ class A2RagMethod(Method):
         return {**super().describe(), **{k: getattr(self, k) for k in keys}}
 
     def graph_fingerprint(self, index_root: str) -> str:
-        """The graph's identity as a run id records it (a graph rebuilt with another extractor is
-        another run), after checking the graph exists and has the gate summaries this method reads:
-        so a bad setting fails once, before any episode."""
+        """The graph's identity as a run id records it, after checking the graph exists and has the
+        gate summaries this method reads: a bad setting fails once, before any episode."""
         import hashlib
-        import json
 
         from arag.graph.store import GraphStore
 
@@ -151,7 +126,7 @@ class A2RagMethod(Method):
         return hashlib.sha256(json.dumps(graph.manifest.get("identity"), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def graph_extractor(self, index_root: str) -> str:
-        """What built the graph's triples, as its manifest records it: `llm:<model>` or `rules`."""
+        """`llm:<model>` or `rules`, as the graph's manifest records it."""
         from arag.graph.store import GraphStore
 
         return GraphStore(index_root).extractor
@@ -169,13 +144,10 @@ class A2RagMethod(Method):
 
     # ---- the episode ---------------------------------------------------------------------------
     async def run_episode(self, question: str, ctx: Any, tracker: Any, episode: Any, call: ModelCall, messages: list[Message]) -> bool:
-        import asyncio
-
         graph = await asyncio.to_thread(self.graph_for, ctx)
         calls = dict.fromkeys(CALL_PURPOSES, 0)
         trace: dict[str, Any] = {"outcome": None, "stage_reached": None, "stages": [], "gate": None, "checks": [], "rewrites": [], "sufficiency": [], "calls": calls}
         episode.trace = trace
-        # What built the graph this episode ran over: "llm:<model>" (the paper's) or the CPU substitutes.
         trace["graph"] = {"extractor": graph.extractor, "summaries": graph.summaries_written_by}
         model_call = call
 
@@ -221,8 +193,6 @@ class A2RagMethod(Method):
     async def _escalate(self, query, question, top_docs, graph, ctx, episode, call, messages, evidence: "Evidence", stage):
         """Stages 1–2 add graph-structured evidence (triples), Stage 3 provenance passages, as the
         paper's retriever state holds them (its Sec. III-C)."""
-        import asyncio
-
         seeds, relations = await asyncio.to_thread(self._seeds, query, top_docs, graph, ctx)
         trace = episode.trace
         seed_ids = [s.node_id for s in seeds]
@@ -292,40 +262,37 @@ class A2RagMethod(Method):
         return triples, {"paths": [[graph.names[n] for n in p] for p in paths]}, bool(paths), scores
 
     # ---- LLM steps ---------------------------------------------------------------------------
+    @staticmethod
+    async def _ask(call, messages, system: str, user: str, schema: dict[str, Any], final: bool, purpose: str) -> str:
+        """One model call of the controller, recorded in the episode's messages: the reply's text."""
+        turn = [Message("system", system), Message("user", user)]
+        completion = await call(turn, schema, final, purpose)
+        messages.extend(turn + [Message("assistant", completion.text or "")])
+        return completion.text or ""
+
     async def _answer(self, question, query, evidence, call, messages, grounded: bool) -> str:
         note = "\nUse only facts stated in the evidence." if grounded else ""
         prompt = f"{evidence.render()}\n\nQuestion: {question}" + (f"\n(Rewritten as: {query})" if query != question else "") + note
-        turn = [Message("system", self.answer_prompt), Message("user", prompt)]
-        completion = await call(turn, ANSWER_SCHEMA, True, "answer")
-        messages.extend(turn + [Message("assistant", completion.text or "")])
-        return parse_field(completion.text or "", "answer")
+        return parse_field(await self._ask(call, messages, self.answer_prompt, prompt, ANSWER_SCHEMA, True, "answer"), "answer")
 
     async def _triple_check(self, question, answer, evidence, call, messages) -> dict[str, bool]:
         """The three validators in one call (the paper's 2.0–2.3 calls per question leave room for
         one answer and one check); a verdict that cannot be read fails."""
         prompt = f"{evidence.render()}\n\nQuestion: {question}\n\nAnswer: {answer}"
-        turn = [Message("system", self.triple_check_prompt), Message("user", prompt)]
-        completion = await call(turn, TRIPLE_CHECK_SCHEMA, False, "triple_check")
-        messages.extend(turn + [Message("assistant", completion.text or "")])
-        return parse_verdicts(completion.text or "")
+        return parse_verdicts(await self._ask(call, messages, self.triple_check_prompt, prompt, TRIPLE_CHECK_SCHEMA, False, "triple_check"))
 
     async def _rewrite(self, question, query, answer, failure, evidence, call, messages) -> str:
-        turn = [Message("system", self.rewrite_prompts[failure]), Message("user", f"Question: {question}\nCurrent query: {query}\nRejected answer: {answer}")]
-        completion = await call(turn, QUERY_SCHEMA, False, "rewrite")
-        messages.extend(turn + [Message("assistant", completion.text or "")])
-        return parse_field(completion.text or "", "query") or query
+        prompt = f"Question: {question}\nCurrent query: {query}\nRejected answer: {answer}"
+        return parse_field(await self._ask(call, messages, self.rewrite_prompts[failure], prompt, QUERY_SCHEMA, False, "rewrite"), "query") or query
 
     async def _yes_no(self, instruction, question, evidence, call, messages) -> bool:
-        turn = [Message("system", instruction), Message("user", f"{evidence.render()}\n\nQuestion: {question}")]
-        completion = await call(turn, VERDICT_SCHEMA, False, "sufficiency")
-        messages.extend(turn + [Message("assistant", completion.text or "")])
-        return parse_verdict(completion.text or "")
+        prompt = f"{evidence.render()}\n\nQuestion: {question}"
+        return parse_verdict(await self._ask(call, messages, instruction, prompt, VERDICT_SCHEMA, False, "sufficiency"))
 
 
 @dataclass
 class Evidence:
-    """The retriever's accumulated evidence: graph triples from Stages 1–2, passages (chunk id, text)
-    from Stage 3."""
+    """The retriever's accumulated evidence: triples (Stages 1–2), passages (chunk id, text; Stage 3)."""
 
     triples: list[str] = field(default_factory=list)
     passages: list[tuple[str, str]] = field(default_factory=list)

@@ -1,11 +1,9 @@
 """AgenticRAG: document-level search, in-document find, line-windowed open, summarize; cited answers.
 
-Differences from A-RAG's agent (same loop, index, backends): several tool calls per reply run
-(`tools_per_step: null`); the conversation's context is managed (a warning at `warn_fraction` of
-the context budget, a forced summarize at the budget, after which the loop goes on) instead of
-forcing an answer at the token budget; the final answer ends with a citations line naming the
-reference ids it rests on, each optionally with a relevance score, which ranks the cited documents
-(Recall@1/@3 in the evaluation).
+Unlike A-RAG's agent (same loop, index, backends): all tool calls of a reply run; the context is
+managed (a warning at `warn_fraction` of the context budget, a forced summarize at the budget, then
+the loop goes on) instead of forcing an answer; the final answer ends with a citations line of
+reference ids, each optionally with a relevance score that ranks them (Recall@1/@3).
 """
 
 from __future__ import annotations
@@ -34,8 +32,8 @@ class AgenticRagMethod(Method):
     # The budget is min(context_budget, the agent's token_budget), itself capped by the model window.
     context_budget: int | None = 128_000
     warn_fraction: float = 0.9
-    # The document tools' settings. A config gives them as keys of the method itself (`max_queries: 1`,
-    # the fields of arag.tools.DocumentToolSettings, defaults there): see config_keys / from_config.
+    # The document tools' settings, given as keys of the method's config (`max_queries: 1`; the
+    # fields of arag.tools.DocumentToolSettings).
     documents: "DocumentToolSettings | None" = None
 
     @classmethod
@@ -77,8 +75,8 @@ class AgenticRagMethod(Method):
         return DocumentSession(settings=self.documents)
 
     def initial_messages(self, question: str, ctx: Any, tracker: Any) -> tuple[list, list]:
-        """As every agent's; first, an index the document tools cannot read (a packed index built
-        before sentence sources) fails the episode with the reason, not the agent's tool calls."""
+        """As every agent's, after failing the episode with the reason on an index the document tools
+        cannot read (a packed index built before sentence sources)."""
         from arag.tools.documents import check_document_index
 
         if getattr(ctx, "store", None) is not None:  # a served index (RemoteTools) checks on its side

@@ -20,19 +20,17 @@ if TYPE_CHECKING:
     from arag.tools import ReadTracker, ToolContext, ToolResult
     from arag.tools.base import ResultFormat
 
-# How the answer should look, per dataset: the multi-hop sets grade a short span (a name, a date),
-# GraphRAG-Bench grades long-form answers. A method's prompts say `{answer_style}` where it goes; the
-# evaluation picks the style from the corpus config (`corpus.answer_style`). The papers' prompts have
-# no such sentence, so it is only put in under the `short_answer` prompt variant (PROMPT_VARIANTS).
+# How the answer should look, per dataset (`corpus.answer_style`): the multi-hop sets grade a short
+# span, GraphRAG-Bench long-form answers. The papers' prompts have no such sentence, so the prompts'
+# `{answer_style}` slots are filled only under the `short_answer` prompt variant.
 ANSWER_STYLES: dict[str, str] = {
     "short": "Give the answer only: a name, a date, a number, a short phrase, or yes/no, with no explanation.",
     "free_form": "Answer in a few complete sentences that state every fact the question asks for, taken from what you read.",
 }
 ANSWER_STYLE_SLOT = "{answer_style}"
-# `method.prompt_variant`: "paper" (the default) shows the model the rules of the method's paper (or
-# the authors' published prompt) and nothing else, the `{answer_style}` slots left out; "short_answer"
-# puts the dataset's answer-style sentence into them, a help for small models that answer at length
-# (it shortens replies, which moves Contain-Acc, so a run records its variant in its identity).
+# `method.prompt_variant`: "paper" (the default) shows the rules of the method's paper (or the
+# authors' published prompt) and nothing else; "short_answer" fills the answer-style slots, a help
+# for small models that answer at length (it moves Contain-Acc, so it is in the run's identity).
 PAPER_PROMPTS = "paper"
 SHORT_ANSWER_PROMPTS = "short_answer"
 PROMPT_VARIANTS = (PAPER_PROMPTS, SHORT_ANSWER_PROMPTS)
@@ -70,14 +68,14 @@ class Method:
     answer_style: str = "short"  # a key of ANSWER_STYLES
     prompt_variant: str = PAPER_PROMPTS  # one of PROMPT_VARIANTS
     tools_per_step: int | None = 1  # tool calls of one reply that run (A-RAG: one); None: all
-    # The opened index's chunk-id form and example, put into the texts' `{chunk_id_format}` and
-    # `{chunk_id_example}` slots (arag.index.chunk_ids); not a config key: set by `for_index`.
+    # The opened index's chunk-id form, for the texts' `{chunk_id_format}` and `{chunk_id_example}`
+    # slots (arag.index.chunk_ids); not a config key: set by `for_index`.
     chunk_ids: "ChunkIdFormat | None" = field(default=None, init=False, repr=False)
-    # Retrieval steps the method records like tool calls under a name no tool has, and how their
-    # chunks count as evidence (arag.tools.base READ / SNIPPET): arag.methods.evidence_of reads it.
+    # Retrieval steps recorded like tool calls under a name no tool has: how their chunks count as
+    # evidence (arag.tools.base READ / SNIPPET; read by arag.methods.evidence_of).
     evidence_records: ClassVar[Mapping[str, str]] = {}
-    # How the scored answer (EM, F1, Contain-Acc, the judge's prediction) is taken from the final
-    # reply: A-RAG's evaluation code scores the agent's whole final reply, citations and all.
+    # How the scored answer is taken from the final reply: A-RAG's evaluation code scores the whole
+    # final reply, citations and all.
     answer_scoring: ClassVar[str] = "whole reply"
 
     @classmethod
@@ -109,8 +107,8 @@ class Method:
         return ResultFormat(snippets_per_chunk=self.snippets_per_chunk, result_titles=self.result_titles)
 
     def shows_tool_results(self) -> bool:
-        """Whether the model reads the results of the A-RAG tools, so that `snippets_per_chunk` and
-        `result_titles` shape what it sees (they enter the run's identity then)."""
+        """Whether the model reads A-RAG tool results, so `snippets_per_chunk` and `result_titles`
+        shape what it sees (and enter the run's identity)."""
         from arag.tools import result_settings_of
 
         return bool(result_settings_of(self.tools))
@@ -122,8 +120,8 @@ class Method:
         return bound
 
     def styled(self, text: str) -> str:
-        """A prompt with its `{answer_style}` slots filled as the prompt variant says, and the
-        index's chunk ids in theirs once bound (`for_index`)."""
+        """A prompt with its answer-style slots filled as the variant says, and its chunk-id slots
+        once bound (`for_index`)."""
         text = fill_answer_style(text, ANSWER_STYLES[self.answer_style] if self.prompt_variant == SHORT_ANSWER_PROMPTS else None)
         return self.chunk_ids.fill(text) if self.chunk_ids is not None else text
 
@@ -163,18 +161,16 @@ class Method:
         return [Message("system", self.system_text), Message("user", self.user_template.format(question=question))], []
 
     async def run_episode(self, question: str, ctx: "ToolContext | None", tracker: "ReadTracker", episode: Any, call: Any, messages: list[Message]) -> bool:
-        """A method with its own controller (A2RAG) runs the whole episode here, calling the model
-        through `call(messages, response_schema, final)`, and returns True; the default returns
-        False and the agent loop runs the episode."""
+        """A method with its own controller (A2RAG) runs the episode here, calling the model through
+        `call(messages, response_schema, final)`, and returns True; False: the agent loop runs it."""
         return False
 
     def call_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
         return ctx.call(name, arguments, tracker=tracker, full_text=self.full_text, result_format=self.result_format)
 
     async def acall_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
-        """`call_tool` for the agent loop: on the context's own bounded pool (`ToolContext.acall`)
-        where it has one, so a thousand episodes in flight are a queue, not a thousand threads;
-        else (a remote context, or a method with its own `call_tool`) on a thread of its own."""
+        """`call_tool` for the agent loop: on the context's bounded pool (`ToolContext.acall`) where
+        it has one, so a thousand episodes in flight are a queue, not a thousand threads."""
         acall = getattr(ctx, "acall", None)
         if acall is not None and type(self).call_tool is Method.call_tool:
             return await acall(name, arguments, tracker=tracker, full_text=self.full_text, result_format=self.result_format)

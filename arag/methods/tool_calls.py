@@ -1,7 +1,5 @@
-"""What a tool call in an episode leaves behind, whoever made it: the model (the agent loop) or the
-method itself (e.g. naive RAG's retrieval before the first model call). Methods build these and the
-agent's `Episode` holds them, so they live here, below the agent: the agent imports methods, never
-the other way round."""
+"""What a tool call leaves behind, whether the model or the method itself made it. Methods build
+these and the agent's `Episode` holds them: they live below the agent, which imports methods."""
 
 from __future__ import annotations
 
