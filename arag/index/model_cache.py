@@ -13,6 +13,12 @@ from pathlib import Path
 log = logging.getLogger("arag.embedding")
 
 
+def cache_root(kind: str) -> Path:
+    """``$ARAG_CACHE_DIR/embedders/<kind>`` (default ``~/.cache/arag/embedders/<kind>``)."""
+    env = os.environ.get("ARAG_CACHE_DIR")
+    return (Path(env) if env else Path.home() / ".cache" / "arag") / "embedders" / kind
+
+
 def model_files(model_path: str) -> list[tuple[str, int, int]]:
     """(relative path, size, mtime) of every file in a model folder: what says a cached
     conversion or distillation still fits the model."""

@@ -87,8 +87,7 @@ class StaticSpec:
 
 
 def static_cache_root() -> Path:
-    env = os.environ.get("ARAG_CACHE_DIR")
-    return (Path(env) if env else Path.home() / ".cache" / "arag") / "embedders" / "static"
+    return cache_root("static")
 
 
 def _cache_key(model_path: str, static: StaticSpec) -> str:
