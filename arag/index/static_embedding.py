@@ -24,13 +24,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from arag.index.model_cache import cache_root, model_files, publish_folder
 from arag.strict_settings import from_settings
 
 log = logging.getLogger("arag.embedding")
@@ -91,8 +91,6 @@ def static_cache_root() -> Path:
 
 
 def _cache_key(model_path: str, static: StaticSpec) -> str:
-    from arag.index.model_cache import model_files
-
     material = {
         "format": STATIC_CACHE_FORMAT,
         "model": str(Path(model_path).resolve()),
@@ -131,8 +129,6 @@ def _distil(model_path: str, static: StaticSpec):
 def load_static_model(model_path: str, static: StaticSpec, name: str):
     """The distilled model for `model_path` and `static`: from the cache, or distilled and cached."""
     from model2vec import StaticModel
-
-    from arag.index.model_cache import publish_folder
 
     if static.library_version != installed_version():
         raise RuntimeError(
