@@ -13,17 +13,17 @@ sentence-transformers' own code.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import queue
 import sys
 import warnings
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
 
-from arag.index.model_cache import cache_root, model_files, publish_folder
+from arag.index.model_cache import cache_entry, publish_folder
 
 log = logging.getLogger("arag.embedding")
 
@@ -109,21 +109,6 @@ def cpu_capabilities(core) -> set[str]:
         return {"FP32"}
 
 
-def _model_key(model_path: str, input_names: list[str]) -> str:
-    """Which converted model fits: the model folder's files and the versions of everything that
-    takes part in the conversion."""
-    from importlib.metadata import version
-
-    material = {
-        "format": OPENVINO_EXPORT_FORMAT,
-        "model": str(Path(model_path).resolve()),
-        "files": model_files(model_path),
-        "inputs": input_names,
-        "versions": {pkg: version(pkg) for pkg in ("openvino", "torch", "transformers", "sentence-transformers")},
-    }
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def load(ov, torch_model, tokenizer, model_path: str, threads: int, streams: int = 1, dtype: str = "float32"):
     """The compiled model in a torch module that stands in for `torch_model` (see `_module_class`).
     `dtype` bfloat16 only where the CPU computes bf16 natively (AVX512-BF16/AMX): elsewhere bf16
@@ -153,7 +138,8 @@ def load(ov, torch_model, tokenizer, model_path: str, threads: int, streams: int
 
 def _converted(ov, torch_model, example, input_names: list[str], model_path: str):
     """The OpenVINO model: read from the cache, or converted from the torch model and cached."""
-    final = cache_root("openvino") / f"{Path(model_path).name}-{_model_key(model_path, input_names)}"
+    versions = {pkg: version(pkg) for pkg in ("openvino", "torch", "transformers", "sentence-transformers")}
+    final = cache_entry("openvino", model_path, format=OPENVINO_EXPORT_FORMAT, inputs=input_names, versions=versions)
     xml = final / "model.xml"
     if xml.exists():
         try:

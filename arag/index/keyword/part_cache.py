@@ -43,7 +43,6 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 import time
 import weakref
 from pathlib import Path
