@@ -27,7 +27,7 @@ import faiss
 import numpy as np
 
 from arag.index.layout import PART_SHIFT, atomic_path, part_name
-from arag.index.vectors import inner_products
+from arag.index.vectors import inner_products, read_shard, write_shard
 from arag.small_sorted import best_first
 
 ANN_DIR = "ann"
@@ -308,13 +308,8 @@ def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Ind
     return index
 
 
-def write_trained(index: faiss.Index, target: Path) -> None:
-    with atomic_path(target) as tmp:
-        faiss.write_index(index, str(tmp))
-
-
-def read_trained(path: Path) -> faiss.Index:
-    return faiss.read_index(str(path))
+# The trained index is written and read as a shard is: one FAISS index file, written atomically.
+write_trained, read_trained = write_shard, read_shard
 
 
 def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path, batch: int = 65_536) -> int:

@@ -45,24 +45,19 @@ class EmbedderSpec:
     query_prompt: str | None = None  # prepended to queries only (e.g. Qwen3-Embedding's instruction)
     query_prompt_name: str | None = None  # or a named prompt from the model's own config
     max_seq_length: int | None = None
-    # The precision the transformer computes in: float32 (exact), or a reduced one that is
-    # faster where the hardware has it (bfloat16 on CPUs with AVX512-BF16/AMX, float16 on GPUs);
-    # a reduced dtype is part of the index identity.
+    # float32 (exact), or a reduced precision that is faster where the hardware has it (bfloat16 on
+    # CPUs with AVX512-BF16/AMX, float16 on GPUs), part of the index identity.
     dtype: str = "float32"
-    # Distillation settings of a static (token-lookup) model made from this model (a mapping in
-    # configs and manifests; see arag.index.static_embedding); None: the model itself.
-    static: StaticSpec | None = None
-    # Run-time settings: they change speed, not which vectors come out, so they are not part of
-    # the index identity (see `identity`).
+    static: StaticSpec | None = None  # a static model distilled from this one (arag.index.static_embedding)
+    # Run-time settings: they change speed, not which vectors come out (not in `identity`).
     device: str = "cpu"
     batch_size: int = 32
     threads: int | None = None  # CPU threads in all; None: all cores of the machine
-    # Batches encoded at once on CPU, each on threads/streams threads. None: one per thread.
-    # Single-threaded batches side by side beat one batch split across threads: no thread waits
-    # at a barrier for another that the OS preempted, and tokenizing and pooling run in parallel
-    # too. The vectors are the same.
+    # Batches encoded at once on CPU, each on threads/streams threads (None: one per thread).
+    # Single-threaded batches side by side beat one batch split across threads: no thread waits at
+    # a barrier for another that the OS preempted, and tokenizing and pooling run in parallel too.
     streams: int | None = None
-    backend: str = "torch"  # "torch" or "openvino" (CPU, fp32; same vectors, faster: see the module doc)
+    backend: str = "torch"  # or "openvino" (see the module doc)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -74,11 +69,8 @@ class EmbedderSpec:
             raise ValueError(f"embedder '{self.name}': a static model has no query prompts (set query_prompt and query_prompt_name to null)")
 
     def identity(self) -> dict[str, Any]:
-        """The fields that decide the vectors: a change means the index must be rebuilt.
-
-        A reduced `dtype` (e.g. bfloat16) moves every vector a little, so it counts; float32 is
-        left out, which keeps the identity of indexes built before the dtype counted. So is
-        `static` when there is none; a static model's distillation settings all count."""
+        """The fields that decide the vectors. float32 and no `static` are left out, which keeps
+        the identity of indexes built before those counted."""
         keys = ("name", "package", "path", "query_prompt", "query_prompt_name", "max_seq_length")
         out = {k: v for k, v in asdict(self).items() if k in keys}
         if self.dtype != "float32":
@@ -124,11 +116,8 @@ def on_this_machine(spec: EmbedderSpec) -> EmbedderSpec:
 
 
 class SentenceEmbedder:
-    """Loads the model once; encodes documents' sentences and queries into unit vectors.
-
-    `backend` says what actually runs the transformer ("torch" or "openvino"): it can differ from
-    `spec.backend` where the fast backend is unavailable (see the module doc).
-    """
+    """Loads the model once; encodes documents' sentences and queries into unit vectors. `backend`
+    says what actually runs ("torch", "openvino" or "static"): the fast backend may be unavailable."""
 
     def __init__(self, spec: EmbedderSpec):
         # Never reach for the hub: the model is a local folder.
@@ -199,8 +188,7 @@ class SentenceEmbedder:
         return np.concatenate([self._encode([t], **options) for t in texts])
 
     def _use_direct_queries(self) -> None:
-        """Encode queries on the direct path (arag.index.direct_encoding: same vectors, a fraction
-        of encode()'s per-call Python) where the model fits it and its probe agrees."""
+        """Queries on arag.index.direct_encoding's path where the model fits it and its probe agrees."""
         from arag.index.direct_encoding import DirectQueryEncoder
 
         spec = self.spec
@@ -231,12 +219,10 @@ class SentenceEmbedder:
         )
         if len(texts) <= self.spec.batch_size:
             return np.ascontiguousarray(self.model.encode(texts, **options), dtype=np.float32)
-        # Each batch through sentence-transformers' own encode (prompts, truncation, pooling,
-        # normalization), on `streams` batches at once. A batch is computed padded to its longest
-        # text, so batches are cut from the texts sorted by token count, longest first; encode()
-        # sorts by characters, which on 2Wiki's sentences leaves about a third of the computed
-        # token slots padding at batch 16 (4% by tokens). The vectors are the same up to float
-        # rounding, whatever the order.
+        # Each batch through sentence-transformers' own encode, `streams` batches at once. A batch
+        # is padded to its longest text, so batches are cut from the texts sorted by token count;
+        # encode() sorts by characters, which on 2Wiki's sentences leaves about a third of the
+        # computed token slots padding at batch 16 (4% by tokens).
         batches = self._batches_by_length(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
 

@@ -79,14 +79,10 @@ def run_on_openvino(model, model_path: str, spec, threads: int, streams: int, en
 
 
 def import_openvino():
-    """`import openvino`, with its usage telemetry off.
-
-    OpenVINO's model-conversion module, which `import openvino` loads, reports usage to an
-    analytics service unless the user has opted out. An index build must not phone home, so
-    the telemetry package is made unimportable while openvino loads: the converter then binds
-    its own built-in no-op stub for the life of the process. (Where openvino was already
-    imported elsewhere in the process, that import decided.)
-    """
+    """`import openvino`, with its usage telemetry off: its model converter reports usage to an
+    analytics service unless the user opted out, and an index build must not phone home. The
+    telemetry package is made unimportable while openvino loads, so the converter binds its own
+    no-op stub for the life of the process."""
     if "openvino" in sys.modules:
         return sys.modules["openvino"]
     blocked = [name for name in ("openvino_telemetry", "openvino_telemetry.backend") if name not in sys.modules]
@@ -110,9 +106,8 @@ def cpu_capabilities(core) -> set[str]:
 
 
 def load(ov, torch_model, tokenizer, model_path: str, threads: int, streams: int = 1, dtype: str = "float32"):
-    """The compiled model in a torch module that stands in for `torch_model` (see `_module_class`).
-    `dtype` bfloat16 only where the CPU computes bf16 natively (AVX512-BF16/AMX): elsewhere bf16
-    would be emulated, slower than f32, so float32 is used and the log says so."""
+    """The compiled model standing in for `torch_model` (`_module_class`). bfloat16 only where the
+    CPU computes it natively (AVX512-BF16/AMX): emulated, it is slower than f32."""
     example = tokenizer(["a short one", "a somewhat longer example sentence for tracing"], padding=True, return_tensors="pt")
     input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in example]
     ov_model = _converted(ov, torch_model, example, input_names, model_path)
@@ -181,11 +176,9 @@ def _convert(ov, torch_model, example, input_names: list[str]):
 
 @functools.cache
 def _module_class():
-    """The stand-in for the Hugging Face model inside sentence-transformers' Transformer module:
-    called with the tokenizer's tensors, it returns `last_hidden_state` computed by OpenVINO. A
-    torch module (sentence-transformers keeps its model as a child module) that holds the replaced
-    model as `torch_model`, so the parameters still say its device and dtype, but never runs it.
-    Defined on first use: torch is imported only by an embedder that runs."""
+    """The stand-in for the Hugging Face model inside sentence-transformers' Transformer module,
+    returning `last_hidden_state` computed by OpenVINO: a torch module holding the replaced model
+    as `torch_model` (its parameters still say device and dtype) but never running it."""
     import torch
 
     class OpenVINOModule(torch.nn.Module):
@@ -216,14 +209,11 @@ def _module_class():
             return {"last_hidden_state": hidden}
 
         def run_request(self, feed: list, reduce):
-            """`reduce(last hidden state)` on an idle infer request (waits for one); the state is
-            the request's own buffer, valid only inside `reduce`. `feed`: C-contiguous int64
-            arrays, one per input in order.
-
-            The inputs are set as tensors over the arrays' own memory and `infer()` gets no
-            arguments: `infer(inputs)` sends them through OpenVINO's Python data dispatcher
-            (single-dispatch look-ups, a result dictionary per query), Python that holds the GIL
-            concurrent tool calls wait for."""
+            """`reduce(last hidden state)` on an idle infer request (the state is the request's own
+            buffer, valid only inside `reduce`); `feed`: C-contiguous int64 arrays, one per input.
+            The inputs are set as tensors over the arrays' memory and `infer()` gets no arguments:
+            `infer(inputs)` goes through OpenVINO's Python data dispatcher, Python that holds the
+            GIL concurrent tool calls wait for."""
             request = self._requests.get()
             try:
                 for i, value in enumerate(feed):
