@@ -18,7 +18,7 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -156,11 +156,9 @@ def _open_binary(path: Path, digest: InputDigest | None = None) -> Iterator[IO[b
     if digest is not None:
         raw = HashingFile(raw, digest)
     try:
-        if path.suffix == ".gz":
-            with gzip.open(raw, "rb") as f:
-                yield f
-        elif path.suffix == ".bz2":
-            with bz2.open(raw, "rb") as f:
+        decompress = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix)
+        if decompress is not None:
+            with decompress(raw, "rb") as f:
                 yield f
         else:
             yield io.BufferedReader(raw) if digest is not None else raw
@@ -178,7 +176,6 @@ def _line_aligned_ranges(path: Path, target: int) -> Iterator[tuple[int, int, in
     start, line = 0, 1
     with open(path, "rb") as f:
         while start < size:
-            f.seek(start)
             if start + target >= size:
                 yield start, size, line
                 return
@@ -361,11 +358,7 @@ def corpus_spec_from_config(cfg) -> CorpusSpec:
         name=str(cfg["name"]),
         format=str(cfg["format"]),
         path=os.path.expanduser(str(cfg["path"])),
-        fields=FieldNames(
-            id=fields.get("id", "doc_id"),
-            title=fields.get("title", "title"),
-            text=fields.get("text", "text"),
-        ),
+        fields=FieldNames(**{name: fields.get(name, default) for name, default in asdict(FieldNames()).items()}),
         include=tuple(cfg.get("include") or ()),
         prepend_title=bool(cfg.get("prepend_title", False)),
         part_size_mb=float(cfg.get("part_size_mb", 4.0)),

@@ -106,11 +106,8 @@ def is_valid(directory: Path, chunks: Path, sentences: Path) -> bool:
 
 def hash64(values: list[str]) -> np.ndarray:
     """A stable 64-bit hash of each string (for id lookups; collisions are checked on read)."""
-    return np.fromiter(
-        (int.from_bytes(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") for v in values),
-        dtype=np.uint64,
-        count=len(values),
-    )
+    digests = b"".join(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest() for v in values)
+    return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
 
 
 def _sentences(path: Path, part: int) -> Iterator[tuple[str, str]]:
