@@ -197,9 +197,7 @@ class SentenceEmbedder:
             log.info("embedder '%s': queries through encode() (this sentence-transformers does not say its prompt)", spec.name)
             return
         prompt = resolve(spec.query_prompt, spec.query_prompt_name)
-        direct, why = DirectQueryEncoder.build(
-            self.model, prompt, spec.batch_size, lambda texts: self._encode(texts, prompt=spec.query_prompt, prompt_name=spec.query_prompt_name)
-        )
+        direct, why = DirectQueryEncoder.build(self.model, prompt, spec.batch_size, lambda texts: self._encode(texts, spec.query_prompt, spec.query_prompt_name))
         if direct is None:
             log.info("embedder '%s': queries through encode() (no direct path: %s)", spec.name, why)
         self._direct_queries = direct
@@ -209,14 +207,8 @@ class SentenceEmbedder:
             return self._static.encode(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        options = dict(
-            batch_size=self.spec.batch_size,
-            prompt=prompt,
-            prompt_name=prompt_name,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        options = dict(batch_size=self.spec.batch_size, prompt=prompt, prompt_name=prompt_name,
+                       normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         if len(texts) <= self.spec.batch_size:
             return np.ascontiguousarray(self.model.encode(texts, **options), dtype=np.float32)
         # Each batch through sentence-transformers' own encode, `streams` batches at once. A batch
@@ -254,9 +246,6 @@ def token_counts(model, texts: list[str]) -> np.ndarray:
     tokenizer, limit = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None)
     if tokenizer is None or not callable(tokenizer):
         return np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-    ids = tokenizer(
-        texts, truncation=bool(limit), max_length=limit or None,
-        return_attention_mask=False, return_token_type_ids=False,
-    )["input_ids"]
+    ids = tokenizer(texts, truncation=bool(limit), max_length=limit or None, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
     return np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(texts))
 
