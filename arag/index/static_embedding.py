@@ -95,15 +95,8 @@ def _distil(model_path: str, static: StaticSpec):
 
     model = transformers.AutoModel.from_pretrained(model_path)
     tokenizer = transformers.AutoTokenizer.from_pretrained(model_path, use_fast=True)
-    return distill_from_model(
-        model=model,
-        tokenizer=tokenizer,
-        device="cpu",
-        pca_dims=static.pca_dims,
-        sif_coefficient=static.sif_coefficient,
-        token_remove_pattern=static.token_remove_pattern,
-        quantize_to=static.quantize_to,
-    )
+    settings = {k: v for k, v in asdict(static).items() if k != "library_version"}  # named as model2vec's own parameters
+    return distill_from_model(model=model, tokenizer=tokenizer, device="cpu", **settings)
 
 
 def load_static_model(model_path: str, static: StaticSpec, name: str):
