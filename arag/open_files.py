@@ -1,11 +1,9 @@
 """The process's limit on open files, raised to what its connections need.
 
-Every connection is a file descriptor: a tool server taking `serve.max_connections` at once, an
-evaluation worker with one model connection and one tool-server connection per episode in flight.
-Many systems start processes with a soft limit of 1,024 and a much higher hard limit, so thousands
-of episodes in flight would fail with "Too many open files" for a reason no setting names. The
-soft limit is raised up to the hard one (no privileges needed); where even that is too low, the
-caller gets a warning naming `ulimit -n`.
+Every connection is a file descriptor, and many systems start processes with a soft limit of 1,024
+and a much higher hard limit, so thousands of episodes in flight would fail with "Too many open
+files" for a reason no setting names. The soft limit is raised up to the hard one (no privileges
+needed); where even that is too low, the caller gets a warning naming `ulimit -n`.
 """
 
 from __future__ import annotations

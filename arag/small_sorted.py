@@ -1,13 +1,10 @@
-"""Sorted look-ups and orderings of a few values that keep the GIL.
+"""Sorted look-ups and orderings of a few values that keep the GIL (results equal numpy's).
 
 numpy's searchsorted, sort, unique and lexsort release the GIL however few values they touch. A
-tool call makes a dozen such calls on a handful of values (the rows of 2 to 20 chunks or
-sentences), and on two threads every release lets the other thread take the GIL, which this one
-must then wait to get back (a thread wake-up, far longer than the work): chunk_read ran slower
-on two threads than on one (`benchmarks/tools_concurrency.py --per-tool`), and so do these calls
-in a loop (`benchmarks/small_sorted.py` prints numpy's and these on one and two threads). Up to
-SMALL values these run in Python with the GIL held throughout; past it numpy's run, the work then
-long enough for the release to pay. Results equal numpy's.
+tool call makes a dozen such calls on a handful of values, and on two threads every release lets
+the other thread take the GIL, which this one must then wait to get back: chunk_read ran slower
+on two threads than on one (`benchmarks/tools_concurrency.py --per-tool`; `benchmarks/small_sorted.py`
+prints numpy's and these on one and two threads). Up to SMALL values these run in Python.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ SMALL = 64
 
 def mapped(path: Path) -> np.ndarray:
     """A .npy file memory-mapped, as a plain ndarray view: a `np.memmap` runs Python code on
-    every index (its __getitem__ and __array_finalize__), which the look-ups here do per probe."""
+    every index, which the look-ups here do per probe."""
     return np.asarray(np.load(path, mmap_mode="r"))
 
 
@@ -41,8 +38,7 @@ def position(sorted_values: np.ndarray, value: int, side: str = "left") -> int:
 
 
 def _probe_view(a: np.ndarray) -> np.ndarray | memoryview:
-    """What bisect probes: a memoryview where it can be one (its items are Python numbers, about
-    3x cheaper per probe than the numpy scalars an ndarray's items are)."""
+    """What bisect probes: a memoryview where it can be one (about 3x cheaper per probe than numpy scalars)."""
     a = np.asarray(a)
     return memoryview(a) if a.ndim == 1 and a.flags.c_contiguous else a
 

@@ -2,10 +2,9 @@
 
 A part's digest covers the bytes its reader depends on: the byte range of a JSON Lines part, the
 whole file of a compressed, JSON or WikiExtractor part, and for a Parquet row group its slice of
-the file plus the footer (schema and column metadata decide how the slice is read). The readers
-feed the digest while they read (`HashingFile`), so a build pays no extra pass;
-`arag.corpus.readers.part_digest` computes the same value without parsing, to check a committed
-part against the bytes on disk now. The corpus digest combines the part digests in plan order.
+the file plus the footer (which decides how the slice is read). The readers feed the digest while
+they read (`HashingFile`), so a build pays no extra pass; `arag.corpus.readers.part_digest`
+computes the same value without parsing. The corpus digest combines the part digests in plan order.
 """
 
 from __future__ import annotations
@@ -44,15 +43,9 @@ class InputDigest:
         return PartDigest(self.bytes, self._hash.hexdigest())
 
 
-def new_digest() -> InputDigest:
-    return InputDigest()
-
-
 class HashingFile(io.RawIOBase):
-    """A read-only binary file that adds every byte read from it to a digest, in order.
-
-    Decompressors and parsers read through it; `drain` hashes whatever they left unread, so the
-    digest always covers the whole file."""
+    """A read-only binary file that adds every byte read from it to a digest, in order; `drain`
+    hashes whatever the reader left unread, so the digest always covers the whole file."""
 
     def __init__(self, raw: io.BufferedIOBase, digest: InputDigest):
         self.raw, self.digest = raw, digest

@@ -2,11 +2,9 @@
 
 A corpus is planned into `InputPart`s first (cheap, on the driver): a byte range of a JSON Lines
 file, one row group of a Parquet file, or one whole compressed / WikiExtractor / JSON file. The
-plan is deterministic for the same input files and settings, which is what makes chunk and
-sentence ids stable across runs and lets an interrupted build resume part by part.
-
-Bad records never raise: they come out as `Reject`s naming file, line and reason. Problems that
-make the whole corpus unusable (a missing path, an unknown format) raise `CorpusError` up front.
+plan is deterministic for the same files and settings, which keeps chunk and sentence ids stable
+across runs and lets an interrupted build resume part by part. Bad records come out as `Reject`s
+naming file, line and reason; a corpus that cannot be read at all raises `CorpusError` up front.
 """
 
 from __future__ import annotations
@@ -20,12 +18,12 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
 import pyarrow.parquet as pq
-from arag.corpus.digest import HashingFile, InputDigest, PartDigest, hash_range, new_digest, parquet_ranges
+from arag.corpus.digest import HashingFile, InputDigest, PartDigest, hash_range, parquet_ranges
 from arag.corpus.documents import Document, Reject
 
 FORMATS = ("jsonl", "json", "parquet", "wikiextractor")
@@ -60,9 +58,7 @@ class CorpusSpec:
 
     def validate(self) -> None:
         if self.format not in FORMATS:
-            raise CorpusError(
-                f"corpus '{self.name}': unknown format '{self.format}'; known formats: {', '.join(FORMATS)}"
-            )
+            raise CorpusError(f"corpus '{self.name}': unknown format '{self.format}'; known formats: {', '.join(FORMATS)}")
         if not Path(self.path).exists():
             raise CorpusError(f"corpus '{self.name}': input path does not exist: {self.path}")
         if self.part_size_mb <= 0:
@@ -79,7 +75,7 @@ class InputPart:
 
 
 def corpus_root(spec: CorpusSpec) -> Path:
-    """The folder that input file names in the plan are relative to."""
+    """The folder the plan's input file names are relative to."""
     path = Path(spec.path)
     return path.parent if path.is_file() else path
 
@@ -91,15 +87,9 @@ def list_input_files(spec: CorpusSpec) -> tuple[Path, list[Path]]:
     if root.is_file():
         return root.parent, [root]
     patterns = list(spec.include) or DEFAULT_INCLUDE[spec.format]
-    files = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and any(fnmatch.fnmatch(p.name, pat) for pat in patterns)
-    )
+    files = sorted(p for p in root.rglob("*") if p.is_file() and any(fnmatch.fnmatch(p.name, pat) for pat in patterns))
     if not files:
-        raise CorpusError(
-            f"corpus '{spec.name}': no input files matching {patterns} under {root} (format '{spec.format}')"
-        )
+        raise CorpusError(f"corpus '{spec.name}': no input files matching {patterns} under {root} (format '{spec.format}')")
     return root, files
 
 
@@ -123,20 +113,15 @@ def plan_parts(spec: CorpusSpec) -> list[InputPart]:
     return parts
 
 
-def part_is_byte_range(spec: CorpusSpec, part: InputPart) -> bool:
-    """Whether the part is a byte range of a plain JSON Lines file (else a whole file or a row group)."""
-    return spec.format == "jsonl" and not is_compressed(Path(part.file))
-
-
 def part_digest(spec: CorpusSpec, part: InputPart) -> PartDigest:
     """The digest of `part` as its file is now, computed without parsing it: the same bytes
     `read_part` hashes while reading."""
     path = corpus_root(spec) / part.file
-    digest = new_digest()
+    digest = InputDigest()
     if spec.format == "parquet":
         for start, end in parquet_ranges(path, part.start):
             hash_range(path, start, end, digest)
-    elif part_is_byte_range(spec, part):
+    elif spec.format == "jsonl" and not is_compressed(path):  # a byte range of a plain JSON Lines file
         hash_range(path, part.start, part.end, digest)
     else:
         hash_range(path, 0, path.stat().st_size, digest)
@@ -146,16 +131,8 @@ def part_digest(spec: CorpusSpec, part: InputPart) -> PartDigest:
 def read_part(spec: CorpusSpec, part: InputPart, digest: InputDigest | None = None) -> Iterator[Document | Reject]:
     """Documents and rejects of one part, in input order. With `digest`, every input byte the part
     depends on is added to it as it is read (the same bytes `part_digest` hashes)."""
-    path = corpus_root(spec) / part.file
-    if spec.format == "jsonl":
-        records = _read_jsonl(path, part, digest)
-    elif spec.format == "json":
-        records = _read_json_list(path, part, digest)
-    elif spec.format == "parquet":
-        records = _read_parquet(path, part, digest)
-    else:
-        records = _read_wikiextractor(path, part, digest)
-    for item in records:
+    read = {"jsonl": _read_jsonl, "json": _read_json_list, "parquet": _read_parquet, "wikiextractor": _read_wikiextractor}[spec.format]
+    for item in read(corpus_root(spec) / part.file, part, digest):
         if isinstance(item, Reject):
             yield item
             continue
@@ -163,9 +140,7 @@ def read_part(spec: CorpusSpec, part: InputPart, digest: InputDigest | None = No
         yield _to_document(spec, source, line, obj)
 
 
-# ---------------------------------------------------------------------------------------------
-# Formats. Each yields (source, line, mapping) or Reject.
-
+# Formats: each yields (source, line, mapping) or Reject.
 RawRecord = tuple[str, int, dict]
 
 
@@ -181,11 +156,9 @@ def _open_binary(path: Path, digest: InputDigest | None = None) -> Iterator[IO[b
     if digest is not None:
         raw = HashingFile(raw, digest)
     try:
-        if path.suffix == ".gz":
-            with gzip.open(raw, "rb") as f:
-                yield f
-        elif path.suffix == ".bz2":
-            with bz2.open(raw, "rb") as f:
+        decompress = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix)
+        if decompress is not None:
+            with decompress(raw, "rb") as f:
                 yield f
         else:
             yield io.BufferedReader(raw) if digest is not None else raw
@@ -198,15 +171,11 @@ def _open_binary(path: Path, digest: InputDigest | None = None) -> Iterator[IO[b
 
 
 def _line_aligned_ranges(path: Path, target: int) -> Iterator[tuple[int, int, int]]:
-    """Split a file into byte ranges of about `target` bytes that start at line starts.
-
-    Also yields each range's first line number, counting newlines in one streaming pass.
-    """
+    """(start, end, first line number) of byte ranges of about `target` bytes that start at line starts."""
     size = path.stat().st_size
     start, line = 0, 1
     with open(path, "rb") as f:
         while start < size:
-            f.seek(start)
             if start + target >= size:
                 yield start, size, line
                 return
@@ -357,9 +326,6 @@ def _wiki_record(header: dict, body: list[str]) -> dict:
     return {"doc_id": header.get("id"), "title": title, "text": "\n".join(body).strip()}
 
 
-# ---------------------------------------------------------------------------------------------
-
-
 def _to_document(spec: CorpusSpec, source: str, line: int, obj: dict) -> Document | Reject:
     fields = spec.fields if spec.format != "wikiextractor" else FieldNames()
     raw = json.dumps(obj, ensure_ascii=False, default=str)
@@ -392,11 +358,7 @@ def corpus_spec_from_config(cfg) -> CorpusSpec:
         name=str(cfg["name"]),
         format=str(cfg["format"]),
         path=os.path.expanduser(str(cfg["path"])),
-        fields=FieldNames(
-            id=fields.get("id", "doc_id"),
-            title=fields.get("title", "title"),
-            text=fields.get("text", "text"),
-        ),
+        fields=FieldNames(**{name: fields.get(name, default) for name, default in asdict(FieldNames()).items()}),
         include=tuple(cfg.get("include") or ()),
         prepend_title=bool(cfg.get("prepend_title", False)),
         part_size_mb=float(cfg.get("part_size_mb", 4.0)),

@@ -1,19 +1,14 @@
 """One approximate-nearest-neighbour (ANN) index over all of an index's vector shards.
 
 Every part keeps its exact shard `vectors/part-NNNNN.faiss` (`IndexIDMap2(IndexFlatIP)`, ids =
-sentence ids in row order): those are the stored full vectors. Above a size where scanning them
-all per query is too slow, `index.ann` adds one IVF index for the whole corpus:
-
-* `vectors/ann/trained.faiss`: the coarse quantizer (and PQ codebooks), trained ONCE on a sample
-  drawn uniformly across all parts, stored empty;
-* `vectors/ann/part-NNNNN.ivf`: the part's vectors encoded with that trained index, written as
-  FAISS inverted lists (codes and sentence ids per list, no copy of the quantizer).
-
-Because every part is encoded against the same centroids, concatenating the parts' lists gives
-exactly the index that adding all vectors to one trained index would give (`merge_parts`).
-A search probes `nprobe` lists for `candidates` sentences and re-ranks them by their exact inner
-product, read from the Flat shards on disk (`rerank`): scores are exact, ranking errors
-only come from true neighbours that the probe missed.
+sentence ids in row order). Above a size where scanning them all per query is too slow,
+`index.ann` adds one IVF index for the whole corpus: `vectors/ann/trained.faiss`, the coarse
+quantizer (and PQ codebooks) trained once on a sample drawn across all parts, stored empty, and
+per part `vectors/ann/part-NNNNN.ivf`, its vectors encoded with it as FAISS inverted lists.
+Every part is encoded against the same centroids, so concatenating the parts' lists gives exactly
+the index that adding all vectors to one trained index would give (`merge_parts`). A search
+probes `nprobe` lists for candidates and re-ranks them by their exact inner product, read from
+the Flat shards (`rerank`): ranking errors only come from true neighbours the probe missed.
 
 No Ray here: arag.runtime.ann_job schedules these functions as tasks.
 """
@@ -32,7 +27,7 @@ import faiss
 import numpy as np
 
 from arag.index.layout import PART_SHIFT, atomic_path, part_name
-from arag.index.vectors import inner_products
+from arag.index.vectors import inner_products, read_shard, write_shard
 from arag.small_sorted import best_first
 
 ANN_DIR = "ann"
@@ -48,31 +43,26 @@ TRAIN_PER_LIST = 64
 MIN_TRAIN_PER_LIST = 39
 PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids per sub-quantizer
 # 384-d -> PQ96: 96 bytes per vector. With 4 dimensions per byte the PQ order of the candidates
-# is close to exact (PQ48 needed ~10x more re-rank candidates for the same recall at 1M,
-# cluster/README.md; measured again by `python -m benchmarks.semantic_search --sizes 1000000
-# --factory IVF1024,PQ48`).
+# is close to exact (PQ48 needed ~10x more re-rank candidates for the same recall at 1M:
+# `python -m benchmarks.semantic_search --sizes 1000000 --factory IVF1024,PQ48`).
 PQ_DIMS_PER_SUBVECTOR = 4
 # From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): 4-bit
-# codes scanned with SIMD lookups in registers, ~1/2.5 of 8-bit PQ's cost per code byte
-# (`python -m benchmarks.fastscan_cost`), and scanning dominates a query at 10M. The 4-bit codes
-# order candidates worse, so recall 0.99 needs ~10x the exact re-rank (1,280 rows at 500k,
-# 2,560 at 1M static vectors: benchmarks/RESULTS.md): below a few million sentences that costs more than the
-# cheaper scan saves, above it the 8-bit scan of ever longer lists costs more. 4M is an estimate
-# from the cost model's constants, not a measured crossing: `python -m benchmarks.ann_side_by_side`
-# times both kinds on the same vectors and questions. One 4-bit sub-quantizer per 2
-# dimensions (as many code bytes as 8-bit PQ at 4 dimensions per byte): at 4 dimensions per 4-bit
-# sub-quantizer the codes order candidates too coarsely for any re-rank depth to reach recall@10
-# 0.99 on questions (0.948 at 2,560 candidates, 500k static vectors). Scanning cheaper codes also
-# pays for more lists: FASTSCAN_LISTS_PER_SQRT x sqrt(N) (16k at 10M).
+# codes scanned with SIMD lookups, ~1/2.5 of 8-bit PQ's cost per code byte (`python -m
+# benchmarks.fastscan_cost`). They order candidates worse, so recall 0.99 needs ~10x the exact
+# re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md), which costs
+# more than the cheaper scan saves below a few million sentences. 4M is an estimate from the cost
+# model, not a measured crossing (`python -m benchmarks.ann_side_by_side` times both kinds). One
+# 4-bit sub-quantizer per 2 dimensions: at 4 the codes are too coarse for any re-rank depth to
+# reach recall@10 0.99 on questions (0.948 at 2,560 candidates, 500k static vectors). Cheaper
+# codes also pay for more lists: FASTSCAN_LISTS_PER_SQRT x sqrt(N) (16k at 10M).
 FASTSCAN_MIN_SENTENCES = 4_000_000
 FASTSCAN_LISTS_PER_SQRT = 4
 FASTSCAN_BITS = 4
 FASTSCAN_DIMS_PER_SUBVECTOR = 2
 SAMPLE_SEED = 0
-# Search settings of an ANN built before recall targets (newer builds record their own, chosen
-# for index.ann_recall: arag.index.ann_recall): lists probed and exact re-rank candidates per
-# result, chosen with benchmarks/semantic_search.py for recall@10 >= 0.99 at 10M (IVF4096,PQ96:
-# nprobe 256 and rerank 64 gave 0.994 at 21.6 ms p50; rerank 16 gave 0.986, nprobe 128 0.983).
+# Search settings of an ANN built before recall targets (newer builds record their own:
+# arag.index.ann_recall), from benchmarks/semantic_search.py for recall@10 >= 0.99 at 10M
+# (IVF4096,PQ96: nprobe 256 and rerank 64 gave 0.994 at 21.6 ms p50; rerank 16 gave 0.986, nprobe 128 0.983).
 DEFAULT_NPROBE = 256
 DEFAULT_RERANK = 64
 MIN_CANDIDATES = 256
@@ -86,7 +76,6 @@ class AnnSettingError(ValueError):
 
 
 def check_ann_setting(value: str) -> str:
-    """`value` if it is a valid `index.ann`, else an error naming the setting and the choices."""
     if isinstance(value, str) and (value in ANN_CHOICES or _FACTORY.match(value)):
         return value
     raise AnnSettingError(
@@ -121,11 +110,9 @@ class AnnPlan:
 
 
 def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | None = None) -> AnnPlan:
-    """Decide the ANN for `num_vectors` vectors of `dimension` under `index.ann=setting`.
-
-    auto: exact below `flat_max` (default AUTO_FLAT_MAX_SENTENCES) sentences, IVF-PQ above;
-    ivfpq: IVF-PQ with lists and PQ size derived from the corpus (`derived_factory`); an IVF
-    factory string: exactly that."""
+    """The ANN for `num_vectors` vectors under `index.ann=setting`. auto: exact up to `flat_max`
+    (default AUTO_FLAT_MAX_SENTENCES) sentences, IVF-PQ above; ivfpq: IVF-PQ derived from the
+    corpus (`derived_factory`); an IVF factory string: exactly that."""
     check_ann_setting(setting)
     flat_max = AUTO_FLAT_MAX_SENTENCES if flat_max is None else flat_max
     if setting == "flat" or num_vectors == 0 or (setting == "auto" and num_vectors <= flat_max):
@@ -150,9 +137,9 @@ def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | Non
 
 
 def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
-    """The same IVF with PQ codes twice as long (2 dimensions per 8-bit byte, 1 per 4-bit fast-scan
-    sub-quantizer at most), for a derived plan (`auto`, `ivfpq`) whose codes cannot reach the recall
-    target; None when there is none or the factory was given explicitly (the user chose the code)."""
+    """The same IVF with PQ codes twice as long (at most 2 dimensions per 8-bit byte, 1 per 4-bit
+    sub-quantizer), for a derived plan whose codes cannot reach the recall target; None when there
+    is none or the factory was given explicitly (the user chose the code)."""
     if plan.setting not in ("auto", "ivfpq") or not plan.pq_m:
         return None
     m = plan.pq_m * 2
@@ -164,10 +151,8 @@ def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
 
 
 def derived_factory(num_vectors: int, dimension: int) -> str:
-    """The IVF factory `auto` and `ivfpq` build for `num_vectors` vectors of `dimension`: from
-    FASTSCAN_MIN_SENTENCES on, fast-scan 4-bit PQ (one sub-quantizer per 2 dimensions) over
-    ~FASTSCAN_LISTS_PER_SQRT x sqrt(N) lists; below, 8-bit PQ (one byte per 4 dimensions) over
-    ~sqrt(N) lists."""
+    """The IVF factory `auto` and `ivfpq` build: from FASTSCAN_MIN_SENTENCES on, fast-scan 4-bit PQ
+    over ~FASTSCAN_LISTS_PER_SQRT x sqrt(N) lists; below, 8-bit PQ over ~sqrt(N) lists."""
     fast = num_vectors >= FASTSCAN_MIN_SENTENCES
     nlist = derived_nlist(num_vectors, FASTSCAN_LISTS_PER_SQRT if fast else 1)
     train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
@@ -193,7 +178,7 @@ def derived_pq(dimension: int, train_size: int) -> tuple[int, int]:
 
 
 def _divisor_at_most(dimension: int, m: int) -> int:
-    """The largest divisor of `dimension` not above `m` (at least 1): a PQ size that splits the vector."""
+    """The largest divisor of `dimension` not above `m` (at least 1)."""
     m = max(1, m)
     while dimension % m:
         m -= 1
@@ -225,10 +210,9 @@ def flat_shard_layout(path: Path) -> tuple[int, int, int]:
     """(byte offset of the vectors, rows, dimension) of an exact shard file.
 
     FAISS's own reader would build IndexIDMap2's id hash map (~50 bytes per vector in RAM, 12 GB
-    at 250M sentences); the vectors need none of it, because the shard's ids are its part's
-    sentence ids in row order (row = sentence_id & 0xffffffff). The file layout ("IxM2" header,
-    "IxFI" header, float count, floats, id count, ids) is checked, so a shard of another
-    kind is an error, never misread."""
+    at 250M sentences); the vectors need none of it, the ids being the part's sentence ids in row
+    order. The layout ("IxM2" header, "IxFI" header, float count, floats, id count, ids) is
+    checked, so a shard of another kind is an error, never misread."""
     path = Path(path)
     size = path.stat().st_size
     with path.open("rb") as f:
@@ -244,8 +228,7 @@ def flat_shard_layout(path: Path) -> tuple[int, int, int]:
 
 
 def map_flat_shard(path: Path) -> np.ndarray:
-    """The (rows, d) float32 vectors of an exact shard, memory-mapped from its file (for bulk
-    reads: training samples, encoding; see `flat_shard_layout`)."""
+    """The (rows, d) float32 vectors of an exact shard, memory-mapped (for bulk reads)."""
     offset, rows, d = flat_shard_layout(path)
     if rows == 0:
         return np.zeros((0, d), np.float32)
@@ -253,19 +236,16 @@ def map_flat_shard(path: Path) -> np.ndarray:
 
 
 class StoredVectors:
-    """Single rows of the exact shards, by sentence id, read with positioned reads.
+    """Single rows of the exact shards, by sentence id, read with `pread` (threads read at once).
 
-    Re-ranking reads a few hundred scattered rows per query. Through a memory map every row
-    would also map its neighbours (the kernel maps pages around a fault), so the search
-    process's resident memory would grow towards the size of all shards; `pread` copies just
-    the row, the OS page cache keeps hot rows, and the process's memory stays the ANN's own.
-    No shared state: threads read at once."""
+    Re-ranking reads a few hundred scattered rows per query. Through a memory map every row would
+    also map its neighbours (the kernel maps pages around a fault), so the process's resident
+    memory would grow towards the size of all shards; `pread` copies just the row."""
 
     def __init__(self, parts: dict[int, Path]):
         self.files = {part: (str(path), *flat_shard_layout(path)) for part, path in parts.items()}
 
     def scores(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Inner products of the stored vectors of sentence `ids` with `query`."""
         out = np.empty(len(ids), np.float32)
         parts = ids >> PART_SHIFT
         for part in np.unique(parts).tolist():
@@ -281,8 +261,7 @@ class StoredVectors:
                     buf[k * row_bytes : (k + 1) * row_bytes] = os.pread(fd, row_bytes, offset + row * row_bytes)
             finally:
                 os.close(fd)
-            # FAISS's kernel on this thread: the same scores as the exact search, and no BLAS threads
-            # competing with concurrent searches (see arag.index.vectors.inner_products).
+            # FAISS's kernel on this thread: the exact search's scores, no BLAS threads (arag.index.vectors.inner_products).
             out[where] = inner_products(np.frombuffer(buf, np.float32).reshape(len(where), d), query)
         return out
 
@@ -299,7 +278,7 @@ def sample_rows(part_rows: dict[int, int], size: int, seed: int = SAMPLE_SEED) -
 
 
 def read_sample(flat_shards: dict[int, Path], part_rows: dict[int, int], size: int, seed: int = SAMPLE_SEED) -> np.ndarray:
-    """The training sample: rows drawn by `sample_rows`, gathered from the memory-mapped shards."""
+    """The training sample: rows drawn by `sample_rows`, from the memory-mapped shards."""
     chosen = sample_rows(part_rows, size, seed)
     out = [np.asarray(map_flat_shard(flat_shards[p])[rows]) for p, rows in sorted(chosen.items())]
     return np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
@@ -316,8 +295,7 @@ def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Ind
     ivf = faiss.extract_index_ivf(index)
     ivf.cp.seed = plan.seed
     if hasattr(index, "do_polysemous_training"):
-        # Polysemous codes speed up Hamming-filtered search, which we do not use; the training
-        # costs minutes on CPU.
+        # Polysemous codes speed up Hamming-filtered search, which we do not use; training them costs minutes.
         index.do_polysemous_training = False
     if use_gpu:
         if faiss.get_num_gpus() < 1:
@@ -330,18 +308,13 @@ def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Ind
     return index
 
 
-def write_trained(index: faiss.Index, target: Path) -> None:
-    with atomic_path(target) as tmp:
-        faiss.write_index(index, str(tmp))
-
-
-def read_trained(path: Path) -> faiss.Index:
-    return faiss.read_index(str(path))
+# The trained index is written and read as a shard is: one FAISS index file, written atomically.
+write_trained, read_trained = write_shard, read_shard
 
 
 def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path, batch: int = 65_536) -> int:
-    """Encode one part's stored vectors with the shared trained index and write its inverted
-    lists (codes and sentence ids, no quantizer) to `target`; returns the rows encoded."""
+    """Encode one part's stored vectors with the trained index and write its inverted lists (codes
+    and sentence ids, no quantizer) to `target`; returns the rows encoded."""
     vectors = map_flat_shard(flat_shard)
     index = faiss.clone_index(trained)
     for start in range(0, len(vectors), batch):
@@ -367,10 +340,10 @@ def read_part_lists(path: Path) -> faiss.InvertedLists:
 
 
 def part_list_sizes(path: Path) -> np.ndarray:
-    """Entries per list of a part's lists file, from its header (FAISS "ilar" layout: nlist,
-    code size, "full" + every list's size, or "sprs" + (list, size) pairs), without reading it.
-    Fast-scan lists ("ilbl": nlist, code size, entries per block, block bytes, then per list its
-    ids and its blocks, each a length and the items) are skipped through list by list."""
+    """Entries per list of a part's lists file, from its header (FAISS "ilar": nlist, code size,
+    "full" + every list's size, or "sprs" + (list, size) pairs). Fast-scan lists ("ilbl": nlist,
+    code size, entries per block, block bytes, then per list its ids and blocks, each a length and
+    the items) are skipped through list by list."""
     with open(path, "rb") as f:
         head = f.read(32)
         if head[:4] == b"ilbl" and len(head) >= 20:
@@ -403,11 +376,8 @@ def _block_list_sizes(f, path: Path, nlist: int) -> np.ndarray:
 
 
 def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
-    """One searchable IVF index: `trained` with every part's lists appended, in part order.
-
-    The parts share `trained`'s centroids, so list i of the result holds exactly the vectors
-    one index would have put in list i: the same results as adding every vector to it. Each
-    list's final size is known from the files' headers and reserved first, so appending never
+    """One searchable IVF index: `trained` with every part's lists appended, in part order. Each
+    list's final size is read from the files' headers and reserved first, so appending never
     reallocates (growing vectors would leave up to 2x slack: 2.3 GB instead of 1.0 GB at 10M)."""
     ivf = faiss.extract_index_ivf(trained)
     totals = np.zeros(ivf.nlist, np.int64)
@@ -449,11 +419,10 @@ def _merge_would_corrupt(target: faiss.BlockInvertedLists, held: np.ndarray, siz
 
 
 def _append_block_lists(target: faiss.BlockInvertedLists, lists: faiss.InvertedLists) -> None:
-    """Append every list of `lists` (fast-scan blocks of `n_per_block` codes) to `target`'s without
-    FAISS's merge_from (see `_merge_would_corrupt`): a list whose entries end on a block boundary
-    gets the new blocks copied after its own; any other is appended by add_entries, whose code
-    packer places each code in the partly filled block. A Python loop over the lists: slower than
-    merge_from, so used only for a part where merge_from would corrupt."""
+    """Append every list of `lists` (fast-scan blocks) to `target`'s without merge_from (see
+    `_merge_would_corrupt`): a list ending on a block boundary gets the new blocks copied after its
+    own; any other is appended by add_entries, whose packer fills the partly filled block. Slower
+    than merge_from (a Python loop), so only for a part where merge_from would corrupt."""
     per_block, block_bytes = int(target.n_per_block), int(target.block_size)
     for list_no in range(lists.nlist):
         n = lists.list_size(list_no)
@@ -500,15 +469,13 @@ def top_exact(scores: np.ndarray, ids: np.ndarray, n: int) -> tuple[np.ndarray, 
 
 
 def rerank(vectors: StoredVectors, candidates: np.ndarray, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The top `n` of `candidates` (sentence ids) by exact inner product with `query`."""
     candidates = np.unique(candidates[candidates >= 0])
     return top_exact(vectors.scores(candidates, query), candidates, n)
 
 
 class AnnSearcher:
-    """The merged IVF index and the exact vectors (on disk) of one index directory.
-
-    Immutable once built: `search` takes no lock, so threads search at once (FAISS releases the GIL)."""
+    """The merged IVF index and the exact vectors (on disk) of one index directory. Immutable once
+    built: threads search at once without a lock (FAISS releases the GIL)."""
 
     def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path]):
         self.entry = entry
@@ -519,7 +486,7 @@ class AnnSearcher:
 
     def search(self, query: np.ndarray, n: int, nprobe: int | None = None, rerank_factor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top `n` sentences for one query (shape (1, d)): (exact scores desc, sentence ids), with the
-        index's own search settings (`search_settings`) unless others are given."""
+        index's own `search_settings` unless others are given."""
         nprobe, rerank_factor = nprobe or self.nprobe, rerank_factor or self.rerank_factor
         k = min(self.index.ntotal, max(rerank_factor * n, MIN_CANDIDATES))
         if k == 0 or n == 0:
@@ -530,16 +497,14 @@ class AnnSearcher:
 
 
 def search_settings(entry: dict[str, Any]) -> tuple[int, int]:
-    """(nprobe, rerank) an ANN is searched with: those its build chose for its recall target (the
-    manifest's `ann.search`, arag.index.ann_recall), else, for an index built before targets, the
-    defaults."""
+    """(nprobe, rerank): those the build chose for its recall target (the manifest's `ann.search`),
+    else, for an index built before targets, the defaults."""
     chosen = entry.get("search") or {}
     return int(chosen.get("nprobe", DEFAULT_NPROBE)), int(chosen.get("rerank", DEFAULT_RERANK))
 
 
 def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]], recall: dict[str, Any] | None = None, search: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest's `ann` entry; `recall` and `search`: what the build measured and chose
-    (arag.index.ann_recall)."""
+    """The manifest's `ann` entry; `recall` and `search`: what the build measured and chose."""
     entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors}
     if recall is not None:
         entry["recall"] = recall

@@ -1,31 +1,21 @@
 """The recall an index's ANN keeps: measured at build time, with the search settings that reach it.
 
 `index.ann_recall` (default 0.99) is a target for recall@10 of the ANN against exact search. After the
-ANN is encoded, the build
-
-* draws held-out queries: `QUERY_SAMPLE` stored sentence vectors, uniformly across all parts (seed
-  `QUERY_SEED`), each searched with itself left out of both the exact and the ANN answer (its own
-  vector would be a free first hit), plus the questions of `index.ann_questions` when given, encoded
-  as queries with the index's own model;
-* computes every query's exact top-10 over all stored vectors (`exact_neighbours` per part, then
-  `merge_neighbours`);
-* searches the ANN for a grid of `nprobe` (powers of two up to nlist) and re-rank depths
-  (`RERANK_GRID`: candidates per result, at least `ann.MIN_CANDIDATES` in all) and keeps the setting
-  of least estimated cost that reaches the target (`choose`).
-
-Because the ANN re-ranks its candidates by their exact scores, a true neighbour is in the ANN's top 10
-exactly when the IVF-PQ search ranked it among the candidates: recall at every re-rank depth comes from
-one search per `nprobe` (the rank of each true neighbour in the PQ order).
+ANN is encoded, the build draws held-out queries (`QUERY_SAMPLE` stored sentence vectors across all
+parts, each left out of its own exact and ANN answer, where it would be a free first hit, plus the
+questions of `index.ann_questions` when given), computes their exact top-10 over all stored vectors,
+searches the ANN for a grid of `nprobe` and re-rank depths (`RERANK_GRID`) and keeps the setting of
+least estimated cost that reaches the target. The ANN re-ranks its candidates by their exact scores,
+so recall at every re-rank depth comes from one search per `nprobe` (the rank of each true
+neighbour in the PQ order).
 
 Cost, not measured time, decides between settings, so the choice does not depend on what else the
-machine was doing: per query, the PQ codes scanned (the sizes of the lists probed, counted on the
-queries) times `SCAN_NS_PER_CODE_BYTE` (`FASTSCAN_NS_PER_CODE_BYTE` for fast-scan 4-bit codes, scanned
-with SIMD table lookups) times the code size, plus the candidates re-ranked times
-`RERANK_NS_PER_ROW` (a positioned read of one stored row and its inner product). The constants are
-one core's of the 2-core development machine; `python -m benchmarks.fastscan_cost` measures all three
-(IVF256 over 200k 256-d static vectors, PQ64 against PQ64x4fs on the same centroids, 256 results per
-query, one thread; random rows re-ranked) and prints them beside the values here. Only the choice
-between settings of one index rests on them.
+machine was doing: per query, the PQ codes scanned times the code size times
+`SCAN_NS_PER_CODE_BYTE` (`FASTSCAN_NS_PER_CODE_BYTE` for fast-scan 4-bit codes), plus the
+candidates re-ranked times `RERANK_NS_PER_ROW` (a positioned read of one stored row and its inner
+product). The constants are one core's of the 2-core development machine; `python -m
+benchmarks.fastscan_cost` measures all three (IVF256 over 200k 256-d static vectors, PQ64 against
+PQ64x4fs on the same centroids, 256 results per query, one thread; random rows re-ranked).
 
 No Ray here: arag.runtime.ann_job runs these functions as tasks where the vectors are.
 """
@@ -62,7 +52,7 @@ class AnnRecallError(ValueError):
 
 
 def check_recall_target(value: Any) -> float:
-    """`value` as a float if it is a valid `index.ann_recall` (0 < target <= 1), else an error naming it."""
+    """`value` as a float if it is a valid `index.ann_recall` (0 < target <= 1)."""
     try:
         target = float(value)
     except (TypeError, ValueError):
@@ -80,7 +70,6 @@ class QuerySample:
     self_ids: np.ndarray
     sentences: int
     questions: int
-
 
 
 def sample_queries(flat_shards: dict[int, Path], part_rows: dict[int, int], size: int = QUERY_SAMPLE, seed: int = QUERY_SEED, questions: np.ndarray | None = None) -> QuerySample:
@@ -102,8 +91,8 @@ def sample_queries(flat_shards: dict[int, Path], part_rows: dict[int, int], size
 
 
 def exact_neighbours(flat_shard: Path, part: int, sample: QuerySample, k: int = RECALL_K) -> tuple[np.ndarray, np.ndarray]:
-    """Each query's exact top `k` (scores, sentence ids; -inf / -1 where the part has fewer) within
-    one part's stored vectors, the query's own sentence left out."""
+    """Each query's exact top `k` (scores, sentence ids; -inf / -1 where the part has fewer) in one
+    part, the query's own sentence left out."""
     queries = sample.vectors
     best_s = np.full((len(queries), k), -np.inf, np.float32)
     best_i = np.full((len(queries), k), -1, np.int64)
@@ -149,11 +138,9 @@ def cost_ns(codes_scanned: float, code_size: int, rerank: int, ns_per_code_byte:
 
 
 def measure(index: faiss.Index, sample: QuerySample, truth: np.ndarray, target: float, threads: int = 1) -> dict[str, Any]:
-    """Recall@10 of the IVF `index` (merged, all vectors) on `sample` against the exact `truth`
-    for the grid of settings, and the cheapest setting that reaches `target` (None if none does).
-    A setting's recall is the lowest of its sources' (held-out sentences, questions).
-
-    nprobe grows until no larger one can be cheaper than the best setting found."""
+    """Recall@10 of the merged IVF `index` on `sample` against the exact `truth` for the grid of
+    settings, and the cheapest setting that reaches `target` (None if none does). nprobe grows
+    until no larger one can be cheaper than the best setting found."""
     ivf = faiss.extract_index_ivf(index)
     sizes = np.asarray([ivf.invlists.list_size(i) for i in range(ivf.nlist)], np.int64)
     probes = nprobe_grid(ivf.nlist)

@@ -1,18 +1,16 @@
 """Build bookkeeping that needs no executor: settings identity, resume decisions, the manifest.
 
 A build is identified by the settings that decide its output (corpus, chunking, embedding model,
-FAISS factory) and the names and sizes of its input files, not by where the corpus lies (the
+ANN) and the names and sizes of its input files, not by where the corpus lies (the
 `build_fingerprint`). `build.json` records them when a build starts; `manifest.json` is written
 last. On a rerun: same settings and a manifest → nothing to do once every part's input still
-hashes to its recorded digest; same settings, no manifest → resume (committed parts whose input
-still hashes the same are kept); different settings or `overwrite` → the old files are removed first.
+hashes to its recorded digest; same settings, no manifest → resume; different settings or
+`overwrite` → the old files are removed first.
 
 Content is not part of the build identity: hashing every input byte costs a read of the corpus,
-which the distributed phase-1 tasks do anyway (each hashes its part as it reads it). The build
-identity holds the cheap metadata, each part's record holds its input digest, a part whose input no
-longer hashes the same is rebuilt, and the manifest records the digest of the whole content. The
-manifest's `fingerprint`, which evaluation runs key on, covers both: the build settings and that
-content digest (arag.index.fingerprint), so a same-size edit gives the index another fingerprint.
+which the phase-1 tasks do anyway. Each part's record holds its input digest, and the manifest's
+`fingerprint`, which evaluation runs key on, covers the settings and the whole content's digest
+(arag.index.fingerprint), so a same-size edit gives the index another fingerprint.
 """
 
 from __future__ import annotations
@@ -97,12 +95,9 @@ def uses_part_size(corpus: CorpusSpec) -> bool:
 
 
 def input_signature(corpus: CorpusSpec) -> dict[str, Any]:
-    """Number, total size and a digest of the input files' names and sizes.
-
-    A renamed, added, removed, grown or shrunk file changes the build's identity, so a rerun
-    rebuilds. Edits that keep sizes are caught by the content digests of the parts (see the module
-    doc). No modification times: a corpus copied to another disk or re-mounted keeps its index.
-    """
+    """Number, total size and a digest of the input files' names and sizes: a renamed, added,
+    removed, grown or shrunk file changes the build's identity. No modification times: a corpus
+    copied to another disk keeps its index."""
     root, files = list_input_files(corpus)
     digest = xxhash.xxh3_128()
     total = 0
@@ -128,8 +123,7 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
     root = layout.root
     fingerprint = settings.fingerprint()
     if root.exists() and any(root.iterdir()):
-        ours = layout.manifest.exists() or layout.build_state.exists()
-        if not ours:
+        if not (layout.manifest.exists() or layout.build_state.exists()):
             raise IndexDirectoryError(
                 f"{root} is not empty and holds no arag index (no {MANIFEST} or {BUILD_STATE}); "
                 "choose another index.path or empty it first"
@@ -153,9 +147,9 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
 
 
 def reopen_for_rebuild(layout: IndexLayout, settings: IndexSettings, stale_parts: list[int]) -> None:
-    """A complete index whose inputs changed under some parts: make it a build in progress again
-    (the manifest goes first, so the directory never looks complete while parts change) and
-    discard those parts, which the build then makes again."""
+    """A complete index whose inputs changed under some parts: a build in progress again (the
+    manifest goes first, so the directory never looks complete while parts change), those parts
+    discarded."""
     layout.manifest.unlink(missing_ok=True)
     _write_build_state(layout, settings)
     for part in stale_parts:
@@ -196,20 +190,16 @@ DUPLICATE_CHECK_MEMORY = "512MB"
 
 def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], limit: int = 5, memory_limit: str = DUPLICATE_CHECK_MEMORY) -> list[tuple[str, int]]:
     """Up to `limit` chunk ids that occur more than once over the parts' chunk files, with their
-    counts. DuckDB groups the ids (reading only that column); no id passes through Python but the
-    duplicates found. The index job runs it on a Ray worker, not in the driver."""
+    counts, grouped by DuckDB: no id passes through Python but the duplicates found."""
     files = [str(layout.chunks(r.part)) for r in records if r.num_chunks]
     if not files:
         return []
     spill = Path(tempfile.mkdtemp(prefix=".tmp-duplicates-", dir=layout.root))
-    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(spill), "preserve_insertion_order": False})
     try:
-        return con.execute(
-            "select chunk_id, count(*) from read_parquet(?) group by chunk_id having count(*) > 1 order by chunk_id limit ?",
-            [files, limit],
-        ).fetchall()
+        with duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(spill), "preserve_insertion_order": False}) as con:
+            query = "select chunk_id, count(*) from read_parquet(?) group by chunk_id having count(*) > 1 order by chunk_id limit ?"
+            return con.execute(query, [files, limit]).fetchall()
     finally:
-        con.close()
         shutil.rmtree(spill, ignore_errors=True)
 
 
@@ -261,11 +251,8 @@ def assemble_manifest(
             "num_rejected": r.num_rejected,
             "source": r.source,
         }
-        files += [
-            {"path": entry["chunks"], "rows": r.num_chunks, "bytes": r.files[entry["chunks"]]},
-            {"path": entry["sentences"], "rows": r.num_sentences, "bytes": r.files[entry["sentences"]]},
-            {"path": entry["rejects"], "rows": r.num_rejected, "bytes": r.files[entry["rejects"]]},
-        ]
+        for kind, rows in (("chunks", r.num_chunks), ("sentences", r.num_sentences), ("rejects", r.num_rejected)):
+            files.append({"path": entry[kind], "rows": rows, "bytes": r.files[entry[kind]]})
         if r.num_sentences and not text_only:
             v = read_vectors_record(layout, r.part)
             files.append({"path": v.path, "rows": v.rows, "bytes": v.bytes})
@@ -308,8 +295,5 @@ def sample_rejects(layout: IndexLayout, manifest: dict[str, Any], limit: int = 5
     files = [str(layout.root / p["rejects"]) for p in manifest["parts"] if p["num_rejected"]]
     if not files:
         return []
-    con = duckdb.connect()
-    try:
+    with duckdb.connect() as con:
         return con.execute("select source, line, reason from read_parquet(?) limit ?", [files, limit]).fetchall()
-    finally:
-        con.close()

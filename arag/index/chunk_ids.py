@@ -1,12 +1,10 @@
 """What the chunk ids of an index look like, told to the model from the index itself.
 
-The texts the model reads (a method's prompts, the tool descriptions) never spell an id pattern of
-their own: they say `{chunk_id_format}` and `{chunk_id_example}` where an id's form and a real id
-of the opened index go. Each chunking mode names the form of its ids once
-(arag.index.parts.CHUNK_ID_FORMS, written by the functions that make the ids), and the example is
-the id of the middle chunk of the index's first non-empty part, so the same index always gives
-the same texts. Why: prompts that said "<document>#<n>" over a packed index, whose ids are
-"<part>:<window>", had a small model ask chunk_read for ids that do not exist most of the time.
+The texts the model reads (prompts, tool descriptions) say `{chunk_id_format}` and
+`{chunk_id_example}` where an id's form (arag.index.parts.CHUNK_ID_FORMS) and a real id of the
+opened index (its first non-empty part's middle chunk) go. Why: prompts that said "<document>#<n>"
+over a packed index, whose ids are "<part>:<window>", had a small model ask chunk_read for ids that
+do not exist most of the time.
 """
 
 from __future__ import annotations
@@ -50,8 +48,7 @@ class ChunkIdFormat:
 
 def chunk_id_format(mode: str, parts: Sequence[Any], manifest: Path) -> ChunkIdFormat:
     """The form of an index's chunk ids (by its chunking `mode`) and one of its real ids, read from
-    its `parts` (each with `num_chunks` and its `chunks` Parquet file); `manifest` names the index
-    in errors."""
+    its `parts`; `manifest` names the index in errors."""
     import pyarrow.parquet as pq
 
     from arag.index.parts import CHUNK_ID_FORMS

@@ -1,12 +1,9 @@
-"""Cut documents into sentence-aligned chunks of about `chunk_tokens` tokens, one document at a
-time (`index.chunking=per_document`; the packed chunking that runs across documents is
-arag.index.packing).
+"""Cut documents into sentence-aligned chunks of at most `chunk_tokens` tokens, one document at a
+time (`index.chunking=per_document`; packed chunking across documents is arag.index.packing).
 
-Invariants (tested): chunks never span documents; a chunk's text is a contiguous span of its
-document; sentences are never split across chunks, except a single sentence longer than
-`chunk_tokens`, which is cut on token boundaries into pieces that become chunks of their own;
-every chunk has at most `chunk_tokens` tokens; `position` numbers a document's chunks 0, 1, 2, …
-so "the next chunk" is defined, and chunk ids are `<doc_id>#<position>`, stable across runs.
+A chunk's text is a contiguous span of its document; sentences are never split across chunks,
+except one longer than `chunk_tokens`, cut on token boundaries into pieces of their own;
+`position` numbers a document's chunks 0, 1, 2, … and chunk ids are `<doc_id>#<position>`.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from arag.corpus.documents import Document
-from arag.index.sentences import Span, sentence_spans
+from arag.index.sentences import Span, sentence_spans, trimmed
 from arag.index.tokens import count_tokens, count_tokens_batch, split_by_tokens
 
 
@@ -25,8 +22,7 @@ MIN_CHUNK_TOKENS = 8
 @dataclass(frozen=True, slots=True)
 class SentenceSource:
     """Where a chunk's sentence comes from: its document and its place there (0, 1, … over the
-    document's sentence units). A sentence repeated in the overlap of two packed windows has the
-    same source in both, which is how the document tools recognise the copies."""
+    document's sentence units): the same in both copies of an overlap of two packed windows."""
 
     doc_id: str
     title: str
@@ -66,13 +62,9 @@ def sentence_units(text: str, spans: list[Span], max_tokens: int) -> tuple[list[
             continue
         pos = span.start
         for piece in split_by_tokens(text[span.start : span.end], max_tokens):
-            start = text.find(piece, pos, span.end)
-            end = start + len(piece)
-            pos = end
-            while start < end and text[start].isspace():
-                start += 1
-            while end > start and text[end - 1].isspace():
-                end -= 1
+            at = text.find(piece, pos, span.end)
+            pos = at + len(piece)
+            start, end = trimmed(text, at, pos)
             if end > start:
                 units.append(Span(start, end))
                 unit_tokens.append(count_tokens(text[start:end]))

@@ -1,20 +1,16 @@
 """Query encoding straight through the tokenizer and the OpenVINO model, without
 sentence-transformers' per-call Python.
 
-Why: `SentenceTransformer.encode` spends about 1 ms of Python per call (`eval()` walks every
-module, the progress-bar object, device and dtype look-ups, torch tensors in and out) around
-~6 ms of OpenVINO inference that runs without the GIL. A tool server encodes one short query per
-call from many threads, and that millisecond, holding the GIL, is what concurrent callers queue
-for. Here the same steps run with little Python: the model's own fast tokenizer
-(`tokenizers.Tokenizer.encode_batch`, which releases the GIL), the compiled OpenVINO model,
-then pooling and normalisation in numpy.
+Why: `SentenceTransformer.encode` spends about 1 ms of Python per call (module walks, progress-bar
+object, device and dtype look-ups, torch tensors) around ~6 ms of OpenVINO inference that runs
+without the GIL. A tool server encodes one short query per call from many threads, and that
+millisecond, holding the GIL, is what concurrent callers queue for. Here: the model's own fast
+tokenizer (`encode_batch` releases the GIL), the compiled model, pooling and normalisation in numpy.
 
-Used only where it computes what `encode()` computes: a model made of a text Transformer with a
-fast tokenizer, one Pooling module (mean or cls, prompt tokens included) and optionally Normalize,
-on the openvino backend. `build` checks on probe texts (a long one past the truncation limit
-included) that its token ids equal the Transformer's own `preprocess` and that its vectors
-match `encode()`'s (the only difference is float summation order in the pooling); otherwise it
-returns None, with the reason, and the caller keeps `encode()`.
+Used only where it computes what `encode()` computes (a text Transformer with a fast tokenizer,
+mean or cls Pooling, optionally Normalize, on the openvino backend): `build` checks on probe texts
+that its token ids equal the Transformer's own `preprocess` and its vectors match `encode()`'s;
+otherwise it returns None with the reason, and the caller keeps `encode()`.
 """
 
 from __future__ import annotations
@@ -109,10 +105,8 @@ class DirectQueryEncoder:
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         """Queries of equal token length run together, each length on its own: a padded row's
-        vector differs from the same text encoded alone in its last bits (measured up to 1.6e-7),
-        which can flip a near-tie or a printed score. Without padding, the batch size changes
-        nothing, so a query's vector never depends on which queries shared its batch, and tool
-        answers under concurrent micro-batching equal those of calls made one at a time."""
+        vector differs from the same text encoded alone in its last bits (up to 1.6e-7), which can
+        flip a near-tie, so without padding a query's vector never depends on its batch."""
         features = self._features(texts)
         lengths = features["attention_mask"].sum(axis=1)
         if lengths.min() == lengths.max():

@@ -3,22 +3,13 @@
 The same `EmbedderSpec` is stored in the index manifest, so the retrieval tools encode queries
 with exactly the model (and query prompt) that embedded the sentences.
 
-Backends (`EmbedderSpec.backend`):
-
-* ``torch``: plain sentence-transformers on PyTorch (any device, any dtype).
-* ``openvino``: on CPU, the transformer runs as an OpenVINO model converted locally from the same
-  packaged weights (never downloaded) and cached under ``$ARAG_CACHE_DIR/embedders/openvino``
-  (default ``~/.cache/arag/embedders/openvino``), keyed by the model folder and the library
-  versions; everything else (tokenizer, truncation, prompts, pooling, normalization) is still
-  sentence-transformers' own code, on batches the embedder cuts by token count. It computes the same fp32 graph, only
-  with faster CPU kernels: about twice torch's sentences/s on a 2-core AVX-512 machine, with
-  per-sentence cosine to torch's vectors above 0.99999. Because the vectors are the same, the
-  backend is a run-time setting like the batch size and not part of `identity()`: an index
-  built with one backend is searched with the other without a rebuild. With ``dtype:
-  bfloat16`` OpenVINO compiles the same model for bf16 arithmetic (on CPUs with AVX512-BF16 or
-  AMX: ~2.2x its f32 speed, cosine to the fp32 vectors above 0.9999; elsewhere it stays f32).
-  Where OpenVINO is not installed (it is in the ``cpu`` extra), or the spec asks for a GPU or
-  another dtype, the embedder says so in the log and uses torch.
+Backends (`EmbedderSpec.backend`): ``torch``, plain sentence-transformers on PyTorch (any device,
+any dtype); ``openvino``, on CPU, the transformer run by OpenVINO (arag.index.openvino_transformer),
+on batches the embedder cuts by token count. It computes the same vectors faster, so the backend
+is a run-time setting like the batch size and not part of `identity()`: an index built with one
+backend is searched with the other without a rebuild. Where OpenVINO is not installed (it is in
+the ``cpu`` extra), or the spec asks for a GPU or another dtype, the embedder says so in the log
+and uses torch.
 
 With ``static`` settings (`EmbedderSpec.static`, e.g. conf/embedder/minilm-static.yaml) the embedder is
 instead a static token-lookup model distilled locally from the spec's model and cached
@@ -27,21 +18,16 @@ instead a static token-lookup model distilled locally from the spec's model and 
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import logging
 import os
-import queue
-import sys
-import warnings
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from arag.index.model_cache import model_files, publish_folder
+from arag.index import openvino_transformer
+from arag.index.openvino_transformer import OPENVINO_PRECISIONS
 from arag.index.static_embedding import StaticEncoder, StaticSpec, load_static_model
 from arag.strict_settings import from_settings
 
@@ -49,17 +35,6 @@ log = logging.getLogger("arag.embedding")
 
 BACKENDS = ("torch", "openvino")
 DTYPES = ("float32", "bfloat16", "float16")
-# The dtypes the openvino backend computes in, with their OpenVINO inference-precision hints.
-OPENVINO_PRECISIONS = {"float32": "f32", "bfloat16": "bf16"}
-# Bump when the converted model's layout or the conversion itself changes: old caches are ignored.
-OPENVINO_EXPORT_FORMAT = 1
-# Vectors from a fast backend must match torch's to this cosine on the start-up probe, or torch is used.
-MIN_BACKEND_COSINE = 0.999
-_PROBE = [
-    "Teutberga (died 11 November 875) was a queen of Lotharingia by marriage to Lothair II.",
-    "Paris",
-    "The quick brown fox jumps over the lazy dog, and then, tired of jumping, takes a long nap under the old oak tree.",
-]
 
 
 @dataclass(frozen=True)
@@ -70,24 +45,19 @@ class EmbedderSpec:
     query_prompt: str | None = None  # prepended to queries only (e.g. Qwen3-Embedding's instruction)
     query_prompt_name: str | None = None  # or a named prompt from the model's own config
     max_seq_length: int | None = None
-    # The precision the transformer computes in: float32 (exact), or a reduced one that is
-    # faster where the hardware has it (bfloat16 on CPUs with AVX512-BF16/AMX, float16 on GPUs);
-    # a reduced dtype is part of the index identity.
+    # float32 (exact), or a reduced precision that is faster where the hardware has it (bfloat16 on
+    # CPUs with AVX512-BF16/AMX, float16 on GPUs), part of the index identity.
     dtype: str = "float32"
-    # Distillation settings of a static (token-lookup) model made from this model (a mapping in
-    # configs and manifests; see arag.index.static_embedding); None: the model itself.
-    static: StaticSpec | None = None
-    # Run-time settings: they change speed, not which vectors come out, so they are not part of
-    # the index identity (see `identity`).
+    static: StaticSpec | None = None  # a static model distilled from this one (arag.index.static_embedding)
+    # Run-time settings: they change speed, not which vectors come out (not in `identity`).
     device: str = "cpu"
     batch_size: int = 32
     threads: int | None = None  # CPU threads in all; None: all cores of the machine
-    # Batches encoded at once on CPU, each on threads/streams threads. None: one per thread.
-    # Single-threaded batches side by side beat one batch split across threads: no thread waits
-    # at a barrier for another that the OS preempted, and tokenizing and pooling run in parallel
-    # too. The vectors are the same.
+    # Batches encoded at once on CPU, each on threads/streams threads (None: one per thread).
+    # Single-threaded batches side by side beat one batch split across threads: no thread waits at
+    # a barrier for another that the OS preempted, and tokenizing and pooling run in parallel too.
     streams: int | None = None
-    backend: str = "torch"  # "torch" or "openvino" (CPU, fp32; same vectors, faster: see the module doc)
+    backend: str = "torch"  # or "openvino" (see the module doc)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -99,11 +69,8 @@ class EmbedderSpec:
             raise ValueError(f"embedder '{self.name}': a static model has no query prompts (set query_prompt and query_prompt_name to null)")
 
     def identity(self) -> dict[str, Any]:
-        """The fields that decide the vectors: a change means the index must be rebuilt.
-
-        A reduced `dtype` (e.g. bfloat16) moves every vector a little, so it counts; float32 is
-        left out, which keeps the identity of indexes built before the dtype counted. So is
-        `static` when there is none; a static model's distillation settings all count."""
+        """The fields that decide the vectors. float32 and no `static` are left out, which keeps
+        the identity of indexes built before those counted."""
         keys = ("name", "package", "path", "query_prompt", "query_prompt_name", "max_seq_length")
         out = {k: v for k, v in asdict(self).items() if k in keys}
         if self.dtype != "float32":
@@ -149,33 +116,33 @@ def on_this_machine(spec: EmbedderSpec) -> EmbedderSpec:
 
 
 class SentenceEmbedder:
-    """Loads the model once; encodes documents' sentences and queries into unit vectors.
-
-    `backend` says what actually runs the transformer ("torch" or "openvino"): it can differ from
-    `spec.backend` where the fast backend is unavailable (see the module doc).
-    """
+    """Loads the model once; encodes documents' sentences and queries into unit vectors. `backend`
+    says what actually runs ("torch", "openvino" or "static"): the fast backend may be unavailable."""
 
     def __init__(self, spec: EmbedderSpec):
         # Never reach for the hub: the model is a local folder.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        self.spec = spec
+        self.threads = max(1, int(spec.threads or len(os.sched_getaffinity(0))))
+        self.streams = 1
+        self._pool = None
+        self._direct_queries = None  # arag.index.direct_encoding, where the model fits it
         self._static: StaticEncoder | None = None
         if spec.static is not None:
-            self._init_static(spec)
+            self._static = StaticEncoder(load_static_model(spec.resolve_path(), spec.static, spec.name), spec.max_seq_length, spec.batch_size)
+            self.dimension, self.backend, self.precision = self._static.dimension, "static", spec.static.quantize_to
+            if spec.device != "cpu":
+                log.info("embedder '%s': a static model runs on CPU (device=%s is not used)", spec.name, spec.device)
             return
         import torch
         from sentence_transformers import SentenceTransformer
 
-        self.threads = max(1, int(spec.threads or len(os.sched_getaffinity(0))))
-        self.streams = 1
         if spec.device == "cpu":
             # Ray sets OMP_NUM_THREADS to the CPUs it reserved for a worker (often 1); an
             # embedding actor should use the cores it was sized for, by default all of them
             # (split among the streams below).
             torch.set_num_threads(self.threads)
-        self._pool = None
-        self._direct_queries = None  # arag.index.direct_encoding, where the model fits it
-        self.spec = spec
         model_path = spec.resolve_path()
         kwargs: dict[str, Any] = {"device": spec.device}
         # OpenVINO converts the fp32 model and lowers the precision when it compiles it; torch
@@ -191,7 +158,9 @@ class SentenceEmbedder:
         self.precision = spec.dtype  # what the transformer actually computes in
         streams = max(1, min(self.threads, int(spec.streams or self.threads)))
         if spec.backend == "openvino":
-            self._try_openvino(model_path, streams)
+            compute_dtype = openvino_transformer.run_on_openvino(self.model, model_path, spec, self.threads, streams, self.encode_documents)
+            if compute_dtype is not None:
+                self.backend, self.precision = "openvino", compute_dtype
         if self.backend == "torch" and openvino_candidate and spec.dtype != "float32":
             self.model.to(getattr(torch, spec.dtype))  # loaded in fp32 for a conversion that did not happen
         if spec.device == "cpu":
@@ -200,19 +169,6 @@ class SentenceEmbedder:
                 torch.set_num_threads(max(1, self.threads // self.streams))
         if self.backend == "openvino":
             self._use_direct_queries()
-
-    def _init_static(self, spec: EmbedderSpec) -> None:
-        self.spec = spec
-        self._pool = None
-        self._direct_queries = None
-        self.threads = max(1, int(spec.threads or len(os.sched_getaffinity(0))))
-        self.streams = 1
-        self._static = StaticEncoder(load_static_model(spec.resolve_path(), spec.static, spec.name), spec.max_seq_length, spec.batch_size)
-        self.dimension = self._static.dimension
-        self.backend = "static"
-        self.precision = spec.static.quantize_to
-        if spec.device != "cpu":
-            log.info("embedder '%s': a static model runs on CPU (device=%s is not used)", spec.name, spec.device)
 
     def encode_documents(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts, prompt=None, prompt_name=None)
@@ -232,8 +188,7 @@ class SentenceEmbedder:
         return np.concatenate([self._encode([t], **options) for t in texts])
 
     def _use_direct_queries(self) -> None:
-        """Encode queries on the direct path (arag.index.direct_encoding: same vectors, a fraction
-        of encode()'s per-call Python) where the model fits it and its probe agrees."""
+        """Queries on arag.index.direct_encoding's path where the model fits it and its probe agrees."""
         from arag.index.direct_encoding import DirectQueryEncoder
 
         spec = self.spec
@@ -242,9 +197,7 @@ class SentenceEmbedder:
             log.info("embedder '%s': queries through encode() (this sentence-transformers does not say its prompt)", spec.name)
             return
         prompt = resolve(spec.query_prompt, spec.query_prompt_name)
-        direct, why = DirectQueryEncoder.build(
-            self.model, prompt, spec.batch_size, lambda texts: self._encode(texts, prompt=spec.query_prompt, prompt_name=spec.query_prompt_name)
-        )
+        direct, why = DirectQueryEncoder.build(self.model, prompt, spec.batch_size, lambda texts: self._encode(texts, spec.query_prompt, spec.query_prompt_name))
         if direct is None:
             log.info("embedder '%s': queries through encode() (no direct path: %s)", spec.name, why)
         self._direct_queries = direct
@@ -254,22 +207,14 @@ class SentenceEmbedder:
             return self._static.encode(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        options = dict(
-            batch_size=self.spec.batch_size,
-            prompt=prompt,
-            prompt_name=prompt_name,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        options = dict(batch_size=self.spec.batch_size, prompt=prompt, prompt_name=prompt_name,
+                       normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         if len(texts) <= self.spec.batch_size:
             return np.ascontiguousarray(self.model.encode(texts, **options), dtype=np.float32)
-        # Each batch through sentence-transformers' own encode (prompts, truncation, pooling,
-        # normalization), on `streams` batches at once. A batch is computed padded to its longest
-        # text, so batches are cut from the texts sorted by token count, longest first; encode()
-        # sorts by characters, which on 2Wiki's sentences leaves about a third of the computed
-        # token slots padding at batch 16 (4% by tokens). The vectors are the same up to float
-        # rounding, whatever the order.
+        # Each batch through sentence-transformers' own encode, `streams` batches at once. A batch
+        # is padded to its longest text, so batches are cut from the texts sorted by token count;
+        # encode() sorts by characters, which on 2Wiki's sentences leaves about a third of the
+        # computed token slots padding at batch 16 (4% by tokens).
         batches = self._batches_by_length(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
 
@@ -294,44 +239,6 @@ class SentenceEmbedder:
         order = np.argsort(-token_counts(self.model, texts), kind="stable")
         return [order[i : i + self.spec.batch_size] for i in range(0, len(texts), self.spec.batch_size)]
 
-    # -- OpenVINO ---------------------------------------------------------------------------------
-
-    def _try_openvino(self, model_path: str, streams: int) -> None:
-        spec = self.spec
-        if spec.device != "cpu" or spec.dtype not in OPENVINO_PRECISIONS:
-            log.warning("embedder '%s': the openvino backend runs on CPU in %s only; using torch for device=%s dtype=%s",
-                        spec.name, " or ".join(OPENVINO_PRECISIONS), spec.device, spec.dtype)
-            return
-        transformer = self.model[0]
-        if not hasattr(transformer, "model") or not hasattr(transformer, "tokenizer") or transformer.tokenizer is None:
-            log.warning("embedder '%s': not a text transformer model; using torch", spec.name)
-            return
-        try:
-            ov = import_openvino()
-        except ImportError:
-            log.warning("embedder '%s': backend openvino asked for but the openvino package is not installed "
-                        "(pip install 'arag[cpu]'); using torch, which is slower", spec.name)
-            return
-        torch_model = transformer.model
-        probe_torch = self._encode(_PROBE, None, None)
-        try:
-            encoder = OpenVINOTransformer.load(ov, torch_model, transformer.tokenizer, model_path, self.threads, streams, spec.dtype)
-            transformer.model = encoder
-            probe = self._encode(_PROBE, None, None)
-        except Exception as exc:  # a model the converter cannot take: torch still works
-            transformer.model = torch_model
-            log.warning("embedder '%s': openvino conversion failed (%s: %s); using torch", spec.name, type(exc).__name__, exc)
-            return
-        cosine = float(np.min(np.sum(probe * probe_torch, axis=1)))
-        if cosine < MIN_BACKEND_COSINE:
-            transformer.model = torch_model
-            log.warning("embedder '%s': openvino vectors differ from torch's (min cosine %.5f); using torch", spec.name, cosine)
-            return
-        self.backend = "openvino"
-        self.precision = encoder.compute_dtype
-        log.info("embedder '%s': openvino backend, %s, %d threads in %d streams (probe cosine to torch fp32 %.6f)",
-                 spec.name, encoder.compute_dtype, self.threads, streams, cosine)
-
 
 def token_counts(model, texts: list[str]) -> np.ndarray:
     """Tokens of each text as `model` (a SentenceTransformer) encodes it, special tokens included,
@@ -339,197 +246,6 @@ def token_counts(model, texts: list[str]) -> np.ndarray:
     tokenizer, limit = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None)
     if tokenizer is None or not callable(tokenizer):
         return np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-    ids = tokenizer(
-        texts, truncation=bool(limit), max_length=limit or None,
-        return_attention_mask=False, return_token_type_ids=False,
-    )["input_ids"]
+    ids = tokenizer(texts, truncation=bool(limit), max_length=limit or None, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
     return np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(texts))
 
-
-def import_openvino():
-    """`import openvino`, with its usage telemetry off.
-
-    OpenVINO's model-conversion module, which `import openvino` loads, reports usage to an
-    analytics service unless the user has opted out. An index build must not phone home, so
-    the telemetry package is made unimportable while openvino loads: the converter then binds
-    its own built-in no-op stub for the life of the process. (Where openvino was already
-    imported elsewhere in the process, that import decided.)
-    """
-    if "openvino" in sys.modules:
-        return sys.modules["openvino"]
-    blocked = [name for name in ("openvino_telemetry", "openvino_telemetry.backend") if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` raise ImportError
-    try:
-        import openvino
-    finally:
-        for name in blocked:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
-    return openvino
-
-
-def cpu_capabilities(core) -> set[str]:
-    """OpenVINO's view of what this CPU computes natively (e.g. FP32, BF16, INT8)."""
-    try:
-        return set(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
-    except Exception:  # an older or unusual plugin: assume the safe minimum
-        return {"FP32"}
-
-
-def openvino_cache_root() -> Path:
-    env = os.environ.get("ARAG_CACHE_DIR")
-    return (Path(env) if env else Path.home() / ".cache" / "arag") / "embedders" / "openvino"
-
-
-def _model_key(model_path: str, input_names: list[str]) -> str:
-    """Which converted model fits: the model folder's files (path, size, mtime) and the versions
-    of everything that takes part in the conversion."""
-    from importlib.metadata import version
-
-    material = {
-        "format": OPENVINO_EXPORT_FORMAT,
-        "model": str(Path(model_path).resolve()),
-        "files": model_files(model_path),
-        "inputs": input_names,
-        "versions": {pkg: version(pkg) for pkg in ("openvino", "torch", "transformers", "sentence-transformers")},
-    }
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
-
-
-class OpenVINOTransformer:
-    """Stands in for the Hugging Face model inside sentence-transformers' Transformer module:
-    called with the tokenizer's tensors, it returns `last_hidden_state` computed by OpenVINO.
-
-    `module(...)` builds the stand-in, a torch module (sentence-transformers keeps its model as
-    a child module) that holds the replaced torch model as `torch_model` (so the parameters
-    still say which device and dtype the model has) but never runs it.
-    """
-
-    _module_class = None
-
-    @classmethod
-    def module(cls, torch_model, compiled, input_names: list[str], streams: int = 1, dtype: str = "float32"):
-        if cls._module_class is None:
-            cls._module_class = _define_module_class()
-        return cls._module_class(torch_model, compiled, input_names, streams, dtype)
-
-    @classmethod
-    def load(cls, ov, torch_model, tokenizer, model_path: str, threads: int, streams: int = 1, dtype: str = "float32"):
-        """`dtype`: "float32", or "bfloat16" where the CPU computes bf16 natively (AVX512-BF16/AMX);
-        elsewhere bf16 would be emulated, slower than f32, so float32 is used and the log says so."""
-        example = tokenizer(["a short one", "a somewhat longer example sentence for tracing"], padding=True, return_tensors="pt")
-        input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in example]
-        ov_model = cls._converted(ov, torch_model, example, input_names, model_path)
-        core = ov.Core()
-        if dtype == "bfloat16" and "BF16" not in cpu_capabilities(core):
-            log.warning("this CPU has no native bf16 (AVX512-BF16 or AMX); the openvino embedder computes in f32")
-            dtype = "float32"
-        compiled = core.compile_model(
-            ov_model,
-            "CPU",
-            {
-                # f32 is exactly torch's graph; bf16 is opt-in (embedder.dtype) and part of the index identity.
-                "INFERENCE_PRECISION_HINT": OPENVINO_PRECISIONS[dtype],
-                "INFERENCE_NUM_THREADS": int(threads),
-                "NUM_STREAMS": int(streams),
-                # No pinning of threads to cores: an actor shares the machine (other actors,
-                # phase-1 tasks, other jobs), and pinned threads cannot step aside.
-                "ENABLE_CPU_PINNING": False,
-            },
-        )
-        return cls.module(torch_model, compiled, input_names, streams, dtype)
-
-    @staticmethod
-    def _converted(ov, torch_model, example, input_names: list[str], model_path: str):
-        """The OpenVINO model: read from the cache, or converted from the torch model and cached."""
-        final = openvino_cache_root() / f"{Path(model_path).name}-{_model_key(model_path, input_names)}"
-        xml = final / "model.xml"
-        if xml.exists():
-            try:
-                return ov.Core().read_model(str(xml))
-            except Exception as exc:  # a damaged cache entry: convert again below
-                log.warning("openvino cache %s unreadable (%s); converting again", final, exc)
-        ov_model = _convert(ov, torch_model, example, input_names)
-
-        def write(tmp: Path) -> None:
-            # fp32 weights as they are (save_model would halve them to fp16 by default)
-            ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
-            (tmp / "source.json").write_text(json.dumps({"model_path": str(Path(model_path).resolve()), "inputs": input_names}))
-
-        publish_folder(final, write, marker="model.xml", what="openvino cache")
-        return ov_model
-
-
-def _convert(ov, torch_model, example, input_names: list[str]):
-    import torch
-
-    class _Traceable(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids=None):
-            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-            if token_type_ids is not None:
-                kwargs["token_type_ids"] = token_type_ids
-            return self.model(**kwargs, return_dict=True).last_hidden_state
-
-    torch_model.eval()
-    with torch.no_grad(), warnings.catch_warnings():
-        # Tracing notes Python branches on shapes (e.g. "padding_length > 0"); for an encoder
-        # they go the same way for every input, and the start-up probe checks the result.
-        warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        return ov.convert_model(_Traceable(torch_model), example_input=tuple(example[n] for n in input_names))
-
-
-def _define_module_class():
-    import torch
-
-    class _OpenVINOModule(torch.nn.Module):
-        def __init__(self, torch_model, compiled, input_names: list[str], streams: int = 1, dtype: str = "float32"):
-            super().__init__()
-            self._tensor = import_openvino().Tensor  # inputs are handed over as tensors sharing their memory
-            self.compute_dtype = dtype  # what it computes in (the torch model's parameters stay fp32)
-            self.torch_model = torch_model
-            self.config = torch_model.config
-            self.input_names = input_names
-            self._compiled = compiled
-            # One infer request per stream; a caller takes an idle one (and waits when none is).
-            self._requests: queue.SimpleQueue = queue.SimpleQueue()
-            for _ in range(max(1, streams)):
-                self._requests.put(compiled.create_infer_request())
-
-        def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **_ignored):
-            given = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
-            feed = []
-            for name in self.input_names:
-                value = given[name]
-                if value is None:
-                    if name != "token_type_ids":
-                        raise ValueError(f"openvino encoder: missing input '{name}'")
-                    value = torch.zeros_like(input_ids)
-                feed.append(np.ascontiguousarray(value.detach().cpu().numpy(), dtype=np.int64))
-            # a copy: the request reuses its output buffer
-            hidden = self.run_request(feed, lambda out: torch.from_numpy(np.array(out, dtype=np.float32, copy=True)))
-            return {"last_hidden_state": hidden}
-
-        def run_request(self, feed: list, reduce):
-            """`reduce(last hidden state)` on an idle infer request (waits for one); the state is
-            the request's own buffer, valid only inside `reduce`. `feed`: C-contiguous int64
-            arrays, one per input in order.
-
-            The inputs are set as tensors over the arrays' own memory and `infer()` gets no
-            arguments: `infer(inputs)` sends them through OpenVINO's Python data dispatcher
-            (single-dispatch look-ups, a result dictionary per query), Python that holds the GIL
-            concurrent tool calls wait for."""
-            request = self._requests.get()
-            try:
-                for i, value in enumerate(feed):
-                    request.set_input_tensor(i, self._tensor(value, shared_memory=True))
-                request.infer()
-                return reduce(request.get_output_tensor(0).data)
-            finally:
-                self._requests.put(request)
-
-    return _OpenVINOModule

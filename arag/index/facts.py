@@ -1,7 +1,5 @@
-"""What an index is, for the protocol card (arag.evaluation.protocol): its embedder with the query
-instruction and precision it encodes with, its chunking and its sentence splitter, as its manifest
-records them. A tool server answers the same facts for the index it serves (GET /index,
-arag.serve.tool_service), so a run against a served index records them too."""
+"""What an index is, for the protocol card (arag.evaluation.protocol), as its manifest records it;
+a tool server answers the same facts for the index it serves (GET /index)."""
 
 from __future__ import annotations
 
@@ -9,9 +7,8 @@ from typing import Any, Mapping
 
 
 def manifest_facts(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The card's facts of an index, from its manifest: embedder, chunking and, where the manifest
-    records them, the sentence splitter and the embedder's query instruction and precision
-    (a served index answers the same, arag.serve.tool_service)."""
+    """Embedder, chunking and, where the manifest records them, the sentence splitter and the
+    embedder's query instruction and precision."""
     chunking = manifest.get("chunking") or {}
     embedding = manifest.get("embedding") or {}
     facts = {

@@ -1,11 +1,7 @@
 """Which index a folder holds, as one string: the fingerprint evaluation runs key on and the tool
-server reports (a client checks it serves the same index).
-
-It covers the build settings that decide the output (arag.index.build.IndexSettings.identity:
-chunking, embedder, ANN, the corpus format and its files' names and sizes) and the digest of the
-whole input content (every byte, arag.corpus.digest), so an edit that keeps every file's size still
-gives another fingerprint. Nothing in it is a path: the same index moved or copied to another
-folder, or built from the same files copied elsewhere, has the same fingerprint."""
+server reports. It covers the build settings that decide the output
+(arag.index.build.IndexSettings.identity) and the digest of the whole input content, and no path:
+the same index moved or copied to another folder has the same fingerprint."""
 
 from __future__ import annotations
 
@@ -23,10 +19,8 @@ def index_fingerprint(settings_identity: dict[str, Any], content: dict[str, Any]
 
 
 def index_build_fingerprint(index_path: str | Path, manifest: dict[str, Any] | None = None) -> str:
-    """The index's own fingerprint (manifest.json), else a hash of the manifest: a rebuilt index
-    with other settings or content is another run; the same index moved elsewhere is the same run.
-    `manifest`: the manifest as already read (e.g. by open_index); the file is then read again only
-    for an index without a fingerprint, whose bytes are hashed."""
+    """The index's own fingerprint (manifest.json), else a hash of the manifest's bytes.
+    `manifest`: the manifest as already read, if it was."""
     fp = manifest.get("fingerprint") if isinstance(manifest, dict) else None
     if not fp:
         data = (Path(index_path) / "manifest.json").read_bytes()

@@ -18,9 +18,8 @@
 ```
 Every file is written to a temporary name in the same folder, fsynced, renamed into place, and
 its folder fsynced, so a reader never sees half a file, a killed build leaves only whole files
-(and stray temporaries, which are ignored and cleaned up), and a commit record, written after the
-files it names, never outlives them in a crash of the machine. Commit records carry each file's
-size, so a reader can check that what a record names is all there.
+(and stray temporaries, cleaned up), and a commit record, written after the files it names and
+carrying their sizes, never outlives them in a crash of the machine.
 """
 
 from __future__ import annotations
@@ -106,24 +105,17 @@ def atomic_path(target: Path) -> Iterator[Path]:
     os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; index files are meant to be shared
     try:
         yield Path(tmp)
-        fsync_file(Path(tmp))  # the bytes are on disk before the name points at them
+        fsync(Path(tmp))  # the bytes are on disk before the name points at them
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(target.parent)  # and the new name is on disk before anything names it
+    fsync(target.parent)  # and the new name is on disk before anything names it
 
 
-def fsync_file(path: Path) -> None:
+def fsync(path: Path) -> None:
+    """Flush a file's or a folder's contents to disk."""
     fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:
@@ -137,12 +129,7 @@ def file_sizes(root: Path, paths: list[Path]) -> dict[str, int]:
 
 def missing_or_short(root: Path, sizes: dict[str, int]) -> list[str]:
     """The files of a commit record that are missing or not of their recorded size."""
-    bad = []
-    for rel, size in sizes.items():
-        path = root / rel
-        if not path.is_file() or path.stat().st_size != size:
-            bad.append(rel)
-    return bad
+    return [rel for rel, size in sizes.items() if not (root / rel).is_file() or (root / rel).stat().st_size != size]
 
 
 def _read_umask() -> int:

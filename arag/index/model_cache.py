@@ -1,9 +1,11 @@
 """Caches of models derived from a local model folder (the OpenVINO conversion, the static
-embedder's distillation): what says an entry still fits its model, and the atomic write of an
-entry. A leaf module, so the embedders that use it do not import each other."""
+embedder's distillation): where an entry lies, what says it still fits its model, and its atomic
+write. A leaf module, so the embedders that use it do not import each other."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -13,9 +15,22 @@ from pathlib import Path
 log = logging.getLogger("arag.embedding")
 
 
+def cache_root(kind: str) -> Path:
+    """``$ARAG_CACHE_DIR/embedders/<kind>`` (default ``~/.cache/arag/embedders/<kind>``)."""
+    env = os.environ.get("ARAG_CACHE_DIR")
+    return (Path(env) if env else Path.home() / ".cache" / "arag") / "embedders" / kind
+
+
+def cache_entry(kind: str, model_path: str, **material) -> Path:
+    """The cache folder of what was derived from `model_path` with `material` (settings, library
+    versions), keyed by those and the model folder's files: a change to any gives another folder."""
+    material.update(model=str(Path(model_path).resolve()), files=model_files(model_path))
+    key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_root(kind) / f"{Path(model_path).name}-{key}"
+
+
 def model_files(model_path: str) -> list[tuple[str, int, int]]:
-    """(relative path, size, mtime) of every file in a model folder: what says a cached
-    conversion or distillation still fits the model."""
+    """(relative path, size, mtime) of every file in a model folder."""
     root = Path(model_path).resolve()
     return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
 

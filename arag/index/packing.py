@@ -1,33 +1,27 @@
 """Packed chunking (`index.chunking=packed`): the A-RAG paper's corpora, cut the LinearRAG way into
 token windows that run across documents in corpus order and overlap.
 
-A window holds whole sentences (a sentence longer than `chunk_tokens` is cut on token boundaries
-into pieces, as in per-document chunking) of consecutive documents, at most `chunk_tokens` tokens
-in all. The next window starts with the last sentences of the one before whose tokens add up to at
-most `chunk_overlap` (none when the last sentence alone is longer), then goes on with new ones.
-The defaults, 1,000 tokens and 100 of overlap, are LinearRAG's chunk_token_size and
-chunk_overlap_token_size (DEEP-PolyU/LinearRAG src/config.py @ 4ecfa25), whose released chunks the
-A-RAG authors use; docs/indexing.md cites the evidence.
+A window holds whole sentences (a sentence longer than `chunk_tokens` is cut into pieces, as in
+per-document chunking) of consecutive documents, at most `chunk_tokens` tokens in all. The next
+window starts with the last sentences of the one before whose tokens add up to at most
+`chunk_overlap`, then goes on with new ones. The defaults, 1,000 tokens and 100 of overlap, are
+LinearRAG's chunk_token_size and chunk_overlap_token_size (DEEP-PolyU/LinearRAG src/config.py @
+4ecfa25), whose released chunks the A-RAG authors use; docs/indexing.md cites the evidence.
 
 What a window records (the chunk columns of arag.index.parts.CHUNK_SCHEMA):
-  chunk_id  `<part>:<n>`: the index part and the window's number in it, stable for the same input
-            and settings and unique without any coordination between parts
+  chunk_id  `<part>:<n>`: stable for the same input and settings, unique without coordination
   position  n, so the previous and next windows are n ∓ 1 of the same part (chunk_read's neighbours)
   doc_id    the ids of the documents it covers, in order, joined by COVERED_SEPARATOR
-  title     the distinct non-empty titles of those documents, joined by COVERED_SEPARATOR, so
-            evidence recall maps a supporting title to every window that covers it
-  text      for each document covered, the span from its first to its last sentence in the window;
-            documents are separated by a blank line (DOCUMENT_SEPARATOR)
-Each of its sentences records its own document (id, title) and its ordinal there
-(arag.index.chunking.SentenceSource; the sentence columns of arag.index.parts.SENTENCE_SCHEMA), so
-the document tools rebuild a source document from the windows, each overlap copy recognised.
+  title     their distinct non-empty titles, joined by COVERED_SEPARATOR, so evidence recall maps a
+            supporting title to every window that covers it
+  text      per document covered, the span from its first to its last sentence in the window,
+            separated by DOCUMENT_SEPARATOR
+Each sentence records its own document and its ordinal there (arag.index.chunking.SentenceSource),
+so the document tools rebuild a source document from the windows, each overlap copy recognised.
 
-Windows never cross a part boundary: parts are built independently and in parallel
-(arag.index.parts.build_part), so packing restarts at each part. A corpus meant to be packed as one
-stream, like the benchmark corpora (a few MB), is planned as one part (a large
+Windows never cross a part boundary (parts are built independently), so a corpus meant to be
+packed as one stream, like the benchmark corpora, is planned as one part (a large
 `corpus.part_size_mb`); a very large corpus loses only one overlap per part boundary.
-
-Memory: the packer holds the documents of the current window only.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Phase 2 of a build, for one part: its sentences → vectors → its FAISS shard → its commit record.
 
-Plain Python, no Ray: whoever runs it (an embedding actor on any node) reads the part's sentences
-Parquet, embeds them, writes the shard under a temporary name (fsynced, renamed, folder fsynced)
-and then the part's vectors record (`parts/part-k.vectors.json`), which names the shard with its
-size and the input digest of the part it embedded. A part is done exactly when that record exists,
-matches the part's phase-1 record, and its shard is there at the recorded size.
+Plain Python, no Ray. The shard is written atomically, then the part's vectors record
+(`parts/part-k.vectors.json`), which names the shard with its size and the input digest of the part
+it embedded: a part is done exactly when that record exists, matches the part's phase-1 record,
+and its shard is there at the recorded size.
 """
 
 from __future__ import annotations

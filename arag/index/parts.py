@@ -1,10 +1,9 @@
 """Phase 1 of a build, for one input part: read → chunk → split sentences → Parquet files.
 
-Plain Python, no Ray: the runtime layer decides where parts run. A part is committed by writing
-its record (`parts/part-k.json`) after its Parquet files; the record holds the digest of the input
-bytes the part was read from (hashed while reading) and the size of each file it wrote. A rerun
-keeps a committed part only while its input still hashes the same (`verify_part`); otherwise the
-part and its vectors are discarded and built again.
+Plain Python, no Ray. A part is committed by writing its record (`parts/part-k.json`) after its
+Parquet files; the record holds the digest of the input bytes it was read from and the size of
+each file it wrote. A rerun keeps a committed part only while its input still hashes the same
+(`verify_part`); otherwise the part and its vectors are discarded and built again.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.corpus.digest import PartDigest, new_digest
+from arag.corpus.digest import InputDigest, PartDigest
 from arag.corpus.readers import CorpusSpec, InputPart, corpus_root, part_digest, read_part
 from arag.corpus.documents import Reject
 from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, chunk_document, make_chunk_id
@@ -23,27 +22,13 @@ from arag.index.packing import WindowPacker, packed_chunk_id
 from arag.index.layout import IndexLayout, atomic_path, file_sizes, read_json, sentence_id, write_json_atomic
 
 CHUNK_SCHEMA = pa.schema(
-    [
-        ("chunk_id", pa.string()),
-        ("doc_id", pa.string()),
-        ("title", pa.string()),
-        ("position", pa.int32()),
-        ("text", pa.string()),
-        ("n_tokens", pa.int32()),
-    ]
+    [("chunk_id", pa.string()), ("doc_id", pa.string()), ("title", pa.string()), ("position", pa.int32()), ("text", pa.string()), ("n_tokens", pa.int32())]
 )
 # doc_id, doc_title, doc_sentence: the sentence's source document and its ordinal there
 # (arag.index.chunking.SentenceSource); what the document tools need on a packed index, whose chunk
 # rows only list the documents a window covers. Written since format version 2 (SOURCE_COLUMNS).
 SENTENCE_SCHEMA = pa.schema(
-    [
-        ("sentence_id", pa.int64()),
-        ("chunk_id", pa.string()),
-        ("text", pa.string()),
-        ("doc_id", pa.string()),
-        ("doc_title", pa.string()),
-        ("doc_sentence", pa.int32()),
-    ]
+    [("sentence_id", pa.int64()), ("chunk_id", pa.string()), ("text", pa.string()), ("doc_id", pa.string()), ("doc_title", pa.string()), ("doc_sentence", pa.int32())]
 )
 SOURCE_COLUMNS = ("doc_id", "doc_title", "doc_sentence")
 REJECT_SCHEMA = pa.schema([("source", pa.string()), ("line", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
@@ -61,9 +46,8 @@ CHUNK_ID_FORMS = {PER_DOCUMENT: make_chunk_id("<document>", "<n>"), PACKED: pack
 
 @dataclass(frozen=True)
 class ChunkingSettings:
-    """How documents become chunks (`index.chunking`): per_document (arag.index.chunking: chunks
-    never cross a document) or packed (arag.index.packing: overlapping windows across documents,
-    the paper's corpora). `chunk_overlap` applies to packed chunking only."""
+    """How documents become chunks (`index.chunking`): per_document (arag.index.chunking) or packed
+    (arag.index.packing: overlapping windows across documents, the paper's corpora)."""
 
     mode: str = PER_DOCUMENT
     chunk_tokens: int = 1000
@@ -79,7 +63,7 @@ class ChunkingSettings:
             raise ValueError(f"index.chunk_overlap must be at least 0 and less than index.chunk_tokens ({self.chunk_tokens}), got {self.chunk_overlap}")
 
     def identity(self) -> dict:
-        """The settings that decide the chunks (the overlap only where it is used)."""
+        """The settings that decide the chunks (the overlap only for packed chunking)."""
         out = asdict(self)
         if self.mode != PACKED:
             del out["chunk_overlap"]
@@ -157,9 +141,7 @@ def verify_part(spec: CorpusSpec, part: InputPart, record: PartRecord, rehash: b
 
 def discard_part(layout: IndexLayout, part: int) -> None:
     """Forget a committed part and its vectors (their records first, so no record outlives a file)."""
-    for path in (layout.vectors_record(part), layout.part_record(part), layout.vectors(part)):
-        path.unlink(missing_ok=True)
-    for path in (layout.chunks(part), layout.sentences(part), layout.rejects(part)):
+    for path in (layout.vectors_record(part), layout.part_record(part), layout.vectors(part), layout.chunks(part), layout.sentences(part), layout.rejects(part)):
         path.unlink(missing_ok=True)
 
 
@@ -173,7 +155,7 @@ def discard_parts_beyond(layout: IndexLayout, num_parts: int) -> list[int]:
 
 
 class _ColumnBuffer:
-    """Accumulates rows column-wise and flushes row groups to a Parquet writer."""
+    """Rows collected column-wise, flushed to a Parquet writer a row group at a time."""
 
     def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema):
         self.writer, self.schema = writer, schema
@@ -197,9 +179,8 @@ class _ColumnBuffer:
 
 
 def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, layout: IndexLayout, rehash: bool = False) -> PartRecord:
-    """Write chunks, sentences and rejects of one input part, then its commit record.
-
-    A part committed before is kept if its input is unchanged (`verify_part`), and built again if not."""
+    """Write chunks, sentences and rejects of one input part, then its commit record (a part
+    committed before is kept if its input is unchanged: `verify_part`)."""
     return build_or_keep_part(spec, part, settings, layout, rehash)[0]
 
 
@@ -213,7 +194,7 @@ def build_or_keep_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSett
     started = time.perf_counter()
     stat = input_stat(spec, part)  # before reading: an edit made while reading shows as a change next time
     num_documents = 0
-    digest = new_digest()
+    digest = InputDigest()
     with (
         atomic_path(layout.chunks(part.part)) as chunks_tmp,
         atomic_path(layout.sentences(part.part)) as sentences_tmp,
@@ -224,11 +205,7 @@ def build_or_keep_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSett
             pq.ParquetWriter(sentences_tmp, SENTENCE_SCHEMA, compression="zstd") as sw,
             pq.ParquetWriter(rejects_tmp, REJECT_SCHEMA, compression="zstd") as rw,
         ):
-            chunks, sentences, rejects = (
-                _ColumnBuffer(cw, CHUNK_SCHEMA),
-                _ColumnBuffer(sw, SENTENCE_SCHEMA),
-                _ColumnBuffer(rw, REJECT_SCHEMA),
-            )
+            chunks, sentences, rejects = _ColumnBuffer(cw, CHUNK_SCHEMA), _ColumnBuffer(sw, SENTENCE_SCHEMA), _ColumnBuffer(rw, REJECT_SCHEMA)
 
             def write(done: list[Chunk]) -> None:
                 for c in done:

@@ -20,12 +20,9 @@ class Span:
 
 
 def sentence_spans(text: str, language: str = "en") -> list[Span]:
-    """Sentence spans of `text`.
-
-    sentencex (Wikimedia's segmenter) returns consecutive pieces that concatenate to the input, so
-    offsets follow from running lengths; white space around each piece is trimmed off the span.
-    Line breaks always end a sentence: headings and list items are sentences of their own.
-    """
+    """Sentence spans of `text`, trimmed. sentencex (Wikimedia's segmenter) returns consecutive
+    pieces that concatenate to the input. Line breaks always end a sentence: headings and list
+    items are sentences of their own."""
     spans: list[Span] = []
     pos = 0
     plain = text.translate(_WIDE_SPACES) if not text.isascii() else text
@@ -46,11 +43,16 @@ def _lines(text: str, start: int, end: int):
     while seg_start < end:
         nl = text.find("\n", seg_start, end)
         seg_end = end if nl < 0 else nl
-        a, b = seg_start, seg_end
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
+        a, b = trimmed(text, seg_start, seg_end)
         if b > a:
             yield a, b
         seg_start = seg_end + 1
+
+
+def trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """[start, end) without the white space at either end."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end

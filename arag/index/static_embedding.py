@@ -3,34 +3,25 @@
 A static model keeps one vector per vocabulary token: a sentence's vector is the mean of its tokens'
 vectors, normalised, with no transformer at encode time, so it embeds sentences hundreds of times
 faster than the model it comes from, at some cost in retrieval quality (benchmarks/static_embedder.py
-measures both on 2Wiki; docs/indexing.md, "Static embedder"). The vectors come from the Model2Vec
-distillation (`model2vec.distill.distill_from_model`): every token of the source model's vocabulary
-goes through the source transformer once (mean-pooled output), the vectors are reduced by PCA to
-`pca_dims` and weighted by SIF over a Zipf estimate of token frequency.
-
-`embedder.static` (an `EmbedderSpec` field) turns an embedder spec into its static counterpart: the
-source is the spec's own model folder or package, read locally; nothing is downloaded. The distilled
-model is built on first use and cached under ``$ARAG_CACHE_DIR/embedders/static`` (default
-``~/.cache/arag/embedders/static``), keyed by the source model's files, the distillation settings and
-the versions of the libraries that take part, and written atomically (a folder renamed into place), so
-builders and tool servers on one machine share one distillation. The settings and the model2vec
-version are part of the index identity (`EmbedderSpec.identity`): the index's queries are encoded with
-a model distilled the same way, and an installed model2vec other than the one the index was built
-with is an error, not silently other vectors.
+measures both on 2Wiki; docs/indexing.md, "Static embedder"). The vectors come from Model2Vec's
+distillation (`model2vec.distill.distill_from_model`) of the spec's own model folder or package,
+read locally; nothing is downloaded. The distilled model is cached under
+``$ARAG_CACHE_DIR/embedders/static``, keyed by the source model's files, the settings and the
+library versions, so builders and tool servers on one machine share one distillation. The settings
+and the model2vec version are part of the index identity: an installed model2vec other than the
+one the index was built with is an error, not silently other vectors.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from arag.index import model_cache
 from arag.strict_settings import from_settings
 
 log = logging.getLogger("arag.embedding")
@@ -87,53 +78,30 @@ class StaticSpec:
 
 
 def static_cache_root() -> Path:
-    env = os.environ.get("ARAG_CACHE_DIR")
-    return (Path(env) if env else Path.home() / ".cache" / "arag") / "embedders" / "static"
-
-
-def _cache_key(model_path: str, static: StaticSpec) -> str:
-    from arag.index.model_cache import model_files
-
-    material = {
-        "format": STATIC_CACHE_FORMAT,
-        "model": str(Path(model_path).resolve()),
-        "files": model_files(model_path),
-        "settings": asdict(static),
-        "versions": {pkg: installed_version(pkg) for pkg in (LIBRARY, "skeletoken", "torch", "transformers", "tokenizers")},
-    }
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+    return model_cache.cache_root("static")
 
 
 def cache_entry(model_path: str, static: StaticSpec) -> Path:
     """The cache folder of the model distilled from `model_path` with `static`."""
-    return static_cache_root() / f"{Path(model_path).name}-{_cache_key(model_path, static)}"
+    versions = {pkg: installed_version(pkg) for pkg in (LIBRARY, "skeletoken", "torch", "transformers", "tokenizers")}
+    return model_cache.cache_entry("static", model_path, format=STATIC_CACHE_FORMAT, settings=asdict(static), versions=versions)
 
 
 def _distil(model_path: str, static: StaticSpec):
-    """The static model distilled from the transformer in `model_path` (a local folder: the
-    transformer and its tokenizer are read from there, and its name is that path, so model2vec
-    asks no hub for a model card)."""
+    """The static model distilled from the transformer in the local folder `model_path` (its name
+    is that path, so model2vec asks no hub for a model card)."""
     import transformers
     from model2vec.distill import distill_from_model
 
     model = transformers.AutoModel.from_pretrained(model_path)
     tokenizer = transformers.AutoTokenizer.from_pretrained(model_path, use_fast=True)
-    return distill_from_model(
-        model=model,
-        tokenizer=tokenizer,
-        device="cpu",
-        pca_dims=static.pca_dims,
-        sif_coefficient=static.sif_coefficient,
-        token_remove_pattern=static.token_remove_pattern,
-        quantize_to=static.quantize_to,
-    )
+    settings = {k: v for k, v in asdict(static).items() if k != "library_version"}  # named as model2vec's own parameters
+    return distill_from_model(model=model, tokenizer=tokenizer, device="cpu", **settings)
 
 
 def load_static_model(model_path: str, static: StaticSpec, name: str):
     """The distilled model for `model_path` and `static`: from the cache, or distilled and cached."""
     from model2vec import StaticModel
-
-    from arag.index.model_cache import publish_folder
 
     if static.library_version != installed_version():
         raise RuntimeError(
@@ -148,7 +116,7 @@ def load_static_model(model_path: str, static: StaticSpec, name: str):
             log.warning("static embedder cache %s unreadable (%s); distilling again", final, exc)
     log.info("embedder '%s': distilling a static model from %s (once per machine; cached in %s)", name, model_path, final.parent)
     model = _distil(model_path, static)
-    publish_folder(final, lambda tmp: model.save_pretrained(str(tmp)), marker=MARKER, what="static embedder cache")
+    model_cache.publish_folder(final, lambda tmp: model.save_pretrained(str(tmp)), marker=MARKER, what="static embedder cache")
     return model
 
 

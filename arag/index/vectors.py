@@ -9,6 +9,7 @@ import numpy as np
 
 from arag.index.layout import atomic_path
 
+
 def build_shard(vectors: np.ndarray, ids: np.ndarray, factory: str = "Flat") -> faiss.Index:
     """The exact shard of one part. ANN indexes are built over all shards (arag.index.ann)."""
     if factory != "Flat":

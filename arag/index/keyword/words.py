@@ -1,33 +1,25 @@
 """Word postings with counts over Python-lowered chunk text: how keyword_search finds and counts matches.
 
 Why words: a keyword's count is a substring count (arag.tools.keyword), so trigram postings only
-gave candidates to verify on the text, and a common word ('mother') or a title of common words
-('a nest of') left tens of thousands of candidates to read (over a second at 449k chunks). Split
-the lowered text into *words*, maximal runs of characters other than separators (whitespace, as
-`str.isspace()` has it, and the punctuation that ends words in prose rather than joins them:
-`()[]{}",;:!?`; so "father's", "father-in-law", "u.s.", "1990." are words, "(born" is "born"),
-and a keyword's matches become questions about words:
+gave candidates to verify on the text, and a common word ('mother') left tens of thousands of
+candidates to read (over a second at 449k chunks). Words are maximal runs of characters other than
+separators (`str.isspace()` and the punctuation that ends words in prose: `()[]{}",;:!?`; so
+"father's", "u.s.", "1990." are words, "(born" is "born"), and a keyword's matches become
+questions about words:
 
-* A keyword without separators ('mother', "father's", 'u.s.') lies inside one word of the text
-  wherever it occurs, so its count in a chunk is Σ over the part's distinct words w of count(w in
-  chunk) × count(keyword in w), both non-overlapping like `str.count` (a match never reaches past
-  its word, so the left-to-right scan restarts in each word as it does in the text). That is
-  exact and reads no chunk text: the vocabulary is searched for the words holding the keyword and
-  their postings are summed.
-* A keyword with separators ('a nest of', 'paris, texas') is split into its words. In any match, a
-  word with separators on both sides in the keyword is a whole word of the text; the first
-  run (if the keyword starts with it) ends a word, the last (if it ends the keyword) starts one.
-  The chunks holding such words are a superset of the matches: the most selective of these
-  conditions are intersected and the survivors are counted on their text, exactly
-  (arag.index.keyword.part_cache). A keyword of separators only is counted on every chunk.
-* Two consecutive runs of such a keyword are two *consecutive* words of the text in every match
-  (only the keyword's separators lie between them). Phrases of common words ('you can no') meet
-  their word conditions in tens of thousands of chunks and hold the phrase in a few hundred, so
-  each chunk also keeps its adjacent word pairs, hashed into buckets (PAIR_BITS_PER_TEXT_BYTE):
-  a pair (a, b) is keyed by a's last 2 UTF-8 bytes and b's first 2 (the whole word when shorter),
-  which a keyword fixes when the left run is a whole word or a suffix of 2 bytes or more and the
-  right run a whole word or a prefix of 2 bytes or more. Only chunks whose bucket of such a key is
-  set are kept: a superset again (buckets collide, never lose a pair).
+* A keyword without separators lies inside one word wherever it occurs, so its count in a chunk
+  is Σ over the part's distinct words w of count(w in chunk) × count(keyword in w), both
+  non-overlapping like `str.count` (a match never reaches past its word). Exact, and no chunk
+  text is read.
+* A keyword with separators ('a nest of') is split into its runs: one with separators on both
+  sides is a whole word of the text in any match, the first ends a word, the last starts one.
+  The chunks holding such words are a superset of the matches: the most selective conditions are
+  intersected and the survivors counted on their text (arag.index.keyword.part_cache).
+* Two consecutive runs are two consecutive words of the text in every match. Phrases of common
+  words ('you can no') meet their word conditions in tens of thousands of chunks and hold the
+  phrase in a few hundred, so each chunk also keeps its adjacent word pairs, hashed into buckets
+  by a's last PAIR_EDGE UTF-8 bytes and b's first PAIR_EDGE: a superset again (buckets collide,
+  never lose a pair).
 
 On disk, per part (the words sorted, so whole words and prefixes are binary searches; offsets are
 uint32 where they fit, else uint64):
@@ -68,10 +60,8 @@ from arag.small_sorted import mapped
 SEP = b"\n"
 ESCAPE = 15  # a count nibble meaning "16 or more: in words_big.npy"
 # Postings of a condition are gathered only while they are at most this many times the candidates
-# they are expected to remove (the candidates left times the share of the part's chunks the
-# condition misses, at most 1 - postings / chunks): gathering a posting costs ~60-140 ns (a range
-# of thousands of words, 'a*', the most), reading and counting a chunk's text ~10-20 µs for a few
-# kB of wiki text. A prefix like 'a' or 'no', in nearly every chunk, is not worth gathering.
+# they are expected to remove: gathering a posting costs ~60-140 ns, reading and counting a chunk's
+# text ~10-20 µs for a few kB of wiki text. A prefix like 'a', in nearly every chunk, is not worth it.
 UNION_PER_CANDIDATE = 150
 # Candidates few enough to count on their text without narrowing further.
 ENOUGH = 32
@@ -82,10 +72,9 @@ SUFFIX_WORDS = 64
 BLOCK_WORDS = 128
 SIGNATURE_BITS = 2048  # 2 bytes a word; a block's 128 words set ~40% of the bits on wiki text
 
-# Pair buckets per byte of the average chunk's text: 0.32, so the pair bit sets are 0.04x the text
-# (the cache stays under 1.5x the text). Chunks of 2.7 kB of wiki text hold ~410 distinct pair keys:
-# 858 buckets, each set in ~38% of the chunks; 'you can no' keeps 8,763 of the 36,866 chunks of
-# 100,000 meeting its word conditions (301 hold it).
+# Pair buckets per byte of the average chunk's text: the pair bit sets are 0.04x the text. Chunks of
+# 2.7 kB of wiki text hold ~410 distinct pair keys: 858 buckets, each set in ~38% of the chunks;
+# 'you can no' keeps 8,763 of the 36,866 chunks of 100,000 meeting its word conditions (301 hold it).
 PAIR_BITS_PER_TEXT_BYTE = 0.32
 PAIR_EDGE = 2  # bytes of each word in a pair's key: a 2-letter last word ("you can no") still fixes one
 MIN_PAIR_BUCKETS = 64
@@ -95,22 +84,16 @@ WORD = re.compile(r'[^\s()\[\]{}",;:!?]+')  # str patterns: \s is str.isspace()
 
 
 def split_keyword(lowered: str) -> tuple[bool, list[tuple[str, str]]]:
-    """(whether the keyword lies inside one word, its conditions otherwise): each word of a keyword
-    with separators, as ("whole" | "suffix" | "prefix", word). A word at the keyword's start ends
-    a word of the text, one at its end starts one, one with separators on both sides is a whole word."""
+    """(whether the keyword lies inside one word, its conditions otherwise): each run of a keyword
+    with separators, as ("whole" | "suffix" | "prefix", run)."""
     runs = [(m.start(), m.end()) for m in WORD.finditer(lowered)]
     if len(runs) == 1 and runs[0] == (0, len(lowered)):
         return True, []
     return False, [("suffix" if a == 0 else "prefix" if b == len(lowered) else "whole", lowered[a:b]) for a, b in runs]
 
 
-def _edge_hash(edge: bytes) -> int:
-    """A stable 32-bit hash of a word's end or start (at most PAIR_EDGE bytes)."""
-    return zlib.crc32(edge)
-
-
 def pair_hash(left_tail: int, right_head: int) -> int:
-    """The 32-bit key hash of an adjacent pair from its words' edge hashes (as `_pair_hashes`)."""
+    """The 32-bit key hash of an adjacent pair from its words' edge hashes (zlib.crc32)."""
     return int(_pair_hashes(np.asarray([left_tail], np.uint64), np.asarray([right_head], np.uint64))[0])
 
 
@@ -120,14 +103,13 @@ def _pair_hashes(tails: np.ndarray, heads: np.ndarray) -> np.ndarray:
 
 
 def pair_edges(conditions: list[tuple[str, str]]) -> list[tuple[int, int]]:
-    """(left tail hash, right head hash) of each pair of consecutive runs of a keyword whose key
-    the runs fix: the left a whole word or a suffix of ≥ PAIR_EDGE bytes, the right a whole word
-    or a prefix of ≥ PAIR_EDGE bytes."""
+    """(left tail hash, right head hash) of each pair of consecutive runs whose key the runs fix:
+    the left a whole word or ≥ PAIR_EDGE bytes, the right a whole word or ≥ PAIR_EDGE bytes."""
     out = []
     for (lk, left), (rk, right) in zip(conditions, conditions[1:]):
         lb, rb = left.encode("utf-8", "surrogatepass"), right.encode("utf-8", "surrogatepass")
         if (lk == "whole" or len(lb) >= PAIR_EDGE) and (rk == "whole" or len(rb) >= PAIR_EDGE):
-            out.append((_edge_hash(lb[-PAIR_EDGE:]), _edge_hash(rb[:PAIR_EDGE])))
+            out.append((zlib.crc32(lb[-PAIR_EDGE:]), zlib.crc32(rb[:PAIR_EDGE])))
     return out
 
 
@@ -184,8 +166,8 @@ class WordPostingsWriter:
         self.counts.append(counts)
         for w in itertools.islice(vocab, len(self.tails), None):  # words new in this batch, in id order
             b = w.encode("utf-8", "surrogatepass")
-            self.tails.append(_edge_hash(b[-PAIR_EDGE:]))
-            self.heads.append(_edge_hash(b[:PAIR_EDGE]))
+            self.tails.append(zlib.crc32(b[-PAIR_EDGE:]))
+            self.heads.append(zlib.crc32(b[:PAIR_EDGE]))
         same_row = rows[1:] == rows[:-1]
         left, right = ids[:-1][same_row].astype(np.int64), ids[1:][same_row].astype(np.int64)
         tails, heads = np.asarray(self.tails, np.uint64), np.asarray(self.heads, np.uint64)
@@ -233,21 +215,19 @@ class WordPostingsWriter:
         blob = SEP + b"".join(w + SEP for w in encoded)
         starts = np.concatenate(([1], 1 + np.cumsum(np.fromiter((len(w) + 1 for w in encoded), dtype=np.int64, count=len(encoded)))))
         files = {
-            "words_vocab.bin": None,
             "words_starts.npy": starts.astype(_index_dtype(len(blob) + 1)),
             "words_offsets.npy": offsets.astype(_index_dtype(len(rows))),
             "words_row_at.npy": row_at.astype(_index_dtype(len(stream))),
             "words_rows.npy": stream,
             "words_counts.npy": nibbles[0::2] | (nibbles[1::2] << np.uint8(4)),
             "words_big.npy": np.stack([big, counts[big]], axis=1).astype(_index_dtype(max(len(rows), int(counts.max(initial=0))))),
+            "words_blocks.npy": _signatures(np.frombuffer(blob, dtype=np.uint8), starts, len(words)),
+            "words_pairs.npy": self._pair_bits(),
         }
-        files["words_blocks.npy"] = _signatures(np.frombuffer(blob, dtype=np.uint8), starts, len(words))
-        files["words_pairs.npy"] = self._pair_bits()
         (directory / "words_vocab.bin").write_bytes(blob)
         for name, array in files.items():
-            if array is not None:
-                np.save(directory / name, array)
-        size = sum((directory / f).stat().st_size for f in files)
+            np.save(directory / name, array)
+        size = sum((directory / f).stat().st_size for f in [*files, "words_vocab.bin"])
         return {"word_postings": int(len(rows)), "vocabulary": len(words), "word_bytes": int(size)}
 
 
@@ -361,12 +341,9 @@ class WordPostings:
         return hit, total[hit]
 
     def candidates(self, conditions: list[tuple[str, str]]) -> np.ndarray | None:
-        """Ascending rows meeting the most selective of `conditions` (split_keyword): a superset of
-        the chunks holding the keyword; None: no condition narrows (every row). Whole words and
-        prefixes are binary searches of the sorted words; a suffix needs a scan of them, so it is
-        looked at last, only while candidates are many, and dropped past SUFFIX_WORDS words. The
-        adjacent pairs (with_pairs) filter the first condition's chunks, before any other postings
-        are gathered."""
+        """Ascending rows meeting the most selective of `conditions` (split_keyword), a superset of
+        the chunks holding the keyword; None: every row. A suffix needs a scan of the words, so it
+        is looked at last, only while candidates are many, and dropped past SUFFIX_WORDS words."""
         ranked = []
         for kind, run in conditions:
             if kind != "suffix":
@@ -402,8 +379,7 @@ class WordPostings:
         return candidates * max(0.0, 1.0 - postings / max(self.num_chunks, 1)) * UNION_PER_CANDIDATE >= postings
 
     def with_pairs(self, rows: np.ndarray | None, conditions: list[tuple[str, str]]) -> np.ndarray | None:
-        """Those of ascending `rows` (None: every row) whose pair buckets hold every adjacent pair
-        of the keyword's runs that the runs fix (pair_edges)."""
+        """Those of ascending `rows` (None: every row) whose pair buckets hold every `pair_edges` pair."""
         buckets = len(self.pairs)
         for tail, head in pair_edges(conditions):
             if rows is not None and len(rows) == 0:
