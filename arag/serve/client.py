@@ -41,6 +41,7 @@ from arag.serve.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, RESULT_FORMAT_PARAMS, Hit, ResultFormat, ToolResult, error_result
 from arag.tools.documents import DocumentSession
 from arag.tools.failures import UNKNOWN_TOOL, ToolInfrastructureError
+from arag.tools.hosting.calls import ToolCalls
 from arag.tools.registry import TOOLS
 from arag.tools.tracker import ReadTracker
 
@@ -77,7 +78,7 @@ def same_counting(info: dict[str, Any]) -> str | None:
     return None
 
 
-class RemoteTools:
+class RemoteTools(ToolCalls):
     """url: the server's base URL (http://host:port); token: its bearer token (None: none sent);
     timeout_s: per request; retries: extra tries of a connection that cannot be made;
     max_connections: pooled connections (≥ the tool calls a worker runs at once);
@@ -100,6 +101,7 @@ class RemoteTools:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"index.url must be an http:// or https:// URL of a tool server, got {url!r}")
         self.url = url.rstrip("/")
+        self.admit(max_connections)  # acall: one pooled connection per call at once
         self.attempts = 1 + max(0, retries)
         self._retrying = Retrying(
             retry=retry_if_exception_type((httpx.ConnectError, httpx.ConnectTimeout)) | retry_if_result(lambda r: r.status_code in RETRIED_STATUSES),
@@ -177,8 +179,8 @@ class RemoteTools:
         if response.status_code == 500:
             raise ToolServerError(f"tool server ({URL_SETTING}): {str(tool)[:100]} failed on the server: {self._scrub(str(result.error))[:500]}")
         result.text, result.error = self._scrub(result.text), None if result.error is None else self._scrub(result.error)
-        if tool in TOOLS:
-            TOOLS[tool].follow_remote(tracker, result)
+        if tool in TOOLS and tracker is not None:
+            tracker.follow(TOOLS[tool], result)
         return result
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:
@@ -190,13 +192,8 @@ class RemoteTools:
         return titles
 
     def close(self) -> None:
+        super().close()
         self._client.close()
-
-    def __enter__(self) -> "RemoteTools":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"RemoteTools({self.url!r})"

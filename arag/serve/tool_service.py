@@ -1,11 +1,10 @@
 """The tools of one open index as a server offers them: which tools, run where, with whose tracker.
 
 Both front ends (MCP and the JSON API) call `ToolService.call`, so a tool answers the same text and
-structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Tool
-calls run on a thread pool: the event loop keeps accepting requests while DuckDB and FAISS work
-(ToolContext is safe to share between threads). With `serve.workers` ≥ 2 they run in that many
-worker processes instead (arag.tools.hosting.worker_pool), so Python tool code runs on several cores at
-once; the sessions stay here and travel with each call.
+structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Calls
+go through the tools' one call (`acall`, arag.tools.hosting.calls), whose gate is the server's
+admission limit: `serve.threads` calls at once in this process, or with `serve.workers` ≥ 2 one per
+worker process (arag.tools.hosting.worker_pool); the sessions stay here and travel with each call.
 
 Limits a client may set (the document tools' settings, per session) are checked against the
 server's ceilings (`serve.max_document_settings`), and an answer larger than
@@ -18,12 +17,10 @@ import asyncio
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any, Hashable
 
 from arag.index.facts import manifest_facts
 from arag.index.fingerprint import index_build_fingerprint
-from arag.serve.admission import CallGate
 from arag.serve.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
@@ -109,9 +106,10 @@ class ToolService:
         self.ceilings = ceilings or DocumentToolSettings()
         self.max_response_bytes = max_response_bytes
         self.max_connections = max_connections  # serve.max_connections, told to clients (GET /index)
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="arag-tool")
+        self.host = workers if workers is not None else ctx
+        self.host.admit(workers.workers if workers is not None else threads)
         # Calls beyond the threads (or workers) queue here, where a stopping server can answer them.
-        self.gate = CallGate(workers.workers if workers is not None else threads)
+        self.gate = self.host.gate
 
     def schemas(self) -> list[dict[str, Any]]:
         return [spec.schema() for spec in self.tools.values()]
@@ -148,13 +146,7 @@ class ToolService:
         if tool not in self.tools:
             raise KeyError(tool)
         full_text = self.full_text if full_text is None else full_text
-        async with self.gate.turn(client, caller, ticket):
-            if self.workers is not None:
-                work = self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
-            else:
-                run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
-                work = asyncio.get_running_loop().run_in_executor(self._pool, run)
-            result = await self.gate.run(work)
+        result = await self.host.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format, client=client, caller=caller, ticket=ticket)
         if is_internal_failure(result):
             log.error("%s failed: %s\n%s", tool, result.error, result.details[DIAGNOSTICS])
         return result
@@ -162,7 +154,7 @@ class ToolService:
     async def titles(self, chunk_ids: Any) -> dict[str, str]:
         """{chunk id: title} for up to 50 ids (as chunk_read takes); raises ToolArgumentError."""
         ids = get_chunk_ids({"chunk_ids": chunk_ids})
-        return await asyncio.get_running_loop().run_in_executor(self._pool, chunk_titles, self.ctx, ids)
+        return await asyncio.to_thread(chunk_titles, self.ctx, ids)
 
     def preload(self) -> None:
         """Load the query encoder (in every worker process) before serving, so the first
@@ -206,6 +198,5 @@ class ToolService:
         }
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
         if self.workers is not None:
             self.workers.close()

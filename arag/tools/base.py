@@ -286,16 +286,9 @@ class ToolSpec:
         return replace(self, description=chunk_ids.fill(self.description), parameters=chunk_ids.fill_all(self.parameters))
 
     def follow_remote(self, tracker: Any, result: "ToolResult") -> None:
-        """What a client of a served index does with this tool's `result` to keep its episode state
-        (`tracker`) as a local call would have left it."""
-        if tracker is None:
-            return
-        if self.tracks_reads:
-            for hit in result.results:
-                if not hit.already_read:
-                    tracker.mark(hit.chunk_id)
-        if self.mirror is not None:
-            self.mirror(tracker, result)
+        """Keep a client's episode state (`tracker`) as a local call would have left it (ReadTracker.follow)."""
+        if tracker is not None:
+            tracker.follow(self, result)
 
     def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions | None = None) -> ToolResult:
         """Run the tool. Never raises: bad arguments and internal failures come back as errors."""

@@ -91,9 +91,6 @@ class BatchingEncoder:
             me.answered.wait()  # taken into another holder's batch: wait for its answer
         return me.result()
 
-    def close(self) -> None:
-        """Nothing to stop: the callers encode (kept for the context's close)."""
-
     def _encode_next(self, me: _Waiter) -> bool:
         """Encode the next batch from the queue while `me` is still queued; False once it is not."""
         with self._lock:

@@ -8,13 +8,12 @@ workers open the same index files, which are memory-mapped, so the operating sys
 of the index pages in memory for all of them; what each worker adds is its own caches and its own
 query encoder.
 
-The pool has `call`/`acall` with ToolContext's signatures and answers the same results: a call is
-sent to an idle worker (callers beyond the number of workers wait, holding no GIL), the worker runs
-`ToolContext.call`, and the result comes back pickled. Per-episode state travels with the call: the
-tracker's fields go to the worker and its updated fields come back into the caller's tracker, so
-"already read" notes and AgenticRAG's reference ids work as in-process. One thing stays in the
-worker: the documents a `DocumentSession` has loaded (a cache; a worker keeps those of its most
-recent sessions and reloads a document it does not hold).
+A `ToolCalls` (arag.tools.hosting.calls) with ToolContext's answers: a call is sent to an idle
+worker (`acall` admits one call per worker; sync callers beyond them wait, holding no GIL), the
+worker runs `ToolContext.call`, and the result comes back pickled. Per-episode state travels with
+the call (`ReadTracker.state`, back through `ReadTracker.update`), so "already read" notes and
+AgenticRAG's reference ids work as in-process. The documents a `DocumentSession` has loaded stay in
+the worker (a cache of its most recent sessions; a document it does not hold is loaded again).
 
 A worker that dies during a call (killed, out of memory) is replaced; that call answers an internal
 failure naming what happened (the episode that made it fails, arag.tools.failures), and the pool
@@ -23,8 +22,8 @@ keeps serving.
 
 from __future__ import annotations
 
-import functools
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from arag.tools.base import ResultFormat, ToolResult, error_result
 from arag.tools.failures import DIAGNOSTICS, INFRASTRUCTURE
+from arag.tools.hosting.calls import ToolCalls
 from arag.tools.tracker import ReadTracker
 
 if TYPE_CHECKING:
@@ -51,22 +51,15 @@ SESSION_DOCUMENTS_KEPT = 64
 START_TIMEOUT_S = 300.0
 
 
-def _tracker_fields(tracker: ReadTracker) -> dict[str, Any]:
-    fields = dict(vars(tracker))
-    fields.pop("documents", None)  # DocumentSession's loaded documents stay where they were loaded
-    return fields
-
-
 def _message(tool: str, arguments: Any, tracker: ReadTracker | None, full_text: bool, result_format: ResultFormat | None) -> tuple:
-    if tracker is None:
-        return (tool, arguments, None, None, full_text, result_format)
-    return (tool, arguments, type(tracker), _tracker_fields(tracker), full_text, result_format)
+    state = None if tracker is None else (type(tracker), tracker.state())
+    return (tool, arguments, state, full_text, result_format)
 
 
 def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
-    result, fields = reply
-    if tracker is not None and fields is not None:
-        tracker.__dict__.update(fields)  # the call's reads and references, as in-process
+    result, state = reply
+    if tracker is not None and state is not None:
+        tracker.update(state)  # the call's reads and references, as in-process
     return result
 
 
@@ -104,11 +97,11 @@ def _serve_calls(conn: Any) -> None:
                 break
             if message is None:
                 break
-            tool, arguments, tracker_type, fields, full_text, result_format = message
+            tool, arguments, state, full_text, result_format = message
             tracker = None
-            if tracker_type is not None:
-                tracker = tracker_type.__new__(tracker_type)
-                tracker.__dict__.update(fields)
+            if state is not None:
+                tracker = state[0].__new__(state[0])
+                tracker.update(state[1])
                 if isinstance(tracker, DocumentSession):
                     tracker.documents = documents.pop(tracker.session_id, None) or {}
             result = ctx.call(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
@@ -116,7 +109,7 @@ def _serve_calls(conn: Any) -> None:
                 documents[tracker.session_id] = tracker.documents
                 while len(documents) > SESSION_DOCUMENTS_KEPT:
                     documents.popitem(last=False)
-            conn.send((result, None if tracker is None else _tracker_fields(tracker)))
+            conn.send((result, None if tracker is None else tracker.state()))
     finally:
         ctx.close()
 
@@ -192,7 +185,7 @@ class _IdleWorkers:
         self.put(None)
 
 
-class ToolWorkerPool:
+class ToolWorkerPool(ToolCalls):
     """index: an index directory; workers: processes (each answers one call at a time);
     options: keyword arguments of `ToolContext` for every worker (not `encoder`: a worker loads
     the index's own embedder)."""
@@ -210,6 +203,7 @@ class ToolWorkerPool:
         # Each worker's query encoder gets its share of the cores: N encoders of all cores each
         # would run N times the threads there are cores for.
         self.options = {"encoder_threads": max(1, cores // self.workers), **options}
+        self.admit(self.workers)
         self._idle = _IdleWorkers()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
@@ -279,16 +273,16 @@ class ToolWorkerPool:
         self._idle.put(worker)
         return _answer(reply, tracker)
 
-    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
-        """`call` for asyncio callers, on the event loop's thread: the task awaits an idle worker,
-        then the worker's reply (the loop watches the worker's socket), so a thousand awaiting
-        tasks cost no thread each and no call hops between threads."""
+    async def _arun(self, run: functools.partial) -> ToolResult:
+        """The call on the event loop's thread: the task awaits an idle worker, then the worker's
+        reply (the loop watches the worker's socket), so no call hops between threads."""
+        (tool, arguments), options = run.args, run.keywords
         worker = await self._idle.aget()
         if worker is None:
             raise RuntimeError("the tool worker pool is closed")
         loop = asyncio.get_running_loop()
         try:
-            worker.conn.send(_message(tool, arguments, tracker, full_text, result_format))
+            worker.conn.send(_message(tool, arguments, **options))
             readable = loop.create_future()
             fd = worker.conn.fileno()
             loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
@@ -305,7 +299,7 @@ class ToolWorkerPool:
             threading.Thread(target=self._drain, args=(worker,), daemon=True).start()
             raise
         self._idle.put(worker)
-        return _answer(reply, tracker)
+        return _answer(reply, options["tracker"])
 
     def _drain(self, worker: _Worker) -> None:
         try:
@@ -344,6 +338,7 @@ class ToolWorkerPool:
             return [w.process.pid for w in self._all]
 
     def close(self) -> None:
+        super().close()
         self._closed = True
         self._idle.close()
         with self._lock:
@@ -360,12 +355,6 @@ class ToolWorkerPool:
                 worker.process.kill()
                 worker.process.wait(5)
             worker.conn.close()
-
-    def __enter__(self) -> "ToolWorkerPool":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"ToolWorkerPool({self.index!r}, workers={self.workers})"
