@@ -24,7 +24,8 @@ from arag.index.fingerprint import index_build_fingerprint
 from arag.serve.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
-from arag.tools.base import RESULT_FORMAT_PARAMS, ResultFormat, error_result, get_chunk_ids
+from arag.tools.arguments import check_arguments
+from arag.tools.base import RESULT_FORMAT_PARAMS, ResultFormat, error_result
 from arag.tools.chunk_read import chunk_titles
 from arag.tools.failures import DIAGNOSTICS, is_internal_failure
 from arag.tools.hosting.worker_pool import ToolWorkerPool
@@ -153,7 +154,7 @@ class ToolService:
 
     async def titles(self, chunk_ids: Any) -> dict[str, str]:
         """{chunk id: title} for up to 50 ids (as chunk_read takes); raises ToolArgumentError."""
-        ids = get_chunk_ids({"chunk_ids": chunk_ids})
+        ids = check_arguments("chunk_read", TOOLS["chunk_read"].validator(), {"chunk_ids": chunk_ids})["chunk_ids"]
         return await asyncio.to_thread(chunk_titles, self.ctx, ids)
 
     def preload(self) -> None:
