@@ -26,11 +26,12 @@ import asyncio
 import functools
 import logging
 import os
+import queue
 import socket
 import subprocess
 import sys
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,71 +121,6 @@ class _Worker:
         self.conn = conn
 
 
-class _IdleWorkers:
-    """Idle workers, handed to waiting callers in arrival order: threads (which block on a lock,
-    without the GIL) and asyncio tasks (which await a future) alike. After close, waiters get None.
-
-    A caller that finds several idle takes the one that went idle last: with fewer callers than
-    workers the same worker serves call after call, its caches and pages warm and its process
-    awake, instead of each call waking the worker idle longest (round-robin made one caller of a
-    2-worker pool ~25% slower on 2Wiki's semantic calls)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: deque[_Worker] = deque()
-        self._waiters: deque[Any] = deque()  # [worker, lock] of a thread, or an asyncio future
-        self._closed = False
-
-    def get(self) -> _Worker | None:
-        with self._lock:
-            if self._closed or self._idle:
-                return None if self._closed else self._idle.pop()
-            box: list[Any] = [None, threading.Lock()]
-            box[1].acquire()
-            self._waiters.append(box)
-        box[1].acquire()
-        return box[0]
-
-    async def aget(self) -> _Worker | None:
-        with self._lock:
-            if self._closed or self._idle:
-                return None if self._closed else self._idle.pop()
-            future = asyncio.get_running_loop().create_future()
-            self._waiters.append(future)
-        return await future  # cancelled: a worker handed to it later comes back (_hand)
-
-    def put(self, worker: _Worker | None) -> None:
-        """Hand `worker` to the first waiter, else keep it idle; None (at close) wakes every waiter."""
-        with self._lock:
-            if self._closed and worker is not None:
-                return  # the pool closes its workers itself
-            while self._waiters:
-                waiter = self._waiters.popleft()
-                if isinstance(waiter, list):
-                    waiter[0] = worker
-                    waiter[1].release()
-                elif not waiter.done():
-                    waiter.get_loop().call_soon_threadsafe(self._hand, waiter, worker)
-                else:
-                    continue
-                if worker is not None:
-                    return
-            if worker is not None:
-                self._idle.append(worker)
-
-    def _hand(self, future: asyncio.Future, worker: _Worker | None) -> None:
-        if future.cancelled():
-            if worker is not None:
-                self.put(worker)
-        else:
-            future.set_result(worker)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-        self.put(None)
-
-
 class ToolWorkerPool(ToolCalls):
     """index: an index directory; workers: processes (each answers one call at a time);
     options: keyword arguments of `ToolContext` for every worker (not `encoder`: a worker loads
@@ -204,7 +140,10 @@ class ToolWorkerPool(ToolCalls):
         # would run N times the threads there are cores for.
         self.options = {"encoder_threads": max(1, cores // self.workers), **options}
         self.admit(self.workers)
-        self._idle = _IdleWorkers()
+        # Idle workers, last idle first: with fewer callers than workers the same worker serves call
+        # after call, its caches and pages warm and its process awake (round-robin made one caller
+        # of a 2-worker pool ~25% slower on 2Wiki's semantic calls). None: the pool is closed.
+        self._idle: queue.LifoQueue[_Worker | None] = queue.LifoQueue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -244,7 +183,19 @@ class ToolWorkerPool(ToolCalls):
             raise RuntimeError(f"a tool worker exited (code {worker.process.wait(5)}) while opening index {self.index}") from None
         if status != "ready":
             raise RuntimeError(f"a tool worker could not open index {self.index}: {detail}")
-        self._idle.put(worker)
+        self._give_back(worker)
+
+    def _take(self, block: bool = True) -> _Worker:
+        """An idle worker; blocking, it waits without the GIL while every worker is busy."""
+        worker = self._idle.get(block)
+        if worker is None:
+            self._idle.put(None)  # for the next caller too
+            raise RuntimeError("the tool worker pool is closed")
+        return worker
+
+    def _give_back(self, worker: _Worker) -> None:
+        if not self._closed:  # a closed pool closes its workers itself
+            self._idle.put(worker)
 
     @functools.cached_property
     def chunk_ids(self) -> "ChunkIdFormat":
@@ -257,9 +208,7 @@ class ToolWorkerPool(ToolCalls):
     # ---- tools ------------------------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
         """`ToolContext.call` in a worker process. Never raises (a closed pool raises RuntimeError)."""
-        worker = self._idle.get()  # waits, without the GIL, while every worker is busy
-        if worker is None:
-            raise RuntimeError("the tool worker pool is closed")
+        worker = self._take()
         try:
             worker.conn.send(_message(tool, arguments, tracker, full_text, result_format))
             reply = worker.conn.recv()
@@ -270,16 +219,22 @@ class ToolWorkerPool(ToolCalls):
             # next caller, so this worker is not reused.
             self._retire(worker)
             raise
-        self._idle.put(worker)
+        self._give_back(worker)
         return _answer(reply, tracker)
 
     async def _arun(self, run: functools.partial) -> ToolResult:
         """The call on the event loop's thread: the task awaits an idle worker, then the worker's
         reply (the loop watches the worker's socket), so no call hops between threads."""
         (tool, arguments), options = run.args, run.keywords
-        worker = await self._idle.aget()
-        if worker is None:
-            raise RuntimeError("the tool worker pool is closed")
+        try:
+            worker = self._take(block=False)  # acall's gate admits one call per worker
+        except queue.Empty:  # sync callers hold workers, or one is being replaced: wait on a thread
+            waiting = self._executor().submit(self._take)
+            try:
+                worker = await asyncio.wrap_future(waiting)
+            except asyncio.CancelledError:
+                waiting.add_done_callback(lambda f: f.cancelled() or f.exception() or self._give_back(f.result()))
+                raise
         loop = asyncio.get_running_loop()
         try:
             worker.conn.send(_message(tool, arguments, **options))
@@ -298,7 +253,7 @@ class ToolWorkerPool(ToolCalls):
             # the worker, so the next caller does not get this call's answer.
             threading.Thread(target=self._drain, args=(worker,), daemon=True).start()
             raise
-        self._idle.put(worker)
+        self._give_back(worker)
         return _answer(reply, options["tracker"])
 
     def _drain(self, worker: _Worker) -> None:
@@ -307,7 +262,7 @@ class ToolWorkerPool(ToolCalls):
         except (EOFError, OSError):
             self._replace(worker, "cancelled")
             return
-        self._idle.put(worker)
+        self._give_back(worker)
 
     def _retire(self, worker: _Worker) -> None:
         with self._lock:
@@ -340,7 +295,7 @@ class ToolWorkerPool(ToolCalls):
     def close(self) -> None:
         super().close()
         self._closed = True
-        self._idle.close()
+        self._idle.put(None)
         with self._lock:
             workers, self._all = self._all, []
         for worker in workers:
