@@ -1,12 +1,11 @@
-"""What every tool shares: the result record, the tool spec, and argument validation.
+"""What every tool shares: the result record, the result format, and the tool spec.
 
-A tool call takes JSON-able arguments and returns a `ToolResult`. Bad arguments never raise out of
-a call: validation raises `ToolArgumentError` inside the tool, and `ToolSpec.call` turns it into a
-result whose `error` is set and whose `text` tells the agent what was wrong, so one bad call never
-ends an episode. A tool's own failure (a bug, a broken index) comes back as a result too, with its
-diagnostics: an agent's episode fails on it (arag.tools.failures), a tool server answers it as 500.
-A result the model cannot use (refused, naming only unknown ids, a search that found nothing)
-carries its failure kind in `details` (arag.tools.failures.FAILURE).
+A tool call takes JSON-able arguments and returns a `ToolResult`; it never raises. Arguments are
+checked against the tool's schema (arag.tools.arguments); a refusal is a result whose `error` is set
+and whose `text` tells the agent what was wrong, so one bad call never ends an episode. A tool's own
+failure (a bug, a broken index) is a result with diagnostics: an agent's episode fails on it
+(arag.tools.failures), a tool server answers it as 500. A result the model cannot use carries its
+failure kind in `details` (arag.tools.failures.FAILURE).
 """
 
 from __future__ import annotations
@@ -115,9 +114,8 @@ def error_result(tool: str, message: str, failure: str = REFUSED) -> ToolResult:
 
 
 class ToolHost(Protocol):
-    """What a tool uses of the open index; `arag.tools.hosting.context.ToolContext` provides it. (The
-    tools name this protocol, not ToolContext, so the tool modules and the context that
-    dispatches to them do not import each other.)"""
+    """What a tool uses of the open index (ToolContext provides it; named so that the tools and the
+    context that runs them do not import each other)."""
 
     store: "ChunkStore"
     vectors: "VectorSearch"
@@ -301,7 +299,6 @@ class ToolSpec:
             tracker.follow(self, result)
 
     def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions | None = None) -> ToolResult:
-        """Run the tool. Never raises: bad arguments and internal failures come back as errors."""
         options = options or ToolOptions()
         try:
             # A DocumentSession's settings narrow the schema the arguments are checked against.

@@ -1,18 +1,16 @@
 """`ToolContext`: one open index shared by every tool (the per-part caches, FAISS shards, embedder).
 
-Open it once per process (per evaluation worker or tool server) and call tools through it from
-any number of threads: no lock serialises the calls. The caches are memory-mapped and read with
-per-thread readers, FAISS and numpy release the GIL, DuckDB (only for ad-hoc `sql`) runs on a
-cursor per thread, and concurrent query encodings are micro-batched (arag.tools.hosting.batching), one
-batch per core at a time, each encoded on a caller's own thread.
+Open it once per process and call tools from any number of threads: no lock serialises the calls.
+The caches are memory-mapped and read with per-thread readers, FAISS and numpy release the GIL,
+DuckDB (ad-hoc `sql` only) runs on a cursor per thread, and concurrent query encodings are
+micro-batched (arag.tools.hosting.batching) on the callers' own threads.
 
-Admission: `acall` (arag.tools.hosting.calls) runs at most `max_active` calls at once (default:
-twice the cores), on as many threads; the other callers wait their turn, holding no thread. Without
-a bound, 256 runnable callers took 3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py):
-the encoding threads, which release the GIL inside OpenVINO and need it back for tokenising and
-pooling, then wait behind hundreds of GIL-hungry threads after every release.
-The tools' own Python still runs on one core at a time per process: `arag.tools.hosting.worker_pool`
-runs the same calls in worker processes, one `ToolContext` each, to use every core.
+`acall` (arag.tools.hosting.calls) runs at most `max_active` calls at once (default: twice the
+cores); the others wait their turn holding no thread. Without a bound, 256 runnable callers took
+3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py): the encoding threads, which release
+the GIL inside OpenVINO and need it back for tokenising and pooling, waited behind hundreds of
+GIL-hungry threads. The tools' Python runs on one core at a time per process: the worker pool
+(arag.tools.hosting.worker_pool) uses every core.
 """
 
 from __future__ import annotations

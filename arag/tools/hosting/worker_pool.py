@@ -1,23 +1,16 @@
 """`ToolWorkerPool`: the tools of one index served by N worker processes, each with its own `ToolContext`.
 
-Why processes: a tool call is mostly Python (parsing, planning the keyword candidates, scoring,
-rendering the text), and one process runs Python on one core at a time however many threads call
-it. On a 2-core machine two callers of one `ToolContext` reach ~1.5x one caller
-(benchmarks/tools_concurrency.py); two worker processes let both cores run tool code at once. The
-workers open the same index files, which are memory-mapped, so the operating system keeps one copy
-of the index pages in memory for all of them; what each worker adds is its own caches and its own
-query encoder.
+A tool call is mostly Python (parsing, planning keyword candidates, scoring, rendering), which one
+process runs on one core at a time: two callers of one ToolContext reach ~1.5x one caller on 2 cores
+(benchmarks/tools_concurrency.py); two worker processes run tool code on both. The workers share
+the memory-mapped index pages; each adds its own caches and query encoder.
 
-A `ToolCalls` (arag.tools.hosting.calls) with ToolContext's answers: a call is sent to an idle
-worker (`acall` admits one call per worker; sync callers beyond them wait, holding no GIL), the
-worker runs `ToolContext.call`, and the result comes back pickled. Per-episode state travels with
-the call (`ReadTracker.state`, back through `ReadTracker.update`), so "already read" notes and
-AgenticRAG's reference ids work as in-process. The documents a `DocumentSession` has loaded stay in
-the worker (a cache of its most recent sessions; a document it does not hold is loaded again).
-
-A worker that dies during a call (killed, out of memory) is replaced; that call answers an internal
-failure naming what happened (the episode that made it fails, arag.tools.failures), and the pool
-keeps serving.
+A `ToolCalls` (arag.tools.hosting.calls) answering as ToolContext does: a call goes to an idle
+worker, which runs `ToolContext.call`; the result comes back pickled. The episode's state travels
+with the call (`ReadTracker.state`, back through `update`); a DocumentSession's loaded documents
+stay in the worker (a cache of its most recent sessions). A worker that dies during a call is
+replaced; that call answers an internal failure naming what happened (the episode fails,
+arag.tools.failures), and the pool keeps serving.
 """
 
 from __future__ import annotations
