@@ -133,12 +133,7 @@ class ToolService:
         `arguments`: a dict, or the raw JSON text (checked by the tool, so a malformed body gets its
         own error message); session_id: the session whose tracker this is (its memory is measured
         after the call); client, caller, ticket: whose turn the call waits for (CallGate.turn)."""
-        if tool not in self.tools:
-            raise KeyError(tool)
-        full_text = self.full_text if full_text is None else full_text
-        result = await self.host.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format, client=client, caller=caller, ticket=ticket)
-        if is_internal_failure(result):
-            log.error("%s failed: %s\n%s", tool, result.error, result.details[DIAGNOSTICS])
+        result = await self._run(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format, client=client, caller=caller, ticket=ticket)
         if session_id is not None:
             self.sessions.settle(session_id)
         body = json.dumps(result_json(result), ensure_ascii=False).encode("utf-8")
@@ -146,6 +141,16 @@ class ToolService:
             result = error_result(tool, f"the answer is {len(body)} bytes, over this server's limit of {self.max_response_bytes} bytes (serve.max_response_bytes); ask for fewer or narrower results")
             body = json.dumps(result_json(result), ensure_ascii=False).encode("utf-8")
         return result, body
+
+    async def _run(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None, result_format: ResultFormat | None, client: Hashable = None, caller: Hashable = None, ticket: Any = None) -> ToolResult:
+        # The step where a call joins the gate's queue (tests.service.slow_server notes it here).
+        if tool not in self.tools:
+            raise KeyError(tool)
+        full_text = self.full_text if full_text is None else full_text
+        result = await self.host.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format, client=client, caller=caller, ticket=ticket)
+        if is_internal_failure(result):
+            log.error("%s failed: %s\n%s", tool, result.error, result.details[DIAGNOSTICS])
+        return result
 
     async def titles(self, chunk_ids: Any) -> dict[str, str]:
         """{chunk id: title} for up to 50 ids (as chunk_read takes); raises ToolArgumentError."""
