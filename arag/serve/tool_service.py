@@ -143,7 +143,7 @@ class ToolService:
         return result, body
 
     async def _run(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None, result_format: ResultFormat | None, client: Hashable = None, caller: Hashable = None, ticket: Any = None) -> ToolResult:
-        # The step where a call joins the gate's queue (tests.service.slow_server notes it here).
+        # The step where a call joins the gate's queue (tests.serve.slow_server notes it here).
         if tool not in self.tools:
             raise KeyError(tool)
         full_text = self.full_text if full_text is None else full_text
