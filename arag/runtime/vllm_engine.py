@@ -1,10 +1,7 @@
-"""vLLM engines in Ray actors: one actor holds one `arag.llm.vllm.EngineServer` (an AsyncLLM engine)
-and serves many requests at once. Backends with the same engine settings share one actor: in a
-process through the registry below, across processes (or drivers of one cluster) by the actor's name
-in the `arag` namespace; `detached` keeps it alive after the driver exits.
-
-Importing this module connects `arag.llm.vllm.VLLMBackend` to these actors (`set_engine_connector`):
-the backend keeps the request/response logic, this module every Ray call.
+"""vLLM engines in Ray actors: one actor runs one `arag.llm.vllm_server.EngineServer`. Backends with
+the same engine settings share one actor: in a process through the registry below, across
+processes of one cluster by the actor's name in the `arag` namespace. Importing this module
+connects `arag.llm.vllm.VLLMBackend` to these actors (`set_engine_connector`).
 """
 
 from __future__ import annotations
@@ -17,13 +14,13 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
 from arag.llm.types import LLMError
-from arag.llm.vllm import DEFAULT_MAX_INFLIGHT, EngineServer, EngineSpec, set_engine_connector
+from arag.llm.vllm import DEFAULT_MAX_INFLIGHT, set_engine_connector
+from arag.llm.vllm_server import EngineServer, EngineSpec
 from arag.runtime.cluster import init_ray
 
 NAMESPACE = "arag"
 
-# ---- the actor registry (per process) ----------------------------------------------------------------
-
+# The actors this process uses, and how many of its backends use each.
 _ACTORS: dict[str, Any] = {}
 _USERS: dict[str, int] = {}
 _REGISTRY_LOCK = threading.Lock()
