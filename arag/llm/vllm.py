@@ -70,15 +70,9 @@ def completion_from_reply(reply: dict[str, Any]) -> Completion:
     """The engine server's reply as a Completion; an error reply raises LLMError."""
     if reply.get("error"):
         raise LLMError(f"vllm: {reply['error']}", retryable=bool(reply.get("retryable")))
-    return Completion(
-        text=reply.get("text") or "",
-        tool_calls=[ToolCall(name=c["name"], arguments=c["arguments"], id=c.get("id") or f"call_{i}") for i, c in enumerate(reply.get("tool_calls") or [])],
-        prompt_tokens=reply.get("prompt_tokens"),
-        completion_tokens=reply.get("completion_tokens"),
-        reasoning_tokens=reply.get("reasoning_tokens"),
-        finish_reason=reply.get("finish_reason"),
-        reasoning=reply.get("reasoning"),
-    )
+    calls = [ToolCall(name=c["name"], arguments=c["arguments"], id=c.get("id") or f"call_{i}") for i, c in enumerate(reply.get("tool_calls") or [])]
+    counts = {k: reply.get(k) for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "finish_reason", "reasoning")}
+    return Completion(text=reply.get("text") or "", tool_calls=calls, **counts)
 
 
 class EngineConnection(Protocol):

@@ -108,7 +108,6 @@ class EngineServer:
         self._id_prefix, self._ids = uuid.uuid4().hex[:12], itertools.count()
         self.requests = self.inflight = self.peak_inflight = 0
 
-    # -- engine ------------------------------------------------------------------------------------
     def _build(self) -> tuple[Any, Any]:
         try:
             from vllm.engine.arg_utils import AsyncEngineArgs
@@ -148,7 +147,7 @@ class EngineServer:
         if engine is not None and hasattr(engine, "shutdown"):
             engine.shutdown()
 
-    # -- pieces (overridable in tests) -------------------------------------------------------------
+    # The pieces below are overridden by the tests' fake server.
     def sampling(self, **kwargs: Any) -> Any:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
@@ -195,7 +194,6 @@ class EngineServer:
             final = out
         return final.outputs[0]
 
-    # -- a request ---------------------------------------------------------------------------------
     async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
         self.requests += 1
         self.inflight += 1

@@ -10,6 +10,7 @@ retrained, when the derived one cannot reach it).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -164,7 +165,10 @@ def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], targ
     }
 
 
-_TRAINED_CACHE: dict[tuple[str, float], Any] = {}
+@functools.lru_cache(maxsize=1)
+def _read_trained(path: str, mtime: float) -> Any:
+    """The trained quantizer, read once per Ray worker (a worker encodes many parts)."""
+    return ann.read_trained(Path(path))
 
 
 def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str) -> dict[str, Any]:
@@ -172,11 +176,7 @@ def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str
 
     faiss.omp_set_num_threads(1)  # one task per core
     started = time.perf_counter()
-    key = (trained, os.stat(trained).st_mtime)
-    if key not in _TRAINED_CACHE:  # a Ray worker runs many parts: read the quantizer once
-        _TRAINED_CACHE.clear()
-        _TRAINED_CACHE[key] = ann.read_trained(Path(trained))
-    rows = ann.encode_part(_TRAINED_CACHE[key], Path(shard), part, Path(target))
+    rows = ann.encode_part(_read_trained(trained, os.stat(trained).st_mtime), Path(shard), part, Path(target))
     if rows != expected_rows:
         Path(target).unlink(missing_ok=True)
         raise RuntimeError(f"{shard}: {rows} vectors, its part record says {expected_rows} sentences")
