@@ -15,6 +15,7 @@ OpenAI documents for them (see `REASONING_REFUSED`); every other model gets `max
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -231,11 +232,10 @@ class OpenAIBackend(LLMBackend):
             for client in clients:
                 await client.aclose()
 
+        # Inside a running loop, or with its loop gone, this fails: the connections close with the process.
         if clients:
-            try:
+            with contextlib.suppress(Exception):
                 asyncio.run(close_all())
-            except Exception:
-                pass  # inside a running loop, or its loop is gone: the connections close with the process
 
 
 def http_failure(status: int, text: str, model: str) -> str:

@@ -12,6 +12,7 @@ the thoughts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import json
@@ -209,10 +210,8 @@ class EngineServer:
     def _error(self, exc: Exception) -> dict[str, Any]:
         name = type(exc).__name__
         if name == "EngineDeadError":  # rebuilt on the next call; the caller may retry
-            try:
+            with contextlib.suppress(Exception):
                 self.shutdown()
-            except Exception:
-                pass
             return {"error": f"{name}: {exc}", "retryable": True}
         # Bad requests (validation, prompt too long, a schema the grammar compiler rejects) are final.
         return {"error": f"{name}: {str(exc)[:500]}", "retryable": False}

@@ -7,6 +7,7 @@ connects `arag.llm.vllm.VLLMBackend` to these actors (`set_engine_connector`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -62,10 +63,8 @@ def release_actor(name: str, *, kill: bool) -> None:
         handle = _ACTORS.pop(name, None)
         _USERS.pop(name, None)
     if handle is not None and ray.is_initialized():
-        try:
+        with contextlib.suppress(Exception):
             ray.get(handle.shutdown.remote(), timeout=60)  # the engine's own processes end with it
-        except Exception:
-            pass
         ray.kill(handle)
 
 
