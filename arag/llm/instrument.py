@@ -1,15 +1,11 @@
 """The LLM judge as a fixed instrument: the agent's model at the model's own defaults.
 
-A sweep varies the agent backend's generation settings (reasoning effort, temperature, reply cap);
-a judge that shared them would score every run of the sweep with a different instrument. The
-default judge is therefore the agent's model with those settings as a model config that leaves them
-out would have them: the model's default reasoning effort, the backend's default temperature, the
-default reply cap. A judge with its own `judge.model` config is the other choice; it runs as
-configured, whatever the agent's settings.
-
-`judge_model_config` is that judge as a model config (what `pipelines.rejudge` builds, and what the
-run id records); `at_model_defaults` is the same instrument over an already built backend, sharing
-its engine, client and locks (one model in memory per worker).
+A sweep varies the agent backend's generation settings (reasoning effort, temperature, reply cap); a
+judge that shared them would score each run of the sweep with a different instrument. The default
+judge is therefore the agent's model as a config without those settings would build it
+(`judge_model_config`, what the run id records); `at_model_defaults` is that judge over an already
+built backend, sharing its engine (one model in memory per worker). A `judge.model` config runs as
+configured instead.
 """
 
 from __future__ import annotations
@@ -41,8 +37,8 @@ def default_temperature(cls: type[LLMBackend]) -> Any:
 
 
 def at_model_defaults(backend: LLMBackend) -> LLMBackend:
-    """`backend`'s model at the model's defaults, behaving as `make_backend(judge_model_config(cfg))`
-    would, over the same engine. The view's `close` does nothing: the engine is `backend`'s to close."""
+    """`backend`'s model at the model's defaults, as `make_backend(judge_model_config(cfg))` would
+    build it, over the same engine. The view's `close` does nothing: the engine is `backend`'s."""
     view = copy.copy(backend)
     LLMBackend.__init__(view, backend.model, reasoning=resolve(None, backend.reasoning.family), max_tokens=None, temperature=default_temperature(type(backend)))
     share = getattr(view, "share_engine_of", None)

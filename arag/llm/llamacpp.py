@@ -1,10 +1,8 @@
-"""`llamacpp`: the embedded CPU default. A GGUF model run in-process by llama-cpp-python.
+"""`llamacpp`: the embedded CPU default, a GGUF model run in-process by llama-cpp-python.
 
-Only the JSON action protocol: free-form tool calls from a 1.5B model are unreliable, so every step's
-reply is constrained by a grammar compiled from the action schema (llama.cpp's JSON-schema-to-GBNF),
-cached per schema because a method offers the same few schemas all episode long. Consecutive calls
-share the KV cache of their common prompt prefix (llama-cpp-python keeps the last evaluated tokens),
-which is what makes a multi-step episode affordable on CPU.
+Only the JSON action protocol (free-form tool calls from a 1.5B model are unreliable): every reply is
+constrained by a grammar compiled from the action schema, cached per schema. Consecutive calls share
+the KV cache of their common prompt prefix, which makes a multi-step episode affordable on CPU.
 """
 
 from __future__ import annotations

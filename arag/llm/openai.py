@@ -1,31 +1,28 @@
 """`openai`: any OpenAI-compatible chat endpoint (vLLM's server, llama.cpp's server, hosted APIs) over HTTP.
 
-Base URL and model from config, the key from an environment variable (never from config files).
-Each call has a timeout; at most `max_concurrency` requests are in flight per backend (null: 8, or
-in an evaluation `runtime.concurrency`, so the limit never hides below the episodes asked for), over
-a connection pool of as many connections, all kept alive. Failures are
-classified for the agent loop's retry (tenacity, with backoff): timeouts, connection errors, 408, 409,
-429 and 5xx are retryable; other 4xx (a bad request will not get better) end the episode.
+The API key comes from an environment variable, never from config files. At most `max_concurrency`
+requests are in flight per backend (null: 8, or in an evaluation `runtime.concurrency`), over as many
+kept-alive connections. Failures are classified for the agent loop's retry: timeouts, connection
+errors, 408, 409, 429 and 5xx are retryable; any other 4xx ends the episode, naming the parameter
+the endpoint refused (OpenAI's `error.param`).
 
-JSON actions use structured output: `json_mode: json_schema` sends OpenAI's
-{"type": "json_schema", "json_schema": {...}} (hosted APIs, vLLM); `json_mode: json_object` sends
-{"type": "json_object", "schema": ...} (llama.cpp's server).
-
-Which fields a request carries depends on the model family (`family`, else guessed from the name):
+JSON actions use structured output: `json_mode: json_schema` sends OpenAI's {"type": "json_schema", ...}
+(hosted APIs, vLLM), `json_object` sends {"type": "json_object", "schema": ...} (llama.cpp's server).
 OpenAI's reasoning models (the `openai-reasoning` family: GPT-5, o1/o3/o4-mini) get the request
-OpenAI documents for them (see `REASONING_REFUSED`); every other model (vLLM, llama.cpp's server,
-gpt-4o-mini) gets `max_tokens` and `temperature`. A refused request (4xx) fails with the parameter
-the endpoint named in its error (OpenAI's `error.param`), on one line.
+OpenAI documents for them (see `REASONING_REFUSED`); every other model gets `max_tokens` and `temperature`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import re
 from typing import Any, Mapping
+
+import httpx
 
 from arag.llm.base import JSON, NATIVE, LLMBackend
 from arag.llm.reasoning import ReasoningSetting, family_of, resolve
@@ -33,8 +30,6 @@ from arag.llm.slots import Slots
 from arag.llm.types import Completion, ConfigurationError, LLMError, ToolCall
 
 RETRYABLE_STATUS = {408, 409, 429}
-# Requests in flight per backend when the config leaves `max_concurrency` null outside an evaluation
-# (an evaluation sets it to runtime.concurrency: OpenAIBackend.concurrency_caps).
 DEFAULT_MAX_CONCURRENCY = 8
 # Connections per httpx client: a larger limit is spread over several clients. httpx's pool does
 # work proportional to its connections (times its queued requests) on every request and reply, so
@@ -127,11 +122,6 @@ class OpenAIBackend(LLMBackend):
         super().__init__(model, reasoning=reasoning, max_tokens=max_tokens, temperature=temperature)
         if json_mode not in ("json_schema", "json_object"):
             raise ConfigurationError(f"json_mode must be json_schema or json_object, got {json_mode!r}")
-        try:
-            import httpx
-        except ImportError as exc:
-            raise ImportError("the openai backend needs httpx: pip install httpx==0.28.1") from exc
-        self._httpx = httpx
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
@@ -143,7 +133,7 @@ class OpenAIBackend(LLMBackend):
         self.parallel_tool_calls = parallel_tool_calls
         self.transport = transport
         self._loop: Any = None
-        self._clients: list[Any] = []
+        self._clients: list[httpx.AsyncClient] = []
         self._slots: Slots | None = None
 
     def describe(self) -> dict[str, Any]:
@@ -183,9 +173,9 @@ class OpenAIBackend(LLMBackend):
             # below a larger limit and reconnect for most of them.
             n_clients = -(-self.max_concurrency // CONNECTIONS_PER_CLIENT)
             per_client = -(-self.max_concurrency // n_clients)
-            limits = self._httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client)
+            limits = httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client)
             self._clients = [
-                self._httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout, headers=headers, transport=self.transport, limits=limits) for _ in range(n_clients)
+                httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout, headers=headers, transport=self.transport, limits=limits) for _ in range(n_clients)
             ]
             self._slots = Slots(self._clients, self.max_concurrency)
             self._loop = loop
@@ -218,7 +208,6 @@ class OpenAIBackend(LLMBackend):
         return body
 
     async def acomplete(self, messages, *, tools=None, response_schema=None, max_tokens=None) -> Completion:
-        httpx = self._httpx
         slots = self._session()
         body = self.request_body(messages, tools, response_schema, max_tokens)
         async with slots.take() as client:
@@ -238,16 +227,15 @@ class OpenAIBackend(LLMBackend):
 
     def close(self) -> None:
         clients, self._clients, self._slots, self._loop = self._clients, [], None, None
+
+        async def close_all() -> None:
+            for client in clients:
+                await client.aclose()
+
+        # Inside a running loop, or with its loop gone, this fails: the connections close with the process.
         if clients:
-            try:
-                asyncio.run(_close_all(clients))
-            except Exception:
-                pass  # inside a running loop, or its loop is gone: the connections close with the process
-
-
-async def _close_all(clients: list[Any]) -> None:
-    for client in clients:
-        await client.aclose()
+            with contextlib.suppress(Exception):
+                asyncio.run(close_all())
 
 
 def http_failure(status: int, text: str, model: str) -> str:

@@ -23,31 +23,25 @@ from typing import Any
 from arag.llm.types import ConfigurationError
 
 LEVELS = ("minimal", "low", "medium", "high")
+FAMILIES = ("gpt-oss", "openai-reasoning", "qwen3", "none")
 QWEN3_THINKING_BUDGET = {"low": 512, "medium": 2048, "high": 8192}
 
 
 @dataclass(frozen=True)
 class ReasoningSetting:
-    """What a requested level became for one model family.
-
-    request: extra top-level fields of a chat request (e.g. {"reasoning_effort": "low"}).
-    chat_template_kwargs: switches passed to the chat template (e.g. {"enable_thinking": False}).
-    thinking_budget: cap on thinking tokens the backend must enforce; None: no cap.
-    """
+    """What a requested level became for one model family."""
 
     requested: str | None
     family: str
     supported: bool
-    request: dict[str, Any] = field(default_factory=dict)
-    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    thinking_budget: int | None = None
+    request: dict[str, Any] = field(default_factory=dict)  # extra top-level request fields, e.g. {"reasoning_effort": "low"}
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
+    thinking_budget: int | None = None  # a cap on thinking tokens the backend must enforce
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-
-FAMILIES = ("gpt-oss", "openai-reasoning", "qwen3", "none")
 
 def family_of(model: str) -> str:
     """Guess the family from a model name; configs may name it explicitly instead."""

@@ -1,22 +1,15 @@
-"""`ScriptedBackend`: a deterministic test double that replays a script of replies.
+"""`ScriptedBackend`: a deterministic test double that replays a script of replies, in order:
+  - a `Completion` (returned as is) or a `str` (raw reply text, e.g. a JSON action or garbage),
+  - a dict action {"tool": name, "arguments": {...}} or {"answer": "..."}, rendered for the protocol
+    in use (JSON text with a response schema, else a native tool call / plain-text answer), or a
+    list of dict actions (several native tool calls in one reply),
+  - an `Exception` (raised), or, from a config file, {"error": "message", "retryable": false}.
+Every request is kept in `requests`, with its settings, so tests can check what the model was shown.
 
-Each script item is one reply (or failure) of the model, in order:
-  - a `Completion` (returned as is),
-  - a `str` (raw reply text, e.g. a JSON action or garbage),
-  - a dict action: {"tool": name, "arguments": {...}} or {"answer": "..."}, rendered for the protocol
-    in use (JSON text when a response schema was given, else a native tool call / plain-text answer),
-  - a list of dict actions (several native tool calls in one reply),
-  - an `Exception` instance (raised, e.g. `LLMError("timeout")`), or, from a config file,
-    {"error": "message", "retryable": false} (raised as an `LLMError`).
-Every request is kept in `requests` so tests can check what the model was shown and with which
-settings (model, reasoning effort, temperature, reply cap).
-
-`replay=True` (evaluation tests and the harness benchmark) serves many concurrent episodes from one
-backend: the reply to a request is the script item numbered by how many assistant turns the
-conversation already holds, so every episode replays the same script from the start, whatever
-the interleaving. Requests are then not kept (thousands of episodes). `latency_s` waits that long
-before each reply, like a model server, so episodes stay in flight. `reasoning_effort` is only
-recorded (as for a hosted reasoning model), so sweeps over it can be tested.
+`replay=True` serves many concurrent episodes from one backend: a request gets the script item
+numbered by the assistant turns its conversation holds, so every episode replays the script from
+the start whatever the interleaving (requests are then not kept). `latency_s` waits before each
+reply, like a model server; `reasoning_effort` is only recorded, so sweeps over it can be tested.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Time a model call waits for a slot (a backend's own limit on requests in flight), kept apart from
-time at the model.
-
-A row's `llm_s` is time at the model: a call that queued behind the backend's limit would otherwise
-count its wait as model time, and a slow model and a small limit would look alike. The agent loop
-opens a `queue_clock()` around each model call (retries included); a backend that waits for a slot
-does it through `Slots.take`, which adds the wait to the clock of the call it serves.
+time at the model: a row's `llm_s` would otherwise count the wait, and a slow model and a small
+limit would look alike. The agent loop opens a `queue_clock()` around each model call; a backend
+waits for a slot through `Slots.take`, which adds the wait to that call's clock.
 """
 
 from __future__ import annotations
@@ -40,12 +37,10 @@ def queue_clock() -> Iterator[QueueClock]:
 
 
 class Slots(Generic[T]):
-    """`n` slots over `resources` (say, connection pools): slot i lends resources[i % len(resources)],
-    so at most ceil(n / len(resources)) callers hold one resource at once. `take` waits for a free
-    slot, first come first served; the wait goes to the current call's queue clock."""
+    """`n` slots over `resources` (say, connection pools): slot i lends resources[i % len(resources)].
+    `take` waits for a free slot, first come first served; the wait goes to the call's queue clock."""
 
     def __init__(self, resources: list[T], n: int):
-        self.size = n
         self._free: asyncio.Queue[T] = asyncio.Queue()
         for i in range(n):
             self._free.put_nowait(resources[i % len(resources)])

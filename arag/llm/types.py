@@ -1,8 +1,5 @@
-"""The currency between the agent loop and every LLM backend: messages, tool calls, completions, errors.
-
-Messages follow the OpenAI chat format (what vLLM, llama.cpp's server and hosted APIs all speak), so a
-backend can send `Message.to_openai()` as is.
-"""
+"""What the agent loop and every LLM backend exchange: messages (OpenAI's chat format, which every
+backend speaks), tool calls, completions, errors."""
 
 from __future__ import annotations
 
@@ -44,11 +41,8 @@ class Message:
 
 @dataclass
 class Completion:
-    """One model reply: text and/or tool calls, with the token counts the backend reported.
-
-    Counts are None when the backend does not report them (the loop then estimates).
-    `reasoning` holds separated thinking text where a backend returns it apart from the answer.
-    """
+    """One model reply: text and/or tool calls, with the token counts the backend reported (None:
+    not reported; the loop then estimates), and the thinking text where a backend returns it apart."""
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)

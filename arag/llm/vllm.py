@@ -1,61 +1,39 @@
-"""`vllm`: open models served by vLLM engines inside Ray actors.
+"""`vllm`: open models served by vLLM engines (arag.llm.vllm_server) inside Ray actors.
 
-One Ray actor holds one vLLM `AsyncLLM` engine (continuous batching, prefix caching on by default)
-and serves many requests at once: every `acomplete` of every episode is one async actor call, so a
-batch of episodes in flight keeps the engine's batch full. Backends with the same engine settings
-share one actor: in a process by a handle cache, across processes (or drivers of one cluster) by the
-actor's name (`actor_name`, derived from the settings unless given) in the `arag` namespace; set
-`detached: true` to keep it alive after the driver exits. The actor asks Ray for `num_gpus` GPUs
-(tensor parallel inside the actor over `tensor_parallel_size` of them) and `num_cpus` CPUs.
+Every `acomplete` of every episode is one async call to the engine's actor, so the episodes in
+flight keep the engine's continuous batch full. Backends with the same engine settings share one
+actor: in a process, and across processes of one cluster by the actor's name in the `arag`
+namespace; `detached: true` keeps it alive after the driver exits. The actor asks Ray for
+`num_gpus` GPUs (tensor parallel over `tensor_parallel_size` of them) and `num_cpus` CPUs.
 
-Prompts are rendered with the model's own chat template (tools included, for the native protocol);
-JSON actions are constrained by vLLM's structured output (JSON-schema guided decoding); native tool
-calls are read back by vLLM's tool-call parser for the model (`tool_parser`, guessed from the name:
-hermes for Qwen2.5/Qwen3, qwen3_coder, llama3_json, mistral, openai for gpt-oss). Without a parser
-the backend offers the JSON protocol only.
+Native tool calls need vLLM's tool-call parser for the model (`tool_parser`, guessed from the
+name); without one the backend offers the JSON protocol only. Reasoning effort
+(arag.llm.reasoning): Qwen3's thinking is switched by the chat template's `enable_thinking`, and
+gpt-oss gets `reasoning_effort` through its template; hosted-only families are refused.
 
-Reasoning effort (arag.llm.reasoning): Qwen3 thinking is switched by the chat template's
-`enable_thinking`; with thinking on, the reply is generated in two phases: thinking (no constraint,
-stopped at `</think>` or at the level's budget, where `</think>` is forced) and then the answer
-(constrained, `max_tokens`), which is what makes the budget a real cap and keeps the JSON grammar off
-the thoughts. gpt-oss gets `reasoning_effort` through its template. Hosted-only families are refused.
-
-This module is plain Python: the request and reply on both sides of the actor boundary, the
-backend (`VLLMBackend`), and the class that runs in the actor (`EngineServer`, testable with a fake
-engine). The actor itself, and every Ray call, are in arag.runtime.vllm_engine, which connects
-backends to their actors (`set_engine_connector`) when imported; `VLLMBackend.prepare_runtime`
-imports it by name (this package sits below arag.runtime), in every process that builds a backend.
+This package imports no Ray: arag.runtime.vllm_engine runs the actors and, when imported, connects
+backends to them (`set_engine_connector`); `prepare_runtime` imports it by name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import importlib
-import itertools
 import json
-import os
 import threading
-import uuid
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 from arag.llm.base import JSON, NATIVE, LLMBackend
 from arag.llm.models import MODELS
 from arag.llm.reasoning import ReasoningSetting, family_of, resolve
 from arag.llm.types import Completion, ConfigurationError, LLMError, Message, ToolCall
+from arag.llm.vllm_server import DEFAULT_MAX_NUM_SEQS, EngineSpec
 
-# The engine's batch size (sequences at once) and the engine actor's calls at once, where a config
-# leaves them out.
-DEFAULT_MAX_NUM_SEQS = 64
+# The engine actor's calls at once where a config leaves it out.
 DEFAULT_MAX_INFLIGHT = 256
-# The module that runs the engines as Ray actors and connects backends to them when imported.
 RUNTIME_MODULE = "arag.runtime.vllm_engine"
-
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-# Appended after the (possibly cut) thoughts; Qwen3's canonical layout is "<think>\n…\n</think>\n\n".
-THINK_END = "\n" + THINK_CLOSE + "\n\n"
 
 
 def guess_tool_parser(model: str) -> str | None:
@@ -82,289 +60,30 @@ def vllm_reasoning(level: str | None, family: str, on_unsupported: str = "error"
     if family == "openai-reasoning":
         raise ConfigurationError("the vllm backend serves open models; the openai-reasoning family is hosted-only (use the openai backend)")
     setting = resolve(level, family, on_unsupported=on_unsupported)
-    if setting.request:
-        kwargs = {**setting.chat_template_kwargs, **setting.request}
-        return ReasoningSetting(setting.requested, setting.family, setting.supported, {}, kwargs, setting.thinking_budget, setting.note or "via the chat template")
-    return setting
-
-
-@dataclass(frozen=True)
-class EngineSpec:
-    """Everything that decides an engine actor: equal specs share one actor."""
-
-    model: str  # the name requests are served under
-    model_path: str  # what vLLM loads (HF folder or hub id)
-    dtype: str = "bfloat16"
-    max_model_len: int = 8192
-    tensor_parallel_size: int = 1
-    num_gpus: float = 0
-    num_cpus: float = 1
-    gpu_memory_utilization: float = 0.9
-    kv_cache_gb: float | None = None  # explicit KV cache size (needed on CPU, where the default is a RAM fraction)
-    enable_prefix_caching: bool = True
-    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS
-    enforce_eager: bool = False
-    seed: int = 0
-    tool_parser: str | None = None
-    engine_kwargs: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-
-    def key(self) -> str:
-        return hashlib.sha1(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-    def actor_name(self) -> str:
-        base = "".join(c if c.isalnum() or c in "-_." else "-" for c in Path(self.model).name)[:48]
-        return f"arag-vllm-{base}-{self.key()}"
-
-    def engine_args(self) -> dict[str, Any]:
-        args: dict[str, Any] = {
-            "model": self.model_path,
-            "tokenizer": self.model_path,
-            "served_model_name": self.model,
-            "dtype": self.dtype,
-            "max_model_len": self.max_model_len,
-            "tensor_parallel_size": self.tensor_parallel_size,
-            "gpu_memory_utilization": self.gpu_memory_utilization,
-            "enable_prefix_caching": self.enable_prefix_caching,
-            "max_num_seqs": self.max_num_seqs,
-            "enforce_eager": self.enforce_eager,
-            "seed": self.seed,
-            "disable_log_stats": True,
-        }
-        if self.kv_cache_gb:
-            args["kv_cache_memory_bytes"] = int(self.kv_cache_gb * (1 << 30))
-        args.update(self.engine_kwargs)
-        return args
-
-
-# ---- the request, both sides of the actor boundary (plain dicts: they cross Ray) ---------------------
-
-
-def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI chat messages as HF chat templates want them: tool-call arguments as objects (templates
-    write `arguments | tojson`; a JSON string would be quoted twice). Unparseable arguments stay text."""
-    out = []
-    for m in messages:
-        m = dict(m)
-        if m.get("tool_calls"):
-            calls = []
-            for c in m["tool_calls"]:
-                fn = dict(c.get("function") or {})
-                if isinstance(fn.get("arguments"), str):
-                    try:
-                        fn["arguments"] = json.loads(fn["arguments"])
-                    except (ValueError, RecursionError):
-                        pass
-                calls.append({**c, "function": fn})
-            m["tool_calls"] = calls
-        out.append(m)
-    return out
+    if not setting.request:
+        return setting
+    kwargs = {**setting.chat_template_kwargs, **setting.request}
+    return dataclasses.replace(setting, request={}, chat_template_kwargs=kwargs, note=setting.note or "via the chat template")
 
 
 def completion_from_reply(reply: dict[str, Any]) -> Completion:
-    """The actor's reply (a dict) as a Completion; an error reply raises LLMError."""
+    """The engine server's reply as a Completion; an error reply raises LLMError."""
     if reply.get("error"):
         raise LLMError(f"vllm: {reply['error']}", retryable=bool(reply.get("retryable")))
-    return Completion(
-        text=reply.get("text") or "",
-        tool_calls=[ToolCall(name=c["name"], arguments=c["arguments"], id=c.get("id") or f"call_{i}") for i, c in enumerate(reply.get("tool_calls") or [])],
-        prompt_tokens=reply.get("prompt_tokens"),
-        completion_tokens=reply.get("completion_tokens"),
-        reasoning_tokens=reply.get("reasoning_tokens"),
-        finish_reason=reply.get("finish_reason"),
-        reasoning=reply.get("reasoning"),
-    )
-
-
-class EngineServer:
-    """Runs inside the actor (`ray.remote(EngineServer)`): one AsyncLLM engine, many requests at once.
-
-    `chat` never raises for a failed request: it returns {"error", "retryable"} so the backend can
-    classify it (a bad request is final; a dead engine is rebuilt and the call may be retried)."""
-
-    def __init__(self, spec: dict[str, Any], engine: Any = None, tokenizer: Any = None):
-        self.spec = dict(spec)
-        self.max_model_len = int(self.spec["max_model_len"])
-        self._engine, self._tokenizer = engine, tokenizer
-        self._lock: asyncio.Lock | None = None
-        self._tool_parser_cls: Any = None
-        self._parse_requests: dict[str, Any] = {}  # the parser's request, per tool set
-        # Request ids unique within the engine, without a random draw (a syscall) per request.
-        self._id_prefix, self._ids = uuid.uuid4().hex[:12], itertools.count()
-        self.requests = self.inflight = self.peak_inflight = 0
-
-    # -- engine ------------------------------------------------------------------------------------
-    def _build(self) -> tuple[Any, Any]:
-        try:
-            from vllm.engine.arg_utils import AsyncEngineArgs
-            from vllm.v1.engine.async_llm import AsyncLLM
-        except ImportError as exc:
-            raise ImportError(
-                "the vllm backend needs vLLM in this environment: make one with cluster/install_vllm.sh cpu|gpu (see docs/agents.md)"
-            ) from exc
-
-        engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.spec["engine_args"]))
-        return engine, engine.get_tokenizer()
-
-    async def _ensure(self) -> None:
-        if self._engine is not None:
-            return
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._engine is None:
-                self._engine, self._tokenizer = await asyncio.to_thread(self._build)
-                if self.spec.get("tool_parser"):
-                    # Its first lookup imports vLLM's request models and parsers (seconds): on the
-                    # event loop it would hold every request in flight.
-                    await asyncio.to_thread(self.tool_parser_class)
-
-    async def ready(self) -> dict[str, Any]:
-        await self._ensure()
-        return {"model": self.spec["model"], "max_model_len": self.max_model_len, "pid": os.getpid(), **self.stats()}
-
-    def stats(self, reset_peak: bool = False) -> dict[str, int]:
-        """Requests served, in flight now, and the most in flight at once (since the last reset)."""
-        out = {"requests": self.requests, "inflight": self.inflight, "peak_inflight": self.peak_inflight}
-        if reset_peak:
-            self.peak_inflight = self.inflight
-        return out
-
-    def shutdown(self) -> None:
-        engine, self._engine = self._engine, None
-        if engine is not None and hasattr(engine, "shutdown"):
-            engine.shutdown()
-
-    # -- pieces (overridable in tests) -------------------------------------------------------------
-    def sampling(self, **kwargs: Any) -> Any:
-        from vllm import SamplingParams
-        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
-
-        schema = kwargs.pop("json_schema", None)
-        if schema is not None:
-            kwargs["structured_outputs"] = StructuredOutputsParams(json=schema)
-        return SamplingParams(output_kind=RequestOutputKind.FINAL_ONLY, **kwargs)
-
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, template_kwargs: dict[str, Any]) -> str:
-        return self._tokenizer.apply_chat_template(normalize_messages(messages), tools=tools or None, add_generation_prompt=True, tokenize=False, **template_kwargs)
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=False))
-
-    def tool_parser_class(self) -> Any:
-        """vLLM's tool-call parser class for `tool_parser` (looked up once)."""
-        if self._tool_parser_cls is None:
-            from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: F401  (imported here, not on the first request)
-            from vllm.tool_parsers import ToolParserManager
-
-            self._tool_parser_cls = ToolParserManager.get_tool_parser(self.spec["tool_parser"])
-        return self._tool_parser_cls
-
-    def parse_tool_calls(self, text: str, tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-        key = json.dumps(tools, sort_keys=True)
-        request = self._parse_requests.get(key)
-        if request is None:  # validating the tool schemas into vLLM's request model is most of a parse
-            from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-
-            request = ChatCompletionRequest(model=self.spec["model"], messages=[{"role": "user", "content": ""}], tools=tools, tool_choice="auto")
-            if len(self._parse_requests) >= 64:
-                self._parse_requests.clear()
-            self._parse_requests[key] = request
-        info = self.tool_parser_class()(self._tokenizer, request.tools).extract_tool_calls(text, request)
-        if not info.tools_called:
-            return text, []
-        calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in info.tool_calls]
-        return info.content or "", calls
-
-    async def _generate(self, ids: list[int], params: Any) -> Any:
-        final = None
-        async for out in self._engine.generate({"prompt_token_ids": ids}, params, request_id=f"{self._id_prefix}-{next(self._ids)}"):
-            final = out
-        return final.outputs[0]
-
-    # -- a request ---------------------------------------------------------------------------------
-    async def chat(self, req: dict[str, Any]) -> dict[str, Any]:
-        self.requests += 1
-        self.inflight += 1
-        self.peak_inflight = max(self.peak_inflight, self.inflight)
-        try:
-            await self._ensure()
-            return await self._chat(req)
-        except Exception as exc:
-            return self._error(exc)
-        finally:
-            self.inflight -= 1
-
-    def _error(self, exc: Exception) -> dict[str, Any]:
-        name = type(exc).__name__
-        if name == "EngineDeadError":  # rebuilt on the next call; the caller may retry
-            try:
-                self.shutdown()
-            except Exception:
-                pass
-            return {"error": f"{name}: {exc}", "retryable": True}
-        # Bad requests (validation, prompt too long, a schema the grammar compiler rejects) are final.
-        return {"error": f"{name}: {str(exc)[:500]}", "retryable": False}
-
-    async def _chat(self, req: dict[str, Any]) -> dict[str, Any]:
-        tools = req.get("tools") or None
-        prompt = self.render(req["messages"], tools, dict(req.get("chat_template_kwargs") or {}))
-        thinking = bool(req.get("thinking"))
-        if thinking and not prompt.rstrip().endswith(THINK_OPEN):
-            prompt += THINK_OPEN + "\n"
-        # Tokenizing a long prompt takes milliseconds in the tokenizer's Rust code, which lets go of the
-        # GIL: in a thread, the event loop meanwhile serves the other requests in flight.
-        ids = await asyncio.to_thread(self.encode, prompt)
-        room = self.max_model_len - len(ids)
-        if room <= 1:
-            raise ValueError(f"the prompt has {len(ids)} tokens; the context window is {self.max_model_len}")
-        max_tokens = int(req.get("max_tokens") or room)  # no cap named: the window's remainder
-        common = {"temperature": float(req.get("temperature") or 0.0), "seed": req.get("seed"), "skip_special_tokens": not tools}
-
-        reasoning, answer_ids = None, ids
-        if thinking:
-            budget = req.get("thinking_budget")
-            cap = room - 1 - min(max_tokens, room // 2)  # leave room for the answer
-            limit = max(1, min(int(budget), cap) if budget is not None else cap)
-            thought = await self._generate(ids, self.sampling(max_tokens=limit, stop=[THINK_CLOSE], **common))
-            reasoning = thought.text.strip()
-            # Stopped at </think> or cut at the budget: either way the thoughts are closed here.
-            answer_ids = ids + self.encode(reasoning + THINK_END)
-            room = self.max_model_len - len(answer_ids)
-            if room <= 1:
-                raise ValueError(f"no room left for the answer after {len(answer_ids) - len(ids)} thinking tokens")
-        params = self.sampling(max_tokens=min(max_tokens, room - 1), json_schema=req.get("response_schema"), **common)
-        out = await self._generate(answer_ids, params)
-        text, calls = out.text, []
-        if tools:
-            text, calls = self.parse_tool_calls(out.text, tools)
-        extra = len(answer_ids) - len(ids)  # thinking tokens (with their closing) count as completion
-        return {
-            "text": text,
-            "tool_calls": calls,
-            "prompt_tokens": len(ids),
-            "completion_tokens": extra + len(out.token_ids),
-            "reasoning_tokens": extra if thinking else None,
-            "finish_reason": out.finish_reason,
-            "reasoning": reasoning,
-        }
-
-
-# ---- where the engine runs ---------------------------------------------------------------------------
+    calls = [ToolCall(name=c["name"], arguments=c["arguments"], id=c.get("id") or f"call_{i}") for i, c in enumerate(reply.get("tool_calls") or [])]
+    counts = {k: reply.get(k) for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "finish_reason", "reasoning")}
+    return Completion(text=reply.get("text") or "", tool_calls=calls, **counts)
 
 
 class EngineConnection(Protocol):
-    """One backend's line to an `EngineServer` (arag.runtime.vllm_engine: a Ray actor)."""
+    """One backend's line to an `EngineServer` (arag.runtime.vllm_engine: a Ray actor). `start` waits
+    until the engine is up; `chat` raises LLMError when the engine cannot be reached in time."""
 
     name: str  # the engine's name (equal specs share an engine)
 
-    def start(self, timeout_s: float) -> dict[str, Any]:
-        """Wait until the engine is up; its `ready()` info."""
-        ...
+    def start(self, timeout_s: float) -> dict[str, Any]: ...
 
-    async def chat(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        """The server's reply to `req`; raises LLMError when the engine cannot be reached in time."""
-        ...
+    async def chat(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
 
@@ -463,8 +182,6 @@ class VLLMBackend(LLMBackend):
         self.tool_parser = tool_parser
         self.protocols = (NATIVE, JSON) if tool_parser else (JSON,)
         self.family = family
-        # Qwen3 thinks unless its template is told not to; the two-phase generation then applies.
-        self.thinking = family == "qwen3" and self.reasoning.chat_template_kwargs.get("enable_thinking", True)
         self.context_window = max_model_len
         self.seed = seed
         self.timeout_s, self.startup_timeout_s = timeout_s, startup_timeout_s
@@ -493,12 +210,15 @@ class VLLMBackend(LLMBackend):
         self.actor_name: str | None = None
         self._started = False
 
+    @property
+    def thinking(self) -> bool:
+        """Qwen3 thinks unless its template is told not to; the two-phase generation then applies."""
+        return self.family == "qwen3" and self.reasoning.chat_template_kwargs.get("enable_thinking", True)
+
     def share_engine_of(self, owner: "VLLMBackend") -> None:
         """A view of `owner` (arag.llm.instrument): its engine connection, its own settings."""
-        self.thinking = self.family == "qwen3" and self.reasoning.chat_template_kwargs.get("enable_thinking", True)
         self.connection = owner.connection  # type: ignore[method-assign]
 
-    # -- engine settings ---------------------------------------------------------------------------
     def model_path(self) -> str:
         """What the engine loads: `model_path`, else a packaged GGUF model converted to an HF folder
         (arag.llm.convert; once, cached), else `model` itself (a hub id or a folder)."""
@@ -519,7 +239,6 @@ class VLLMBackend(LLMBackend):
         keys = ("dtype", "max_model_len", "tensor_parallel_size", "num_gpus", "enable_prefix_caching", "max_num_seqs", "tool_parser")
         return {**super().describe(), **{k: s[k] for k in keys}, "model_path": self._model_path, "actor": self.actor_name, "seed": self.seed}
 
-    # -- requests ----------------------------------------------------------------------------------
     def request(self, messages: list[Message], tools: list[dict[str, Any]] | None, response_schema: dict[str, Any] | None, max_tokens: int | None) -> dict[str, Any]:
         """The plain-dict request the actor's `chat` takes."""
         return {

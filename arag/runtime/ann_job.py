@@ -1,16 +1,16 @@
-"""The ANN phase of an index build on Ray (after phase 2 wrote every part's exact shard).
+"""The ANN phase of an index build on Ray, after phase 2 wrote every part's exact shard.
 
-One task trains the IVF quantizer (and PQ codebooks) on a sample it reads itself from the exact
-shards, drawn across all parts, and writes `vectors/ann/trained.faiss`; then one task per part
-encodes that part's shard with it and writes `vectors/ann/part-NNNNN.ivf`. The driver passes
-paths and row counts and gets back small records: it never holds a vector. A rerun skips what
-exists (training, then each part), so a killed phase resumes. Then the ANN's recall is measured
-against exact search and its search settings chosen for `index.ann_recall` (`_measure_recall`; with a
-larger code, retrained, when the derived one cannot reach it).
+One task trains the IVF quantizer (and PQ codebooks) on a sample it reads from the exact shards,
+across all parts, and writes `vectors/ann/trained.faiss`; one task per part encodes its shard with
+it into `vectors/ann/part-NNNNN.ivf`. The driver passes paths and row counts and never holds a
+vector. A rerun skips what exists, so a killed phase resumes. Then the ANN's recall is measured
+against exact search and its search settings chosen for `index.ann_recall` (with a larger code,
+retrained, when the derived one cannot reach it).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -32,8 +32,8 @@ TRAIN_MAX_CPUS = 16
 
 
 def run_ann_phase(settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], progress: bool, use_gpu: bool) -> dict[str, Any]:
-    """Build the ANN that `settings.ann` asks for (nothing for exact search), measure its recall and
-    choose its search settings for `settings.ann_recall` (arag.index.ann_recall); the manifest's `ann` entry."""
+    """Build the ANN that `settings.ann` asks for, measure its recall and choose its search settings
+    for `settings.ann_recall`; the manifest's `ann` entry."""
     num_vectors = sum(r.num_sentences for r in records)
     with_vectors = [r for r in records if r.num_sentences]
     dimension = int(ann.map_flat_shard(layout.vectors(with_vectors[0].part)).shape[1]) if with_vectors else 0
@@ -116,15 +116,15 @@ def _questions(path: str | None) -> tuple[list[str], str | None, str | None]:
 
 def _measure_recall(settings: IndexSettings, layout: IndexLayout, with_vectors: list[PartRecord], questions: tuple[list[str], str | None, str | None]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Recall of the ANN on held-out queries, where the vectors are: one task draws the queries (and
-    encodes the questions), one task per part finds their exact neighbours there, one task merges
-    those, loads the ANN and searches it. The driver passes paths and gets the small grid back."""
+    encodes the questions), one task per part finds their exact neighbours, one merges those and
+    searches the ANN. The driver gets the small grid back."""
     root = layout.root
     shards = {r.part: str(layout.vectors(r.part)) for r in with_vectors}
     rows = {r.part: r.num_sentences for r in with_vectors}
     texts, questions_file, digest = questions
     sample = ray.remote(_sample_queries).options(num_cpus=1, max_retries=2).remote(shards, rows, texts, settings.embedder)
-    exact = ray.remote(_exact_neighbours).options(num_cpus=1, max_retries=2)
-    truth = [exact.remote(shards[r.part], r.part, sample) for r in with_vectors]
+    exact = ray.remote(ann_recall.exact_neighbours).options(num_cpus=1, max_retries=2)
+    truth = [exact.remote(layout.vectors(r.part), r.part, sample) for r in with_vectors]
     threads = _largest_node_cpus(TRAIN_MAX_CPUS, False)
     lists = [str(ann.part_lists_path(root, r.part)) for r in with_vectors]
     measure = ray.remote(_measure).options(num_cpus=threads, max_retries=2)
@@ -165,7 +165,10 @@ def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], targ
     }
 
 
-_TRAINED_CACHE: dict[tuple[str, float], Any] = {}
+@functools.lru_cache(maxsize=1)
+def _read_trained(path: str, mtime: float) -> Any:
+    """The trained quantizer, read once per Ray worker (a worker encodes many parts)."""
+    return ann.read_trained(Path(path))
 
 
 def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str) -> dict[str, Any]:
@@ -173,11 +176,7 @@ def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str
 
     faiss.omp_set_num_threads(1)  # one task per core
     started = time.perf_counter()
-    key = (trained, os.stat(trained).st_mtime)
-    if key not in _TRAINED_CACHE:  # a Ray worker runs many parts: read the quantizer once
-        _TRAINED_CACHE.clear()
-        _TRAINED_CACHE[key] = ann.read_trained(Path(trained))
-    rows = ann.encode_part(_TRAINED_CACHE[key], Path(shard), part, Path(target))
+    rows = ann.encode_part(_read_trained(trained, os.stat(trained).st_mtime), Path(shard), part, Path(target))
     if rows != expected_rows:
         Path(target).unlink(missing_ok=True)
         raise RuntimeError(f"{shard}: {rows} vectors, its part record says {expected_rows} sentences")
@@ -191,10 +190,6 @@ def _sample_queries(shards: dict[int, str], rows: dict[int, int], questions: lis
 
         encoded = SentenceEmbedder(embedder).encode_queries(questions)
     return ann_recall.sample_queries({p: Path(s) for p, s in shards.items()}, rows, questions=encoded)
-
-
-def _exact_neighbours(shard: str, part: int, sample: ann_recall.QuerySample) -> tuple[Any, Any]:
-    return ann_recall.exact_neighbours(Path(shard), part, sample)
 
 
 def _measure(trained: str, lists: list[str], target: float, threads: int, sample: ann_recall.QuerySample, *truth: tuple[Any, Any]) -> dict[str, Any]:

@@ -6,30 +6,22 @@ import logging
 import os
 from typing import Any
 
-from arag.runtime.quiet import quiet_libraries, ray_logging_level
+from arag.verbosity import quiet_libraries, ray_logging_level
 
 log = logging.getLogger("arag.runtime")
 
 
 def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None) -> str:
-    """Start or join Ray once per process.
-
-    With RAY_ADDRESS set (e.g. `ray://head:10001` or `127.0.0.1:6379`) the driver joins that
-    cluster, whose nodes must be able to import arag and read/write the index path (shared
-    storage). Otherwise a local Ray instance is started with `num_cpus` (all cores by default).
-    """
+    """Start or join Ray once per process; a description of the cluster. With RAY_ADDRESS set (e.g.
+    `ray://head:10001`) the driver joins that cluster, whose nodes must import arag and share the
+    index path; otherwise a local instance starts with `num_cpus` (all cores by default)."""
     quiet = quiet_libraries()  # before Ray starts: its workers inherit the environment
     import ray
 
     if ray.is_initialized():
         return describe_cluster()
     address = os.environ.get("RAY_ADDRESS") or None
-    kwargs: dict[str, Any] = {
-        "ignore_reinit_error": True,
-        "include_dashboard": False,
-        "log_to_driver": True,
-        "logging_level": ray_logging_level(),
-    }
+    kwargs: dict[str, Any] = {"ignore_reinit_error": True, "include_dashboard": False, "log_to_driver": True, "logging_level": ray_logging_level()}
     if address and quiet:  # a cluster's workers do not inherit this process's environment
         runtime_env = {**(runtime_env or {}), "env_vars": {**quiet, **((runtime_env or {}).get("env_vars") or {})}}
     if runtime_env:
@@ -45,13 +37,11 @@ def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = N
 
 
 def _local_system_config() -> dict[str, Any]:
-    """Ray's settings for a local instance. Ray starts its workers 15 niceness steps below the
-    process that started it (`worker_niceness`, meant to keep a cluster node's control plane
-    responsive); on one machine the workers do the job's own work (embedding, chunking,
-    episodes), and at niceness +15 they yield the cores to anything else running there: beside a
-    test run, an index build's embedding actor got a fraction of what a bare encode gets. So a
-    local instance's workers run at the driver's niceness (`nice -n 10 python -m pipelines.index`
-    still lowers the whole job). RAY_worker_niceness, where set, decides instead."""
+    """Ray starts its workers 15 niceness steps below the driver (`worker_niceness`, to keep a
+    cluster node's control plane responsive). On one machine the workers do the job's own work, and
+    at +15 they yield the cores to anything else running there, so a local instance's workers run at
+    the driver's niceness (`nice -n 10 python -m …` still lowers the whole job). RAY_worker_niceness,
+    where set, decides instead."""
     return {} if "RAY_worker_niceness" in os.environ else {"worker_niceness": 0}
 
 

@@ -1,9 +1,6 @@
-"""Fault injection for the kill tests, shared by the runtime jobs.
-
-With the environment variable `variable`=N set, a job stops making progress (sleeps) once its
-count reaches N, so a test can kill it at a known point however fast the machine is. Unset
-(always, outside tests) it does nothing.
-"""
+"""Fault injection for the kill tests: with the environment variable `variable`=N set, a job stops
+making progress (sleeps) once its count reaches N, so a test can kill it at a known point however
+fast the machine is. Unset (always, outside tests) it does nothing."""
 
 from __future__ import annotations
 

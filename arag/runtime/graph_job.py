@@ -1,6 +1,6 @@
-"""Build an index's graph on Ray: one task per extraction part (resumable: a part with a commit
-record is skipped), then one merge task (nodes, edges, provenance, summaries, embeddings), the
-graph manifest last. The driver only schedules tasks and reads their small records."""
+"""Build an index's graph on Ray: one task per extraction part (a part with a commit record is
+skipped, so a killed build resumes), then one merge task (nodes, edges, provenance, summaries,
+embeddings), the graph manifest last. The driver only schedules tasks and reads their records."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 import os
 import socket
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Callable, Mapping
 
 from arag.config.schemas import GraphRuntime  # the `runtime.graph` node's schema, re-exported here
@@ -27,6 +27,7 @@ from arag.graph.extract import make_extractor
 from arag.index.layout import read_json
 from arag.index.store import open_index
 from arag.llm.factory import threads_in_process
+from arag.runtime.build_job import JobResult, join_ray
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.part_runner import PartTasks, run_parts
@@ -34,12 +35,7 @@ from arag.runtime.part_runner import PartTasks, run_parts
 log = logging.getLogger("arag.graph")
 
 
-@dataclass(frozen=True)
-class GraphResult:
-    action: str
-    manifest: dict[str, Any]
-    elapsed_s: float
-
+class GraphResult(JobResult):
     def summary(self) -> str:
         m = self.manifest
         if self.action == "up_to_date":
@@ -52,14 +48,10 @@ class GraphResult:
         )
 
 
-def _worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def oversubscribed_cores(extractor_cfg: Mapping[str, Any], task_cpus: float, cores: int | None = None) -> str | None:
-    """A warning when each extraction task runs an in-process model on more threads than the CPUs
-    it reserves: tasks side by side then share cores, and llama.cpp's spinning threads slow every
-    one of them down many times over. None when the threads fit."""
+    """A warning when each extraction task runs an in-process model on more threads than the CPUs it
+    reserves: tasks side by side then share cores, and llama.cpp's spinning threads slow every one
+    of them down many times over."""
     model = extractor_cfg.get("model") or {}
     if not model:  # any model configured runs (extraction or summaries)
         return None
@@ -79,11 +71,8 @@ def _extract_task(part: Any, *, index_root: str, extractor_cfg: Mapping[str, Any
     # Kill tests: the task of part N (and later) stops before extracting, so parts 0..N-1 are committed.
     hold_at_fault_point("ARAG_FAULT_HANG_AFTER_GRAPH_PARTS", part.part, "graph build")
     node = ray.get_runtime_context().get_node_id()[:8]
-    return asdict(extract_part(index_root, part, extractor_cfg, worker=f"{node}/{_worker_name()}", summaries=summaries))
-
-
-def _merge_task(index_root: str, plan: list, summary_sentences: int, encoder: Callable | None, llm_summaries: bool) -> dict:
-    return merge_graph(index_root, plan, summary_sentences, encoder, llm_summaries)
+    worker = f"{node}/{socket.gethostname()}:{os.getpid()}"
+    return asdict(extract_part(index_root, part, extractor_cfg, worker=worker, summaries=summaries))
 
 
 def build_graph(
@@ -95,8 +84,7 @@ def build_graph(
     ray_init: Callable[[], object] = init_ray,
     encoder: Callable | None = None,
 ) -> GraphResult:
-    """`encoder` embeds nodes, relations and summaries (default: the index's embedder, loaded in
-    the merge task)."""
+    """`encoder` embeds nodes, relations and summaries (default: the index's embedder, loaded in the merge task)."""
     import ray
 
     started = time.perf_counter()
@@ -105,9 +93,9 @@ def build_graph(
     identity = settings.identity(index, make_extractor(settings.extractor))
     action = prepare_graph_directory(layout, identity, overwrite)
     if action == "up_to_date":
-        return GraphResult(action, read_json(layout.manifest), time.perf_counter() - started)
+        return GraphResult.since(started, action, layout.manifest)
     plan = plan_graph_parts(index, settings.chunks_per_part, settings.limit_chunks)
-    log.info("ray: %s", ray_init())
+    join_ray(ray_init, log)
     if warning := oversubscribed_cores(settings.extractor, runtime.num_cpus):
         log.warning(warning)
     done = {p.part: GraphPartRecord(**read_json(layout.part_file("parts", p.part))) for p in plan if layout.part_file("parts", p.part).exists()}
@@ -125,7 +113,7 @@ def build_graph(
         totals={"triples": "num_triples", "rejected": "num_rejected"},
     )
     log.info("merging %d parts", len(plan))
-    merge = ray.remote(num_cpus=runtime.merge_num_cpus, max_retries=1)(_merge_task)
+    merge = ray.remote(num_cpus=runtime.merge_num_cpus, max_retries=1)(merge_graph)
     counts = ray.get(merge.remote(str(layout.index_root), plan, settings.summary_sentences, encoder, settings.summary_mode == "llm"))
     elapsed = time.perf_counter() - started
     manifest = assemble_graph_manifest(layout, identity, records, counts, elapsed)

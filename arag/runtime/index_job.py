@@ -1,11 +1,10 @@
-"""Run an index build on Ray: phase 1 (read, hash, chunk and split) as one Ray Data task per
-part (arag.runtime.part_runner, shared with the graph build), phase 2 (embed) on a Ray Data actor pool
-whose actors embed whole parts and write their FAISS shards where they run, the manifest last.
+"""Run an index build on Ray: phase 1 (read, hash, chunk and split) as one Ray Data task per part
+(arag.runtime.part_runner), phase 2 (embed) on a Ray Data actor pool whose actors embed whole parts
+and write their FAISS shards where they run, the ANN phase (arag.runtime.ann_job), the manifest last.
 
-The driver schedules and collects small commit records; no sentence text or vector passes
-through it, so its memory does not grow with the corpus. This is the only index code that imports
-Ray. Everything it schedules is plain Python from `arag.index`, so a part built here is
-byte-for-byte what a test builds without Ray.
+The driver schedules and collects small commit records: no sentence text or vector passes through
+it. Everything scheduled is plain Python from `arag.index`, so a part built here is byte-for-byte
+what a test builds without Ray.
 """
 
 from __future__ import annotations
@@ -13,8 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from arag.config.schemas import EmbedRuntime  # the `runtime.embed` node's schema, re-exported here
 from arag.corpus.readers import CorpusSpec, InputPart, plan_parts
@@ -29,43 +27,36 @@ from arag.index.build import (
     reopen_for_rebuild,
 )
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder
-from arag.index.layout import IndexLayout, part_of_sentence, read_json
+from arag.index.layout import IndexLayout, part_of_sentence
 from arag.index.part_vectors import committed_vectors, embed_part
 from arag.index.parts import ChunkingSettings, PartRecord, build_or_keep_part, discard_parts_beyond, read_part_record, unchanged_since_read, verify_part
 from arag.runtime.ann_job import run_ann_phase
 from arag.runtime.cluster import init_ray
 from arag.runtime.faults import hold_at_fault_point
-from arag.runtime.part_runner import PartTasks, quiet_ray_data, run_part_tasks, run_parts
-from arag.runtime.quiet import harmless_ray_lines_hidden
+from arag.runtime.build_job import JobResult, join_ray
+from arag.runtime.part_runner import PartTasks, run_part_tasks, run_parts
 from arag.runtime.progress import progress_bar
+from arag.verbosity import harmless_ray_lines_hidden
 from arag.index.keyword.part_cache import build_part_cache
 from arag.tools.index_cache import part_cache_dir
 
 log = logging.getLogger("arag.index")
 
 
-@dataclass(frozen=True)
-class BuildResult:
-    action: BuildAction
-    manifest: dict[str, Any]
-    elapsed_s: float
-
+class BuildResult(JobResult):
     def summary(self) -> str:
         m = self.manifest
-        rate = m["num_sentences"] / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        counts = f"{m['num_documents']} documents, {m['num_chunks']} chunks, {m['num_sentences']} sentences, {m['num_rejected']} rejected"
         if self.action is BuildAction.UP_TO_DATE:
-            return f"index up to date: {m['num_documents']} documents, {m['num_chunks']} chunks, {m['num_sentences']} sentences, {m['num_rejected']} rejected (nothing to do)"
-        return (
-            f"indexed {m['num_documents']} documents, {m['num_chunks']} chunks, {m['num_sentences']} sentences, "
-            f"{m['num_rejected']} rejected in {self.elapsed_s:.1f}s ({rate:.0f} sentences/s)"
-        )
+            return f"index up to date: {counts} (nothing to do)"
+        rate = m["num_sentences"] / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        return f"indexed {counts} in {self.elapsed_s:.1f}s ({rate:.0f} sentences/s)"
 
 
 def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingSettings, root: str, rehash: bool) -> dict:
-    """Phase 1's task: one input part in, its commit record out (a part committed before is kept
-    if its input is unchanged, built again if not). The retrieval tools' cache of a part built now
-    is built from the files just written, in this same task; a kept part keeps its cache (built
-    only if a killed build left it without one)."""
+    """Phase 1's task: one input part in, its commit record out (a committed part is kept if its
+    input is unchanged). The retrieval tools' cache of a part is built here from the files just
+    written, or for a kept part that a killed build left without one."""
     layout = IndexLayout(root)
     record, built = build_or_keep_part(corpus, part, chunking, layout, rehash)
     cache = part_cache_dir(layout.root, part.part)
@@ -75,14 +66,14 @@ def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingS
 
 
 def _verify_part_task(part: InputPart, *, corpus: CorpusSpec, root: str) -> dict:
-    """Checks a committed part against its input as it is now (hashing its bytes where it runs)."""
+    """A committed part checked against its input as it is now (hashing its bytes where it runs)."""
     record = read_part_record(IndexLayout(root), part.part)
     return {"part": part.part, "same": record is not None and verify_part(corpus, part, record, rehash=True)}
 
 
 class _PartEmbedder:
-    """Ray Data actor for phase 2: loads the model once, then embeds whole parts where it runs and
-    writes each part's shard and vectors record there; only that small record goes back."""
+    """Phase 2's Ray Data actor: loads the model once, then embeds whole parts, writing each part's
+    shard and vectors record where it runs; only that small record goes back."""
 
     def __init__(self, spec: EmbedderSpec, root: str, factory: str, sentences_per_call: int):
         import ray
@@ -123,19 +114,17 @@ def build_index(
         # is trusted; the others (all, with verify_inputs) must hash the same before nothing is done.
         suspect = plan if verify_inputs else _parts_touched_since_read(settings, layout, plan)
         if not suspect:
-            return BuildResult(action, read_json(layout.manifest), time.perf_counter() - started)
-        log.info("ray: %s", ray_init())
-        quiet_ray_data()
+            return BuildResult.since(started, action, layout.manifest)
+        join_ray(ray_init, log)
         stale = _stale_parts(settings, layout, suspect, progress)
         if not stale:
-            return BuildResult(action, read_json(layout.manifest), time.perf_counter() - started)
+            return BuildResult.since(started, action, layout.manifest)
         log.info("input content changed under %d of %d parts (%s): rebuilding them", len(stale), len(plan), _part_files(plan, stale))
         reopen_for_rebuild(layout, settings, stale)
         action = BuildAction.RESUME
         verified = {p.part for p in plan} - set(stale)
     else:
-        log.info("ray: %s", ray_init())
-        quiet_ray_data()
+        join_ray(ray_init, log)
         verified = set()
     if action is BuildAction.RESUME and discard_parts_beyond(layout, len(plan)):
         log.info("the inputs now plan into %d parts: the parts beyond were discarded", len(plan))
@@ -157,13 +146,11 @@ def build_index(
 
 
 def _find_duplicates_on_a_worker(layout: IndexLayout, records: list[PartRecord]) -> list[tuple[str, int]]:
-    """The duplicate chunk id check (DuckDB over every part's chunk ids) as one Ray task: the
-    ids are read where it runs, only the few duplicates found come back to the driver."""
+    """The duplicate chunk id check as one Ray task: only the duplicates come back to the driver."""
     import ray
 
     check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)
     return [tuple(d) for d in ray.get(check.remote(layout, records))]
-
 
 
 def _part_files(plan: list[InputPart], parts: list[int]) -> str:
@@ -172,8 +159,7 @@ def _part_files(plan: list[InputPart], parts: list[int]) -> str:
 
 
 def _parts_touched_since_read(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart]) -> list[InputPart]:
-    """Parts whose input file's size or modification time is not the one their record holds (or
-    that have no record): one stat per part in the driver, no input byte read."""
+    """Parts without a record or whose input's size or mtime changed since (one stat per part)."""
     touched = []
     for part in plan:
         record = read_part_record(layout, part.part)
@@ -183,8 +169,7 @@ def _parts_touched_since_read(settings: IndexSettings, layout: IndexLayout, plan
 
 
 def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool) -> list[int]:
-    """Parts of a complete index whose input no longer hashes to the digest in their record
-    (one Ray Data task per part, reading its bytes where it runs; nothing is written)."""
+    """Parts whose input no longer hashes to their record's digest (one Ray Data task per part)."""
     stale = []
     with progress_bar(len(plan), "checking inputs", progress, unit="part") as bar:
         for row in run_part_tasks(_verify_part_task, plan, {"corpus": settings.corpus, "root": str(layout.root)}, PartTasks()):
@@ -197,9 +182,8 @@ def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputP
 def _run_phase1(
     settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool, verified: set[int] = frozenset(), rehash: bool = False
 ) -> list[PartRecord]:
-    """Chunk every part that has no record, and check every part that has one against its input
-    (a killed build may be resumed on edited files), except those `verified` in this run already:
-    one Ray Data task per part."""
+    """Chunk every part without a record, and check every other part against its input (a killed
+    build may be resumed on edited files) unless `verified` in this run already."""
     done = {p: read_part_record(layout, p) for p in verified}
     return run_parts(
         plan,
@@ -216,8 +200,7 @@ def _run_phase1(
 def _run_phase2(
     settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], embed: EmbedRuntime, progress: bool
 ) -> int:
-    """Embed every part without a complete vectors record on the actor pool; each actor writes
-    its parts' shards where it runs, and the driver only collects their records."""
+    """Embed every part without a complete vectors record on the actor pool; the dimension."""
     import ray.data
 
     committed = {r.part: committed_vectors(layout, r) for r in records if r.num_sentences}

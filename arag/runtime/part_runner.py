@@ -1,11 +1,8 @@
-"""Run a job's parts on Ray Data: the shape the index build (chunking, input checks) and the graph
-build (extraction) share.
-
-Each part not yet committed runs as one Ray Data task (`task(part, **shared)`, plain Python that writes its
-files where it runs and returns a small commit record); at most `max_in_flight` tasks are
-run at a time. The driver holds only the parts' small descriptors and records, however large
-the parts are. Records already committed (a resumed build) are kept, not run again. The driver only
-collects the records, advances a progress bar and returns them in plan order.
+"""Run a job's parts on Ray Data, the shape the index build and the graph build share: each part not
+yet committed is one Ray Data task (`task(part, **shared)`: plain Python that writes its files where
+it runs and returns a small commit record), at most `max_in_flight` at a time. The driver holds only
+the parts' descriptors and records, keeps the records of parts committed before (a resumed build),
+and returns all in plan order.
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from arag.runtime.progress import progress_bar
 from arag.verbosity import verbose
-
 
 P = TypeVar("P")  # a planned part: anything with an int `.part`
 R = TypeVar("R")  # its commit record
@@ -50,10 +46,9 @@ def quiet_ray_data() -> None:
 
 
 def _apply(row: dict, task: Callable[..., Any], shared: Mapping[str, Any]) -> dict:
-    """Ray Data row function: one planned part in (pickled: any small picklable descriptor), its
-    task's result out. A task's exception comes back as the row's `error` rather than raised: Ray
-    Data would wrap it in a UserCodeException that no longer carries it, and the CLIs print a
-    part's own error (a bad line, a missing file) as it is."""
+    """Ray Data row function: one pickled part in, its task's result out. A task's exception comes
+    back as the row's `error`: Ray Data would wrap it in a UserCodeException that no longer carries
+    it, and the CLIs print a part's own error (a bad line, a missing file) as it is."""
     try:
         return {"result": pickle.dumps(task(pickle.loads(row["part"]), **shared)), "error": None}
     except Exception as exc:  # noqa: BLE001 - handed to the driver, raised there
@@ -66,10 +61,8 @@ def _apply(row: dict, task: Callable[..., Any], shared: Mapping[str, Any]) -> di
 
 
 def run_part_tasks(task: Callable[..., Any], parts: Sequence[P], shared: Mapping[str, Any], tasks: PartTasks) -> Iterator[Any]:
-    """`task(part, **shared)` for every part, one Ray Data task per part (at most
-    `tasks.max_in_flight` at a time); yields the results as they finish. An exception raised by
-    the task is raised here as itself (not wrapped in Ray's errors), so callers and the CLIs catch
-    the same errors as without Ray."""
+    """`task(part, **shared)` for every part, one Ray Data task each; yields the results as they
+    finish. A task's exception is raised here as itself, not wrapped in Ray's errors."""
     import ray.data
 
     if not parts:
@@ -102,29 +95,22 @@ def run_parts(
     unit: str = "part",
     size: Callable[[P], int] = lambda part: 1,
     totals: Mapping[str, str] | None = None,
-    after_each: Callable[[int], None] | None = None,
 ) -> list[R]:
     """The records of every part of `plan`, in plan order: those in `done` as they are, the others
-    by running `task` (see `run_part_tasks`) and turning its result into a record (`to_record`).
-
-    size: a part's progress units (e.g. its chunks); totals: {label: record attribute} summed over
-    the records and shown beside the bar; after_each(n): called with the number of records held
-    after each task finishes (the kill tests' fault points)."""
+    `to_record(task result)`. size: a part's progress units (e.g. its chunks); totals: {label:
+    record attribute} summed and shown beside the bar."""
     records: dict[int, R] = dict(done)
     pending = [p for p in plan if p.part not in records]  # type: ignore[attr-defined]
     sums = {label: sum(getattr(r, attr) for r in records.values()) for label, attr in (totals or {}).items()}
     with progress_bar(sum(size(p) for p in plan), desc, progress, unit=unit) as bar:
         bar.update(sum(size(p) for p in plan if p.part in records))  # type: ignore[attr-defined]
         by_part = {p.part: p for p in pending}  # type: ignore[attr-defined]
-        if pending:
-            for result in run_part_tasks(task, pending, shared, tasks):
-                record = to_record(result)
-                records[record.part] = record  # type: ignore[attr-defined]
-                for label, attr in (totals or {}).items():
-                    sums[label] += getattr(record, attr)
-                bar.update(size(by_part[record.part]))  # type: ignore[attr-defined]
-                if sums:
-                    bar.set_postfix(sums)
-                if after_each is not None:
-                    after_each(len(records))
+        for result in run_part_tasks(task, pending, shared, tasks):
+            record = to_record(result)
+            records[record.part] = record  # type: ignore[attr-defined]
+            for label, attr in (totals or {}).items():
+                sums[label] += getattr(record, attr)
+            bar.update(size(by_part[record.part]))  # type: ignore[attr-defined]
+            if sums:
+                bar.set_postfix(sums)
     return [records[p.part] for p in plan]  # type: ignore[attr-defined]

@@ -1,9 +1,8 @@
-"""Re-judging, the library call behind `python -m pipelines.rejudge` (tests call it too): for each
-source run (arag.evaluation.rejudge), the re-judged run's id (the source identity with the judge
-replaced) → its folder under `out` (default: beside the source) → the source's answered episodes not
-judged there yet → the judge → Parquet rows. Calling it again finishes what is missing and picks up
-episodes the source run finished since. It runs no Ray; it lives here for the judge backend's
-limits, which an evaluation's workers get the same way (arag.runtime.evaluate_job.backend_caps)."""
+"""Re-judging, the library call behind `python -m pipelines.rejudge`: for each source run
+(arag.evaluation.rejudge), the re-judged run's id (the source identity with the judge replaced), its
+folder under `out` (default: beside the source), the source's answered episodes not judged there
+yet, the judge, Parquet rows. Called again it finishes what is missing. It runs no Ray; it lives
+here for the judge backend's limits, which evaluation workers get the same way (evaluate_job)."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ from arag.evaluation.results import RunStore
 from arag.evaluation.summary import format_summary, summarize_run
 from arag.llm.factory import make_backend
 from arag.llm.instrument import judge_model_config
+from arag.runtime.progress import progress_bar
 
 
 def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
@@ -50,16 +50,8 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
                 for warning in warnings:
                     logging.getLogger("arag.rejudge").warning("%s", warning)
                 backends[key] = make_backend({**model_cfg, **caps})
-            bar = None
-            if cfg.progress:
-                from tqdm import tqdm
-
-                bar = tqdm(desc=f"{source.run_id} → {settings.run_id}", unit="ep", file=sys.stderr)
-            try:
-                counts = rejudge_run(source, target, settings, backends[key], concurrency=concurrency, batch_size=int(cfg.batch_size), on_row=bar.update if bar else None)
-            finally:
-                if bar is not None:
-                    bar.close()
+            with progress_bar(None, f"{source.run_id} → {settings.run_id}", bool(cfg.progress), unit="ep") as bar:
+                counts = rejudge_run(source, target, settings, backends[key], concurrency=concurrency, batch_size=int(cfg.batch_size), on_row=bar.update)
             print(
                 f"run {source.run_id} ({settings.dataset}, {settings.method_name}) re-judged as {settings.run_id} (judge {judge_name}"
                 + (f", from the original run {settings.rejudged_from['run_id']}" if source.is_rejudged else "")

@@ -1,15 +1,13 @@
-"""vLLM engines in Ray actors: one actor holds one `arag.llm.vllm.EngineServer` (an AsyncLLM engine)
-and serves many requests at once. Backends with the same engine settings share one actor: in a
-process through the registry below, across processes (or drivers of one cluster) by the actor's name
-in the `arag` namespace; `detached` keeps it alive after the driver exits.
-
-Importing this module connects `arag.llm.vllm.VLLMBackend` to these actors (`set_engine_connector`):
-the backend keeps the request/response logic, this module every Ray call.
+"""vLLM engines in Ray actors: one actor runs one `arag.llm.vllm_server.EngineServer`. Backends with
+the same engine settings share one actor: in a process through the registry below, across
+processes of one cluster by the actor's name in the `arag` namespace. Importing this module
+connects `arag.llm.vllm.VLLMBackend` to these actors (`set_engine_connector`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -17,13 +15,13 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
 from arag.llm.types import LLMError
-from arag.llm.vllm import DEFAULT_MAX_INFLIGHT, EngineServer, EngineSpec, set_engine_connector
+from arag.llm.vllm import DEFAULT_MAX_INFLIGHT, set_engine_connector
+from arag.llm.vllm_server import EngineServer, EngineSpec
 from arag.runtime.cluster import init_ray
 
 NAMESPACE = "arag"
 
-# ---- the actor registry (per process) ----------------------------------------------------------------
-
+# The actors this process uses, and how many of its backends use each.
 _ACTORS: dict[str, Any] = {}
 _USERS: dict[str, int] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -65,10 +63,8 @@ def release_actor(name: str, *, kill: bool) -> None:
         handle = _ACTORS.pop(name, None)
         _USERS.pop(name, None)
     if handle is not None and ray.is_initialized():
-        try:
+        with contextlib.suppress(Exception):
             ray.get(handle.shutdown.remote(), timeout=60)  # the engine's own processes end with it
-        except Exception:
-            pass
         ray.kill(handle)
 
 

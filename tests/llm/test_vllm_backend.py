@@ -15,7 +15,8 @@ from arag.agent import ANSWERED, Agent, AgentConfig
 from arag.agent.protocols import JsonProtocol
 from arag.llm.factory import make_backend
 from arag.llm.types import ConfigurationError, LLMError, Message
-from arag.llm.vllm import EngineServer, EngineSpec, VLLMBackend, completion_from_reply, guess_tool_parser, normalize_messages
+from arag.llm.vllm import VLLMBackend, completion_from_reply, guess_tool_parser
+from arag.llm.vllm_server import EngineServer, EngineSpec, normalize_messages
 from arag.methods import load_method
 
 

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from arag.runtime.quiet import QUIET_ENV, harmless_ray_lines_hidden, quiet_environment
-from arag.verbosity import VERBOSE_ENV, quiet_loggers, set_verbosity
+from arag.verbosity import QUIET_ENV, VERBOSE_ENV, harmless_ray_lines_hidden, quiet_environment, quiet_loggers, set_verbosity
 
 REPO = Path(__file__).resolve().parents[2]
 # What the core worker writes on the driver's stderr when Ray Data starts an actor pool (Ray 2.5x).

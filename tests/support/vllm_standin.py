@@ -1,4 +1,4 @@
-"""A stand-in for vLLM's engine inside the real `EngineServer` actor (arag/llm/vllm.py), so that
+"""A stand-in for vLLM's engine inside the real `EngineServer` actor (arag/llm/vllm_server.py), so that
 `pipelines.evaluate model=vllm` runs with thousands of episodes in flight on a machine without a GPU.
 
 Only the engine's arithmetic is simulated: `StandInServer` is `EngineServer` with `_build` giving a
@@ -28,7 +28,7 @@ from dataclasses import asdict
 from types import SimpleNamespace
 from typing import Any
 
-from arag.llm.vllm import EngineServer
+from arag.llm.vllm_server import EngineServer
 from tests.support.agent_policy import AgentPolicy
 from tests.support.engine_model import EngineModel
 

@@ -1,0 +1,34 @@
+"""What the build jobs (arag.runtime.index_job, graph_job) share: how they join Ray, and their result
+(what the job did, the manifest it left, its time; each job words its own summary)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from arag.index.layout import read_json
+from arag.runtime.part_runner import quiet_ray_data
+
+
+def join_ray(ray_init: Callable[[], object], log: logging.Logger) -> None:
+    """Start or join Ray, and quiet Ray Data, which the jobs run their parts on."""
+    log.info("ray: %s", ray_init())
+    quiet_ray_data()
+
+
+@dataclass(frozen=True)
+class JobResult:
+    action: Any  # the job's own value for what it did (built, resumed, up to date)
+    manifest: dict[str, Any]
+    elapsed_s: float
+
+    @classmethod
+    def since(cls, started: float, action: Any, manifest: dict[str, Any] | Path) -> JobResult:
+        """The result of a job started at `started` (time.perf_counter); a manifest path is read."""
+        return cls(action, read_json(manifest) if isinstance(manifest, Path) else manifest, time.perf_counter() - started)
+
+    def summary(self) -> str:
+        raise NotImplementedError
