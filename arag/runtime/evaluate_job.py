@@ -11,6 +11,7 @@ returned is written twice, and a killed driver loses only its unwritten batch, w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -308,10 +309,8 @@ class EpisodeScheduler:
         if worker is None:
             return  # already handled (several of its episodes fail together)
         self.counts.workers_lost += 1
-        try:
+        with contextlib.suppress(Exception):
             ray.kill(worker.handle, no_restart=True)
-        except Exception:
-            pass
         if self.restarts_left > 0:
             self.restarts_left -= 1
             log.warning("evaluation worker lost (%s); its %d episodes in flight go back to the queue; starting a replacement", why, len(worker.inflight))
@@ -351,10 +350,8 @@ class EpisodeScheduler:
             if self.bar is not None:
                 self.bar.close()
             for worker in self.workers.values():
-                try:
+                with contextlib.suppress(Exception):
                     ray.kill(worker.handle, no_restart=True)
-                except Exception:
-                    pass
             self.counts.wall_s = time.monotonic() - self.started
 
 
