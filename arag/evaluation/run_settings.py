@@ -154,7 +154,7 @@ class RunSettings:
         identity = fields.pop("identity", None)
         settings = cls(**fields)
         if identity is not None:
-            settings.__dict__["_identity"] = identity  # the run's, as `to_worker_json` carried it
+            object.__setattr__(settings, "_identity", identity)  # the run's, as `to_worker_json` carried it
         return settings
 
 
