@@ -14,9 +14,9 @@ from arag.agent import Agent
 from arag.agent.render import render_episode
 from arag.config.cli import pipeline_main
 from arag.config.schemas import AskPipeline
-from arag.config.typed import typed_config
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
+from pipelines.config_checks import check_ask_config
 from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error
 
@@ -26,10 +26,10 @@ def build_agent(config: AskPipeline):
     method = method_from_config(config.method)
     ctx = None
     if method.needs_index():
-        from arag.serve.client import open_tools
+        from arag.serve.client import index_timeout, open_tools
 
         index = config.index
-        ctx = open_tools(index.path, index.url, token_env=index.token_env, require_tools=method.tools, timeout_s=index.timeout_s)
+        ctx = open_tools(index.path, index.url, token_env=index.token_env, require_tools=method.tools, timeout_s=index_timeout(index.timeout_s))
     backend = make_backend(config.model)
     agent = Agent(backend, method, ctx, protocol=config.model.get("protocol", "json"), config=config.agent)
     return agent, backend, ctx
@@ -40,7 +40,7 @@ def ask(cfg: DictConfig | AskPipeline):
     returns the episode record."""
     if isinstance(cfg, DictConfig):
         check_model_endpoints(cfg, ("model",))
-    config = typed_config(cfg)
+    config = check_ask_config(cfg)
     agent, backend, ctx = build_agent(config)
     try:
         return agent.run(str(config.question), question_id=config.question_id)
@@ -53,7 +53,7 @@ def ask(cfg: DictConfig | AskPipeline):
 @pipeline_main("ask")
 def main(cfg: DictConfig) -> None:
     with exit_on_error(also=(RuntimeError,)):  # RuntimeError: e.g. a model that cannot load
-        config = typed_config(cfg)
+        config = check_ask_config(cfg)
         if not config.question:
             raise ValueError('give the question: question="..."')
         check_model_endpoints(cfg, ("model",))

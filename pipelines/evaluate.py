@@ -1,8 +1,8 @@
 """Evaluate a method on benchmark questions:
 `python -m pipelines.evaluate +corpus=2wikimultihopqa index.path=<dir> method=arag_full results.path=<dir> [limit=N]`.
 
-The config's model endpoints are asked (pipelines.endpoints), then arag.runtime.evaluate.evaluate
-converts it to its typed settings (arag.config.typed) and runs (or finishes) the run.
+The config becomes its typed settings, checked (pipelines.config_checks), its model endpoints are
+asked (pipelines.endpoints), then arag.runtime.evaluate.evaluate runs (or finishes) the run.
 Rerunning the same command finishes what is missing; `-m` sweeps run every combination into the
 same results tree.
 
@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
 from arag.evaluation.summary import unfinished
+from pipelines.config_checks import check_evaluate_config
 from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error, exit_with_errors, print_error
 
@@ -42,9 +43,10 @@ def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate import evaluate
 
     with exit_on_error(interrupted="the episodes received so far are stored; rerun the same command to finish"):
+        config = check_evaluate_config(cfg)  # the one conversion to typed settings
         check_model_endpoints(cfg)  # before Ray and the run folder: a server not running is named at once
         overrides, sweep = hydra_job()
-        summary = evaluate(cfg, overrides=overrides)  # the one conversion to typed settings is its first step
+        summary = evaluate(config, overrides=overrides)
     missing = summary["questions"] - summary["stored"]
     if missing > 0:
         problem = f"{missing} questions have no stored result; rerun the same command to finish them"

@@ -14,6 +14,7 @@ from arag.config.typed import typed_config
 from arag.graph.build import GraphSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.graph_job import build_graph
+from pipelines.config_checks import check_graph_config
 from pipelines.errors import exit_on_error
 
 log = logging.getLogger("pipelines.graph")
@@ -29,7 +30,7 @@ def settings_from_config(config: DictConfig | GraphPipeline) -> GraphSettings:
 @pipeline_main("graph")
 def main(cfg: DictConfig) -> None:
     with exit_on_error():
-        config = typed_config(cfg)
+        config = check_graph_config(cfg)
         if not config.index.path:
             raise ValueError("name the index: index.path=<dir> (built with python -m pipelines.index)")
         result = build_graph(

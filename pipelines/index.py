@@ -10,12 +10,14 @@ from omegaconf import DictConfig
 from arag.config.cli import pipeline_main
 from arag.config.schemas import IndexPipeline
 from arag.config.typed import typed_config
+from arag.index.embedding import EmbedderSpec
 from arag.corpus.readers import corpus_spec_from_config
 from arag.index.build import IndexSettings, sample_rejects
 from arag.index.layout import IndexLayout
 from arag.index.parts import ChunkingSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.index_job import build_index
+from pipelines.config_checks import check_index_config
 from pipelines.errors import exit_on_error
 
 log = logging.getLogger("pipelines.index")
@@ -27,7 +29,7 @@ def settings_from_config(config: DictConfig | IndexPipeline) -> IndexSettings:
     index = config.index
     return IndexSettings(
         corpus=corpus_spec_from_config(config.corpus),
-        embedder=config.embedder,
+        embedder=EmbedderSpec.from_config(config.embedder),
         chunking=ChunkingSettings(mode=index.chunking, chunk_tokens=index.chunk_tokens, chunk_overlap=index.chunk_overlap, language=index.language),
         faiss_factory=index.faiss_factory,
         ann=index.ann,
@@ -41,7 +43,7 @@ def main(cfg: DictConfig) -> None:
     with exit_on_error():
         if cfg.get("corpus") is None:
             raise ValueError(f"choose a corpus with +corpus=<name> ({CORPORA})")
-        config = typed_config(cfg)
+        config = check_index_config(cfg)
         result = build_index(
             settings_from_config(config),
             str(config.index.path),

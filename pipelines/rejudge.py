@@ -1,7 +1,7 @@
 """Score finished runs' answers again with another judge, as new runs, without re-running agents:
 `python -m pipelines.rejudge results.path=<dir> judge=strict [runs=[<run id>]] [+model@judge.model=openai ...]`.
 
-The config's keys and types are checked (arag.config.typed), then arag.runtime.rejudge.rejudge re-judges each run. Rerunning
+The config's keys and types are checked (pipelines.config_checks), then arag.runtime.rejudge.rejudge re-judges each run. Rerunning
 finishes what is missing and picks up episodes the source run finished since.
 
 Exit status 1 when a re-judged run holds failures: questions the judge gave no verdict (rerunning
@@ -15,8 +15,8 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
-from arag.config.typed import typed_config
 from arag.evaluation.summary import unfinished
+from pipelines.config_checks import check_rejudge_config
 from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error, exit_with_errors
 
@@ -26,7 +26,7 @@ def main(cfg: DictConfig) -> None:
     from arag.runtime.rejudge import rejudge
 
     with exit_on_error(interrupted="the verdicts written so far are stored; rerun the same command to finish"):
-        typed_config(cfg)  # its keys and types; arag.runtime.rejudge reads the composed config
+        check_rejudge_config(cfg)  # its keys and types; arag.runtime.rejudge reads the composed config
         check_model_endpoints(cfg, ("judge.model",))
         summaries = rejudge(cfg)
     problems = [p for p in map(lambda s: unfinished(s, judge_failures=True), summaries) if p]

@@ -1,8 +1,8 @@
 """The settings' schemas: one dataclass per config node and one per pipeline (its root), the one home
 of their keys, types and defaults (plain Python: no Hydra, no Ray). Each pipeline's YAML builds on its
 root (arag.config.store), so Hydra's struct mode refuses an unknown key, and the composed config
-becomes these objects in one conversion (arag.config.typed), whose `__post_init__` checks what a
-type cannot say (the keys of the model, method and corpus mappings their readers take)."""
+becomes these objects in one conversion (arag.config.typed); the keys of the untyped mappings (model,
+method, corpus, embedder) are their readers' to check (pipelines.config_checks)."""
 
 from __future__ import annotations
 
@@ -73,11 +73,6 @@ class IndexSource:
     url: str | None = None  # a tool server instead: http://host:8765; path is then unused
     token_env: str | None = TOKEN_ENV  # the environment variable holding the server's token (if it has one)
     timeout_s: float = 120.0  # seconds a served tool call may take, time queued at a busy server included
-
-    def __post_init__(self) -> None:
-        from arag.serve.client import index_timeout
-
-        index_timeout(self.timeout_s)  # > 0
 
 
 @dataclass
@@ -370,32 +365,6 @@ class IndexPath:
     path: Any = None
 
 
-def _check_model(cfg: Any, group: str) -> None:
-    if cfg is not None:
-        from arag.llm.factory import check_model_settings
-
-        check_model_settings(cfg, group)
-
-
-def _check_method(cfg: Any) -> None:
-    from arag.methods import method_class
-
-    method_class(cfg)
-
-
-def _check_corpus(cfg: Any) -> None:
-    """A corpus config's keys: CorpusSpec's, and its defaults for index.chunking, index.chunk_tokens
-    (conf/index.yaml reads them) and questions.path (conf/evaluate.yaml), for a corpus that re-chunks
-    a benchmark under its own name."""
-    if cfg is None:
-        return
-    from arag.corpus.readers import CorpusSpec, FieldNames
-    from arag.strict_settings import check_keys, field_names
-
-    check_keys("corpus", cfg, (*field_names(CorpusSpec), "chunking", "chunk_tokens", "questions"))
-    check_keys("corpus.fields", cfg.get("fields") or {}, field_names(FieldNames))
-
-
 def _check_count(key: str, value: Any, what: str) -> None:
     """A setting that counts `what` and may be null (all of them): a whole number of at least 1.
     Its default is null, so it is untyped: a type would give OmegaConf's message, not this one."""
@@ -414,9 +383,6 @@ class AgentRun:
     agent: AgentConfig = field(default_factory=AgentConfig)
     index: IndexSource = field(default_factory=IndexSource)
 
-    def __post_init__(self) -> None:
-        _check_model(self.model, "model")
-        _check_method(self.method)
 
 
 @dataclass
@@ -443,10 +409,7 @@ class EvaluatePipeline(AgentRun):
     progress: bool = True
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_corpus(self.corpus)
         _check_count("limit", self.limit, "questions")
-        _check_model(self.judge.model, "judge.model")
 
 
 @dataclass
@@ -461,9 +424,6 @@ class RejudgePipeline:
     batch_size: int = 25
     progress: bool = True
 
-    def __post_init__(self) -> None:
-        _check_model(self.judge.model, "judge.model")
-
 
 @dataclass
 class IndexPipeline:
@@ -471,17 +431,10 @@ class IndexPipeline:
 
     index: IndexBuild = field(default_factory=IndexBuild)
     runtime: IndexRuntime = field(default_factory=IndexRuntime)
-    embedder: Any = None  # a conf/embedder mapping, built into an arag.index.embedding.EmbedderSpec
+    embedder: Any = None  # a conf/embedder mapping (arag.index.embedding.EmbedderSpec's fields)
     corpus: Any = None  # +corpus=<name>
     data_dir: str = MISSING
     progress: bool = True
-
-    def __post_init__(self) -> None:
-        from arag.index.embedding import EmbedderSpec
-
-        _check_corpus(self.corpus)
-        if isinstance(self.embedder, Mapping):
-            self.embedder = EmbedderSpec.from_config(self.embedder)
 
 
 @dataclass
@@ -492,9 +445,6 @@ class GraphPipeline:
     runtime: GraphPipelineRuntime = field(default_factory=GraphPipelineRuntime)
     index: IndexPath = field(default_factory=IndexPath)
     progress: bool = True
-
-    def __post_init__(self) -> None:
-        _check_model(self.graph.extractor.model, "graph.extractor.model")
 
 
 @dataclass
