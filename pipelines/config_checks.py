@@ -10,59 +10,60 @@ from typing import Any
 from arag.config.typed import typed_config
 from arag.strict_settings import check_keys, field_names
 
-
-def _model(cfg: Any, group: str) -> None:
-    from arag.llm.factory import check_model_settings
-
-    if cfg is not None:
-        check_model_settings(cfg, group)
+# Keys of a corpus config besides CorpusSpec's: its defaults for index.chunking and index.chunk_tokens
+# (conf/index.yaml reads them) and questions.path (conf/evaluate.yaml), for a corpus that re-chunks a
+# benchmark under its own name.
+CORPUS_DEFAULTS = ("chunking", "chunk_tokens", "questions")
 
 
-def _corpus(cfg: Any) -> None:
-    """CorpusSpec's keys, and the corpus's defaults for index.chunking, index.chunk_tokens
-    (conf/index.yaml reads them) and questions.path (conf/evaluate.yaml), for a corpus that re-chunks
-    a benchmark under its own name."""
+def check_ask_config(cfg: Any, *, judged: bool = False) -> Any:
+    """ask's settings; `judged`: evaluate's (the judge's model and a corpus besides)."""
     from arag.corpus.readers import CorpusSpec, FieldNames
-
-    if cfg is not None:
-        check_keys("corpus", cfg, (*field_names(CorpusSpec), "chunking", "chunk_tokens", "questions"))
-        check_keys("corpus.fields", cfg.get("fields") or {}, field_names(FieldNames))
-
-
-def check_ask_config(cfg: Any) -> Any:
+    from arag.llm.factory import check_model_settings
     from arag.methods import method_class
 
     config = typed_config(cfg)
-    _model(config.model, "model")
     method_class(config.method)
+    for model, group in ((config.model, "model"), (config.judge.model if judged else None, "judge.model")):
+        if model is not None:
+            check_model_settings(model, group)
+    if judged and config.corpus is not None:
+        check_keys("corpus", config.corpus, (*field_names(CorpusSpec), *CORPUS_DEFAULTS))
+        check_keys("corpus.fields", config.corpus.get("fields") or {}, field_names(FieldNames))
     return config
 
 
 def check_evaluate_config(cfg: Any) -> Any:
-    config = check_ask_config(cfg)
-    _corpus(config.corpus)
-    _model(config.judge.model, "judge.model")
-    return config
+    return check_ask_config(cfg, judged=True)
 
 
 def check_rejudge_config(cfg: Any) -> Any:
+    from arag.llm.factory import check_model_settings
+
     config = typed_config(cfg)
-    _model(config.judge.model, "judge.model")
+    if config.judge.model is not None:
+        check_model_settings(config.judge.model, "judge.model")
     return config
 
 
 def check_index_config(cfg: Any) -> Any:
+    from arag.corpus.readers import CorpusSpec, FieldNames
     from arag.index.embedding import EmbedderSpec
 
     config = typed_config(cfg)
-    _corpus(config.corpus)
+    if config.corpus is not None:
+        check_keys("corpus", config.corpus, (*field_names(CorpusSpec), *CORPUS_DEFAULTS))
+        check_keys("corpus.fields", config.corpus.get("fields") or {}, field_names(FieldNames))
     EmbedderSpec.from_config(config.embedder or {})
     return config
 
 
 def check_graph_config(cfg: Any) -> Any:
+    from arag.llm.factory import check_model_settings
+
     config = typed_config(cfg)
-    _model(config.graph.extractor.model, "graph.extractor.model")
+    if config.graph.extractor.model is not None:
+        check_model_settings(config.graph.extractor.model, "graph.extractor.model")
     return config
 
 
