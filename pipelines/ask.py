@@ -26,10 +26,10 @@ def build_agent(config: AskPipeline):
     method = method_from_config(config.method)
     ctx = None
     if method.needs_index():
-        from arag.serve.client import index_timeout, open_tools
+        from arag.serve.client import open_tools
 
         index = config.index
-        ctx = open_tools(index.path, index.url, token_env=index.token_env, require_tools=method.tools, timeout_s=index_timeout(index.timeout_s))
+        ctx = open_tools(index.path, index.url, token_env=index.token_env, require_tools=method.tools, timeout_s=index.timeout_s)
     backend = make_backend(config.model)
     agent = Agent(backend, method, ctx, protocol=config.model.get("protocol", "json"), config=config.agent)
     return agent, backend, ctx

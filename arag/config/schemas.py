@@ -74,6 +74,10 @@ class IndexSource:
     token_env: str | None = TOKEN_ENV  # the environment variable holding the server's token (if it has one)
     timeout_s: float = 120.0  # seconds a served tool call may take, time queued at a busy server included
 
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:  # the rule of arag.serve.client.index_timeout
+            raise ValueError(f"index.timeout_s must be a number of seconds > 0, not {self.timeout_s!r}")
+
 
 @dataclass
 class EvalRuntime:

@@ -78,9 +78,6 @@ def run_setup(config: EvaluatePipeline, question_set: QuestionSet) -> tuple[RunS
     if method.shows_tool_results():  # what the model reads of the tools' results, recorded with its value
         method_cfg.setdefault("snippets_per_chunk", method.snippets_per_chunk)
         method_cfg.setdefault("result_titles", method.result_titles)
-    from arag.serve.client import index_timeout
-
-    timeout_s = index_timeout(config.index.timeout_s)
     index = open_run_index(config.index, method)
     judge = dataclasses.asdict(config.judge)
     judge_model = judge.pop("model")
@@ -97,7 +94,7 @@ def run_setup(config: EvaluatePipeline, question_set: QuestionSet) -> tuple[RunS
         index_build_fingerprint=index.fingerprint,
         index_url=index.url,
         index_token_env=config.index.token_env,
-        index_timeout_s=timeout_s,
+        index_timeout_s=config.index.timeout_s,
         chunk_ids=index.chunk_ids,
         index_facts=index.facts,
         retrieved_tokens_tokenizer=RETRIEVED_TOKENS_TOKENIZER if method.needs_index() else None,
