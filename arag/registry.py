@@ -1,18 +1,15 @@
 """One registry for the plugins: tools, backends and method kinds, each registered under its name.
 
-A plugin states its own facts where it is defined (a tool: its name, schema, texts and how its
-results count as evidence; a backend: its protocols, default concurrency and run-time keys; a
-method kind: its class, whose configs in conf/method declare their label and tools) and registers
-itself with `register`; every list elsewhere (evidence recall, result columns, report tables, tool
-sets, run-time keys) is read from here, so a new plugin shows up everywhere by being registered.
-
+A plugin states its own facts where it is defined (a tool: its name, schema, texts and how its results
+count as evidence; a backend: its protocols, default concurrency and run-time keys; a method kind: its
+class) and registers itself with `register`; every list elsewhere (evidence recall, result columns,
+report tables, tool sets, run-time keys) is read from here, so a new plugin shows up everywhere.
 The built-in plugins register when their package's listing module is imported (arag.tools.registry,
 arag.llm.factory, arag.methods); this module imports none of them, so any module can use it.
 
 An installed package registers its plugins through Python entry points, one per plugin, named as the
-plugin, in the group of its kind (ENTRY_POINT_GROUPS: `arag.tools` -> a ToolSpec, `arag.backends` ->
-an LLMBackend class, `arag.methods` -> a Method class). They are loaded the first time the registry
-of their kind is read, so importing arag imports no plugin package.
+plugin, in the group of its kind (ENTRY_POINT_GROUPS). They are loaded the first time the registry of
+their kind is read, so importing arag imports no plugin package.
 """
 
 from __future__ import annotations
@@ -40,9 +37,7 @@ class _Entries(Mapping):
     order); reading it first loads the installed packages' entry points of the kind, once."""
 
     def __init__(self, kind: str):
-        self.kind = kind
-        self.held: dict[str, Any] = {}
-        self.discovered = False
+        self.kind, self.held, self.discovered = kind, {}, False
 
     def discover(self) -> None:
         if self.discovered:
@@ -58,21 +53,21 @@ class _Entries(Mapping):
                 raise PluginLoadError(f"the {self.kind} {point.name!r} of entry point group {group} ({point.value}) did not load: {type(exc).__name__}: {exc}") from None
             register(self.kind, point.name, loaded)
 
-    def __getitem__(self, name: str) -> Any:
+    def loaded(self) -> dict[str, Any]:
         self.discover()
-        return self.held[name]
+        return self.held
+
+    def __getitem__(self, name: str) -> Any:
+        return self.loaded()[name]
 
     def __iter__(self) -> Iterator[str]:
-        self.discover()
-        return iter(list(self.held))
+        return iter(list(self.loaded()))
 
     def __len__(self) -> int:
-        self.discover()
-        return len(self.held)
+        return len(self.loaded())
 
     def __contains__(self, name: object) -> bool:
-        self.discover()
-        return name in self.held
+        return name in self.loaded()
 
     def __repr__(self) -> str:
         return f"<{self.kind} plugins: {', '.join(self.held)}>"

@@ -8,11 +8,12 @@ import re
 import sys
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from arag.agent import Agent, AgentConfig
+from arag.agent import Agent
 from arag.agent.render import render_episode
 from arag.config.cli import pipeline_main
+from arag.config.schemas import AskPipeline
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
 from pipelines.config_checks import check_ask_config
@@ -20,28 +21,29 @@ from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error
 
 
-def build_agent(cfg: DictConfig):
-    """(agent, backend, tool context) from an ask config (its keys checked and its model endpoint asked first)."""
-    check_ask_config(cfg)
-    check_model_endpoints(cfg, ("model",))
-    method = method_from_config(OmegaConf.to_container(cfg.method, resolve=True))
+def build_agent(config: AskPipeline):
+    """(agent, backend, tool context) from an ask's settings."""
+    method = method_from_config(config.method)
     ctx = None
     if method.needs_index():
-        from arag.serve.client import index_timeout, open_tools
+        from arag.serve.client import open_tools
 
-        ctx = open_tools(cfg.index.path, cfg.index.get("url"), token_env=cfg.index.get("token_env"), require_tools=method.tools, timeout_s=index_timeout(cfg.index.get("timeout_s")))
-    model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
-    backend = make_backend(model_cfg)
-    agent_cfg = AgentConfig.from_dict(OmegaConf.to_container(cfg.agent, resolve=True))
-    agent = Agent(backend, method, ctx, protocol=model_cfg.get("protocol", "json"), config=agent_cfg)
+        index = config.index
+        ctx = open_tools(index.path, index.url, token_env=index.token_env, require_tools=method.tools, timeout_s=index.timeout_s)
+    backend = make_backend(config.model)
+    agent = Agent(backend, method, ctx, protocol=config.model.get("protocol", "json"), config=config.agent)
     return agent, backend, ctx
 
 
-def ask(cfg: DictConfig):
-    """Run one episode for `cfg.question`; returns the episode record."""
-    agent, backend, ctx = build_agent(cfg)
+def ask(cfg: DictConfig | AskPipeline):
+    """Run one episode for the config's question (composed: its model endpoint is asked first);
+    returns the episode record."""
+    if isinstance(cfg, DictConfig):
+        check_model_endpoints(cfg, ("model",))
+    config = check_ask_config(cfg)
+    agent, backend, ctx = build_agent(config)
     try:
-        return agent.run(str(cfg.question), question_id=cfg.question_id)
+        return agent.run(str(config.question), question_id=config.question_id)
     finally:
         backend.close()
         if ctx is not None:
@@ -51,13 +53,15 @@ def ask(cfg: DictConfig):
 @pipeline_main("ask")
 def main(cfg: DictConfig) -> None:
     with exit_on_error(also=(RuntimeError,)):  # RuntimeError: e.g. a model that cannot load
-        if not cfg.question:
+        config = check_ask_config(cfg)
+        if not config.question:
             raise ValueError('give the question: question="..."')
-        episode = ask(cfg)
-    print(render_episode(episode, int(cfg.show.observation_lines)))
-    if cfg.output:
-        Path(cfg.output).write_text(json.dumps(episode.to_json(), ensure_ascii=False, indent=2, default=str))
-        print(f"episode record: {cfg.output}")
+        check_model_endpoints(cfg, ("model",))
+        episode = ask(config)
+    print(render_episode(episode, config.show.observation_lines))
+    if config.output:
+        Path(config.output).write_text(json.dumps(episode.to_json(), ensure_ascii=False, indent=2, default=str))
+        print(f"episode record: {config.output}")
     if episode.status != "answered":
         sys.exit(1)
 

@@ -1,8 +1,8 @@
 """Evaluate a method on benchmark questions:
 `python -m pipelines.evaluate +corpus=2wikimultihopqa index.path=<dir> method=arag_full results.path=<dir> [limit=N]`.
 
-The config's keys are checked and its model endpoints asked (pipelines.endpoints), then
-arag.runtime.evaluate.evaluate runs (or finishes) the run.
+The config becomes its typed settings, checked (pipelines.config_checks), its model endpoints are
+asked (pipelines.endpoints), then arag.runtime.evaluate.evaluate runs (or finishes) the run.
 Rerunning the same command finishes what is missing; `-m` sweeps run every combination into the
 same results tree.
 
@@ -12,7 +12,6 @@ combination first and then exits 1 if any of them ended so.
 """
 
 from __future__ import annotations
-
 
 from omegaconf import DictConfig
 
@@ -39,24 +38,20 @@ def hydra_job() -> tuple[list[str], bool]:
         return [], False
 
 
-def incomplete(summary: dict) -> str | None:
-    """What is missing from the run, as the line the command ends with; None when every question has a scored row."""
-    if summary["stored"] < summary["questions"]:
-        return f"{summary['questions'] - summary['stored']} questions have no stored result; rerun the same command to finish them"
-    problem = unfinished(summary)
-    return f"{problem}; rerun the same command to retry them" if problem else None
-
-
 @pipeline_main("evaluate")
 def main(cfg: DictConfig) -> None:
     from arag.runtime.evaluate import evaluate
 
     with exit_on_error(interrupted="the episodes received so far are stored; rerun the same command to finish"):
-        check_evaluate_config(cfg)
+        config = check_evaluate_config(cfg)  # the one conversion to typed settings
         check_model_endpoints(cfg)  # before Ray and the run folder: a server not running is named at once
         overrides, sweep = hydra_job()
-        summary = evaluate(cfg, overrides=overrides)
-    problem = incomplete(summary)
+        summary = evaluate(config, overrides=overrides)
+    missing = summary["questions"] - summary["stored"]
+    if missing > 0:
+        problem = f"{missing} questions have no stored result; rerun the same command to finish them"
+    elif problem := unfinished(summary):
+        problem = f"{problem}; rerun the same command to retry them"
     if problem and sweep:  # the sweep's other runs still run
         print_error(problem)
         INCOMPLETE.append(problem)

@@ -2,46 +2,49 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from functools import partial
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
+from arag.config.schemas import GraphPipeline
+from arag.config.typed import typed_config
 from arag.graph.build import GraphSettings
 from arag.runtime.cluster import init_ray
-from arag.runtime.graph_job import GraphRuntime, build_graph
-from pipelines.errors import exit_on_error
+from arag.runtime.graph_job import build_graph
 from pipelines.config_checks import check_graph_config
+from pipelines.errors import exit_on_error
 
 log = logging.getLogger("pipelines.graph")
 
 
-def settings_from_config(cfg: DictConfig) -> GraphSettings:
-    g = OmegaConf.to_container(cfg.graph, resolve=True)
+def settings_from_config(config: DictConfig | GraphPipeline) -> GraphSettings:
+    graph = typed_config(config).graph
     return GraphSettings(
-        extractor=g["extractor"], chunks_per_part=int(g["chunks_per_part"]), summaries=g["summaries"], summary_sentences=int(g["summary_sentences"]), limit_chunks=g["limit_chunks"]
+        extractor=dataclasses.asdict(graph.extractor), chunks_per_part=graph.chunks_per_part, summaries=graph.summaries, summary_sentences=graph.summary_sentences, limit_chunks=graph.limit_chunks
     )
 
 
 @pipeline_main("graph")
 def main(cfg: DictConfig) -> None:
     with exit_on_error():
-        if not cfg.index.path:
+        config = check_graph_config(cfg)
+        if not config.index.path:
             raise ValueError("name the index: index.path=<dir> (built with python -m pipelines.index)")
-        check_graph_config(cfg)
         result = build_graph(
-            str(cfg.index.path),
-            settings_from_config(cfg),
-            GraphRuntime(**OmegaConf.to_container(cfg.runtime.graph)),
-            overwrite=bool(cfg.graph.overwrite),
-            progress=bool(cfg.progress),
-            ray_init=partial(init_ray, num_cpus=cfg.runtime.num_cpus),
+            str(config.index.path),
+            settings_from_config(config),
+            config.runtime.graph,
+            overwrite=config.graph.overwrite,
+            progress=config.progress,
+            ray_init=partial(init_ray, num_cpus=config.runtime.num_cpus),
         )
     print(result.summary())
     if result.manifest["num_rejected"] or result.manifest.get("num_summary_rejected"):
-        print(f"extractor output that could not be used is kept in {cfg.index.path}/graph/rejects")
-    print(f"graph: {cfg.index.path}/graph")
+        print(f"extractor output that could not be used is kept in {config.index.path}/graph/rejects")
+    print(f"graph: {config.index.path}/graph")
 
 
 if __name__ == "__main__":

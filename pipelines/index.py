@@ -5,62 +5,61 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
+from arag.config.schemas import IndexPipeline
+from arag.config.typed import typed_config
+from arag.index.embedding import EmbedderSpec
 from arag.corpus.readers import corpus_spec_from_config
 from arag.index.build import IndexSettings, sample_rejects
-from arag.index.embedding import EmbedderSpec
 from arag.index.layout import IndexLayout
 from arag.index.parts import ChunkingSettings
 from arag.runtime.cluster import init_ray
-from arag.runtime.index_job import EmbedRuntime, build_index
-from pipelines.errors import exit_on_error
+from arag.runtime.index_job import build_index
 from pipelines.config_checks import check_index_config
+from pipelines.errors import exit_on_error
 
 log = logging.getLogger("pipelines.index")
+CORPORA = "wiki, 2wikimultihopqa, 2wikimultihopqa-passages, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet"
 
 
-def settings_from_config(cfg: DictConfig) -> IndexSettings:
+def settings_from_config(config: DictConfig | IndexPipeline) -> IndexSettings:
+    config = typed_config(config)
+    index = config.index
     return IndexSettings(
-        corpus=corpus_spec_from_config(OmegaConf.to_container(cfg.corpus, resolve=True)),
-        embedder=EmbedderSpec.from_config(OmegaConf.to_container(cfg.embedder, resolve=True)),
-        chunking=ChunkingSettings(
-            mode=str(cfg.index.chunking),
-            chunk_tokens=int(cfg.index.chunk_tokens),
-            chunk_overlap=int(cfg.index.chunk_overlap),
-            language=str(cfg.index.language),
-        ),
-        faiss_factory=str(cfg.index.faiss_factory),
-        ann=str(cfg.index.ann),
-        ann_recall=cfg.index.ann_recall,
-        ann_questions=None if cfg.index.ann_questions is None else str(cfg.index.ann_questions),
+        corpus=corpus_spec_from_config(config.corpus),
+        embedder=EmbedderSpec.from_config(config.embedder),
+        chunking=ChunkingSettings(mode=index.chunking, chunk_tokens=index.chunk_tokens, chunk_overlap=index.chunk_overlap, language=index.language),
+        faiss_factory=index.faiss_factory,
+        ann=index.ann,
+        ann_recall=index.ann_recall,
+        ann_questions=index.ann_questions,
     )
 
 
 @pipeline_main("index")
 def main(cfg: DictConfig) -> None:
     with exit_on_error():
-        if "corpus" not in cfg:
-            raise ValueError("choose a corpus with +corpus=<name> (wiki, 2wikimultihopqa, 2wikimultihopqa-passages, 2wikimultihopqa-linearrag, graphrag-bench-medical, graphrag-bench-novel, graphrag-bench-novel-docs, jsonl, json, parquet)")
-        check_index_config(cfg)
-        settings = settings_from_config(cfg)
+        if cfg.get("corpus") is None:
+            raise ValueError(f"choose a corpus with +corpus=<name> ({CORPORA})")
+        config = check_index_config(cfg)
         result = build_index(
-            settings,
-            str(cfg.index.path),
-            embed=EmbedRuntime(**OmegaConf.to_container(cfg.runtime.embed)),
-            overwrite=bool(cfg.index.overwrite),
-            progress=bool(cfg.progress),
-            ray_init=partial(init_ray, num_cpus=cfg.runtime.num_cpus),
-            verify_inputs=bool(cfg.index.verify_inputs),
+            settings_from_config(config),
+            str(config.index.path),
+            embed=config.runtime.embed,
+            overwrite=config.index.overwrite,
+            progress=config.progress,
+            ray_init=partial(init_ray, num_cpus=config.runtime.num_cpus),
+            verify_inputs=config.index.verify_inputs,
         )
     print(result.summary())
     if result.manifest["num_rejected"]:
-        layout = IndexLayout(cfg.index.path)
+        layout = IndexLayout(config.index.path)
         print(f"rejected records are kept in {layout.root / 'rejects'}; the first ones:")
         for source, line, reason in sample_rejects(layout, result.manifest, 5):
             print(f"  {source}:{line}: {reason}")
-    print(f"index: {cfg.index.path}")
+    print(f"index: {config.index.path}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Score finished runs' answers again with another judge, as new runs, without re-running agents:
 `python -m pipelines.rejudge results.path=<dir> judge=strict [runs=[<run id>]] [+model@judge.model=openai ...]`.
 
-The config's keys are checked, then arag.runtime.rejudge.rejudge re-judges each run. Rerunning
+The config's keys and types are checked (pipelines.config_checks), then arag.runtime.rejudge.rejudge re-judges each run. Rerunning
 finishes what is missing and picks up episodes the source run finished since.
 
 Exit status 1 when a re-judged run holds failures: questions the judge gave no verdict (rerunning
@@ -11,7 +11,6 @@ line names how many and their most common causes.
 """
 
 from __future__ import annotations
-
 
 from omegaconf import DictConfig
 
@@ -27,7 +26,7 @@ def main(cfg: DictConfig) -> None:
     from arag.runtime.rejudge import rejudge
 
     with exit_on_error(interrupted="the verdicts written so far are stored; rerun the same command to finish"):
-        check_rejudge_config(cfg)
+        check_rejudge_config(cfg)  # its keys and types; arag.runtime.rejudge reads the composed config
         check_model_endpoints(cfg, ("judge.model",))
         summaries = rejudge(cfg)
     problems = [p for p in map(lambda s: unfinished(s, judge_failures=True), summaries) if p]

@@ -9,16 +9,17 @@ docs/tools.md and arag.serve.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
+from arag.config.typed import typed_config
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
-from pipelines.config_checks import check_serve_config
 from pipelines.errors import exit_on_error
 
 
@@ -41,10 +42,9 @@ def main(cfg: DictConfig) -> None:
 
     token = None
     with exit_on_error(also=(TypeError,)):
-        check_serve_config(cfg)
-        serve = token_as_typed(OmegaConf.to_container(cfg.serve, resolve=True), list(HydraConfig.get().overrides.task))
-        settings = ServeSettings.from_dict(serve)
-        if not cfg.index.path:
+        config = typed_config(cfg)
+        settings = ServeSettings.from_dict(token_as_typed(dataclasses.asdict(config.serve), list(HydraConfig.get().overrides.task)))
+        if not config.index.path:
             raise ValueError("give the index to serve: index.path=<dir>")
         if settings.transport == "http":
             token = settings.resolved_token()
@@ -53,7 +53,7 @@ def main(cfg: DictConfig) -> None:
         logging.getLogger("arag.serve").warning("serve.token on the command line is visible to every local user (ps); serve.token_file or ARAG_SERVE_TOKEN keep it private")
     with exit_on_error(also=(TypeError, RuntimeError)):  # RuntimeError: a worker process could not start
         try:
-            service = open_service(str(cfg.index.path), settings, OmegaConf.to_container(cfg.tools, resolve=True))
+            service = open_service(str(config.index.path), settings, dataclasses.asdict(config.tools))
         except (IndexNotFoundError, IncompleteIndexError) as exc:
             raise IndexNotFoundError(f"cannot open index: {exc}") from exc
     try:

@@ -8,7 +8,7 @@ import sys
 from omegaconf import DictConfig
 
 from arag.config.cli import pipeline_main
-from pipelines.config_checks import check_view_config
+from arag.config.typed import typed_config
 from pipelines.errors import exit_on_error
 
 
@@ -17,8 +17,8 @@ def main(cfg: DictConfig) -> None:
     from arag.viewer import serve
 
     with exit_on_error():
-        check_view_config(cfg)
-        serve(str(cfg.results.path), host=str(cfg.view.host), port=int(cfg.view.port), open_browser=bool(cfg.view.open_browser), out=sys.stdout)
+        config = typed_config(cfg)
+        serve(config.results.path, host=config.view.host, port=config.view.port, open_browser=config.view.open_browser, out=sys.stdout)
 
 
 if __name__ == "__main__":

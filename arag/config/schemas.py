@@ -1,11 +1,16 @@
-"""Dataclass schemas of config nodes that several pipelines share (plain Python: no Hydra, no Ray).
-Hydra merges each under its YAML (arag.config.store), so the defaults here are the defaults."""
+"""The settings' schemas: one dataclass per config node and one per pipeline (its root), the one home
+of their keys, types and defaults (plain Python: no Hydra, no Ray). Each pipeline's YAML builds on its
+root (arag.config.store), so Hydra's struct mode refuses an unknown key, and the composed config
+becomes these objects in one conversion (arag.config.typed); the keys of the untyped mappings (model,
+method, corpus, embedder) are their readers' to check (pipelines.config_checks)."""
 
 from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional
+
+from omegaconf import MISSING
 
 from arag.strict_settings import from_settings
 
@@ -68,6 +73,10 @@ class IndexSource:
     url: str | None = None  # a tool server instead: http://host:8765; path is then unused
     token_env: str | None = TOKEN_ENV  # the environment variable holding the server's token (if it has one)
     timeout_s: float = 120.0  # seconds a served tool call may take, time queued at a busy server included
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:  # the rule of arag.serve.client.index_timeout
+            raise ValueError(f"index.timeout_s must be a number of seconds > 0, not {self.timeout_s!r}")
 
 
 @dataclass
@@ -332,6 +341,10 @@ class ViewConfig:
     port: int = 8770  # 0: any free port (the address is printed)
     open_browser: bool = True  # open the page in this machine's browser once it listens
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"view.port must be a port number from 0 to 65535 (0: any free one), got {self.port!r}")
+
 
 @dataclass
 class ToolOptions:
@@ -347,3 +360,117 @@ class ToolOptions:
     batch_window_s: float = 0.001  # under load, how long a query batch waits for more queries to join it
     max_active: Optional[int] = None  # tool calls that run at once; None: twice the cores
     encoder_threads: Optional[int] = None  # CPU threads of the query encoder; None: the embedder's setting (a worker pool: its share of the cores)
+
+
+@dataclass
+class IndexPath:
+    """The `index:` node of graph and serve: the index folder."""
+
+    path: Any = None
+
+
+def _check_count(key: str, value: Any, what: str) -> None:
+    """A setting that counts `what` and may be null (all of them): a whole number of at least 1.
+    Its default is null, so it is untyped: a type would give OmegaConf's message, not this one."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return
+    kind = "" if isinstance(value, int) and not isinstance(value, bool) else f" (a {type(value).__name__})"
+    raise ValueError(f"setting {key}={value!r}{kind}: {key} takes a whole number of {what} of at least 1, or null for all of them")
+
+
+@dataclass
+class AgentRun:
+    """What ask and evaluate share: the agent, its model, method and index."""
+
+    model: Any = None
+    method: Any = None
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    index: IndexSource = field(default_factory=IndexSource)
+
+
+
+@dataclass
+class AskPipeline(AgentRun):
+    """conf/ask.yaml"""
+
+    show: AskShow = field(default_factory=AskShow)
+    question: Optional[str] = None
+    question_id: Optional[str] = None
+    output: Optional[str] = None  # also write the episode record as JSON here
+
+
+@dataclass
+class EvaluatePipeline(AgentRun):
+    """conf/evaluate.yaml"""
+
+    runtime: EvalRuntime = field(default_factory=EvalRuntime)
+    judge: JudgeNode = MISSING
+    questions: QuestionsSource = field(default_factory=QuestionsSource)
+    results: ResultsTree = field(default_factory=ResultsTree)
+    corpus: Any = None  # +corpus=<name>: the benchmark
+    data_dir: str = MISSING
+    limit: Any = None  # the first N questions of the file; a later, larger limit continues the same run
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        _check_count("limit", self.limit, "questions")
+
+
+@dataclass
+class RejudgePipeline:
+    """conf/rejudge.yaml"""
+
+    judge: JudgeNode = MISSING
+    results: ResultsTree = field(default_factory=ResultsTree)
+    runs: Any = None  # run ids under results.path; null: every run there that is not itself a re-judge
+    out: Optional[str] = None  # the results tree the re-judged runs go to; null: results.path
+    concurrency: Optional[int] = None  # judge calls in flight; null: the judge backend's default
+    batch_size: int = 25
+    progress: bool = True
+
+
+@dataclass
+class IndexPipeline:
+    """conf/index.yaml"""
+
+    index: IndexBuild = field(default_factory=IndexBuild)
+    runtime: IndexRuntime = field(default_factory=IndexRuntime)
+    embedder: Any = None  # a conf/embedder mapping (arag.index.embedding.EmbedderSpec's fields)
+    corpus: Any = None  # +corpus=<name>
+    data_dir: str = MISSING
+    progress: bool = True
+
+
+@dataclass
+class GraphPipeline:
+    """conf/graph.yaml"""
+
+    graph: GraphConfig = field(default_factory=GraphConfig)
+    runtime: GraphPipelineRuntime = field(default_factory=GraphPipelineRuntime)
+    index: IndexPath = field(default_factory=IndexPath)
+    progress: bool = True
+
+
+@dataclass
+class ServePipeline:
+    """conf/serve.yaml"""
+
+    serve: ServeConfig = field(default_factory=ServeConfig)
+    tools: ToolOptions = field(default_factory=ToolOptions)
+    index: IndexPath = field(default_factory=IndexPath)
+
+
+@dataclass
+class ReportPipeline:
+    """conf/report.yaml"""
+
+    results: ResultsTree = field(default_factory=ResultsTree)
+    report: ReportConfig = field(default_factory=ReportConfig)
+
+
+@dataclass
+class ViewPipeline:
+    """conf/view.yaml"""
+
+    results: ResultsTree = field(default_factory=ResultsTree)
+    view: ViewConfig = field(default_factory=ViewConfig)

@@ -1,17 +1,17 @@
-"""From an evaluation's config (conf/evaluate.yaml as Hydra composed it) to the run it describes:
+"""From an evaluation's typed settings (arag.config.schemas.EvaluatePipeline) to the run they describe:
 its `RunSettings` (whose id names the run's folder) and the description stored in its run.json.
 The index or tool server is opened here, once, so a bad one fails before any worker starts."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
-from arag.evaluation.judge import JudgeConfig
+from arag.config.schemas import EvaluatePipeline, IndexSource
+from arag.config.typed import typed_config
 from arag.evaluation.protocol import index_facts, protocol_card
 from arag.evaluation.questions import QuestionSet
 from arag.evaluation.run_settings import RunSettings, answer_style_for
@@ -19,12 +19,6 @@ from arag.index.fingerprint import index_build_fingerprint
 from arag.index.store import open_index
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.methods import method_from_config
-
-
-def dataset_name(cfg: DictConfig, questions_name: str) -> str:
-    """The corpus's name when one was chosen (+corpus=…), else the questions file's."""
-    corpus = cfg.get("corpus")
-    return str(corpus.name) if corpus is not None and corpus.get("name") else questions_name
 
 
 @dataclass(frozen=True)
@@ -41,23 +35,20 @@ class RunIndex:
     server_info: dict[str, Any] | None = None
 
 
-def open_run_index(cfg: DictConfig, method: Any) -> RunIndex:
-    """Open the index `cfg` names for `method`, once: fails now, with the path or address named,
+def open_run_index(index: IndexSource, method: Any) -> RunIndex:
+    """Open the index `index` names for `method`, once: fails now, with the path or address named,
     rather than in every worker. A method without retrieval reads none."""
     if not method.needs_index():
         return RunIndex()
-    index_url = OmegaConf.select(cfg, "index.url", default=None)
-    if index_url:
+    if index.url:
         from arag.serve.client import open_tools
 
-        token_env = OmegaConf.select(cfg, "index.token_env", default=None)
-        with open_tools(index_url=index_url, token_env=token_env, require_tools=method.tools) as served:
+        with open_tools(index_url=index.url, token_env=index.token_env, require_tools=method.tools) as served:
             # the served index's own fingerprint: the same run as with index.path
-            return RunIndex(url=str(index_url), fingerprint=served.fingerprint, chunk_ids=served.chunk_ids.to_json(), facts=served.index_facts, server_info=dict(served.info))
-    given = OmegaConf.select(cfg, "index.path", throw_on_resolution_failure=False)
-    if not given:
+            return RunIndex(url=str(index.url), fingerprint=served.fingerprint, chunk_ids=served.chunk_ids.to_json(), facts=served.index_facts, server_info=dict(served.info))
+    if not index.path:
         raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
-    index_path = str(Path(str(given)).resolve())
+    index_path = str(Path(str(index.path)).resolve())
     index = open_index(index_path)
     chunk_ids = index.chunk_ids.to_json()
     # The manifest open_index read gives the fingerprint and the protocol card's facts: one read.
@@ -71,33 +62,30 @@ def open_run_index(cfg: DictConfig, method: Any) -> RunIndex:
     return RunIndex(path=index_path, fingerprint=fingerprint, chunk_ids=chunk_ids, facts=facts)
 
 
-def run_settings(cfg: DictConfig, question_set: QuestionSet) -> RunSettings:
-    """The run `cfg` describes over `question_set` (see `run_setup`)."""
-    return run_setup(cfg, question_set)[0]
+def run_settings(config: Any, question_set: QuestionSet) -> RunSettings:
+    """The run `config` describes over `question_set` (see `run_setup`)."""
+    return run_setup(typed_config(config), question_set)[0]
 
 
-def run_setup(cfg: DictConfig, question_set: QuestionSet) -> tuple[RunSettings, RunIndex]:
-    """The run `cfg` describes over `question_set`, and what was read from its index (folder or
-    served), opened once here: its fingerprint and chunk ids enter the run id."""
-    method_cfg = OmegaConf.to_container(cfg.method, resolve=True)
+def run_setup(config: EvaluatePipeline, question_set: QuestionSet) -> tuple[RunSettings, RunIndex, Any]:
+    """The run `config` describes over `question_set`, what was read from its index (folder or
+    served), opened once here (its fingerprint and chunk ids enter the run id), and its method."""
+    dataset = str(config.corpus["name"]) if config.corpus and config.corpus.get("name") else question_set.name
+    method_cfg = dict(config.method)
     # short answers for the multi-hop sets, free-form for GraphRAG-Bench, unless the method sets one
-    method_cfg.setdefault("answer_style", answer_style_for(dataset_name(cfg, question_set.name)))
+    method_cfg.setdefault("answer_style", answer_style_for(dataset))
     method = method_from_config(method_cfg)
     if method.shows_tool_results():  # what the model reads of the tools' results, recorded with its value
         method_cfg.setdefault("snippets_per_chunk", method.snippets_per_chunk)
         method_cfg.setdefault("result_titles", method.result_titles)
-    from arag.serve.client import index_timeout
-
-    timeout_s = index_timeout(OmegaConf.select(cfg, "index.timeout_s", default=None))
-    index = open_run_index(cfg, method)
-    judge = OmegaConf.to_container(cfg.judge, resolve=True)
-    judge_model = judge.pop("model", None)
-    JudgeConfig.from_dict(judge)  # a bad judge template fails now, named, rather than in every worker
+    index = open_run_index(config.index, method)
+    judge = dataclasses.asdict(config.judge)
+    judge_model = judge.pop("model")
     settings = RunSettings(
-        dataset=dataset_name(cfg, question_set.name),
+        dataset=dataset,
         method=method_cfg,
-        model=OmegaConf.to_container(cfg.model, resolve=True),
-        agent=OmegaConf.to_container(cfg.agent, resolve=True),
+        model=dict(config.model),
+        agent=dataclasses.asdict(config.agent),
         judge=judge,
         judge_model=judge_model,
         questions_path=str(question_set.path.resolve()),
@@ -105,31 +93,21 @@ def run_setup(cfg: DictConfig, question_set: QuestionSet) -> tuple[RunSettings, 
         index_path=index.path,
         index_build_fingerprint=index.fingerprint,
         index_url=index.url,
-        index_token_env=OmegaConf.select(cfg, "index.token_env", default=None),
-        index_timeout_s=timeout_s,
+        index_token_env=config.index.token_env,
+        index_timeout_s=config.index.timeout_s,
         chunk_ids=index.chunk_ids,
         index_facts=index.facts,
         retrieved_tokens_tokenizer=RETRIEVED_TOKENS_TOKENIZER if method.needs_index() else None,
+        built_method=method,  # the texts in the run id are this method's: the identity renders them without building it again
     )
-    # The texts in the run id are this method's (its config's defaults added above are its own
-    # values): the identity renders them without building it again.
-    settings.__dict__["_built_method"] = method
-    return settings, index
+    return settings, index, method
 
 
-def resolved_config(cfg: DictConfig) -> dict[str, Any]:
-    """The whole config with interpolations resolved; keys that cannot resolve (e.g. corpus-based
-    defaults when no corpus was chosen) are kept as written."""
-    try:
-        return OmegaConf.to_container(cfg, resolve=True)
-    except Exception:
-        return OmegaConf.to_container(cfg, resolve=False)
-
-
-def run_info(settings: RunSettings, question_set: QuestionSet, cfg: DictConfig, overrides: list[str]) -> dict[str, Any]:
+def run_info(settings: RunSettings, question_set: QuestionSet, config: EvaluatePipeline, overrides: list[str], method: Any = None) -> dict[str, Any]:
     """The run's description (RunStore.write_run_info): its id, identity, settings, the questions
     file, the resolved config, as the first command that ran it saw them, and its protocol card
-    against the paper its method comes from (not part of the identity)."""
+    against the paper its method comes from (not part of the identity); `method`: the run's, built
+    once, renders the texts the card checks."""
     info = {
         "run_id": settings.run_id,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(),
@@ -142,7 +120,6 @@ def run_info(settings: RunSettings, question_set: QuestionSet, cfg: DictConfig, 
             "count": len(question_set.questions),
             "rejected": [r.describe(question_set.path) for r in question_set.rejects],
         },
-        "config": resolved_config(cfg),
+        "config": dataclasses.asdict(config),
     }
-    # the method the settings built renders the texts the card checks (built once per run: its identity's)
-    return {**info, "protocol": protocol_card(info, built=settings.__dict__.get("_built_method")).to_json()}
+    return {**info, "protocol": protocol_card(info, built=method).to_json()}

@@ -13,7 +13,7 @@ import copy
 import hashlib
 import json
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import InitVar, asdict, dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,12 @@ class RunSettings:
     # The tokenizer of the recorded retrieved tokens (arag.index.tokens.RETRIEVED_TOKENS_TOKENIZER);
     # None: a run without retrieval, or one recorded before it was named here (cl100k_base then).
     retrieved_tokens_tokenizer: str | None = None
+    # The method `method` builds, when the caller has built it: the identity renders its texts from it.
+    built_method: InitVar[Any] = None
+
+    def __post_init__(self, built_method: Any) -> None:
+        if built_method is not None:
+            object.__setattr__(self, "_identity", self.build_identity(built_method))
 
     def identity(self) -> dict[str, Any]:
         """The settings hashed into the run id (also stored in run.json and every row): built once per
@@ -71,6 +77,9 @@ class RunSettings:
 
     @cached_property
     def _identity(self) -> dict[str, Any]:
+        return self.build_identity()
+
+    def build_identity(self, method: Any = None) -> dict[str, Any]:
         judging = {"judge": _drop(self.judge, RUNTIME_JUDGE_KEYS), "judge_model": self.judge_instrument()}
         if self.rejudged_from is not None:
             return {**self.rejudged_from["identity"], **judging, "rejudged_from": self.rejudged_from["run_id"], "judge_code": code_version()}
@@ -82,7 +91,7 @@ class RunSettings:
             "model": _drop(self.model, runtime_model_keys()),
             "agent": _drop(self.agent, RUNTIME_AGENT_KEYS),
             **judging,
-            "texts": model_texts(self.method, self.model.get("protocol", "json"), self.chunk_ids, self.__dict__.get("_built_method")),
+            "texts": model_texts(self.method, self.model.get("protocol", "json"), self.chunk_ids, method),
             "code": code_version(),
             **({"retrieved_tokens_tokenizer": self.retrieved_tokens_tokenizer} if self.retrieved_tokens_tokenizer else {}),
         }
@@ -145,7 +154,7 @@ class RunSettings:
         identity = fields.pop("identity", None)
         settings = cls(**fields)
         if identity is not None:
-            settings.__dict__["_identity"] = identity  # the run's, as `to_worker_json` carried it
+            object.__setattr__(settings, "_identity", identity)  # the run's, as `to_worker_json` carried it
         return settings
 
 

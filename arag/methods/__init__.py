@@ -2,7 +2,7 @@
 
 A config names its class with `kind` (a method kind registered in arag.registry, kind "method");
 everything else in the file are that class's fields (prompts, tools, options), besides `label`, the
-method's name in reports. Register a new kind with `register_kind`.
+method's name in reports. A new kind registers with arag.registry.register(METHOD, kind, cls).
 """
 
 from __future__ import annotations
@@ -28,10 +28,6 @@ CONFIG_ONLY_KEYS = ("kind", "label")
 
 # conf/method in a checkout, arag/conf/method in an installed package.
 METHOD_CONF_DIR = conf_path("method")
-
-
-def register_kind(kind: str, cls: type[Method]) -> None:
-    register(METHOD, kind, cls)
 
 
 def available_methods() -> list[str]:
@@ -85,4 +81,4 @@ def load_method(name: str, overrides: Mapping[str, Any] | None = None) -> Method
     return method_from_config(cfg)
 
 
-__all__ = ["KINDS", "AgenticRagMethod", "Method", "NaiveRagMethod", "available_methods", "evidence_of", "load_method", "method_class", "method_from_config", "read_method_config", "register_kind", "shows_full_text"]
+__all__ = ["KINDS", "AgenticRagMethod", "Method", "NaiveRagMethod", "available_methods", "evidence_of", "load_method", "method_class", "method_from_config", "read_method_config", "shows_full_text"]

@@ -1,22 +1,17 @@
 """Evaluation on Ray: `EpisodeWorker` actors run episodes; the driver feeds them and writes results.
 
-Each `EpisodeWorker` holds one `arag.evaluation.runner.EpisodeRunner`: it opens the index once
-(a ToolContext) and builds the LLM backend once (the embedded llama.cpp model, an endpoint client,
-or a GPU engine placed by `worker_gpus`), then runs up to `concurrency` episodes at once on its
-event loop (`Agent.arun`). Throughput scales with `workers` (actors, spread over the cluster's
-nodes) and with `concurrency` where the backend serves requests in parallel.
-
-The driver keeps every worker's slots full, collects rows, and writes them in batches (at
-`batch_size` rows, or every `flush_s` seconds) through `RunStore`, atomically. When a worker dies
-(its process, or its node), the questions it had in flight go back to the queue and a replacement
-worker is started (up to `max_worker_restarts`); a question in flight on `max_losses` dead workers
-is recorded as failed rather than retried forever. Nothing a worker returned is written twice,
-and a killed driver loses only its unwritten batch, which the rerun runs again.
+Each worker holds one `arag.evaluation.runner.EpisodeRunner` (the index opened and the backend built
+once) and runs up to `concurrency` episodes at once on its event loop. The driver keeps every worker's
+slots full and writes rows in batches (at `batch_size` rows, or every `flush_s` seconds) through
+`RunStore`. A dead worker's questions in flight go back to the queue and a replacement starts (up to
+`max_worker_restarts`); a question in flight on `max_losses` dead workers is recorded as failed. Nothing
+returned is written twice, and a killed driver loses only its unwritten batch, which the rerun runs again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -27,14 +22,12 @@ from typing import Any, Callable
 
 import ray
 
-from arag.config.schemas import EvalRuntime  # noqa: F401 (the `runtime` node; the driver takes it from here)
+from arag.config.schemas import EvalRuntime
 from arag.evaluation.questions import Question
 from arag.evaluation.rows import OK
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import failed_row
 from arag.evaluation.run_settings import RunSettings
-# What each backend declares of itself: episodes per worker, the limits raised to them, each worker's own keys
-# (pipelines.rejudge takes the first two from here too).
 from arag.llm.factory import backend_caps, default_concurrency, worker_overrides
 from arag.open_files import ensure_open_files
 from arag.runtime.faults import hold_at_fault_point
@@ -167,11 +160,11 @@ class EpisodeScheduler:
         self.server_info = server_info  # a served index's description, read when the run was set up
         self.attempts = dict(attempts or {})
         self.overrides = list(overrides or [])
-        self.concurrency = max(1, int(runtime.concurrency or default_concurrency(settings.model)))
-        self.engines = runtime.engines or max(1, runtime.workers)
-        self.actor_cls = ray.remote(EpisodeWorker)
         self.settings_json = settings.to_worker_json()  # the run id as computed here, not per worker
         self.secrets = {name: os.environ[name] for name in settings.secret_env_names() if os.environ.get(name)}
+        self.engines = runtime.engines or max(1, runtime.workers)
+        self.actor_cls = ray.remote(EpisodeWorker)
+        self.concurrency = max(1, int(runtime.concurrency or default_concurrency(settings.model)))
         self.model_caps = self.raise_caps()
         self.counts = EvalCounts()
         self.started = time.monotonic()
@@ -284,14 +277,15 @@ class EpisodeScheduler:
     def raise_caps(self) -> dict[str, Any]:
         """The agent model's overrides from `backend_caps` (the judge's own model, when it has one,
         gets its own in the settings the workers receive); each limit kept below is logged once."""
+        warnings = tool_server_caps(self.settings, max(1, self.runtime.workers) * self.concurrency, self.server_info)
         per_engine = -(-max(1, self.runtime.workers) // self.engines) * self.concurrency
-        model_caps, warnings = backend_caps(self.settings.model, self.concurrency, per_engine)
+        model_caps, model_warnings = backend_caps(self.settings.model, self.concurrency, per_engine)
+        warnings += model_warnings
         judge_model = self.settings.judge_model
         if judge_model is not None:
             judge_caps, judge_warnings = backend_caps(judge_model, self.concurrency, per_engine, role="judge.model")
             self.settings_json["judge_model"] = {**judge_model, **judge_caps}  # runtime keys: the run id stays
             warnings += judge_warnings
-        warnings += tool_server_caps(self.settings, max(1, self.runtime.workers) * self.concurrency, self.server_info)
         for warning in warnings:
             log.warning("%s", warning)
         return model_caps
@@ -315,10 +309,8 @@ class EpisodeScheduler:
         if worker is None:
             return  # already handled (several of its episodes fail together)
         self.counts.workers_lost += 1
-        try:
+        with contextlib.suppress(Exception):
             ray.kill(worker.handle, no_restart=True)
-        except Exception:
-            pass
         if self.restarts_left > 0:
             self.restarts_left -= 1
             log.warning("evaluation worker lost (%s); its %d episodes in flight go back to the queue; starting a replacement", why, len(worker.inflight))
@@ -358,10 +350,8 @@ class EpisodeScheduler:
             if self.bar is not None:
                 self.bar.close()
             for worker in self.workers.values():
-                try:
+                with contextlib.suppress(Exception):
                     ray.kill(worker.handle, no_restart=True)
-                except Exception:
-                    pass
             self.counts.wall_s = time.monotonic() - self.started
 
 

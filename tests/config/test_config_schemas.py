@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from arag.config.cli import check_command_line
 from arag.config.schemas import AgentConfig, AskShow, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeConfig, QuestionsSource, ReportConfig, ResultsTree, ServeConfig, ToolOptions, ViewConfig
 from arag.config.files import conf_dir
+from arag.config.typed import typed_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -49,7 +50,7 @@ def test_the_evaluation_runtime_is_its_schema():
     runtime = OmegaConf.to_container(compose("evaluate").runtime, resolve=True)
     assert runtime == dataclasses.asdict(EvalRuntime())
     assert all(type(runtime[k]) is int for k in ("workers", "batch_size", "max_worker_restarts", "max_losses"))
-    assert EvalRuntime.from_dict(runtime) == EvalRuntime()
+    assert typed_config(compose("evaluate")).runtime == EvalRuntime()
 
 
 @pytest.mark.parametrize(("name", "preset"), [("evaluate", "paper"), ("rejudge", "strict")])
@@ -278,13 +279,13 @@ def test_the_protocol_cards_assumed_index_is_the_index_pipelines_defaults():
 
 
 # pipeline → the overrides its config needs to compose (the optional corpus group, where it has one)
-PIPELINES = {"index": ["+corpus=jsonl"], "graph": [], "ask": [], "evaluate": ["+corpus=jsonl"], "rejudge": [], "serve": [], "report": [], "view": []}
+PIPELINES = {"index": ["+corpus=jsonl", "corpus.path=x"], "graph": [], "ask": [], "evaluate": ["+corpus=jsonl", "corpus.path=x"], "rejudge": [], "serve": [], "report": [], "view": []}
 
 
 @pytest.mark.parametrize("name", sorted(PIPELINES))
 def test_the_top_level_keys_are_those_the_pipelines_yaml_declares(name):
-    """pipelines.config_checks reads a pipeline's top-level keys from its YAML (its own keys and its
-    defaults list's packages, arag.config.declared): the keys it accepts are the composed config's."""
+    """A pipeline's top-level keys are its root schema's (arag.config.schemas), which its YAML builds on:
+    the keys its check accepts are the composed config's."""
     import pipelines.config_checks as checks
     from arag.strict_settings import UnknownSettingError
 
@@ -298,20 +299,21 @@ def test_the_top_level_keys_are_those_the_pipelines_yaml_declares(name):
         check(cfg)
 
 
-def test_a_defaults_entry_names_the_key_it_fills():
-    from arag.config.declared import _package
-
-    assert [_package(e) for e in ["_self_", {"model": "openai"}, {"schema/results@results": "base"}, {"model@graph.extractor.model": None}, {"override hydra/job_logging": "none"}, {"optional sweep": "x"}, {"schema/index_source": "base"}, {"x@_global_": "y"}]] == [
-        None, "model", "results", "graph", None, "sweep", "schema", None,
-    ]
+def test_a_mandatory_value_left_unset_is_named():
+    """A generic corpus config leaves its path unset (???): the conversion names the setting to give."""
+    with pytest.raises(ValueError, match=r"^setting corpus\.path has no value: give one with corpus\.path=\.\.\.$"):
+        typed_config(compose("index", "+corpus=jsonl"))
 
 
-def test_an_untyped_node_the_yaml_writes_holds_only_its_keys():
-    """serve's `index:` has no schema: the keys conf/serve.yaml writes there are its keys."""
-    from arag.config.declared import declared_nodes
+def test_an_untyped_node_of_the_yaml_is_now_a_schema_node():
+    """serve's `index:` node is IndexPath: it holds only `path`, and a key added to it is named."""
+    from arag.config.schemas import IndexPath
+    from arag.strict_settings import UnknownSettingError
 
     cfg = compose("serve")
-    assert declared_nodes("serve", cfg) == {"serve": None, "tools": None, "index": {"path": None}}
+    assert OmegaConf.get_type(cfg.index) is IndexPath and typed_config(cfg).index == IndexPath()
+    with pytest.raises(UnknownSettingError, match=r"unknown setting index\.pth \(did you mean index\.path\?\); valid keys of index: path$"):
+        typed_config(compose("serve", "+index.pth=x"))
 
 
 def test_a_mapping_sets_the_embedding_actors_resources():

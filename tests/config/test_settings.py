@@ -142,7 +142,7 @@ def test_settings_objects_refuse_unknown_keys():
     from arag.index.embedding import EmbedderSpec
     from arag.llm.factory import make_backend
     from arag.methods import load_method, method_from_config
-    from arag.runtime.evaluate_job import EvalRuntime
+    from arag.config.typed import typed_config
 
     with pytest.raises(UnknownSettingError, match=r"embedder\.batchsize .*batch_size"):
         EmbedderSpec.from_config({"name": "m", "batchsize": 8})
@@ -156,7 +156,7 @@ def test_settings_objects_refuse_unknown_keys():
         AgentConfig.from_dict({"guard_rails": {"tool_step": 1}})
     assert AgentConfig.from_dict({"guard_rails": {"tool_steps": 1}}).guard_rails.tool_steps == 1
     with pytest.raises(UnknownSettingError, match=r"runtime\.worker\b"):
-        EvalRuntime.from_dict({"worker": 2})
+        typed_config(compose_config("evaluate", "model=scripted", "+runtime.worker=2"))
     with pytest.raises(UnknownSettingError, match=r"method\.tool\b"):
         method_from_config({"name": "x", "system_prompt": "s", "tool": ["keyword_search"]})
     with pytest.raises(UnknownSettingError, match=r"method\.k\b"):  # a kind's own fields only
