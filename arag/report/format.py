@@ -1,5 +1,5 @@
 """What every report table shares: Markdown tables, number formats, the scored-questions rule, the
-accuracies' two denominators and the error for runs that must not be merged (arag.report.build and its sections)."""
+accuracies' two denominators and the error for runs that must not be merged."""
 
 from __future__ import annotations
 
@@ -33,15 +33,13 @@ def failure_cause(failure: str | None) -> str:
 
 
 def accuracy_sql(column: str, answered: bool = False) -> str:
-    """Two SQL aggregates, the sum and the count of a 0/1 score column over the scored questions
-    (only the answered ones with `answered`): an accuracy and its n (arag.report.intervals.cell)."""
+    """Two SQL aggregates, the sum and count of a 0/1 score over the scored (or `answered`) questions."""
     where = f"{SCORED} AND {ANSWERED}" if answered else SCORED
     return f"sum({column}) FILTER ({where}), count({column}) FILTER ({where})"
 
 
 def failures_sql() -> str:
-    """Two SQL aggregates: the failed episodes and their distinct causes (a list, most frequent
-    first), read by arag.report.intervals.cell beside an accuracy."""
+    """Two SQL aggregates: the failed episodes and their distinct causes, most frequent first."""
     return (f"count(*) FILTER ({FAILED}), "
             f"list({FAILURE_CAUSE_SQL} ORDER BY {FAILURE_CAUSE_SQL}) FILTER ({FAILED})")
 

@@ -1,7 +1,4 @@
-"""The viewer's web app (Starlette) and its server (uvicorn): `/` lists the runs and their episodes
-with filters and sorting, `/paired` the report's paired comparisons of the runs, `/export?format=csv|json&…` the listed episodes, `/episode?run=…&q=…` one
-episode step by step, `/compare?dataset=…&q=…` one question across runs side by side, `/run?run=…` a
-run's figures, `/settings?run=…` its run.json and invocations, `/report?run=…` the report nearest it."""
+"""The viewer's web app (Starlette) and its server (uvicorn); its routes are the pages of docs/viewer.md."""
 
 from __future__ import annotations
 
@@ -27,8 +24,7 @@ REPORT_DIR, REPORT_FILE = "report", "report.md"
 
 
 def find_report(run: Run, root: Path) -> Path | None:
-    """The report nearest a run: <folder>/report/report.md of the run's folder's parent or the first
-    folder above it, up to the tree's root, that has one."""
+    """<folder>/report/report.md of the run's parent folder or the first above it, up to the tree's root."""
     folder, root = run.path.parent.resolve(), root.resolve()
     while True:
         candidate = folder / REPORT_DIR / REPORT_FILE

@@ -80,9 +80,7 @@ def check_listing(f: dict[str, str]) -> None:
 
 
 def filter_rows(runs: list[Run], f: dict[str, str]) -> list[tuple[Run, dict[str, Any]]]:
-    """The episodes that pass every given filter (an empty one passes all): run, dataset, method,
-    the CHOICES, and q: text in the question, its id, the prediction or the trajectory (any case);
-    in run order then by question id, or sorted by `sort` (`order` asc or desc; missing values last)."""
+    """The episodes passing every given filter, in run then question order or by `sort` (missing values last)."""
     check_listing(f)
     needle = (f.get("q") or "").strip().lower()
     out = []

@@ -1,7 +1,5 @@
-"""The viewer's pages, rendered from the Jinja2 templates in arag/viewer/templates with autoescaping
-on: every text from the results (model replies, tool results, questions, settings) is escaped, so
-a model's output is shown, never run as markup. No script and nothing fetched (it works offline).
-Here: what the templates show, computed; there: the markup."""
+"""The viewer's pages, rendered from the Jinja2 templates in arag/viewer/templates with autoescaping on,
+so a model's output is shown, never run as markup. Here what the templates show is computed."""
 
 from __future__ import annotations
 
@@ -155,8 +153,7 @@ def paired_page(root: str, runs: list[Run], problems: list[str], comparisons: Se
 
 
 def steps_html(t: dict[str, Any], facts: EpisodeFacts, gold: dict[str, list[str]], titles: dict[str, str], gold_refs: dict[str, list[str]]) -> Markup:
-    """Each step's model calls, guard-rail events and tool calls, in that order; a tool result
-    identical to an earlier one of the episode folded, with where it was first shown."""
+    """Each step's model calls, guard-rail events and tool calls; a repeated tool result folded."""
     by_step: dict[int, list[tuple]] = {}
     loose: list[tuple] = []
     for call in t.get("model_calls") or []:
@@ -175,8 +172,7 @@ def steps_html(t: dict[str, Any], facts: EpisodeFacts, gold: dict[str, list[str]
 
 
 def verdict_beside_contain(row: dict[str, Any]) -> Markup:
-    """The judge's verdict beside Contain-Acc (is a gold answer in the prediction), marked where they
-    disagree: a judge that calls "America" wrong for "American" stands out."""
+    """The judge's verdict beside Contain-Acc, marked where they disagree."""
     return macro("verdict_beside_contain")(row)
 
 
