@@ -24,8 +24,7 @@ STAGE_LABELS = {"local": "local", "bridge": "bridge", "ppr": "PPR", "fail": "fai
 A2RAG_ROWS = "method LIKE 'a2rag%'"
 # Rows whose Recall@k counts passages (older ones counted chunks: packed windows of ~10 passages).
 PASSAGE_ROWS = f"coalesce(schema_version, 0) >= {PASSAGE_RECALL_SCHEMA}"
-# The paper's LLM calls per question (gpt-4o-mini, its multi-hop subsets: Tables II and III), by the
-# dataset name's start.
+# The paper's LLM calls per question (gpt-4o-mini, its multi-hop subsets: Tables II and III), by dataset name prefix.
 PAPER_CALLS_PER_QUESTION = {"hotpotqa": 2.0, "2wikimultihopqa": 2.3}
 
 

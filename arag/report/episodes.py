@@ -22,9 +22,8 @@ MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
 ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read")
 # The AgenticRAG comparison table: its ablations beside A-RAG (Full) and Naive RAG.
 AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
-# Settings that may vary between runs; a column is shown only where it does vary.
+# Settings that may vary between runs (a column only where they do), and the tables' headers.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails", "judge")
-# Their column headers in the tables.
 SETTING_HEADERS = {"model": "model", "max_steps": "max steps", "reasoning_effort": "reasoning effort", "token_budget": "token budget",
                    "temperature": "temperature", "guard_rails": "guard rails", "judge": "judge"}
 

@@ -13,7 +13,7 @@ from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, row_
 from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX, failure_kinds
 from arag.report.format import sql_literal
 
-# The stored rows as read, with where each is (the key the facts are joined by).
+# The stored rows as read; KEY (where each is) joins the facts to them.
 STORED_TABLE = "stored_episodes"
 FACTS_TABLE = "episode_facts"
 KEY = ("filename", "file_row_number")

@@ -48,18 +48,16 @@ class UnlikeRunsError(ValueError):
     """Two runs would share a table cell (or a sweep series) though their identities differ."""
 
 
+# format_value's kinds besides "pct" (a share, written as "f1" of 100 × value).
+FORMATS = {"int": "{:,.0f}", "f1": "{:.1f}", "f2": "{:.2f}"}
+
+
 def format_value(value: Any, kind: str = "pct") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if kind == "pct":
-        return f"{100 * value:.1f}"
-    if kind == "int":
-        return f"{value:,.0f}"
-    if kind == "f1":
-        return f"{value:.1f}"
-    if kind == "f2":
-        return f"{value:.2f}"
-    return str(value)
+        value, kind = 100 * value, "f1"
+    return FORMATS[kind].format(value) if kind in FORMATS else str(value)
 
 
 def setting_text(value: Any) -> str:

@@ -145,7 +145,6 @@ def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESA
     return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([x - y for x, y in zip(sa, sb)], resamples, seed), mcnemar_exact(a_only, b_only))
 
 
-# The headers of paired_cells' cells, the report's and the viewer's.
 DELTA = "Δ (A − B)"
 PAIRED_HEADER = ("n", "A %", "B %", DELTA, "95% CI of Δ", "right only in A / B", "p", "verdict")
 

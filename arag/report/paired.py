@@ -22,7 +22,6 @@ METRICS = (("LLM-Acc", "llm_acc"), ("Cont-Acc", "contain_acc"))
 TITLE = "## Paired comparisons"
 # The methods the paper's Table 1 counts as A-RAG (its own agent, conf/method/<name>.yaml `kind`).
 ARAG_KIND = "agent"
-# The paper's table a method pair comes from (MethodComparison.table).
 TABLE1 = "Table 1"
 TABLE2 = "Table 2"
 TABLE_TITLES = {TABLE1: "A-RAG against the baselines and A-RAG (Full) against A-RAG (Naive), as the paper's Table 1",

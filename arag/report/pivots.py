@@ -166,7 +166,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
                 rows.append(row)
                 listed += [method] if method in ran or fixed_rows else []
         if paper is not None and not backbone:
-            reference = reference_rows(paper, list(dict.fromkeys(listed)), datasets, accuracy_columns, method_label, _paper_fmt, of_answered=True)
+            reference = reference_rows(paper, list(dict.fromkeys(listed)), datasets, accuracy_columns, method_label, _paper_fmt)
             rows += [[*([""] * len(shown)), *r] for r in reference]
         out += fitted_tables(len(shown) + 1, _by_dataset(len(shown) + 1, header, rows, datasets))
     return "\n".join(out)

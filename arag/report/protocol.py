@@ -163,9 +163,9 @@ def backbone_title(backbone: str) -> str:
     return "GPT" + backbone[3:] if backbone.lower().startswith("gpt") else backbone
 
 
-def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], columns, label, fmt, *, of_answered: bool = False) -> list[list[str]]:
-    """The paper's accuracies of `methods` as rows "<method> — paper, <backbone> (reference)". `of_answered`:
-    the published value goes under "(of answered)", the paper code's denominator, "–" under "(of attempted)"."""
+def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], columns, label, fmt) -> list[list[str]]:
+    """The paper's accuracies of `methods` as rows "<method> — paper, <backbone> (reference)", each under
+    "(of answered)", the paper code's denominator, "–" under "(of attempted)"."""
     rows = []
     for backbone in paper.backbones:
         for method in methods:
@@ -174,6 +174,6 @@ def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], colum
             row = [f"{label(method)} — paper, {backbone_title(backbone)} (reference)"]
             for d in datasets:
                 for c in range(len(columns(d))):
-                    row += (["–"] if of_answered else []) + [fmt(paper.cell(backbone, method, d, c))]
+                    row += ["–", fmt(paper.cell(backbone, method, d, c))]
             rows.append(row)
     return rows

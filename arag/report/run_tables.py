@@ -16,7 +16,6 @@ from arag.report.intervals import LEGEND, failures_text
 from arag.report.intervals import cell as accuracy_cell
 from arag.report.tables import Topic, fitted_tables
 
-# The method whose tools the AgenticRAG table counts.
 AGENTIC_METHOD = "agenticrag"
 
 

@@ -10,7 +10,6 @@ from arag.report.format import markdown_table
 
 # The widest table the report writes (columns); wider ones are split by topic.
 MAX_COLUMNS = 12
-# The separator between the constants stated above a table.
 CONSTANT_SEPARATOR = " · "
 
 

@@ -52,9 +52,9 @@ def create_app(results: str | Path | ResultsTree):
                 out = render(request)
                 return out if isinstance(out, Response) else HTMLResponse(out)
             except LookupError as exc:
-                return HTMLResponse(pages.error_page(404, str(exc.args[0])), status_code=404)
+                return HTMLResponse(pages.render("error.html", status=404, message=str(exc.args[0])), status_code=404)
             except ValueError as exc:
-                return HTMLResponse(pages.error_page(400, str(exc)), status_code=400)
+                return HTMLResponse(pages.render("error.html", status=400, message=str(exc)), status_code=400)
 
         return endpoint
 
@@ -71,7 +71,7 @@ def create_app(results: str | Path | ResultsTree):
     def paired(request: Request) -> str:
         runs, problems = tree.runs()
         found, problem = tree.comparisons()  # the report's reading of the tree: only here, never for the first page
-        return pages.paired_page(str(tree.root), runs, [*problems, *([problem] if problem else [])], found)
+        return pages.render("paired.html", root=str(tree.root), by_id={r.run_id: r for r in runs}, problems=[*problems, *([problem] if problem else [])], found=found)
 
     def episode(request: Request) -> str:
         run_id, question_id = request.query_params.get("run", ""), request.query_params.get("q", "")
@@ -87,7 +87,7 @@ def create_app(results: str | Path | ResultsTree):
         found = tree.same_question(dataset, question_id)
         if not found:
             raise LookupError(f"no run of dataset {dataset!r} has question {question_id!r}")
-        return pages.compare_page(dataset, question_id, [(run, row, t, chunk_titles(t)[0]) for run, row, t in found])
+        return pages.render("compare.html", dataset=dataset, question_id=question_id, found=[(run, row, t, chunk_titles(t)[0]) for run, row, t in found])
 
     def run_page(request: Request) -> str:
         run = run_named(request.query_params.get("run", ""))
@@ -107,7 +107,7 @@ def create_app(results: str | Path | ResultsTree):
     def report(request: Request) -> str:
         found = report_of(request)
         images = sorted(p.name for p in found.parent.glob("*.png"))
-        return pages.report_page(run_named(request.query_params["run"]), found.read_text(encoding="utf-8"), str(found), images)
+        return pages.render("report.html", run=run_named(request.query_params["run"]), report_md=found.read_text(encoding="utf-8"), where=str(found), images=images)
 
     def report_file(request: Request) -> Any:
         folder = report_of(request).parent

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple
 from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -16,7 +16,7 @@ from arag.evaluation.episode_facts import EpisodeFacts, row_facts, stored_calls,
 from arag.evaluation.evidence import shows_full_text
 from arag.evaluation.results import RUN_INFO
 from arag.report.intervals import DELTA, PAIRED_HEADER, WITHIN_NOISE, Proportion, failures_text, paired_cells
-from arag.report.paired import TABLE1, TABLE2, Comparison
+from arag.report.paired import TABLE1, TABLE2
 from arag.viewer.data import Run, failure_causes, outcome, scores
 from arag.viewer.listing import CHOICES, filter_rows, gold_seen_but_wrong
 from arag.viewer.gold import gold_marks
@@ -115,7 +115,7 @@ ENV.globals.update(
     href=href, nums=nums, outcome=outcome, run_accuracy=run_accuracy, unknown_ids_in=unknown_ids_in, shows_full_text=shows_full_text,
     gold_seen_but_wrong=gold_seen_but_wrong, gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text, percent_text=percent_text,
     PAIR_KINDS=PAIR_KINDS, PAIRED_HEADER=PAIRED_HEADER, DELTA=DELTA, WITHIN_NOISE=WITHIN_NOISE, EPISODE_COLUMNS=EPISODE_COLUMNS, RUN_INFO=RUN_INFO,
-    json=json, figures=figures, zip=zip, sum=sum,
+    json=json, figures=figures, zip=zip, sum=sum, cells=paired_cells,
 )
 
 
@@ -145,11 +145,6 @@ def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str
                ("method", "method", [(m, m) for m in sorted({r.method for r in runs})]), *((name, FILTER_LABELS[name], list(choices.items())) for name, choices in CHOICES.items())]
     return render("index.html", root=root, runs=runs, problems=problems, f=f, offset=offset, shown=shown, page=shown[offset : offset + PAGE_SIZE], page_size=PAGE_SIZE,
                   filtered=filtered, selects=selects, total=sum(len(r.rows) for r in runs))
-
-
-def paired_page(root: str, runs: list[Run], problems: list[str], comparisons: Sequence[Comparison]) -> str:
-    """The report's paired comparisons of the tree (computed on asking: they read every run's files)."""
-    return render("paired.html", root=root, by_id={r.run_id: r for r in runs}, problems=problems, found=comparisons, cells=paired_cells)
 
 
 def steps_html(t: dict[str, Any], facts: EpisodeFacts, gold: dict[str, list[str]], titles: dict[str, str], gold_refs: dict[str, list[str]]) -> Markup:
@@ -184,10 +179,6 @@ def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[
                   steps=steps_html(t, facts, gold, titles, gold_refs), kinds={k.replace("_", " "): n for k, n in (facts.tool_error_kinds or {}).items()})
 
 
-def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str, Any], dict[str, Any], dict[str, str]]]) -> str:
-    return render("compare.html", dataset=dataset, question_id=question_id, found=found)
-
-
 def run_page(run: Run, report: Any) -> str:
     """A run's figures; `report`: the report nearest it (a path), or None."""
     rows = run.rows
@@ -203,11 +194,3 @@ def run_page(run: Run, report: Any) -> str:
 
 def settings_page(run: Run, invocations: list[dict[str, Any]]) -> str:
     return render("settings.html", run=run, invocations=invocations)
-
-
-def report_page(run: Run, report_md: str, where: str, images: list[str]) -> str:
-    return render("report.html", run=run, report_md=report_md, where=where, images=images)
-
-
-def error_page(status: int, message: str) -> str:
-    return render("error.html", status=status, message=message)
