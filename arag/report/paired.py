@@ -192,11 +192,6 @@ def comparisons(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -
     return out
 
 
-def _settings_text(key: RunKey) -> str:
-    """The shown settings but the model, as one cell."""
-    return ", ".join(f"{k}={setting_text(v)}" for k, v in key.shown if k != "model")
-
-
 def method_tables(found: Sequence[Comparison], table: str, label: Callable[[str], str]) -> list[str]:
     """One of the paper's tables' pairs, a table per dataset, model and shown settings (its title names them)."""
     blocks: dict[tuple, list[Comparison]] = {}
@@ -207,7 +202,8 @@ def method_tables(found: Sequence[Comparison], table: str, label: Callable[[str]
     out = []
     for (dataset, _), chosen in blocks.items():
         first = chosen[0].a
-        title = " · ".join([f"{TABLE_TITLES[table]}: {dataset}", setting_text(first.value("model")), *([_settings_text(first)] if len(first.shown) > 1 else [])])
+        settings = ", ".join(f"{k}={setting_text(v)}" for k, v in first.shown if k != "model")
+        title = " · ".join([f"{TABLE_TITLES[table]}: {dataset}", setting_text(first.value("model")), *([settings] if len(first.shown) > 1 else [])])
         rows = [[label(c.a.method), label(c.b.method), f"{c.a.run_id} → {c.b.run_id}", c.differs, c.metric, *paired_cells(c.result)] for c in chosen]
         out += fitted_tables(5, [Topic(title, header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])])
     return out

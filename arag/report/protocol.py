@@ -88,11 +88,6 @@ def run_cards(con: duckdb.DuckDBPyConnection, results_path: Any) -> dict[str, Pr
     return cards
 
 
-def _run_names(con: duckdb.DuckDBPyConnection, label) -> dict[str, str]:
-    rows = con.execute("SELECT run_id, any_value(method), any_value(dataset), any_value(model) FROM episodes GROUP BY run_id ORDER BY ALL").fetchall()
-    return {r[0]: f"`{r[0]}` ({label(r[1])}, {r[2]}, {r[3]})" for r in rows}
-
-
 def cell(text: str) -> str:
     """`text` in a Markdown table cell: its pipes (chunk_read's header has them) escaped."""
     return text.replace("|", "\\|")
@@ -100,7 +95,8 @@ def cell(text: str) -> str:
 
 def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, ProtocolCard], label) -> str:
     """The "Protocol" section: runs grouped by identical cards; per group the deviations, then the matches."""
-    names = _run_names(con, label)
+    runs = con.execute("SELECT run_id, any_value(method), any_value(dataset), any_value(model) FROM episodes GROUP BY run_id ORDER BY ALL").fetchall()
+    names = {r[0]: f"`{r[0]}` ({label(r[1])}, {r[2]}, {r[3]})" for r in runs}
     groups: dict[ProtocolCard, list[str]] = {}
     for run_id in sorted(cards):
         groups.setdefault(cards[run_id], []).append(run_id)
