@@ -81,7 +81,6 @@ def verdict_counts(checks_json: Iterable[str | None]) -> dict[str, tuple[int, in
 
 
 def rewrite_counts(rewrites_json: Iterable[str | None]) -> Counter:
-    """Rewrites per failure type over every episode."""
     counts: Counter = Counter()
     for text in rewrites_json:
         for rewrite in json.loads(text) if text else []:

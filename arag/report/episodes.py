@@ -115,7 +115,6 @@ def method_order(methods: Sequence[str]) -> list[str]:
 
 
 def methods_in(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The methods of these episodes, in `method_order`."""
     return method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()])
 
 

@@ -24,14 +24,12 @@ CALL_COUNT_COLUMNS = ("tool_calls",)
 
 
 def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
-    """The facts table's columns besides the key."""
     ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in failure_kinds()), "repeated_calls",
             "evidence_supporting", "evidence_seen", "evidence_read"]
     return [*((c, pa.int32()) for c in ints), ("evidence_recall_seen", pa.float64()), ("evidence_recall_read", pa.float64())]
 
 
 def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, Any]:
-    """One row of the facts table (without its key)."""
     named = {c[len("calls_"):] for c in call_columns}
     record: dict[str, Any] = {
         "evidence_supporting": facts.evidence_supporting, "evidence_seen": facts.evidence_seen, "evidence_read": facts.evidence_read,

@@ -23,7 +23,6 @@ FAILURE_CAUSE_SQL = f"trim(split_part(coalesce(nullif(trim(failure), ''), '{NO_C
 
 
 def sql_literal(text: str) -> str:
-    """`text` as a SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 

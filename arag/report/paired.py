@@ -76,7 +76,6 @@ class RunKey:
         return (*(setting_order(k, v) for k, v in self.shown), str(self.started or ""), self.run_id)
 
     def rejudges(self, other: "RunKey") -> bool:
-        """This run is a re-judged copy of `other` (pipelines.rejudge)."""
         return self.settings.get("rejudged_from") == other.run_id
 
 

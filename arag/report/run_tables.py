@@ -20,7 +20,6 @@ AGENTIC_METHOD = "agenticrag"
 
 
 def key_header(cols: Sequence[str]) -> list[str]:
-    """The headers of a per-run table's key columns (dataset, model, method and the settings that vary)."""
     return [SETTING_HEADERS.get(c, c) for c in cols]
 
 

@@ -233,7 +233,6 @@ class ResultsTree:
         return self._read_episode(*run.where[question_id], self._cache[run.path][0] if run.path in self._cache else None)
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
-        """Every run's episode of one question, in run order."""
         out = []
         for run in self.runs()[0]:
             if run.dataset == dataset and question_id in run.where:

@@ -113,7 +113,6 @@ def _kind_count(kind: str):
 
 
 def export_records(shown: Iterable[tuple[Run, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One record per listed episode, EXPORT_COLUMNS of it."""
     derived = {"outcome": lambda r: outcome(r), "gold_seen_but_wrong": gold_seen_but_wrong,
                **{c: _kind_count(c[len(ERROR_KIND_PREFIX):]) for c in KIND_COLUMNS}}
     return [{c: (derived[c](r) if c in derived else r.get(c)) for c in EXPORT_COLUMNS} for _, r in shown]

@@ -37,7 +37,6 @@ EVENT_STEP = re.compile(r"^step (\d+):")
 
 
 def href(path: str, params: dict[str, Any] | None = None, **more: Any) -> str:
-    """The path with the non-empty `params` and `more` as its query."""
     kept = {k: v for k, v in {**(params or {}), **more}.items() if v not in (None, "")}
     return path + ("?" + urlencode(kept) if kept else "")
 
@@ -128,7 +127,6 @@ def macro(name: str) -> Any:
 
 
 def listing_params(params: dict[str, str]) -> dict[str, str]:
-    """The listing's filters and sort from a page's query (absent ones empty)."""
     return {k: params.get(k, "") for k in FILTERS}
 
 
