@@ -1,16 +1,6 @@
-"""The report's A2RAG section, from the rows `pipelines.evaluate` writes (nothing is recomputed).
-
-* Comparison of `a2rag*`, `arag_full` and `naive_rag` per run cell: EM, F1, LLM-Acc, evidence
-  Recall@2/@5 (supporting titles among the first k passages retrieved, in retrieval order, a packed
-  window counting as the passages it covers; rows older than PASSAGE_RECALL_SCHEMA counted windows
-  and are left out of these columns, counted under "older rows"), LLM calls and tokens per question,
-  latency P50/P95 (seconds per episode without its judge call: `wall_s - judge_s`).
-* The controller per A2RAG run, from each episode's `trace` (arag/methods/a2rag.py): the stage
-  breakdown (answered after the local / bridge / PPR stage, fail, abstain, or "no outcome" for an
-  episode that failed first: every episode in exactly one, so the shares sum to 1), LLM calls per
-  question by purpose beside the paper's (PAPER_CALLS_PER_QUESTION), the Triple-Check verdicts and
-  the rewrites by failure type.
-"""
+"""The report's A2RAG section, from the rows `pipelines.evaluate` writes (nothing is recomputed):
+A2RAG beside A-RAG (Full) and Naive RAG, and per A2RAG run what its controller did (docs/evaluation.md,
+"A2RAG")."""
 
 from __future__ import annotations
 
@@ -34,8 +24,7 @@ STAGE_LABELS = {"local": "local", "bridge": "bridge", "ppr": "PPR", "fail": "fai
 A2RAG_ROWS = "method LIKE 'a2rag%'"
 # Rows whose Recall@k counts passages (older ones counted chunks: packed windows of ~10 passages).
 PASSAGE_ROWS = f"coalesce(schema_version, 0) >= {PASSAGE_RECALL_SCHEMA}"
-# The paper's LLM calls per question (gpt-4o-mini, its multi-hop subsets: Tables II and III), by the
-# dataset name's start.
+# The paper's LLM calls per question (gpt-4o-mini, its multi-hop subsets: Tables II and III), by dataset name prefix.
 PAPER_CALLS_PER_QUESTION = {"hotpotqa": 2.0, "2wikimultihopqa": 2.3}
 
 
@@ -44,7 +33,7 @@ def paper_calls(dataset: str | None) -> float | None:
 
 
 def calls_by_purpose(calls_json: Iterable[str | None]) -> tuple[int, dict[str, float]]:
-    """(episodes with a call record, mean calls per question for each purpose over them)."""
+    """(episodes with a call record, mean calls per question by purpose over them)."""
     totals: Counter = Counter()
     n = 0
     for text in calls_json:
@@ -92,7 +81,6 @@ def verdict_counts(checks_json: Iterable[str | None]) -> dict[str, tuple[int, in
 
 
 def rewrite_counts(rewrites_json: Iterable[str | None]) -> Counter:
-    """Rewrites per failure type over every episode."""
     counts: Counter = Counter()
     for text in rewrites_json:
         for rewrite in json.loads(text) if text else []:

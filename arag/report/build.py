@@ -1,17 +1,8 @@
-"""The report over one results tree: its sections in order (arag.report's modules), written as
-report.md beside its PNG plots.
+"""The report over one results tree: its sections in order, written as report.md beside its PNG plots.
 
-Counting rule (the same as a plain DuckDB query over the files): each row is one question of one
-run; LLM-Acc and Cont-Acc average over the same questions: every completed episode except those
-whose judge gave no verdict ("judge failed"). A failed episode (an outage, a timeout, a lost worker)
-has no result: it is never scored, and every accuracy cell names the failed episodes beside it with
-their most frequent cause. Tool calls, tool errors, repeated calls and evidence are counted from
-each row's trajectory (arag.report.facts), the viewer's count.
-
-Runs are never averaged together: a table cell holds one run. Two runs that would share one but
-differ in anything else of their identity (judge, protocol, index, prompts, code version, ...) are
-refused with the run ids named; pick one with `report.where="run_id IN (...)"`.
-"""
+Runs are never averaged together: a table cell holds one run, and two runs that would share one but
+differ in anything else of their identity are refused (docs/evaluation.md, "Report"; counting rules:
+"Metrics")."""
 
 from __future__ import annotations
 

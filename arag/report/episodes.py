@@ -1,7 +1,6 @@
-"""The `episodes` table every report section queries (one row per question and run, its facts
-counted from the trajectories: arag.report.facts), and what the sections share about it: the
-settings that vary between runs, the methods' order and labels, the tools counted, the token unit,
-and the refusal of unlike runs in one table cell."""
+"""The `episodes` table every report section queries (a row per question and run, facts counted from
+the trajectories) and what the sections share about it: the settings that vary, the methods' order and
+labels, the tools counted, the token unit, and the refusal of unlike runs in one table cell."""
 
 from __future__ import annotations
 
@@ -23,9 +22,8 @@ MAIN_METHODS = ("direct", "naive_rag", "arag_naive", "arag_full")
 ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_chunk_read")
 # The AgenticRAG comparison table: its ablations beside A-RAG (Full) and Naive RAG.
 AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
-# Settings that may vary between runs; a column is shown only where it does vary.
+# Settings that may vary between runs (a column only where they do), and the tables' headers.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails", "judge")
-# Their column headers in the tables.
 SETTING_HEADERS = {"model": "model", "max_steps": "max steps", "reasoning_effort": "reasoning effort", "token_budget": "token budget",
                    "temperature": "temperature", "guard_rails": "guard rails", "judge": "judge"}
 
@@ -68,8 +66,7 @@ def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDB
 
 
 def _store_varying(con: duckdb.DuckDBPyConnection) -> None:
-    """The settings columns whose value varies; the judge only where it varies for one model (it
-    names its model, so models that judged themselves differ in it without a second judge)."""
+    """The settings columns whose value varies; the judge only where it varies for one model (it names its model)."""
     def distinct(col: str) -> str:
         return f"count(DISTINCT coalesce(CAST({col} AS VARCHAR), '—'))"
 
@@ -118,7 +115,6 @@ def method_order(methods: Sequence[str]) -> list[str]:
 
 
 def methods_in(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The methods of these episodes, in `method_order`."""
     return method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()])
 
 
@@ -129,16 +125,14 @@ def method_label(method: str) -> str:
 
 
 def tool_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The tools counted in these results (a calls_<tool> column each): the registered ones in their
-    order, then any other the files hold (a plugin's, registered when they were written), then "other"."""
+    """The tools counted (a calls_<tool> column each): the registered ones, then any other the files hold, then "other"."""
     present = [r[0] for r in con.execute("DESCRIBE episodes").fetchall() if r[0].startswith("calls_") and r[0] != CALLS_OTHER]
     registered = [t for t in counted_tools() if f"calls_{t}" in present]
     return [*registered, *(c[len("calls_"):] for c in present if c[len("calls_"):] not in registered), "other"]
 
 
 def token_unit(con: duckdb.DuckDBPyConnection) -> str:
-    """What the retrieved tokens of these runs count: the tokenizer each run records (runs from
-    before it was recorded counted with cl100k_base), over the text the tools put into the context."""
+    """The tokenizer the runs' retrieved tokens count with (cl100k_base for runs from before it was recorded)."""
     names = [n for (n,) in con.execute(
         """SELECT DISTINCT coalesce(json_extract_string(settings, '$.retrieved_tokens_tokenizer'), 'cl100k_base') FROM episodes
            WHERE json_extract_string(settings, '$.method.tools') <> '[]' OR json_extract_string(settings, '$.method.kind') = 'naive_rag' ORDER BY 1"""

@@ -1,13 +1,6 @@
 """The report's episodes with their facts counted from the trajectories (arag.evaluation.episode_facts),
-not read from the columns the runs stored: runs stored before a count existed (tool errors by kind,
-repeated calls) or while it was counted differently show the numbers the viewer shows, and new runs
-the same ones they stored.
-
-`create_views` reads the files once into a table (the rows as stored), counts every row's facts from
-its trajectory (in batches), keeps them in a table keyed by (file, row number), and defines the view
-`all_episodes`: the stored rows with those columns replaced. Where a trajectory cannot tell (a row written without one), the call counts
-stay the row's and tool errors and repeated calls are NULL (the tables' "n/a").
-"""
+not read from the stored columns, so that old runs show the numbers the viewer shows. Where a row
+has no trajectory, its call counts stand and tool errors and repeated calls are NULL ("n/a")."""
 
 from __future__ import annotations
 
@@ -20,7 +13,7 @@ from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, row_
 from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX, failure_kinds
 from arag.report.format import sql_literal
 
-# The stored rows as read, with where each is (the key the facts are joined by).
+# The stored rows as read; KEY (where each is) joins the facts to them.
 STORED_TABLE = "stored_episodes"
 FACTS_TABLE = "episode_facts"
 KEY = ("filename", "file_row_number")
@@ -31,15 +24,12 @@ CALL_COUNT_COLUMNS = ("tool_calls",)
 
 
 def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
-    """The facts table's columns besides the key: call counts (`call_columns`, then calls_other),
-    tool errors, each kind, repeated calls, evidence counts and recalls."""
     ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in failure_kinds()), "repeated_calls",
             "evidence_supporting", "evidence_seen", "evidence_read"]
     return [*((c, pa.int32()) for c in ints), ("evidence_recall_seen", pa.float64()), ("evidence_recall_read", pa.float64())]
 
 
 def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, Any]:
-    """One row of the facts table (without its key)."""
     named = {c[len("calls_"):] for c in call_columns}
     record: dict[str, Any] = {
         "evidence_supporting": facts.evidence_supporting, "evidence_seen": facts.evidence_seen, "evidence_read": facts.evidence_read,
@@ -68,8 +58,7 @@ def _stored_rows(con: duckdb.DuckDBPyConnection, columns: Sequence[str]) -> Iter
 
 
 def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
-    """`stored_episodes` (the rows as stored), the table `episode_facts` and the view `all_episodes`
-    (the stored rows with the counted facts in place of their columns)."""
+    """The tables `stored_episodes` and `episode_facts`, and the view `all_episodes` (stored rows, counted facts)."""
     listing = ", ".join(sql_literal(f) for f in files)
     # A table, not a view over the files: every query of a report reads it, and each would scan every file again.
     con.execute(f"CREATE TABLE {STORED_TABLE} AS SELECT * FROM read_parquet([{listing}], union_by_name = true, filename = true, file_row_number = true)")

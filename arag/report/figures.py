@@ -1,7 +1,5 @@
-"""The report's PNG plots (matplotlib, Agg backend): accuracy against a swept setting (max steps,
-reasoning effort) with each point's 95% Wilson interval, tool use (mean calls per tool, the
-distribution of tool calls per episode), the A-RAG paper's Figure 4 (arag.report.sweeps' panels),
-and the report's sections that show them."""
+"""The report's PNG plots (matplotlib, Agg backend): accuracy against a swept setting, tool use, the
+A-RAG paper's Figure 4, and the sections that show them."""
 
 from __future__ import annotations
 
@@ -28,10 +26,8 @@ BESIDE = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0
 
 
 def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], list[tuple[str, list[tuple[str, Proportion | None, Proportion | None]]]]]:
-    """The x values in order (as tick labels; a run that leaves `x` unset shows "unset", apart from
-    an effort of "none"), and per line (dataset, model, method, other setting, guard rails, judge)
-    its label and points (x, Cont-Acc, LLM-Acc), each accuracy with its n and interval (None where
-    nothing was scored); with a sweep present, only the lines with ≥ 2 points."""
+    """The x tick labels in order, and per line its label and points (x, Cont-Acc, LLM-Acc), each accuracy a
+    Proportion (None where nothing was scored); with a sweep present, only the lines with ≥ 2 points."""
     other = "reasoning_effort" if x == "max_steps" else "max_steps"
     data = con.execute(
         f"""SELECT dataset, model, method, {other} AS o, guard_rails AS g, judge AS j, {x} AS x,
@@ -67,8 +63,7 @@ def accuracy_lines(con: duckdb.DuckDBPyConnection, x: str) -> tuple[list[str], l
 
 
 def swept(con: duckdb.DuckDBPyConnection, x: str) -> bool:
-    """Whether a plot against `x` shows anything: some series of runs that differ only in `x` has at
-    least MIN_PLOTTED_POINTS values of it (fewer are read off the sweep table)."""
+    """Some series of runs that differ only in `x` has at least MIN_PLOTTED_POINTS values of it."""
     return any(len(s.points) >= MIN_PLOTTED_POINTS for s in sweep_series(con, x, varying_settings(con)))
 
 
@@ -84,9 +79,7 @@ def _wrapped(label: str, width: int = LEGEND_WIDTH) -> str:
 
 
 def accuracy_figure(con: duckdb.DuckDBPyConnection, x: str):
-    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, a line per accuracy_lines entry, each
-    point with its 95% Wilson interval as an error bar (the lines a little apart so the bars do not
-    hide each other)."""
+    """Contain-Acc (solid) and LLM-Acc (dashed) against `x`, each point with its 95% Wilson interval as an error bar."""
     xs, lines = accuracy_lines(con, x)
     pos = {v: i for i, v in enumerate(xs)}
     fig, ax = pyplot().subplots(figsize=(8, 4.5), dpi=110)
@@ -117,10 +110,8 @@ def accuracy_figure(con: duckdb.DuckDBPyConnection, x: str):
 
 
 def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, list[tuple[int, int]]]]:
-    """(label, mean calls per tool, [(tool calls in an episode, episodes)]) per dataset and method, in
-    dataset then method order; a method whose runs differ in a shown setting gets one entry per
-    setting value (the judge aside: it does not change what the agent did). Each episode counts once:
-    a re-judged run's are its source's (arag.report.rejudges)."""
+    """(label, mean calls per tool, [(tool calls in an episode, episodes)]) per dataset, method and shown
+    setting but the judge; each episode counts once (a re-judged run's are its source's)."""
     shown = [c for c in varying_settings(con) if c != "judge"]
     keys = ["dataset", "method", *shown]
     once = counted_once_sql(con)
@@ -140,9 +131,7 @@ def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, li
 
 
 def tool_use_figure(con: duckdb.DuckDBPyConnection):
-    """Top: mean calls per episode by tool (stacked) per series; bottom: the distribution of tool
-    calls per episode. Series are numbered on the bars (their names, wrapped, in the legend beside
-    the lower axes)."""
+    """Top: mean calls per episode by tool (stacked) per series; bottom: the distribution of tool calls per episode."""
     series = tool_use_series(con)
     fig, (top, bottom) = pyplot().subplots(2, 1, figsize=(8, 7.5), dpi=110)
     bottom_of = [0.0] * len(series)
@@ -170,8 +159,7 @@ def tool_use_figure(con: duckdb.DuckDBPyConnection):
 
 
 def paper_figure(panels: list[Panel], official_steps: int):
-    """The matplotlib figure: one axes per panel, in rows of up to four, a line per series and its
-    points' 95% intervals as a band."""
+    """One axes per panel, in rows of up to four, a line per series with its 95% intervals as a band."""
     cols = min(4, len(panels))
     rows = -(-len(panels) // cols)
     fig, axes = pyplot().subplots(rows, cols, figsize=(3.8 * cols, 3.3 * rows), dpi=110, squeeze=False)
@@ -197,8 +185,7 @@ def paper_figure(panels: list[Panel], official_steps: int):
 
 
 def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[str], out_dir, label=lambda m: m) -> tuple[str, list]:
-    """The report's section for the paper's figure (report.paper_columns=true) and the PNG it wrote
-    (none without a sweep to draw)."""
+    """The section for the paper's figure (report.paper_columns=true) and the PNG it wrote, if any."""
     from arag.agent.loop import AgentConfig
 
     official = AgentConfig().max_steps
@@ -227,8 +214,7 @@ def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[st
 
 
 def draw_plots(con: duckdb.DuckDBPyConnection, out: Path) -> list[Path]:
-    """The accuracy plot of each setting swept over MIN_PLOTTED_POINTS or more values and the tool-use
-    plot (with any tool call), written to `out`; a plot this report does not draw is removed."""
+    """The accuracy and tool-use plots this report draws, written to `out`; one it does not draw is removed."""
     for stale in (*(f"accuracy_vs_{x}.png" for x in SWEEPABLE), "tool_use.png"):
         (out / stale).unlink(missing_ok=True)
     plots = [save_figure(accuracy_figure(con, x), out / f"accuracy_vs_{x}.png") for x in SWEEPABLE if swept(con, x)]

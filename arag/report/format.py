@@ -1,5 +1,5 @@
 """What every report table shares: Markdown tables, number formats, the scored-questions rule, the
-accuracies' two denominators and the error for runs that must not be merged (arag.report.build and its sections)."""
+accuracies' two denominators and the error for runs that must not be merged."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ FAILURE_CAUSE_SQL = f"trim(split_part(coalesce(nullif(trim(failure), ''), '{NO_C
 
 
 def sql_literal(text: str) -> str:
-    """`text` as a SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -33,15 +32,13 @@ def failure_cause(failure: str | None) -> str:
 
 
 def accuracy_sql(column: str, answered: bool = False) -> str:
-    """Two SQL aggregates, the sum and the count of a 0/1 score column over the scored questions
-    (only the answered ones with `answered`): an accuracy and its n (arag.report.intervals.cell)."""
+    """Two SQL aggregates, the sum and count of a 0/1 score over the scored (or `answered`) questions."""
     where = f"{SCORED} AND {ANSWERED}" if answered else SCORED
     return f"sum({column}) FILTER ({where}), count({column}) FILTER ({where})"
 
 
 def failures_sql() -> str:
-    """Two SQL aggregates: the failed episodes and their distinct causes (a list, most frequent
-    first), read by arag.report.intervals.cell beside an accuracy."""
+    """Two SQL aggregates: the failed episodes and their distinct causes, most frequent first."""
     return (f"count(*) FILTER ({FAILED}), "
             f"list({FAILURE_CAUSE_SQL} ORDER BY {FAILURE_CAUSE_SQL}) FILTER ({FAILED})")
 
@@ -50,18 +47,16 @@ class UnlikeRunsError(ValueError):
     """Two runs would share a table cell (or a sweep series) though their identities differ."""
 
 
+# format_value's kinds besides "pct" (a share, written as "f1" of 100 × value).
+FORMATS = {"int": "{:,.0f}", "f1": "{:.1f}", "f2": "{:.2f}"}
+
+
 def format_value(value: Any, kind: str = "pct") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if kind == "pct":
-        return f"{100 * value:.1f}"
-    if kind == "int":
-        return f"{value:,.0f}"
-    if kind == "f1":
-        return f"{value:.1f}"
-    if kind == "f2":
-        return f"{value:.2f}"
-    return str(value)
+        value, kind = 100 * value, "f1"
+    return FORMATS[kind].format(value) if kind in FORMATS else str(value)
 
 
 def setting_text(value: Any) -> str:

@@ -1,20 +1,7 @@
-"""How much an accuracy could move by chance: a 95% interval for one accuracy and a paired test for
-two runs over the questions they share (the report, the viewer and docs/evaluation.md, "Noise").
-
-One accuracy: the Wilson score interval at 95% (z = 1.96) for k correct of n scored questions. It
-stays inside [0, 1] and keeps its coverage for small n and accuracies near 0 or 1, where the normal
-approximation (p ± 1.96·√(p(1−p)/n)) does not.
-
-Two runs A and B over their shared questions (the same question ids, both scored): the difference
-of their accuracies Δ = A − B (which run is A: arag.report.paired), with
-- the exact McNemar test: under "no difference" each discordant question (right in one run, wrong in
-  the other) is equally likely either way, so the two-sided p-value is the binomial tail of the
-  smaller discordant count among all discordant ones at probability ½;
-- a paired bootstrap 95% interval of the difference: the shared questions resampled with replacement
-  (10,000 times, seeded, so the same inputs always give the same interval), the 2.5th and 97.5th
-  percentiles of the resampled differences.
-The difference is "within noise" unless both say otherwise: p < 0.05 and an interval that excludes 0.
-"""
+"""How much an accuracy could move by chance: the 95% Wilson interval of one accuracy, and for two runs
+over their shared questions the exact McNemar test and a paired bootstrap interval of Δ = A − B.
+A difference is "within noise" unless p < 0.05 and its interval excludes 0 (docs/evaluation.md,
+"Noise: intervals and paired comparisons")."""
 
 from __future__ import annotations
 
@@ -76,9 +63,7 @@ def proportion(total: float | None, n: int | None) -> Proportion | None:
 
 
 def failures_text(failed: int | None, causes: Sequence[str] | None = None, noun: str = " failed") -> str:
-    """'3 failed (model call failed after 4 attempt(s))': failed episodes and their most frequent
-    cause ('; +1 other cause' where they differ); '' for none. `noun`: the word after the count
-    ('' in a column headed "failed")."""
+    """'3 failed (model call failed after 4 attempt(s); +1 other cause)'; '' for none."""
     if not failed:
         return ""
     ranked = [c for c, _ in Counter(causes or ()).most_common()]
@@ -90,9 +75,7 @@ def failures_text(failed: int | None, causes: Sequence[str] | None = None, noun:
 
 
 def cell(total: float | None, n: int | None, failed: int | None = 0, causes: Sequence[str] | None = None) -> str:
-    """A table cell for an accuracy given as the sum and count of its scores, with the failed
-    episodes beside it (never scored, so never in it): '66.7 [20.8, 93.9] n=3 · 2 failed (…)';
-    the failures alone where nothing was scored; '–' without either."""
+    """'66.7 [20.8, 93.9] n=3 · 2 failed (…)' from a score sum and count; the failures alone, or '–'."""
     p = proportion(total, n)
     failures = failures_text(failed, causes)
     return " · ".join(t for t in (p.text() if p else "", failures) if t) or "–"
@@ -109,9 +92,8 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
 
 
 def bootstrap_interval(differences: list[float], resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
-    """The 95% percentile interval of the mean of `differences` (one per shared question) over
-    `resamples` resamplings with replacement. Resampling n questions is drawing how many of each
-    distinct difference value they hold (a multinomial), which is what is drawn here."""
+    """The 95% percentile interval of the mean of `differences` over `resamples` resamplings with replacement
+    (drawn as a multinomial over the distinct values: the same distribution)."""
     import numpy as np
 
     if not differences:
@@ -138,7 +120,6 @@ class Paired:
 
     @property
     def delta(self) -> float:
-        """Δ = a − b, the one difference every paired table shows (DELTA names it)."""
         return self.a - self.b
 
     @property
@@ -152,8 +133,7 @@ class Paired:
 
 
 def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESAMPLES, seed: int = SEED) -> Paired | None:
-    """The paired comparison of two runs' scores ({question id: 0/1}, scored questions only) over
-    the ids both hold; None when they share none."""
+    """Two runs' scores ({question id: 0/1}) compared over the ids both hold; None when they share none."""
     shared = sorted(a.keys() & b.keys())
     if not shared:
         return None
@@ -165,7 +145,6 @@ def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESA
     return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([x - y for x, y in zip(sa, sb)], resamples, seed), mcnemar_exact(a_only, b_only))
 
 
-# The headers of paired_cells' cells, the report's and the viewer's.
 DELTA = "Δ (A − B)"
 PAIRED_HEADER = ("n", "A %", "B %", DELTA, "95% CI of Δ", "right only in A / B", "p", "verdict")
 

@@ -1,20 +1,6 @@
-"""The report's paired comparisons (the viewer shows the same): two runs of one dataset that answered
-some of the same questions, compared question by question (arag.report.intervals.paired) on the
-questions both scored, so that a difference the size of chance is called so.
-
-Which runs are paired:
-- across methods, the A-RAG paper's comparisons (`paper_comparisons`): two runs of one dataset, model
-  and the same other shown settings (those the report shows because they vary), so that they differ
-  in the method alone;
-- within one (dataset, method): two runs whose shown settings differ in exactly one, with no run of
-  the same other settings between them along it (a sweep's neighbours, a run and its re-judged copy);
-  and the two runs of a (dataset, method) that has exactly two, whatever they differ in (a re-run
-  after a change: before and after).
-
-One order, one sign (`pairs`): A is the A-RAG method under test and B the baseline or ablation it is
-set against; within one method A is the smaller setting or the earlier run (a re-judged copy comes
-after the run it re-judges) and B the larger or later one. Δ is A − B (arag.report.intervals.DELTA).
-"""
+"""The report's paired comparisons (the viewer shows the same): two runs of one dataset compared question
+by question on the questions both scored. Which runs are paired, and which is A (Δ = A − B):
+docs/evaluation.md, "Noise: intervals and paired comparisons"."""
 
 from __future__ import annotations
 
@@ -36,7 +22,6 @@ METRICS = (("LLM-Acc", "llm_acc"), ("Cont-Acc", "contain_acc"))
 TITLE = "## Paired comparisons"
 # The methods the paper's Table 1 counts as A-RAG (its own agent, conf/method/<name>.yaml `kind`).
 ARAG_KIND = "agent"
-# The paper's table a method pair comes from (MethodComparison.table).
 TABLE1 = "Table 1"
 TABLE2 = "Table 2"
 TABLE_TITLES = {TABLE1: "A-RAG against the baselines and A-RAG (Full) against A-RAG (Naive), as the paper's Table 1",
@@ -58,11 +43,8 @@ def table_methods(results: PaperResults) -> list[str]:
 
 @lru_cache(maxsize=1)
 def paper_comparisons() -> tuple[MethodComparison, ...]:
-    """The method pairs the A-RAG paper compares, read from its tables as conf/paper_results holds them:
-    Table 1 (a_rag_table1.yaml, the baselines above A-RAG in the paper's row order) sets each A-RAG
-    row (a method of kind `agent`) against each row above it, the nearest first: A-RAG (Full)
-    against A-RAG (Naive), Naive RAG and Direct, A-RAG (Naive) against Naive RAG and Direct;
-    Table 2 (a_rag_table2.yaml) sets its first row, A-RAG (Full), against each ablation below it."""
+    """The method pairs the A-RAG paper compares: Table 1's A-RAG rows each against every row above it, the
+    nearest first; Table 2's first row against each ablation below it."""
     from arag.config.files import method_names, read_method_config
 
     out: list[MethodComparison] = []
@@ -94,7 +76,6 @@ class RunKey:
         return (*(setting_order(k, v) for k, v in self.shown), str(self.started or ""), self.run_id)
 
     def rejudges(self, other: "RunKey") -> bool:
-        """This run is a re-judged copy of `other` (pipelines.rejudge)."""
         return self.settings.get("rejudged_from") == other.run_id
 
 
@@ -106,8 +87,7 @@ class Pair:
 
 
 def earlier_first(x: RunKey, y: RunKey) -> tuple[RunKey, RunKey]:
-    """Two runs of one method as A and B: a re-judged copy after the run it re-judges, else the
-    smaller shown settings, then the earlier first episode, first."""
+    """(A, B): a re-judged copy after its source, else the smaller shown settings, then the earlier run, first."""
     if x.rejudges(y):
         return y, x
     if y.rejudges(x):
@@ -138,8 +118,7 @@ def within_method_pairs(runs: Sequence[RunKey]) -> list[Pair]:
 
 
 def method_pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison]) -> list[Pair]:
-    """Runs of the methods each comparison names, of one dataset and the same shown settings, A the
-    method under test; by dataset, shown settings, then the comparisons' order."""
+    """Runs of each comparison's methods with one dataset and the same shown settings, A the method under test."""
     by_key: dict[tuple, dict[str, list[RunKey]]] = {}
     for r in runs:
         by_key.setdefault((r.dataset, r.shown), {}).setdefault(r.method, []).append(r)
@@ -151,8 +130,7 @@ def method_pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison]) -
 
 
 def pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison] | None = None) -> list[Pair]:
-    """The pairs compared (module docstring), each as (A, B): the paper's method pairs (`compared`,
-    by default `paper_comparisons`), then the pairs within one method."""
+    """The paper's method pairs (`compared`, by default `paper_comparisons`), then those within one method."""
     return [*method_pairs(runs, paper_comparisons() if compared is None else compared), *within_method_pairs(runs)]
 
 
@@ -168,8 +146,7 @@ def run_keys(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> l
 
 
 def differences(a: RunKey, b: RunKey) -> str:
-    """What tells B from A: the method, the shown settings that differ, the code commit when it does;
-    two runs of one method that differ in none of these, their identity settings' keys."""
+    """What tells B from A: method, shown settings, code commit; else the identity settings' keys that differ."""
     out = ["method"] if a.method != b.method else []
     out += [f"{k} {setting_text(v)} → {setting_text(b.value(k))}" for k, v in a.shown if b.value(k) != v]
     commit_a, commit_b = (str((r.settings.get("code") or {}).get("commit") or "")[:7] for r in (a, b))
@@ -200,8 +177,7 @@ class Comparison:
 
 
 def comparisons(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> list[Comparison]:
-    """Every pair's paired comparison, each accuracy (METRICS) on the questions both runs scored:
-    what the report's section and the viewer's table list, in this order."""
+    """Every pair's comparison per accuracy (METRICS): what the report and the viewer list, in this order."""
     chosen = pairs(run_keys(con, shown_settings))
     if not chosen:
         return []
@@ -215,11 +191,6 @@ def comparisons(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -
     return out
 
 
-def _settings_text(key: RunKey) -> str:
-    """The shown settings but the model, as one cell."""
-    return ", ".join(f"{k}={setting_text(v)}" for k, v in key.shown if k != "model")
-
-
 def method_tables(found: Sequence[Comparison], table: str, label: Callable[[str], str]) -> list[str]:
     """One of the paper's tables' pairs, a table per dataset, model and shown settings (its title names them)."""
     blocks: dict[tuple, list[Comparison]] = {}
@@ -230,7 +201,8 @@ def method_tables(found: Sequence[Comparison], table: str, label: Callable[[str]
     out = []
     for (dataset, _), chosen in blocks.items():
         first = chosen[0].a
-        title = " · ".join([f"{TABLE_TITLES[table]}: {dataset}", setting_text(first.value("model")), *([_settings_text(first)] if len(first.shown) > 1 else [])])
+        settings = ", ".join(f"{k}={setting_text(v)}" for k, v in first.shown if k != "model")
+        title = " · ".join([f"{TABLE_TITLES[table]}: {dataset}", setting_text(first.value("model")), *([settings] if len(first.shown) > 1 else [])])
         rows = [[label(c.a.method), label(c.b.method), f"{c.a.run_id} → {c.b.run_id}", c.differs, c.metric, *paired_cells(c.result)] for c in chosen]
         out += fitted_tables(5, [Topic(title, header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])])
     return out

@@ -1,6 +1,5 @@
-"""The A-RAG paper's published numbers (conf/paper_results/), shown beside ours by
-`python -m pipelines.report report.paper_columns=true`: Table 1's accuracies per backbone, Table 2's
-ablations and Table 3's retrieved tokens per question (one backbone each)."""
+"""The A-RAG paper's published numbers (conf/paper_results/: Tables 1, 2 and 3), shown beside ours by
+`python -m pipelines.report report.paper_columns=true`."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ def _field(loaded: tuple[Path, dict[str, Any]], key: str, kind: type) -> Any:
 
 @dataclass(frozen=True)
 class PaperResults:
-    """The paper's published accuracies (conf/paper_results/a_rag_table1.yaml, or `table=`
-    PAPER_ABLATIONS_FILE for Table 2): per backbone, method and dataset, [LLM-Acc, Cont-Acc] in %."""
+    """The paper's Table 1 (or `table=` Table 2): per backbone, method and dataset, [LLM-Acc, Cont-Acc] in %."""
 
     source: str
     backbones: dict[str, dict[str, dict[str, list[float | None]]]]
@@ -61,8 +59,7 @@ class PaperResults:
 
 @dataclass(frozen=True)
 class PaperTokens:
-    """The paper's Table 3 (conf/paper_results/a_rag_table3.yaml): mean retrieved tokens per
-    question, per method and dataset, for its one backbone."""
+    """The paper's Table 3: mean retrieved tokens per question, per method and dataset, for its one backbone."""
 
     source: str
     backbone: str

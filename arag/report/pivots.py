@@ -1,6 +1,5 @@
 """The report's pivot tables, rows = the settings that vary × methods, columns = datasets: the main
-table (Table 1's layout: LLM-Acc and Cont-Acc), the ablations (Table 2's) and the retrieved tokens
-per question (Table 3's), each optionally beside the A-RAG paper's published numbers."""
+table (Table 1's layout), the ablations (Table 2's) and the retrieved tokens (Table 3's)."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ LONG_FORM_DATASETS = ("graphrag-bench",)
 
 @dataclass
 class Pivot:
-    """A query's rows grouped into blocks (one per model, or one) of rows (the `shown` settings'
-    values), each holding the aggregates per (method, dataset)."""
+    """A query's rows in blocks (one per model, or one) of rows, each holding the aggregates per (method, dataset)."""
 
     shown: list[str]  # the setting columns before the method
     datasets: list[str]
@@ -44,8 +42,7 @@ class Pivot:
 
 
 def pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, aggregates: str, by_model: bool) -> Pivot | None:
-    """`aggregates` per model, varying settings, method and dataset (of `methods` only, given them);
-    a block per model with `by_model` (the model then no column); None without a row."""
+    """`aggregates` per model, varying settings, method and dataset; a block per model with `by_model`; None without a row."""
     keys = ["model", *varying_settings(con)]
     where = "WHERE method IN (" + ", ".join("'" + m + "'" for m in methods) + ")" if methods is not None else ""
     data = con.execute(f"SELECT {', '.join(keys)}, method, dataset, {aggregates} FROM episodes {where} GROUP BY ALL ORDER BY ALL").fetchall()
@@ -63,10 +60,8 @@ def pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, aggrega
 
 
 def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: PaperTokens | None = None, cards: dict | None = None) -> str:
-    """The paper's Table 3 layout in the main table's shape: cells = mean retrieved tokens per
-    question (`token_unit`). `paper`: a table per model instead, the published figure beside each of
-    ours in tables of the paper's backbone; for any other model, the published figures of the same
-    methods and datasets as a table of their own."""
+    """Table 3's layout in the main table's shape: mean retrieved tokens per question. `paper`: a table per
+    model, the published figures beside ours (the paper's backbone) or as a table of their own."""
     by_model = paper is not None
     found = pivot(con, methods, "avg(retrieved_tokens)", by_model)
     if found is None:
@@ -119,14 +114,10 @@ def accuracy_columns(dataset: str) -> tuple[str, ...]:
 
 def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None, title: str, require: Sequence[str] = (), paper: PaperResults | None = None,
                    fixed_rows: bool = False, note: str = "", cards: dict | None = None) -> str:
-    """Cells = dataset × (LLM-Acc, Cont-Acc), each the accuracy with its 95% interval and n.
-    `require`: show only the settings rows that hold at least one of these methods. `paper`: a table
-    per model instead, each of our accuracies also over the answered questions only (the paper code's
-    denominator), the paper's published value beside them in tables whose model is one of its
-    backbones, and below any other model's rows as reference rows of their own; `cards`: the runs'
-    protocol cards (arag.evaluation.protocol), whose deviations a line under the paper's numbers names.
-    `fixed_rows`: every one of `methods` is a row, in that order, "–" where it was not run (a
-    table of fixed shape, like the paper's Table 2). `note`: a line under the title."""
+    """Cells = dataset × (LLM-Acc, Cont-Acc), each with its 95% interval and n. `require`: only the settings
+    rows holding one of these methods. `paper`: a table per model, our accuracies also of the answered
+    questions (the paper code's denominator) beside the published ones, or reference rows under any other
+    model; `cards` name the deviations under them. `fixed_rows`: every method a row, "–" where not run."""
     by_model = paper is not None
     aggregates = f"""{accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc')},
                    {accuracy_sql('llm_acc', answered=True)}, {accuracy_sql('contain_acc', answered=True)}, {failures_sql()}"""
@@ -175,15 +166,14 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
                 rows.append(row)
                 listed += [method] if method in ran or fixed_rows else []
         if paper is not None and not backbone:
-            reference = reference_rows(paper, list(dict.fromkeys(listed)), datasets, accuracy_columns, method_label, _paper_fmt, of_answered=True)
+            reference = reference_rows(paper, list(dict.fromkeys(listed)), datasets, accuracy_columns, method_label, _paper_fmt)
             rows += [[*([""] * len(shown)), *r] for r in reference]
         out += fitted_tables(len(shown) + 1, _by_dataset(len(shown) + 1, header, rows, datasets))
     return "\n".join(out)
 
 
 def _by_dataset(keys: int, header: Sequence[str], rows: Sequence[Sequence[str]], datasets: Sequence[str]) -> list[Topic]:
-    """A pivot as one table, or one per dataset (its columns together) where one is wider than
-    MAX_COLUMNS; the dataset columns are never dropped as constant."""
+    """A pivot as one table, or one per dataset where one is wider than MAX_COLUMNS."""
     if len(header) <= MAX_COLUMNS or len(datasets) < 2:
         return [Topic("", header, rows, keep=header[keys:])]
     starts = [next(i for i, h in enumerate(header) if i >= keys and h.startswith(f"{d} ")) for d in datasets]
@@ -201,9 +191,8 @@ def _protocol_note(con: duckdb.DuckDBPyConnection, cards: dict | None, keys: Seq
 
 
 def ablation_table(con: duckdb.DuckDBPyConnection, paper: PaperResults | None = None, cards: dict | None = None) -> str:
-    """The paper's Table 2 layout: rows = A-RAG (Full) and its `arag_no_*` variants (the paper's
-    three first, any other after), columns as in the main table; one block per model and varying
-    setting that holds an ablation run. `paper`: the published Table 2 beside ours in blocks of its backbone."""
+    """Table 2's layout: rows = A-RAG (Full) and its `arag_no_*` variants (the paper's three first), columns as
+    in the main table. `paper`: the published Table 2 beside ours in blocks of its backbone."""
     title = "Ablations (Table 2 layout): A-RAG (Full) without one tool"
     ran = [m for (m,) in con.execute("SELECT DISTINCT method FROM episodes WHERE method LIKE 'arag_no_%' ORDER BY method").fetchall()]
     if not ran:

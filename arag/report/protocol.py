@@ -1,7 +1,5 @@
-"""What the report says about each run's protocol (arag.evaluation.protocol): the "Protocol" section
-(every run's card against the paper its method comes from), the one-line deviation note beside the
-paper's columns, the paper's Table 1 as labelled reference rows under any backbone, and the judge's
-name in the tables (its model and preset)."""
+"""What the report says about each run's protocol (arag.evaluation.protocol): the "Protocol" section,
+the deviation note beside the paper's columns, the paper's reference rows and the judge's name."""
 
 from __future__ import annotations
 
@@ -18,9 +16,7 @@ from arag.evaluation.results import RUN_INFO, RunStore, find_run_dirs
 
 
 def judge_label_sql() -> str:
-    """The judge as the tables name it, from a row's `settings`: the model that judged (judge.model's,
-    else the agent's) and the preset (judge.name; rows from before judges had names: the preset whose
-    prompts they have), e.g. "qwen2.5-coder-1.5b-instruct (preset paper)"; a named preset whose
+    """The judge as the tables name it, e.g. "qwen2.5-coder-1.5b-instruct (preset paper)"; a preset whose
     prompts were changed says so, so it never shares a table cell with the preset as shipped."""
     name = "json_extract_string(settings, '$.judge.name')"
     system = "json_extract_string(settings, '$.judge.system_prompt')"
@@ -46,9 +42,7 @@ def _loads(text: Any) -> Any:
 
 
 def run_effective(con: duckdb.DuckDBPyConnection) -> dict[str, Effective]:
-    """What each run's episodes ran under (arag.evaluation.effective), from the parts of their
-    trajectories it reads: the messages only of episodes with extra calls, the tool calls' texts
-    only of one episode per run that read a chunk."""
+    """What each run's episodes ran under (arag.evaluation.effective), reading only the trajectory parts it needs."""
     slim: dict[str, list[dict[str, Any]]] = {}
     readers = chunk_readers()
     for run_id, agent, backend, prompt, steps, refused, cut, messages in con.execute("""
@@ -76,9 +70,8 @@ def run_effective(con: duckdb.DuckDBPyConnection) -> dict[str, Effective]:
 
 
 def run_cards(con: duckdb.DuckDBPyConnection, results_path: Any) -> dict[str, ProtocolCard]:
-    """Each run's card, by run id, for the runs in the `episodes` view: from its run.json under
-    `results_path` (else the identity its rows carry) and what its episodes ran under. A card
-    stored in run.json (written before the episodes ran) is never read: every card is recomputed."""
+    """Each run's card by run id, recomputed from run.json (else its rows' identity) and what its episodes ran
+    under; a card stored in run.json is never read."""
     wanted = {r[0]: r[1] for r in con.execute("SELECT run_id, any_value(settings) FROM episodes GROUP BY run_id").fetchall()}
     ran = run_effective(con)
     cards: dict[str, ProtocolCard] = {}
@@ -95,20 +88,15 @@ def run_cards(con: duckdb.DuckDBPyConnection, results_path: Any) -> dict[str, Pr
     return cards
 
 
-def _run_names(con: duckdb.DuckDBPyConnection, label) -> dict[str, str]:
-    rows = con.execute("SELECT run_id, any_value(method), any_value(dataset), any_value(model) FROM episodes GROUP BY run_id ORDER BY ALL").fetchall()
-    return {r[0]: f"`{r[0]}` ({label(r[1])}, {r[2]}, {r[3]})" for r in rows}
-
-
 def cell(text: str) -> str:
     """`text` in a Markdown table cell: its pipes (chunk_read's header has them) escaped."""
     return text.replace("|", "\\|")
 
 
 def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, ProtocolCard], label) -> str:
-    """The "Protocol" section: runs grouped by identical cards; per group the settings that differ from
-    the paper's (ours, the paper's, where the paper states it), then those that match."""
-    names = _run_names(con, label)
+    """The "Protocol" section: runs grouped by identical cards; per group the deviations, then the matches."""
+    runs = con.execute("SELECT run_id, any_value(method), any_value(dataset), any_value(model) FROM episodes GROUP BY run_id ORDER BY ALL").fetchall()
+    names = {r[0]: f"`{r[0]}` ({label(r[1])}, {r[2]}, {r[3]})" for r in runs}
     groups: dict[ProtocolCard, list[str]] = {}
     for run_id in sorted(cards):
         groups.setdefault(cards[run_id], []).append(run_id)
@@ -144,8 +132,7 @@ def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, Protoco
 
 
 def deviation_note(cards: Mapping[str, ProtocolCard], run_ids: Sequence[str]) -> str:
-    """One line under a table with the paper's numbers: how the runs of the block differ from the
-    paper's protocol (the settings named, counted), or that they do not."""
+    """The line under a table with the paper's numbers: how the block's runs differ from the paper's protocol."""
     cards_here = [cards[r] for r in run_ids if r in cards]
     if not cards_here:
         return ""
@@ -157,8 +144,7 @@ def deviation_note(cards: Mapping[str, ProtocolCard], run_ids: Sequence[str]) ->
 
 
 def block_runs(con: duckdb.DuckDBPyConnection, keys: Sequence[str], group: Sequence[Any], methods: Sequence[str] | None = None) -> list[str]:
-    """The run ids of a table block: the rows whose `keys` hold `group`'s values (and, given
-    `methods`, whose method is one of them)."""
+    """The run ids of the rows whose `keys` hold `group`'s values (and whose method is one of `methods`)."""
     conds = [f"{k} IS NOT DISTINCT FROM ?" for k in keys]
     params = list(group)
     if methods is not None:
@@ -173,12 +159,9 @@ def backbone_title(backbone: str) -> str:
     return "GPT" + backbone[3:] if backbone.lower().startswith("gpt") else backbone
 
 
-def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], columns, label, fmt, *, of_answered: bool = False) -> list[list[str]]:
-    """The paper's published accuracies of `methods` as rows of their own, one per backbone and
-    method it reports, labelled "<method> — paper, <backbone> (reference)"; `columns(dataset)`: the
-    accuracy columns of a dataset; `fmt`: how a published value is written. `of_answered`: each
-    accuracy has an "(of attempted)" and an "(of answered)" column; the published value goes under
-    "(of answered)", the denominator of the paper's evaluation code, and "–" under the other."""
+def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], columns, label, fmt) -> list[list[str]]:
+    """The paper's accuracies of `methods` as rows "<method> — paper, <backbone> (reference)", each under
+    "(of answered)", the paper code's denominator, "–" under "(of attempted)"."""
     rows = []
     for backbone in paper.backbones:
         for method in methods:
@@ -187,6 +170,6 @@ def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], colum
             row = [f"{label(method)} — paper, {backbone_title(backbone)} (reference)"]
             for d in datasets:
                 for c in range(len(columns(d))):
-                    row += (["–"] if of_answered else []) + [fmt(paper.cell(backbone, method, d, c))]
+                    row += ["–", fmt(paper.cell(backbone, method, d, c))]
             rows.append(row)
     return rows

@@ -1,11 +1,6 @@
-"""Re-judged runs in a report (pipelines.rejudge, arag.evaluation.rejudge): which run each scores
-again and with which judge, and which runs' episodes to count once where the judge does not matter.
-
-A re-judged run holds its source's episodes as they were (answers, trajectories, tool use,
-Contain-Acc): only the judge's columns differ. Its rows' `settings` name the source (`rejudged_from`,
-the original run even for a re-judge of a re-judge). A table shows it as a run of its own, its judge
-telling it apart; what the agents did (tool use, its plot) counts each episode once.
-"""
+"""Re-judged runs in a report (pipelines.rejudge): which run each scores again and with which judge.
+A re-judged run holds its source's episodes with only the judge's columns changed, so what the agents
+did (tool use) counts each episode once (docs/evaluation.md, "Re-judging")."""
 
 from __future__ import annotations
 
@@ -28,8 +23,7 @@ def rejudged_runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, s
 
 
 def counted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The runs whose episodes count once each: every run that is no re-judge, and a re-judged run
-    only where the run it re-judges is not in these results (the first such one by run id)."""
+    """Every run that is no re-judge, and a re-judged run only where its source is absent (the first by run id)."""
     origins = con.execute(f"SELECT DISTINCT run_id, coalesce({REJUDGED_FROM_SQL}, run_id) FROM episodes ORDER BY ALL").fetchall()
     runs = {run for run, _ in origins}
     kept: dict[str, str] = {}

@@ -1,6 +1,5 @@
-"""The report's tables with a row per run cell (dataset, model, method and the settings that vary):
-details (questions, failures, accuracies, EM, F1, evidence recall), cost, tool use, and AgenticRAG
-beside A-RAG (Full) and Naive RAG. A wide table's columns are split by topic (arag.report.tables)."""
+"""The report's tables with a row per run cell: details, cost, tool use, and AgenticRAG beside A-RAG
+(Full) and Naive RAG."""
 
 from __future__ import annotations
 
@@ -17,12 +16,10 @@ from arag.report.intervals import LEGEND, failures_text
 from arag.report.intervals import cell as accuracy_cell
 from arag.report.tables import Topic, fitted_tables
 
-# The method whose tools the AgenticRAG table counts.
 AGENTIC_METHOD = "agenticrag"
 
 
 def key_header(cols: Sequence[str]) -> list[str]:
-    """The headers of a per-run table's key columns (dataset, model, method and the settings that vary)."""
     return [SETTING_HEADERS.get(c, c) for c in cols]
 
 
@@ -32,8 +29,7 @@ def key_cells(cols: Sequence[str], values: Sequence[Any]) -> list[str]:
 
 
 def topic_tables(keys: int, tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]]) -> list[str]:
-    """A wide table's columns split by topic: (title, header, rows) each, its first `keys` columns
-    (the run cell) repeated in each (arag.report.tables)."""
+    """A wide table's columns split by topic, its first `keys` columns repeated in each."""
     return fitted_tables(keys, [Topic(title, header, rows) for title, header, rows in tables])
 
 
@@ -48,8 +44,7 @@ def per_run(con: duckdb.DuckDBPyConnection, aggregates: str) -> tuple[list[str],
 
 
 def details_table(con: duckdb.DuckDBPyConnection) -> str:
-    """Two tables: questions, failures and accuracy over the completed ones; accuracy over the
-    answered ones, EM, F1 and evidence recall."""
+    """Questions, failures and accuracy of the completed; accuracy of the answered, EM, F1 and evidence recall."""
     cols, data = per_run(con, f"""count(DISTINCT run_id), count(*), count(*) FILTER ({ANSWERED}),
                    count(*) FILTER (status = 'failed'), count(*) FILTER (forced),
                    {accuracy_sql('contain_acc')}, {accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc', answered=True)}, {accuracy_sql('llm_acc', answered=True)},
@@ -95,8 +90,7 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:
-    """Mean calls per tool; tool errors, unusable and repeated calls, invalid replies and forced
-    answers; the tool errors by failure kind (`failure_columns`), every count from the trajectories."""
+    """Mean calls per tool; tool errors, repeated calls, invalid replies, forced answers; tool errors by kind."""
     tools = tool_columns(con)
     failures = failure_columns()
     cols, data = per_run(con, f"""{', '.join(f'avg(calls_{t})' for t in tools)}, {_counted('avg(tool_errors)')}, avg(invalid_replies),
@@ -140,15 +134,13 @@ def calls_share(count: Any, calls: Any) -> str:
 
 
 def failure_columns() -> list[tuple[str, str]]:
-    """(header, SQL aggregate) of the tool-failure tables: unusable calls, the calls of each failure
-    kind and repeated calls, in all; NULL (shown "n/a") for a cell with a row stored without a trajectory."""
+    """(header, SQL aggregate) per tool-failure column; NULL ("n/a") for a cell with a row without a trajectory."""
     kinds = [(kind.replace("_", " "), _counted(f"sum(tool_errors_{kind})")) for kind in failure_kinds()]
     return [("unusable calls", _counted("sum(tool_errors)")), *kinds, ("repeated calls", _counted("sum(repeated_calls)"))]
 
 
 def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
-    """AgenticRAG and its ablations beside A-RAG (Full) and Naive RAG: a table of accuracy and
-    citations, one of cost, one of tool use."""
+    """AgenticRAG and its ablations beside A-RAG (Full) and Naive RAG: accuracy and citations, cost, tool use."""
     listed = ", ".join(f"'{m}'" for m in AGENTIC_COMPARISON)
     cols = ["dataset", "model", "method", *varying_settings(con)]
     tools = method_declarations()[AGENTIC_METHOD]["tools"]

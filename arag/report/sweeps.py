@@ -1,15 +1,6 @@
-"""The test-time-scaling layout: accuracy and cost against one swept setting, the paper's way.
-
-The A-RAG paper varies one setting at a time: the step limit with reasoning effort fixed, and
-reasoning effort with the step limit fixed (`+sweep=test_time_scaling_steps`,
-`+sweep=test_time_scaling_effort`). A *series* is the runs of one (dataset, model, method, guard
-rails, every other shown setting) that differ in the swept setting `x`; it becomes one table, x as
-its first column. Only series with at least two x values are shown (a single point is no sweep).
-
-Identity rule: the swept setting is the one difference allowed inside a series. Two runs of a
-series whose identity settings (the `settings` JSON of their rows: judge, prompts, index, code
-version, ...) differ in anything else are refused with the runs and the differing keys named.
-"""
+"""The test-time-scaling layout: accuracy and cost against one swept setting, a table per series
+(runs alike but in the swept setting, at least two values of it). Runs of a series that differ in
+any other identity setting are refused (docs/evaluation.md, "Test-time scaling")."""
 
 from __future__ import annotations
 
@@ -68,8 +59,7 @@ class Series:
 
 
 def setting_order(x: str, value: Any) -> tuple:
-    """Sort key for a value of setting `x`: unset first, numbers by value (max steps 5 before 10),
-    reasoning effort by level, anything else as text."""
+    """Sort key: unset first, numbers by value, reasoning effort by level, anything else as text."""
     if value is None:
         return (0, 0, "")
     if x == "reasoning_effort":
@@ -94,8 +84,7 @@ def differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 
 def check_series_identity(x: str, runs: list[tuple[str, Any, str]]) -> None:
-    """runs: (run id, x value, settings JSON) of one series. Raises UnlikeRunsError when two runs
-    differ in any identity setting but the swept one."""
+    """runs: (run id, x, settings JSON); UnlikeRunsError when two differ in an identity setting but `x`."""
     swept = ".".join(SWEEPABLE[x])
     first_id, first_x, first_settings = runs[0]
     base = json.loads(first_settings or "{}")
@@ -110,8 +99,7 @@ def check_series_identity(x: str, runs: list[tuple[str, Any, str]]) -> None:
 
 
 def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str]) -> list[Series]:
-    """The series over `x`: runs grouped by everything but `x` (dataset, model, method, guard rails
-    and the other `shown_settings`), each checked to differ only in `x`; those with ≥ 2 points."""
+    """The series over `x` (runs grouped by everything but `x`, checked) with ≥ 2 points."""
     if x not in SWEEPABLE:
         raise ValueError(f"report: cannot sweep over {x!r}; sweepable settings: {', '.join(SWEEPABLE)}")
     others = [c for c in shown_settings if c != x]
@@ -207,9 +195,8 @@ def _in_paper_range(x: str, value: Any) -> bool:
 
 
 def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str], label=lambda m: m, official_steps: int | None = None) -> tuple[list[Panel], list[str]]:
-    """The figure's panels (max-steps panels first, each by backbone and dataset) and a note per
-    series or point left out of it: effort series at another step limit than `official_steps` (default:
-    AgentConfig's), x values outside the paper's range, points without an LLM-Acc."""
+    """The figure's panels (max steps first) and a note per series or point left out: effort series at another
+    step limit than `official_steps`, x outside the paper's range, points without an LLM-Acc."""
     if official_steps is None:
         from arag.agent.loop import AgentConfig
 

@@ -1,6 +1,5 @@
-"""How a report table fits a page: a column whose value is the same on every row is stated once
-above the table instead ("dataset: 2wikimultihopqa · model: qwen"), and a table still wider than
-MAX_COLUMNS is split into tables of its column groups, each repeating the row keys."""
+"""How a report table fits a page: a column the same on every row is stated once above it, and a table
+still wider than MAX_COLUMNS is split into tables of its column groups, each repeating the row keys."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from arag.report.format import markdown_table
 
 # The widest table the report writes (columns); wider ones are split by topic.
 MAX_COLUMNS = 12
-# The separator between the constants stated above a table.
 CONSTANT_SEPARATOR = " · "
 
 
@@ -29,8 +27,7 @@ class Topic:
 
 
 def constant_columns(header: Sequence[str], rows: Sequence[Sequence[str]], keep: Sequence[str] = ()) -> list[int]:
-    """The columns (by index) whose cell is the same on every row, `keep` aside; none for a table of
-    fewer than two rows (a single row would state all of itself above an empty table)."""
+    """The columns the same on every row, `keep` aside; none under two rows (one would state all of itself)."""
     if len(rows) < 2:
         return []
     return [i for i, h in enumerate(header) if h not in keep and all(r[i] == rows[0][i] for r in rows)]
@@ -46,11 +43,8 @@ def _without(columns: Sequence[int], values: Sequence) -> list:
 
 
 def fitted_tables(keys: int, topics: Sequence[Topic], limit: int = MAX_COLUMNS) -> list[str]:
-    """Markdown lines for a section's tables, which share their first `keys` columns (the row keys:
-    dataset, model, method, settings) and rows. Columns the same on every row are dropped: the row
-    keys' stated once above the first table, any other's above its own table (one line for a lone
-    table; none of a section's tables where no value column is left, its rows being in the others). A table still wider than `limit` is split into
-    parts of at most `limit` columns, each repeating the row keys."""
+    """Markdown lines for a section's tables sharing their first `keys` columns and rows: constant columns
+    stated once above (the row keys' above the first table), a table wider than `limit` split in parts."""
     if not topics:
         return []
     first = topics[0]

@@ -14,7 +14,7 @@ from typing import Any
 from arag import __version__
 from arag.config.schemas import ServeConfig
 from arag.serve.admission import CallGate
-from arag.serve.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, TOKEN_ENV, Guard, loopback_hosts, loopback_origins
+from arag.serve.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, LOOPBACK_NAMES, TOKEN_ENV, Guard
 from arag.serve.sessions import SessionTrackers
 from arag.strict_settings import check_keys
 from arag.serve.tool_service import ToolService, document_ceilings, served_tool_names
@@ -75,8 +75,7 @@ class ServeSettings(ServeConfig):
         return self.host in LOOPBACK_HOSTS
 
     def resolved_token(self) -> str | None:
-        """serve.token, else the text of serve.token_file, else ARAG_SERVE_TOKEN; None only for
-        `serve.token=none` on a loopback host. Anything else is an error naming what to set."""
+        """serve.token, else serve.token_file's text, else ARAG_SERVE_TOKEN; None only for `serve.token=none` on loopback."""
         if self.token is not None and self.token_file is not None:
             raise ValueError("give serve.token or serve.token_file, not both")
         if self.token is not None:
@@ -104,9 +103,9 @@ class ServeSettings(ServeConfig):
 
     def origin_rule(self) -> tuple[list[str] | None, list[str]]:
         """(Host values served, None: any; Origin values served)."""
-        hosts = (loopback_hosts() + self.allowed_hosts) if self.loopback else (list(self.allowed_hosts) or None)
-        origins = (loopback_origins() if self.loopback else []) + list(self.allowed_origins)
-        return hosts, origins
+        loopback = [pattern for name in LOOPBACK_NAMES for pattern in (name, f"{name}:*")] if self.loopback else []
+        hosts = (loopback + self.allowed_hosts) if self.loopback else (list(self.allowed_hosts) or None)
+        return hosts, [f"http://{host}" for host in loopback] + list(self.allowed_origins)
 
 
 def tool_context_options(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -165,8 +164,7 @@ def http_app(service: ToolService, settings: ServeSettings, token: str | None) -
 
 
 def uvicorn_config(app: Any, settings: ServeSettings) -> Any:
-    """uvicorn with its own keep-alive timeout and graceful stop, and bounded waiting connections
-    (arag.serve.connections)."""
+    """uvicorn with its keep-alive timeout, graceful stop and bounded waiting connections."""
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -204,11 +202,8 @@ def serve_http(service: ToolService, settings: ServeSettings, token: str | None)
 
 
 def stopping_server(config: Any, guard: Guard, gate: CallGate) -> Any:
-    """uvicorn's server, whose stop (SIGTERM, SIGINT) answers every front: it goes on listening, so
-    a request that arrives then gets a retryable JSON 503 (not a reset); every call still queued
-    gets the same at once (an MCP call: a retryable JSON-RPC error); the calls running finish
-    within SHUTDOWN_GRACE_S, else they too are answered so. Only then does uvicorn close the
-    listener and the connections (own code: uvicorn closes the listener first)."""
+    """uvicorn's server whose stop answers every front (retryable 503s, running calls given SHUTDOWN_GRACE_S)
+    before the listener closes. Own code: uvicorn closes the listener first."""
     import uvicorn
     from sse_starlette.sse import AppStatus
 

@@ -1,20 +1,7 @@
-"""Bounded connections: uvicorn's h11 protocol with a header deadline and a bound on waiting
-connections. Request slots belong to authorised work (the guard counts them, after the token); a
-connection running no request (sending a request's headers, or idle between requests) is
-*waiting*, and waiting connections are bounded on their own:
-
-  * in time: a request's headers must be complete within `header_timeout_s` of the first byte
-    (of the connection, or of a next request on a kept-alive one), else 408 and closed;
-  * in number: beyond `max_waiting` the least useful is closed: one that never carried an
-    authorised request (the oldest idle one, else the oldest still sending headers, 503), else the
-    idle one whose last authorised request is oldest, else the newcomer (503). So a client with
-    the token is served while thousands of stalled or idle connections come and go;
-  * in memory: h11 refuses headers still arriving beyond 16 KiB (uvicorn's h11_max_incomplete_event_size).
-
-Every status answered here (408, 503, the parser's 400) is JSON. When a connection is lost while
-its request runs, the scope's CONNECTION_LOST event is set, so its tool call is cancelled whichever
-front end (JSON API, MCP) it came by.
-"""
+"""Bounded connections: uvicorn's h11 protocol with a header deadline and a bound on *waiting*
+connections (those running no request), apart from the guard's request slots; every status answered
+here is JSON (docs/tools.md, "Tool server": Connections). A connection lost while its request runs
+sets the scope's CONNECTION_LOST, so its tool call is cancelled whichever front end it came by."""
 
 from __future__ import annotations
 
@@ -26,10 +13,8 @@ from typing import Any
 
 import h11
 
-# Scope keys: an asyncio.Event set when the request's connection is lost; set by the guard on a
-# request that showed the token (or of an open server); the client an authorised request is
-# counted for (the peer's address: its share of the slots and its turn at the tool calls); the
-# request slot it holds (arag.serve.guard.Slot).
+# Scope keys: the Event set when the connection is lost; set on a request that showed the token; the
+# client (peer address) it counts for; the request slot it holds (arag.serve.guard.Slot).
 CONNECTION_LOST = "arag.connection_lost"
 AUTHORISED = "arag.authorised"
 CLIENT = "arag.client"
@@ -45,9 +30,8 @@ def json_response(status: int, message: str, *, retry_after: int | None = None) 
 
 
 class WaitingConnections:
-    """The connections of one server that run no request, oldest first, at most `max_waiting`.
-    Own code: uvicorn's one bound (limit_concurrency) refuses the newcomer, counting connections
-    before any token; none closes the least useful connection instead."""
+    """The connections running no request, oldest first; beyond `max_waiting` the least useful is closed.
+    Own code: uvicorn's limit_concurrency refuses the newcomer, counting connections before any token."""
 
     def __init__(self, max_waiting: int):  # checked in ServeSettings.from_dict
         self.max_waiting = max_waiting
@@ -77,9 +61,8 @@ class WaitingConnections:
 
 
 def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: WaitingConnections) -> type[asyncio.Protocol]:
-    """`base` (uvicorn's H11Protocol) with the bounds above. Own code: uvicorn has no deadline on
-    request headers and answers its errors in plain text. It sets `self.cycle` when a request's
-    headers are parsed; h11's state (`self.conn`) says whether a body is arriving."""
+    """`base` (uvicorn's H11Protocol, whose `cycle` is set once headers are parsed) with the bounds above.
+    Own code: uvicorn has no deadline on request headers and answers its errors in plain text."""
     expired = json_response(408, f"the request headers did not arrive within {timeout_s:g} s (serve.header_timeout_s)")
     crowded = json_response(503, f"too many connections are waiting to send a request (serve.max_waiting_connections={waiting.max_waiting}); connect again", retry_after=1)
 

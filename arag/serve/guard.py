@@ -1,17 +1,7 @@
-"""The door of the HTTP server, an ASGI middleware in front of every route (the JSON API, its
-OpenAPI schema, /mcp), so none can be reached around it. In order:
-
-  * Host, Origin or Authorization given twice: 400 (parsers disagree on which one counts). A Host
-    outside `allowed_hosts` 421, an Origin outside `allowed_origins` 403 (on loopback only loopback
-    names: a DNS-rebinding page cannot reach the server under another name).
-  * The token (`GET /health` needs none and says nothing of the index); a wrong one is slowed.
-  * Request slots shared per client (`Guard._take_a_slot`); event streams (GET /mcp) take none.
-  * Bodies: a POST must be `Content-Type: application/json` (415: a browser sends text/plain and
-    forms cross-site without asking first), at most `max_request_bytes` (413) within `body_timeout_s` (408).
-  * Every answer is JSON, the SDK's and Starlette's errors too; an exception escaping a route a 500.
-  * Stopping (`stop()`): every request from then on, and one cancelled at the end of the grace
-    period, gets a retryable 503; `wait_answered` waits for the requests admitted before.
-"""
+"""The door of the HTTP server: an ASGI middleware in front of every route (JSON API, OpenAPI, /mcp), so
+none can be reached around it. It checks repeated headers, Host and Origin, the token, request slots
+shared per client and JSON bodies, answers every error as JSON and turns requests away while stopping
+(docs/tools.md, "Tool server": Token, Origins, Connections, Stopping)."""
 
 from __future__ import annotations
 
@@ -55,9 +45,8 @@ CORS_HEADERS = ["authorization", "content-type", "x-session-id", "x-document-set
 
 @dataclass(eq=False)
 class Slot:
-    """A request slot held by a request of `client`, which may be given to another (`taken`):
-    while its body is still arriving (`body`: its task is cancelled, 503), or while its tool call
-    waits in the queue (`waiter`, set by CallGate: ServerBusy, 503)."""
+    """A request slot of `client`'s, which may be `taken` for another while its `body` is still arriving
+    (its task cancelled: 503) or its tool call waits in the queue (`waiter`, set by CallGate: 503)."""
 
     client: Any
     task: asyncio.Task[Any] | None = field(default_factory=asyncio.current_task)
@@ -66,19 +55,9 @@ class Slot:
     taken: bool = False
 
 
-def loopback_hosts() -> list[str]:
-    return [pattern for name in LOOPBACK_NAMES for pattern in (name, f"{name}:*")]
-
-
-def loopback_origins() -> list[str]:
-    return [f"http://{host}" for host in loopback_hosts()]
-
-
 def matches(value: str, patterns: Sequence[str]) -> bool:
-    """`value` is one of `patterns`, where `name:*` stands for `name` with any port. Own code: the
-    MCP SDK's TransportSecuritySettings (/mcp only) and Starlette's TrustedHostMiddleware compare
-    names case-sensitively or not at all, and let any port (or none in range) through; here names
-    compare in any case and a port is ASCII digits 1-65535."""
+    """`value` is one of `patterns` (`name:*`: any port of ASCII digits 1-65535), names in any case.
+    Own code: the MCP SDK's TransportSecuritySettings and TrustedHostMiddleware compare case-sensitively, any port."""
     value = value.lower()
     for pattern in map(str.lower, patterns):
         if value == pattern:
@@ -97,12 +76,8 @@ async def send_json(send: Send, status: int, message: str, *headers: tuple[bytes
 
 
 class Guard:
-    """token: the bearer token every request must carry (None: no token asked);
-    max_request_bytes: the largest request body served; body_timeout_s: time a body may take to
-    arrive once its headers did; allowed_hosts: Host values served (None: any);
-    allowed_origins: Origin values served; cors_origins: those answered with CORS headers;
-    max_requests: authorised requests served at once (serve.max_connections); stream_idle_s: time
-    an event stream (GET /mcp) may stay open (values as ServeSettings.from_dict checked them)."""
+    """The settings are serve.*'s, checked by ServeSettings.from_dict (token None: no token asked;
+    allowed_hosts None: any Host; max_requests: serve.max_connections)."""
 
     def __init__(self, app: ASGIApp, *, token: str | None, max_request_bytes: int, body_timeout_s: float = 30.0, allowed_hosts: Sequence[str] | None = None, allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = (), max_requests: int = 256, stream_idle_s: float = 60.0):
         self.app = app
@@ -132,7 +107,7 @@ class Guard:
             ended.set()
 
     async def wait_answered(self, timeout_s: float) -> bool:
-        """True once no request admitted holds a slot (each has sent its answer), False after `timeout_s`."""
+        """True once no admitted request holds a slot, False after `timeout_s`."""
         return await set_within(self._answered, timeout_s)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -162,9 +137,8 @@ class Guard:
         return same and scheme.lower() == b"bearer"
 
     async def _refuse_token(self, send: Send, given: bytes | None) -> None:
-        """401, closing the connection; a wrong token is answered only after FAILED_TOKEN_DELAY_S,
-        and beyond MAX_FAILING_TOKENS such answers at once the rest get 429 without a look at
-        their token, so guessing runs at most MAX_FAILING_TOKENS / FAILED_TOKEN_DELAY_S a second."""
+        """401, closing the connection; a wrong token after FAILED_TOKEN_DELAY_S, beyond MAX_FAILING_TOKENS at
+        once 429 unread: guessing runs at most MAX_FAILING_TOKENS / FAILED_TOKEN_DELAY_S a second."""
         if given is not None:
             if self._failing.locked():
                 await send_json(send, 429, "too many requests with a wrong token at once; wait and send the right one", RETRY, CLOSE)
@@ -200,10 +174,9 @@ class Guard:
                 self._answered.set()
 
     def _take_a_slot(self, client: Any) -> bool:
-        """Free a slot for a request of `client`: that of a request whose body is still arriving
-        (of the client holding the most slots, its oldest), else, if a client holds at least two
-        slots more than `client`, that of its newest request whose call is still queued; False if
-        neither is there. Own code: no server library shares its slots per client."""
+        """Free a slot for `client`: a body still arriving (the most-holding client's oldest), else the newest
+        queued call of a client holding two slots more; False if neither.
+        Own code: no server library shares its slots per client."""
         held = Counter(slot.client for slot in self._slots if not slot.taken)
         # Only its own client's, or a client's holding more: a flood cannot take the slot of
         # another client's request whose body is on its way.
@@ -225,10 +198,8 @@ class Guard:
         return True
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """An event stream: no request slot; it ends after stream_idle_s, and at most max_requests
-        are open (the oldest ends). Own code: this server sends no events of its own, so such a
-        stream only holds a connection (a client that wants one opens it again), and neither the
-        SDK nor sse-starlette ends one after a time."""
+        """An event stream, holding no slot: it ends after stream_idle_s, the oldest beyond max_requests open.
+        Own code: neither the SDK nor sse-starlette ends a stream after a time (ours carry no events)."""
         ended = asyncio.Event()
         key = object()
         self._streams[key] = ended
@@ -341,8 +312,7 @@ def status_phrase(status: int) -> str:
 
 
 def json_errors(send: Send) -> Send:
-    """`send` that turns an error answer whose body is not JSON (the MCP SDK's, Starlette's
-    plain-text ones) into the server's shape, {"error": <its text>}."""
+    """`send` turning an error answer that is not JSON (the SDK's, Starlette's) into {"error": <its text>}."""
     held: Message | None = None
     text = b""
 

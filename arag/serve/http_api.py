@@ -1,22 +1,6 @@
-"""The JSON API: Starlette routes over a `ToolService`.
-
-    GET  /tools               {"tools": [function schema, ...]}
-    POST /tools/<name>        body: the tool's JSON arguments → the tool result (as `python -m
-                              arag.tools ... --json`) plus "text", the agent-facing answer;
-                              X-Session-Id header or ?session= picks the read tracker (under
-                              `api:<id>`, so no caller can name an MCP session), X-Document-Settings
-                              (JSON) the document tools' settings, ?full_text=true|false the snippet level
-    GET  /index               the served index's fingerprint, sizes, chunk-id form and facts, the server's max_connections
-    POST /chunks/titles       {"chunk_ids": [...]} → {"titles": {...}} (evaluation's evidence recall)
-    GET  /openapi.json        the OpenAPI document
-    GET  /health              {"status": "ready"} once the server serves (no token asked, no index content)
-
-Statuses: 200 answered, 400 bad arguments (the body is the tool's error result) or a setting over
-the server's ceiling, 404 unknown tool (with the list) or path, 405 wrong method, 500 the tool
-failed on its own, 503 a call that did not run (the server stops, or gave its place to another
-client's: send it again), 499 a call whose client left first (cancelled: one still queued never
-runs, so a backlog of abandoned calls does not hold the tool workers). Bodies are always JSON.
-"""
+"""The JSON API: Starlette routes over a `ToolService` (ROUTES; requests, answers and statuses:
+docs/tools.md, "Tool server"). Bodies are always JSON; a call whose client left first is cancelled
+and answered 499."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The tools over MCP, with the official SDK's low-level server (`mcp.server.Server`).
-
-The tool list is the served tools' names, descriptions and JSON schemas as a model gets them; a
-call answers the tool's agent-facing text as text content, the JSON API's result (without the
-text) as structured content, and `isError` when the tool answered with an error (the tools check
-their arguments: a bad call gets the same message as in-process). Read trackers: over stdio one
-for the connection (one client); over streamable HTTP one per MCP session, under `mcp:<id>`.
-"""
+"""The tools over MCP, with the official SDK's low-level server (`mcp.server.Server`): a call answers the
+tool's agent-facing text as text content, the JSON API's result as structured content, `isError` when
+the tool answered with an error. Read trackers: one per connection over stdio, one per MCP session
+(under `mcp:<id>`) over streamable HTTP."""
 
 from __future__ import annotations
 
@@ -44,8 +40,7 @@ def _session(ctx: ServerRequestContext[Any, Any]) -> str | None:
 
 
 def retryable_error(message: str) -> MCPError:
-    """The JSON-RPC error of a call that did not run (the server stops, or gave its place to
-    another client): retryable, as the JSON API's 503."""
+    """The JSON-RPC error of a call that did not run: retryable, as the JSON API's 503."""
     return MCPError(INTERNAL_ERROR, message, {"retryable": True, "retry_after_s": 1})
 
 
@@ -87,11 +82,9 @@ def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
 
 
 class McpSessionBounds:
-    """ASGI middleware at /mcp: the SDK's sessions kept in the server's session store, bounded with
-    the JSON API's and counted with what they hold (MCP_SESSION_BYTES): opened there when its
-    initialize is answered, marked used by each request naming it, ended in the SDK when the store
-    forgets it (its id then answers 404). Own code: the SDK's own cap (max_sessions) refuses new
-    sessions instead of ending the least recently used."""
+    """ASGI middleware at /mcp: the SDK's sessions kept in the server's session store with the JSON API's,
+    ended in the SDK when the store forgets them (their id then answers 404).
+    Own code: the SDK's max_sessions refuses new sessions instead of ending the least recently used."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], sessions: SessionTrackers, manager: Any):
         self.app = app

@@ -1,8 +1,4 @@
-"""The JSON API's OpenAPI 3.1 document, built from the served tools' own JSON schemas.
-
-Each tool gets its own path (`POST /tools/<name>`) whose request body is exactly the tool's
-parameter schema, so generated clients and the docs show the same arguments the agent sees.
-"""
+"""The JSON API's OpenAPI 3.1 document: each tool's request body is exactly its parameter schema."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Per-session read trackers of a tool server (an episode is a session: an MCP session, or the
-`X-Session-Id` of a JSON API call), so chunk_read's reads and the document tools' reference ids
-stay on the server exactly as in-process. Clients rarely say when an episode ends, so the store
-forgets on its own: a session idle longer than `idle_s` starts afresh, and beyond `max_sessions`
-or `total_bytes` (estimated after each call) the least recently used go first. A session over
-`session_bytes` first drops the documents it loaded (read again from the index, with the same
-lines), then is forgotten if still over. Forgetting an MCP session ends it too (`on_forget`).
-"""
+"""Per-session read trackers of a tool server (an MCP session, or a JSON API call's `X-Session-Id`), so
+chunk_read's reads and the document tools' reference ids stay on the server as in-process. Clients
+rarely say when an episode ends, so the store forgets on its own, by idle time, count and bytes
+(docs/tools.md, "Tool server": Sessions)."""
 
 from __future__ import annotations
 
@@ -45,8 +41,7 @@ LINE_OVERHEAD_BYTES = 70  # a loaded line's list slots, sentence id and chunk id
 
 
 def tracker_bytes(tracker: ReadTracker, document_sizes: dict[str, int]) -> int:
-    """An estimate of the memory a session's state holds (document_sizes: the loaded documents
-    already measured, filled in here)."""
+    """An estimate of a session's memory (document_sizes: loaded documents measured, filled in here)."""
     size = 1000 + READ_ITEM_BYTES * len(tracker.read)
     if isinstance(tracker, DocumentSession):
         size += REF_BYTES * len(tracker.refs)
@@ -69,8 +64,7 @@ class _Entry:
 
 
 class _Store(TTLCache):
-    """cachetools' TTLCache (least recently used first, idle expiry, size in bytes) that reports
-    each session it evicts or expires."""
+    """cachetools' TTLCache (LRU, idle expiry, size in bytes) that reports each session it evicts or expires."""
 
     def __init__(self, forgotten: Callable[[str], None], **options) -> None:
         super().__init__(**options)
@@ -89,14 +83,9 @@ class _Store(TTLCache):
 
 
 class SessionTrackers:
-    """session id → DocumentSession; safe to use from several threads.
-    session_bytes: most memory one session may hold; total_bytes: all sessions together."""
+    """session id → DocumentSession, thread-safe; session_bytes: one session's memory, total_bytes: all."""
 
     def __init__(self, max_sessions: int = 10_000, idle_s: float = 3600.0, clock: Callable[[], float] = time.monotonic, *, session_bytes: int = 16 * 2**20, total_bytes: int = 512 * 2**20):
-        if max_sessions < 1:
-            raise ValueError(f"serve.max_sessions must be at least 1, got {max_sessions}")
-        if idle_s <= 0:
-            raise ValueError(f"serve.session_idle_s must be positive, got {idle_s}")
         if session_bytes < 1 or total_bytes < session_bytes:
             raise ValueError(f"serve.session_max_bytes must be at least 1 and serve.sessions_max_bytes at least as large, got {session_bytes} and {total_bytes}")
         self.max_sessions = max_sessions
@@ -113,16 +102,14 @@ class SessionTrackers:
             self.on_forget(session_id)
 
     def _keep(self, session_id: str, entry: _Entry) -> None:
-        """Store the session as the most recently used, at its measured size; the least recently
-        used others go while over the bounds."""
+        """Store the session as the most recently used; the least recently used go while over the bounds."""
         self._sessions.pop(session_id, None)
         self._sessions[session_id] = entry
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem()
 
     def open(self, session_id: str, overhead: int) -> None:
-        """A session that costs `overhead` bytes besides its tracker (an MCP session, from its
-        initialize on), counted at once."""
+        """A session costing `overhead` bytes besides its tracker (an MCP session's transport), counted at once."""
         with self._lock:
             entry = self._sessions.get(session_id) or _Entry()
             entry.overhead = overhead

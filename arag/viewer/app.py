@@ -1,7 +1,4 @@
-"""The viewer's web app (Starlette) and its server (uvicorn): `/` lists the runs and their episodes
-with filters and sorting, `/paired` the report's paired comparisons of the runs, `/export?format=csv|json&…` the listed episodes, `/episode?run=…&q=…` one
-episode step by step, `/compare?dataset=…&q=…` one question across runs side by side, `/run?run=…` a
-run's figures, `/settings?run=…` its run.json and invocations, `/report?run=…` the report nearest it."""
+"""The viewer's web app (Starlette) and its server (uvicorn); its routes are the pages of docs/viewer.md."""
 
 from __future__ import annotations
 
@@ -27,8 +24,7 @@ REPORT_DIR, REPORT_FILE = "report", "report.md"
 
 
 def find_report(run: Run, root: Path) -> Path | None:
-    """The report nearest a run: <folder>/report/report.md of the run's folder's parent or the first
-    folder above it, up to the tree's root, that has one."""
+    """<folder>/report/report.md of the run's parent folder or the first above it, up to the tree's root."""
     folder, root = run.path.parent.resolve(), root.resolve()
     while True:
         candidate = folder / REPORT_DIR / REPORT_FILE
@@ -56,9 +52,9 @@ def create_app(results: str | Path | ResultsTree):
                 out = render(request)
                 return out if isinstance(out, Response) else HTMLResponse(out)
             except LookupError as exc:
-                return HTMLResponse(pages.error_page(404, str(exc.args[0])), status_code=404)
+                return HTMLResponse(pages.render("error.html", status=404, message=str(exc.args[0])), status_code=404)
             except ValueError as exc:
-                return HTMLResponse(pages.error_page(400, str(exc)), status_code=400)
+                return HTMLResponse(pages.render("error.html", status=400, message=str(exc)), status_code=400)
 
         return endpoint
 
@@ -75,7 +71,7 @@ def create_app(results: str | Path | ResultsTree):
     def paired(request: Request) -> str:
         runs, problems = tree.runs()
         found, problem = tree.comparisons()  # the report's reading of the tree: only here, never for the first page
-        return pages.paired_page(str(tree.root), runs, [*problems, *([problem] if problem else [])], found)
+        return pages.render("paired.html", root=str(tree.root), by_id={r.run_id: r for r in runs}, problems=[*problems, *([problem] if problem else [])], found=found)
 
     def episode(request: Request) -> str:
         run_id, question_id = request.query_params.get("run", ""), request.query_params.get("q", "")
@@ -91,7 +87,7 @@ def create_app(results: str | Path | ResultsTree):
         found = tree.same_question(dataset, question_id)
         if not found:
             raise LookupError(f"no run of dataset {dataset!r} has question {question_id!r}")
-        return pages.compare_page(dataset, question_id, [(run, row, t, chunk_titles(t)[0]) for run, row, t in found])
+        return pages.render("compare.html", dataset=dataset, question_id=question_id, found=[(run, row, t, chunk_titles(t)[0]) for run, row, t in found])
 
     def run_page(request: Request) -> str:
         run = run_named(request.query_params.get("run", ""))
@@ -111,7 +107,7 @@ def create_app(results: str | Path | ResultsTree):
     def report(request: Request) -> str:
         found = report_of(request)
         images = sorted(p.name for p in found.parent.glob("*.png"))
-        return pages.report_page(run_named(request.query_params["run"]), found.read_text(encoding="utf-8"), str(found), images)
+        return pages.render("report.html", run=run_named(request.query_params["run"]), report_md=found.read_text(encoding="utf-8"), where=str(found), images=images)
 
     def report_file(request: Request) -> Any:
         folder = report_of(request).parent

@@ -1,10 +1,7 @@
-"""The runs the viewer shows, read from a results tree through arag.evaluation.results: each with
-its settings, identity and the summary columns of its episodes; one episode's whole row and
-trajectory; the same question across runs (the listing's filters: arag.viewer.listing).
-
-Each run is read once and kept until one of its files changes (names, sizes and modification times:
-a rerun or an evaluation still writing is seen on the next page); a kept run knows which file and
-row holds each question, so an episode page reads that one file, not the whole run."""
+"""The runs the viewer shows, read from a results tree through arag.evaluation.results: each run's
+settings, identity and episode summaries, one episode's row and trajectory, a question across runs.
+Each run is kept until one of its files changes (names, sizes, modification times), and knows which
+file holds each question, so an episode page reads one file."""
 
 from __future__ import annotations
 
@@ -36,8 +33,7 @@ EPISODES_KEPT = 64
 
 
 def outcome(row: dict[str, Any]) -> str:
-    """correct / wrong by the judge (LLM-Acc); unjudged: answered but the judge gave no verdict or was off;
-    failed: no answer."""
+    """correct / wrong by the judge; unjudged: no verdict (or no judge); failed: no answer."""
     if row.get("status") != OK:
         return "failed"
     if row.get("llm_acc") is None:
@@ -46,9 +42,7 @@ def outcome(row: dict[str, Any]) -> str:
 
 
 def listed_facts(facts: EpisodeFacts) -> dict[str, Any]:
-    """The facts the listing pages show (arag.evaluation.episode_facts), as row keys: tool errors
-    (`unusable_results`) and their kinds, repeated calls, the tool mix, and the evidence counts and
-    recalls in place of the stored ones. None where the trajectory cannot tell (no tool-call record)."""
+    """The facts the listing pages show, counted from the trajectory, as row keys; None where it cannot tell."""
     counted = {"tool_calls": facts.tool_calls} if facts.recorded else {}
     return {
         **counted, "unusable_results": facts.tool_errors, "tool_error_kinds": facts.tool_error_kinds, "repeated": facts.repeated_calls,
@@ -59,8 +53,7 @@ def listed_facts(facts: EpisodeFacts) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Identity:
-    """What tells a run apart beyond its method and model: who judged it and how, the run it re-judged,
-    its guard rails and the code that ran it."""
+    """What tells a run apart beyond method and model: judge, re-judged run, guard rails, code."""
 
     judge: str  # "<model> (preset <name>)", or "off"
     guard_rails: str  # as the report names them ("off" when none)
@@ -145,8 +138,7 @@ class Run:
         return (self.dataset, self.method, self.model, _num(self.max_steps), str(self.effort), self.run_id)
 
     def trajectories_holding(self, text: str) -> frozenset[str]:
-        """The question ids whose stored trajectory holds `text` (any case); read from the files on
-        first asking, kept for this version of the run."""
+        """The question ids whose trajectory holds `text` (any case), read once per version of the run."""
         needle = text.lower()
         if needle not in self._matches:
             found = set()
@@ -159,9 +151,7 @@ class Run:
 
 
 def scores(run: Run, column: str) -> dict[str, float]:
-    """{question id: 0/1} of an accuracy column over the run's scored questions, as the report counts
-    them (arag.report.format.SCORED): the completed episodes with a score; a failed episode (no
-    result) and one whose score is missing (the judge gave no verdict or was off) are left out."""
+    """{question id: 0/1} of an accuracy column over the run's scored questions (arag.report.format.SCORED)."""
     return {r["question_id"]: r[column] for r in run.rows if r["status"] == OK and r[column] is not None}
 
 
@@ -189,8 +179,7 @@ def read_run(path: Path) -> Run:
 
 
 class ResultsTree:
-    """The runs under a results folder, re-read when a run's files change (an evaluation may still be
-    writing) and kept otherwise; the last episodes shown are kept too."""
+    """The runs under a results folder, re-read when a run's files change; the last episodes shown kept too."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
@@ -199,8 +188,7 @@ class ResultsTree:
         self._comparisons: tuple[tuple, list[Comparison], str | None] | None = None
 
     def runs(self) -> tuple[list[Run], list[str]]:
-        """The runs, sorted by dataset, method, model and settings; and one line per run folder that
-        could not be read."""
+        """The runs, sorted by dataset, method, model and settings, and a line per folder that could not be read."""
         runs: list[Run] = []
         problems: list[str] = []
         for path in find_run_dirs(self.root):
@@ -217,9 +205,7 @@ class ResultsTree:
         return sorted(runs, key=Run.sort_key), problems
 
     def comparisons(self) -> tuple[list[Comparison], str | None]:
-        """The report's paired comparisons of this tree (arag.report.build.paired_comparisons: the same
-        pairs, order and Δ as its section), kept until a run's files change; and why they could not
-        be read, if so."""
+        """The report's paired comparisons of this tree, kept until a run's files change, and why not, if so."""
         runs, _ = self.runs()
         stamps = tuple((r.path, self._cache[r.path][0]) for r in runs)
         if self._comparisons is None or self._comparisons[0] != stamps:
@@ -247,7 +233,6 @@ class ResultsTree:
         return self._read_episode(*run.where[question_id], self._cache[run.path][0] if run.path in self._cache else None)
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
-        """Every run's episode of one question, in run order."""
         out = []
         for run in self.runs()[0]:
             if run.dataset == dataset and question_id in run.where:

@@ -1,7 +1,5 @@
-"""A run's figures, each with its interval: accuracy (95% Wilson interval, arag.report.intervals),
-steps and retrieved tokens per episode (mean with a seeded 95% bootstrap interval, and their
-distribution), and the tool mix (calls per tool, share of all calls). Drawn as inline SVG by
-templates/figures.html: nothing fetched, no script."""
+"""A run's figures, each with its interval (accuracy, steps, retrieved tokens, tool mix), computed here
+and drawn as inline SVG by templates/figures.html."""
 
 from __future__ import annotations
 
@@ -46,8 +44,7 @@ def number(v: float) -> str:
 
 
 def histogram_bars(values: Sequence[float], whole: bool = True) -> list[tuple[float, float, float, float, str]]:
-    """(x, y, width, height, title) of the histogram's bars (templates/figures.html): counts per value
-    (whole numbers over a short range) or per one of BINS equal bins."""
+    """(x, y, width, height, title) per bar: counts per value (a short whole-number range) or per one of BINS bins."""
     lo, hi = min(values), max(values)
     if whole and hi - lo < 3 * BINS:
         edges = [lo + i for i in range(int(hi - lo) + 2)]

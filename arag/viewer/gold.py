@@ -1,6 +1,6 @@
-"""Which of an episode's results hold gold evidence, for every method: the chunks it saw whose title
-is a supporting title (matched as evidence recall matches them, arag.evaluation.evidence) and, for
-the document tools (AgenticRAG), the reference ids whose document is one."""
+"""Which of an episode's results hold gold evidence, for every method: the chunks whose title is a
+supporting title (matched as arag.evaluation.evidence matches them) and, for the document tools, the
+reference ids whose document is one."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ DOCUMENT_HEADER = re.compile(r"^\[(?P<ref>[^\]\s]+)\] \| title: (?P<title>[^|\n]
 
 
 def _reference_titles(calls: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, str]:
-    """{reference id: its document's title}: from the search results' headers, else from the title of
-    the chunk the search returned at the reference's place."""
+    """{reference id: its document's title}, from the search results' headers, else their chunks' titles."""
     found: dict[str, str] = {}
     for call in calls:
         refs, ids = call.get("ref_ids") or [], call.get("chunk_ids") or []
@@ -35,10 +34,8 @@ def _reference_titles(calls: list[dict[str, Any]], titles: dict[str, str]) -> di
 
 
 def chunk_titles(trajectory: dict[str, Any]) -> tuple[dict[str, str], str]:
-    """{chunk id: title field} of the chunks an episode saw, and a note on where they come from: the
-    titles the runner recorded, else (runs evaluated before it did) the tool results' headers: an
-    A-RAG hit's "chunk_id: … | title: …", a document search's "[ref] | title: …" (the chunks a
-    find or open of that reference returned are that document's)."""
+    """{chunk id: title field} of the chunks an episode saw, and where they come from: the titles the runner
+    recorded, else (older runs) the tool results' headers (a find or open's chunks are its reference's)."""
     if "chunk_titles" in trajectory:
         return dict(trajectory.get("chunk_titles") or {}), TITLES_RECORDED
     calls = [c for c in trajectory.get("tool_calls") or [] if isinstance(c, dict)]

@@ -80,9 +80,7 @@ def check_listing(f: dict[str, str]) -> None:
 
 
 def filter_rows(runs: list[Run], f: dict[str, str]) -> list[tuple[Run, dict[str, Any]]]:
-    """The episodes that pass every given filter (an empty one passes all): run, dataset, method,
-    the CHOICES, and q: text in the question, its id, the prediction or the trajectory (any case);
-    in run order then by question id, or sorted by `sort` (`order` asc or desc; missing values last)."""
+    """The episodes passing every given filter, in run then question order or by `sort` (missing values last)."""
     check_listing(f)
     needle = (f.get("q") or "").strip().lower()
     out = []
@@ -115,7 +113,6 @@ def _kind_count(kind: str):
 
 
 def export_records(shown: Iterable[tuple[Run, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One record per listed episode, EXPORT_COLUMNS of it."""
     derived = {"outcome": lambda r: outcome(r), "gold_seen_but_wrong": gold_seen_but_wrong,
                **{c: _kind_count(c[len(ERROR_KIND_PREFIX):]) for c in KIND_COLUMNS}}
     return [{c: (derived[c](r) if c in derived else r.get(c)) for c in EXPORT_COLUMNS} for _, r in shown]

@@ -1,13 +1,11 @@
-"""The viewer's pages, rendered from the Jinja2 templates in arag/viewer/templates with autoescaping
-on: every text from the results (model replies, tool results, questions, settings) is escaped, so
-a model's output is shown, never run as markup. No script and nothing fetched (it works offline).
-Here: what the templates show, computed; there: the markup."""
+"""The viewer's pages, rendered from the Jinja2 templates in arag/viewer/templates with autoescaping on,
+so a model's output is shown, never run as markup. Here what the templates show is computed."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, NamedTuple
 from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -18,7 +16,7 @@ from arag.evaluation.episode_facts import EpisodeFacts, row_facts, stored_calls,
 from arag.evaluation.evidence import shows_full_text
 from arag.evaluation.results import RUN_INFO
 from arag.report.intervals import DELTA, PAIRED_HEADER, WITHIN_NOISE, Proportion, failures_text, paired_cells
-from arag.report.paired import TABLE1, TABLE2, Comparison
+from arag.report.paired import TABLE1, TABLE2
 from arag.viewer.data import Run, failure_causes, outcome, scores
 from arag.viewer.listing import CHOICES, filter_rows, gold_seen_but_wrong
 from arag.viewer.gold import gold_marks
@@ -39,7 +37,6 @@ EVENT_STEP = re.compile(r"^step (\d+):")
 
 
 def href(path: str, params: dict[str, Any] | None = None, **more: Any) -> str:
-    """The path with the non-empty `params` and `more` as its query."""
     kept = {k: v for k, v in {**(params or {}), **more}.items() if v not in (None, "")}
     return path + ("?" + urlencode(kept) if kept else "")
 
@@ -117,7 +114,7 @@ ENV.globals.update(
     href=href, nums=nums, outcome=outcome, run_accuracy=run_accuracy, unknown_ids_in=unknown_ids_in, shows_full_text=shows_full_text,
     gold_seen_but_wrong=gold_seen_but_wrong, gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text, percent_text=percent_text,
     PAIR_KINDS=PAIR_KINDS, PAIRED_HEADER=PAIRED_HEADER, DELTA=DELTA, WITHIN_NOISE=WITHIN_NOISE, EPISODE_COLUMNS=EPISODE_COLUMNS, RUN_INFO=RUN_INFO,
-    json=json, figures=figures, zip=zip, sum=sum,
+    json=json, figures=figures, zip=zip, sum=sum, cells=paired_cells,
 )
 
 
@@ -130,7 +127,6 @@ def macro(name: str) -> Any:
 
 
 def listing_params(params: dict[str, str]) -> dict[str, str]:
-    """The listing's filters and sort from a page's query (absent ones empty)."""
     return {k: params.get(k, "") for k in FILTERS}
 
 
@@ -149,14 +145,8 @@ def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str
                   filtered=filtered, selects=selects, total=sum(len(r.rows) for r in runs))
 
 
-def paired_page(root: str, runs: list[Run], problems: list[str], comparisons: Sequence[Comparison]) -> str:
-    """The report's paired comparisons of the tree (computed on asking: they read every run's files)."""
-    return render("paired.html", root=root, by_id={r.run_id: r for r in runs}, problems=problems, found=comparisons, cells=paired_cells)
-
-
 def steps_html(t: dict[str, Any], facts: EpisodeFacts, gold: dict[str, list[str]], titles: dict[str, str], gold_refs: dict[str, list[str]]) -> Markup:
-    """Each step's model calls, guard-rail events and tool calls, in that order; a tool result
-    identical to an earlier one of the episode folded, with where it was first shown."""
+    """Each step's model calls, guard-rail events and tool calls; a repeated tool result folded."""
     by_step: dict[int, list[tuple]] = {}
     loose: list[tuple] = []
     for call in t.get("model_calls") or []:
@@ -175,8 +165,7 @@ def steps_html(t: dict[str, Any], facts: EpisodeFacts, gold: dict[str, list[str]
 
 
 def verdict_beside_contain(row: dict[str, Any]) -> Markup:
-    """The judge's verdict beside Contain-Acc (is a gold answer in the prediction), marked where they
-    disagree: a judge that calls "America" wrong for "American" stands out."""
+    """The judge's verdict beside Contain-Acc, marked where they disagree."""
     return macro("verdict_beside_contain")(row)
 
 
@@ -186,10 +175,6 @@ def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[
     gold, gold_refs = gold_marks(t, titles, supporting)
     return render("episode.html", run=run, row=row, t=t, supporting=supporting, facts=facts, gold=gold, gold_refs=gold_refs, titles_note=titles_note,
                   steps=steps_html(t, facts, gold, titles, gold_refs), kinds={k.replace("_", " "): n for k, n in (facts.tool_error_kinds or {}).items()})
-
-
-def compare_page(dataset: str, question_id: str, found: list[tuple[Run, dict[str, Any], dict[str, Any], dict[str, str]]]) -> str:
-    return render("compare.html", dataset=dataset, question_id=question_id, found=found)
 
 
 def run_page(run: Run, report: Any) -> str:
@@ -207,11 +192,3 @@ def run_page(run: Run, report: Any) -> str:
 
 def settings_page(run: Run, invocations: list[dict[str, Any]]) -> str:
     return render("settings.html", run=run, invocations=invocations)
-
-
-def report_page(run: Run, report_md: str, where: str, images: list[str]) -> str:
-    return render("report.html", run=run, report_md=report_md, where=where, images=images)
-
-
-def error_page(status: int, message: str) -> str:
-    return render("error.html", status=status, message=message)
