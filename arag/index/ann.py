@@ -182,8 +182,6 @@ def part_lists_path(root: Path, part: int) -> Path:
     return ann_dir(root) / f"{part_name(part)}.ivf"
 
 
-# ---- stored vectors ---------------------------------------------------------------------------
-
 _HEADER = struct.Struct("<iqqq?i")  # d, ntotal, dummy, dummy, is_trained, metric_type
 
 
@@ -262,9 +260,6 @@ def read_sample(flat_shards: dict[int, Path], part_rows: dict[int, int], size: i
     chosen = sample_rows(part_rows, size, seed)
     out = [np.asarray(map_flat_shard(flat_shards[p])[rows]) for p, rows in sorted(chosen.items())]
     return np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
-
-
-# ---- training and encoding ----------------------------------------------------------------------
 
 
 def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Index:
@@ -434,9 +429,6 @@ def _free_lists(ivf: faiss.IndexIVF, lists: faiss.InvertedLists) -> None:
         raise TypeError(f"no way to free the inverted lists of a {type(ivf).__name__}")
     holder.replace_invlists(lists, True)
     del holder
-
-
-# ---- search ---------------------------------------------------------------------------------------
 
 
 def top_exact(scores: np.ndarray, ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -159,8 +159,7 @@ class SentenceEmbedder:
         return self._encode(texts, prompt=None, prompt_name=None)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Each query's vector is the one it gets when encoded alone, whatever else is in `texts`
-        (the tools micro-batch concurrent queries, and answers must not depend on the batch)."""
+        """Each query's vector is the one it gets when encoded alone: answers must not depend on the batch."""
         if self._static is not None:  # each text's vector is its own tokens' mean
             return self._static.encode(texts)
         if self._direct_queries is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -80,15 +80,15 @@ class IndexLayout:
 def atomic_path(target: Path) -> Iterator[Path]:
     """A temporary path beside `target` that is renamed onto it when the block succeeds."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; index files are meant to be shared
+    tmp = target.parent / f".tmp-{uuid.uuid4().hex}{target.suffix}"
+    # Made with the umask's permissions, not mkstemp's 0600: index files are meant to be shared.
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     try:
-        yield Path(tmp)
-        fsync(Path(tmp))  # the bytes are on disk before the name points at them
+        yield tmp
+        fsync(tmp)  # the bytes are on disk before the name points at them
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     fsync(target.parent)  # and the new name is on disk before anything names it
 
@@ -109,14 +109,6 @@ def missing_or_short(root: Path, sizes: dict[str, int]) -> list[str]:
     """The files of a commit record that are missing or not of their recorded size."""
     return [rel for rel, size in sizes.items() if not (root / rel).is_file() or (root / rel).stat().st_size != size]
 
-
-def _read_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
 
 
 def write_json_atomic(target: Path, data: Any) -> None:
