@@ -1,9 +1,6 @@
-"""The process's limit on open files, raised to what its connections need.
-
-Every connection is a file descriptor, and many systems start processes with a soft limit of 1,024
-and a much higher hard limit, so thousands of episodes in flight would fail with "Too many open
-files" for a reason no setting names. The soft limit is raised up to the hard one (no privileges
-needed); where even that is too low, the caller gets a warning naming `ulimit -n`.
+"""The process's limit on open files, raised to what its connections need: many systems start
+processes with a soft limit of 1,024, so thousands of connections would fail with "Too many open
+files" for a reason no setting names. The soft limit rises up to the hard one (no privileges needed).
 """
 
 from __future__ import annotations
@@ -12,8 +9,8 @@ HEADROOM = 256  # model files, Parquet parts, logs, sockets of the runtime itsel
 
 
 def ensure_open_files(connections: int, what: str) -> str | None:
-    """Raise the soft limit to `connections` + HEADROOM where it is lower; None when it suffices,
-    else a warning saying what `what` (e.g. "serve.max_connections=4000") needs."""
+    """Raise the soft limit to `connections` + HEADROOM; None when that suffices, else a warning
+    naming what `what` (e.g. "serve.max_connections=4000") needs and `ulimit -n`."""
     try:
         import resource
     except ImportError:  # not a POSIX system: nothing to raise

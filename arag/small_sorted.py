@@ -1,10 +1,8 @@
 """Sorted look-ups and orderings of a few values that keep the GIL (results equal numpy's).
 
-numpy's searchsorted, sort, unique and lexsort release the GIL however few values they touch. A
-tool call makes a dozen such calls on a handful of values, and on two threads every release lets
-the other thread take the GIL, which this one must then wait to get back: chunk_read ran slower
-on two threads than on one (`benchmarks/tools_concurrency.py --per-tool`; `benchmarks/small_sorted.py`
-prints numpy's and these on one and two threads). Up to SMALL values these run in Python.
+numpy's releases the GIL however few values they touch, and on two threads each release hands it
+over: chunk_read ran slower on two threads than on one (`benchmarks/tools_concurrency.py --per-tool`;
+`benchmarks/small_sorted.py` compares). Up to SMALL values these run in Python.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ SMALL = 64
 
 
 def mapped(path: Path) -> np.ndarray:
-    """A .npy file memory-mapped, as a plain ndarray view: a `np.memmap` runs Python code on
-    every index, which the look-ups here do per probe."""
+    """A .npy file memory-mapped as a plain ndarray view (a `np.memmap` runs Python on every index)."""
     return np.asarray(np.load(path, mmap_mode="r"))
 
 
@@ -38,7 +35,7 @@ def position(sorted_values: np.ndarray, value: int, side: str = "left") -> int:
 
 
 def _probe_view(a: np.ndarray) -> np.ndarray | memoryview:
-    """What bisect probes: a memoryview where it can be one (about 3x cheaper per probe than numpy scalars)."""
+    """A memoryview where it can be one: about 3x cheaper per bisect probe than numpy scalars."""
     a = np.asarray(a)
     return memoryview(a) if a.ndim == 1 and a.flags.c_contiguous else a
 

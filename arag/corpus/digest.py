@@ -1,10 +1,5 @@
-"""Content digests of input parts: every input byte goes through xxh3-128 exactly once.
-
-A part's digest covers the bytes its reader depends on: the byte range of a JSON Lines part, the
-whole file of a compressed, JSON or WikiExtractor part, and for a Parquet row group its slice of
-the file plus the footer (which decides how the slice is read). The readers feed the digest while
-they read (`HashingFile`), so a build pays no extra pass; `arag.corpus.readers.part_digest`
-computes the same value without parsing. The corpus digest combines the part digests in plan order.
+"""Content digests of input parts: every input byte goes through xxh3-128 exactly once, fed by the
+readers as they read, so a build pays no extra pass (docs/indexing.md, "Index format" (Content identity)).
 """
 
 from __future__ import annotations
@@ -22,15 +17,11 @@ _BLOCK = 1 << 20
 
 @dataclass(frozen=True)
 class PartDigest:
-    """What a part was read from: its byte count and digest (hex)."""
-
     bytes: int
     digest: str
 
 
 class InputDigest:
-    """xxh3-128 of the bytes fed to it, and how many there were."""
-
     def __init__(self) -> None:
         self._hash = xxhash.xxh3_128()
         self.bytes = 0
@@ -75,7 +66,6 @@ class HashingFile(io.RawIOBase):
 
 
 def hash_range(path: Path, start: int, end: int, digest: InputDigest) -> None:
-    """Add bytes [start, end) of `path` to `digest`."""
     with open(path, "rb") as f:
         f.seek(start)
         remaining = end - start

@@ -1,11 +1,6 @@
-"""Read raw corpus files into `Document`s, in parts that can be processed independently.
-
-A corpus is planned into `InputPart`s first (cheap, on the driver): a byte range of a JSON Lines
-file, one row group of a Parquet file, or one whole compressed / WikiExtractor / JSON file. The
-plan is deterministic for the same files and settings, which keeps chunk and sentence ids stable
-across runs and lets an interrupted build resume part by part. Bad records come out as `Reject`s
-naming file, line and reason; a corpus that cannot be read at all raises `CorpusError` up front.
-"""
+"""Read raw corpus files into `Document`s, in deterministically planned parts (docs/indexing.md,
+"Index format" (Parts)). Bad records come out as `Reject`s naming file, line and reason; a corpus
+that cannot be read at all raises `CorpusError` up front."""
 
 from __future__ import annotations
 
@@ -36,7 +31,7 @@ DEFAULT_INCLUDE = {
 
 
 class CorpusError(ValueError):
-    """The corpus as configured cannot be read at all."""
+    pass
 
 
 @dataclass(frozen=True)
@@ -75,7 +70,6 @@ class InputPart:
 
 
 def corpus_root(spec: CorpusSpec) -> Path:
-    """The folder the plan's input file names are relative to."""
     path = Path(spec.path)
     return path.parent if path.is_file() else path
 
@@ -114,8 +108,7 @@ def plan_parts(spec: CorpusSpec) -> list[InputPart]:
 
 
 def part_digest(spec: CorpusSpec, part: InputPart) -> PartDigest:
-    """The digest of `part` as its file is now, computed without parsing it: the same bytes
-    `read_part` hashes while reading."""
+    """The digest of `part` as its file is now, without parsing it: the bytes `read_part` hashes."""
     path = corpus_root(spec) / part.file
     digest = InputDigest()
     if spec.format == "parquet":
@@ -129,8 +122,7 @@ def part_digest(spec: CorpusSpec, part: InputPart) -> PartDigest:
 
 
 def read_part(spec: CorpusSpec, part: InputPart, digest: InputDigest | None = None) -> Iterator[Document | Reject]:
-    """Documents and rejects of one part, in input order. With `digest`, every input byte the part
-    depends on is added to it as it is read (the same bytes `part_digest` hashes)."""
+    """Documents and rejects of one part, in input order; every byte it depends on goes into `digest`."""
     read = {"jsonl": _read_jsonl, "json": _read_json_list, "parquet": _read_parquet, "wikiextractor": _read_wikiextractor}[spec.format]
     for item in read(corpus_root(spec) / part.file, part, digest):
         if isinstance(item, Reject):
@@ -150,8 +142,7 @@ def is_compressed(path: Path) -> bool:
 
 @contextmanager
 def _open_binary(path: Path, digest: InputDigest | None = None) -> Iterator[IO[bytes]]:
-    """The file's (decompressed) bytes. With `digest`, the file's own bytes are hashed as they
-    are read, and whatever the reader left unread is hashed on the way out: the whole file."""
+    """The file's (decompressed) bytes; with `digest`, all of the file's own bytes are hashed."""
     raw: IO[bytes] = open(path, "rb")
     if digest is not None:
         raw = HashingFile(raw, digest)
@@ -352,7 +343,7 @@ def _to_document(spec: CorpusSpec, source: str, line: int, obj: dict) -> Documen
 
 
 def corpus_spec_from_config(cfg) -> CorpusSpec:
-    """Build a spec from the Hydra `corpus` node (a DictConfig or a plain mapping)."""
+    """From the Hydra `corpus` node (a DictConfig or a plain mapping)."""
     fields = cfg.get("fields") or {}
     return CorpusSpec(
         name=str(cfg["name"]),

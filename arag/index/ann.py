@@ -1,16 +1,9 @@
-"""One approximate-nearest-neighbour (ANN) index over all of an index's vector shards.
+"""One approximate-nearest-neighbour (ANN) index over all of an index's exact vector shards.
 
-Every part keeps its exact shard `vectors/part-NNNNN.faiss` (`IndexIDMap2(IndexFlatIP)`, ids =
-sentence ids in row order). Above a size where scanning them all per query is too slow,
-`index.ann` adds one IVF index for the whole corpus: `vectors/ann/trained.faiss`, the coarse
-quantizer (and PQ codebooks) trained once on a sample drawn across all parts, stored empty, and
-per part `vectors/ann/part-NNNNN.ivf`, its vectors encoded with it as FAISS inverted lists.
-Every part is encoded against the same centroids, so concatenating the parts' lists gives exactly
-the index that adding all vectors to one trained index would give (`merge_parts`). A search
-probes `nprobe` lists for candidates and re-ranks them by their exact inner product, read from
-the Flat shards (`rerank`): ranking errors only come from true neighbours the probe missed.
-
-No Ray here: arag.runtime.ann_job schedules these functions as tasks.
+One IVF quantizer trained across all parts, each part's vectors encoded with it as inverted lists,
+merged at query time; candidates are re-ranked by their exact inner product read from the Flat
+shards, so ranking errors only come from true neighbours the probe missed. The rules and figures:
+docs/indexing.md, "Index format" (Vectors). No Ray here: arag.runtime.ann_job runs these as tasks.
 """
 
 from __future__ import annotations
@@ -46,15 +39,11 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 # is close to exact (PQ48 needed ~10x more re-rank candidates for the same recall at 1M:
 # `python -m benchmarks.semantic_search --sizes 1000000 --factory IVF1024,PQ48`).
 PQ_DIMS_PER_SUBVECTOR = 4
-# From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): 4-bit
-# codes scanned with SIMD lookups, ~1/2.5 of 8-bit PQ's cost per code byte (`python -m
-# benchmarks.fastscan_cost`). They order candidates worse, so recall 0.99 needs ~10x the exact
-# re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md), which costs
-# more than the cheaper scan saves below a few million sentences. 4M is an estimate from the cost
-# model, not a measured crossing (`python -m benchmarks.ann_side_by_side` times both kinds). One
-# 4-bit sub-quantizer per 2 dimensions: at 4 the codes are too coarse for any re-rank depth to
-# reach recall@10 0.99 on questions (0.948 at 2,560 candidates, 500k static vectors). Cheaper
-# codes also pay for more lists: FASTSCAN_LISTS_PER_SQRT x sqrt(N) (16k at 10M).
+# From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): ~1/2.5 of
+# 8-bit PQ's cost per code byte (`python -m benchmarks.fastscan_cost`), but recall 0.99 needs ~10x the
+# exact re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md). 4M is the cost
+# model's estimate of the crossing, not a measured one (`python -m benchmarks.ann_side_by_side`). One
+# 4-bit sub-quantizer per 4 dimensions reached only recall@10 0.948 on questions (2,560 candidates, 500k).
 FASTSCAN_MIN_SENTENCES = 4_000_000
 FASTSCAN_LISTS_PER_SQRT = 4
 FASTSCAN_BITS = 4
@@ -110,9 +99,7 @@ class AnnPlan:
 
 
 def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | None = None) -> AnnPlan:
-    """The ANN for `num_vectors` vectors under `index.ann=setting`. auto: exact up to `flat_max`
-    (default AUTO_FLAT_MAX_SENTENCES) sentences, IVF-PQ above; ivfpq: IVF-PQ derived from the
-    corpus (`derived_factory`); an IVF factory string: exactly that."""
+    """The ANN for `num_vectors` vectors under `index.ann=setting` (auto: exact up to `flat_max`)."""
     check_ann_setting(setting)
     flat_max = AUTO_FLAT_MAX_SENTENCES if flat_max is None else flat_max
     if setting == "flat" or num_vectors == 0 or (setting == "auto" and num_vectors <= flat_max):
@@ -138,8 +125,7 @@ def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | Non
 
 def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
     """The same IVF with PQ codes twice as long (at most 2 dimensions per 8-bit byte, 1 per 4-bit
-    sub-quantizer), for a derived plan whose codes cannot reach the recall target; None when there
-    is none or the factory was given explicitly (the user chose the code)."""
+    sub-quantizer); None when there is none or the factory was given explicitly (the user chose it)."""
     if plan.setting not in ("auto", "ivfpq") or not plan.pq_m:
         return None
     m = plan.pq_m * 2
@@ -151,8 +137,8 @@ def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
 
 
 def derived_factory(num_vectors: int, dimension: int) -> str:
-    """The IVF factory `auto` and `ivfpq` build: from FASTSCAN_MIN_SENTENCES on, fast-scan 4-bit PQ
-    over ~FASTSCAN_LISTS_PER_SQRT x sqrt(N) lists; below, 8-bit PQ over ~sqrt(N) lists."""
+    """The IVF factory `auto` and `ivfpq` build: fast-scan 4-bit PQ over ~4·sqrt(N) lists from
+    FASTSCAN_MIN_SENTENCES on, 8-bit PQ over ~sqrt(N) lists below."""
     fast = num_vectors >= FASTSCAN_MIN_SENTENCES
     nlist = derived_nlist(num_vectors, FASTSCAN_LISTS_PER_SQRT if fast else 1)
     train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
@@ -178,7 +164,6 @@ def derived_pq(dimension: int, train_size: int) -> tuple[int, int]:
 
 
 def _divisor_at_most(dimension: int, m: int) -> int:
-    """The largest divisor of `dimension` not above `m` (at least 1)."""
     m = max(1, m)
     while dimension % m:
         m -= 1
@@ -197,8 +182,6 @@ def part_lists_path(root: Path, part: int) -> Path:
     return ann_dir(root) / f"{part_name(part)}.ivf"
 
 
-# ---- stored vectors ---------------------------------------------------------------------------
-
 _HEADER = struct.Struct("<iqqq?i")  # d, ntotal, dummy, dummy, is_trained, metric_type
 
 
@@ -209,10 +192,9 @@ class FlatShardError(ValueError):
 def flat_shard_layout(path: Path) -> tuple[int, int, int]:
     """(byte offset of the vectors, rows, dimension) of an exact shard file.
 
-    FAISS's own reader would build IndexIDMap2's id hash map (~50 bytes per vector in RAM, 12 GB
-    at 250M sentences); the vectors need none of it, the ids being the part's sentence ids in row
-    order. The layout ("IxM2" header, "IxFI" header, float count, floats, id count, ids) is
-    checked, so a shard of another kind is an error, never misread."""
+    FAISS's own reader would build IndexIDMap2's id hash map (~50 bytes per vector, 12 GB at 250M
+    sentences), needless when ids are the row order. The layout ("IxM2" header, "IxFI" header,
+    float count, floats, id count, ids) is checked: a shard of another kind is an error, never misread."""
     path = Path(path)
     size = path.stat().st_size
     with path.open("rb") as f:
@@ -236,11 +218,8 @@ def map_flat_shard(path: Path) -> np.ndarray:
 
 
 class StoredVectors:
-    """Single rows of the exact shards, by sentence id, read with `pread` (threads read at once).
-
-    Re-ranking reads a few hundred scattered rows per query. Through a memory map every row would
-    also map its neighbours (the kernel maps pages around a fault), so the process's resident
-    memory would grow towards the size of all shards; `pread` copies just the row."""
+    """Single rows of the exact shards, by sentence id, read with `pread`: through a memory map each
+    scattered row would also map its neighbours, and the resident memory grow towards all shards."""
 
     def __init__(self, parts: dict[int, Path]):
         self.files = {part: (str(path), *flat_shard_layout(path)) for part, path in parts.items()}
@@ -278,17 +257,13 @@ def sample_rows(part_rows: dict[int, int], size: int, seed: int = SAMPLE_SEED) -
 
 
 def read_sample(flat_shards: dict[int, Path], part_rows: dict[int, int], size: int, seed: int = SAMPLE_SEED) -> np.ndarray:
-    """The training sample: rows drawn by `sample_rows`, from the memory-mapped shards."""
     chosen = sample_rows(part_rows, size, seed)
     out = [np.asarray(map_flat_shard(flat_shards[p])[rows]) for p, rows in sorted(chosen.items())]
     return np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
 
 
-# ---- training and encoding ----------------------------------------------------------------------
-
-
 def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Index:
-    """An empty IVF index of `plan.factory` trained on `sample` (k-means on a GPU when `use_gpu`)."""
+    """An empty IVF index of `plan.factory` trained on `sample`."""
     if plan.factory is None:
         raise ValueError("an exact (flat) plan has nothing to train")
     index = faiss.index_factory(plan.dimension, plan.factory, faiss.METRIC_INNER_PRODUCT)
@@ -313,8 +288,7 @@ write_trained, read_trained = write_shard, read_shard
 
 
 def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path, batch: int = 65_536) -> int:
-    """Encode one part's stored vectors with the trained index and write its inverted lists (codes
-    and sentence ids, no quantizer) to `target`; returns the rows encoded."""
+    """Write one part's vectors encoded with `trained` as inverted lists (codes, ids) to `target`; returns rows."""
     vectors = map_flat_shard(flat_shard)
     index = faiss.clone_index(trained)
     for start in range(0, len(vectors), batch):
@@ -341,9 +315,9 @@ def read_part_lists(path: Path) -> faiss.InvertedLists:
 
 def part_list_sizes(path: Path) -> np.ndarray:
     """Entries per list of a part's lists file, from its header (FAISS "ilar": nlist, code size,
-    "full" + every list's size, or "sprs" + (list, size) pairs). Fast-scan lists ("ilbl": nlist,
-    code size, entries per block, block bytes, then per list its ids and blocks, each a length and
-    the items) are skipped through list by list."""
+    "full" + every list's size, or "sprs" + (list, size) pairs); fast-scan lists ("ilbl": nlist, code
+    size, entries per block, block bytes, then per list its ids and blocks, each a length and the
+    items) are skipped through list by list."""
     with open(path, "rb") as f:
         head = f.read(32)
         if head[:4] == b"ilbl" and len(head) >= 20:
@@ -376,9 +350,8 @@ def _block_list_sizes(f, path: Path, nlist: int) -> np.ndarray:
 
 
 def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
-    """One searchable IVF index: `trained` with every part's lists appended, in part order. Each
-    list's final size is read from the files' headers and reserved first, so appending never
-    reallocates (growing vectors would leave up to 2x slack: 2.3 GB instead of 1.0 GB at 10M)."""
+    """`trained` with every part's lists appended, in part order. Each list's final size is reserved
+    first, so appending never reallocates (which left up to 2x slack: 2.3 GB instead of 1.0 GB at 10M)."""
     ivf = faiss.extract_index_ivf(trained)
     totals = np.zeros(ivf.nlist, np.int64)
     part_sizes = []
@@ -419,10 +392,9 @@ def _merge_would_corrupt(target: faiss.BlockInvertedLists, held: np.ndarray, siz
 
 
 def _append_block_lists(target: faiss.BlockInvertedLists, lists: faiss.InvertedLists) -> None:
-    """Append every list of `lists` (fast-scan blocks) to `target`'s without merge_from (see
-    `_merge_would_corrupt`): a list ending on a block boundary gets the new blocks copied after its
-    own; any other is appended by add_entries, whose packer fills the partly filled block. Slower
-    than merge_from (a Python loop), so only for a part where merge_from would corrupt."""
+    """Append fast-scan `lists` to `target` without merge_from (`_merge_would_corrupt`): a list ending
+    on a block boundary gets the new blocks copied after its own, any other goes through add_entries.
+    A Python loop, so only for a part where merge_from would corrupt."""
     per_block, block_bytes = int(target.n_per_block), int(target.block_size)
     for list_no in range(lists.nlist):
         n = lists.list_size(list_no)
@@ -459,11 +431,8 @@ def _free_lists(ivf: faiss.IndexIVF, lists: faiss.InvertedLists) -> None:
     del holder
 
 
-# ---- search ---------------------------------------------------------------------------------------
-
-
 def top_exact(scores: np.ndarray, ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The `n` best (score desc, then smaller sentence id)."""
+    """The `n` best, by score descending, then smaller sentence id."""
     order = best_first(scores, ids)[:n]
     return scores[order], ids[order]
 
@@ -474,8 +443,7 @@ def rerank(vectors: StoredVectors, candidates: np.ndarray, query: np.ndarray, n:
 
 
 class AnnSearcher:
-    """The merged IVF index and the exact vectors (on disk) of one index directory. Immutable once
-    built: threads search at once without a lock (FAISS releases the GIL)."""
+    """The merged IVF index and the on-disk exact vectors of one index; immutable, so threads search without a lock."""
 
     def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path]):
         self.entry = entry
@@ -485,8 +453,7 @@ class AnnSearcher:
         self.nprobe, self.rerank_factor = search_settings(entry)
 
     def search(self, query: np.ndarray, n: int, nprobe: int | None = None, rerank_factor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top `n` sentences for one query (shape (1, d)): (exact scores desc, sentence ids), with the
-        index's own `search_settings` unless others are given."""
+        """Top `n` sentences for one query of shape (1, d): (exact scores descending, sentence ids)."""
         nprobe, rerank_factor = nprobe or self.nprobe, rerank_factor or self.rerank_factor
         k = min(self.index.ntotal, max(rerank_factor * n, MIN_CANDIDATES))
         if k == 0 or n == 0:
@@ -497,14 +464,13 @@ class AnnSearcher:
 
 
 def search_settings(entry: dict[str, Any]) -> tuple[int, int]:
-    """(nprobe, rerank): those the build chose for its recall target (the manifest's `ann.search`),
-    else, for an index built before targets, the defaults."""
+    """(nprobe, rerank) the build chose (the manifest's `ann.search`), else the defaults."""
     chosen = entry.get("search") or {}
     return int(chosen.get("nprobe", DEFAULT_NPROBE)), int(chosen.get("rerank", DEFAULT_RERANK))
 
 
 def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]], recall: dict[str, Any] | None = None, search: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest's `ann` entry; `recall` and `search`: what the build measured and chose."""
+    """The manifest's `ann` entry."""
     entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors}
     if recall is not None:
         entry["recall"] = recall
@@ -524,4 +490,3 @@ def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[di
         parts=sorted(parts, key=lambda p: p["part"]),
     )
     return entry
-

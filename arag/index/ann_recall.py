@@ -1,22 +1,8 @@
-"""The recall an index's ANN keeps: measured at build time, with the search settings that reach it.
+"""The recall an index's ANN keeps (`index.ann_recall`): measured at build time on held-out queries,
+with the cheapest search settings that reach it (docs/indexing.md, "Index format", Recall target).
 
-`index.ann_recall` (default 0.99) is a target for recall@10 of the ANN against exact search. After the
-ANN is encoded, the build draws held-out queries (`QUERY_SAMPLE` stored sentence vectors across all
-parts, each left out of its own exact and ANN answer, where it would be a free first hit, plus the
-questions of `index.ann_questions` when given), computes their exact top-10 over all stored vectors,
-searches the ANN for a grid of `nprobe` and re-rank depths (`RERANK_GRID`) and keeps the setting of
-least estimated cost that reaches the target. The ANN re-ranks its candidates by their exact scores,
-so recall at every re-rank depth comes from one search per `nprobe` (the rank of each true
-neighbour in the PQ order).
-
-Cost, not measured time, decides between settings, so the choice does not depend on what else the
-machine was doing: per query, the PQ codes scanned times the code size times
-`SCAN_NS_PER_CODE_BYTE` (`FASTSCAN_NS_PER_CODE_BYTE` for fast-scan 4-bit codes), plus the
-candidates re-ranked times `RERANK_NS_PER_ROW` (a positioned read of one stored row and its inner
-product). The constants are one core's of the 2-core development machine; `python -m
-benchmarks.fastscan_cost` measures all three (IVF256 over 200k 256-d static vectors, PQ64 against
-PQ64x4fs on the same centroids, 256 results per query, one thread; random rows re-ranked).
-
+Re-ranking is exact, so recall at every re-rank depth comes from one search per `nprobe`. Estimated
+cost, not measured time, picks the setting, so the choice does not depend on the machine's load.
 No Ray here: arag.runtime.ann_job runs these functions as tasks where the vectors are.
 """
 
@@ -39,7 +25,10 @@ QUERY_SAMPLE = 1000
 QUERY_SEED = 1  # not the training sample's seed: the queries are not the k-means sample
 # Candidates re-ranked per result asked for; the searcher re-ranks at least ann.MIN_CANDIDATES.
 RERANK_GRID = (16, 32, 64, 128, 256)
-# Measured by `python -m benchmarks.fastscan_cost` (see the module doc).
+# Cost per query: codes scanned x code size x ns per code byte, plus candidates x ns per re-ranked row
+# (one pread and its inner product). One core of the 2-core development machine, measured by `python
+# -m benchmarks.fastscan_cost` (IVF256 over 200k 256-d static vectors, PQ64 against PQ64x4fs on the
+# same centroids, 256 results per query, one thread; random rows re-ranked).
 SCAN_NS_PER_CODE_BYTE = 0.3
 FASTSCAN_NS_PER_CODE_BYTE = 0.11
 RERANK_NS_PER_ROW = 3000.0
@@ -48,11 +37,11 @@ MISSING = np.iinfo(np.int64).max
 
 
 class AnnRecallError(ValueError):
-    """The recall target cannot be met, or is not a valid target."""
+    pass
 
 
 def check_recall_target(value: Any) -> float:
-    """`value` as a float if it is a valid `index.ann_recall` (0 < target <= 1)."""
+    """`value` as a float if it is a valid `index.ann_recall` (0 < target ≤ 1)."""
     try:
         target = float(value)
     except (TypeError, ValueError):
@@ -91,8 +80,7 @@ def sample_queries(flat_shards: dict[int, Path], part_rows: dict[int, int], size
 
 
 def exact_neighbours(flat_shard: Path, part: int, sample: QuerySample, k: int = RECALL_K) -> tuple[np.ndarray, np.ndarray]:
-    """Each query's exact top `k` (scores, sentence ids; -inf / -1 where the part has fewer) in one
-    part, the query's own sentence left out."""
+    """Each query's exact top `k` in one part, its own sentence left out (-inf / -1 where fewer)."""
     queries = sample.vectors
     best_s = np.full((len(queries), k), -np.inf, np.float32)
     best_i = np.full((len(queries), k), -1, np.int64)
@@ -129,7 +117,6 @@ def candidates(rerank: int, n: int = RECALL_K) -> int:
 
 
 def scan_ns_per_code_byte(index: faiss.Index) -> float:
-    """The cost model's scanning cost per code byte of `index`'s kind of codes."""
     return FASTSCAN_NS_PER_CODE_BYTE if isinstance(faiss.downcast_index(faiss.extract_index_ivf(index)), faiss.IndexIVFFastScan) else SCAN_NS_PER_CODE_BYTE
 
 
@@ -138,9 +125,8 @@ def cost_ns(codes_scanned: float, code_size: int, rerank: int, ns_per_code_byte:
 
 
 def measure(index: faiss.Index, sample: QuerySample, truth: np.ndarray, target: float, threads: int = 1) -> dict[str, Any]:
-    """Recall@10 of the merged IVF `index` on `sample` against the exact `truth` for the grid of
-    settings, and the cheapest setting that reaches `target` (None if none does). nprobe grows
-    until no larger one can be cheaper than the best setting found."""
+    """Recall@10 of `index` against the exact `truth` over the grid, and the cheapest setting reaching
+    `target` (None if none does); nprobe grows until no larger one can be cheaper than the best found."""
     ivf = faiss.extract_index_ivf(index)
     sizes = np.asarray([ivf.invlists.list_size(i) for i in range(ivf.nlist)], np.int64)
     probes = nprobe_grid(ivf.nlist)
@@ -176,8 +162,7 @@ def measure(index: faiss.Index, sample: QuerySample, truth: np.ndarray, target: 
 
 
 def _ranks(found: np.ndarray, self_ids: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """Per query and true neighbour, its position in the ANN's PQ order with the query's own
-    sentence removed (MISSING where the search did not return it)."""
+    """Each true neighbour's position in the PQ order, the query's own sentence removed (MISSING: not found)."""
     depth = found.shape[1]
     ranks = np.full(truth.shape, MISSING, np.int64)
     own = np.where((found == self_ids[:, None]).any(1), (found == self_ids[:, None]).argmax(1), depth)
@@ -190,7 +175,6 @@ def _ranks(found: np.ndarray, self_ids: np.ndarray, truth: np.ndarray) -> np.nda
 
 
 def sample_record(sentences: int, questions: int, seed: int = QUERY_SEED, questions_file: str | None = None, questions_digest: str | None = None) -> dict[str, Any]:
-    """The manifest's description of the query sample."""
     record: dict[str, Any] = {"size": sentences + questions, "sentences": sentences, "seed": seed, "source": "stored sentence vectors drawn across all parts, each left out of its own search"}
     if questions:
         record.update(questions=questions, questions_file=questions_file, questions_sha256=questions_digest)

@@ -1,16 +1,9 @@
 """Build bookkeeping that needs no executor: settings identity, resume decisions, the manifest.
 
-A build is identified by the settings that decide its output (corpus, chunking, embedding model,
-ANN) and the names and sizes of its input files, not by where the corpus lies (the
-`build_fingerprint`). `build.json` records them when a build starts; `manifest.json` is written
-last. On a rerun: same settings and a manifest → nothing to do once every part's input still
-hashes to its recorded digest; same settings, no manifest → resume; different settings or
-`overwrite` → the old files are removed first.
-
-Content is not part of the build identity: hashing every input byte costs a read of the corpus,
-which the phase-1 tasks do anyway. Each part's record holds its input digest, and the manifest's
-`fingerprint`, which evaluation runs key on, covers the settings and the whole content's digest
-(arag.index.fingerprint), so a same-size edit gives the index another fingerprint.
+On a rerun: same settings and a manifest → nothing to do once every part's input still hashes the
+same; same settings, no manifest → resume; other settings or `overwrite` → start afresh. Content is
+not in the build identity (hashing every byte is a read of the corpus, which phase 1 does anyway).
+Docs: docs/indexing.md, "Index format" (Content identity).
 """
 
 from __future__ import annotations
@@ -95,9 +88,8 @@ def uses_part_size(corpus: CorpusSpec) -> bool:
 
 
 def input_signature(corpus: CorpusSpec) -> dict[str, Any]:
-    """Number, total size and a digest of the input files' names and sizes: a renamed, added,
-    removed, grown or shrunk file changes the build's identity. No modification times: a corpus
-    copied to another disk keeps its index."""
+    """Number, total size and a digest of the input files' names and sizes (no modification times:
+    a corpus copied to another disk keeps its index)."""
     root, files = list_input_files(corpus)
     digest = xxhash.xxh3_128()
     total = 0
@@ -147,9 +139,7 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
 
 
 def reopen_for_rebuild(layout: IndexLayout, settings: IndexSettings, stale_parts: list[int]) -> None:
-    """A complete index whose inputs changed under some parts: a build in progress again (the
-    manifest goes first, so the directory never looks complete while parts change), those parts
-    discarded."""
+    """Make a complete index a build in progress again (the manifest goes first) and discard `stale_parts`."""
     layout.manifest.unlink(missing_ok=True)
     _write_build_state(layout, settings)
     for part in stale_parts:
@@ -189,8 +179,7 @@ DUPLICATE_CHECK_MEMORY = "512MB"
 
 
 def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], limit: int = 5, memory_limit: str = DUPLICATE_CHECK_MEMORY) -> list[tuple[str, int]]:
-    """Up to `limit` chunk ids that occur more than once over the parts' chunk files, with their
-    counts, grouped by DuckDB: no id passes through Python but the duplicates found."""
+    """Up to `limit` chunk ids occurring more than once, with their counts, grouped by DuckDB."""
     files = [str(layout.chunks(r.part)) for r in records if r.num_chunks]
     if not files:
         return []
@@ -203,9 +192,7 @@ def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], lim
         shutil.rmtree(spill, ignore_errors=True)
 
 
-# The manifest's "vectors": "embedded" (every part with sentences has its vectors shard; what the
-# pipeline builds) or "text_only" (no vectors at all: keyword search and reading only, semantic
-# search is refused). Manifests without the key are "embedded".
+# The manifest's "vectors" (docs/indexing.md, "Index format"); manifests without the key are "embedded".
 EMBEDDED = "embedded"
 TEXT_ONLY = "text_only"
 VECTOR_MODES = (EMBEDDED, TEXT_ONLY)

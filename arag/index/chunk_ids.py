@@ -1,10 +1,7 @@
-"""What the chunk ids of an index look like, told to the model from the index itself.
-
-The texts the model reads (prompts, tool descriptions) say `{chunk_id_format}` and
-`{chunk_id_example}` where an id's form (arag.index.parts.CHUNK_ID_FORMS) and a real id of the
-opened index (its first non-empty part's middle chunk) go. Why: prompts that said "<document>#<n>"
-over a packed index, whose ids are "<part>:<window>", had a small model ask chunk_read for ids that
-do not exist most of the time.
+"""What the chunk ids of an index look like, told to the model from the index itself: the texts the
+model reads say `{chunk_id_format}` and `{chunk_id_example}` (a real id of the opened index). Why:
+prompts that said "<document>#<n>" over a packed index, whose ids are "<part>:<window>", had a small
+model ask chunk_read for ids that do not exist most of the time.
 """
 
 from __future__ import annotations
@@ -19,8 +16,7 @@ EXAMPLE_SLOT = "{chunk_id_example}"
 
 @dataclass(frozen=True)
 class ChunkIdFormat:
-    """form: how an id is made, e.g. "<part>:<window>"; example: a real id of the index (the form
-    itself when the index holds no chunk)."""
+    """form: e.g. "<part>:<window>"; example: a real id of the index (the form itself when it has no chunk)."""
 
     form: str
     example: str
@@ -47,8 +43,7 @@ class ChunkIdFormat:
 
 
 def chunk_id_format(mode: str, parts: Sequence[Any], manifest: Path) -> ChunkIdFormat:
-    """The form of an index's chunk ids (by its chunking `mode`) and one of its real ids, read from
-    its `parts`; `manifest` names the index in errors."""
+    """The form of an index's chunk ids and its first non-empty part's middle id; `manifest` names it in errors."""
     import pyarrow.parquet as pq
 
     from arag.index.parts import CHUNK_ID_FORMS

@@ -1,10 +1,5 @@
-"""Cut documents into sentence-aligned chunks of at most `chunk_tokens` tokens, one document at a
-time (`index.chunking=per_document`; packed chunking across documents is arag.index.packing).
-
-A chunk's text is a contiguous span of its document; sentences are never split across chunks,
-except one longer than `chunk_tokens`, cut on token boundaries into pieces of their own;
-`position` numbers a document's chunks 0, 1, 2, … and chunk ids are `<doc_id>#<position>`.
-"""
+"""Cut documents into sentence-aligned chunks of at most `chunk_tokens` tokens, one document at a time
+(`index.chunking=per_document`; docs/indexing.md, "Index format" (Chunks))."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""Query encoding straight through the tokenizer and the OpenVINO model, without
-sentence-transformers' per-call Python.
+"""Query encoding straight through the fast tokenizer and the OpenVINO model, pooled in numpy.
 
-Why: `SentenceTransformer.encode` spends about 1 ms of Python per call (module walks, progress-bar
-object, device and dtype look-ups, torch tensors) around ~6 ms of OpenVINO inference that runs
-without the GIL. A tool server encodes one short query per call from many threads, and that
-millisecond, holding the GIL, is what concurrent callers queue for. Here: the model's own fast
-tokenizer (`encode_batch` releases the GIL), the compiled model, pooling and normalisation in numpy.
-
-Used only where it computes what `encode()` computes (a text Transformer with a fast tokenizer,
-mean or cls Pooling, optionally Normalize, on the openvino backend): `build` checks on probe texts
-that its token ids equal the Transformer's own `preprocess` and its vectors match `encode()`'s;
-otherwise it returns None with the reason, and the caller keeps `encode()`.
+Why: `SentenceTransformer.encode` spends about 1 ms of Python per call, holding the GIL, around ~6 ms
+of inference without it, and a tool server's concurrent callers queue for that millisecond. Used only
+where `build`'s probe shows the same token ids and vectors as `encode()` (docs/tools.md, "Concurrency").
 """
 
 from __future__ import annotations
@@ -32,8 +24,7 @@ _PROBE = [
 
 
 class DirectQueryEncoder:
-    """texts → unit float32 vectors (n, d), the same as `SentenceTransformer.encode(texts,
-    prompt=prompt, normalize_embeddings=True)` on the openvino backend."""
+    """texts → unit float32 vectors (n, d), as `SentenceTransformer.encode(texts, prompt=prompt, normalize_embeddings=True)`."""
 
     def __init__(self, tokenizer: Any, input_names: list[str], run: Callable, pooling: str, prompt: str | None, batch_size: int, dimension: int):
         self._tokenizer = tokenizer  # a tokenizers.Tokenizer with truncation and padding set
@@ -46,8 +37,7 @@ class DirectQueryEncoder:
 
     @classmethod
     def build(cls, model: Any, prompt: str | None, batch_size: int, reference: Callable[[list[str]], np.ndarray]) -> tuple["DirectQueryEncoder | None", str]:
-        """(the encoder, "") where `model` (a SentenceTransformer whose transformer runs on
-        OpenVINO) fits and the probe agrees with `reference` (its encode()); else (None, why)."""
+        """(the encoder, "") where `model` fits and the probe agrees with `reference` (its encode()); else (None, why)."""
         modules = list(model)
         names = [type(m).__name__ for m in modules]
         if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):

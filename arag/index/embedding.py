@@ -1,19 +1,10 @@
 """Sentence embeddings with sentence-transformers, from a local or packaged model (no hub access).
 
-The same `EmbedderSpec` is stored in the index manifest, so the retrieval tools encode queries
-with exactly the model (and query prompt) that embedded the sentences.
-
-Backends (`EmbedderSpec.backend`): ``torch``, plain sentence-transformers on PyTorch (any device,
-any dtype); ``openvino``, on CPU, the transformer run by OpenVINO (arag.index.openvino_transformer),
-on batches the embedder cuts by token count. It computes the same vectors faster, so the backend
-is a run-time setting like the batch size and not part of `identity()`: an index built with one
-backend is searched with the other without a rebuild. Where OpenVINO is not installed (it is in
-the ``cpu`` extra), or the spec asks for a GPU or another dtype, the embedder says so in the log
-and uses torch.
-
-With ``static`` settings (`EmbedderSpec.static`, e.g. conf/embedder/minilm-static.yaml) the embedder is
-instead a static token-lookup model distilled locally from the spec's model and cached
-(arag.index.static_embedding): no transformer runs when sentences or queries are encoded.
+The `EmbedderSpec` is stored in the manifest, so the tools encode queries with the model (and prompt)
+that embedded the sentences. The ``openvino`` backend (arag.index.openvino_transformer) computes the
+same vectors faster, so the backend is a run-time setting, not part of `identity()`; where it cannot
+run, the log says why and torch runs. With ``static`` settings the model is a distilled token-lookup
+one (arag.index.static_embedding). Docs: docs/indexing.md, "Build the 2Wiki index".
 """
 
 from __future__ import annotations
@@ -57,7 +48,7 @@ class EmbedderSpec:
     # Single-threaded batches side by side beat one batch split across threads: no thread waits at
     # a barrier for another that the OS preempted, and tokenizing and pooling run in parallel too.
     streams: int | None = None
-    backend: str = "torch"  # or "openvino" (see the module doc)
+    backend: str = "torch"  # or "openvino"
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -69,8 +60,7 @@ class EmbedderSpec:
             raise ValueError(f"embedder '{self.name}': a static model has no query prompts (set query_prompt and query_prompt_name to null)")
 
     def identity(self) -> dict[str, Any]:
-        """The fields that decide the vectors. float32 and no `static` are left out, which keeps
-        the identity of indexes built before those counted."""
+        """The fields that decide the vectors (float32 and no `static` left out: older indexes keep theirs)."""
         keys = ("name", "package", "path", "query_prompt", "query_prompt_name", "max_seq_length")
         out = {k: v for k, v in asdict(self).items() if k in keys}
         if self.dtype != "float32":
@@ -97,14 +87,12 @@ class EmbedderSpec:
 
     @classmethod
     def from_config(cls, cfg: Any) -> "EmbedderSpec":
-        """From the `embedder` config group; an unknown key is an error that lists the valid ones."""
+        """From the `embedder` config group; an unknown key is an error listing the valid ones."""
         return from_settings(cls, {k: cfg[k] for k in cfg}, "embedder")
 
 
 def on_this_machine(spec: EmbedderSpec) -> EmbedderSpec:
-    """`spec` with a device this machine has. The device is a run-time setting (not the vectors'
-    identity): an index embedded on GPUs is searched from machines without one (a CPU tool server,
-    evaluation workers), whose queries are then encoded on the CPU, in the same dtype."""
+    """`spec` with a device this machine has: an index embedded on GPUs is searched from CPU machines."""
     if spec.static is not None or spec.device == "cpu":
         return spec
     import torch
@@ -116,11 +104,9 @@ def on_this_machine(spec: EmbedderSpec) -> EmbedderSpec:
 
 
 class SentenceEmbedder:
-    """Loads the model once; encodes documents' sentences and queries into unit vectors. `backend`
-    says what actually runs ("torch", "openvino" or "static"): the fast backend may be unavailable."""
+    """Encodes sentences and queries into unit vectors; `backend` says what runs: torch, openvino or static."""
 
     def __init__(self, spec: EmbedderSpec):
-        # Never reach for the hub: the model is a local folder.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         self.spec = spec
@@ -139,9 +125,8 @@ class SentenceEmbedder:
         from sentence_transformers import SentenceTransformer
 
         if spec.device == "cpu":
-            # Ray sets OMP_NUM_THREADS to the CPUs it reserved for a worker (often 1); an
-            # embedding actor should use the cores it was sized for, by default all of them
-            # (split among the streams below).
+            # Ray sets OMP_NUM_THREADS to the CPUs it reserved for a worker (often 1); an embedding
+            # actor uses the cores it was sized for.
             torch.set_num_threads(self.threads)
         model_path = spec.resolve_path()
         kwargs: dict[str, Any] = {"device": spec.device}
@@ -174,8 +159,7 @@ class SentenceEmbedder:
         return self._encode(texts, prompt=None, prompt_name=None)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Each query's vector is the one it gets when encoded alone, whatever else is in `texts`
-        (the tools micro-batch concurrent queries, and answers must not depend on the batch)."""
+        """Each query's vector is the one it gets when encoded alone: answers must not depend on the batch."""
         if self._static is not None:  # each text's vector is its own tokens' mean
             return self._static.encode(texts)
         if self._direct_queries is not None:
@@ -188,7 +172,6 @@ class SentenceEmbedder:
         return np.concatenate([self._encode([t], **options) for t in texts])
 
     def _use_direct_queries(self) -> None:
-        """Queries on arag.index.direct_encoding's path where the model fits it and its probe agrees."""
         from arag.index.direct_encoding import DirectQueryEncoder
 
         spec = self.spec
@@ -211,10 +194,9 @@ class SentenceEmbedder:
                        normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         if len(texts) <= self.spec.batch_size:
             return np.ascontiguousarray(self.model.encode(texts, **options), dtype=np.float32)
-        # Each batch through sentence-transformers' own encode, `streams` batches at once. A batch
-        # is padded to its longest text, so batches are cut from the texts sorted by token count;
-        # encode() sorts by characters, which on 2Wiki's sentences leaves about a third of the
-        # computed token slots padding at batch 16 (4% by tokens).
+        # `streams` batches at once, cut from the texts sorted by token count: a batch is padded to its
+        # longest text, and encode()'s sort by characters leaves about a third of the token slots padding
+        # on 2Wiki's sentences at batch 16 (docs/indexing.md, "Build the 2Wiki index").
         batches = self._batches_by_length(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
 
@@ -234,18 +216,15 @@ class SentenceEmbedder:
         return out
 
     def _batches_by_length(self, texts: list[str]) -> list[np.ndarray]:
-        """Indices of `texts` in batches of `spec.batch_size`, longest first by token count (as
-        the model truncates it; characters where the model has no tokenizer)."""
+        """Indices of `texts` in batches of `spec.batch_size`, longest first by token count."""
         order = np.argsort(-token_counts(self.model, texts), kind="stable")
         return [order[i : i + self.spec.batch_size] for i in range(0, len(texts), self.spec.batch_size)]
 
 
 def token_counts(model, texts: list[str]) -> np.ndarray:
-    """Tokens of each text as `model` (a SentenceTransformer) encodes it, special tokens included,
-    truncated at its max_seq_length; the character count where it has no text tokenizer."""
+    """Tokens of each text as `model` encodes it (truncated, specials included); characters without a tokenizer."""
     tokenizer, limit = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None)
     if tokenizer is None or not callable(tokenizer):
         return np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     ids = tokenizer(texts, truncation=bool(limit), max_length=limit or None, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
     return np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(texts))
-

@@ -11,7 +11,6 @@ from typing import Iterable, Iterator
 
 
 def index_chunks(index_dir: str | Path) -> Iterator[tuple[str, str]]:
-    """(chunk_id, text) of every chunk of an index in index order."""
     import pyarrow.parquet as pq
 
     from arag.index.store import open_index
@@ -22,8 +21,7 @@ def index_chunks(index_dir: str | Path) -> Iterator[tuple[str, str]]:
 
 
 def write_chunks_json(chunks: Iterable[tuple[object, str]], path: str | Path) -> int:
-    """Write chunks as [{"id": str, "text": ...}] in the given order; returns how many. Written under
-    a temporary name and renamed, so a killed run leaves no half file."""
+    """Write chunks as [{"id": str, "text": ...}] in order, atomically; returns how many."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [{"id": str(cid), "text": text} for cid, text in chunks]

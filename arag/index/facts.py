@@ -7,8 +7,7 @@ from typing import Any, Mapping
 
 
 def manifest_facts(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """Embedder, chunking and, where the manifest records them, the sentence splitter and the
-    embedder's query instruction and precision."""
+    """Embedder, chunking and, where recorded, the splitter and the embedder's query instruction and precision."""
     chunking = manifest.get("chunking") or {}
     embedding = manifest.get("embedding") or {}
     facts = {

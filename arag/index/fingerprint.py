@@ -1,7 +1,5 @@
-"""Which index a folder holds, as one string: the fingerprint evaluation runs key on and the tool
-server reports. It covers the build settings that decide the output
-(arag.index.build.IndexSettings.identity) and the digest of the whole input content, and no path:
-the same index moved or copied to another folder has the same fingerprint."""
+"""Which index a folder holds, as one string that evaluation runs key on and the tool server reports:
+the build settings and the input content's digest, no path (docs/indexing.md, "Index format")."""
 
 from __future__ import annotations
 
@@ -12,15 +10,13 @@ from typing import Any
 
 
 def index_fingerprint(settings_identity: dict[str, Any], content: dict[str, Any], vectors: str) -> str:
-    """The fingerprint of an index built with these settings from input content with this digest
-    ({"hash", "digest"}); `vectors` is the manifest's kind of index (embedded or text_only)."""
+    """`content`: {"hash", "digest"}; `vectors`: the manifest's kind of index (embedded or text_only)."""
     blob = json.dumps({"settings": settings_identity, "content": content, "vectors": vectors}, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
 def index_build_fingerprint(index_path: str | Path, manifest: dict[str, Any] | None = None) -> str:
-    """The index's own fingerprint (manifest.json), else a hash of the manifest's bytes.
-    `manifest`: the manifest as already read, if it was."""
+    """The index's own fingerprint, else a hash of the manifest's bytes; `manifest`: as already read, if it was."""
     fp = manifest.get("fingerprint") if isinstance(manifest, dict) else None
     if not fp:
         data = (Path(index_path) / "manifest.json").read_bytes()

@@ -1,40 +1,20 @@
-"""Where everything of an index lives on disk, and how files are committed.
-
-```
-<index>/
-  manifest.json                  written last, atomically: the index is complete iff it exists
-  build.json                     settings of the build in progress (lets a rerun resume or rebuild)
-  parts/part-00000.json          phase 1 commit record of a part (counts, input digest, file sizes),
-                                 written after its Parquet files
-  parts/part-00000.vectors.json  phase 2 commit record of a part (shard size, rows, where it was
-                                 embedded), written after its FAISS shard
-  chunks/part-00000.parquet      chunk_id, doc_id, title, position, text, n_tokens
-  sentences/part-00000.parquet   sentence_id (int64, the FAISS id), chunk_id, text, doc_id, doc_title,
-                                 doc_sentence (its source document and ordinal there; format 2)
-  rejects/part-00000.parquet     source, line, reason, raw
-  vectors/part-00000.faiss       FAISS index of the part's sentence vectors, ids = sentence_id
-  tools_cache/part-00000/        the retrieval tools' read cache of each part (arag.index.keyword.part_cache),
-                                 written by the phase-1 task after the part's Parquet files
-```
-Every file is written to a temporary name in the same folder, fsynced, renamed into place, and
-its folder fsynced, so a reader never sees half a file, a killed build leaves only whole files
-(and stray temporaries, cleaned up), and a commit record, written after the files it names and
-carrying their sizes, never outlives them in a crash of the machine.
-"""
+"""Where everything of an index lives on disk (docs/indexing.md, "Index format"), and how files are committed:
+under a temporary name, fsynced, renamed into place, the folder fsynced, so a reader never sees half a
+file and a commit record, written after the files it names, never outlives them in a crash."""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 MANIFEST = "manifest.json"
 BUILD_STATE = "build.json"
-# 2: sentence rows record their source document (arag.index.parts.SOURCE_COLUMNS). Version 1
-# indexes stay readable; only the document tools on a packed one need version 2.
+# 2: sentence rows record their source document (arag.index.parts.SOURCE_COLUMNS). Version 1 stays
+# readable; only the document tools on a packed index need version 2.
 FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (1, 2)
 SUBDIRS = ("parts", "chunks", "sentences", "rejects", "vectors")
@@ -100,21 +80,20 @@ class IndexLayout:
 def atomic_path(target: Path) -> Iterator[Path]:
     """A temporary path beside `target` that is renamed onto it when the block succeeds."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; index files are meant to be shared
+    tmp = target.parent / f".tmp-{uuid.uuid4().hex}{target.suffix}"
+    # Made with the umask's permissions, not mkstemp's 0600: index files are meant to be shared.
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     try:
-        yield Path(tmp)
-        fsync(Path(tmp))  # the bytes are on disk before the name points at them
+        yield tmp
+        fsync(tmp)  # the bytes are on disk before the name points at them
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     fsync(target.parent)  # and the new name is on disk before anything names it
 
 
 def fsync(path: Path) -> None:
-    """Flush a file's or a folder's contents to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -123,7 +102,6 @@ def fsync(path: Path) -> None:
 
 
 def file_sizes(root: Path, paths: list[Path]) -> dict[str, int]:
-    """{path relative to the index root: size in bytes}, for a commit record."""
     return {str(p.relative_to(root)): p.stat().st_size for p in paths}
 
 
@@ -131,14 +109,6 @@ def missing_or_short(root: Path, sizes: dict[str, int]) -> list[str]:
     """The files of a commit record that are missing or not of their recorded size."""
     return [rel for rel, size in sizes.items() if not (root / rel).is_file() or (root / rel).stat().st_size != size]
 
-
-def _read_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
 
 
 def write_json_atomic(target: Path, data: Any) -> None:

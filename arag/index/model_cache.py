@@ -1,6 +1,4 @@
-"""Caches of models derived from a local model folder (the OpenVINO conversion, the static
-embedder's distillation): where an entry lies, what says it still fits its model, and its atomic
-write. A leaf module, so the embedders that use it do not import each other."""
+"""Caches of models derived from a local model folder (the OpenVINO conversion, the static distillation)."""
 
 from __future__ import annotations
 
@@ -30,17 +28,14 @@ def cache_entry(kind: str, model_path: str, **material) -> Path:
 
 
 def model_files(model_path: str) -> list[tuple[str, int, int]]:
-    """(relative path, size, mtime) of every file in a model folder."""
     root = Path(model_path).resolve()
     return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
 
 
 def publish_folder(final: Path, write, marker: str, what: str) -> bool:
-    """Writes a cache entry: `write(folder)` fills a fresh folder beside `final`, which is then
-    renamed to `final` (atomic: readers see a complete entry or none). Where another process
-    finished first (`final/marker` exists), its entry is kept; an entry without it is stale and
-    replaced. An unwritable cache is logged, not raised: the caller still holds what it built in
-    memory. True when this call's folder became `final`."""
+    """`write(folder)` fills a fresh folder beside `final`, then renamed to it (atomic). An entry with
+    `marker` is another process's and kept; one without is stale and replaced. An unwritable cache is
+    logged, not raised: the caller holds what it built. True when this call's folder became `final`."""
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))

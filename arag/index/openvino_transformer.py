@@ -1,13 +1,9 @@
 """A sentence-transformers model's transformer run by OpenVINO (the embedder's ``openvino`` backend).
 
-The transformer is converted locally from the same packaged weights (never downloaded) and cached
-under ``$ARAG_CACHE_DIR/embedders/openvino`` (default ``~/.cache/arag/embedders/openvino``), keyed
-by the model folder and the library versions. It computes the same fp32 graph with faster CPU
-kernels: about twice torch's sentences/s on a 2-core AVX-512 machine, per-sentence cosine to torch's
-vectors above 0.99999. With ``dtype: bfloat16`` the same model is compiled for bf16 arithmetic (on
-CPUs with AVX512-BF16 or AMX: ~2.2x its f32 speed, cosine to the fp32 vectors above 0.9999;
-elsewhere it stays f32). Tokenizer, truncation, prompts, pooling and normalisation stay
-sentence-transformers' own code.
+Converted locally from the packaged weights and cached (docs/indexing.md, "Build the 2Wiki index"):
+the same fp32 graph on faster CPU kernels, about twice torch's sentences/s on a 2-core AVX-512
+machine, cosine to torch's vectors above 0.99999; bf16 only on CPUs that compute it natively.
+Tokenizer, truncation, prompts, pooling and normalisation stay sentence-transformers' own code.
 """
 
 from __future__ import annotations
@@ -41,8 +37,7 @@ _PROBE = [
 
 
 def run_on_openvino(model, model_path: str, spec, threads: int, streams: int, encode) -> str | None:
-    """Swap the transformer of `model` (a SentenceTransformer) for its OpenVINO conversion where
-    that works and agrees with torch on the probe (`encode(texts)`: the model's unit vectors);
+    """Swap `model`'s transformer for its OpenVINO conversion where that agrees with torch on the probe;
     returns the dtype it computes in, or None with torch left in place and the reason logged."""
     if spec.device != "cpu" or spec.dtype not in OPENVINO_PRECISIONS:
         log.warning("embedder '%s': the openvino backend runs on CPU in %s only; using torch for device=%s dtype=%s",
@@ -79,10 +74,8 @@ def run_on_openvino(model, model_path: str, spec, threads: int, streams: int, en
 
 
 def import_openvino():
-    """`import openvino`, with its usage telemetry off: its model converter reports usage to an
-    analytics service unless the user opted out, and an index build must not phone home. The
-    telemetry package is made unimportable while openvino loads, so the converter binds its own
-    no-op stub for the life of the process."""
+    """`import openvino` with its usage telemetry unimportable while it loads, so the converter binds
+    its own no-op stub: an index build must not phone home."""
     if "openvino" in sys.modules:
         return sys.modules["openvino"]
     blocked = [name for name in ("openvino_telemetry", "openvino_telemetry.backend") if name not in sys.modules]
@@ -98,7 +91,6 @@ def import_openvino():
 
 
 def cpu_capabilities(core) -> set[str]:
-    """OpenVINO's view of what this CPU computes natively (e.g. FP32, BF16, INT8)."""
     try:
         return set(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
     except Exception:  # an older or unusual plugin: assume the safe minimum
@@ -106,8 +98,7 @@ def cpu_capabilities(core) -> set[str]:
 
 
 def load(ov, torch_model, tokenizer, model_path: str, threads: int, streams: int = 1, dtype: str = "float32"):
-    """The compiled model standing in for `torch_model` (`_module_class`). bfloat16 only where the
-    CPU computes it natively (AVX512-BF16/AMX): emulated, it is slower than f32."""
+    """The compiled model standing in for `torch_model`; bfloat16 only where the CPU has it (emulated, it is slower)."""
     example = tokenizer(["a short one", "a somewhat longer example sentence for tracing"], padding=True, return_tensors="pt")
     input_names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in example]
     ov_model = _converted(ov, torch_model, example, input_names, model_path)
@@ -132,7 +123,6 @@ def load(ov, torch_model, tokenizer, model_path: str, threads: int, streams: int
 
 
 def _converted(ov, torch_model, example, input_names: list[str], model_path: str):
-    """The OpenVINO model: read from the cache, or converted from the torch model and cached."""
     versions = {pkg: version(pkg) for pkg in ("openvino", "torch", "transformers", "sentence-transformers")}
     final = cache_entry("openvino", model_path, format=OPENVINO_EXPORT_FORMAT, inputs=input_names, versions=versions)
     xml = final / "model.xml"
@@ -176,9 +166,8 @@ def _convert(ov, torch_model, example, input_names: list[str]):
 
 @functools.cache
 def _module_class():
-    """The stand-in for the Hugging Face model inside sentence-transformers' Transformer module,
-    returning `last_hidden_state` computed by OpenVINO: a torch module holding the replaced model
-    as `torch_model` (its parameters still say device and dtype) but never running it."""
+    """The stand-in for the Hugging Face model inside sentence-transformers' Transformer module: a
+    torch module holding the replaced model (its parameters still say device and dtype), never running it."""
     import torch
 
     class OpenVINOModule(torch.nn.Module):
@@ -209,11 +198,9 @@ def _module_class():
             return {"last_hidden_state": hidden}
 
         def run_request(self, feed: list, reduce):
-            """`reduce(last hidden state)` on an idle infer request (the state is the request's own
-            buffer, valid only inside `reduce`); `feed`: C-contiguous int64 arrays, one per input.
-            The inputs are set as tensors over the arrays' memory and `infer()` gets no arguments:
-            `infer(inputs)` goes through OpenVINO's Python data dispatcher, Python that holds the
-            GIL concurrent tool calls wait for."""
+            """`reduce(last hidden state)` on an idle infer request (its own buffer, valid only inside
+            `reduce`); `feed`: C-contiguous int64 arrays. Inputs are set as tensors over their memory:
+            `infer(inputs)` goes through OpenVINO's Python dispatcher, holding the GIL tool calls wait for."""
             request = self._requests.get()
             try:
                 for i, value in enumerate(feed):

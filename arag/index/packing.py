@@ -1,28 +1,9 @@
 """Packed chunking (`index.chunking=packed`): the A-RAG paper's corpora, cut the LinearRAG way into
-token windows that run across documents in corpus order and overlap.
+token windows of whole sentences that run across documents in corpus order and overlap.
 
-A window holds whole sentences (a sentence longer than `chunk_tokens` is cut into pieces, as in
-per-document chunking) of consecutive documents, at most `chunk_tokens` tokens in all. The next
-window starts with the last sentences of the one before whose tokens add up to at most
-`chunk_overlap`, then goes on with new ones. The defaults, 1,000 tokens and 100 of overlap, are
-LinearRAG's chunk_token_size and chunk_overlap_token_size (DEEP-PolyU/LinearRAG src/config.py @
-4ecfa25), whose released chunks the A-RAG authors use; docs/indexing.md cites the evidence.
-
-What a window records (the chunk columns of arag.index.parts.CHUNK_SCHEMA):
-  chunk_id  `<part>:<n>`: stable for the same input and settings, unique without coordination
-  position  n, so the previous and next windows are n ∓ 1 of the same part (chunk_read's neighbours)
-  doc_id    the ids of the documents it covers, in order, joined by COVERED_SEPARATOR
-  title     their distinct non-empty titles, joined by COVERED_SEPARATOR, so evidence recall maps a
-            supporting title to every window that covers it
-  text      per document covered, the span from its first to its last sentence in the window,
-            separated by DOCUMENT_SEPARATOR
-Each sentence records its own document and its ordinal there (arag.index.chunking.SentenceSource),
-so the document tools rebuild a source document from the windows, each overlap copy recognised.
-
-Windows never cross a part boundary (parts are built independently), so a corpus meant to be
-packed as one stream, like the benchmark corpora, is planned as one part (a large
-`corpus.part_size_mb`); a very large corpus loses only one overlap per part boundary.
-"""
+The defaults, 1,000 tokens and 100 of overlap, are LinearRAG's chunk_token_size and
+chunk_overlap_token_size (DEEP-PolyU/LinearRAG src/config.py @ 4ecfa25), whose released chunks the
+A-RAG authors use. What a window records and the evidence: docs/indexing.md, "Index format" (Chunks)."""
 
 from __future__ import annotations
 
@@ -100,8 +81,8 @@ class WindowPacker:
         self.tokens += unit.tokens
 
     def _emit(self, out: list[Chunk]) -> list[_Unit]:
-        """Write the window as a chunk, keep its tail as the next window's start; return the units
-        that did not fit after all (the estimates were short), to be pushed again."""
+        """Write the window as a chunk and keep its tail as the next window's start; return the units
+        that did not fit after all (the estimates were short)."""
         overflow: list[_Unit] = []
         text = self._text()
         n_tokens = count_tokens(text)

@@ -1,9 +1,7 @@
 """Phase 2 of a build, for one part: its sentences → vectors → its FAISS shard → its commit record.
 
-Plain Python, no Ray. The shard is written atomically, then the part's vectors record
-(`parts/part-k.vectors.json`), which names the shard with its size and the input digest of the part
-it embedded: a part is done exactly when that record exists, matches the part's phase-1 record,
-and its shard is there at the recorded size.
+Plain Python, no Ray. A part is done exactly when its vectors record exists, matches the part's
+phase-1 record (rows, input digest), and its shard is there at the recorded size.
 """
 
 from __future__ import annotations
@@ -67,7 +65,7 @@ def embed_part(
     sentences_per_call: int = DEFAULT_SENTENCES_PER_CALL,
     node: str = "",
 ) -> VectorsRecord:
-    """Embed one part's sentences in row order and commit its shard (ids = sentence ids)."""
+    """Embed one part's sentences in row order and commit its shard."""
     started = time.perf_counter()
     source = pq.ParquetFile(layout.sentences(part.part))
     ids = np.empty(part.num_sentences, dtype=np.int64)

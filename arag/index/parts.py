@@ -1,10 +1,5 @@
-"""Phase 1 of a build, for one input part: read → chunk → split sentences → Parquet files.
-
-Plain Python, no Ray. A part is committed by writing its record (`parts/part-k.json`) after its
-Parquet files; the record holds the digest of the input bytes it was read from and the size of
-each file it wrote. A rerun keeps a committed part only while its input still hashes the same
-(`verify_part`); otherwise the part and its vectors are discarded and built again.
-"""
+"""Phase 1 of a build, for one input part: read → chunk → split sentences → Parquet files, then the
+part's commit record (input digest, file sizes). Plain Python, no Ray."""
 
 from __future__ import annotations
 
@@ -24,9 +19,8 @@ from arag.index.layout import IndexLayout, atomic_path, file_sizes, read_json, s
 CHUNK_SCHEMA = pa.schema(
     [("chunk_id", pa.string()), ("doc_id", pa.string()), ("title", pa.string()), ("position", pa.int32()), ("text", pa.string()), ("n_tokens", pa.int32())]
 )
-# doc_id, doc_title, doc_sentence: the sentence's source document and its ordinal there
-# (arag.index.chunking.SentenceSource); what the document tools need on a packed index, whose chunk
-# rows only list the documents a window covers. Written since format version 2 (SOURCE_COLUMNS).
+# doc_id, doc_title, doc_sentence (format version 2): what the document tools need on a packed index,
+# whose chunk rows only list the documents a window covers.
 SENTENCE_SCHEMA = pa.schema(
     [("sentence_id", pa.int64()), ("chunk_id", pa.string()), ("text", pa.string()), ("doc_id", pa.string()), ("doc_title", pa.string()), ("doc_sentence", pa.int32())]
 )
@@ -39,15 +33,13 @@ ROW_GROUP_SIZE = 8192
 
 PER_DOCUMENT, PACKED = "per_document", "packed"
 CHUNKING_MODES = (PER_DOCUMENT, PACKED)
-# The form of each mode's chunk ids, as the model is told it (arag.index.chunk_ids), written by the
-# same functions that make the ids; a new mode adds its own here.
+# The form of each mode's chunk ids as the model is told it (arag.index.chunk_ids), made by the id functions.
 CHUNK_ID_FORMS = {PER_DOCUMENT: make_chunk_id("<document>", "<n>"), PACKED: packed_chunk_id("<part>", "<window>")}  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class ChunkingSettings:
-    """How documents become chunks (`index.chunking`): per_document (arag.index.chunking) or packed
-    (arag.index.packing: overlapping windows across documents, the paper's corpora)."""
+    """`index.chunking`: per_document (arag.index.chunking) or packed (arag.index.packing)."""
 
     mode: str = PER_DOCUMENT
     chunk_tokens: int = 1000
@@ -63,7 +55,6 @@ class ChunkingSettings:
             raise ValueError(f"index.chunk_overlap must be at least 0 and less than index.chunk_tokens ({self.chunk_tokens}), got {self.chunk_overlap}")
 
     def identity(self) -> dict:
-        """The settings that decide the chunks (the overlap only for packed chunking)."""
         out = asdict(self)
         if self.mode != PACKED:
             del out["chunk_overlap"]
@@ -93,7 +84,6 @@ class PartRecord:
         return self.source.get("digest")
 
 
-# The keys of a record's source that say which bytes it was read from.
 CONTENT_KEYS = ("start", "end", "bytes", "digest")
 STAT_KEYS = ("file_size", "file_mtime_ns")
 
@@ -103,7 +93,6 @@ def _source(part: InputPart, digest: PartDigest) -> dict:
 
 
 def input_stat(spec: CorpusSpec, part: InputPart) -> dict:
-    """The part's input file's size and modification time, as a record keeps them."""
     stat = (corpus_root(spec) / part.file).stat()
     return {"file_size": stat.st_size, "file_mtime_ns": stat.st_mtime_ns}
 
@@ -113,8 +102,7 @@ def same_position(part: InputPart, record: PartRecord) -> bool:
 
 
 def unchanged_since_read(spec: CorpusSpec, part: InputPart, record: PartRecord) -> bool:
-    """Whether the part's input file still has the size and modification time it had when the
-    part was read (a record from before they were kept: False). Cheap: one stat, no reading."""
+    """Whether the input file still has the size and mtime recorded when the part was read (one stat)."""
     if not same_position(part, record) or any(k not in record.source for k in STAT_KEYS):
         return False
     try:
@@ -129,9 +117,8 @@ def read_part_record(layout: IndexLayout, part: int) -> PartRecord | None:
 
 
 def verify_part(spec: CorpusSpec, part: InputPart, record: PartRecord, rehash: bool = False) -> bool:
-    """Whether a committed part was read from exactly the bytes its input holds now: trusted
-    when the file's size and modification time are those recorded, else (or with `rehash`) the
-    bytes are hashed again and compared."""
+    """Whether a committed part was read from the bytes its input holds now: trusted on an unchanged
+    size and mtime, else (or with `rehash`) hashed again and compared."""
     if not same_position(part, record):
         return False
     if not rehash and unchanged_since_read(spec, part, record):
@@ -146,8 +133,7 @@ def discard_part(layout: IndexLayout, part: int) -> None:
 
 
 def discard_parts_beyond(layout: IndexLayout, num_parts: int) -> list[int]:
-    """Discard committed parts numbered `num_parts` or more: an edit that moved line boundaries
-    can plan a file into fewer parts than before."""
+    """Discard parts numbered `num_parts` or more (an edit can plan a file into fewer parts)."""
     extra = sorted({int(p.name[len("part-") :].split(".")[0]) for p in (layout.root / "parts").glob("part-*.json")} - set(range(num_parts)))
     for part in extra:
         discard_part(layout, part)
@@ -155,8 +141,6 @@ def discard_parts_beyond(layout: IndexLayout, num_parts: int) -> list[int]:
 
 
 class _ColumnBuffer:
-    """Rows collected column-wise, flushed to a Parquet writer a row group at a time."""
-
     def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema):
         self.writer, self.schema = writer, schema
         self.columns: dict[str, list] = {name: [] for name in schema.names}
@@ -179,8 +163,7 @@ class _ColumnBuffer:
 
 
 def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, layout: IndexLayout, rehash: bool = False) -> PartRecord:
-    """Write chunks, sentences and rejects of one input part, then its commit record (a part
-    committed before is kept if its input is unchanged: `verify_part`)."""
+    """Write one part's chunks, sentences and rejects, then its commit record (an unchanged committed part is kept)."""
     return build_or_keep_part(spec, part, settings, layout, rehash)[0]
 
 
@@ -242,5 +225,3 @@ def build_or_keep_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSett
     )
     write_json_atomic(layout.part_record(part.part), record.to_json())
     return record, True
-
-

@@ -20,9 +20,7 @@ class Span:
 
 
 def sentence_spans(text: str, language: str = "en") -> list[Span]:
-    """Sentence spans of `text`, trimmed. sentencex (Wikimedia's segmenter) returns consecutive
-    pieces that concatenate to the input. Line breaks always end a sentence: headings and list
-    items are sentences of their own."""
+    """Trimmed sentence spans of `text` (sentencex's pieces tile the text); line breaks always end a sentence."""
     spans: list[Span] = []
     pos = 0
     plain = text.translate(_WIDE_SPACES) if not text.isascii() else text
@@ -38,7 +36,6 @@ def sentence_spans(text: str, language: str = "en") -> list[Span]:
 
 
 def _lines(text: str, start: int, end: int):
-    """Sub-spans of text[start:end] separated by line breaks, trimmed, non-empty."""
     seg_start = start
     while seg_start < end:
         nl = text.find("\n", seg_start, end)
@@ -50,7 +47,6 @@ def _lines(text: str, start: int, end: int):
 
 
 def trimmed(text: str, start: int, end: int) -> tuple[int, int]:
-    """[start, end) without the white space at either end."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():

@@ -1,15 +1,9 @@
-"""Static (token-lookup) sentence embeddings distilled locally from a transformer embedder.
+"""Static (token-lookup) sentence embeddings distilled locally with Model2Vec from a transformer embedder.
 
-A static model keeps one vector per vocabulary token: a sentence's vector is the mean of its tokens'
-vectors, normalised, with no transformer at encode time, so it embeds sentences hundreds of times
-faster than the model it comes from, at some cost in retrieval quality (benchmarks/static_embedder.py
-measures both on 2Wiki; docs/indexing.md, "Static embedder"). The vectors come from Model2Vec's
-distillation (`model2vec.distill.distill_from_model`) of the spec's own model folder or package,
-read locally; nothing is downloaded. The distilled model is cached under
-``$ARAG_CACHE_DIR/embedders/static``, keyed by the source model's files, the settings and the
-library versions, so builders and tool servers on one machine share one distillation. The settings
-and the model2vec version are part of the index identity: an installed model2vec other than the
-one the index was built with is an error, not silently other vectors.
+A sentence's vector is the normalised mean of its tokens' vectors, with no transformer at encode time
+(docs/indexing.md, "Static embedder"). The distilled model is cached per machine; its settings and
+the model2vec version are part of the index identity, so another installed model2vec is an error,
+not silently other vectors.
 """
 
 from __future__ import annotations
@@ -82,7 +76,6 @@ def static_cache_root() -> Path:
 
 
 def cache_entry(model_path: str, static: StaticSpec) -> Path:
-    """The cache folder of the model distilled from `model_path` with `static`."""
     versions = {pkg: installed_version(pkg) for pkg in (LIBRARY, "skeletoken", "torch", "transformers", "tokenizers")}
     return model_cache.cache_entry("static", model_path, format=STATIC_CACHE_FORMAT, settings=asdict(static), versions=versions)
 
@@ -100,7 +93,6 @@ def _distil(model_path: str, static: StaticSpec):
 
 
 def load_static_model(model_path: str, static: StaticSpec, name: str):
-    """The distilled model for `model_path` and `static`: from the cache, or distilled and cached."""
     from model2vec import StaticModel
 
     if static.library_version != installed_version():
@@ -121,8 +113,7 @@ def load_static_model(model_path: str, static: StaticSpec, name: str):
 
 
 class StaticEncoder:
-    """Encodes texts with a distilled static model: unit float32 vectors, each independent of the
-    others in the call (a mean over its own tokens), truncated to `max_length` tokens (None: whole)."""
+    """Unit float32 vectors from a distilled static model, each independent of the others in the call."""
 
     def __init__(self, model, max_length: int | None, batch_size: int = 1024):
         self.model = model

@@ -85,8 +85,7 @@ class Index:
 
     @property
     def chunking_mode(self) -> str:
-        """How the chunks were cut (arag.index.parts.CHUNKING_MODES); per_document for indexes that
-        predate the setting."""
+        """arag.index.parts.CHUNKING_MODES; per_document for indexes that predate the setting."""
         return (self.manifest.get("chunking") or {}).get("mode", "per_document")
 
     @cached_property

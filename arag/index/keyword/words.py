@@ -1,47 +1,10 @@
 """Word postings with counts over Python-lowered chunk text: how keyword_search finds and counts matches.
 
-Why words: a keyword's count is a substring count (arag.tools.keyword), so trigram postings only
-gave candidates to verify on the text, and a common word ('mother') left tens of thousands of
-candidates to read (over a second at 449k chunks). Words are maximal runs of characters other than
-separators (`str.isspace()` and the punctuation that ends words in prose: `()[]{}",;:!?`; so
-"father's", "u.s.", "1990." are words, "(born" is "born"), and a keyword's matches become
-questions about words:
-
-* A keyword without separators lies inside one word wherever it occurs, so its count in a chunk
-  is Σ over the part's distinct words w of count(w in chunk) × count(keyword in w), both
-  non-overlapping like `str.count` (a match never reaches past its word). Exact, and no chunk
-  text is read.
-* A keyword with separators ('a nest of') is split into its runs: one with separators on both
-  sides is a whole word of the text in any match, the first ends a word, the last starts one.
-  The chunks holding such words are a superset of the matches: the most selective conditions are
-  intersected and the survivors counted on their text (arag.index.keyword.part_cache).
-* Two consecutive runs are two consecutive words of the text in every match. Phrases of common
-  words ('you can no') meet their word conditions in tens of thousands of chunks and hold the
-  phrase in a few hundred, so each chunk also keeps its adjacent word pairs, hashed into buckets
-  by a's last PAIR_EDGE UTF-8 bytes and b's first PAIR_EDGE: a superset again (buckets collide,
-  never lose a pair).
-
-On disk, per part (the words sorted, so whole words and prefixes are binary searches; offsets are
-uint32 where they fit, else uint64):
-    words_vocab.bin    the sorted distinct words, UTF-8, each followed by b"\n" and the first
-                       preceded by one (a suffix is b"s\n"), memory-mapped, searched with `mmap.find`
-    words_starts.npy   words + 1: where each word starts in words_vocab.bin
-    words_offsets.npy  words + 1: word i's postings are [offsets[i], offsets[i+1])
-    words_row_at.npy   words + 1: where word i's rows start in words_rows.npy; its bytes over its
-                       postings is the width (1, 2 or 4 bytes) of each of its row gaps
-    words_rows.npy     uint8: each word's ascending rows as gaps from the previous (the first from 0),
-                       little-endian in the narrowest width that holds them: common words, whose
-                       gaps are small, take a byte a posting
-    words_counts.npy   uint8, two postings a byte (low nibble first): count - 1, or 15 for "in words_big.npy"
-    words_big.npy      (posting, count) pairs of counts of 16 or more, by posting
-    words_blocks.npy   uint8 (blocks, SIGNATURE_BITS / 8): per block of BLOCK_WORDS consecutive
-                       words, the hashed 3-byte substrings of its words as a bit set; a keyword's
-                       words are looked for only in the blocks holding all its hashes (a superset)
-    words_pairs.npy    uint8 (buckets, ceil(chunks / 8)): per bucket, the chunks (bits, little
-                       order) holding an adjacent word pair whose key hashes to it
-UTF-8 substring matches are exactly code-point substring matches (a UTF-8 sequence cannot start
-inside another character), and b"\n" is a separator, so no word holds it.
-"""
+Why words: a keyword's count is a substring count (arag.tools.keyword); trigram postings only gave
+candidates to verify on the text, and a common word ('mother') left tens of thousands to read
+(over a second at 449k chunks). A keyword without separators is counted from the words alone; one
+with separators narrows candidates by its words and adjacent word pairs. The rules: docs/tools.md,
+"Tools cache"; the files: docs/indexing.md, "Tools cache files"."""
 
 from __future__ import annotations
 
@@ -84,8 +47,7 @@ WORD = re.compile(r'[^\s()\[\]{}",;:!?]+')  # str patterns: \s is str.isspace()
 
 
 def split_keyword(lowered: str) -> tuple[bool, list[tuple[str, str]]]:
-    """(whether the keyword lies inside one word, its conditions otherwise): each run of a keyword
-    with separators, as ("whole" | "suffix" | "prefix", run)."""
+    """(whether the keyword lies inside one word, else its runs as ("whole" | "suffix" | "prefix", run))."""
     runs = [(m.start(), m.end()) for m in WORD.finditer(lowered)]
     if len(runs) == 1 and runs[0] == (0, len(lowered)):
         return True, []
@@ -183,7 +145,6 @@ class WordPostingsWriter:
         return np.packbits(bits, axis=1, bitorder="little")
 
     def write(self, directory: Path) -> dict:
-        """Write the files; return the postings, the vocabulary size and the bytes written."""
         words = sorted(self.vocab)  # code point order = UTF-8 byte order
         rank = np.empty(len(words), dtype=np.uint64)
         rank[np.fromiter((self.vocab[w] for w in words), dtype=np.int64, count=len(words))] = np.arange(len(words), dtype=np.uint64)
@@ -232,7 +193,7 @@ class WordPostingsWriter:
 
 
 class WordPostings:
-    """Read side: the memory-mapped files of one part."""
+    """The memory-mapped word files of one part."""
 
     def __init__(self, directory: Path, num_chunks: int):
         self.num_chunks = num_chunks
