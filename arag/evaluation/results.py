@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arag.evaluation.rows import ROW_FAILED, OK, row_schema, rows_to_table
-from arag.index.layout import fsync_file
+from arag.index.layout import fsync
 
 # The layout's names: spelled here only (tests/project/test_entry_points.py); everything else asks this module.
 RUN_INFO = "run.json"
@@ -272,7 +272,7 @@ def _atomic(path: Path) -> Iterator[Path]:
     to disk and renamed onto `path` when the block succeeds."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     yield tmp
-    fsync_file(tmp)
+    fsync(tmp)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 

@@ -1,27 +1,19 @@
-"""`RemoteTools`: a served index (pipelines.serve, transport http) used like a local ToolContext.
+"""`RemoteTools`: a served index (pipelines.serve, transport http) as a `ToolCalls`, like a local ToolContext.
 
     tools = RemoteTools("http://tools-host:8765", token=...)     # checks the server and its token now
     result = tools.call("keyword_search", {"keywords": ["Lothair II"]}, tracker=ReadTracker())
 
-`call` has ToolContext.call's shape and answers the same `ToolResult` (the server runs the same
-tools). The tracker's `session_id` names the episode to the server, which keeps chunk_read's
-memory per session; the local tracker mirrors what was read. AgenticRAG's `DocumentSession` works
-the same way: its settings travel with each call (X-Document-Settings), the server's session hands
-out and resolves the reference ids, and the local session mirrors the ids a search answered (the
-method cites them). Connections are pooled (one client
-is shared by every thread of an evaluation worker); a connection that cannot be made, or a request
-turned away before any tool ran (429, 502, 503), is retried with backoff, but a request that reached
-a tool is never sent twice (chunk_read would mark a chunk read twice).
+The server runs the same tools and keeps each episode's state under the tracker's `session_id`
+(a DocumentSession's settings travel with each call, X-Document-Settings); the local tracker
+follows the results (ReadTracker.follow). A connection that cannot be made, or a request turned
+away before any tool ran (429, 502, 503), is retried with backoff; a request that reached a tool is
+never sent twice (chunk_read would mark a chunk read twice).
 
-What the model may see: a tool's answer (200) and a tool's refusal of its arguments (400 with the
-tool's error result, or 413 for a body over the server's limit). Everything else raises
-`ToolServerError`, a `ToolInfrastructureError` that ends the episode as failed (arag.tools.failures):
-a server that cannot be reached after the retries, a 5xx (a tool that failed on the server, a lost
-worker), a refused token, an answer that is not a tool result. During calls its message names the
-setting `index.url`, not the address, and the address is scrubbed from the tool texts a model reads.
-
-`open_tools(index_path, index_url)` picks a local ToolContext or a RemoteTools, so the agent's and
-the evaluation's `index.url=http://host:port` switch is one line where they open the index.
+The model reads a tool's answer (200) and a tool's refusal of its arguments (400, or 413 for a body
+over the server's limit). Everything else raises `ToolServerError`, which ends the episode as
+failed (arag.tools.failures); its message names the setting `index.url`, not the address, and the
+address is scrubbed from the tool texts a model reads. `open_tools` picks a ToolContext or a
+RemoteTools from `index.path` / `index.url`.
 """
 
 from __future__ import annotations
@@ -41,6 +33,7 @@ from arag.serve.guard import CLIENT_KEEPALIVE_S, TOKEN_ENV
 from arag.tools.base import MAX_CHUNK_IDS, RESULT_FORMAT_PARAMS, Hit, ResultFormat, ToolResult, error_result
 from arag.tools.documents import DocumentSession
 from arag.tools.failures import UNKNOWN_TOOL, ToolInfrastructureError
+from arag.tools.hosting.calls import ToolCalls
 from arag.tools.registry import TOOLS
 from arag.tools.tracker import ReadTracker
 
@@ -77,12 +70,10 @@ def same_counting(info: dict[str, Any]) -> str | None:
     return None
 
 
-class RemoteTools:
-    """url: the server's base URL (http://host:port); token: its bearer token (None: none sent);
-    timeout_s: per request; retries: extra tries of a connection that cannot be made;
-    max_connections: pooled connections (≥ the tool calls a worker runs at once);
-    require_tools: tool names the server must offer (checked now, so a method's missing tool
-    fails before its first episode)."""
+class RemoteTools(ToolCalls):
+    """url: http://host:port; token: its bearer token (None: none sent); retries: extra tries of a
+    connection that cannot be made; max_connections: pooled connections, and calls at once through
+    `acall`; require_tools: tool names the server must offer (checked now, before any episode)."""
 
     def __init__(
         self,
@@ -100,6 +91,7 @@ class RemoteTools:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"index.url must be an http:// or https:// URL of a tool server, got {url!r}")
         self.url = url.rstrip("/")
+        self.admit(max_connections)  # acall: one pooled connection per call at once
         self.attempts = 1 + max(0, retries)
         self._retrying = Retrying(
             retry=retry_if_exception_type((httpx.ConnectError, httpx.ConnectTimeout)) | retry_if_result(lambda r: r.status_code in RETRIED_STATUSES),
@@ -151,10 +143,7 @@ class RemoteTools:
             raise ToolServerError(f"the tool server at {self.url} does not say what its chunk ids look like (GET /index has no chunk_ids): run a server of this arag version")
         return ChunkIdFormat.from_json(given)
 
-    # ---- ToolContext's interface -------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
-        """Run `tool` on the server. Bad arguments come back as the tool's error result, as locally;
-        the result format travels with every call, so the server shows results as a local call would."""
         try:
             body = request_body(arguments)
         except (TypeError, ValueError, RecursionError) as exc:
@@ -177,8 +166,8 @@ class RemoteTools:
         if response.status_code == 500:
             raise ToolServerError(f"tool server ({URL_SETTING}): {str(tool)[:100]} failed on the server: {self._scrub(str(result.error))[:500]}")
         result.text, result.error = self._scrub(result.text), None if result.error is None else self._scrub(result.error)
-        if tool in TOOLS:
-            TOOLS[tool].follow_remote(tracker, result)
+        if tool in TOOLS and tracker is not None:
+            tracker.follow(TOOLS[tool], result)
         return result
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:
@@ -190,18 +179,12 @@ class RemoteTools:
         return titles
 
     def close(self) -> None:
+        super().close()
         self._client.close()
-
-    def __enter__(self) -> "RemoteTools":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"RemoteTools({self.url!r})"
 
-    # ---- HTTP --------------------------------------------------------------------------------
     def _request(self, method: str, path: str, *, expect: tuple[int, ...] = (200,), where: str = f"({URL_SETTING})", **kwargs: Any) -> httpx.Response:
         """The server's answer with a status in `expect`, else ToolServerError. `where`: how the
         message names the server (its URL when opening, before any episode; the setting after)."""

@@ -1,11 +1,10 @@
 """The tools of one open index as a server offers them: which tools, run where, with whose tracker.
 
 Both front ends (MCP and the JSON API) call `ToolService.call`, so a tool answers the same text and
-structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Tool
-calls run on a thread pool: the event loop keeps accepting requests while DuckDB and FAISS work
-(ToolContext is safe to share between threads). With `serve.workers` ≥ 2 they run in that many
-worker processes instead (arag.tools.hosting.worker_pool), so Python tool code runs on several cores at
-once; the sessions stay here and travel with each call.
+structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Calls
+go through the tools' one call (`acall`, arag.tools.hosting.calls), whose gate is the server's
+admission limit: `serve.threads` calls at once in this process, or with `serve.workers` ≥ 2 one per
+worker process (arag.tools.hosting.worker_pool); the sessions stay here and travel with each call.
 
 Limits a client may set (the document tools' settings, per session) are checked against the
 server's ceilings (`serve.max_document_settings`), and an answer larger than
@@ -18,16 +17,15 @@ import asyncio
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from typing import Any, Hashable
 
 from arag.index.facts import manifest_facts
 from arag.index.fingerprint import index_build_fingerprint
-from arag.serve.admission import CallGate
 from arag.serve.sessions import SessionTrackers
 from arag.tools import TOOL_SETS, TOOLS, DocumentSession, DocumentToolSettings, ReadTracker, ToolContext, ToolResult, ToolSpec
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
-from arag.tools.base import RESULT_FORMAT_PARAMS, ResultFormat, error_result, get_chunk_ids
+from arag.tools.arguments import check_arguments
+from arag.tools.base import RESULT_FORMAT_PARAMS, ResultFormat, error_result
 from arag.tools.chunk_read import chunk_titles
 from arag.tools.failures import DIAGNOSTICS, is_internal_failure
 from arag.tools.hosting.worker_pool import ToolWorkerPool
@@ -109,9 +107,10 @@ class ToolService:
         self.ceilings = ceilings or DocumentToolSettings()
         self.max_response_bytes = max_response_bytes
         self.max_connections = max_connections  # serve.max_connections, told to clients (GET /index)
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="arag-tool")
+        self.host = workers if workers is not None else ctx
+        self.host.admit(workers.workers if workers is not None else threads)
         # Calls beyond the threads (or workers) queue here, where a stopping server can answer them.
-        self.gate = CallGate(workers.workers if workers is not None else threads)
+        self.gate = self.host.gate
 
     def schemas(self) -> list[dict[str, Any]]:
         return [spec.schema() for spec in self.tools.values()]
@@ -130,11 +129,10 @@ class ToolService:
         return session
 
     async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None, session_id: str | None = None, result_format: ResultFormat | None = None, client: Hashable = None, caller: Hashable = None, ticket: Any = None) -> tuple[ToolResult, bytes]:
-        """Run a served tool off the event loop: the result and its JSON (`result_json`, encoded).
-        `arguments`: a dict, or the raw JSON text (parsed and checked by the tool, so a malformed
-        body gets the tool's own error message); session_id: the session whose tracker this is
-        (its memory is measured after the call); result_format: the calling method's (None: the
-        official tools' way); client, caller, ticket: whose turn the call waits for, and its request slot (CallGate.turn)."""
+        """A served tool's result and its JSON (`result_json`, encoded), through the tools' one call.
+        `arguments`: a dict, or the raw JSON text (checked by the tool, so a malformed body gets its
+        own error message); session_id: the session whose tracker this is (its memory is measured
+        after the call); client, caller, ticket: whose turn the call waits for (CallGate.turn)."""
         result = await self._run(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format, client=client, caller=caller, ticket=ticket)
         if session_id is not None:
             self.sessions.settle(session_id)
@@ -145,24 +143,19 @@ class ToolService:
         return result, body
 
     async def _run(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None, result_format: ResultFormat | None, client: Hashable = None, caller: Hashable = None, ticket: Any = None) -> ToolResult:
+        # The step where a call joins the gate's queue (tests.serve.slow_server notes it here).
         if tool not in self.tools:
             raise KeyError(tool)
         full_text = self.full_text if full_text is None else full_text
-        async with self.gate.turn(client, caller, ticket):
-            if self.workers is not None:
-                work = self.workers.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
-            else:
-                run = partial(self.ctx.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
-                work = asyncio.get_running_loop().run_in_executor(self._pool, run)
-            result = await self.gate.run(work)
+        result = await self.host.acall(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format, client=client, caller=caller, ticket=ticket)
         if is_internal_failure(result):
             log.error("%s failed: %s\n%s", tool, result.error, result.details[DIAGNOSTICS])
         return result
 
     async def titles(self, chunk_ids: Any) -> dict[str, str]:
         """{chunk id: title} for up to 50 ids (as chunk_read takes); raises ToolArgumentError."""
-        ids = get_chunk_ids({"chunk_ids": chunk_ids})
-        return await asyncio.get_running_loop().run_in_executor(self._pool, chunk_titles, self.ctx, ids)
+        ids = check_arguments("chunk_read", TOOLS["chunk_read"].validator(), {"chunk_ids": chunk_ids})["chunk_ids"]
+        return await asyncio.to_thread(chunk_titles, self.ctx, ids)
 
     def preload(self) -> None:
         """Load the query encoder (in every worker process) before serving, so the first
@@ -206,6 +199,5 @@ class ToolService:
         }
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
         if self.workers is not None:
             self.workers.close()

@@ -1,24 +1,23 @@
-"""What every tool shares: the result record, the tool spec, and argument validation.
+"""What every tool shares: the result record, the result format, and the tool spec.
 
-A tool call takes JSON-able arguments and returns a `ToolResult`. Bad arguments never raise out of
-a call: validation raises `ToolArgumentError` inside the tool, and `ToolSpec.call` turns it into a
-result whose `error` is set and whose `text` tells the agent what was wrong, so one bad call never
-ends an episode. A tool's own failure (a bug, a broken index) comes back as a result too, with its
-diagnostics: an agent's episode fails on it (arag.tools.failures), a tool server answers it as 500.
-A result the model cannot use (refused, naming only unknown ids, a search that found nothing)
-carries its failure kind in `details` (arag.tools.failures.FAILURE).
+A tool call takes JSON-able arguments and returns a `ToolResult`; it never raises. Arguments are
+checked against the tool's schema (arag.tools.arguments); a refusal is a result whose `error` is set
+and whose `text` tells the agent what was wrong, so one bad call never ends an episode. A tool's own
+failure (a bug, a broken index) is a result with diagnostics: an agent's episode fails on it
+(arag.tools.failures), a tool server answers it as 500. A result the model cannot use carries its
+failure kind in `details` (arag.tools.failures.FAILURE).
 """
 
 from __future__ import annotations
 
 import copy
-import json
-
-import math
 import traceback
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
+from jsonschema import Draft202012Validator
+
+from arag.tools.arguments import Arguments, ToolArgumentError, check_arguments
 from arag.tools.failures import DIAGNOSTICS, EMPTY, FAILURE, INFRASTRUCTURE, REFUSED, UNKNOWN_IDS
 
 if TYPE_CHECKING:
@@ -41,10 +40,6 @@ MAX_KEYWORD_CHARS = 200
 MAX_QUERY_CHARS = 1000  # ~200 words; the default embedder reads 256 word pieces of it
 MAX_CHUNK_IDS = 50
 MAX_CHUNK_ID_CHARS = 1000
-
-
-class ToolArgumentError(ValueError):
-    """Bad arguments to a tool; the message is shown to the agent as the tool's answer."""
 
 
 class UnknownIdsError(ToolArgumentError):
@@ -119,9 +114,8 @@ def error_result(tool: str, message: str, failure: str = REFUSED) -> ToolResult:
 
 
 class ToolHost(Protocol):
-    """What a tool uses of the open index; `arag.tools.hosting.context.ToolContext` provides it. (The
-    tools name this protocol, not ToolContext, so the tool modules and the context that
-    dispatches to them do not import each other.)"""
+    """What a tool uses of the open index (ToolContext provides it; named so that the tools and the
+    context that runs them do not import each other)."""
 
     store: "ChunkStore"
     vectors: "VectorSearch"
@@ -261,6 +255,10 @@ class ToolSpec:
     # (function schema, DocumentToolSettings) -> None: narrows the schema, in place, to a method's
     # document-tool settings (the ablations' limits), so the model is told what the tool allows.
     fit_schema: Callable[[dict[str, Any], Any], None] | None = None
+    # Argument -> schema keywords its values are checked against beyond the schema the model is
+    # shown (which is part of a run's identity), e.g. {"notes": {"maxLength": 16000}}.
+    ceilings: Mapping[str, Mapping[str, Any]] | None = None
+    _validators: dict[Any, Draft202012Validator] = field(default_factory=dict, init=False, compare=False, repr=False)  # by document settings
 
     def __post_init__(self) -> None:
         if self.evidence not in EVIDENCE_KINDS:
@@ -278,6 +276,16 @@ class ToolSpec:
             self.fit_schema(schema["function"], documents)
         return schema
 
+    def validator(self, documents: Any = None) -> Draft202012Validator:
+        """What a call's arguments are checked against: the parameters the model is shown (narrowed
+        to `documents`, a method's DocumentToolSettings) and the tool's `ceilings`."""
+        if documents not in self._validators:
+            parameters = copy.deepcopy(self.schema(documents)["function"]["parameters"])
+            for name, limits in (self.ceilings or {}).items():
+                parameters["properties"][name].update(limits)
+            self._validators[documents] = Draft202012Validator(parameters)
+        return self._validators[documents]
+
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "ToolSpec":
         """This tool with its texts describing the chunk ids of an opened index (arag.index.chunk_ids):
         what a model, the tool server's `/tools` and MCP's tool list show. Unchanged without one."""
@@ -286,33 +294,15 @@ class ToolSpec:
         return replace(self, description=chunk_ids.fill(self.description), parameters=chunk_ids.fill_all(self.parameters))
 
     def follow_remote(self, tracker: Any, result: "ToolResult") -> None:
-        """What a client of a served index does with this tool's `result` to keep its episode state
-        (`tracker`) as a local call would have left it."""
-        if tracker is None:
-            return
-        if self.tracks_reads:
-            for hit in result.results:
-                if not hit.already_read:
-                    tracker.mark(hit.chunk_id)
-        if self.mirror is not None:
-            self.mirror(tracker, result)
+        """Keep a client's episode state (`tracker`) as a local call would have left it (ReadTracker.follow)."""
+        if tracker is not None:
+            tracker.follow(self, result)
 
     def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions | None = None) -> ToolResult:
-        """Run the tool. Never raises: bad arguments and internal failures come back as errors."""
         options = options or ToolOptions()
         try:
-            if isinstance(arguments, (str, bytes)):
-                arguments = parse_json_arguments(arguments)
-            if not isinstance(arguments, Mapping):
-                raise ToolArgumentError(f"arguments must be a JSON object, got {type_name(arguments)}")
-            allowed = set(self.parameters.get("properties", {}))
-            unknown = [str(k) for k in arguments if k not in allowed]
-            if unknown:
-                raise ToolArgumentError(f"unexpected argument(s) {', '.join(repr(u[:50]) for u in unknown[:5])}; {self.name} takes {', '.join(sorted(allowed))}")
-            missing = [k for k in self.parameters.get("required", []) if k not in arguments]
-            if missing:
-                raise ToolArgumentError(f"missing required argument(s): {', '.join(missing)}")
-            result = self.fn(ctx, dict(arguments), options)
+            # A DocumentSession's settings narrow the schema the arguments are checked against.
+            result = self.fn(ctx, check_arguments(self.name, self.validator(getattr(options.tracker, "settings", None)), arguments), options)
         except UnknownIdsError as exc:
             return error_result(self.name, str(exc), UNKNOWN_IDS)
         except ToolArgumentError as exc:
@@ -326,88 +316,10 @@ class ToolSpec:
         return result
 
 
-def parse_json_arguments(raw: str | bytes) -> Any:
-    import json
-
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ToolArgumentError(f"arguments are not valid JSON ({str(exc)[:200]})") from None
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
-
-
-def check_text(value: str, what: str) -> None:
-    """Strings must be encodable as UTF-8 (no lone surrogates) and free of NUL characters."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ToolArgumentError(f"{what} is not valid Unicode text (it contains a lone surrogate)") from None
-    if "\x00" in value:
-        raise ToolArgumentError(f"{what} contains a NUL character")
-
-
-def get_top_k(args: dict[str, Any], details: dict[str, Any]) -> int:
-    """`top_k`: an integer ≥ 1 (an integral number like 5.0 is accepted); above 20 it is capped."""
-    value = args.get("top_k", DEFAULT_TOP_K)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ToolArgumentError(f"top_k must be an integer between 1 and {MAX_TOP_K}, got {type_name(value)}")
-    if isinstance(value, float):
-        if not math.isfinite(value) or value != int(value):
-            raise ToolArgumentError(f"top_k must be a whole number between 1 and {MAX_TOP_K}, got {value!r}")
-        value = int(value)
-    if value < 1:
-        raise ToolArgumentError(f"top_k must be at least 1, got {value}")
+def get_top_k(args: Arguments, details: dict[str, Any]) -> int:
+    """`top_k` (a whole number ≥ 1, its schema says); above MAX_TOP_K it is capped, with a note."""
+    value = int(args.get("top_k", DEFAULT_TOP_K))
     if value > MAX_TOP_K:
         details["top_k_capped_from"] = value if value < 10**12 else "a huge number"
         value = MAX_TOP_K
     return value
-
-
-def get_string_list(args: dict[str, Any], key: str, *, noun: str, max_items: int, max_chars: int, example: str) -> list[str]:
-    """args[key] checked as a non-empty list of at most `max_items` non-blank strings of at most
-    `max_chars` characters; errors name the argument (`key`) or its item (`noun` and number)."""
-    value = args.get(key)
-    if isinstance(value, str):
-        raise ToolArgumentError(f"{key} must be a list of strings, e.g. [{example}], not a single string")
-    if not isinstance(value, list):
-        raise ToolArgumentError(f"{key} must be a list of strings, got {type_name(value)}")
-    if not value:
-        raise ToolArgumentError(f"{key} is empty; give at least one {noun}")
-    if len(value) > max_items:
-        raise ToolArgumentError(f"too many {key} ({len(value)}); give at most {max_items}")
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise ToolArgumentError(f"{noun} {i + 1} must be a string, got {type_name(item)}")
-        if not item.strip():
-            raise ToolArgumentError(f"{noun} {i + 1} is empty or blank; every {noun} needs visible characters")
-        if len(item) > max_chars:
-            raise ToolArgumentError(f"{noun} {i + 1} is {len(item)} characters long; {key} are at most {max_chars}")
-        check_text(item, f"{noun} {i + 1}")
-    return value
-
-
-def get_keywords(args: dict[str, Any]) -> list[str]:
-    return get_string_list(args, "keywords", noun="keyword", max_items=MAX_KEYWORDS, max_chars=MAX_KEYWORD_CHARS, example='"Lothair II", "Tuscany"')
-
-
-def get_query(args: dict[str, Any]) -> str:
-    value = args.get("query")
-    if not isinstance(value, str):
-        raise ToolArgumentError(f"query must be a string, got {type_name(value)}")
-    if not value.strip():
-        raise ToolArgumentError("query is empty or blank")
-    if len(value) > MAX_QUERY_CHARS:
-        raise ToolArgumentError(f"query is {len(value)} characters long; queries are at most {MAX_QUERY_CHARS}")
-    check_text(value, "query")
-    return value
-
-
-def get_chunk_ids(args: dict[str, Any]) -> list[str]:
-    # The example is shown only when chunk_ids is a single string: that string, as a list.
-    example = json.dumps(str(args.get("chunk_ids"))[:40])
-    return get_string_list(args, "chunk_ids", noun="chunk id", max_items=MAX_CHUNK_IDS, max_chars=MAX_CHUNK_ID_CHARS, example=example)

@@ -20,7 +20,7 @@ from typing import Any
 
 from arag.index.parts import PACKED
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
-from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_chunk_ids, READ
+from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, READ
 from arag.tools.failures import ALREADY_READ, FAILURE, UNKNOWN_IDS
 from arag.tools.render import chunk_read_text, content_tokens
 
@@ -122,7 +122,7 @@ def window_neighbours(ctx: ToolHost, ords: list[int]) -> list[tuple[str | None, 
 
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
-    requested = list(dict.fromkeys(get_chunk_ids(args)))  # read each id once, in the order asked
+    requested = list(dict.fromkeys(args["chunk_ids"]))  # read each id once, in the order asked
     found = lookup_ids(ctx, requested)
     known = [c for c in requested if c in found]
     unknown = [c for c in requested if c not in found]

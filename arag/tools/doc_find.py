@@ -14,7 +14,7 @@ from typing import Any
 
 from arag.index.tokens import count_tokens
 from arag.tools.render import content_tokens
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, MAX_KEYWORD_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, get_string_list, require_vectors, SNIPPET
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, MAX_KEYWORD_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, require_vectors, SNIPPET
 from arag.tools.documents import DocumentLines, get_ref_id, line_similarities, load_document, numbered, session_of
 
 
@@ -42,15 +42,6 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def get_mode(args: dict[str, Any], semantic_allowed: bool) -> str:
-    mode = args.get("mode", "lexical")
-    allowed = MODES if semantic_allowed else ("lexical",)
-    if mode not in allowed:
-        shown = mode if isinstance(mode, str) else type(mode).__name__
-        raise ToolArgumentError(f"mode must be one of {', '.join(repr(m) for m in allowed)}, got {str(shown)[:40]!r}")
-    return mode
-
-
 def matched_lines(doc: DocumentLines, ctx: ToolHost, pattern: str, mode: str, limit: int) -> list[int]:
     if mode == "lexical":
         needle = pattern.lower()
@@ -71,8 +62,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     session = session_of(options)
     settings = session.settings
     ref = session.resolve(get_ref_id(args))
-    patterns = get_string_list(args, "patterns", noun="pattern", max_items=MAX_PATTERNS, max_chars=MAX_KEYWORD_CHARS, example='"Lothair II"')
-    mode = get_mode(args, settings.semantic_find)
+    patterns = args["patterns"]
+    mode = args.get("mode", "lexical")
     if mode == "semantic":
         require_vectors(ctx, 'find with mode "semantic"')
     doc = load_document(ctx, session, ref.doc_id, ref.anchor)

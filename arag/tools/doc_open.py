@@ -12,10 +12,9 @@ from. A line outside 0..N-1 is an error that gives the valid range.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, type_name, READ
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, READ
 from arag.tools.documents import get_ref_id, load_document, numbered, session_of
 from arag.index.tokens import count_tokens_batch
 from arag.tools.render import content_tokens
@@ -41,21 +40,10 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def get_line(args: dict[str, Any]) -> int:
-    value = args.get("line", 0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ToolArgumentError(f"line must be a whole number, got {type_name(value)}")
-    if isinstance(value, float):
-        if not math.isfinite(value) or value != int(value):
-            raise ToolArgumentError(f"line must be a whole number, got {value!r}")
-        value = int(value)
-    return value
-
-
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
     ref = session.resolve(get_ref_id(args))
-    line = get_line(args)
+    line = int(args.get("line", 0))
     doc = load_document(ctx, session, ref.doc_id, ref.anchor)
     n = len(doc.lines)
     if not 0 <= line < n:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, get_string_list, SNIPPET
+from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, SNIPPET
 import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentLines, DocumentRef, DocumentSession, is_packed, load_document, session_of
 from arag.tools.keyword import keyword_scores, matching_sentences
@@ -115,7 +115,7 @@ def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCan
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
-    queries = list(dict.fromkeys(q.strip() for q in get_string_list(args, "queries", noun="query", max_items=session.settings.max_queries, max_chars=MAX_SEARCH_QUERY_CHARS, example='"who directed Phoolwari"')))
+    queries = list(dict.fromkeys(q.strip() for q in args["queries"]))
     n = session.settings.search_results  # per query
     fused: dict[str, float] = {}
     best: dict[str, tuple[float, DocumentCandidate, str]] = {}  # doc → (contribution, candidate, query)

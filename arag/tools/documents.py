@@ -22,7 +22,7 @@ import numpy as np
 
 from arag.index.parts import PACKED
 import arag.tools.packed_documents as packed_documents
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, UnknownIdsError, check_text, type_name
+from arag.tools.base import ToolHost, ToolOptions, UnknownIdsError
 from arag.tools.tracker import ReadTracker
 
 
@@ -138,13 +138,7 @@ def session_of(options: ToolOptions) -> DocumentSession:
 
 
 def get_ref_id(args: dict[str, Any]) -> str:
-    value = args.get("ref_id")
-    if not isinstance(value, str):
-        raise ToolArgumentError(f"ref_id must be a string such as \"turn1search1\", got {type_name(value)}")
-    if not value.strip() or len(value) > MAX_CHUNK_ID_CHARS:
-        raise ToolArgumentError("ref_id must be a reference id from a search result, such as \"turn1search1\"")
-    check_text(value, "ref_id")
-    return value.strip()
+    return args["ref_id"].strip()
 
 
 def is_packed(ctx: ToolHost) -> bool:

@@ -1,19 +1,14 @@
 """Failures of what runs the tools, told apart from the model's own bad calls.
 
-A tool refuses bad arguments with its error text, which the model reads and can act on. Anything
-else that goes wrong in a tool call is not the model's doing: a tool server that cannot be reached
-or answers 5xx after the retries, a tool worker process lost during the call, a tool that failed on
-its own (a bug, a broken index). Scored, such an episode would look like a wrong answer. So the
-agent loop and the methods that call tools themselves end the episode as `failed` with the cause
-(`ToolInfrastructureError`), the evaluation stores a failed row, and the next run retries it.
-
-Locally a tool never raises (`ToolSpec.call` answers every failure as a result, which a tool server
-must send on): its own failure is the result that carries diagnostics (`DIAGNOSTICS` in `details`);
-`checked` turns it into the exception where a result is about to reach a model.
+A tool's refusal of its arguments is an error text the model reads. Anything else (a tool server
+unreachable or answering 5xx after its retries, a lost worker process, a tool's own bug or broken
+index) is not the model's doing: scored, the episode would look like a wrong answer, so it ends as
+`failed` with the cause (`ToolInfrastructureError`), the evaluation stores a failed row, and the next
+run retries it. Locally a tool never raises: its own failure is a result carrying `DIAGNOSTICS`,
+which `checked` raises where a result is about to reach a model.
 
 Every result the model could not use carries its failure kind in `details[FAILURE]` (one of
-FAILURE_KINDS), so a served result carries it too; results counted as tool errors are exactly those
-with a kind (docs/evaluation.md, "Tool errors"). A result whose text is new to the model has none.
+FAILURE_KINDS), served results too; tool errors are counted by it (docs/evaluation.md, "Tool errors").
 """
 
 from __future__ import annotations
@@ -38,11 +33,6 @@ FAILURE_KINDS = (REFUSED, UNKNOWN_TOOL, UNKNOWN_IDS, EMPTY, ALREADY_READ, INFRAS
 class ToolInfrastructureError(RuntimeError):
     """A tool call failed for a reason other than its arguments; the episode fails with this cause.
     The message is for the run's records and names settings (index.url), never a server's address."""
-
-
-def failure_of(result: Any) -> str | None:
-    """The failure kind of a ToolResult: None when it is usable."""
-    return result.details.get(FAILURE)
 
 
 def is_internal_failure(result: Any) -> bool:

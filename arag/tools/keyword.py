@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_keywords, get_top_k, SNIPPET
+from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, SNIPPET
 from arag.tools.render import keyword_text, search_tokens
 
 NAME = "keyword_search"
@@ -81,7 +81,7 @@ def matching_sentences(sentences: list[str], lowered_keywords: list[str]) -> lis
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     details: dict[str, Any] = {}
-    keywords = get_keywords(args)
+    keywords = args["keywords"]
     top_k = get_top_k(args, details)
     scored = keyword_scores(ctx, keywords, top_k)
     hits: list[Hit] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors, READ
+from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, require_vectors, READ
 from arag.tools.render import search_tokens, similarity_text
 from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, WARM_UP, group_by_chunk, hits_for
 
@@ -42,7 +42,7 @@ def top_chunks(ctx: ToolHost, query: str, top_k: int):
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     details: dict[str, Any] = {}
-    query = get_query(args)
+    query = args["query"]
     top_k = get_top_k(args, details)
     require_vectors(ctx, NAME)
     hits = hits_for(ctx, top_chunks(ctx, query, top_k), full_text=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from arag.tools.base import MAX_QUERY_CHARS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_query, get_top_k, require_vectors, SNIPPET
+from arag.tools.base import MAX_QUERY_CHARS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, require_vectors, SNIPPET
 from arag.tools.render import search_tokens, similarity_text
 
 NAME = "semantic_search"
@@ -64,7 +64,7 @@ def group_by_chunk(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     details: dict[str, Any] = {}
-    query = get_query(args)
+    query = args["query"]
     top_k = get_top_k(args, details)
     require_vectors(ctx, NAME)
     scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, UnknownIdsError, check_text, type_name, NOT_EVIDENCE
+from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, ToolOptions, ToolResult, ToolSpec, UnknownIdsError, NOT_EVIDENCE
 from arag.tools.documents import session_of
 
 
@@ -38,19 +38,8 @@ PARAMETERS: dict[str, Any] = {
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
-    notes = args.get("notes")
-    if not isinstance(notes, str):
-        raise ToolArgumentError(f"notes must be a string, got {type_name(notes)}")
-    if len(notes) > MAX_NOTES_CHARS:
-        raise ToolArgumentError(f"notes are {len(notes)} characters long; keep them under {MAX_NOTES_CHARS}")
-    check_text(notes, "notes")
-    keep = args.get("keep_ref_ids")
-    if not isinstance(keep, list) or not all(isinstance(k, str) for k in keep):
-        raise ToolArgumentError(f"keep_ref_ids must be a list of reference ids (strings), got {type_name(keep)}")
-    if len(keep) > MAX_KEEP:
-        raise ToolArgumentError(f"too many keep_ref_ids ({len(keep)}); at most {MAX_KEEP}")
-    for k in keep:
-        check_text(k, "keep_ref_ids item")
+    notes = args["notes"]
+    keep = args["keep_ref_ids"]
     unknown = [k for k in keep if k not in session.refs]
     if unknown:
         raise UnknownIdsError(f"unknown reference id(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; known: {', '.join(session.refs) or 'none'}")
@@ -59,4 +48,5 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     return ToolResult(tool=NAME, text=text, details={"ref_ids": kept, "keep_ref_ids": kept, "notes": notes})
 
 
-SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=NOT_EVIDENCE, compacts_context=True)  # the agent's own notes
+SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=NOT_EVIDENCE, compacts_context=True,
+                ceilings={"notes": {"maxLength": MAX_NOTES_CHARS}})  # the agent's own notes

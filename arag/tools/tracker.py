@@ -1,18 +1,23 @@
-"""Which chunks the agent has already read in the current episode."""
+"""The per-episode state of the tools: which chunks the agent has already read."""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
+
+# State that stays where it was made (a cache: DocumentSession's loaded documents), not sent on.
+LOCAL_STATE = ("documents",)
 
 
 @dataclass
 class ReadTracker:
     """Per-episode memory of chunk_read: a chunk read once is not put into the context again.
 
-    Create one per episode (question) and pass it to every chunk_read call of that episode.
-    Against a served index (arag.serve.client.RemoteTools) the server keeps the episode's reads
-    under `session_id`, a random id per tracker.
+    One per episode (question), passed to every call of that episode, in whichever process runs it:
+    a worker process gets its `state` with the call and the caller takes the state back (`update`);
+    a tool server keeps the episode's state under `session_id` (a random id per tracker), and the
+    caller's tracker follows its results (`follow`).
     """
 
     read: set[str] = field(default_factory=set)
@@ -31,3 +36,21 @@ class ReadTracker:
         self.read.clear()
         self.order.clear()
         self.session_id = uuid.uuid4().hex  # a served index forgets the old reads too
+
+    def state(self) -> dict[str, Any]:
+        """What another process needs of this tracker to run a call of its episode."""
+        return {k: v for k, v in vars(self).items() if k not in LOCAL_STATE}
+
+    def update(self, state: dict[str, Any]) -> None:
+        """Take the state a call left in another process."""
+        self.__dict__.update(state)
+
+    def follow(self, spec: Any, result: Any) -> None:
+        """Bring this tracker up to date with `result`, which `spec` (a ToolSpec) answered on a tool
+        server that keeps its own copy of the episode's state."""
+        if spec.tracks_reads:
+            for hit in result.results:
+                if not hit.already_read:
+                    self.mark(hit.chunk_id)
+        if spec.mirror is not None:
+            spec.mirror(self, result)

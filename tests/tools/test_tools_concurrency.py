@@ -81,7 +81,6 @@ def test_concurrent_queries_are_encoded_as_one_batch():
         vectors = [first.result()] + [f.result() for f in rest]
     assert calls == [1, 8]  # the 8 that arrived while the encoder was busy went in together
     assert np.array_equal(np.stack(vectors), fake_encode(queries))
-    enc.close()
 
 
 def test_a_single_caller_is_not_delayed_and_errors_reach_every_caller(monkeypatch):
@@ -105,8 +104,6 @@ def test_a_single_caller_is_not_delayed_and_errors_reach_every_caller(monkeypatc
     for f in futures:
         with pytest.raises(RuntimeError, match="model exploded"):
             f.result()
-    enc.close()
-    bad.close()
 
 
 def test_many_callers_get_their_own_rows_with_at_most_one_batch_per_slot():

@@ -13,7 +13,7 @@ import pytest
 
 from arag.agent import ANSWERED
 from arag.tools import ReadTracker
-from arag.tools.hosting.worker_pool import ToolWorkerPool, _IdleWorkers
+from arag.tools.hosting.worker_pool import ToolWorkerPool
 from tests.support.tool_server import CALLS
 from tests.serve.test_serve_documents import episode
 
@@ -60,18 +60,20 @@ def test_concurrent_threads_and_tasks_get_their_own_answers(pool, local_ctx):
     assert [r.text for r in asyncio.run(gathered())] == expected
 
 
-def test_a_lone_caller_keeps_the_worker_it_last_used():
+def test_a_lone_caller_keeps_the_worker_it_last_used(pool):
     # The worker that went idle last is handed out first, so one caller's calls stay on one warm worker.
-    idle = _IdleWorkers()
-    first, second = object(), object()
-    idle.put(first)
-    idle.put(second)
-    for _ in range(3):
-        worker = idle.get()
-        assert worker is second
-        idle.put(worker)
-    assert asyncio.run(idle.aget()) is second
-    assert idle.get() is first
+    served: list[int] = []
+    for worker in pool._all:
+        send = worker.conn.send
+        worker.conn.send = lambda message, pid=worker.process.pid, send=send: (served.append(pid), send(message))[1]
+    try:
+        for _ in range(3):
+            pool.call("keyword_search", {"keywords": ["Teutberga"]})
+        asyncio.run(pool.acall("keyword_search", {"keywords": ["Teutberga"]}))
+    finally:
+        for worker in pool._all:
+            del worker.conn.send
+    assert len(served) == 4 and len(set(served)) == 1
 
 
 def test_a_cancelled_task_does_not_hand_its_answer_to_the_next_call(pool, local_ctx):

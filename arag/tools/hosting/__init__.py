@@ -1,6 +1,3 @@
-"""Hosting the tools of one open index (no Ray): what every tool spec in arag.tools runs inside.
-
-    context.py      `ToolContext`: one open index shared by every tool; `call` runs a tool by name
-    batching.py     micro-batched query encoding: concurrent callers share one encoder call
-    worker_pool.py  `ToolWorkerPool`: the same tools served by N worker processes
-"""
+"""What the tools run inside (no Ray): `calls.py` the one call path and `admission.py` its gate;
+`context.py` one open index in this process; `worker_pool.py` the same in N worker processes;
+`batching.py` micro-batched query encoding."""

@@ -1,22 +1,15 @@
 """Micro-batching of query encoding: concurrent callers share one call of the encoder.
 
-Encoding one short query costs nearly as much as encoding a few (the model's fixed cost per call
-dominates), so when many episodes search at once, queries that arrive while the encoder is busy
-are encoded as ONE batch.
-
-No encoder threads: the callers encode. There are `workers` encoder slots (one per core: a CPU
-encoder runs one batch per core, the embedder's OpenVINO streams being single-threaded). A caller
-that finds a slot free encodes its own query at once, on its own thread; a caller that finds every
-slot busy queues its query and waits. When a slot's caller has its answer, it hands the slot to
-the first caller still waiting, who encodes everything queued by then (up to `max_batch`) as one
-batch. So one or two callers encode side by side on both cores with no hand-off to another
-thread and no window (a hand-off to a worker thread, which needs the GIL to take the query and
-again to answer it, made two callers wait for each other's GIL time on every query:
-benchmarks/tools_concurrency.py); under load the queued queries go in together.
-
-A slot holder that finds other queries queued behind its own while every slot is busy waits up to
-`window_s` for more to arrive before encoding (a larger batch for little delay, under load only).
-An encoder error is raised in every caller of that batch.
+Encoding one short query costs nearly as much as a few (the model's fixed cost per call dominates).
+There are `workers` encoder slots (one per core: the embedder's OpenVINO streams are single-threaded)
+and no encoder threads: a caller that finds a slot free encodes its own query at once, on its own
+thread; one that finds every slot busy queues its query and waits. A slot's caller, answered, hands
+the slot to the first caller still waiting, who encodes everything queued by then (up to
+`max_batch`) as one batch. (A hand-off to an encoder thread, which needs the GIL to take the query
+and again to answer it, made two callers wait for each other's GIL time on every query:
+benchmarks/tools_concurrency.py.) Under load (queries queued behind its own, every slot busy) a slot
+holder waits up to `window_s` for more to join its batch. An encoder error is raised in every
+caller of that batch.
 """
 
 from __future__ import annotations
@@ -90,9 +83,6 @@ class BatchingEncoder:
                 self._hand_on_slot()
             me.answered.wait()  # taken into another holder's batch: wait for its answer
         return me.result()
-
-    def close(self) -> None:
-        """Nothing to stop: the callers encode (kept for the context's close)."""
 
     def _encode_next(self, me: _Waiter) -> bool:
         """Encode the next batch from the queue while `me` is still queued; False once it is not."""

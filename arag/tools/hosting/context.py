@@ -1,32 +1,24 @@
 """`ToolContext`: one open index shared by every tool (the per-part caches, FAISS shards, embedder).
 
-Open it once per process (per evaluation worker or tool server) and call tools through it from
-any number of threads: no lock serialises the calls. The caches are memory-mapped and read with
-per-thread readers, FAISS and numpy release the GIL, DuckDB (only for ad-hoc `sql`) runs on a
-cursor per thread, and concurrent query encodings are micro-batched (arag.tools.hosting.batching), one
-batch per core at a time, each encoded on a caller's own thread.
+Open it once per process and call tools from any number of threads: no lock serialises the calls.
+The caches are memory-mapped and read with per-thread readers, FAISS and numpy release the GIL,
+DuckDB (ad-hoc `sql` only) runs on a cursor per thread, and concurrent query encodings are
+micro-batched (arag.tools.hosting.batching) on the callers' own threads.
 
-Admission: at most `max_active` calls (default: twice the cores) run their CPU work at once;
-the other callers wait their turn on a semaphore, holding no GIL. Without it, 256 runnable
-callers took 3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py); the likely reason is
-that the encoding threads, which release the GIL inside OpenVINO and need it back for tokenising
-and pooling, then wait behind hundreds of GIL-hungry threads after every release. A call
-encoding or waiting for its query encoding gives its slot back (encodings have their own bound,
-one per core), so every waiting query can still join one batch. asyncio callers use `acall`: the call runs on this context's pool of 2·max_active
-threads, so a thousand awaiting episodes queue in the pool rather than as a thousand threads.
-The tools' own Python still runs on one core at a time per process: `arag.tools.hosting.worker_pool`
-runs the same calls in worker processes, one `ToolContext` each, to use every core.
+`acall` (arag.tools.hosting.calls) runs at most `max_active` calls at once (default: twice the
+cores); the others wait their turn holding no thread. Without a bound, 256 runnable callers took
+3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py): the encoding threads, which release
+the GIL inside OpenVINO and need it back for tokenising and pooling, waited behind hundreds of
+GIL-hungry threads. The tools' Python runs on one core at a time per process: the worker pool
+(arag.tools.hosting.worker_pool) uses every core.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import functools
 import logging
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,6 +28,7 @@ from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.store import Index, open_index
 from arag.tools.base import ResultFormat, ToolOptions, ToolResult, error_result
 from arag.tools.hosting.batching import BatchingEncoder
+from arag.tools.hosting.calls import ToolCalls
 from arag.tools.failures import UNKNOWN_TOOL
 from arag.tools.registry import TOOLS
 from arag.tools.index_cache import ChunkStore
@@ -53,7 +46,7 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-class ToolContext:
+class ToolContext(ToolCalls):
     """The retrieval layer over one index.
 
     index: an index directory (must hold manifest.json) or an open `Index`.
@@ -98,46 +91,23 @@ class ToolContext:
         cores = usable_cores()
         self._batcher = BatchingEncoder(self._encode_batch, window_s=batch_window_s, workers=cores)
         self.max_active = max(1, int(max_active or 2 * cores))
-        self._active = threading.BoundedSemaphore(self.max_active)
-        self._admitted = threading.local()  # .held: this thread's call holds a slot of _active
+        self.admit(self.max_active)
         self.vectors = VectorSearch(self.index, nprobe=nprobe, rerank=rerank)
         self._lock = threading.RLock()  # one-time loads only (the encoder)
         self._duckdb_threads = duckdb_threads
         self._con: Any = None
         self._cursors = threading.local()
-        self._pool: ThreadPoolExecutor | None = None  # acall's threads, started on first use
 
     # ---- tools ------------------------------------------------------------------------------
+    def admit(self, slots: int) -> None:
+        """No more calls at once than `max_active`, whatever a server asks for."""
+        super().admit(min(slots, self.max_active))
+
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
-        """Run tool `tool` with JSON-able `arguments` (a dict or a JSON string). Never raises.
-        result_format: how results are shown (None: the official tools' way, ResultFormat())."""
         spec = TOOLS.get(tool) if isinstance(tool, str) else None
         if spec is None:
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}", UNKNOWN_TOOL)
-        options = ToolOptions(full_text=full_text, tracker=tracker, result_format=result_format or ResultFormat())
-        if getattr(self._admitted, "held", False):  # a tool calling a tool: already admitted
-            return spec.call(self, arguments, options)
-        with self._active:
-            self._admitted.held = True
-            try:
-                return spec.call(self, arguments, options)
-            finally:
-                self._admitted.held = False
-
-    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
-        """`call` for asyncio callers, run on this context's bounded thread pool: any number of
-        awaiting tasks cost no thread each; they queue in the pool (FIFO), not on the semaphore."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor(), functools.partial(self.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format))
-
-    def _executor(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            with self._lock:
-                if self._pool is None:
-                    # Twice the admitted calls: a semantic call waiting for its query encoding
-                    # gives its slot back but keeps its thread, and the slot should still be used.
-                    self._pool = ThreadPoolExecutor(max_workers=2 * self.max_active, thread_name_prefix="arag-tools")
-        return self._pool
+        return spec.call(self, arguments, ToolOptions(full_text=full_text, tracker=tracker, result_format=result_format or ResultFormat()))
 
     # ---- shared resources -----------------------------------------------------------------------
     def sql(self, query: str, params: list[Any] | None = None, tables: dict[str, Any] | None = None) -> list[tuple]:
@@ -174,14 +144,7 @@ class ToolContext:
 
     def encode_query(self, query: str) -> np.ndarray:
         """(1, d) unit vector of `query`; concurrent calls are encoded together."""
-        if getattr(self._admitted, "held", False):  # encode, or wait for a batch, without holding a slot
-            self._active.release()
-            try:
-                vec = self._batcher.encode(query)
-            finally:
-                self._active.acquire()
-        else:
-            vec = self._batcher.encode(query)
+        vec = self._batcher.encode(query)
         if vec.ndim != 1 or vec.shape[0] != self.index.dimension:
             raise ValueError(f"query encoder returned shape {vec.shape}, expected ({self.index.dimension},)")
         return np.ascontiguousarray(vec[None, :], dtype=np.float32)
@@ -211,21 +174,12 @@ class ToolContext:
         return self.index.chunk_ids
 
     def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
-        self._batcher.close()
+        super().close()
         with self._lock:
             if self._con is not None:
                 self._con.close()
                 self._con = None
         self.vectors.close()
-
-    def __enter__(self) -> "ToolContext":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"ToolContext({self.index!r}, accelerate={self.accelerate})"

@@ -1,43 +1,37 @@
 """`ToolWorkerPool`: the tools of one index served by N worker processes, each with its own `ToolContext`.
 
-Why processes: a tool call is mostly Python (parsing, planning the keyword candidates, scoring,
-rendering the text), and one process runs Python on one core at a time however many threads call
-it. On a 2-core machine two callers of one `ToolContext` reach ~1.5x one caller
-(benchmarks/tools_concurrency.py); two worker processes let both cores run tool code at once. The
-workers open the same index files, which are memory-mapped, so the operating system keeps one copy
-of the index pages in memory for all of them; what each worker adds is its own caches and its own
-query encoder.
+A tool call is mostly Python (parsing, planning keyword candidates, scoring, rendering), which one
+process runs on one core at a time: two callers of one ToolContext reach ~1.5x one caller on 2 cores
+(benchmarks/tools_concurrency.py); two worker processes run tool code on both. The workers share
+the memory-mapped index pages; each adds its own caches and query encoder.
 
-The pool has `call`/`acall` with ToolContext's signatures and answers the same results: a call is
-sent to an idle worker (callers beyond the number of workers wait, holding no GIL), the worker runs
-`ToolContext.call`, and the result comes back pickled. Per-episode state travels with the call: the
-tracker's fields go to the worker and its updated fields come back into the caller's tracker, so
-"already read" notes and AgenticRAG's reference ids work as in-process. One thing stays in the
-worker: the documents a `DocumentSession` has loaded (a cache; a worker keeps those of its most
-recent sessions and reloads a document it does not hold).
-
-A worker that dies during a call (killed, out of memory) is replaced; that call answers an internal
-failure naming what happened (the episode that made it fails, arag.tools.failures), and the pool
-keeps serving.
+A `ToolCalls` (arag.tools.hosting.calls) answering as ToolContext does: a call goes to an idle
+worker, which runs `ToolContext.call`; the result comes back pickled. The episode's state travels
+with the call (`ReadTracker.state`, back through `update`); a DocumentSession's loaded documents
+stay in the worker (a cache of its most recent sessions). A worker that dies during a call is
+replaced; that call answers an internal failure naming what happened (the episode fails,
+arag.tools.failures), and the pool keeps serving.
 """
 
 from __future__ import annotations
 
-import functools
 import asyncio
+import functools
 import logging
 import os
+import queue
 import socket
 import subprocess
 import sys
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arag.tools.base import ResultFormat, ToolResult, error_result
 from arag.tools.failures import DIAGNOSTICS, INFRASTRUCTURE
+from arag.tools.hosting.calls import ToolCalls
 from arag.tools.tracker import ReadTracker
 
 if TYPE_CHECKING:
@@ -51,22 +45,15 @@ SESSION_DOCUMENTS_KEPT = 64
 START_TIMEOUT_S = 300.0
 
 
-def _tracker_fields(tracker: ReadTracker) -> dict[str, Any]:
-    fields = dict(vars(tracker))
-    fields.pop("documents", None)  # DocumentSession's loaded documents stay where they were loaded
-    return fields
-
-
 def _message(tool: str, arguments: Any, tracker: ReadTracker | None, full_text: bool, result_format: ResultFormat | None) -> tuple:
-    if tracker is None:
-        return (tool, arguments, None, None, full_text, result_format)
-    return (tool, arguments, type(tracker), _tracker_fields(tracker), full_text, result_format)
+    state = None if tracker is None else (type(tracker), tracker.state())
+    return (tool, arguments, state, full_text, result_format)
 
 
 def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
-    result, fields = reply
-    if tracker is not None and fields is not None:
-        tracker.__dict__.update(fields)  # the call's reads and references, as in-process
+    result, state = reply
+    if tracker is not None and state is not None:
+        tracker.update(state)  # the call's reads and references, as in-process
     return result
 
 
@@ -104,11 +91,11 @@ def _serve_calls(conn: Any) -> None:
                 break
             if message is None:
                 break
-            tool, arguments, tracker_type, fields, full_text, result_format = message
+            tool, arguments, state, full_text, result_format = message
             tracker = None
-            if tracker_type is not None:
-                tracker = tracker_type.__new__(tracker_type)
-                tracker.__dict__.update(fields)
+            if state is not None:
+                tracker = state[0].__new__(state[0])
+                tracker.update(state[1])
                 if isinstance(tracker, DocumentSession):
                     tracker.documents = documents.pop(tracker.session_id, None) or {}
             result = ctx.call(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
@@ -116,7 +103,7 @@ def _serve_calls(conn: Any) -> None:
                 documents[tracker.session_id] = tracker.documents
                 while len(documents) > SESSION_DOCUMENTS_KEPT:
                     documents.popitem(last=False)
-            conn.send((result, None if tracker is None else _tracker_fields(tracker)))
+            conn.send((result, None if tracker is None else tracker.state()))
     finally:
         ctx.close()
 
@@ -127,72 +114,7 @@ class _Worker:
         self.conn = conn
 
 
-class _IdleWorkers:
-    """Idle workers, handed to waiting callers in arrival order: threads (which block on a lock,
-    without the GIL) and asyncio tasks (which await a future) alike. After close, waiters get None.
-
-    A caller that finds several idle takes the one that went idle last: with fewer callers than
-    workers the same worker serves call after call, its caches and pages warm and its process
-    awake, instead of each call waking the worker idle longest (round-robin made one caller of a
-    2-worker pool ~25% slower on 2Wiki's semantic calls)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: deque[_Worker] = deque()
-        self._waiters: deque[Any] = deque()  # [worker, lock] of a thread, or an asyncio future
-        self._closed = False
-
-    def get(self) -> _Worker | None:
-        with self._lock:
-            if self._closed or self._idle:
-                return None if self._closed else self._idle.pop()
-            box: list[Any] = [None, threading.Lock()]
-            box[1].acquire()
-            self._waiters.append(box)
-        box[1].acquire()
-        return box[0]
-
-    async def aget(self) -> _Worker | None:
-        with self._lock:
-            if self._closed or self._idle:
-                return None if self._closed else self._idle.pop()
-            future = asyncio.get_running_loop().create_future()
-            self._waiters.append(future)
-        return await future  # cancelled: a worker handed to it later comes back (_hand)
-
-    def put(self, worker: _Worker | None) -> None:
-        """Hand `worker` to the first waiter, else keep it idle; None (at close) wakes every waiter."""
-        with self._lock:
-            if self._closed and worker is not None:
-                return  # the pool closes its workers itself
-            while self._waiters:
-                waiter = self._waiters.popleft()
-                if isinstance(waiter, list):
-                    waiter[0] = worker
-                    waiter[1].release()
-                elif not waiter.done():
-                    waiter.get_loop().call_soon_threadsafe(self._hand, waiter, worker)
-                else:
-                    continue
-                if worker is not None:
-                    return
-            if worker is not None:
-                self._idle.append(worker)
-
-    def _hand(self, future: asyncio.Future, worker: _Worker | None) -> None:
-        if future.cancelled():
-            if worker is not None:
-                self.put(worker)
-        else:
-            future.set_result(worker)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-        self.put(None)
-
-
-class ToolWorkerPool:
+class ToolWorkerPool(ToolCalls):
     """index: an index directory; workers: processes (each answers one call at a time);
     options: keyword arguments of `ToolContext` for every worker (not `encoder`: a worker loads
     the index's own embedder)."""
@@ -210,7 +132,11 @@ class ToolWorkerPool:
         # Each worker's query encoder gets its share of the cores: N encoders of all cores each
         # would run N times the threads there are cores for.
         self.options = {"encoder_threads": max(1, cores // self.workers), **options}
-        self._idle = _IdleWorkers()
+        self.admit(self.workers)
+        # Idle workers, last idle first: with fewer callers than workers the same worker serves call
+        # after call, its caches and pages warm and its process awake (round-robin made one caller
+        # of a 2-worker pool ~25% slower on 2Wiki's semantic calls). None: the pool is closed.
+        self._idle: queue.LifoQueue[_Worker | None] = queue.LifoQueue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -250,7 +176,19 @@ class ToolWorkerPool:
             raise RuntimeError(f"a tool worker exited (code {worker.process.wait(5)}) while opening index {self.index}") from None
         if status != "ready":
             raise RuntimeError(f"a tool worker could not open index {self.index}: {detail}")
-        self._idle.put(worker)
+        self._give_back(worker)
+
+    def _take(self, block: bool = True) -> _Worker:
+        """An idle worker; blocking, it waits without the GIL while every worker is busy."""
+        worker = self._idle.get(block)
+        if worker is None:
+            self._idle.put(None)  # for the next caller too
+            raise RuntimeError("the tool worker pool is closed")
+        return worker
+
+    def _give_back(self, worker: _Worker) -> None:
+        if not self._closed:  # a closed pool closes its workers itself
+            self._idle.put(worker)
 
     @functools.cached_property
     def chunk_ids(self) -> "ChunkIdFormat":
@@ -263,9 +201,7 @@ class ToolWorkerPool:
     # ---- tools ------------------------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
         """`ToolContext.call` in a worker process. Never raises (a closed pool raises RuntimeError)."""
-        worker = self._idle.get()  # waits, without the GIL, while every worker is busy
-        if worker is None:
-            raise RuntimeError("the tool worker pool is closed")
+        worker = self._take()
         try:
             worker.conn.send(_message(tool, arguments, tracker, full_text, result_format))
             reply = worker.conn.recv()
@@ -276,19 +212,25 @@ class ToolWorkerPool:
             # next caller, so this worker is not reused.
             self._retire(worker)
             raise
-        self._idle.put(worker)
+        self._give_back(worker)
         return _answer(reply, tracker)
 
-    async def acall(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
-        """`call` for asyncio callers, on the event loop's thread: the task awaits an idle worker,
-        then the worker's reply (the loop watches the worker's socket), so a thousand awaiting
-        tasks cost no thread each and no call hops between threads."""
-        worker = await self._idle.aget()
-        if worker is None:
-            raise RuntimeError("the tool worker pool is closed")
+    async def _arun(self, run: functools.partial) -> ToolResult:
+        """The call on the event loop's thread: the task awaits an idle worker, then the worker's
+        reply (the loop watches the worker's socket), so no call hops between threads."""
+        (tool, arguments), options = run.args, run.keywords
+        try:
+            worker = self._take(block=False)  # acall's gate admits one call per worker
+        except queue.Empty:  # sync callers hold workers, or one is being replaced: wait on a thread
+            waiting = self._executor().submit(self._take)
+            try:
+                worker = await asyncio.wrap_future(waiting)
+            except asyncio.CancelledError:
+                waiting.add_done_callback(lambda f: f.cancelled() or f.exception() or self._give_back(f.result()))
+                raise
         loop = asyncio.get_running_loop()
         try:
-            worker.conn.send(_message(tool, arguments, tracker, full_text, result_format))
+            worker.conn.send(_message(tool, arguments, **options))
             readable = loop.create_future()
             fd = worker.conn.fileno()
             loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
@@ -304,8 +246,8 @@ class ToolWorkerPool:
             # the worker, so the next caller does not get this call's answer.
             threading.Thread(target=self._drain, args=(worker,), daemon=True).start()
             raise
-        self._idle.put(worker)
-        return _answer(reply, tracker)
+        self._give_back(worker)
+        return _answer(reply, options["tracker"])
 
     def _drain(self, worker: _Worker) -> None:
         try:
@@ -313,7 +255,7 @@ class ToolWorkerPool:
         except (EOFError, OSError):
             self._replace(worker, "cancelled")
             return
-        self._idle.put(worker)
+        self._give_back(worker)
 
     def _retire(self, worker: _Worker) -> None:
         with self._lock:
@@ -344,8 +286,9 @@ class ToolWorkerPool:
             return [w.process.pid for w in self._all]
 
     def close(self) -> None:
+        super().close()
         self._closed = True
-        self._idle.close()
+        self._idle.put(None)
         with self._lock:
             workers, self._all = self._all, []
         for worker in workers:
@@ -360,12 +303,6 @@ class ToolWorkerPool:
                 worker.process.kill()
                 worker.process.wait(5)
             worker.conn.close()
-
-    def __enter__(self) -> "ToolWorkerPool":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"ToolWorkerPool({self.index!r}, workers={self.workers})"

@@ -1,0 +1,69 @@
+"""`ToolCalls`: the one tool call, whatever runs the tools.
+
+Every way to reach the tools of one index is a `ToolCalls`: in this process (`ToolContext`), in
+worker processes (`ToolWorkerPool`), on a tool server (`arag.serve.client.RemoteTools`). They share
+`acall`, the call of the agent loop and of the tool server: it waits its turn at the one admission
+limit (`gate`, a CallGate: at most `slots` calls at once, the rest queued, each client in turn),
+then the transport runs it. A transport gives `call` (one call, on the caller's thread: the CLI, a
+worker process, a method's own thread) and may give a native `_arun`; by default `acall` runs
+`call` on a pool of `slots` threads, so any number of awaiting episodes cost no thread each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Hashable
+
+from arag.tools.base import ResultFormat, ToolResult
+from arag.tools.hosting.admission import CallGate
+from arag.tools.tracker import ReadTracker
+
+
+class ToolCalls:
+    """Subclasses call `admit(slots)` in their __init__ and define `call`."""
+
+    gate: CallGate
+    _pool: ThreadPoolExecutor | None = None
+
+    def admit(self, slots: int) -> None:
+        """At most `slots` calls through `acall` run at once (a server sets its own: serve.threads)."""
+        self.gate = CallGate(max(1, int(slots)))
+        self._pool_lock = threading.Lock()
+
+    def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
+        """Run `tool` with JSON-able `arguments` (a dict or a JSON string). Bad arguments come back as
+        the tool's error result; result_format: how results are shown (None: the official tools')."""
+        raise NotImplementedError
+
+    async def acall(
+        self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None,
+        client: Hashable = None, caller: Hashable = None, ticket: Any = None,
+    ) -> ToolResult:
+        """`call` for asyncio callers, admitted by `gate`. client, caller, ticket: whose turn the call
+        waits for, and a server's request slot (CallGate.turn)."""
+        run = functools.partial(self.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
+        async with self.gate.turn(client, caller, ticket):
+            return await self.gate.run(self._arun(run))
+
+    async def _arun(self, run: functools.partial) -> ToolResult:
+        return await asyncio.get_running_loop().run_in_executor(self._executor(), run)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.gate.slots, thread_name_prefix="arag-tools")
+            return self._pool
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def __enter__(self) -> "ToolCalls":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
