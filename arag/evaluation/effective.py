@@ -1,7 +1,5 @@
-"""What a run's episodes ran under, read from their trajectories: the token budget fitted to the
-window, the reply cap sent, the window, tool calls per step and extra calls answered "not run", the
-results cut to fit, and chunk_read's header. The protocol card shows these instead of the settings.
-"""
+"""What a run's episodes ran under, read from their trajectories, which the protocol card shows
+instead of the settings (docs/evaluation.md, "Protocol", "What ran, not what was set")."""
 
 from __future__ import annotations
 
@@ -29,7 +27,6 @@ class Effective:
 
 
 def chunk_readers() -> frozenset[str]:
-    """The tools that read chunks by the ids earlier results showed (chunk_read)."""
     from arag.tools.registry import TOOLS
 
     return frozenset(name for name, spec in TOOLS.items() if spec.shown_ids_argument and spec.unit == "chunk")
@@ -43,8 +40,7 @@ def window_of(backend: Mapping[str, Any]) -> int | None:
 
 
 def reply_cap_of(trajectory: Mapping[str, Any]) -> int | None:
-    """The max_tokens an episode's model calls sent: `agent.reply_cap`, else (older records) what the
-    loop passed on: the agent's max_reply_tokens, else the backend's max_tokens."""
+    """The max_tokens an episode's model calls sent (older records: what the loop passed on)."""
     agent, backend = trajectory.get("agent") or {}, trajectory.get("backend") or {}
     cap = agent.get("reply_cap") or agent.get("max_reply_tokens") or backend.get("max_tokens")
     return int(cap) if cap else None
@@ -64,8 +60,7 @@ def replies_with_extra_calls(messages: list[Mapping[str, Any]]) -> int:
 
 
 def header_form(call: Mapping[str, Any]) -> str | None:
-    """The first chunk header ("[...]" on a line of its own) of a chunk_read result, ids (and a
-    missing neighbour's note) written "<id>", titles "<title>"; None when it shows no chunk."""
+    """The first chunk header of a chunk_read result, ids written "<id>", titles "<title>"."""
     if call.get("error"):
         return None
     line = next((x.strip() for x in str(call.get("text") or "").splitlines() if x.strip().startswith("[") and x.strip().endswith("]")), None)
@@ -83,7 +78,6 @@ def header_form(call: Mapping[str, Any]) -> str | None:
 
 
 def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
-    """The effective values of these episodes (a failed one without a record counts for nothing)."""
     budgets, caps, windows = set(), set(), set()
     episodes, extra, cut = 0, 0, 0
     replies: int | None = 0

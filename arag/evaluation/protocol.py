@@ -1,12 +1,6 @@
-"""A run's protocol card (docs/evaluation.md, "Protocol"): for every setting that the paper its
-method comes from states (arag.evaluation.protocol_papers), our value beside the paper's and
-whether they differ, read from what the episodes ran under (arag.evaluation.effective) where given,
-else from the run's description, with the texts the model was shown checked against the method's
-preset (arag.evaluation.text_fingerprints). A value a run predates reads as what the code did
-before it was recorded (`recorded` False). A difference that moves no reported number is "form
-only", not a deviation. The card is no part of the run's identity: every value on it comes from
-what already is (settings, the index's fingerprint, the episodes).
-"""
+"""A run's protocol card: per setting its method's paper states, our value beside the paper's, read
+from what the episodes ran under where given (docs/evaluation.md, "Protocol"). The card is no part
+of the run's identity: every value on it comes from what already is."""
 
 from __future__ import annotations
 
@@ -73,8 +67,7 @@ class ProtocolCard:
 
 
 def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None = None) -> Fact:
-    """The replies' cap as sent (from the episodes, else the settings), and what a reply could use
-    where the window leaves less than the cap beside the prompt."""
+    """The replies' cap as sent, and what a reply could use where the window leaves less."""
     from arag.llm.base import PAPER_REPLY_TOKENS
 
     sent = ran.reply_caps if ran is not None and ran.reply_caps else ()
@@ -94,8 +87,7 @@ def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effectiv
 
 
 def _token_budget(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None) -> Fact:
-    """The budget the episodes ran under (fitted to the window), else derived from the settings with
-    the loop's own function."""
+    """The budget the episodes ran under, else derived from the settings with the loop's function."""
     from arag.agent.loop import fitted_token_budget
     from arag.llm.base import PAPER_REPLY_TOKENS
 
@@ -116,7 +108,6 @@ def _token_budget(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effec
 
 
 def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapping[str, Any], ran: Effective | None) -> dict[str, Fact]:
-    """How the agent loop ran: steps, budget and how it is counted, results cut, calls per step."""
     from arag.agent.loop import CONTEXT_MARGIN_TOKENS
 
     facts = {P.MAX_STEPS: Fact(agent.get("max_steps"), str(agent.get("max_steps"))), P.TOKEN_BUDGET: _token_budget(model, agent, ran)}
@@ -147,8 +138,7 @@ def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapp
 
 
 def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple[str, ...], built: Any = None) -> dict[str, Fact]:
-    """The prompt variant, system prompt, forced-answer prompt and tool descriptions as shown to the
-    model, against the method's preset."""
+    """The prompts and tool descriptions as shown to the model, against the method's preset."""
     from arag.evaluation.run_settings import code_version
     from arag.evaluation import text_fingerprints as T
 
@@ -209,8 +199,7 @@ def _method_setting(method: Mapping[str, Any], key: str, before: Any, shown_befo
 
 
 def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Effective | None) -> dict[str, Fact]:
-    """How the question reached the model (the user template) and the request fields its backend
-    sent (recorded in the backend's description, arag.llm.openai)."""
+    """The user template and the request fields the backend sent (arag.llm.openai)."""
     from arag.methods.base import Method
 
     template = method.get("user_template")
@@ -227,8 +216,7 @@ def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Eff
 
 
 def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> dict[str, Fact]:
-    """What a run did, per card setting that applies to its method, from its description (run.json,
-    or {"identity": ...}) and what its episodes ran under (`ran`). `built`: the method, if built."""
+    """What a run did, per card setting that applies to its method (`built`: the method, if built)."""
     settings = info.get("settings") or {}
     identity = info.get("identity") or {}
 
@@ -292,7 +280,6 @@ AUTHORS_HEADER = "[Chunk <id>]"
 
 
 def _chunk_read_header(method: Mapping[str, Any], ran: Effective | None) -> Fact:
-    """chunk_read's header as the episodes showed it (ids as "<id>"), else as this checkout writes it."""
     if ran is not None and ran.chunk_read_header:
         header = ran.chunk_read_header
         return Fact(AUTHORS_HEADER if header == AUTHORS_HEADER else header, header)
@@ -327,8 +314,7 @@ def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any], tools: t
 
 
 def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: tuple[str, ...]) -> dict[str, Fact]:
-    """The sentence splitter and, for a method that embeds queries, the embedder's query instruction
-    and precision; facts that predate them read as the preset of the embedder's name, and say so."""
+    """The sentence splitter and, for a method that embeds queries, the query instruction and precision."""
     from arag.tools.registry import TOOLS
 
     out = {}
@@ -348,10 +334,8 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
     return out
 
 
-# ---- the card ------------------------------------------------------------------------------------
 def protocol_card(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> ProtocolCard:
-    """The card of a run described by `info` (run.json, or {"identity": ...}) against its method's
-    paper; `ran` (arag.evaluation.effective) is read in place of the settings where given."""
+    """The card of a run described by `info` (run.json, or {"identity": ...}) against its paper."""
     settings = info.get("settings") or {}
     method = settings.get("method") or (info.get("identity") or {}).get("method") or {}
     paper = P.paper_of(method)

@@ -1,8 +1,5 @@
-"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses
-(docs/evaluation.md, "Results layout"), so DuckDB reads a whole results tree without merging
-schemas. A `failed` row has no answer: null prediction, answer metrics 0, never scored by the
-report; `llm_acc` is null (unknown, never "wrong") when the judge gave no verdict or was off.
-"""
+"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses,
+so DuckDB reads a whole results tree without merging schemas (docs/evaluation.md, "Results layout")."""
 
 from __future__ import annotations
 
@@ -169,14 +166,12 @@ def _column_type(f: Any) -> pa.DataType:
 
 
 def row_columns() -> list[str]:
-    """The columns of a row, in order: EpisodeRow's fields with `calls` as the call_columns() and
-    `tool_error_kinds` as the error_kind_columns()."""
+    """EpisodeRow's fields in order, `calls` and `tool_error_kinds` expanded to their columns."""
     expanded = {"calls": call_columns, "tool_error_kinds": error_kind_columns}
     return [c for f in fields(EpisodeRow) for c in (expanded[f.name]() if f.name in expanded else [f.name])]
 
 
 def row_schema() -> pa.Schema:
-    """The Parquet schema of every results file written with the tools registered now."""
     types = {f.name: _column_type(f) for f in fields(EpisodeRow)}
     return pa.schema([pa.field(c, types.get(c, pa.int32())) for c in row_columns()])
 
