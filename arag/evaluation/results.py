@@ -7,7 +7,7 @@ import fcntl
 import json
 import os
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -257,13 +257,5 @@ def atomic_write_table(table: pa.Table, path: Path) -> None:
 
 
 def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems do not sync directories; the rename is still atomic
-    finally:
-        os.close(fd)
+    with suppress(OSError):  # some filesystems do not sync directories; the rename is still atomic
+        fsync(path)

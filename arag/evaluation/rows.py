@@ -9,13 +9,8 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
-# 3: AgenticRAG: calls_search/find/open/summarize, citation Recall@1/@3, forced_summaries, context_warnings
-# 4: answer_cut_off
-# 5: tool errors by failure kind (tool_errors_<kind>), repeated_calls; tool_errors counts every unusable result;
-#    evidence_recall_at_k counts passages (a packed window is the passages it covers: PASSAGE_RECALL_SCHEMA)
-# The first schema whose Recall@k counts passages; older rows counted chunks (packed windows).
-PASSAGE_RECALL_SCHEMA = 5
+SCHEMA_VERSION = 5  # what each version added: docs/evaluation.md, "Results layout"
+PASSAGE_RECALL_SCHEMA = 5  # the first whose Recall@k counts passages; older rows counted chunks (packed windows)
 OK = "ok"
 ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 

@@ -1,10 +1,5 @@
-"""AgenticRAG: document-level search, in-document find, line-windowed open, summarize; cited answers.
-
-Unlike A-RAG's agent (same loop, index, backends): all tool calls of a reply run; the context is
-managed (a warning at `warn_fraction` of the context budget, a forced summarize at the budget, then
-the loop goes on) instead of forcing an answer; the final answer ends with a citations line of
-reference ids, each optionally with a relevance score that ranks them (Recall@1/@3).
-"""
+"""AgenticRAG: document-level search, in-document find, line-windowed open, summarize; cited answers
+(docs/agents.md, "AgenticRAG")."""
 
 from __future__ import annotations
 
@@ -75,8 +70,7 @@ class AgenticRagMethod(Method):
         return DocumentSession(settings=self.documents)
 
     def initial_messages(self, question: str, ctx: Any, tracker: Any) -> tuple[list, list]:
-        """As every agent's, after failing the episode with the reason on an index the document tools
-        cannot read (a packed index built before sentence sources)."""
+        """As every agent's, after refusing an index the document tools cannot read."""
         from arag.tools.documents import check_document_index
 
         if getattr(ctx, "store", None) is not None:  # a served index (RemoteTools) checks on its side
@@ -84,13 +78,12 @@ class AgenticRagMethod(Method):
         return super().initial_messages(question, ctx, tracker)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """The tools' schemas with this method's document-tool limits (the ablations narrow them)."""
         from arag.tools import tool_schemas
 
         return tool_schemas(list(self.tools), self.chunk_ids, self.documents) if self.tools else []
 
     def finish_answer(self, text: str, state: Any) -> tuple[str, list[dict[str, Any]]]:
-        """The answer without its citations line, and the citations ranked (by score, then order)."""
+        """The answer without its citations line, and the citations by score, then order."""
         matches = list(CITATIONS_LINE.finditer(text))
         if not matches:
             return text, []

@@ -1,8 +1,5 @@
-"""A method = a system prompt + a tool set + tool options (+ optionally a one-shot context).
-
-The agent loop only talks to this interface, so a new method (AgenticRAG, A2RAG, …) is a subclass
-registered under a name, with its prompts in `conf/method/<name>.yaml`; the loop stays untouched.
-"""
+"""A method = a system prompt + a tool set + tool options (+ optionally a one-shot context): the one
+interface the agent loop talks to; a new method is a subclass with its prompts in `conf/method/<name>.yaml`."""
 
 from __future__ import annotations
 
@@ -47,7 +44,6 @@ DEFAULT_FINAL_PROMPT = (
 
 
 def fill_answer_style(text: str, sentence: str | None) -> str:
-    """`text` with `sentence` in its `{answer_style}` slots, or with the slots taken out (None)."""
     if sentence is not None:
         return text.replace(ANSWER_STYLE_SLOT, sentence)
     return _SLOT_IN_LINE.sub("", _SLOT_LINE.sub("", text)).rstrip()
@@ -80,14 +76,12 @@ class Method:
 
     @classmethod
     def config_keys(cls) -> tuple[str, ...]:
-        """The keys a `conf/method/*.yaml` of this kind may hold (besides `kind`)."""
         from arag.strict_settings import field_names
 
         return field_names(cls)
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> "Method":
-        """The method from its config keys (already checked against `config_keys`)."""
         return cls(**cfg)
 
     def __post_init__(self) -> None:
@@ -107,21 +101,18 @@ class Method:
         return ResultFormat(snippets_per_chunk=self.snippets_per_chunk, result_titles=self.result_titles)
 
     def shows_tool_results(self) -> bool:
-        """Whether the model reads A-RAG tool results, so `snippets_per_chunk` and `result_titles`
-        shape what it sees (and enter the run's identity)."""
+        """Whether the model reads A-RAG tool results, so their result settings enter the run's identity."""
         from arag.tools import result_settings_of
 
         return bool(result_settings_of(self.tools))
 
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "Method":
-        """This method with its texts describing the chunk ids of an opened index (a copy)."""
         bound = copy.copy(self)
         bound.chunk_ids = chunk_ids
         return bound
 
     def styled(self, text: str) -> str:
-        """A prompt with its answer-style slots filled as the variant says, and its chunk-id slots
-        once bound (`for_index`)."""
+        """A prompt with its answer-style slots filled as the variant says, and its chunk-id slots."""
         text = fill_answer_style(text, ANSWER_STYLES[self.answer_style] if self.prompt_variant == SHORT_ANSWER_PROMPTS else None)
         return self.chunk_ids.fill(text) if self.chunk_ids is not None else text
 
@@ -147,30 +138,25 @@ class Method:
         return False
 
     def new_episode_state(self) -> Any:
-        """The per-episode state handed to every tool call (A-RAG: a ReadTracker)."""
         from arag.tools import ReadTracker
 
         return ReadTracker()
 
     def finish_answer(self, text: str, state: Any) -> tuple[str, list[dict[str, Any]]]:
-        """The answer as scored, and its citations (methods that cite override this)."""
         return text, []
 
     def initial_messages(self, question: str, ctx: "ToolContext | None", tracker: "ReadTracker") -> tuple[list[Message], list[ToolCallRecord]]:
-        """The conversation before the first model call, and any retrieval done to build it."""
         return [Message("system", self.system_text), Message("user", self.user_template.format(question=question))], []
 
     async def run_episode(self, question: str, ctx: "ToolContext | None", tracker: "ReadTracker", episode: Any, call: Any, messages: list[Message]) -> bool:
-        """A method with its own controller (A2RAG) runs the episode here, calling the model through
-        `call(messages, response_schema, final)`, and returns True; False: the agent loop runs it."""
+        """A method with its own controller (A2RAG) runs the episode here and returns True."""
         return False
 
     def call_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
         return ctx.call(name, arguments, tracker=tracker, full_text=self.full_text, result_format=self.result_format)
 
     async def acall_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
-        """`call_tool` for the agent loop: on the context's bounded pool (`ToolContext.acall`) where
-        it has one, so a thousand episodes in flight are a queue, not a thousand threads."""
+        """On the context's bounded pool where it has one: a thousand episodes are a queue, not threads."""
         acall = getattr(ctx, "acall", None)
         if acall is not None and type(self).call_tool is Method.call_tool:
             return await acall(name, arguments, tracker=tracker, full_text=self.full_text, result_format=self.result_format)
