@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from arag.agent.loop import EXTRA_CALL_NOTE
+from arag.tools.registry import TOOLS
+
 # Backend description keys that name the model's context window (arag.llm.base.LLMBackend.describe;
 # llama.cpp's and vLLM's own keys in older trajectories).
 WINDOW_KEYS = ("context_window", "n_ctx", "max_model_len")
@@ -27,8 +30,6 @@ class Effective:
 
 
 def chunk_readers() -> frozenset[str]:
-    from arag.tools.registry import TOOLS
-
     return frozenset(name for name, spec in TOOLS.items() if spec.shown_ids_argument and spec.unit == "chunk")
 
 
@@ -48,8 +49,6 @@ def reply_cap_of(trajectory: Mapping[str, Any]) -> int | None:
 
 def replies_with_extra_calls(messages: list[Mapping[str, Any]]) -> int:
     """Assistant replies followed by at least one "not run" note (arag.agent.loop.EXTRA_CALL_NOTE)."""
-    from arag.agent.loop import EXTRA_CALL_NOTE
-
     count, noted = 0, False
     for message in messages:
         if message.get("role") == "assistant":

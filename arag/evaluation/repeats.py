@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from arag.tools.registry import TOOLS
+
 
 def normalised(value: Any) -> Any:
     if isinstance(value, str):
@@ -20,8 +22,6 @@ def normalised(value: Any) -> Any:
 
 
 def with_defaults(name: str, arguments: Any) -> Any:
-    from arag.tools.registry import TOOLS
-
     spec = TOOLS.get(name)
     if spec is None or not isinstance(arguments, dict):
         return arguments

@@ -9,6 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from arag.tools.failures import FAILURE_KINDS
+from arag.tools.registry import TOOLS
+
 SCHEMA_VERSION = 5  # what each version added: docs/evaluation.md, "Results layout"
 PASSAGE_RECALL_SCHEMA = 5  # the first whose Recall@k counts passages; older rows counted chunks (packed windows)
 OK = "ok"
@@ -20,8 +23,6 @@ CALLS_OTHER = "calls_other"
 
 
 def counted_tools() -> tuple[str, ...]:
-    from arag.tools.registry import TOOLS
-
     return tuple(TOOLS)
 
 
@@ -34,8 +35,6 @@ ERROR_KIND_PREFIX = "tool_errors_"
 
 
 def failure_kinds() -> tuple[str, ...]:
-    from arag.tools.failures import FAILURE_KINDS
-
     return FAILURE_KINDS
 
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+from omegaconf import OmegaConf
+
+from arag.config.files import conf_path
+from arag.config.schemas import IndexBuild
 from arag.index.facts import embedder_facts, manifest_facts
 from arag.index.layout import IndexLayout
 
@@ -26,18 +32,11 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None, ma
 
 
 def _conf_yaml(path: Path) -> Any:
-    import yaml
-
     return yaml.safe_load(path.read_text())
 
 
 @lru_cache(maxsize=1)
 def _index_defaults() -> tuple[str, dict[str, Any]]:
-    import dataclasses
-
-    from arag.config.files import conf_path
-    from arag.config.schemas import IndexBuild
-
     index_conf = _conf_yaml(conf_path("index.yaml"))
     embedder = next(d["embedder"] for d in index_conf["defaults"] if isinstance(d, dict) and "embedder" in d)
     name = _conf_yaml(conf_path("embedder", f"{embedder}.yaml"))["name"]
@@ -46,8 +45,6 @@ def _index_defaults() -> tuple[str, dict[str, Any]]:
 
 @lru_cache(maxsize=16)
 def embedder_config(name: str) -> dict[str, Any] | None:
-    from arag.config.files import conf_path
-
     configs = (_conf_yaml(path) for path in sorted(conf_path("embedder").glob("*.yaml")))
     return next((cfg for cfg in configs if isinstance(cfg, dict) and cfg.get("name") == name), None)
 
@@ -58,8 +55,6 @@ OUR_SPLITTER = "sentencex"
 
 def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
     """What `pipelines.index +corpus=<corpus>` builds at its defaults (conf/index.yaml)."""
-    from omegaconf import OmegaConf
-
     name, section = _index_defaults()
     cfg = OmegaConf.create({"corpus": dict(corpus or {}), "index": section})
 
@@ -72,8 +67,6 @@ def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def judge_presets() -> dict[str, tuple[str, str]]:
-    from arag.config.files import conf_path
-
     out = {}
     for path in sorted(conf_path("judge").glob("*.yaml")):
         cfg = _conf_yaml(path)
@@ -108,8 +101,3 @@ def guard_rails_label(rails: Mapping[str, Any] | None) -> str:
     on = [f"tool_steps={rails['tool_steps']}"] if int(rails.get("tool_steps") or 0) > 0 else []
     on += [k for k in ("require_read_before_answer", "shown_chunk_ids_only") if rails.get(k)]
     return " ".join(on) or "off"
-
-
-def model_window(model: Mapping[str, Any]) -> int | None:
-    window = model.get("context_window") or model.get("n_ctx") or model.get("max_model_len")
-    return int(window) if window else None

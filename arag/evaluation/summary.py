@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable
 
+import duckdb
+import pyarrow as pa
+
 from arag.evaluation.results import RunStore
 
 TOP_CAUSES = 3  # causes a summary names per kind (episode, judge), the most common first
@@ -17,9 +20,6 @@ SUMMARY_KEYS = (
 
 def summarize_run(store: RunStore, question_ids: Iterable[str] | None = None) -> dict[str, Any]:
     """Averages over the stored rows of `question_ids` (None: every question stored)."""
-    import duckdb
-    import pyarrow as pa
-
     files = [str(p) for p in store.row_files()]
     con = duckdb.connect()
     if files:

@@ -12,6 +12,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+
+from arag.config.files import conf_path
+from arag.evaluation import run_settings
+from arag.methods import method_class
+
 PRESET = "preset"
 CUSTOM = "custom"
 EARLIER = "earlier code"
@@ -41,13 +47,8 @@ def _repo_root() -> Path:
 @lru_cache(maxsize=64)
 def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str]:
     """conf/method/<name>.yaml at `commit`, and a note when the checkout's file stood in for it."""
-    import yaml
-
-    from arag.config.files import conf_path
-    from arag.evaluation.run_settings import code_version
-
     path = conf_path("method", f"{name}.yaml")
-    if commit and commit != code_version().get("commit"):
+    if commit and commit != run_settings.code_version().get("commit"):
         try:
             relative = path.resolve().relative_to(_repo_root())
             text = subprocess.run(["git", "show", f"{commit}:{relative.as_posix()}"], cwd=_repo_root(), capture_output=True, text=True, timeout=10, check=True).stdout
@@ -63,8 +64,6 @@ def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str
 
 
 def text_keys(method_cfg: Mapping[str, Any]) -> tuple[str, ...]:
-    from arag.methods import method_class
-
     return tuple(f.name for f in dataclasses.fields(method_class(dict(method_cfg))) if f.name.endswith(TEXT_KEY_ENDINGS))
 
 
@@ -91,13 +90,11 @@ def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commi
 
 def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_ids: Mapping[str, str] | None, same_code: bool, built: Any = None) -> dict[str, TextCheck]:
     """Each tool's description and parameters as shown, against the checkout's code's."""
-    from arag.evaluation.run_settings import model_texts
-
     shown = {s["function"]["name"]: s["function"] for s in texts.get("tools") or []}
     if not shown:
         return {}
     try:
-        rendered = model_texts(dict(method_cfg), str(texts.get("protocol") or "json"), dict(chunk_ids) if chunk_ids else None, built)
+        rendered = run_settings.model_texts(dict(method_cfg), str(texts.get("protocol") or "json"), dict(chunk_ids) if chunk_ids else None, built)
         ours = {s["function"]["name"]: s["function"] for s in rendered["tools"]}
     except (KeyError, ValueError, TypeError):
         ours = {}

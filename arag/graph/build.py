@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.graph.extract import RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, model_identity, normalise_name, written_by
+from arag.graph.extract import _SENTENCE, RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, model_identity, normalise_name, written_by
 from arag.graph.layout import GraphLayout
 from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summary_mode
 from arag.index.layout import atomic_path, read_json, write_json_atomic
@@ -238,8 +238,6 @@ def merge_graph(
 
 def document_summaries(index: Index, sentences: int = 2) -> pa.Table:
     """Extractive summaries: each document's title and the first `sentences` sentences of its first chunk."""
-    from arag.graph.extract import _SENTENCE
-
     con = duckdb.connect()
     try:
         rows = con.execute(

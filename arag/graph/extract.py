@@ -13,6 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from arag.config.schemas import ExtractorConfig
 from arag.index.packing import COVERED_SEPARATOR, DOCUMENT_SEPARATOR
+from arag.llm.types import Message
 from arag.strict_settings import check_keys, field_names
 
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -200,8 +201,6 @@ class LLMExtractor(ChatModelTask):
         return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model_identity(self.model_cfg), "max_tokens": self.max_tokens}
 
     def extract(self, chunk: Chunk) -> Extraction:
-        from arag.llm.types import Message
-
         titles = "; ".join(t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip())  # a packed window's titles, one line
         messages = [Message("system", self.prompt), Message("user", f"Passage (title: {titles}):\n{chunk.text}")]
         schema = {"response_schema": TRIPLES_SCHEMA} if self.json_protocol else {}

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from rapidfuzz import fuzz, process
 
 from arag.graph.layout import GraphLayout
 from arag.graph.extract import CO_OCCURS, MENTIONS, RULES_LABEL, normalise_name, written_by
@@ -200,8 +201,6 @@ class GraphStore:
 
     def align(self, mentions: list[str], mention_vectors: np.ndarray | None, edit_weight: float, min_score: float, per_mention: int = 1) -> list[Seed]:
         """Nodes for question entities: edit similarity and embedding cosine mixed by `edit_weight`."""
-        from rapidfuzz import fuzz, process
-
         seeds: dict[int, Seed] = {}
         vectors = np.asarray(self.node_vectors) if mention_vectors is not None and len(self.names) else None
         for i, mention in enumerate(mentions):
@@ -224,8 +223,6 @@ class GraphStore:
         return sorted(seeds.values(), key=lambda s: (-s.score, s.node_id))
 
     def matching_relations(self, words: list[str], vectors: np.ndarray | None, min_score: float) -> set[str]:
-        from rapidfuzz import fuzz, process
-
         found: set[str] = set()
         for i, word in enumerate(words):
             for name, score, _ in process.extract(word.lower(), self.relations, scorer=fuzz.partial_ratio, limit=20):

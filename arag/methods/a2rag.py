@@ -6,6 +6,7 @@ rewrites (docs/agents.md, "The method")."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import threading
@@ -13,6 +14,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+import numpy as np
+
+from arag.graph.extract import sentence_entities
+from arag.graph.store import GraphStore, hood_scores, seeds_connected
+from arag.index.tokens import count_tokens
 from arag.llm.types import Completion, Message
 from arag.methods.base import Method
 from arag.methods.tool_calls import ToolCallRecord
@@ -96,23 +102,15 @@ class A2RagMethod(Method):
 
     def graph_fingerprint(self, index_root: str) -> str:
         """The graph's identity for the run id; checks the graph and its gate summaries before any episode."""
-        import hashlib
-
-        from arag.graph.store import GraphStore
-
         graph = GraphStore(index_root)
         if self.gate_summaries == "llm":
             graph.require_llm_summaries()
         return hashlib.sha256(json.dumps(graph.manifest.get("identity"), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def graph_extractor(self, index_root: str) -> str:
-        from arag.graph.store import GraphStore
-
         return GraphStore(index_root).extractor
 
     def graph_for(self, ctx: Any) -> Any:
-        from arag.graph.store import GraphStore
-
         root = getattr(getattr(ctx, "index", None), "root", None)
         if root is None:
             raise ValueError("method a2rag reads the index's graph from disk: give index.path (a tool server is not supported)")
@@ -189,7 +187,7 @@ class A2RagMethod(Method):
                 evidence.triples += [t.render() for t in new_triples]
                 text = "\n".join(t.render() for t in new_triples)
                 chunk_ids = list(dict.fromkeys(c for t in triples for c in t.chunk_ids))
-                tokens, record, added = _count_tokens(text), TRIPLES_RECORD, len(new_triples)
+                tokens, record, added = count_tokens(text) if text else 0, TRIPLES_RECORD, len(new_triples)
             episode.tool_calls.append(
                 ToolCallRecord(
                     step=episode.steps, name=record, text=text, retrieved_tokens=tokens, chunk_ids=chunk_ids, latency_s=time.perf_counter() - started,
@@ -211,8 +209,6 @@ class A2RagMethod(Method):
         return evidence, stage
 
     def _seeds(self, query: str, top_docs, graph, ctx):
-        from arag.graph.extract import sentence_entities
-
         mentions = list(dict.fromkeys(t for _, _, t in sentence_entities(query)))
         vectors = _encode(ctx, mentions) if mentions else None
         seeds = graph.align(mentions, vectors, self.seed_edit_weight, self.seed_min_score) if mentions else []
@@ -228,8 +224,6 @@ class A2RagMethod(Method):
 
     def _graph_stage(self, name: str, graph, seeds: list[int], relations):
         """Stage 1 or 2: (triples, extra record arguments, structurally sufficient, node scores)."""
-        from arag.graph.store import hood_scores, seeds_connected
-
         if name == "local":
             hoods = graph.local_hoods(seeds, relations)
             return graph.local_triples(seeds, hoods, relations, self.triples_per_stage), {}, seeds_connected(hoods), hood_scores(seeds, hoods)
@@ -284,15 +278,7 @@ class Evidence:
         return "\n\n".join(parts) if parts else "Evidence: (none)"
 
 
-def _count_tokens(text: str) -> int:
-    from arag.index.tokens import count_tokens
-
-    return count_tokens(text) if text else 0
-
-
 def _render_chunks(ctx: Any, chunk_ids: list[str]) -> tuple[str, list[str], int, dict[str, str]]:
-    from arag.index.tokens import count_tokens
-
     if not chunk_ids:
         return "", [], 0, {}
     rows = ctx.sql("SELECT chunk_id, text FROM chunks WHERE chunk_id IN (SELECT unnest(?))", [chunk_ids])
@@ -303,8 +289,6 @@ def _render_chunks(ctx: Any, chunk_ids: list[str]) -> tuple[str, list[str], int,
 
 
 def _encode(ctx: Any, texts: list[str]):
-    import numpy as np
-
     return np.concatenate([ctx.encode_query(t) for t in texts]) if texts else None
 
 

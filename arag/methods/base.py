@@ -7,15 +7,14 @@ import asyncio
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping
 
+from arag.index.chunk_ids import ChunkIdFormat
 from arag.llm.types import Message
 from arag.methods.tool_calls import ToolCallRecord
-
-if TYPE_CHECKING:
-    from arag.index.chunk_ids import ChunkIdFormat
-    from arag.tools import ReadTracker, ToolContext, ToolResult
-    from arag.tools.base import ResultFormat
+from arag.strict_settings import field_names
+from arag.tools import ReadTracker, ToolContext, ToolResult, result_settings_of, tool_schemas
+from arag.tools.base import ResultFormat
 
 # How the answer should look, per dataset (`corpus.answer_style`): the multi-hop sets grade a short
 # span, GraphRAG-Bench long-form answers. The papers' prompts have no such sentence, so the prompts'
@@ -76,8 +75,6 @@ class Method:
 
     @classmethod
     def config_keys(cls) -> tuple[str, ...]:
-        from arag.strict_settings import field_names
-
         return field_names(cls)
 
     @classmethod
@@ -96,14 +93,10 @@ class Method:
 
     @property
     def result_format(self) -> "ResultFormat":
-        from arag.tools.base import ResultFormat
-
         return ResultFormat(snippets_per_chunk=self.snippets_per_chunk, result_titles=self.result_titles)
 
     def shows_tool_results(self) -> bool:
         """Whether the model reads A-RAG tool results, so their result settings enter the run's identity."""
-        from arag.tools import result_settings_of
-
         return bool(result_settings_of(self.tools))
 
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "Method":
@@ -125,8 +118,6 @@ class Method:
         return self.styled(self.final_prompt)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        from arag.tools import tool_schemas
-
         return tool_schemas(list(self.tools), self.chunk_ids) if self.tools else []
 
     def needs_index(self) -> bool:
@@ -138,8 +129,6 @@ class Method:
         return False
 
     def new_episode_state(self) -> Any:
-        from arag.tools import ReadTracker
-
         return ReadTracker()
 
     def finish_answer(self, text: str, state: Any) -> tuple[str, list[dict[str, Any]]]:
