@@ -9,8 +9,7 @@ from typing import Any, Iterable, Mapping
 from arag.agent.loop import EXTRA_CALL_NOTE
 from arag.tools.registry import TOOLS
 
-# Backend description keys that name the model's context window (arag.llm.base.LLMBackend.describe;
-# llama.cpp's and vLLM's own keys in older trajectories).
+# Keys naming the model's context window (llama.cpp's and vLLM's own in older trajectories).
 WINDOW_KEYS = ("context_window", "n_ctx", "max_model_len")
 
 

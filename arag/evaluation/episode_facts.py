@@ -16,12 +16,10 @@ from arag.methods import evidence_of
 from arag.tools.base import NOT_EVIDENCE, READ
 from arag.tools.failures import ALREADY_READ, EMPTY, FAILURE_KINDS, REFUSED, UNKNOWN_IDS, UNKNOWN_TOOL
 
-# A chunk_read result of a run that predates failure kinds, naming ids the index does not hold
-# (arag.tools.render.chunk_read_text): "Unknown chunk ids (not in this index): [...]".
+# Results and errors as runs that predate failure kinds recorded them: chunk_read's unknown ids, an
+# unknown reference id (AgenticRAG's document tools), a tool the method does not offer.
 UNKNOWN_CHUNK_IDS = re.compile(r"^Unknown chunk ids? \(not in this index\): (?P<ids>\[.*\])\s*$", re.MULTILINE)
-# A refusal of an unknown reference id (AgenticRAG's document tools), recorded before failure kinds.
 UNKNOWN_REF_ID = re.compile(r"^unknown reference id", re.IGNORECASE)
-# The error the loop and the tool hosts record for a tool the method does not offer (arag.agent.loop).
 UNKNOWN_TOOL_ERROR = re.compile(r"^unknown tool\b", re.IGNORECASE)
 
 

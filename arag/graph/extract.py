@@ -84,9 +84,8 @@ class RuleExtractor:
     def extract(self, chunk: Chunk) -> Extraction:
         if COVERED_SEPARATOR not in chunk.title.strip():
             return self._document(chunk.title.strip(), chunk.text)
-        # A packed window (arag.index.packing): a span of each document it covers, separated by a
-        # blank line; a span that starts with one of the window's titles is that document's, one
-        # continued from the window before has no title to link its entities to.
+        # A packed window (arag.index.packing): a span per document it covers; a span continued from
+        # the window before starts with none of the titles, so its entities link to no title.
         titles = [t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip()]
         out = Extraction()
         for span in chunk.text.split(DOCUMENT_SEPARATOR):
@@ -153,9 +152,8 @@ def sentence_entities(sentence: str, max_words: int = 8) -> list[tuple[int, int,
     return sorted(spans)
 
 
-# Our wording of the extraction the paper describes: clean (subject, relation, object) triples whose
-# ends are entities as the text names them (they become nodes, merged on their normalised name) and
-# whose relation is a short label (an edge type the question's relation words are aligned to).
+# Our wording of the extraction the paper describes: triples whose ends are entities as the text names
+# them (nodes, merged on their normalised name) and whose relation is a short label (an edge type).
 OPENIE_PROMPT = (
     "Extract the facts of the passage as (subject, relation, object) triples for a knowledge graph. "
     "Subjects and objects are named entities, dates or numbers written as in the passage; relations "

@@ -26,8 +26,7 @@ class AgenticRagMethod(Method):
     # The budget is min(context_budget, the agent's token_budget), itself capped by the model window.
     context_budget: int | None = 128_000
     warn_fraction: float = 0.9
-    # The document tools' settings, given as keys of the method's config (`max_queries: 1`; the
-    # fields of arag.tools.DocumentToolSettings).
+    # The document tools' settings, given as keys of the method's config (`max_queries: 1`).
     documents: "DocumentToolSettings | None" = None
 
     @classmethod

@@ -16,17 +16,13 @@ from arag.strict_settings import field_names
 from arag.tools import ReadTracker, ToolContext, ToolResult, result_settings_of, tool_schemas
 from arag.tools.base import ResultFormat
 
-# How the answer should look, per dataset (`corpus.answer_style`): the multi-hop sets grade a short
-# span, GraphRAG-Bench long-form answers. The papers' prompts have no such sentence, so the prompts'
-# `{answer_style}` slots are filled only under the `short_answer` prompt variant.
+# Per dataset (`corpus.answer_style`); the papers' prompts have no such sentence, so the `{answer_style}`
+# slots are filled only under the `short_answer` prompt variant (docs/agents.md, "Paper-faithful defaults").
 ANSWER_STYLES: dict[str, str] = {
     "short": "Give the answer only: a name, a date, a number, a short phrase, or yes/no, with no explanation.",
     "free_form": "Answer in a few complete sentences that state every fact the question asks for, taken from what you read.",
 }
 ANSWER_STYLE_SLOT = "{answer_style}"
-# `method.prompt_variant`: "paper" (the default) shows the rules of the method's paper (or the
-# authors' published prompt) and nothing else; "short_answer" fills the answer-style slots, a help
-# for small models that answer at length (it moves Contain-Acc, so it is in the run's identity).
 PAPER_PROMPTS = "paper"
 SHORT_ANSWER_PROMPTS = "short_answer"
 PROMPT_VARIANTS = (PAPER_PROMPTS, SHORT_ANSWER_PROMPTS)
@@ -54,8 +50,7 @@ class Method:
     system_prompt: str
     tools: tuple[str, ...] = ()
     full_text: bool = False  # search tools return whole chunks instead of snippets
-    # How the A-RAG tools show results (arag.tools.base.ResultFormat; the defaults are the official
-    # tools'): keyword_search's matching sentences per chunk (None or 0: all), titles in headers.
+    # How the A-RAG tools show results (docs/tools.md; the defaults are the official tools').
     snippets_per_chunk: int | None = 5
     result_titles: bool = False
     user_template: str = "Question: {question}"
@@ -63,14 +58,11 @@ class Method:
     answer_style: str = "short"  # a key of ANSWER_STYLES
     prompt_variant: str = PAPER_PROMPTS  # one of PROMPT_VARIANTS
     tools_per_step: int | None = 1  # tool calls of one reply that run (A-RAG: one); None: all
-    # The opened index's chunk-id form, for the texts' `{chunk_id_format}` and `{chunk_id_example}`
-    # slots (arag.index.chunk_ids); not a config key: set by `for_index`.
+    # The opened index's chunk-id form for the texts' slots; not a config key: set by `for_index`.
     chunk_ids: "ChunkIdFormat | None" = field(default=None, init=False, repr=False)
-    # Retrieval steps recorded like tool calls under a name no tool has: how their chunks count as
-    # evidence (arag.tools.base READ / SNIPPET; read by arag.methods.evidence_of).
+    # Retrieval records under a name no tool has: how their chunks count as evidence (READ / SNIPPET).
     evidence_records: ClassVar[Mapping[str, str]] = {}
-    # How the scored answer is taken from the final reply: A-RAG's evaluation code scores the whole
-    # final reply, citations and all.
+    # How the scored answer is taken from the final reply: A-RAG's evaluation code scores all of it.
     answer_scoring: ClassVar[str] = "whole reply"
 
     @classmethod
