@@ -1,6 +1,6 @@
 """Entity–relation extraction from chunks behind one interface (`Extractor.extract(chunk)`): the A2RAG
 paper's LLM OpenIE (`LLMExtractor`) and the CPU substitute (`RuleExtractor`). The rules, and how a
-reply that is not valid triples is kept: docs/agents.md, "The graph job"."""
+reply that is not valid triples is kept: docs/agents.md, "The graph job" and "Rule extractor"."""
 
 from __future__ import annotations
 
