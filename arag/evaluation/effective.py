@@ -1,15 +1,15 @@
-"""What a run's episodes ran under, read from their trajectories: the token budget fitted to the
-window, the reply cap sent, the window, tool calls per step and extra calls answered "not run", the
-results cut to fit, and chunk_read's header. The protocol card shows these instead of the settings.
-"""
+"""What a run's episodes ran under, read from their trajectories, which the protocol card shows
+instead of the settings (docs/evaluation.md, "Protocol", "What ran, not what was set")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-# Backend description keys that name the model's context window (arag.llm.base.LLMBackend.describe;
-# llama.cpp's and vLLM's own keys in older trajectories).
+from arag.agent.loop import EXTRA_CALL_NOTE
+from arag.tools.registry import TOOLS
+
+# Keys naming the model's context window (llama.cpp's and vLLM's own in older trajectories).
 WINDOW_KEYS = ("context_window", "n_ctx", "max_model_len")
 
 
@@ -29,9 +29,6 @@ class Effective:
 
 
 def chunk_readers() -> frozenset[str]:
-    """The tools that read chunks by the ids earlier results showed (chunk_read)."""
-    from arag.tools.registry import TOOLS
-
     return frozenset(name for name, spec in TOOLS.items() if spec.shown_ids_argument and spec.unit == "chunk")
 
 
@@ -43,8 +40,7 @@ def window_of(backend: Mapping[str, Any]) -> int | None:
 
 
 def reply_cap_of(trajectory: Mapping[str, Any]) -> int | None:
-    """The max_tokens an episode's model calls sent: `agent.reply_cap`, else (older records) what the
-    loop passed on: the agent's max_reply_tokens, else the backend's max_tokens."""
+    """The max_tokens an episode's model calls sent (older records: what the loop passed on)."""
     agent, backend = trajectory.get("agent") or {}, trajectory.get("backend") or {}
     cap = agent.get("reply_cap") or agent.get("max_reply_tokens") or backend.get("max_tokens")
     return int(cap) if cap else None
@@ -52,8 +48,6 @@ def reply_cap_of(trajectory: Mapping[str, Any]) -> int | None:
 
 def replies_with_extra_calls(messages: list[Mapping[str, Any]]) -> int:
     """Assistant replies followed by at least one "not run" note (arag.agent.loop.EXTRA_CALL_NOTE)."""
-    from arag.agent.loop import EXTRA_CALL_NOTE
-
     count, noted = 0, False
     for message in messages:
         if message.get("role") == "assistant":
@@ -64,8 +58,7 @@ def replies_with_extra_calls(messages: list[Mapping[str, Any]]) -> int:
 
 
 def header_form(call: Mapping[str, Any]) -> str | None:
-    """The first chunk header ("[...]" on a line of its own) of a chunk_read result, ids (and a
-    missing neighbour's note) written "<id>", titles "<title>"; None when it shows no chunk."""
+    """The first chunk header of a chunk_read result, ids written "<id>", titles "<title>"."""
     if call.get("error"):
         return None
     line = next((x.strip() for x in str(call.get("text") or "").splitlines() if x.strip().startswith("[") and x.strip().endswith("]")), None)
@@ -83,7 +76,6 @@ def header_form(call: Mapping[str, Any]) -> str | None:
 
 
 def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
-    """The effective values of these episodes (a failed one without a record counts for nothing)."""
     budgets, caps, windows = set(), set(), set()
     episodes, extra, cut = 0, 0, 0
     replies: int | None = 0

@@ -1,9 +1,6 @@
-"""Every fact counted in an episode's trajectory: calls per tool, tool errors by failure kind,
-repeated calls, and the supporting documents seen and read, with the rules of docs/evaluation.md,
-"Tool errors and repeated calls". The runner fills a new row with it; the report (arag.report.facts)
-and the viewer count every stored row again with it, so old and new runs show the same numbers.
-Input: the stored trajectory (arag.agent.episode.Episode.to_json) with the runner's `chunk_titles`.
-"""
+"""Every fact counted in an episode's stored trajectory (calls per tool, tool errors by kind, repeated
+calls, supporting documents seen and read), in one place for the runner, the report and the viewer,
+so old and new runs show the same numbers (docs/evaluation.md, "Tool errors and repeated calls")."""
 
 from __future__ import annotations
 
@@ -19,18 +16,15 @@ from arag.methods import evidence_of
 from arag.tools.base import NOT_EVIDENCE, READ
 from arag.tools.failures import ALREADY_READ, EMPTY, FAILURE_KINDS, REFUSED, UNKNOWN_IDS, UNKNOWN_TOOL
 
-# A chunk_read result of a run that predates failure kinds, naming ids the index does not hold
-# (arag.tools.render.chunk_read_text): "Unknown chunk ids (not in this index): [...]".
+# Results and errors as runs that predate failure kinds recorded them: chunk_read's unknown ids, an
+# unknown reference id (AgenticRAG's document tools), a tool the method does not offer.
 UNKNOWN_CHUNK_IDS = re.compile(r"^Unknown chunk ids? \(not in this index\): (?P<ids>\[.*\])\s*$", re.MULTILINE)
-# A refusal of an unknown reference id (AgenticRAG's document tools), recorded before failure kinds.
 UNKNOWN_REF_ID = re.compile(r"^unknown reference id", re.IGNORECASE)
-# The error the loop and the tool hosts record for a tool the method does not offer (arag.agent.loop).
 UNKNOWN_TOOL_ERROR = re.compile(r"^unknown tool\b", re.IGNORECASE)
 
 
 def unknown_ids_in(call: Mapping[str, Any]) -> int:
-    """How many ids a stored tool call named that do not exist: as recorded, else the length of the
-    result's "Unknown chunk ids" list."""
+    """How many ids a stored tool call named that do not exist: as recorded, else from its result."""
     if call.get("unknown_id_count"):
         return int(call["unknown_id_count"])
     m = UNKNOWN_CHUNK_IDS.search(call.get("text") or "")
@@ -43,7 +37,6 @@ def unknown_ids_in(call: Mapping[str, Any]) -> int:
 
 
 def call_failure(call: Mapping[str, Any]) -> str | None:
-    """A stored tool call's failure kind (one of FAILURE_KINDS), None when the model could use its result."""
     failure = call.get("failure")
     if failure:
         return failure if failure in FAILURE_KINDS else REFUSED
@@ -56,10 +49,7 @@ def call_failure(call: Mapping[str, Any]) -> str | None:
 
 
 def _legacy_failure(call: Mapping[str, Any]) -> str | None:
-    """The kind of a call stored before kinds were recorded, from what it returned: an evidence tool
-    that returned no chunk is `unknown_ids` when its result names unknown ids, else `empty`; a
-    reading tool (READ) whose chunks brought no retrieved tokens (each answered with the
-    already-read note) is `already_read`, or `unknown_ids` when it also named unknown ids."""
+    """The kind of a call stored before kinds were recorded, from what it returned (docs/evaluation.md)."""
     named_unknown = unknown_ids_in(call) > 0
     if not call.get("chunk_ids"):
         if named_unknown:
@@ -72,9 +62,8 @@ def _legacy_failure(call: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class EpisodeFacts:
-    """What an episode did, counted in its trajectory. A row whose trajectory holds no tool-call
-    record (`recorded` False) keeps its own call counts; if it called a tool, `counted` is False and
-    the counts only a trajectory gives (tool errors, repeated calls) are None, else 0."""
+    """What an episode did. Without a tool-call record (`recorded` False) a row keeps its call counts,
+    and if it called a tool (`counted` False) its tool errors and repeated calls are None."""
 
     calls: dict[str, int]  # calls per tool name (the record's name: a made-up tool's too)
     failures: tuple[str | None, ...]  # per call, in order: its failure kind, None when usable
@@ -95,7 +84,6 @@ class EpisodeFacts:
 
     @property
     def tool_error_kinds(self) -> dict[str, int] | None:
-        """Tool errors per failure kind that occurred, in FAILURE_KINDS order."""
         if not self.counted:
             return None
         found = Counter(f for f in self.failures if f is not None)
@@ -119,8 +107,7 @@ def stored_calls(trajectory: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def trajectory_facts(trajectory: Mapping[str, Any], supporting_titles: Iterable[str], titles: Mapping[str, str | None] | None = None) -> EpisodeFacts:
-    """The facts of one trajectory. `titles`: {chunk id: title field} of its chunks; None: those it
-    recorded (`chunk_titles`)."""
+    """The facts of one trajectory; `titles` ({chunk id: title field}) default to its `chunk_titles`."""
     calls = stored_calls(trajectory)
     supporting = list(supporting_titles or ())
     seen, read = seen_and_read(((str(c.get("name")), c.get("chunk_ids") or []) for c in calls), method_shows_full_text(trajectory.get("agent")))
@@ -136,7 +123,6 @@ def trajectory_facts(trajectory: Mapping[str, Any], supporting_titles: Iterable[
 
 
 def parse_trajectory(text: str | None) -> dict[str, Any]:
-    """A row's trajectory column as a dict (`error` set when it is not readable JSON)."""
     try:
         trajectory = json.loads(text or "{}")
     except ValueError as exc:
@@ -149,9 +135,7 @@ FACT_INPUT_COLUMNS = ("supporting_titles", "tool_calls", "evidence_supporting", 
 
 
 def row_facts(row: Mapping[str, Any], trajectory: Mapping[str, Any] | None = None) -> EpisodeFacts:
-    """The facts of a stored row, counted in its trajectory (given, else its column parsed); where
-    the trajectory cannot tell, what the row stored: the evidence counts when it recorded no chunk
-    titles, the call counts when it holds no tool-call record (`recorded`)."""
+    """The facts of a stored row from its trajectory; where that cannot tell, what the row stored."""
     if trajectory is None:
         trajectory = parse_trajectory(row.get("trajectory"))
     supporting = list(row.get("supporting_titles") or ())

@@ -1,12 +1,6 @@
-"""Evidence recall (docs/evaluation.md, "Metrics"): how many of a question's supporting documents
-the agent saw (in any READ or SNIPPET tool's results) and read (whole text in the context: a READ
-tool, or a SNIPPET tool of a `full_text` method), by what each tool or method record declares. A
-packed chunk's title field holds every title it covers (TITLE_SEPARATOR), and each counts.
-
-Recall@k counts passages, as the A2RAG paper does, whatever the chunking: chunks in the order they
-first appeared, each replaced by the passages it covers, a passage at its first place, cut after k
-(`ranked_passages`); a packed window of ten passages is ten ranks.
-"""
+"""Evidence recall: the supporting documents the agent saw and read, by what each tool or method
+record declares (docs/evaluation.md, "Metrics"). Recall@k counts passages, as the A2RAG paper does,
+whatever the chunking: a packed window of ten passages is ten ranks."""
 
 from __future__ import annotations
 
@@ -18,9 +12,7 @@ from arag.index.packing import COVERED_SEPARATOR
 from arag.methods import evidence_of, shows_full_text
 from arag.tools.base import NOT_EVIDENCE
 
-# chunk ids -> {chunk id: title} for the ids that exist (the tool context's index).
 TitleLookup = Callable[[list[str]], dict[str, str]]
-# Between the titles of a chunk that covers several documents (packed chunking).
 TITLE_SEPARATOR = COVERED_SEPARATOR
 # The ranks Recall@k is reported at (row columns evidence_recall_at_<k>).
 RECALL_KS = (2, 5)
@@ -29,7 +21,6 @@ CITATION_KS = (1, 3)
 
 
 def titles_covered(title: str | Sequence[str] | None) -> list[str]:
-    """The document titles one chunk's title field covers."""
     if title is None:
         return []
     parts = title.split(TITLE_SEPARATOR) if isinstance(title, str) else list(title)
@@ -37,8 +28,7 @@ def titles_covered(title: str | Sequence[str] | None) -> list[str]:
 
 
 def ranked_passages(ranked_titles: Sequence[str | Sequence[str] | None]) -> list[str]:
-    """The passages (titles) the retrieved chunks cover, in rank order, each at its first place (a
-    later chunk of the same document, or an overlapping window, adds no rank)."""
+    """The passages (titles) the retrieved chunks cover, in rank order, each at its first place."""
     seen: dict[str, None] = {}
     for entry in ranked_titles:
         for title in titles_covered(entry):
@@ -47,9 +37,7 @@ def ranked_passages(ranked_titles: Sequence[str | Sequence[str] | None]) -> list
 
 
 def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_titles: Iterable[str], k: int) -> float | None:
-    """Share of the supporting titles among the first `k` passages retrieved (`ranked_passages`);
-    `ranked_titles`: per retrieved chunk, earliest first, its title field or titles (None: unknown).
-    None when the question lists no supporting titles."""
+    """Share of the supporting titles among the first `k` passages retrieved; None without any."""
     if k < 1:
         raise ValueError(f"recall_at_k needs k >= 1, got {k}")
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
@@ -59,8 +47,7 @@ def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_
 
 
 def ranked_chunks(episode: Episode) -> list[str]:
-    """Chunk ids in the order they first appeared in the episode's tool results (a method's
-    retrieval before the first model call has step 0: first)."""
+    """Chunk ids in the order they first appeared in the episode's tool results."""
     seen: dict[str, None] = {}
     for call in sorted(episode.tool_calls, key=lambda c: c.step):
         if evidence_of(call.name) == NOT_EVIDENCE:
@@ -88,15 +75,13 @@ class EvidenceRecall:
 
 
 def gold_chunks(chunk_titles: Mapping[str, str | None], supporting_titles: Iterable[str]) -> dict[str, list[str]]:
-    """{chunk id: the supporting titles it covers} of the chunks that hold gold evidence."""
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
     marked = {c: [t for t in titles_covered(title) if t in wanted] for c, title in chunk_titles.items()}
     return {c: found for c, found in marked.items() if found}
 
 
 def seen_and_read(calls: Iterable[tuple[str, Iterable[str]]], full_text: bool) -> tuple[set[str], set[str]]:
-    """The chunk ids seen and read in full, from (record name, result chunk ids) per call; the one
-    rule for an Episode and a stored trajectory (arag.evaluation.episode_facts)."""
+    """The chunk ids seen and read in full, from (record name, result chunk ids) per call."""
     seen: set[str] = set()
     read: set[str] = set()
     for name, chunk_ids in calls:
@@ -110,12 +95,10 @@ def seen_and_read(calls: Iterable[tuple[str, Iterable[str]]], full_text: bool) -
 
 
 def method_shows_full_text(agent: Mapping | None) -> bool:
-    """Whether an episode's `agent` record says its searches return whole chunks."""
     return bool(((agent or {}).get("method") or {}).get("full_text"))
 
 
 def found_titles(seen: Iterable[str], read: Iterable[str], titles: Mapping[str, str | None], supporting_titles: Iterable[str]) -> tuple[int, int]:
-    """How many supporting titles the seen and the read chunks cover."""
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
     seen_titles = {t for c in seen for t in titles_covered(titles.get(c))}
     read_titles = {t for c in read for t in titles_covered(titles.get(c))}
@@ -127,8 +110,7 @@ def chunks_seen_and_read(episode: Episode) -> tuple[set[str], set[str]]:
 
 
 def citation_recall(episode: Episode, supporting_titles: Iterable[str]) -> dict[int, float | None]:
-    """Recall@k of the documents an answer cites, ranked by relevance, each once (None for methods
-    that do not cite, or questions without supporting titles)."""
+    """Recall@k of the documents an answer cites, ranked; None for methods that do not cite."""
     if not (episode.agent.get("method") or {}).get("cites"):
         return {k: None for k in CITATION_KS}
     docs: dict[str, str | None] = {}

@@ -1,9 +1,6 @@
 """LLM-Acc: an LLM judge decides whether a prediction means the gold answer (docs/evaluation.md,
-"Judges"). The reply is `{"verdict": "correct" | "incorrect"}`, constrained by VERDICT_SCHEMA where
-the backend supports it, else parsed (a bare correct/incorrect/yes/no too). No usable verdict after
-`attempts` tries is `failed`: LLM-Acc unknown (null), never "wrong". With `skip_exact`, a normalised
-exact match is `correct` unasked: the judge could only agree, and CPU time is dear.
-"""
+"Judges"). No usable verdict after `attempts` tries is `failed`: LLM-Acc unknown, never "wrong".
+With `skip_exact` a normalised exact match is correct unasked: the judge could only agree."""
 
 from __future__ import annotations
 
@@ -19,7 +16,6 @@ from arag.config.schemas import TEMPLATE_FIELDS, JudgeConfig  # noqa: F401 (the 
 from arag.llm.base import JSON, LLMBackend
 from arag.llm.types import LLMError, Message
 
-# Verdict.status values.
 CORRECT = "correct"
 INCORRECT = "incorrect"
 VERDICT_FAILED = "failed"  # the judge gave no usable verdict: LLM-Acc unknown
@@ -52,7 +48,6 @@ class Verdict:
         return None
 
     def columns(self) -> dict[str, Any]:
-        """The result-row columns this verdict fills."""
         return {"llm_acc": self.llm_acc, "judge_status": self.status, "judge_error": self.error, "judge_reply": self.reply, "judge_s": self.latency_s}
 
 

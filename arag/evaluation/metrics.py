@@ -1,12 +1,6 @@
 """Answer metrics over every gold answer (the best match counts), normalised as the SQuAD v1.1
-evaluation script does (lower case, no punctuation, no articles a/an/the, single spaces), so
-numbers compare with published EM/F1 (docs/evaluation.md, "Metrics").
-
-contain_acc is the A-RAG paper's evaluation code's Contain-Acc: raw substrings, so "1946" is found
-in "19460" and "no" in "not known", as there; contain_acc_token is our stricter whole-token column
-beside it. A gold answer that normalises to nothing (e.g. "The") is compared lower-cased and
-stripped instead; a missing prediction (a failed episode) scores 0 on every metric.
-"""
+evaluation script does, so numbers compare with published EM/F1 (docs/evaluation.md, "Metrics").
+contain_acc is the A-RAG paper code's raw substring rule ("1946" is found in "19460", as there)."""
 
 from __future__ import annotations
 
@@ -27,6 +21,7 @@ def normalize_answer(text: str) -> str:
 
 
 def _norm(text: str) -> str:
+    """A gold answer that normalises to nothing (e.g. "The") is compared lower-cased instead."""
     n = normalize_answer(text)
     return n if n else " ".join(text.lower().split())
 
@@ -37,7 +32,6 @@ def _golds(golds: Iterable[str]) -> list[str]:
 
 
 def _best(prediction: str | None, golds: Iterable[str], score: Callable[[str, str], float]) -> float:
-    """The best `score` of the normalised prediction against a normalised gold answer."""
     if not prediction:
         return 0.0
     p = _norm(prediction)
@@ -45,7 +39,6 @@ def _best(prediction: str | None, golds: Iterable[str], score: Callable[[str, st
 
 
 def token_f1(prediction: str, gold: str) -> float:
-    """F1 of two already-normalised strings."""
     p, g = prediction.split(), gold.split()
     common = Counter(p) & Counter(g)
     same = sum(common.values())
@@ -64,7 +57,6 @@ def f1(prediction: str | None, golds: Iterable[str]) -> float:
 
 
 def contain_acc(prediction: str | None, golds: Iterable[str]) -> float:
-    """The paper code's rule: normalised gold is a substring of the normalised prediction."""
     return _best(prediction, golds, lambda p, g: float(g in p))
 
 

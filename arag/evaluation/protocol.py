@@ -1,25 +1,28 @@
-"""A run's protocol card (docs/evaluation.md, "Protocol"): for every setting that the paper its
-method comes from states (arag.evaluation.protocol_papers), our value beside the paper's and
-whether they differ, read from what the episodes ran under (arag.evaluation.effective) where given,
-else from the run's description, with the texts the model was shown checked against the method's
-preset (arag.evaluation.text_fingerprints). A value a run predates reads as what the code did
-before it was recorded (`recorded` False). A difference that moves no reported number is "form
-only", not a deviation. The card is no part of the run's identity: every value on it comes from
-what already is (settings, the index's fingerprint, the episodes).
-"""
+"""A run's protocol card: per setting its method's paper states, our value beside the paper's, read
+from what the episodes ran under where given (docs/evaluation.md, "Protocol"). The card is no part
+of the run's identity: every value on it comes from what already is."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
+from arag.agent.loop import CONTEXT_MARGIN_TOKENS, fitted_token_budget
 from arag.evaluation import protocol_papers as P
-from arag.evaluation.effective import Effective, chunk_readers
+from arag.evaluation import run_settings
+from arag.evaluation import text_fingerprints as T
+from arag.evaluation.effective import Effective, chunk_readers, window_of
 from arag.evaluation.results import RUN_INFO
 from arag.evaluation.run_labels import (  # noqa: F401 (index_facts, judge_presets: callers take them from here too)
-    OUR_SPLITTER, assumed_index_facts, embedder_config, guard_rails_label, index_facts, judge_model_name, judge_preset, judge_presets, model_window,
+    OUR_SPLITTER, assumed_index_facts, embedder_config, guard_rails_label, index_facts, judge_model_name, judge_preset, judge_presets,
 )
 from arag.index.facts import embedder_facts
+from arag.llm.base import PAPER_REPLY_TOKENS
+from arag.methods.base import Method
+from arag.tools import result_settings_of
+from arag.tools.base import Hit, ResultFormat
+from arag.tools.registry import TOOLS
+from arag.tools.render import chunk_read_text
 
 # Method kinds that run the agent loop (max steps, token budget, guard rails apply).
 LOOP_KINDS = ("agent", "agenticrag")
@@ -73,14 +76,11 @@ class ProtocolCard:
 
 
 def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None = None) -> Fact:
-    """The replies' cap as sent (from the episodes, else the settings), and what a reply could use
-    where the window leaves less than the cap beside the prompt."""
-    from arag.llm.base import PAPER_REPLY_TOKENS
-
+    """The replies' cap as sent, and what a reply could use where the window leaves less."""
     sent = ran.reply_caps if ran is not None and ran.reply_caps else ()
     cap = max(sent) if sent else int(agent.get("max_reply_tokens") or model.get("max_tokens") or PAPER_REPLY_TOKENS)
     shown_cap = "/".join(map(str, sent)) if sent else str(cap)
-    window = max(ran.windows) if ran is not None and ran.windows else model_window(model)
+    window = max(ran.windows) if ran is not None and ran.windows else window_of(model)
     recorded = bool(sent) or ran is None
     if not window:
         return Fact(cap, shown_cap, recorded=recorded)
@@ -94,11 +94,7 @@ def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effectiv
 
 
 def _token_budget(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None) -> Fact:
-    """The budget the episodes ran under (fitted to the window), else derived from the settings with
-    the loop's own function."""
-    from arag.agent.loop import fitted_token_budget
-    from arag.llm.base import PAPER_REPLY_TOKENS
-
+    """The budget the episodes ran under, else derived from the settings with the loop's function."""
     configured = agent.get("token_budget")
     setting = f"{configured} set" if configured is not None else "none set"
     if ran is not None and ran.token_budgets:
@@ -107,7 +103,7 @@ def _token_budget(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effec
         fitted = budgets != (configured,)
         where = f" in the {max(ran.windows)}-token window" if ran.windows else ""
         return Fact(budgets[0] if len(budgets) == 1 else budgets, shown + (f" (fitted{where}; {setting})" if fitted else ""))
-    window = max(ran.windows) if ran is not None and ran.windows else model_window(model)
+    window = max(ran.windows) if ran is not None and ran.windows else window_of(model)
     if window:
         cap = ran.reply_caps[-1] if ran is not None and ran.reply_caps else int(agent.get("max_reply_tokens") or model.get("max_tokens") or PAPER_REPLY_TOKENS)
         budget = fitted_token_budget(configured, window, cap)
@@ -116,13 +112,10 @@ def _token_budget(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effec
 
 
 def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapping[str, Any], ran: Effective | None) -> dict[str, Fact]:
-    """How the agent loop ran: steps, budget and how it is counted, results cut, calls per step."""
-    from arag.agent.loop import CONTEXT_MARGIN_TOKENS
-
     facts = {P.MAX_STEPS: Fact(agent.get("max_steps"), str(agent.get("max_steps"))), P.TOKEN_BUDGET: _token_budget(model, agent, ran)}
     facts[P.BUDGET_ACCOUNTING] = Fact("reported counts", "prompt + completion tokens as the backend reports them (hidden reasoning included; "
                                       "a cl100k estimate where it reports none), checked before each step")
-    window = max(ran.windows) if ran is not None and ran.windows else model_window(model)
+    window = max(ran.windows) if ran is not None and ran.windows else window_of(model)
     if agent.get("token_budget") is None and not window:
         facts[P.TOOL_RESULT_CUT] = Fact("never", "never (no budget, no known window)")
     else:
@@ -147,11 +140,7 @@ def _loop_facts(model: Mapping[str, Any], agent: Mapping[str, Any], method: Mapp
 
 
 def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple[str, ...], built: Any = None) -> dict[str, Fact]:
-    """The prompt variant, system prompt, forced-answer prompt and tool descriptions as shown to the
-    model, against the method's preset."""
-    from arag.evaluation.run_settings import code_version
-    from arag.evaluation import text_fingerprints as T
-
+    """The prompts and tool descriptions as shown to the model, against the method's preset."""
     identity = info.get("identity") or {}
     settings = info.get("settings") or {}
     texts = identity.get("texts") or {}
@@ -181,7 +170,7 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
         note = f"; {final.note}" if final.note else ""
         facts[P.FORCED_ANSWER] = (Fact("forced, no tools", f"tools removed, the preset's request in our words (sha256 {final.sha}){note}") if final.status == T.PRESET
                                   else Fact("custom", f"tools removed, a custom request (sha256 {final.sha}){note}"))
-    same_code = commit is not None and commit == code_version().get("commit")
+    same_code = commit is not None and commit == run_settings.code_version().get("commit")
     checks = T.tool_checks(method, texts, settings.get("chunk_ids"), same_code, built)
     if checks:
         custom = [n for n, c in checks.items() if c.status == T.CUSTOM]
@@ -209,10 +198,7 @@ def _method_setting(method: Mapping[str, Any], key: str, before: Any, shown_befo
 
 
 def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Effective | None) -> dict[str, Fact]:
-    """How the question reached the model (the user template) and the request fields its backend
-    sent (recorded in the backend's description, arag.llm.openai)."""
-    from arag.methods.base import Method
-
+    """The user template and the request fields the backend sent (arag.llm.openai)."""
     template = method.get("user_template")
     question = Fact(template, repr(template)) if template else Fact(Method.user_template, f"{Method.user_template!r} ({NOT_RECORDED})", recorded=False)
     facts = {P.QUESTION_MESSAGE: question}
@@ -227,8 +213,7 @@ def _request_facts(model: Mapping[str, Any], method: Mapping[str, Any], ran: Eff
 
 
 def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> dict[str, Fact]:
-    """What a run did, per card setting that applies to its method, from its description (run.json,
-    or {"identity": ...}) and what its episodes ran under (`ran`). `built`: the method, if built."""
+    """What a run did, per card setting that applies to its method (`built`: the method, if built)."""
     settings = info.get("settings") or {}
     identity = info.get("identity") or {}
 
@@ -268,8 +253,6 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any 
         facts[P.READ_TOOL_NAME] = Fact(reader, reader)
     if kind in LOOP_KINDS and tools:
         facts.update(_request_facts(model, method, ran))
-    from arag.tools import result_settings_of
-
     followed = result_settings_of(tools)
     if "snippets_per_chunk" in followed:
         facts[P.SNIPPET_CAP] = _method_setting(method, "snippets_per_chunk", "all", "all")
@@ -292,13 +275,9 @@ AUTHORS_HEADER = "[Chunk <id>]"
 
 
 def _chunk_read_header(method: Mapping[str, Any], ran: Effective | None) -> Fact:
-    """chunk_read's header as the episodes showed it (ids as "<id>"), else as this checkout writes it."""
     if ran is not None and ran.chunk_read_header:
         header = ran.chunk_read_header
         return Fact(AUTHORS_HEADER if header == AUTHORS_HEADER else header, header)
-    from arag.tools.base import Hit, ResultFormat
-    from arag.tools.render import chunk_read_text
-
     titles = bool(method.get("result_titles", True))
     text = chunk_read_text([Hit("<id>", title="<title>" if titles else None, prev_id="<id>", next_id="<id>")], {"<id>": ""}, [], result_format=ResultFormat(result_titles=titles))
     header = text.splitlines()[0]
@@ -327,10 +306,7 @@ def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any], tools: t
 
 
 def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: tuple[str, ...]) -> dict[str, Fact]:
-    """The sentence splitter and, for a method that embeds queries, the embedder's query instruction
-    and precision; facts that predate them read as the preset of the embedder's name, and say so."""
-    from arag.tools.registry import TOOLS
-
+    """The sentence splitter and, for a method that embeds queries, the query instruction and precision."""
     out = {}
     splitter = facts.get("splitter")
     out[P.SENTENCE_SPLITTER] = (Fact("sentencex", f"{splitter} (end punctuation kept){note}", recorded=recorded) if splitter
@@ -348,10 +324,8 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
     return out
 
 
-# ---- the card ------------------------------------------------------------------------------------
 def protocol_card(info: Mapping[str, Any], ran: Effective | None = None, built: Any = None) -> ProtocolCard:
-    """The card of a run described by `info` (run.json, or {"identity": ...}) against its method's
-    paper; `ran` (arag.evaluation.effective) is read in place of the settings where given."""
+    """The card of a run described by `info` (run.json, or {"identity": ...}) against its paper."""
     settings = info.get("settings") or {}
     method = settings.get("method") or (info.get("identity") or {}).get("method") or {}
     paper = P.paper_of(method)

@@ -1,11 +1,7 @@
-"""The protocols of the papers our methods come from, as data (docs/evaluation.md, "Protocol"):
-per card setting the paper's value as printed, where it is stated, the test ours must pass, and
-the authors' code's value beside it (`official`). A-RAG: arXiv 2602.03442 and the authors' code at
-commit a44de6b; AgenticRAG and A2RAG: their papers. A setting neither states has no row: the card
-never invents a reference value. `EFFECTS` holds, per setting, whether a difference moves a
-reported number and why: a judgement kept as data, which the differential run against the authors'
-code (benchmarks.official_side_by_side) may change.
-"""
+"""The protocols of the papers our methods come from, as data (docs/evaluation.md, "Protocol"): per
+card setting the paper's value, where stated, and the test ours must pass. A-RAG: arXiv 2602.03442
+and the authors' code at commit a44de6b; AgenticRAG and A2RAG: their papers. A setting neither
+states has no row: the card never invents a reference value."""
 
 from __future__ import annotations
 
@@ -62,7 +58,7 @@ SETTINGS_ORDER = (
     CONTEXT_BUDGET, EXTRACTOR, GATE_SUMMARIES, MAX_REWRITES, CORPUS,
 )
 
-# The differential run's kind name of each setting it compares (docs/evaluation.md, "Protocol card").
+# The differential run's kind name of each setting it compares.
 KINDS = {
     CHUNK_READ_HEADER: "chunk_read_header", SYSTEM_PROMPT: "system_prompt_rules", TOOL_DESCRIPTIONS: "tool_descriptions",
     SENTENCE_SPLITTER: "sentence_splitter", QUERY_INSTRUCTION: "query_instruction", EMBEDDER_PRECISION: "embedder_precision",
@@ -79,7 +75,8 @@ class Effect:
     why: str
 
 
-# Every setting not listed moves numbers: it decides what the model is, reads or may do.
+# Whether a difference moves a reported number, and why: a judgement kept as data that the
+# differential run against the authors' code (benchmarks.official_side_by_side) may change.
 EFFECTS: Mapping[str, Effect] = {
     CHUNK_READ_HEADER: Effect(True, "the header lists the neighbours' ids, which a model may go on to read (retrieved tokens leave headers out)"),
     SYSTEM_PROMPT: Effect(True, "added rules (one tool per step, the chunk-id form) steer which calls a model makes"),
@@ -119,7 +116,6 @@ class PaperProtocol:
 
 
 def names_one_of(*fragments: str) -> Callable[[Any], bool]:
-    """Accepts a model name containing one of `fragments` (e.g. 'gpt-5-mini-2025-08-07')."""
     return lambda value: value is not None and any(f in str(value).lower() for f in fragments)
 
 
@@ -236,7 +232,6 @@ A2RAG = PaperProtocol(
 
 
 def paper_of(method: Mapping[str, Any]) -> PaperProtocol:
-    """The paper a method comes from, by its kind: AgenticRAG's and A2RAG's own; every other method
-    (A-RAG and the baselines of its Table 1: direct, naive RAG) the A-RAG paper's."""
+    """AgenticRAG's and A2RAG's own paper; every other method (A-RAG and its Table 1's baselines) A-RAG's."""
     kind = str(method.get("kind") or "agent")
     return {"agenticrag": AGENTIC_RAG, "a2rag": A2RAG}.get(kind, A_RAG)

@@ -1,10 +1,6 @@
-"""Benchmark questions: JSON Lines `{id, question, answers, supporting_titles, ...}` → `Question`s
-(the shape of `../shared/data/<benchmark>/questions.jsonl`).
-
-Bad input is never dropped silently: a missing file fails with its path; a bad line (invalid JSON, a
-missing or empty field, a duplicate id) fails with `<file>:<line>: <reason>` (`on_bad_line="error"`)
-or, with `on_bad_line="skip"`, is kept in `QuestionSet.rejects` for the caller to report.
-"""
+"""Benchmark questions: JSON Lines `{id, question, answers, supporting_titles, ...}` → `Question`s.
+A bad line fails as `<file>:<line>: <reason>`, or with `on_bad_line="skip"` is kept in
+`QuestionSet.rejects` for the caller to report: never dropped silently."""
 
 from __future__ import annotations
 
@@ -59,7 +55,6 @@ class QuestionSet:
 
 
 def load_questions(path: str | Path, on_bad_line: str = "error") -> QuestionSet:
-    """Read every question of a JSON Lines file, in file order."""
     if on_bad_line not in ON_BAD_LINE:
         raise ValueError(f"on_bad_line must be one of {', '.join(ON_BAD_LINE)}, got {on_bad_line!r}")
     path = Path(path)
@@ -93,7 +88,6 @@ def load_questions(path: str | Path, on_bad_line: str = "error") -> QuestionSet:
 
 
 def parse_line(raw: bytes) -> Question:
-    """One JSON line → a Question; ValueError says what is wrong."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,10 +1,6 @@
 """Score a finished run's answers again with another judge, as a new run, without re-running agents
-(docs/evaluation.md, "Re-judging"): the source's rows with the judge's columns, `run_id` and
-`settings` replaced; its identity the source's with the judge swapped in, plus `rejudged_from` and
-`judge_code`. A re-judge of a re-judge starts from the original run, so the identity does not grow
-with every judge tried. It resumes, copies the source's failed episodes as they are, and reads the
-source one part at a time, judging batches of at least `concurrency` rows concurrently.
-"""
+(docs/evaluation.md, "Re-judging"). A re-judge of a re-judge starts from the original run, so the
+identity does not grow with every judge tried."""
 
 from __future__ import annotations
 
@@ -56,7 +52,6 @@ class SourceRun:
         return self.settings.rejudged_from is not None
 
     def origin(self) -> dict[str, Any]:
-        """The run whose agents produced these episodes: {"run_id", "identity"}."""
         if self.settings.rejudged_from is not None:
             return self.settings.rejudged_from
         return {"run_id": self.run_id, "identity": self.identity}
@@ -68,7 +63,7 @@ class SourceRun:
 
 
 def find_runs(results_root: str | Path, run_ids: Iterable[str] | None = None) -> list[SourceRun]:
-    """The runs to re-judge: those named, or every run under `results_root` that is not itself a re-judge."""
+    """The runs named, or every run under `results_root` that is not itself a re-judge."""
     root = Path(results_root)
     if not root.is_dir():
         raise RejudgeError(f"no results folder at {root}")
@@ -90,7 +85,6 @@ def find_runs(results_root: str | Path, run_ids: Iterable[str] | None = None) ->
 
 
 def checked_judge(judge: dict[str, Any]) -> JudgeConfig:
-    """The judge settings as a JudgeConfig: a misspelled key, a bad template or a disabled judge stops here, named."""
     config = JudgeConfig.from_dict(judge)
     if not config.enabled:
         raise RejudgeError("judge.enabled=false: re-judging needs a judge")
@@ -98,7 +92,6 @@ def checked_judge(judge: dict[str, Any]) -> JudgeConfig:
 
 
 def rejudged_settings(source: SourceRun, judge: dict[str, Any], judge_model: dict[str, Any] | None) -> RunSettings:
-    """The new run's settings: the source's with the judge (and its backend) replaced."""
     checked_judge(judge)
     return dataclasses.replace(source.settings, judge=dict(judge), judge_model=judge_model, rejudged_from=source.origin())
 
@@ -130,8 +123,7 @@ def rejudge_run(
     batch_size: int = 25,
     on_row: Callable[[], None] | None = None,
 ) -> RejudgeCounts:
-    """Judge the source run's answered episodes that the new run lacks, copy its failed ones, and
-    record the invocation. `backend`: the judge's, shared across runs."""
+    """Judge the source's answered episodes the new run lacks, copy its failed ones, log the invocation."""
     if settings.rejudged_from is None:
         raise ValueError("rejudge_run needs the settings of a re-judged run (rejudged_settings)")
     started = time.time()

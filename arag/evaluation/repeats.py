@@ -1,13 +1,12 @@
-"""Repeated tool calls: a call identical to an earlier call of the same episode, in tool name and
-normalised arguments: keys in any order, an argument left out equal to its schema default, 5.0
-equal to 5, whitespace runs as one space; case and list order count; arguments that were not valid
-JSON compare as normalised strings.
-"""
+"""Repeated tool calls: identical to an earlier call of the episode in tool name and normalised
+arguments (docs/evaluation.md, "Tool errors and repeated calls")."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable
+
+from arag.tools.registry import TOOLS
 
 
 def normalised(value: Any) -> Any:
@@ -23,9 +22,6 @@ def normalised(value: Any) -> Any:
 
 
 def with_defaults(name: str, arguments: Any) -> Any:
-    """`arguments` with the defaults of the registered tool `name` filled in (unchanged for any other)."""
-    from arag.tools.registry import TOOLS
-
     spec = TOOLS.get(name)
     if spec is None or not isinstance(arguments, dict):
         return arguments
@@ -34,12 +30,11 @@ def with_defaults(name: str, arguments: Any) -> Any:
 
 
 def call_key(name: str, arguments: Any) -> str:
-    """What two identical calls share."""
     return json.dumps([name, normalised(with_defaults(name, arguments))], sort_keys=True, ensure_ascii=False, default=str)
 
 
 def repeated_flags(calls: Iterable[tuple[str, Any]]) -> list[bool]:
-    """Per (tool name, arguments) of an episode's calls in order: whether an earlier call was identical."""
+    """Per (tool name, arguments) of an episode's calls: whether an earlier call was identical."""
     seen: set[str] = set()
     flags = []
     for name, arguments in calls:

@@ -1,20 +1,5 @@
 """The results tree: one folder per run, Parquet part files written atomically, exact resume; the
-one module that spells its layout (docs/evaluation.md, "Results layout" and "Resume").
-
-```
-<results.path>/<run_id>/
-  run.json                 the run's settings, identity and resolved config (written once, atomically)
-  invocations.jsonl        one line per evaluate command on this run: when, what ran, runtime settings
-  episodes/part-*.parquet  rows of answered episodes (status ok); one file per written batch
-  failed/part-*.parquet    rows of failed episodes, latest attempt only; one file per written batch with failures
-  run.lock                 held (flock) while an evaluation writes this run
-```
-
-A part is written under a temporary name no `*.parquet` glob matches and renamed into place, so a
-run killed at any point leaves whole files only. A question in `episodes/` is done; a rerun runs
-everything else, first taking the failed questions it retries out of `failed/` (rewriting only the
-files that hold them), so each question id occurs at most once across a run's files at any moment.
-"""
+one module that spells its layout (docs/evaluation.md, "Results layout" and "Resume")."""
 
 from __future__ import annotations
 
@@ -22,7 +7,7 @@ import fcntl
 import json
 import os
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -33,7 +18,7 @@ import pyarrow.parquet as pq
 from arag.evaluation.rows import ROW_FAILED, OK, row_schema, rows_to_table
 from arag.index.layout import fsync
 
-# The layout's names: spelled here only (tests/project/test_entry_points.py); everything else asks this module.
+# Spelled here only (tests/project/test_entry_points.py); everything else asks this module.
 RUN_INFO = "run.json"
 INVOCATIONS = "invocations.jsonl"
 RUN_LOCK = "run.lock"
@@ -57,7 +42,6 @@ class RunStore:
         self._failed_ids: set[str] | None = None  # question ids in failed/, read on first need
 
     def open(self) -> "RunStore":
-        """Create the folders, take the run's lock, and delete temp files of a killed writer."""
         self.episodes.mkdir(parents=True, exist_ok=True)
         self.failed_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.root / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
@@ -100,7 +84,6 @@ class RunStore:
 
     @classmethod
     def at(cls, run_dir: str | Path) -> "RunStore":
-        """The store of a run folder found in a tree (`find_run_dirs`), for reading."""
         run_dir = Path(run_dir)
         return cls(run_dir.parent, run_dir.name)
 
@@ -119,27 +102,22 @@ class RunStore:
         return self.info_path.is_file()
 
     def files(self) -> list[Path]:
-        """The run's description and its row files: what a reader must re-read when any changes."""
         return [self.info_path, *self.row_files()]
 
     def row_files(self) -> list[Path]:
-        """Every Parquet file of the run's rows: answered parts, then failed ones."""
         return self.part_files() + self.failed_files()
 
     def read_rows(self, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
-        """The stored rows, answered ones then failed ones: `columns` of them (None: all), only those of
-        `question_id` when given. A file of an older schema version lacks newer columns: they read as None."""
+        """The stored rows, answered then failed; columns an older schema version lacks read as None."""
         rows: list[dict[str, Any]] = []
         for path in self.row_files():
             rows += read_file_rows(path, columns, question_id)
         return rows
 
     def read_rows_by_file(self, columns: Iterable[str] | None = None) -> list[tuple[Path, list[dict[str, Any]]]]:
-        """`read_rows`, file by file: (row file, its rows), so a reader can `read_row` one back whole."""
         return [(path, read_file_rows(path, columns)) for path in self.row_files()]
 
     def read_invocations(self) -> list[dict[str, Any]]:
-        """The run's invocation log, oldest first; unreadable lines are left out."""
         path = self.root / INVOCATIONS
         if not path.is_file():
             return []
@@ -157,7 +135,6 @@ class RunStore:
         return sorted(self.episodes.glob("part-*.parquet"))
 
     def done_ids(self) -> set[str]:
-        """Question ids with an answered episode stored."""
         return {q for part in self.part_files() for q in _question_ids(part)}
 
     def failed_files(self) -> list[Path]:
@@ -168,8 +145,7 @@ class RunStore:
         return pa.concat_tables([pq.read_table(f, schema=row_schema()) for f in files]) if files else None
 
     def claim_failed(self, question_ids: Iterable[str]) -> dict[str, int]:
-        """Take the failed rows of the questions about to be retried out of failed/ (atomically);
-        returns each one's last attempt number, which the retry continues."""
+        """Take the retried questions' rows out of failed/; returns each one's last attempt number."""
         table = self.failed_table()
         if table is None:
             return {}
@@ -182,8 +158,7 @@ class RunStore:
         return claimed
 
     def write(self, rows: list[dict[str, Any]]) -> tuple[int, int]:
-        """Store one batch: answered rows as a new part, failed rows merged into failed/.
-        Returns (ok rows, failed rows) written."""
+        """Store one batch: answered rows as a new part, failed rows merged into failed/."""
         ok = [r for r in rows if r["status"] == OK]
         failed = [r for r in rows if r["status"] == ROW_FAILED]
         if ok:
@@ -209,7 +184,6 @@ class RunStore:
         return self._failed_ids
 
     def _drop_failed(self, question_ids: set[str]) -> None:
-        """Take these questions' rows out of failed/: only the files holding any are rewritten."""
         for path in self.failed_files():
             ids = _question_ids(path)
             if question_ids.isdisjoint(ids):
@@ -229,8 +203,7 @@ def _question_ids(path: Path) -> list[str]:
 
 
 def read_file_rows(path: Path, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
-    """The rows of one row file (`RunStore.row_files`), in file order: `columns` of them (None: all),
-    only those of `question_id` when given; columns the file's schema version lacks read as None."""
+    """The rows of one row file in file order; columns its schema version lacks read as None."""
     wanted = list(columns) if columns is not None else row_schema().names
     with pq.ParquetFile(path) as f:  # one file: no dataset discovery
         names = set(f.schema_arrow.names)
@@ -242,7 +215,6 @@ def read_file_rows(path: Path, columns: Iterable[str] | None = None, question_id
 
 
 def read_row(path: Path, index: int) -> dict[str, Any]:
-    """Row `index` (file order, as `read_file_rows` gives them) of one row file, every column."""
     with pq.ParquetFile(path) as f:
         table = f.read()
     if not 0 <= index < table.num_rows:
@@ -252,8 +224,7 @@ def read_row(path: Path, index: int) -> dict[str, Any]:
 
 
 def find_run_dirs(results_root: str | Path, *, nested: bool = True) -> list[Path]:
-    """Every run folder (one holding run.json) under `results_root`, at any depth: a tree may group
-    its runs in folders (per dataset, per sweep); nested=False: its direct sub-folders only."""
+    """Every run folder (one holding run.json) under `results_root`; a tree may group runs in folders."""
     root = Path(results_root)
     if not root.is_dir():
         raise FileNotFoundError(f"no results folder at {root}")
@@ -261,15 +232,13 @@ def find_run_dirs(results_root: str | Path, *, nested: bool = True) -> list[Path
 
 
 def row_files(results_root: str | Path) -> list[Path]:
-    """Every Parquet file of rows under a results tree, at any depth (each run's `row_files`), sorted."""
     root = Path(results_root)
     return sorted([*root.glob(f"**/{EPISODES}/part-*.parquet"), *root.glob(f"**/{FAILED_DIR}/*.parquet")])
 
 
 @contextmanager
 def _atomic(path: Path) -> Iterator[Path]:
-    """A temporary name beside `path` (`.<name>.<pid>.tmp`: no `*.parquet` glob matches it), synced
-    to disk and renamed onto `path` when the block succeeds."""
+    """A temporary name beside `path` that no `*.parquet` glob matches, renamed onto it on success."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     yield tmp
     fsync(tmp)
@@ -288,13 +257,5 @@ def atomic_write_table(table: pa.Table, path: Path) -> None:
 
 
 def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems do not sync directories; the rename is still atomic
-    finally:
-        os.close(fd)
+    with suppress(OSError):  # some filesystems do not sync directories; the rename is still atomic
+        fsync(path)

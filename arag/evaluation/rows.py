@@ -1,8 +1,5 @@
-"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses
-(docs/evaluation.md, "Results layout"), so DuckDB reads a whole results tree without merging
-schemas. A `failed` row has no answer: null prediction, answer metrics 0, never scored by the
-report; `llm_acc` is null (unknown, never "wrong") when the judge gave no verdict or was off.
-"""
+"""One result row per episode (`EpisodeRow`) and the fixed Parquet schema every results file uses,
+so DuckDB reads a whole results tree without merging schemas (docs/evaluation.md, "Results layout")."""
 
 from __future__ import annotations
 
@@ -12,13 +9,11 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5  # 2: contain_acc is the paper's substring rule; contain_acc_token, Recall@2/@5, refused_calls, truncated_observations added
-# 3: AgenticRAG: calls_search/find/open/summarize, citation Recall@1/@3, forced_summaries, context_warnings
-# 4: answer_cut_off
-# 5: tool errors by failure kind (tool_errors_<kind>), repeated_calls; tool_errors counts every unusable result;
-#    evidence_recall_at_k counts passages (a packed window is the passages it covers: PASSAGE_RECALL_SCHEMA)
-# The first schema whose Recall@k counts passages; older rows counted chunks (packed windows).
-PASSAGE_RECALL_SCHEMA = 5
+from arag.tools.failures import FAILURE_KINDS
+from arag.tools.registry import TOOLS
+
+SCHEMA_VERSION = 5  # what each version added: docs/evaluation.md, "Results layout"
+PASSAGE_RECALL_SCHEMA = 5  # the first whose Recall@k counts passages; older rows counted chunks (packed windows)
 OK = "ok"
 ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a rerun retries it)
 
@@ -28,8 +23,6 @@ CALLS_OTHER = "calls_other"
 
 
 def counted_tools() -> tuple[str, ...]:
-    from arag.tools.registry import TOOLS
-
     return tuple(TOOLS)
 
 
@@ -42,8 +35,6 @@ ERROR_KIND_PREFIX = "tool_errors_"
 
 
 def failure_kinds() -> tuple[str, ...]:
-    from arag.tools.failures import FAILURE_KINDS
-
     return FAILURE_KINDS
 
 
@@ -169,14 +160,12 @@ def _column_type(f: Any) -> pa.DataType:
 
 
 def row_columns() -> list[str]:
-    """The columns of a row, in order: EpisodeRow's fields with `calls` as the call_columns() and
-    `tool_error_kinds` as the error_kind_columns()."""
+    """EpisodeRow's fields in order, `calls` and `tool_error_kinds` expanded to their columns."""
     expanded = {"calls": call_columns, "tool_error_kinds": error_kind_columns}
     return [c for f in fields(EpisodeRow) for c in (expanded[f.name]() if f.name in expanded else [f.name])]
 
 
 def row_schema() -> pa.Schema:
-    """The Parquet schema of every results file written with the tools registered now."""
     types = {f.name: _column_type(f) for f in fields(EpisodeRow)}
     return pa.schema([pa.field(c, types.get(c, pa.int32())) for c in row_columns()])
 

@@ -1,21 +1,25 @@
-"""How a run's settings read on its protocol card, in the report and on the results page: the
-index's facts (from its manifest, else what `pipelines.index` builds by default), the judge preset
-its prompts are, the judge's model, the guard rails that are on, the model's window."""
+"""How a run's settings read on its protocol card, in the report and on the results page."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+from omegaconf import OmegaConf
+
+from arag.config.files import conf_path
+from arag.config.schemas import IndexBuild
 from arag.index.facts import embedder_facts, manifest_facts
 from arag.index.layout import IndexLayout
 
 
 def index_facts(index_path: str | Path, build_fingerprint: str | None = None, manifest: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The embedder and chunking of the index at `index_path`, from its manifest (given, or read);
-    None without one, or when the manifest's fingerprint is not `build_fingerprint` (another index)."""
+    """The embedder and chunking of the index at `index_path`; None when its manifest is missing or
+    of another index than `build_fingerprint`."""
     if manifest is None:
         try:
             manifest = json.loads(IndexLayout(index_path).manifest.read_text(encoding="utf-8"))
@@ -28,19 +32,11 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None, ma
 
 
 def _conf_yaml(path: Path) -> Any:
-    import yaml
-
     return yaml.safe_load(path.read_text())
 
 
 @lru_cache(maxsize=1)
 def _index_defaults() -> tuple[str, dict[str, Any]]:
-    """pipelines.index's default embedder name and its index section (conf/index.yaml over its schema)."""
-    import dataclasses
-
-    from arag.config.files import conf_path
-    from arag.config.schemas import IndexBuild
-
     index_conf = _conf_yaml(conf_path("index.yaml"))
     embedder = next(d["embedder"] for d in index_conf["defaults"] if isinstance(d, dict) and "embedder" in d)
     name = _conf_yaml(conf_path("embedder", f"{embedder}.yaml"))["name"]
@@ -49,9 +45,6 @@ def _index_defaults() -> tuple[str, dict[str, Any]]:
 
 @lru_cache(maxsize=16)
 def embedder_config(name: str) -> dict[str, Any] | None:
-    """The conf/embedder/*.yaml whose `name` is `name` (None: no such preset)."""
-    from arag.config.files import conf_path
-
     configs = (_conf_yaml(path) for path in sorted(conf_path("embedder").glob("*.yaml")))
     return next((cfg for cfg in configs if isinstance(cfg, dict) and cfg.get("name") == name), None)
 
@@ -62,8 +55,6 @@ OUR_SPLITTER = "sentencex"
 
 def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
     """What `pipelines.index +corpus=<corpus>` builds at its defaults (conf/index.yaml)."""
-    from omegaconf import OmegaConf
-
     name, section = _index_defaults()
     cfg = OmegaConf.create({"corpus": dict(corpus or {}), "index": section})
 
@@ -76,9 +67,6 @@ def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def judge_presets() -> dict[str, tuple[str, str]]:
-    """The judge presets (conf/judge/*.yaml) by name: (system prompt, user template)."""
-    from arag.config.files import conf_path
-
     out = {}
     for path in sorted(conf_path("judge").glob("*.yaml")):
         cfg = _conf_yaml(path)
@@ -87,8 +75,7 @@ def judge_presets() -> dict[str, tuple[str, str]]:
 
 
 def judge_preset(judge: Mapping[str, Any]) -> str:
-    """The judge preset a run's judge settings are: its `name` (', prompts changed' when the prompts
-    are not that preset's), else the preset whose prompts it has, else 'unnamed'."""
+    """The judge preset a run's judge settings are, by name, else by its prompts."""
     prompts = (str(judge.get("system_prompt")), str(judge.get("user_template")))
     presets = judge_presets()
     name = judge.get("name")
@@ -99,7 +86,6 @@ def judge_preset(judge: Mapping[str, Any]) -> str:
 
 
 def judge_model_name(judge_model: Any, agent_model: str | None) -> str | None:
-    """The judge's model name: judge.model's, else the agent's (its model at the model's defaults)."""
     if judge_model is None or judge_model == "agent":
         return agent_model
     if isinstance(judge_model, Mapping):
@@ -111,14 +97,7 @@ def judge_model_name(judge_model: Any, agent_model: str | None) -> str | None:
 
 
 def guard_rails_label(rails: Mapping[str, Any] | None) -> str:
-    """The guard rails that are on, as the report names them ('off' when none)."""
     rails = rails or {}
     on = [f"tool_steps={rails['tool_steps']}"] if int(rails.get("tool_steps") or 0) > 0 else []
     on += [k for k in ("require_read_before_answer", "shown_chunk_ids_only") if rails.get(k)]
     return " ".join(on) or "off"
-
-
-def model_window(model: Mapping[str, Any]) -> int | None:
-    """The model's context window as its config names it (llama.cpp's n_ctx, vLLM's max_model_len)."""
-    window = model.get("context_window") or model.get("n_ctx") or model.get("max_model_len")
-    return int(window) if window else None

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable
 
+import duckdb
+import pyarrow as pa
+
 from arag.evaluation.results import RunStore
 
 TOP_CAUSES = 3  # causes a summary names per kind (episode, judge), the most common first
@@ -16,11 +19,7 @@ SUMMARY_KEYS = (
 
 
 def summarize_run(store: RunStore, question_ids: Iterable[str] | None = None) -> dict[str, Any]:
-    """Averages over the stored rows of `question_ids` (None: every question stored), with the run
-    id and folder."""
-    import duckdb
-    import pyarrow as pa
-
+    """Averages over the stored rows of `question_ids` (None: every question stored)."""
     files = [str(p) for p in store.row_files()]
     con = duckdb.connect()
     if files:
@@ -59,8 +58,7 @@ def first_line(text: str, width: int = 160) -> str:
 
 
 def unfinished(s: dict[str, Any], *, judge_failures: bool = False) -> str | None:
-    """The line a command exits non-zero with when the stored rows hold failed episodes (and with
-    `judge_failures`, judge failures): how many, and their most common causes. None without."""
+    """The line a command exits non-zero with when the rows hold failures (None without)."""
     failed, judged = s.get("failed") or 0, (s.get("judge_failed") or 0) if judge_failures else 0
     if not failed + judged:
         return None
@@ -71,8 +69,8 @@ def unfinished(s: dict[str, Any], *, judge_failures: bool = False) -> str | None
 
 
 def unscored(s: dict[str, Any]) -> str:
-    """The line in place of the accuracies when no stored episode has an answer: an accuracy over
-    failures only would read as a measured 0, so how many failed and why instead."""
+    """The line in place of the accuracies when no episode has an answer: a score over failures only
+    would read as a measured 0."""
     causes = "; ".join(f"{n} × {cause}" for kind, cause, n in s.get("failure_causes") or [] if kind == "episode")
     return f"no accuracy: none of the {s['stored']} stored episodes has an answer ({s['failed']} failed" + (f"; most common causes: {causes})" if causes else ")")
 

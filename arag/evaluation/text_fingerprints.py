@@ -1,11 +1,5 @@
-"""Whether the texts a run's model was shown (system prompt, forced-answer prompt, tool
-descriptions; the identity's `texts`, arag.evaluation.run_settings.model_texts) are its preset's.
-
-A prompt is the preset's when the run's method config holds the text of `conf/method/<name>.yaml`
-at the run's commit (read with git; without it, the checkout's file, and the card says so); an
-overridden prompt is "custom". A tool description comes from the code: the preset's when it is the
-checkout's code's for the same index, else an earlier code's (another commit) or "custom".
-"""
+"""Whether the texts a run's model was shown (the identity's `texts`) are its method preset's, read at
+the run's commit with git (docs/evaluation.md, "Protocol", "Texts by fingerprint")."""
 
 from __future__ import annotations
 
@@ -17,6 +11,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
+
+import yaml
+
+from arag.config.files import conf_path
+from arag.evaluation import run_settings
+from arag.methods import method_class
 
 PRESET = "preset"
 CUSTOM = "custom"
@@ -46,15 +46,9 @@ def _repo_root() -> Path:
 
 @lru_cache(maxsize=64)
 def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str]:
-    """conf/method/<name>.yaml at `commit` (the checkout's file for None or the checkout's commit),
-    and a note when the checkout's file stood in for the commit's."""
-    import yaml
-
-    from arag.config.files import conf_path
-    from arag.evaluation.run_settings import code_version
-
+    """conf/method/<name>.yaml at `commit`, and a note when the checkout's file stood in for it."""
     path = conf_path("method", f"{name}.yaml")
-    if commit and commit != code_version().get("commit"):
+    if commit and commit != run_settings.code_version().get("commit"):
         try:
             relative = path.resolve().relative_to(_repo_root())
             text = subprocess.run(["git", "show", f"{commit}:{relative.as_posix()}"], cwd=_repo_root(), capture_output=True, text=True, timeout=10, check=True).stdout
@@ -70,14 +64,10 @@ def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str
 
 
 def text_keys(method_cfg: Mapping[str, Any]) -> tuple[str, ...]:
-    """The method class's fields that hold texts the model reads."""
-    from arag.methods import method_class
-
     return tuple(f.name for f in dataclasses.fields(method_class(dict(method_cfg))) if f.name.endswith(TEXT_KEY_ENDINGS))
 
 
 def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commit: str | None) -> dict[str, TextCheck]:
-    """The system and forced-answer prompts the run showed (SYSTEM, FINAL), each against its preset's."""
     shown = texts.get("method") or {}
     preset, note = preset_at(str(method_cfg.get("name")), commit)
     try:
@@ -99,15 +89,12 @@ def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commi
 
 
 def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_ids: Mapping[str, str] | None, same_code: bool, built: Any = None) -> dict[str, TextCheck]:
-    """Each tool's description and parameters as shown, against the checkout's code's (`built`: the
-    method, when already built)."""
-    from arag.evaluation.run_settings import model_texts
-
+    """Each tool's description and parameters as shown, against the checkout's code's."""
     shown = {s["function"]["name"]: s["function"] for s in texts.get("tools") or []}
     if not shown:
         return {}
     try:
-        rendered = model_texts(dict(method_cfg), str(texts.get("protocol") or "json"), dict(chunk_ids) if chunk_ids else None, built)
+        rendered = run_settings.model_texts(dict(method_cfg), str(texts.get("protocol") or "json"), dict(chunk_ids) if chunk_ids else None, built)
         ours = {s["function"]["name"]: s["function"] for s in rendered["tools"]}
     except (KeyError, ValueError, TypeError):
         ours = {}
@@ -119,7 +106,7 @@ def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_i
 
 
 def added_rules(system_text: str) -> list[str]:
-    """The rules our prompts add to the paper's (kinds.md, system_prompt_rules), found in a system prompt."""
+    """The rules our prompts add to the paper's, found in a system prompt."""
     lower = system_text.lower()
     found = []
     if "one tool per step" in lower:

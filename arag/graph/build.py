@@ -1,11 +1,5 @@
-"""The offline graph of an index, in plain Python: the per-part extraction step and the merge step
-(files: arag.graph.layout). `arag.runtime.graph_job` schedules them on Ray.
-
-The manifest's `extractor` ("llm:<model>", the A2RAG paper's, or "rules", the CPU substitute) and
-`summaries` ("llm:<model>" or "extractive") say what built it. An extraction part is a slice of one
-index part (`chunks_per_part`), so even a one-file corpus is extracted in parallel and resumes at a
-fine grain after a kill.
-"""
+"""The offline graph of an index, in plain Python: the per-part extraction step and the merge step,
+which `arag.runtime.graph_job` schedules on Ray (docs/agents.md, "The graph job" and "Graph files")."""
 
 from __future__ import annotations
 
@@ -20,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.graph.extract import RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, model_identity, normalise_name, written_by
+from arag.graph.extract import _SENTENCE, RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, model_identity, normalise_name, written_by
 from arag.graph.layout import GraphLayout
 from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summary_mode
 from arag.index.layout import atomic_path, read_json, write_json_atomic
@@ -119,7 +113,6 @@ def prepare_graph_directory(layout: GraphLayout, identity: dict[str, Any], overw
 
 
 def _write_parquet(table: pa.Table, target: Path) -> None:
-    """Temporary name, fsync, rename (atomic_path): a reader, or a resumed build, sees whole files."""
     with atomic_path(target) as tmp:
         pq.write_table(table, tmp, compression="zstd")
 
@@ -128,8 +121,8 @@ def extract_part(
     index_root: str, part: GraphPart, extractor_cfg: Mapping[str, Any], worker: str = "", extractor: Extractor | None = None,
     summaries: str = EXTRACTIVE_LABEL, summariser: LLMSummariser | None = None,
 ) -> GraphPartRecord:
-    """Extract one part's chunks and commit it (Parquet files first, the record last). With
-    `summaries="llm"`, also the gate summary of every document whose first chunk is in the part."""
+    """Extract one part's chunks (and with `summaries="llm"` the gate summary of each document that
+    starts in it) and commit it: Parquet files first, the record last."""
     layout = GraphLayout(index_root)
     record_path = layout.part_file("parts", part.part)
     if record_path.exists():
@@ -142,7 +135,6 @@ def extract_part(
     # One row before the slice, to know whether its first row starts a document.
     before = 1 if part.start else 0
     chunks = pq.read_table(index.parts[part.index_part].chunks, columns=["chunk_id", "doc_id", "title", "text"]).slice(part.start - before, part.end - part.start + before)
-    # Rows of each output file, as tuples in its schema's column order.
     triples: list[tuple] = []
     mentions: list[tuple] = []
     rejects: list[tuple] = []
@@ -180,10 +172,8 @@ def extract_part(
 def merge_graph(
     index_root: str, plan: list[GraphPart], summary_sentences: int = 2, encoder: Callable[[list[str]], np.ndarray] | None = None, llm_summaries: bool = False,
 ) -> dict[str, Any]:
-    """Nodes, edges, provenance and summaries from the committed parts (DuckDB over their Parquet,
-    so memory follows the graph, not the corpus text), then their embeddings with `encoder`
-    (default: the index's own embedder). `llm_summaries`: the parts hold LLM-written gate summaries
-    too. Returns counts."""
+    """Nodes, edges, provenance, summaries and their vectors from the committed parts; returns counts.
+    DuckDB over the parts' Parquet, so memory follows the graph, not the corpus text."""
     layout = GraphLayout(index_root)
     missing = [p.part for p in plan if not layout.part_file("parts", p.part).exists()]
     if missing:
@@ -248,8 +238,6 @@ def merge_graph(
 
 def document_summaries(index: Index, sentences: int = 2) -> pa.Table:
     """Extractive summaries: each document's title and the first `sentences` sentences of its first chunk."""
-    from arag.graph.extract import _SENTENCE
-
     con = duckdb.connect()
     try:
         rows = con.execute(

@@ -1,29 +1,6 @@
-"""Entity–relation extraction from chunks, behind one interface (`Extractor.extract(chunk)`).
-
-`LLMExtractor` is the A2RAG paper's: an information-extraction pipeline that yields
-subject–relation–object triples from prompted extraction (its Sec. I–II), used whenever the graph
-build is given a model (`graph.extractor.model`): one call per chunk asking for JSON triples on any
-`arag.llm` backend; a reply that is not valid triples is an `ExtractionReject` (counted and kept,
-never dropped silently). Its prompt and model are part of the graph's identity.
-
-`RuleExtractor` is the CPU substitute (no LLM; all of 2Wiki in minutes). Its rules:
-  entities
-    1. the chunk's title (the document's subject);
-    2. capitalised spans: runs of capitalised words, joined across the connectors "of", "the",
-       "de", "von", "van", "der", "la", "le", "del", "du" when a capitalised word follows (so
-       "Bishop of Elmham" and "Hugh, King of Italy" give "Bishop of Elmham", "Hugh", "King of Italy");
-       a span of one word from the sentence-start stop list ("The", "He", "In", ...) is skipped;
-    3. dates: "11 November 875", "November 11, 875", "November 875" (month names spelled out);
-    4. numbers: other runs of digits (years, counts), with decimals.
-  relations (within one sentence)
-    5. pattern: between two consecutive entities of a sentence, at most `max_relation_words` words
-       with no capitalised word and no clause break (",;:()") → that text, lower-cased, is the
-       relation ("was a daughter of", "married", "born in");
-    6. co-occurrence: other consecutive entity pairs of a sentence → relation "co_occurs_with";
-    7. subject link: the title to every entity of its chunk → relation "mentions".
-  A packed window (several documents) is read document by document, each span with its own title.
-The graph manifest's `extractor` says which built a graph ("llm:<model>" or "rules").
-"""
+"""Entity–relation extraction from chunks behind one interface (`Extractor.extract(chunk)`): the A2RAG
+paper's LLM OpenIE (`LLMExtractor`) and the CPU substitute (`RuleExtractor`). The rules, and how a
+reply that is not valid triples is kept: docs/agents.md, "The graph job" and "Rule extractor"."""
 
 from __future__ import annotations
 
@@ -36,6 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from arag.config.schemas import ExtractorConfig
 from arag.index.packing import COVERED_SEPARATOR, DOCUMENT_SEPARATOR
+from arag.llm.types import Message
 from arag.strict_settings import check_keys, field_names
 
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -77,8 +55,6 @@ class Triple:
 
 @dataclass
 class Extraction:
-    """What one chunk gave: entity surface forms (every one, even those in no triple) and triples."""
-
     entities: list[str] = field(default_factory=list)
     triples: list[Triple] = field(default_factory=list)
 
@@ -97,9 +73,6 @@ class Extractor(Protocol):
     def extract(self, chunk: Chunk) -> Extraction: ...
 
 
-# ---- rules ------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class RuleExtractor:
     max_relation_words: int = 5
@@ -111,9 +84,8 @@ class RuleExtractor:
     def extract(self, chunk: Chunk) -> Extraction:
         if COVERED_SEPARATOR not in chunk.title.strip():
             return self._document(chunk.title.strip(), chunk.text)
-        # A packed window (arag.index.packing): a span of each document it covers, separated by a
-        # blank line; a span that starts with one of the window's titles is that document's, one
-        # continued from the window before has no title to link its entities to.
+        # A packed window (arag.index.packing): a span per document it covers; a span continued from
+        # the window before starts with none of the titles, so its entities link to no title.
         titles = [t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip()]
         out = Extraction()
         for span in chunk.text.split(DOCUMENT_SEPARATOR):
@@ -180,11 +152,8 @@ def sentence_entities(sentence: str, max_words: int = 8) -> list[tuple[int, int,
     return sorted(spans)
 
 
-# ---- LLM OpenIE -------------------------------------------------------------------------------
-
-# Our wording of the extraction the paper describes: clean (subject, relation, object) triples whose
-# ends are entities as the text names them (they become nodes, merged on their normalised name) and
-# whose relation is a short label (an edge type the question's relation words are aligned to).
+# Our wording of the extraction the paper describes: triples whose ends are entities as the text names
+# them (nodes, merged on their normalised name) and whose relation is a short label (an edge type).
 OPENIE_PROMPT = (
     "Extract the facts of the passage as (subject, relation, object) triples for a knowledge graph. "
     "Subjects and objects are named entities, dates or numbers written as in the passage; relations "
@@ -203,9 +172,8 @@ def model_identity(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class ChatModelTask:
-    """A graph-build task over a chat model (`model`: a conf/model config) with its prompt and reply
-    cap; the backend is given (shared) or built on first use, so the driver can read the identity
-    without loading a model."""
+    """A graph-build task over a chat model; the backend is built on first use, so the driver can
+    read the identity without loading a model."""
 
     def __init__(self, model: Mapping[str, Any], prompt: str, max_tokens: int, backend: Any = None):
         self.model_cfg = dict(model)
@@ -231,8 +199,6 @@ class LLMExtractor(ChatModelTask):
         return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model_identity(self.model_cfg), "max_tokens": self.max_tokens}
 
     def extract(self, chunk: Chunk) -> Extraction:
-        from arag.llm.types import Message
-
         titles = "; ".join(t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip())  # a packed window's titles, one line
         messages = [Message("system", self.prompt), Message("user", f"Passage (title: {titles}):\n{chunk.text}")]
         schema = {"response_schema": TRIPLES_SCHEMA} if self.json_protocol else {}
@@ -241,14 +207,12 @@ class LLMExtractor(ChatModelTask):
 
 
 def unfenced(raw: str) -> str:
-    """A reply without the Markdown code fence a model may wrap its JSON in."""
     text = raw.strip()
     fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
     return fence.group(1).strip() if fence else text
 
 
 def parse_triples(raw: str) -> Extraction:
-    """Triples from a model's reply; `ExtractionReject` naming what is wrong otherwise."""
     text = unfenced(raw)
     try:
         data = json.loads(text)
@@ -271,15 +235,12 @@ def parse_triples(raw: str) -> Extraction:
     return out
 
 
-# ---- settings ---------------------------------------------------------------------------------
-
 EXTRACTOR_KEYS = field_names(ExtractorConfig)  # the `graph.extractor` node's keys
 RULES_LABEL = "rules"
 
 
 def written_by(identity: Mapping[str, Any] | None, otherwise: str) -> str:
-    """Who wrote a graph's triples or summaries, from that task's identity: "llm:<model>" (the
-    model's name, else its backend) or `otherwise` (RULES_LABEL, EXTRACTIVE_LABEL)."""
+    """Who wrote a graph's triples or summaries: "llm:<model>" or `otherwise`."""
     if identity and identity.get("kind") == "llm":
         model = identity.get("model") or {}
         return f"llm:{model.get('model') or model.get('backend') or 'unnamed'}"

@@ -1,22 +1,4 @@
-"""Where an index's graph (A2RAG) keeps its files:
-
-```
-<index>/graph/
-  manifest.json              written last: the graph is complete iff it exists
-  build.json                 identity of the build in progress (a rerun resumes it or starts over)
-  parts/part-00000.json      commit record of an extraction part, written after its Parquet files
-  triples/part-00000.parquet chunk_id, doc_id, head, relation, tail (surface forms)
-  mentions/part-00000.parquet chunk_id, doc_id, surface (every entity met, even in no triple)
-  rejects/part-00000.parquet chunk_id, reason, raw (extractor or summariser output that could not be used)
-  gate_summaries/part-00000.parquet doc_id, title, summary (graph.summaries=llm: the LLM-written ones)
-  nodes.parquet              node_id, name (normalised), aliases, degree
-  edges.parquet              head, relation, tail (node ids), chunk_id
-  provenance.parquet         node_id, chunk_id (π: node → chunks)
-  summaries.parquet          doc_id, title, summary (extractive), llm_summary (null without LLM ones): the gate's
-  node_vectors.npy, relation_vectors.npy (+ relations.parquet), summary_vectors.npy (extractive),
-  llm_summary_vectors.npy (LLM-written summaries, the extractive one where a reply was rejected)
-```
-"""
+"""Where an index's graph (A2RAG) keeps its files (docs/agents.md, "Graph files")."""
 
 from __future__ import annotations
 

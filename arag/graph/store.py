@@ -1,6 +1,5 @@
-"""A built graph opened for retrieval: igraph over the edges, provenance π, and the vectors for
-seed alignment and gating. Retrieval stages (local 1-hop, bridges, degree-normalised PPR) are
-igraph calls; nodes map back to chunks through π."""
+"""A built graph opened for retrieval: igraph over the edges, provenance π (node → chunks) and the
+vectors for seed alignment and gating (docs/agents.md, "The method")."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from rapidfuzz import fuzz, process
 
 from arag.graph.layout import GraphLayout
 from arag.graph.extract import CO_OCCURS, MENTIONS, RULES_LABEL, normalise_name, written_by
@@ -30,8 +30,6 @@ class GraphNotBuiltError(FileNotFoundError):
 
 @dataclass(frozen=True)
 class GraphTriple:
-    """One (head, relation, tail) fact of the graph as Stages 1–2 show it, with its source chunks."""
-
     head: str
     relation: str
     tail: str
@@ -75,14 +73,13 @@ class GraphStore:
         self.by_name = {n: i for i, n in enumerate(self.names)}
 
     def __getattr__(self, name: str) -> np.ndarray:
-        """The vectors (node_, relation_, summary_, llm_summary_vectors), memory-mapped on first use."""
+        """node_, relation_, summary_ and llm_summary_vectors, memory-mapped on first use."""
         if not name.endswith("_vectors"):
             raise AttributeError(name)
         vectors = np.load(getattr(self.layout, name), mmap_mode="r")
         setattr(self, name, vectors)
         return vectors
 
-    # ---- what built it (the manifest's labels, else read from its identity) ----------------------
     @property
     def extractor(self) -> str:
         """"llm:<model>" (the A2RAG paper's extraction) or "rules" (the CPU substitute)."""
@@ -90,7 +87,6 @@ class GraphStore:
 
     @property
     def summaries_written_by(self) -> str:
-        """"llm:<model>" when a model wrote gate summaries (besides the extractive ones), else "extractive"."""
         return self.manifest.get("summaries") or written_by((self.manifest.get("identity") or {}).get("summaries"), EXTRACTIVE_LABEL)
 
     @cached_property
@@ -102,7 +98,6 @@ class GraphStore:
         return pq.read_table(self.layout.relations).column("relation").to_pylist()
 
     def relation_rows(self, relations: set[str]) -> np.ndarray:
-        """Edge rows (edges.parquet) whose relation is one of `relations`."""
         found = pc.is_in(self._relation_column, value_set=pa.array(sorted(relations), pa.string()))
         return np.flatnonzero(found.to_numpy(zero_copy_only=False))
 
@@ -115,10 +110,9 @@ class GraphStore:
         rows = self.relation_rows(relations)
         return set(self.pair_code(self.edge_head[rows], self.edge_tail[rows]).tolist())
 
-    # ---- triples (the evidence of Stages 1–2) ----------------------------------------------
     @cached_property
     def shown_names(self) -> list[str]:
-        """Each node as written in the corpus (its first alias), for the triples the model reads."""
+        """Each node as written in the corpus (its first alias)."""
         aliases = pq.read_table(self.layout.nodes, columns=["aliases"]).column("aliases").to_pylist()
         return [a[0] if a else n for a, n in zip(aliases, self.names)]
 
@@ -133,8 +127,7 @@ class GraphStore:
         return codes[order], order
 
     def triples(self, rows, limit: int) -> list[GraphTriple]:
-        """The first `limit` distinct (head, relation, tail) of the edges at `rows` (best first),
-        each with every chunk it was extracted from."""
+        """The first `limit` distinct (head, relation, tail) of the edges at `rows`, each with its chunks."""
         found: dict[tuple[int, str, int], list[str]] = {}
         for r in rows:
             r = int(r)
@@ -147,9 +140,8 @@ class GraphStore:
         return [GraphTriple(self.shown_names[h], rel, self.shown_names[t], tuple(dict.fromkeys(c))) for (h, rel, t), c in found.items()]
 
     def local_triples(self, seeds: list[int], hoods: dict[int, set[int]], relations: set[str] | None, limit: int) -> list[GraphTriple]:
-        """Stage 1's graph evidence: the subgraph the seeds' 1-hop neighbourhoods induce, over the
-        edges the relation seeds keep (local_hoods' filter); edges of two seeds first, then of one,
-        then the others, and with relation seeds the matching relations before untyped ones."""
+        """Stage 1's triples: the subgraph the seeds' neighbourhoods induce (local_hoods' filter); edges
+        of two seeds first, then of one, then the others; matching relations before untyped ones."""
         nodes = np.fromiter(set().union(*hoods.values()), np.int64) if hoods else np.zeros(0, np.int64)
         mask = np.isin(self.edge_head, nodes) & np.isin(self.edge_tail, nodes)
         matching = np.zeros(len(mask), bool)
@@ -164,8 +156,7 @@ class GraphStore:
         return self.triples(rows[np.lexsort((rows, ~matching[rows], -touching))], limit)
 
     def path_triples(self, paths: list[list[int]], relations: set[str] | None, limit: int) -> list[GraphTriple]:
-        """Stage 2's graph evidence: the triples along the bridge paths, in path order; between two
-        nodes the edges of a matching relation first."""
+        """Stage 2's triples: along the bridge paths in order, a matching relation first."""
         codes, order = self._edges_by_pair
         rows: list[int] = []
         for path in paths:
@@ -175,7 +166,6 @@ class GraphStore:
                 rows += sorted(pair_rows, key=lambda r: (not (relations and self.edge_relation[r] in relations), r))
         return self.triples(rows, limit)
 
-    # ---- provenance ------------------------------------------------------------------------
     def chunks_of(self, node: int) -> list[str]:
         return self._prov_chunks[self._prov_start[node] : self._prov_start[node + 1]]
 
@@ -187,7 +177,6 @@ class GraphStore:
                 totals[chunk] = totals.get(chunk, 0.0) + score
         return [c for c, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
-    # ---- gate ------------------------------------------------------------------------------
     def require_llm_summaries(self) -> None:
         if self.summaries_written_by == EXTRACTIVE_LABEL:
             raise GraphNotBuiltError(
@@ -197,7 +186,7 @@ class GraphStore:
             )
 
     def gate_scores(self, qvec: np.ndarray, top: int = 3, summaries: str = EXTRACTIVE_LABEL) -> list[tuple[str, str, float]]:
-        """(doc_id, title, cosine) of the best-matching document summaries ("llm" or "extractive")."""
+        """(doc_id, title, cosine) of the best-matching document summaries."""
         if summaries == "llm":
             self.require_llm_summaries()
             vectors = self.llm_summary_vectors
@@ -210,12 +199,8 @@ class GraphStore:
         docs, titles = self.summaries.column("doc_id"), self.summaries.column("title")
         return [(docs[int(i)].as_py(), titles[int(i)].as_py(), float(scores[i])) for i in order]
 
-    # ---- seeds -----------------------------------------------------------------------------
     def align(self, mentions: list[str], mention_vectors: np.ndarray | None, edit_weight: float, min_score: float, per_mention: int = 1) -> list[Seed]:
-        """Nodes for question entities: edit similarity (rapidfuzz) and embedding cosine mixed by
-        `edit_weight`, over the best edit and the best cosine matches."""
-        from rapidfuzz import fuzz, process
-
+        """Nodes for question entities: edit similarity and embedding cosine mixed by `edit_weight`."""
         seeds: dict[int, Seed] = {}
         vectors = np.asarray(self.node_vectors) if mention_vectors is not None and len(self.names) else None
         for i, mention in enumerate(mentions):
@@ -238,9 +223,6 @@ class GraphStore:
         return sorted(seeds.values(), key=lambda s: (-s.score, s.node_id))
 
     def matching_relations(self, words: list[str], vectors: np.ndarray | None, min_score: float) -> set[str]:
-        """Relation seeds: relation names close to the question's relation words (edit or cosine)."""
-        from rapidfuzz import fuzz, process
-
         found: set[str] = set()
         for i, word in enumerate(words):
             for name, score, _ in process.extract(word.lower(), self.relations, scorer=fuzz.partial_ratio, limit=20):
@@ -251,11 +233,9 @@ class GraphStore:
                 found.update(self.relations[int(j)] for j in np.flatnonzero(cos >= min_score))
         return found
 
-    # ---- the three stages --------------------------------------------------------------------
     def local_hoods(self, seeds: list[int], relations: set[str] | None = None) -> dict[int, set[int]]:
-        """Stage 1 per seed: the seed and its 1-hop neighbours; with relation seeds, only the
-        neighbours over an edge of a matching relation or an untyped one (the paper's filter on S_R
-        drops the edges whose relation type is inconsistent with them)."""
+        """Stage 1 per seed: the seed and its 1-hop neighbours; with relation seeds only over a matching
+        or an untyped edge (the paper drops edges whose type is inconsistent with S_R)."""
         hoods = {s: {s} for s in seeds}
         if relations:
             rows = self.relation_rows(set(relations) | UNTYPED_RELATIONS)
@@ -270,15 +250,12 @@ class GraphStore:
         return hoods
 
     def local(self, seeds: list[int], relations: set[str] | None = None) -> dict[int, float]:
-        """Stage 1: seeds (score 1) and their 1-hop neighbours (score 1/2), see local_hoods."""
         return hood_scores(seeds, self.local_hoods(seeds, relations))
 
     def bridges(self, seeds: list[int], hops: int, max_paths: int, relations: set[str] | None = None) -> tuple[dict[int, float], list[list[int]]]:
-        """Stage 2: nodes within `hops` of at least two seeds, and up to `max_paths` shortest paths
-        seed → bridge. Scores: seeds and bridges 1, path nodes 1/2. Bridges are taken fewest-degree
-        first (a hub reached by every seed explains nothing). With relation seeds, among paths of the
-        fewest hops those over more matching edges are taken, and bridges whose paths cross the
-        fewest non-matching edges come first (then by degree): relation-consistent connectors."""
+        """Stage 2: nodes within `hops` of two seeds and up to `max_paths` shortest paths seed → bridge
+        (scores: seeds and bridges 1, path nodes 1/2). Fewest-degree bridges first: a hub reached by
+        every seed explains nothing; with relation seeds, fewest non-matching edges first."""
         if hops < 2:
             raise ValueError(f"bridge hops must be at least 2, got {hops}")
         if len(seeds) < 2:
@@ -312,10 +289,9 @@ class GraphStore:
         return scores, paths
 
     def _relation_paths(self, seeds, bridge_nodes, reached_from, hops, consistent):
-        """Per seed, a path to each bridge it reaches, and per bridge the number of non-matching
-        edges on them. Edge weights 1 (matching) and 1 + 1/(hops + 1) (not): over at most `hops`
-        edges the penalties sum to less than one hop, so a weighted shortest path still has the
-        fewest hops, and among those the most matching edges."""
+        """Per seed a path to each bridge, per bridge its non-matching edges. Weights 1 (matching) and
+        1 + 1/(hops + 1): over at most `hops` edges the penalties sum to less than one hop, so a
+        weighted shortest path has the fewest hops, and among those the most matching edges."""
         penalty = 1.0 + 1.0 / (hops + 1)
         weights = np.where(np.isin(self._pair_codes, np.fromiter(consistent, np.int64, len(consistent))), 1.0, penalty).tolist()
         paths_to: dict[int, dict[int, list[int]]] = {}
@@ -329,8 +305,7 @@ class GraphStore:
         return paths_to, off_relation
 
     def ppr(self, seeds: list[int], alpha: float, top: int) -> dict[int, float]:
-        """Stage 3: r = α·p₀ + (1 − α)·Pᵀr with p₀ ∝ 1/deg over the seeds (igraph's PRPACK solver;
-        its damping is 1 − α); the `top` nodes by r."""
+        """Stage 3: r = α·p₀ + (1 − α)·Pᵀr, p₀ ∝ 1/deg over the seeds (igraph damping 1 − α); top nodes."""
         if not seeds:
             return {}
         r = personalized_pagerank(self.graph, seeds, alpha)
@@ -347,8 +322,7 @@ def hood_scores(seeds: list[int], hoods: dict[int, set[int]]) -> dict[int, float
 
 
 def seeds_connected(hoods: dict[int, set[int]]) -> bool:
-    """Whether Stage 1's evidence joins every seed: the seeds' neighbourhoods (local_hoods) chain
-    into one group (two seeds join when adjacent or sharing a neighbour)."""
+    """Whether the seeds' neighbourhoods chain into one group (Stage 1's structural sufficiency)."""
     groups: list[set[int]] = []
     for hood in hoods.values():
         joined = [g for g in groups if g & hood]

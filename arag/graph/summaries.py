@@ -1,10 +1,7 @@
 """The per-document summaries A2RAG's gate compares a question with (the paper's Sec. III-B1: "for
 each document we precompute a short summary during indexing"; Gate(q) = 1{max_j cos(q, s_j) ≥ τ_g}).
-`graph.summaries=llm`: the graph build's model summarises each document's first chunk (the paper
-does not say how its summaries are written: this is our reading); extractive ones (title and first
-sentences, the CPU substitute) are always kept too. An unusable reply is an `ExtractionReject`; that
-document's gate vector is then its extractive summary's (docs/agents.md, "The graph job").
-"""
+The paper does not say how they are written: an LLM summary of the first chunk is our reading
+(docs/agents.md, "The graph job")."""
 
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ import json
 from typing import Any, Mapping
 
 from arag.graph.extract import ChatModelTask, ExtractionReject, unfenced
+from arag.llm.types import Message
 
 SUMMARY_MODES = ("llm", "extractive")
 EXTRACTIVE_LABEL = "extractive"
@@ -44,8 +42,6 @@ class LLMSummariser(ChatModelTask):
         return {"kind": "llm", "version": 1, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": dict(model_identity), "max_tokens": self.max_tokens}
 
     def summarise(self, title: str, text: str) -> str:
-        from arag.llm.types import Message
-
         messages = [Message("system", self.prompt), Message("user", f"Document (title: {title}):\n{text}")]
         schema = {"response_schema": SUMMARY_SCHEMA} if self.json_protocol else {}
         completion = self.backend.complete(messages, max_tokens=self.max_tokens, **schema)
@@ -53,8 +49,7 @@ class LLMSummariser(ChatModelTask):
 
 
 def parse_summary(raw: str, json_reply: bool = True) -> str:
-    """The summary of a model's reply (JSON {"summary": ...}; with `json_reply=False`, a native
-    protocol backend's, plain text too); `ExtractionReject` naming what is wrong when there is none."""
+    """The summary of a JSON reply (with `json_reply=False` plain text too); else `ExtractionReject`."""
     text = unfenced(raw)
     if json_reply or text.startswith("{"):
         try:

@@ -1,29 +1,12 @@
 """A2RAG: gated, adaptive graph retrieval with Triple-Check and failure-aware rewrites, the A2RAG
-paper's Full method (entity and relation seeds); `a2rag_node_only` is its Node-only ablation. The
-method drives its own episode (`run_episode`); docs/agents.md, "The method", walks through it:
-
-1. Gate: max cosine between the question and the document summaries ≥ `gate_threshold`, else an
-   abstention (an outcome, not an error).
-2. Seeds, no LLM call: the question's entities aligned to nodes; relation seeds steer "both local
-   evidence collection and bridge search" (the paper's S_R): Stage 1 drops edges of a non-matching
-   relation, Stage 2 prefers bridges over matching edges.
-3. Monotone escalation, each stage at most once per query: local 1-hop triples → bridge-path
-   triples → degree-normalised PPR passages through π. The sufficiency check is structural by
-   default (the paper escalates "when Stage 1 fails to connect multiple query entities") or an LLM
-   validator. A rewritten query restarts retrieval at the stage reached, never below it.
-4. Answer, then Triple-Check (evidence relevance, answer grounding, query resolution) in one call;
-   the first failing verdict names the failure; a type-conditioned rewrite and retry, at most
-   `max_rewrites` times, then the outcome is `fail`.
-
-A question answered at its first attempt costs 2 LLM calls, as the paper's 2.0–2.3 calls per
-question imply; each rewrite round adds 3. `Episode.trace` records outcome, stages, verdicts,
-rewrites and calls by purpose; Stages 1–2 are recorded as `graph_triples` (chunks seen), Stage 3
-as `graph_retrieval` (chunks read).
-"""
+paper's Full method; `a2rag_node_only` is its Node-only ablation. The method drives its own episode
+(`run_episode`): gate, seeds, monotone escalation (local 1-hop → bridges → PPR), answer, Triple-Check,
+rewrites (docs/agents.md, "The method")."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import threading
@@ -31,6 +14,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+import numpy as np
+
+from arag.graph.extract import sentence_entities
+from arag.graph.store import GraphStore, hood_scores, seeds_connected
+from arag.index.tokens import count_tokens
 from arag.llm.types import Completion, Message
 from arag.methods.base import Method
 from arag.methods.tool_calls import ToolCallRecord
@@ -40,7 +28,7 @@ RETRIEVAL_RECORD = "graph_retrieval"  # Stage 3: the passages PPR maps back to, 
 TRIPLES_RECORD = "graph_triples"  # Stages 1–2: triples shown, their source chunks only seen
 STAGES = ("local", "bridge", "ppr")
 CHECKS = ("evidence_relevance", "answer_grounding", "query_resolution")
-# Why the controller called the model: the keys of `trace["calls"]`.
+# The keys of `trace["calls"]`.
 CALL_PURPOSES = ("sufficiency", "answer", "triple_check", "rewrite")
 SUFFICIENCY_MODES = ("structural", "llm")
 GATE_SUMMARIES = ("llm", "extractive")
@@ -52,8 +40,7 @@ ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}},
 QUERY_SCHEMA = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
 _QUESTION_WORDS = frozenset("who what when where which whose whom why how is was are were did does do the a an of in on at to for by from and or with as that this".split())
 
-# (messages, response schema or None, final) -> the model's completion; the agent loop's model
-# call (retries, records) behind it.
+# (messages, response schema or None, final) -> completion: the agent loop's model call.
 ModelCall = Callable[[list[Message], "dict[str, Any] | None", bool], Awaitable[Completion]]
 
 
@@ -114,26 +101,16 @@ class A2RagMethod(Method):
         return {**super().describe(), **{k: getattr(self, k) for k in keys}}
 
     def graph_fingerprint(self, index_root: str) -> str:
-        """The graph's identity as a run id records it, after checking the graph exists and has the
-        gate summaries this method reads: a bad setting fails once, before any episode."""
-        import hashlib
-
-        from arag.graph.store import GraphStore
-
+        """The graph's identity for the run id; checks the graph and its gate summaries before any episode."""
         graph = GraphStore(index_root)
         if self.gate_summaries == "llm":
             graph.require_llm_summaries()
         return hashlib.sha256(json.dumps(graph.manifest.get("identity"), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def graph_extractor(self, index_root: str) -> str:
-        """`llm:<model>` or `rules`, as the graph's manifest records it."""
-        from arag.graph.store import GraphStore
-
         return GraphStore(index_root).extractor
 
     def graph_for(self, ctx: Any) -> Any:
-        from arag.graph.store import GraphStore
-
         root = getattr(getattr(ctx, "index", None), "root", None)
         if root is None:
             raise ValueError("method a2rag reads the index's graph from disk: give index.path (a tool server is not supported)")
@@ -142,7 +119,6 @@ class A2RagMethod(Method):
                 self._graphs[str(root)] = GraphStore(root)
             return self._graphs[str(root)]
 
-    # ---- the episode ---------------------------------------------------------------------------
     async def run_episode(self, question: str, ctx: Any, tracker: Any, episode: Any, call: ModelCall, messages: list[Message]) -> bool:
         graph = await asyncio.to_thread(self.graph_for, ctx)
         calls = dict.fromkeys(CALL_PURPOSES, 0)
@@ -191,8 +167,7 @@ class A2RagMethod(Method):
         return True
 
     async def _escalate(self, query, question, top_docs, graph, ctx, episode, call, messages, evidence: "Evidence", stage):
-        """Stages 1–2 add graph-structured evidence (triples), Stage 3 provenance passages, as the
-        paper's retriever state holds them (its Sec. III-C)."""
+        """Stages 1–2 add triples, Stage 3 provenance passages, as the paper's retriever state (Sec. III-C)."""
         seeds, relations = await asyncio.to_thread(self._seeds, query, top_docs, graph, ctx)
         trace = episode.trace
         seed_ids = [s.node_id for s in seeds]
@@ -212,7 +187,7 @@ class A2RagMethod(Method):
                 evidence.triples += [t.render() for t in new_triples]
                 text = "\n".join(t.render() for t in new_triples)
                 chunk_ids = list(dict.fromkeys(c for t in triples for c in t.chunk_ids))
-                tokens, record, added = _count_tokens(text), TRIPLES_RECORD, len(new_triples)
+                tokens, record, added = count_tokens(text) if text else 0, TRIPLES_RECORD, len(new_triples)
             episode.tool_calls.append(
                 ToolCallRecord(
                     step=episode.steps, name=record, text=text, retrieved_tokens=tokens, chunk_ids=chunk_ids, latency_s=time.perf_counter() - started,
@@ -234,8 +209,6 @@ class A2RagMethod(Method):
         return evidence, stage
 
     def _seeds(self, query: str, top_docs, graph, ctx):
-        from arag.graph.extract import sentence_entities
-
         mentions = list(dict.fromkeys(t for _, _, t in sentence_entities(query)))
         vectors = _encode(ctx, mentions) if mentions else None
         seeds = graph.align(mentions, vectors, self.seed_edit_weight, self.seed_min_score) if mentions else []
@@ -250,10 +223,7 @@ class A2RagMethod(Method):
         return seeds, relations
 
     def _graph_stage(self, name: str, graph, seeds: list[int], relations):
-        """Stage 1 or 2: (its triples, extra record arguments, whether its graph evidence joins the
-        seeds: the structural sufficiency check, node scores). Relation seeds steer both."""
-        from arag.graph.store import hood_scores, seeds_connected
-
+        """Stage 1 or 2: (triples, extra record arguments, structurally sufficient, node scores)."""
         if name == "local":
             hoods = graph.local_hoods(seeds, relations)
             return graph.local_triples(seeds, hoods, relations, self.triples_per_stage), {}, seeds_connected(hoods), hood_scores(seeds, hoods)
@@ -261,10 +231,8 @@ class A2RagMethod(Method):
         triples = graph.path_triples(paths, relations, self.triples_per_stage)
         return triples, {"paths": [[graph.names[n] for n in p] for p in paths]}, bool(paths), scores
 
-    # ---- LLM steps ---------------------------------------------------------------------------
     @staticmethod
     async def _ask(call, messages, system: str, user: str, schema: dict[str, Any], final: bool, purpose: str) -> str:
-        """One model call of the controller, recorded in the episode's messages: the reply's text."""
         turn = [Message("system", system), Message("user", user)]
         completion = await call(turn, schema, final, purpose)
         messages.extend(turn + [Message("assistant", completion.text or "")])
@@ -276,8 +244,8 @@ class A2RagMethod(Method):
         return parse_field(await self._ask(call, messages, self.answer_prompt, prompt, ANSWER_SCHEMA, True, "answer"), "answer")
 
     async def _triple_check(self, question, answer, evidence, call, messages) -> dict[str, bool]:
-        """The three validators in one call (the paper's 2.0–2.3 calls per question leave room for
-        one answer and one check); a verdict that cannot be read fails."""
+        """The three validators in one call: the paper's 2.0–2.3 calls per question leave room for one
+        answer and one check."""
         prompt = f"{evidence.render()}\n\nQuestion: {question}\n\nAnswer: {answer}"
         return parse_verdicts(await self._ask(call, messages, self.triple_check_prompt, prompt, TRIPLE_CHECK_SCHEMA, False, "triple_check"))
 
@@ -292,7 +260,7 @@ class A2RagMethod(Method):
 
 @dataclass
 class Evidence:
-    """The retriever's accumulated evidence: triples (Stages 1–2), passages (chunk id, text; Stage 3)."""
+    """The retriever's evidence: triples (Stages 1–2), passages (chunk id, text; Stage 3)."""
 
     triples: list[str] = field(default_factory=list)
     passages: list[tuple[str, str]] = field(default_factory=list)
@@ -310,15 +278,7 @@ class Evidence:
         return "\n\n".join(parts) if parts else "Evidence: (none)"
 
 
-def _count_tokens(text: str) -> int:
-    from arag.index.tokens import count_tokens
-
-    return count_tokens(text) if text else 0
-
-
 def _render_chunks(ctx: Any, chunk_ids: list[str]) -> tuple[str, list[str], int, dict[str, str]]:
-    from arag.index.tokens import count_tokens
-
     if not chunk_ids:
         return "", [], 0, {}
     rows = ctx.sql("SELECT chunk_id, text FROM chunks WHERE chunk_id IN (SELECT unnest(?))", [chunk_ids])
@@ -329,20 +289,17 @@ def _render_chunks(ctx: Any, chunk_ids: list[str]) -> tuple[str, list[str], int,
 
 
 def _encode(ctx: Any, texts: list[str]):
-    import numpy as np
-
     return np.concatenate([ctx.encode_query(t) for t in texts]) if texts else None
 
 
 def parse_verdict(text: str) -> bool:
-    """yes → True; no, or a reply that says neither, → False (a check that cannot be read fails)."""
+    """yes → True; anything else → False (a check that cannot be read fails)."""
     value = parse_field(text, "verdict").strip().lower()
     return bool(re.match(r"yes\b", value))
 
 
 def parse_verdicts(text: str) -> dict[str, bool]:
-    """The Triple-Check reply: each validator's yes → True; no, or a verdict that is missing or
-    unreadable → False. A reply that is not JSON is read as "<check>: yes|no" lines."""
+    """Each validator's yes → True, anything else False; a reply that is not JSON as "<check>: yes" lines."""
     try:
         data = json.loads(text)
     except ValueError:

@@ -1,22 +1,16 @@
-"""AgenticRAG: document-level search, in-document find, line-windowed open, summarize; cited answers.
-
-Unlike A-RAG's agent (same loop, index, backends): all tool calls of a reply run; the context is
-managed (a warning at `warn_fraction` of the context budget, a forced summarize at the budget, then
-the loop goes on) instead of forcing an answer; the final answer ends with a citations line of
-reference ids, each optionally with a relevance score that ranks them (Recall@1/@3).
-"""
+"""AgenticRAG: document-level search, in-document find, line-windowed open, summarize; cited answers
+(docs/agents.md, "AgenticRAG")."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from arag.methods.base import Method
 from arag.strict_settings import field_names
-
-if TYPE_CHECKING:
-    from arag.tools import DocumentSession, DocumentToolSettings
+from arag.tools import DocumentSession, DocumentToolSettings, get_tool, tool_schemas
+from arag.tools.documents import check_document_index
 
 CITATIONS_LINE = re.compile(r"^\s*\**\s*citations?\s*\**\s*:(.*)$", re.I | re.M)
 CITATION = re.compile(r"(turn\d+search\d+)(?:\s*[(\[:=]\s*(?:score\s*[:=]?\s*)?([0-9]*\.?[0-9]+)\s*[)\]]?)?")
@@ -32,20 +26,15 @@ class AgenticRagMethod(Method):
     # The budget is min(context_budget, the agent's token_budget), itself capped by the model window.
     context_budget: int | None = 128_000
     warn_fraction: float = 0.9
-    # The document tools' settings, given as keys of the method's config (`max_queries: 1`; the
-    # fields of arag.tools.DocumentToolSettings).
+    # The document tools' settings, given as keys of the method's config (`max_queries: 1`).
     documents: "DocumentToolSettings | None" = None
 
     @classmethod
     def config_keys(cls) -> tuple[str, ...]:
-        from arag.tools import DocumentToolSettings
-
         return (*(k for k in field_names(cls) if k != "documents"), *field_names(DocumentToolSettings))
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> "AgenticRagMethod":
-        from arag.tools import DocumentToolSettings
-
         tool_keys = set(field_names(DocumentToolSettings))
         own = {k: v for k, v in cfg.items() if k not in tool_keys}
         try:
@@ -59,38 +48,26 @@ class AgenticRagMethod(Method):
         if not 0 < self.warn_fraction <= 1:
             raise ValueError(f"method {self.name}: warn_fraction must be in (0, 1], got {self.warn_fraction}")
         if self.documents is None:
-            from arag.tools import DocumentToolSettings
-
             self.documents = DocumentToolSettings()
 
     @property
     def manages_context(self) -> bool:
-        from arag.tools import get_tool
-
         return any(get_tool(name).compacts_context for name in self.tools)
 
     def new_episode_state(self) -> "DocumentSession":
-        from arag.tools import DocumentSession
-
         return DocumentSession(settings=self.documents)
 
     def initial_messages(self, question: str, ctx: Any, tracker: Any) -> tuple[list, list]:
-        """As every agent's, after failing the episode with the reason on an index the document tools
-        cannot read (a packed index built before sentence sources)."""
-        from arag.tools.documents import check_document_index
-
+        """As every agent's, after refusing an index the document tools cannot read."""
         if getattr(ctx, "store", None) is not None:  # a served index (RemoteTools) checks on its side
             check_document_index(ctx)
         return super().initial_messages(question, ctx, tracker)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """The tools' schemas with this method's document-tool limits (the ablations narrow them)."""
-        from arag.tools import tool_schemas
-
         return tool_schemas(list(self.tools), self.chunk_ids, self.documents) if self.tools else []
 
     def finish_answer(self, text: str, state: Any) -> tuple[str, list[dict[str, Any]]]:
-        """The answer without its citations line, and the citations ranked (by score, then order)."""
+        """The answer without its citations line, and the citations by score, then order."""
         matches = list(CITATIONS_LINE.finditer(text))
         if not matches:
             return text, []

@@ -1,8 +1,5 @@
-"""A method = a system prompt + a tool set + tool options (+ optionally a one-shot context).
-
-The agent loop only talks to this interface, so a new method (AgenticRAG, A2RAG, …) is a subclass
-registered under a name, with its prompts in `conf/method/<name>.yaml`; the loop stays untouched.
-"""
+"""A method = a system prompt + a tool set + tool options (+ optionally a one-shot context): the one
+interface the agent loop talks to; a new method is a subclass with its prompts in `conf/method/<name>.yaml`."""
 
 from __future__ import annotations
 
@@ -10,27 +7,22 @@ import asyncio
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping
 
+from arag.index.chunk_ids import ChunkIdFormat
 from arag.llm.types import Message
 from arag.methods.tool_calls import ToolCallRecord
+from arag.strict_settings import field_names
+from arag.tools import ReadTracker, ToolContext, ToolResult, result_settings_of, tool_schemas
+from arag.tools.base import ResultFormat
 
-if TYPE_CHECKING:
-    from arag.index.chunk_ids import ChunkIdFormat
-    from arag.tools import ReadTracker, ToolContext, ToolResult
-    from arag.tools.base import ResultFormat
-
-# How the answer should look, per dataset (`corpus.answer_style`): the multi-hop sets grade a short
-# span, GraphRAG-Bench long-form answers. The papers' prompts have no such sentence, so the prompts'
-# `{answer_style}` slots are filled only under the `short_answer` prompt variant.
+# Per dataset (`corpus.answer_style`); the papers' prompts have no such sentence, so the `{answer_style}`
+# slots are filled only under the `short_answer` prompt variant (docs/agents.md, "Paper-faithful defaults").
 ANSWER_STYLES: dict[str, str] = {
     "short": "Give the answer only: a name, a date, a number, a short phrase, or yes/no, with no explanation.",
     "free_form": "Answer in a few complete sentences that state every fact the question asks for, taken from what you read.",
 }
 ANSWER_STYLE_SLOT = "{answer_style}"
-# `method.prompt_variant`: "paper" (the default) shows the rules of the method's paper (or the
-# authors' published prompt) and nothing else; "short_answer" fills the answer-style slots, a help
-# for small models that answer at length (it moves Contain-Acc, so it is in the run's identity).
 PAPER_PROMPTS = "paper"
 SHORT_ANSWER_PROMPTS = "short_answer"
 PROMPT_VARIANTS = (PAPER_PROMPTS, SHORT_ANSWER_PROMPTS)
@@ -47,7 +39,6 @@ DEFAULT_FINAL_PROMPT = (
 
 
 def fill_answer_style(text: str, sentence: str | None) -> str:
-    """`text` with `sentence` in its `{answer_style}` slots, or with the slots taken out (None)."""
     if sentence is not None:
         return text.replace(ANSWER_STYLE_SLOT, sentence)
     return _SLOT_IN_LINE.sub("", _SLOT_LINE.sub("", text)).rstrip()
@@ -59,8 +50,7 @@ class Method:
     system_prompt: str
     tools: tuple[str, ...] = ()
     full_text: bool = False  # search tools return whole chunks instead of snippets
-    # How the A-RAG tools show results (arag.tools.base.ResultFormat; the defaults are the official
-    # tools'): keyword_search's matching sentences per chunk (None or 0: all), titles in headers.
+    # How the A-RAG tools show results (docs/tools.md; the defaults are the official tools').
     snippets_per_chunk: int | None = 5
     result_titles: bool = False
     user_template: str = "Question: {question}"
@@ -68,26 +58,19 @@ class Method:
     answer_style: str = "short"  # a key of ANSWER_STYLES
     prompt_variant: str = PAPER_PROMPTS  # one of PROMPT_VARIANTS
     tools_per_step: int | None = 1  # tool calls of one reply that run (A-RAG: one); None: all
-    # The opened index's chunk-id form, for the texts' `{chunk_id_format}` and `{chunk_id_example}`
-    # slots (arag.index.chunk_ids); not a config key: set by `for_index`.
+    # The opened index's chunk-id form for the texts' slots; not a config key: set by `for_index`.
     chunk_ids: "ChunkIdFormat | None" = field(default=None, init=False, repr=False)
-    # Retrieval steps recorded like tool calls under a name no tool has: how their chunks count as
-    # evidence (arag.tools.base READ / SNIPPET; read by arag.methods.evidence_of).
+    # Retrieval records under a name no tool has: how their chunks count as evidence (READ / SNIPPET).
     evidence_records: ClassVar[Mapping[str, str]] = {}
-    # How the scored answer is taken from the final reply: A-RAG's evaluation code scores the whole
-    # final reply, citations and all.
+    # How the scored answer is taken from the final reply: A-RAG's evaluation code scores all of it.
     answer_scoring: ClassVar[str] = "whole reply"
 
     @classmethod
     def config_keys(cls) -> tuple[str, ...]:
-        """The keys a `conf/method/*.yaml` of this kind may hold (besides `kind`)."""
-        from arag.strict_settings import field_names
-
         return field_names(cls)
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> "Method":
-        """The method from its config keys (already checked against `config_keys`)."""
         return cls(**cfg)
 
     def __post_init__(self) -> None:
@@ -102,26 +85,19 @@ class Method:
 
     @property
     def result_format(self) -> "ResultFormat":
-        from arag.tools.base import ResultFormat
-
         return ResultFormat(snippets_per_chunk=self.snippets_per_chunk, result_titles=self.result_titles)
 
     def shows_tool_results(self) -> bool:
-        """Whether the model reads A-RAG tool results, so `snippets_per_chunk` and `result_titles`
-        shape what it sees (and enter the run's identity)."""
-        from arag.tools import result_settings_of
-
+        """Whether the model reads A-RAG tool results, so their result settings enter the run's identity."""
         return bool(result_settings_of(self.tools))
 
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "Method":
-        """This method with its texts describing the chunk ids of an opened index (a copy)."""
         bound = copy.copy(self)
         bound.chunk_ids = chunk_ids
         return bound
 
     def styled(self, text: str) -> str:
-        """A prompt with its answer-style slots filled as the variant says, and its chunk-id slots
-        once bound (`for_index`)."""
+        """A prompt with its answer-style slots filled as the variant says, and its chunk-id slots."""
         text = fill_answer_style(text, ANSWER_STYLES[self.answer_style] if self.prompt_variant == SHORT_ANSWER_PROMPTS else None)
         return self.chunk_ids.fill(text) if self.chunk_ids is not None else text
 
@@ -134,8 +110,6 @@ class Method:
         return self.styled(self.final_prompt)
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        from arag.tools import tool_schemas
-
         return tool_schemas(list(self.tools), self.chunk_ids) if self.tools else []
 
     def needs_index(self) -> bool:
@@ -147,30 +121,23 @@ class Method:
         return False
 
     def new_episode_state(self) -> Any:
-        """The per-episode state handed to every tool call (A-RAG: a ReadTracker)."""
-        from arag.tools import ReadTracker
-
         return ReadTracker()
 
     def finish_answer(self, text: str, state: Any) -> tuple[str, list[dict[str, Any]]]:
-        """The answer as scored, and its citations (methods that cite override this)."""
         return text, []
 
     def initial_messages(self, question: str, ctx: "ToolContext | None", tracker: "ReadTracker") -> tuple[list[Message], list[ToolCallRecord]]:
-        """The conversation before the first model call, and any retrieval done to build it."""
         return [Message("system", self.system_text), Message("user", self.user_template.format(question=question))], []
 
     async def run_episode(self, question: str, ctx: "ToolContext | None", tracker: "ReadTracker", episode: Any, call: Any, messages: list[Message]) -> bool:
-        """A method with its own controller (A2RAG) runs the episode here, calling the model through
-        `call(messages, response_schema, final)`, and returns True; False: the agent loop runs it."""
+        """A method with its own controller (A2RAG) runs the episode here and returns True."""
         return False
 
     def call_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
         return ctx.call(name, arguments, tracker=tracker, full_text=self.full_text, result_format=self.result_format)
 
     async def acall_tool(self, ctx: "ToolContext", name: str, arguments: Any, tracker: "ReadTracker") -> "ToolResult":
-        """`call_tool` for the agent loop: on the context's bounded pool (`ToolContext.acall`) where
-        it has one, so a thousand episodes in flight are a queue, not a thousand threads."""
+        """On the context's bounded pool where it has one: a thousand episodes are a queue, not threads."""
         acall = getattr(ctx, "acall", None)
         if acall is not None and type(self).call_tool is Method.call_tool:
             return await acall(name, arguments, tracker=tracker, full_text=self.full_text, result_format=self.result_format)

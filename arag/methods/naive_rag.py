@@ -9,6 +9,7 @@ from typing import Any
 from arag.llm.types import Message
 from arag.methods.tool_calls import ToolCallRecord
 from arag.methods.base import Method
+from arag.tools.failures import checked
 
 RETRIEVAL_TOOL = "naive_embedding_search"
 
@@ -25,8 +26,6 @@ class NaiveRagMethod(Method):
         if ctx is None:
             raise ValueError(f"method {self.name!r} needs an index")
         started = time.perf_counter()
-        from arag.tools.failures import checked
-
         # A retrieval that failed on its own (or a tool server gone, which raises) fails the episode:
         # the model must not answer from an error text as if it were the context.
         result = checked(ctx.call(RETRIEVAL_TOOL, {"query": question, "top_k": self.top_k}, tracker=tracker, result_format=self.result_format))

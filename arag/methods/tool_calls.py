@@ -1,5 +1,5 @@
-"""What a tool call leaves behind, whether the model or the method itself made it. Methods build
-these and the agent's `Episode` holds them: they live below the agent, which imports methods."""
+"""What a tool call leaves behind, whether the model or the method made it; below the agent, which
+imports methods."""
 
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ class ToolCallRecord:
     retrieved_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
-    # Why the model could not use the result (arag.tools.failures.FAILURE_KINDS), None if it could;
-    # every call with an `error` has one.
-    failure: str | None = None
+    failure: str | None = None  # why the model could not use the result (FAILURE_KINDS); set with every `error`
     unknown_id_count: int = 0  # chunk_read: ids it named that do not exist (the call may still have read others)
     chunk_ids: list[str] = field(default_factory=list)
     neighbour_ids: list[str] = field(default_factory=list)  # chunk_read: the previous/next chunk ids its result named
