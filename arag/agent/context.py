@@ -1,10 +1,8 @@
 """Context management of methods that summarize (AgenticRAG): warn near the budget, compact on summarize.
 
-The loop tells a `ContextManager` which message holds which tool result and which reference ids
-that result is about. A summarize (called by the agent, or forced by the loop once the conversation
-reaches the budget) keeps the results of the ids it lists and the notes; every other referenced
-result becomes the marker "[removed]" (in a search result, each un-kept result entry does), and the
-conversation goes on. Summaries themselves, the question and the assistant turns always stay.
+A summarize (the agent's, or forced at the budget) keeps the results of the ids it lists and the
+notes; every other referenced result (in a search result, each un-kept entry) becomes "[removed]".
+The question, the summaries and the assistant turns always stay (docs/agents.md, "AgenticRAG").
 """
 
 from __future__ import annotations

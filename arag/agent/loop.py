@@ -1,15 +1,9 @@
-"""The agent loop (A-RAG, Algorithm 1).
+"""The agent loop (A-RAG, Algorithm 1; docs/agents.md).
 
-The conversation starts with the method's system prompt and the question. Each step the model either
-calls tools (each call runs, in order, and its result is appended as an observation) or answers. After
-`max_steps` steps without an answer, or once the conversation reaches `token_budget` tokens, the model
-is asked once more, with no tools, to answer from what it gathered (a *forced* answer).
-
-Nothing the model writes can crash the loop: unknown tools, malformed arguments (the tool's refusal)
-and unparseable replies become observations. LLM errors marked retryable are retried with exponential
-backoff (tenacity); an episode whose model calls still fail, or whose tool call failed for a reason
-other than its arguments (a tool server gone after its retries, a lost worker, a tool's own failure:
-arag.tools.failures), is returned with status "failed" and the reason, and no answer.
+Each step the model calls tools (each result appended as an observation) or answers; after `max_steps`
+steps or at `token_budget` tokens it is asked once more, without tools, for a forced answer. Nothing the
+model writes crashes the loop; an episode whose model calls fail after retries, or whose tool call fails
+for a reason other than its arguments (arag.tools.failures), ends "failed" with the reason, no answer.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Action protocols: how a model's reply becomes actions, and how results go back into the conversation.
 
-- `native`: OpenAI tool calling. Tools are offered as `tools=[...]`; the reply's `tool_calls` are the
-  actions (several run in order), plain text without tool calls is the answer.
-- `json`: one JSON object per step, enforced by the backend's grammar / structured output:
-  {"tool": <name>, "arguments": {...}} or {"answer": "..."}. The schema is a oneOf built from the tool
-  set's own parameter schemas; small local models can only act reliably this way.
-
-Parsing never raises: a reply that is not a valid action becomes an `InvalidAction` whose reason is
-shown to the model. One exception to "not valid JSON": a JSON reply cut off at the reply-length
-limit inside its answer string is that answer as far as it went (`AnswerAction.cut_off`). A small
-model that repeats itself in a long free-form answer runs into the limit, and at temperature 0 it
-writes the same cut-off reply however often it is asked again; refusing it would fail the episode.
+`native`: OpenAI tool calls (several run in order; text without calls is the answer). `json`: one object
+per step, {"tool", "arguments"} or {"answer"}, grammar-enforced from a oneOf over the tools' schemas
+(small local models act reliably only this way). Parsing never raises: an unusable reply is an
+`InvalidAction` shown to the model, except a JSON answer cut off at the reply limit, which is that
+answer as far as it went (at temperature 0 a looping model writes the same cut reply every time).
 """
 
 from __future__ import annotations

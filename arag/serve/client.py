@@ -1,19 +1,9 @@
-"""`RemoteTools`: a served index (pipelines.serve, transport http) as a `ToolCalls`, like a local ToolContext.
+"""`RemoteTools`: a served index (pipelines.serve, http) as a `ToolCalls`, like a local ToolContext.
 
-    tools = RemoteTools("http://tools-host:8765", token=...)     # checks the server and its token now
-    result = tools.call("keyword_search", {"keywords": ["Lothair II"]}, tracker=ReadTracker())
-
-The server runs the same tools and keeps each episode's state under the tracker's `session_id`
-(a DocumentSession's settings travel with each call, X-Document-Settings); the local tracker
-follows the results (ReadTracker.follow). A connection that cannot be made, or a request turned
-away before any tool ran (429, 502, 503), is retried with backoff; a request that reached a tool is
-never sent twice (chunk_read would mark a chunk read twice).
-
-The model reads a tool's answer (200) and a tool's refusal of its arguments (400, or 413 for a body
-over the server's limit). Everything else raises `ToolServerError`, which ends the episode as
-failed (arag.tools.failures); its message names the setting `index.url`, not the address, and the
-address is scrubbed from the tool texts a model reads. `open_tools` picks a ToolContext or a
-RemoteTools from `index.path` / `index.url`.
+The server keeps each episode's state under the tracker's `session_id`; the local tracker follows the
+results. A failed connection or a request turned away before a tool ran (429, 502, 503) is retried with
+backoff; one that reached a tool is never sent twice (chunk_read would mark a chunk read twice).
+Answers other than 200, 400 and 413 raise `ToolServerError` (docs/tools.md, "A served index ...").
 """
 
 from __future__ import annotations

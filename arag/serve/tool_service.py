@@ -1,14 +1,9 @@
 """The tools of one open index as a server offers them: which tools, run where, with whose tracker.
 
-Both front ends (MCP and the JSON API) call `ToolService.call`, so a tool answers the same text and
-structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Calls
-go through the tools' one call (`acall`, arag.tools.hosting.calls), whose gate is the server's
-admission limit: `serve.threads` calls at once in this process, or with `serve.workers` ≥ 2 one per
-worker process (arag.tools.hosting.worker_pool); the sessions stay here and travel with each call.
-
-Limits a client may set (the document tools' settings, per session) are checked against the
-server's ceilings (`serve.max_document_settings`), and an answer larger than
-`serve.max_response_bytes` is replaced by an error saying so, on both front ends.
+MCP and the JSON API both call `ToolService.call`, through the one tool call (arag.tools.hosting.calls):
+the same answers as `ToolContext.call` in-process. Sessions stay here and travel with each call;
+client-set document settings are checked against `serve.max_document_settings`, and an answer over
+`serve.max_response_bytes` becomes an error saying so.
 """
 
 from __future__ import annotations

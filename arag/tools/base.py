@@ -1,11 +1,8 @@
 """What every tool shares: the result record, the result format, and the tool spec.
 
-A tool call takes JSON-able arguments and returns a `ToolResult`; it never raises. Arguments are
-checked against the tool's schema (arag.tools.arguments); a refusal is a result whose `error` is set
-and whose `text` tells the agent what was wrong, so one bad call never ends an episode. A tool's own
-failure (a bug, a broken index) is a result with diagnostics: an agent's episode fails on it
-(arag.tools.failures), a tool server answers it as 500. A result the model cannot use carries its
-failure kind in `details` (arag.tools.failures.FAILURE).
+A tool call never raises: a refusal of its arguments (checked against its schema, arag.tools.arguments)
+is a result whose `error` is set and whose `text` tells the agent what was wrong; a tool's own failure
+is a result with diagnostics, on which an episode fails (arag.tools.failures) and a server answers 500.
 """
 
 from __future__ import annotations

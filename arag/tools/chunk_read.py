@@ -1,17 +1,9 @@
-"""chunk_read: the full text of chunks by id, with each chunk's neighbours in its document.
+"""chunk_read (A-RAG): the full text of chunks by id, with each chunk's previous and next chunk.
 
-With a per-episode `ReadTracker`, a chunk already read in the episode is answered with a short
-note instead of its text (and counts no retrieved tokens). Ids repeated within one call are read
-once. Unknown ids are named in the answer; the call still returns the known ones. The previous and
-next chunk are named so the agent can read around a passage: of the same document (position ∓ 1)
-in a per-document index, the previous and next window of the same part in a packed one. Its texts
-show the opened index's own id form and a real id (`{chunk_id_format}`, `{chunk_id_example}`:
-arag.index.chunk_ids), filled by `ToolSpec.for_index`.
-
-A call that returns no chunk text new to the agent carries a failure kind (arag.tools.failures):
-`unknown_ids` when it named an id that does not exist, else `already_read` (every chunk it named was
-read before in the episode). A call that returns some new text has none, however many of its ids
-were unknown (`details["unknown_ids"]` names them).
+A chunk already read in the episode (ReadTracker) answers a short note and counts 0 tokens; repeated ids
+are read once; unknown ids are named and the known ones still returned. Neighbours: position ∓ 1 in its
+document (per_document), the previous/next window of its part (packed). A call with no new text fails
+as `unknown_ids` when it named an id that does not exist, else `already_read` (arag.tools.failures).
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """search (AgenticRAG): several reformulations at once, each a hybrid retrieval aggregated to documents.
 
-Per query: the keyword ranking (A-RAG keyword_search scoring, the query's content words as keywords)
-and the semantic ranking (A-RAG semantic_search: sentences grouped into chunks) each rank chunks; a
-document takes the rank of its best chunk in each list (on a packed index, whose windows cover several
-documents, the documents of the matched sentences are ranked instead: see
-arag.tools.packed_documents), and its score for the query is reciprocal-rank fusion
-Σ 1/(RRF_K + rank) over both lists. As the paper's tool does, each query yields up to
-`search_results` documents (a method setting, paper: 10 per query), its best by that score; the
-call returns their union, each document once however many queries found it, ordered by the score
-summed over the call's queries. Each gets a reference id `turn{t}search{n}` (t: the episode's search
-call, n: the rank), a snippet (the best chunk's matching sentences), the title, the document id, its
-line range (0 to N-1) and the line the snippet starts at, which open can start from (small models
-otherwise copied the range's end into open and read the document's last line).
+Per query, keyword and semantic rankings of chunks give each document its best chunk's rank (packed:
+arag.tools.packed_documents), fused as Σ 1/(RRF_K + rank); each query keeps its `search_results` best
+(paper: 10) and the call returns their union ordered by the summed score (docs/agents.md, "AgenticRAG").
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Documents as numbered lines, and the per-episode state of the document tools (AgenticRAG).
+"""Documents as numbered lines (line 0 first), and the per-episode state of the document tools (AgenticRAG).
 
-The AgenticRAG tools (search, find, open, summarize) work on the *source documents* of the same
-index the A-RAG tools use, on both chunkings. Per-document chunking: a document is its chunks in
-position order, and its lines are those chunks' sentences in order (a chunk without sentences is
-one line of its whole text). Packed chunking (windows across documents): a document is its own
-sentences in order, each overlap copy once (arag.tools.packed_documents). Line numbers start at 0.
-
-A search hands out reference ids `turn{t}search{n}` (t: the episode's search call, n: the result's
-rank in it); find and open take such an id. The ids live in a `DocumentSession`, one per episode,
-passed to the tools as their tracker (it is a `ReadTracker`, so the loop and `ToolContext.call`
-handle it like any other), with the method's settings for the tools.
+Per-document chunking: a document's lines are its chunks' sentences in position order (a chunk without
+sentences is one line of its text); packed: its own sentences (arag.tools.packed_documents). Reference
+ids `turn{t}search{n}` live in a `DocumentSession`, one per episode: a `ReadTracker` that also carries
+the method's settings for the tools (docs/agents.md, "AgenticRAG").
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """The tools' read cache of a whole index: one cache per part (arag.index.keyword.part_cache), opened together.
 
-The pipeline builds each part's cache in the phase-1 task that wrote the part
-(`arag.runtime.index_job`), so a finished index normally has them all. Opening the tools on an
-index without them (built before, or copied without `tools_cache/`) builds the missing ones here,
-part by part (logged; about a minute per million chunks).
-
-Location: `<index>/tools_cache/part-00000/`, …; with `cache_dir` given, `<cache_dir>/part-00000/`;
-when the index directory is read-only, `$ARAG_CACHE_DIR/tools/<manifest hash>/` (default
-`~/.cache/arag/tools/<manifest hash>/`).
-
-Row numbers: a chunk's `ord` is its place in index order (parts in manifest order, then rows);
-a sentence's global row is its part's sentence offset plus its row in the part (FAISS id =
-part << 32 | row).
+Missing part caches are built here on open (about a minute per million chunks); where they live:
+docs/tools.md, "Tools cache". A chunk's `ord` is its place in index order (parts in manifest order,
+then rows); a sentence's global row is its part's sentence offset plus its row (FAISS id = part << 32 | row).
 """
 
 from __future__ import annotations

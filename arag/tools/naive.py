@@ -1,12 +1,8 @@
-"""naive_embedding_search: the retrieval tool of the A-RAG Naive variant (whole chunks by similarity).
+"""naive_embedding_search (A-RAG Naive): whole chunks ranked by their best sentence's cosine to the query.
 
-Chunk similarity is defined as the cosine similarity of the chunk's *best-matching sentence* to
-the query (max over the chunk's sentence vectors; the index stores sentence vectors only, so no
-separate chunk vectors are needed). The top_k chunks by that similarity are exactly the first
-top_k distinct chunks met when walking sentences from most to least similar, so the tool fetches
-3·top_k sentences and doubles that until top_k distinct chunks are found (or none are left).
-On exact (Flat) shards this equals brute force: max over each chunk's sentences, then the top_k.
-Ties are broken as in semantic_search. Returns each chunk's whole text.
+The top_k chunks are the first top_k distinct chunks met walking sentences from most to least
+similar, so it fetches 3·top_k sentences and doubles that until top_k chunks are found (or none are
+left); on exact (Flat) shards this equals brute force. Ties as in semantic_search.
 """
 
 from __future__ import annotations

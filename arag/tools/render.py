@@ -1,21 +1,7 @@
 """The text the agent sees, built in one place so every tool speaks the same format.
 
-The search tools answer in the shape of the authors' tools (src/arag/tools/{keyword_search,
-semantic_search}.py), one block per chunk, blank lines between:
-    keyword_search   Chunk ID: <id>, Matched keywords in chunk: ... <s1> ... <s2> ...
-    semantic_search  Chunk ID: <id> (Similarity: 0.812)
-                     Matched: ... <s1> ... <s2> ...
-Snippets are a chunk's selected sentences framed with "..." to show that text around them was left
-out. With a method's `full_text` (and naive_embedding_search) the chunk's whole text follows its
-header line instead. `result_titles` adds ` (Title: <t1>; <t2>)` after the id, the titles of the
-documents the chunk holds (a cue the official results do not give). A search that finds nothing
-says so in the official words; a top_k over 20 is capped, and the answer says so last.
-
-Retrieved tokens (the paper's context-efficiency measure) are counted as the authors' tools count
-them, with o200k_base (`arag.index.tokens.count_retrieved_tokens`), on the retrieved text only, never
-on headers, ids, scores or notes: a search's snippets, all of its hits' sentences joined by newlines
-(`snippet_tokens`); whole chunks (chunk_read, naive_embedding_search, a `full_text` search), each
-chunk's text counted on its own and summed (`content_tokens`).
+Shapes, titles, the empty answers and how retrieved tokens are counted (o200k_base, retrieved text
+only): docs/tools.md, "What the agent reads, and what counts as retrieved".
 """
 
 from __future__ import annotations

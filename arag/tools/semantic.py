@@ -1,11 +1,9 @@
-"""semantic_search: dense retrieval of sentences, grouped into their chunks.
+"""semantic_search (A-RAG): the top 3·top_k sentences by cosine over every shard, grouped into chunks.
 
-Definition (A-RAG): encode the query with the index's own model (with its query prompt, if any);
-take the top 3·top_k sentences by cosine similarity (inner product of unit vectors) over every
-FAISS shard; group them by parent chunk; a chunk's score is its best sentence's similarity; return
-the top_k chunks by score with their matched sentences in text order. Ties: equal sentence
-scores are ordered by smaller sentence id; equal chunk scores by index order (smaller `ord`).
-On exact (Flat) shards this equals brute-force cosine over all sentence vectors.
+The query is encoded with the index's own model (and its query prompt); a chunk scores its best
+sentence and shows its matched sentences in text order. Ties: equal sentence scores by smaller
+sentence id, equal chunk scores by index order (smaller `ord`). On exact (Flat) shards this equals
+brute-force cosine over all sentence vectors.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Sentence vector search over one index: exact over the Flat shards, or the index's ANN.
 
-`VectorSearch.search(qvec, n)` returns the top `n` sentences (scores desc, ties by smaller
-sentence id) for one query. Which path runs depends on the manifest's `ann` entry:
-
-* none or `kind: flat`: every part's exact shard is scanned (a BLAS product over FAISS's own
-  memory); the result equals brute force.
-* an IVF kind (arag.index.ann): the merged IVF index over all parts proposes candidates
-  (`nprobe` lists, `rerank`·n candidates), which are re-ranked by exact inner product from the
-  exact shards on disk (positioned reads); scores are exact.
-
-The ANN's search settings (`nprobe`, `rerank`) are those its build chose for its recall target
-(the manifest's `ann.search`); arguments here override them. Loading happens
-once, on first use, under a lock; searching takes no lock (FAISS and BLAS release the GIL), so
-threads sharing one `VectorSearch` search at the same time.
+`VectorSearch.search(qvec, n)`: the top `n` sentences, scores descending, ties by smaller sentence id.
+Without an ANN every exact shard is scanned (equal to brute force); an IVF one's candidates are
+re-ranked exactly from the shards on disk (docs/indexing.md, "Index format"). Loading happens once,
+under a lock; searches take none (FAISS releases the GIL), so threads share one `VectorSearch`.
 """
 
 from __future__ import annotations

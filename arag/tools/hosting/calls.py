@@ -1,12 +1,8 @@
-"""`ToolCalls`: the one tool call, whatever runs the tools.
+"""`ToolCalls`: the one tool call, whatever runs the tools (docs/tools.md, "Concurrency").
 
-Every way to reach the tools of one index is a `ToolCalls`: in this process (`ToolContext`), in
-worker processes (`ToolWorkerPool`), on a tool server (`arag.serve.client.RemoteTools`). They share
-`acall`, the call of the agent loop and of the tool server: it waits its turn at the one admission
-limit (`gate`, a CallGate: at most `slots` calls at once, the rest queued, each client in turn),
-then the transport runs it. A transport gives `call` (one call, on the caller's thread: the CLI, a
-worker process, a method's own thread) and may give a native `_arun`; by default `acall` runs
-`call` on a pool of `slots` threads, so any number of awaiting episodes cost no thread each.
+Transports: `ToolContext` (this process), `ToolWorkerPool` (worker processes), `RemoteTools` (a tool
+server). `acall` waits its turn at the one admission limit (`gate`, a CallGate), then the transport runs
+it: its native `_arun`, else `call` on a pool of `slots` threads, so awaiting episodes cost no thread each.
 """
 
 from __future__ import annotations

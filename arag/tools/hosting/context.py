@@ -1,16 +1,9 @@
 """`ToolContext`: one open index shared by every tool (the per-part caches, FAISS shards, embedder).
 
-Open it once per process and call tools from any number of threads: no lock serialises the calls.
-The caches are memory-mapped and read with per-thread readers, FAISS and numpy release the GIL,
-DuckDB (ad-hoc `sql` only) runs on a cursor per thread, and concurrent query encodings are
-micro-batched (arag.tools.hosting.batching) on the callers' own threads.
-
-`acall` (arag.tools.hosting.calls) runs at most `max_active` calls at once (default: twice the
-cores); the others wait their turn holding no thread. Without a bound, 256 runnable callers took
-3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py): the encoding threads, which release
-the GIL inside OpenVINO and need it back for tokenising and pooling, waited behind hundreds of
-GIL-hungry threads. The tools' Python runs on one core at a time per process: the worker pool
-(arag.tools.hosting.worker_pool) uses every core.
+Call tools from any number of threads: no lock serialises the calls (docs/tools.md, "Concurrency").
+`acall` runs at most `max_active` at once (default twice the cores): unbounded, 256 runnable callers
+made 3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py), the encoders waiting for the GIL
+behind hundreds of threads.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """`ToolWorkerPool`: the tools of one index served by N worker processes, each with its own `ToolContext`.
 
-A tool call is mostly Python (parsing, planning keyword candidates, scoring, rendering), which one
-process runs on one core at a time: two callers of one ToolContext reach ~1.5x one caller on 2 cores
-(benchmarks/tools_concurrency.py); two worker processes run tool code on both. The workers share
-the memory-mapped index pages; each adds its own caches and query encoder.
-
-A `ToolCalls` (arag.tools.hosting.calls) answering as ToolContext does: a call goes to an idle
-worker, which runs `ToolContext.call`; the result comes back pickled. The episode's state travels
-with the call (`ReadTracker.state`, back through `update`); a DocumentSession's loaded documents
-stay in the worker (a cache of its most recent sessions). A worker that dies during a call is
-replaced; that call answers an internal failure naming what happened (the episode fails,
-arag.tools.failures), and the pool keeps serving.
+A tool call is mostly Python, one core per process: two callers of one ToolContext reach ~1.5x one
+caller on 2 cores (benchmarks/tools_concurrency.py). The episode's tracker travels with each call
+(`ReadTracker.state`, back through `update`); a DocumentSession's documents stay in the worker. A
+worker that dies is replaced and its call answers an internal failure (docs/tools.md, "Concurrency").
 """
 
 from __future__ import annotations
