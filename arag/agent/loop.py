@@ -42,10 +42,8 @@ CONTEXT_MARGIN_TOKENS = 1536
 
 
 def read_first_note(tools: Sequence[str]) -> str:
-    """What an answer refused by the read-before-answer guard rail tells the agent: read first, with
-    the method's own reading tools, those whose results are whole texts (chunk_read for A-RAG, open
-    for AgenticRAG: arag.methods.shows_full_text). A text the model sees, so part of the run id
-    (arag.evaluation.run_settings.model_texts)."""
+    """What the read-before-answer guard rail tells the agent: read with the method's tools whose results
+    are whole texts (arag.methods.shows_full_text). A text the model sees, so part of the run id."""
     from arag.tools.registry import TOOLS
 
     readers = [t for t in tools if shows_full_text(t, False)]
@@ -58,8 +56,7 @@ def read_first_note(tools: Sequence[str]) -> str:
 
 
 def shown_id_arguments(tools: Sequence[str]) -> dict[str, str]:
-    """Tool -> the argument that takes chunk ids shown by earlier results, as each tool states it
-    (arag.tools.base.ToolSpec.shown_ids_argument), for the registered tools among `tools`."""
+    """Tool -> its argument that takes chunk ids shown by earlier results (ToolSpec.shown_ids_argument)."""
     from arag.tools.registry import TOOLS
 
     return {t: TOOLS[t].shown_ids_argument for t in tools if t in TOOLS and TOOLS[t].shown_ids_argument}
@@ -70,8 +67,7 @@ class EpisodeFailed(Exception):
 
 
 class Agent:
-    """Runs episodes of one method with one backend over one index. Safe to run many episodes
-    concurrently (`arun` from several tasks): per-episode state lives in the episode only."""
+    """Runs episodes of one method with one backend over one index; `arun` is safe from many tasks at once."""
 
     def __init__(
         self,
@@ -94,7 +90,6 @@ class Agent:
             raise ValueError(f"backend {backend.kind!r} does not support the {self.protocol.name!r} protocol (it offers {', '.join(backend.protocols)})")
         self.tool_schemas = self.method.tool_schemas()
         self.allowed = tuple(method.tools)
-        # Tool -> its argument that takes chunk ids shown earlier (the shown_chunk_ids_only guard rail).
         self.shown_id_arguments = shown_id_arguments(self.allowed)
         if self.config.guard_rails.tool_steps and not isinstance(self.protocol, JsonProtocol):
             raise ValueError("guard_rails.tool_steps needs the json protocol (its schema drops the answer branch)")
@@ -297,8 +292,8 @@ class Agent:
         return cut
 
     def _controller_call(self, ep: Episode):
-        """The model call a method that drives its own episode uses: this loop's retries and
-        records, one step per call; the response schema is passed only under the JSON protocol."""
+        """The model call of a method that drives its own episode: this loop's retries and records, a step
+        per call; the response schema is passed only under the JSON protocol."""
 
         async def call(messages: list[Message], response_schema: dict[str, Any] | None = None, final: bool = False) -> Completion:
             ep.steps += 1
@@ -405,8 +400,7 @@ class Agent:
 
 
 def fit_budget(config: AgentConfig, backend: LLMBackend) -> AgentConfig:
-    """With a backend of known context window, cap the token budget so the forced answer still fits;
-    `token_budget=None` then means "as much as the window allows". The effective value is recorded."""
+    """Within a known context window, the token budget capped so the forced answer still fits (None: all it allows)."""
     window = getattr(backend, "context_window", None)
     if not window:
         return config
@@ -435,10 +429,8 @@ def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> st
 
 
 def chunk_ids_shown(chunk_ids: list[str], text: str, kept_chars: int) -> list[str]:
-    """The chunks of a result cut to its first `kept_chars` characters that the model was still shown:
-    those whose header kept its whole id (search and chunk_read results head each chunk with its
-    id: arag.tools.render.chunk_header_end). An id without such a header (the document tools name
-    lines, not chunks) stays."""
+    """The chunks of a result cut to `kept_chars` characters whose header kept its whole id
+    (arag.tools.render.chunk_header_end); an id without a header (document tools' lines) stays."""
     from arag.tools.render import chunk_header_end
 
     shown = []

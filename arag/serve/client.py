@@ -35,8 +35,7 @@ MODEL_STATUSES = (200, 400)
 # Answers that turn a request away before any tool ran (rate limit, a proxy without its server, an
 # overloaded server): safe to send again, so retried like a connection that could not be made.
 RETRIED_STATUSES = (429, 502, 503)
-# What the failures of calls name instead of the server's address (the model never reads them;
-# the run's records do, and they stay free of internal addresses).
+# What failures name instead of the server's address: the run's records stay free of internal addresses.
 URL_SETTING = "index.url"
 
 
@@ -49,8 +48,7 @@ class ToolServerError(ToolInfrastructureError):
 
 
 def same_counting(info: dict[str, Any]) -> str | None:
-    """What would make a server's answers differ from a local call's (GET /index's facts), or None:
-    retrieved tokens counted with another tokenizer, or result-format parameters it would ignore."""
+    """What would make a server's answers differ from a local call's (GET /index's facts), or None."""
     served = info.get("retrieved_tokens_tokenizer")
     if served != RETRIEVED_TOKENS_TOKENIZER:
         return f"counts retrieved tokens with {served or 'an older tokenizer (cl100k_base)'}, not {RETRIEVED_TOKENS_TOKENIZER}"
@@ -118,8 +116,7 @@ class RemoteTools(ToolCalls):
 
     @property
     def index_facts(self) -> dict[str, Any] | None:
-        """The served index's embedder, chunking and sentence splitter as its server states them
-        (arag.index.facts); a server from before it stated them names its embedder only."""
+        """The served index's facts (arag.index.facts); an older server names its embedder only."""
         given = self.info.get("index_facts")
         if isinstance(given, dict):
             return dict(given)
@@ -176,8 +173,7 @@ class RemoteTools(ToolCalls):
         return f"RemoteTools({self.url!r})"
 
     def _request(self, method: str, path: str, *, expect: tuple[int, ...] = (200,), where: str = f"({URL_SETTING})", **kwargs: Any) -> httpx.Response:
-        """The server's answer with a status in `expect`, else ToolServerError. `where`: how the
-        message names the server (its URL when opening, before any episode; the setting after)."""
+        """The server's answer with a status in `expect`, else ToolServerError naming the server `where`."""
         attempts = 0
 
         def send() -> httpx.Response:
@@ -197,17 +193,15 @@ class RemoteTools(ToolCalls):
         return response
 
     def _scrub(self, text: str) -> str:
-        """`text` without the server's address (URL, then host:port): tool texts reach the model and
-        failures the run's records, neither of which should hold an internal address."""
+        """`text` without the server's address (URL, then host:port): no internal address reaches a model or record."""
         for address in (self.url, urlsplit(self.url).netloc):
             text = text.replace(address, "the tool server")
         return text
 
 
 def request_body(arguments: Any) -> bytes:
-    """The arguments as the JSON body the server parses as the local tool would: ASCII-escaped, so
-    text the tool rejects (a lone surrogate) reaches it as such; JSON text that does not parse is
-    sent as it is, for the tool's own error message."""
+    """The arguments as a JSON body, ASCII-escaped so that a lone surrogate reaches the tool as such; JSON
+    text that does not parse is sent as it is, for the tool's own error message."""
     if isinstance(arguments, bytes):
         return arguments
     if isinstance(arguments, str):

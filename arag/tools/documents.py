@@ -25,19 +25,8 @@ REF_ID = re.compile(r"turn\d+search\d+")
 
 @dataclass(frozen=True)
 class DocumentToolSettings:
-    """What the method decides for the document tools (the paper's values are the defaults).
-
-    max_queries: reformulations one search call may carry.
-    search_results: documents each query of a search call contributes (paper: up to 10 per
-        query); the call returns their union, each document once.
-    open_window_lines: lines one open call shows, at most.
-    open_max_tokens: cap on one open reply (cl100k_base tokens of its lines; paper: ~11k per call),
-        which ends the window earlier when its lines (sentences) are long.
-    find_max_tokens: cap on one find reply (cl100k_base tokens of the passages).
-    find_passages_per_pattern: passages one pattern may yield.
-    find_context_lines: lines shown on each side of a matched line.
-    semantic_find: whether find accepts mode="semantic".
-    """
+    """What the method decides for the document tools; the defaults are the paper's values (token caps in
+    cl100k_base). Each is a method setting: docs/configuration.md, "AgenticRAG method settings"."""
 
     max_queries: int = 5
     search_results: int = 10

@@ -25,14 +25,9 @@ MMAP_SHARD_BYTES = 1 << 30
 
 
 class VectorSearch:
-    """The vector shards of one index and how to search them.
-
-    nprobe: IVF lists probed per query (ANN indexes; for old per-part IVF shards, the lists per
-        shard; default: for the ANN, the setting its build chose for index.ann_recall and recorded
-        in the manifest (arag.index.ann.search_settings), the shard's own for old shards).
-    rerank: ANN candidates re-ranked exactly, per result asked for (default: the recorded one).
-    mmap_bytes: exact shards larger than this are memory-mapped instead of read into RAM.
-    """
+    """The vector shards of one index and how to search them. nprobe (IVF lists probed; per shard for
+    old per-part IVF shards) and rerank (exact re-rank candidates per result) default to what the index's
+    build recorded (arag.index.ann.search_settings); shards over `mmap_bytes` are memory-mapped."""
 
     def __init__(self, index: Index, *, nprobe: int | None = None, rerank: int | None = None, mmap_bytes: int = MMAP_SHARD_BYTES):
         self.index = index

@@ -51,9 +51,8 @@ def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
 
 
 def _worker_main(conn: Any) -> None:
-    """A worker process: open the index, then answer calls until the pipe closes. Its parent
-    decides when it ends (the pool closes the pipe, or the parent's death does): a Ctrl-C or a
-    SIGTERM sent to the whole process group is the parent's to handle, not a traceback here."""
+    """A worker process: open the index, then answer calls until the pipe closes. A Ctrl-C or SIGTERM
+    sent to the whole process group is the parent's to handle, not a traceback here."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -108,9 +107,7 @@ class _Worker:
 
 
 class ToolWorkerPool(ToolCalls):
-    """index: an index directory; workers: processes (each answers one call at a time);
-    options: keyword arguments of `ToolContext` for every worker (not `encoder`: a worker loads
-    the index's own embedder)."""
+    """workers: processes, each answering one call at a time; options: `ToolContext`'s (not `encoder`)."""
 
     def __init__(self, index: str | Path, *, workers: int = 2, **options: Any):
         if int(workers) < 1:
@@ -185,8 +182,7 @@ class ToolWorkerPool(ToolCalls):
 
     @functools.cached_property
     def chunk_ids(self) -> "ChunkIdFormat":
-        """What the index's chunk ids look like (the texts the model reads describe them), read in
-        this process from the manifest and one row group: cheap, and no worker call."""
+        """What the index's chunk ids look like, read here (manifest and one row group), not by a worker."""
         from arag.index.store import open_index
 
         return open_index(self.index).chunk_ids
@@ -209,8 +205,7 @@ class ToolWorkerPool(ToolCalls):
         return _answer(reply, tracker)
 
     async def _arun(self, run: functools.partial) -> ToolResult:
-        """The call on the event loop's thread: the task awaits an idle worker, then the worker's
-        reply (the loop watches the worker's socket), so no call hops between threads."""
+        """The call on the event loop's thread (the loop watches the worker's socket): no thread hops."""
         (tool, arguments), options = run.args, run.keywords
         try:
             worker = self._take(block=False)  # acall's gate admits one call per worker
