@@ -96,7 +96,6 @@ class Agent:
         if self.config.guard_rails.shown_chunk_ids_only and not isinstance(self.protocol, JsonProtocol):
             raise ValueError("guard_rails.shown_chunk_ids_only needs the json protocol (its schema lists the ids shown)")
 
-    # ---- public -----------------------------------------------------------------------------------
     def run(self, question: str, question_id: str | None = None) -> Episode:
         return asyncio.run(self.arun(question, question_id))
 
@@ -125,7 +124,6 @@ class Agent:
             episode.messages = [m.to_openai() for m in messages]
         return episode
 
-    # ---- the loop ---------------------------------------------------------------------------------
     async def _episode(self, question: str, ep: Episode, tracker: Any, messages: list[Message]) -> None:
         """Fills `messages` in place, so the conversation is kept even when the episode fails midway."""
         cfg = self.config
@@ -214,7 +212,6 @@ class Agent:
         ep.answer_cut_off = answers[0].cut_off
         ep.status = ANSWERED
 
-    # ---- context management (methods with summarize, see arag.agent.context) ----------------------
     def _context_manager(self) -> Any:
         if not (self.method.manages_context and self.tool_schemas):
             return None
@@ -292,8 +289,7 @@ class Agent:
         return cut
 
     def _controller_call(self, ep: Episode):
-        """The model call of a method that drives its own episode: this loop's retries and records, a step
-        per call; the response schema is passed only under the JSON protocol."""
+        """The model call of a method that drives its own episode (a step per call; a schema only under json)."""
 
         async def call(messages: list[Message], response_schema: dict[str, Any] | None = None, final: bool = False) -> Completion:
             ep.steps += 1

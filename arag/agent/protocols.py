@@ -65,8 +65,7 @@ Action = Union[ToolAction, AnswerAction, InvalidAction]
 
 
 def json_action_schema(tool_schemas: list[dict[str, Any]], allow_answer: bool = True) -> dict[str, Any]:
-    """oneOf: one branch per tool ({"tool": const name, "arguments": its parameters}) and the answer
-    (left out with `allow_answer=False`, when a guard rail asks for tool calls only)."""
+    """oneOf: a branch per tool ({"tool": const name, "arguments": its parameters}) and, if allowed, the answer."""
     branches = []
     for s in tool_schemas:
         fn = s["function"]

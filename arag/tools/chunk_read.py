@@ -105,8 +105,7 @@ def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: li
 
 
 def window_neighbours(ctx: ToolHost, ords: list[int]) -> list[tuple[str | None, str | None]]:
-    """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (the pipeline writes a
-    part's windows in order; a part boundary ends a window)."""
+    """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (written in order)."""
     adjacent = ctx.store.adjacent_in_part(ords)
     probe = sorted({o for pair in adjacent for o in pair if o is not None})
     ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"])) if probe else {}

@@ -147,8 +147,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
 
 
 def snippet_line(document: DocumentLines | None, hit: Hit) -> int | None:
-    """The document line of the hit's first snippet sentence (None if it is not a line of its own,
-    e.g. the text of a chunk without sentences)."""
+    """The document line of the hit's first snippet sentence (None if it is not a line of its own)."""
     first = hit.snippets[0].strip() if hit.snippets else None
     if document is None or first is None:
         return None

@@ -99,8 +99,7 @@ class DocumentSession(ReadTracker):
         return self.refs[ref_id]
 
     def mirror_search(self, result: Any) -> None:
-        """Record the references a search answered elsewhere (a served index keeps its own copy of
-        this session): the client's session then resolves and cites the same ids."""
+        """Record the references a served index's search answered, so this session resolves the same ids."""
         details = result.details
         self.searches = max(self.searches, int(details["turn"]))
         for ref_id, doc_id, n_lines, hit in zip(details["ref_ids"], details["documents"], details["lines"], result.results):
@@ -114,8 +113,7 @@ class DocumentSession(ReadTracker):
 
 
 def session_of(options: ToolOptions) -> DocumentSession:
-    """The episode's session; a call without one (a bare `ToolContext.call`) gets a fresh session,
-    so a search still works but its ids are forgotten after the call."""
+    """The episode's session; a call without one gets a fresh session, whose ids are forgotten after it."""
     tracker = options.tracker
     return tracker if isinstance(tracker, DocumentSession) else DocumentSession()
 
@@ -129,8 +127,7 @@ def is_packed(ctx: ToolHost) -> bool:
 
 
 def check_document_index(ctx: ToolHost) -> None:
-    """Raise MissingSentenceSourcesError (naming the index, saying to rebuild) when the index is
-    packed but its sentence rows do not record their source documents."""
+    """MissingSentenceSourcesError when a packed index's sentence rows do not record their documents."""
     if is_packed(ctx):
         ctx.store.sentence_sources  # noqa: B018 (opening it checks the files)
 
@@ -140,8 +137,7 @@ def document_ords(ctx: ToolHost, doc_id: str) -> list[int]:
 
 
 def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: int | None = None) -> DocumentLines:
-    """The document's numbered lines (read once per episode); `anchor`: a window covering it,
-    needed on a packed index."""
+    """The document's numbered lines (read once per episode); `anchor`: a window covering it (packed)."""
     if doc_id in session.documents:
         return session.documents[doc_id]
     if is_packed(ctx):
@@ -171,8 +167,7 @@ def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: 
 
 
 def line_similarities(ctx: ToolHost, query: str, sentence_ids: list[int]) -> dict[int, float]:
-    """Cosine of `query` to each of the given sentences ({sentence id: similarity}), from their
-    stored vectors (unit vectors: cosine = inner product)."""
+    """{sentence id: cosine of `query`} from the sentences' stored unit vectors."""
     wanted = np.asarray(sorted({s for s in sentence_ids if s >= 0}), dtype=np.int64)
     if len(wanted) == 0:
         return {}

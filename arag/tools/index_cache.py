@@ -102,7 +102,6 @@ class ChunkStore:
     def dirs(self) -> list[Path]:
         return [p.dir for p in self.parts]
 
-    # ---- addressing -------------------------------------------------------------------------
     def _split(self, ords: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
         ords = np.asarray(ords, dtype=np.int64)
         which = positions(self.chunk_offsets, ords, side="right") - 1
@@ -216,7 +215,6 @@ class ChunkStore:
 
         return SentenceSources(self)
 
-    # ---- keyword search -----------------------------------------------------------------------
     def keyword_top(self, keywords: list[str], top_k: int, narrow: bool = True) -> list[tuple[int, int]]:
         """Top `top_k` (ord, score) by keyword_search's score, score > 0, ties by smaller ord. `narrow`: each
         distinct keyword counted on its own and summed with its weight (same result); else every chunk scored."""

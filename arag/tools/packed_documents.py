@@ -44,8 +44,7 @@ def covers(doc_field: str, doc_id: str) -> bool:
 
 
 def _walk(store: ChunkStore, doc_id: str, anchor: int, step: int) -> list[int]:
-    """Windows next to `anchor` (step -1: before it, +1: after it) that still cover `doc_id`,
-    nearest first; the walk stops at the part's edge (a document never spans parts)."""
+    """Windows next to `anchor` (step -1: before, +1: after) still covering `doc_id`, nearest first, within its part."""
     w = int(np.searchsorted(store.chunk_offsets, anchor, side="right") - 1)
     lo, hi = int(store.chunk_offsets[w]), int(store.chunk_offsets[w + 1])
     out: list[int] = []

@@ -80,15 +80,13 @@ def similarity_text(query: str, hits: list[Hit], full_text: bool, details: dict,
 
 
 def chunk_header_end(text: str, chunk_id: str) -> int:
-    """Where the id of the first header of chunk `chunk_id` in a search or chunk_read text ends,
-    with the character after it (-1: no such header)."""
+    """Where chunk `chunk_id`'s first header id in a result text ends, with the character after it (-1: none)."""
     marks = [f"Chunk ID: {chunk_id}{end}" for end in (",", " ", "\n")] + [f"chunk_id: {chunk_id}{end}" for end in (" ", "]", "\n")]
     return min((i + len(m) for m, i in ((m, text.find(m)) for m in marks) if i >= 0), default=-1)
 
 
 def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str], sequence: str = "document", result_format: ResultFormat = ResultFormat()) -> str:
-    """Agent-facing text of chunk_read: each chunk with its neighbours, then unknown ids.
-    `sequence`: what the neighbours run through ("document"; a packed index's "part")."""
+    """Agent-facing text of chunk_read; `sequence`: what the neighbours run through ("document", or "part")."""
     blocks = []
     for hit in hits:
         prev_ = hit.prev_id or f"none (first chunk of the {sequence})"

@@ -42,8 +42,7 @@ class ReadTracker:
         self.__dict__.update(state)
 
     def follow(self, spec: Any, result: Any) -> None:
-        """Bring this tracker up to date with `result`, which `spec` (a ToolSpec) answered on a tool
-        server that keeps its own copy of the episode's state."""
+        """Bring this tracker up to date with `result`, which `spec` answered on a tool server."""
         if spec.tracks_reads:
             for hit in result.results:
                 if not hit.already_read:

@@ -57,23 +57,20 @@ class VectorSearch:
             self._exact_shards()
 
     def search(self, qvec: np.ndarray, n: int, *, nprobe: int | None = None, rerank: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top `n` sentences for the query `qvec` (shape (1, d)): (scores desc, sentence ids).
-        `nprobe`/`rerank` override this object's knobs for one call."""
+        """Top `n` sentences for `qvec` (shape (1, d)): (scores desc, sentence ids); nprobe/rerank for this call."""
         nprobe = nprobe or self.nprobe
         if self.ann_entry:
             return self._ann_searcher().search(qvec, n, nprobe=nprobe, rerank_factor=rerank or self.rerank)
         return self._search_shards(qvec, n, nprobe)
 
     def scores(self, qvec: np.ndarray, sentence_ids: np.ndarray) -> np.ndarray:
-        """Exact inner products of `qvec` (shape (1, d)) with the stored vectors of the given
-        sentence ids (any index kind: rows read from the exact shards)."""
+        """Exact inner products of `qvec` (shape (1, d)) with the given sentences' vectors (from the exact shards)."""
         if self._stored is None:
             with self._load_lock:
                 if self._stored is None:
                     self._stored = ann.StoredVectors({p.part: p.vectors for p in self.index.parts if p.num_sentences})
         return self._stored.scores(np.asarray(sentence_ids, dtype=np.int64), qvec[0])
 
-    # ---- ANN -----------------------------------------------------------------------------------
     def _ann_searcher(self) -> ann.AnnSearcher:
         if self._ann is None:
             with self._load_lock:
@@ -82,7 +79,6 @@ class VectorSearch:
                     self._ann = ann.AnnSearcher(self.index.root, self.ann_entry, parts)
         return self._ann
 
-    # ---- exact shards --------------------------------------------------------------------------
     def _exact_shards(self) -> list[tuple[Any, tuple[np.ndarray, np.ndarray] | None]]:
         """(FAISS shard, exact view or None) of each part with sentences, in part order."""
         if self._shards is None:

@@ -18,13 +18,11 @@ T = TypeVar("T")
 
 
 class ServerStopping(Exception):
-    """The server is stopping: the call did not run or was not waited for (send it again, to the
-    server that replaces it)."""
+    """The server is stopping: the call did not run or was not waited for (send it to the next server)."""
 
 
 class ServerBusy(Exception):
-    """The call's place was given to another client's call (its client held more than its share of
-    the request slots): it did not run (send it again)."""
+    """The call's place went to another client (its own held more than its share of slots): send it again."""
 
 
 class ClientGone(Exception):
@@ -150,8 +148,7 @@ class CallGate:
         return await set_within(self._idle, timeout_s)
 
     def abandon(self) -> None:
-        """Past the stop's grace period: the calls still running are answered ServerStopping (their
-        threads finish unobserved)."""
+        """Past the stop's grace period: running calls are answered ServerStopping (their threads finish unobserved)."""
         self.abandoned = True
         for gone in self._running:
             if not gone.done():

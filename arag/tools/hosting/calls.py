@@ -30,16 +30,14 @@ class ToolCalls:
         self._pool_lock = threading.Lock()
 
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
-        """Run `tool` with JSON-able `arguments` (a dict or a JSON string). Bad arguments come back as
-        the tool's error result; result_format: how results are shown (None: the official tools')."""
+        """Run `tool` with `arguments` (a dict or JSON text); bad arguments come back as its error result."""
         raise NotImplementedError
 
     async def acall(
         self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None,
         client: Hashable = None, caller: Hashable = None, ticket: Any = None,
     ) -> ToolResult:
-        """`call` for asyncio callers, admitted by `gate`. client, caller, ticket: whose turn the call
-        waits for, and a server's request slot (CallGate.turn)."""
+        """`call` for asyncio callers, admitted by `gate` (client, caller, ticket: as CallGate.turn takes them)."""
         run = functools.partial(self.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
         async with self.gate.turn(client, caller, ticket):
             return await self.gate.run(self._arun(run))

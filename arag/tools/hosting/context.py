@@ -80,7 +80,6 @@ class ToolContext(ToolCalls):
         self._con: Any = None
         self._cursors = threading.local()
 
-    # ---- tools ------------------------------------------------------------------------------
     def admit(self, slots: int) -> None:
         """No more calls at once than `max_active`, whatever a server asks for."""
         super().admit(min(slots, self.max_active))
@@ -91,7 +90,6 @@ class ToolContext(ToolCalls):
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}", UNKNOWN_TOOL)
         return spec.call(self, arguments, ToolOptions(full_text=full_text, tracker=tracker, result_format=result_format or ResultFormat()))
 
-    # ---- shared resources -----------------------------------------------------------------------
     def sql(self, query: str, params: list[Any] | None = None, tables: dict[str, Any] | None = None) -> list[tuple]:
         """Ad-hoc DuckDB query with bound parameters over the view `chunks` (the chunk Parquet files);
         `tables`: Arrow tables visible to this query only. Not used by the tools."""

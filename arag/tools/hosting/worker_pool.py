@@ -187,7 +187,6 @@ class ToolWorkerPool(ToolCalls):
 
         return open_index(self.index).chunk_ids
 
-    # ---- tools ------------------------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
         """`ToolContext.call` in a worker process. Never raises (a closed pool raises RuntimeError)."""
         worker = self._take()
