@@ -132,10 +132,6 @@ def check_document_index(ctx: ToolHost) -> None:
         ctx.store.sentence_sources  # noqa: B018 (opening it checks the files)
 
 
-def document_ords(ctx: ToolHost, doc_id: str) -> list[int]:
-    return ctx.store.document_ords([doc_id]).get(doc_id, [])
-
-
 def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: int | None = None) -> DocumentLines:
     """The document's numbered lines (read once per episode); `anchor`: a window covering it (packed)."""
     if doc_id in session.documents:
@@ -145,9 +141,15 @@ def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: 
             raise ValueError(f"document {doc_id!r}: a packed index needs a window covering it to find its sentences")
         src = packed_documents.load_lines(ctx.store, doc_id, anchor)
         doc = DocumentLines(doc_id, src.title, src.lines, src.sentence_ids, src.chunk_ids)
-        session.documents[doc_id] = doc
-        return doc
-    ords = document_ords(ctx, doc_id)
+    else:
+        doc = document_lines(ctx, doc_id)
+    session.documents[doc_id] = doc
+    return doc
+
+
+def document_lines(ctx: ToolHost, doc_id: str) -> DocumentLines:
+    """A per-document index's document as lines: its chunks' sentences in position order."""
+    ords = ctx.store.document_ords([doc_id]).get(doc_id, [])
     rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "text", "s_start", "s_count"]) if ords else {}
     lines: list[str] = []
     sids: list[int] = []
@@ -161,9 +163,7 @@ def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: 
             lines.append(rows["text"][i])
             sids.append(-1)
         chunk_ids += [rows["chunk_id"][i]] * max(count, 1)
-    doc = DocumentLines(doc_id, rows["title"][0] if ords else None, lines, sids, chunk_ids)
-    session.documents[doc_id] = doc
-    return doc
+    return DocumentLines(doc_id, rows["title"][0] if ords else None, lines, sids, chunk_ids)
 
 
 def line_similarities(ctx: ToolHost, query: str, sentence_ids: list[int]) -> dict[int, float]:

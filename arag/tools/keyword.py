@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, SNIPPET
-from arag.tools.render import keyword_text, search_tokens
+from arag.tools.render import keyword_text, search_result
 
 NAME = "keyword_search"
 
@@ -83,13 +83,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
             snippets = [options.result_format.cap(matching_sentences([next(texts) for _ in range(n)], lowered)) for n in counts]
         for i, (_, score) in enumerate(scored):
             hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i]))
-    return ToolResult(
-        tool=NAME,
-        text=keyword_text(keywords, hits, options.full_text, details, options.result_format),
-        results=hits,
-        retrieved_tokens=search_tokens(hits, options.full_text),
-        details=details,
-    )
+    text = keyword_text(keywords, hits, options.full_text, details, options.result_format)
+    return search_result(NAME, text, hits, options.full_text, details)
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, result_settings=("snippets_per_chunk", "result_titles"))  # matched sentences (whole chunks for a full_text method)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, require_vectors, READ
-from arag.tools.render import search_tokens, similarity_text
+from arag.tools.render import search_result, similarity_text
 from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, WARM_UP, group_by_chunk, hits_for
 
 NAME = "naive_embedding_search"
@@ -42,13 +42,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     top_k = get_top_k(args, details)
     require_vectors(ctx, NAME)
     hits = hits_for(ctx, top_chunks(ctx, query, top_k), full_text=True)
-    return ToolResult(
-        tool=NAME,
-        text=similarity_text(query, hits, True, details, options.result_format),
-        results=hits,
-        retrieved_tokens=search_tokens(hits, full_text=True),
-        details=details,
-    )
+    return search_result(NAME, similarity_text(query, hits, True, details, options.result_format), hits, True, details)
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, encodes_queries=True, warm_up=WARM_UP, result_settings=("result_titles",))  # whole chunks

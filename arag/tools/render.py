@@ -11,7 +11,7 @@ from typing import Iterable
 
 from arag.index.packing import COVERED_SEPARATOR
 from arag.index.tokens import count_retrieved_tokens
-from arag.tools.base import MAX_TOP_K, Hit, ResultFormat
+from arag.tools.base import MAX_TOP_K, Hit, ResultFormat, ToolResult
 
 ELLIPSIS = "..."
 
@@ -31,6 +31,12 @@ def search_tokens(hits: list[Hit], full_text: bool) -> int:
     """A search's retrieved tokens: whole chunks (`full_text`) or its snippets."""
     pieces = (s for h in hits for s in h.snippets)
     return content_tokens(pieces) if full_text else snippet_tokens(pieces)
+
+
+def search_result(tool: str, text: str, hits: list[Hit], full_text: bool, details: dict) -> ToolResult:
+    """A search's result: its text, hits and retrieved tokens."""
+    tokens = search_tokens(hits, full_text)
+    return ToolResult(tool=tool, text=text, results=hits, retrieved_tokens=tokens, details=details)
 
 
 def snippet_block(sentences: list[str]) -> str:

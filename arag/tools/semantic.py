@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from arag.tools.base import MAX_QUERY_CHARS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, require_vectors, SNIPPET
-from arag.tools.render import search_tokens, similarity_text
+from arag.tools.render import search_result, similarity_text
 
 NAME = "semantic_search"
 SENTENCES_PER_RESULT = 3
@@ -68,13 +68,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)
     groups = group_by_chunk(ctx, scores, sids)[:top_k]
     hits = hits_for(ctx, groups, full_text=options.full_text)
-    return ToolResult(
-        tool=NAME,
-        text=similarity_text(query, hits, options.full_text, details, options.result_format),
-        results=hits,
-        retrieved_tokens=search_tokens(hits, options.full_text),
-        details=details,
-    )
+    text = similarity_text(query, hits, options.full_text, details, options.result_format)
+    return search_result(NAME, text, hits, options.full_text, details)
 
 
 def hits_for(ctx: ToolHost, groups: list[tuple[int, float, np.ndarray]], full_text: bool) -> list[Hit]:
