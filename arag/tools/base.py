@@ -203,25 +203,20 @@ class ToolSpec:
     evidence: str
     unit: str = "chunk"  # what its results are pieces of, as the agent's texts name it: "chunk", or "document" (AgenticRAG's tools)
     encodes_queries: bool = False  # embeds its query with the index's embedder (a tool server's warm start loads it)
-    # Its calls mark the chunks they put into the context as read in the episode's ReadTracker (a
-    # chunk read once is not shown again); a client of a served index marks them in its own tracker.
+    # Its calls mark the chunks they show as read in the episode's ReadTracker (a served index's client's too).
     tracks_reads: bool = False
-    # The argument that takes chunk ids shown by earlier results (guard_rails.shown_chunk_ids_only
-    # restricts it to them, and leaves the tool out while none was shown).
+    # The argument that takes chunk ids shown by earlier results (guard_rails.shown_chunk_ids_only).
     shown_ids_argument: str | None = None
-    # The arguments of a cheap call that loads what the tool needs (its query encoder): a tool
-    # server makes it in every worker process before serving.
+    # A cheap call's arguments that load what the tool needs (its query encoder), before a server serves.
     warm_up: Mapping[str, Any] | None = None
-    # (tracker, result) -> None: brings a client's copy of the episode's state (its tracker) up to
-    # date with a result a served index answered, beyond the reads `tracks_reads` marks.
+    # (tracker, result) -> None: brings a client's tracker up to date with a served result, beyond its reads.
     mirror: Callable[[Any, "ToolResult"], None] | None = None
     # The ResultFormat settings (a method's settings of the same names) its result texts follow.
     result_settings: tuple[str, ...] = ()
     # A successful call replaces the conversation with the agent's notes (arag.agent.context): a
     # method that offers it manages its context instead of being cut off at the budget.
     compacts_context: bool = False
-    # Its result text is one block per reference id ("[<ref id>] ..."): a compaction keeps the
-    # blocks of the ids the notes keep and removes the others one by one.
+    # Its result text is one block per reference id ("[<ref id>] ..."), which a compaction removes one by one.
     ref_entries: bool = False
     # (function schema, DocumentToolSettings) -> None: narrows the schema, in place, to a method's
     # document-tool settings (the ablations' limits), so the model is told what the tool allows.
