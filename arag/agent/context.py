@@ -104,11 +104,9 @@ class ContextManager:
 
 
 def forced_summarize_schema(schema: dict, shown: list[str]) -> dict:
-    """The summarize tool schema for a forced summarize: keep_ref_ids may only name ids still shown.
-
-    Why: grammar-constrained at a full context, a small model filled keep_ref_ids with invented ids
-    ("turn1search1" … "turn1search65") until the reply limit cut the call; the one chance to
-    summarize was lost and every result removed. With an enum the grammar cannot write such an id."""
+    """The summarize schema of a forced summarize: keep_ref_ids may only name ids still shown. Why: at a full
+    context a grammar-constrained small model filled keep_ref_ids with invented ids ("turn1search65") until
+    the reply limit cut the call, and its one chance to summarize was lost with every result."""
     return shown_ids_only(schema, "keep_ref_ids", shown)
 
 

@@ -83,12 +83,9 @@ def json_action_schema(tool_schemas: list[dict[str, Any]], allow_answer: bool = 
 
 
 def shown_ids_only(schema: dict[str, Any], param: str, shown: list[str]) -> dict[str, Any]:
-    """A tool schema (a copy) whose array parameter `param` may only list ids in `shown`: an enum,
-    so a grammar-constrained model cannot write an id it has not been shown (with none shown, only
-    an empty list; a caller whose tool needs an id leaves the tool out instead).
-
-    Why: a small model writing ids under a grammar invents plausible ones ("turn1search65" in a
-    forced summarize, "<document>#<n>"-shaped ids on an index of "<part>:<window>" ids)."""
+    """A copy of a tool schema whose array parameter `param` may only list ids in `shown` (none shown: only
+    an empty list). Why: a small model writing ids under a grammar invents plausible ones ("turn1search65"
+    in a forced summarize, "<document>#<n>"-shaped ids on an index of "<part>:<window>" ids)."""
     restricted = copy.deepcopy(schema)
     ids = restricted["function"]["parameters"]["properties"][param]
     ids["items"] = {"type": "string", "enum": list(shown)} if shown else {"type": "string", "maxLength": 0}

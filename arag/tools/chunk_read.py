@@ -46,10 +46,8 @@ _COLUMNS = ["chunk_id", "doc_id", "title", "position", "text"]
 
 
 def stored_token_counts(ctx: ToolHost) -> bool:
-    """Whether the index's `n_tokens` column is the retrieved-token count of each chunk's text:
-    the chunker stores each text's token count with the tokenizer its manifest names, which is
-    cl100k_base today, so retrieved tokens (o200k_base) are counted on the text. Reading a stored
-    count saves tokenizing ~1,000 tokens per chunk read, about half of a chunk_read's time."""
+    """Whether the index's `n_tokens` (counted with the tokenizer its manifest names: cl100k_base today)
+    is the retrieved-token count; reading it saves about half of a chunk_read's time."""
     return (ctx.store.index.manifest.get("chunking") or {}).get("tokenizer") == RETRIEVED_TOKENS_TOKENIZER
 
 
@@ -69,12 +67,8 @@ def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
 
 
 def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
-    """(previous id, next id) of each chunk: the chunks of the same document at position ∓ 1, or
-    in a packed index the windows before and after it in its part.
-
-    The pipeline writes a document's chunks consecutively, so rows ord∓1 are checked first; any
-    other layout falls back to a lookup by (doc_id, position).
-    """
+    """(previous id, next id) of each chunk: its document's chunks at position ∓ 1 (packed: its part's windows).
+    The pipeline writes a document's chunks consecutively, so rows ord∓1 are checked before (doc_id, position)."""
     store = ctx.store
     if store.index.chunking_mode == PACKED:
         return window_neighbours(ctx, ords)

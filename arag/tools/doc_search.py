@@ -79,10 +79,8 @@ def query_keywords(query: str) -> list[str]:
 
 
 def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCandidate]]:
-    """The keyword and the semantic ranking of documents, best first, each document once per
-    ranking: on a per-document index the documents of the ranked chunks; on a packed one the
-    documents of the matched sentences (arag.tools.packed_documents). A text_only index (no
-    sentence vectors) has the keyword ranking only."""
+    """The keyword and the semantic ranking of documents, best first, each document once per ranking
+    (packed: arag.tools.packed_documents); an index without sentence vectors has the keyword one only."""
     keywords = query_keywords(query)
     scored = keyword_scores(ctx, keywords, n) if keywords else None
     semantic = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * n) if ctx.store.index.has_vectors else None
