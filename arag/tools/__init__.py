@@ -13,20 +13,7 @@ from arag.tools.documents import DocumentSession, DocumentToolSettings
 from arag.tools.registry import TOOL_SETS, TOOLS, get_tool, result_settings_of, tool_schemas
 from arag.tools.tracker import ReadTracker
 
-
 __all__ = [
-    "TOOLS",
-    "TOOL_SETS",
-    "DocumentSession",
-    "DocumentToolSettings",
-    "Hit",
-    "ReadTracker",
-    "ToolArgumentError",
-    "ToolContext",
-    "ToolOptions",
-    "ToolResult",
-    "ToolSpec",
-    "get_tool",
-    "result_settings_of",
-    "tool_schemas",
+    "TOOLS", "TOOL_SETS", "DocumentSession", "DocumentToolSettings", "Hit", "ReadTracker", "ToolArgumentError",
+    "ToolContext", "ToolOptions", "ToolResult", "ToolSpec", "get_tool", "result_settings_of", "tool_schemas",
 ]
