@@ -111,7 +111,6 @@ def forced_summarize_schema(schema: dict, shown: list[str]) -> dict:
 
 
 def removed_entry(ref_id: str) -> str:
-    """What an un-kept entry of a search result becomes."""
     return f"[{ref_id}] {REMOVED}"
 
 

@@ -143,7 +143,6 @@ class ResultFormat:
             raise ValueError(f"result_titles must be true or false, got {self.result_titles!r}")
 
     def cap(self, sentences: list[str]) -> list[str]:
-        """The sentences a keyword_search hit shows."""
         return sentences[: self.snippets_per_chunk] if self.snippets_per_chunk else sentences
 
     def to_json(self) -> dict[str, Any]:

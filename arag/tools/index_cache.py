@@ -190,7 +190,6 @@ class ChunkStore:
         return out
 
     def chunk_of_sentence_rows(self, rows: np.ndarray) -> np.ndarray:
-        """Chunk ord of each global sentence row."""
         rows = np.asarray(rows, dtype=np.int64)
         which = positions(self.sentence_offsets, rows, side="right") - 1
         out = np.empty(len(rows), dtype=np.int64)

@@ -34,7 +34,6 @@ def search_tokens(hits: list[Hit], full_text: bool) -> int:
 
 
 def search_result(tool: str, text: str, hits: list[Hit], full_text: bool, details: dict) -> ToolResult:
-    """A search's result: its text, hits and retrieved tokens."""
     tokens = search_tokens(hits, full_text)
     return ToolResult(tool=tool, text=text, results=hits, retrieved_tokens=tokens, details=details)
 
@@ -60,7 +59,6 @@ def _capped_note(details: dict) -> str:
 
 
 def keyword_text(keywords: list[str], hits: list[Hit], full_text: bool, details: dict, result_format: ResultFormat) -> str:
-    """Agent-facing text of keyword_search."""
     if not hits:
         return f"No results found for keywords: {keywords!r}{_capped_note(details)}"
     blocks = []

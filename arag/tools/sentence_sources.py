@@ -62,7 +62,6 @@ class SentenceSources:
                 )
 
     def of_rows(self, rows: np.ndarray | list[int]) -> Sources:
-        """Source of each global sentence row."""
         rows = np.asarray(rows, dtype=np.int64)
         doc_ids: list = [None] * len(rows)
         titles: list = [None] * len(rows)
