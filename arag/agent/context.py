@@ -1,10 +1,8 @@
 """Context management of methods that summarize (AgenticRAG): warn near the budget, compact on summarize.
 
-The loop tells a `ContextManager` which message holds which tool result and which reference ids
-that result is about. A summarize (called by the agent, or forced by the loop once the conversation
-reaches the budget) keeps the results of the ids it lists and the notes; every other referenced
-result becomes the marker "[removed]" (in a search result, each un-kept result entry does), and the
-conversation goes on. Summaries themselves, the question and the assistant turns always stay.
+A summarize (the agent's, or forced at the budget) keeps the results of the ids it lists and the
+notes; every other referenced result (in a search result, each un-kept entry) becomes "[removed]".
+The question, the summaries and the assistant turns always stay (docs/agents.md, "AgenticRAG").
 """
 
 from __future__ import annotations
@@ -106,16 +104,13 @@ class ContextManager:
 
 
 def forced_summarize_schema(schema: dict, shown: list[str]) -> dict:
-    """The summarize tool schema for a forced summarize: keep_ref_ids may only name ids still shown.
-
-    Why: grammar-constrained at a full context, a small model filled keep_ref_ids with invented ids
-    ("turn1search1" … "turn1search65") until the reply limit cut the call; the one chance to
-    summarize was lost and every result removed. With an enum the grammar cannot write such an id."""
+    """The summarize schema of a forced summarize: keep_ref_ids may only name ids still shown. Why: at a full
+    context a grammar-constrained small model filled keep_ref_ids with invented ids ("turn1search65") until
+    the reply limit cut the call, and its one chance to summarize was lost with every result."""
     return shown_ids_only(schema, "keep_ref_ids", shown)
 
 
 def removed_entry(ref_id: str) -> str:
-    """What an un-kept entry of a search result becomes."""
     return f"[{ref_id}] {REMOVED}"
 
 

@@ -115,8 +115,7 @@ def pack_messages(messages: list[dict[str, Any]], tool_calls: list[dict[str, Any
 
 
 def unpack_messages(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
-    """A stored trajectory's messages with every tool result in place (see `pack_messages`);
-    trajectories stored before packing come back as they are."""
+    """A stored trajectory's messages with every tool result in place (older unpacked ones as they are)."""
     calls = trajectory.get("tool_calls") or []
     out = []
     for message in trajectory.get("messages") or []:

@@ -1,15 +1,9 @@
-"""The agent loop (A-RAG, Algorithm 1).
+"""The agent loop (A-RAG, Algorithm 1; docs/agents.md).
 
-The conversation starts with the method's system prompt and the question. Each step the model either
-calls tools (each call runs, in order, and its result is appended as an observation) or answers. After
-`max_steps` steps without an answer, or once the conversation reaches `token_budget` tokens, the model
-is asked once more, with no tools, to answer from what it gathered (a *forced* answer).
-
-Nothing the model writes can crash the loop: unknown tools, malformed arguments (the tool's refusal)
-and unparseable replies become observations. LLM errors marked retryable are retried with exponential
-backoff (tenacity); an episode whose model calls still fail, or whose tool call failed for a reason
-other than its arguments (a tool server gone after its retries, a lost worker, a tool's own failure:
-arag.tools.failures), is returned with status "failed" and the reason, and no answer.
+Each step the model calls tools (each result appended as an observation) or answers; after `max_steps`
+steps or at `token_budget` tokens it is asked once more, without tools, for a forced answer. Nothing the
+model writes crashes the loop; an episode whose model calls fail after retries, or whose tool call fails
+for a reason other than its arguments (arag.tools.failures), ends "failed" with the reason, no answer.
 """
 
 from __future__ import annotations
@@ -48,10 +42,8 @@ CONTEXT_MARGIN_TOKENS = 1536
 
 
 def read_first_note(tools: Sequence[str]) -> str:
-    """What an answer refused by the read-before-answer guard rail tells the agent: read first, with
-    the method's own reading tools, those whose results are whole texts (chunk_read for A-RAG, open
-    for AgenticRAG: arag.methods.shows_full_text). A text the model sees, so part of the run id
-    (arag.evaluation.run_settings.model_texts)."""
+    """What the read-before-answer guard rail tells the agent: read with the method's tools whose results
+    are whole texts (arag.methods.shows_full_text). A text the model sees, so part of the run id."""
     from arag.tools.registry import TOOLS
 
     readers = [t for t in tools if shows_full_text(t, False)]
@@ -64,8 +56,7 @@ def read_first_note(tools: Sequence[str]) -> str:
 
 
 def shown_id_arguments(tools: Sequence[str]) -> dict[str, str]:
-    """Tool -> the argument that takes chunk ids shown by earlier results, as each tool states it
-    (arag.tools.base.ToolSpec.shown_ids_argument), for the registered tools among `tools`."""
+    """Tool -> its argument that takes chunk ids shown by earlier results (ToolSpec.shown_ids_argument)."""
     from arag.tools.registry import TOOLS
 
     return {t: TOOLS[t].shown_ids_argument for t in tools if t in TOOLS and TOOLS[t].shown_ids_argument}
@@ -76,8 +67,7 @@ class EpisodeFailed(Exception):
 
 
 class Agent:
-    """Runs episodes of one method with one backend over one index. Safe to run many episodes
-    concurrently (`arun` from several tasks): per-episode state lives in the episode only."""
+    """Runs episodes of one method with one backend over one index; `arun` is safe from many tasks at once."""
 
     def __init__(
         self,
@@ -100,14 +90,12 @@ class Agent:
             raise ValueError(f"backend {backend.kind!r} does not support the {self.protocol.name!r} protocol (it offers {', '.join(backend.protocols)})")
         self.tool_schemas = self.method.tool_schemas()
         self.allowed = tuple(method.tools)
-        # Tool -> its argument that takes chunk ids shown earlier (the shown_chunk_ids_only guard rail).
         self.shown_id_arguments = shown_id_arguments(self.allowed)
         if self.config.guard_rails.tool_steps and not isinstance(self.protocol, JsonProtocol):
             raise ValueError("guard_rails.tool_steps needs the json protocol (its schema drops the answer branch)")
         if self.config.guard_rails.shown_chunk_ids_only and not isinstance(self.protocol, JsonProtocol):
             raise ValueError("guard_rails.shown_chunk_ids_only needs the json protocol (its schema lists the ids shown)")
 
-    # ---- public -----------------------------------------------------------------------------------
     def run(self, question: str, question_id: str | None = None) -> Episode:
         return asyncio.run(self.arun(question, question_id))
 
@@ -136,7 +124,6 @@ class Agent:
             episode.messages = [m.to_openai() for m in messages]
         return episode
 
-    # ---- the loop ---------------------------------------------------------------------------------
     async def _episode(self, question: str, ep: Episode, tracker: Any, messages: list[Message]) -> None:
         """Fills `messages` in place, so the conversation is kept even when the episode fails midway."""
         cfg = self.config
@@ -225,7 +212,6 @@ class Agent:
         ep.answer_cut_off = answers[0].cut_off
         ep.status = ANSWERED
 
-    # ---- context management (methods with summarize, see arag.agent.context) ----------------------
     def _context_manager(self) -> Any:
         if not (self.method.manages_context and self.tool_schemas):
             return None
@@ -303,8 +289,7 @@ class Agent:
         return cut
 
     def _controller_call(self, ep: Episode):
-        """The model call a method that drives its own episode uses: this loop's retries and
-        records, one step per call; the response schema is passed only under the JSON protocol."""
+        """The model call of a method that drives its own episode (a step per call; a schema only under json)."""
 
         async def call(messages: list[Message], response_schema: dict[str, Any] | None = None, final: bool = False) -> Completion:
             ep.steps += 1
@@ -411,8 +396,7 @@ class Agent:
 
 
 def fit_budget(config: AgentConfig, backend: LLMBackend) -> AgentConfig:
-    """With a backend of known context window, cap the token budget so the forced answer still fits;
-    `token_budget=None` then means "as much as the window allows". The effective value is recorded."""
+    """Within a known context window, the token budget capped so the forced answer still fits (None: all it allows)."""
     window = getattr(backend, "context_window", None)
     if not window:
         return config
@@ -441,10 +425,8 @@ def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> st
 
 
 def chunk_ids_shown(chunk_ids: list[str], text: str, kept_chars: int) -> list[str]:
-    """The chunks of a result cut to its first `kept_chars` characters that the model was still shown:
-    those whose header kept its whole id (search and chunk_read results head each chunk with its
-    id: arag.tools.render.chunk_header_end). An id without such a header (the document tools name
-    lines, not chunks) stays."""
+    """The chunks of a result cut to `kept_chars` characters whose header kept its whole id
+    (arag.tools.render.chunk_header_end); an id without a header (document tools' lines) stays."""
     from arag.tools.render import chunk_header_end
 
     shown = []

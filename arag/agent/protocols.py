@@ -1,16 +1,10 @@
 """Action protocols: how a model's reply becomes actions, and how results go back into the conversation.
 
-- `native`: OpenAI tool calling. Tools are offered as `tools=[...]`; the reply's `tool_calls` are the
-  actions (several run in order), plain text without tool calls is the answer.
-- `json`: one JSON object per step, enforced by the backend's grammar / structured output:
-  {"tool": <name>, "arguments": {...}} or {"answer": "..."}. The schema is a oneOf built from the tool
-  set's own parameter schemas; small local models can only act reliably this way.
-
-Parsing never raises: a reply that is not a valid action becomes an `InvalidAction` whose reason is
-shown to the model. One exception to "not valid JSON": a JSON reply cut off at the reply-length
-limit inside its answer string is that answer as far as it went (`AnswerAction.cut_off`). A small
-model that repeats itself in a long free-form answer runs into the limit, and at temperature 0 it
-writes the same cut-off reply however often it is asked again; refusing it would fail the episode.
+`native`: OpenAI tool calls (several run in order; text without calls is the answer). `json`: one object
+per step, {"tool", "arguments"} or {"answer"}, grammar-enforced from a oneOf over the tools' schemas
+(small local models act reliably only this way). Parsing never raises: an unusable reply is an
+`InvalidAction` shown to the model, except a JSON answer cut off at the reply limit, which is that
+answer as far as it went (at temperature 0 a looping model writes the same cut reply every time).
 """
 
 from __future__ import annotations
@@ -71,8 +65,7 @@ Action = Union[ToolAction, AnswerAction, InvalidAction]
 
 
 def json_action_schema(tool_schemas: list[dict[str, Any]], allow_answer: bool = True) -> dict[str, Any]:
-    """oneOf: one branch per tool ({"tool": const name, "arguments": its parameters}) and the answer
-    (left out with `allow_answer=False`, when a guard rail asks for tool calls only)."""
+    """oneOf: a branch per tool ({"tool": const name, "arguments": its parameters}) and, if allowed, the answer."""
     branches = []
     for s in tool_schemas:
         fn = s["function"]
@@ -90,12 +83,9 @@ def json_action_schema(tool_schemas: list[dict[str, Any]], allow_answer: bool = 
 
 
 def shown_ids_only(schema: dict[str, Any], param: str, shown: list[str]) -> dict[str, Any]:
-    """A tool schema (a copy) whose array parameter `param` may only list ids in `shown`: an enum,
-    so a grammar-constrained model cannot write an id it has not been shown (with none shown, only
-    an empty list; a caller whose tool needs an id leaves the tool out instead).
-
-    Why: a small model writing ids under a grammar invents plausible ones ("turn1search65" in a
-    forced summarize, "<document>#<n>"-shaped ids on an index of "<part>:<window>" ids)."""
+    """A copy of a tool schema whose array parameter `param` may only list ids in `shown` (none shown: only
+    an empty list). Why: a small model writing ids under a grammar invents plausible ones ("turn1search65"
+    in a forced summarize, "<document>#<n>"-shaped ids on an index of "<part>:<window>" ids)."""
     restricted = copy.deepcopy(schema)
     ids = restricted["function"]["parameters"]["properties"][param]
     ids["items"] = {"type": "string", "enum": list(shown)} if shown else {"type": "string", "maxLength": 0}

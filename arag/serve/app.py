@@ -13,7 +13,7 @@ from typing import Any
 
 from arag import __version__
 from arag.config.schemas import ServeConfig
-from arag.serve.admission import CallGate
+from arag.tools.hosting.admission import CallGate
 from arag.serve.guard import CLIENT_KEEPALIVE_S, LOOPBACK_HOSTS, LOOPBACK_NAMES, TOKEN_ENV, Guard
 from arag.serve.sessions import SessionTrackers
 from arag.strict_settings import check_keys

@@ -1,19 +1,9 @@
-"""`RemoteTools`: a served index (pipelines.serve, transport http) as a `ToolCalls`, like a local ToolContext.
+"""`RemoteTools`: a served index (pipelines.serve, http) as a `ToolCalls`, like a local ToolContext.
 
-    tools = RemoteTools("http://tools-host:8765", token=...)     # checks the server and its token now
-    result = tools.call("keyword_search", {"keywords": ["Lothair II"]}, tracker=ReadTracker())
-
-The server runs the same tools and keeps each episode's state under the tracker's `session_id`
-(a DocumentSession's settings travel with each call, X-Document-Settings); the local tracker
-follows the results (ReadTracker.follow). A connection that cannot be made, or a request turned
-away before any tool ran (429, 502, 503), is retried with backoff; a request that reached a tool is
-never sent twice (chunk_read would mark a chunk read twice).
-
-The model reads a tool's answer (200) and a tool's refusal of its arguments (400, or 413 for a body
-over the server's limit). Everything else raises `ToolServerError`, which ends the episode as
-failed (arag.tools.failures); its message names the setting `index.url`, not the address, and the
-address is scrubbed from the tool texts a model reads. `open_tools` picks a ToolContext or a
-RemoteTools from `index.path` / `index.url`.
+The server keeps each episode's state under the tracker's `session_id`; the local tracker follows the
+results. A failed connection or a request turned away before a tool ran (429, 502, 503) is retried with
+backoff; one that reached a tool is never sent twice (chunk_read would mark a chunk read twice).
+Answers other than 200, 400 and 413 raise `ToolServerError` (docs/tools.md, "A served index ...").
 """
 
 from __future__ import annotations
@@ -45,8 +35,7 @@ MODEL_STATUSES = (200, 400)
 # Answers that turn a request away before any tool ran (rate limit, a proxy without its server, an
 # overloaded server): safe to send again, so retried like a connection that could not be made.
 RETRIED_STATUSES = (429, 502, 503)
-# What the failures of calls name instead of the server's address (the model never reads them;
-# the run's records do, and they stay free of internal addresses).
+# What failures name instead of the server's address: the run's records stay free of internal addresses.
 URL_SETTING = "index.url"
 
 
@@ -59,8 +48,7 @@ class ToolServerError(ToolInfrastructureError):
 
 
 def same_counting(info: dict[str, Any]) -> str | None:
-    """What would make a server's answers differ from a local call's (GET /index's facts), or None:
-    retrieved tokens counted with another tokenizer, or result-format parameters it would ignore."""
+    """What would make a server's answers differ from a local call's (GET /index's facts), or None."""
     served = info.get("retrieved_tokens_tokenizer")
     if served != RETRIEVED_TOKENS_TOKENIZER:
         return f"counts retrieved tokens with {served or 'an older tokenizer (cl100k_base)'}, not {RETRIEVED_TOKENS_TOKENIZER}"
@@ -128,8 +116,7 @@ class RemoteTools(ToolCalls):
 
     @property
     def index_facts(self) -> dict[str, Any] | None:
-        """The served index's embedder, chunking and sentence splitter as its server states them
-        (arag.index.facts); a server from before it stated them names its embedder only."""
+        """The served index's facts (arag.index.facts); an older server names its embedder only."""
         given = self.info.get("index_facts")
         if isinstance(given, dict):
             return dict(given)
@@ -186,8 +173,7 @@ class RemoteTools(ToolCalls):
         return f"RemoteTools({self.url!r})"
 
     def _request(self, method: str, path: str, *, expect: tuple[int, ...] = (200,), where: str = f"({URL_SETTING})", **kwargs: Any) -> httpx.Response:
-        """The server's answer with a status in `expect`, else ToolServerError. `where`: how the
-        message names the server (its URL when opening, before any episode; the setting after)."""
+        """The server's answer with a status in `expect`, else ToolServerError naming the server `where`."""
         attempts = 0
 
         def send() -> httpx.Response:
@@ -207,17 +193,15 @@ class RemoteTools(ToolCalls):
         return response
 
     def _scrub(self, text: str) -> str:
-        """`text` without the server's address (URL, then host:port): tool texts reach the model and
-        failures the run's records, neither of which should hold an internal address."""
+        """`text` without the server's address (URL, then host:port): no internal address reaches a model or record."""
         for address in (self.url, urlsplit(self.url).netloc):
             text = text.replace(address, "the tool server")
         return text
 
 
 def request_body(arguments: Any) -> bytes:
-    """The arguments as the JSON body the server parses as the local tool would: ASCII-escaped, so
-    text the tool rejects (a lone surrogate) reaches it as such; JSON text that does not parse is
-    sent as it is, for the tool's own error message."""
+    """The arguments as a JSON body, ASCII-escaped so that a lone surrogate reaches the tool as such; JSON
+    text that does not parse is sent as it is, for the tool's own error message."""
     if isinstance(arguments, bytes):
         return arguments
     if isinstance(arguments, str):

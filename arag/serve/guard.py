@@ -15,7 +15,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Sequence
 
 from arag.config.schemas import TOKEN_ENV  # noqa: F401  (the variable index.token_env names by default)
-from arag.serve.admission import ServerBusy, set_within
+from arag.tools.hosting.admission import ServerBusy, set_within
 from arag.serve.connections import AUTHORISED, CLIENT, SLOT
 
 if TYPE_CHECKING:  # the remote client imports this module without the serve extra

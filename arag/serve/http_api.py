@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from arag.serve.admission import ClientGone, ServerBusy, ServerStopping, unless
+from arag.tools.hosting.admission import ClientGone, ServerBusy, ServerStopping, unless
 from arag.serve.connections import CLIENT, SLOT
 from arag.serve.guard import BUSY, STOPPING
 from arag.serve.openapi import openapi_document

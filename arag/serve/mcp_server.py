@@ -13,7 +13,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
 
-from arag.serve.admission import ClientGone, ServerBusy, ServerStopping, unless
+from arag.tools.hosting.admission import ClientGone, ServerBusy, ServerStopping, unless
 from arag.serve.connections import CLIENT, CONNECTION_LOST, SLOT
 from arag.serve.guard import BUSY, MCP_PATH, STOPPING
 from arag.serve.sessions import SessionTrackers

@@ -1,14 +1,9 @@
 """The tools of one open index as a server offers them: which tools, run where, with whose tracker.
 
-Both front ends (MCP and the JSON API) call `ToolService.call`, so a tool answers the same text and
-structured result whichever way it is reached, and the same as `ToolContext.call` in-process. Calls
-go through the tools' one call (`acall`, arag.tools.hosting.calls), whose gate is the server's
-admission limit: `serve.threads` calls at once in this process, or with `serve.workers` ≥ 2 one per
-worker process (arag.tools.hosting.worker_pool); the sessions stay here and travel with each call.
-
-Limits a client may set (the document tools' settings, per session) are checked against the
-server's ceilings (`serve.max_document_settings`), and an answer larger than
-`serve.max_response_bytes` is replaced by an error saying so, on both front ends.
+MCP and the JSON API both call `ToolService.call`, through the one tool call (arag.tools.hosting.calls):
+the same answers as `ToolContext.call` in-process. Sessions stay here and travel with each call;
+client-set document settings are checked against `serve.max_document_settings`, and an answer over
+`serve.max_response_bytes` becomes an error saying so.
 """
 
 from __future__ import annotations
@@ -52,8 +47,7 @@ class CeilingError(ValueError):
 
 
 def document_ceilings(values: dict[str, Any] | None) -> DocumentToolSettings:
-    """`serve.max_document_settings`: the largest document-tool settings a client may ask for;
-    keys not given (or null) keep the paper's values (DocumentToolSettings' defaults)."""
+    """`serve.max_document_settings`; keys not given (or null) keep the paper's values."""
     try:
         return DocumentToolSettings.from_dict({k: v for k, v in (values or {}).items() if v is not None})
     except (ValueError, TypeError) as exc:
@@ -68,8 +62,7 @@ def check_ceilings(settings: DocumentToolSettings, ceilings: DocumentToolSetting
 
 
 def result_json(result: ToolResult) -> dict[str, Any]:
-    """What a client gets: the structured result of `python -m arag.tools ... --json` plus the
-    agent-facing `text`. An internal failure's traceback stays in the server's log."""
+    """What a client gets: `python -m arag.tools ... --json`'s result plus `text`; tracebacks stay in the log."""
     body = result.to_json()
     body["details"] = {k: v for k, v in body["details"].items() if k != DIAGNOSTICS}
     body["text"] = result.text
@@ -77,9 +70,8 @@ def result_json(result: ToolResult) -> dict[str, Any]:
 
 
 class ToolService:
-    """ctx: the open index; tools: the names offered; full_text: the default for calls that do not
-    say (MCP calls never do); threads: tool calls running at once; ceilings: the largest document
-    tool settings a client may ask for; max_response_bytes: the largest answer (as JSON) served."""
+    """full_text: the default for calls that do not say (MCP calls never do); the other arguments are
+    the `serve.*` settings of the same names (docs/configuration.md)."""
 
     def __init__(
         self,
@@ -116,9 +108,8 @@ class ToolService:
         return [spec.schema() for spec in self.tools.values()]
 
     def tracker(self, session_id: str | None, document_settings: DocumentToolSettings | None = None) -> ReadTracker | None:
-        """The session's tracker; no session, no memory across calls (like `python -m arag.tools`).
-        document_settings: the calling method's settings of the document tools (AgenticRAG's
-        ablations narrow them), kept by the session from then on; over a ceiling: CeilingError."""
+        """The session's tracker (None without a session: no memory across calls). document_settings,
+        the calling method's, are kept by the session from then on; over a ceiling: CeilingError."""
         if document_settings is not None:
             check_ceilings(document_settings, self.ceilings)
         if session_id is None:
@@ -129,10 +120,8 @@ class ToolService:
         return session
 
     async def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None, full_text: bool | None = None, session_id: str | None = None, result_format: ResultFormat | None = None, client: Hashable = None, caller: Hashable = None, ticket: Any = None) -> tuple[ToolResult, bytes]:
-        """A served tool's result and its JSON (`result_json`, encoded), through the tools' one call.
-        `arguments`: a dict, or the raw JSON text (checked by the tool, so a malformed body gets its
-        own error message); session_id: the session whose tracker this is (its memory is measured
-        after the call); client, caller, ticket: whose turn the call waits for (CallGate.turn)."""
+        """A served tool's result and its encoded `result_json`. `arguments`: a dict, or the raw JSON
+        text, for the tool's own error message; client, caller, ticket: as CallGate.turn takes them."""
         result = await self._run(tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format, client=client, caller=caller, ticket=ticket)
         if session_id is not None:
             self.sessions.settle(session_id)
@@ -158,8 +147,7 @@ class ToolService:
         return await asyncio.to_thread(chunk_titles, self.ctx, ids)
 
     def preload(self) -> None:
-        """Load the query encoder (in every worker process) before serving, so the first
-        semantic call is as fast as the rest."""
+        """Load the query encoder (in every worker) before serving: the first semantic call is then no slower."""
         if not any(spec.encodes_queries for spec in self.tools.values()):
             return
         warm = next((spec for spec in self.tools.values() if spec.warm_up is not None), None)

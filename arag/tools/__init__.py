@@ -1,10 +1,5 @@
 """Retrieval tools over an index: A-RAG's keyword_search, semantic_search, chunk_read,
-naive_embedding_search, and AgenticRAG's document tools search, find, open, summarize.
-
-    ctx = ToolContext("/path/to/index")            # opens the index once
-    result = ctx.call("keyword_search", {"keywords": ["Lothair II"], "top_k": 5}, tracker=ReadTracker())
-    result.text, result.results, result.retrieved_tokens, result.error
-    tool_schemas("arag_full")                      # OpenAI-style function schemas for a method
+naive_embedding_search, and AgenticRAG's search, find, open, summarize (docs/tools.md).
 
 One file per tool spec beside what they share; arag.tools.hosting holds what they run inside (the
 one call path, ToolContext, the worker pool, query batching).
@@ -18,20 +13,7 @@ from arag.tools.documents import DocumentSession, DocumentToolSettings
 from arag.tools.registry import TOOL_SETS, TOOLS, get_tool, result_settings_of, tool_schemas
 from arag.tools.tracker import ReadTracker
 
-
 __all__ = [
-    "TOOLS",
-    "TOOL_SETS",
-    "DocumentSession",
-    "DocumentToolSettings",
-    "Hit",
-    "ReadTracker",
-    "ToolArgumentError",
-    "ToolContext",
-    "ToolOptions",
-    "ToolResult",
-    "ToolSpec",
-    "get_tool",
-    "result_settings_of",
-    "tool_schemas",
+    "TOOLS", "TOOL_SETS", "DocumentSession", "DocumentToolSettings", "Hit", "ReadTracker", "ToolArgumentError",
+    "ToolContext", "ToolOptions", "ToolResult", "ToolSpec", "get_tool", "result_settings_of", "tool_schemas",
 ]

@@ -1,10 +1,7 @@
-"""Command line: run one tool call against an index and print what the agent would see.
+"""Command line: run one tool call against an index and print what the agent would see (docs/tools.md).
 
-    python -m arag.tools <index_dir> <tool_name> '<json arguments>' [--json] [--full-text]
+    python -m arag.tools <index_dir> <tool_name> '<json arguments>' [--json] [--full-text] [--schema]
 
-  --json        print one JSON object: results (chunk_id, score, snippets, …), retrieved_tokens, error
-  --full-text   search tools return whole chunk texts instead of snippets (the ablation setting)
-  --schema      print the tool's function schema (its texts describing the index's chunk ids) instead of calling it
 Exit status: 0 on success, 1 when the tool answered with an error, 2 when the index cannot be opened.
 """
 

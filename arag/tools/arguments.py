@@ -1,13 +1,9 @@
 """A tool call's arguments, checked against the tool's JSON schema with jsonschema.
 
-The schema is the one the model is shown (narrowed to the method's document-tool settings), plus
-the tool's `ceilings` (limits the model's schema does not state: it is part of a run's identity).
-What a schema cannot say stays code here: a blank string, text that is not valid Unicode or holds a
-NUL. A call that is not a JSON object, names an unknown argument or lacks a required one is refused
-at once; any other argument's first problem is raised (ToolArgumentError) when the tool reads that
-argument, so problems come in the order the tool reads its arguments (a find with an unknown
-reference id says so whatever its patterns). The messages are the model's to read: they name the
-argument, or its item by number, and what it takes.
+The schema is the model's (narrowed to the method's document-tool settings) plus the tool's `ceilings`;
+code checks only what a schema cannot say (a blank string, invalid Unicode, a NUL). Not an object, an
+unknown or a missing argument: refused at once; any other argument's first problem is raised when the
+tool reads it, in the tool's own order. The messages are the model's to read.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """What every tool shares: the result record, the result format, and the tool spec.
 
-A tool call takes JSON-able arguments and returns a `ToolResult`; it never raises. Arguments are
-checked against the tool's schema (arag.tools.arguments); a refusal is a result whose `error` is set
-and whose `text` tells the agent what was wrong, so one bad call never ends an episode. A tool's own
-failure (a bug, a broken index) is a result with diagnostics: an agent's episode fails on it
-(arag.tools.failures), a tool server answers it as 500. A result the model cannot use carries its
-failure kind in `details` (arag.tools.failures.FAILURE).
+A tool call never raises: a refusal of its arguments (checked against its schema, arag.tools.arguments)
+is a result whose `error` is set and whose `text` tells the agent what was wrong; a tool's own failure
+is a result with diagnostics, on which an episode fails (arag.tools.failures) and a server answers 500.
 """
 
 from __future__ import annotations
@@ -43,18 +40,13 @@ MAX_CHUNK_ID_CHARS = 1000
 
 
 class UnknownIdsError(ToolArgumentError):
-    """Arguments naming an id that does not exist (a reference id), for which the tool refuses the
-    call: a refusal of failure kind UNKNOWN_IDS."""
+    """A refusal of arguments naming an id (a reference id) that does not exist: failure kind UNKNOWN_IDS."""
 
 
 @dataclass
 class Hit:
-    """One chunk in a tool's structured results.
-
-    `snippets` are the pieces of the chunk's text the agent was shown (matched sentences, or the
-    whole text when a tool returns full chunks). `score` is the tool's own score: the keyword score
-    (an integer, stored as float), the cosine similarity of the best sentence, or None for chunk_read.
-    """
+    """One chunk in a tool's structured results: `snippets`, the pieces of its text the agent was shown;
+    `score`, the keyword score (an integer, as float), the best sentence's cosine, or None (chunk_read)."""
 
     chunk_id: str
     score: float | None = None
@@ -72,16 +64,9 @@ class Hit:
 
 @dataclass
 class ToolResult:
-    """The answer of one tool call.
-
-    text: exactly what the agent sees.
-    results: structured hits for programs (empty on error).
-    retrieved_tokens: o200k_base tokens of the chunk content put into the agent's context (the
-        snippet or chunk texts, not headers or notes); see `arag.tools.render`.
-    error: None on success, else the message (also in `text`).
-    details: tool-specific facts, e.g. {"unknown_ids": [...]} or {"top_k_capped_from": 50}, and
-        the failure kind of a result the model cannot use (`failure`: arag.tools.failures).
-    """
+    """The answer of one tool call: `text`, exactly what the agent sees; `retrieved_tokens`, o200k_base
+    tokens of the retrieved text only (arag.tools.render); `error`, None or the message (also in `text`);
+    `details`, tool-specific facts ({"unknown_ids": [...]}) and the failure kind (arag.tools.failures)."""
 
     tool: str
     text: str
@@ -114,8 +99,7 @@ def error_result(tool: str, message: str, failure: str = REFUSED) -> ToolResult:
 
 
 class ToolHost(Protocol):
-    """What a tool uses of the open index (ToolContext provides it; named so that the tools and the
-    context that runs them do not import each other)."""
+    """What a tool uses of the open index (ToolContext), so the tools and the context do not import each other."""
 
     store: "ChunkStore"
     vectors: "VectorSearch"
@@ -145,14 +129,8 @@ SNIPPETS_PER_CHUNK = 5
 
 @dataclass(frozen=True)
 class ResultFormat:
-    """How the A-RAG tools show their results (a method's settings of the same names); the
-    defaults give the authors' tools' results.
-
-    snippets_per_chunk: keyword_search shows at most this many matching sentences of a chunk, the
-        first in text order; None or 0: all of them.
-    result_titles: result headers name the titles of each chunk's documents (the official results
-        name the chunk id only).
-    """
+    """How the A-RAG tools show their results (a method's settings of the same names; docs/tools.md,
+    "What the agent reads"); the defaults give the authors' tools' results. snippets_per_chunk None or 0: all."""
 
     snippets_per_chunk: int | None = SNIPPETS_PER_CHUNK
     result_titles: bool = False
@@ -165,7 +143,6 @@ class ResultFormat:
             raise ValueError(f"result_titles must be true or false, got {self.result_titles!r}")
 
     def cap(self, sentences: list[str]) -> list[str]:
-        """The sentences a keyword_search hit shows."""
         return sentences[: self.snippets_per_chunk] if self.snippets_per_chunk else sentences
 
     def to_json(self) -> dict[str, Any]:
@@ -178,8 +155,7 @@ class ResultFormat:
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> "ResultFormat | None":
-        """From a served call's query parameters; None when it gives none (the server's default,
-        the official tools' way). A bad value raises ValueError naming the parameter."""
+        """From a served call's query parameters; None when it gives none. A bad value: ValueError naming it."""
         if not any(name in params for name in RESULT_FORMAT_PARAMS):
             return None
         cap = params.get("snippets_per_chunk", str(SNIPPETS_PER_CHUNK))
@@ -196,13 +172,8 @@ RESULT_FORMAT_PARAMS = ("snippets_per_chunk", "result_titles")
 
 @dataclass(frozen=True)
 class ToolOptions:
-    """Per-method settings that are not the agent's to choose.
-
-    full_text: search tools return each chunk's whole text instead of snippets (the paper's
-        ablation without the snippet level).
-    tracker: the episode's read tracker (chunk_read); None means no memory across calls.
-    result_format: how results are shown (snippets per chunk, titles in headers).
-    """
+    """Per-method settings that are not the agent's to choose. full_text: searches return whole chunks
+    (the paper's ablation without snippets); tracker: the episode's, None for no memory across calls."""
 
     full_text: bool = False
     tracker: "ReadTracker | None" = None
@@ -221,9 +192,8 @@ EVIDENCE_KINDS = (READ, SNIPPET, NOT_EVIDENCE)
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool: its name, the function schema the LLM sees, the code that runs it, and how its
-    results count as evidence (`evidence`: one of EVIDENCE_KINDS). Registered under its name
-    (arag.registry, kind "tool"), it is offered to methods and counted in results and reports."""
+    """A tool: its name, the function schema the LLM sees, the code that runs it, and how its results
+    count as evidence (one of EVIDENCE_KINDS). Registered under its name (arag.registry, kind "tool")."""
 
     name: str
     description: str
@@ -232,25 +202,20 @@ class ToolSpec:
     evidence: str
     unit: str = "chunk"  # what its results are pieces of, as the agent's texts name it: "chunk", or "document" (AgenticRAG's tools)
     encodes_queries: bool = False  # embeds its query with the index's embedder (a tool server's warm start loads it)
-    # Its calls mark the chunks they put into the context as read in the episode's ReadTracker (a
-    # chunk read once is not shown again); a client of a served index marks them in its own tracker.
+    # Its calls mark the chunks they show as read in the episode's ReadTracker (a served index's client's too).
     tracks_reads: bool = False
-    # The argument that takes chunk ids shown by earlier results (guard_rails.shown_chunk_ids_only
-    # restricts it to them, and leaves the tool out while none was shown).
+    # The argument that takes chunk ids shown by earlier results (guard_rails.shown_chunk_ids_only).
     shown_ids_argument: str | None = None
-    # The arguments of a cheap call that loads what the tool needs (its query encoder): a tool
-    # server makes it in every worker process before serving.
+    # A cheap call's arguments that load what the tool needs (its query encoder), before a server serves.
     warm_up: Mapping[str, Any] | None = None
-    # (tracker, result) -> None: brings a client's copy of the episode's state (its tracker) up to
-    # date with a result a served index answered, beyond the reads `tracks_reads` marks.
+    # (tracker, result) -> None: brings a client's tracker up to date with a served result, beyond its reads.
     mirror: Callable[[Any, "ToolResult"], None] | None = None
     # The ResultFormat settings (a method's settings of the same names) its result texts follow.
     result_settings: tuple[str, ...] = ()
     # A successful call replaces the conversation with the agent's notes (arag.agent.context): a
     # method that offers it manages its context instead of being cut off at the budget.
     compacts_context: bool = False
-    # Its result text is one block per reference id ("[<ref id>] ..."): a compaction keeps the
-    # blocks of the ids the notes keep and removes the others one by one.
+    # Its result text is one block per reference id ("[<ref id>] ..."), which a compaction removes one by one.
     ref_entries: bool = False
     # (function schema, DocumentToolSettings) -> None: narrows the schema, in place, to a method's
     # document-tool settings (the ablations' limits), so the model is told what the tool allows.
@@ -268,8 +233,7 @@ class ToolSpec:
             raise ValueError(f"tool {self.name}: result_settings must be among {', '.join(RESULT_FORMAT_PARAMS)}, got {unknown[0]!r}")
 
     def schema(self, documents: Any = None) -> dict[str, Any]:
-        """OpenAI-style function schema (the `tools=[...]` entry of a chat request); with a method's
-        document-tool settings (DocumentToolSettings), narrowed to them where the tool follows them."""
+        """OpenAI-style function schema, narrowed to a method's DocumentToolSettings where the tool follows them."""
         schema = {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
         if documents is not None and self.fit_schema is not None:
             schema = copy.deepcopy(schema)
@@ -277,8 +241,7 @@ class ToolSpec:
         return schema
 
     def validator(self, documents: Any = None) -> Draft202012Validator:
-        """What a call's arguments are checked against: the parameters the model is shown (narrowed
-        to `documents`, a method's DocumentToolSettings) and the tool's `ceilings`."""
+        """What a call's arguments are checked against: the parameters the model is shown, plus `ceilings`."""
         if documents not in self._validators:
             parameters = copy.deepcopy(self.schema(documents)["function"]["parameters"])
             for name, limits in (self.ceilings or {}).items():
@@ -287,8 +250,7 @@ class ToolSpec:
         return self._validators[documents]
 
     def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "ToolSpec":
-        """This tool with its texts describing the chunk ids of an opened index (arag.index.chunk_ids):
-        what a model, the tool server's `/tools` and MCP's tool list show. Unchanged without one."""
+        """This tool with its texts describing the chunk ids of an opened index (arag.index.chunk_ids)."""
         if chunk_ids is None:
             return self
         return replace(self, description=chunk_ids.fill(self.description), parameters=chunk_ids.fill_all(self.parameters))

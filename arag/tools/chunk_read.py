@@ -1,17 +1,9 @@
-"""chunk_read: the full text of chunks by id, with each chunk's neighbours in its document.
+"""chunk_read (A-RAG): the full text of chunks by id, with each chunk's previous and next chunk.
 
-With a per-episode `ReadTracker`, a chunk already read in the episode is answered with a short
-note instead of its text (and counts no retrieved tokens). Ids repeated within one call are read
-once. Unknown ids are named in the answer; the call still returns the known ones. The previous and
-next chunk are named so the agent can read around a passage: of the same document (position ∓ 1)
-in a per-document index, the previous and next window of the same part in a packed one. Its texts
-show the opened index's own id form and a real id (`{chunk_id_format}`, `{chunk_id_example}`:
-arag.index.chunk_ids), filled by `ToolSpec.for_index`.
-
-A call that returns no chunk text new to the agent carries a failure kind (arag.tools.failures):
-`unknown_ids` when it named an id that does not exist, else `already_read` (every chunk it named was
-read before in the episode). A call that returns some new text has none, however many of its ids
-were unknown (`details["unknown_ids"]` names them).
+A chunk already read in the episode (ReadTracker) answers a short note and counts 0 tokens; repeated ids
+are read once; unknown ids are named and the known ones still returned. Neighbours: position ∓ 1 in its
+document (per_document), the previous/next window of its part (packed). A call with no new text fails
+as `unknown_ids` when it named an id that does not exist, else `already_read` (arag.tools.failures).
 """
 
 from __future__ import annotations
@@ -54,10 +46,8 @@ _COLUMNS = ["chunk_id", "doc_id", "title", "position", "text"]
 
 
 def stored_token_counts(ctx: ToolHost) -> bool:
-    """Whether the index's `n_tokens` column is the retrieved-token count of each chunk's text:
-    the chunker stores each text's token count with the tokenizer its manifest names, which is
-    cl100k_base today, so retrieved tokens (o200k_base) are counted on the text. Reading a stored
-    count saves tokenizing ~1,000 tokens per chunk read, about half of a chunk_read's time."""
+    """Whether the index's `n_tokens` (counted with the tokenizer its manifest names: cl100k_base today)
+    is the retrieved-token count; reading it saves about half of a chunk_read's time."""
     return (ctx.store.index.manifest.get("chunking") or {}).get("tokenizer") == RETRIEVED_TOKENS_TOKENIZER
 
 
@@ -77,12 +67,8 @@ def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
 
 
 def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
-    """(previous id, next id) of each chunk: the chunks of the same document at position ∓ 1, or
-    in a packed index the windows before and after it in its part.
-
-    The pipeline writes a document's chunks consecutively, so rows ord∓1 are checked first; any
-    other layout falls back to a lookup by (doc_id, position).
-    """
+    """(previous id, next id) of each chunk: its document's chunks at position ∓ 1 (packed: its part's windows).
+    The pipeline writes a document's chunks consecutively, so rows ord∓1 are checked before (doc_id, position)."""
     store = ctx.store
     if store.index.chunking_mode == PACKED:
         return window_neighbours(ctx, ords)
@@ -113,8 +99,7 @@ def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: li
 
 
 def window_neighbours(ctx: ToolHost, ords: list[int]) -> list[tuple[str | None, str | None]]:
-    """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (the pipeline writes a
-    part's windows in order; a part boundary ends a window)."""
+    """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (written in order)."""
     adjacent = ctx.store.adjacent_in_part(ords)
     probe = sorted({o for pair in adjacent for o in pair if o is not None})
     ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"])) if probe else {}

@@ -1,11 +1,8 @@
-"""find (AgenticRAG): passages inside one referenced document that match patterns.
+"""find (AgenticRAG): passages inside one referenced document that match patterns, lexically
+(case-insensitive substring per line) or by meaning (cosine with the index's sentence vectors).
 
-mode "lexical": lines containing the pattern as a case-insensitive substring (`str.lower()`), the
-first ones in line order. mode "semantic": the lines (sentences) most similar in meaning to the
-pattern, by cosine with the index's own sentence vectors. Each pattern yields at most
-`find_passages_per_pattern` passages (paper: 2): the matched line with `find_context_lines` lines
-either side. A passage already shown for an earlier pattern of the call is not repeated. The reply
-stops once its passages reach `find_max_tokens` (paper: ~11k), saying how many were left out.
+Limits: `find_passages_per_pattern` (paper: 2), `find_context_lines`, `find_max_tokens` (paper: ~11k);
+docs/agents.md, "AgenticRAG".
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""open (AgenticRAG): a window of a referenced document's numbered lines.
+"""open (AgenticRAG): a window of a referenced document's numbered lines (sentences, not file lines).
 
-A line here is one sentence of the document (arag.tools.documents: the unit find and search's
-snippet lines point at), not a line of the source file. The paper's window is 1,800 file lines,
-which its tools keep to about 11k tokens a call; 1,800 sentences can be several times that, so the
-window has two bounds, whichever comes first: `open_window_lines` lines (paper: 1,800) and
-`open_max_tokens` tokens of line text (cl100k_base; paper: ~11k). It ends at the last whole line
-within the budget (the first line is always shown whole: an index's sentences are at most its
-chunk size). Headed "Viewing lines [a–b] of N" (a and b inclusive), with the line to continue
-from. A line outside 0..N-1 is an error that gives the valid range.
+Bounded by `open_window_lines` lines (paper: 1,800) and `open_max_tokens` tokens of line text
+(cl100k_base; paper: ~11k), whichever comes first; the first line is always shown whole
+(docs/agents.md, "AgenticRAG").
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """search (AgenticRAG): several reformulations at once, each a hybrid retrieval aggregated to documents.
 
-Per query: the keyword ranking (A-RAG keyword_search scoring, the query's content words as keywords)
-and the semantic ranking (A-RAG semantic_search: sentences grouped into chunks) each rank chunks; a
-document takes the rank of its best chunk in each list (on a packed index, whose windows cover several
-documents, the documents of the matched sentences are ranked instead: see
-arag.tools.packed_documents), and its score for the query is reciprocal-rank fusion
-Σ 1/(RRF_K + rank) over both lists. As the paper's tool does, each query yields up to
-`search_results` documents (a method setting, paper: 10 per query), its best by that score; the
-call returns their union, each document once however many queries found it, ordered by the score
-summed over the call's queries. Each gets a reference id `turn{t}search{n}` (t: the episode's search
-call, n: the rank), a snippet (the best chunk's matching sentences), the title, the document id, its
-line range (0 to N-1) and the line the snippet starts at, which open can start from (small models
-otherwise copied the range's end into open and read the document's last line).
+Per query, keyword and semantic rankings of chunks give each document its best chunk's rank (packed:
+arag.tools.packed_documents), fused as Σ 1/(RRF_K + rank); each query keeps its `search_results` best
+(paper: 10) and the call returns their union ordered by the summed score (docs/agents.md, "AgenticRAG").
 """
 
 from __future__ import annotations
@@ -88,10 +79,8 @@ def query_keywords(query: str) -> list[str]:
 
 
 def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCandidate]]:
-    """The keyword and the semantic ranking of documents, best first, each document once per
-    ranking: on a per-document index the documents of the ranked chunks; on a packed one the
-    documents of the matched sentences (arag.tools.packed_documents). A text_only index (no
-    sentence vectors) has the keyword ranking only."""
+    """The keyword and the semantic ranking of documents, best first, each document once per ranking
+    (packed: arag.tools.packed_documents); an index without sentence vectors has the keyword one only."""
     keywords = query_keywords(query)
     scored = keyword_scores(ctx, keywords, n) if keywords else None
     semantic = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * n) if ctx.store.index.has_vectors else None
@@ -156,8 +145,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
 
 
 def snippet_line(document: DocumentLines | None, hit: Hit) -> int | None:
-    """The document line of the hit's first snippet sentence (None if it is not a line of its own,
-    e.g. the text of a chunk without sentences)."""
+    """The document line of the hit's first snippet sentence (None if it is not a line of its own)."""
     first = hit.snippets[0].strip() if hit.snippets else None
     if document is None or first is None:
         return None

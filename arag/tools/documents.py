@@ -1,15 +1,9 @@
-"""Documents as numbered lines, and the per-episode state of the document tools (AgenticRAG).
+"""Documents as numbered lines (line 0 first), and the per-episode state of the document tools (AgenticRAG).
 
-The AgenticRAG tools (search, find, open, summarize) work on the *source documents* of the same
-index the A-RAG tools use, on both chunkings. Per-document chunking: a document is its chunks in
-position order, and its lines are those chunks' sentences in order (a chunk without sentences is
-one line of its whole text). Packed chunking (windows across documents): a document is its own
-sentences in order, each overlap copy once (arag.tools.packed_documents). Line numbers start at 0.
-
-A search hands out reference ids `turn{t}search{n}` (t: the episode's search call, n: the result's
-rank in it); find and open take such an id. The ids live in a `DocumentSession`, one per episode,
-passed to the tools as their tracker (it is a `ReadTracker`, so the loop and `ToolContext.call`
-handle it like any other), with the method's settings for the tools.
+Per-document chunking: a document's lines are its chunks' sentences in position order (a chunk without
+sentences is one line of its text); packed: its own sentences (arag.tools.packed_documents). Reference
+ids `turn{t}search{n}` live in a `DocumentSession`, one per episode: a `ReadTracker` that also carries
+the method's settings for the tools (docs/agents.md, "AgenticRAG").
 """
 
 from __future__ import annotations
@@ -31,19 +25,8 @@ REF_ID = re.compile(r"turn\d+search\d+")
 
 @dataclass(frozen=True)
 class DocumentToolSettings:
-    """What the method decides for the document tools (the paper's values are the defaults).
-
-    max_queries: reformulations one search call may carry.
-    search_results: documents each query of a search call contributes (paper: up to 10 per
-        query); the call returns their union, each document once.
-    open_window_lines: lines one open call shows, at most.
-    open_max_tokens: cap on one open reply (cl100k_base tokens of its lines; paper: ~11k per call),
-        which ends the window earlier when its lines (sentences) are long.
-    find_max_tokens: cap on one find reply (cl100k_base tokens of the passages).
-    find_passages_per_pattern: passages one pattern may yield.
-    find_context_lines: lines shown on each side of a matched line.
-    semantic_find: whether find accepts mode="semantic".
-    """
+    """What the method decides for the document tools; the defaults are the paper's values (token caps in
+    cl100k_base). Each is a method setting: docs/configuration.md, "AgenticRAG method settings"."""
 
     max_queries: int = 5
     search_results: int = 10
@@ -116,8 +99,7 @@ class DocumentSession(ReadTracker):
         return self.refs[ref_id]
 
     def mirror_search(self, result: Any) -> None:
-        """Record the references a search answered elsewhere (a served index keeps its own copy of
-        this session): the client's session then resolves and cites the same ids."""
+        """Record the references a served index's search answered, so this session resolves the same ids."""
         details = result.details
         self.searches = max(self.searches, int(details["turn"]))
         for ref_id, doc_id, n_lines, hit in zip(details["ref_ids"], details["documents"], details["lines"], result.results):
@@ -131,8 +113,7 @@ class DocumentSession(ReadTracker):
 
 
 def session_of(options: ToolOptions) -> DocumentSession:
-    """The episode's session; a call without one (a bare `ToolContext.call`) gets a fresh session,
-    so a search still works but its ids are forgotten after the call."""
+    """The episode's session; a call without one gets a fresh session, whose ids are forgotten after it."""
     tracker = options.tracker
     return tracker if isinstance(tracker, DocumentSession) else DocumentSession()
 
@@ -146,19 +127,13 @@ def is_packed(ctx: ToolHost) -> bool:
 
 
 def check_document_index(ctx: ToolHost) -> None:
-    """Raise MissingSentenceSourcesError (naming the index, saying to rebuild) when the index is
-    packed but its sentence rows do not record their source documents."""
+    """MissingSentenceSourcesError when a packed index's sentence rows do not record their documents."""
     if is_packed(ctx):
         ctx.store.sentence_sources  # noqa: B018 (opening it checks the files)
 
 
-def document_ords(ctx: ToolHost, doc_id: str) -> list[int]:
-    return ctx.store.document_ords([doc_id]).get(doc_id, [])
-
-
 def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: int | None = None) -> DocumentLines:
-    """The document's numbered lines (read once per episode); `anchor`: a window covering it,
-    needed on a packed index."""
+    """The document's numbered lines (read once per episode); `anchor`: a window covering it (packed)."""
     if doc_id in session.documents:
         return session.documents[doc_id]
     if is_packed(ctx):
@@ -166,9 +141,15 @@ def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: 
             raise ValueError(f"document {doc_id!r}: a packed index needs a window covering it to find its sentences")
         src = packed_documents.load_lines(ctx.store, doc_id, anchor)
         doc = DocumentLines(doc_id, src.title, src.lines, src.sentence_ids, src.chunk_ids)
-        session.documents[doc_id] = doc
-        return doc
-    ords = document_ords(ctx, doc_id)
+    else:
+        doc = document_lines(ctx, doc_id)
+    session.documents[doc_id] = doc
+    return doc
+
+
+def document_lines(ctx: ToolHost, doc_id: str) -> DocumentLines:
+    """A per-document index's document as lines: its chunks' sentences in position order."""
+    ords = ctx.store.document_ords([doc_id]).get(doc_id, [])
     rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "text", "s_start", "s_count"]) if ords else {}
     lines: list[str] = []
     sids: list[int] = []
@@ -182,14 +163,11 @@ def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: 
             lines.append(rows["text"][i])
             sids.append(-1)
         chunk_ids += [rows["chunk_id"][i]] * max(count, 1)
-    doc = DocumentLines(doc_id, rows["title"][0] if ords else None, lines, sids, chunk_ids)
-    session.documents[doc_id] = doc
-    return doc
+    return DocumentLines(doc_id, rows["title"][0] if ords else None, lines, sids, chunk_ids)
 
 
 def line_similarities(ctx: ToolHost, query: str, sentence_ids: list[int]) -> dict[int, float]:
-    """Cosine of `query` to each of the given sentences ({sentence id: similarity}), from their
-    stored vectors (unit vectors: cosine = inner product)."""
+    """{sentence id: cosine of `query`} from the sentences' stored unit vectors."""
     wanted = np.asarray(sorted({s for s in sentence_ids if s >= 0}), dtype=np.int64)
     if len(wanted) == 0:
         return {}

@@ -1,14 +1,9 @@
 """Failures of what runs the tools, told apart from the model's own bad calls.
 
-A tool's refusal of its arguments is an error text the model reads. Anything else (a tool server
-unreachable or answering 5xx after its retries, a lost worker process, a tool's own bug or broken
-index) is not the model's doing: scored, the episode would look like a wrong answer, so it ends as
-`failed` with the cause (`ToolInfrastructureError`), the evaluation stores a failed row, and the next
-run retries it. Locally a tool never raises: its own failure is a result carrying `DIAGNOSTICS`,
-which `checked` raises where a result is about to reach a model.
-
-Every result the model could not use carries its failure kind in `details[FAILURE]` (one of
-FAILURE_KINDS), served results too; tool errors are counted by it (docs/evaluation.md, "Tool errors").
+A refusal of arguments is text the model reads. Anything else (a server gone after its retries, a lost
+worker, a tool's own bug) is not the model's doing: the episode ends `failed` with the cause
+(`ToolInfrastructureError`), never scored. Every result the model could not use carries its failure
+kind in `details[FAILURE]` (docs/evaluation.md, "Tool errors and repeated calls").
 """
 
 from __future__ import annotations

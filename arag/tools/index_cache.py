@@ -1,17 +1,8 @@
 """The tools' read cache of a whole index: one cache per part (arag.index.keyword.part_cache), opened together.
 
-The pipeline builds each part's cache in the phase-1 task that wrote the part
-(`arag.runtime.index_job`), so a finished index normally has them all. Opening the tools on an
-index without them (built before, or copied without `tools_cache/`) builds the missing ones here,
-part by part (logged; about a minute per million chunks).
-
-Location: `<index>/tools_cache/part-00000/`, …; with `cache_dir` given, `<cache_dir>/part-00000/`;
-when the index directory is read-only, `$ARAG_CACHE_DIR/tools/<manifest hash>/` (default
-`~/.cache/arag/tools/<manifest hash>/`).
-
-Row numbers: a chunk's `ord` is its place in index order (parts in manifest order, then rows);
-a sentence's global row is its part's sentence offset plus its row in the part (FAISS id =
-part << 32 | row).
+Missing part caches are built here on open (about a minute per million chunks); where they live:
+docs/tools.md, "Tools cache". A chunk's `ord` is its place in index order (parts in manifest order,
+then rows); a sentence's global row is its part's sentence offset plus its row (FAISS id = part << 32 | row).
 """
 
 from __future__ import annotations
@@ -111,15 +102,13 @@ class ChunkStore:
     def dirs(self) -> list[Path]:
         return [p.dir for p in self.parts]
 
-    # ---- addressing -------------------------------------------------------------------------
     def _split(self, ords: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
         ords = np.asarray(ords, dtype=np.int64)
         which = positions(self.chunk_offsets, ords, side="right") - 1
         return which, ords - self.chunk_offsets[which]
 
     def chunk_rows(self, ords: np.ndarray | list[int], columns: list[str]) -> dict[str, list]:
-        """Columns of the chunks at `ords` (in that order) as Python lists; columns of
-        arag.index.parts.CHUNK_SCHEMA plus s_start and s_count (global sentence rows)."""
+        """Columns of the chunks at `ords` as lists: CHUNK_SCHEMA's plus s_start, s_count (global sentence rows)."""
         ords = list(ords)
         out: dict[str, list] = {c: [None] * len(ords) for c in columns}
         stored = [c for c in columns if c not in ("s_start", "s_count")]
@@ -158,8 +147,7 @@ class ChunkStore:
         return self.parts[w].sentence_texts(list(range(local, local + count)))
 
     def sentences_at(self, rows: np.ndarray | list[int]) -> list[str]:
-        """Texts of the given global sentence rows (any order, any parts), in that order: one read
-        of each owning chunk's text per part, however many of its sentences are asked for."""
+        """Texts of global sentence rows (any order, any parts), in that order; one text read per chunk."""
         rows = np.asarray(rows, dtype=np.int64)
         out: list[str] = [""] * len(rows)
         which = positions(self.sentence_offsets, rows, side="right") - 1
@@ -202,7 +190,6 @@ class ChunkStore:
         return out
 
     def chunk_of_sentence_rows(self, rows: np.ndarray) -> np.ndarray:
-        """Chunk ord of each global sentence row."""
         rows = np.asarray(rows, dtype=np.int64)
         which = positions(self.sentence_offsets, rows, side="right") - 1
         out = np.empty(len(rows), dtype=np.int64)
@@ -222,19 +209,14 @@ class ChunkStore:
 
     @cached_property
     def sentence_sources(self) -> "SentenceSources":
-        """Each sentence's source document (read from the sentences Parquet, not the cache; packed
-        indexes need it, see arag.tools.sentence_sources). Raises MissingSentenceSourcesError on
-        an index built without those columns."""
+        """Each sentence's source document; MissingSentenceSourcesError on an index built without them."""
         from arag.tools.sentence_sources import SentenceSources
 
         return SentenceSources(self)
 
-    # ---- keyword search -----------------------------------------------------------------------
     def keyword_top(self, keywords: list[str], top_k: int, narrow: bool = True) -> list[tuple[int, int]]:
-        """Top `top_k` (ord, score), score = Σ count(lower(k), lower(text))·len(k) (str.count:
-        non-overlapping), score > 0, ties by smaller ord. `narrow`: each distinct lowered keyword
-        is counted on its own (word postings, arag.index.keyword.words; or taken from `keyword_counts`) and the counts
-        summed with their weights (same result); else every term is scored on every chunk."""
+        """Top `top_k` (ord, score) by keyword_search's score, score > 0, ties by smaller ord. `narrow`: each
+        distinct keyword counted on its own and summed with its weight (same result); else every chunk scored."""
         terms = [(k.lower(), len(k)) for k in keywords]
         if not narrow:
             return self._scan_top(terms, top_k)
@@ -258,9 +240,8 @@ class ChunkStore:
         return top_pairs(o, s, top_k)
 
     def keyword_occurrences(self, keyword: str) -> tuple[np.ndarray, np.ndarray]:
-        """(ascending ords, counts) of the chunks whose lowered text holds the lowered `keyword`:
-        counted from the word postings or on the text of their candidates, or remembered (arag.index.keyword.counts:
-        costly ones, by chunks touched or time taken)."""
+        """(ascending ords, counts) of the chunks whose lowered text holds the lowered `keyword`; costly
+        counts are remembered (arag.index.keyword.counts)."""
         known = self.keyword_counts.get(keyword)
         if known is not None:
             return known

@@ -1,23 +1,9 @@
-"""keyword_search: exact, case-insensitive substring matching of keywords in chunk texts.
+"""keyword_search (A-RAG): chunks ranked by score(T) = Σ_i count(lower(k_i), lower(T)) · len(k_i).
 
-Definition (A-RAG): for keywords k_1..k_m and a chunk with text T,
-    score(T) = Σ_i count(lower(k_i), lower(T)) · len(k_i)
-where lower is Python's `str.lower()`, count is the number of non-overlapping occurrences
-(`str.count`), and len is the keyword's length in characters as given. No word boundaries;
-only the chunk's text is searched (not its title unless the text contains it). The sum runs over
-the list as given, so a keyword repeated twice counts twice. Chunks scoring 0 are left out; ties
-are broken by index order (part, then row: the `ord` of the tools cache), smaller first.
-The snippet of a chunk is its sentences that contain at least one keyword (case-insensitively), the
-first `snippets_per_chunk` of them in text order (5, as the authors' tool keeps; a method setting,
-arag.tools.base.ResultFormat).
-
-How it runs: each part's tools cache (arag.index.keyword.part_cache) holds the distinct words of
-the Python-lowered chunk text (runs between whitespace and `()[]{}",;:!?`) with each word's chunks
-and counts (arag.index.keyword.words). A keyword without those separators is counted from the words
-alone; any other keyword is counted, by the definition above, on the chunks holding the whole
-words, word prefixes and suffixes every match of it must have (arag.tools.index_cache.ChunkStore.keyword_top;
-Arrow and RE2 in C++, Python's lower() where it differs); one of separators only (",") on every chunk.
-`ToolContext(accelerate=False)` scores every chunk for every keyword; the result is the same.
+count: non-overlapping occurrences (`str.count`), no word boundaries, the chunk's text only; a keyword
+given twice counts twice; chunks scoring 0 are left out; ties by index order (`ord`), smaller first.
+Snippets: the first `snippets_per_chunk` sentences holding a keyword. Counted from the part caches'
+words and candidates (docs/tools.md, "Tools cache"); `accelerate=False` scores every chunk, same result.
 """
 
 from __future__ import annotations
@@ -27,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, SNIPPET
-from arag.tools.render import keyword_text, search_tokens
+from arag.tools.render import keyword_text, search_result
 
 NAME = "keyword_search"
 
@@ -97,13 +83,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
             snippets = [options.result_format.cap(matching_sentences([next(texts) for _ in range(n)], lowered)) for n in counts]
         for i, (_, score) in enumerate(scored):
             hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i]))
-    return ToolResult(
-        tool=NAME,
-        text=keyword_text(keywords, hits, options.full_text, details, options.result_format),
-        results=hits,
-        retrieved_tokens=search_tokens(hits, options.full_text),
-        details=details,
-    )
+    text = keyword_text(keywords, hits, options.full_text, details, options.result_format)
+    return search_result(NAME, text, hits, options.full_text, details)
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=SNIPPET, result_settings=("snippets_per_chunk", "result_titles"))  # matched sentences (whole chunks for a full_text method)

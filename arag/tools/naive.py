@@ -1,12 +1,8 @@
-"""naive_embedding_search: the retrieval tool of the A-RAG Naive variant (whole chunks by similarity).
+"""naive_embedding_search (A-RAG Naive): whole chunks ranked by their best sentence's cosine to the query.
 
-Chunk similarity is defined as the cosine similarity of the chunk's *best-matching sentence* to
-the query (max over the chunk's sentence vectors; the index stores sentence vectors only, so no
-separate chunk vectors are needed). The top_k chunks by that similarity are exactly the first
-top_k distinct chunks met when walking sentences from most to least similar, so the tool fetches
-3·top_k sentences and doubles that until top_k distinct chunks are found (or none are left).
-On exact (Flat) shards this equals brute force: max over each chunk's sentences, then the top_k.
-Ties are broken as in semantic_search. Returns each chunk's whole text.
+The top_k chunks are the first top_k distinct chunks met walking sentences from most to least
+similar, so it fetches 3·top_k sentences and doubles that until top_k chunks are found (or none are
+left); on exact (Flat) shards this equals brute force. Ties as in semantic_search.
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.tools.base import ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, require_vectors, READ
-from arag.tools.render import search_tokens, similarity_text
+from arag.tools.render import search_result, similarity_text
 from arag.tools.semantic import PARAMETERS, SENTENCES_PER_RESULT, WARM_UP, group_by_chunk, hits_for
 
 NAME = "naive_embedding_search"
@@ -46,13 +42,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     top_k = get_top_k(args, details)
     require_vectors(ctx, NAME)
     hits = hits_for(ctx, top_chunks(ctx, query, top_k), full_text=True)
-    return ToolResult(
-        tool=NAME,
-        text=similarity_text(query, hits, True, details, options.result_format),
-        results=hits,
-        retrieved_tokens=search_tokens(hits, full_text=True),
-        details=details,
-    )
+    return search_result(NAME, similarity_text(query, hits, True, details, options.result_format), hits, True, details)
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, encodes_queries=True, warm_up=WARM_UP, result_settings=("result_titles",))  # whole chunks

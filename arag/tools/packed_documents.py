@@ -1,15 +1,9 @@
-"""Source documents on a packed index (`index.chunking=packed`), for AgenticRAG's document tools.
+"""Source documents on a packed index, for AgenticRAG's document tools (docs/agents.md, "AgenticRAG").
 
-A packed chunk is a window over several documents (arag.index.packing), so a document is not "its
-chunks": it is its sentences, each recorded with its source document and ordinal
-(arag.tools.sentence_sources), in ordinal order, a sentence repeated in the overlap of two windows
-taken once (its first copy: that copy's sentence id names its vector). A document's windows are
-consecutive windows of one part, so from any window covering it (the *anchor*, which search
-knows) the tools walk to its first and last window and read the sentence rows in between.
-
-Search hits are chunk rankings (keyword) or sentence rankings (semantic); here they become
-document rankings: a sentence counts for its own document, and a keyword-matched window for the
-documents of the sentences holding a keyword, so a window over 15 documents does not make 15 hits.
+A document is its sentences in ordinal order (arag.tools.sentence_sources), an overlap copy taken once
+(its first copy's sentence id names its vector). Its windows are consecutive in one part, so from any
+window covering it (the *anchor*, which search knows) the tools walk to its first and last. A sentence
+hit counts for its own document; a keyword-matched window for the documents of its keyword sentences.
 """
 
 from __future__ import annotations
@@ -50,8 +44,7 @@ def covers(doc_field: str, doc_id: str) -> bool:
 
 
 def _walk(store: ChunkStore, doc_id: str, anchor: int, step: int) -> list[int]:
-    """Windows next to `anchor` (step -1: before it, +1: after it) that still cover `doc_id`,
-    nearest first; the walk stops at the part's edge (a document never spans parts)."""
+    """Windows next to `anchor` (step -1: before, +1: after) still covering `doc_id`, nearest first, within its part."""
     w = int(np.searchsorted(store.chunk_offsets, anchor, side="right") - 1)
     lo, hi = int(store.chunk_offsets[w]), int(store.chunk_offsets[w + 1])
     out: list[int] = []

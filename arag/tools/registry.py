@@ -57,8 +57,7 @@ def get_tool(name: str) -> ToolSpec:
 
 
 def result_settings_of(names: Iterable[str]) -> set[str]:
-    """The ResultFormat settings the named tools' result texts follow (a run's recorded tools: a name
-    no installed tool has adds none)."""
+    """The ResultFormat settings the named tools' result texts follow (an unknown name adds none)."""
     return {setting for name in names if name in TOOLS for setting in TOOLS[name].result_settings}
 
 

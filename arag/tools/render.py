@@ -1,21 +1,7 @@
 """The text the agent sees, built in one place so every tool speaks the same format.
 
-The search tools answer in the shape of the authors' tools (src/arag/tools/{keyword_search,
-semantic_search}.py), one block per chunk, blank lines between:
-    keyword_search   Chunk ID: <id>, Matched keywords in chunk: ... <s1> ... <s2> ...
-    semantic_search  Chunk ID: <id> (Similarity: 0.812)
-                     Matched: ... <s1> ... <s2> ...
-Snippets are a chunk's selected sentences framed with "..." to show that text around them was left
-out. With a method's `full_text` (and naive_embedding_search) the chunk's whole text follows its
-header line instead. `result_titles` adds ` (Title: <t1>; <t2>)` after the id, the titles of the
-documents the chunk holds (a cue the official results do not give). A search that finds nothing
-says so in the official words; a top_k over 20 is capped, and the answer says so last.
-
-Retrieved tokens (the paper's context-efficiency measure) are counted as the authors' tools count
-them, with o200k_base (`arag.index.tokens.count_retrieved_tokens`), on the retrieved text only, never
-on headers, ids, scores or notes: a search's snippets, all of its hits' sentences joined by newlines
-(`snippet_tokens`); whole chunks (chunk_read, naive_embedding_search, a `full_text` search), each
-chunk's text counted on its own and summed (`content_tokens`).
+Shapes, titles, the empty answers and how retrieved tokens are counted (o200k_base, retrieved text
+only): docs/tools.md, "What the agent reads, and what counts as retrieved".
 """
 
 from __future__ import annotations
@@ -25,7 +11,7 @@ from typing import Iterable
 
 from arag.index.packing import COVERED_SEPARATOR
 from arag.index.tokens import count_retrieved_tokens
-from arag.tools.base import MAX_TOP_K, Hit, ResultFormat
+from arag.tools.base import MAX_TOP_K, Hit, ResultFormat, ToolResult
 
 ELLIPSIS = "..."
 
@@ -45,6 +31,11 @@ def search_tokens(hits: list[Hit], full_text: bool) -> int:
     """A search's retrieved tokens: whole chunks (`full_text`) or its snippets."""
     pieces = (s for h in hits for s in h.snippets)
     return content_tokens(pieces) if full_text else snippet_tokens(pieces)
+
+
+def search_result(tool: str, text: str, hits: list[Hit], full_text: bool, details: dict) -> ToolResult:
+    tokens = search_tokens(hits, full_text)
+    return ToolResult(tool=tool, text=text, results=hits, retrieved_tokens=tokens, details=details)
 
 
 def snippet_block(sentences: list[str]) -> str:
@@ -68,7 +59,6 @@ def _capped_note(details: dict) -> str:
 
 
 def keyword_text(keywords: list[str], hits: list[Hit], full_text: bool, details: dict, result_format: ResultFormat) -> str:
-    """Agent-facing text of keyword_search."""
     if not hits:
         return f"No results found for keywords: {keywords!r}{_capped_note(details)}"
     blocks = []
@@ -94,15 +84,13 @@ def similarity_text(query: str, hits: list[Hit], full_text: bool, details: dict,
 
 
 def chunk_header_end(text: str, chunk_id: str) -> int:
-    """Where the id of the first header of chunk `chunk_id` in a search or chunk_read text ends,
-    with the character after it (-1: no such header)."""
+    """Where chunk `chunk_id`'s first header id in a result text ends, with the character after it (-1: none)."""
     marks = [f"Chunk ID: {chunk_id}{end}" for end in (",", " ", "\n")] + [f"chunk_id: {chunk_id}{end}" for end in (" ", "]", "\n")]
     return min((i + len(m) for m, i in ((m, text.find(m)) for m in marks) if i >= 0), default=-1)
 
 
 def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str], sequence: str = "document", result_format: ResultFormat = ResultFormat()) -> str:
-    """Agent-facing text of chunk_read: each chunk with its neighbours, then unknown ids.
-    `sequence`: what the neighbours run through ("document"; a packed index's "part")."""
+    """Agent-facing text of chunk_read; `sequence`: what the neighbours run through ("document", or "part")."""
     blocks = []
     for hit in hits:
         prev_ = hit.prev_id or f"none (first chunk of the {sequence})"

@@ -1,11 +1,9 @@
-"""semantic_search: dense retrieval of sentences, grouped into their chunks.
+"""semantic_search (A-RAG): the top 3·top_k sentences by cosine over every shard, grouped into chunks.
 
-Definition (A-RAG): encode the query with the index's own model (with its query prompt, if any);
-take the top 3·top_k sentences by cosine similarity (inner product of unit vectors) over every
-FAISS shard; group them by parent chunk; a chunk's score is its best sentence's similarity; return
-the top_k chunks by score with their matched sentences in text order. Ties: equal sentence
-scores are ordered by smaller sentence id; equal chunk scores by index order (smaller `ord`).
-On exact (Flat) shards this equals brute-force cosine over all sentence vectors.
+The query is encoded with the index's own model (and its query prompt); a chunk scores its best
+sentence and shows its matched sentences in text order. Ties: equal sentence scores by smaller
+sentence id, equal chunk scores by index order (smaller `ord`). On exact (Flat) shards this equals
+brute-force cosine over all sentence vectors.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from arag.tools.base import MAX_QUERY_CHARS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, require_vectors, SNIPPET
-from arag.tools.render import search_tokens, similarity_text
+from arag.tools.render import search_result, similarity_text
 
 NAME = "semantic_search"
 SENTENCES_PER_RESULT = 3
@@ -70,13 +68,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)
     groups = group_by_chunk(ctx, scores, sids)[:top_k]
     hits = hits_for(ctx, groups, full_text=options.full_text)
-    return ToolResult(
-        tool=NAME,
-        text=similarity_text(query, hits, options.full_text, details, options.result_format),
-        results=hits,
-        retrieved_tokens=search_tokens(hits, options.full_text),
-        details=details,
-    )
+    text = similarity_text(query, hits, options.full_text, details, options.result_format)
+    return search_result(NAME, text, hits, options.full_text, details)
 
 
 def hits_for(ctx: ToolHost, groups: list[tuple[int, float, np.ndarray]], full_text: bool) -> list[Hit]:

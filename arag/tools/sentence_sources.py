@@ -1,11 +1,8 @@
 """Each sentence's source document (id, title, ordinal there), read from the sentences Parquet.
 
-On a packed index (`index.chunking=packed`) a chunk is a window over several documents, so only the
-sentence rows say which document a sentence belongs to (arag.index.parts.SOURCE_COLUMNS, written
-since index format 2). The tools' part caches do not hold these columns; they are read here from
-the Parquet files, one row group (8,192 rows) at a time, and the last groups read are kept, so a
-document's sentences or one search's hits cost a few group reads and memory stays bounded whatever
-the corpus size.
+On a packed index only the sentence rows say which document a sentence belongs to
+(arag.index.parts.SOURCE_COLUMNS). The part caches do not hold them: they are read here one row group
+(8,192 rows) at a time, the last groups kept, so memory stays bounded whatever the corpus size.
 """
 
 from __future__ import annotations
@@ -65,7 +62,6 @@ class SentenceSources:
                 )
 
     def of_rows(self, rows: np.ndarray | list[int]) -> Sources:
-        """Source of each global sentence row."""
         rows = np.asarray(rows, dtype=np.int64)
         doc_ids: list = [None] * len(rows)
         titles: list = [None] * len(rows)

@@ -1,9 +1,7 @@
 """summarize (AgenticRAG): the agent's notes, and which referenced results to keep in its context.
 
 The tool checks the reference ids and records the notes; the agent loop then compacts the
-conversation (arag.agent.context): results of the ids not kept become a short "[removed]" marker,
-kept ones and the notes stay. The harness also forces a summarize when the conversation fills
-its context budget.
+conversation (arag.agent.context; docs/agents.md, "AgenticRAG").
 """
 
 from __future__ import annotations

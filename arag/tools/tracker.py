@@ -12,13 +12,9 @@ LOCAL_STATE = ("documents",)
 
 @dataclass
 class ReadTracker:
-    """Per-episode memory of chunk_read: a chunk read once is not put into the context again.
-
-    One per episode (question), passed to every call of that episode, in whichever process runs it:
-    a worker process gets its `state` with the call and the caller takes the state back (`update`);
-    a tool server keeps the episode's state under `session_id` (a random id per tracker), and the
-    caller's tracker follows its results (`follow`).
-    """
+    """Per-episode memory of chunk_read: a chunk read once is not put into the context again. A worker
+    process gets its `state` with each call (taken back by `update`); a tool server keeps it under
+    `session_id`, and the caller's tracker follows the server's results (`follow`)."""
 
     read: set[str] = field(default_factory=set)
     order: list[str] = field(default_factory=list)
@@ -46,8 +42,7 @@ class ReadTracker:
         self.__dict__.update(state)
 
     def follow(self, spec: Any, result: Any) -> None:
-        """Bring this tracker up to date with `result`, which `spec` (a ToolSpec) answered on a tool
-        server that keeps its own copy of the episode's state."""
+        """Bring this tracker up to date with `result`, which `spec` answered on a tool server."""
         if spec.tracks_reads:
             for hit in result.results:
                 if not hit.already_read:

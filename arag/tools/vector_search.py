@@ -1,18 +1,9 @@
 """Sentence vector search over one index: exact over the Flat shards, or the index's ANN.
 
-`VectorSearch.search(qvec, n)` returns the top `n` sentences (scores desc, ties by smaller
-sentence id) for one query. Which path runs depends on the manifest's `ann` entry:
-
-* none or `kind: flat`: every part's exact shard is scanned (a BLAS product over FAISS's own
-  memory); the result equals brute force.
-* an IVF kind (arag.index.ann): the merged IVF index over all parts proposes candidates
-  (`nprobe` lists, `rerank`·n candidates), which are re-ranked by exact inner product from the
-  exact shards on disk (positioned reads); scores are exact.
-
-The ANN's search settings (`nprobe`, `rerank`) are those its build chose for its recall target
-(the manifest's `ann.search`); arguments here override them. Loading happens
-once, on first use, under a lock; searching takes no lock (FAISS and BLAS release the GIL), so
-threads sharing one `VectorSearch` search at the same time.
+`VectorSearch.search(qvec, n)`: the top `n` sentences, scores descending, ties by smaller sentence id.
+Without an ANN every exact shard is scanned (equal to brute force); an IVF one's candidates are
+re-ranked exactly from the shards on disk (docs/indexing.md, "Index format"). Loading happens once,
+under a lock; searches take none (FAISS releases the GIL), so threads share one `VectorSearch`.
 """
 
 from __future__ import annotations
@@ -34,14 +25,9 @@ MMAP_SHARD_BYTES = 1 << 30
 
 
 class VectorSearch:
-    """The vector shards of one index and how to search them.
-
-    nprobe: IVF lists probed per query (ANN indexes; for old per-part IVF shards, the lists per
-        shard; default: for the ANN, the setting its build chose for index.ann_recall and recorded
-        in the manifest (arag.index.ann.search_settings), the shard's own for old shards).
-    rerank: ANN candidates re-ranked exactly, per result asked for (default: the recorded one).
-    mmap_bytes: exact shards larger than this are memory-mapped instead of read into RAM.
-    """
+    """The vector shards of one index and how to search them. nprobe (IVF lists probed; per shard for
+    old per-part IVF shards) and rerank (exact re-rank candidates per result) default to what the index's
+    build recorded (arag.index.ann.search_settings); shards over `mmap_bytes` are memory-mapped."""
 
     def __init__(self, index: Index, *, nprobe: int | None = None, rerank: int | None = None, mmap_bytes: int = MMAP_SHARD_BYTES):
         self.index = index
@@ -71,23 +57,20 @@ class VectorSearch:
             self._exact_shards()
 
     def search(self, qvec: np.ndarray, n: int, *, nprobe: int | None = None, rerank: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top `n` sentences for the query `qvec` (shape (1, d)): (scores desc, sentence ids).
-        `nprobe`/`rerank` override this object's knobs for one call."""
+        """Top `n` sentences for `qvec` (shape (1, d)): (scores desc, sentence ids); nprobe/rerank for this call."""
         nprobe = nprobe or self.nprobe
         if self.ann_entry:
             return self._ann_searcher().search(qvec, n, nprobe=nprobe, rerank_factor=rerank or self.rerank)
         return self._search_shards(qvec, n, nprobe)
 
     def scores(self, qvec: np.ndarray, sentence_ids: np.ndarray) -> np.ndarray:
-        """Exact inner products of `qvec` (shape (1, d)) with the stored vectors of the given
-        sentence ids (any index kind: rows read from the exact shards)."""
+        """Exact inner products of `qvec` (shape (1, d)) with the given sentences' vectors (from the exact shards)."""
         if self._stored is None:
             with self._load_lock:
                 if self._stored is None:
                     self._stored = ann.StoredVectors({p.part: p.vectors for p in self.index.parts if p.num_sentences})
         return self._stored.scores(np.asarray(sentence_ids, dtype=np.int64), qvec[0])
 
-    # ---- ANN -----------------------------------------------------------------------------------
     def _ann_searcher(self) -> ann.AnnSearcher:
         if self._ann is None:
             with self._load_lock:
@@ -96,7 +79,6 @@ class VectorSearch:
                     self._ann = ann.AnnSearcher(self.index.root, self.ann_entry, parts)
         return self._ann
 
-    # ---- exact shards --------------------------------------------------------------------------
     def _exact_shards(self) -> list[tuple[Any, tuple[np.ndarray, np.ndarray] | None]]:
         """(FAISS shard, exact view or None) of each part with sentences, in part order."""
         if self._shards is None:

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from arag.serve.admission import CallGate, ServerBusy, ServerStopping
+from arag.tools.hosting.admission import CallGate, ServerBusy, ServerStopping
 
 
 async def settle() -> None:

@@ -1,14 +1,10 @@
-"""The one admission limit of tool calls: at most `slots` run at once (ToolCalls.acall, every
-transport's), the rest queued, each client in turn. A stopping server answers the queued ones
-`ServerStopping` (a retryable 503, or MCP's retryable error), lets the running ones finish, and past
-its grace period answers those too; a call whose client left is cancelled, queued or running.
+"""The one admission limit of tool calls (ToolCalls.acall): at most `slots` at once, the rest queued.
 
-Turns (own code: neither asyncio nor anyio has a fair queue). A queued call belongs to a client (the
-peer's address) and, within it, to a caller (its session, else its connection). When a slot frees,
-the client served longest ago (or never) among those waiting goes next, and within it the caller
-served longest ago; within a caller, calls go in arrival order. So one client's flood of calls
-delays another client's call by at most about one call per slot, and an evaluation's episodes
-(sessions) share their client's turns."""
+Turns are own code (neither asyncio nor anyio has a fair queue): the client (peer address) served
+longest ago goes next, within it the caller (session, else connection) served longest ago, a caller's
+calls in arrival order. A stopping server answers queued calls `ServerStopping` and, past its grace
+period, running ones too; a call whose client left is cancelled (docs/tools.md, "Tool server").
+"""
 
 from __future__ import annotations
 
@@ -22,13 +18,11 @@ T = TypeVar("T")
 
 
 class ServerStopping(Exception):
-    """The server is stopping: the call did not run or was not waited for (send it again, to the
-    server that replaces it)."""
+    """The server is stopping: the call did not run or was not waited for (send it to the next server)."""
 
 
 class ServerBusy(Exception):
-    """The call's place was given to another client's call (its client held more than its share of
-    the request slots): it did not run (send it again)."""
+    """The call's place went to another client (its own held more than its share of slots): send it again."""
 
 
 class ClientGone(Exception):
@@ -154,8 +148,7 @@ class CallGate:
         return await set_within(self._idle, timeout_s)
 
     def abandon(self) -> None:
-        """Past the stop's grace period: the calls still running are answered ServerStopping (their
-        threads finish unobserved)."""
+        """Past the stop's grace period: running calls are answered ServerStopping (their threads finish unobserved)."""
         self.abandoned = True
         for gone in self._running:
             if not gone.done():

@@ -1,15 +1,10 @@
 """Micro-batching of query encoding: concurrent callers share one call of the encoder.
 
-Encoding one short query costs nearly as much as a few (the model's fixed cost per call dominates).
-There are `workers` encoder slots (one per core: the embedder's OpenVINO streams are single-threaded)
-and no encoder threads: a caller that finds a slot free encodes its own query at once, on its own
-thread; one that finds every slot busy queues its query and waits. A slot's caller, answered, hands
-the slot to the first caller still waiting, who encodes everything queued by then (up to
-`max_batch`) as one batch. (A hand-off to an encoder thread, which needs the GIL to take the query
-and again to answer it, made two callers wait for each other's GIL time on every query:
-benchmarks/tools_concurrency.py.) Under load (queries queued behind its own, every slot busy) a slot
-holder waits up to `window_s` for more to join its batch. An encoder error is raised in every
-caller of that batch.
+`workers` encoder slots (one per core) and no encoder threads: a caller that finds a slot free encodes
+on its own thread (a hand-off to an encoder thread made two callers wait for each other's GIL time:
+benchmarks/tools_concurrency.py); one that finds every slot busy queues, and the next slot freed encodes
+the queue (up to `max_batch`; under load it waits up to `window_s`) as one batch. An encoder error is
+raised in every caller of its batch (docs/tools.md, "Concurrency").
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""`ToolCalls`: the one tool call, whatever runs the tools.
+"""`ToolCalls`: the one tool call, whatever runs the tools (docs/tools.md, "Concurrency").
 
-Every way to reach the tools of one index is a `ToolCalls`: in this process (`ToolContext`), in
-worker processes (`ToolWorkerPool`), on a tool server (`arag.serve.client.RemoteTools`). They share
-`acall`, the call of the agent loop and of the tool server: it waits its turn at the one admission
-limit (`gate`, a CallGate: at most `slots` calls at once, the rest queued, each client in turn),
-then the transport runs it. A transport gives `call` (one call, on the caller's thread: the CLI, a
-worker process, a method's own thread) and may give a native `_arun`; by default `acall` runs
-`call` on a pool of `slots` threads, so any number of awaiting episodes cost no thread each.
+Transports: `ToolContext` (this process), `ToolWorkerPool` (worker processes), `RemoteTools` (a tool
+server). `acall` waits its turn at the one admission limit (`gate`, a CallGate), then the transport runs
+it: its native `_arun`, else `call` on a pool of `slots` threads, so awaiting episodes cost no thread each.
 """
 
 from __future__ import annotations
@@ -34,16 +30,14 @@ class ToolCalls:
         self._pool_lock = threading.Lock()
 
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
-        """Run `tool` with JSON-able `arguments` (a dict or a JSON string). Bad arguments come back as
-        the tool's error result; result_format: how results are shown (None: the official tools')."""
+        """Run `tool` with `arguments` (a dict or JSON text); bad arguments come back as its error result."""
         raise NotImplementedError
 
     async def acall(
         self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None,
         client: Hashable = None, caller: Hashable = None, ticket: Any = None,
     ) -> ToolResult:
-        """`call` for asyncio callers, admitted by `gate`. client, caller, ticket: whose turn the call
-        waits for, and a server's request slot (CallGate.turn)."""
+        """`call` for asyncio callers, admitted by `gate` (client, caller, ticket: as CallGate.turn takes them)."""
         run = functools.partial(self.call, tool, arguments, tracker=tracker, full_text=full_text, result_format=result_format)
         async with self.gate.turn(client, caller, ticket):
             return await self.gate.run(self._arun(run))

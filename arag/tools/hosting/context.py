@@ -1,16 +1,9 @@
 """`ToolContext`: one open index shared by every tool (the per-part caches, FAISS shards, embedder).
 
-Open it once per process and call tools from any number of threads: no lock serialises the calls.
-The caches are memory-mapped and read with per-thread readers, FAISS and numpy release the GIL,
-DuckDB (ad-hoc `sql` only) runs on a cursor per thread, and concurrent query encodings are
-micro-batched (arag.tools.hosting.batching) on the callers' own threads.
-
-`acall` (arag.tools.hosting.calls) runs at most `max_active` calls at once (default: twice the
-cores); the others wait their turn holding no thread. Without a bound, 256 runnable callers took
-3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py): the encoding threads, which release
-the GIL inside OpenVINO and need it back for tokenising and pooling, waited behind hundreds of
-GIL-hungry threads. The tools' Python runs on one core at a time per process: the worker pool
-(arag.tools.hosting.worker_pool) uses every core.
+Call tools from any number of threads: no lock serialises the calls (docs/tools.md, "Concurrency").
+`acall` runs at most `max_active` at once (default twice the cores): unbounded, 256 runnable callers
+made 3.5x fewer calls/s than 16 (benchmarks/tools_concurrency.py), the encoders waiting for the GIL
+behind hundreds of threads.
 """
 
 from __future__ import annotations
@@ -47,23 +40,12 @@ def usable_cores() -> int:
 
 
 class ToolContext(ToolCalls):
-    """The retrieval layer over one index.
+    """The retrieval layer over one index (a directory holding manifest.json, or an open `Index`).
 
-    index: an index directory (must hold manifest.json) or an open `Index`.
-    encoder: query encoder (a batch of texts in, one row per text out); default: the index's own
-        embedder (`SentenceEmbedder(index.embedder_spec).encode_queries`, with the model's query
-        prompt), loaded on the first semantic call. Calls are micro-batched across threads.
-    cache_dir: where the per-part tools caches live (default `<index>/tools_cache`, see arag.tools.index_cache).
-    accelerate: count keywords from the word postings (same results, faster);
-        False scores every chunk.
-    nprobe, rerank: query-time knobs of vector search on an ANN index: lists probed, and exact
-        re-rank candidates per result (see arag.tools.vector_search; default: the settings the index's
-        build chose for index.ann_recall, recorded in its manifest).
-    batch_window_s: under load (every encoder slot busy, queries queued), how long the next batch
-        waits for more concurrent queries to join it.
-    max_active: calls that run at once (default: twice the cores); more callers queue.
-    encoder_threads: CPU threads of the default query encoder (default: the index's embedder
-        setting, all cores when unset); a ToolWorkerPool gives each worker its share of the cores.
+    encoder: a batch of texts in, one unit row per text out; default: the index's own embedder with its
+    query prompt, loaded on the first semantic call. cache_dir: where the part caches live (default
+    `<index>/tools_cache`). The other arguments are the `tools.*` settings of pipelines.serve
+    (docs/configuration.md).
     """
 
     def __init__(
@@ -98,7 +80,6 @@ class ToolContext(ToolCalls):
         self._con: Any = None
         self._cursors = threading.local()
 
-    # ---- tools ------------------------------------------------------------------------------
     def admit(self, slots: int) -> None:
         """No more calls at once than `max_active`, whatever a server asks for."""
         super().admit(min(slots, self.max_active))
@@ -109,11 +90,9 @@ class ToolContext(ToolCalls):
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}", UNKNOWN_TOOL)
         return spec.call(self, arguments, ToolOptions(full_text=full_text, tracker=tracker, result_format=result_format or ResultFormat()))
 
-    # ---- shared resources -----------------------------------------------------------------------
     def sql(self, query: str, params: list[Any] | None = None, tables: dict[str, Any] | None = None) -> list[tuple]:
-        """Ad-hoc DuckDB query with bound parameters over the view `chunks` (the index's chunk
-        Parquet files: chunk_id, doc_id, title, position, text, n_tokens); `tables` are Arrow
-        tables visible to this query only. Not used by the tools; each thread has its own cursor."""
+        """Ad-hoc DuckDB query with bound parameters over the view `chunks` (the chunk Parquet files);
+        `tables`: Arrow tables visible to this query only. Not used by the tools."""
         cur = getattr(self._cursors, "cursor", None)
         if cur is None:
             cur = self._cursors.cursor = self._connection().cursor()
@@ -150,7 +129,6 @@ class ToolContext(ToolCalls):
         return np.ascontiguousarray(vec[None, :], dtype=np.float32)
 
     def _encode_batch(self, queries: list[str]) -> np.ndarray:
-        # Runs on the callers' threads (arag.tools.hosting.batching): the model is loaded once, under the lock.
         if self._encoder is None:
             with self._lock:
                 if self._encoder is None:
@@ -169,8 +147,7 @@ class ToolContext(ToolCalls):
 
     @property
     def chunk_ids(self) -> ChunkIdFormat:
-        """The form of this index's chunk ids and a real one: what the texts the model reads say
-        (Method.for_index, ToolSpec.for_index). A served index (RemoteTools) answers the same."""
+        """The form of this index's chunk ids and a real one, which the texts the model reads name."""
         return self.index.chunk_ids
 
     def close(self) -> None:

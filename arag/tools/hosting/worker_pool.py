@@ -1,16 +1,9 @@
 """`ToolWorkerPool`: the tools of one index served by N worker processes, each with its own `ToolContext`.
 
-A tool call is mostly Python (parsing, planning keyword candidates, scoring, rendering), which one
-process runs on one core at a time: two callers of one ToolContext reach ~1.5x one caller on 2 cores
-(benchmarks/tools_concurrency.py); two worker processes run tool code on both. The workers share
-the memory-mapped index pages; each adds its own caches and query encoder.
-
-A `ToolCalls` (arag.tools.hosting.calls) answering as ToolContext does: a call goes to an idle
-worker, which runs `ToolContext.call`; the result comes back pickled. The episode's state travels
-with the call (`ReadTracker.state`, back through `update`); a DocumentSession's loaded documents
-stay in the worker (a cache of its most recent sessions). A worker that dies during a call is
-replaced; that call answers an internal failure naming what happened (the episode fails,
-arag.tools.failures), and the pool keeps serving.
+A tool call is mostly Python, one core per process: two callers of one ToolContext reach ~1.5x one
+caller on 2 cores (benchmarks/tools_concurrency.py). The episode's tracker travels with each call
+(`ReadTracker.state`, back through `update`); a DocumentSession's documents stay in the worker. A
+worker that dies is replaced and its call answers an internal failure (docs/tools.md, "Concurrency").
 """
 
 from __future__ import annotations
@@ -58,9 +51,8 @@ def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
 
 
 def _worker_main(conn: Any) -> None:
-    """A worker process: open the index, then answer calls until the pipe closes. Its parent
-    decides when it ends (the pool closes the pipe, or the parent's death does): a Ctrl-C or a
-    SIGTERM sent to the whole process group is the parent's to handle, not a traceback here."""
+    """A worker process: open the index, then answer calls until the pipe closes. A Ctrl-C or SIGTERM
+    sent to the whole process group is the parent's to handle, not a traceback here."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -115,9 +107,7 @@ class _Worker:
 
 
 class ToolWorkerPool(ToolCalls):
-    """index: an index directory; workers: processes (each answers one call at a time);
-    options: keyword arguments of `ToolContext` for every worker (not `encoder`: a worker loads
-    the index's own embedder)."""
+    """workers: processes, each answering one call at a time; options: `ToolContext`'s (not `encoder`)."""
 
     def __init__(self, index: str | Path, *, workers: int = 2, **options: Any):
         if int(workers) < 1:
@@ -192,13 +182,11 @@ class ToolWorkerPool(ToolCalls):
 
     @functools.cached_property
     def chunk_ids(self) -> "ChunkIdFormat":
-        """What the index's chunk ids look like (the texts the model reads describe them), read in
-        this process from the manifest and one row group: cheap, and no worker call."""
+        """What the index's chunk ids look like, read here (manifest and one row group), not by a worker."""
         from arag.index.store import open_index
 
         return open_index(self.index).chunk_ids
 
-    # ---- tools ------------------------------------------------------------------------------
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
         """`ToolContext.call` in a worker process. Never raises (a closed pool raises RuntimeError)."""
         worker = self._take()
@@ -216,8 +204,7 @@ class ToolWorkerPool(ToolCalls):
         return _answer(reply, tracker)
 
     async def _arun(self, run: functools.partial) -> ToolResult:
-        """The call on the event loop's thread: the task awaits an idle worker, then the worker's
-        reply (the loop watches the worker's socket), so no call hops between threads."""
+        """The call on the event loop's thread (the loop watches the worker's socket): no thread hops."""
         (tool, arguments), options = run.args, run.keywords
         try:
             worker = self._take(block=False)  # acall's gate admits one call per worker
