@@ -1,10 +1,6 @@
-"""Library output a user need not act on, off by default: Ray's start-up warnings and its core
-worker's C++ log line about actors' constructor arguments, Ray Data's notices, transformers'
-warnings and weight-loading bars, faiss's loader. `--verbose` on a pipeline's command line (or
-ARAG_VERBOSE=1 in the environment) keeps all of them.
-
-The quiet settings are environment variables set before Ray starts, so the workers a local Ray
-instance starts inherit them; a setting the user exported is left as it is."""
+"""Library output a user need not act on, off unless `--verbose` or ARAG_VERBOSE=1 (docs/evaluation.md).
+The quiet settings are environment variables set before Ray starts, so a local instance's workers
+inherit them; a setting the user exported is left as it is."""
 
 from __future__ import annotations
 
@@ -40,15 +36,13 @@ def verbose() -> bool:
 
 
 def quiet_loggers() -> None:
-    """The QUIET_LOGGERS at ERROR, or INFO when verbose."""
     level = logging.INFO if verbose() else logging.ERROR
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(level)
 
 
 def set_verbosity(argv: list[str]) -> list[str]:
-    """`argv` without `--verbose` (a flag of ours, not Hydra's; with it, verbose from now on), the
-    library loggers set accordingly."""
+    """`argv` without `--verbose` (ours, not Hydra's: verbose from now on); the loggers set accordingly."""
     if VERBOSE_FLAG in argv:
         os.environ[VERBOSE_ENV] = "1"
         argv = [a for a in argv if a != VERBOSE_FLAG]
@@ -57,15 +51,14 @@ def set_verbosity(argv: list[str]) -> list[str]:
 
 
 def quiet_environment() -> dict[str, str]:
-    """The environment variables to set for a quiet run: none when verbose, and none the user set."""
+    """The variables to set for a quiet run: none when verbose, none the user set."""
     if verbose():
         return {}
     return {k: v for k, v in QUIET_ENV.items() if k not in os.environ}
 
 
 def quiet_libraries() -> dict[str, str]:
-    """Set the quiet environment and the loggers' levels; the variables set, which a cluster's
-    workers need in their runtime_env."""
+    """Set the quiet environment and loggers; the variables set (a cluster's workers need them)."""
     added = quiet_environment()
     os.environ.update(added)
     quiet_loggers()
@@ -73,7 +66,6 @@ def quiet_libraries() -> dict[str, str]:
 
 
 def ray_logging_level() -> int:
-    """ray.init's logging_level: its warnings only when verbose."""
     return logging.WARNING if verbose() else logging.ERROR
 
 
@@ -83,9 +75,8 @@ def _harmless(line: bytes) -> bool:
 
 @contextmanager
 def harmless_ray_lines_hidden() -> Iterator[None]:
-    """While the block runs, this process's stderr (file descriptor 2, where Ray's C++ code writes)
-    passes through a filter that drops HARMLESS_RAY_LINES; everything else goes through as written
-    (a partial line such as a progress bar's at once). Nothing is hidden when verbose."""
+    """While the block runs, stderr (fd 2, where Ray's C++ code writes) drops HARMLESS_RAY_LINES and
+    passes everything else as written (a partial line such as a progress bar's at once)."""
     if verbose():
         yield
         return

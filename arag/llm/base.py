@@ -1,5 +1,5 @@
-"""The backend interface the agent loop talks to: async, because the serving backends (vLLM actors,
-HTTP endpoints) run many episodes at once; `complete` is the blocking form for scripts and tests."""
+"""The backend interface the agent loop talks to: async, because the serving backends run many
+episodes at once; `complete` is the blocking form for scripts and tests."""
 
 from __future__ import annotations
 
@@ -11,23 +11,20 @@ from typing import Any, Mapping
 from arag.llm.reasoning import ReasoningSetting, resolve
 from arag.llm.types import Completion, Message
 
-# Which ways of acting a backend offers (see arag.agent.protocols).
+# Ways of acting a backend offers (arag.agent.protocols).
 NATIVE = "native"
 JSON = "json"
 
 # The reply cap of a model config that leaves `max_tokens` null, for every model family: the A-RAG
 # paper runs every method with max_tokens >= 16384 (appendix B) and its official config sets 16384.
-# A backend with a known context window never asks for more than the window has left after the
-# prompt, so in a smaller window a reply may use the window's remainder.
 PAPER_REPLY_TOKENS = 16_384
 # Room kept free for a reply in a window that cannot hold the whole cap beside as much conversation.
 MIN_REPLY_ROOM = 1_024
 
 
 def reply_room(cap: int, window: int | None) -> int:
-    """Tokens of the context window the agent keeps free for a reply (the token budget and the cut of
-    large tool results leave them out): the whole cap where the window holds it and as much
-    conversation again (or the window is unknown), else MIN_REPLY_ROOM (never more than the cap)."""
+    """Tokens kept free for a reply: the whole cap where the window holds it twice over (or is
+    unknown), else MIN_REPLY_ROOM (never more than the cap)."""
     if window is None or window >= 2 * cap:
         return cap
     return min(cap, MIN_REPLY_ROOM)
@@ -37,7 +34,6 @@ class LLMBackend(ABC):
     """A chat model. `tools`: OpenAI function schemas (native protocol only); `response_schema`: a
     JSON schema the reply must satisfy (JSON protocol only)."""
 
-    # What each backend declares of itself (registered by `kind` in arag.registry, kind "backend"):
     kind: str = "?"
     protocols: tuple[str, ...] = (NATIVE, JSON)
     # Constructor keys that change speed, capacity or plumbing, not replies: left out of run ids
@@ -52,9 +48,8 @@ class LLMBackend(ABC):
 
     @classmethod
     def concurrency_caps(cls, cfg: Mapping[str, Any], in_flight: int, engine_in_flight: int, role: str = "model") -> tuple[dict[str, Any], list[str]]:
-        """The config keys that raise a plumbing limit to `in_flight` (requests per worker) or
-        `engine_in_flight` (per shared engine), and a warning for each limit `cfg` keeps lower (an
-        endpoint's rate limit, an engine's batch size); `role` names the config in the warnings."""
+        """Config keys raising a plumbing limit to `in_flight` (per worker) or `engine_in_flight` (per
+        engine), and a warning for each limit `cfg` keeps lower; `role` names the config in them."""
         return {}, []
 
     @classmethod
@@ -69,7 +64,7 @@ class LLMBackend(ABC):
 
     @classmethod
     def prepare_runtime(cls, cfg: Mapping[str, Any]) -> None:
-        """Make ready what the engines run on, in every process that builds a backend (make_backend)."""
+        """Make ready what the engines run on, in every process that builds a backend."""
 
     def __init__(self, model: str, *, reasoning: ReasoningSetting | None = None, max_tokens: int | None = None, temperature: float = 0.0):
         self.model = model
@@ -101,8 +96,8 @@ class LLMBackend(ABC):
 
 
 class BlockingBackend(LLMBackend):
-    """A backend around a blocking, single-threaded engine (llama-cpp): it writes only `_complete`.
-    Calls run in a worker thread, one at a time, so the event loop (other episodes' tool calls) goes on."""
+    """A backend around a blocking, single-threaded engine: calls run in a worker thread, one at a
+    time, so the event loop (other episodes' tool calls) goes on."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)

@@ -1,12 +1,5 @@
-"""The LLM judge as a fixed instrument: the agent's model at the model's own defaults.
-
-A sweep varies the agent backend's generation settings (reasoning effort, temperature, reply cap); a
-judge that shared them would score each run of the sweep with a different instrument. The default
-judge is therefore the agent's model as a config without those settings would build it
-(`judge_model_config`, what the run id records); `at_model_defaults` is that judge over an already
-built backend, sharing its engine (one model in memory per worker). A `judge.model` config runs as
-configured instead.
-"""
+"""The default LLM judge: the agent's model at the model's own defaults, so every run of a sweep
+over generation settings is scored by one instrument (docs/evaluation.md, "Judges")."""
 
 from __future__ import annotations
 
@@ -22,7 +15,7 @@ GENERATION_KEYS = ("reasoning_effort", "temperature", "max_tokens")
 
 
 def judge_model_config(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The default judge's backend config: the agent's model config without its generation settings."""
+    """The default judge's backend config (what the run id records)."""
     return {k: v for k, v in model_cfg.items() if k not in GENERATION_KEYS}
 
 
@@ -37,8 +30,8 @@ def default_temperature(cls: type[LLMBackend]) -> Any:
 
 
 def at_model_defaults(backend: LLMBackend) -> LLMBackend:
-    """`backend`'s model at the model's defaults, as `make_backend(judge_model_config(cfg))` would
-    build it, over the same engine. The view's `close` does nothing: the engine is `backend`'s."""
+    """`backend`'s model as `make_backend(judge_model_config(cfg))` would build it, over the same
+    engine (one model in memory per worker); the view's `close` does nothing."""
     view = copy.copy(backend)
     LLMBackend.__init__(view, backend.model, reasoning=resolve(None, backend.reasoning.family), max_tokens=None, temperature=default_temperature(type(backend)))
     share = getattr(view, "share_engine_of", None)

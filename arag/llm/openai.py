@@ -1,16 +1,6 @@
-"""`openai`: any OpenAI-compatible chat endpoint (vLLM's server, llama.cpp's server, hosted APIs) over HTTP.
-
-The API key comes from an environment variable, never from config files. At most `max_concurrency`
-requests are in flight per backend (null: 8, or in an evaluation `runtime.concurrency`), over as many
-kept-alive connections. Failures are classified for the agent loop's retry: timeouts, connection
-errors, 408, 409, 429 and 5xx are retryable; any other 4xx ends the episode, naming the parameter
-the endpoint refused (OpenAI's `error.param`).
-
-JSON actions use structured output: `json_mode: json_schema` sends OpenAI's {"type": "json_schema", ...}
-(hosted APIs, vLLM), `json_object` sends {"type": "json_object", "schema": ...} (llama.cpp's server).
-OpenAI's reasoning models (the `openai-reasoning` family: GPT-5, o1/o3/o4-mini) get the request
-OpenAI documents for them (see `REASONING_REFUSED`); every other model gets `max_tokens` and `temperature`.
-"""
+"""`openai`: any OpenAI-compatible chat endpoint over HTTP; the API key comes from an environment
+variable, never from config files. Requests per family, retry classes and json_mode: docs/agents.md,
+"Backends" and "Model backends: internals"."""
 
 from __future__ import annotations
 
@@ -47,8 +37,7 @@ REASONING_DEFAULT_TEMPERATURE = 1.0
 
 
 def openai_series(model: str) -> str:
-    """`o-series` (o1, o3, o4-mini, ...) or `gpt-5` (the GPT-5 family, and any other name configured
-    as `family: openai-reasoning`): the two OpenAI reasoning lines differ in the fields above."""
+    """`o-series` (o1, o3, o4-mini, ...) or `gpt-5` (GPT-5 and any other `openai-reasoning` name)."""
     return "o-series" if re.match(r"o[134](-|$)", model.lower().rsplit("/", 1)[-1]) else "gpt-5"
 
 
@@ -69,7 +58,6 @@ class OpenAIBackend(LLMBackend):
 
     @classmethod
     def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
-        # The endpoint's own request limit.
         return int(cfg.get("max_concurrency") or DEFAULT_MAX_CONCURRENCY)
 
     @classmethod
@@ -144,8 +132,8 @@ class OpenAIBackend(LLMBackend):
         return self.reasoning.family == REASONING_FAMILY
 
     def request_fields(self) -> dict[str, Any]:
-        """How this backend's requests cap replies and sample, and which tool-call switch they carry
-        (recorded with every episode: the fields a family refuses are left out, never sent)."""
+        """The reply cap's field, sampling and tool-call switch of every request (recorded per episode);
+        a field the family refuses is left out, never sent."""
         cap = "max_completion_tokens" if self.openai_reasoning else "max_tokens"
         sampling = {} if self.temperature is None else {"temperature": self.temperature}
         parallel = self.parallel_tool_calls
@@ -154,7 +142,7 @@ class OpenAIBackend(LLMBackend):
         return {"cap": cap, **sampling, "parallel_tool_calls": parallel}
 
     def share_engine_of(self, owner: "OpenAIBackend") -> None:
-        """A view of `owner` (arag.llm.instrument): its client and concurrency cap, its own settings."""
+        """A view of `owner` (arag.llm.instrument): its clients and slots, its own settings."""
         if self.temperature is None and not self.openai_reasoning:
             self.temperature = 0.0
         self._session = owner._session  # type: ignore[method-assign]
@@ -168,9 +156,8 @@ class OpenAIBackend(LLMBackend):
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if key:
                 headers["Authorization"] = f"Bearer {key}"
-            # `max_concurrency` slots, each lending a client that has a connection kept alive for
-            # it: httpx's default pool (100 connections, 20 kept alive) would cap requests in flight
-            # below a larger limit and reconnect for most of them.
+            # httpx's default pool (100 connections, 20 kept alive) would cap requests in flight below
+            # a larger limit and reconnect for most of them.
             n_clients = -(-self.max_concurrency // CONNECTIONS_PER_CLIENT)
             per_client = -(-self.max_concurrency // n_clients)
             limits = httpx.Limits(max_connections=per_client, max_keepalive_connections=per_client)
@@ -239,8 +226,7 @@ class OpenAIBackend(LLMBackend):
 
 
 def http_failure(status: int, text: str, model: str) -> str:
-    """One line for a refused request: the parameter the endpoint named (OpenAI's error JSON
-    {"error": {"message", "param", "code"}}), else the start of its reply."""
+    """One line for a refused request: the parameter OpenAI's error JSON names, else the reply's start."""
     try:
         error = json.loads(text).get("error")
     except (ValueError, AttributeError):

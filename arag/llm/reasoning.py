@@ -1,19 +1,6 @@
-"""Reasoning effort: one config value (`minimal | low | medium | high`, or `null` for the model's
-default) mapped per model family onto what the model really supports.
-
-| family            | minimal                    | low                       | medium                     | high                       |
-| ----------------- | -------------------------- | ------------------------- | -------------------------- | -------------------------- |
-| `gpt-oss`         | unsupported (lowest: low)  | reasoning_effort=low      | reasoning_effort=medium    | reasoning_effort=high      |
-| `openai-reasoning`| reasoning_effort=minimal   | reasoning_effort=low      | reasoning_effort=medium    | reasoning_effort=high      |
-| `qwen3`           | thinking off               | thinking on, budget 512   | thinking on, budget 2048   | thinking on, budget 8192   |
-| `none` (Qwen2.5, Llama 3, …: no reasoning mode) | unsupported | unsupported | unsupported | unsupported |
-
-`openai-reasoning` is the hosted o-series / GPT-5 models. Qwen3's thinking switch is the chat
-template's `enable_thinking`; the budget is a cap on thinking tokens that the backend enforces (a
-backend that cannot enforce it must refuse the level, not ignore it). Levels a family lacks are
-*unsupported*: `resolve` raises by default, or, with `on_unsupported="record"`, returns a setting
-with `supported=False` that runs at the model's default and is recorded as such in every episode.
-"""
+"""Reasoning effort (`minimal | low | medium | high`, or null: the model's default) mapped per model
+family onto what the model supports; the table is in docs/agents.md, "Model backends: internals".
+A backend that cannot enforce a thinking budget refuses the level, never ignores it."""
 
 from __future__ import annotations
 
@@ -29,12 +16,10 @@ QWEN3_THINKING_BUDGET = {"low": 512, "medium": 2048, "high": 8192}
 
 @dataclass(frozen=True)
 class ReasoningSetting:
-    """What a requested level became for one model family."""
-
     requested: str | None
     family: str
     supported: bool
-    request: dict[str, Any] = field(default_factory=dict)  # extra top-level request fields, e.g. {"reasoning_effort": "low"}
+    request: dict[str, Any] = field(default_factory=dict)  # extra top-level request fields
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
     thinking_budget: int | None = None  # a cap on thinking tokens the backend must enforce
     note: str = ""
@@ -44,7 +29,7 @@ class ReasoningSetting:
 
 
 def family_of(model: str) -> str:
-    """Guess the family from a model name; configs may name it explicitly instead."""
+    """The family guessed from a model name (configs may name it instead)."""
     m = model.lower()
     if "gpt-oss" in m:
         return "gpt-oss"

@@ -1,16 +1,6 @@
-"""`ScriptedBackend`: a deterministic test double that replays a script of replies, in order:
-  - a `Completion` (returned as is) or a `str` (raw reply text, e.g. a JSON action or garbage),
-  - a dict action {"tool": name, "arguments": {...}} or {"answer": "..."}, rendered for the protocol
-    in use (JSON text with a response schema, else a native tool call / plain-text answer), or a
-    list of dict actions (several native tool calls in one reply),
-  - an `Exception` (raised), or, from a config file, {"error": "message", "retryable": false}.
-Every request is kept in `requests`, with its settings, so tests can check what the model was shown.
-
-`replay=True` serves many concurrent episodes from one backend: a request gets the script item
-numbered by the assistant turns its conversation holds, so every episode replays the script from
-the start whatever the interleaving (requests are then not kept). `latency_s` waits before each
-reply, like a model server; `reasoning_effort` is only recorded, so sweeps over it can be tested.
-"""
+"""`scripted`: a deterministic test double replaying a script of replies, in order (the items it
+takes: docs/agents.md, "Model backends: internals"). Every request is kept in `requests`, unless
+`replay=True`, which serves concurrent episodes each from the script's start."""
 
 from __future__ import annotations
 
@@ -34,11 +24,6 @@ class Request:
     @property
     def system_prompt(self) -> str | None:
         return next((m.content for m in self.messages if m.role == "system"), None)
-
-
-class ScriptExhausted(LLMError):
-    def __init__(self) -> None:
-        super().__init__("the script has no more replies", retryable=False)
 
 
 class ScriptedBackend(LLMBackend):
@@ -73,7 +58,7 @@ class ScriptedBackend(LLMBackend):
             owner.requests.append(Request([Message(**vars(m)) for m in messages], tools, response_schema, settings))
             index = owner.position
         if index >= len(self.script):
-            raise ScriptExhausted()
+            raise LLMError("the script has no more replies", retryable=False)
         item = self.script[index]
         owner.position += 1
         if isinstance(item, BaseException):

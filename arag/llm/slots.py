@@ -1,8 +1,5 @@
-"""Time a model call waits for a slot (a backend's own limit on requests in flight), kept apart from
-time at the model: a row's `llm_s` would otherwise count the wait, and a slow model and a small
-limit would look alike. The agent loop opens a `queue_clock()` around each model call; a backend
-waits for a slot through `Slots.take`, which adds the wait to that call's clock.
-"""
+"""A backend's slots for requests in flight, and a clock of the time a model call waited for one,
+kept out of a row's `llm_s` (else a slow model and a small limit would look alike)."""
 
 from __future__ import annotations
 
@@ -37,8 +34,8 @@ def queue_clock() -> Iterator[QueueClock]:
 
 
 class Slots(Generic[T]):
-    """`n` slots over `resources` (say, connection pools): slot i lends resources[i % len(resources)].
-    `take` waits for a free slot, first come first served; the wait goes to the call's queue clock."""
+    """`n` slots over `resources`: slot i lends resources[i % len(resources)]. `take` waits first come
+    first served and adds the wait to the call's queue clock."""
 
     def __init__(self, resources: list[T], n: int):
         self._free: asyncio.Queue[T] = asyncio.Queue()

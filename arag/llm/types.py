@@ -1,5 +1,5 @@
-"""What the agent loop and every LLM backend exchange: messages (OpenAI's chat format, which every
-backend speaks), tool calls, completions, errors."""
+"""What the agent loop and the LLM backends exchange: messages (OpenAI's chat format), tool calls,
+completions, errors."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 
 @dataclass
 class ToolCall:
-    """One function call proposed by the model. `arguments` is the raw JSON text the model wrote:
-    it is parsed (and may fail to parse) by the tool, never by the backend."""
+    """A function call the model proposed; `arguments` is its raw JSON text, parsed by the tool."""
 
     name: str
     arguments: str
@@ -41,8 +40,7 @@ class Message:
 
 @dataclass
 class Completion:
-    """One model reply: text and/or tool calls, with the token counts the backend reported (None:
-    not reported; the loop then estimates), and the thinking text where a backend returns it apart."""
+    """One model reply; a token count None was not reported (the loop then estimates it)."""
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -54,8 +52,7 @@ class Completion:
 
 
 class LLMError(Exception):
-    """A model call failed. `retryable` errors (timeouts, overloaded servers, dropped connections) are
-    retried by the loop with backoff; the others end the episode at once as failed."""
+    """A failed model call: `retryable` ones are retried with backoff, the others fail the episode."""
 
     def __init__(self, message: str, *, retryable: bool = True):
         super().__init__(message)

@@ -1,19 +1,6 @@
-"""`vllm`: open models served by vLLM engines (arag.llm.vllm_server) inside Ray actors.
-
-Every `acomplete` of every episode is one async call to the engine's actor, so the episodes in
-flight keep the engine's continuous batch full. Backends with the same engine settings share one
-actor: in a process, and across processes of one cluster by the actor's name in the `arag`
-namespace; `detached: true` keeps it alive after the driver exits. The actor asks Ray for
-`num_gpus` GPUs (tensor parallel over `tensor_parallel_size` of them) and `num_cpus` CPUs.
-
-Native tool calls need vLLM's tool-call parser for the model (`tool_parser`, guessed from the
-name); without one the backend offers the JSON protocol only. Reasoning effort
-(arag.llm.reasoning): Qwen3's thinking is switched by the chat template's `enable_thinking`, and
-gpt-oss gets `reasoning_effort` through its template; hosted-only families are refused.
-
-This package imports no Ray: arag.runtime.vllm_engine runs the actors and, when imported, connects
-backends to them (`set_engine_connector`); `prepare_runtime` imports it by name.
-"""
+"""`vllm`: open models served by vLLM engines (arag.llm.vllm_server) inside Ray actors, one async
+actor call per model call (docs/agents.md, "vLLM backend"). This package imports no Ray:
+arag.runtime.vllm_engine runs the actors and, once imported, connects backends to them."""
 
 from __future__ import annotations
 
@@ -31,13 +18,12 @@ from arag.llm.reasoning import ReasoningSetting, family_of, resolve
 from arag.llm.types import Completion, ConfigurationError, LLMError, Message, ToolCall
 from arag.llm.vllm_server import DEFAULT_MAX_NUM_SEQS, EngineSpec
 
-# The engine actor's calls at once where a config leaves it out.
-DEFAULT_MAX_INFLIGHT = 256
+DEFAULT_MAX_INFLIGHT = 256  # the engine actor's calls at once
 RUNTIME_MODULE = "arag.runtime.vllm_engine"
 
 
 def guess_tool_parser(model: str) -> str | None:
-    """vLLM's tool-call parser for a model name, or None when unknown (then: JSON protocol only)."""
+    """vLLM's tool-call parser for a model name; None: unknown (JSON protocol only)."""
     m = model.lower()
     if "qwen3" in m and "coder" in m:
         return "qwen3_coder"
@@ -55,8 +41,8 @@ def guess_tool_parser(model: str) -> str | None:
 
 
 def vllm_reasoning(level: str | None, family: str, on_unsupported: str = "error") -> ReasoningSetting:
-    """`resolve`, adapted to what a self-hosted engine can honour: chat-API request fields (gpt-oss's
-    `reasoning_effort`) go to the chat template instead; hosted-only families cannot run here."""
+    """`resolve` for a self-hosted engine: chat-API request fields (gpt-oss's `reasoning_effort`) go to
+    the chat template; hosted-only families are refused."""
     if family == "openai-reasoning":
         raise ConfigurationError("the vllm backend serves open models; the openai-reasoning family is hosted-only (use the openai backend)")
     setting = resolve(level, family, on_unsupported=on_unsupported)
@@ -76,10 +62,9 @@ def completion_from_reply(reply: dict[str, Any]) -> Completion:
 
 
 class EngineConnection(Protocol):
-    """One backend's line to an `EngineServer` (arag.runtime.vllm_engine: a Ray actor). `start` waits
-    until the engine is up; `chat` raises LLMError when the engine cannot be reached in time."""
+    """A backend's line to an `EngineServer`; `chat` raises LLMError when it cannot be reached in time."""
 
-    name: str  # the engine's name (equal specs share an engine)
+    name: str  # equal specs share an engine
 
     def start(self, timeout_s: float) -> dict[str, Any]: ...
 
@@ -94,21 +79,19 @@ _default_connector: EngineConnector | None = None
 
 
 def set_engine_connector(connector: EngineConnector | None) -> None:
-    """Where backends built without a `connector` run their engines (arag.runtime.vllm_engine sets it)."""
+    """Where backends built without a `connector` run their engines."""
     global _default_connector
     _default_connector = connector
 
 
 class VLLMBackend(LLMBackend):
     kind = "vllm"
-    # Engine placement, memory and plumbing.
     runtime_keys = frozenset(
         {"num_gpus", "num_cpus", "gpu_memory_utilization", "kv_cache_gb", "max_num_seqs", "enforce_eager", "actor_name", "detached", "max_inflight", "timeout_s", "startup_timeout_s", "env"}
     )
 
     @classmethod
     def default_concurrency(cls, cfg: Mapping[str, Any]) -> int:
-        # The engine's batch size: a worker per engine keeps its continuous batch full.
         return int(cfg.get("max_num_seqs") or DEFAULT_MAX_NUM_SEQS)
 
     @classmethod
@@ -126,11 +109,9 @@ class VLLMBackend(LLMBackend):
 
     @classmethod
     def worker_overrides(cls, cfg: Mapping[str, Any], slot: int, engines: int) -> dict[str, Any]:
-        """Worker `slot` talks to the engine actor `<name>-e<slot mod engines>`: an evaluation wants one
-        engine per GPU (or per tensor-parallel group), each fed by its own workers, where backends
-        with equal engine settings would otherwise share one. The name depends on the engine settings
-        only (not the run), so the runs of a sweep over agent settings or reasoning effort can reuse
-        detached engines (`detached: true`)."""
+        """Worker `slot` talks to engine actor `<name>-e<slot mod engines>`: one engine per GPU (or
+        tensor-parallel group). The name depends on the engine settings only, so a sweep's runs can
+        reuse detached engines."""
         material = {k: cfg.get(k) for k in sorted(EngineSpec.__dataclass_fields__) if k in cfg}
         base = cfg.get("actor_name") or "arag-eval-vllm-" + hashlib.sha1(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:12]
         return {"actor_name": f"{base}-e{slot % max(1, engines)}"}
@@ -212,7 +193,7 @@ class VLLMBackend(LLMBackend):
 
     @property
     def thinking(self) -> bool:
-        """Qwen3 thinks unless its template is told not to; the two-phase generation then applies."""
+        """Qwen3 thinks unless its template is told not to (then the two-phase generation applies)."""
         return self.family == "qwen3" and self.reasoning.chat_template_kwargs.get("enable_thinking", True)
 
     def share_engine_of(self, owner: "VLLMBackend") -> None:
@@ -220,8 +201,7 @@ class VLLMBackend(LLMBackend):
         self.connection = owner.connection  # type: ignore[method-assign]
 
     def model_path(self) -> str:
-        """What the engine loads: `model_path`, else a packaged GGUF model converted to an HF folder
-        (arag.llm.convert; once, cached), else `model` itself (a hub id or a folder)."""
+        """`model_path`, else a packaged GGUF converted once to an HF folder, else `model` itself."""
         if self._model_path is None:
             if self.model in MODELS:
                 from arag.llm.convert import ensure_hf_model
@@ -240,7 +220,6 @@ class VLLMBackend(LLMBackend):
         return {**super().describe(), **{k: s[k] for k in keys}, "model_path": self._model_path, "actor": self.actor_name, "seed": self.seed}
 
     def request(self, messages: list[Message], tools: list[dict[str, Any]] | None, response_schema: dict[str, Any] | None, max_tokens: int | None) -> dict[str, Any]:
-        """The plain-dict request the actor's `chat` takes."""
         return {
             "messages": [m.to_openai() for m in messages],
             "tools": tools or None,
@@ -254,7 +233,6 @@ class VLLMBackend(LLMBackend):
         }
 
     def connection(self) -> EngineConnection:
-        """The connection to this backend's engine (made on first use: equal specs share an engine)."""
         with self._connection_lock:  # episodes starting together ask at once: one registration per backend
             if self._connection is None:
                 connect = self._connector or _default_connector
@@ -265,7 +243,7 @@ class VLLMBackend(LLMBackend):
             return self._connection
 
     def start(self, timeout_s: float | None = None) -> dict[str, Any]:
-        """Start the engine and wait until it is up (optional: the first call does it too)."""
+        """Start the engine and wait until it is up (else the first call does)."""
         info = self.connection().start(timeout_s or self.startup_timeout_s)
         self._started = True
         return info

@@ -1,13 +1,7 @@
-"""The vLLM engine server: what runs inside an engine actor (arag.runtime.vllm_engine). One `AsyncLLM`
-engine serves many requests at once; requests and replies are plain dicts, since they cross Ray.
-
-Prompts are rendered with the model's own chat template (tools included, for the native protocol);
-JSON actions are constrained by vLLM's structured output; native tool calls are read back by vLLM's
-tool-call parser. With Qwen3 thinking on, a reply is generated in two phases: the thoughts (no
-constraint, stopped at `</think>` or at the level's budget, where `</think>` is forced), then the
-answer (constrained, `max_tokens`): that makes the budget a real cap and keeps the JSON grammar off
-the thoughts.
-"""
+"""The vLLM engine server run inside an engine actor: one `AsyncLLM` engine, plain-dict requests and
+replies (they cross Ray). With Qwen3 thinking on, a reply is generated in two phases, the thoughts
+(unconstrained, stopped at `</think>` or the budget) then the constrained answer: the budget is a
+real cap and the JSON grammar stays off the thoughts."""
 
 from __future__ import annotations
 
@@ -22,8 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-# The engine's batch size (sequences at once) where a config leaves it out.
-DEFAULT_MAX_NUM_SEQS = 64
+DEFAULT_MAX_NUM_SEQS = 64  # the engine's batch size
 
 # EngineSpec fields that vLLM's engine takes as they are.
 ENGINE_ARG_FIELDS = ("dtype", "max_model_len", "tensor_parallel_size", "gpu_memory_utilization", "enable_prefix_caching", "max_num_seqs", "enforce_eager", "seed")
@@ -62,7 +55,6 @@ class EngineSpec:
         return f"arag-vllm-{base}-{self.key()}"
 
     def engine_args(self) -> dict[str, Any]:
-        """vLLM's AsyncEngineArgs for this spec."""
         args: dict[str, Any] = {"model": self.model_path, "tokenizer": self.model_path, "served_model_name": self.model, "disable_log_stats": True}
         args.update({name: getattr(self, name) for name in ENGINE_ARG_FIELDS})
         if self.kv_cache_gb:
@@ -72,8 +64,8 @@ class EngineSpec:
 
 
 def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI chat messages as HF chat templates want them: tool-call arguments as objects (templates
-    write `arguments | tojson`; a JSON string would be quoted twice). Unparseable arguments stay text."""
+    """Tool-call arguments as objects (HF templates write `arguments | tojson`; a string would be
+    quoted twice); unparseable arguments stay text."""
     out = []
     for m in messages:
         m = dict(m)
@@ -93,10 +85,8 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class EngineServer:
-    """Runs inside the actor (`ray.remote(EngineServer)`); testable with a fake engine and tokenizer.
-
-    `chat` never raises for a failed request: it returns {"error", "retryable"} so the backend can
-    classify it (a bad request is final; a dead engine is rebuilt and the call may be retried)."""
+    """`chat` never raises for a failed request: it returns {"error", "retryable"} (a bad request is
+    final; a dead engine is rebuilt and the call may be retried)."""
 
     def __init__(self, spec: dict[str, Any], engine: Any = None, tokenizer: Any = None):
         self.spec = dict(spec)
@@ -137,7 +127,6 @@ class EngineServer:
         return {"model": self.spec["model"], "max_model_len": self.max_model_len, "pid": os.getpid(), **self.stats()}
 
     def stats(self, reset_peak: bool = False) -> dict[str, int]:
-        """Requests served, in flight now, and the most in flight at once (since the last reset)."""
         out = {"requests": self.requests, "inflight": self.inflight, "peak_inflight": self.peak_inflight}
         if reset_peak:
             self.peak_inflight = self.inflight
@@ -165,7 +154,6 @@ class EngineServer:
         return list(self._tokenizer.encode(text, add_special_tokens=False))
 
     def tool_parser_class(self) -> Any:
-        """vLLM's tool-call parser class for `tool_parser` (looked up once)."""
         if self._tool_parser_cls is None:
             from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: F401  (imported here, not on the first request)
             from vllm.tool_parsers import ToolParserManager

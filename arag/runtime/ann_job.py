@@ -1,12 +1,6 @@
-"""The ANN phase of an index build on Ray, after phase 2 wrote every part's exact shard.
-
-One task trains the IVF quantizer (and PQ codebooks) on a sample it reads from the exact shards,
-across all parts, and writes `vectors/ann/trained.faiss`; one task per part encodes its shard with
-it into `vectors/ann/part-NNNNN.ivf`. The driver passes paths and row counts and never holds a
-vector. A rerun skips what exists, so a killed phase resumes. Then the ANN's recall is measured
-against exact search and its search settings chosen for `index.ann_recall` (with a larger code,
-retrained, when the derived one cannot reach it).
-"""
+"""The ANN phase of an index build on Ray: one task trains the quantizer on a sample of the exact
+shards, one task per part encodes its shard, then recall is measured and search settings chosen
+(docs/indexing.md, "Recall target"). The driver never holds a vector; a rerun skips what exists."""
 
 from __future__ import annotations
 
@@ -32,8 +26,7 @@ TRAIN_MAX_CPUS = 16
 
 
 def run_ann_phase(settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], progress: bool, use_gpu: bool) -> dict[str, Any]:
-    """Build the ANN that `settings.ann` asks for, measure its recall and choose its search settings
-    for `settings.ann_recall`; the manifest's `ann` entry."""
+    """Build, measure and tune the ANN `settings.ann` asks for; the manifest's `ann` entry."""
     num_vectors = sum(r.num_sentences for r in records)
     with_vectors = [r for r in records if r.num_sentences]
     dimension = int(ann.map_flat_shard(layout.vectors(with_vectors[0].part)).shape[1]) if with_vectors else 0
@@ -64,8 +57,7 @@ def run_ann_phase(settings: IndexSettings, layout: IndexLayout, records: list[Pa
 
 
 def _train_and_encode(plan: ann.AnnPlan, layout: IndexLayout, with_vectors: list[PartRecord], progress: bool, use_gpu: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Train `plan`'s quantizer (unless done) and encode every part not yet encoded with it:
-    (the training record, the parts' records)."""
+    """Train `plan`'s quantizer (unless done) and encode the parts not yet encoded: (training, parts)."""
     root = layout.root
     num_vectors = sum(r.num_sentences for r in with_vectors)
     folder = ann.ann_dir(root)
@@ -115,9 +107,8 @@ def _questions(path: str | None) -> tuple[list[str], str | None, str | None]:
 
 
 def _measure_recall(settings: IndexSettings, layout: IndexLayout, with_vectors: list[PartRecord], questions: tuple[list[str], str | None, str | None]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Recall of the ANN on held-out queries, where the vectors are: one task draws the queries (and
-    encodes the questions), one task per part finds their exact neighbours, one merges those and
-    searches the ANN. The driver gets the small grid back."""
+    """Recall of the ANN on held-out queries, computed where the vectors are: one task draws the
+    queries, one per part finds their exact neighbours, one merges those and searches the ANN."""
     root = layout.root
     shards = {r.part: str(layout.vectors(r.part)) for r in with_vectors}
     rows = {r.part: r.num_sentences for r in with_vectors}

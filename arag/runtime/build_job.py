@@ -1,5 +1,4 @@
-"""What the build jobs (arag.runtime.index_job, graph_job) share: how they join Ray, and their result
-(what the job did, the manifest it left, its time; each job words its own summary)."""
+"""What the build jobs (index_job, graph_job) share: joining Ray, and their result."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from arag.runtime.part_runner import quiet_ray_data
 
 
 def join_ray(ray_init: Callable[[], object], log: logging.Logger) -> None:
-    """Start or join Ray, and quiet Ray Data, which the jobs run their parts on."""
     log.info("ray: %s", ray_init())
     quiet_ray_data()
 
@@ -27,7 +25,7 @@ class JobResult:
 
     @classmethod
     def since(cls, started: float, action: Any, manifest: dict[str, Any] | Path) -> JobResult:
-        """The result of a job started at `started` (time.perf_counter); a manifest path is read."""
+        """The result of a job started at `started` (perf_counter); a manifest path is read."""
         return cls(action, read_json(manifest) if isinstance(manifest, Path) else manifest, time.perf_counter() - started)
 
     def summary(self) -> str:

@@ -12,9 +12,7 @@ log = logging.getLogger("arag.runtime")
 
 
 def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None) -> str:
-    """Start or join Ray once per process; a description of the cluster. With RAY_ADDRESS set (e.g.
-    `ray://head:10001`) the driver joins that cluster, whose nodes must import arag and share the
-    index path; otherwise a local instance starts with `num_cpus` (all cores by default)."""
+    """Start or join Ray once per process; a description of the cluster (docs/cluster.md)."""
     quiet = quiet_libraries()  # before Ray starts: its workers inherit the environment
     import ray
 
@@ -37,11 +35,8 @@ def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = N
 
 
 def _local_system_config() -> dict[str, Any]:
-    """Ray starts its workers 15 niceness steps below the driver (`worker_niceness`, to keep a
-    cluster node's control plane responsive). On one machine the workers do the job's own work, and
-    at +15 they yield the cores to anything else running there, so a local instance's workers run at
-    the driver's niceness (`nice -n 10 python -m …` still lowers the whole job). RAY_worker_niceness,
-    where set, decides instead."""
+    """A local instance's workers at the driver's niceness: Ray's default +15 makes the job's own work
+    yield the cores to anything else on the machine (docs/indexing.md); RAY_worker_niceness decides where set."""
     return {} if "RAY_worker_niceness" in os.environ else {"worker_niceness": 0}
 
 

@@ -1,6 +1,5 @@
-"""Fault injection for the kill tests: with the environment variable `variable`=N set, a job stops
-making progress (sleeps) once its count reaches N, so a test can kill it at a known point however
-fast the machine is. Unset (always, outside tests) it does nothing."""
+"""Fault injection for the kill tests: with `variable`=N in the environment, a job sleeps once its
+count reaches N, so a test can kill it at a known point however fast the machine is."""
 
 from __future__ import annotations
 

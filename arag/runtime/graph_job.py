@@ -1,6 +1,5 @@
-"""Build an index's graph on Ray: one task per extraction part (a part with a commit record is
-skipped, so a killed build resumes), then one merge task (nodes, edges, provenance, summaries,
-embeddings), the graph manifest last. The driver only schedules tasks and reads their records."""
+"""Build an index's graph on Ray: one task per extraction part (committed parts are skipped), one
+merge task, the graph manifest last (docs/agents.md, "The graph job")."""
 
 from __future__ import annotations
 
@@ -49,11 +48,10 @@ class GraphResult(JobResult):
 
 
 def oversubscribed_cores(extractor_cfg: Mapping[str, Any], task_cpus: float, cores: int | None = None) -> str | None:
-    """A warning when each extraction task runs an in-process model on more threads than the CPUs it
-    reserves: tasks side by side then share cores, and llama.cpp's spinning threads slow every one
-    of them down many times over."""
+    """A warning when an extraction task's in-process model runs more threads than the task's CPUs:
+    tasks side by side then share cores, and llama.cpp's spinning threads slow each many times over."""
     model = extractor_cfg.get("model") or {}
-    if not model:  # any model configured runs (extraction or summaries)
+    if not model:
         return None
     threads = threads_in_process(model, cores)
     if threads is None or threads <= task_cpus:

@@ -1,11 +1,7 @@
-"""Run an index build on Ray: phase 1 (read, hash, chunk and split) as one Ray Data task per part
-(arag.runtime.part_runner), phase 2 (embed) on a Ray Data actor pool whose actors embed whole parts
-and write their FAISS shards where they run, the ANN phase (arag.runtime.ann_job), the manifest last.
-
-The driver schedules and collects small commit records: no sentence text or vector passes through
-it. Everything scheduled is plain Python from `arag.index`, so a part built here is byte-for-byte
-what a test builds without Ray.
-"""
+"""Run an index build on Ray: phase 1 (chunk) one Ray Data task per part, phase 2 (embed) on an actor
+pool, the ANN phase, the manifest last (docs/development.md). No text or vector passes through the
+driver; everything scheduled is plain Python from `arag.index`, so a part is built byte-for-byte as
+without Ray."""
 
 from __future__ import annotations
 
@@ -27,7 +23,7 @@ from arag.index.build import (
     reopen_for_rebuild,
 )
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder
-from arag.index.layout import IndexLayout, part_of_sentence
+from arag.index.layout import IndexLayout
 from arag.index.part_vectors import committed_vectors, embed_part
 from arag.index.parts import ChunkingSettings, PartRecord, build_or_keep_part, discard_parts_beyond, read_part_record, unchanged_since_read, verify_part
 from arag.runtime.ann_job import run_ann_phase
@@ -54,9 +50,8 @@ class BuildResult(JobResult):
 
 
 def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingSettings, root: str, rehash: bool) -> dict:
-    """Phase 1's task: one input part in, its commit record out (a committed part is kept if its
-    input is unchanged). The retrieval tools' cache of a part is built here from the files just
-    written, or for a kept part that a killed build left without one."""
+    """Phase 1's task: one input part in, its commit record out (kept if its input is unchanged), with
+    the retrieval tools' cache of the part."""
     layout = IndexLayout(root)
     record, built = build_or_keep_part(corpus, part, chunking, layout, rehash)
     cache = part_cache_dir(layout.root, part.part)
@@ -66,14 +61,12 @@ def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingS
 
 
 def _verify_part_task(part: InputPart, *, corpus: CorpusSpec, root: str) -> dict:
-    """A committed part checked against its input as it is now (hashing its bytes where it runs)."""
     record = read_part_record(IndexLayout(root), part.part)
     return {"part": part.part, "same": record is not None and verify_part(corpus, part, record, rehash=True)}
 
 
 class _PartEmbedder:
-    """Phase 2's Ray Data actor: loads the model once, then embeds whole parts, writing each part's
-    shard and vectors record where it runs; only that small record goes back."""
+    """Phase 2's actor: loads the model once, embeds whole parts and writes their shards where it runs."""
 
     def __init__(self, spec: EmbedderSpec, root: str, factory: str, sentences_per_call: int):
         import ray
@@ -101,8 +94,7 @@ def build_index(
     ray_init: Callable[[], object] = init_ray,
     verify_inputs: bool = False,
 ) -> BuildResult:
-    """verify_inputs: hash every committed part's input again instead of trusting an unchanged
-    file size and modification time (`index.verify_inputs`)."""
+    """verify_inputs: hash every committed input again, not trusting an unchanged size and mtime."""
     started = time.perf_counter()
     layout = IndexLayout(root)
     settings.corpus.validate()  # a missing path or unknown format fails before any work
@@ -110,8 +102,7 @@ def build_index(
     plan = plan_parts(settings.corpus)
     log.info("planned %d parts from %s", len(plan), settings.corpus.path)
     if action is BuildAction.UP_TO_DATE:
-        # Same settings and file sizes. A part whose file has the size and mtime it had when read
-        # is trusted; the others (all, with verify_inputs) must hash the same before nothing is done.
+        # A part whose file kept its size and mtime is trusted; the others must hash the same.
         suspect = plan if verify_inputs else _parts_touched_since_read(settings, layout, plan)
         if not suspect:
             return BuildResult.since(started, action, layout.manifest)
@@ -137,7 +128,6 @@ def build_index(
             "fix the corpus or set corpus.fields.id=null to number documents by file and line"
         )
     dimension = _run_phase2(settings, layout, records, embed, progress)
-    # One ANN over all parts' exact shards when index.ann asks for it (arag.runtime.ann_job).
     ann = run_ann_phase(settings, layout, records, progress, use_gpu=bool(embed.num_gpus))
     elapsed = time.perf_counter() - started
     manifest = assemble_manifest(layout, settings, plan, records, dimension, elapsed, ann=ann)
@@ -146,7 +136,7 @@ def build_index(
 
 
 def _find_duplicates_on_a_worker(layout: IndexLayout, records: list[PartRecord]) -> list[tuple[str, int]]:
-    """The duplicate chunk id check as one Ray task: only the duplicates come back to the driver."""
+    """The duplicate chunk id check as one Ray task: only the duplicates come back."""
     import ray
 
     check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)
@@ -159,7 +149,7 @@ def _part_files(plan: list[InputPart], parts: list[int]) -> str:
 
 
 def _parts_touched_since_read(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart]) -> list[InputPart]:
-    """Parts without a record or whose input's size or mtime changed since (one stat per part)."""
+    """Parts without a record or whose input's size or mtime changed since."""
     touched = []
     for part in plan:
         record = read_part_record(layout, part.part)
@@ -182,8 +172,8 @@ def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputP
 def _run_phase1(
     settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool, verified: set[int] = frozenset(), rehash: bool = False
 ) -> list[PartRecord]:
-    """Chunk every part without a record, and check every other part against its input (a killed
-    build may be resumed on edited files) unless `verified` in this run already."""
+    """Chunk every part without a record; check the others against their input unless `verified`
+    (a killed build may be resumed on edited files)."""
     done = {p: read_part_record(layout, p) for p in verified}
     return run_parts(
         plan,
@@ -200,7 +190,7 @@ def _run_phase1(
 def _run_phase2(
     settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], embed: EmbedRuntime, progress: bool
 ) -> int:
-    """Embed every part without a complete vectors record on the actor pool; the dimension."""
+    """Embed every part without a complete vectors record; the dimension."""
     import ray.data
 
     committed = {r.part: committed_vectors(layout, r) for r in records if r.num_sentences}
@@ -233,4 +223,4 @@ def _run_phase2(
     return dimension
 
 
-__all__ = ["EmbedRuntime", "BuildResult", "build_index", "part_of_sentence"]
+__all__ = ["EmbedRuntime", "BuildResult", "build_index"]

@@ -1,9 +1,6 @@
-"""Run a job's parts on Ray Data, the shape the index build and the graph build share: each part not
-yet committed is one Ray Data task (`task(part, **shared)`: plain Python that writes its files where
-it runs and returns a small commit record), at most `max_in_flight` at a time. The driver holds only
-the parts' descriptors and records, keeps the records of parts committed before (a resumed build),
-and returns all in plan order.
-"""
+"""Run a job's parts on Ray Data (the index and graph builds): each part not yet committed is one task
+writing its files where it runs and returning a small commit record; the driver holds only
+descriptors and records."""
 
 from __future__ import annotations
 
@@ -22,8 +19,6 @@ R = TypeVar("R")  # its commit record
 
 @dataclass(frozen=True)
 class PartTasks:
-    """How each part's task is scheduled."""
-
     num_cpus: float = 1
     num_gpus: float = 0
     max_in_flight: int = 64  # tasks running at a time (a task whose worker died is run again by Ray Data: parts are idempotent)
@@ -34,8 +29,7 @@ class PartTasks:
 
 
 def quiet_ray_data() -> None:
-    """Ray Data as the jobs use it: no bars or start banners of its own (the jobs show theirs),
-    results in submission order."""
+    """No bars or banners of Ray Data's own (the jobs show theirs); results in submission order."""
     import ray.data
 
     ctx = ray.data.DataContext.get_current()
@@ -46,9 +40,8 @@ def quiet_ray_data() -> None:
 
 
 def _apply(row: dict, task: Callable[..., Any], shared: Mapping[str, Any]) -> dict:
-    """Ray Data row function: one pickled part in, its task's result out. A task's exception comes
-    back as the row's `error`: Ray Data would wrap it in a UserCodeException that no longer carries
-    it, and the CLIs print a part's own error (a bad line, a missing file) as it is."""
+    """One pickled part in, its task's result out. An exception comes back as the row's `error`: Ray
+    Data's UserCodeException would lose it, and the CLIs print a part's own error as it is."""
     try:
         return {"result": pickle.dumps(task(pickle.loads(row["part"]), **shared)), "error": None}
     except Exception as exc:  # noqa: BLE001 - handed to the driver, raised there
@@ -61,8 +54,7 @@ def _apply(row: dict, task: Callable[..., Any], shared: Mapping[str, Any]) -> di
 
 
 def run_part_tasks(task: Callable[..., Any], parts: Sequence[P], shared: Mapping[str, Any], tasks: PartTasks) -> Iterator[Any]:
-    """`task(part, **shared)` for every part, one Ray Data task each; yields the results as they
-    finish. A task's exception is raised here as itself, not wrapped in Ray's errors."""
+    """`task(part, **shared)` per part, yielded as they finish; a task's exception is raised as itself."""
     import ray.data
 
     if not parts:
@@ -96,9 +88,8 @@ def run_parts(
     size: Callable[[P], int] = lambda part: 1,
     totals: Mapping[str, str] | None = None,
 ) -> list[R]:
-    """The records of every part of `plan`, in plan order: those in `done` as they are, the others
-    `to_record(task result)`. size: a part's progress units (e.g. its chunks); totals: {label:
-    record attribute} summed and shown beside the bar."""
+    """Every part's record in plan order: `done`'s as they are, the others `to_record(result)`.
+    size: a part's progress units; totals: {label: record attribute} summed beside the bar."""
     records: dict[int, R] = dict(done)
     pending = [p for p in plan if p.part not in records]  # type: ignore[attr-defined]
     sums = {label: sum(getattr(r, attr) for r in records.values()) for label, attr in (totals or {}).items()}

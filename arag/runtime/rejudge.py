@@ -1,8 +1,6 @@
-"""Re-judging, the library call behind `python -m pipelines.rejudge`: for each source run
-(arag.evaluation.rejudge), the re-judged run's id (the source identity with the judge replaced), its
-folder under `out` (default: beside the source), the source's answered episodes not judged there
-yet, the judge, Parquet rows. Called again it finishes what is missing. It runs no Ray; it lives
-here for the judge backend's limits, which evaluation workers get the same way (evaluate_job)."""
+"""Re-judging, the library call behind `python -m pipelines.rejudge` (docs/evaluation.md,
+"Re-judging"). It runs no Ray; it lives here for the judge backend's limits, which evaluation
+workers get the same way (evaluate_job)."""
 
 from __future__ import annotations
 
@@ -22,8 +20,7 @@ from arag.runtime.progress import progress_bar
 
 
 def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
-    """Re-judge the runs `cfg` (conf/rejudge.yaml, its keys already checked) names; prints each to
-    `out`; returns each new run's summary."""
+    """Re-judge the runs `cfg` (conf/rejudge.yaml) names, printing each to `out`; their summaries."""
     from arag.runtime.evaluate_job import backend_caps, default_concurrency
 
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
@@ -39,8 +36,7 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
     try:
         for source in sources:
             settings = rejudged_settings(source, judge, judge_model)
-            # By default each run's own model at the model's defaults (arag.llm.instrument): the runs of a
-            # sweep over the agent's settings share one judge.
+            # By default each run's own model at the model's defaults: a sweep's runs share one judge.
             model_cfg = judge_model if judge_model is not None else judge_model_config(source.settings.model)
             key = json.dumps(model_cfg, sort_keys=True, default=str)
             concurrency = int(cfg.concurrency) if cfg.concurrency is not None else default_concurrency(model_cfg)

@@ -1,8 +1,6 @@
-"""vLLM engines in Ray actors: one actor runs one `arag.llm.vllm_server.EngineServer`. Backends with
-the same engine settings share one actor: in a process through the registry below, across
-processes of one cluster by the actor's name in the `arag` namespace. Importing this module
-connects `arag.llm.vllm.VLLMBackend` to these actors (`set_engine_connector`).
-"""
+"""vLLM engines in Ray actors, one `EngineServer` each, shared by backends with equal engine settings
+(in a process through the registry below, across a cluster by name). Importing this module connects
+`VLLMBackend` to them."""
 
 from __future__ import annotations
 
@@ -73,7 +71,7 @@ async def _await(ref: Any) -> Any:
 
 
 class RayEngineConnection:
-    """A backend's connection to the engine actor serving its spec (`arag.llm.vllm.EngineConnection`)."""
+    """`arag.llm.vllm.EngineConnection` to the engine actor serving a spec."""
 
     def __init__(self, spec: EngineSpec, *, name: str | None = None, detached: bool = False, max_inflight: int = DEFAULT_MAX_INFLIGHT):
         self.detached = detached
