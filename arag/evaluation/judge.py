@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import string
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from arag.config.schemas import TEMPLATE_FIELDS, JudgeConfig  # noqa: F401 (the judge's settings; callers take them from here too)
 from arag.llm.base import JSON, LLMBackend

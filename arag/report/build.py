@@ -10,19 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arag.report.a2rag import a2rag_section
-from arag.report.episodes import check_one_run_per_cell, connect, method_label, methods_in, token_unit, varying_settings
+from arag.report.episodes import check_one_run_per_cell, connect, method_label, methods_in, varying_settings
 from arag.report.figures import draw_plots, paper_figure_section, plots_section
 from arag.report.paired import Comparison, comparisons, paired_section
 from arag.report.paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.report.pivots import ablation_table, accuracy_pivot, tokens_pivot
 from arag.report.protocol import protocol_section, run_cards
 from arag.report.rejudges import rejudge_section
-from arag.report.run_tables import agentic_table, calls_share, cost_table, details_table, key_cells, key_header, tool_table
+from arag.report.run_tables import agentic_table, cost_table, details_table, tool_table
 from arag.report.sweeps import SWEEPABLE, sweep_table
 
-# The names tests outside arag/report import from here (tests/support/facts_agreement.py, test_plugins.py, test_protocol.py).
-__all__ = ["Report", "build_report", "paired_comparisons", "connect", "calls_share", "key_cells", "key_header", "token_unit", "_label", "_varying"]
-_label, _varying = method_label, varying_settings
 
 
 @dataclass

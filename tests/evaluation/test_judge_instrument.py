@@ -11,7 +11,7 @@ import pytest
 
 from arag.evaluation.judge import VERDICT_SCHEMA
 from arag.evaluation.questions import load_questions
-from arag.report.build import connect
+from arag.report.episodes import connect
 from arag.evaluation.results import RunStore
 from arag.evaluation.rows import EpisodeRow
 from arag.evaluation.run_config import run_settings

@@ -242,7 +242,7 @@ def test_a_method_kind_registered_elsewhere_is_checked_and_built(registered):
 def test_the_builtin_facts_come_from_their_plugins():
     """The method configs declare labels and tool sets; the tools their evidence; nothing else lists them."""
     from arag.config.files import method_declarations
-    from arag.report.build import _label
+    from arag.report.episodes import method_label as _label
     from arag.methods import evidence_of
     from arag.tools import TOOL_SETS, TOOLS
 

@@ -16,7 +16,8 @@ import pytest
 from arag.evaluation import protocol_papers as P
 from arag.evaluation.protocol import protocol_card
 from arag.evaluation.rows import EpisodeRow
-from arag.report.build import build_report, connect
+from arag.report.build import build_report
+from arag.report.episodes import connect
 from arag.evaluation.results import RunStore
 from tests.support.scripted_evaluation import QUESTIONS, compose_evaluate
 
@@ -272,7 +273,7 @@ def test_a_run_with_the_preset_lists_only_our_differences_by_design(ray_local, t
 
 
 def test_retrieved_tokens_are_labelled_with_the_tokenizer_each_run_records(tmp_path):
-    from arag.report.build import connect, token_unit
+    from arag.report.episodes import connect, token_unit
 
     def write(run_id: str, settings: dict) -> None:
         row = EpisodeRow(run_id=run_id, dataset="2wikimultihopqa", question_id="q0", question="?", gold_answers=["a"], supporting_titles=[], method="arag_full",

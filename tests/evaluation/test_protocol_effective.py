@@ -125,7 +125,7 @@ def test_the_chunk_read_header_is_read_from_what_the_model_was_shown(agent_ctx):
 def test_the_report_reads_them_from_the_stored_rows(agent_ctx, tmp_path):
     from arag.evaluation.results import RunStore
     from arag.evaluation.rows import EpisodeRow
-    from arag.report.build import connect
+    from arag.report.episodes import connect
     from arag.report.protocol import run_cards
 
     episode = llamacpp_episode(agent_ctx)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from arag.report.build import calls_share, connect, key_cells, key_header, _varying
+from arag.report.episodes import connect, varying_settings
+from arag.report.run_tables import calls_share, key_cells, key_header
 from arag.report.format import format_value
 from arag.tools.failures import FAILURE_KINDS
 from tests.support.report_tables import report_tables
@@ -44,7 +45,7 @@ def report_side(root: Path, markdown: str) -> list[Side]:
     """Each run's cells in the report's tables: the row whose keys (dataset, model, method and the
     settings that vary) are the run's; each run must have a row of its own."""
     con = connect(root)
-    cols = ["dataset", "model", "method", *_varying(con)]
+    cols = ["dataset", "model", "method", *varying_settings(con)]
     runs = con.execute(f"SELECT run_id, {', '.join(cols)} FROM episodes GROUP BY ALL ORDER BY run_id").fetchall()
     assert len({r[0] for r in runs}) == len(runs), "a run whose rows differ in a shown setting"
     tables = [merged_records(markdown, s, t) for s, t in (*TOOL_TABLES, EVIDENCE_TABLE)]
