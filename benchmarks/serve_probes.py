@@ -46,6 +46,8 @@ import httpx
 import numpy as np
 import psutil
 
+from tests.support.processes import stop_process
+
 TOKEN = "probe-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 MCP_HEADERS = {**AUTH, "Accept": "application/json, text/event-stream"}
@@ -90,13 +92,7 @@ class Server:
         return psutil.Process(self.process.pid).memory_info().rss / 2**20
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
 
 def client(source: str, **kwargs) -> httpx.Client:

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.support.processes import stop_process
+
 # Chromium prints this line on stderr once its DevTools endpoint listens.
 LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
 START_TIMEOUT_S = 60
@@ -57,11 +59,7 @@ class Browser:
 
     def __exit__(self, *exc: Any) -> None:
         if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
+            stop_process(self._process)
         self._profile.cleanup()
 
     def run(self, url: str, width: int, expression: str | None = None, screenshot: Path | None = None, height: int = 900) -> Any:

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.support.agent_index import AGENT_DOCS
+from tests.support.processes import stop_process
 from tests.support.tiny_index import make_index
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,12 +79,7 @@ def start_http_server(index: Path, log: Path, *overrides: str, token: str | None
 
 
 def stop(server: Server) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
+    stop_process(server.process, timeout_s=20)
 
 
 @pytest.fixture(scope="session")
