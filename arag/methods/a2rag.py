@@ -5,6 +5,9 @@ rewrites (docs/agents.md, "The method")."""
 
 from __future__ import annotations
 
+# arag.graph (its extractor, store, rapidfuzz) is imported where a graph is used: `import arag.methods`,
+# which every method and the viewer load, stays without it.
+
 import asyncio
 import hashlib
 import json
@@ -16,8 +19,6 @@ from typing import Any, Awaitable, Callable
 
 import numpy as np
 
-from arag.graph.extract import sentence_entities
-from arag.graph.store import GraphStore, hood_scores, seeds_connected
 from arag.index.tokens import count_tokens
 from arag.llm.types import Completion, Message
 from arag.methods.base import Method
@@ -102,13 +103,13 @@ class A2RagMethod(Method):
 
     def graph_fingerprint(self, index_root: str) -> str:
         """The graph's identity for the run id; checks the graph and its gate summaries before any episode."""
-        graph = GraphStore(index_root)
+        graph = _graph_store(index_root)
         if self.gate_summaries == "llm":
             graph.require_llm_summaries()
         return hashlib.sha256(json.dumps(graph.manifest.get("identity"), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def graph_extractor(self, index_root: str) -> str:
-        return GraphStore(index_root).extractor
+        return _graph_store(index_root).extractor
 
     def graph_for(self, ctx: Any) -> Any:
         root = getattr(getattr(ctx, "index", None), "root", None)
@@ -116,7 +117,7 @@ class A2RagMethod(Method):
             raise ValueError("method a2rag reads the index's graph from disk: give index.path (a tool server is not supported)")
         with self._lock:
             if str(root) not in self._graphs:
-                self._graphs[str(root)] = GraphStore(root)
+                self._graphs[str(root)] = _graph_store(root)
             return self._graphs[str(root)]
 
     async def run_episode(self, question: str, ctx: Any, tracker: Any, episode: Any, call: ModelCall, messages: list[Message]) -> bool:
@@ -209,6 +210,8 @@ class A2RagMethod(Method):
         return evidence, stage
 
     def _seeds(self, query: str, top_docs, graph, ctx):
+        from arag.graph.extract import sentence_entities
+
         mentions = list(dict.fromkeys(t for _, _, t in sentence_entities(query)))
         vectors = _encode(ctx, mentions) if mentions else None
         seeds = graph.align(mentions, vectors, self.seed_edit_weight, self.seed_min_score) if mentions else []
@@ -224,6 +227,8 @@ class A2RagMethod(Method):
 
     def _graph_stage(self, name: str, graph, seeds: list[int], relations):
         """Stage 1 or 2: (triples, extra record arguments, structurally sufficient, node scores)."""
+        from arag.graph.store import hood_scores, seeds_connected
+
         if name == "local":
             hoods = graph.local_hoods(seeds, relations)
             return graph.local_triples(seeds, hoods, relations, self.triples_per_stage), {}, seeds_connected(hoods), hood_scores(seeds, hoods)
@@ -318,3 +323,9 @@ def parse_field(text: str, key: str) -> str:
     if isinstance(data, dict) and key in data:
         return str(data[key]).strip()
     return text.strip()
+
+
+def _graph_store(root: Any) -> Any:
+    from arag.graph.store import GraphStore
+
+    return GraphStore(root)
