@@ -104,7 +104,8 @@ def problem(error: ValidationError, arguments: dict[str, Any], properties: dict[
     if key in ("top_k", "line"):
         bounds = " between 1 and 20" if key == "top_k" else ""
         if kind == "minimum":
-            return path, 1, f"top_k must be at least 1, got {int(value)}"
+            shown = int(value) if isinstance(value, int) or (isinstance(value, float) and value.is_integer()) else value
+            return path, 1, f"top_k must be at least 1, got {shown!r}"
         if isinstance(value, float):
             return path, 0, f"{key} must be a whole number{bounds}, got {value!r}"
         return path, 0, f"{key} must be {'an integer' if key == 'top_k' else 'a whole number'}{bounds}, got {type_name(value)}"

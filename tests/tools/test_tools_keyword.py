@@ -142,6 +142,8 @@ def test_no_match_text(edge_ctx):
         ({"keywords": ["x"], "top_k": True}, "integer"),
         ({"keywords": ["x"], "top_k": 2.5}, "whole number"),
         ({"keywords": ["x"], "top_k": float("nan")}, "whole number"),
+        ({"keywords": ["x"], "top_k": float("-inf")}, "whole number"),
+        ({"keywords": ["x"], "top_k": -2.0}, "at least 1, got -2"),
         ({"keywords": ["x" * 1_000_000]}, "characters long"),
         ({"keywords": ["x"] * 100}, "too many"),
         ({"keywords": ["\ud800"]}, "surrogate"),
