@@ -50,6 +50,7 @@ JUDGE = {"backend": "scripted", "protocol": "json", "model": "judge", "script": 
 def settings_for(index: Path, questions: Path, base_url: str, old_caps: bool):
     from hydra import compose, initialize_config_dir
 
+    from arag.config.typed import typed_config
     from arag.evaluation.run_config import run_settings
 
     overrides = ["model=openai", "method=arag_no_semantic", f"model.base_url={base_url}", "model.model=fixed", f"index.path={index}"]
@@ -58,7 +59,7 @@ def settings_for(index: Path, questions: Path, base_url: str, old_caps: bool):
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=overrides)
     cfg.judge.model = JUDGE
-    return run_settings(cfg, load_questions(str(questions)))
+    return run_settings(typed_config(cfg), load_questions(str(questions)))
 
 
 def stats(base: str, reset: bool = False) -> dict:

@@ -63,13 +63,14 @@ def settings_for(index: str, script: list[dict], question_set) -> RunSettings:
     replaying `script` and a scripted judge: the same config composition and settings code."""
     from hydra import compose, initialize_config_dir
 
+    from arag.config.typed import typed_config
     from arag.evaluation.run_config import run_settings
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=["model=scripted", "method=arag_full", "model.replay=true", f"index.path={Path(index).resolve()}"])
     cfg.model.script = script
     cfg.judge.model = {"backend": "scripted", "protocol": "json", "model": "judge", "script": [{"verdict": "incorrect"}], "replay": True}
-    return run_settings(cfg, question_set)
+    return run_settings(typed_config(cfg), question_set)
 
 
 def line(name: str, n: int, seconds: float, baseline: float | None, extra: str = "") -> None:

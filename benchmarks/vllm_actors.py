@@ -92,6 +92,7 @@ def run_configuration(args: argparse.Namespace, engines: int, work: Path, tokeni
     from hydra import compose, initialize_config_dir
 
     from arag.config.files import conf_dir
+    from arag.config.typed import typed_config
     from arag.runtime.evaluate import evaluate
     from arag.runtime.vllm_engine import NAMESPACE
     from benchmarks.rehearsal import stored_rows
@@ -122,7 +123,7 @@ def run_configuration(args: argparse.Namespace, engines: int, work: Path, tokeni
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             cfg = compose(config_name="evaluate", overrides=overrides)
         t = time.time()
-        summary = evaluate(cfg, overrides=overrides)
+        summary = evaluate(typed_config(cfg), overrides=overrides)
         wall = time.time() - t
         stats = ray.get([h.standin_stats.remote() for h in handles], timeout=120)
     finally:

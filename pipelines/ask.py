@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 from arag.agent import Agent
 from arag.agent.render import render_episode
-from arag.config.cli import pipeline_main
+from pipelines.command_line import pipeline_main
 from arag.config.schemas import AskPipeline
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
@@ -50,13 +50,17 @@ def ask(cfg: DictConfig | AskPipeline):
             ctx.close()
 
 
-@pipeline_main("ask")
-def main(cfg: DictConfig) -> None:
+def ask_settings(cfg: DictConfig) -> AskPipeline:
+    config = check_ask_config(cfg)
+    if not config.question:
+        raise ValueError('give the question: question="..."')
+    check_model_endpoints(cfg, ("model",))
+    return config
+
+
+@pipeline_main("ask", settings=ask_settings)
+def main(config: AskPipeline) -> None:
     with exit_on_error(also=(RuntimeError,)):  # RuntimeError: e.g. a model that cannot load
-        config = check_ask_config(cfg)
-        if not config.question:
-            raise ValueError('give the question: question="..."')
-        check_model_endpoints(cfg, ("model",))
         episode = ask(config)
     print(render_episode(episode, config.show.observation_lines))
     if config.output:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from arag.config.cli import pipeline_main
+from pipelines.command_line import pipeline_main
+from arag.config.schemas import EvaluatePipeline
 from arag.evaluation.summary import unfinished
 from pipelines.config_checks import check_evaluate_config
 from pipelines.endpoints import check_model_endpoints
@@ -38,13 +39,19 @@ def hydra_job() -> tuple[list[str], bool]:
         return [], False
 
 
-@pipeline_main("evaluate")
-def main(cfg: DictConfig) -> None:
+def evaluate_settings(cfg: DictConfig) -> EvaluatePipeline:
+    """The one conversion to typed settings, checked; then the model endpoints are asked, before Ray
+    and the run folder: a server not running is named at once."""
+    config = check_evaluate_config(cfg)
+    check_model_endpoints(cfg)
+    return config
+
+
+@pipeline_main("evaluate", settings=evaluate_settings)
+def main(config: EvaluatePipeline) -> None:
     from arag.runtime.evaluate import evaluate
 
     with exit_on_error(interrupted="the episodes received so far are stored; rerun the same command to finish"):
-        config = check_evaluate_config(cfg)  # the one conversion to typed settings
-        check_model_endpoints(cfg)  # before Ray and the run folder: a server not running is named at once
         overrides, sweep = hydra_job()
         summary = evaluate(config, overrides=overrides)
     missing = summary["questions"] - summary["stored"]

@@ -8,7 +8,7 @@ from functools import partial
 
 from omegaconf import DictConfig
 
-from arag.config.cli import pipeline_main
+from pipelines.command_line import pipeline_main
 from arag.config.schemas import GraphPipeline
 from arag.config.typed import typed_config
 from arag.graph.build import GraphSettings
@@ -27,10 +27,9 @@ def settings_from_config(config: DictConfig | GraphPipeline) -> GraphSettings:
     )
 
 
-@pipeline_main("graph")
-def main(cfg: DictConfig) -> None:
+@pipeline_main("graph", settings=check_graph_config)
+def main(config: GraphPipeline) -> None:
     with exit_on_error():
-        config = check_graph_config(cfg)
         if not config.index.path:
             raise ValueError("name the index: index.path=<dir> (built with python -m pipelines.index)")
         result = build_graph(

@@ -7,7 +7,7 @@ from functools import partial
 
 from omegaconf import DictConfig
 
-from arag.config.cli import pipeline_main
+from pipelines.command_line import pipeline_main
 from arag.config.schemas import IndexPipeline
 from arag.config.typed import typed_config
 from arag.index.embedding import EmbedderSpec
@@ -38,12 +38,15 @@ def settings_from_config(config: DictConfig | IndexPipeline) -> IndexSettings:
     )
 
 
-@pipeline_main("index")
-def main(cfg: DictConfig) -> None:
+def index_settings(cfg: DictConfig) -> IndexPipeline:
+    if cfg.get("corpus") is None:
+        raise ValueError(f"choose a corpus with +corpus=<name> ({CORPORA})")
+    return check_index_config(cfg)
+
+
+@pipeline_main("index", settings=index_settings)
+def main(config: IndexPipeline) -> None:
     with exit_on_error():
-        if cfg.get("corpus") is None:
-            raise ValueError(f"choose a corpus with +corpus=<name> ({CORPORA})")
-        config = check_index_config(cfg)
         result = build_index(
             settings_from_config(config),
             str(config.index.path),

@@ -14,20 +14,26 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from arag.config.cli import pipeline_main
+from pipelines.command_line import pipeline_main
 from arag.evaluation.summary import unfinished
 from pipelines.config_checks import check_rejudge_config
 from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error, exit_with_errors
 
 
-@pipeline_main("rejudge")
+def rejudge_settings(cfg: DictConfig) -> DictConfig:
+    """The composed config, its keys and types checked and the judge's endpoint asked
+    (arag.runtime.rejudge reads the composed config)."""
+    check_rejudge_config(cfg)
+    check_model_endpoints(cfg, ("judge.model",))
+    return cfg
+
+
+@pipeline_main("rejudge", settings=rejudge_settings)
 def main(cfg: DictConfig) -> None:
     from arag.runtime.rejudge import rejudge
 
     with exit_on_error(interrupted="the verdicts written so far are stored; rerun the same command to finish"):
-        check_rejudge_config(cfg)  # its keys and types; arag.runtime.rejudge reads the composed config
-        check_model_endpoints(cfg, ("judge.model",))
         summaries = rejudge(cfg)
     problems = [p for p in map(lambda s: unfinished(s, judge_failures=True), summaries) if p]
     if problems:

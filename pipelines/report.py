@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
-
-from arag.config.cli import pipeline_main
-from arag.config.typed import typed_config
+from pipelines.command_line import pipeline_main
+from arag.config.schemas import ReportPipeline
 from arag.report import build_report
 from pipelines.errors import exit_on_error
 
 
 @pipeline_main("report")
-def main(cfg: DictConfig) -> None:
+def main(config: ReportPipeline) -> None:
     with exit_on_error():  # a bad report.where filter among them: DuckDB's message names the problem
-        config = typed_config(cfg)
         report = build_report(config.results.path, config.report.path, where=config.report.where, title=config.report.title, paper_columns=config.report.paper_columns)
     print(f"report: {report.path} ({report.rows} episodes; plots: {', '.join(p.name for p in report.plots)})")
 

@@ -15,10 +15,9 @@ import sys
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
 
-from arag.config.cli import pipeline_main
-from arag.config.typed import typed_config
+from pipelines.command_line import pipeline_main
+from arag.config.schemas import ServePipeline
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from pipelines.errors import exit_on_error
 
@@ -37,12 +36,11 @@ def token_as_typed(serve: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 @pipeline_main("serve")
-def main(cfg: DictConfig) -> None:
+def main(config: ServePipeline) -> None:
     from arag.serve.app import ServeSettings, open_service, serve_http, serve_stdio
 
     token = None
     with exit_on_error(also=(TypeError,)):
-        config = typed_config(cfg)
         settings = ServeSettings.from_dict(token_as_typed(dataclasses.asdict(config.serve), list(HydraConfig.get().overrides.task)))
         if not config.index.path:
             raise ValueError("give the index to serve: index.path=<dir>")

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import sys
 
-from omegaconf import DictConfig
-
-from arag.config.cli import pipeline_main
-from arag.config.typed import typed_config
+from pipelines.command_line import pipeline_main
+from arag.config.schemas import ViewPipeline
 from pipelines.errors import exit_on_error
 
 
 @pipeline_main("view")
-def main(cfg: DictConfig) -> None:
+def main(config: ViewPipeline) -> None:
     from arag.viewer import serve
 
     with exit_on_error():
-        config = typed_config(cfg)
         serve(config.results.path, host=config.view.host, port=config.view.port, open_browser=config.view.open_browser, out=sys.stdout)
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from arag.config.schemas import EvaluatePipeline, IndexSource
-from arag.config.typed import typed_config
 from arag.evaluation.protocol import index_facts, protocol_card
 from arag.evaluation.questions import QuestionSet
 from arag.evaluation.run_settings import RunSettings, answer_style_for
@@ -62,9 +61,9 @@ def open_run_index(index: IndexSource, method: Any) -> RunIndex:
     return RunIndex(path=index_path, fingerprint=fingerprint, chunk_ids=chunk_ids, facts=facts)
 
 
-def run_settings(config: Any, question_set: QuestionSet) -> RunSettings:
+def run_settings(config: EvaluatePipeline, question_set: QuestionSet) -> RunSettings:
     """The run `config` describes over `question_set` (see `run_setup`)."""
-    return run_setup(typed_config(config), question_set)[0]
+    return run_setup(config, question_set)[0]
 
 
 def run_setup(config: EvaluatePipeline, question_set: QuestionSet) -> tuple[RunSettings, RunIndex, Any]:

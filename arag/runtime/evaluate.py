@@ -14,21 +14,19 @@ import sys
 import time
 from typing import Any
 
-from arag.config.typed import typed_config
+from arag.config.schemas import EvaluatePipeline
 from arag.evaluation.questions import QuestionFileError, load_questions
 from arag.evaluation.results import RunStore
 from arag.evaluation.run_config import run_info, run_setup
 from arag.evaluation.summary import format_summary, summarize_run
 
 
-def evaluate(config: Any, *, overrides: list[str] | None = None, out=None) -> dict[str, Any]:
-    """Run (or finish) the evaluation `config` describes (EvaluatePipeline, or conf/evaluate.yaml as
-    composed, converted here); `overrides`: the command line's, recorded with the run. Prints what it
+def evaluate(config: EvaluatePipeline, *, overrides: list[str] | None = None, out=None) -> dict[str, Any]:
+    """Run (or finish) the evaluation `config` describes; `overrides`: the command line's, recorded with the run. Prints what it
     does to `out` (None: the sys.stdout of the moment); returns the run's summary."""
     from arag.runtime.cluster import init_ray
     from arag.runtime.evaluate_job import run_episodes
 
-    config = typed_config(config)
     out = sys.stdout if out is None else out
     started = time.time()
     overrides = list(overrides or [])

@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from arag.config.files import conf_dir
-from arag.config.cli import check_command_line
+from pipelines.command_line import check_command_line
 from arag.strict_settings import UnknownSettingError, check_keys, constructor_keys, from_settings
 from pipelines.config_checks import check_ask_config, check_evaluate_config, check_graph_config, check_index_config, check_rejudge_config, check_report_config, check_serve_config
 
@@ -207,7 +207,7 @@ def test_sweeps_name_only_valid_keys():
         compose_config("evaluate", "model=scripted", "agent.max_step=5")
     with pytest.raises(UnknownSettingError, match=r"agent\.max_step\b"):
         check_evaluate_config(compose_config("evaluate", "model=scripted", "+agent.max_step=5"))
-    # On the command line both are refused before Hydra composes (arag.config.cli), naming the key meant.
+    # On the command line both are refused before Hydra composes (pipelines.command_line), naming the key meant.
     for override in ("agent.max_step=5", "+agent.max_step=5"):
         with pytest.raises(UnknownSettingError, match=r"agent\.max_step \(did you mean agent\.max_steps\?\)"):
             check_command_line("evaluate", ["model=scripted", override])

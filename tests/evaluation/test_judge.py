@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -71,16 +72,14 @@ def test_shortcuts_no_answer_exact_match_and_disabled():
 
 def test_the_default_config_prompt_formats():
     """The default judge is the paper preset (lenient, no question shown); `judge=strict` is ours."""
-    from omegaconf import OmegaConf
-
     from tests.support.scripted_evaluation import compose_evaluate
 
-    cfg = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate().judge, resolve=True))
+    cfg = JudgeConfig.from_dict(dataclasses.asdict(compose_evaluate().judge))
     msgs = Judge(ScriptedBackend([]), cfg).messages("Q?", ["A", "B"], "C")
     assert "Predicted answer: C\nGold answer: A | B" in msgs[1].content  # prediction first: see conf/judge/paper.yaml
     assert '{"verdict": "correct"}' in msgs[1].content and "Q?" not in msgs[1].content
     assert "key information" in " ".join(msgs[0].content.split()) and "contradicts" in msgs[0].content and cfg.max_tokens is None
-    strict = JudgeConfig.from_dict(OmegaConf.to_container(compose_evaluate("judge=strict").judge, resolve=True))
+    strict = JudgeConfig.from_dict(dataclasses.asdict(compose_evaluate("judge=strict").judge))
     msgs = Judge(ScriptedBackend([]), strict).messages("Q?", ["A", "B"], "C")
     assert "Question: Q?\nPredicted answer: C\nReference answer: A | B" in msgs[1].content
 

@@ -79,11 +79,9 @@ def toy_settings(judge) -> RunSettings:
 
 @pytest.fixture
 def judge():
-    from omegaconf import OmegaConf
-
     from tests.support.scripted_evaluation import compose_evaluate
 
-    cfg = OmegaConf.to_container(compose_evaluate().judge, resolve=True)
+    cfg = dataclasses.asdict(compose_evaluate().judge)
     cfg.pop("model")
     return cfg
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -22,9 +23,8 @@ FAST = {"backoff_initial_s": 0.0, "backoff_max_s": 0.0, "backoff_jitter_s": 0.0}
 
 
 def settings(method="arag_full", model=None, agent=None, judge_model=None, **judge) -> RunSettings:
-    from omegaconf import OmegaConf
-
-    base = OmegaConf.to_container(compose_evaluate().judge, resolve=True)
+    
+    base = dataclasses.asdict(compose_evaluate().judge)
     base.pop("model")
     return RunSettings(
         dataset="bench",

@@ -67,13 +67,11 @@ def base_overrides(index: Path, questions: Path, results: Path, *extra: str) -> 
 
 
 def compose_evaluate(*overrides: str):
-    """The config `python -m pipelines.evaluate <overrides>` runs, its keys checked as the command checks them."""
+    """The typed settings `python -m pipelines.evaluate <overrides>` runs, checked as the command checks them."""
     from pipelines.config_checks import check_evaluate_config
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=list(overrides))
-    check_evaluate_config(cfg)
-    return cfg
+        return check_evaluate_config(compose(config_name="evaluate", overrides=list(overrides)))
 
 
 def read_rows(results: Path) -> list[dict]:

@@ -16,8 +16,9 @@ from typing import Any, Callable
 from omegaconf import DictConfig
 
 from arag.config.files import conf_dir
-from arag.config.typed import check_schema_nodes, unknown_key
+from arag.config.typed import check_schema_nodes, typed_config, unknown_key
 from arag.verbosity import set_verbosity
+from pipelines.errors import exit_on_error
 
 RUN_FLAGS = ("-m", "--multirun")  # any other flag is a mode of Hydra's own (help, printing the config)
 # Hydra's errors for a group chosen without `+` that the config does not choose, and with `+` one it does.
@@ -88,18 +89,26 @@ def check_command_line(config_name: str, args: list[str]) -> None:
         raise unreadable
 
 
-def pipeline_main(config_name: str) -> Callable[[Callable[[DictConfig], Any]], Callable[..., Any]]:
-    """`@hydra.main` for conf/<config_name>.yaml, its composition errors one line each."""
+def pipeline_main(config_name: str, settings: Callable[[Any], Any] = typed_config) -> Callable[[Callable[[Any], Any]], Callable[..., Any]]:
+    """`@hydra.main` for conf/<config_name>.yaml, its composition errors one line each; the task gets
+    `settings(cfg)`, the pipeline's one conversion of the composed config to its typed settings (its
+    checks among them; a problem it names ends the command with one line)."""
     import hydra
     from hydra.errors import HydraException
 
-    def wrap(task: Callable[[DictConfig], Any]) -> Callable[..., Any]:
-        hydra_main = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base="1.3")(task)
+    def wrap(task: Callable[[Any], Any]) -> Callable[..., Any]:
+        @functools.wraps(task)  # Hydra names the job (its log file) from the task's module
+        def run_task(cfg: Any) -> Any:
+            with exit_on_error():
+                config = settings(cfg)
+            return task(config)
+
+        hydra_main = hydra.main(config_path=str(conf_dir()), config_name=config_name, version_base="1.3")(run_task)
 
         @functools.wraps(task)
-        def main(cfg: DictConfig | None = None) -> Any:
-            if cfg is not None:
-                return task(cfg)
+        def main(cfg: Any = None) -> Any:
+            if cfg is not None:  # a test's: composed, or already the typed settings
+                return run_task(cfg) if isinstance(cfg, DictConfig) else task(cfg)
             argv = set_verbosity(sys.argv)
             # -m first, wherever it was given: Hydra's argument parser takes no flag among the overrides
             sys.argv = [argv[0], *(a for a in argv[1:] if a in RUN_FLAGS), *(a for a in argv[1:] if a not in RUN_FLAGS)]
@@ -107,11 +116,9 @@ def pipeline_main(config_name: str) -> Callable[[Callable[[DictConfig], Any]], C
             try:
                 return hydra_main()
             except HydraException as exc:
-                try:
+                with exit_on_error():
                     check_command_line(config_name, sys.argv[1:])  # composed again, to name the mistake
-                except ValueError as named:
-                    sys.exit(f"error: {named}")
-                sys.exit(f"error: {explain(config_name, exc, sys.argv[1:], lambda group: [])}")
+                    raise explain(config_name, exc, sys.argv[1:], lambda group: []) from None
 
         return main
 
