@@ -5,6 +5,7 @@ readers as they read, so a build pays no extra pass (docs/indexing.md, "Index fo
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,11 +52,6 @@ class HashingFile(io.RawIOBase):
         self.digest.update(data)
         return n
 
-    def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(size)
-        self.digest.update(data)
-        return data
-
     def drain(self) -> None:
         while self.read(_BLOCK):
             pass
@@ -65,16 +61,19 @@ class HashingFile(io.RawIOBase):
         super().close()
 
 
-def hash_range(path: Path, start: int, end: int, digest: InputDigest) -> None:
+def read_blocks(path: Path, start: int, end: int) -> Iterator[bytes]:
+    """The file's bytes [start, end) (fewer where it ends first), in blocks of at most _BLOCK."""
     with open(path, "rb") as f:
         f.seek(start)
         remaining = end - start
-        while remaining > 0:
-            block = f.read(min(remaining, _BLOCK))
-            if not block:
-                break
-            digest.update(block)
+        while remaining > 0 and (block := f.read(min(remaining, _BLOCK))):
+            yield block
             remaining -= len(block)
+
+
+def hash_range(path: Path, start: int, end: int, digest: InputDigest) -> None:
+    for block in read_blocks(path, start, end):
+        digest.update(block)
 
 
 def parquet_ranges(path: Path, row_group: int) -> list[tuple[int, int]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 import pyarrow.parquet as pq
-from arag.corpus.digest import HashingFile, InputDigest, PartDigest, hash_range, parquet_ranges
+from arag.corpus.digest import HashingFile, InputDigest, PartDigest, hash_range, parquet_ranges, read_blocks
 from arag.corpus.documents import Document, Reject
 
 FORMATS = ("jsonl", "json", "parquet", "wikiextractor")
@@ -173,13 +173,7 @@ def _line_aligned_ranges(path: Path, target: int) -> Iterator[tuple[int, int, in
             f.seek(start + target)
             f.readline()  # move to the next line start
             end = f.tell()
-            f.seek(start)
-            newlines = 0
-            remaining = end - start
-            while remaining:
-                block = f.read(min(remaining, 1 << 22))
-                newlines += block.count(b"\n")
-                remaining -= len(block)
+            newlines = sum(block.count(b"\n") for block in read_blocks(path, start, end))
             yield start, end, line
             start, line = end, line + newlines
 

@@ -203,7 +203,7 @@ class A2RagMethod(Method):
             if self.sufficiency == "llm":
                 sufficient = await self._yes_no(self.sufficiency_prompt, question, evidence, call, messages)
             else:
-                sufficient = not evidence.empty and connected  # the graph evidence joins the seeds
+                sufficient = bool(evidence.triples or evidence.passages) and connected  # the graph evidence joins the seeds
             trace["sufficiency"].append({"stage": name, "sufficient": sufficient})
             if sufficient:
                 break
@@ -269,10 +269,6 @@ class Evidence:
 
     triples: list[str] = field(default_factory=list)
     passages: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not self.triples and not self.passages
 
     def render(self) -> str:
         parts = []
