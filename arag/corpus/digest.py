@@ -5,7 +5,6 @@ readers as they read, so a build pays no extra pass (docs/indexing.md, "Index fo
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,19 +60,13 @@ class HashingFile(io.RawIOBase):
         super().close()
 
 
-def read_blocks(path: Path, start: int, end: int) -> Iterator[bytes]:
-    """The file's bytes [start, end) (fewer where it ends first), in blocks of at most _BLOCK."""
+def hash_range(path: Path, start: int, end: int, digest: InputDigest) -> None:
     with open(path, "rb") as f:
         f.seek(start)
         remaining = end - start
         while remaining > 0 and (block := f.read(min(remaining, _BLOCK))):
-            yield block
+            digest.update(block)
             remaining -= len(block)
-
-
-def hash_range(path: Path, start: int, end: int, digest: InputDigest) -> None:
-    for block in read_blocks(path, start, end):
-        digest.update(block)
 
 
 def parquet_ranges(path: Path, row_group: int) -> list[tuple[int, int]]:
