@@ -64,16 +64,12 @@ def histogram_bars(values: Sequence[float]) -> list[tuple[float, float, float, f
 
 def tool_mix(rows: list[dict[str, Any]]) -> list[tuple[str, int, float]]:
     """(tool, calls, share of all calls) over the run's episodes, most called first."""
-    total: Counter = Counter()
-    for r in rows:
-        total.update(r.get("tool_mix") or {})
+    total = sum((Counter(r.get("tool_mix") or {}) for r in rows), Counter())
     n = sum(total.values())
     return [(tool, calls, calls / n) for tool, calls in sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def kind_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Tool errors per failure kind over the run's episodes (arag.evaluation.episode_facts), the kinds that occurred."""
-    total: Counter = Counter()
-    for r in rows:
-        total.update(r.get("tool_error_kinds") or {})
+    total = sum((Counter(r.get("tool_error_kinds") or {}) for r in rows), Counter())
     return {kind: total[kind] for kind in FAILURE_KINDS if total[kind]}
