@@ -67,7 +67,6 @@ class _Entries(Mapping):
         return f"<{self.kind} plugins: {', '.join(self.held)}>"
 
 
-# kind -> its plugins.
 _PLUGINS: dict[str, _Entries] = {kind: _Entries(kind) for kind in KINDS}
 
 
