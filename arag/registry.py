@@ -1,22 +1,19 @@
-"""One registry for the plugins: tools, backends and method kinds, each registered under its name.
+"""One registry for the plugins (tools, backends, method kinds), each under its name. A plugin states
+its own facts where it is defined and registers itself; every list elsewhere (evidence recall, result
+columns, report tables, tool sets, run-time keys) is read from here, so a new plugin shows up everywhere.
+The built-in plugins register when arag.tools.registry, arag.llm.factory or arag.methods is imported;
+this module imports none of them, so any module can use it.
 
-A plugin states its own facts where it is defined (a tool: its name, schema, texts and how its results
-count as evidence; a backend: its protocols, default concurrency and run-time keys; a method kind: its
-class) and registers itself with `register`; every list elsewhere (evidence recall, result columns,
-report tables, tool sets, run-time keys) is read from here, so a new plugin shows up everywhere.
-The built-in plugins register when their package's listing module is imported (arag.tools.registry,
-arag.llm.factory, arag.methods); this module imports none of them, so any module can use it.
-
-An installed package registers its plugins through Python entry points, one per plugin, named as the
-plugin, in the group of its kind (ENTRY_POINT_GROUPS). They are loaded the first time the registry of
-their kind is read, so importing arag imports no plugin package.
+An installed package registers its plugins as Python entry points named as the plugin, in the group
+of its kind (ENTRY_POINT_GROUPS), loaded the first time that kind is read: importing arag imports no
+plugin package.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -66,14 +63,10 @@ class _Entries(Mapping):
     def __len__(self) -> int:
         return len(self.loaded())
 
-    def __contains__(self, name: object) -> bool:
-        return name in self.loaded()
-
     def __repr__(self) -> str:
         return f"<{self.kind} plugins: {', '.join(self.held)}>"
 
 
-# kind -> its plugins.
 _PLUGINS: dict[str, _Entries] = {kind: _Entries(kind) for kind in KINDS}
 
 
@@ -103,11 +96,6 @@ def register(kind: str, name: str, plugin: T) -> T:
         raise ValueError(f"{kind} {name!r} is registered already ({held!r})")
     entries[name] = plugin
     return plugin
-
-
-def registers(kind: str, name: str) -> Callable[[T], T]:
-    """`register` as a class or function decorator."""
-    return lambda plugin: register(kind, name, plugin)
 
 
 def unregister(kind: str, name: str) -> None:

@@ -51,11 +51,6 @@ class HashingFile(io.RawIOBase):
         self.digest.update(data)
         return n
 
-    def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(size)
-        self.digest.update(data)
-        return data
-
     def drain(self) -> None:
         while self.read(_BLOCK):
             pass
@@ -69,10 +64,7 @@ def hash_range(path: Path, start: int, end: int, digest: InputDigest) -> None:
     with open(path, "rb") as f:
         f.seek(start)
         remaining = end - start
-        while remaining > 0:
-            block = f.read(min(remaining, _BLOCK))
-            if not block:
-                break
+        while remaining > 0 and (block := f.read(min(remaining, _BLOCK))):
             digest.update(block)
             remaining -= len(block)
 

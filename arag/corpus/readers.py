@@ -162,26 +162,19 @@ def _open_binary(path: Path, digest: InputDigest | None = None) -> Iterator[IO[b
 
 
 def _line_aligned_ranges(path: Path, target: int) -> Iterator[tuple[int, int, int]]:
-    """(start, end, first line number) of byte ranges of about `target` bytes that start at line starts."""
-    size = path.stat().st_size
-    start, line = 0, 1
+    """(start, end, first line number) of byte ranges that start at line starts, each ending at the
+    first line end more than `target` bytes from its start (the last at the file's end)."""
+    start = end = 0
+    first = line = 1
     with open(path, "rb") as f:
-        while start < size:
-            if start + target >= size:
-                yield start, size, line
-                return
-            f.seek(start + target)
-            f.readline()  # move to the next line start
-            end = f.tell()
-            f.seek(start)
-            newlines = 0
-            remaining = end - start
-            while remaining:
-                block = f.read(min(remaining, 1 << 22))
-                newlines += block.count(b"\n")
-                remaining -= len(block)
-            yield start, end, line
-            start, line = end, line + newlines
+        for raw in f:
+            end += len(raw)
+            line += 1
+            if end > start + target:
+                yield start, end, first
+                start, first = end, line
+    if end > start:
+        yield start, end, first
 
 
 def _decode(source: str, line: int, raw: bytes) -> str | Reject:

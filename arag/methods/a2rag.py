@@ -203,7 +203,7 @@ class A2RagMethod(Method):
             if self.sufficiency == "llm":
                 sufficient = await self._yes_no(self.sufficiency_prompt, question, evidence, call, messages)
             else:
-                sufficient = not evidence.empty and connected  # the graph evidence joins the seeds
+                sufficient = bool(evidence.triples or evidence.passages) and connected  # the graph evidence joins the seeds
             trace["sufficiency"].append({"stage": name, "sufficient": sufficient})
             if sufficient:
                 break
@@ -270,10 +270,6 @@ class Evidence:
     triples: list[str] = field(default_factory=list)
     passages: list[tuple[str, str]] = field(default_factory=list)
 
-    @property
-    def empty(self) -> bool:
-        return not self.triples and not self.passages
-
     def render(self) -> str:
         parts = []
         if self.triples:
@@ -305,24 +301,22 @@ def parse_verdict(text: str) -> bool:
 
 def parse_verdicts(text: str) -> dict[str, bool]:
     """Each validator's yes → True, anything else False; a reply that is not JSON as "<check>: yes" lines."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        data = {c: m.group(1) for c in CHECKS if (m := re.search(rf"{c}\W+(yes|no)\b", text, re.IGNORECASE))}
+    data = _json_object(text) or {c: m.group(1) for c in CHECKS if (m := re.search(rf"{c}\W+(yes|no)\b", text, re.IGNORECASE))}
     return {c: bool(re.match(r"yes\b", str(data.get(c, "")).strip().lower())) for c in CHECKS}
 
 
 def parse_field(text: str, key: str) -> str:
     """`key` of a JSON reply, or the whole reply when it is not JSON (native-protocol backends)."""
+    data = _json_object(text)
+    return str(data[key]).strip() if data is not None and key in data else text.strip()
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
     try:
         data = json.loads(text)
     except ValueError:
-        return text.strip()
-    if isinstance(data, dict) and key in data:
-        return str(data[key]).strip()
-    return text.strip()
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _graph_store(root: Any) -> Any:

@@ -74,14 +74,12 @@ class AgenticRagMethod(Method):
         last = matches[-1]
         answer = (text[: last.start()] + text[last.end() :]).strip()
         refs = getattr(state, "refs", {})
-        cited: list[dict[str, Any]] = []
+        cited: dict[str, dict[str, Any]] = {}  # the first mention of each reference
         for ref_id, score in CITATION.findall(last.group(1)):
-            if any(c["ref_id"] == ref_id for c in cited):
-                continue
             ref = refs.get(ref_id)
-            cited.append({"ref_id": ref_id, "score": float(score) if score else None, "doc_id": ref.doc_id if ref else None, "title": ref.title if ref else None})
-        order = sorted(range(len(cited)), key=lambda i: (cited[i]["score"] is None, -(cited[i]["score"] or 0.0), i))
-        return answer or text.strip(), [cited[i] for i in order]
+            cited.setdefault(ref_id, {"ref_id": ref_id, "score": float(score) if score else None, "doc_id": ref.doc_id if ref else None, "title": ref.title if ref else None})
+        # sorted() is stable: equal scores keep the order they were cited in.
+        return answer or text.strip(), sorted(cited.values(), key=lambda c: (c["score"] is None, -(c["score"] or 0.0)))
 
     def describe(self) -> dict[str, Any]:
         own = {k: getattr(self, k) for k in ("tools_per_step", "context_budget", "warn_fraction")}

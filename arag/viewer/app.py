@@ -15,9 +15,7 @@ import arag.viewer.pages as pages
 from arag.evaluation.results import RUN_INFO, RunStore
 from arag.viewer.data import ResultsTree, Run
 from arag.viewer.listing import export_records, filter_rows
-from arag.viewer.gold import TITLES_FROM_TEXT, TITLES_MISSING, TITLES_RECORDED, chunk_titles
-
-__all__ = ["TITLES_FROM_TEXT", "TITLES_MISSING", "TITLES_RECORDED", "chunk_titles", "create_app", "find_report", "listen", "serve"]
+from arag.viewer.gold import chunk_titles
 
 # Where pipelines.report writes a tree's report by default (report.path=null: <results.path>/report/report.md).
 REPORT_DIR, REPORT_FILE = "report", "report.md"

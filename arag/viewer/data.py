@@ -233,13 +233,8 @@ class ResultsTree:
         return self._read_episode(*run.where[question_id], self._cache[run.path][0] if run.path in self._cache else None)
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
-        out = []
-        for run in self.runs()[0]:
-            if run.dataset == dataset and question_id in run.where:
-                found = self.episode(run, question_id)
-                if found is not None:
-                    out.append((run, *found))
-        return out
+        runs = [run for run in self.runs()[0] if run.dataset == dataset and question_id in run.where]
+        return [(run, *self.episode(run, question_id)) for run in runs]
 
 
 def _read_episode(file: Path, index: int, stamp: tuple | None) -> tuple[dict[str, Any], dict[str, Any]]:

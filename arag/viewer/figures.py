@@ -35,28 +35,28 @@ def mean(values: Sequence[float]) -> Mean | None:
     return Mean(sum(values) / len(values), low, high, len(values))
 
 
-def column(rows: list[dict[str, Any]], name: str, answered_only: bool = True) -> list[float]:
-    return [float(r[name]) for r in rows if r.get(name) is not None and (r.get("status") == OK or not answered_only)]
+def column(rows: list[dict[str, Any]], name: str) -> list[float]:
+    return [float(r[name]) for r in rows if r.get(name) is not None and r.get("status") == OK]
 
 
 def number(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.1f}"
 
 
-def histogram_bars(values: Sequence[float], whole: bool = True) -> list[tuple[float, float, float, float, str]]:
+def histogram_bars(values: Sequence[float]) -> list[tuple[float, float, float, float, str]]:
     """(x, y, width, height, title) per bar: counts per value (a short whole-number range) or per one of BINS bins."""
     lo, hi = min(values), max(values)
-    if whole and hi - lo < 3 * BINS:
+    if hi - lo < 3 * BINS:
         edges = [lo + i for i in range(int(hi - lo) + 2)]
     else:
-        width = (hi - lo) / BINS or 1.0
+        width = (hi - lo) / BINS
         edges = [lo + i * width for i in range(BINS + 1)]
     counts = Counter(min(int((v - lo) / (edges[1] - edges[0])), len(edges) - 2) for v in values)
     top = max(counts.values())
     w = HIST_W / (len(edges) - 1)
 
     def span(a: float, b: float) -> str:
-        return number(a) if whole and b - a == 1 else f"{number(a)}–{number(b)}"
+        return number(a) if b - a == 1 else f"{number(a)}–{number(b)}"
 
     return [(round(i * w + 1, 1), round(HIST_H - 14 - (HIST_H - 18) * counts[i] / top, 1), round(w - 2, 1), round((HIST_H - 18) * counts[i] / top, 1),
              f"{span(edges[i], edges[i + 1])}: {counts[i]}") for i in range(len(edges) - 1) if counts[i]]
@@ -64,16 +64,12 @@ def histogram_bars(values: Sequence[float], whole: bool = True) -> list[tuple[fl
 
 def tool_mix(rows: list[dict[str, Any]]) -> list[tuple[str, int, float]]:
     """(tool, calls, share of all calls) over the run's episodes, most called first."""
-    total: Counter = Counter()
-    for r in rows:
-        total.update(r.get("tool_mix") or {})
+    total = sum((Counter(r.get("tool_mix") or {}) for r in rows), Counter())
     n = sum(total.values())
     return [(tool, calls, calls / n) for tool, calls in sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def kind_totals(rows: list[dict[str, Any]]) -> dict[str, int]:
     """Tool errors per failure kind over the run's episodes (arag.evaluation.episode_facts), the kinds that occurred."""
-    total: Counter = Counter()
-    for r in rows:
-        total.update(r.get("tool_error_kinds") or {})
+    total = sum((Counter(r.get("tool_error_kinds") or {}) for r in rows), Counter())
     return {kind: total[kind] for kind in FAILURE_KINDS if total[kind]}

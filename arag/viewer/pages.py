@@ -164,11 +164,6 @@ def steps_html(t: dict[str, Any], facts: EpisodeFacts, gold: dict[str, list[str]
     return macro("steps")(sorted(by_step.items()), loose, full_text, t.get("forced_reason") if t.get("forced") else None, gold, titles, gold_refs)
 
 
-def verdict_beside_contain(row: dict[str, Any]) -> Markup:
-    """The judge's verdict beside Contain-Acc, marked where they disagree."""
-    return macro("verdict_beside_contain")(row)
-
-
 def episode_page(run: Run, row: dict[str, Any], t: dict[str, Any], titles: dict[str, str], titles_note: str) -> str:
     supporting = row.get("supporting_titles") or []
     facts = row_facts(row, t)

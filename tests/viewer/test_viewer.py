@@ -18,8 +18,8 @@ from arag.evaluation.questions import Question
 from arag.evaluation.results import RunStore, find_run_dirs, read_row
 from arag.evaluation.runner import EpisodeRunner
 from arag.evaluation.run_settings import RunSettings
-from arag.viewer.app import TITLES_FROM_TEXT, TITLES_MISSING, TITLES_RECORDED
-from arag.viewer.pages import steps_html, verdict_beside_contain
+from arag.viewer.gold import TITLES_FROM_TEXT, TITLES_MISSING, TITLES_RECORDED
+from arag.viewer.pages import macro, steps_html
 from arag.evaluation.episode_facts import trajectory_facts
 from arag.llm.scripted import ScriptedBackend
 from tests.support.scripted_evaluation import CONF, QUESTIONS
@@ -345,9 +345,9 @@ def test_the_compare_columns_set_the_judges_verdict_beside_contain_acc(client, t
     # In run order: C (agenticrag: 869, incorrect), B (one step: the injected markup, incorrect), A (20 March 851, correct).
     assert [x for _, _, x in side.having("verdict-contain")] == ["judge: incorrect · Contain-Acc 0", "judge: incorrect · Contain-Acc 0", "judge: correct · Contain-Acc 1"]
     # A judge that calls a prediction holding the gold answer wrong stands out.
-    disagreeing = Dom(verdict_beside_contain({"status": "ok", "llm_acc": 0.0, "contain_acc": 1.0}))
+    disagreeing = Dom(macro("verdict_beside_contain")({"status": "ok", "llm_acc": 0.0, "contain_acc": 1.0}))
     assert [(set(a["class"].split()), x) for _, a, x in disagreeing.elements] == [({"verdict-contain", "disagree"}, "judge: incorrect · Contain-Acc 1 · they disagree")]
-    assert verdict_beside_contain({"status": "failed", "llm_acc": 0.0, "contain_acc": 0.0}).endswith(">failed: not scored</span>")
+    assert macro("verdict_beside_contain")({"status": "failed", "llm_acc": 0.0, "contain_acc": 0.0}).endswith(">failed: not scored</span>")
 
 
 def test_the_filters_on_evidence_tool_errors_repeats_and_gold_seen_but_wrong(client, tree):
