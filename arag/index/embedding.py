@@ -138,7 +138,7 @@ class SentenceEmbedder:
         self.model = SentenceTransformer(model_path, **kwargs)
         if spec.max_seq_length:
             self.model.max_seq_length = spec.max_seq_length
-        self.dimension = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else self.model.get_sentence_embedding_dimension())
+        self.dimension = int(self.model.get_embedding_dimension())
         self.backend = "torch"
         self.precision = spec.dtype  # what the transformer actually computes in
         streams = max(1, min(self.threads, int(spec.streams or self.threads)))
@@ -175,11 +175,7 @@ class SentenceEmbedder:
         from arag.index.direct_encoding import DirectQueryEncoder
 
         spec = self.spec
-        resolve = getattr(self.model, "_resolve_prompt", None)  # the prompt encode() would prepend
-        if resolve is None:
-            log.info("embedder '%s': queries through encode() (this sentence-transformers does not say its prompt)", spec.name)
-            return
-        prompt = resolve(spec.query_prompt, spec.query_prompt_name)
+        prompt = self.model._resolve_prompt(spec.query_prompt, spec.query_prompt_name)  # the prompt encode() would prepend
         direct, why = DirectQueryEncoder.build(self.model, prompt, spec.batch_size, lambda texts: self._encode(texts, spec.query_prompt, spec.query_prompt_name))
         if direct is None:
             log.info("embedder '%s': queries through encode() (no direct path: %s)", spec.name, why)
