@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from arag.index import openvino_transformer
-from arag.index.openvino_transformer import OPENVINO_PRECISIONS
 from arag.index.static_embedding import StaticEncoder, StaticSpec, load_static_model
 from arag.strict_settings import from_settings
 
@@ -132,7 +131,7 @@ class SentenceEmbedder:
         kwargs: dict[str, Any] = {"device": spec.device}
         # OpenVINO converts the fp32 model and lowers the precision when it compiles it; torch
         # loads the weights in the dtype it computes in.
-        openvino_candidate = spec.backend == "openvino" and spec.device == "cpu" and spec.dtype in OPENVINO_PRECISIONS
+        openvino_candidate = spec.backend == "openvino" and spec.device == "cpu" and spec.dtype in openvino_transformer.OPENVINO_PRECISIONS
         if spec.dtype != "float32" and not openvino_candidate:
             kwargs["model_kwargs"] = {"torch_dtype": getattr(torch, spec.dtype)}
         self.model = SentenceTransformer(model_path, **kwargs)
