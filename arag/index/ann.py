@@ -141,7 +141,9 @@ def derived_factory(num_vectors: int, dimension: int) -> str:
     train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
     if fast:
         return f"IVF{nlist},PQ{_divisor_at_most(dimension, dimension // FASTSCAN_DIMS_PER_SUBVECTOR)}x{FASTSCAN_BITS}fs"
-    m, bits = derived_pq(dimension, train_size)
+    # One byte per 4 dimensions; fewer bits for tiny training sets.
+    m = _divisor_at_most(dimension, dimension // PQ_DIMS_PER_SUBVECTOR)
+    bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
     return f"IVF{nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
 
 
@@ -151,13 +153,6 @@ def derived_nlist(num_vectors: int, per_sqrt: int = 1) -> int:
     while nlist > 1 and nlist * MIN_TRAIN_PER_LIST > num_vectors:
         nlist //= 2
     return nlist
-
-
-def derived_pq(dimension: int, train_size: int) -> tuple[int, int]:
-    """(sub-quantizers, bits): one byte per 4 dimensions, fewer bits for tiny training sets."""
-    m = _divisor_at_most(dimension, dimension // PQ_DIMS_PER_SUBVECTOR)
-    bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
-    return m, bits
 
 
 def _divisor_at_most(dimension: int, m: int) -> int:
