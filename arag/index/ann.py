@@ -416,7 +416,6 @@ class AnnSearcher:
     """The merged IVF index and the on-disk exact vectors of one index; immutable, so threads search without a lock."""
 
     def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path]):
-        self.entry = entry
         self.index = merge_parts(read_trained(Path(root) / entry["trained"]), [Path(root) / p["file"] for p in entry["parts"] if p["rows"]])
         self.vectors = StoredVectors(parts)
         self.nlist = int(entry["nlist"])
