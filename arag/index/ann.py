@@ -23,8 +23,6 @@ from arag.index.layout import PART_SHIFT, atomic_path, part_name
 from arag.index.vectors import inner_products, read_shard, write_shard
 from arag.small_sorted import best_first
 
-ANN_DIR = "ann"
-TRAINED_FILE = "trained.faiss"
 # `index.ann` values besides an explicit FAISS IVF factory string such as "IVF4096,PQ48".
 ANN_CHOICES = ("auto", "flat", "ivfpq")
 # `auto` keeps exact search up to this many sentences. Measured with benchmarks/semantic_search.py
@@ -98,11 +96,10 @@ class AnnPlan:
         return bool(self.factory and self.factory.endswith("fs"))
 
 
-def plan_ann(setting: str, num_vectors: int, dimension: int, flat_max: int | None = None) -> AnnPlan:
-    """The ANN for `num_vectors` vectors under `index.ann=setting` (auto: exact up to `flat_max`)."""
+def plan_ann(setting: str, num_vectors: int, dimension: int) -> AnnPlan:
+    """The ANN for `num_vectors` vectors under `index.ann=setting`."""
     check_ann_setting(setting)
-    flat_max = AUTO_FLAT_MAX_SENTENCES if flat_max is None else flat_max
-    if setting == "flat" or num_vectors == 0 or (setting == "auto" and num_vectors <= flat_max):
+    if setting == "flat" or num_vectors == 0 or (setting == "auto" and num_vectors <= AUTO_FLAT_MAX_SENTENCES):
         return AnnPlan(setting, num_vectors, dimension)
     factory = derived_factory(num_vectors, dimension) if setting in ("auto", "ivfpq") else setting
     match = _FACTORY.match(factory)
@@ -144,7 +141,9 @@ def derived_factory(num_vectors: int, dimension: int) -> str:
     train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
     if fast:
         return f"IVF{nlist},PQ{_divisor_at_most(dimension, dimension // FASTSCAN_DIMS_PER_SUBVECTOR)}x{FASTSCAN_BITS}fs"
-    m, bits = derived_pq(dimension, train_size)
+    # One byte per 4 dimensions; fewer bits for tiny training sets.
+    m = _divisor_at_most(dimension, dimension // PQ_DIMS_PER_SUBVECTOR)
+    bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
     return f"IVF{nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
 
 
@@ -156,13 +155,6 @@ def derived_nlist(num_vectors: int, per_sqrt: int = 1) -> int:
     return nlist
 
 
-def derived_pq(dimension: int, train_size: int) -> tuple[int, int]:
-    """(sub-quantizers, bits): one byte per 4 dimensions, fewer bits for tiny training sets."""
-    m = _divisor_at_most(dimension, dimension // PQ_DIMS_PER_SUBVECTOR)
-    bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
-    return m, bits
-
-
 def _divisor_at_most(dimension: int, m: int) -> int:
     m = max(1, m)
     while dimension % m:
@@ -171,11 +163,11 @@ def _divisor_at_most(dimension: int, m: int) -> int:
 
 
 def ann_dir(root: Path) -> Path:
-    return Path(root) / "vectors" / ANN_DIR
+    return Path(root) / "vectors" / "ann"
 
 
 def trained_path(root: Path) -> Path:
-    return ann_dir(root) / TRAINED_FILE
+    return ann_dir(root) / "trained.faiss"
 
 
 def part_lists_path(root: Path, part: int) -> Path:
@@ -263,9 +255,6 @@ def read_sample(flat_shards: dict[int, Path], part_rows: dict[int, int], size: i
 
 
 def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Index:
-    """An empty IVF index of `plan.factory` trained on `sample`."""
-    if plan.factory is None:
-        raise ValueError("an exact (flat) plan has nothing to train")
     index = faiss.index_factory(plan.dimension, plan.factory, faiss.METRIC_INNER_PRODUCT)
     ivf = faiss.extract_index_ivf(index)
     ivf.cp.seed = plan.seed
@@ -297,20 +286,13 @@ def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path,
         index.add_with_ids(chunk, ids)
     writer = faiss.VectorIOWriter()
     faiss.write_InvertedLists(faiss.extract_index_ivf(index).invlists, writer)
-    with atomic_path(target) as tmp:
-        with open(tmp, "wb") as f:  # written and flushed here, not by a SWIG destructor
-            f.write(faiss.vector_to_array(writer.data).tobytes())
-            f.flush()
-            os.fsync(f.fileno())
+    with atomic_path(target) as tmp:  # written and closed here, not by a SWIG destructor; fsynced by atomic_path
+        tmp.write_bytes(faiss.vector_to_array(writer.data).tobytes())
     return len(vectors)
 
 
 def read_part_lists(path: Path) -> faiss.InvertedLists:
-    reader = faiss.FileIOReader(str(path))
-    try:
-        return faiss.read_InvertedLists(reader)  # not owned by Python: see `_free_lists`
-    finally:
-        del reader
+    return faiss.read_InvertedLists(faiss.FileIOReader(str(path)))  # not owned by Python (merge_parts)
 
 
 def part_list_sizes(path: Path) -> np.ndarray:
@@ -353,6 +335,10 @@ def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
     """`trained` with every part's lists appended, in part order. Each list's final size is reserved
     first, so appending never reallocates (which left up to 2x slack: 2.3 GB instead of 1.0 GB at 10M)."""
     ivf = faiss.extract_index_ivf(trained)
+    # read_InvertedLists' lists are not owned by Python, and deleting them through SWIG (`thisown`)
+    # corrupts SWIG's type table in faiss 1.15.1: an empty copy of the trained index takes each
+    # part's lists over and deletes them in C++.
+    empty = faiss.clone_index(trained)
     totals = np.zeros(ivf.nlist, np.int64)
     part_sizes = []
     for path in list_files:
@@ -377,7 +363,9 @@ def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
         else:
             invlists.merge_from(lists, 0)  # copies the entries (in C++, lists in parallel)
         held += sizes
-        _free_lists(faiss.downcast_index(ivf), lists)
+        holder = faiss.clone_index(empty)
+        faiss.extract_index_ivf(holder).replace_invlists(lists, True)
+        del holder
     ivf.ntotal = int(totals.sum())  # `ivf` is `trained` itself (a view of the same FAISS object)
     return trained
 
@@ -413,24 +401,6 @@ def _append_block_lists(target: faiss.BlockInvertedLists, lists: faiss.InvertedL
         codes[first:] = faiss.rev_swig_ptr(lists.get_codes(list_no), blocks * block_bytes - first)
 
 
-def _free_lists(ivf: faiss.IndexIVF, lists: faiss.InvertedLists) -> None:
-    """Free lists returned by read_InvertedLists (Python does not own them). Deleting them
-    through SWIG (`thisown`) corrupts SWIG's type table in faiss 1.15.1; a throwaway IVF index of
-    the same kind that owns them deletes them in C++ instead."""
-    if isinstance(ivf, faiss.IndexIVFPQFastScan):
-        holder = faiss.IndexIVFPQFastScan(ivf.quantizer, ivf.d, ivf.nlist, ivf.pq.M, ivf.pq.nbits, ivf.metric_type, ivf.bbs)
-    elif isinstance(ivf, faiss.IndexIVFPQ):
-        holder = faiss.IndexIVFPQ(ivf.quantizer, ivf.d, ivf.nlist, ivf.pq.M, ivf.pq.nbits, ivf.metric_type)
-    elif isinstance(ivf, faiss.IndexIVFScalarQuantizer):
-        holder = faiss.IndexIVFScalarQuantizer(ivf.quantizer, ivf.d, ivf.nlist, ivf.sq.qtype, ivf.metric_type)
-    elif isinstance(ivf, faiss.IndexIVFFlat):
-        holder = faiss.IndexIVFFlat(ivf.quantizer, ivf.d, ivf.nlist, ivf.metric_type)
-    else:
-        raise TypeError(f"no way to free the inverted lists of a {type(ivf).__name__}")
-    holder.replace_invlists(lists, True)
-    del holder
-
-
 def top_exact(scores: np.ndarray, ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The `n` best, by score descending, then smaller sentence id."""
     order = best_first(scores, ids)[:n]
@@ -446,7 +416,6 @@ class AnnSearcher:
     """The merged IVF index and the on-disk exact vectors of one index; immutable, so threads search without a lock."""
 
     def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path]):
-        self.entry = entry
         self.index = merge_parts(read_trained(Path(root) / entry["trained"]), [Path(root) / p["file"] for p in entry["parts"] if p["rows"]])
         self.vectors = StoredVectors(parts)
         self.nlist = int(entry["nlist"])
@@ -470,7 +439,6 @@ def search_settings(entry: dict[str, Any]) -> tuple[int, int]:
 
 
 def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]], recall: dict[str, Any] | None = None, search: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest's `ann` entry."""
     entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors}
     if recall is not None:
         entry["recall"] = recall

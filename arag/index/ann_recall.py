@@ -70,9 +70,8 @@ def sample_queries(flat_shards: dict[int, Path], part_rows: dict[int, int], size
     if questions is not None and len(questions):
         vectors.append(np.asarray(questions, np.float32))
         ids.append(np.full(len(questions), -1, np.int64))
-    dim = next(iter(vectors)).shape[1] if vectors else 0
     return QuerySample(
-        np.ascontiguousarray(np.concatenate(vectors) if vectors else np.zeros((0, dim)), dtype=np.float32),
+        np.ascontiguousarray(np.concatenate(vectors) if vectors else np.zeros((0, 0)), dtype=np.float32),
         np.concatenate(ids) if ids else np.zeros(0, np.int64),
         sentences,
         0 if questions is None else len(questions),

@@ -67,8 +67,7 @@ def sentence_units(text: str, spans: list[Span], max_tokens: int) -> tuple[list[
 
 
 def chunk_document(doc: Document, chunk_tokens: int = 1000, language: str = "en") -> list[Chunk]:
-    if chunk_tokens < MIN_CHUNK_TOKENS:
-        raise ValueError(f"chunk_tokens must be at least {MIN_CHUNK_TOKENS}, got {chunk_tokens}")
+    """`chunk_tokens` at least MIN_CHUNK_TOKENS (arag.index.parts.ChunkingSettings checks the setting)."""
     text = doc.text
     units, unit_tokens = sentence_units(text, sentence_spans(text, language), chunk_tokens)
     groups: list[list[int]] = []

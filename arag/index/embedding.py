@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from arag.index import openvino_transformer
-from arag.index.openvino_transformer import OPENVINO_PRECISIONS
 from arag.index.static_embedding import StaticEncoder, StaticSpec, load_static_model
 from arag.strict_settings import from_settings
 
@@ -132,13 +131,13 @@ class SentenceEmbedder:
         kwargs: dict[str, Any] = {"device": spec.device}
         # OpenVINO converts the fp32 model and lowers the precision when it compiles it; torch
         # loads the weights in the dtype it computes in.
-        openvino_candidate = spec.backend == "openvino" and spec.device == "cpu" and spec.dtype in OPENVINO_PRECISIONS
+        openvino_candidate = spec.backend == "openvino" and spec.device == "cpu" and spec.dtype in openvino_transformer.OPENVINO_PRECISIONS
         if spec.dtype != "float32" and not openvino_candidate:
             kwargs["model_kwargs"] = {"torch_dtype": getattr(torch, spec.dtype)}
         self.model = SentenceTransformer(model_path, **kwargs)
         if spec.max_seq_length:
             self.model.max_seq_length = spec.max_seq_length
-        self.dimension = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else self.model.get_sentence_embedding_dimension())
+        self.dimension = int(self.model.get_embedding_dimension())
         self.backend = "torch"
         self.precision = spec.dtype  # what the transformer actually computes in
         streams = max(1, min(self.threads, int(spec.streams or self.threads)))
@@ -175,11 +174,7 @@ class SentenceEmbedder:
         from arag.index.direct_encoding import DirectQueryEncoder
 
         spec = self.spec
-        resolve = getattr(self.model, "_resolve_prompt", None)  # the prompt encode() would prepend
-        if resolve is None:
-            log.info("embedder '%s': queries through encode() (this sentence-transformers does not say its prompt)", spec.name)
-            return
-        prompt = resolve(spec.query_prompt, spec.query_prompt_name)
+        prompt = self.model._resolve_prompt(spec.query_prompt, spec.query_prompt_name)  # the prompt encode() would prepend
         direct, why = DirectQueryEncoder.build(self.model, prompt, spec.batch_size, lambda texts: self._encode(texts, spec.query_prompt, spec.query_prompt_name))
         if direct is None:
             log.info("embedder '%s': queries through encode() (no direct path: %s)", spec.name, why)

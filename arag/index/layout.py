@@ -28,10 +28,6 @@ def sentence_id(part: int, row: int) -> int:
     return (part << PART_SHIFT) | row
 
 
-def part_of_sentence(sid: int) -> tuple[int, int]:
-    return sid >> PART_SHIFT, sid & ((1 << PART_SHIFT) - 1)
-
-
 def part_name(part: int) -> str:
     return f"part-{part:05d}"
 
@@ -108,7 +104,6 @@ def file_sizes(root: Path, paths: list[Path]) -> dict[str, int]:
 def missing_or_short(root: Path, sizes: dict[str, int]) -> list[str]:
     """The files of a commit record that are missing or not of their recorded size."""
     return [rel for rel, size in sizes.items() if not (root / rel).is_file() or (root / rel).stat().st_size != size]
-
 
 
 def write_json_atomic(target: Path, data: Any) -> None:

@@ -22,14 +22,11 @@ def cache_root(kind: str) -> Path:
 def cache_entry(kind: str, model_path: str, **material) -> Path:
     """The cache folder of what was derived from `model_path` with `material` (settings, library
     versions), keyed by those and the model folder's files: a change to any gives another folder."""
-    material.update(model=str(Path(model_path).resolve()), files=model_files(model_path))
+    root = Path(model_path).resolve()
+    files = sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
+    material.update(model=str(root), files=files)
     key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root(kind) / f"{Path(model_path).name}-{key}"
-
-
-def model_files(model_path: str) -> list[tuple[str, int, int]]:
-    root = Path(model_path).resolve()
-    return sorted((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
 
 
 def publish_folder(final: Path, write, marker: str, what: str) -> bool:

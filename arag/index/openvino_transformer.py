@@ -184,15 +184,10 @@ def _module_class():
                 self._requests.put(compiled.create_infer_request())
 
         def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **_ignored):
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(input_ids)
             given = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
-            feed = []
-            for name in self.input_names:
-                value = given[name]
-                if value is None:
-                    if name != "token_type_ids":
-                        raise ValueError(f"openvino encoder: missing input '{name}'")
-                    value = torch.zeros_like(input_ids)
-                feed.append(np.ascontiguousarray(value.detach().cpu().numpy(), dtype=np.int64))
+            feed = [np.ascontiguousarray(given[name].detach().cpu().numpy(), dtype=np.int64) for name in self.input_names]
             # a copy: the request reuses its output buffer
             hidden = self.run_request(feed, lambda out: torch.from_numpy(np.array(out, dtype=np.float32, copy=True)))
             return {"last_hidden_state": hidden}

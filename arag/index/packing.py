@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arag.corpus.documents import Document
-from arag.index.chunking import MIN_CHUNK_TOKENS, Chunk, SentenceSource, sentence_units
+from arag.index.chunking import Chunk, SentenceSource, sentence_units
 from arag.index.sentences import sentence_spans
 from arag.index.tokens import count_tokens
 
@@ -36,13 +36,10 @@ class _Unit:
 
 
 class WindowPacker:
-    """Packs the documents of one part, given in corpus order, into overlapping windows."""
+    """Packs the documents of one part, given in corpus order, into overlapping windows (the sizes
+    as arag.index.parts.ChunkingSettings checks them)."""
 
     def __init__(self, part: int, chunk_tokens: int = 1000, chunk_overlap: int = 100, language: str = "en"):
-        if chunk_tokens < MIN_CHUNK_TOKENS:
-            raise ValueError(f"chunk_tokens must be at least {MIN_CHUNK_TOKENS}, got {chunk_tokens}")
-        if not 0 <= chunk_overlap < chunk_tokens:
-            raise ValueError(f"chunk_overlap must be at least 0 and less than chunk_tokens ({chunk_tokens}), got {chunk_overlap}")
         self.part, self.chunk_tokens, self.chunk_overlap, self.language = part, chunk_tokens, chunk_overlap, language
         self.window: list[_Unit] = []
         self.tokens = 0  # estimated tokens of the window

@@ -178,40 +178,38 @@ def build_or_keep_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSett
     stat = input_stat(spec, part)  # before reading: an edit made while reading shows as a change next time
     num_documents = 0
     digest = InputDigest()
-    with (
+    with (  # the writers close before their files are committed
         atomic_path(layout.chunks(part.part)) as chunks_tmp,
         atomic_path(layout.sentences(part.part)) as sentences_tmp,
         atomic_path(layout.rejects(part.part)) as rejects_tmp,
+        pq.ParquetWriter(chunks_tmp, CHUNK_SCHEMA, compression="zstd") as cw,
+        pq.ParquetWriter(sentences_tmp, SENTENCE_SCHEMA, compression="zstd") as sw,
+        pq.ParquetWriter(rejects_tmp, REJECT_SCHEMA, compression="zstd") as rw,
     ):
-        with (
-            pq.ParquetWriter(chunks_tmp, CHUNK_SCHEMA, compression="zstd") as cw,
-            pq.ParquetWriter(sentences_tmp, SENTENCE_SCHEMA, compression="zstd") as sw,
-            pq.ParquetWriter(rejects_tmp, REJECT_SCHEMA, compression="zstd") as rw,
-        ):
-            chunks, sentences, rejects = _ColumnBuffer(cw, CHUNK_SCHEMA), _ColumnBuffer(sw, SENTENCE_SCHEMA), _ColumnBuffer(rw, REJECT_SCHEMA)
+        chunks, sentences, rejects = _ColumnBuffer(cw, CHUNK_SCHEMA), _ColumnBuffer(sw, SENTENCE_SCHEMA), _ColumnBuffer(rw, REJECT_SCHEMA)
 
-            def write(done: list[Chunk]) -> None:
-                for c in done:
-                    chunks.add(c.chunk_id, c.doc_id, c.title, c.position, c.text, c.n_tokens)
-                    for s, src in zip(c.sentences, c.sources, strict=True):
-                        sentences.add(sentence_id(part.part, sentences.total), c.chunk_id, s, src.doc_id, src.title, src.ordinal)
+        def write(done: list[Chunk]) -> None:
+            for c in done:
+                chunks.add(c.chunk_id, c.doc_id, c.title, c.position, c.text, c.n_tokens)
+                for s, src in zip(c.sentences, c.sources, strict=True):
+                    sentences.add(sentence_id(part.part, sentences.total), c.chunk_id, s, src.doc_id, src.title, src.ordinal)
 
-            packer = WindowPacker(part.part, settings.chunk_tokens, settings.chunk_overlap, settings.language) if settings.mode == PACKED else None
-            for item in read_part(spec, part, digest):
-                if isinstance(item, Reject):
-                    rejects.add(item.source, item.line, item.reason, item.raw)
-                    continue
-                # per_document: the document's chunks; packed: the windows it completed (None: no sentences)
-                doc_chunks = packer.add(item) if packer is not None else (chunk_document(item, settings.chunk_tokens, settings.language) or None)
-                if doc_chunks is None:
-                    rejects.add(item.source, item.line, "no sentences found in the text", item.text[: Reject.MAX_RAW_CHARS])
-                    continue
-                num_documents += 1
-                write(doc_chunks)
-            if packer is not None:
-                write(packer.finish())  # the part ends the last window
-            for buf in (chunks, sentences, rejects):
-                buf.flush()
+        packer = WindowPacker(part.part, settings.chunk_tokens, settings.chunk_overlap, settings.language) if settings.mode == PACKED else None
+        for item in read_part(spec, part, digest):
+            if isinstance(item, Reject):
+                rejects.add(item.source, item.line, item.reason, item.raw)
+                continue
+            # per_document: the document's chunks; packed: the windows it completed (None: no sentences)
+            doc_chunks = packer.add(item) if packer is not None else (chunk_document(item, settings.chunk_tokens, settings.language) or None)
+            if doc_chunks is None:
+                rejects.add(item.source, item.line, "no sentences found in the text", item.text[: Reject.MAX_RAW_CHARS])
+                continue
+            num_documents += 1
+            write(doc_chunks)
+        if packer is not None:
+            write(packer.finish())  # the part ends the last window
+        for buf in (chunks, sentences, rejects):
+            buf.flush()
     record = PartRecord(
         part=part.part,
         input=part.file,

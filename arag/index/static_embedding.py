@@ -71,10 +71,6 @@ class StaticSpec:
         return from_settings(cls, {k: value[k] for k in value.keys()}, "embedder.static")
 
 
-def static_cache_root() -> Path:
-    return model_cache.cache_root("static")
-
-
 def cache_entry(model_path: str, static: StaticSpec) -> Path:
     versions = {pkg: installed_version(pkg) for pkg in (LIBRARY, "skeletoken", "torch", "transformers", "tokenizers")}
     return model_cache.cache_entry("static", model_path, format=STATIC_CACHE_FORMAT, settings=asdict(static), versions=versions)

@@ -15,7 +15,7 @@ import pytest
 from arag.corpus.readers import CorpusSpec, plan_parts
 from arag.index.build import BuildAction, IndexDirectoryError, IndexSettings, prepare_directory
 from arag.index.embedding import EmbedderSpec
-from arag.index.layout import IndexLayout, part_of_sentence
+from arag.index.layout import PART_SHIFT, IndexLayout
 from arag.index.parts import ChunkingSettings, build_part
 from arag.index.store import IncompleteIndexError, open_index
 from arag.index.vectors import stored_vectors
@@ -87,7 +87,7 @@ def test_build_writes_consistent_chunks_sentences_vectors_and_manifest(multi_par
         shard = faiss.read_index(str(part.vectors))
         assert shard.ntotal == part.num_sentences and shard.d == m["embedding"]["dimension"] == 384
         ids = faiss.vector_to_array(shard.id_map)
-        assert all(part_of_sentence(int(i))[0] == part.part for i in ids)
+        assert all(int(i) >> PART_SHIFT == part.part for i in ids)
         faiss_ids.append(ids)
         vecs = np.vstack([shard.reconstruct(int(i)) for i in ids[:5]])
         assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)

@@ -25,8 +25,9 @@ from arag.index import static_embedding  # noqa: E402
 from arag.index.build import IndexSettings  # noqa: E402
 from arag.index.embedding import EmbedderSpec, SentenceEmbedder  # noqa: E402
 from arag.index.fingerprint import index_build_fingerprint, index_fingerprint  # noqa: E402
+from arag.index.model_cache import cache_root  # noqa: E402
 from arag.index.parts import ChunkingSettings  # noqa: E402
-from arag.index.static_embedding import StaticSpec, static_cache_root  # noqa: E402
+from arag.index.static_embedding import StaticSpec  # noqa: E402
 from arag.runtime.index_job import build_index  # noqa: E402
 from arag.strict_settings import UnknownSettingError  # noqa: E402
 from tests.conftest import SAMPLE_PASSAGES, write_jsonl  # noqa: E402
@@ -96,9 +97,9 @@ def test_bad_static_settings_are_one_line_errors():
 def test_distilled_once_then_read_from_the_cache(small_spec, tmp_path, monkeypatch):
     monkeypatch.setenv("ARAG_CACHE_DIR", str(tmp_path))
     first = SentenceEmbedder(small_spec)
-    entries = [p for p in static_cache_root().iterdir() if not p.name.startswith(".")]
+    entries = [p for p in cache_root("static").iterdir() if not p.name.startswith(".")]
     assert len(entries) == 1 and (entries[0] / static_embedding.MARKER).exists()  # published whole, no temporary left
-    assert not [p for p in static_cache_root().iterdir() if p.name.startswith(".")]
+    assert not [p for p in cache_root("static").iterdir() if p.name.startswith(".")]
 
     def no_distillation(*args):
         raise AssertionError("distilled again although the cache holds the model")
@@ -122,7 +123,7 @@ def test_distilled_once_then_read_from_the_cache(small_spec, tmp_path, monkeypat
 
 def ray_cache_root(ray_local) -> Path:
     """Where the Ray workers (the build's embedding actors) keep the static models."""
-    return Path(ray_local.get(ray_local.remote(lambda: str(static_cache_root())).remote()))
+    return Path(ray_local.get(ray_local.remote(lambda: str(cache_root("static"))).remote()))
 
 
 def build_and_check(spec: EmbedderSpec, corpus: Path, root: Path):
@@ -149,7 +150,7 @@ def test_an_index_built_with_the_static_model_searches_with_it(small_spec, ray_l
 
     cache = ray_cache_root(ray_local)
     monkeypatch.setenv("ARAG_CACHE_DIR", str(cache.parent.parent))  # this process shares the actors' cache
-    assert static_cache_root() == cache
+    assert cache_root("static") == cache
     SentenceEmbedder(small_spec)  # distils (or finds) the model
     entry = static_embedding.cache_entry(small_spec.resolve_path(), small_spec.static)
     try:

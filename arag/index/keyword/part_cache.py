@@ -245,14 +245,6 @@ class PartCache:
         self.words = WordPostings(self.dir, self.num_chunks)
         self._extra: list[str] | None = None
 
-    def _pieces(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-        """(record batch, positions in `rows`, rows within that batch) for ascending `rows`."""
-        which = positions(self.bounds, rows, side="right") - 1
-        cuts = np.flatnonzero(np.diff(which)) + 1
-        for lo, hi in zip(np.concatenate(([0], cuts)).tolist(), np.concatenate((cuts, [len(rows)])).tolist()):
-            b = int(which[lo])
-            yield b, np.arange(lo, hi), rows[lo:hi] - self.bounds[b]
-
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
         """Columns of the chunks at local `rows` (in that order) as Python lists, equal to Arrow's `take`.
 
@@ -341,7 +333,9 @@ class PartCache:
 
     def _gather_texts(self, rows: np.ndarray) -> pa.Array:
         """The texts of ascending local `rows`, copied out of the mapped file (a take per record batch)."""
-        pieces = [self._texts[b].take(pa.array(local)) for b, _, local in self._pieces(rows)]
+        batch = positions(self.bounds, rows, side="right") - 1
+        cuts = np.flatnonzero(np.diff(batch)) + 1
+        pieces = [self._texts[b[0]].take(pa.array(r - self.bounds[b[0]])) for b, r in zip(np.split(batch, cuts), np.split(rows, cuts))]
         return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
     def keyword_counts(self, lowered_keyword: str) -> tuple[np.ndarray, np.ndarray, int]:
