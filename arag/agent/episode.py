@@ -100,11 +100,8 @@ def pack_messages(messages: list[dict[str, Any]], tool_calls: list[dict[str, Any
         content = message.get("content")
         found = None
         if isinstance(content, str) and message.get("role") in ("tool", "user") and len(content) >= MIN_SHARED_CHARS:
-            for i, call in enumerate(tool_calls):
-                text = call.get("text") or ""
-                if i not in used and len(text) >= MIN_SHARED_CHARS and content.count(text) == 1:
-                    found = i
-                    break
+            texts = ((i, call.get("text") or "") for i, call in enumerate(tool_calls) if i not in used)
+            found = next((i for i, text in texts if len(text) >= MIN_SHARED_CHARS and content.count(text) == 1), None)
         if found is None:
             out.append(message)
             continue

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol, shown_ids_only
+from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction
+from arag.agent.protocols import describe_actions, get_protocol, shown_ids_only
 from arag.agent.episode import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
 from arag.index.tokens import count_tokens
 from arag.llm.base import LLMBackend, reply_room
@@ -134,7 +135,7 @@ class Agent:
         messages.extend(initial)
         ep.tool_calls.extend(pre)
         if isinstance(self.protocol, JsonProtocol):
-            messages[0] = Message("system", messages[0].content + "\n\n" + self._json_instructions())
+            messages[0] = Message("system", messages[0].content + "\n\n" + describe_actions(self.tool_schemas))
         conversation = sum(estimate_tokens(m) for m in messages)
         refusals = 0
         shown: list[str] = []  # chunk ids shown so far, in order (guard_rails.shown_chunk_ids_only)
@@ -313,24 +314,21 @@ class Agent:
             if shown or s["function"]["name"] not in restricted
         ]
 
-    def _json_instructions(self) -> str:
-        from arag.agent.protocols import describe_actions
-
-        if not self.tool_schemas:
-            return 'Reply with exactly one JSON object and nothing else: {"answer": "<answer>"}'
-        return describe_actions(self.tool_schemas)
-
     def _refuse_answer(self, ep: Episode, refusals: int) -> bool:
         rails = self.config.guard_rails
         if not (rails.require_read_before_answer and self.allowed and refusals < rails.max_refusals):
             return False
-        read = any(c.retrieved_tokens and not c.error and shows_full_text(c.name, self.method.full_text) for c in ep.tool_calls)
-        return not read
+        return not any(c.retrieved_tokens and not c.error and shows_full_text(c.name, self.method.full_text) for c in ep.tool_calls)
 
     async def _call_model(self, messages: list[Message], request: dict[str, Any], step: int, ep: Episode, final: bool) -> Completion:
         cfg = self.config
         attempts = 0
         started = time.perf_counter()
+
+        def record_call(*usage: int | None, **fields: Any) -> None:
+            latency_s = time.perf_counter() - started - queued.seconds
+            ep.model_calls.append(ModelCallRecord(step, *usage, latency_s, attempts, final=final, queued_s=queued.seconds, **fields))
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(max(1, cfg.llm_attempts)),
             wait=wait_exponential_jitter(multiplier=cfg.backoff_initial_s, max=cfg.backoff_max_s, jitter=cfg.backoff_jitter_s),
@@ -345,24 +343,12 @@ class Agent:
                         completion = await self.backend.acomplete(list(messages), max_tokens=cfg.max_reply_tokens, **request)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {str(exc)[:300]}"
-            ep.model_calls.append(ModelCallRecord(step, None, None, None, time.perf_counter() - started - queued.seconds, attempts, final=final, error=reason, queued_s=queued.seconds))
+            record_call(None, None, None, error=reason)
             raise EpisodeFailed(f"model call failed after {attempts} attempt(s): {reason}") from exc
         if not isinstance(completion, Completion):
             raise EpisodeFailed(f"backend returned {type(completion).__name__}, not a Completion")
-        ep.model_calls.append(
-            ModelCallRecord(
-                step,
-                completion.prompt_tokens,
-                completion.completion_tokens,
-                completion.reasoning_tokens,
-                time.perf_counter() - started - queued.seconds,
-                attempts,
-                completion.finish_reason,
-                final=final,
-                raw=completion.text or "",
-                queued_s=queued.seconds,
-            )
-        )
+        usage = (completion.prompt_tokens, completion.completion_tokens, completion.reasoning_tokens)
+        record_call(*usage, finish_reason=completion.finish_reason, raw=completion.text or "")
         return completion
 
     async def _run_tool(self, action: ToolAction, step: int, ep: Episode, tracker: Any) -> Message:
@@ -429,12 +415,7 @@ def chunk_ids_shown(chunk_ids: list[str], text: str, kept_chars: int) -> list[st
     (arag.tools.render.chunk_header_end); an id without a header (document tools' lines) stays."""
     from arag.tools.render import chunk_header_end
 
-    shown = []
-    for chunk_id in chunk_ids:
-        end = chunk_header_end(text, chunk_id)
-        if end <= kept_chars:
-            shown.append(chunk_id)
-    return shown
+    return [chunk_id for chunk_id in chunk_ids if chunk_header_end(text, chunk_id) <= kept_chars]
 
 
 def truncate_tokens(text: str, max_tokens: int) -> str:

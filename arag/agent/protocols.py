@@ -19,21 +19,16 @@ import jsonschema
 
 from arag.llm.types import Completion, Message
 
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"answer": {"type": "string"}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
 
+def closed_object(**properties: Any) -> dict[str, Any]:
+    """A JSON schema object of exactly these (required) properties."""
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+ANSWER_SCHEMA = closed_object(answer={"type": "string"})
 # What a parsed reply must look like before it is acted on. Tool names and arguments are checked by
 # the loop and the tools themselves, which give the model precise messages.
-ENVELOPE_SCHEMA: dict[str, Any] = {
-    "oneOf": [
-        {"type": "object", "properties": {"tool": {"type": "string"}, "arguments": {"type": "object"}}, "required": ["tool", "arguments"], "additionalProperties": False},
-        ANSWER_SCHEMA,
-    ]
-}
+ENVELOPE_SCHEMA: dict[str, Any] = {"oneOf": [closed_object(tool={"type": "string"}, arguments={"type": "object"}), ANSWER_SCHEMA]}
 _ENVELOPE = jsonschema.Draft202012Validator(ENVELOPE_SCHEMA)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 # The opening of an answer object, up to the first character of the answer string.
@@ -66,17 +61,7 @@ Action = Union[ToolAction, AnswerAction, InvalidAction]
 
 def json_action_schema(tool_schemas: list[dict[str, Any]], allow_answer: bool = True) -> dict[str, Any]:
     """oneOf: a branch per tool ({"tool": const name, "arguments": its parameters}) and, if allowed, the answer."""
-    branches = []
-    for s in tool_schemas:
-        fn = s["function"]
-        branches.append(
-            {
-                "type": "object",
-                "properties": {"tool": {"const": fn["name"]}, "arguments": fn["parameters"]},
-                "required": ["tool", "arguments"],
-                "additionalProperties": False,
-            }
-        )
+    branches = [closed_object(tool={"const": s["function"]["name"]}, arguments=s["function"]["parameters"]) for s in tool_schemas]
     if allow_answer or not branches:
         branches.append(ANSWER_SCHEMA)
     return {"oneOf": branches} if len(branches) > 1 else branches[0]
@@ -104,6 +89,8 @@ def _placeholder(name: str, prop: dict[str, Any]) -> str:
 
 def describe_actions(tool_schemas: list[dict[str, Any]]) -> str:
     """Plain-text description of the JSON actions, put into the system prompt for the JSON protocol."""
+    if not tool_schemas:
+        return 'Reply with exactly one JSON object and nothing else: {"answer": "<answer>"}'
     lines = ["Reply with exactly one JSON object and nothing else. Either call one tool:"]
     for s in tool_schemas:
         fn = s["function"]

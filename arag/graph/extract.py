@@ -190,6 +190,12 @@ class ChatModelTask:
             self._backend = make_backend(self.model_cfg)
         return self._backend
 
+    def reply(self, user_text: str, schema: dict[str, Any]) -> str:
+        """The model's reply to the task's prompt and `user_text` (`schema` enforced under the json protocol)."""
+        request = {"response_schema": schema} if self.json_protocol else {}
+        messages = [Message("system", self.prompt), Message("user", user_text)]
+        return self.backend.complete(messages, max_tokens=self.max_tokens, **request).text or ""
+
 
 class LLMExtractor(ChatModelTask):
     def __init__(self, model: Mapping[str, Any], prompt: str = OPENIE_PROMPT, max_tokens: int = 512, backend: Any = None):
@@ -200,10 +206,7 @@ class LLMExtractor(ChatModelTask):
 
     def extract(self, chunk: Chunk) -> Extraction:
         titles = "; ".join(t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip())  # a packed window's titles, one line
-        messages = [Message("system", self.prompt), Message("user", f"Passage (title: {titles}):\n{chunk.text}")]
-        schema = {"response_schema": TRIPLES_SCHEMA} if self.json_protocol else {}
-        completion = self.backend.complete(messages, max_tokens=self.max_tokens, **schema)
-        return parse_triples(completion.text or "")
+        return parse_triples(self.reply(f"Passage (title: {titles}):\n{chunk.text}", TRIPLES_SCHEMA))
 
 
 def unfenced(raw: str) -> str:

@@ -10,7 +10,6 @@ import json
 from typing import Any, Mapping
 
 from arag.graph.extract import ChatModelTask, ExtractionReject, unfenced
-from arag.llm.types import Message
 
 SUMMARY_MODES = ("llm", "extractive")
 EXTRACTIVE_LABEL = "extractive"
@@ -42,10 +41,7 @@ class LLMSummariser(ChatModelTask):
         return {"kind": "llm", "version": 1, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": dict(model_identity), "max_tokens": self.max_tokens}
 
     def summarise(self, title: str, text: str) -> str:
-        messages = [Message("system", self.prompt), Message("user", f"Document (title: {title}):\n{text}")]
-        schema = {"response_schema": SUMMARY_SCHEMA} if self.json_protocol else {}
-        completion = self.backend.complete(messages, max_tokens=self.max_tokens, **schema)
-        return parse_summary(completion.text or "", json_reply=self.json_protocol)
+        return parse_summary(self.reply(f"Document (title: {title}):\n{text}", SUMMARY_SCHEMA), json_reply=self.json_protocol)
 
 
 def parse_summary(raw: str, json_reply: bool = True) -> str:

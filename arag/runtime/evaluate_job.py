@@ -17,7 +17,6 @@ import os
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Callable
 
 import ray
@@ -32,9 +31,6 @@ from arag.llm.factory import backend_caps, default_concurrency, worker_overrides
 from arag.open_files import ensure_open_files
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
-
-_bar = partial(progress_bar, unit="ep", smoothing=0.1)
-_fault_point = partial(hold_at_fault_point, job="evaluation")
 
 log = logging.getLogger("arag.runtime.evaluate")
 
@@ -73,7 +69,6 @@ class EpisodeWorker:
         overrides: list[str],
         episode_timeout_s: float | None,
         model_overrides: dict[str, Any] | None = None,
-        threads: int = 32,
         secrets: dict[str, str] | None = None,
         episodes_at_once: int | None = None,
     ):
@@ -89,7 +84,7 @@ class EpisodeWorker:
         os.environ.update(secrets or {})
 
         self.node = ray.get_runtime_context().get_node_id()
-        self.threads = threads
+        self.threads = max(32, int(episodes_at_once or 1) + 4)
         self.runner = EpisodeRunner(
             RunSettings.from_json(settings), overrides=overrides, episode_timeout_s=episode_timeout_s, model_overrides=model_overrides, episodes_at_once=episodes_at_once
         )
@@ -188,7 +183,7 @@ class EpisodeScheduler:
     def run(self) -> EvalCounts:
         for slot in range(max(1, self.runtime.workers)):
             self.spawn(slot)
-        self.bar = _bar(self.total, self.settings.method_name, self.progress)
+        self.bar = progress_bar(self.total, self.settings.method_name, self.progress, unit="ep", smoothing=0.1)
         try:
             while self.pending or self.inflight:
                 self.dispatch()
@@ -297,7 +292,7 @@ class EpisodeScheduler:
             options["scheduling_strategy"] = "SPREAD"
         model_overrides = {**self.model_caps, **worker_overrides(self.settings.model, slot, self.engines)}
         handle = self.actor_cls.options(**options).remote(
-            self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, threads=max(32, self.concurrency + 4), secrets=self.secrets,
+            self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, secrets=self.secrets,
             episodes_at_once=self.concurrency,
         )
         self.workers[self.next_id] = _Worker(handle, slot)
@@ -340,7 +335,7 @@ class EpisodeScheduler:
         self.store.write(self.buffer)
         self.buffer.clear()
         self.counts.batches += 1
-        _fault_point("ARAG_FAULT_HANG_AFTER_BATCHES", self.counts.batches)
+        hold_at_fault_point("ARAG_FAULT_HANG_AFTER_BATCHES", self.counts.batches, "evaluation")
 
     def close(self) -> None:
         """Rows already received are whole episodes: keep them even when the loop is interrupted."""

@@ -150,12 +150,8 @@ def _part_files(plan: list[InputPart], parts: list[int]) -> str:
 
 def _parts_touched_since_read(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart]) -> list[InputPart]:
     """Parts without a record or whose input's size or mtime changed since."""
-    touched = []
-    for part in plan:
-        record = read_part_record(layout, part.part)
-        if record is None or not unchanged_since_read(settings.corpus, part, record):
-            touched.append(part)
-    return touched
+    records = [(part, read_part_record(layout, part.part)) for part in plan]
+    return [part for part, record in records if record is None or not unchanged_since_read(settings.corpus, part, record)]
 
 
 def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool) -> list[int]:
