@@ -53,7 +53,6 @@ class AnswerAction:
 @dataclass
 class InvalidAction:
     reason: str
-    raw: str
 
 
 Action = Union[ToolAction, AnswerAction, InvalidAction]
@@ -137,7 +136,7 @@ class NativeProtocol(ActionProtocol):
             return [ToolAction(c.name, c.arguments, c.id) for c in completion.tool_calls]
         text = (completion.text or "").strip()
         if not text:
-            return [InvalidAction("the reply was empty: call a tool or write the answer", completion.text or "")]
+            return [InvalidAction("the reply was empty: call a tool or write the answer")]
         return [AnswerAction(text)]
 
     def assistant_message(self, completion: Completion) -> Message:
@@ -154,8 +153,7 @@ class JsonProtocol(ActionProtocol):
         return {"response_schema": json_action_schema(tool_schemas, allow_answer)}
 
     def parse(self, completion: Completion) -> list[Action]:
-        raw = completion.text or ""
-        text = raw.strip()
+        text = (completion.text or "").strip()
         fenced = _FENCE.match(text)
         if fenced:
             text = fenced.group(1)
@@ -166,11 +164,10 @@ class JsonProtocol(ActionProtocol):
                 partial = cut_off_answer(text)
                 if partial:
                     return [AnswerAction(partial, cut_off=True)]
-                return [InvalidAction("the reply was cut off at the reply-length limit before its JSON ended: write a shorter reply", raw)]
-            return [InvalidAction(f"the reply is not valid JSON ({str(exc)[:120]})", raw)]
-        errors = list(_ENVELOPE.iter_errors(value)) if isinstance(value, dict) else None
-        if errors is None or errors:
-            return [InvalidAction('the reply must be one JSON object: {"tool": <name>, "arguments": {...}} or {"answer": "..."}', raw)]
+                return [InvalidAction("the reply was cut off at the reply-length limit before its JSON ended: write a shorter reply")]
+            return [InvalidAction(f"the reply is not valid JSON ({str(exc)[:120]})")]
+        if not _ENVELOPE.is_valid(value):  # both branches are objects: a list or a number fails too
+            return [InvalidAction('the reply must be one JSON object: {"tool": <name>, "arguments": {...}} or {"answer": "..."}')]
         if "answer" in value:
             return [AnswerAction(value["answer"].strip())]
         return [ToolAction(value["tool"], value["arguments"])]

@@ -215,12 +215,16 @@ def unfenced(raw: str) -> str:
     return fence.group(1).strip() if fence else text
 
 
-def parse_triples(raw: str) -> Extraction:
-    text = unfenced(raw)
+def parse_json_reply(raw: str, what: str = "") -> Any:
+    """The JSON value of a model's reply, fenced or not; else `ExtractionReject` (its reason prefixed by `what`)."""
     try:
-        data = json.loads(text)
+        return json.loads(unfenced(raw))
     except ValueError as exc:
-        raise ExtractionReject(f"reply is not JSON: {exc}", raw) from None
+        raise ExtractionReject(f"{what}reply is not JSON: {exc}", raw) from None
+
+
+def parse_triples(raw: str) -> Extraction:
+    data = parse_json_reply(raw)
     items = data.get("triples") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise ExtractionReject("reply has no list of triples", raw)

@@ -6,10 +6,9 @@ The paper does not say how they are written: an LLM summary of the first chunk i
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Mapping
 
-from arag.graph.extract import ChatModelTask, ExtractionReject, unfenced
+from arag.graph.extract import ChatModelTask, ExtractionReject, parse_json_reply, unfenced
 
 SUMMARY_MODES = ("llm", "extractive")
 EXTRACTIVE_LABEL = "extractive"
@@ -48,10 +47,7 @@ def parse_summary(raw: str, json_reply: bool = True) -> str:
     """The summary of a JSON reply (with `json_reply=False` plain text too); else `ExtractionReject`."""
     text = unfenced(raw)
     if json_reply or text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ExtractionReject(f"summary: reply is not JSON: {exc}", raw) from None
+        data = parse_json_reply(raw, "summary: ")
         text = str(data.get("summary") or "").strip() if isinstance(data, dict) else ""
         if not text:
             raise ExtractionReject("summary: reply has no summary", raw)
