@@ -62,10 +62,8 @@ class Episode:
         return sum(c.retrieved_tokens for c in self.tool_calls)
 
     def token_totals(self) -> dict[str, int]:
-        def total(attr: str) -> int:
-            return sum(getattr(m, attr) or 0 for m in self.model_calls)
-
-        return {"prompt_tokens": total("prompt_tokens"), "completion_tokens": total("completion_tokens"), "reasoning_tokens": total("reasoning_tokens")}
+        keys = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
+        return {key: sum(getattr(m, key) or 0 for m in self.model_calls) for key in keys}
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

@@ -92,10 +92,9 @@ class Agent:
         self.tool_schemas = self.method.tool_schemas()
         self.allowed = tuple(method.tools)
         self.shown_id_arguments = shown_id_arguments(self.allowed)
-        if self.config.guard_rails.tool_steps and not isinstance(self.protocol, JsonProtocol):
-            raise ValueError("guard_rails.tool_steps needs the json protocol (its schema drops the answer branch)")
-        if self.config.guard_rails.shown_chunk_ids_only and not isinstance(self.protocol, JsonProtocol):
-            raise ValueError("guard_rails.shown_chunk_ids_only needs the json protocol (its schema lists the ids shown)")
+        for rail, why in (("tool_steps", "its schema drops the answer branch"), ("shown_chunk_ids_only", "its schema lists the ids shown")):
+            if getattr(self.config.guard_rails, rail) and not isinstance(self.protocol, JsonProtocol):
+                raise ValueError(f"guard_rails.{rail} needs the json protocol ({why})")
 
     def run(self, question: str, question_id: str | None = None) -> Episode:
         return asyncio.run(self.arun(question, question_id))
