@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from arag.agent.context import ContextManager, Observation, compacts_context, forced_summarize_schema
 from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction
 from arag.agent.protocols import describe_actions, get_protocol, shown_ids_only
 from arag.agent.episode import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
-from arag.index.tokens import count_tokens
+from arag.index.tokens import count_tokens, encoding
 from arag.llm.base import LLMBackend, reply_room
 from arag.llm.slots import queue_clock
 from arag.llm.types import Completion, LLMError, Message
@@ -27,8 +28,11 @@ from arag.config.schemas import PAPER_TOKEN_BUDGET, AgentConfig, GuardRails  # n
 
 from arag.methods import shows_full_text
 from arag.methods.base import Method
+from arag.tools.failures import INFRASTRUCTURE, UNKNOWN_TOOL, ToolInfrastructureError, checked
+from arag.tools.registry import TOOLS
+from arag.tools.render import chunk_header_end
 
-if TYPE_CHECKING:  # the tools (and their index readers) load only when an episode needs them
+if TYPE_CHECKING:  # the tool context (and its index readers) loads only when an episode needs it
     from arag.tools import ToolContext
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.
@@ -45,8 +49,6 @@ CONTEXT_MARGIN_TOKENS = 1536
 def read_first_note(tools: Sequence[str]) -> str:
     """What the read-before-answer guard rail tells the agent: read with the method's tools whose results
     are whole texts (arag.methods.shows_full_text). A text the model sees, so part of the run id."""
-    from arag.tools.registry import TOOLS
-
     readers = [t for t in tools if shows_full_text(t, False)]
     if readers and all(t in TOOLS and TOOLS[t].unit == "document" for t in readers):
         what, unit = "documents", "document"
@@ -58,8 +60,6 @@ def read_first_note(tools: Sequence[str]) -> str:
 
 def shown_id_arguments(tools: Sequence[str]) -> dict[str, str]:
     """Tool -> its argument that takes chunk ids shown by earlier results (ToolSpec.shown_ids_argument)."""
-    from arag.tools.registry import TOOLS
-
     return {t: TOOLS[t].shown_ids_argument for t in tools if t in TOOLS and TOOLS[t].shown_ids_argument}
 
 
@@ -212,18 +212,14 @@ class Agent:
         ep.answer_cut_off = answers[0].cut_off
         ep.status = ANSWERED
 
-    def _context_manager(self) -> Any:
+    def _context_manager(self) -> ContextManager | None:
         if not (self.method.manages_context and self.tool_schemas):
             return None
-        from arag.agent.context import ContextManager
-
         budgets = [b for b in (getattr(self.method, "context_budget", None), self.config.token_budget) if b is not None]
         return ContextManager(budget=min(budgets), warn_fraction=getattr(self.method, "warn_fraction", 0.9)) if budgets else None
 
     def _after_tool(self, manager: Any, action: ToolAction, record: ToolCallRecord, messages: list[Message], conversation: int) -> int:
         """Register the observation just appended; a successful summarize compacts the conversation."""
-        from arag.agent.context import Observation, compacts_context
-
         manager.observed(len(messages) - 1, Observation(record.name, record.ref_ids, lambda text, a=action: self.protocol.observation(a, text), record.text))
         if compacts_context(record.name) and not record.error:
             manager.compact(messages, set(record.ref_ids))
@@ -233,8 +229,6 @@ class Agent:
     async def _forced_summarize(self, manager: Any, messages: list[Message], conversation: int, step: int, ep: Episode, tracker: Any) -> int:
         """At the budget: ask for a summarize (the only tool offered) and compact; without a valid one,
         every referenced result is removed. The loop then goes on."""
-        from arag.agent.context import compacts_context, forced_summarize_schema
-
         ep.forced_summaries += 1
         shown = manager.shown_ref_ids()
         messages.append(manager.force_request(conversation, shown))
@@ -353,8 +347,6 @@ class Agent:
     async def _run_tool(self, action: ToolAction, step: int, ep: Episode, tracker: Any) -> Message:
         started = time.perf_counter()
         record = ToolCallRecord(step=step, name=str(action.name)[:200], arguments=recorded_arguments(action.arguments), text="")
-        from arag.tools.failures import INFRASTRUCTURE, UNKNOWN_TOOL, ToolInfrastructureError, checked
-
         if action.name not in self.allowed:
             allowed = ", ".join(self.allowed) or "none (answer directly)"
             record.error, record.failure = "unknown tool", UNKNOWN_TOOL
@@ -412,15 +404,11 @@ def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> st
 def chunk_ids_shown(chunk_ids: list[str], text: str, kept_chars: int) -> list[str]:
     """The chunks of a result cut to `kept_chars` characters whose header kept its whole id
     (arag.tools.render.chunk_header_end); an id without a header (document tools' lines) stays."""
-    from arag.tools.render import chunk_header_end
-
     return [chunk_id for chunk_id in chunk_ids if chunk_header_end(text, chunk_id) <= kept_chars]
 
 
 def truncate_tokens(text: str, max_tokens: int) -> str:
     """The first `max_tokens` tokens of `text` (cl100k_base, the budget's tokenizer)."""
-    from arag.index.tokens import encoding
-
     tokens = encoding().encode_ordinary(text)
     return text if len(tokens) <= max_tokens else encoding().decode(tokens[:max_tokens])
 

@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,7 +26,7 @@ from arag.config.schemas import EvalRuntime
 from arag.evaluation.questions import Question
 from arag.evaluation.rows import OK
 from arag.evaluation.results import RunStore
-from arag.evaluation.runner import failed_row
+from arag.evaluation.runner import EpisodeRunner, failed_row
 from arag.evaluation.run_settings import RunSettings
 from arag.llm.factory import backend_caps, default_concurrency, worker_overrides
 from arag.open_files import ensure_open_files
@@ -72,8 +73,6 @@ class EpisodeWorker:
         secrets: dict[str, str] | None = None,
         episodes_at_once: int | None = None,
     ):
-        from arag.evaluation.runner import EpisodeRunner
-
         # One model connection and one tool-server connection per episode in flight.
         short = ensure_open_files(2 * max(1, int(episodes_at_once or 1)), f"runtime.concurrency={episodes_at_once} episodes in flight")
         if short:
@@ -94,8 +93,6 @@ class EpisodeWorker:
         # recall, reaching a vLLM engine) run in the event loop's default executor, which asyncio sizes
         # to the machine's cores (at most 32 threads): with more episodes in flight they queued for a
         # thread. One thread per episode in flight, since an episode runs one such step at a time.
-        from concurrent.futures import ThreadPoolExecutor
-
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="arag-episode"))
         return self.node
 

@@ -10,6 +10,8 @@ import logging
 import time
 from typing import Callable
 
+import ray
+
 from arag.config.schemas import EmbedRuntime  # the `runtime.embed` node's schema, re-exported here
 from arag.corpus.readers import CorpusSpec, InputPart, plan_parts
 from arag.index.build import (
@@ -69,8 +71,6 @@ class _PartEmbedder:
     """Phase 2's actor: loads the model once, embeds whole parts and writes their shards where it runs."""
 
     def __init__(self, spec: EmbedderSpec, root: str, factory: str, sentences_per_call: int):
-        import ray
-
         self.model = SentenceEmbedder(spec)
         self.layout = IndexLayout(root)
         self.factory, self.sentences_per_call = factory, sentences_per_call
@@ -137,8 +137,6 @@ def build_index(
 
 def _find_duplicates_on_a_worker(layout: IndexLayout, records: list[PartRecord]) -> list[tuple[str, int]]:
     """The duplicate chunk id check as one Ray task: only the duplicates come back."""
-    import ray
-
     check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)
     return [tuple(d) for d in ray.get(check.remote(layout, records))]
 
