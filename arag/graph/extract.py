@@ -190,6 +190,12 @@ class ChatModelTask:
             self._backend = make_backend(self.model_cfg)
         return self._backend
 
+    def task_identity(self, **fields: Any) -> dict[str, Any]:
+        """The task as a graph's identity records it: `fields`, the prompt's digest, the model without secrets."""
+        digest = hashlib.sha256(self.prompt.encode()).hexdigest()[:16]
+        model = model_identity(self.model_cfg)
+        return {"kind": "llm", "version": 1, **fields, "prompt_sha256": digest, "model": model, "max_tokens": self.max_tokens}
+
     def reply(self, user_text: str, schema: dict[str, Any]) -> str:
         """The model's reply to the task's prompt and `user_text` (`schema` enforced under the json protocol)."""
         request = {"response_schema": schema} if self.json_protocol else {}
@@ -202,7 +208,7 @@ class LLMExtractor(ChatModelTask):
         super().__init__(model, prompt, max_tokens, backend)
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model_identity(self.model_cfg), "max_tokens": self.max_tokens}
+        return self.task_identity(prompt=self.prompt)
 
     def extract(self, chunk: Chunk) -> Extraction:
         titles = "; ".join(t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip())  # a packed window's titles, one line

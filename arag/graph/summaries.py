@@ -5,7 +5,6 @@ The paper does not say how they are written: an LLM summary of the first chunk i
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Mapping
 
 from arag.graph.extract import ChatModelTask, ExtractionReject, parse_json_reply, unfenced
@@ -36,8 +35,8 @@ class LLMSummariser(ChatModelTask):
     def __init__(self, model: Mapping[str, Any], backend: Any = None, max_tokens: int = 256, prompt: str = SUMMARY_PROMPT):
         super().__init__(model, prompt, max_tokens, backend)
 
-    def identity(self, model_identity: Mapping[str, Any]) -> dict[str, Any]:
-        return {"kind": "llm", "version": 1, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": dict(model_identity), "max_tokens": self.max_tokens}
+    def identity(self) -> dict[str, Any]:
+        return self.task_identity()
 
     def summarise(self, title: str, text: str) -> str:
         return parse_summary(self.reply(f"Document (title: {title}):\n{text}", SUMMARY_SCHEMA), json_reply=self.json_protocol)
