@@ -201,7 +201,6 @@ class EpisodeScheduler:
         return self.counts
 
     def dispatch(self) -> None:
-        """Give every ready worker questions until its slots are full or none are waiting."""
         for wid, worker in list(self.workers.items()):
             while worker.ready and len(worker.inflight) < self.concurrency and self.pending:
                 q = self.pending.popleft()

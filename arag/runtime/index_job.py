@@ -121,7 +121,8 @@ def build_index(
         log.info("the inputs now plan into %d parts: the parts beyond were discarded", len(plan))
 
     records = _run_phase1(settings, layout, plan, progress, verified, rehash=verify_inputs)
-    duplicates = _find_duplicates_on_a_worker(layout, records)
+    check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)  # on a worker: only the duplicates come back
+    duplicates = [tuple(d) for d in ray.get(check.remote(layout, records))]
     if duplicates:
         raise IndexDirectoryError(
             f"duplicate chunk ids (document ids repeat in the corpus): {duplicates}; "
@@ -135,19 +136,12 @@ def build_index(
     return BuildResult(action, manifest, elapsed)
 
 
-def _find_duplicates_on_a_worker(layout: IndexLayout, records: list[PartRecord]) -> list[tuple[str, int]]:
-    """The duplicate chunk id check as one Ray task: only the duplicates come back."""
-    check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)
-    return [tuple(d) for d in ray.get(check.remote(layout, records))]
-
-
 def _part_files(plan: list[InputPart], parts: list[int]) -> str:
     files = sorted({plan[p].file for p in parts})
     return ", ".join(files[:5]) + (f" and {len(files) - 5} more files" if len(files) > 5 else "")
 
 
 def _parts_touched_since_read(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart]) -> list[InputPart]:
-    """Parts without a record or whose input's size or mtime changed since."""
     records = [(part, read_part_record(layout, part.part)) for part in plan]
     return [part for part, record in records if record is None or not unchanged_since_read(settings.corpus, part, record)]
 
