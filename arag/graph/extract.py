@@ -190,7 +190,7 @@ class ChatModelTask:
             self._backend = make_backend(self.model_cfg)
         return self._backend
 
-    def task_identity(self, **fields: Any) -> dict[str, Any]:
+    def identity(self, **fields: Any) -> dict[str, Any]:
         """The task as a graph's identity records it: `fields`, the prompt's digest, the model without secrets."""
         digest = hashlib.sha256(self.prompt.encode()).hexdigest()[:16]
         model = model_identity(self.model_cfg)
@@ -208,7 +208,7 @@ class LLMExtractor(ChatModelTask):
         super().__init__(model, prompt, max_tokens, backend)
 
     def identity(self) -> dict[str, Any]:
-        return self.task_identity(prompt=self.prompt)
+        return super().identity(prompt=self.prompt)
 
     def extract(self, chunk: Chunk) -> Extraction:
         titles = "; ".join(t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip())  # a packed window's titles, one line

@@ -35,9 +35,6 @@ class LLMSummariser(ChatModelTask):
     def __init__(self, model: Mapping[str, Any], backend: Any = None, max_tokens: int = 256, prompt: str = SUMMARY_PROMPT):
         super().__init__(model, prompt, max_tokens, backend)
 
-    def identity(self) -> dict[str, Any]:
-        return self.task_identity()
-
     def summarise(self, title: str, text: str) -> str:
         return parse_summary(self.reply(f"Document (title: {title}):\n{text}", SUMMARY_SCHEMA), json_reply=self.json_protocol)
 
