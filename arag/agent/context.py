@@ -72,22 +72,19 @@ class ContextManager:
         listed = f"\nReference ids whose results are in the conversation: {', '.join(shown)}." if shown else "\nNo referenced result is in the conversation."
         return Message("user", FORCE_TEXT.format(used=conversation, budget=self.budget) + listed)
 
+    def removable(self) -> list[tuple[int, Observation]]:
+        """(message index, observation) of the results still in the conversation; summaries always stay."""
+        return [(i, obs) for i, obs in self.observations.items() if not compacts_context(obs.tool) and obs.text != REMOVED]
+
     def shown_ref_ids(self) -> list[str]:
         """Reference ids whose results are still in the conversation (not replaced by the marker)."""
-        shown: list[str] = []
-        for obs in self.observations.values():
-            if compacts_context(obs.tool) or obs.text == REMOVED:
-                continue
-            shown += [r for r in obs.ref_ids if removed_entry(r) not in obs.text]
-        return list(dict.fromkeys(shown))
+        return list(dict.fromkeys(r for _, obs in self.removable() for r in obs.ref_ids if removed_entry(r) not in obs.text))
 
     def compact(self, messages: list[Message], keep: set[str]) -> list[str]:
         """Replace, in place, every referenced result not kept by the marker; returns the removed ids.
         Results without a reference id (errors) are removed too; summaries always stay."""
         removed: list[str] = []
-        for index, obs in self.observations.items():
-            if compacts_context(obs.tool) or obs.text == REMOVED:
-                continue
+        for index, obs in self.removable():
             if lists_ref_entries(obs.tool) and obs.ref_ids and keep & set(obs.ref_ids):
                 text = keep_search_entries(obs.text, keep)
                 removed += [r for r in obs.ref_ids if r not in keep]

@@ -62,10 +62,8 @@ class Episode:
         return sum(c.retrieved_tokens for c in self.tool_calls)
 
     def token_totals(self) -> dict[str, int]:
-        def total(attr: str) -> int:
-            return sum(getattr(m, attr) or 0 for m in self.model_calls)
-
-        return {"prompt_tokens": total("prompt_tokens"), "completion_tokens": total("completion_tokens"), "reasoning_tokens": total("reasoning_tokens")}
+        keys = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
+        return {key: sum(getattr(m, key) or 0 for m in self.model_calls) for key in keys}
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -100,11 +98,8 @@ def pack_messages(messages: list[dict[str, Any]], tool_calls: list[dict[str, Any
         content = message.get("content")
         found = None
         if isinstance(content, str) and message.get("role") in ("tool", "user") and len(content) >= MIN_SHARED_CHARS:
-            for i, call in enumerate(tool_calls):
-                text = call.get("text") or ""
-                if i not in used and len(text) >= MIN_SHARED_CHARS and content.count(text) == 1:
-                    found = i
-                    break
+            texts = ((i, call.get("text") or "") for i, call in enumerate(tool_calls) if i not in used)
+            found = next((i for i, text in texts if len(text) >= MIN_SHARED_CHARS and content.count(text) == 1), None)
         if found is None:
             out.append(message)
             continue

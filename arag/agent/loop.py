@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction, get_protocol, shown_ids_only
+from arag.agent.context import ContextManager, Observation, compacts_context, forced_summarize_schema
+from arag.agent.protocols import ActionProtocol, AnswerAction, InvalidAction, JsonProtocol, ToolAction
+from arag.agent.protocols import describe_actions, get_protocol, shown_ids_only
 from arag.agent.episode import ANSWERED, EPISODE_FAILED, Episode, ModelCallRecord, ToolCallRecord
-from arag.index.tokens import count_tokens
+from arag.index.tokens import count_tokens, encoding
 from arag.llm.base import LLMBackend, reply_room
 from arag.llm.slots import queue_clock
 from arag.llm.types import Completion, LLMError, Message
@@ -26,8 +28,11 @@ from arag.config.schemas import PAPER_TOKEN_BUDGET, AgentConfig, GuardRails  # n
 
 from arag.methods import shows_full_text
 from arag.methods.base import Method
+from arag.tools.failures import INFRASTRUCTURE, UNKNOWN_TOOL, ToolInfrastructureError, checked
+from arag.tools.registry import TOOLS
+from arag.tools.render import chunk_header_end
 
-if TYPE_CHECKING:  # the tools (and their index readers) load only when an episode needs them
+if TYPE_CHECKING:  # the tool context (and its index readers) loads only when an episode needs it
     from arag.tools import ToolContext
 
 # Per-message overhead of chat templates (role markers), for the estimate when a backend reports no counts.
@@ -44,8 +49,6 @@ CONTEXT_MARGIN_TOKENS = 1536
 def read_first_note(tools: Sequence[str]) -> str:
     """What the read-before-answer guard rail tells the agent: read with the method's tools whose results
     are whole texts (arag.methods.shows_full_text). A text the model sees, so part of the run id."""
-    from arag.tools.registry import TOOLS
-
     readers = [t for t in tools if shows_full_text(t, False)]
     if readers and all(t in TOOLS and TOOLS[t].unit == "document" for t in readers):
         what, unit = "documents", "document"
@@ -57,8 +60,6 @@ def read_first_note(tools: Sequence[str]) -> str:
 
 def shown_id_arguments(tools: Sequence[str]) -> dict[str, str]:
     """Tool -> its argument that takes chunk ids shown by earlier results (ToolSpec.shown_ids_argument)."""
-    from arag.tools.registry import TOOLS
-
     return {t: TOOLS[t].shown_ids_argument for t in tools if t in TOOLS and TOOLS[t].shown_ids_argument}
 
 
@@ -91,10 +92,9 @@ class Agent:
         self.tool_schemas = self.method.tool_schemas()
         self.allowed = tuple(method.tools)
         self.shown_id_arguments = shown_id_arguments(self.allowed)
-        if self.config.guard_rails.tool_steps and not isinstance(self.protocol, JsonProtocol):
-            raise ValueError("guard_rails.tool_steps needs the json protocol (its schema drops the answer branch)")
-        if self.config.guard_rails.shown_chunk_ids_only and not isinstance(self.protocol, JsonProtocol):
-            raise ValueError("guard_rails.shown_chunk_ids_only needs the json protocol (its schema lists the ids shown)")
+        for rail, why in (("tool_steps", "its schema drops the answer branch"), ("shown_chunk_ids_only", "its schema lists the ids shown")):
+            if getattr(self.config.guard_rails, rail) and not isinstance(self.protocol, JsonProtocol):
+                raise ValueError(f"guard_rails.{rail} needs the json protocol ({why})")
 
     def run(self, question: str, question_id: str | None = None) -> Episode:
         return asyncio.run(self.arun(question, question_id))
@@ -134,7 +134,7 @@ class Agent:
         messages.extend(initial)
         ep.tool_calls.extend(pre)
         if isinstance(self.protocol, JsonProtocol):
-            messages[0] = Message("system", messages[0].content + "\n\n" + self._json_instructions())
+            messages[0] = Message("system", messages[0].content + "\n\n" + describe_actions(self.tool_schemas))
         conversation = sum(estimate_tokens(m) for m in messages)
         refusals = 0
         shown: list[str] = []  # chunk ids shown so far, in order (guard_rails.shown_chunk_ids_only)
@@ -212,18 +212,14 @@ class Agent:
         ep.answer_cut_off = answers[0].cut_off
         ep.status = ANSWERED
 
-    def _context_manager(self) -> Any:
+    def _context_manager(self) -> ContextManager | None:
         if not (self.method.manages_context and self.tool_schemas):
             return None
-        from arag.agent.context import ContextManager
-
         budgets = [b for b in (getattr(self.method, "context_budget", None), self.config.token_budget) if b is not None]
         return ContextManager(budget=min(budgets), warn_fraction=getattr(self.method, "warn_fraction", 0.9)) if budgets else None
 
     def _after_tool(self, manager: Any, action: ToolAction, record: ToolCallRecord, messages: list[Message], conversation: int) -> int:
         """Register the observation just appended; a successful summarize compacts the conversation."""
-        from arag.agent.context import Observation, compacts_context
-
         manager.observed(len(messages) - 1, Observation(record.name, record.ref_ids, lambda text, a=action: self.protocol.observation(a, text), record.text))
         if compacts_context(record.name) and not record.error:
             manager.compact(messages, set(record.ref_ids))
@@ -233,8 +229,6 @@ class Agent:
     async def _forced_summarize(self, manager: Any, messages: list[Message], conversation: int, step: int, ep: Episode, tracker: Any) -> int:
         """At the budget: ask for a summarize (the only tool offered) and compact; without a valid one,
         every referenced result is removed. The loop then goes on."""
-        from arag.agent.context import compacts_context, forced_summarize_schema
-
         ep.forced_summaries += 1
         shown = manager.shown_ref_ids()
         messages.append(manager.force_request(conversation, shown))
@@ -313,24 +307,21 @@ class Agent:
             if shown or s["function"]["name"] not in restricted
         ]
 
-    def _json_instructions(self) -> str:
-        from arag.agent.protocols import describe_actions
-
-        if not self.tool_schemas:
-            return 'Reply with exactly one JSON object and nothing else: {"answer": "<answer>"}'
-        return describe_actions(self.tool_schemas)
-
     def _refuse_answer(self, ep: Episode, refusals: int) -> bool:
         rails = self.config.guard_rails
         if not (rails.require_read_before_answer and self.allowed and refusals < rails.max_refusals):
             return False
-        read = any(c.retrieved_tokens and not c.error and shows_full_text(c.name, self.method.full_text) for c in ep.tool_calls)
-        return not read
+        return not any(c.retrieved_tokens and not c.error and shows_full_text(c.name, self.method.full_text) for c in ep.tool_calls)
 
     async def _call_model(self, messages: list[Message], request: dict[str, Any], step: int, ep: Episode, final: bool) -> Completion:
         cfg = self.config
         attempts = 0
         started = time.perf_counter()
+
+        def record_call(*usage: int | None, **fields: Any) -> None:
+            latency_s = time.perf_counter() - started - queued.seconds
+            ep.model_calls.append(ModelCallRecord(step, *usage, latency_s, attempts, final=final, queued_s=queued.seconds, **fields))
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(max(1, cfg.llm_attempts)),
             wait=wait_exponential_jitter(multiplier=cfg.backoff_initial_s, max=cfg.backoff_max_s, jitter=cfg.backoff_jitter_s),
@@ -345,31 +336,17 @@ class Agent:
                         completion = await self.backend.acomplete(list(messages), max_tokens=cfg.max_reply_tokens, **request)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {str(exc)[:300]}"
-            ep.model_calls.append(ModelCallRecord(step, None, None, None, time.perf_counter() - started - queued.seconds, attempts, final=final, error=reason, queued_s=queued.seconds))
+            record_call(None, None, None, error=reason)
             raise EpisodeFailed(f"model call failed after {attempts} attempt(s): {reason}") from exc
         if not isinstance(completion, Completion):
             raise EpisodeFailed(f"backend returned {type(completion).__name__}, not a Completion")
-        ep.model_calls.append(
-            ModelCallRecord(
-                step,
-                completion.prompt_tokens,
-                completion.completion_tokens,
-                completion.reasoning_tokens,
-                time.perf_counter() - started - queued.seconds,
-                attempts,
-                completion.finish_reason,
-                final=final,
-                raw=completion.text or "",
-                queued_s=queued.seconds,
-            )
-        )
+        usage = (completion.prompt_tokens, completion.completion_tokens, completion.reasoning_tokens)
+        record_call(*usage, finish_reason=completion.finish_reason, raw=completion.text or "")
         return completion
 
     async def _run_tool(self, action: ToolAction, step: int, ep: Episode, tracker: Any) -> Message:
         started = time.perf_counter()
         record = ToolCallRecord(step=step, name=str(action.name)[:200], arguments=recorded_arguments(action.arguments), text="")
-        from arag.tools.failures import INFRASTRUCTURE, UNKNOWN_TOOL, ToolInfrastructureError, checked
-
         if action.name not in self.allowed:
             allowed = ", ".join(self.allowed) or "none (answer directly)"
             record.error, record.failure = "unknown tool", UNKNOWN_TOOL
@@ -427,20 +404,11 @@ def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> st
 def chunk_ids_shown(chunk_ids: list[str], text: str, kept_chars: int) -> list[str]:
     """The chunks of a result cut to `kept_chars` characters whose header kept its whole id
     (arag.tools.render.chunk_header_end); an id without a header (document tools' lines) stays."""
-    from arag.tools.render import chunk_header_end
-
-    shown = []
-    for chunk_id in chunk_ids:
-        end = chunk_header_end(text, chunk_id)
-        if end <= kept_chars:
-            shown.append(chunk_id)
-    return shown
+    return [chunk_id for chunk_id in chunk_ids if chunk_header_end(text, chunk_id) <= kept_chars]
 
 
 def truncate_tokens(text: str, max_tokens: int) -> str:
     """The first `max_tokens` tokens of `text` (cl100k_base, the budget's tokenizer)."""
-    from arag.index.tokens import encoding
-
     tokens = encoding().encode_ordinary(text)
     return text if len(tokens) <= max_tokens else encoding().decode(tokens[:max_tokens])
 

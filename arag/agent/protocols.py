@@ -19,21 +19,16 @@ import jsonschema
 
 from arag.llm.types import Completion, Message
 
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"answer": {"type": "string"}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
 
+def closed_object(**properties: Any) -> dict[str, Any]:
+    """A JSON schema object of exactly these (required) properties."""
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+ANSWER_SCHEMA = closed_object(answer={"type": "string"})
 # What a parsed reply must look like before it is acted on. Tool names and arguments are checked by
 # the loop and the tools themselves, which give the model precise messages.
-ENVELOPE_SCHEMA: dict[str, Any] = {
-    "oneOf": [
-        {"type": "object", "properties": {"tool": {"type": "string"}, "arguments": {"type": "object"}}, "required": ["tool", "arguments"], "additionalProperties": False},
-        ANSWER_SCHEMA,
-    ]
-}
+ENVELOPE_SCHEMA: dict[str, Any] = {"oneOf": [closed_object(tool={"type": "string"}, arguments={"type": "object"}), ANSWER_SCHEMA]}
 _ENVELOPE = jsonschema.Draft202012Validator(ENVELOPE_SCHEMA)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 # The opening of an answer object, up to the first character of the answer string.
@@ -58,7 +53,6 @@ class AnswerAction:
 @dataclass
 class InvalidAction:
     reason: str
-    raw: str
 
 
 Action = Union[ToolAction, AnswerAction, InvalidAction]
@@ -66,17 +60,7 @@ Action = Union[ToolAction, AnswerAction, InvalidAction]
 
 def json_action_schema(tool_schemas: list[dict[str, Any]], allow_answer: bool = True) -> dict[str, Any]:
     """oneOf: a branch per tool ({"tool": const name, "arguments": its parameters}) and, if allowed, the answer."""
-    branches = []
-    for s in tool_schemas:
-        fn = s["function"]
-        branches.append(
-            {
-                "type": "object",
-                "properties": {"tool": {"const": fn["name"]}, "arguments": fn["parameters"]},
-                "required": ["tool", "arguments"],
-                "additionalProperties": False,
-            }
-        )
+    branches = [closed_object(tool={"const": s["function"]["name"]}, arguments=s["function"]["parameters"]) for s in tool_schemas]
     if allow_answer or not branches:
         branches.append(ANSWER_SCHEMA)
     return {"oneOf": branches} if len(branches) > 1 else branches[0]
@@ -104,6 +88,8 @@ def _placeholder(name: str, prop: dict[str, Any]) -> str:
 
 def describe_actions(tool_schemas: list[dict[str, Any]]) -> str:
     """Plain-text description of the JSON actions, put into the system prompt for the JSON protocol."""
+    if not tool_schemas:
+        return 'Reply with exactly one JSON object and nothing else: {"answer": "<answer>"}'
     lines = ["Reply with exactly one JSON object and nothing else. Either call one tool:"]
     for s in tool_schemas:
         fn = s["function"]
@@ -150,7 +136,7 @@ class NativeProtocol(ActionProtocol):
             return [ToolAction(c.name, c.arguments, c.id) for c in completion.tool_calls]
         text = (completion.text or "").strip()
         if not text:
-            return [InvalidAction("the reply was empty: call a tool or write the answer", completion.text or "")]
+            return [InvalidAction("the reply was empty: call a tool or write the answer")]
         return [AnswerAction(text)]
 
     def assistant_message(self, completion: Completion) -> Message:
@@ -167,8 +153,7 @@ class JsonProtocol(ActionProtocol):
         return {"response_schema": json_action_schema(tool_schemas, allow_answer)}
 
     def parse(self, completion: Completion) -> list[Action]:
-        raw = completion.text or ""
-        text = raw.strip()
+        text = (completion.text or "").strip()
         fenced = _FENCE.match(text)
         if fenced:
             text = fenced.group(1)
@@ -179,11 +164,10 @@ class JsonProtocol(ActionProtocol):
                 partial = cut_off_answer(text)
                 if partial:
                     return [AnswerAction(partial, cut_off=True)]
-                return [InvalidAction("the reply was cut off at the reply-length limit before its JSON ended: write a shorter reply", raw)]
-            return [InvalidAction(f"the reply is not valid JSON ({str(exc)[:120]})", raw)]
-        errors = list(_ENVELOPE.iter_errors(value)) if isinstance(value, dict) else None
-        if errors is None or errors:
-            return [InvalidAction('the reply must be one JSON object: {"tool": <name>, "arguments": {...}} or {"answer": "..."}', raw)]
+                return [InvalidAction("the reply was cut off at the reply-length limit before its JSON ended: write a shorter reply")]
+            return [InvalidAction(f"the reply is not valid JSON ({str(exc)[:120]})")]
+        if not _ENVELOPE.is_valid(value):  # both branches are objects: a list or a number fails too
+            return [InvalidAction('the reply must be one JSON object: {"tool": <name>, "arguments": {...}} or {"answer": "..."}')]
         if "answer" in value:
             return [AnswerAction(value["answer"].strip())]
         return [ToolAction(value["tool"], value["arguments"])]

@@ -14,9 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from arag.graph.extract import _SENTENCE, RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, model_identity, normalise_name, written_by
+from arag.graph.extract import _SENTENCE, RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, normalise_name, written_by
 from arag.graph.layout import GraphLayout
 from arag.graph.summaries import EXTRACTIVE_LABEL, LLMSummariser, summary_mode
+from arag.index.embedding import SentenceEmbedder, on_this_machine
 from arag.index.layout import atomic_path, read_json, write_json_atomic
 from arag.index.store import Index
 
@@ -67,7 +68,7 @@ class GraphSettings:
 
     def identity(self, index: Index, extractor: Extractor) -> dict[str, Any]:
         # Extractive summaries leave the identity as graphs built before LLM summaries had it.
-        llm = {"summaries": LLMSummariser(self.extractor["model"]).identity(model_identity(self.extractor["model"]))} if self.summary_mode == "llm" else {}
+        llm = {"summaries": LLMSummariser(self.extractor["model"]).identity()} if self.summary_mode == "llm" else {}
         return {
             "format_version": GRAPH_FORMAT_VERSION,
             "index_created_at": index.manifest.get("created_at"),
@@ -224,8 +225,6 @@ def merge_graph(
     _write_parquet(summaries, layout.summaries)
     counts["num_summaries"] = summaries.num_rows
     if encoder is None:
-        from arag.index.embedding import SentenceEmbedder, on_this_machine
-
         encoder = SentenceEmbedder(on_this_machine(index.embedder_spec)).encode_documents
     nodes = pq.read_table(layout.nodes, columns=["name"]).column("name").to_pylist()
     rels = pq.read_table(layout.relations, columns=["relation"]).column("relation").to_pylist()

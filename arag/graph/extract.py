@@ -190,20 +190,29 @@ class ChatModelTask:
             self._backend = make_backend(self.model_cfg)
         return self._backend
 
+    def identity(self, **fields: Any) -> dict[str, Any]:
+        """The task as a graph's identity records it: `fields`, the prompt's digest, the model without secrets."""
+        digest = hashlib.sha256(self.prompt.encode()).hexdigest()[:16]
+        model = model_identity(self.model_cfg)
+        return {"kind": "llm", "version": 1, **fields, "prompt_sha256": digest, "model": model, "max_tokens": self.max_tokens}
+
+    def reply(self, user_text: str, schema: dict[str, Any]) -> str:
+        """The model's reply to the task's prompt and `user_text` (`schema` enforced under the json protocol)."""
+        request = {"response_schema": schema} if self.json_protocol else {}
+        messages = [Message("system", self.prompt), Message("user", user_text)]
+        return self.backend.complete(messages, max_tokens=self.max_tokens, **request).text or ""
+
 
 class LLMExtractor(ChatModelTask):
     def __init__(self, model: Mapping[str, Any], prompt: str = OPENIE_PROMPT, max_tokens: int = 512, backend: Any = None):
         super().__init__(model, prompt, max_tokens, backend)
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "llm", "version": 1, "prompt": self.prompt, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": model_identity(self.model_cfg), "max_tokens": self.max_tokens}
+        return super().identity(prompt=self.prompt)
 
     def extract(self, chunk: Chunk) -> Extraction:
         titles = "; ".join(t for t in chunk.title.split(COVERED_SEPARATOR) if t.strip())  # a packed window's titles, one line
-        messages = [Message("system", self.prompt), Message("user", f"Passage (title: {titles}):\n{chunk.text}")]
-        schema = {"response_schema": TRIPLES_SCHEMA} if self.json_protocol else {}
-        completion = self.backend.complete(messages, max_tokens=self.max_tokens, **schema)
-        return parse_triples(completion.text or "")
+        return parse_triples(self.reply(f"Passage (title: {titles}):\n{chunk.text}", TRIPLES_SCHEMA))
 
 
 def unfenced(raw: str) -> str:
@@ -212,12 +221,16 @@ def unfenced(raw: str) -> str:
     return fence.group(1).strip() if fence else text
 
 
-def parse_triples(raw: str) -> Extraction:
-    text = unfenced(raw)
+def parse_json_reply(raw: str, what: str = "") -> Any:
+    """The JSON value of a model's reply, fenced or not; else `ExtractionReject` (its reason prefixed by `what`)."""
     try:
-        data = json.loads(text)
+        return json.loads(unfenced(raw))
     except ValueError as exc:
-        raise ExtractionReject(f"reply is not JSON: {exc}", raw) from None
+        raise ExtractionReject(f"{what}reply is not JSON: {exc}", raw) from None
+
+
+def parse_triples(raw: str) -> Extraction:
+    data = parse_json_reply(raw)
     items = data.get("triples") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise ExtractionReject("reply has no list of triples", raw)

@@ -334,8 +334,7 @@ def seeds_connected(hoods: dict[int, set[int]]) -> bool:
 def degree_normalised_reset(degrees: np.ndarray, seeds: list[int]) -> np.ndarray:
     """p₀ ∝ deg⁻¹ over the seeds (a seed without edges counts as degree 1)."""
     p0 = np.zeros(len(degrees))
-    for s in seeds:
-        p0[s] = 1.0 / max(1.0, float(degrees[s]))
+    p0[seeds] = 1.0 / np.maximum(1.0, degrees[seeds])
     return p0 / p0.sum()
 
 

@@ -5,12 +5,9 @@ The paper does not say how they are written: an LLM summary of the first chunk i
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, Mapping
 
-from arag.graph.extract import ChatModelTask, ExtractionReject, unfenced
-from arag.llm.types import Message
+from arag.graph.extract import ChatModelTask, ExtractionReject, parse_json_reply, unfenced
 
 SUMMARY_MODES = ("llm", "extractive")
 EXTRACTIVE_LABEL = "extractive"
@@ -38,24 +35,15 @@ class LLMSummariser(ChatModelTask):
     def __init__(self, model: Mapping[str, Any], backend: Any = None, max_tokens: int = 256, prompt: str = SUMMARY_PROMPT):
         super().__init__(model, prompt, max_tokens, backend)
 
-    def identity(self, model_identity: Mapping[str, Any]) -> dict[str, Any]:
-        return {"kind": "llm", "version": 1, "prompt_sha256": hashlib.sha256(self.prompt.encode()).hexdigest()[:16], "model": dict(model_identity), "max_tokens": self.max_tokens}
-
     def summarise(self, title: str, text: str) -> str:
-        messages = [Message("system", self.prompt), Message("user", f"Document (title: {title}):\n{text}")]
-        schema = {"response_schema": SUMMARY_SCHEMA} if self.json_protocol else {}
-        completion = self.backend.complete(messages, max_tokens=self.max_tokens, **schema)
-        return parse_summary(completion.text or "", json_reply=self.json_protocol)
+        return parse_summary(self.reply(f"Document (title: {title}):\n{text}", SUMMARY_SCHEMA), json_reply=self.json_protocol)
 
 
 def parse_summary(raw: str, json_reply: bool = True) -> str:
     """The summary of a JSON reply (with `json_reply=False` plain text too); else `ExtractionReject`."""
     text = unfenced(raw)
     if json_reply or text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ExtractionReject(f"summary: reply is not JSON: {exc}", raw) from None
+        data = parse_json_reply(raw, "summary: ")
         text = str(data.get("summary") or "").strip() if isinstance(data, dict) else ""
         if not text:
             raise ExtractionReject("summary: reply has no summary", raw)

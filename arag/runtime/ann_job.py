@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import faiss
 import ray
 
 from arag.index import ann, ann_recall
 from arag.index.build import IndexSettings
+from arag.index.embedding import SentenceEmbedder
 from arag.index.layout import IndexLayout, read_json, write_json_atomic
 from arag.index.parts import PartRecord
 from arag.runtime.progress import progress_bar
@@ -137,8 +139,6 @@ def _largest_node_cpus(cap: int, with_gpu: bool) -> int:
 
 
 def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], target: str, use_gpu: bool, threads: int) -> dict[str, Any]:
-    import faiss
-
     faiss.omp_set_num_threads(threads)
     started = time.perf_counter()
     sample = ann.read_sample({p: Path(s) for p, s in shards.items()}, rows, plan.train_size, plan.seed)
@@ -163,8 +163,6 @@ def _read_trained(path: str, mtime: float) -> Any:
 
 
 def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str) -> dict[str, Any]:
-    import faiss
-
     faiss.omp_set_num_threads(1)  # one task per core
     started = time.perf_counter()
     rows = ann.encode_part(_read_trained(trained, os.stat(trained).st_mtime), Path(shard), part, Path(target))
@@ -175,17 +173,11 @@ def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str
 
 
 def _sample_queries(shards: dict[int, str], rows: dict[int, int], questions: list[str], embedder: Any) -> ann_recall.QuerySample:
-    encoded = None
-    if questions:
-        from arag.index.embedding import SentenceEmbedder
-
-        encoded = SentenceEmbedder(embedder).encode_queries(questions)
+    encoded = SentenceEmbedder(embedder).encode_queries(questions) if questions else None
     return ann_recall.sample_queries({p: Path(s) for p, s in shards.items()}, rows, questions=encoded)
 
 
 def _measure(trained: str, lists: list[str], target: float, threads: int, sample: ann_recall.QuerySample, *truth: tuple[Any, Any]) -> dict[str, Any]:
-    import faiss
-
     faiss.omp_set_num_threads(threads)
     index = ann.merge_parts(ann.read_trained(Path(trained)), [Path(p) for p in lists])
     measured = ann_recall.measure(index, sample, ann_recall.merge_neighbours(list(truth)), target, threads)

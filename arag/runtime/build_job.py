@@ -24,9 +24,9 @@ class JobResult:
     elapsed_s: float
 
     @classmethod
-    def since(cls, started: float, action: Any, manifest: dict[str, Any] | Path) -> JobResult:
-        """The result of a job started at `started` (perf_counter); a manifest path is read."""
-        return cls(action, read_json(manifest) if isinstance(manifest, Path) else manifest, time.perf_counter() - started)
+    def since(cls, started: float, action: Any, manifest: Path) -> JobResult:
+        """The result of a job started at `started` (perf_counter) that wrote `manifest`."""
+        return cls(action, read_json(manifest), time.perf_counter() - started)
 
     def summary(self) -> str:
         raise NotImplementedError

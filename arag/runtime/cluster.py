@@ -11,7 +11,7 @@ from arag.verbosity import quiet_libraries, ray_logging_level
 log = logging.getLogger("arag.runtime")
 
 
-def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = None) -> str:
+def init_ray(num_cpus: int | None = None) -> str:
     """Start or join Ray once per process; a description of the cluster (docs/cluster.md)."""
     quiet = quiet_libraries()  # before Ray starts: its workers inherit the environment
     import ray
@@ -21,9 +21,7 @@ def init_ray(num_cpus: int | None = None, runtime_env: dict[str, Any] | None = N
     address = os.environ.get("RAY_ADDRESS") or None
     kwargs: dict[str, Any] = {"ignore_reinit_error": True, "include_dashboard": False, "log_to_driver": True, "logging_level": ray_logging_level()}
     if address and quiet:  # a cluster's workers do not inherit this process's environment
-        runtime_env = {**(runtime_env or {}), "env_vars": {**quiet, **((runtime_env or {}).get("env_vars") or {})}}
-    if runtime_env:
-        kwargs["runtime_env"] = runtime_env
+        kwargs["runtime_env"] = {"env_vars": quiet}
     if address:
         log.info("joining Ray cluster at %s", address)
         ray.init(address=address, **kwargs)

@@ -16,8 +16,8 @@ import logging
 import os
 import time
 from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Callable
 
 import ray
@@ -26,15 +26,12 @@ from arag.config.schemas import EvalRuntime
 from arag.evaluation.questions import Question
 from arag.evaluation.rows import OK
 from arag.evaluation.results import RunStore
-from arag.evaluation.runner import failed_row
+from arag.evaluation.runner import EpisodeRunner, failed_row
 from arag.evaluation.run_settings import RunSettings
 from arag.llm.factory import backend_caps, default_concurrency, worker_overrides
 from arag.open_files import ensure_open_files
 from arag.runtime.faults import hold_at_fault_point
 from arag.runtime.progress import progress_bar
-
-_bar = partial(progress_bar, unit="ep", smoothing=0.1)
-_fault_point = partial(hold_at_fault_point, job="evaluation")
 
 log = logging.getLogger("arag.runtime.evaluate")
 
@@ -73,12 +70,9 @@ class EpisodeWorker:
         overrides: list[str],
         episode_timeout_s: float | None,
         model_overrides: dict[str, Any] | None = None,
-        threads: int = 32,
         secrets: dict[str, str] | None = None,
         episodes_at_once: int | None = None,
     ):
-        from arag.evaluation.runner import EpisodeRunner
-
         # One model connection and one tool-server connection per episode in flight.
         short = ensure_open_files(2 * max(1, int(episodes_at_once or 1)), f"runtime.concurrency={episodes_at_once} episodes in flight")
         if short:
@@ -89,7 +83,7 @@ class EpisodeWorker:
         os.environ.update(secrets or {})
 
         self.node = ray.get_runtime_context().get_node_id()
-        self.threads = threads
+        self.threads = max(32, int(episodes_at_once or 1) + 4)
         self.runner = EpisodeRunner(
             RunSettings.from_json(settings), overrides=overrides, episode_timeout_s=episode_timeout_s, model_overrides=model_overrides, episodes_at_once=episodes_at_once
         )
@@ -99,8 +93,6 @@ class EpisodeWorker:
         # recall, reaching a vLLM engine) run in the event loop's default executor, which asyncio sizes
         # to the machine's cores (at most 32 threads): with more episodes in flight they queued for a
         # thread. One thread per episode in flight, since an episode runs one such step at a time.
-        from concurrent.futures import ThreadPoolExecutor
-
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="arag-episode"))
         return self.node
 
@@ -188,7 +180,7 @@ class EpisodeScheduler:
     def run(self) -> EvalCounts:
         for slot in range(max(1, self.runtime.workers)):
             self.spawn(slot)
-        self.bar = _bar(self.total, self.settings.method_name, self.progress)
+        self.bar = progress_bar(self.total, self.settings.method_name, self.progress, unit="ep", smoothing=0.1)
         try:
             while self.pending or self.inflight:
                 self.dispatch()
@@ -209,7 +201,6 @@ class EpisodeScheduler:
         return self.counts
 
     def dispatch(self) -> None:
-        """Give every ready worker questions until its slots are full or none are waiting."""
         for wid, worker in list(self.workers.items()):
             while worker.ready and len(worker.inflight) < self.concurrency and self.pending:
                 q = self.pending.popleft()
@@ -297,7 +288,7 @@ class EpisodeScheduler:
             options["scheduling_strategy"] = "SPREAD"
         model_overrides = {**self.model_caps, **worker_overrides(self.settings.model, slot, self.engines)}
         handle = self.actor_cls.options(**options).remote(
-            self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, threads=max(32, self.concurrency + 4), secrets=self.secrets,
+            self.settings_json, self.overrides, runtime.episode_timeout_s, model_overrides, secrets=self.secrets,
             episodes_at_once=self.concurrency,
         )
         self.workers[self.next_id] = _Worker(handle, slot)
@@ -340,7 +331,7 @@ class EpisodeScheduler:
         self.store.write(self.buffer)
         self.buffer.clear()
         self.counts.batches += 1
-        _fault_point("ARAG_FAULT_HANG_AFTER_BATCHES", self.counts.batches)
+        hold_at_fault_point("ARAG_FAULT_HANG_AFTER_BATCHES", self.counts.batches, "evaluation")
 
     def close(self) -> None:
         """Rows already received are whole episodes: keep them even when the loop is interrupted."""

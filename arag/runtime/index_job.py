@@ -10,6 +10,8 @@ import logging
 import time
 from typing import Callable
 
+import ray
+
 from arag.config.schemas import EmbedRuntime  # the `runtime.embed` node's schema, re-exported here
 from arag.corpus.readers import CorpusSpec, InputPart, plan_parts
 from arag.index.build import (
@@ -69,8 +71,6 @@ class _PartEmbedder:
     """Phase 2's actor: loads the model once, embeds whole parts and writes their shards where it runs."""
 
     def __init__(self, spec: EmbedderSpec, root: str, factory: str, sentences_per_call: int):
-        import ray
-
         self.model = SentenceEmbedder(spec)
         self.layout = IndexLayout(root)
         self.factory, self.sentences_per_call = factory, sentences_per_call
@@ -121,7 +121,8 @@ def build_index(
         log.info("the inputs now plan into %d parts: the parts beyond were discarded", len(plan))
 
     records = _run_phase1(settings, layout, plan, progress, verified, rehash=verify_inputs)
-    duplicates = _find_duplicates_on_a_worker(layout, records)
+    check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)  # on a worker: only the duplicates come back
+    duplicates = [tuple(d) for d in ray.get(check.remote(layout, records))]
     if duplicates:
         raise IndexDirectoryError(
             f"duplicate chunk ids (document ids repeat in the corpus): {duplicates}; "
@@ -135,27 +136,14 @@ def build_index(
     return BuildResult(action, manifest, elapsed)
 
 
-def _find_duplicates_on_a_worker(layout: IndexLayout, records: list[PartRecord]) -> list[tuple[str, int]]:
-    """The duplicate chunk id check as one Ray task: only the duplicates come back."""
-    import ray
-
-    check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)
-    return [tuple(d) for d in ray.get(check.remote(layout, records))]
-
-
 def _part_files(plan: list[InputPart], parts: list[int]) -> str:
     files = sorted({plan[p].file for p in parts})
     return ", ".join(files[:5]) + (f" and {len(files) - 5} more files" if len(files) > 5 else "")
 
 
 def _parts_touched_since_read(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart]) -> list[InputPart]:
-    """Parts without a record or whose input's size or mtime changed since."""
-    touched = []
-    for part in plan:
-        record = read_part_record(layout, part.part)
-        if record is None or not unchanged_since_read(settings.corpus, part, record):
-            touched.append(part)
-    return touched
+    records = [(part, read_part_record(layout, part.part)) for part in plan]
+    return [part for part, record in records if record is None or not unchanged_since_read(settings.corpus, part, record)]
 
 
 def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool) -> list[int]:

@@ -14,15 +14,13 @@ from omegaconf import DictConfig, OmegaConf
 from arag.evaluation.rejudge import RejudgeError, checked_judge, find_runs, rejudge_run, rejudged_settings
 from arag.evaluation.results import RunStore
 from arag.evaluation.summary import format_summary, summarize_run
-from arag.llm.factory import make_backend
+from arag.llm.factory import backend_caps, default_concurrency, make_backend
 from arag.llm.instrument import judge_model_config
 from arag.runtime.progress import progress_bar
 
 
 def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
     """Re-judge the runs `cfg` (conf/rejudge.yaml) names, printing each to `out`; their summaries."""
-    from arag.runtime.evaluate_job import backend_caps, default_concurrency
-
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
     judge_model = judge.pop("model", None)
     judge_name = checked_judge(judge).name  # before any run is read

@@ -66,10 +66,6 @@ def release_actor(name: str, *, kill: bool) -> None:
         ray.kill(handle)
 
 
-async def _await(ref: Any) -> Any:
-    return await ref
-
-
 class RayEngineConnection:
     """`arag.llm.vllm.EngineConnection` to the engine actor serving a spec."""
 
@@ -83,7 +79,7 @@ class RayEngineConnection:
     async def chat(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         ref = self.handle.chat.remote(req)
         try:
-            return await asyncio.wait_for(_await(ref), timeout_s)
+            return await asyncio.wait_for(ref, timeout_s)  # an ObjectRef is awaitable
         except (asyncio.TimeoutError, GetTimeoutError) as exc:
             ray.cancel(ref)
             raise LLMError(f"vllm: no reply in {timeout_s:.0f}s", retryable=True) from exc
