@@ -7,12 +7,13 @@ docs/agents.md, "AgenticRAG".
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from arag.index.tokens import count_tokens
 from arag.tools.render import content_tokens
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, MAX_KEYWORD_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, require_vectors, SNIPPET
-from arag.tools.documents import DocumentLines, get_ref_id, line_similarities, load_document, numbered, session_of
+from arag.tools.documents import DocumentLines, line_similarities, load_document, numbered, session_of
 
 
 NAME = "find"
@@ -42,23 +43,16 @@ PARAMETERS: dict[str, Any] = {
 def matched_lines(doc: DocumentLines, ctx: ToolHost, pattern: str, mode: str, limit: int) -> list[int]:
     if mode == "lexical":
         needle = pattern.lower()
-        out = []
-        for i, line in enumerate(doc.lines):
-            if needle in line.lower():
-                out.append(i)
-                if len(out) == limit:
-                    break
-        return out
+        return list(islice((i for i, line in enumerate(doc.lines) if needle in line.lower()), limit))
     sims = line_similarities(ctx, pattern, doc.sentence_ids)
-    scored = [(sims[s], i) for i, s in enumerate(doc.sentence_ids) if s in sims]
-    scored.sort(key=lambda x: (-x[0], x[1]))
+    scored = sorted((-sims[s], i) for i, s in enumerate(doc.sentence_ids) if s in sims)
     return [i for _, i in scored[:limit]]
 
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
     settings = session.settings
-    ref = session.resolve(get_ref_id(args))
+    ref = session.resolve(args["ref_id"].strip())
     patterns = args["patterns"]
     mode = args.get("mode", "lexical")
     if mode == "semantic":

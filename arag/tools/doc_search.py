@@ -16,7 +16,7 @@ import numpy as np
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, SNIPPET
 import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentLines, DocumentRef, DocumentSession, is_packed, load_document, session_of
-from arag.tools.keyword import keyword_scores, matching_sentences
+from arag.tools.keyword import matching_sentences
 from arag.tools.render import content_tokens, snippet_block
 from arag.tools.packed_documents import DocumentCandidate
 from arag.tools.semantic import SENTENCES_PER_RESULT, group_by_chunk
@@ -66,11 +66,11 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-
 def line_range(n_lines: int) -> str:
     """A document's size as the lines open and find take ("lines 0-1489", not "1490 lines", which
     small models passed to open as a line number)."""
     return f"lines 0-{n_lines - 1}" if n_lines > 0 else "no lines"
+
 
 def query_keywords(query: str) -> list[str]:
     """The query's content words, in order, once each: the keywords of its keyword ranking."""
@@ -82,8 +82,8 @@ def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCan
     """The keyword and the semantic ranking of documents, best first, each document once per ranking
     (packed: arag.tools.packed_documents); an index without sentence vectors has the keyword one only."""
     keywords = query_keywords(query)
-    scored = keyword_scores(ctx, keywords, n) if keywords else None
-    semantic = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * n) if ctx.store.index.has_vectors else None
+    scored = ctx.store.keyword_top(keywords, n, narrow=ctx.accelerate) if keywords else None
+    semantic = ctx.vectors.search(ctx.encode_query(query), SENTENCES_PER_RESULT * n) if ctx.store.index.has_vectors else None
     if is_packed(ctx):
         rankings = [] if scored is None else [packed_documents.keyword_documents(ctx, scored, keywords)]
         return rankings + ([] if semantic is None else [packed_documents.semantic_documents(ctx, *semantic)[:n]])
@@ -153,8 +153,6 @@ def snippet_line(document: DocumentLines | None, hit: Hit) -> int | None:
 
 
 def result_hits(ctx: ToolHost, top: list[str], fused: dict[str, float], best: dict) -> list[Hit]:
-    if not top:
-        return []
     rows = ctx.store.chunk_rows([best[d][1].anchor for d in top], ["chunk_id", "title", "s_start", "s_count", "text"])
     hits = []
     for i, doc in enumerate(top):

@@ -65,7 +65,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     query = args["query"]
     top_k = get_top_k(args, details)
     require_vectors(ctx, NAME)
-    scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)
+    scores, sids = ctx.vectors.search(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)
     groups = group_by_chunk(ctx, scores, sids)[:top_k]
     hits = hits_for(ctx, groups, full_text=options.full_text)
     text = similarity_text(query, hits, options.full_text, details, options.result_format)
