@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from arag.index.parts import PACKED
-from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER, count_retrieved_tokens
 from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, READ
 from arag.tools.failures import ALREADY_READ, FAILURE, UNKNOWN_IDS
-from arag.tools.render import chunk_read_text, content_tokens
+from arag.tools.render import chunk_read_text
 
 NAME = "chunk_read"
 
@@ -111,25 +111,23 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     found = lookup_ids(ctx, requested)
     known = [c for c in requested if c in found]
     unknown = [c for c in requested if c not in found]
+    stored_counts = stored_token_counts(ctx)
+    ords = [found[c] for c in known]
+    rows = ctx.store.chunk_rows(ords, _COLUMNS + (["n_tokens"] if stored_counts else []))
+    links = neighbours(ctx, ords, rows["doc_id"], rows["position"])
+    tracker = options.tracker
     hits: list[Hit] = []
     texts: dict[str, str] = {}
-    tokens: list[int] = []
-    stored_counts = stored_token_counts(ctx)
-    if known:
-        ords = [found[c] for c in known]
-        rows = ctx.store.chunk_rows(ords, _COLUMNS + (["n_tokens"] if stored_counts else []))
-        links = neighbours(ctx, ords, rows["doc_id"], rows["position"])
-        tracker = options.tracker
-        for i, cid in enumerate(known):
-            already = tracker is not None and tracker.seen(cid)
-            hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
-            if not already:
-                texts[cid] = rows["text"][i]
-                hits[-1].snippets = [rows["text"][i]]
-                if stored_counts:
-                    tokens.append(rows["n_tokens"][i])
-                if tracker is not None:
-                    tracker.mark(cid)
+    tokens = 0
+    for i, cid in enumerate(known):
+        already = tracker is not None and tracker.seen(cid)
+        hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
+        if not already:
+            texts[cid] = rows["text"][i]
+            hits[-1].snippets = [rows["text"][i]]
+            tokens += rows["n_tokens"][i] if stored_counts else count_retrieved_tokens(rows["text"][i])
+            if tracker is not None:
+                tracker.mark(cid)
     text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
     details: dict[str, Any] = {"unknown_ids": unknown} if unknown else {}
     if not texts:
@@ -138,7 +136,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         tool=NAME,
         text=text,
         results=hits,
-        retrieved_tokens=sum(tokens) if stored_counts else content_tokens(texts.values()),
+        retrieved_tokens=tokens,
         details=details,
     )
 

@@ -62,7 +62,6 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     shown: set[tuple[int, int]] = set()
     blocks: list[str] = []
     hits: list[Hit] = []
-    pieces: list[str] = []
     tokens = 0
     left_out = 0
     no_match: list[str] = []
@@ -81,7 +80,6 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
                 continue
             shown.add(span)
             tokens += size
-            pieces += passage
             blocks.append(f"match for {pattern[:80]!r} at line {line}:\n{numbered(passage, span[0])}")
             hits.append(Hit(chunk_id=doc.chunk_ids[line], snippets=passage, title=doc.title, doc_id=doc.doc_id))
     head = f"find ({mode}) in [{ref.ref_id}]{' ' + repr(doc.title) if doc.title else ''}, {len(doc.lines)} lines: {len(blocks)} passage{'s' if len(blocks) != 1 else ''}"
@@ -92,7 +90,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         notes.append(f"{left_out} more passage{'s' if left_out != 1 else ''} left out: the reply is capped at {settings.find_max_tokens} tokens")
     text = "\n\n".join([head + (f" ({'; '.join(notes)})" if notes else "") + ".", *blocks])
     # The reply's cap counts cl100k_base (AgenticRAG's budget); retrieved tokens are o200k_base, as every tool's.
-    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=content_tokens(pieces), details={"ref_ids": [ref.ref_id], "left_out": left_out})
+    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=content_tokens(s for h in hits for s in h.snippets), details={"ref_ids": [ref.ref_id], "left_out": left_out})
 
 
 def fit_schema(fn: dict[str, Any], documents: Any) -> None:

@@ -47,28 +47,23 @@ def _capped_note(details: dict) -> str:
 
 
 def keyword_text(keywords: list[str], hits: list[Hit], full_text: bool, details: dict, result_format: ResultFormat) -> str:
-    if not hits:
-        return f"No results found for keywords: {keywords!r}{_capped_note(details)}"
-    blocks = []
-    for hit in hits:
+    def block(hit: Hit) -> str:
         head = f"Chunk ID: {hit.chunk_id}{_title(hit, result_format, ' (Title: {})')}"
         if full_text:
-            blocks.append(f"{head}\n{hit.snippets[0]}")
-        else:
-            matched = snippet_block(hit.snippets) if hit.snippets else "(no exact sentence match)"
-            blocks.append(f"{head}, Matched keywords in chunk: {matched}")
-    return "\n\n".join(blocks) + _capped_note(details)
+            return f"{head}\n{hit.snippets[0]}"
+        matched = snippet_block(hit.snippets) if hit.snippets else "(no exact sentence match)"
+        return f"{head}, Matched keywords in chunk: {matched}"
+
+    return ("\n\n".join(map(block, hits)) if hits else f"No results found for keywords: {keywords!r}") + _capped_note(details)
 
 
 def similarity_text(query: str, hits: list[Hit], full_text: bool, details: dict, result_format: ResultFormat) -> str:
     """Agent-facing text of semantic_search and naive_embedding_search (whole chunks: `full_text`)."""
-    if not hits:
-        return f"No results for: {query}{_capped_note(details)}"
-    blocks = []
-    for hit in hits:
+    def block(hit: Hit) -> str:
         head = f"Chunk ID: {hit.chunk_id}{_title(hit, result_format, ' (Title: {})')} (Similarity: {hit.score:.3f})"
-        blocks.append(f"{head}\n{hit.snippets[0]}" if full_text else f"{head}\nMatched: {snippet_block(hit.snippets)}")
-    return "\n\n".join(blocks) + _capped_note(details)
+        return f"{head}\n{hit.snippets[0]}" if full_text else f"{head}\nMatched: {snippet_block(hit.snippets)}"
+
+    return ("\n\n".join(map(block, hits)) if hits else f"No results for: {query}") + _capped_note(details)
 
 
 def chunk_header_end(text: str, chunk_id: str) -> int:
