@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from arag.index.parts import PACKED
-from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER, count_retrieved_tokens
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
 from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, READ
 from arag.tools.failures import ALREADY_READ, FAILURE, UNKNOWN_IDS
-from arag.tools.render import chunk_read_text
+from arag.tools.render import chunk_read_text, content_tokens
 
 NAME = "chunk_read"
 
@@ -59,8 +59,6 @@ def lookup_ids(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, int]:
 def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
     """{chunk id: title} of the given ids that exist and have a title (evaluation's evidence recall)."""
     found = lookup_ids(ctx, chunk_ids)
-    if not found:
-        return {}
     ids = list(found)
     rows = ctx.store.chunk_rows([found[c] for c in ids], ["title"])
     return {c: t for c, t in zip(ids, rows["title"]) if t is not None}
@@ -118,14 +116,15 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     tracker = options.tracker
     hits: list[Hit] = []
     texts: dict[str, str] = {}
-    tokens = 0
+    tokens: list[int] = []
     for i, cid in enumerate(known):
         already = tracker is not None and tracker.seen(cid)
         hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
         if not already:
             texts[cid] = rows["text"][i]
             hits[-1].snippets = [rows["text"][i]]
-            tokens += rows["n_tokens"][i] if stored_counts else count_retrieved_tokens(rows["text"][i])
+            if stored_counts:
+                tokens.append(rows["n_tokens"][i])
             if tracker is not None:
                 tracker.mark(cid)
     text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
@@ -136,7 +135,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         tool=NAME,
         text=text,
         results=hits,
-        retrieved_tokens=tokens,
+        retrieved_tokens=sum(tokens) if stored_counts else content_tokens(texts.values()),
         details=details,
     )
 

@@ -250,8 +250,6 @@ class ChunkStore:
                 continue
             rows, c, read = part.keyword_counts(keyword)
             scanned += read + len(rows)
-            if len(rows) == 0:
-                continue
             ords.append(rows + self.chunk_offsets[w])
             counts.append(c.astype(np.int32))
         o = np.concatenate(ords) if ords else np.zeros(0, dtype=np.int64)

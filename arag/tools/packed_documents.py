@@ -102,8 +102,6 @@ def semantic_documents(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> l
 def keyword_documents(ctx: ToolHost, scored: list[tuple[int, int]], keywords: list[str]) -> list[DocumentCandidate]:
     """Documents of keyword-matched windows (best window first): within a window, the documents
     whose own sentences hold a keyword, by their share of the keyword score (Σ occurrences × length)."""
-    if not scored:
-        return []
     store = ctx.store
     lowered = [k.lower() for k in keywords]
     rows = store.chunk_rows([o for o, _ in scored], ["s_start", "s_count"])

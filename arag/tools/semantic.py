@@ -47,8 +47,6 @@ WARM_UP = {"query": "warm start", "top_k": 1}
 
 def group_by_chunk(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[tuple[int, float, np.ndarray]]:
     """(chunk ord, best score, sentence rows in text order) per chunk, best chunk first."""
-    if len(sids) == 0:
-        return []
     rows = ctx.store.sentence_rows(sids)
     ords = ctx.store.chunk_of_sentence_rows(rows)
     groups: dict[int, list[int]] = {}
