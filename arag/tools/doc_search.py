@@ -123,17 +123,15 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     top = sorted(found, key=lambda d: (-fused[d], best[d][1].anchor))
     turn = session.next_turn()
     hits = result_hits(ctx, top, fused, best)
-    anchors = {d: best[d][1].anchor for d in top}
     # Each document is read once, into the session (find and open reuse it): its lines give the
     # result's line range and the line its snippet starts at.
-    documents = {d: load_document(ctx, session, d, anchors[d]) for d in top}
+    documents = [load_document(ctx, session, d, best[d][1].anchor) for d in top]
     refs = []
-    for rank, hit in enumerate(hits, 1):
-        doc = hit.doc_id or ""
-        ref = DocumentRef(f"turn{turn}search{rank}", doc, hit.title, len(documents[doc].lines) if doc in documents else 0, anchors.get(doc))
+    for rank, (doc, hit) in enumerate(zip(documents, hits), 1):
+        ref = DocumentRef(f"turn{turn}search{rank}", doc.doc_id, hit.title, len(doc.lines), best[doc.doc_id][1].anchor)
         session.refs[ref.ref_id] = ref
         refs.append(ref)
-    starts = [snippet_line(documents.get(hit.doc_id or ""), hit) for hit in hits]
+    starts = [snippet_line(doc, hit) for doc, hit in zip(documents, hits)]
     return ToolResult(
         tool=NAME,
         text=search_text(queries, refs, hits, starts),
@@ -144,11 +142,11 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-def snippet_line(document: DocumentLines | None, hit: Hit) -> int | None:
+def snippet_line(document: DocumentLines, hit: Hit) -> int | None:
     """The document line of the hit's first snippet sentence (None if it is not a line of its own)."""
-    first = hit.snippets[0].strip() if hit.snippets else None
-    if document is None or first is None:
+    if not hit.snippets:
         return None
+    first = hit.snippets[0].strip()
     return next((i for i, line in enumerate(document.lines) if line.strip() == first), None)
 
 
