@@ -39,8 +39,7 @@ class SentenceSources:
 
     def __init__(self, store: Any):  # an arag.tools.index_cache.ChunkStore (which imports this module)
         self.store = store
-        files = {p.part: p.sentences for p in store.index.parts}
-        self.files: list[Path] = [files[n] for n in store.part_numbers]
+        self.files: list[Path] = [p.sentences for p in store.index.parts]  # in the store's part order
         self._starts = lru_cache(maxsize=None)(self._read_starts)
         self._group = lru_cache(maxsize=CACHED_GROUPS)(self._read_group)
         self.check()
