@@ -9,6 +9,7 @@ tool reads it, in the tool's own order. The messages are the model's to read.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping
 
 from jsonschema import Draft202012Validator, ValidationError
@@ -29,6 +30,7 @@ TEXT = {*STRING_LISTS, "query", "ref_id", "notes", "keep_ref_ids"}
 # line outside the document is refused with the document's range, reference ids are looked up.
 OWN_BOUNDS = {("top_k", "maximum"), ("line", "minimum"), ("keep_ref_ids", "maxLength")}
 REF_ID = 'a reference id from a search result, such as "turn1search1"'
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what UTF-8 cannot encode
 
 
 class Arguments(dict):
@@ -138,17 +140,11 @@ def text_problems(arguments: dict[str, Any]) -> list[tuple[tuple, int, str]]:
             if key in NOT_BLANK and not text.strip():
                 blank = f"ref_id must be {REF_ID}" if key == "ref_id" else f"{what} is empty or blank" + (f"; every {STRING_LISTS[key][0]} needs visible characters" if key in STRING_LISTS else "")
                 found.append((path, 1, blank))
-            elif "\x00" in text or not is_unicode(text):
-                found.append((path, 3, f"{what} is not valid Unicode text (it contains a lone surrogate)" if not is_unicode(text) else f"{what} contains a NUL character"))
+            elif LONE_SURROGATE.search(text):
+                found.append((path, 3, f"{what} is not valid Unicode text (it contains a lone surrogate)"))
+            elif "\x00" in text:
+                found.append((path, 3, f"{what} contains a NUL character"))
     return found
-
-
-def is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def type_name(value: Any) -> str:

@@ -85,13 +85,8 @@ class ToolResult:
         return self.details.get(FAILURE)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "results": [h.to_json() for h in self.results],
-            "retrieved_tokens": self.retrieved_tokens,
-            "error": self.error,
-            "details": self.details,
-        }
+        fields = {k: v for k, v in vars(self).items() if k != "text"}
+        return {**fields, "results": [h.to_json() for h in self.results]}
 
 
 def error_result(tool: str, message: str, failure: str = REFUSED) -> ToolResult:
@@ -107,14 +102,11 @@ class ToolHost(Protocol):
 
     def encode_query(self, query: str) -> "np.ndarray": ...
 
-    def search_sentences(self, qvec: "np.ndarray", n: int) -> "tuple[np.ndarray, np.ndarray]": ...
-
 
 ToolFn = Callable[[ToolHost, dict[str, Any], "ToolOptions"], ToolResult]
 
 
 def require_vectors(ctx: ToolHost, what: str) -> None:
-    """Refuse `what` (a search by meaning) on an index built without sentence vectors."""
     mode = ctx.store.index.vectors_mode
     if mode != "embedded":
         raise ToolArgumentError(
@@ -144,9 +136,6 @@ class ResultFormat:
 
     def cap(self, sentences: list[str]) -> list[str]:
         return sentences[: self.snippets_per_chunk] if self.snippets_per_chunk else sentences
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
     def to_params(self) -> dict[str, str]:
         """As the query parameters of a served call (POST /tools/<name>, RESULT_FORMAT_PARAMS)."""
@@ -254,11 +243,6 @@ class ToolSpec:
         if chunk_ids is None:
             return self
         return replace(self, description=chunk_ids.fill(self.description), parameters=chunk_ids.fill_all(self.parameters))
-
-    def follow_remote(self, tracker: Any, result: "ToolResult") -> None:
-        """Keep a client's episode state (`tracker`) as a local call would have left it (ReadTracker.follow)."""
-        if tracker is not None:
-            tracker.follow(self, result)
 
     def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions | None = None) -> ToolResult:
         options = options or ToolOptions()

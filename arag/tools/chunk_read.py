@@ -59,8 +59,6 @@ def lookup_ids(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, int]:
 def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
     """{chunk id: title} of the given ids that exist and have a title (evaluation's evidence recall)."""
     found = lookup_ids(ctx, chunk_ids)
-    if not found:
-        return {}
     ids = list(found)
     rows = ctx.store.chunk_rows([found[c] for c in ids], ["title"])
     return {c: t for c, t in zip(ids, rows["title"]) if t is not None}
@@ -111,25 +109,24 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     found = lookup_ids(ctx, requested)
     known = [c for c in requested if c in found]
     unknown = [c for c in requested if c not in found]
+    stored_counts = stored_token_counts(ctx)
+    ords = [found[c] for c in known]
+    rows = ctx.store.chunk_rows(ords, _COLUMNS + (["n_tokens"] if stored_counts else []))
+    links = neighbours(ctx, ords, rows["doc_id"], rows["position"])
+    tracker = options.tracker
     hits: list[Hit] = []
     texts: dict[str, str] = {}
     tokens: list[int] = []
-    stored_counts = stored_token_counts(ctx)
-    if known:
-        ords = [found[c] for c in known]
-        rows = ctx.store.chunk_rows(ords, _COLUMNS + (["n_tokens"] if stored_counts else []))
-        links = neighbours(ctx, ords, rows["doc_id"], rows["position"])
-        tracker = options.tracker
-        for i, cid in enumerate(known):
-            already = tracker is not None and tracker.seen(cid)
-            hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
-            if not already:
-                texts[cid] = rows["text"][i]
-                hits[-1].snippets = [rows["text"][i]]
-                if stored_counts:
-                    tokens.append(rows["n_tokens"][i])
-                if tracker is not None:
-                    tracker.mark(cid)
+    for i, cid in enumerate(known):
+        already = tracker is not None and tracker.seen(cid)
+        hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
+        if not already:
+            texts[cid] = rows["text"][i]
+            hits[-1].snippets = [rows["text"][i]]
+            if stored_counts:
+                tokens.append(rows["n_tokens"][i])
+            if tracker is not None:
+                tracker.mark(cid)
     text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
     details: dict[str, Any] = {"unknown_ids": unknown} if unknown else {}
     if not texts:

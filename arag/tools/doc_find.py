@@ -7,12 +7,13 @@ docs/agents.md, "AgenticRAG".
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from arag.index.tokens import count_tokens
 from arag.tools.render import content_tokens
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, MAX_KEYWORD_CHARS, Hit, ToolOptions, ToolResult, ToolSpec, require_vectors, SNIPPET
-from arag.tools.documents import DocumentLines, get_ref_id, line_similarities, load_document, numbered, session_of
+from arag.tools.documents import DocumentLines, line_similarities, load_document, numbered, session_of
 
 
 NAME = "find"
@@ -42,23 +43,16 @@ PARAMETERS: dict[str, Any] = {
 def matched_lines(doc: DocumentLines, ctx: ToolHost, pattern: str, mode: str, limit: int) -> list[int]:
     if mode == "lexical":
         needle = pattern.lower()
-        out = []
-        for i, line in enumerate(doc.lines):
-            if needle in line.lower():
-                out.append(i)
-                if len(out) == limit:
-                    break
-        return out
+        return list(islice((i for i, line in enumerate(doc.lines) if needle in line.lower()), limit))
     sims = line_similarities(ctx, pattern, doc.sentence_ids)
-    scored = [(sims[s], i) for i, s in enumerate(doc.sentence_ids) if s in sims]
-    scored.sort(key=lambda x: (-x[0], x[1]))
+    scored = sorted((-sims[s], i) for i, s in enumerate(doc.sentence_ids) if s in sims)
     return [i for _, i in scored[:limit]]
 
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
     settings = session.settings
-    ref = session.resolve(get_ref_id(args))
+    ref = session.resolve(args["ref_id"].strip())
     patterns = args["patterns"]
     mode = args.get("mode", "lexical")
     if mode == "semantic":
@@ -68,7 +62,6 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     shown: set[tuple[int, int]] = set()
     blocks: list[str] = []
     hits: list[Hit] = []
-    pieces: list[str] = []
     tokens = 0
     left_out = 0
     no_match: list[str] = []
@@ -87,7 +80,6 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
                 continue
             shown.add(span)
             tokens += size
-            pieces += passage
             blocks.append(f"match for {pattern[:80]!r} at line {line}:\n{numbered(passage, span[0])}")
             hits.append(Hit(chunk_id=doc.chunk_ids[line], snippets=passage, title=doc.title, doc_id=doc.doc_id))
     head = f"find ({mode}) in [{ref.ref_id}]{' ' + repr(doc.title) if doc.title else ''}, {len(doc.lines)} lines: {len(blocks)} passage{'s' if len(blocks) != 1 else ''}"
@@ -98,7 +90,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
         notes.append(f"{left_out} more passage{'s' if left_out != 1 else ''} left out: the reply is capped at {settings.find_max_tokens} tokens")
     text = "\n\n".join([head + (f" ({'; '.join(notes)})" if notes else "") + ".", *blocks])
     # The reply's cap counts cl100k_base (AgenticRAG's budget); retrieved tokens are o200k_base, as every tool's.
-    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=content_tokens(pieces), details={"ref_ids": [ref.ref_id], "left_out": left_out})
+    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=content_tokens(s for h in hits for s in h.snippets), details={"ref_ids": [ref.ref_id], "left_out": left_out})
 
 
 def fit_schema(fn: dict[str, Any], documents: Any) -> None:

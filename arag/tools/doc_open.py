@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, READ
-from arag.tools.documents import get_ref_id, load_document, numbered, session_of
+from arag.tools.documents import load_document, numbered, session_of
 from arag.index.tokens import count_tokens_batch
 from arag.tools.render import content_tokens
 
@@ -37,14 +37,14 @@ PARAMETERS: dict[str, Any] = {
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
     session = session_of(options)
-    ref = session.resolve(get_ref_id(args))
+    ref = session.resolve(args["ref_id"].strip())
     line = int(args.get("line", 0))
     doc = load_document(ctx, session, ref.doc_id, ref.anchor)
     n = len(doc.lines)
     if not 0 <= line < n:
         shown = line if abs(line) < 10**12 else "a huge number"
         raise ToolArgumentError(f"line {shown} is out of range: [{ref.ref_id}] has {n} lines, numbered 0–{n - 1}")
-    window, _ = token_window(doc.lines[line : line + session.settings.open_window_lines], session.settings.open_max_tokens)
+    window = token_window(doc.lines[line : line + session.settings.open_window_lines], session.settings.open_max_tokens)
     end = line + len(window)
     title = f" of {doc.title!r}" if doc.title else ""
     head = f"[{ref.ref_id}]{title}: Viewing lines [{line}–{end - 1}] of {n}"
@@ -59,14 +59,14 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-def token_window(lines: list[str], max_tokens: int) -> tuple[list[str], int]:
-    """The leading lines whose tokens sum to at most `max_tokens` (at least the first line), and that sum."""
+def token_window(lines: list[str], max_tokens: int) -> list[str]:
+    """The leading lines whose tokens sum to at most `max_tokens` (at least the first line)."""
     total = 0
     for i, size in enumerate(count_tokens_batch(lines)):
-        if i and total + size > max_tokens:
-            return lines[:i], total
         total += size
-    return lines, total
+        if i and total > max_tokens:
+            return lines[:i]
+    return lines
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, unit="document")  # a window of the document's lines

@@ -16,7 +16,7 @@ import numpy as np
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, SNIPPET
 import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentLines, DocumentRef, DocumentSession, is_packed, load_document, session_of
-from arag.tools.keyword import keyword_scores, matching_sentences
+from arag.tools.keyword import matching_sentences
 from arag.tools.render import content_tokens, snippet_block
 from arag.tools.packed_documents import DocumentCandidate
 from arag.tools.semantic import SENTENCES_PER_RESULT, group_by_chunk
@@ -66,11 +66,11 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-
 def line_range(n_lines: int) -> str:
     """A document's size as the lines open and find take ("lines 0-1489", not "1490 lines", which
     small models passed to open as a line number)."""
     return f"lines 0-{n_lines - 1}" if n_lines > 0 else "no lines"
+
 
 def query_keywords(query: str) -> list[str]:
     """The query's content words, in order, once each: the keywords of its keyword ranking."""
@@ -82,8 +82,8 @@ def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCan
     """The keyword and the semantic ranking of documents, best first, each document once per ranking
     (packed: arag.tools.packed_documents); an index without sentence vectors has the keyword one only."""
     keywords = query_keywords(query)
-    scored = keyword_scores(ctx, keywords, n) if keywords else None
-    semantic = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * n) if ctx.store.index.has_vectors else None
+    scored = ctx.store.keyword_top(keywords, n, narrow=ctx.accelerate) if keywords else None
+    semantic = ctx.vectors.search(ctx.encode_query(query), SENTENCES_PER_RESULT * n) if ctx.store.index.has_vectors else None
     if is_packed(ctx):
         rankings = [] if scored is None else [packed_documents.keyword_documents(ctx, scored, keywords)]
         return rankings + ([] if semantic is None else [packed_documents.semantic_documents(ctx, *semantic)[:n]])
@@ -123,17 +123,15 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     top = sorted(found, key=lambda d: (-fused[d], best[d][1].anchor))
     turn = session.next_turn()
     hits = result_hits(ctx, top, fused, best)
-    anchors = {d: best[d][1].anchor for d in top}
     # Each document is read once, into the session (find and open reuse it): its lines give the
     # result's line range and the line its snippet starts at.
-    documents = {d: load_document(ctx, session, d, anchors[d]) for d in top}
+    documents = [load_document(ctx, session, d, best[d][1].anchor) for d in top]
     refs = []
-    for rank, hit in enumerate(hits, 1):
-        doc = hit.doc_id or ""
-        ref = DocumentRef(f"turn{turn}search{rank}", doc, hit.title, len(documents[doc].lines) if doc in documents else 0, anchors.get(doc))
+    for rank, (doc, hit) in enumerate(zip(documents, hits), 1):
+        ref = DocumentRef(f"turn{turn}search{rank}", doc.doc_id, hit.title, len(doc.lines), best[doc.doc_id][1].anchor)
         session.refs[ref.ref_id] = ref
         refs.append(ref)
-    starts = [snippet_line(documents.get(hit.doc_id or ""), hit) for hit in hits]
+    starts = [snippet_line(doc, hit) for doc, hit in zip(documents, hits)]
     return ToolResult(
         tool=NAME,
         text=search_text(queries, refs, hits, starts),
@@ -144,17 +142,15 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     )
 
 
-def snippet_line(document: DocumentLines | None, hit: Hit) -> int | None:
+def snippet_line(document: DocumentLines, hit: Hit) -> int | None:
     """The document line of the hit's first snippet sentence (None if it is not a line of its own)."""
-    first = hit.snippets[0].strip() if hit.snippets else None
-    if document is None or first is None:
+    if not hit.snippets:
         return None
+    first = hit.snippets[0].strip()
     return next((i for i, line in enumerate(document.lines) if line.strip() == first), None)
 
 
 def result_hits(ctx: ToolHost, top: list[str], fused: dict[str, float], best: dict) -> list[Hit]:
-    if not top:
-        return []
     rows = ctx.store.chunk_rows([best[d][1].anchor for d in top], ["chunk_id", "title", "s_start", "s_count", "text"])
     hits = []
     for i, doc in enumerate(top):

@@ -118,10 +118,6 @@ def session_of(options: ToolOptions) -> DocumentSession:
     return tracker if isinstance(tracker, DocumentSession) else DocumentSession()
 
 
-def get_ref_id(args: dict[str, Any]) -> str:
-    return args["ref_id"].strip()
-
-
 def is_packed(ctx: ToolHost) -> bool:
     return ctx.store.index.chunking_mode == PACKED
 
@@ -139,8 +135,7 @@ def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: 
     if is_packed(ctx):
         if anchor is None:
             raise ValueError(f"document {doc_id!r}: a packed index needs a window covering it to find its sentences")
-        src = packed_documents.load_lines(ctx.store, doc_id, anchor)
-        doc = DocumentLines(doc_id, src.title, src.lines, src.sentence_ids, src.chunk_ids)
+        doc = DocumentLines(doc_id, *packed_documents.load_lines(ctx.store, doc_id, anchor))
     else:
         doc = document_lines(ctx, doc_id)
     session.documents[doc_id] = doc

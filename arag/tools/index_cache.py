@@ -118,15 +118,13 @@ class ChunkStore:
             part = self.parts[w]
             rows = [int(local[i]) for i in idx]
             values = part.rows(rows, stored) if stored else {}
-            for c in stored:
+            if "s_start" in out or "s_count" in out:
+                starts = part.sentence_starts
+                values["s_start"] = [int(self.sentence_offsets[w]) + int(starts[r]) for r in rows]
+                values["s_count"] = [int(starts[r + 1]) - int(starts[r]) for r in rows]
+            for c in columns:
                 for i, v in zip(idx, values[c]):
                     out[c][i] = v
-            for i, r in zip(idx, rows):
-                a, b = int(part.sentence_starts[r]), int(part.sentence_starts[r + 1])
-                if "s_start" in out:
-                    out["s_start"][i] = int(self.sentence_offsets[w]) + a
-                if "s_count" in out:
-                    out["s_count"][i] = b - a
         return out
 
     def adjacent_in_part(self, ords: list[int]) -> list[tuple[int | None, int | None]]:
@@ -252,8 +250,6 @@ class ChunkStore:
                 continue
             rows, c, read = part.keyword_counts(keyword)
             scanned += read + len(rows)
-            if len(rows) == 0:
-                continue
             ords.append(rows + self.chunk_offsets[w])
             counts.append(c.astype(np.int32))
         o = np.concatenate(ords) if ords else np.zeros(0, dtype=np.int64)

@@ -49,11 +49,6 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def keyword_scores(ctx: ToolHost, keywords: list[str], top_k: int) -> list[tuple[int, int]]:
-    """Top `top_k` (ord, score) by the definition above."""
-    return ctx.store.keyword_top(keywords, top_k, narrow=ctx.accelerate)
-
-
 def matching_sentences(sentences: list[str], lowered_keywords: list[str]) -> list[str]:
     """Sentences containing a keyword; if a match only spans a sentence break, the adjacent pair."""
     hits = [s for s, low in zip(sentences, map(str.lower, sentences)) if any(k in low for k in lowered_keywords)]  # each lowered once
@@ -69,7 +64,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     details: dict[str, Any] = {}
     keywords = args["keywords"]
     top_k = get_top_k(args, details)
-    scored = keyword_scores(ctx, keywords, top_k)
+    scored = ctx.store.keyword_top(keywords, top_k, narrow=ctx.accelerate)
     hits: list[Hit] = []
     if scored:
         ords = [o for o, _ in scored]

@@ -29,7 +29,7 @@ def top_chunks(ctx: ToolHost, query: str, top_k: int):
     total = ctx.store.num_sentences
     n = SENTENCES_PER_RESULT * top_k
     while True:
-        scores, sids = ctx.search_sentences(qvec, n)
+        scores, sids = ctx.vectors.search(qvec, n)
         groups = group_by_chunk(ctx, scores, sids)
         if len(groups) >= top_k or n >= total or len(sids) < n:
             return groups[:top_k]

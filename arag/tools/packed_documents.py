@@ -31,14 +31,6 @@ class DocumentCandidate:
     sentences: list[str] | None  # None: found by keywords, the snippet is cut later
 
 
-@dataclass
-class SourceLines:
-    title: str | None
-    lines: list[str]
-    sentence_ids: list[int]  # FAISS id of each line's first copy
-    chunk_ids: list[str]  # the window of each line's first copy
-
-
 def covers(doc_field: str, doc_id: str) -> bool:
     return doc_id in doc_field.split(COVERED_SEPARATOR)
 
@@ -66,17 +58,12 @@ def document_windows(store: ChunkStore, doc_id: str, anchor: int) -> list[int]:
     return _walk(store, doc_id, anchor, -1)[::-1] + [anchor] + _walk(store, doc_id, anchor, +1)
 
 
-def _sentence_span(store: ChunkStore, ords: list[int]) -> tuple[int, int, dict[str, list]]:
-    """First global sentence row and row count of consecutive windows `ords`, and their rows."""
-    rows = store.chunk_rows(ords, ["chunk_id", "s_start", "s_count"])
-    start = int(rows["s_start"][0])
-    return start, int(rows["s_start"][-1]) + int(rows["s_count"][-1]) - start, rows
-
-
-def load_lines(store: ChunkStore, doc_id: str, anchor: int) -> SourceLines:
-    """The document's lines: its sentences in ordinal order, each overlap copy once."""
-    ords = document_windows(store, doc_id, anchor)
-    start, count, rows = _sentence_span(store, ords)
+def load_lines(store: ChunkStore, doc_id: str, anchor: int) -> tuple[str | None, list[str], list[int], list[str]]:
+    """The document's title and lines: its sentences in ordinal order, each overlap copy once, with the
+    FAISS id and the window of each line's first copy (the fields of a DocumentLines)."""
+    rows = store.chunk_rows(document_windows(store, doc_id, anchor), ["chunk_id", "s_start", "s_count"])
+    start = int(rows["s_start"][0])  # the windows are consecutive: their sentence rows are too
+    count = int(rows["s_start"][-1]) + int(rows["s_count"][-1]) - start
     sources = store.sentence_sources.of_range(start, count)
     owners = [cid for cid, n in zip(rows["chunk_id"], rows["s_count"]) for _ in range(int(n))]
     texts = store.sentence_texts(start, count)
@@ -88,7 +75,7 @@ def load_lines(store: ChunkStore, doc_id: str, anchor: int) -> SourceLines:
             first.setdefault(ordinal, i)
             title = title or sources.titles[i]
     order = [first[o] for o in sorted(first)]
-    return SourceLines(title or None, [texts[i] for i in order], [sids[i] for i in order], [owners[i] for i in order])
+    return title or None, [texts[i] for i in order], [sids[i] for i in order], [owners[i] for i in order]
 
 
 def semantic_documents(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[DocumentCandidate]:
@@ -115,8 +102,6 @@ def semantic_documents(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> l
 def keyword_documents(ctx: ToolHost, scored: list[tuple[int, int]], keywords: list[str]) -> list[DocumentCandidate]:
     """Documents of keyword-matched windows (best window first): within a window, the documents
     whose own sentences hold a keyword, by their share of the keyword score (Σ occurrences × length)."""
-    if not scored:
-        return []
     store = ctx.store
     lowered = [k.lower() for k in keywords]
     rows = store.chunk_rows([o for o, _ in scored], ["s_start", "s_count"])

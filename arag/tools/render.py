@@ -21,20 +21,12 @@ def content_tokens(pieces: Iterable[str]) -> int:
     return sum(count_retrieved_tokens(p) for p in pieces)
 
 
-def snippet_tokens(pieces: Iterable[str]) -> int:
-    """Retrieved tokens of a search's snippet sentences: all of them joined by newlines, counted once."""
-    joined = "\n".join(pieces)
-    return count_retrieved_tokens(joined) if joined else 0
-
-
-def search_tokens(hits: list[Hit], full_text: bool) -> int:
-    """A search's retrieved tokens: whole chunks (`full_text`) or its snippets."""
-    pieces = (s for h in hits for s in h.snippets)
-    return content_tokens(pieces) if full_text else snippet_tokens(pieces)
-
-
 def search_result(tool: str, text: str, hits: list[Hit], full_text: bool, details: dict) -> ToolResult:
-    tokens = search_tokens(hits, full_text)
+    """A search's result. Retrieved tokens: whole chunks (`full_text`) each counted on its own, else
+    the snippet sentences joined by newlines and counted once."""
+    pieces = [s for h in hits for s in h.snippets]
+    joined = "\n".join(pieces)
+    tokens = content_tokens(pieces) if full_text else count_retrieved_tokens(joined) if joined else 0
     return ToolResult(tool=tool, text=text, results=hits, retrieved_tokens=tokens, details=details)
 
 
@@ -42,15 +34,11 @@ def snippet_block(sentences: list[str]) -> str:
     return f"{ELLIPSIS} " + f" {ELLIPSIS} ".join(s.strip() for s in sentences) + f" {ELLIPSIS}"
 
 
-def _quote_list(items: list[str]) -> str:
-    return json.dumps(items, ensure_ascii=False)
-
-
-def _titles(hit: Hit, result_format: ResultFormat) -> str:
-    """` (Title: …)` of a header with `result_titles`; a packed chunk's several titles, "; " between them."""
+def _title(hit: Hit, result_format: ResultFormat, shape: str) -> str:
+    """`shape` filled with the hit's title where `result_titles` asks for it; a packed chunk's several, "; " between them."""
     if not (result_format.result_titles and hit.title):
         return ""
-    return f" (Title: {'; '.join(hit.title.split(COVERED_SEPARATOR))})"
+    return shape.format("; ".join(hit.title.split(COVERED_SEPARATOR)))
 
 
 def _capped_note(details: dict) -> str:
@@ -59,28 +47,23 @@ def _capped_note(details: dict) -> str:
 
 
 def keyword_text(keywords: list[str], hits: list[Hit], full_text: bool, details: dict, result_format: ResultFormat) -> str:
-    if not hits:
-        return f"No results found for keywords: {keywords!r}{_capped_note(details)}"
-    blocks = []
-    for hit in hits:
-        head = f"Chunk ID: {hit.chunk_id}{_titles(hit, result_format)}"
+    def block(hit: Hit) -> str:
+        head = f"Chunk ID: {hit.chunk_id}{_title(hit, result_format, ' (Title: {})')}"
         if full_text:
-            blocks.append(f"{head}\n{hit.snippets[0]}")
-        else:
-            matched = snippet_block(hit.snippets) if hit.snippets else "(no exact sentence match)"
-            blocks.append(f"{head}, Matched keywords in chunk: {matched}")
-    return "\n\n".join(blocks) + _capped_note(details)
+            return f"{head}\n{hit.snippets[0]}"
+        matched = snippet_block(hit.snippets) if hit.snippets else "(no exact sentence match)"
+        return f"{head}, Matched keywords in chunk: {matched}"
+
+    return ("\n\n".join(map(block, hits)) if hits else f"No results found for keywords: {keywords!r}") + _capped_note(details)
 
 
 def similarity_text(query: str, hits: list[Hit], full_text: bool, details: dict, result_format: ResultFormat) -> str:
     """Agent-facing text of semantic_search and naive_embedding_search (whole chunks: `full_text`)."""
-    if not hits:
-        return f"No results for: {query}{_capped_note(details)}"
-    blocks = []
-    for hit in hits:
-        head = f"Chunk ID: {hit.chunk_id}{_titles(hit, result_format)} (Similarity: {hit.score:.3f})"
-        blocks.append(f"{head}\n{hit.snippets[0]}" if full_text else f"{head}\nMatched: {snippet_block(hit.snippets)}")
-    return "\n\n".join(blocks) + _capped_note(details)
+    def block(hit: Hit) -> str:
+        head = f"Chunk ID: {hit.chunk_id}{_title(hit, result_format, ' (Title: {})')} (Similarity: {hit.score:.3f})"
+        return f"{head}\n{hit.snippets[0]}" if full_text else f"{head}\nMatched: {snippet_block(hit.snippets)}"
+
+    return ("\n\n".join(map(block, hits)) if hits else f"No results for: {query}") + _capped_note(details)
 
 
 def chunk_header_end(text: str, chunk_id: str) -> int:
@@ -95,12 +78,11 @@ def chunk_read_text(hits: list[Hit], texts: dict[str, str], unknown: list[str], 
     for hit in hits:
         prev_ = hit.prev_id or f"none (first chunk of the {sequence})"
         next_ = hit.next_id or f"none (last chunk of the {sequence})"
-        title = f" | title: {'; '.join(hit.title.split(COVERED_SEPARATOR))}" if result_format.result_titles and hit.title else ""
-        head = f"[chunk_id: {hit.chunk_id}{title} | previous: {prev_} | next: {next_}]"
+        head = f"[chunk_id: {hit.chunk_id}{_title(hit, result_format, ' | title: {}')} | previous: {prev_} | next: {next_}]"
         if hit.already_read:
             blocks.append(f"{head}\nAlready read in this episode; its text is earlier in the conversation.")
         else:
             blocks.append(f"{head}\n{texts[hit.chunk_id]}")
     if unknown:
-        blocks.append(f"Unknown chunk id{'s' if len(unknown) != 1 else ''} (not in this index): {_quote_list(unknown)}")
+        blocks.append(f"Unknown chunk id{'s' if len(unknown) != 1 else ''} (not in this index): {json.dumps(unknown, ensure_ascii=False)}")
     return "\n\n".join(blocks)

@@ -47,8 +47,6 @@ WARM_UP = {"query": "warm start", "top_k": 1}
 
 def group_by_chunk(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[tuple[int, float, np.ndarray]]:
     """(chunk ord, best score, sentence rows in text order) per chunk, best chunk first."""
-    if len(sids) == 0:
-        return []
     rows = ctx.store.sentence_rows(sids)
     ords = ctx.store.chunk_of_sentence_rows(rows)
     groups: dict[int, list[int]] = {}
@@ -65,7 +63,7 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     query = args["query"]
     top_k = get_top_k(args, details)
     require_vectors(ctx, NAME)
-    scores, sids = ctx.search_sentences(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)
+    scores, sids = ctx.vectors.search(ctx.encode_query(query), SENTENCES_PER_RESULT * top_k)
     groups = group_by_chunk(ctx, scores, sids)[:top_k]
     hits = hits_for(ctx, groups, full_text=options.full_text)
     text = similarity_text(query, hits, options.full_text, details, options.result_format)

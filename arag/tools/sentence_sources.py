@@ -7,9 +7,8 @@ On a packed index only the sentence rows say which document a sentence belongs t
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +39,9 @@ class SentenceSources:
 
     def __init__(self, store: Any):  # an arag.tools.index_cache.ChunkStore (which imports this module)
         self.store = store
-        files = {p.part: p.sentences for p in store.index.parts}
-        self.files: list[Path] = [files[n] for n in store.part_numbers]
-        self._group_starts: list[np.ndarray | None] = [None] * len(self.files)
-        self._cache: OrderedDict[tuple[int, int], tuple[list, list, np.ndarray]] = OrderedDict()
-        self._lock = threading.Lock()
+        self.files: list[Path] = [p.sentences for p in store.index.parts]  # in the store's part order
+        self._starts = lru_cache(maxsize=None)(self._read_starts)
+        self._group = lru_cache(maxsize=CACHED_GROUPS)(self._read_group)
         self.check()
 
     def check(self) -> None:
@@ -83,24 +80,10 @@ class SentenceSources:
     def of_range(self, start: int, count: int) -> Sources:
         return self.of_rows(np.arange(start, start + count, dtype=np.int64))
 
-    def _starts(self, w: int) -> np.ndarray:
-        starts = self._group_starts[w]
-        if starts is None:
-            meta = pq.ParquetFile(self.files[w]).metadata
-            starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)], dtype=np.int64)
-            self._group_starts[w] = starts
-        return starts
+    def _read_starts(self, w: int) -> np.ndarray:
+        meta = pq.ParquetFile(self.files[w]).metadata
+        return np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)], dtype=np.int64)
 
-    def _group(self, w: int, g: int) -> tuple[list, list, np.ndarray]:
-        key = (w, g)
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
+    def _read_group(self, w: int, g: int) -> tuple[list, list, np.ndarray]:
         table = pq.ParquetFile(self.files[w]).read_row_group(g, columns=list(SOURCE_COLUMNS))
-        value = (table.column("doc_id").to_pylist(), table.column("doc_title").to_pylist(), table.column("doc_sentence").to_numpy().astype(np.int64))
-        with self._lock:
-            self._cache[key] = value
-            while len(self._cache) > CACHED_GROUPS:
-                self._cache.popitem(last=False)
-        return value
+        return table.column("doc_id").to_pylist(), table.column("doc_title").to_pylist(), table.column("doc_sentence").to_numpy().astype(np.int64)

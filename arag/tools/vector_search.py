@@ -94,10 +94,9 @@ class VectorSearch:
 
         flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if path.stat().st_size > self.mmap_bytes else 0
         try:
-            shard = faiss.read_index(str(path), flags)
+            return faiss.read_index(str(path), flags)
         except RuntimeError:  # an index type without mmap support: read it whole
-            shard = faiss.read_index(str(path))
-        return shard
+            return faiss.read_index(str(path))
 
     def _search_shards(self, qvec: np.ndarray, n: int, nprobe: int | None) -> tuple[np.ndarray, np.ndarray]:
         shards = self._exact_shards()

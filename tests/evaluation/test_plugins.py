@@ -276,7 +276,7 @@ def test_a_toy_tool_states_its_reads_shown_ids_warm_up_and_what_a_client_mirrors
     registered(TOOL, spec.name, spec)
     assert shown_id_arguments(("keyword_search", "toy_reader", "chunk_read", "made_up")) == {"toy_reader": "ids", "chunk_read": "chunk_ids"}
     tracker = ReadTracker()
-    spec.follow_remote(tracker, ToolResult(tool="toy_reader", text="", results=[Hit("a#0"), Hit("b#0", already_read=True)]))
+    tracker.follow(spec, ToolResult(tool="toy_reader", text="", results=[Hit("a#0"), Hit("b#0", already_read=True)]))
     assert tracker.order == ["a#0"] and mirrored == ["toy_reader"]
     calls = []
     service = SimpleNamespace(tools={"toy_reader": spec}, workers=SimpleNamespace(workers=2, call=lambda name, args: calls.append((name, args)) or ToolResult(tool=name, text="")))

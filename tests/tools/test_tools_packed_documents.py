@@ -93,7 +93,7 @@ def test_a_window_match_counts_only_for_the_documents_that_match(ctx):
     found = keyword_documents(ctx, ctx.store.keyword_top(["zyzzyva"], 10), ["zyzzyva"])
     assert [c.doc_id for c in found] == ["s3"] and found[0].title == "Zyzzyva" and found[0].sentences == ["The zyzzyva is a weevil."]
     # A sentence hit counts for its own document, its best sentence first.
-    scores, sids = ctx.search_sentences(fake_encode(["Amber is traded there."]), 6)
+    scores, sids = ctx.vectors.search(fake_encode(["Amber is traded there."]), 6)
     ranked = semantic_documents(ctx, scores, sids)
     assert ranked[0].doc_id == "s4" and ranked[0].sentences[0] == "Amber is traded there."
     assert len({c.doc_id for c in ranked}) == len(ranked)

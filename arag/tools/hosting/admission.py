@@ -84,14 +84,11 @@ class CallGate:
             ticket.waiter = waiter
         try:
             await waiter  # a slot handed over (counted as running), ServerStopping or ServerBusy
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ServerBusy):
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                 self._release()  # handed a slot just as it was cancelled: pass it on
             else:
                 self._forget(client, caller, waiter)
-            raise
-        except ServerBusy:
-            self._forget(client, caller, waiter)
             raise
         finally:
             if ticket is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import Future
 from typing import Callable
 
 import numpy as np
@@ -21,30 +22,24 @@ _QUEUED, _TAKEN = 0, 1
 
 
 class _Waiter:
-    """One caller's query, and how it ends: an answer (vector or error), or the hand-over of a slot."""
+    """One caller's query, and how it ends: an answer (`future`: a vector or an error), or the hand-over of a slot."""
 
-    __slots__ = ("query", "state", "vector", "error", "promoted", "answered", "wake")
+    __slots__ = ("query", "state", "promoted", "future", "wake")
 
     def __init__(self, query: str):
         self.query = query
         self.state = _QUEUED  # _TAKEN: in a batch being encoded (by any slot holder)
-        self.vector: np.ndarray | None = None
-        self.error: BaseException | None = None
         self.promoted = False  # a slot was handed to this caller
-        self.answered = threading.Event()
+        self.future: Future[np.ndarray] = Future()
         self.wake = threading.Event()  # set on the answer or on promotion
 
     def answer(self, vector: np.ndarray | None, error: BaseException | None) -> None:
-        self.vector, self.error = vector, error
         self.state = _TAKEN
-        self.answered.set()
+        if error is None:
+            self.future.set_result(vector)
+        else:
+            self.future.set_exception(error)
         self.wake.set()
-
-    def result(self) -> np.ndarray:
-        if self.error is not None:
-            raise self.error
-        assert self.vector is not None
-        return self.vector
 
 
 class BatchingEncoder:
@@ -76,8 +71,7 @@ class BatchingEncoder:
                     pass
             finally:
                 self._hand_on_slot()
-            me.answered.wait()  # taken into another holder's batch: wait for its answer
-        return me.result()
+        return me.future.result()  # taken into another holder's batch: waits for its answer
 
     def _encode_next(self, me: _Waiter) -> bool:
         """Encode the next batch from the queue while `me` is still queued; False once it is not."""

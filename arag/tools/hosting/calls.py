@@ -11,6 +11,7 @@ import asyncio
 import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import Any, Hashable
 
 from arag.tools.base import ResultFormat, ToolResult
@@ -18,7 +19,7 @@ from arag.tools.hosting.admission import CallGate
 from arag.tools.tracker import ReadTracker
 
 
-class ToolCalls:
+class ToolCalls(AbstractContextManager):
     """Subclasses call `admit(slots)` in their __init__ and define `call`."""
 
     gate: CallGate
@@ -55,9 +56,6 @@ class ToolCalls:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
-
-    def __enter__(self) -> "ToolCalls":
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()

@@ -68,7 +68,6 @@ class ToolContext(ToolCalls):
         self.index = index if isinstance(index, Index) else open_index(index)
         self.store = ChunkStore.open(self.index, cache_dir=cache_dir)
         self.accelerate = accelerate
-        self.nprobe = nprobe
         self._encoder = encoder
         cores = usable_cores()
         self._batcher = BatchingEncoder(self._encode_batch, window_s=batch_window_s, workers=cores)
@@ -90,19 +89,12 @@ class ToolContext(ToolCalls):
             return error_result(str(tool)[:100], f"unknown tool; available tools: {', '.join(TOOLS)}", UNKNOWN_TOOL)
         return spec.call(self, arguments, ToolOptions(full_text=full_text, tracker=tracker, result_format=result_format or ResultFormat()))
 
-    def sql(self, query: str, params: list[Any] | None = None, tables: dict[str, Any] | None = None) -> list[tuple]:
-        """Ad-hoc DuckDB query with bound parameters over the view `chunks` (the chunk Parquet files);
-        `tables`: Arrow tables visible to this query only. Not used by the tools."""
+    def sql(self, query: str, params: list[Any] | None = None) -> list[tuple]:
+        """Ad-hoc DuckDB query with bound parameters over the view `chunks` (the chunk Parquet files)."""
         cur = getattr(self._cursors, "cursor", None)
         if cur is None:
             cur = self._cursors.cursor = self._connection().cursor()
-        for name, table in (tables or {}).items():
-            cur.register(name, table)
-        try:
-            return cur.execute(query, params or []).fetchall()
-        finally:
-            for name in tables or {}:
-                cur.unregister(name)
+        return cur.execute(query, params or []).fetchall()
 
     def _connection(self) -> Any:
         with self._lock:
@@ -140,10 +132,6 @@ class ToolContext(ToolCalls):
                         spec = dataclasses.replace(spec, threads=self.encoder_threads)
                     self._encoder = SentenceEmbedder(spec).encode_queries
         return self._encoder(queries)
-
-    def search_sentences(self, qvec: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top `n` sentences over all shards: (scores desc, sentence ids); ties by smaller id."""
-        return self.vectors.search(qvec, n)
 
     @property
     def chunk_ids(self) -> ChunkIdFormat:

@@ -11,16 +11,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import multiprocessing
 import os
 import queue
-import socket
 import subprocess
 import sys
 import threading
 from collections import OrderedDict
+from contextlib import suppress
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from arag.tools.base import ResultFormat, ToolResult, error_result
 from arag.tools.failures import DIAGNOSTICS, INFRASTRUCTURE
@@ -57,10 +58,8 @@ def _worker_main(conn: Any) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
+    with suppress(EOFError, BrokenPipeError, ConnectionResetError):  # the parent closed the pipe: it is gone or stopping
         _serve_calls(conn)
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the parent stopped reading: it is gone or stopping
 
 
 def _serve_calls(conn: Any) -> None:
@@ -76,13 +75,7 @@ def _serve_calls(conn: Any) -> None:
     conn.send(("ready", os.getpid()))
     documents: OrderedDict[str, dict] = OrderedDict()
     try:
-        while True:
-            try:
-                message = conn.recv()
-            except EOFError:
-                break
-            if message is None:
-                break
+        while (message := conn.recv()) is not None:
             tool, arguments, state, full_text, result_format = message
             tracker = None
             if state is not None:
@@ -100,10 +93,9 @@ def _serve_calls(conn: Any) -> None:
         ctx.close()
 
 
-class _Worker:
-    def __init__(self, process: Any, conn: Any):
-        self.process = process
-        self.conn = conn
+class _Worker(NamedTuple):
+    process: subprocess.Popen
+    conn: Connection
 
 
 class ToolWorkerPool(ToolCalls):
@@ -140,7 +132,7 @@ class ToolWorkerPool(ToolCalls):
     def _start(self) -> _Worker:
         # A fresh interpreter running this module, not multiprocessing's spawn: spawn re-imports
         # the caller's __main__, which breaks any script without an `if __name__ == "__main__"` guard.
-        parent, child = socket.socketpair()
+        parent, child = multiprocessing.Pipe()
         # The worker imports this same arag (a checkout run without installing it too); its stdout
         # goes to stderr, since a stdio MCP server's stdout is the protocol channel.
         package_root = str(Path(__file__).resolve().parents[3])
@@ -149,9 +141,8 @@ class ToolWorkerPool(ToolCalls):
             [sys.executable, "-m", "arag.tools.hosting.worker_pool", str(child.fileno())], pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=2, env=env
         )
         child.close()
-        conn = Connection(parent.detach())
-        conn.send((self.index, self.options))
-        worker = _Worker(process, conn)
+        parent.send((self.index, self.options))
+        worker = _Worker(process, parent)
         with self._lock:
             self._all.append(worker)
         return worker
@@ -279,10 +270,8 @@ class ToolWorkerPool(ToolCalls):
         with self._lock:
             workers, self._all = self._all, []
         for worker in workers:
-            try:
+            with suppress(OSError):
                 worker.conn.send(None)
-            except (OSError, BrokenPipeError):
-                pass
         for worker in workers:
             try:
                 worker.process.wait(10)
