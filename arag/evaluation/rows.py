@@ -22,24 +22,16 @@ ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a 
 CALLS_OTHER = "calls_other"
 
 
-def counted_tools() -> tuple[str, ...]:
-    return tuple(TOOLS)
-
-
 def call_columns() -> list[str]:
-    return [*(f"calls_{t}" for t in counted_tools()), CALLS_OTHER]
+    return [*(f"calls_{t}" for t in TOOLS), CALLS_OTHER]
 
 
 # Tool errors get a column each per failure kind (arag.tools.failures.FAILURE_KINDS), beside their total.
 ERROR_KIND_PREFIX = "tool_errors_"
 
 
-def failure_kinds() -> tuple[str, ...]:
-    return FAILURE_KINDS
-
-
 def error_kind_columns() -> list[str]:
-    return [f"{ERROR_KIND_PREFIX}{k}" for k in failure_kinds()]
+    return [f"{ERROR_KIND_PREFIX}{k}" for k in FAILURE_KINDS]
 
 
 @dataclass
@@ -115,16 +107,16 @@ class EpisodeRow:
 
     def call_counts(self) -> dict[str, int]:
         calls = dict(self.__dict__.get("calls") or {})
-        counts = {f"calls_{t}": calls.pop(t, 0) for t in counted_tools()}
+        counts = {f"calls_{t}": calls.pop(t, 0) for t in TOOLS}
         counts[CALLS_OTHER] = sum(calls.values())
         return counts
 
     def error_kind_counts(self) -> dict[str, int]:
         kinds = self.__dict__.get("tool_error_kinds") or {}
-        unknown = set(kinds) - set(failure_kinds())
+        unknown = set(kinds) - set(FAILURE_KINDS)
         if unknown:
-            raise ValueError(f"tool_error_kinds: unknown failure kind(s) {', '.join(sorted(unknown))}; known: {', '.join(failure_kinds())}")
-        return {f"{ERROR_KIND_PREFIX}{k}": int(kinds.get(k, 0)) for k in failure_kinds()}
+            raise ValueError(f"tool_error_kinds: unknown failure kind(s) {', '.join(sorted(unknown))}; known: {', '.join(FAILURE_KINDS)}")
+        return {f"{ERROR_KIND_PREFIX}{k}": int(kinds.get(k, 0)) for k in FAILURE_KINDS}
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("calls_"):

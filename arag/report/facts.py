@@ -10,7 +10,8 @@ import duckdb
 import pyarrow as pa
 
 from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, row_facts
-from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX, failure_kinds
+from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX
+from arag.tools.failures import FAILURE_KINDS
 from arag.report.format import sql_literal
 
 # The stored rows as read; KEY (where each is) joins the facts to them.
@@ -24,7 +25,7 @@ CALL_COUNT_COLUMNS = ("tool_calls",)
 
 
 def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
-    ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in failure_kinds()), "repeated_calls",
+    ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in FAILURE_KINDS), "repeated_calls",
             "evidence_supporting", "evidence_seen", "evidence_read"]
     return [*((c, pa.int32()) for c in ints), ("evidence_recall_seen", pa.float64()), ("evidence_recall_read", pa.float64())]
 
@@ -43,7 +44,7 @@ def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, A
         return record  # tool errors and repeats: unknown
     kinds = facts.tool_error_kinds or {}
     record["tool_errors"], record["repeated_calls"] = facts.tool_errors, facts.repeated_calls
-    record.update({f"{ERROR_KIND_PREFIX}{k}": kinds.get(k, 0) for k in failure_kinds()})
+    record.update({f"{ERROR_KIND_PREFIX}{k}": kinds.get(k, 0) for k in FAILURE_KINDS})
     return record
 
 
