@@ -105,14 +105,10 @@ def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_i
     return out
 
 
+# The rules our prompts add to the paper's: {a phrase that states it: its name on the card}.
+ADDED_RULES = {"one tool per step": "one tool per step", "ids of the form": "the chunk-id form", "only the chunks you need": "read only the chunks you need"}
+
+
 def added_rules(system_text: str) -> list[str]:
     """The rules our prompts add to the paper's, found in a system prompt."""
-    lower = system_text.lower()
-    found = []
-    if "one tool per step" in lower:
-        found.append("one tool per step")
-    if "ids of the form" in lower:
-        found.append("the chunk-id form")
-    if "only the chunks you need" in lower:
-        found.append("read only the chunks you need")
-    return found
+    return [rule for phrase, rule in ADDED_RULES.items() if phrase in system_text.lower()]
