@@ -49,13 +49,8 @@ def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, A
 
 
 def _stored_rows(con: duckdb.DuckDBPyConnection, columns: Sequence[str]) -> Iterator[dict[str, Any]]:
-    cursor = con.execute(f"SELECT {', '.join([*KEY, *columns])} FROM {STORED_TABLE}")
-    names = [d[0] for d in cursor.description]
-    while True:
-        batch = cursor.fetchmany(BATCH_ROWS)
-        if not batch:
-            return
-        yield from (dict(zip(names, r)) for r in batch)
+    for batch in con.sql(f"SELECT {', '.join([*KEY, *columns])} FROM {STORED_TABLE}").to_arrow_reader(BATCH_ROWS):
+        yield from batch.to_pylist()
 
 
 def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
@@ -67,14 +62,9 @@ def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     call_columns = [c for c in present if c.startswith("calls_") and c != CALLS_OTHER]
     columns = fact_columns(call_columns)
     inputs = [c for c in ("trajectory", *FACT_INPUT_COLUMNS) if c in present]
-    records = {name: [] for name in (*KEY, *(c for c, _ in columns))}
-    for row in _stored_rows(con, inputs):
-        record = fact_record(row_facts(row), call_columns)
-        for name, values in records.items():
-            values.append(row[name] if name in KEY else record.get(name))
+    records = [{**{k: row[k] for k in KEY}, **fact_record(row_facts(row), call_columns)} for row in _stored_rows(con, inputs)]
     schema = pa.schema([("filename", pa.string()), ("file_row_number", pa.int64()), *columns])
-    table = pa.Table.from_pydict(records, schema=schema)
-    con.from_arrow(table).create(FACTS_TABLE)
+    con.from_arrow(pa.Table.from_pylist(records, schema=schema)).create(FACTS_TABLE)
     counted = [c for c, _ in columns]
     kept = set(CALL_COUNT_COLUMNS) | set(call_columns) | {CALLS_OTHER}
 
