@@ -106,10 +106,10 @@ class RejudgeCounts:
     wall_s: float = 0.0
 
 
-def _source_rows(source: SourceRun, skip: set[str]) -> Iterator[dict[str, Any]]:
+def _answered_rows(source: SourceRun, skip: set[str]) -> Iterator[dict[str, Any]]:
     for part in source.store.part_files():
         for row in pq.read_table(part, schema=row_schema()).to_pylist():
-            if row["question_id"] not in skip:
+            if row["question_id"] not in skip and row["status"] == OK:
                 yield row
 
 
@@ -156,9 +156,7 @@ def rejudge_run(source: SourceRun, results_root: str | Path, settings: RunSettin
         async def judge_all() -> set[str]:  # one event loop: an endpoint client keeps its connections
             answered = set(done)
             batch: list[dict[str, Any]] = []
-            for row in _source_rows(source, done):
-                if row["status"] != OK:
-                    continue
+            for row in _answered_rows(source, done):
                 answered.add(row["question_id"])
                 batch.append(row)
                 if len(batch) >= max(batch_size, concurrency):  # a batch keeps `concurrency` calls in flight

@@ -66,7 +66,7 @@ class EpisodeRow:
     calls: dict[str, int] = field(default_factory=dict)  # calls per tool name; stored as the call_columns()
     tool_errors: int = 0  # calls whose result the model could not use (every kind below); these counts: arag.evaluation.episode_facts
     tool_error_kinds: dict[str, int] = field(default_factory=dict)  # tool errors per failure kind; stored as the error_kind_columns()
-    repeated_calls: int = 0  # calls identical to an earlier call of the episode (arag.evaluation.repeats)
+    repeated_calls: int = 0  # calls identical to an earlier call of the episode (arag.evaluation.episode_facts)
     retrieved_tokens: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -56,7 +56,6 @@ class EpisodeRunner:
         episodes_at_once: int | None = None,
     ):
         self.settings = settings
-        self.run_id = settings.run_id
         self.overrides = list(overrides or [])
         self.episode_timeout_s = episode_timeout_s
         method = method_from_config(settings.method)
