@@ -151,15 +151,13 @@ def _column_type(f: Any) -> pa.DataType:
     return _BY_ANNOTATION.get(str(f.type).removesuffix(" | None"), pa.string())
 
 
-def row_columns() -> list[str]:
-    """EpisodeRow's fields in order, `calls` and `tool_error_kinds` expanded to their columns."""
-    expanded = {"calls": call_columns, "tool_error_kinds": error_kind_columns}
-    return [c for f in fields(EpisodeRow) for c in (expanded[f.name]() if f.name in expanded else [f.name])]
-
-
 def row_schema() -> pa.Schema:
-    types = {f.name: _column_type(f) for f in fields(EpisodeRow)}
-    return pa.schema([pa.field(c, types.get(c, pa.int32())) for c in row_columns()])
+    """EpisodeRow's fields in order, `calls` and `tool_error_kinds` expanded to their (int32) columns."""
+    expanded = {"calls": call_columns, "tool_error_kinds": error_kind_columns}
+    columns = []
+    for f in fields(EpisodeRow):
+        columns += [pa.field(c, pa.int32()) for c in expanded[f.name]()] if f.name in expanded else [pa.field(f.name, _column_type(f))]
+    return pa.schema(columns)
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
