@@ -98,11 +98,8 @@ def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_i
         ours = {s["function"]["name"]: s["function"] for s in rendered["tools"]}
     except (KeyError, ValueError, TypeError):
         ours = {}
-    out = {}
-    for name, function in shown.items():
-        status = PRESET if ours.get(name) == function else (CUSTOM if same_code else EARLIER)
-        out[name] = TextCheck(status, fingerprint(function))
-    return out
+    changed = CUSTOM if same_code else EARLIER
+    return {name: TextCheck(PRESET if ours.get(name) == function else changed, fingerprint(function)) for name, function in shown.items()}
 
 
 # The rules our prompts add to the paper's: {a phrase that states it: its name on the card}.

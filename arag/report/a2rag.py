@@ -68,24 +68,12 @@ def outcome_shares(buckets: Iterable[str]) -> dict[str, float]:
 
 def verdict_counts(checks_json: Iterable[str | None]) -> dict[str, tuple[int, int]]:
     """(yes, no) per Triple-Check validator over every attempt of every episode."""
-    yes: Counter = Counter()
-    no: Counter = Counter()
-    for text in checks_json:
-        for attempt in json.loads(text) if text else []:
-            for check in CHECKS:
-                if attempt.get(check) is True:
-                    yes[check] += 1
-                elif attempt.get(check) is False:
-                    no[check] += 1
-    return {c: (yes[c], no[c]) for c in CHECKS}
+    verdicts = Counter((check, attempt.get(check)) for text in checks_json for attempt in (json.loads(text) if text else []) for check in CHECKS)
+    return {c: (verdicts[c, True], verdicts[c, False]) for c in CHECKS}
 
 
 def rewrite_counts(rewrites_json: Iterable[str | None]) -> Counter:
-    counts: Counter = Counter()
-    for text in rewrites_json:
-        for rewrite in json.loads(text) if text else []:
-            counts[rewrite.get("failure") or "unknown"] += 1
-    return counts
+    return Counter(rewrite.get("failure") or "unknown" for text in rewrites_json for rewrite in (json.loads(text) if text else []))
 
 
 def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> str:

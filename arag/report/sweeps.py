@@ -59,12 +59,9 @@ def setting_order(x: str, value: Any) -> tuple:
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: value}
+    if not isinstance(value, dict):
+        return {prefix: value}
+    return {key: v for k, inner in value.items() for key, v in _flatten(inner, f"{prefix}.{k}" if prefix else str(k)).items()}
 
 
 def differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
