@@ -73,16 +73,8 @@ def gold_chunks(chunk_titles: Mapping[str, str | None], supporting_titles: Itera
 
 def seen_and_read(calls: Iterable[tuple[str, Iterable[str]]], full_text: bool) -> tuple[set[str], set[str]]:
     """The chunk ids seen and read in full, from (record name, result chunk ids) per call."""
-    seen: set[str] = set()
-    read: set[str] = set()
-    for name, chunk_ids in calls:
-        if evidence_of(name) == NOT_EVIDENCE:
-            continue
-        ids = set(chunk_ids)
-        seen |= ids
-        if shows_full_text(name, full_text):
-            read |= ids
-    return seen, read
+    shown = [(name, set(chunk_ids)) for name, chunk_ids in calls if evidence_of(name) != NOT_EVIDENCE]
+    return set().union(*(ids for _, ids in shown)), set().union(*(ids for name, ids in shown if shows_full_text(name, full_text)))
 
 
 def method_shows_full_text(agent: Mapping | None) -> bool:
