@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from arag.evaluation.evidence import found_titles, method_shows_full_text, seen_and_read
@@ -166,6 +166,8 @@ def parse_trajectory(text: str | None) -> dict[str, Any]:
     return trajectory if isinstance(trajectory, dict) else {}
 
 
+# The supporting documents' facts, as the row columns of the same names hold them.
+EVIDENCE_FACTS = ("evidence_supporting", "evidence_seen", "evidence_read", "evidence_recall_seen", "evidence_recall_read")
 # The columns of a stored row that row_facts reads (beside the trajectory).
 FACT_INPUT_COLUMNS = ("supporting_titles", "tool_calls", "evidence_supporting", "evidence_seen", "evidence_read")
 
@@ -179,9 +181,8 @@ def row_facts(row: Mapping[str, Any], trajectory: Mapping[str, Any] | None = Non
         facts = trajectory_facts(trajectory, supporting)
     else:
         facts = trajectory_facts(trajectory, supporting, titles={})
-        n = facts.evidence_supporting or int(row.get("evidence_supporting") or 0)
-        facts = EpisodeFacts(facts.calls, facts.failures, facts.repeated, n, int(row.get("evidence_seen") or 0), int(row.get("evidence_read") or 0))
+        facts = replace(facts, evidence_supporting=facts.evidence_supporting or int(row.get("evidence_supporting") or 0),
+                        evidence_seen=int(row.get("evidence_seen") or 0), evidence_read=int(row.get("evidence_read") or 0))
     if "tool_calls" not in trajectory:
-        called = int(row.get("tool_calls") or 0) > 0
-        return EpisodeFacts({}, (), (), facts.evidence_supporting, facts.evidence_seen, facts.evidence_read, counted=not called, recorded=False)
+        return replace(facts, calls={}, failures=(), repeated=(), counted=int(row.get("tool_calls") or 0) == 0, recorded=False)
     return facts

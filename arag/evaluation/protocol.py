@@ -208,11 +208,7 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any 
     """What a run did, per card setting that applies to its method (`built`: the method, if built)."""
     settings = info.get("settings") or {}
     identity = info.get("identity") or {}
-
-    def part(key: str) -> dict[str, Any]:
-        return dict(settings.get(key) or identity.get(key) or {})
-
-    model, agent, method, judge = part("model"), part("agent"), part("method"), part("judge")
+    model, agent, method, judge = (dict(settings.get(key) or identity.get(key) or {}) for key in ("model", "agent", "method", "judge"))
     kind = str(method.get("kind") or "agent")
     tools = tuple(method.get("tools") or ())
     name = model.get("model")

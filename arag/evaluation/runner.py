@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from arag.agent import ANSWERED, Agent, AgentConfig, Episode
 from arag.agent.episode import pack_messages
-from arag.evaluation.episode_facts import trajectory_facts
+from arag.evaluation.episode_facts import EVIDENCE_FACTS, trajectory_facts
 from arag.evaluation.evidence import citation_recall, evidence_recall
 from arag.evaluation.judge import NO_ANSWER, SKIPPED, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 # Row columns that hold the episode's, and the counted facts', values of the same name.
 FROM_EPISODE = ("protocol", "forced", "forced_reason", "steps", "invalid_replies", "retrieved_tokens", "refused_calls", "truncated_observations",
                 "answer_cut_off", "forced_summaries", "context_warnings")
-FROM_FACTS = ("tool_calls", "calls", "tool_errors", "tool_error_kinds", "repeated_calls", "evidence_supporting", "evidence_seen", "evidence_read",
-              "evidence_recall_seen", "evidence_recall_read")
+FROM_FACTS = ("tool_calls", "calls", "tool_errors", "tool_error_kinds", "repeated_calls", *EVIDENCE_FACTS)
 
 
 class EpisodeRunner:

@@ -9,7 +9,7 @@ from typing import Any, Iterator, Sequence
 import duckdb
 import pyarrow as pa
 
-from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, row_facts
+from arag.evaluation.episode_facts import EVIDENCE_FACTS, FACT_INPUT_COLUMNS, EpisodeFacts, row_facts
 from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX
 from arag.tools.failures import FAILURE_KINDS
 from arag.report.format import sql_literal
@@ -32,10 +32,7 @@ def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
 
 def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, Any]:
     named = {c[len("calls_"):] for c in call_columns}
-    record: dict[str, Any] = {
-        "evidence_supporting": facts.evidence_supporting, "evidence_seen": facts.evidence_seen, "evidence_read": facts.evidence_read,
-        "evidence_recall_seen": facts.evidence_recall_seen, "evidence_recall_read": facts.evidence_recall_read,
-    }
+    record: dict[str, Any] = {c: getattr(facts, c) for c in EVIDENCE_FACTS}
     if facts.recorded:  # else the row's own call counts stand
         record["tool_calls"] = facts.tool_calls
         record.update({c: facts.calls.get(c[len("calls_"):], 0) for c in call_columns})

@@ -33,7 +33,6 @@ def judge_label_sql() -> str:
     return f"{model} || ' (' || {preset} || ')'"
 
 
-# ---- cards ---------------------------------------------------------------------------------------
 def _loads(text: Any) -> Any:
     try:
         return json.loads(text) if text else None
