@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from arag.tools import ToolContext
 
 # Row columns that hold the episode's, and the counted facts', values of the same name.
-FROM_EPISODE = ("protocol", "forced", "forced_reason", "steps", "invalid_replies", "retrieved_tokens", "refused_calls", "truncated_observations",
-                "answer_cut_off", "forced_summaries", "context_warnings")
+FROM_EPISODE = ("protocol", "forced", "forced_reason", "steps", "invalid_replies", "retrieved_tokens", "refused_calls",
+                "truncated_observations", "answer_cut_off", "forced_summaries", "context_warnings")
 FROM_FACTS = ("tool_calls", "calls", "tool_errors", "tool_error_kinds", "repeated_calls", *EVIDENCE_FACTS)
 
 

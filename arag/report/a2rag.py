@@ -68,7 +68,8 @@ def outcome_shares(buckets: Iterable[str]) -> dict[str, float]:
 
 def verdict_counts(checks_json: Iterable[str | None]) -> dict[str, tuple[int, int]]:
     """(yes, no) per Triple-Check validator over every attempt of every episode."""
-    verdicts = Counter((check, attempt.get(check)) for text in checks_json for attempt in (json.loads(text) if text else []) for check in CHECKS)
+    attempts = [attempt for text in checks_json for attempt in (json.loads(text) if text else [])]
+    verdicts = Counter((check, attempt.get(check)) for attempt in attempts for check in CHECKS)
     return {c: (verdicts[c, True], verdicts[c, False]) for c in CHECKS}
 
 

@@ -137,8 +137,8 @@ def tool_use_figure(con: duckdb.DuckDBPyConnection):
         if any(values):
             top.bar(range(len(series)), values, bottom=bottom_of, label=tool, color=f"C{j % 10}")
             bottom_of = [b + v for b, v in zip(bottom_of, values)]
-    top.set(xticks=range(len(series)), xticklabels=[str(i + 1) for i in range(len(series))], xlabel="series (numbered as in the legend below)",
-            ylabel="mean calls per episode")
+    top.set(xticks=range(len(series)), xticklabels=[str(i + 1) for i in range(len(series))],
+            xlabel="series (numbered as in the legend below)", ylabel="mean calls per episode")
     top.set_title("Tool calls per episode, by tool", fontsize=11)
     if top.get_legend_handles_labels()[0]:
         top.legend(fontsize=7, **BESIDE)

@@ -111,7 +111,8 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
                       "is identical to an earlier call of the episode (docs/evaluation.md). Unusable and repeated calls, and the tool errors "
                       "by kind: calls in all, of all the run's calls. Every count is taken from the episodes' trajectories, the same count the "
                       "viewer shows, for runs stored before these were recorded too; \"n/a\": rows stored without a trajectory.", "",
-                      *fitted_tables(n, [Topic("Calls per tool", calls, call_rows), Topic("Tool errors, repeated calls and forced answers", errors, error_rows),
+                      *fitted_tables(n, [Topic("Calls per tool", calls, call_rows),
+                                         Topic("Tool errors, repeated calls and forced answers", errors, error_rows),
                                          Topic("Tool errors by kind (calls)", kinds, kind_rows)])])
 
 
