@@ -3,6 +3,7 @@ instead of the settings (docs/evaluation.md, "Protocol", "What ran, not what was
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -76,42 +77,25 @@ def header_form(call: Mapping[str, Any]) -> str | None:
 
 
 def effective(trajectories: Iterable[Mapping[str, Any]]) -> Effective:
-    budgets, caps, windows = set(), set(), set()
-    episodes, extra, cut = 0, 0, 0
-    replies: int | None = 0
-    smallest: int | None = None
-    most: int | None = None
-    header, fields = None, None
+    ran = [t for t in trajectories if t and t.get("agent")]
+    backends = [t.get("backend") or {} for t in ran]
+    first_prompts = [(t.get("model_calls") or [{}])[0].get("prompt_tokens") for t in ran]
+    # Tool calls per step of each episode; step 0 is a method's retrieval before the first model call.
+    per_step = [Counter(int(c["step"]) for c in t.get("tool_calls") or [] if int(c.get("step") or 0) >= 1) for t in ran]
     readers = chunk_readers()
-    for t in trajectories:
-        if not t or not t.get("agent"):
-            continue
-        episodes += 1
-        agent = t["agent"]
-        if agent.get("token_budget") is not None:
-            budgets.add(int(agent["token_budget"]))
-        cap = reply_cap_of(t)
-        if cap:
-            caps.add(cap)
-        window = window_of(t.get("backend") or {})
-        if window:
-            windows.add(window)
-        fields = fields or (t.get("backend") or {}).get("request_fields")
-        calls = t.get("model_calls") or []
-        if calls and calls[0].get("prompt_tokens") is not None:
-            smallest = min(int(calls[0]["prompt_tokens"]), smallest if smallest is not None else 1 << 62)
-        per_step: dict[int, int] = {}
-        for call in t.get("tool_calls") or []:
-            if int(call.get("step") or 0) >= 1:  # step 0: a method's retrieval before the first model call
-                per_step[int(call["step"])] = per_step.get(int(call["step"]), 0) + 1
-            if header is None and call.get("name") in readers:
-                header = header_form(call)
-        if per_step:
-            most = max(max(per_step.values()), most or 0)
-        refused = int(t.get("refused_calls") or 0)
-        extra += refused
-        if refused and replies is not None:
-            messages = t.get("messages")
-            replies = replies + replies_with_extra_calls(messages) if messages else None
-        cut += int(t.get("truncated_observations") or 0)
-    return Effective(episodes, tuple(sorted(budgets)), tuple(sorted(caps)), tuple(sorted(windows)), smallest, most, extra, replies, cut, header, fields)
+    headers = (header_form(c) for t in ran for c in t.get("tool_calls") or [] if c.get("name") in readers)
+    refused = [t for t in ran if int(t.get("refused_calls") or 0)]
+    return Effective(
+        episodes=len(ran),
+        token_budgets=tuple(sorted({int(t["agent"]["token_budget"]) for t in ran if t["agent"].get("token_budget") is not None})),
+        reply_caps=tuple(sorted({cap for cap in map(reply_cap_of, ran) if cap})),
+        windows=tuple(sorted({window for window in map(window_of, backends) if window})),
+        smallest_prompt=min((int(p) for p in first_prompts if p is not None), default=None),
+        most_calls_in_a_step=max((max(steps.values()) for steps in per_step if steps), default=None),
+        extra_calls=sum(int(t["refused_calls"]) for t in refused),
+        replies_with_extra_calls=(None if any(not t.get("messages") for t in refused)
+                                  else sum(replies_with_extra_calls(t["messages"]) for t in refused)),
+        cut_results=sum(int(t.get("truncated_observations") or 0) for t in ran),
+        chunk_read_header=next((h for h in headers if h), None),
+        request_fields=next((b["request_fields"] for b in backends if b.get("request_fields")), None),
+    )

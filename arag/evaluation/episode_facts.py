@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from arag.evaluation.evidence import found_titles, method_shows_full_text, seen_and_read
-from arag.evaluation.repeats import repeated_flags
 from arag.methods import evidence_of
 from arag.tools.base import NOT_EVIDENCE, READ
 from arag.tools.failures import ALREADY_READ, EMPTY, FAILURE_KINDS, REFUSED, UNKNOWN_IDS, UNKNOWN_TOOL
+from arag.tools.registry import TOOLS
 
 # Results and errors as runs that predate failure kinds recorded them: chunk_read's unknown ids, an
 # unknown reference id (AgenticRAG's document tools), a tool the method does not offer.
@@ -58,6 +58,42 @@ def _legacy_failure(call: Mapping[str, Any]) -> str | None:
     if evidence_of(str(call.get("name"))) == READ and not call.get("retrieved_tokens"):
         return UNKNOWN_IDS if named_unknown else ALREADY_READ
     return None
+
+
+# Repeated tool calls: identical to an earlier call of the episode in tool name and normalised arguments.
+def normalised(value: Any) -> Any:
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): normalised(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalised(v) for v in value]
+    return value
+
+
+def with_defaults(name: str, arguments: Any) -> Any:
+    spec = TOOLS.get(name)
+    if spec is None or not isinstance(arguments, dict):
+        return arguments
+    defaults = {k: p["default"] for k, p in spec.parameters.get("properties", {}).items() if isinstance(p, dict) and "default" in p}
+    return {**defaults, **arguments}
+
+
+def call_key(name: str, arguments: Any) -> str:
+    return json.dumps([name, normalised(with_defaults(name, arguments))], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def repeated_flags(calls: Iterable[tuple[str, Any]]) -> list[bool]:
+    """Per (tool name, arguments) of an episode's calls: whether an earlier call was identical."""
+    seen: set[str] = set()
+    flags = []
+    for name, arguments in calls:
+        key = call_key(str(name), arguments)
+        flags.append(key in seen)
+        seen.add(key)
+    return flags
 
 
 @dataclass(frozen=True)
@@ -130,6 +166,8 @@ def parse_trajectory(text: str | None) -> dict[str, Any]:
     return trajectory if isinstance(trajectory, dict) else {}
 
 
+# The supporting documents' facts, as the row columns of the same names hold them.
+EVIDENCE_FACTS = ("evidence_supporting", "evidence_seen", "evidence_read", "evidence_recall_seen", "evidence_recall_read")
 # The columns of a stored row that row_facts reads (beside the trajectory).
 FACT_INPUT_COLUMNS = ("supporting_titles", "tool_calls", "evidence_supporting", "evidence_seen", "evidence_read")
 
@@ -143,9 +181,8 @@ def row_facts(row: Mapping[str, Any], trajectory: Mapping[str, Any] | None = Non
         facts = trajectory_facts(trajectory, supporting)
     else:
         facts = trajectory_facts(trajectory, supporting, titles={})
-        n = facts.evidence_supporting or int(row.get("evidence_supporting") or 0)
-        facts = EpisodeFacts(facts.calls, facts.failures, facts.repeated, n, int(row.get("evidence_seen") or 0), int(row.get("evidence_read") or 0))
+        facts = replace(facts, evidence_supporting=facts.evidence_supporting or int(row.get("evidence_supporting") or 0),
+                        evidence_seen=int(row.get("evidence_seen") or 0), evidence_read=int(row.get("evidence_read") or 0))
     if "tool_calls" not in trajectory:
-        called = int(row.get("tool_calls") or 0) > 0
-        return EpisodeFacts({}, (), (), facts.evidence_supporting, facts.evidence_seen, facts.evidence_read, counted=not called, recorded=False)
+        return replace(facts, calls={}, failures=(), repeated=(), counted=int(row.get("tool_calls") or 0) == 0, recorded=False)
     return facts

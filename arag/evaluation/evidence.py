@@ -29,11 +29,7 @@ def titles_covered(title: str | Sequence[str] | None) -> list[str]:
 
 def ranked_passages(ranked_titles: Sequence[str | Sequence[str] | None]) -> list[str]:
     """The passages (titles) the retrieved chunks cover, in rank order, each at its first place."""
-    seen: dict[str, None] = {}
-    for entry in ranked_titles:
-        for title in titles_covered(entry):
-            seen.setdefault(title, None)
-    return list(seen)
+    return list(dict.fromkeys(title for entry in ranked_titles for title in titles_covered(entry)))
 
 
 def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_titles: Iterable[str], k: int) -> float | None:
@@ -48,13 +44,8 @@ def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_
 
 def ranked_chunks(episode: Episode) -> list[str]:
     """Chunk ids in the order they first appeared in the episode's tool results."""
-    seen: dict[str, None] = {}
-    for call in sorted(episode.tool_calls, key=lambda c: c.step):
-        if evidence_of(call.name) == NOT_EVIDENCE:
-            continue
-        for chunk_id in call.chunk_ids:
-            seen.setdefault(chunk_id, None)
-    return list(seen)
+    calls = sorted(episode.tool_calls, key=lambda c: c.step)
+    return list(dict.fromkeys(chunk_id for call in calls if evidence_of(call.name) != NOT_EVIDENCE for chunk_id in call.chunk_ids))
 
 
 @dataclass(frozen=True)
@@ -82,16 +73,8 @@ def gold_chunks(chunk_titles: Mapping[str, str | None], supporting_titles: Itera
 
 def seen_and_read(calls: Iterable[tuple[str, Iterable[str]]], full_text: bool) -> tuple[set[str], set[str]]:
     """The chunk ids seen and read in full, from (record name, result chunk ids) per call."""
-    seen: set[str] = set()
-    read: set[str] = set()
-    for name, chunk_ids in calls:
-        if evidence_of(name) == NOT_EVIDENCE:
-            continue
-        ids = set(chunk_ids)
-        seen |= ids
-        if shows_full_text(name, full_text):
-            read |= ids
-    return seen, read
+    shown = [(name, set(chunk_ids)) for name, chunk_ids in calls if evidence_of(name) != NOT_EVIDENCE]
+    return set().union(*(ids for _, ids in shown)), set().union(*(ids for name, ids in shown if shows_full_text(name, full_text)))
 
 
 def method_shows_full_text(agent: Mapping | None) -> bool:

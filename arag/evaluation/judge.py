@@ -51,10 +51,10 @@ class Verdict:
 
 
 class Judge:
-    def __init__(self, backend: LLMBackend | None, config: JudgeConfig):
+    def __init__(self, backend: LLMBackend, config: JudgeConfig):
         self.backend = backend
         self.config = config
-        self.structured = backend is not None and JSON in backend.protocols
+        self.structured = JSON in backend.protocols
 
     def messages(self, question: str, golds: Sequence[str], prediction: str) -> list[Message]:
         gold = " | ".join(golds)
@@ -70,8 +70,6 @@ class Judge:
             return Verdict(NO_ANSWER)
         if self.config.skip_exact and exact:
             return Verdict(EXACT_MATCH)
-        if self.backend is None:
-            return Verdict(SKIPPED)
         started = time.perf_counter()
         messages = self.messages(question, golds, prediction)
         problem = "no attempt"

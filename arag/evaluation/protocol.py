@@ -70,10 +70,6 @@ class ProtocolCard:
     def to_json(self) -> dict[str, Any]:
         return {"paper": self.paper, "rows": [asdict(r) for r in self.rows], "deviations": len(self.deviations)}
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ProtocolCard":
-        return cls(str(data["paper"]), tuple(CardRow(**r) for r in data["rows"]))
-
 
 def _reply_cap(model: Mapping[str, Any], agent: Mapping[str, Any], ran: Effective | None = None) -> Fact:
     """The replies' cap as sent, and what a reply could use where the window leaves less."""
@@ -144,18 +140,14 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
     identity = info.get("identity") or {}
     settings = info.get("settings") or {}
     texts = identity.get("texts") or {}
-    facts: dict[str, Fact] = {}
-    variant = _method_setting(method, "prompt_variant", "pre-paper prompts", "pre-paper prompts")
+    facts = {P.PROMPT_VARIANT: _method_setting(method, "prompt_variant", "pre-paper prompts", "pre-paper prompts")}
     if not texts:
-        facts[P.PROMPT_VARIANT] = variant
         return facts
     commit = (identity.get("code") or {}).get("commit")
     prompts = T.prompt_checks(method, texts, commit)
     system = prompts.get(T.SYSTEM)
     if system is not None and system.status != T.PRESET:
         facts[P.PROMPT_VARIANT] = Fact("custom", f"custom (the system prompt, sha256 {system.sha}, is not the preset's)")
-    else:
-        facts[P.PROMPT_VARIANT] = variant
     if system is not None:
         added = T.added_rules(str((texts.get("method") or {}).get(T.SYSTEM) or ""))
         note = f"; {system.note}" if system.note else ""
@@ -216,11 +208,7 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any 
     """What a run did, per card setting that applies to its method (`built`: the method, if built)."""
     settings = info.get("settings") or {}
     identity = info.get("identity") or {}
-
-    def part(key: str) -> dict[str, Any]:
-        return dict(settings.get(key) or identity.get(key) or {})
-
-    model, agent, method, judge = part("model"), part("agent"), part("method"), part("judge")
+    model, agent, method, judge = (dict(settings.get(key) or identity.get(key) or {}) for key in ("model", "agent", "method", "judge"))
     kind = str(method.get("kind") or "agent")
     tools = tuple(method.get("tools") or ())
     name = model.get("model")

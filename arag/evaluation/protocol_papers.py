@@ -127,10 +127,6 @@ def at_least(minimum: int) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, int) and value >= minimum
 
 
-def is_none(value: Any) -> bool:
-    return value is None
-
-
 NOT_STATED = "not stated"
 AUTHORS = "authors' code a44de6b"
 
@@ -178,7 +174,7 @@ A_RAG = PaperProtocol(
                                     "[Chunk <id>]", authors("src/arag/tools/read_chunk.py")),
         SENTENCE_SPLITTER: Expected(NOT_STATED, authors("scripts/build_index.py (the paper states no splitter)"), equals("regex"),
                                     "regex [.!?\\n]+, end punctuation stripped, pieces of <= 10 characters dropped", authors("scripts/build_index.py")),
-        QUERY_INSTRUCTION: Expected(NOT_STATED, authors("src/arag/tools/semantic_search.py (§4.1 names the embedder only)"), is_none,
+        QUERY_INSTRUCTION: Expected(NOT_STATED, authors("src/arag/tools/semantic_search.py (§4.1 names the embedder only)"), equals(None),
                                     "none (the raw query encoded)", authors("src/arag/tools/semantic_search.py")),
         EMBEDDER_PRECISION: Expected(NOT_STATED, authors("scripts/build_index.py (the paper states none)"), equals("float32"),
                                      "float32 (sentence-transformers' default)", authors("scripts/build_index.py, src/arag/tools/semantic_search.py")),

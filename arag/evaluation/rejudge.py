@@ -106,26 +106,17 @@ class RejudgeCounts:
     wall_s: float = 0.0
 
 
-def _source_rows(source: SourceRun, skip: set[str]) -> Iterator[dict[str, Any]]:
+def _answered_rows(source: SourceRun, skip: set[str]) -> Iterator[dict[str, Any]]:
     for part in source.store.part_files():
         for row in pq.read_table(part, schema=row_schema()).to_pylist():
-            if row["question_id"] not in skip:
+            if row["question_id"] not in skip and row["status"] == OK:
                 yield row
 
 
-def rejudge_run(
-    source: SourceRun,
-    results_root: str | Path,
-    settings: RunSettings,
-    backend: LLMBackend,
-    *,
-    concurrency: int = 1,
-    batch_size: int = 25,
-    on_row: Callable[[], None] | None = None,
-) -> RejudgeCounts:
-    """Judge the source's answered episodes the new run lacks, copy its failed ones, log the invocation."""
-    if settings.rejudged_from is None:
-        raise ValueError("rejudge_run needs the settings of a re-judged run (rejudged_settings)")
+def rejudge_run(source: SourceRun, results_root: str | Path, settings: RunSettings, backend: LLMBackend, *, concurrency: int = 1,
+                batch_size: int = 25, on_row: Callable[[], None] | None = None) -> RejudgeCounts:
+    """Judge the source's answered episodes the new run lacks, copy its failed ones, log the invocation.
+    `settings`: the new run's (rejudged_settings)."""
     started = time.time()
     judge = Judge(backend, JudgeConfig.from_dict(settings.judge))
     settings_json = settings.identity_json
@@ -165,9 +156,7 @@ def rejudge_run(
         async def judge_all() -> set[str]:  # one event loop: an endpoint client keeps its connections
             answered = set(done)
             batch: list[dict[str, Any]] = []
-            for row in _source_rows(source, done):
-                if row["status"] != OK:
-                    continue
+            for row in _answered_rows(source, done):
                 answered.add(row["question_id"])
                 batch.append(row)
                 if len(batch) >= max(batch_size, concurrency):  # a batch keeps `concurrency` calls in flight
@@ -190,12 +179,10 @@ def rejudge_run(
                 store.write(failed)  # replaces the same questions' rows from an earlier re-judge
             counts.failed_copied = len(failed)
         counts.wall_s = time.time() - started
-        store.log_invocation(
-            {
-                "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
-                "finished": dt.datetime.now(dt.timezone.utc).isoformat(),
-                "rejudged_from": settings.rejudged_from["run_id"],
-                **dataclasses.asdict(counts),
-            }
-        )
+        store.log_invocation({
+            "started": dt.datetime.fromtimestamp(started, dt.timezone.utc).isoformat(),
+            "finished": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "rejudged_from": settings.rejudged_from["run_id"],
+            **dataclasses.asdict(counts),
+        })
     return counts

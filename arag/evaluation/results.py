@@ -76,7 +76,8 @@ class RunStore:
             if existing.get("run_id") != self.run_id:
                 raise ValueError(f"{path} belongs to run {existing.get('run_id')!r}, not {self.run_id!r}")
             return
-        atomic_write_bytes(path, json.dumps(info, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
+        with _atomic(path) as tmp:
+            tmp.write_text(json.dumps(info, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
 
     def log_invocation(self, record: dict[str, Any]) -> None:
         with open(self.root / INVOCATIONS, "a", encoding="utf-8") as f:
@@ -244,11 +245,6 @@ def _atomic(path: Path) -> Iterator[Path]:
     fsync(tmp)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    with _atomic(path) as tmp:
-        tmp.write_bytes(data)
 
 
 def atomic_write_table(table: pa.Table, path: Path) -> None:

@@ -22,24 +22,16 @@ ROW_FAILED = "failed"  # EpisodeRow.status: the episode has no scored result (a 
 CALLS_OTHER = "calls_other"
 
 
-def counted_tools() -> tuple[str, ...]:
-    return tuple(TOOLS)
-
-
 def call_columns() -> list[str]:
-    return [*(f"calls_{t}" for t in counted_tools()), CALLS_OTHER]
+    return [*(f"calls_{t}" for t in TOOLS), CALLS_OTHER]
 
 
 # Tool errors get a column each per failure kind (arag.tools.failures.FAILURE_KINDS), beside their total.
 ERROR_KIND_PREFIX = "tool_errors_"
 
 
-def failure_kinds() -> tuple[str, ...]:
-    return FAILURE_KINDS
-
-
 def error_kind_columns() -> list[str]:
-    return [f"{ERROR_KIND_PREFIX}{k}" for k in failure_kinds()]
+    return [f"{ERROR_KIND_PREFIX}{k}" for k in FAILURE_KINDS]
 
 
 @dataclass
@@ -74,7 +66,7 @@ class EpisodeRow:
     calls: dict[str, int] = field(default_factory=dict)  # calls per tool name; stored as the call_columns()
     tool_errors: int = 0  # calls whose result the model could not use (every kind below); these counts: arag.evaluation.episode_facts
     tool_error_kinds: dict[str, int] = field(default_factory=dict)  # tool errors per failure kind; stored as the error_kind_columns()
-    repeated_calls: int = 0  # calls identical to an earlier call of the episode (arag.evaluation.repeats)
+    repeated_calls: int = 0  # calls identical to an earlier call of the episode (arag.evaluation.episode_facts)
     retrieved_tokens: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -115,16 +107,16 @@ class EpisodeRow:
 
     def call_counts(self) -> dict[str, int]:
         calls = dict(self.__dict__.get("calls") or {})
-        counts = {f"calls_{t}": calls.pop(t, 0) for t in counted_tools()}
+        counts = {f"calls_{t}": calls.pop(t, 0) for t in TOOLS}
         counts[CALLS_OTHER] = sum(calls.values())
         return counts
 
     def error_kind_counts(self) -> dict[str, int]:
         kinds = self.__dict__.get("tool_error_kinds") or {}
-        unknown = set(kinds) - set(failure_kinds())
+        unknown = set(kinds) - set(FAILURE_KINDS)
         if unknown:
-            raise ValueError(f"tool_error_kinds: unknown failure kind(s) {', '.join(sorted(unknown))}; known: {', '.join(failure_kinds())}")
-        return {f"{ERROR_KIND_PREFIX}{k}": int(kinds.get(k, 0)) for k in failure_kinds()}
+            raise ValueError(f"tool_error_kinds: unknown failure kind(s) {', '.join(sorted(unknown))}; known: {', '.join(FAILURE_KINDS)}")
+        return {f"{ERROR_KIND_PREFIX}{k}": int(kinds.get(k, 0)) for k in FAILURE_KINDS}
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("calls_"):
@@ -159,15 +151,13 @@ def _column_type(f: Any) -> pa.DataType:
     return _BY_ANNOTATION.get(str(f.type).removesuffix(" | None"), pa.string())
 
 
-def row_columns() -> list[str]:
-    """EpisodeRow's fields in order, `calls` and `tool_error_kinds` expanded to their columns."""
-    expanded = {"calls": call_columns, "tool_error_kinds": error_kind_columns}
-    return [c for f in fields(EpisodeRow) for c in (expanded[f.name]() if f.name in expanded else [f.name])]
-
-
 def row_schema() -> pa.Schema:
-    types = {f.name: _column_type(f) for f in fields(EpisodeRow)}
-    return pa.schema([pa.field(c, types.get(c, pa.int32())) for c in row_columns()])
+    """EpisodeRow's fields in order, `calls` and `tool_error_kinds` expanded to their (int32) columns."""
+    expanded = {"calls": call_columns, "tool_error_kinds": error_kind_columns}
+    columns = []
+    for f in fields(EpisodeRow):
+        columns += [pa.field(c, pa.int32()) for c in expanded[f.name]()] if f.name in expanded else [pa.field(f.name, _column_type(f))]
+    return pa.schema(columns)
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -86,14 +86,12 @@ def judge_preset(judge: Mapping[str, Any]) -> str:
 
 
 def judge_model_name(judge_model: Any, agent_model: str | None) -> str | None:
-    if judge_model is None or judge_model == "agent":
+    if not isinstance(judge_model, Mapping):  # None or "agent": the agent's model
         return agent_model
-    if isinstance(judge_model, Mapping):
-        at_defaults = judge_model.get("agent_model_at_defaults")
-        if isinstance(at_defaults, Mapping):
-            return str(at_defaults.get("model") or agent_model)
-        return str(judge_model.get("model")) if judge_model.get("model") is not None else agent_model
-    return agent_model
+    at_defaults = judge_model.get("agent_model_at_defaults")
+    if isinstance(at_defaults, Mapping):
+        return str(at_defaults.get("model") or agent_model)
+    return str(judge_model["model"]) if judge_model.get("model") is not None else agent_model
 
 
 def guard_rails_label(rails: Mapping[str, Any] | None) -> str:

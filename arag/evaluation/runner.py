@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from arag.agent import ANSWERED, Agent, AgentConfig, Episode
 from arag.agent.episode import pack_messages
-from arag.evaluation.episode_facts import trajectory_facts
+from arag.evaluation.episode_facts import EVIDENCE_FACTS, trajectory_facts
 from arag.evaluation.evidence import citation_recall, evidence_recall
 from arag.evaluation.judge import NO_ANSWER, SKIPPED, Judge, JudgeConfig, Verdict
 from arag.evaluation.metrics import score_answer
@@ -31,6 +32,11 @@ from arag.methods import method_from_config
 if TYPE_CHECKING:
     from arag.serve.client import RemoteTools
     from arag.tools import ToolContext
+
+# Row columns that hold the episode's, and the counted facts', values of the same name.
+FROM_EPISODE = ("protocol", "forced", "forced_reason", "steps", "invalid_replies", "retrieved_tokens", "refused_calls",
+                "truncated_observations", "answer_cut_off", "forced_summaries", "context_warnings")
+FROM_FACTS = ("tool_calls", "calls", "tool_errors", "tool_error_kinds", "repeated_calls", *EVIDENCE_FACTS)
 
 
 class EpisodeRunner:
@@ -49,7 +55,6 @@ class EpisodeRunner:
         episodes_at_once: int | None = None,
     ):
         self.settings = settings
-        self.run_id = settings.run_id
         self.overrides = list(overrides or [])
         self.episode_timeout_s = episode_timeout_s
         method = method_from_config(settings.method)
@@ -110,29 +115,18 @@ class EpisodeRunner:
         # and the facts below are counted from it as the report and the viewer count them.
         trajectory = {**episode.to_json(), "chunk_titles": evidence.chunk_titles}
         facts = trajectory_facts(trajectory, question.supporting_titles)
-        tokens = episode.token_totals()
-        row = self.base_row(question, attempt, worker)
+        row = base_row(self.settings, question, attempt, worker, self.overrides, self.backend)
+        copied = {**{c: getattr(episode, c) for c in FROM_EPISODE}, **{c: getattr(facts, c) for c in FROM_FACTS},
+                  **asdict(scores), **episode.token_totals(), **verdict.columns()}
+        for column, value in copied.items():
+            setattr(row, column, value)
         row.status = OK if answered else ROW_FAILED
         row.prediction = prediction
         row.failure = None if answered else (episode.failure or f"episode status {episode.status}")
-        row.protocol = episode.protocol
-        row.forced, row.forced_reason = episode.forced, episode.forced_reason
-        row.steps, row.invalid_replies = episode.steps, episode.invalid_replies
-        row.tool_calls, row.calls = facts.tool_calls, facts.calls
-        row.tool_errors, row.tool_error_kinds, row.repeated_calls = facts.tool_errors, facts.tool_error_kinds, facts.repeated_calls
-        row.retrieved_tokens = episode.retrieved_tokens
-        row.prompt_tokens, row.completion_tokens, row.reasoning_tokens = tokens["prompt_tokens"], tokens["completion_tokens"], tokens["reasoning_tokens"]
         row.model_calls = len(episode.model_calls)
-        row.contain_acc, row.contain_acc_token, row.exact_match, row.f1 = scores.contain_acc, scores.contain_acc_token, scores.exact_match, scores.f1
-        row.refused_calls, row.truncated_observations = episode.refused_calls, episode.truncated_observations
-        row.answer_cut_off = episode.answer_cut_off
-        self._set_verdict(row, verdict)
-        row.evidence_supporting, row.evidence_seen, row.evidence_read = facts.evidence_supporting, facts.evidence_seen, facts.evidence_read
-        row.evidence_recall_seen, row.evidence_recall_read = facts.evidence_recall_seen, facts.evidence_recall_read
         row.evidence_recall_at_2, row.evidence_recall_at_5 = (evidence.at_k or {}).get(2), (evidence.at_k or {}).get(5)
         cited = citation_recall(episode, question.supporting_titles)
         row.citation_recall_at_1, row.citation_recall_at_3 = cited[1], cited[3]
-        row.forced_summaries, row.context_warnings = episode.forced_summaries, episode.context_warnings
         row.wall_s = episode.wall_s + verdict.latency_s
         row.llm_s = sum(m.latency_s for m in episode.model_calls)
         row.tool_s = sum(c.latency_s for c in episode.tool_calls)
@@ -142,14 +136,6 @@ class EpisodeRunner:
 
     def failed_row(self, question: Question, reason: str, attempt: int = 1, worker: str | None = None) -> EpisodeRow:
         return failed_row(self.settings, question, reason, attempt, worker, self.overrides, self.backend)
-
-    def base_row(self, question: Question, attempt: int, worker: str | None) -> EpisodeRow:
-        return base_row(self.settings, question, attempt, worker, self.overrides, self.backend)
-
-    @staticmethod
-    def _set_verdict(row: EpisodeRow, verdict: Verdict) -> None:
-        for column, value in verdict.columns().items():
-            setattr(row, column, value)
 
     def titles_of(self, chunk_ids: list[str]) -> dict[str, str]:
         from arag.serve.client import RemoteTools
@@ -166,14 +152,8 @@ class EpisodeRunner:
             self.ctx.close()
 
 
-def base_row(
-    settings: RunSettings,
-    question: Question,
-    attempt: int = 1,
-    worker: str | None = None,
-    overrides: list[str] | None = None,
-    backend: LLMBackend | None = None,
-) -> EpisodeRow:
+def base_row(settings: RunSettings, question: Question, attempt: int = 1, worker: str | None = None, overrides: list[str] | None = None,
+             backend: LLMBackend | None = None) -> EpisodeRow:
     """The columns every row of a run shares, plus the question's own; metrics at their defaults."""
     described: dict[str, Any] = backend.describe() if backend is not None else {}
     return EpisodeRow(
@@ -197,15 +177,8 @@ def base_row(
     )
 
 
-def failed_row(
-    settings: RunSettings,
-    question: Question,
-    reason: str,
-    attempt: int = 1,
-    worker: str | None = None,
-    overrides: list[str] | None = None,
-    backend: LLMBackend | None = None,
-) -> EpisodeRow:
+def failed_row(settings: RunSettings, question: Question, reason: str, attempt: int = 1, worker: str | None = None,
+               overrides: list[str] | None = None, backend: LLMBackend | None = None) -> EpisodeRow:
     """A row for an episode that left no record (timeout, a worker that died, a bug): no answer,
     nothing read, every answer metric 0."""
     row = base_row(settings, question, attempt, worker, overrides, backend)

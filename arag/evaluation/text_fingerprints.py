@@ -98,21 +98,15 @@ def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_i
         ours = {s["function"]["name"]: s["function"] for s in rendered["tools"]}
     except (KeyError, ValueError, TypeError):
         ours = {}
-    out = {}
-    for name, function in shown.items():
-        status = PRESET if ours.get(name) == function else (CUSTOM if same_code else EARLIER)
-        out[name] = TextCheck(status, fingerprint(function))
-    return out
+    changed = CUSTOM if same_code else EARLIER
+    return {name: TextCheck(PRESET if ours.get(name) == function else changed, fingerprint(function)) for name, function in shown.items()}
+
+
+# The rules our prompts add to the paper's: {a phrase that states it: its name on the card}.
+ADDED_RULES = {"one tool per step": "one tool per step", "ids of the form": "the chunk-id form",
+               "only the chunks you need": "read only the chunks you need"}
 
 
 def added_rules(system_text: str) -> list[str]:
     """The rules our prompts add to the paper's, found in a system prompt."""
-    lower = system_text.lower()
-    found = []
-    if "one tool per step" in lower:
-        found.append("one tool per step")
-    if "ids of the form" in lower:
-        found.append("the chunk-id form")
-    if "only the chunks you need" in lower:
-        found.append("read only the chunks you need")
-    return found
+    return [rule for phrase, rule in ADDED_RULES.items() if phrase in system_text.lower()]

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import duckdb
 
 from arag.evaluation.rows import PASSAGE_RECALL_SCHEMA
-from arag.report.format import accuracy_sql, failures_sql, setting_text
-from arag.report.tables import Topic, fitted_tables
+from arag.methods.a2rag import CALL_PURPOSES, CHECKS, STAGES
+from arag.report.format import accuracy_sql, failures_sql
 from arag.report.format import format_value as _fmt
 from arag.report.intervals import cell as accuracy_cell
-
-from arag.methods.a2rag import CALL_PURPOSES, CHECKS, STAGES
+from arag.report.run_tables import key_cells
+from arag.report.tables import Topic, fitted_tables
 
 BASELINES = ("naive_rag", "arag_full")
 OUTCOMES = (*STAGES, "fail", "abstain", "no outcome")
@@ -68,32 +68,16 @@ def outcome_shares(buckets: Iterable[str]) -> dict[str, float]:
 
 def verdict_counts(checks_json: Iterable[str | None]) -> dict[str, tuple[int, int]]:
     """(yes, no) per Triple-Check validator over every attempt of every episode."""
-    yes: Counter = Counter()
-    no: Counter = Counter()
-    for text in checks_json:
-        for attempt in json.loads(text) if text else []:
-            for check in CHECKS:
-                if attempt.get(check) is True:
-                    yes[check] += 1
-                elif attempt.get(check) is False:
-                    no[check] += 1
-    return {c: (yes[c], no[c]) for c in CHECKS}
+    attempts = [attempt for text in checks_json for attempt in (json.loads(text) if text else [])]
+    verdicts = Counter((check, attempt.get(check)) for attempt in attempts for check in CHECKS)
+    return {c: (verdicts[c, True], verdicts[c, False]) for c in CHECKS}
 
 
 def rewrite_counts(rewrites_json: Iterable[str | None]) -> Counter:
-    counts: Counter = Counter()
-    for text in rewrites_json:
-        for rewrite in json.loads(text) if text else []:
-            counts[rewrite.get("failure") or "unknown"] += 1
-    return counts
+    return Counter(rewrite.get("failure") or "unknown" for text in rewrites_json for rewrite in (json.loads(text) if text else []))
 
 
-def _key(values: Sequence, label: Callable[[str], str]) -> list[str]:
-    """A row's key cells: dataset, model, the method by its label, the shown settings ("—" unset)."""
-    return [label(v) if i == 2 else setting_text(v) for i, v in enumerate(values)]
-
-
-def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
+def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> str:
     cols = ["dataset", "model", "method", *shown_settings]
     baselines = ", ".join(f"'{m}'" for m in BASELINES)
     data = con.execute(
@@ -106,7 +90,7 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     n = len(cols)
     order = {m: i for i, m in enumerate(BASELINES)}
     data.sort(key=lambda r: (*[str(v) for v in r[:2]], order.get(r[2], len(order)), r[2], *[str(v) for v in r[3:n]]))
-    keys = [_key(r[:n], label) for r in data]
+    keys = [key_cells(cols, r[:n]) for r in data]
     quality = [*cols, "n", "EM", "F1", "LLM-Acc", "Recall@2", "Recall@5", "older rows"]
     quality_rows = [[*key, _fmt(r[n], "int"), _fmt(r[n + 1]), _fmt(r[n + 2]), accuracy_cell(r[n + 3], r[n + 4], r[-2], r[-1]), *(_fmt(v) for v in r[n + 5 : n + 7]), _fmt(r[n + 11], "int")]
                     for key, r in zip(keys, data)]
@@ -115,7 +99,7 @@ def comparison_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
     return "\n".join(fitted_tables(n, [Topic("Accuracy and evidence recall", quality, quality_rows), Topic("Cost and latency", cost, cost_rows)]))
 
 
-def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
+def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> str:
     cols = ["dataset", "model", "method", *shown_settings]
     data = con.execute(
         f"""SELECT {', '.join(cols)}, list(struct_pack(
@@ -136,7 +120,7 @@ def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
         by_type = rewrite_counts(t["rewrites"] for t in traces)
         counted, per_purpose = calls_by_purpose(t["calls"] for t in traces)
         total = len(traces)
-        key = _key(r[:n], label)
+        key = key_cells(cols, r[:n])
         stage_rows.append([*key, _fmt(total, "int"), *(_fmt(shares[b]) for b in OUTCOMES)])
         call_rows.append([*key, _fmt(sum(per_purpose.values()) if counted else None, "f2"), _fmt(paper_calls(r[0]), "f1"),
                           *(_fmt(per_purpose[p] if counted else None, "f2") for p in CALL_PURPOSES)])
@@ -146,7 +130,7 @@ def controller_table(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[st
                                         Topic("Triple-Check verdicts and rewrites", checks, check_rows, ["l"] * n + ["r"] * (len(checks) - n - 1) + ["l"])]))
 
 
-def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str] = str) -> str:
+def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> str:
     title = "## A2RAG beside A-RAG (Full) and Naive RAG"
     (runs,) = con.execute(f"SELECT count(*) FROM episodes WHERE {A2RAG_ROWS}").fetchone()
     if not runs:
@@ -159,7 +143,7 @@ def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str],
         "recall on any chunking); older rows: rows written before Recall@k counted passages, left out of Recall@k; "
         "tokens: prompt + completion tokens of all model calls; latency: seconds per episode without the judge.",
         "",
-        comparison_table(con, shown_settings, label),
+        comparison_table(con, shown_settings),
         "",
         "**A2RAG controller** — stage breakdown (share of episodes answered after the local / bridge / PPR stage, failed "
         "after the last rewrite, abstained at the gate, or with no outcome: the episode failed); LLM calls per question "
@@ -169,6 +153,6 @@ def a2rag_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str],
         "`method.sufficiency=llm`; the gate and seed extraction make none. Then the Triple-Check verdicts over every "
         "attempt and the rewrites by failure type.",
         "",
-        controller_table(con, shown_settings, label),
+        controller_table(con, shown_settings),
         "",
     ])

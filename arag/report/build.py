@@ -68,7 +68,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         paired_section(con, varying, method_label),  # beside the tables whose comparisons it tests
         *sweeps,
         agentic_table(con),
-        a2rag_section(con, varying, method_label),
+        a2rag_section(con, varying),
         details_table(con),
         tokens_pivot(con, [m for m in methods if not m.startswith("agenticrag")], paper=PaperTokens.load() if paper_columns else None, cards=cards),
         cost_table(con),

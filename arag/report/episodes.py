@@ -11,7 +11,8 @@ import duckdb
 
 from arag.config.files import method_declarations
 from arag.evaluation.results import row_files
-from arag.evaluation.rows import CALLS_OTHER, counted_tools
+from arag.evaluation.rows import CALLS_OTHER
+from arag.tools.registry import TOOLS
 from arag.report.facts import create_views
 from arag.report.format import UnlikeRunsError, setting_text
 from arag.report.protocol import judge_label_sql
@@ -44,20 +45,16 @@ JUDGE_SQL = judge_label_sql()
 VARYING_TABLE = "varying_settings"
 
 
-def result_files(results_path: str | Path) -> list[str]:
+def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the table `episodes` over every results file."""
     root = Path(results_path)
     if not root.is_dir():
         raise FileNotFoundError(f"no results folder at {root}")
     files = [str(p) for p in row_files(root)]
     if not files:
         raise FileNotFoundError(f"no results (*.parquet) under {root}")
-    return files
-
-
-def connect(results_path: str | Path, where: str | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the table `episodes` over every results file."""
     con = duckdb.connect()
-    create_views(con, result_files(results_path))
+    create_views(con, files)
     # A table, not a view: every section queries it, and a view would join the facts and parse each
     # row's settings JSON again for every query.
     con.execute(f"CREATE TABLE episodes AS SELECT *, {GUARD_RAILS_SQL} AS guard_rails, {JUDGE_SQL} AS judge FROM all_episodes {'WHERE ' + where if where else ''}")
@@ -91,7 +88,7 @@ def check_one_run_per_cell(con: duckdb.DuckDBPyConnection) -> None:
             GROUP BY ALL HAVING count(DISTINCT run_id) > 1 ORDER BY ALL"""
     ).fetchall()
     if clash:
-        lines = [f"  {setting_label(keys, r[:-1])}: runs {', '.join(r[-1])}" for r in clash[:10]]
+        lines = [f"  {', '.join(f'{k}={setting_text(v)}' for k, v in zip(keys, r[:-1]))}: runs {', '.join(r[-1])}" for r in clash[:10]]
         raise UnlikeRunsError(
             "these results hold runs that differ in their settings (judge, protocol, index, prompts or code version) "
             "but would share a table cell; the report does not average unlike runs. Choose one per cell with "
@@ -102,10 +99,6 @@ def check_one_run_per_cell(con: duckdb.DuckDBPyConnection) -> None:
 def setting_keys(names: Sequence[str], values: Sequence[Any]) -> list[tuple]:
     """Sort keys for a row's values of the settings `names` (numbers by value, effort by level)."""
     return [setting_order(c, v) for c, v in zip(names, values)]
-
-
-def setting_label(keys: Sequence[str], values: Sequence[Any]) -> str:
-    return ", ".join(f"{k}={setting_text(v)}" for k, v in zip(keys, values))
 
 
 def method_order(methods: Sequence[str]) -> list[str]:
@@ -127,7 +120,7 @@ def method_label(method: str) -> str:
 def tool_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The tools counted (a calls_<tool> column each): the registered ones, then any other the files hold, then "other"."""
     present = [r[0] for r in con.execute("DESCRIBE episodes").fetchall() if r[0].startswith("calls_") and r[0] != CALLS_OTHER]
-    registered = [t for t in counted_tools() if f"calls_{t}" in present]
+    registered = [t for t in TOOLS if f"calls_{t}" in present]
     return [*registered, *(c[len("calls_"):] for c in present if c[len("calls_"):] not in registered), "other"]
 
 

@@ -9,8 +9,9 @@ from typing import Any, Iterator, Sequence
 import duckdb
 import pyarrow as pa
 
-from arag.evaluation.episode_facts import FACT_INPUT_COLUMNS, EpisodeFacts, row_facts
-from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX, failure_kinds
+from arag.evaluation.episode_facts import EVIDENCE_FACTS, FACT_INPUT_COLUMNS, EpisodeFacts, row_facts
+from arag.evaluation.rows import CALLS_OTHER, ERROR_KIND_PREFIX
+from arag.tools.failures import FAILURE_KINDS
 from arag.report.format import sql_literal
 
 # The stored rows as read; KEY (where each is) joins the facts to them.
@@ -24,17 +25,14 @@ CALL_COUNT_COLUMNS = ("tool_calls",)
 
 
 def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
-    ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in failure_kinds()), "repeated_calls",
+    ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in FAILURE_KINDS), "repeated_calls",
             "evidence_supporting", "evidence_seen", "evidence_read"]
     return [*((c, pa.int32()) for c in ints), ("evidence_recall_seen", pa.float64()), ("evidence_recall_read", pa.float64())]
 
 
 def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, Any]:
     named = {c[len("calls_"):] for c in call_columns}
-    record: dict[str, Any] = {
-        "evidence_supporting": facts.evidence_supporting, "evidence_seen": facts.evidence_seen, "evidence_read": facts.evidence_read,
-        "evidence_recall_seen": facts.evidence_recall_seen, "evidence_recall_read": facts.evidence_recall_read,
-    }
+    record: dict[str, Any] = {c: getattr(facts, c) for c in EVIDENCE_FACTS}
     if facts.recorded:  # else the row's own call counts stand
         record["tool_calls"] = facts.tool_calls
         record.update({c: facts.calls.get(c[len("calls_"):], 0) for c in call_columns})
@@ -43,18 +41,13 @@ def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, A
         return record  # tool errors and repeats: unknown
     kinds = facts.tool_error_kinds or {}
     record["tool_errors"], record["repeated_calls"] = facts.tool_errors, facts.repeated_calls
-    record.update({f"{ERROR_KIND_PREFIX}{k}": kinds.get(k, 0) for k in failure_kinds()})
+    record.update({f"{ERROR_KIND_PREFIX}{k}": kinds.get(k, 0) for k in FAILURE_KINDS})
     return record
 
 
 def _stored_rows(con: duckdb.DuckDBPyConnection, columns: Sequence[str]) -> Iterator[dict[str, Any]]:
-    cursor = con.execute(f"SELECT {', '.join([*KEY, *columns])} FROM {STORED_TABLE}")
-    names = [d[0] for d in cursor.description]
-    while True:
-        batch = cursor.fetchmany(BATCH_ROWS)
-        if not batch:
-            return
-        yield from (dict(zip(names, r)) for r in batch)
+    for batch in con.sql(f"SELECT {', '.join([*KEY, *columns])} FROM {STORED_TABLE}").to_arrow_reader(BATCH_ROWS):
+        yield from batch.to_pylist()
 
 
 def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
@@ -66,14 +59,9 @@ def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     call_columns = [c for c in present if c.startswith("calls_") and c != CALLS_OTHER]
     columns = fact_columns(call_columns)
     inputs = [c for c in ("trajectory", *FACT_INPUT_COLUMNS) if c in present]
-    records = {name: [] for name in (*KEY, *(c for c, _ in columns))}
-    for row in _stored_rows(con, inputs):
-        record = fact_record(row_facts(row), call_columns)
-        for name, values in records.items():
-            values.append(row[name] if name in KEY else record.get(name))
+    records = [{**{k: row[k] for k in KEY}, **fact_record(row_facts(row), call_columns)} for row in _stored_rows(con, inputs)]
     schema = pa.schema([("filename", pa.string()), ("file_row_number", pa.int64()), *columns])
-    table = pa.Table.from_pydict(records, schema=schema)
-    con.from_arrow(table).create(FACTS_TABLE)
+    con.from_arrow(pa.Table.from_pylist(records, schema=schema)).create(FACTS_TABLE)
     counted = [c for c, _ in columns]
     kept = set(CALL_COUNT_COLUMNS) | set(call_columns) | {CALLS_OTHER}
 

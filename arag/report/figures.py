@@ -96,10 +96,7 @@ def accuracy_figure(con: duckdb.DuckDBPyConnection, x: str):
             above = [100 * acc.interval[1] - v for v, (_, acc) in zip(values, shown)]
             ax.errorbar([at for at, _ in shown], values, yerr=[below, above], fmt=style, color=color, alpha=alpha, capsize=3, elinewidth=1,
                         label=label + (" (Cont-Acc)" if column == 1 else " (LLM-Acc)"))
-    ax.set_xticks(range(len(xs)), xs)
-    ax.set_xlabel(AXIS_LABELS.get(x, x))
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 100)
+    ax.set(xticks=range(len(xs)), xticklabels=xs, xlabel=AXIS_LABELS.get(x, x), ylabel="accuracy (%)", ylim=(0, 100))
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
@@ -140,17 +137,15 @@ def tool_use_figure(con: duckdb.DuckDBPyConnection):
         if any(values):
             top.bar(range(len(series)), values, bottom=bottom_of, label=tool, color=f"C{j % 10}")
             bottom_of = [b + v for b, v in zip(bottom_of, values)]
-    top.set_xticks(range(len(series)), [str(i + 1) for i in range(len(series))])
-    top.set_xlabel("series (numbered as in the legend below)")
-    top.set_ylabel("mean calls per episode")
+    top.set(xticks=range(len(series)), xticklabels=[str(i + 1) for i in range(len(series))],
+            xlabel="series (numbered as in the legend below)", ylabel="mean calls per episode")
     top.set_title("Tool calls per episode, by tool", fontsize=11)
     if top.get_legend_handles_labels()[0]:
         top.legend(fontsize=7, **BESIDE)
     for i, (label, _, hist) in enumerate(series):
         total = sum(c for _, c in hist)
         bottom.plot([k for k, _ in hist], [100 * c / total for _, c in hist], "-o", color=f"C{i % 10}", label=_wrapped(f"{i + 1}. {label}"), markersize=3)
-    bottom.set_xlabel("tool calls in the episode")
-    bottom.set_ylabel("episodes (%)")
+    bottom.set(xlabel="tool calls in the episode", ylabel="episodes (%)")
     bottom.set_title("Distribution of tool calls per episode", fontsize=11)
     bottom.grid(alpha=0.3)
     bottom.legend(fontsize=7, **BESIDE)
@@ -171,9 +166,8 @@ def paper_figure(panels: list[Panel], official_steps: int):
             ax.plot([pos[v] for v, _ in pts], [100 * acc.value for _, acc in pts], "-o", color=f"C{i % 10}", label=name)
             ax.fill_between([pos[v] for v, _ in pts], [100 * acc.interval[0] for _, acc in pts], [100 * acc.interval[1] for _, acc in pts],
                             color=f"C{i % 10}", alpha=0.15, linewidth=0)
-        ax.set_xticks([pos[v] for v in xs], [str(v) for v in xs])
-        ax.set_xlabel(AXIS_LABELS[panel.x] + (f" (max steps {official_steps})" if panel.x == "reasoning_effort" else ""))
-        ax.set_ylabel("LLM-Acc (%)")
+        ax.set(xticks=[pos[v] for v in xs], xticklabels=[str(v) for v in xs], ylabel="LLM-Acc (%)",
+               xlabel=AXIS_LABELS[panel.x] + (f" (max steps {official_steps})" if panel.x == "reasoning_effort" else ""))
         ax.set_title(panel.title, fontsize=9)
         ax.grid(alpha=0.3)
         if len(panel.lines) > 1:  # beside the axes, never over a line

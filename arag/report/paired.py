@@ -36,11 +36,6 @@ class MethodComparison:
     table: str  # the paper's table that sets them side by side
 
 
-def table_methods(results: PaperResults) -> list[str]:
-    """A published table's methods in its row order (every backbone's, first seen first)."""
-    return list(dict.fromkeys(m for rows in results.backbones.values() for m in rows))
-
-
 @lru_cache(maxsize=1)
 def paper_comparisons() -> tuple[MethodComparison, ...]:
     """The method pairs the A-RAG paper compares: Table 1's A-RAG rows each against every row above it, the
@@ -49,7 +44,8 @@ def paper_comparisons() -> tuple[MethodComparison, ...]:
 
     out: list[MethodComparison] = []
     for file in (PAPER_RESULTS_FILE, PAPER_ABLATIONS_FILE):
-        rows = table_methods(PaperResults.load(table=file))
+        # the table's methods in its row order (every backbone's, first seen first)
+        rows = list(dict.fromkeys(m for methods in PaperResults.load(table=file).backbones.values() for m in methods))
         unknown = [m for m in rows if m not in method_names()]
         if unknown:
             raise ValueError(f"conf/paper_results/{file}: method {unknown[0]!r} has no config in conf/method (known: {', '.join(method_names())})")
@@ -129,11 +125,6 @@ def method_pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison]) -
     return out
 
 
-def pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison] | None = None) -> list[Pair]:
-    """The paper's method pairs (`compared`, by default `paper_comparisons`), then those within one method."""
-    return [*method_pairs(runs, paper_comparisons() if compared is None else compared), *within_method_pairs(runs)]
-
-
 def run_keys(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> list[RunKey]:
     shown = ["model", *shown_settings]
     has_finished = any(r[0] == "finished_at" for r in con.execute("DESCRIBE episodes").fetchall())
@@ -167,10 +158,7 @@ def scores(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, dict[str, f
 
 
 @dataclass(frozen=True)
-class Comparison:
-    a: RunKey
-    b: RunKey
-    table: str | None  # the paper's table of a method pair; None for two runs of one method
+class Comparison(Pair):
     differs: str  # what tells b from a, e.g. "max_steps 10 → 15; code a058428 → 9161588"
     metric: str
     result: Paired
@@ -178,7 +166,8 @@ class Comparison:
 
 def comparisons(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> list[Comparison]:
     """Every pair's comparison per accuracy (METRICS): what the report and the viewer list, in this order."""
-    chosen = pairs(run_keys(con, shown_settings))
+    runs = run_keys(con, shown_settings)
+    chosen = [*method_pairs(runs, paper_comparisons()), *within_method_pairs(runs)]  # the paper's pairs first
     if not chosen:
         return []
     out = []

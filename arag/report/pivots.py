@@ -14,7 +14,7 @@ from arag.report.format import format_value as _fmt
 from arag.report.intervals import LEGEND
 from arag.report.intervals import cell as accuracy_cell
 from arag.report.paper import PaperResults, PaperTokens
-from arag.report.protocol import block_runs, deviation_note, reference_rows
+from arag.report.protocol import block_runs, deviation_note
 from arag.report.tables import MAX_COLUMNS, Topic, fitted_tables
 
 # Datasets with long-form gold answers: the main table shows LLM-Acc only for them, as the paper does.
@@ -102,10 +102,6 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
     return "\n".join(out)
 
 
-def _paper_fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
-
-
 def accuracy_columns(dataset: str) -> tuple[str, ...]:
     """The paper's columns: LLM-Acc and Cont-Acc for the short-answer sets, LLM-Acc alone for
     GraphRAG-Bench, whose long-form gold answers are never contained verbatim."""
@@ -162,14 +158,29 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
                         if paper is not None:
                             row.append(accuracy_cell(*answered[column]))
                         if backbone:
-                            row.append(_paper_fmt(paper.cell(backbone, method, d, column)))
+                            row.append(_fmt(paper.cell(backbone, method, d, column), "f1"))
                 rows.append(row)
                 listed += [method] if method in ran or fixed_rows else []
         if paper is not None and not backbone:
-            reference = reference_rows(paper, list(dict.fromkeys(listed)), datasets, accuracy_columns, method_label, _paper_fmt)
-            rows += [[*([""] * len(shown)), *r] for r in reference]
+            rows += [[*([""] * len(shown)), *r] for r in reference_rows(paper, list(dict.fromkeys(listed)), datasets)]
         out += fitted_tables(len(shown) + 1, _by_dataset(len(shown) + 1, header, rows, datasets))
     return "\n".join(out)
+
+
+def reference_rows(paper: PaperResults, methods: Sequence[str], datasets: Sequence[str]) -> list[list[str]]:
+    """The paper's accuracies of `methods` as rows "<method> — paper, <backbone> (reference)", each under
+    "(of answered)", the paper code's denominator, "–" under "(of attempted)"."""
+    rows = []
+    for backbone, published in paper.backbones.items():
+        # the backbone as the paper writes it: 'gpt-5-mini' → 'GPT-5-mini'
+        title = "GPT" + backbone[3:] if backbone.lower().startswith("gpt") else backbone
+        for method in (m for m in methods if m in published):
+            row = [f"{method_label(method)} — paper, {title} (reference)"]
+            for d in datasets:
+                for c in range(len(accuracy_columns(d))):
+                    row += ["–", _fmt(paper.cell(backbone, method, d, c), "f1")]
+            rows.append(row)
+    return rows
 
 
 def _by_dataset(keys: int, header: Sequence[str], rows: Sequence[Sequence[str]], datasets: Sequence[str]) -> list[Topic]:

@@ -1,5 +1,5 @@
 """What the report says about each run's protocol (arag.evaluation.protocol): the "Protocol" section,
-the deviation note beside the paper's columns, the paper's reference rows and the judge's name."""
+the deviation note beside the paper's columns and the judge's name."""
 
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ def judge_label_sql() -> str:
     return f"{model} || ' (' || {preset} || ')'"
 
 
-# ---- cards ---------------------------------------------------------------------------------------
 def _loads(text: Any) -> Any:
     try:
         return json.loads(text) if text else None
@@ -151,25 +150,3 @@ def block_runs(con: duckdb.DuckDBPyConnection, keys: Sequence[str], group: Seque
         conds.append("list_contains(?, method)")
         params.append(list(methods))
     return [r[0] for r in con.execute(f"SELECT DISTINCT run_id FROM episodes WHERE {' AND '.join(conds)} ORDER BY 1", params).fetchall()]
-
-
-# ---- the paper's numbers as reference rows -------------------------------------------------------
-def backbone_title(backbone: str) -> str:
-    """'gpt-5-mini' → 'GPT-5-mini', as the paper writes its backbones."""
-    return "GPT" + backbone[3:] if backbone.lower().startswith("gpt") else backbone
-
-
-def reference_rows(paper, methods: Sequence[str], datasets: Sequence[str], columns, label, fmt) -> list[list[str]]:
-    """The paper's accuracies of `methods` as rows "<method> — paper, <backbone> (reference)", each under
-    "(of answered)", the paper code's denominator, "–" under "(of attempted)"."""
-    rows = []
-    for backbone in paper.backbones:
-        for method in methods:
-            if method not in paper.backbones[backbone]:
-                continue
-            row = [f"{label(method)} — paper, {backbone_title(backbone)} (reference)"]
-            for d in datasets:
-                for c in range(len(columns(d))):
-                    row += ["–", fmt(paper.cell(backbone, method, d, c))]
-            rows.append(row)
-    return rows

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import duckdb
 
 from arag.config.files import method_declarations
-from arag.evaluation.rows import failure_kinds
+from arag.tools.failures import FAILURE_KINDS
 from arag.report.episodes import AGENTIC_COMPARISON, SETTING_HEADERS, method_label, method_order, setting_keys, token_unit, tool_columns, varying_settings
 from arag.report.format import ANSWERED, FAILED, OF_ANSWERED, OF_ATTEMPTED, accuracy_sql, failures_sql, setting_text
 from arag.report.format import format_value as _fmt
@@ -26,11 +26,6 @@ def key_header(cols: Sequence[str]) -> list[str]:
 def key_cells(cols: Sequence[str], values: Sequence[Any]) -> list[str]:
     """A per-run table's key cells: the method by its label (conf/method/<name>.yaml), "—" for unset."""
     return [method_label(v) if c == "method" else setting_text(v) for c, v in zip(cols, values)]
-
-
-def topic_tables(keys: int, tables: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]]) -> list[str]:
-    """A wide table's columns split by topic, its first `keys` columns repeated in each."""
-    return fitted_tables(keys, [Topic(title, header, rows) for title, header, rows in tables])
 
 
 def per_run(con: duckdb.DuckDBPyConnection, aggregates: str) -> tuple[list[str], list[tuple]]:
@@ -70,8 +65,8 @@ def details_table(con: duckdb.DuckDBPyConnection) -> str:
         "to score. EM, F1: means in % over the completed episodes. "
         "Evidence recall: share of the supporting documents whose chunks the agent read in full / saw in any tool result.",
         "",
-        *topic_tables(n, [("Questions and accuracy over the attempted ones", counted, counted_rows),
-                          ("Accuracy over the answered ones, EM, F1 and evidence recall", scored, scored_rows)]),
+        *fitted_tables(n, [Topic("Questions and accuracy over the attempted ones", counted, counted_rows),
+                           Topic("Accuracy over the answered ones, EM, F1 and evidence recall", scored, scored_rows)]),
     ])
 
 
@@ -86,7 +81,7 @@ def cost_table(con: duckdb.DuckDBPyConnection) -> str:
     token_rows = [[*key_cells(cols, r[:n]), *(_fmt(v, "int") for v in r[n : n + 4])] for r in data]
     time_rows = [[*key_cells(cols, r[:n]), _fmt(r[n + 4], "f1"), _fmt(r[n + 5], "f1"), *(_fmt(v, "f2") for v in r[n + 6 :])] for r in data]
     return "\n".join(["## Retrieved tokens and cost per episode", "", f"Means per episode (retrieved tokens: {token_unit(con)}).", "",
-                      *topic_tables(n, [("Tokens", tokens, token_rows), ("Steps and time", time, time_rows)])])
+                      *fitted_tables(n, [Topic("Tokens", tokens, token_rows), Topic("Steps and time", time, time_rows)])])
 
 
 def tool_table(con: duckdb.DuckDBPyConnection) -> str:
@@ -116,8 +111,9 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
                       "is identical to an earlier call of the episode (docs/evaluation.md). Unusable and repeated calls, and the tool errors "
                       "by kind: calls in all, of all the run's calls. Every count is taken from the episodes' trajectories, the same count the "
                       "viewer shows, for runs stored before these were recorded too; \"n/a\": rows stored without a trajectory.", "",
-                      *topic_tables(n, [("Calls per tool", calls, call_rows), ("Tool errors, repeated calls and forced answers", errors, error_rows),
-                                        ("Tool errors by kind (calls)", kinds, kind_rows)])])
+                      *fitted_tables(n, [Topic("Calls per tool", calls, call_rows),
+                                         Topic("Tool errors, repeated calls and forced answers", errors, error_rows),
+                                         Topic("Tool errors by kind (calls)", kinds, kind_rows)])])
 
 
 def _counted(aggregate: str, column: str = "tool_errors") -> str:
@@ -135,7 +131,7 @@ def calls_share(count: Any, calls: Any) -> str:
 
 def failure_columns() -> list[tuple[str, str]]:
     """(header, SQL aggregate) per tool-failure column; NULL ("n/a") for a cell with a row without a trajectory."""
-    kinds = [(kind.replace("_", " "), _counted(f"sum(tool_errors_{kind})")) for kind in failure_kinds()]
+    kinds = [(kind.replace("_", " "), _counted(f"sum(tool_errors_{kind})")) for kind in FAILURE_KINDS]
     return [("unusable calls", _counted("sum(tool_errors)")), *kinds, ("repeated calls", _counted("sum(repeated_calls)"))]
 
 
@@ -172,5 +168,6 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
         "their relevance scores (AgenticRAG only); tokens / question: prompt + completion tokens of all model calls; tool "
         "columns: mean calls per question.",
         "",
-        *topic_tables(n, [("Accuracy and citations", accuracy, accuracy_rows), ("Cost and forced steps", cost, cost_rows), ("Calls per tool", calls, call_rows)]),
+        *fitted_tables(n, [Topic("Accuracy and citations", accuracy, accuracy_rows), Topic("Cost and forced steps", cost, cost_rows),
+                           Topic("Calls per tool", calls, call_rows)]),
     ])

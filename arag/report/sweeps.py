@@ -12,7 +12,7 @@ import duckdb
 
 from arag.report.intervals import Proportion, proportion
 from arag.report.intervals import cell as accuracy_cell
-from arag.report.format import SCORED, UnlikeRunsError, failures_sql, setting_text
+from arag.report.format import UnlikeRunsError, accuracy_sql, failures_sql, setting_text
 from arag.report.format import format_value as _fmt
 from arag.report.tables import Topic, fitted_tables
 
@@ -29,8 +29,8 @@ class SweepPoint:
     x: Any
     run_id: str
     n: int
-    llm_acc: float | None
-    contain_acc: float | None
+    llm: Proportion | None  # LLM-Acc over its scored questions
+    contain: Proportion | None
     judge_failed: int
     tokens: float | None  # prompt + completion tokens per question
     reasoning_tokens: float | None
@@ -38,18 +38,8 @@ class SweepPoint:
     steps: float | None
     model_calls: float | None
     wall_s: float | None
-    llm_scored: int = 0  # the questions LLM-Acc averages over
-    contain_scored: int = 0
-    failed: int = 0  # failed episodes: never scored, named beside the accuracies
-    failure_causes: tuple[str, ...] = ()  # one per failed episode
-
-    @property
-    def llm(self) -> Proportion | None:
-        return proportion(None if self.llm_acc is None else self.llm_acc * self.llm_scored, self.llm_scored)
-
-    @property
-    def contain(self) -> Proportion | None:
-        return proportion(None if self.contain_acc is None else self.contain_acc * self.contain_scored, self.contain_scored)
+    failed: int  # failed episodes: never scored, named beside the accuracies
+    failure_causes: tuple[str, ...]  # one per failed episode
 
 
 @dataclass(frozen=True)
@@ -69,12 +59,9 @@ def setting_order(x: str, value: Any) -> tuple:
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: value}
+    if not isinstance(value, dict):
+        return {prefix: value}
+    return {key: v for k, inner in value.items() for key, v in _flatten(inner, f"{prefix}.{k}" if prefix else str(k)).items()}
 
 
 def differing_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -106,9 +93,9 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
     keys = ["dataset", "model", "method", *others, "guard_rails"]
     data = con.execute(
         f"""SELECT {', '.join(keys)}, {x}, run_id, any_value(settings), count(*),
-                   avg(llm_acc) FILTER ({SCORED}), avg(contain_acc) FILTER ({SCORED}), count(*) FILTER (judge_status = 'failed'),
+                   {accuracy_sql('llm_acc')}, {accuracy_sql('contain_acc')}, count(*) FILTER (judge_status = 'failed'),
                    avg(prompt_tokens + completion_tokens), avg(reasoning_tokens), avg(retrieved_tokens), avg(steps), avg(model_calls), avg(wall_s),
-                   count(llm_acc) FILTER ({SCORED}), count(contain_acc) FILTER ({SCORED}), {failures_sql()}
+                   {failures_sql()}
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
     grouped: dict[tuple, list[tuple]] = {}
@@ -120,7 +107,8 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
             continue
         rows.sort(key=lambda r: setting_order(x, r[0]))
         check_series_identity(x, [(r[1], r[0], r[2]) for r in rows])
-        points = tuple(SweepPoint(r[0], r[1], *r[3:-1], tuple(r[-1] or ())) for r in rows)
+        points = tuple(SweepPoint(r[0], r[1], r[3], proportion(r[4], r[5]), proportion(r[6], r[7]), *r[8:-1], tuple(r[-1] or ()))
+                       for r in rows)
         out.append(Series(tuple(zip(keys, key)), points))
     # Series in the order of their fixed values (reasoning effort by level, not alphabetically).
     return sorted(out, key=lambda s: [setting_order(k, v) for k, v in s.fixed])

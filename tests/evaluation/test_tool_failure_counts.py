@@ -14,7 +14,7 @@ import pytest
 
 from arag.evaluation.questions import Question
 from arag.evaluation.rows import EpisodeRow, rows_to_table
-from arag.evaluation.repeats import repeated_flags
+from arag.evaluation.episode_facts import repeated_flags
 from arag.report.build import build_report
 from tests.support.report_tables import table
 from arag.evaluation.results import RUN_INFO, RunStore
