@@ -26,7 +26,7 @@ Per size, in one run:
     this process): training time (sample read + k-means + PQ, 2 cores) and encoding time;
   * exact top-10 of every query (batched numpy over the memory-mapped shards): the reference;
   * search through `arag.tools.vector_search.VectorSearch`, the code behind semantic_search
-    (`ToolContext.search_sentences`), one caller, one query at a time, each layout in a fresh
+    (`ctx.vectors.search`), one caller, one query at a time, each layout in a fresh
     process so its RSS is its own (RSS = resident memory incl. the pages of memory-mapped shards
     it touched; "anon" = the part that is not file pages):
       - ANN with the settings the recall measurement chose (the manifest's, as semantic_search
