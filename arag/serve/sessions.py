@@ -92,14 +92,10 @@ class SessionTrackers:
         self.session_bytes = session_bytes
         self._lock = threading.Lock()
         # A session alone over the total counts as the total: it is kept, the others go.
-        self._sessions = _Store(self._forgotten, maxsize=total_bytes, ttl=idle_s, timer=clock, getsizeof=lambda entry: min(entry.bytes, total_bytes))
+        self._sessions = _Store(lambda session_id: self.on_forget(session_id), maxsize=total_bytes, ttl=idle_s, timer=clock, getsizeof=lambda entry: min(entry.bytes, total_bytes))
         # Called (under the lock: it must be quick) with the id of each session forgotten, so what
         # else holds the session (an MCP session's transport) goes with it.
-        self.on_forget: Callable[[str], None] | None = None
-
-    def _forgotten(self, session_id: str) -> None:
-        if self.on_forget is not None:
-            self.on_forget(session_id)
+        self.on_forget: Callable[[str], None] = lambda session_id: None
 
     def _keep(self, session_id: str, entry: _Entry) -> None:
         """Store the session as the most recently used; the least recently used go while over the bounds."""
@@ -155,7 +151,7 @@ class SessionTrackers:
 
     def _drop(self, session_id: str) -> None:
         del self._sessions[session_id]
-        self._forgotten(session_id)
+        self.on_forget(session_id)
 
     def drop(self, session_id: str) -> bool:
         with self._lock:
