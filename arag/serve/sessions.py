@@ -14,7 +14,7 @@ from typing import Callable
 
 from cachetools import TTLCache
 
-from arag.tools import DocumentSession, ReadTracker
+from arag.tools import DocumentSession
 
 log = logging.getLogger("arag.serve")
 
@@ -40,18 +40,6 @@ REF_BYTES = 400  # a DocumentRef with its ids and title
 LINE_OVERHEAD_BYTES = 70  # a loaded line's list slots, sentence id and chunk id reference
 
 
-def tracker_bytes(tracker: ReadTracker, document_sizes: dict[str, int]) -> int:
-    """An estimate of a session's memory (document_sizes: loaded documents measured, filled in here)."""
-    size = 1000 + READ_ITEM_BYTES * len(tracker.read)
-    if isinstance(tracker, DocumentSession):
-        size += REF_BYTES * len(tracker.refs)
-        for doc_id, doc in tracker.documents.items():
-            if doc_id not in document_sizes:
-                document_sizes[doc_id] = sum(map(sys.getsizeof, doc.lines)) + LINE_OVERHEAD_BYTES * len(doc.lines)
-            size += document_sizes[doc_id]
-    return size
-
-
 @dataclass
 class _Entry:
     tracker: DocumentSession = field(default_factory=DocumentSession)
@@ -60,7 +48,14 @@ class _Entry:
     overhead: int = 0  # what the session costs besides its tracker (an MCP session's transport)
 
     def measure(self) -> None:
-        self.bytes = self.overhead + tracker_bytes(self.tracker, self.document_sizes)
+        """An estimate of the session's memory."""
+        tracker = self.tracker
+        size = self.overhead + 1000 + READ_ITEM_BYTES * len(tracker.read) + REF_BYTES * len(tracker.refs)
+        for doc_id, doc in tracker.documents.items():
+            if doc_id not in self.document_sizes:
+                self.document_sizes[doc_id] = sum(map(sys.getsizeof, doc.lines)) + LINE_OVERHEAD_BYTES * len(doc.lines)
+            size += self.document_sizes[doc_id]
+        self.bytes = size
 
 
 class _Store(TTLCache):
