@@ -11,7 +11,7 @@ import json
 import logging
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from http import HTTPStatus
+from http.client import responses
 from typing import TYPE_CHECKING, Any, Sequence
 
 from arag.config.schemas import TOKEN_ENV  # noqa: F401  (the variable index.token_env names by default)
@@ -296,14 +296,6 @@ def repeated_header(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
     return next((name.decode().title() for i, name in enumerate(names) if name in names[:i]), None)
 
 
-def status_phrase(status: int) -> str:
-    """The status's reason phrase; a status outside the standard's list (499: the client left) has its number."""
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return f"status {status}"
-
-
 def json_errors(send: Send) -> Send:
     """`send` turning an error answer that is not JSON (the SDK's, Starlette's) into {"error": <its text>}."""
     held: Message | None = None
@@ -321,7 +313,9 @@ def json_errors(send: Send) -> Send:
         text += message.get("body", b"")
         if message.get("more_body", False):
             return
-        data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or status_phrase(held["status"])}).encode()
+        # An empty body says its status's reason phrase; one outside the standard's list (499: the client left) its number.
+        phrase = responses.get(held["status"], f"status {held['status']}")
+        data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or phrase}).encode()
         kept = [(k, v) for k, v in held.get("headers") or [] if k not in (b"content-type", b"content-length")]
         await send({**held, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *kept]})
         held = None
