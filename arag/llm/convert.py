@@ -13,6 +13,7 @@ it is reused while its `arag-convert.json` matches the source GGUF's SHA-256 and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -105,10 +106,9 @@ def ensure_hf_model(name: str, *, dtype: str = "bfloat16", directory: Path | Non
 def _version(dist: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
-    try:
+    with contextlib.suppress(PackageNotFoundError):
         return version(dist)
-    except PackageNotFoundError:
-        return None
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -66,22 +66,18 @@ class EngineSpec:
 def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tool-call arguments as objects (HF templates write `arguments | tojson`; a string would be
     quoted twice); unparseable arguments stay text."""
-    out = []
-    for m in messages:
-        m = dict(m)
+    out = [dict(m) for m in messages]
+    for m in out:
         if m.get("tool_calls"):
-            calls = []
-            for c in m["tool_calls"]:
-                fn = dict(c.get("function") or {})
-                if isinstance(fn.get("arguments"), str):
-                    try:
-                        fn["arguments"] = json.loads(fn["arguments"])
-                    except (ValueError, RecursionError):
-                        pass
-                calls.append({**c, "function": fn})
-            m["tool_calls"] = calls
-        out.append(m)
+            m["tool_calls"] = [{**c, "function": object_arguments(dict(c.get("function") or {}))} for c in m["tool_calls"]]
     return out
+
+
+def object_arguments(function: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(function.get("arguments"), str):
+        with contextlib.suppress(ValueError, RecursionError):
+            function["arguments"] = json.loads(function["arguments"])
+    return function
 
 
 class EngineServer:

@@ -158,9 +158,7 @@ def http_app(service: ToolService, settings: ServeSettings, token: str | None) -
     starlette_app.router.redirect_slashes = False
     starlette_app.add_exception_handler(HTTPException, http_error)
     starlette_app.add_exception_handler(Exception, server_error)
-    bounded = McpSessionBounds(starlette_app, service.sessions, server.session_manager)
-    hosts, origins = settings.origin_rule()
-    return Guard(bounded, token=token, max_request_bytes=settings.max_request_bytes, body_timeout_s=settings.body_timeout_s, allowed_hosts=hosts, allowed_origins=origins, cors_origins=settings.allowed_origins, max_requests=settings.max_connections, stream_idle_s=settings.stream_idle_s)
+    return Guard(McpSessionBounds(starlette_app, service.sessions, server.session_manager), settings, token)
 
 
 def uvicorn_config(app: Any, settings: ServeSettings) -> Any:

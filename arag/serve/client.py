@@ -97,18 +97,16 @@ class RemoteTools(ToolCalls):
         )
         try:
             self.info: dict[str, Any] = self._request("GET", "/index", where=self.url).json()
+            self.tools: list[str] = list(self.info.get("tools") or [])
+            missing = [t for t in require_tools if t not in self.tools]
+            if missing:
+                raise ToolServerError(f"the tool server at {self.url} does not serve {', '.join(missing)} (it serves {', '.join(self.tools)}; see serve.tools)")
+            unlike = same_counting(self.info)
+            if unlike:
+                raise ToolServerError(f"the tool server at {self.url} {unlike}: run a server of this arag version")
         except BaseException:
             self._client.close()
             raise
-        self.tools: list[str] = list(self.info.get("tools") or [])
-        missing = [t for t in require_tools if t not in self.tools]
-        if missing:
-            self._client.close()
-            raise ToolServerError(f"the tool server at {self.url} does not serve {', '.join(missing)} (it serves {', '.join(self.tools)}; see serve.tools)")
-        unlike = same_counting(self.info)
-        if unlike:
-            self._client.close()
-            raise ToolServerError(f"the tool server at {self.url} {unlike}: run a server of this arag version")
 
     @property
     def fingerprint(self) -> str:
@@ -174,21 +172,15 @@ class RemoteTools(ToolCalls):
 
     def _request(self, method: str, path: str, *, expect: tuple[int, ...] = (200,), where: str = f"({URL_SETTING})", **kwargs: Any) -> httpx.Response:
         """The server's answer with a status in `expect`, else ToolServerError naming the server `where`."""
-        attempts = 0
-
-        def send() -> httpx.Response:
-            nonlocal attempts
-            attempts += 1
-            return self._client.request(method, path, **kwargs)
-
         try:
-            response = self._retrying(send)
+            response = self._retrying(self._client.request, method, path, **kwargs)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            attempts = self._retrying.statistics["attempt_number"]  # this thread's call (tenacity keeps them per thread)
             raise ToolServerError(f"tool server {where} unreachable after {attempts} attempt(s): {method} {path} ({type(exc).__name__}: {self._scrub(str(exc))[:200]})") from exc
         except httpx.HTTPError as exc:  # reached the server, which did not answer: not sent again
             raise ToolServerError(f"tool server {where}: {method} {path} failed ({type(exc).__name__}: {self._scrub(str(exc))[:200]})") from exc
         if response.status_code not in expect:
-            after = f" after {attempts} attempt(s)" if response.status_code in RETRIED_STATUSES else ""
+            after = f" after {self._retrying.statistics['attempt_number']} attempt(s)" if response.status_code in RETRIED_STATUSES else ""
             raise ToolServerError(f"tool server {where}: {method} {path} answered {response.status_code}{after}: {self._scrub(_error_message(response))}")
         return response
 

@@ -11,15 +11,17 @@ import json
 import logging
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from http import HTTPStatus
+from http.client import responses
 from typing import TYPE_CHECKING, Any, Sequence
 
 from arag.config.schemas import TOKEN_ENV  # noqa: F401  (the variable index.token_env names by default)
-from arag.tools.hosting.admission import ServerBusy, set_within
+from arag.tools.hosting.admission import ClientGone, ServerBusy, set_within, unless
 from arag.serve.connections import AUTHORISED, CLIENT, SLOT
 
 if TYPE_CHECKING:  # the remote client imports this module without the serve extra
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from arag.serve.app import ServeSettings
 
 log = logging.getLogger("arag.serve")
 
@@ -76,18 +78,13 @@ async def send_json(send: Send, status: int, message: str, *headers: tuple[bytes
 
 
 class Guard:
-    """The settings are serve.*'s, checked by ServeSettings.from_dict (token None: no token asked;
-    allowed_hosts None: any Host; max_requests: serve.max_connections)."""
+    """`settings` checked by ServeSettings.from_dict; token None: no token asked."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_request_bytes: int, body_timeout_s: float = 30.0, allowed_hosts: Sequence[str] | None = None, allowed_origins: Sequence[str] = (), cors_origins: Sequence[str] = (), max_requests: int = 256, stream_idle_s: float = 60.0):
+    def __init__(self, app: ASGIApp, settings: ServeSettings, token: str | None):
         self.app = app
         self._token = token.encode("utf-8") if token else None
-        self.max_request_bytes = max_request_bytes
-        self.body_timeout_s = body_timeout_s
-        self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
-        self.allowed_origins = list(allowed_origins)
-        self.max_requests = max_requests
-        self.stream_idle_s = stream_idle_s
+        self.settings = settings
+        self.allowed_hosts, self.allowed_origins = settings.origin_rule()  # allowed_hosts None: any Host
         self.stopping = False
         self._slots: list[Slot] = []  # authorised requests being served, oldest first
         self._answered = asyncio.Event()  # no request holds a slot
@@ -95,10 +92,10 @@ class Guard:
         self._streams: OrderedDict[Any, asyncio.Event] = OrderedDict()  # open event streams → set to end each
         self._failing = asyncio.Semaphore(MAX_FAILING_TOKENS)  # failed tokens being answered (each after FAILED_TOKEN_DELAY_S)
         self._inner: ASGIApp = self._checked
-        if cors_origins:
+        if settings.allowed_origins:
             from starlette.middleware.cors import CORSMiddleware
 
-            self._inner = CORSMiddleware(self._checked, allow_origins=list(cors_origins), allow_methods=["GET", "POST", "DELETE"], allow_headers=CORS_HEADERS, expose_headers=["mcp-session-id"], max_age=600)
+            self._inner = CORSMiddleware(self._checked, allow_origins=list(settings.allowed_origins), allow_methods=["GET", "POST", "DELETE"], allow_headers=CORS_HEADERS, expose_headers=["mcp-session-id"], max_age=600)
 
     def stop(self) -> None:
         """The server stops: every request from now on gets a retryable 503, and event streams end."""
@@ -160,8 +157,8 @@ class Guard:
         if scope["method"] == "GET" and scope["path"] == MCP_PATH:
             await self._stream(scope, receive, send)
             return
-        if sum(not slot.taken for slot in self._slots) >= self.max_requests and not self._take_a_slot(client):
-            await send_json(send, 503, f"the server is serving {self.max_requests} requests at once (serve.max_connections); send it again", RETRY)
+        if sum(not slot.taken for slot in self._slots) >= self.settings.max_connections and not self._take_a_slot(client):
+            await send_json(send, 503, f"the server is serving {self.settings.max_connections} requests at once (serve.max_connections); send it again", RETRY)
             return
         slot = scope[SLOT] = Slot(client)
         self._slots.append(slot)
@@ -198,14 +195,14 @@ class Guard:
         return True
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """An event stream, holding no slot: it ends after stream_idle_s, the oldest beyond max_requests open.
+        """An event stream, holding no slot: it ends after serve.stream_idle_s, the oldest beyond serve.max_connections open.
         Own code: neither the SDK nor sse-starlette ends a stream after a time (ours carry no events)."""
         ended = asyncio.Event()
         key = object()
         self._streams[key] = ended
-        if len(self._streams) > self.max_requests:
+        if len(self._streams) > self.settings.max_connections:
             self._streams.popitem(last=False)[1].set()
-        timer = asyncio.get_running_loop().call_later(self.stream_idle_s, ended.set)
+        timer = asyncio.get_running_loop().call_later(self.settings.stream_idle_s, ended.set)
         try:
             await self._run(scope, stream_ends(receive, ended), send)
         finally:
@@ -214,7 +211,7 @@ class Guard:
 
     async def _admitted(self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes], slot: Slot) -> None:
         declared = headers.get(b"content-length")  # digits: h11 refuses any other Content-Length
-        if declared is not None and int(declared) > self.max_request_bytes:
+        if declared is not None and int(declared) > self.settings.max_request_bytes:
             await self._too_large(send, int(declared))
             return
         if scope["method"] not in ("POST", "PUT", "PATCH"):
@@ -230,14 +227,14 @@ class Guard:
         chunks, size = [], 0
         slot.body = True
         try:
-            async with asyncio.timeout(self.body_timeout_s):
+            async with asyncio.timeout(self.settings.body_timeout_s):
                 while True:
                     message = await receive()
                     if message["type"] == "http.disconnect":
                         return
                     chunk = message.get("body", b"")
                     size += len(chunk)
-                    if size > self.max_request_bytes:
+                    if size > self.settings.max_request_bytes:
                         slot.body = False  # answered now: its slot is no longer anyone else's to take
                         await self._too_large(send, None)
                         return
@@ -245,7 +242,7 @@ class Guard:
                     if not message.get("more_body", False):
                         break
         except TimeoutError:
-            await send_json(send, 408, f"the request body did not arrive within {self.body_timeout_s:g} s (serve.body_timeout_s)", CLOSE)
+            await send_json(send, 408, f"the request body did not arrive within {self.settings.body_timeout_s:g} s (serve.body_timeout_s)", CLOSE)
             return
         except asyncio.CancelledError:
             if not slot.taken:
@@ -290,25 +287,13 @@ class Guard:
 
     async def _too_large(self, send: Send, size: int | None) -> None:
         got = f" ({size} bytes)" if size is not None else ""
-        await send_json(send, 413, f"request body too large{got}: this server accepts at most {self.max_request_bytes} bytes (serve.max_request_bytes)")
+        await send_json(send, 413, f"request body too large{got}: this server accepts at most {self.settings.max_request_bytes} bytes (serve.max_request_bytes)")
 
 
 def repeated_header(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
     """The first of Host, Origin, Authorization given more than once, else None."""
-    seen: set[bytes] = set()
-    for name, _ in headers:
-        if name in SINGLE_HEADERS and name in seen:
-            return name.decode().title()
-        seen.add(name)
-    return None
-
-
-def status_phrase(status: int) -> str:
-    """The status's reason phrase; a status outside the standard's list (499: the client left) has its number."""
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return f"status {status}"
+    names = [name for name, _ in headers if name in SINGLE_HEADERS]
+    return next((name.decode().title() for i, name in enumerate(names) if name in names[:i]), None)
 
 
 def json_errors(send: Send) -> Send:
@@ -328,7 +313,9 @@ def json_errors(send: Send) -> Send:
         text += message.get("body", b"")
         if message.get("more_body", False):
             return
-        data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or status_phrase(held["status"])}).encode()
+        # An empty body says its status's reason phrase; one outside the standard's list (499: the client left) its number.
+        phrase = responses.get(held["status"], f"status {held['status']}")
+        data = json.dumps({"error": text[:500].decode("utf-8", "replace").strip() or phrase}).encode()
         kept = [(k, v) for k, v in held.get("headers") or [] if k not in (b"content-type", b"content-length")]
         await send({**held, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *kept]})
         held = None
@@ -341,13 +328,9 @@ def stream_ends(receive: Receive, ended: asyncio.Event) -> Receive:
     """`receive` that reports the client gone once `ended` is set."""
 
     async def receiving() -> Message:
-        received, stopped = asyncio.ensure_future(receive()), asyncio.ensure_future(ended.wait())
         try:
-            await asyncio.wait({received, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-            if not received.done():
-                received.cancel()
-        return received.result() if received.done() and not received.cancelled() else {"type": "http.disconnect"}
+            return await unless(ended.wait(), receive())
+        except ClientGone:
+            return {"type": "http.disconnect"}
 
     return receiving

@@ -33,12 +33,6 @@ def instructions(tools: dict[str, ToolSpec]) -> str:
     return "Retrieval tools over one document index. The tools:\n" + "\n".join(lines)
 
 
-def _session(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    session = getattr(ctx.request, "headers", {}).get(MCP_SESSION_HEADER)
-    # A stateless (sessionless) request keeps no memory across calls.
-    return SESSION_PREFIX + session if session else None
-
-
 def retryable_error(message: str) -> MCPError:
     """The JSON-RPC error of a call that did not run: retryable, as the JSON API's 503."""
     return MCPError(INTERNAL_ERROR, message, {"retryable": True, "retry_after_s": 1})
@@ -57,8 +51,10 @@ def mcp_server(service: ToolService, *, version: str, stdio: bool) -> Server:
             text = f"Error: there is no tool named {params.name[:100]!r}; the tools are {', '.join(service.tools)}."
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
         arguments = params.arguments if params.arguments is not None else {}
-        session = None if stdio_tracker is not None else _session(ctx)
-        tracker = stdio_tracker if stdio_tracker is not None else (service.tracker(session) if session else None)
+        # Over HTTP, the MCP session's tracker; a stateless (sessionless) request keeps no memory across calls.
+        named = None if stdio else getattr(ctx.request, "headers", {}).get(MCP_SESSION_HEADER)
+        session = SESSION_PREFIX + named if named else None
+        tracker = stdio_tracker if stdio else (service.tracker(session) if session else None)
         scope = getattr(ctx.request, "scope", {})
         lost = scope.get(CONNECTION_LOST)
         # A call whose client disconnected is cancelled, queued or running, as the JSON API's are

@@ -14,7 +14,7 @@ from typing import Callable
 
 from cachetools import TTLCache
 
-from arag.tools import DocumentSession, ReadTracker
+from arag.tools import DocumentSession
 
 log = logging.getLogger("arag.serve")
 
@@ -40,18 +40,6 @@ REF_BYTES = 400  # a DocumentRef with its ids and title
 LINE_OVERHEAD_BYTES = 70  # a loaded line's list slots, sentence id and chunk id reference
 
 
-def tracker_bytes(tracker: ReadTracker, document_sizes: dict[str, int]) -> int:
-    """An estimate of a session's memory (document_sizes: loaded documents measured, filled in here)."""
-    size = 1000 + READ_ITEM_BYTES * len(tracker.read)
-    if isinstance(tracker, DocumentSession):
-        size += REF_BYTES * len(tracker.refs)
-        for doc_id, doc in tracker.documents.items():
-            if doc_id not in document_sizes:
-                document_sizes[doc_id] = sum(map(sys.getsizeof, doc.lines)) + LINE_OVERHEAD_BYTES * len(doc.lines)
-            size += document_sizes[doc_id]
-    return size
-
-
 @dataclass
 class _Entry:
     tracker: DocumentSession = field(default_factory=DocumentSession)
@@ -60,7 +48,14 @@ class _Entry:
     overhead: int = 0  # what the session costs besides its tracker (an MCP session's transport)
 
     def measure(self) -> None:
-        self.bytes = self.overhead + tracker_bytes(self.tracker, self.document_sizes)
+        """An estimate of the session's memory."""
+        tracker = self.tracker
+        size = self.overhead + 1000 + READ_ITEM_BYTES * len(tracker.read) + REF_BYTES * len(tracker.refs)
+        for doc_id, doc in tracker.documents.items():
+            if doc_id not in self.document_sizes:
+                self.document_sizes[doc_id] = sum(map(sys.getsizeof, doc.lines)) + LINE_OVERHEAD_BYTES * len(doc.lines)
+            size += self.document_sizes[doc_id]
+        self.bytes = size
 
 
 class _Store(TTLCache):
@@ -92,14 +87,10 @@ class SessionTrackers:
         self.session_bytes = session_bytes
         self._lock = threading.Lock()
         # A session alone over the total counts as the total: it is kept, the others go.
-        self._sessions = _Store(self._forgotten, maxsize=total_bytes, ttl=idle_s, timer=clock, getsizeof=lambda entry: min(entry.bytes, total_bytes))
+        self._sessions = _Store(lambda session_id: self.on_forget(session_id), maxsize=total_bytes, ttl=idle_s, timer=clock, getsizeof=lambda entry: min(entry.bytes, total_bytes))
         # Called (under the lock: it must be quick) with the id of each session forgotten, so what
         # else holds the session (an MCP session's transport) goes with it.
-        self.on_forget: Callable[[str], None] | None = None
-
-    def _forgotten(self, session_id: str) -> None:
-        if self.on_forget is not None:
-            self.on_forget(session_id)
+        self.on_forget: Callable[[str], None] = lambda session_id: None
 
     def _keep(self, session_id: str, entry: _Entry) -> None:
         """Store the session as the most recently used; the least recently used go while over the bounds."""
@@ -155,7 +146,7 @@ class SessionTrackers:
 
     def _drop(self, session_id: str) -> None:
         del self._sessions[session_id]
-        self._forgotten(session_id)
+        self.on_forget(session_id)
 
     def drop(self, session_id: str) -> bool:
         with self._lock:

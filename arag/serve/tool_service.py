@@ -32,10 +32,7 @@ def served_tool_names(tools: str | list[str] | tuple[str, ...] | None) -> tuple[
     """`serve.tools`: null (every tool), a method's tool set (e.g. arag_full), a tool name, or a list of names."""
     if tools is None:
         return tuple(TOOLS)
-    if isinstance(tools, str):
-        names: tuple[str, ...] = TOOL_SETS.get(tools, (tools,))
-    else:
-        names = tuple(str(t) for t in tools)
+    names = TOOL_SETS.get(tools, (tools,)) if isinstance(tools, str) else tuple(str(t) for t in tools)
     unknown = [n for n in names if n not in TOOLS]
     if unknown or not names:
         raise ValueError(f"serve.tools: unknown tool(s) {', '.join(map(repr, unknown)) or '(none given)'}; tools: {', '.join(TOOLS)}; tool sets: {', '.join(TOOL_SETS)}")
