@@ -2,7 +2,8 @@
 composition errors (struct mode's unknown key, OmegaConf's ValidationError, a group choice Hydra
 cannot find or compose, an override its parser cannot read) end the command with one line naming the
 setting and the key or choice probably meant, instead of Hydra's advice to add the key with `+` or its
-search path. A key added with `+` is refused by the one conversion (arag.config.typed)."""
+search path. The task receives the pipeline's typed settings, from its one conversion (by default
+arag.config.typed.typed_config, which refuses a key added with `+`)."""
 
 from __future__ import annotations
 

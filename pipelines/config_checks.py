@@ -16,16 +16,9 @@ from arag.strict_settings import check_keys, field_names
 CORPUS_DEFAULTS = ("chunking", "chunk_tokens", "questions")
 
 
-def check_corpus(corpus: Any) -> None:
-    from arag.corpus.readers import CorpusSpec, FieldNames
-
-    if corpus is not None:
-        check_keys("corpus", corpus, (*field_names(CorpusSpec), *CORPUS_DEFAULTS))
-        check_keys("corpus.fields", corpus.get("fields") or {}, field_names(FieldNames))
-
-
 def check_ask_config(cfg: Any, *, judged: bool = False) -> Any:
     """ask's settings; `judged`: evaluate's (the judge's model and a corpus besides)."""
+    from arag.corpus.readers import CorpusSpec, FieldNames
     from arag.llm.factory import check_model_settings
     from arag.methods import method_class
 
@@ -34,8 +27,9 @@ def check_ask_config(cfg: Any, *, judged: bool = False) -> Any:
     for model, group in ((config.model, "model"), (config.judge.model if judged else None, "judge.model")):
         if model is not None:
             check_model_settings(model, group)
-    if judged:
-        check_corpus(config.corpus)
+    if judged and config.corpus is not None:
+        check_keys("corpus", config.corpus, (*field_names(CorpusSpec), *CORPUS_DEFAULTS))
+        check_keys("corpus.fields", config.corpus.get("fields") or {}, field_names(FieldNames))
     return config
 
 
@@ -53,10 +47,13 @@ def check_rejudge_config(cfg: Any) -> Any:
 
 
 def check_index_config(cfg: Any) -> Any:
+    from arag.corpus.readers import CorpusSpec, FieldNames
     from arag.index.embedding import EmbedderSpec
 
     config = typed_config(cfg)
-    check_corpus(config.corpus)
+    if config.corpus is not None:
+        check_keys("corpus", config.corpus, (*field_names(CorpusSpec), *CORPUS_DEFAULTS))
+        check_keys("corpus.fields", config.corpus.get("fields") or {}, field_names(FieldNames))
     EmbedderSpec.from_config(config.embedder or {})
     return config
 

@@ -21,8 +21,6 @@ from arag.serve.connections import AUTHORISED, CLIENT, SLOT
 if TYPE_CHECKING:  # the remote client imports this module without the serve extra
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-    from arag.serve.app import ServeSettings
-
 log = logging.getLogger("arag.serve")
 
 # How long arag's own client (RemoteTools) keeps an idle connection: the server must keep them
@@ -80,7 +78,7 @@ async def send_json(send: Send, status: int, message: str, *headers: tuple[bytes
 class Guard:
     """`settings` checked by ServeSettings.from_dict; token None: no token asked."""
 
-    def __init__(self, app: ASGIApp, settings: ServeSettings, token: str | None):
+    def __init__(self, app: ASGIApp, settings: Any, token: str | None):  # arag.serve.app.ServeSettings (app imports this module)
         self.app = app
         self._token = token.encode("utf-8") if token else None
         self.settings = settings

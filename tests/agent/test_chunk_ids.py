@@ -7,6 +7,7 @@ name only ids the episode was shown, as the forced summarize does for reference 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -231,11 +232,9 @@ def test_the_guard_rail_is_part_of_the_run_id(packed_ctx):
 
 @pytest.mark.parametrize(("model", "on"), [("llamacpp_qwen2.5_coder_1.5b", True), ("llamacpp_qwen2.5_coder_0.5b", True), ("openai", False), ("vllm", False), ("scripted", False)])
 def test_on_by_default_for_the_small_embedded_models_only(model, on):
-    from omegaconf import OmegaConf
-
     from tests.support.scripted_evaluation import compose_evaluate
 
-    rails = OmegaConf.to_container(compose_evaluate(f"model={model}").agent.guard_rails, resolve=True)
+    rails = dataclasses.asdict(compose_evaluate(f"model={model}").agent.guard_rails)
     assert rails["shown_chunk_ids_only"] is on
     assert AgentConfig.from_dict({"guard_rails": rails}).guard_rails.shown_chunk_ids_only is on
 

@@ -8,11 +8,11 @@ import pytest
 pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
 
 import asyncio
+import dataclasses
 import json
 
 import yaml
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from arag.evaluation.questions import Question
 from arag.evaluation.runner import EpisodeRunner
@@ -99,7 +99,7 @@ def test_a_method_needing_an_unserved_tool_fails_early(tmp_path, served_index):
 
 
 def run_settings(**index) -> RunSettings:
-    judge = OmegaConf.to_container(compose_evaluate().judge, resolve=True)
+    judge = dataclasses.asdict(compose_evaluate().judge)
     judge.pop("model")
     return RunSettings(
         dataset="bench",
