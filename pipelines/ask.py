@@ -35,12 +35,18 @@ def build_agent(config: AskPipeline):
     return agent, backend, ctx
 
 
-def ask(cfg: DictConfig | AskPipeline):
-    """Run one episode for the config's question (composed: its model endpoint is asked first);
-    returns the episode record."""
-    if isinstance(cfg, DictConfig):
-        check_model_endpoints(cfg, ("model",))
+def ask_settings(cfg: DictConfig) -> AskPipeline:
     config = check_ask_config(cfg)
+    if not config.question:
+        raise ValueError('give the question: question="..."')
+    check_model_endpoints(cfg, ("model",))
+    return config
+
+
+def ask(cfg: DictConfig | AskPipeline):
+    """Run one episode for the config's question (composed: converted by `ask_settings` first);
+    returns the episode record."""
+    config = ask_settings(cfg) if isinstance(cfg, DictConfig) else cfg
     agent, backend, ctx = build_agent(config)
     try:
         return agent.run(str(config.question), question_id=config.question_id)
@@ -48,14 +54,6 @@ def ask(cfg: DictConfig | AskPipeline):
         backend.close()
         if ctx is not None:
             ctx.close()
-
-
-def ask_settings(cfg: DictConfig) -> AskPipeline:
-    config = check_ask_config(cfg)
-    if not config.question:
-        raise ValueError('give the question: question="..."')
-    check_model_endpoints(cfg, ("model",))
-    return config
 
 
 @pipeline_main("ask", settings=ask_settings)

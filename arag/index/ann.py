@@ -336,9 +336,10 @@ def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
     first, so appending never reallocates (which left up to 2x slack: 2.3 GB instead of 1.0 GB at 10M)."""
     ivf = faiss.extract_index_ivf(trained)
     # read_InvertedLists' lists are not owned by Python, and deleting them through SWIG (`thisown`)
-    # corrupts SWIG's type table in faiss 1.15.1: an empty copy of the trained index takes each
-    # part's lists over and deletes them in C++.
-    empty = faiss.clone_index(trained)
+    # corrupts SWIG's type table in faiss 1.15.1: one empty copy of the trained index takes each
+    # part's lists over, and deletes them in C++ as it takes the next (replace_invlists) or goes.
+    holder_index = faiss.clone_index(trained)
+    holder = faiss.extract_index_ivf(holder_index)
     totals = np.zeros(ivf.nlist, np.int64)
     part_sizes = []
     for path in list_files:
@@ -363,9 +364,8 @@ def merge_parts(trained: faiss.Index, list_files: list[Path]) -> faiss.Index:
         else:
             invlists.merge_from(lists, 0)  # copies the entries (in C++, lists in parallel)
         held += sizes
-        holder = faiss.clone_index(empty)
-        faiss.extract_index_ivf(holder).replace_invlists(lists, True)
-        del holder
+        holder.replace_invlists(lists, True)
+    del holder, holder_index
     ivf.ntotal = int(totals.sum())  # `ivf` is `trained` itself (a view of the same FAISS object)
     return trained
 
