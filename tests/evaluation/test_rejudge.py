@@ -81,18 +81,19 @@ def test_rejudge_scores_the_stored_answers_again_as_a_new_run(ray_local, eval_in
     (again,), text = run_rejudge(results, "judge=strict", f"judge.model={NAYSAYER}")
     assert again["run_id"] == new_id and "2 judged before, 0 judged now" in text
     evaluate_source(eval_index, questions_file, results)
-    (later,), text = run_rejudge(results, "judge=strict", f"judge.model={NAYSAYER}", f"runs=[{source['run_id']}]")
+    # quoted: Hydra reads an unquoted hex run id such as 8e500123 as a number
+    (later,), text = run_rejudge(results, "judge=strict", f"judge.model={NAYSAYER}", f"runs=['{source['run_id']}']")
     assert later["run_id"] == new_id and "6 answered episodes, 2 judged before, 4 judged now, 0 failed episodes copied" in text
     new = rows_of(results, new_id)
     assert len(read_rows(results)) == 12 and {r["status"] for r in new.values()} == {"ok"}
     assert not list((results / new_id / "failed").glob("*.parquet"))
 
     # Re-judging the re-judged run starts from the original run; runs=null skips re-judged runs.
-    (chained,), _ = run_rejudge(results, "judge=strict", f"judge.model={NAYSAYER}", f"runs=[{new_id}]")
+    (chained,), _ = run_rejudge(results, "judge=strict", f"judge.model={NAYSAYER}", f"runs=['{new_id}']")
     assert chained["run_id"] == new_id  # the same judge on the same original run: the same run
     (default_judge,), _ = run_rejudge(results, f"judge.model={NAYSAYER}")  # every original run (one), paper preset
     assert default_judge["rejudged_from"] == source["run_id"] and default_judge["run_id"] not in (new_id, source["run_id"])
-    (other,), text = run_rejudge(results, f"judge.model={NAYSAYER}", f"runs=[{new_id}]")  # the paper preset on the re-judged run
+    (other,), text = run_rejudge(results, f"judge.model={NAYSAYER}", f"runs=['{new_id}']")  # the paper preset on the re-judged run
     assert other["run_id"] == default_judge["run_id"] and other["rejudged_from"] == source["run_id"]
     assert f"from the original run {source['run_id']}" in text and "6 judged before, 0 judged now" in text
 
