@@ -16,7 +16,7 @@ from pipelines.command_line import pipeline_main
 from arag.config.schemas import AskPipeline
 from arag.llm.factory import make_backend
 from arag.methods import method_from_config
-from pipelines.config_checks import check_ask_config
+from pipelines.config_checks import checked_settings
 from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error
 
@@ -36,7 +36,7 @@ def build_agent(config: AskPipeline):
 
 
 def ask_settings(cfg: DictConfig) -> AskPipeline:
-    config = check_ask_config(cfg)
+    config = checked_settings(cfg)
     if not config.question:
         raise ValueError('give the question: question="..."')
     check_model_endpoints(cfg, ("model",))

@@ -3,7 +3,7 @@ composition errors (struct mode's unknown key, OmegaConf's ValidationError, a gr
 cannot find or compose, an override its parser cannot read) end the command with one line naming the
 setting and the key or choice probably meant, instead of Hydra's advice to add the key with `+` or its
 search path. The task receives the pipeline's typed settings, from its one conversion (by default
-arag.config.typed.typed_config, which refuses a key added with `+`)."""
+pipelines.config_checks.checked_settings)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from typing import Any, Callable
 from omegaconf import DictConfig
 
 from arag.config.files import conf_dir
-from arag.config.typed import check_schema_nodes, typed_config, unknown_key
+from arag.config.typed import check_schema_nodes, unknown_key
 from arag.verbosity import set_verbosity
+from pipelines.config_checks import checked_settings
 from pipelines.errors import exit_on_error
 
 RUN_FLAGS = ("-m", "--multirun")  # any other flag is a mode of Hydra's own (help, printing the config)
@@ -90,7 +91,7 @@ def check_command_line(config_name: str, args: list[str]) -> None:
         raise unreadable
 
 
-def pipeline_main(config_name: str, settings: Callable[[Any], Any] = typed_config) -> Callable[[Callable[[Any], Any]], Callable[..., Any]]:
+def pipeline_main(config_name: str, settings: Callable[[Any], Any] = checked_settings) -> Callable[[Callable[[Any], Any]], Callable[..., Any]]:
     """`@hydra.main` for conf/<config_name>.yaml, its composition errors one line each; the task gets
     `settings(cfg)`, the pipeline's one conversion of the composed config to its typed settings (its
     checks among them; a problem it names ends the command with one line)."""

@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 from pipelines.command_line import pipeline_main
 from arag.config.schemas import EvaluatePipeline
 from arag.evaluation.summary import unfinished
-from pipelines.config_checks import check_evaluate_config
+from pipelines.config_checks import checked_settings
 from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error, exit_with_errors, print_error
 
@@ -42,7 +42,7 @@ def hydra_job() -> tuple[list[str], bool]:
 def evaluate_settings(cfg: DictConfig) -> EvaluatePipeline:
     """The one conversion to typed settings, checked; then the model endpoints are asked, before Ray
     and the run folder: a server not running is named at once."""
-    config = check_evaluate_config(cfg)
+    config = checked_settings(cfg)
     check_model_endpoints(cfg)
     return config
 

@@ -14,7 +14,6 @@ from arag.config.typed import typed_config
 from arag.graph.build import GraphSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.graph_job import build_graph
-from pipelines.config_checks import check_graph_config
 from pipelines.errors import exit_on_error
 
 log = logging.getLogger("pipelines.graph")
@@ -27,7 +26,7 @@ def settings_from_config(config: DictConfig | GraphPipeline) -> GraphSettings:
     )
 
 
-@pipeline_main("graph", settings=check_graph_config)
+@pipeline_main("graph")
 def main(config: GraphPipeline) -> None:
     with exit_on_error():
         if not config.index.path:

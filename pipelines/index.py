@@ -17,7 +17,7 @@ from arag.index.layout import IndexLayout
 from arag.index.parts import ChunkingSettings
 from arag.runtime.cluster import init_ray
 from arag.runtime.index_job import build_index
-from pipelines.config_checks import check_index_config
+from pipelines.config_checks import checked_settings
 from pipelines.errors import exit_on_error
 
 log = logging.getLogger("pipelines.index")
@@ -41,7 +41,7 @@ def settings_from_config(config: DictConfig | IndexPipeline) -> IndexSettings:
 def index_settings(cfg: DictConfig) -> IndexPipeline:
     if cfg.get("corpus") is None:
         raise ValueError(f"choose a corpus with +corpus=<name> ({CORPORA})")
-    return check_index_config(cfg)
+    return checked_settings(cfg)
 
 
 @pipeline_main("index", settings=index_settings)

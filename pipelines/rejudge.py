@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from pipelines.command_line import pipeline_main
 from arag.evaluation.summary import unfinished
-from pipelines.config_checks import check_rejudge_config
+from pipelines.config_checks import checked_settings
 from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error, exit_with_errors
 
@@ -24,7 +24,7 @@ from pipelines.errors import exit_on_error, exit_with_errors
 def rejudge_settings(cfg: DictConfig) -> DictConfig:
     """The composed config, its keys and types checked and the judge's endpoint asked
     (arag.runtime.rejudge reads the composed config)."""
-    check_rejudge_config(cfg)
+    checked_settings(cfg)
     check_model_endpoints(cfg, ("judge.model",))
     return cfg
 

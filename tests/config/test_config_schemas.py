@@ -256,13 +256,13 @@ def test_a_quoting_error_is_one_line_not_a_traceback(tmp_path):
 def test_the_serve_configs_tools_keys_are_checked_once_with_the_likely_key():
     """The `tools:` node's schema (ToolOptions) names a key added after composing, as the function that
     reads the keys (arag.serve.app.tool_context_options) does for a library caller."""
-    from pipelines.config_checks import check_serve_config
+    from pipelines.config_checks import checked_settings
 
     cfg = compose("serve")
-    check_serve_config(cfg)
+    checked_settings(cfg)
     OmegaConf.update(cfg, "tools.nprobes", 4, force_add=True)
     with pytest.raises(ValueError, match=r"^unknown setting tools\.nprobes \(did you mean tools\.nprobe\?\); valid keys of tools: [^\n]*$"):
-        check_serve_config(cfg)
+        checked_settings(cfg)
 
 
 def test_the_protocol_cards_assumed_index_is_the_index_pipelines_defaults():
@@ -286,17 +286,16 @@ PIPELINES = {"index": ["+corpus=jsonl", "corpus.path=x"], "graph": [], "ask": []
 def test_the_top_level_keys_are_those_the_pipelines_yaml_declares(name):
     """A pipeline's top-level keys are its root schema's (arag.config.schemas), which its YAML builds on:
     the keys its check accepts are the composed config's."""
-    import pipelines.config_checks as checks
     from arag.strict_settings import UnknownSettingError
+    from pipelines.config_checks import checked_settings
 
     cfg = compose(name, *PIPELINES[name])
-    check = getattr(checks, f"check_{name}_config")
-    check(cfg)
+    checked_settings(cfg)
     keys = sorted(cfg.keys())
     first = keys[0]
     OmegaConf.update(cfg, first[:-1] + "z" + first[-1], 1, force_add=True)
     with pytest.raises(UnknownSettingError, match=rf"did you mean {first}\?\); valid keys of the config: {', '.join(keys)}$"):
-        check(cfg)
+        checked_settings(cfg)
 
 
 def test_a_mandatory_value_left_unset_is_named():

@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from arag.config.files import conf_dir
 from pipelines.command_line import check_command_line
 from arag.strict_settings import UnknownSettingError, check_keys, constructor_keys, from_settings
-from pipelines.config_checks import check_ask_config, check_evaluate_config, check_graph_config, check_index_config, check_rejudge_config, check_report_config, check_serve_config
+from pipelines.config_checks import checked_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -67,52 +67,52 @@ def test_report_refuses_a_misspelled_report_key(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "config, check, override, key",
+    "config, override, key",
     [
-        ("index", check_index_config, "+data_dirr=x", "data_dirr"),
-        ("index", check_index_config, "+index.chunk_token=5", "index.chunk_token"),
-        ("index", check_index_config, "+corpus.part_size=3", "corpus.part_size"),
-        ("index", check_index_config, "+corpus.fields.txt=body", "corpus.fields.txt"),
-        ("index", check_index_config, "+embedder.batchsize=8", "embedder.batchsize"),
-        ("index", check_index_config, "+runtime.numcpus=2", "runtime.numcpus"),
-        ("index", check_index_config, "+runtime.embed.actor=2", "runtime.embed.actor"),
-        ("ask", check_ask_config, "+agent.max_step=3", "agent.max_step"),
-        ("ask", check_ask_config, "+agent.guard_rails.tool_step=1", "agent.guard_rails.tool_step"),
-        ("ask", check_ask_config, "+model.temprature=1", "model.temprature"),
-        ("ask", check_ask_config, "+method.tool=x", "method.tool"),
-        ("ask", check_ask_config, "+show.lines=3", "show.lines"),
-        ("evaluate", check_evaluate_config, "+judge.skip_exac=true", "judge.skip_exac"),
-        ("evaluate", check_evaluate_config, "+questions.on_bad=skip", "questions.on_bad"),
-        ("evaluate", check_evaluate_config, "+runtime.engine=2", "runtime.engine"),
-        ("evaluate", check_evaluate_config, "+results.dir=x", "results.dir"),
-        ("evaluate", check_evaluate_config, "+limt=2", "limt"),
-        ("report", check_report_config, "+results.pth=x", "results.pth"),
-        ("rejudge", check_rejudge_config, "+judge.skip_exac=true", "judge.skip_exac"),
-        ("rejudge", check_rejudge_config, "+batchsize=5", "batchsize"),
-        ("serve", check_serve_config, "+tools.nprob=3", "tools.nprob"),
-        ("serve", check_serve_config, "+index.pth=x", "index.pth"),
-        ("graph", check_graph_config, "+graph.chunk_per_part=3", "graph.chunk_per_part"),
-        ("graph", check_graph_config, "+graph.extractor.knd=rule", "graph.extractor.knd"),
-        ("graph", check_graph_config, "+runtime.graph.num_cpu=1", "runtime.graph.num_cpu"),
-        ("graph", check_graph_config, "+indx=x", "indx"),
-        ("graph", check_graph_config, "model@graph.extractor.model=llamacpp_qwen2.5_coder_1.5b +graph.extractor.model.temprature=1", "graph.extractor.model.temprature"),
+        ("index", "+data_dirr=x", "data_dirr"),
+        ("index", "+index.chunk_token=5", "index.chunk_token"),
+        ("index", "+corpus.part_size=3", "corpus.part_size"),
+        ("index", "+corpus.fields.txt=body", "corpus.fields.txt"),
+        ("index", "+embedder.batchsize=8", "embedder.batchsize"),
+        ("index", "+runtime.numcpus=2", "runtime.numcpus"),
+        ("index", "+runtime.embed.actor=2", "runtime.embed.actor"),
+        ("ask", "+agent.max_step=3", "agent.max_step"),
+        ("ask", "+agent.guard_rails.tool_step=1", "agent.guard_rails.tool_step"),
+        ("ask", "+model.temprature=1", "model.temprature"),
+        ("ask", "+method.tool=x", "method.tool"),
+        ("ask", "+show.lines=3", "show.lines"),
+        ("evaluate", "+judge.skip_exac=true", "judge.skip_exac"),
+        ("evaluate", "+questions.on_bad=skip", "questions.on_bad"),
+        ("evaluate", "+runtime.engine=2", "runtime.engine"),
+        ("evaluate", "+results.dir=x", "results.dir"),
+        ("evaluate", "+limt=2", "limt"),
+        ("report", "+results.pth=x", "results.pth"),
+        ("rejudge", "+judge.skip_exac=true", "judge.skip_exac"),
+        ("rejudge", "+batchsize=5", "batchsize"),
+        ("serve", "+tools.nprob=3", "tools.nprob"),
+        ("serve", "+index.pth=x", "index.pth"),
+        ("graph", "+graph.chunk_per_part=3", "graph.chunk_per_part"),
+        ("graph", "+graph.extractor.knd=rule", "graph.extractor.knd"),
+        ("graph", "+runtime.graph.num_cpu=1", "runtime.graph.num_cpu"),
+        ("graph", "+indx=x", "indx"),
+        ("graph", "model@graph.extractor.model=llamacpp_qwen2.5_coder_1.5b +graph.extractor.model.temprature=1", "graph.extractor.model.temprature"),
     ],
 )
-def test_each_group_names_an_unknown_key(config, check, override, key):
+def test_each_group_names_an_unknown_key(config, override, key):
     extra = ["+corpus=2wikimultihopqa"] if config == "index" else ["model=scripted"] if config in ("ask", "evaluate") else []
-    check(compose_config(config, *extra))  # the shipped configs pass
+    checked_settings(compose_config(config, *extra))  # the shipped configs pass
     with pytest.raises(UnknownSettingError, match=rf"unknown setting {key.replace('.', '[.]')}\b.*valid keys"):
-        check(compose_config(config, *extra, *override.split()))
+        checked_settings(compose_config(config, *extra, *override.split()))
 
 
 def test_every_shipped_model_and_method_config_passes():
     for model in sorted(p.stem for p in (conf_dir() / "model").glob("*.yaml")):
-        check_ask_config(compose_config("ask", f"model={model}"))
+        checked_settings(compose_config("ask", f"model={model}"))
     for method in sorted(p.stem for p in (conf_dir() / "method").glob("*.yaml")):
-        check_evaluate_config(compose_config("evaluate", "model=scripted", f"method={method}", "+corpus=2wikimultihopqa"))
-    check_evaluate_config(compose_config("evaluate", "model=scripted", "+model@judge.model=openai"))
+        checked_settings(compose_config("evaluate", "model=scripted", f"method={method}", "+corpus=2wikimultihopqa"))
+    checked_settings(compose_config("evaluate", "model=scripted", "+model@judge.model=openai"))
     with pytest.raises(UnknownSettingError, match=r"judge\.model\.base_ulr"):
-        check_evaluate_config(compose_config("evaluate", "model=scripted", "+model@judge.model=openai", "+judge.model.base_ulr=x"))
+        checked_settings(compose_config("evaluate", "model=scripted", "+model@judge.model=openai", "+judge.model.base_ulr=x"))
 
 
 def test_the_node_only_ablation_is_a2rag_with_one_setting_changed():
@@ -202,11 +202,11 @@ def test_sweeps_name_only_valid_keys():
     for path in sorted((conf_dir() / "sweep").glob("*.yaml")):
         params = yaml.safe_load(path.read_text())["hydra"]["sweeper"]["params"]
         first = [f"{key}={str(values).split(',')[0]}" for key, values in params.items()]
-        check_evaluate_config(compose_config("evaluate", "model=openai", *first))
+        checked_settings(compose_config("evaluate", "model=openai", *first))
     with pytest.raises(ConfigCompositionException, match="agent.max_step"):
         compose_config("evaluate", "model=scripted", "agent.max_step=5")
     with pytest.raises(UnknownSettingError, match=r"agent\.max_step\b"):
-        check_evaluate_config(compose_config("evaluate", "model=scripted", "+agent.max_step=5"))
+        checked_settings(compose_config("evaluate", "model=scripted", "+agent.max_step=5"))
     # On the command line both are refused before Hydra composes (pipelines.command_line), naming the key meant.
     for override in ("agent.max_step=5", "+agent.max_step=5"):
         with pytest.raises(UnknownSettingError, match=r"agent\.max_step \(did you mean agent\.max_steps\?\)"):

@@ -215,7 +215,7 @@ def test_the_preset_composes_for_evaluate_and_its_index_half_for_index():
     from hydra import compose, initialize_config_dir
 
     from arag.config.files import conf_dir
-    from pipelines.config_checks import check_index_config
+    from pipelines.config_checks import checked_settings
 
     cfg = compose_evaluate("+protocol=a-rag-paper", "+corpus=2wikimultihopqa")  # typed and checked
     assert tuple(cfg.model[k] for k in ("backend", "model", "reasoning_effort", "max_tokens")) == ("openai", "gpt-5-mini", "medium", 16384)
@@ -223,7 +223,7 @@ def test_the_preset_composes_for_evaluate_and_its_index_half_for_index():
     assert not cfg.agent.guard_rails.require_read_before_answer and cfg.agent.guard_rails.tool_steps == 0 and not cfg.agent.guard_rails.shown_chunk_ids_only
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         index = compose(config_name="index", overrides=["+protocol=a-rag-paper-index", "+corpus=2wikimultihopqa"])
-    check_index_config(index)
+    checked_settings(index)
     assert (index.embedder.name, index.index.chunking, index.index.chunk_tokens, index.index.chunk_overlap) == ("Qwen3-Embedding-0.6B", "packed", 1000, 100)
 
 

@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from arag.report.build import build_report
 from arag.runtime.evaluate import evaluate
 from arag.runtime.rejudge import rejudge
-from pipelines.config_checks import check_rejudge_config
+from pipelines.config_checks import checked_settings
 from tests.support.scripted_evaluation import CONF, base_overrides, compose_evaluate, read_rows
 from tests.support.report_tables import table
 
@@ -24,7 +24,7 @@ def compose_rejudge(*overrides: str):
     """The config `python -m pipelines.rejudge <overrides>` runs, its keys checked as the command checks them."""
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="rejudge", overrides=list(overrides))
-    check_rejudge_config(cfg)
+    checked_settings(cfg)
     return cfg
 
 

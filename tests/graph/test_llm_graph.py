@@ -55,13 +55,13 @@ def test_a_configured_model_makes_the_llm_the_extractor_and_summariser():
         summary_mode("abstractive", {"model": MODEL})
     # The shipped config: no model → rules; a model group chosen → the LLM, for both.
     from pipelines.graph import settings_from_config
-    from pipelines.config_checks import check_graph_config
+    from pipelines.config_checks import checked_settings
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         plain = compose(config_name="graph")
         with_model = compose(config_name="graph", overrides=["model@graph.extractor.model=llamacpp_qwen2.5_coder_1.5b"])
     for cfg in (plain, with_model):
-        check_graph_config(cfg)
+        checked_settings(cfg)
     assert isinstance(make_extractor(settings_from_config(plain).extractor), RuleExtractor) and settings_from_config(plain).summary_mode == "extractive"
     assert isinstance(make_extractor(settings_from_config(with_model).extractor), LLMExtractor) and settings_from_config(with_model).summary_mode == "llm"
 

@@ -25,7 +25,7 @@ from arag.methods.tool_calls import ToolCallRecord
 from arag.runtime.index_job import build_index
 from arag.tools.base import ResultFormat
 from pipelines.index import settings_from_config
-from pipelines.config_checks import check_evaluate_config, check_index_config
+from pipelines.config_checks import checked_settings
 from tests.conftest import write_jsonl
 from tests.support.paths import DATA_DIR
 from tests.support.tiny_index import fake_encode
@@ -138,7 +138,7 @@ def compose_index(*overrides: str):
 )
 def test_benchmark_corpora_default_to_the_papers_chunking(corpus, mode):
     cfg = compose_index(f"+corpus={corpus}")
-    check_index_config(cfg)
+    checked_settings(cfg)
     assert settings_from_config(cfg).chunking.mode == mode
     override = "per_document" if mode == "packed" else "packed"
     assert settings_from_config(compose_index(f"+corpus={corpus}", f"index.chunking={override}")).chunking.mode == override
@@ -146,7 +146,7 @@ def test_benchmark_corpora_default_to_the_papers_chunking(corpus, mode):
 
 def test_the_evaluate_config_accepts_a_corpus_with_index_defaults():
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        check_evaluate_config(compose(config_name="evaluate", overrides=["model=scripted", "+corpus=2wikimultihopqa-linearrag"]))
+        checked_settings(compose(config_name="evaluate", overrides=["model=scripted", "+corpus=2wikimultihopqa-linearrag"]))
 
 
 @pytest.mark.skipif(not (DATA_DIR / "2wikimultihopqa").is_dir(), reason=f"no 2Wiki data under {DATA_DIR}")

@@ -26,15 +26,15 @@ def compose_config(name: str, *overrides: str):
 
 def test_the_passage_corpus_is_one_chunk_per_passage_with_the_2wiki_questions():
     from pipelines.index import settings_from_config
-    from pipelines.config_checks import check_evaluate_config, check_index_config
+    from pipelines.config_checks import checked_settings
 
     index = compose_config("index", f"+corpus={CORPUS}", "data_dir=/data")
-    check_index_config(index)
+    checked_settings(index)
     settings = settings_from_config(index)
     assert (settings.chunking.mode, settings.chunking.chunk_tokens) == ("per_document", 8192)
     assert settings.corpus.path == "/data/2wikimultihopqa/corpus.jsonl" and index.index.path == f"indexes/{CORPUS}"
     evaluate = compose_config("evaluate", "model=scripted", "method=a2rag", f"+corpus={CORPUS}", "data_dir=/data")
-    check_evaluate_config(evaluate)
+    checked_settings(evaluate)
     assert evaluate.questions.path == "/data/2wikimultihopqa/questions.jsonl"
     # Other corpora keep their own questions.
     assert compose_config("evaluate", "model=scripted", "+corpus=2wikimultihopqa", "data_dir=/data").questions.path == "/data/2wikimultihopqa/questions.jsonl"

@@ -112,7 +112,7 @@ def test_method_holds_the_document_tool_settings_from_flat_config_keys():
 
     from arag.strict_settings import UnknownSettingError
     from arag.tools import DocumentToolSettings
-    from pipelines.config_checks import check_evaluate_config
+    from pipelines.config_checks import checked_settings
     from tests.config.test_settings import compose_config
 
     single = load_method("agenticrag_single_query", {"open_window_lines": 40, "semantic_find": False})
@@ -124,9 +124,9 @@ def test_method_holds_the_document_tool_settings_from_flat_config_keys():
         load_method("agenticrag", {"max_querys": 2})
     with pytest.raises(ValueError, match="method agenticrag: open_window_lines must be a whole number >= 1, got 0"):
         load_method("agenticrag", {"open_window_lines": 0})
-    check_evaluate_config(compose_config("evaluate", "model=scripted", "method=agenticrag", "method.max_queries=2", "+corpus=2wikimultihopqa"))
+    checked_settings(compose_config("evaluate", "model=scripted", "method=agenticrag", "method.max_queries=2", "+corpus=2wikimultihopqa"))
     with pytest.raises(UnknownSettingError, match=r"method\.serch_results\b"):
-        check_evaluate_config(compose_config("evaluate", "model=scripted", "method=agenticrag", "+method.serch_results=2", "+corpus=2wikimultihopqa"))
+        checked_settings(compose_config("evaluate", "model=scripted", "method=agenticrag", "+method.serch_results=2", "+corpus=2wikimultihopqa"))
 
 def test_guard_rail_refusal_names_the_methods_own_reading_tools(agent_ctx):
     from arag.agent.loop import GuardRails

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 from arag.evaluation.summary import unfinished
 from arag.runtime.evaluate import evaluate
-from pipelines.config_checks import check_rejudge_config, check_evaluate_config
+from pipelines.config_checks import checked_settings
 from tests.support.scripted_evaluation import CONF, base_overrides, compose_evaluate, read_rows
 
 # A judge whose every call fails: each question it is asked about gets no verdict.
@@ -49,7 +49,7 @@ def test_rejudge_exits_1_naming_the_questions_without_a_verdict(ray_local, eval_
     assert source["failed"] == 0
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="rejudge", overrides=[f"results.path={results}", "progress=false", "judge=strict", f"judge.model={BROKEN_JUDGE}"])
-    check_rejudge_config(cfg)
+    checked_settings(cfg)
     line = exit_line(main, cfg)
     # q0's and q4's answers are gold ones (exact matches: no judge call); the other four get no verdict.
     assert line is not None and "6 questions: 4 judge failures (no verdict)" in line and "4 × judge: LLMError: judge endpoint down" in line
@@ -74,7 +74,7 @@ def test_the_shipped_smoke_run_answers_its_question_without_a_model(ray_local, e
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=["+smoke=scripted", f"index.path={eval_index.path}", f"questions.path={questions_file}",
                                                          f"results.path={results}", "runtime.worker_cpus=0.5"])
-    check_evaluate_config(cfg)
+    checked_settings(cfg)
     assert cfg.model.backend == "scripted" and cfg.judge.model.backend == "scripted" and cfg.limit == 1
     assert exit_line(main, cfg) is None
     (row,) = read_rows(results)

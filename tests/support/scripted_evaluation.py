@@ -68,10 +68,10 @@ def base_overrides(index: Path, questions: Path, results: Path, *extra: str) -> 
 
 def compose_evaluate(*overrides: str):
     """The typed settings `python -m pipelines.evaluate <overrides>` runs, checked as the command checks them."""
-    from pipelines.config_checks import check_evaluate_config
+    from pipelines.config_checks import checked_settings
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return check_evaluate_config(compose(config_name="evaluate", overrides=list(overrides)))
+        return checked_settings(compose(config_name="evaluate", overrides=list(overrides)))
 
 
 def read_rows(results: Path) -> list[dict]:
