@@ -91,6 +91,16 @@ def check_command_line(config_name: str, args: list[str]) -> None:
         raise unreadable
 
 
+def given_text(key: str, overrides: list[str]) -> str | None:
+    """The text the last of `overrides` naming `key` gave it, as typed (Hydra reads an unquoted 1e3 as
+    a number, true as a boolean); None when none names it."""
+    for override in reversed(overrides):
+        name, sep, raw = override.partition("=")
+        if sep and name.lstrip("+~") == key:
+            return raw
+    return None
+
+
 def pipeline_main(config_name: str, settings: Callable[[Any], Any] = checked_settings) -> Callable[[Callable[[Any], Any]], Callable[..., Any]]:
     """`@hydra.main` for conf/<config_name>.yaml, its composition errors one line each; the task gets
     `settings(cfg)`, the pipeline's one conversion of the composed config to its typed settings (its

@@ -12,19 +12,30 @@ line names how many and their most common causes.
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
 
-from pipelines.command_line import pipeline_main
+from pipelines.command_line import given_text, pipeline_main
 from arag.evaluation.summary import unfinished
 from pipelines.config_checks import checked_settings
 from pipelines.endpoints import check_model_endpoints
 from pipelines.errors import exit_on_error, exit_with_errors
 
 
+def run_ids_as_given(cfg: DictConfig, overrides: list[str]) -> None:
+    """runs as the command line's text: a run id is text, but Hydra reads an unquoted 8e500123 as a
+    number (infinity)."""
+    raw = given_text("runs", overrides)
+    if raw is not None and raw.startswith("[") and raw.endswith("]") and OmegaConf.is_list(cfg.runs):
+        cfg.runs = [part.strip().strip("'\"") for part in raw[1:-1].split(",") if part.strip()]
+
+
 def rejudge_settings(cfg: DictConfig) -> DictConfig:
     """The composed config, its keys and types checked and the judge's endpoint asked
-    (arag.runtime.rejudge reads the composed config)."""
+    (arag.runtime.rejudge reads the composed config); the run ids as the command line gave them."""
     checked_settings(cfg)
+    if HydraConfig.initialized():
+        run_ids_as_given(cfg, list(HydraConfig.get().overrides.task))
     check_model_endpoints(cfg, ("judge.model",))
     return cfg
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 
-from pipelines.command_line import pipeline_main
+from pipelines.command_line import given_text, pipeline_main
 from arag.config.schemas import ServePipeline
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
 from pipelines.errors import exit_on_error
@@ -26,13 +26,9 @@ def token_as_typed(serve: dict[str, Any], overrides: list[str]) -> dict[str, Any
     """serve.token as the text given on the command line: Hydra reads `serve.token=1e3` as the
     number 1000.0 and `true` as a boolean; a token is text, so the override's own characters are
     used (a quoted override is already text)."""
-    if isinstance(serve.get("token"), str):
+    if isinstance(serve.get("token"), str) or (raw := given_text("serve.token", overrides)) is None:
         return serve
-    for override in reversed(overrides):
-        key, sep, raw = override.partition("=")
-        if sep and key.lstrip("+~") == "serve.token":
-            return {**serve, "token": raw}
-    return serve
+    return {**serve, "token": raw}
 
 
 @pipeline_main("serve")

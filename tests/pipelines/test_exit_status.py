@@ -85,3 +85,15 @@ def test_the_shipped_smoke_run_answers_its_question_without_a_model(ray_local, e
 @pytest.mark.parametrize("judge_failures", [False, True])
 def test_a_clean_summary_is_complete(judge_failures):
     assert unfinished({"run_id": "r", "questions": 3, "failed": 0, "judge_failed": 0, "failure_causes": []}, judge_failures=judge_failures) is None
+
+
+@pytest.mark.parametrize("ids", ["8e500123", "0a012345,8e500123"])
+def test_rejudge_names_the_run_ids_as_typed_not_as_hydra_read_them(tmp_path, ids):
+    """Unquoted, 8e500123 is a number to Hydra (infinity); the error names the ids the user typed."""
+    import subprocess
+    import sys
+
+    (tmp_path / "results").mkdir()
+    done = subprocess.run([sys.executable, "-m", "pipelines.rejudge", f"results.path={tmp_path / 'results'}", f"runs=[{ids}]", f"hydra.run.dir={tmp_path / 'hydra'}"],
+                          cwd=CONF.rsplit("/conf", 1)[0], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.strip() == f"error: no run {ids.replace(',', ', ')} under {tmp_path / 'results'}; its runs: none", done.stderr
