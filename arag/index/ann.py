@@ -12,7 +12,7 @@ import math
 import os
 import re
 import struct
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,6 @@ class AnnPlan:
 
 
 def plan_ann(setting: str, num_vectors: int, dimension: int) -> AnnPlan:
-    """The ANN for `num_vectors` vectors under `index.ann=setting`."""
     check_ann_setting(setting)
     if setting == "flat" or num_vectors == 0 or (setting == "auto" and num_vectors <= AUTO_FLAT_MAX_SENTENCES):
         return AnnPlan(setting, num_vectors, dimension)
@@ -128,9 +127,8 @@ def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
     m = plan.pq_m * 2
     if m > (plan.dimension if plan.fast_scan else plan.dimension // 2) or plan.dimension % m:
         return None
-    bits = plan.pq_bits or 8
-    factory = f"IVF{plan.nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}") + ("fs" if plan.fast_scan else "")
-    return AnnPlan(plan.setting, plan.num_vectors, plan.dimension, factory, plan.nlist, m, bits, plan.train_size, plan.seed)
+    factory = f"IVF{plan.nlist},PQ{m}" + ("" if plan.pq_bits == 8 else f"x{plan.pq_bits}") + ("fs" if plan.fast_scan else "")
+    return replace(plan, factory=factory, pq_m=m)
 
 
 def derived_factory(num_vectors: int, dimension: int) -> str:
@@ -447,8 +445,7 @@ def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[di
     if plan.factory is None:
         entry["auto_flat_max_sentences"] = AUTO_FLAT_MAX_SENTENCES
         return entry
-    fields = asdict(plan)
-    entry.update({k: fields[k] for k in ("factory", "nlist", "pq_m", "pq_bits", "train_size", "seed")})
+    entry.update({k: getattr(plan, k) for k in ("factory", "nlist", "pq_m", "pq_bits", "train_size", "seed")})
     entry.update(
         metric="inner_product",
         trained=str(trained_path(root).relative_to(root)),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -60,8 +61,7 @@ class EmbedderSpec:
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the vectors (float32 and no `static` left out: older indexes keep theirs)."""
-        keys = ("name", "package", "path", "query_prompt", "query_prompt_name", "max_seq_length")
-        out = {k: v for k, v in asdict(self).items() if k in keys}
+        out = {k: getattr(self, k) for k in ("name", "path", "package", "query_prompt", "query_prompt_name", "max_seq_length")}
         if self.dtype != "float32":
             out["dtype"] = self.dtype
         if self.static is not None:
@@ -201,13 +201,10 @@ class SentenceEmbedder:
         if self.streams == 1:
             for idx in batches:
                 run(idx)
-            return out
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.streams, thread_name_prefix="arag-embed")
-        for _ in self._pool.map(run, batches):  # re-raises the first error
-            pass
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.streams, thread_name_prefix="arag-embed")
+            list(self._pool.map(run, batches))  # waits for every batch; re-raises the first error
         return out
 
     def _batches_by_length(self, texts: list[str]) -> list[np.ndarray]:

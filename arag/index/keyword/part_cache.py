@@ -115,7 +115,6 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
             fsync(path)
         if target.exists():
             if is_valid(target, chunks, sentences):  # a concurrent builder finished first
-                shutil.rmtree(tmp, ignore_errors=True)
                 return target
             shutil.rmtree(target, ignore_errors=True)  # stale: built from older files
         try:
@@ -123,11 +122,9 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
         except OSError:
             if not is_valid(target, chunks, sentences):
                 raise
-            shutil.rmtree(tmp, ignore_errors=True)
         return target
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone once renamed; else a failed or a losing build's
 
 
 def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
@@ -342,8 +339,7 @@ class PartCache:
         """(ascending local rows, their counts > 0, rows whose text was read) of one lowered keyword."""
         whole, conditions = split_keyword(lowered_keyword)
         if whole:
-            rows, counts = self.words.keyword_counts(lowered_keyword)
-            return rows, counts, 0
+            return (*self.words.keyword_counts(lowered_keyword), 0)
         rows = self.words.candidates(conditions)
         if rows is None:  # nothing narrows it: every row
             rows = np.arange(self.num_chunks, dtype=np.int64)
@@ -375,10 +371,8 @@ class PartCache:
         owners = (positions(self.sentence_starts, rows_arr, side="right") - 1).tolist()
         wanted = sorted(set(owners))
         by_owner = dict(zip(wanted, self.rows(wanted, ["text"])["text"]))
-        out = []
-        for (start, end), o in zip(self.spans[rows_arr].tolist(), owners):  # one gather, not an element read per row
-            out.append(self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end])
-        return out
+        spans = self.spans[rows_arr].tolist()  # one gather, not an element read per row
+        return [self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end] for (start, end), o in zip(spans, owners)]
 
     def _extra_text(self, i: int) -> str:
         if self._extra is None:
