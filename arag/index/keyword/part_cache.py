@@ -141,7 +141,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
     with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA) as writer:
         batches = pq.ParquetFile(chunks).iter_batches(batch_size=READ_BATCH, columns=CHUNK_SCHEMA.names) if chunks.exists() else []
         for batch in batches:
-            batch = pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(CHUNK_SCHEMA.names, CHUNK_SCHEMA)], schema=CHUNK_SCHEMA)
+            batch = batch.cast(CHUNK_SCHEMA)
             ids = batch.column("chunk_id").to_pylist()
             texts = batch.column("text").to_pylist()
             for cid, text in zip(ids, texts):
@@ -343,8 +343,6 @@ class PartCache:
         rows = self.words.candidates(conditions)
         if rows is None:  # nothing narrows it: every row
             rows = np.arange(self.num_chunks, dtype=np.int64)
-        if len(rows) == 0:
-            return rows, rows, 0
         c = self.keyword_scores(rows, [(lowered_keyword, 1)])
         hit = c > 0
         return rows[hit], c[hit], len(rows)
