@@ -352,10 +352,7 @@ class PartCache:
         found = []
         for kw in keywords:
             whole, conditions = split_keyword(kw)
-            if whole:
-                found.append(self.words.keyword_counts(kw)[0])
-                continue
-            rows = self.words.candidates(conditions)
+            rows = self.words.keyword_counts(kw)[0] if whole else self.words.candidates(conditions)
             if rows is None:  # nothing narrows this keyword: every row
                 return np.arange(self.num_chunks, dtype=np.int64)
             found.append(rows)
