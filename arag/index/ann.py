@@ -8,11 +8,12 @@ docs/indexing.md, "Index format" (Vectors). No Ray here: arag.runtime.ann_job ru
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
 import struct
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,6 @@ class AnnPlan:
 
 
 def plan_ann(setting: str, num_vectors: int, dimension: int) -> AnnPlan:
-    """The ANN for `num_vectors` vectors under `index.ann=setting`."""
     check_ann_setting(setting)
     if setting == "flat" or num_vectors == 0 or (setting == "auto" and num_vectors <= AUTO_FLAT_MAX_SENTENCES):
         return AnnPlan(setting, num_vectors, dimension)
@@ -128,9 +128,8 @@ def with_larger_code(plan: AnnPlan) -> AnnPlan | None:
     m = plan.pq_m * 2
     if m > (plan.dimension if plan.fast_scan else plan.dimension // 2) or plan.dimension % m:
         return None
-    bits = plan.pq_bits or 8
-    factory = f"IVF{plan.nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}") + ("fs" if plan.fast_scan else "")
-    return AnnPlan(plan.setting, plan.num_vectors, plan.dimension, factory, plan.nlist, m, bits, plan.train_size, plan.seed)
+    factory = f"IVF{plan.nlist},PQ{m}" + ("" if plan.pq_bits == 8 else f"x{plan.pq_bits}") + ("fs" if plan.fast_scan else "")
+    return replace(plan, factory=factory, pq_m=m)
 
 
 def derived_factory(num_vectors: int, dimension: int) -> str:
@@ -156,10 +155,7 @@ def derived_nlist(num_vectors: int, per_sqrt: int = 1) -> int:
 
 
 def _divisor_at_most(dimension: int, m: int) -> int:
-    m = max(1, m)
-    while dimension % m:
-        m -= 1
-    return m
+    return next(k for k in range(max(1, m), 0, -1) if dimension % k == 0)
 
 
 def ann_dir(root: Path) -> Path:
@@ -222,18 +218,14 @@ class StoredVectors:
         for part in np.unique(parts).tolist():
             where = np.flatnonzero(parts == part)
             path, offset, rows, d = self.files[part]
-            row_bytes = 4 * d
-            buf = bytearray(row_bytes * len(where))
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                for k, row in enumerate((ids[where] & _ROW_MASK).tolist()):
-                    if row >= rows:
-                        raise IndexError(f"{path}: sentence row {row} beyond its {rows} rows")
-                    buf[k * row_bytes : (k + 1) * row_bytes] = os.pread(fd, row_bytes, offset + row * row_bytes)
-            finally:
-                os.close(fd)
+            local = (ids[where] & _ROW_MASK).tolist()
+            beyond = [row for row in local if row >= rows]
+            if beyond:
+                raise IndexError(f"{path}: sentence row {beyond[0]} beyond its {rows} rows")
+            with open(path, "rb", buffering=0) as f:  # one pread a row, the loop in C
+                data = b"".join(map(os.pread, itertools.repeat(f.fileno()), itertools.repeat(4 * d, len(local)), [offset + 4 * d * r for r in local]))
             # FAISS's kernel on this thread: the exact search's scores, no BLAS threads (arag.index.vectors.inner_products).
-            out[where] = inner_products(np.frombuffer(buf, np.float32).reshape(len(where), d), query)
+            out[where] = inner_products(np.frombuffer(data, np.float32).reshape(len(where), d), query)
         return out
 
 
@@ -447,8 +439,7 @@ def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[di
     if plan.factory is None:
         entry["auto_flat_max_sentences"] = AUTO_FLAT_MAX_SENTENCES
         return entry
-    fields = asdict(plan)
-    entry.update({k: fields[k] for k in ("factory", "nlist", "pq_m", "pq_bits", "train_size", "seed")})
+    entry.update({k: getattr(plan, k) for k in ("factory", "nlist", "pq_m", "pq_bits", "train_size", "seed")})
     entry.update(
         metric="inner_product",
         trained=str(trained_path(root).relative_to(root)),

@@ -81,23 +81,16 @@ class IndexSettings:
 
 def uses_part_size(corpus: CorpusSpec) -> bool:
     """Whether `corpus.part_size_mb` decides the plan: only for plain JSON Lines files."""
-    if corpus.format != "jsonl":
-        return False
-    _, files = list_input_files(corpus)
-    return any(not is_compressed(f) for f in files)
+    return corpus.format == "jsonl" and any(not is_compressed(f) for f in list_input_files(corpus)[1])
 
 
 def input_signature(corpus: CorpusSpec) -> dict[str, Any]:
     """Number, total size and a digest of the input files' names and sizes (no modification times:
     a corpus copied to another disk keeps its index)."""
     root, files = list_input_files(corpus)
-    digest = xxhash.xxh3_128()
-    total = 0
-    for path in files:
-        size = path.stat().st_size
-        total += size
-        digest.update(f"{path.relative_to(root)}\0{size}\n".encode())
-    return {"files": len(files), "bytes": total, "listing": digest.hexdigest()[:16]}
+    sizes = [path.stat().st_size for path in files]
+    listing = "".join(f"{path.relative_to(root)}\0{size}\n" for path, size in zip(files, sizes))
+    return {"files": len(files), "bytes": sum(sizes), "listing": xxhash.xxh3_128_hexdigest(listing.encode())[:16]}
 
 
 class BuildAction(Enum):
@@ -113,7 +106,6 @@ class IndexDirectoryError(RuntimeError):
 def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: bool = False) -> BuildAction:
     """Decide what a build must do in `layout.root` and leave the directory ready for it."""
     root = layout.root
-    fingerprint = settings.fingerprint()
     if root.exists() and any(root.iterdir()):
         if not (layout.manifest.exists() or layout.build_state.exists()):
             raise IndexDirectoryError(
@@ -121,8 +113,7 @@ def prepare_directory(layout: IndexLayout, settings: IndexSettings, overwrite: b
                 "choose another index.path or empty it first"
             )
         previous = read_json(layout.manifest if layout.manifest.exists() else layout.build_state)
-        same = previous.get("build_fingerprint") == fingerprint
-        if same and not overwrite:
+        if previous.get("build_fingerprint") == settings.fingerprint() and not overwrite:
             if layout.manifest.exists():
                 return BuildAction.UP_TO_DATE
             layout.remove_temporaries()
@@ -183,13 +174,10 @@ def find_duplicate_chunk_ids(layout: IndexLayout, records: list[PartRecord], lim
     files = [str(layout.chunks(r.part)) for r in records if r.num_chunks]
     if not files:
         return []
-    spill = Path(tempfile.mkdtemp(prefix=".tmp-duplicates-", dir=layout.root))
-    try:
-        with duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(spill), "preserve_insertion_order": False}) as con:
+    with tempfile.TemporaryDirectory(prefix=".tmp-duplicates-", dir=layout.root, ignore_cleanup_errors=True) as spill:
+        with duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill, "preserve_insertion_order": False}) as con:
             query = "select chunk_id, count(*) from read_parquet(?) group by chunk_id having count(*) > 1 order by chunk_id limit ?"
             return con.execute(query, [files, limit]).fetchall()
-    finally:
-        shutil.rmtree(spill, ignore_errors=True)
 
 
 # The manifest's "vectors" (docs/indexing.md, "Index format"); manifests without the key are "embedded".

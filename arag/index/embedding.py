@@ -12,12 +12,14 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from arag.index import openvino_transformer
+from arag.index.direct_encoding import DirectQueryEncoder
 from arag.index.static_embedding import StaticEncoder, StaticSpec, load_static_model
 from arag.strict_settings import from_settings
 
@@ -60,8 +62,7 @@ class EmbedderSpec:
 
     def identity(self) -> dict[str, Any]:
         """The fields that decide the vectors (float32 and no `static` left out: older indexes keep theirs)."""
-        keys = ("name", "package", "path", "query_prompt", "query_prompt_name", "max_seq_length")
-        out = {k: v for k, v in asdict(self).items() if k in keys}
+        out = {k: getattr(self, k) for k in ("name", "path", "package", "query_prompt", "query_prompt_name", "max_seq_length")}
         if self.dtype != "float32":
             out["dtype"] = self.dtype
         if self.static is not None:
@@ -128,18 +129,15 @@ class SentenceEmbedder:
             # actor uses the cores it was sized for.
             torch.set_num_threads(self.threads)
         model_path = spec.resolve_path()
-        kwargs: dict[str, Any] = {"device": spec.device}
         # OpenVINO converts the fp32 model and lowers the precision when it compiles it; torch
         # loads the weights in the dtype it computes in.
         openvino_candidate = spec.backend == "openvino" and spec.device == "cpu" and spec.dtype in openvino_transformer.OPENVINO_PRECISIONS
-        if spec.dtype != "float32" and not openvino_candidate:
-            kwargs["model_kwargs"] = {"torch_dtype": getattr(torch, spec.dtype)}
-        self.model = SentenceTransformer(model_path, **kwargs)
+        model_kwargs = {"torch_dtype": getattr(torch, spec.dtype)} if spec.dtype != "float32" and not openvino_candidate else None
+        self.model = SentenceTransformer(model_path, device=spec.device, model_kwargs=model_kwargs)
         if spec.max_seq_length:
             self.model.max_seq_length = spec.max_seq_length
         self.dimension = int(self.model.get_embedding_dimension())
-        self.backend = "torch"
-        self.precision = spec.dtype  # what the transformer actually computes in
+        self.backend, self.precision = "torch", spec.dtype  # precision: what the transformer actually computes in
         streams = max(1, min(self.threads, int(spec.streams or self.threads)))
         if spec.backend == "openvino":
             compute_dtype = openvino_transformer.run_on_openvino(self.model, model_path, spec, self.threads, streams, self.encode_documents)
@@ -171,8 +169,6 @@ class SentenceEmbedder:
         return np.concatenate([self._encode([t], **options) for t in texts])
 
     def _use_direct_queries(self) -> None:
-        from arag.index.direct_encoding import DirectQueryEncoder
-
         spec = self.spec
         prompt = self.model._resolve_prompt(spec.query_prompt, spec.query_prompt_name)  # the prompt encode() would prepend
         direct, why = DirectQueryEncoder.build(self.model, prompt, spec.batch_size, lambda texts: self._encode(texts, spec.query_prompt, spec.query_prompt_name))
@@ -201,13 +197,10 @@ class SentenceEmbedder:
         if self.streams == 1:
             for idx in batches:
                 run(idx)
-            return out
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.streams, thread_name_prefix="arag-embed")
-        for _ in self._pool.map(run, batches):  # re-raises the first error
-            pass
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.streams, thread_name_prefix="arag-embed")
+            list(self._pool.map(run, batches))  # waits for every batch; re-raises the first error
         return out
 
     def _batches_by_length(self, texts: list[str]) -> list[np.ndarray]:

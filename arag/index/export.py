@@ -5,9 +5,10 @@ scores break."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from arag.index.layout import atomic_path
 
 
 def index_chunks(index_dir: str | Path) -> Iterator[tuple[str, str]]:
@@ -22,10 +23,7 @@ def index_chunks(index_dir: str | Path) -> Iterator[tuple[str, str]]:
 
 def write_chunks_json(chunks: Iterable[tuple[object, str]], path: str | Path) -> int:
     """Write chunks as [{"id": str, "text": ...}] in order, atomically; returns how many."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     rows = [{"id": str(cid), "text": text} for cid, text in chunks]
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_path(Path(path)) as tmp:
+        tmp.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
     return len(rows)

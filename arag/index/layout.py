@@ -8,6 +8,7 @@ import json
 import os
 import uuid
 from contextlib import contextmanager
+from functools import partialmethod
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -44,23 +45,16 @@ class IndexLayout:
     def build_state(self) -> Path:
         return self.root / BUILD_STATE
 
-    def part_record(self, part: int) -> Path:
-        return self.root / "parts" / f"{part_name(part)}.json"
+    def _part_file(self, folder: str, suffix: str, part: int) -> Path:
+        return self.root / folder / f"{part_name(part)}{suffix}"
 
-    def vectors_record(self, part: int) -> Path:
-        return self.root / "parts" / f"{part_name(part)}.vectors.json"
-
-    def chunks(self, part: int) -> Path:
-        return self.root / "chunks" / f"{part_name(part)}.parquet"
-
-    def sentences(self, part: int) -> Path:
-        return self.root / "sentences" / f"{part_name(part)}.parquet"
-
-    def rejects(self, part: int) -> Path:
-        return self.root / "rejects" / f"{part_name(part)}.parquet"
-
-    def vectors(self, part: int) -> Path:
-        return self.root / "vectors" / f"{part_name(part)}.faiss"
+    # Each part's files, e.g. layout.chunks(part).
+    part_record = partialmethod(_part_file, "parts", ".json")
+    vectors_record = partialmethod(_part_file, "parts", ".vectors.json")
+    chunks = partialmethod(_part_file, "chunks", ".parquet")
+    sentences = partialmethod(_part_file, "sentences", ".parquet")
+    rejects = partialmethod(_part_file, "rejects", ".parquet")
+    vectors = partialmethod(_part_file, "vectors", ".faiss")
 
     def make_dirs(self) -> None:
         for sub in SUBDIRS:
@@ -108,11 +102,8 @@ def missing_or_short(root: Path, sizes: dict[str, int]) -> list[str]:
 
 def write_json_atomic(target: Path, data: Any) -> None:
     with atomic_path(target) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
-            f.write("\n")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -42,13 +42,13 @@ def publish_folder(final: Path, write, marker: str, what: str) -> bool:
     try:
         write(tmp)
         if (final / marker).exists():  # another process finished first: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
             return False
         if final.exists():  # a stale, incomplete entry: make way
             shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)
         return True
     except OSError as exc:  # lost a race, or the disk is full: what is in memory is fine
-        shutil.rmtree(tmp, ignore_errors=True)
         log.info("%s %s not written (%s)", what, final, exc)
         return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone once renamed

@@ -7,6 +7,7 @@ A-RAG authors use. What a window records and the evidence: docs/indexing.md, "In
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from arag.corpus.documents import Document
@@ -103,13 +104,9 @@ class WindowPacker:
         return overflow
 
     def _segments(self) -> list[tuple[Document, int, int]]:
-        segments: list[tuple[Document, int, int]] = []
-        for u in self.window:
-            if segments and segments[-1][0] is u.doc:
-                segments[-1] = (u.doc, segments[-1][1], u.end)
-            else:
-                segments.append((u.doc, u.start, u.end))
-        return segments
+        """(document, start, end) of each run of the window's units from one document."""
+        runs = [list(run) for _, run in itertools.groupby(self.window, key=lambda u: id(u.doc))]
+        return [(run[0].doc, run[0].start, run[-1].end) for run in runs]
 
     def _text(self) -> str:
         return DOCUMENT_SEPARATOR.join(doc.text[a:b] for doc, a, b in self._segments())

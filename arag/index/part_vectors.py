@@ -52,9 +52,7 @@ def committed_vectors(layout: IndexLayout, part: PartRecord) -> VectorsRecord | 
         return None
     if record is None or record.rows != part.num_sentences or record.input_digest != part.input_digest:
         return None
-    if missing_or_short(layout.root, {record.path: record.bytes}):
-        return None
-    return record
+    return None if missing_or_short(layout.root, {record.path: record.bytes}) else record
 
 
 def embed_part(

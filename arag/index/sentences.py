@@ -25,9 +25,7 @@ def sentence_spans(text: str, language: str = "en") -> list[Span]:
     pos = 0
     plain = text.translate(_WIDE_SPACES) if not text.isascii() else text
     for piece in sentencex.segment(language, plain):
-        start = plain.find(piece, pos) if not plain.startswith(piece, pos) else pos
-        if start < 0:  # defensive: should not happen, the pieces tile the text
-            start = pos
+        start = max(plain.find(piece, pos), pos)  # the pieces tile the text: found at `pos` or after white space
         end = start + len(piece)
         pos = end
         for line_start, line_end in _lines(text, start, end):

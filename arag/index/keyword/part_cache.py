@@ -115,7 +115,6 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
             fsync(path)
         if target.exists():
             if is_valid(target, chunks, sentences):  # a concurrent builder finished first
-                shutil.rmtree(tmp, ignore_errors=True)
                 return target
             shutil.rmtree(target, ignore_errors=True)  # stale: built from older files
         try:
@@ -123,11 +122,9 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
         except OSError:
             if not is_valid(target, chunks, sentences):
                 raise
-            shutil.rmtree(tmp, ignore_errors=True)
         return target
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone once renamed; else a failed or a losing build's
 
 
 def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
@@ -144,7 +141,7 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
     with pa.OSFile(str(out / "chunks.arrow"), "wb") as sink, pa.ipc.new_file(sink, CHUNK_SCHEMA) as writer:
         batches = pq.ParquetFile(chunks).iter_batches(batch_size=READ_BATCH, columns=CHUNK_SCHEMA.names) if chunks.exists() else []
         for batch in batches:
-            batch = pa.RecordBatch.from_arrays([batch.column(n).cast(f.type) for n, f in zip(CHUNK_SCHEMA.names, CHUNK_SCHEMA)], schema=CHUNK_SCHEMA)
+            batch = batch.cast(CHUNK_SCHEMA)
             ids = batch.column("chunk_id").to_pylist()
             texts = batch.column("text").to_pylist()
             for cid, text in zip(ids, texts):
@@ -342,13 +339,10 @@ class PartCache:
         """(ascending local rows, their counts > 0, rows whose text was read) of one lowered keyword."""
         whole, conditions = split_keyword(lowered_keyword)
         if whole:
-            rows, counts = self.words.keyword_counts(lowered_keyword)
-            return rows, counts, 0
+            return (*self.words.keyword_counts(lowered_keyword), 0)
         rows = self.words.candidates(conditions)
         if rows is None:  # nothing narrows it: every row
             rows = np.arange(self.num_chunks, dtype=np.int64)
-        if len(rows) == 0:
-            return rows, rows, 0
         c = self.keyword_scores(rows, [(lowered_keyword, 1)])
         hit = c > 0
         return rows[hit], c[hit], len(rows)
@@ -358,10 +352,7 @@ class PartCache:
         found = []
         for kw in keywords:
             whole, conditions = split_keyword(kw)
-            if whole:
-                found.append(self.words.keyword_counts(kw)[0])
-                continue
-            rows = self.words.candidates(conditions)
+            rows = self.words.keyword_counts(kw)[0] if whole else self.words.candidates(conditions)
             if rows is None:  # nothing narrows this keyword: every row
                 return np.arange(self.num_chunks, dtype=np.int64)
             found.append(rows)
@@ -375,10 +366,8 @@ class PartCache:
         owners = (positions(self.sentence_starts, rows_arr, side="right") - 1).tolist()
         wanted = sorted(set(owners))
         by_owner = dict(zip(wanted, self.rows(wanted, ["text"])["text"]))
-        out = []
-        for (start, end), o in zip(self.spans[rows_arr].tolist(), owners):  # one gather, not an element read per row
-            out.append(self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end])
-        return out
+        spans = self.spans[rows_arr].tolist()  # one gather, not an element read per row
+        return [self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end] for (start, end), o in zip(spans, owners)]
 
     def _extra_text(self, i: int) -> str:
         if self._extra is None:
