@@ -76,10 +76,6 @@ class ToolResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
     def failure(self) -> str | None:
         """Why the model cannot use this result (arag.tools.failures.FAILURE_KINDS); None if it can."""
         return self.details.get(FAILURE)
@@ -257,7 +253,7 @@ class ToolSpec:
             result = error_result(self.name, f"internal error ({type(exc).__name__}: {str(exc)[:300]})", INFRASTRUCTURE)
             result.details[DIAGNOSTICS] = traceback.format_exc(limit=8)
             return result
-        if self.evidence != NOT_EVIDENCE and result.ok and not result.results:
+        if self.evidence != NOT_EVIDENCE and result.error is None and not result.results:
             result.details.setdefault(FAILURE, EMPTY)  # a search or find that matched nothing
         return result
 

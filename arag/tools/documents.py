@@ -88,22 +88,11 @@ class DocumentSession(ReadTracker):
     searches: int = 0
     documents: dict[str, DocumentLines] = field(default_factory=dict, repr=False)  # read once per episode
 
-    def next_turn(self) -> int:
-        self.searches += 1
-        return self.searches
-
     def resolve(self, ref_id: str) -> DocumentRef:
         if ref_id not in self.refs:
             known = ", ".join(list(self.refs)[-10:]) or "none yet (call search first)"
             raise UnknownIdsError(f"unknown reference id {ref_id[:60]!r}; ids come from search results, e.g. {known}")
         return self.refs[ref_id]
-
-    def mirror_search(self, result: Any) -> None:
-        """Record the references a served index's search answered, so this session resolves the same ids."""
-        details = result.details
-        self.searches = max(self.searches, int(details["turn"]))
-        for ref_id, doc_id, n_lines, hit in zip(details["ref_ids"], details["documents"], details["lines"], result.results):
-            self.refs[ref_id] = DocumentRef(ref_id, doc_id, hit.title, int(n_lines))
 
     def reset(self) -> None:
         super().reset()

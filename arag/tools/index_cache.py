@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CacheBuildError", "ChunkStore", "manifest_hash", "part_cache_dir"]
-
 
 def manifest_hash(index: Index) -> str:
     """Hash of the bytes of the index's manifest.json (names the per-user cache of an index)."""
