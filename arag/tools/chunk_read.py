@@ -59,9 +59,8 @@ def lookup_ids(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, int]:
 def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
     """{chunk id: title} of the given ids that exist and have a title (evaluation's evidence recall)."""
     found = lookup_ids(ctx, chunk_ids)
-    ids = list(found)
-    rows = ctx.store.chunk_rows([found[c] for c in ids], ["title"])
-    return {c: t for c, t in zip(ids, rows["title"]) if t is not None}
+    rows = ctx.store.chunk_rows(list(found.values()), ["title"])
+    return {c: t for c, t in zip(found, rows["title"]) if t is not None}
 
 
 def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
@@ -116,28 +115,20 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     tracker = options.tracker
     hits: list[Hit] = []
     texts: dict[str, str] = {}
-    tokens: list[int] = []
     for i, cid in enumerate(known):
         already = tracker is not None and tracker.seen(cid)
         hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
         if not already:
             texts[cid] = rows["text"][i]
             hits[-1].snippets = [rows["text"][i]]
-            if stored_counts:
-                tokens.append(rows["n_tokens"][i])
             if tracker is not None:
                 tracker.mark(cid)
     text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
     details: dict[str, Any] = {"unknown_ids": unknown} if unknown else {}
     if not texts:
         details[FAILURE] = UNKNOWN_IDS if unknown else ALREADY_READ
-    return ToolResult(
-        tool=NAME,
-        text=text,
-        results=hits,
-        retrieved_tokens=sum(tokens) if stored_counts else content_tokens(texts.values()),
-        details=details,
-    )
+    tokens = sum(n for cid, n in zip(known, rows["n_tokens"]) if cid in texts) if stored_counts else content_tokens(texts.values())
+    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=tokens, details=details)
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, tracks_reads=True, shown_ids_argument="chunk_ids",

@@ -7,8 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arag.index.keyword import part_cache
+from arag.index.keyword import words as words_module
+from arag.index.keyword.counts import ENTRY_BYTES, KeywordCounts
+from arag.index.keyword.words import ESCAPE, WordPostings, WordPostingsWriter, pair_edges, split_keyword
+from arag.index.store import open_index
 from arag.index.tokens import count_retrieved_tokens
+from arag.tools.index_cache import ChunkStore
 from tests.support import tools_reference as reference
+from tests.support.tiny_index import Doc, make_index
 
 KEYWORD_SETS = [
     ["Lothair II"],
@@ -226,8 +233,6 @@ ADVERSARIAL = [
 
 @pytest.fixture(scope="module")
 def wordy_index(tmp_path_factory):
-    from tests.support.tiny_index import Doc, make_index
-
     docs = [Doc(str(i), f"T{i}", [[t]]) for i, t in enumerate(WORDY_TEXTS)]
     return make_index(tmp_path_factory.mktemp("wordy") / "index", docs)
 
@@ -237,9 +242,6 @@ def test_word_postings_match_the_reference_on_adversarial_keywords(wordy_index, 
     """Keywords inside words, across word boundaries and punctuation, overlapping runs, case and
     Unicode lowering: counted from the word postings (or their candidates' text) exactly as the
     definition counts them."""
-    from arag.index.store import open_index
-    from arag.tools.index_cache import ChunkStore
-
     store = ChunkStore.open(open_index(wordy_index.path))
     expected = reference.keyword_scores(wordy_index.chunk_texts, keywords, 20)
     assert store.keyword_top(keywords, 20) == expected
@@ -250,9 +252,6 @@ def test_word_postings_match_the_reference_on_adversarial_keywords(wordy_index, 
 @given(data=st.data())
 def test_any_substring_of_the_text_counts_as_the_reference_does(wordy_index, data):
     """Any piece of any chunk's text, and pieces of it in other case, as a keyword."""
-    from arag.index.store import open_index
-    from arag.tools.index_cache import ChunkStore
-
     store = ChunkStore.open(open_index(wordy_index.path))
     texts = [t for t in wordy_index.chunk_texts if t.strip()]
     t = data.draw(st.sampled_from(texts))
@@ -265,9 +264,6 @@ def test_any_substring_of_the_text_counts_as_the_reference_does(wordy_index, dat
 def test_a_keyword_without_whitespace_reads_no_text(wordy_index, monkeypatch):
     """'mother' and "mother's" are counted from the words alone (grandmother, stepmother's, mothers
     included); 'a nest of' only on the chunks holding the whole word 'nest'."""
-    from arag.index.store import open_index
-    from arag.tools.index_cache import ChunkStore
-
     store = ChunkStore.open(open_index(wordy_index.path))
     (part,) = [p for p in store.parts if p.num_chunks]
     read: list[np.ndarray] = []
@@ -283,8 +279,6 @@ def test_a_keyword_without_whitespace_reads_no_text(wordy_index, monkeypatch):
 
 
 def test_split_keyword_conditions():
-    from arag.index.keyword.words import split_keyword
-
     assert split_keyword("mother") == (True, [])
     assert split_keyword("o'brien") == (True, [])  # one word: str.split() does not split it
     assert split_keyword("u.s.") == (True, [])
@@ -297,8 +291,6 @@ def test_split_keyword_conditions():
 
 
 def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
-    from arag.index.keyword.words import ESCAPE, WordPostings, WordPostingsWriter
-
     writer = WordPostingsWriter()
     writer.add(["ab", "cd ab", "xyz " * 300], 0)
     writer.add(["ab ab", "father's ab. (ab"], 3)  # "(ab" is the word "ab": "(" separates
@@ -318,8 +310,6 @@ def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
 def test_adjacent_word_pairs_narrow_a_phrase_to_the_chunks_holding_its_pairs(tmp_path):
     """Chunks holding every word of 'you can no' but never 'can' right before a word starting
     with 'no' (or a word ending in 'you' right before 'can') are not candidates."""
-    from arag.index.keyword.words import WordPostings, WordPostingsWriter, pair_edges, split_keyword
-
     texts = ["you can no more", "no, you can't; can you", "can you now", "you, can; not", "thank-you can nothing", "can no"]
     writer = WordPostingsWriter()
     writer.add(texts, 0)
@@ -336,8 +326,6 @@ def test_adjacent_word_pairs_narrow_a_phrase_to_the_chunks_holding_its_pairs(tmp
 def test_a_condition_in_nearly_every_chunk_is_not_gathered(tmp_path, monkeypatch):
     """The prefix 'a' is in every chunk, so gathering its postings would remove no candidate; a
     word in half of the chunks ('with') is gathered. The candidates stay a superset either way."""
-    from arag.index.keyword.words import WordPostings, WordPostingsWriter
-
     texts = [f"an apple {'with' if i % 2 else 'without'} {'zebra' if i % 4 == 1 else 'horse'} a{i}" for i in range(200)]
     writer = WordPostingsWriter()
     writer.add(texts, 0)
@@ -355,9 +343,6 @@ def test_a_condition_in_nearly_every_chunk_is_not_gathered(tmp_path, monkeypatch
 def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
     """Words are looked for only in blocks whose signature holds all of a keyword's 3-byte hashes;
     every word containing it is still found (a superset), however many blocks there are."""
-    from arag.index.keyword import words as words_module
-    from arag.index.keyword.words import WordPostings, WordPostingsWriter
-
     vocab = [f"w{i:05d}x" for i in range(5000)] + ["director", "codirectors", "directory."]
     writer = WordPostingsWriter()
     writer.add([" ".join(vocab[i : i + 50]) for i in range(0, len(vocab), 50)], 0)
@@ -375,8 +360,6 @@ def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
 @pytest.mark.parametrize("rows", [300, 70_000])
 def test_row_gaps_of_every_width_decode(tmp_path, rows):
     """Rows are stored as gaps of 1, 2 or 4 bytes, whichever holds a word's widest gap."""
-    from arag.index.keyword.words import WordPostings, WordPostingsWriter
-
     rng = np.random.default_rng(rows)
     texts = [" ".join(w for w in ("common", "rare" if r % 997 == 5 else "", "sparse" if rng.random() < 0.01 else "", "edge" if r in (1, rows - 1) else "") if w) for r in range(rows)]
     writer = WordPostingsWriter()
@@ -393,10 +376,6 @@ def test_row_gaps_of_every_width_decode(tmp_path, rows):
 def test_made_up_words_score_exactly(tmp_path):
     """Text over a small alphabet (made-up words from a few syllables), where every short substring
     is in most chunks: still identical to the reference."""
-    from arag.index.store import open_index
-    from arag.tools.index_cache import ChunkStore
-    from tests.support.tiny_index import Doc, make_index
-
     rng = np.random.default_rng(0)
     syllables = ["ka", "lo", "mi", "ta", "ru", "ne", "so", "vi"]
     vocab = ["".join(rng.choice(syllables, size=int(rng.integers(1, 5)))) for _ in range(300)]
@@ -409,10 +388,6 @@ def test_made_up_words_score_exactly(tmp_path):
 
 @pytest.mark.parametrize("reads, gap, block", [("pread", 4096, 16384), ("pread", 0, 16384), ("pread", 4096, 2), ("mmap", 4096, 16384), ("mmap", 0, 3)])
 def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap, block):
-    from arag.index.store import open_index
-    from arag.index.keyword import part_cache
-    from arag.tools.index_cache import ChunkStore
-
     monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
     monkeypatch.setattr(part_cache, "SCORE_ROWS", block)  # candidates scored a few at a time
     store = ChunkStore.open(open_index(edge_index.path))
@@ -428,10 +403,6 @@ def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, 
 def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch, tmp_path):
     """A cache written in record batches of 2 rows: candidate runs stop at every batch's end (the
     other columns' bytes lie between two batches' texts), with or without a read gap."""
-    from arag.index.store import open_index
-    from arag.index.keyword import part_cache
-    from arag.tools.index_cache import ChunkStore
-
     monkeypatch.setattr(part_cache, "READ_BATCH", 2)
     store = ChunkStore.open(open_index(edge_index.path), cache_dir=tmp_path)
     assert any(p.table.column("text").num_chunks > 2 for p in store.parts)
@@ -445,10 +416,6 @@ def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch
 def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
     """Every keyword's counts remembered (no candidate minimum): each set asked twice, the second
     time from memory, equals the reference; a keyword given twice still counts twice."""
-    from arag.index.store import open_index
-    from arag.index.keyword.counts import KeywordCounts
-    from arag.tools.index_cache import ChunkStore
-
     store = ChunkStore.open(open_index(edge_index.path))
     store.keyword_counts = KeywordCounts(min_candidates=0)
     sets = KEYWORD_SETS + [["Lothair II", "lothair ii", "LOTHAIR II"]]
@@ -461,8 +428,6 @@ def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
 
 
 def test_keyword_counts_keep_only_costly_keywords_within_the_budget():
-    from arag.index.keyword.counts import ENTRY_BYTES, KeywordCounts
-
     def vec(n):
         return np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int32)
 
