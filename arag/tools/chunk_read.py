@@ -88,7 +88,7 @@ def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: li
     if missing:
         found = store.find_chunks("doc_id", sorted({m[2] for m in missing}))
         doc_ords = sorted({o for ords in found.values() for o in ords})
-        rows = store.chunk_rows(doc_ords, ["doc_id", "position", "chunk_id"]) if doc_ords else {"doc_id": [], "position": [], "chunk_id": []}
+        rows = store.chunk_rows(doc_ords, ["doc_id", "position", "chunk_id"])
         by_key = {(d, p): c for d, p, c in zip(rows["doc_id"], rows["position"], rows["chunk_id"])}
         for i, side, doc, want in missing:
             out[i][side] = by_key.get((doc, want))

@@ -40,12 +40,10 @@ class DocumentToolSettings:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.type == "bool":
-                if not isinstance(value, bool):
-                    raise ValueError(f"{f.name} must be true or false, got {value!r}")
-                continue
             least = 0 if f.name == "find_context_lines" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            if f.type == "bool" and not isinstance(value, bool):
+                raise ValueError(f"{f.name} must be true or false, got {value!r}")
+            if f.type != "bool" and (isinstance(value, bool) or not isinstance(value, int) or value < least):
                 raise ValueError(f"{f.name} must be a whole number >= {least}, got {value!r}")
 
     @classmethod

@@ -260,7 +260,4 @@ class ChunkStore:
             hit = s > 0
             ords.append(np.flatnonzero(hit) + self.chunk_offsets[w])
             scores.append(s[hit])
-        if not ords:
-            return []
-        o, s = np.concatenate(ords), np.concatenate(scores)
-        return top_pairs(o, s, top_k)
+        return top_pairs(np.concatenate(ords), np.concatenate(scores), top_k) if ords else []

@@ -69,6 +69,14 @@ def chunk_ids_scores(index, pairs):
     return [(index.chunk_ids[o], s) for o, s in pairs]
 
 
+def postings(path, texts: list[str]) -> WordPostings:
+    """The word postings of `texts` as chunks 0, 1, ..., written to `path`."""
+    writer = WordPostingsWriter()
+    writer.add(texts, 0)
+    writer.write(path)
+    return WordPostings(path, num_chunks=len(texts))
+
+
 @pytest.mark.parametrize("keywords", KEYWORD_SETS, ids=lambda k: repr(k)[:40])
 @pytest.mark.parametrize("which", ["words", "scan"])
 def test_matches_reference(edge_index, edge_ctx, edge_ctx_scan, keywords, which):
@@ -311,10 +319,7 @@ def test_adjacent_word_pairs_narrow_a_phrase_to_the_chunks_holding_its_pairs(tmp
     """Chunks holding every word of 'you can no' but never 'can' right before a word starting
     with 'no' (or a word ending in 'you' right before 'can') are not candidates."""
     texts = ["you can no more", "no, you can't; can you", "can you now", "you, can; not", "thank-you can nothing", "can no"]
-    writer = WordPostingsWriter()
-    writer.add(texts, 0)
-    writer.write(tmp_path)
-    words = WordPostings(tmp_path, num_chunks=len(texts))
+    words = postings(tmp_path, texts)
     _, conditions = split_keyword("you can no")
     assert len(pair_edges(conditions)) == 2
     assert words.candidates(conditions).tolist() == [0, 3, 4]  # "you, can; not": other separators, the same pairs (counted on the text)
@@ -327,10 +332,7 @@ def test_a_condition_in_nearly_every_chunk_is_not_gathered(tmp_path, monkeypatch
     """The prefix 'a' is in every chunk, so gathering its postings would remove no candidate; a
     word in half of the chunks ('with') is gathered. The candidates stay a superset either way."""
     texts = [f"an apple {'with' if i % 2 else 'without'} {'zebra' if i % 4 == 1 else 'horse'} a{i}" for i in range(200)]
-    writer = WordPostingsWriter()
-    writer.add(texts, 0)
-    writer.write(tmp_path)
-    words = WordPostings(tmp_path, num_chunks=len(texts))
+    words = postings(tmp_path, texts)
     gathered = []
     real = words._within
     monkeypatch.setattr(words, "_within", lambda rows, ids: gathered.append(len(ids)) or real(rows, ids))
@@ -344,10 +346,7 @@ def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
     """Words are looked for only in blocks whose signature holds all of a keyword's 3-byte hashes;
     every word containing it is still found (a superset), however many blocks there are."""
     vocab = [f"w{i:05d}x" for i in range(5000)] + ["director", "codirectors", "directory."]
-    writer = WordPostingsWriter()
-    writer.add([" ".join(vocab[i : i + 50]) for i in range(0, len(vocab), 50)], 0)
-    writer.write(tmp_path)
-    words = WordPostings(tmp_path, num_chunks=-(-len(vocab) // 50))
+    words = postings(tmp_path, [" ".join(vocab[i : i + 50]) for i in range(0, len(vocab), 50)])
     assert len(words.blocks) == -(-len(vocab) // words_module.BLOCK_WORDS)
     spans = words._spans(b"director")
     assert sum(b - a for a, b in spans) < len(words._vocab) / 4  # most blocks skipped
