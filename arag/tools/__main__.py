@@ -44,10 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with ctx:
         result = ctx.call(args.tool, args.arguments, full_text=args.full_text)
-    if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
-    else:
-        print(result.text)
+    print(json.dumps(result.to_json(), ensure_ascii=False) if args.json else result.text)
     return 1 if result.error else 0
 
 

@@ -72,7 +72,7 @@ def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: li
     out: list[list[str | None]] = []
     missing: list[tuple[int, int, str, int]] = []  # (result index, side, doc_id, position)
     probe = sorted({o + d for o in ords for d in (-1, 1) if 0 <= o + d < store.num_chunks})
-    near = dict(zip(probe, zip(*store.chunk_rows(probe, ["chunk_id", "doc_id", "position"]).values()))) if probe else {}
+    near = dict(zip(probe, zip(*store.chunk_rows(probe, ["chunk_id", "doc_id", "position"]).values())))
     for i, (o, doc, pos) in enumerate(zip(ords, doc_ids, positions)):
         pair: list[str | None] = [None, None]
         for side, d in ((0, -1), (1, 1)):
@@ -99,8 +99,8 @@ def window_neighbours(ctx: ToolHost, ords: list[int]) -> list[tuple[str | None, 
     """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (written in order)."""
     adjacent = ctx.store.adjacent_in_part(ords)
     probe = sorted({o for pair in adjacent for o in pair if o is not None})
-    ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"])) if probe else {}
-    return [(ids.get(p) if p is not None else None, ids.get(n) if n is not None else None) for p, n in adjacent]
+    ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"]))
+    return [(ids.get(p), ids.get(n)) for p, n in adjacent]  # no neighbour (None) is no key of ids: it stays None
 
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
