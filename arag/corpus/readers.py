@@ -242,9 +242,8 @@ def _read_parquet(path: Path, part: InputPart, digest: InputDigest | None) -> It
             hash_range(path, start, end, digest)
     pf = pq.ParquetFile(path)
     first_row = sum(pf.metadata.row_group(g).num_rows for g in range(part.start)) + 1
-    table = pf.read_row_group(part.start)
-    for i, obj in enumerate(table.to_pylist()):
-        yield source, first_row + i, obj  # "line" is the 1-based row number in the file
+    for row, obj in enumerate(pf.read_row_group(part.start).to_pylist(), start=first_row):
+        yield source, row, obj  # "line" is the 1-based row number in the file
 
 
 _DOC_OPEN = re.compile(r'<doc\s+([^>]*)>')
