@@ -86,13 +86,9 @@ def parquet_ranges(path: Path, row_group: int) -> list[tuple[int, int]]:
 
 
 def _row_group_start(rg) -> int:
-    offsets = []
-    for c in range(rg.num_columns):
-        col = rg.column(c)
-        offsets.append(col.data_page_offset)
-        if col.has_dictionary_page and col.dictionary_page_offset:
-            offsets.append(col.dictionary_page_offset)
-    return min(offsets)
+    columns = [rg.column(c) for c in range(rg.num_columns)]
+    dictionaries = [c.dictionary_page_offset for c in columns if c.has_dictionary_page and c.dictionary_page_offset]
+    return min([c.data_page_offset for c in columns] + dictionaries)
 
 
 def corpus_digest(parts: list[tuple[str, int, int, str]]) -> str:

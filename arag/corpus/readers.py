@@ -125,11 +125,7 @@ def read_part(spec: CorpusSpec, part: InputPart, digest: InputDigest | None = No
     """Documents and rejects of one part, in input order; every byte it depends on goes into `digest`."""
     read = {"jsonl": _read_jsonl, "json": _read_json_list, "parquet": _read_parquet, "wikiextractor": _read_wikiextractor}[spec.format]
     for item in read(corpus_root(spec) / part.file, part, digest):
-        if isinstance(item, Reject):
-            yield item
-            continue
-        source, line, obj = item
-        yield _to_document(spec, source, line, obj)
+        yield item if isinstance(item, Reject) else _to_document(spec, *item)
 
 
 # Formats: each yields (source, line, mapping) or Reject.
@@ -146,19 +142,17 @@ def _open_binary(path: Path, digest: InputDigest | None = None) -> Iterator[IO[b
     raw: IO[bytes] = open(path, "rb")
     if digest is not None:
         raw = HashingFile(raw, digest)
-    try:
-        decompress = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix)
-        if decompress is not None:
-            with decompress(raw, "rb") as f:
-                yield f
-        else:
-            yield io.BufferedReader(raw) if digest is not None else raw
-    finally:
+    with raw:
         try:
+            decompress = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix)
+            if decompress is not None:
+                with decompress(raw, "rb") as f:
+                    yield f
+            else:
+                yield io.BufferedReader(raw) if digest is not None else raw
+        finally:
             if digest is not None:
                 raw.drain()  # also after a truncated stream stopped the reader: the digest is of the file
-        finally:
-            raw.close()
 
 
 def _line_aligned_ranges(path: Path, target: int) -> Iterator[tuple[int, int, int]]:
@@ -248,9 +242,8 @@ def _read_parquet(path: Path, part: InputPart, digest: InputDigest | None) -> It
             hash_range(path, start, end, digest)
     pf = pq.ParquetFile(path)
     first_row = sum(pf.metadata.row_group(g).num_rows for g in range(part.start)) + 1
-    table = pf.read_row_group(part.start)
-    for i, obj in enumerate(table.to_pylist()):
-        yield source, first_row + i, obj  # "line" is the 1-based row number in the file
+    for row, obj in enumerate(pf.read_row_group(part.start).to_pylist(), start=first_row):
+        yield source, row, obj  # "line" is the 1-based row number in the file
 
 
 _DOC_OPEN = re.compile(r'<doc\s+([^>]*)>')

@@ -13,11 +13,10 @@ import logging
 import sys
 
 from arag.index.store import IncompleteIndexError, IndexNotFoundError, open_index
+from arag.tools import TOOLS, ToolContext
 
 
 def main(argv: list[str] | None = None) -> int:
-    from arag.tools import TOOLS, ToolContext
-
     parser = argparse.ArgumentParser(prog="python -m arag.tools", description="Run one A-RAG retrieval tool call against an index.")
     parser.add_argument("index_dir")
     parser.add_argument("tool", help=f"one of: {', '.join(TOOLS)}")
@@ -45,10 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with ctx:
         result = ctx.call(args.tool, args.arguments, full_text=args.full_text)
-    if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
-    else:
-        print(result.text)
+    print(json.dumps(result.to_json(), ensure_ascii=False) if args.json else result.text)
     return 1 if result.error else 0
 
 

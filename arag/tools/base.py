@@ -10,21 +10,17 @@ from __future__ import annotations
 import copy
 import traceback
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
+import numpy as np
 from jsonschema import Draft202012Validator
 
+from arag.index.chunk_ids import ChunkIdFormat
 from arag.tools.arguments import Arguments, ToolArgumentError, check_arguments
 from arag.tools.failures import DIAGNOSTICS, EMPTY, FAILURE, INFRASTRUCTURE, REFUSED, UNKNOWN_IDS
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from arag.index.chunk_ids import ChunkIdFormat
-
-    from arag.tools.index_cache import ChunkStore
-    from arag.tools.tracker import ReadTracker
-    from arag.tools.vector_search import VectorSearch
+from arag.tools.index_cache import ChunkStore
+from arag.tools.tracker import ReadTracker
+from arag.tools.vector_search import VectorSearch
 
 # The paper caps every search at 20 results.
 MAX_TOP_K = 20
@@ -76,10 +72,6 @@ class ToolResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
     def failure(self) -> str | None:
         """Why the model cannot use this result (arag.tools.failures.FAILURE_KINDS); None if it can."""
         return self.details.get(FAILURE)
@@ -96,11 +88,11 @@ def error_result(tool: str, message: str, failure: str = REFUSED) -> ToolResult:
 class ToolHost(Protocol):
     """What a tool uses of the open index (ToolContext), so the tools and the context do not import each other."""
 
-    store: "ChunkStore"
-    vectors: "VectorSearch"
+    store: ChunkStore
+    vectors: VectorSearch
     accelerate: bool
 
-    def encode_query(self, query: str) -> "np.ndarray": ...
+    def encode_query(self, query: str) -> np.ndarray: ...
 
 
 ToolFn = Callable[[ToolHost, dict[str, Any], "ToolOptions"], ToolResult]
@@ -143,7 +135,7 @@ class ResultFormat:
         return {"snippets_per_chunk": str(cap) if cap else "all", "result_titles": "true" if self.result_titles else "false"}
 
     @classmethod
-    def from_params(cls, params: Mapping[str, str]) -> "ResultFormat | None":
+    def from_params(cls, params: Mapping[str, str]) -> ResultFormat | None:
         """From a served call's query parameters; None when it gives none. A bad value: ValueError naming it."""
         if not any(name in params for name in RESULT_FORMAT_PARAMS):
             return None
@@ -165,7 +157,7 @@ class ToolOptions:
     (the paper's ablation without snippets); tracker: the episode's, None for no memory across calls."""
 
     full_text: bool = False
-    tracker: "ReadTracker | None" = None
+    tracker: ReadTracker | None = None
     result_format: ResultFormat = ResultFormat()
 
 
@@ -198,7 +190,7 @@ class ToolSpec:
     # A cheap call's arguments that load what the tool needs (its query encoder), before a server serves.
     warm_up: Mapping[str, Any] | None = None
     # (tracker, result) -> None: brings a client's tracker up to date with a served result, beyond its reads.
-    mirror: Callable[[Any, "ToolResult"], None] | None = None
+    mirror: Callable[[Any, ToolResult], None] | None = None
     # The ResultFormat settings (a method's settings of the same names) its result texts follow.
     result_settings: tuple[str, ...] = ()
     # A successful call replaces the conversation with the agent's notes (arag.agent.context): a
@@ -238,7 +230,7 @@ class ToolSpec:
             self._validators[documents] = Draft202012Validator(parameters)
         return self._validators[documents]
 
-    def for_index(self, chunk_ids: "ChunkIdFormat | None") -> "ToolSpec":
+    def for_index(self, chunk_ids: ChunkIdFormat | None) -> ToolSpec:
         """This tool with its texts describing the chunk ids of an opened index (arag.index.chunk_ids)."""
         if chunk_ids is None:
             return self
@@ -257,7 +249,7 @@ class ToolSpec:
             result = error_result(self.name, f"internal error ({type(exc).__name__}: {str(exc)[:300]})", INFRASTRUCTURE)
             result.details[DIAGNOSTICS] = traceback.format_exc(limit=8)
             return result
-        if self.evidence != NOT_EVIDENCE and result.ok and not result.results:
+        if self.evidence != NOT_EVIDENCE and result.error is None and not result.results:
             result.details.setdefault(FAILURE, EMPTY)  # a search or find that matched nothing
         return result
 

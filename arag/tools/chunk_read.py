@@ -59,9 +59,8 @@ def lookup_ids(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, int]:
 def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
     """{chunk id: title} of the given ids that exist and have a title (evaluation's evidence recall)."""
     found = lookup_ids(ctx, chunk_ids)
-    ids = list(found)
-    rows = ctx.store.chunk_rows([found[c] for c in ids], ["title"])
-    return {c: t for c, t in zip(ids, rows["title"]) if t is not None}
+    rows = ctx.store.chunk_rows(list(found.values()), ["title"])
+    return {c: t for c, t in zip(found, rows["title"]) if t is not None}
 
 
 def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
@@ -73,7 +72,7 @@ def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: li
     out: list[list[str | None]] = []
     missing: list[tuple[int, int, str, int]] = []  # (result index, side, doc_id, position)
     probe = sorted({o + d for o in ords for d in (-1, 1) if 0 <= o + d < store.num_chunks})
-    near = dict(zip(probe, zip(*store.chunk_rows(probe, ["chunk_id", "doc_id", "position"]).values()))) if probe else {}
+    near = dict(zip(probe, zip(*store.chunk_rows(probe, ["chunk_id", "doc_id", "position"]).values())))
     for i, (o, doc, pos) in enumerate(zip(ords, doc_ids, positions)):
         pair: list[str | None] = [None, None]
         for side, d in ((0, -1), (1, 1)):
@@ -89,7 +88,7 @@ def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: li
     if missing:
         found = store.find_chunks("doc_id", sorted({m[2] for m in missing}))
         doc_ords = sorted({o for ords in found.values() for o in ords})
-        rows = store.chunk_rows(doc_ords, ["doc_id", "position", "chunk_id"]) if doc_ords else {"doc_id": [], "position": [], "chunk_id": []}
+        rows = store.chunk_rows(doc_ords, ["doc_id", "position", "chunk_id"])
         by_key = {(d, p): c for d, p, c in zip(rows["doc_id"], rows["position"], rows["chunk_id"])}
         for i, side, doc, want in missing:
             out[i][side] = by_key.get((doc, want))
@@ -100,8 +99,8 @@ def window_neighbours(ctx: ToolHost, ords: list[int]) -> list[tuple[str | None, 
     """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (written in order)."""
     adjacent = ctx.store.adjacent_in_part(ords)
     probe = sorted({o for pair in adjacent for o in pair if o is not None})
-    ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"])) if probe else {}
-    return [(ids.get(p) if p is not None else None, ids.get(n) if n is not None else None) for p, n in adjacent]
+    ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"]))
+    return [(ids.get(p), ids.get(n)) for p, n in adjacent]  # no neighbour (None) is no key of ids: it stays None
 
 
 def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult:
@@ -116,28 +115,20 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     tracker = options.tracker
     hits: list[Hit] = []
     texts: dict[str, str] = {}
-    tokens: list[int] = []
     for i, cid in enumerate(known):
         already = tracker is not None and tracker.seen(cid)
         hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
         if not already:
             texts[cid] = rows["text"][i]
             hits[-1].snippets = [rows["text"][i]]
-            if stored_counts:
-                tokens.append(rows["n_tokens"][i])
             if tracker is not None:
                 tracker.mark(cid)
     text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
     details: dict[str, Any] = {"unknown_ids": unknown} if unknown else {}
     if not texts:
         details[FAILURE] = UNKNOWN_IDS if unknown else ALREADY_READ
-    return ToolResult(
-        tool=NAME,
-        text=text,
-        results=hits,
-        retrieved_tokens=sum(tokens) if stored_counts else content_tokens(texts.values()),
-        details=details,
-    )
+    tokens = sum(n for cid, n in zip(known, rows["n_tokens"]) if cid in texts) if stored_counts else content_tokens(texts.values())
+    return ToolResult(tool=NAME, text=text, results=hits, retrieved_tokens=tokens, details=details)
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, tracks_reads=True, shown_ids_argument="chunk_ids",

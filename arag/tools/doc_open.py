@@ -7,6 +7,7 @@ Bounded by `open_window_lines` lines (paper: 1,800) and `open_max_tokens` tokens
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any
 
 from arag.tools.base import ToolHost, MAX_CHUNK_ID_CHARS, Hit, ToolArgumentError, ToolOptions, ToolResult, ToolSpec, READ
@@ -61,12 +62,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
 
 def token_window(lines: list[str], max_tokens: int) -> list[str]:
     """The leading lines whose tokens sum to at most `max_tokens` (at least the first line)."""
-    total = 0
-    for i, size in enumerate(count_tokens_batch(lines)):
-        total += size
-        if i and total > max_tokens:
-            return lines[:i]
-    return lines
+    totals = accumulate(count_tokens_batch(lines))
+    return lines[: next((i for i, total in enumerate(totals) if i and total > max_tokens), len(lines))]
 
 
 SPEC = ToolSpec(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, fn=run, evidence=READ, unit="document")  # a window of the document's lines

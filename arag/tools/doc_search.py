@@ -121,7 +121,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
                     best[doc] = (contribution, cand, query)
         found.update(dict.fromkeys(sorted(own, key=lambda d: (-own[d], best[d][1].anchor))[:n]))
     top = sorted(found, key=lambda d: (-fused[d], best[d][1].anchor))
-    turn = session.next_turn()
+    session.searches += 1
+    turn = session.searches
     hits = result_hits(ctx, top, fused, best)
     # Each document is read once, into the session (find and open reuse it): its lines give the
     # result's line range and the line its snippet starts at.
@@ -180,8 +181,12 @@ def search_text(queries: list[str], refs: list[DocumentRef], hits: list[Hit], st
 
 def mirror(tracker: object, result: ToolResult) -> None:
     """The search's reference ids, into the client's session (a served index answered it)."""
-    if isinstance(tracker, DocumentSession) and result.error is None:
-        tracker.mirror_search(result)
+    if not isinstance(tracker, DocumentSession) or result.error is not None:
+        return
+    details = result.details
+    tracker.searches = max(tracker.searches, int(details["turn"]))
+    for ref_id, doc_id, n_lines, hit in zip(details["ref_ids"], details["documents"], details["lines"], result.results):
+        tracker.refs[ref_id] = DocumentRef(ref_id, doc_id, hit.title, int(n_lines))
 
 
 def fit_schema(fn: dict[str, Any], documents: Any) -> None:

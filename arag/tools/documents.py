@@ -40,12 +40,10 @@ class DocumentToolSettings:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.type == "bool":
-                if not isinstance(value, bool):
-                    raise ValueError(f"{f.name} must be true or false, got {value!r}")
-                continue
             least = 0 if f.name == "find_context_lines" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            if f.type == "bool" and not isinstance(value, bool):
+                raise ValueError(f"{f.name} must be true or false, got {value!r}")
+            if f.type != "bool" and (isinstance(value, bool) or not isinstance(value, int) or value < least):
                 raise ValueError(f"{f.name} must be a whole number >= {least}, got {value!r}")
 
     @classmethod
@@ -88,22 +86,11 @@ class DocumentSession(ReadTracker):
     searches: int = 0
     documents: dict[str, DocumentLines] = field(default_factory=dict, repr=False)  # read once per episode
 
-    def next_turn(self) -> int:
-        self.searches += 1
-        return self.searches
-
     def resolve(self, ref_id: str) -> DocumentRef:
         if ref_id not in self.refs:
             known = ", ".join(list(self.refs)[-10:]) or "none yet (call search first)"
             raise UnknownIdsError(f"unknown reference id {ref_id[:60]!r}; ids come from search results, e.g. {known}")
         return self.refs[ref_id]
-
-    def mirror_search(self, result: Any) -> None:
-        """Record the references a served index's search answered, so this session resolves the same ids."""
-        details = result.details
-        self.searches = max(self.searches, int(details["turn"]))
-        for ref_id, doc_id, n_lines, hit in zip(details["ref_ids"], details["documents"], details["lines"], result.results):
-            self.refs[ref_id] = DocumentRef(ref_id, doc_id, hit.title, int(n_lines))
 
     def reset(self) -> None:
         super().reset()

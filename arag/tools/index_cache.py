@@ -13,7 +13,6 @@ import os
 import time
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,13 +21,9 @@ from arag.index.store import Index, PartFiles
 from arag.small_sorted import best_first, distinct, position, positions
 from arag.index.keyword.counts import KeywordCounts
 from arag.index.keyword.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
-
-if TYPE_CHECKING:
-    from arag.tools.sentence_sources import SentenceSources
+from arag.tools.sentence_sources import SentenceSources
 
 log = logging.getLogger(__name__)
-
-__all__ = ["CacheBuildError", "ChunkStore", "manifest_hash", "part_cache_dir"]
 
 
 def manifest_hash(index: Index) -> str:
@@ -206,10 +201,8 @@ class ChunkStore:
         return out
 
     @cached_property
-    def sentence_sources(self) -> "SentenceSources":
+    def sentence_sources(self) -> SentenceSources:
         """Each sentence's source document; MissingSentenceSourcesError on an index built without them."""
-        from arag.tools.sentence_sources import SentenceSources
-
         return SentenceSources(self)
 
     def keyword_top(self, keywords: list[str], top_k: int, narrow: bool = True) -> list[tuple[int, int]]:
@@ -267,7 +260,4 @@ class ChunkStore:
             hit = s > 0
             ords.append(np.flatnonzero(hit) + self.chunk_offsets[w])
             scores.append(s[hit])
-        if not ords:
-            return []
-        o, s = np.concatenate(ords), np.concatenate(scores)
-        return top_pairs(o, s, top_k)
+        return top_pairs(np.concatenate(ords), np.concatenate(scores), top_k) if ords else []

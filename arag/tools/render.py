@@ -13,8 +13,6 @@ from arag.index.packing import COVERED_SEPARATOR
 from arag.index.tokens import count_retrieved_tokens
 from arag.tools.base import MAX_TOP_K, Hit, ResultFormat, ToolResult
 
-ELLIPSIS = "..."
-
 
 def content_tokens(pieces: Iterable[str]) -> int:
     """Retrieved tokens of whole texts, each counted on its own."""
@@ -31,7 +29,7 @@ def search_result(tool: str, text: str, hits: list[Hit], full_text: bool, detail
 
 
 def snippet_block(sentences: list[str]) -> str:
-    return f"{ELLIPSIS} " + f" {ELLIPSIS} ".join(s.strip() for s in sentences) + f" {ELLIPSIS}"
+    return "... " + " ... ".join(s.strip() for s in sentences) + " ..."
 
 
 def _title(hit: Hit, result_format: ResultFormat, shape: str) -> str:

@@ -38,16 +38,13 @@ class VectorSearch:
             if value is not None and int(value) < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
         entry = index.manifest.get("ann") or {"kind": "flat"}
+        self.kind: str = entry["kind"]
         self.ann_entry: dict[str, Any] | None = None if entry["kind"] == "flat" else entry
         self._shards: list[tuple[Any, tuple[np.ndarray, np.ndarray] | None]] | None = None
         self._ann: ann.AnnSearcher | None = None
         self._stored: ann.StoredVectors | None = None
         self._load_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
-
-    @property
-    def kind(self) -> str:
-        return self.ann_entry["kind"] if self.ann_entry else "flat"
 
     def load(self) -> None:
         """Load the shards (or the ANN) now instead of on the first search."""
@@ -129,13 +126,8 @@ def _search_faiss_shard(shard: Any, qvec: np.ndarray, k: int, nprobe: int | None
     """A shard of another index type (per-part IVF shards of indexes built before index.ann)."""
     import faiss
 
-    if nprobe:
-        try:
-            ivf = faiss.extract_index_ivf(shard)
-        except RuntimeError:
-            ivf = None
-        if ivf is not None:
-            return shard.search(qvec, k, params=faiss.SearchParametersIVF(nprobe=int(nprobe)))
+    if nprobe and faiss.try_extract_index_ivf(shard) is not None:
+        return shard.search(qvec, k, params=faiss.SearchParametersIVF(nprobe=int(nprobe)))
     return shard.search(qvec, k)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER, count_retrieved_tokens
-from arag.tools import ReadTracker
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER, count_retrieved_tokens, count_tokens
+from arag.tools import ReadTracker, chunk_read
 
 
 def text_of(index, cid):
@@ -97,9 +97,6 @@ def test_retrieved_tokens_come_from_the_stored_counts(edge_ctx, edge_index, monk
     """The chunker stores each text's token count as n_tokens, with the tokenizer its manifest
     names; chunk_read sums those only where that is the retrieved-token tokenizer (o200k_base),
     and counts the texts where the manifest names another (cl100k_base, today's chunking)."""
-    from arag.index.tokens import count_tokens
-    from arag.tools import chunk_read
-
     def no_tokenizing(pieces):
         raise AssertionError("chunk_read tokenized a chunk whose count is stored")
 

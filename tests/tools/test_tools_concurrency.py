@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from arag.tools import ReadTracker, ToolContext
+from arag.tools.hosting import batching
 from arag.tools.hosting.batching import BatchingEncoder
 
 from tests.support.tiny_index import fake_encode
@@ -84,8 +85,6 @@ def test_concurrent_queries_are_encoded_as_one_batch():
 
 
 def test_a_single_caller_is_not_delayed_and_errors_reach_every_caller(monkeypatch):
-    import arag.tools.hosting.batching as batching
-
     waits = []
     monkeypatch.setattr(batching.time, "sleep", waits.append)  # the gathering window is the only wait
     enc = BatchingEncoder(fake_encode, window_s=60.0)  # a window a lone caller would notice

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from arag.index.tokens import count_retrieved_tokens, count_tokens
-from arag.tools import DocumentSession, DocumentToolSettings
+from arag.tools import TOOLS, DocumentSession, DocumentToolSettings, ToolContext
 from tests.support.tiny_index import Doc, fake_encode, make_index
 
 # A "novel" of 3 chunks (7 lines) and short passages.
@@ -21,8 +21,6 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory):
-    from arag.tools import ToolContext
-
     built = make_index(tmp_path_factory.mktemp("docs") / "index", DOCS)
     with ToolContext(built.path, encoder=fake_encode, cache_dir=tmp_path_factory.mktemp("docs-cache")) as c:
         yield c
@@ -202,8 +200,6 @@ def test_every_tool_schema_states_the_limits_its_tool_enforces(ctx):
     the 1.5B model grew its fifth search query clause by clause until the reply limit cut the call,
     and wrote that same cut call at every step of a Novel episode. Every free string has maxLength and
     every list maxItems; one character or item more is what the tool itself refuses."""
-    from arag.tools.registry import TOOLS
-
     for name, spec in TOOLS.items():
         for path, slot in _string_slots(spec.parameters):
             if (name, path) == ("summarize", "notes"):

@@ -4,9 +4,11 @@ elsewhere when the index directory is read-only."""
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from arag.index.store import IncompleteIndexError, IndexNotFoundError
@@ -47,8 +49,6 @@ def test_cache_is_small_text_stored_once(tmp_path):
 def test_sentences_not_in_their_chunk_text_are_kept(tmp_path):
     built = make_index(tmp_path / "index", [Doc("a", "A", [["One two.", "Three four."]])], sep="\n")
     chunks = built.path / "chunks" / "part-00000.parquet"
-    import pyarrow.parquet as pq
-
     table = pq.read_table(chunks)
     pq.write_table(table.set_column(4, "text", [["One two. Three five."]]), chunks)  # second sentence no longer a substring
     with ToolContext(built.path, encoder=fake_encode) as ctx:
@@ -57,9 +57,6 @@ def test_sentences_not_in_their_chunk_text_are_kept(tmp_path):
 
 @pytest.mark.parametrize("long_chunk", [False, True], ids=["uint16 spans", "uint32 spans"])
 def test_sentence_spans_narrow_or_wide_and_extra_sentences(tmp_path, long_chunk):
-    import numpy as np
-    import pyarrow.parquet as pq
-
     filler = "x" * 70_000 + "." if long_chunk else "Filler."
     built = make_index(tmp_path / "index", [Doc("a", "A", [["One two.", "Three four.", filler, "Last one."]])])
     chunks = built.path / "chunks" / "part-00000.parquet"
@@ -148,10 +145,6 @@ def test_rows_read_without_arrow_equal_arrow_take(tmp_path, monkeypatch):
     """`PartCache.rows` reads values from views of the mapped file (no Arrow call per read): the
     same values as Arrow's take, across record batches, in any order, with repeats, multi-byte
     text and a null title; rows outside the part are an error, not a wrapped-around read."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     monkeypatch.setattr(part_cache, "READ_BATCH", 2)
     built = make_index(tmp_path / "index", EDGE_DOCS)
     chunks = sorted((built.path / "chunks").glob("*.parquet"))[0]

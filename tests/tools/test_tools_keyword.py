@@ -7,8 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arag.index.keyword import part_cache
+from arag.index.keyword import words as words_module
+from arag.index.keyword.counts import ENTRY_BYTES, KeywordCounts
+from arag.index.keyword.words import ESCAPE, WordPostings, WordPostingsWriter, pair_edges, split_keyword
+from arag.index.store import open_index
 from arag.index.tokens import count_retrieved_tokens
+from arag.tools.index_cache import ChunkStore
 from tests.support import tools_reference as reference
+from tests.support.tiny_index import Doc, make_index
 
 KEYWORD_SETS = [
     ["Lothair II"],
@@ -60,6 +67,14 @@ KEYWORD_SETS = [
 
 def chunk_ids_scores(index, pairs):
     return [(index.chunk_ids[o], s) for o, s in pairs]
+
+
+def postings(path, texts: list[str]) -> WordPostings:
+    """The word postings of `texts` as chunks 0, 1, ..., written to `path`."""
+    writer = WordPostingsWriter()
+    writer.add(texts, 0)
+    writer.write(path)
+    return WordPostings(path, num_chunks=len(texts))
 
 
 @pytest.mark.parametrize("keywords", KEYWORD_SETS, ids=lambda k: repr(k)[:40])
@@ -226,8 +241,6 @@ ADVERSARIAL = [
 
 @pytest.fixture(scope="module")
 def wordy_index(tmp_path_factory):
-    from tests.support.tiny_index import Doc, make_index
-
     docs = [Doc(str(i), f"T{i}", [[t]]) for i, t in enumerate(WORDY_TEXTS)]
     return make_index(tmp_path_factory.mktemp("wordy") / "index", docs)
 
@@ -237,9 +250,6 @@ def test_word_postings_match_the_reference_on_adversarial_keywords(wordy_index, 
     """Keywords inside words, across word boundaries and punctuation, overlapping runs, case and
     Unicode lowering: counted from the word postings (or their candidates' text) exactly as the
     definition counts them."""
-    from arag.index.store import open_index
-    from arag.tools.index_cache import ChunkStore
-
     store = ChunkStore.open(open_index(wordy_index.path))
     expected = reference.keyword_scores(wordy_index.chunk_texts, keywords, 20)
     assert store.keyword_top(keywords, 20) == expected
@@ -250,9 +260,6 @@ def test_word_postings_match_the_reference_on_adversarial_keywords(wordy_index, 
 @given(data=st.data())
 def test_any_substring_of_the_text_counts_as_the_reference_does(wordy_index, data):
     """Any piece of any chunk's text, and pieces of it in other case, as a keyword."""
-    from arag.index.store import open_index
-    from arag.tools.index_cache import ChunkStore
-
     store = ChunkStore.open(open_index(wordy_index.path))
     texts = [t for t in wordy_index.chunk_texts if t.strip()]
     t = data.draw(st.sampled_from(texts))
@@ -265,9 +272,6 @@ def test_any_substring_of_the_text_counts_as_the_reference_does(wordy_index, dat
 def test_a_keyword_without_whitespace_reads_no_text(wordy_index, monkeypatch):
     """'mother' and "mother's" are counted from the words alone (grandmother, stepmother's, mothers
     included); 'a nest of' only on the chunks holding the whole word 'nest'."""
-    from arag.index.store import open_index
-    from arag.tools.index_cache import ChunkStore
-
     store = ChunkStore.open(open_index(wordy_index.path))
     (part,) = [p for p in store.parts if p.num_chunks]
     read: list[np.ndarray] = []
@@ -283,8 +287,6 @@ def test_a_keyword_without_whitespace_reads_no_text(wordy_index, monkeypatch):
 
 
 def test_split_keyword_conditions():
-    from arag.index.keyword.words import split_keyword
-
     assert split_keyword("mother") == (True, [])
     assert split_keyword("o'brien") == (True, [])  # one word: str.split() does not split it
     assert split_keyword("u.s.") == (True, [])
@@ -297,8 +299,6 @@ def test_split_keyword_conditions():
 
 
 def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
-    from arag.index.keyword.words import ESCAPE, WordPostings, WordPostingsWriter
-
     writer = WordPostingsWriter()
     writer.add(["ab", "cd ab", "xyz " * 300], 0)
     writer.add(["ab ab", "father's ab. (ab"], 3)  # "(ab" is the word "ab": "(" separates
@@ -318,13 +318,8 @@ def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
 def test_adjacent_word_pairs_narrow_a_phrase_to_the_chunks_holding_its_pairs(tmp_path):
     """Chunks holding every word of 'you can no' but never 'can' right before a word starting
     with 'no' (or a word ending in 'you' right before 'can') are not candidates."""
-    from arag.index.keyword.words import WordPostings, WordPostingsWriter, pair_edges, split_keyword
-
     texts = ["you can no more", "no, you can't; can you", "can you now", "you, can; not", "thank-you can nothing", "can no"]
-    writer = WordPostingsWriter()
-    writer.add(texts, 0)
-    writer.write(tmp_path)
-    words = WordPostings(tmp_path, num_chunks=len(texts))
+    words = postings(tmp_path, texts)
     _, conditions = split_keyword("you can no")
     assert len(pair_edges(conditions)) == 2
     assert words.candidates(conditions).tolist() == [0, 3, 4]  # "you, can; not": other separators, the same pairs (counted on the text)
@@ -336,13 +331,8 @@ def test_adjacent_word_pairs_narrow_a_phrase_to_the_chunks_holding_its_pairs(tmp
 def test_a_condition_in_nearly_every_chunk_is_not_gathered(tmp_path, monkeypatch):
     """The prefix 'a' is in every chunk, so gathering its postings would remove no candidate; a
     word in half of the chunks ('with') is gathered. The candidates stay a superset either way."""
-    from arag.index.keyword.words import WordPostings, WordPostingsWriter
-
     texts = [f"an apple {'with' if i % 2 else 'without'} {'zebra' if i % 4 == 1 else 'horse'} a{i}" for i in range(200)]
-    writer = WordPostingsWriter()
-    writer.add(texts, 0)
-    writer.write(tmp_path)
-    words = WordPostings(tmp_path, num_chunks=len(texts))
+    words = postings(tmp_path, texts)
     gathered = []
     real = words._within
     monkeypatch.setattr(words, "_within", lambda rows, ids: gathered.append(len(ids)) or real(rows, ids))
@@ -355,14 +345,8 @@ def test_a_condition_in_nearly_every_chunk_is_not_gathered(tmp_path, monkeypatch
 def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
     """Words are looked for only in blocks whose signature holds all of a keyword's 3-byte hashes;
     every word containing it is still found (a superset), however many blocks there are."""
-    from arag.index.keyword import words as words_module
-    from arag.index.keyword.words import WordPostings, WordPostingsWriter
-
     vocab = [f"w{i:05d}x" for i in range(5000)] + ["director", "codirectors", "directory."]
-    writer = WordPostingsWriter()
-    writer.add([" ".join(vocab[i : i + 50]) for i in range(0, len(vocab), 50)], 0)
-    writer.write(tmp_path)
-    words = WordPostings(tmp_path, num_chunks=-(-len(vocab) // 50))
+    words = postings(tmp_path, [" ".join(vocab[i : i + 50]) for i in range(0, len(vocab), 50)])
     assert len(words.blocks) == -(-len(vocab) // words_module.BLOCK_WORDS)
     spans = words._spans(b"director")
     assert sum(b - a for a, b in spans) < len(words._vocab) / 4  # most blocks skipped
@@ -375,8 +359,6 @@ def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):
 @pytest.mark.parametrize("rows", [300, 70_000])
 def test_row_gaps_of_every_width_decode(tmp_path, rows):
     """Rows are stored as gaps of 1, 2 or 4 bytes, whichever holds a word's widest gap."""
-    from arag.index.keyword.words import WordPostings, WordPostingsWriter
-
     rng = np.random.default_rng(rows)
     texts = [" ".join(w for w in ("common", "rare" if r % 997 == 5 else "", "sparse" if rng.random() < 0.01 else "", "edge" if r in (1, rows - 1) else "") if w) for r in range(rows)]
     writer = WordPostingsWriter()
@@ -393,10 +375,6 @@ def test_row_gaps_of_every_width_decode(tmp_path, rows):
 def test_made_up_words_score_exactly(tmp_path):
     """Text over a small alphabet (made-up words from a few syllables), where every short substring
     is in most chunks: still identical to the reference."""
-    from arag.index.store import open_index
-    from arag.tools.index_cache import ChunkStore
-    from tests.support.tiny_index import Doc, make_index
-
     rng = np.random.default_rng(0)
     syllables = ["ka", "lo", "mi", "ta", "ru", "ne", "so", "vi"]
     vocab = ["".join(rng.choice(syllables, size=int(rng.integers(1, 5)))) for _ in range(300)]
@@ -409,10 +387,6 @@ def test_made_up_words_score_exactly(tmp_path):
 
 @pytest.mark.parametrize("reads, gap, block", [("pread", 4096, 16384), ("pread", 0, 16384), ("pread", 4096, 2), ("mmap", 4096, 16384), ("mmap", 0, 3)])
 def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap, block):
-    from arag.index.store import open_index
-    from arag.index.keyword import part_cache
-    from arag.tools.index_cache import ChunkStore
-
     monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
     monkeypatch.setattr(part_cache, "SCORE_ROWS", block)  # candidates scored a few at a time
     store = ChunkStore.open(open_index(edge_index.path))
@@ -428,10 +402,6 @@ def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, 
 def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch, tmp_path):
     """A cache written in record batches of 2 rows: candidate runs stop at every batch's end (the
     other columns' bytes lie between two batches' texts), with or without a read gap."""
-    from arag.index.store import open_index
-    from arag.index.keyword import part_cache
-    from arag.tools.index_cache import ChunkStore
-
     monkeypatch.setattr(part_cache, "READ_BATCH", 2)
     store = ChunkStore.open(open_index(edge_index.path), cache_dir=tmp_path)
     assert any(p.table.column("text").num_chunks > 2 for p in store.parts)
@@ -445,10 +415,6 @@ def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch
 def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
     """Every keyword's counts remembered (no candidate minimum): each set asked twice, the second
     time from memory, equals the reference; a keyword given twice still counts twice."""
-    from arag.index.store import open_index
-    from arag.index.keyword.counts import KeywordCounts
-    from arag.tools.index_cache import ChunkStore
-
     store = ChunkStore.open(open_index(edge_index.path))
     store.keyword_counts = KeywordCounts(min_candidates=0)
     sets = KEYWORD_SETS + [["Lothair II", "lothair ii", "LOTHAIR II"]]
@@ -461,8 +427,6 @@ def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
 
 
 def test_keyword_counts_keep_only_costly_keywords_within_the_budget():
-    from arag.index.keyword.counts import ENTRY_BYTES, KeywordCounts
-
     def vec(n):
         return np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int32)
 

@@ -5,15 +5,17 @@ refused with a clear error. Built with the pipeline's part builder and real wind
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from arag.index.packing import COVERED_SEPARATOR
 from arag.index.sentences import sentence_spans
 from arag.index.store import open_index
-from arag.tools import DocumentSession, DocumentToolSettings
+from arag.tools import DocumentSession, DocumentToolSettings, ToolContext
 from arag.tools.packed_documents import keyword_documents, semantic_documents
 from arag.tools.sentence_sources import MissingSentenceSourcesError
-from tests.support.tiny_index import fake_encode, make_packed_index
+from tests.support.tiny_index import Doc, fake_encode, make_index, make_packed_index
 from tests.tools.test_tools_documents import ref_of, search
 
 LOTHAIR = [
@@ -45,8 +47,6 @@ TITLES = {d["doc_id"]: d["title"] for d in DOCUMENTS}
 
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory):
-    from arag.tools import ToolContext
-
     root = make_packed_index(tmp_path_factory.mktemp("packed") / "index", DOCUMENTS, chunk_tokens=60, chunk_overlap=15)
     with ToolContext(root, encoder=fake_encode) as c:
         yield c
@@ -127,8 +127,6 @@ def test_find_lexical_and_semantic_inside_a_packed_document(ctx):
 
 
 def test_packed_index_without_sentence_sources_is_refused_clearly(tmp_path):
-    from arag.tools import ToolContext
-
     root = make_packed_index(tmp_path / "old", DOCUMENTS, chunk_tokens=60, chunk_overlap=15, sentence_sources=False)
     with ToolContext(root, encoder=fake_encode) as c:
         r = c.call("search", {"queries": ["Lothair II"]}, tracker=DocumentSession())
@@ -144,11 +142,6 @@ def test_packed_index_without_sentence_sources_is_refused_clearly(tmp_path):
 def test_per_document_index_without_sentence_sources_still_works(tmp_path):
     """An index of format 1 (sentence rows without their sources), per-document chunking: the
     document tools read documents from their chunks as before."""
-    import json
-
-    from arag.tools import ToolContext
-    from tests.support.tiny_index import Doc, make_index
-
     built = make_index(tmp_path / "v1", [Doc("a", "Alpha", [["Alpha one.", "Alpha two."], ["Alpha three."]]), Doc("b", "Beta", [["Beta one."]])], sentence_sources=False)
     manifest = json.loads((built.path / "manifest.json").read_text())
     (built.path / "manifest.json").write_text(json.dumps({**manifest, "format_version": 1}))

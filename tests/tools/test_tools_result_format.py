@@ -8,9 +8,11 @@ import re
 
 import pytest
 
-from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER, TOKENIZER_NAME, count_retrieved_tokens, count_tokens
+from arag.agent.loop import chunk_ids_shown
+from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER, TOKENIZER_NAME, count_retrieved_tokens, count_tokens, encoding, retrieved_encoding
 from arag.tools import ToolContext
 from arag.tools.base import SNIPPETS_PER_CHUNK, ResultFormat
+from arag.tools.render import chunk_header_end
 from tests.support.tiny_index import Doc, fake_encode, make_index
 
 # One chunk with 8 sentences that name the keyword, between sentences that do not.
@@ -97,8 +99,6 @@ TITLED_CALLS = [
 def test_retrieved_tokens_are_counted_with_o200k():
     """The authors count with tiktoken.encoding_for_model("gpt-4o"): o200k_base, not cl100k_base."""
     assert RETRIEVED_TOKENS_TOKENIZER == "o200k_base" and TOKENIZER_NAME == "cl100k_base"
-    from arag.index.tokens import encoding, retrieved_encoding
-
     assert retrieved_encoding().encode_ordinary("hello world") == [24912, 2375]  # o200k_base's ids (cl100k_base: [15339, 1917])
     assert encoding().encode_ordinary("hello world") == [15339, 1917]
     text = "日本語のテキスト 123456 Ærøskøbing"
@@ -120,9 +120,6 @@ def test_chunk_read_counts_each_new_chunk_in_o200k(cap_ctx):
 
 def test_a_cut_result_shows_the_chunks_whose_header_id_was_kept():
     """The agent loop cuts an oversized result: a chunk counts as shown only if its header's id survived."""
-    from arag.agent.loop import chunk_ids_shown
-    from arag.tools.render import chunk_header_end
-
     text = "Chunk ID: 0:1, Matched keywords in chunk: ... a ...\n\nChunk ID: 0:12 (Similarity: 0.500)\nMatched: ... b ..."
     assert chunk_header_end(text, "0:1") == len("Chunk ID: 0:1,") and chunk_header_end(text, "0:9") == -1
     second = text.index("Chunk ID: 0:12")

@@ -13,6 +13,7 @@ import pytest
 
 from arag.agent import ANSWERED
 from arag.tools import ReadTracker
+from arag.tools.failures import ToolInfrastructureError, checked
 from arag.tools.hosting.worker_pool import ToolWorkerPool
 from tests.support.tool_server import CALLS
 from tests.serve.test_serve_documents import episode
@@ -93,8 +94,6 @@ def test_a_cancelled_task_does_not_hand_its_answer_to_the_next_call(pool, local_
 
 
 def test_a_killed_worker_is_replaced_and_its_call_answers_an_internal_failure(served_index, local_ctx):
-    from arag.tools.failures import ToolInfrastructureError, checked
-
     with ToolWorkerPool(served_index.path, workers=1) as pool:
         (pid,) = pool.pids()
         os.kill(pid, signal.SIGKILL)  # out of memory, say: the next call finds it gone

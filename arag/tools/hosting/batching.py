@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+# Encodes queries into unit float32 vectors of the index's dimension, shape (n, d).
 Encoder = Callable[[list[str]], np.ndarray]
 
 _QUEUED, _TAKEN = 0, 1

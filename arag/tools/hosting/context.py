@@ -13,14 +13,14 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from arag.index.chunk_ids import ChunkIdFormat
 from arag.index.store import Index, open_index
 from arag.tools.base import ResultFormat, ToolOptions, ToolResult, error_result
-from arag.tools.hosting.batching import BatchingEncoder
+from arag.tools.hosting.batching import BatchingEncoder, Encoder
 from arag.tools.hosting.calls import ToolCalls
 from arag.tools.failures import UNKNOWN_TOOL
 from arag.tools.registry import TOOLS
@@ -29,9 +29,6 @@ from arag.tools.tracker import ReadTracker
 from arag.tools.vector_search import VectorSearch
 
 log = logging.getLogger(__name__)
-
-# Encodes queries into unit float32 vectors of the index's dimension, shape (n, d).
-Encoder = Callable[[list[str]], np.ndarray]
 
 
 def usable_cores() -> int:

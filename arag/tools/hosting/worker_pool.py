@@ -14,6 +14,7 @@ import logging
 import multiprocessing
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -21,15 +22,16 @@ from collections import OrderedDict
 from contextlib import suppress
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from arag.index.chunk_ids import ChunkIdFormat
+from arag.index.store import open_index
 from arag.tools.base import ResultFormat, ToolResult, error_result
+from arag.tools.documents import DocumentSession
 from arag.tools.failures import DIAGNOSTICS, INFRASTRUCTURE
 from arag.tools.hosting.calls import ToolCalls
+from arag.tools.hosting.context import ToolContext, usable_cores
 from arag.tools.tracker import ReadTracker
-
-if TYPE_CHECKING:
-    from arag.index.chunk_ids import ChunkIdFormat
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +56,6 @@ def _answer(reply: tuple, tracker: ReadTracker | None) -> ToolResult:
 def _worker_main(conn: Any) -> None:
     """A worker process: open the index, then answer calls until the pipe closes. A Ctrl-C or SIGTERM
     sent to the whole process group is the parent's to handle, not a traceback here."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     with suppress(EOFError, BrokenPipeError, ConnectionResetError):  # the parent closed the pipe: it is gone or stopping
@@ -63,9 +63,6 @@ def _worker_main(conn: Any) -> None:
 
 
 def _serve_calls(conn: Any) -> None:
-    from arag.tools.hosting.context import ToolContext
-    from arag.tools.documents import DocumentSession
-
     try:
         index, options = conn.recv()
         ctx = ToolContext(index, **options)
@@ -108,8 +105,6 @@ class ToolWorkerPool(ToolCalls):
             raise ValueError("a ToolWorkerPool's workers load the index's own query encoder; encoder= is for an in-process ToolContext")
         self.index = str(Path(index).resolve())
         self.workers = int(workers)
-        from arag.tools.hosting.context import usable_cores
-
         cores = usable_cores()
         # Each worker's query encoder gets its share of the cores: N encoders of all cores each
         # would run N times the threads there are cores for.
@@ -172,10 +167,8 @@ class ToolWorkerPool(ToolCalls):
             self._idle.put(worker)
 
     @functools.cached_property
-    def chunk_ids(self) -> "ChunkIdFormat":
+    def chunk_ids(self) -> ChunkIdFormat:
         """What the index's chunk ids look like, read here (manifest and one row group), not by a worker."""
-        from arag.index.store import open_index
-
         return open_index(self.index).chunk_ids
 
     def call(self, tool: str, arguments: Any, *, tracker: ReadTracker | None = None, full_text: bool = False, result_format: ResultFormat | None = None) -> ToolResult:
