@@ -97,11 +97,6 @@ class EvalRuntime:
     spread: bool = True  # SPREAD scheduling: one worker per node first
     engines: int | None = None  # vLLM: engine actors (each model.num_gpus GPUs) the workers share, worker i → engine i mod engines; None: one per worker
 
-    @classmethod
-    def from_dict(cls, cfg: dict[str, Any]) -> "EvalRuntime":
-        """From the evaluation's `runtime` node; an unknown key lists the valid ones."""
-        return from_settings(cls, cfg, "runtime")
-
 
 TEMPLATE_FIELDS = ("question", "gold", "prediction")  # what judge.user_template may name
 

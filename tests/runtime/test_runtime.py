@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from arag.llm.factory import worker_overrides
-from arag.runtime.evaluate_job import EvalRuntime, default_concurrency, summarize_error
+from arag.runtime.evaluate_job import default_concurrency, summarize_error
 
 
 def test_default_concurrency_follows_the_backend():
@@ -24,7 +24,6 @@ def test_each_worker_slot_names_its_vllm_engine():
     assert worker_overrides({"backend": "llamacpp"}, 0, 1) == {}
 
 
-def test_runtime_config_ignores_unknown_keys_and_errors_are_summarised():
-    assert EvalRuntime.from_dict({"workers": 3, "num_cpus": 2}).workers == 3
+def test_a_workers_error_is_summarised_to_its_last_line():
     err = RuntimeError("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: unknown backend 'nope'\n")
     assert summarize_error(err) == "RuntimeError: ValueError: unknown backend 'nope'"
