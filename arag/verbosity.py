@@ -65,10 +65,6 @@ def quiet_libraries() -> dict[str, str]:
     return added
 
 
-def ray_logging_level() -> int:
-    return logging.WARNING if verbose() else logging.ERROR
-
-
 def _harmless(line: bytes) -> bool:
     return any(p.search(line) for p in HARMLESS_RAY_LINES)
 

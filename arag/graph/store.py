@@ -105,11 +105,6 @@ class GraphStore:
         """One integer per unordered node pair (arrays or ints)."""
         return np.minimum(a, b).astype(np.int64) * len(self.names) + np.maximum(a, b)
 
-    def relation_pairs(self, relations: set[str]) -> set[int]:
-        """Codes (pair_code) of the node pairs joined by an edge of one of `relations`."""
-        rows = self.relation_rows(relations)
-        return set(self.pair_code(self.edge_head[rows], self.edge_tail[rows]).tolist())
-
     @cached_property
     def shown_names(self) -> list[str]:
         """Each node as written in the corpus (its first alias)."""
@@ -265,7 +260,8 @@ class GraphStore:
             for n in set(hood):
                 reached_from.setdefault(n, []).append(seed)
         bridge_nodes = sorted(n for n, by in reached_from.items() if len(by) >= 2 and n not in seeds)
-        consistent = self.relation_pairs(relations) if relations else set()
+        rows = self.relation_rows(relations) if relations else []
+        consistent = set(self.pair_code(self.edge_head[rows], self.edge_tail[rows]).tolist())  # pair codes joined by a matching edge
         if consistent:
             paths_to, off_relation = self._relation_paths(seeds, bridge_nodes, reached_from, hops, consistent)
             bridge_nodes.sort(key=lambda n: (off_relation[n], self.degree[n], n))

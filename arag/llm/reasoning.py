@@ -51,9 +51,7 @@ def resolve(level: str | None, family: str, *, on_unsupported: str = "error") ->
     if level not in LEVELS:
         raise ConfigurationError(f"reasoning effort must be one of {', '.join(LEVELS)} or null, got {level!r}")
 
-    if family == "openai-reasoning":
-        return ReasoningSetting(level, family, True, request={"reasoning_effort": level})
-    if family == "gpt-oss" and level != "minimal":
+    if family == "openai-reasoning" or (family == "gpt-oss" and level != "minimal"):
         return ReasoningSetting(level, family, True, request={"reasoning_effort": level})
     if family == "qwen3":
         if level == "minimal":

@@ -321,8 +321,8 @@ class EpisodeScheduler:
         if self.on_row is not None:
             self.on_row(row)
         self.bar.update(1)
-        elapsed = time.monotonic() - self.started
-        self.bar.set_postfix(ok=counts.ok, failed=counts.failed, per_min=f"{60 * counts.ran / max(elapsed, 1e-9):.0f}", refresh=False)
+        counts.wall_s = time.monotonic() - self.started
+        self.bar.set_postfix(ok=counts.ok, failed=counts.failed, per_min=f"{counts.per_min:.0f}", refresh=False)
 
     def flush(self) -> None:
         self.last_flush = time.monotonic()
