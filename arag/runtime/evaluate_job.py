@@ -160,7 +160,6 @@ class EpisodeScheduler:
         self.model_caps = self.raise_caps()
         self.counts = EvalCounts()
         self.started = time.monotonic()
-        self.total = len(questions)
         self.progress = progress
 
         self.pending: deque[Question] = deque(questions)
@@ -180,7 +179,7 @@ class EpisodeScheduler:
     def run(self) -> EvalCounts:
         for slot in range(max(1, self.runtime.workers)):
             self.spawn(slot)
-        self.bar = progress_bar(self.total, self.settings.method_name, self.progress, unit="ep", smoothing=0.1)
+        self.bar = progress_bar(len(self.pending), self.settings.method_name, self.progress, unit="ep", smoothing=0.1)
         try:
             while self.pending or self.inflight:
                 self.dispatch()
