@@ -193,7 +193,8 @@ class ChatModelTask:
     def identity(self, **fields: Any) -> dict[str, Any]:
         """The task as a graph's identity records it: `fields`, the prompt's digest, the model without secrets."""
         digest = hashlib.sha256(self.prompt.encode()).hexdigest()[:16]
-        return {"kind": "llm", "version": 1, **fields, "prompt_sha256": digest, "model": model_identity(self.model_cfg), "max_tokens": self.max_tokens}
+        model = model_identity(self.model_cfg)
+        return {"kind": "llm", "version": 1, **fields, "prompt_sha256": digest, "model": model, "max_tokens": self.max_tokens}
 
     def reply(self, user_text: str, schema: dict[str, Any]) -> str:
         """The model's reply to the task's prompt and `user_text` (`schema` enforced under the json protocol)."""

@@ -74,8 +74,7 @@ class EpisodeWorker:
         episodes_at_once: int | None = None,
     ):
         # One model connection and one tool-server connection per episode in flight.
-        short = ensure_open_files(2 * max(1, int(episodes_at_once or 1)), f"runtime.concurrency={episodes_at_once} episodes in flight")
-        if short:
+        if short := ensure_open_files(2 * max(1, int(episodes_at_once or 1)), f"runtime.concurrency={episodes_at_once} episodes in flight"):
             log.warning("%s", short)
         # The driver's secrets (the tool server's token, API keys): a worker on another node does
         # not have the environment the driver was started with. Arguments, not a runtime_env, so
