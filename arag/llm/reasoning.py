@@ -4,7 +4,7 @@ A backend that cannot enforce a thinking budget refuses the level, never ignores
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from arag.llm.types import ConfigurationError
@@ -23,9 +23,6 @@ class ReasoningSetting:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
     thinking_budget: int | None = None  # a cap on thinking tokens the backend must enforce
     note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def family_of(model: str) -> str:
