@@ -220,9 +220,8 @@ class GraphStore:
     def matching_relations(self, words: list[str], vectors: np.ndarray | None, min_score: float) -> set[str]:
         found: set[str] = set()
         for i, word in enumerate(words):
-            for name, score, _ in process.extract(word.lower(), self.relations, scorer=fuzz.partial_ratio, limit=20):
-                if score / 100.0 >= min_score:
-                    found.add(name)
+            matches = process.extract(word.lower(), self.relations, scorer=fuzz.partial_ratio, limit=20)
+            found.update(name for name, score, _ in matches if score / 100.0 >= min_score)
             if vectors is not None and len(self.relations):
                 cos = np.asarray(self.relation_vectors) @ vectors[i]
                 found.update(self.relations[int(j)] for j in np.flatnonzero(cos >= min_score))
