@@ -209,10 +209,8 @@ def merge_graph(
     texts = [summaries.column("summary").to_pylist()]
     targets = [layout.summary_vectors]
     if llm_summaries:
-        written: dict[str, str] = {}
-        for p in plan:
-            t = pq.read_table(layout.part_file("gate_summaries", p.part))
-            written.update(zip(t.column("doc_id").to_pylist(), t.column("summary").to_pylist()))
+        parts = pa.concat_tables([pq.read_table(layout.part_file("gate_summaries", p.part)) for p in plan])
+        written = dict(zip(parts.column("doc_id").to_pylist(), parts.column("summary").to_pylist()))
         llm = [written.get(d) for d in summaries.column("doc_id").to_pylist()]
         summaries = summaries.append_column("llm_summary", pa.array(llm, pa.string()))
         counts["num_llm_summaries"] = sum(x is not None for x in llm)
