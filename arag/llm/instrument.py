@@ -20,9 +20,13 @@ def judge_model_config(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def default_temperature(cls: type[LLMBackend]) -> Any:
-    """The temperature a config that leaves it out gets: the constructor's default, else the base's (0.0)."""
-    parameter = inspect.signature(cls).parameters.get("temperature")
-    return 0.0 if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
+    """The temperature a config that leaves it out gets (the constructor's default, else the base's)."""
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        parameter = inspect.signature(init).parameters.get("temperature") if init else None
+        if parameter is not None and parameter.default is not inspect.Parameter.empty:
+            return parameter.default
+    return 0.0
 
 
 def at_model_defaults(backend: LLMBackend) -> LLMBackend:
