@@ -52,9 +52,7 @@ def set_verbosity(argv: list[str]) -> list[str]:
 
 def quiet_environment() -> dict[str, str]:
     """The variables to set for a quiet run: none when verbose, none the user set."""
-    if verbose():
-        return {}
-    return {k: v for k, v in QUIET_ENV.items() if k not in os.environ}
+    return {} if verbose() else {k: v for k, v in QUIET_ENV.items() if k not in os.environ}
 
 
 def quiet_libraries() -> dict[str, str]:
@@ -63,10 +61,6 @@ def quiet_libraries() -> dict[str, str]:
     os.environ.update(added)
     quiet_loggers()
     return added
-
-
-def ray_logging_level() -> int:
-    return logging.WARNING if verbose() else logging.ERROR
 
 
 def _harmless(line: bytes) -> bool:

@@ -136,10 +136,7 @@ def extract_part(
     # One row before the slice, to know whether its first row starts a document.
     before = 1 if part.start else 0
     chunks = pq.read_table(index.parts[part.index_part].chunks, columns=["chunk_id", "doc_id", "title", "text"]).slice(part.start - before, part.end - part.start + before)
-    triples: list[tuple] = []
-    mentions: list[tuple] = []
-    rejects: list[tuple] = []
-    written: list[tuple] = []
+    triples, mentions, rejects, written = [], [], [], []  # rows of TRIPLE_, MENTION_, GRAPH_REJECT_ and SUMMARY_SCHEMA
     rows = chunks.to_pylist()
     previous_doc = rows[0]["doc_id"] if before else None
     summary_rejects = 0
@@ -212,10 +209,8 @@ def merge_graph(
     texts = [summaries.column("summary").to_pylist()]
     targets = [layout.summary_vectors]
     if llm_summaries:
-        written: dict[str, str] = {}
-        for p in plan:
-            t = pq.read_table(layout.part_file("gate_summaries", p.part))
-            written.update(zip(t.column("doc_id").to_pylist(), t.column("summary").to_pylist()))
+        parts = pa.concat_tables([pq.read_table(layout.part_file("gate_summaries", p.part)) for p in plan])
+        written = dict(zip(parts.column("doc_id").to_pylist(), parts.column("summary").to_pylist()))
         llm = [written.get(d) for d in summaries.column("doc_id").to_pylist()]
         summaries = summaries.append_column("llm_summary", pa.array(llm, pa.string()))
         counts["num_llm_summaries"] = sum(x is not None for x in llm)
@@ -245,15 +240,13 @@ def document_summaries(index: Index, sentences: int = 2) -> pa.Table:
         ).fetchall()
     finally:
         con.close()
-    doc_ids, titles, texts = [], [], []
+    summaries = []
     for doc_id, title, text in rows:
         title = title or ""
         body = text[len(title):] if title and text.startswith(title) else text
         first = " ".join(s.strip() for s in _SENTENCE.split(body.strip())[:sentences] if s.strip())
-        doc_ids.append(doc_id)
-        titles.append(title)
-        texts.append(f"{title}: {first}"[:SUMMARY_CHARS] if title else first[:SUMMARY_CHARS])
-    return pa.table({"doc_id": doc_ids, "title": titles, "summary": texts})
+        summaries.append((doc_id, title, f"{title}: {first}"[:SUMMARY_CHARS] if title else first[:SUMMARY_CHARS]))
+    return pa.Table.from_pylist([dict(zip(SUMMARY_SCHEMA.names, r)) for r in summaries], schema=SUMMARY_SCHEMA)
 
 
 def assemble_graph_manifest(layout: GraphLayout, identity: dict[str, Any], records: list[GraphPartRecord], counts: dict[str, Any], elapsed_s: float) -> dict[str, Any]:

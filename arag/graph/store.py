@@ -105,11 +105,6 @@ class GraphStore:
         """One integer per unordered node pair (arrays or ints)."""
         return np.minimum(a, b).astype(np.int64) * len(self.names) + np.maximum(a, b)
 
-    def relation_pairs(self, relations: set[str]) -> set[int]:
-        """Codes (pair_code) of the node pairs joined by an edge of one of `relations`."""
-        rows = self.relation_rows(relations)
-        return set(self.pair_code(self.edge_head[rows], self.edge_tail[rows]).tolist())
-
     @cached_property
     def shown_names(self) -> list[str]:
         """Each node as written in the corpus (its first alias)."""
@@ -225,9 +220,8 @@ class GraphStore:
     def matching_relations(self, words: list[str], vectors: np.ndarray | None, min_score: float) -> set[str]:
         found: set[str] = set()
         for i, word in enumerate(words):
-            for name, score, _ in process.extract(word.lower(), self.relations, scorer=fuzz.partial_ratio, limit=20):
-                if score / 100.0 >= min_score:
-                    found.add(name)
+            matches = process.extract(word.lower(), self.relations, scorer=fuzz.partial_ratio, limit=20)
+            found.update(name for name, score, _ in matches if score / 100.0 >= min_score)
             if vectors is not None and len(self.relations):
                 cos = np.asarray(self.relation_vectors) @ vectors[i]
                 found.update(self.relations[int(j)] for j in np.flatnonzero(cos >= min_score))
@@ -265,7 +259,8 @@ class GraphStore:
             for n in set(hood):
                 reached_from.setdefault(n, []).append(seed)
         bridge_nodes = sorted(n for n, by in reached_from.items() if len(by) >= 2 and n not in seeds)
-        consistent = self.relation_pairs(relations) if relations else set()
+        rows = self.relation_rows(relations) if relations else []
+        consistent = set(self.pair_code(self.edge_head[rows], self.edge_tail[rows]).tolist())  # pair codes joined by a matching edge
         if consistent:
             paths_to, off_relation = self._relation_paths(seeds, bridge_nodes, reached_from, hops, consistent)
             bridge_nodes.sort(key=lambda n: (off_relation[n], self.degree[n], n))

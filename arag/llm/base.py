@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from abc import ABC, abstractmethod
+from dataclasses import asdict
 from typing import Any, Mapping
 
 from arag.llm.reasoning import ReasoningSetting, resolve
@@ -87,7 +88,7 @@ class LLMBackend(ABC):
             "model": self.model,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
-            "reasoning": self.reasoning.to_json(),
+            "reasoning": asdict(self.reasoning),
             "context_window": self.context_window,
         }
 

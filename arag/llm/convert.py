@@ -13,12 +13,12 @@ it is reused while its `arag-convert.json` matches the source GGUF's SHA-256 and
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 from arag.llm.models import MODELS, ModelUnavailable, cache_dir, ensure_model
@@ -83,7 +83,8 @@ def ensure_hf_model(name: str, *, dtype: str = "bfloat16", directory: Path | Non
         del lm, state
         if not getattr(tokenizer, "chat_template", None):
             raise ModelUnavailable(f"{name}: the GGUF carries no chat template")
-        info = {**expected, "transformers": _version("transformers"), "gguf": _version("gguf"), "seconds": round(time.perf_counter() - started, 1)}
+        # Both imported above, so both are installed with their metadata.
+        info = {**expected, "transformers": version("transformers"), "gguf": version("gguf"), "seconds": round(time.perf_counter() - started, 1)}
         (tmp / MARKER).write_text(json.dumps(info, indent=1) + "\n")
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; the folder is shared like the GGUF cache
         if not force and _marker_ok(target, expected):  # a concurrent converter finished first
@@ -101,14 +102,6 @@ def ensure_hf_model(name: str, *, dtype: str = "bfloat16", directory: Path | Non
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-def _version(dist: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    with contextlib.suppress(PackageNotFoundError):
-        return version(dist)
-    return None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -78,9 +78,7 @@ class LlamaCppBackend(BlockingBackend):
     def _complete(self, messages: list[Message], *, tools, response_schema, max_tokens) -> Completion:
         if tools:
             raise LLMError("the llamacpp backend supports only the json action protocol (no native tool calls)", retryable=False)
-        kwargs: dict[str, Any] = {}
-        if response_schema is not None:
-            kwargs["grammar"] = self._grammar(response_schema)
+        kwargs = {"grammar": self._grammar(response_schema)} if response_schema is not None else {}
         try:
             out = self.llm.create_chat_completion(
                 messages=[m.to_openai() for m in messages], max_tokens=max_tokens, temperature=self.temperature, seed=self.seed, **kwargs

@@ -152,10 +152,8 @@ class OpenAIBackend(LLMBackend):
         # episode, so they are rebuilt whenever the running loop changes.
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
-            headers = {}
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
             # httpx's default pool (100 connections, 20 kept alive) would cap requests in flight below
             # a larger limit and reconnect for most of them.
             n_clients = -(-self.max_concurrency // CONNECTIONS_PER_CLIENT)
@@ -216,8 +214,7 @@ class OpenAIBackend(LLMBackend):
         clients, self._clients, self._slots, self._loop = self._clients, [], None, None
 
         async def close_all() -> None:
-            for client in clients:
-                await client.aclose()
+            await asyncio.gather(*(client.aclose() for client in clients))
 
         # Inside a running loop, or with its loop gone, this fails: the connections close with the process.
         if clients:

@@ -4,7 +4,7 @@ A backend that cannot enforce a thinking budget refuses the level, never ignores
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from arag.llm.types import ConfigurationError
@@ -23,9 +23,6 @@ class ReasoningSetting:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # e.g. {"enable_thinking": False}
     thinking_budget: int | None = None  # a cap on thinking tokens the backend must enforce
     note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def family_of(model: str) -> str:
@@ -51,9 +48,7 @@ def resolve(level: str | None, family: str, *, on_unsupported: str = "error") ->
     if level not in LEVELS:
         raise ConfigurationError(f"reasoning effort must be one of {', '.join(LEVELS)} or null, got {level!r}")
 
-    if family == "openai-reasoning":
-        return ReasoningSetting(level, family, True, request={"reasoning_effort": level})
-    if family == "gpt-oss" and level != "minimal":
+    if family == "openai-reasoning" or (family == "gpt-oss" and level != "minimal"):
         return ReasoningSetting(level, family, True, request={"reasoning_effort": level})
     if family == "qwen3":
         if level == "minimal":

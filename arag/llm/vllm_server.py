@@ -69,15 +69,12 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = [dict(m) for m in messages]
     for m in out:
         if m.get("tool_calls"):
-            m["tool_calls"] = [{**c, "function": object_arguments(dict(c.get("function") or {}))} for c in m["tool_calls"]]
+            m["tool_calls"] = [{**c, "function": dict(c.get("function") or {})} for c in m["tool_calls"]]
+            for function in (c["function"] for c in m["tool_calls"]):
+                if isinstance(function.get("arguments"), str):
+                    with contextlib.suppress(ValueError, RecursionError):
+                        function["arguments"] = json.loads(function["arguments"])
     return out
-
-
-def object_arguments(function: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(function.get("arguments"), str):
-        with contextlib.suppress(ValueError, RecursionError):
-            function["arguments"] = json.loads(function["arguments"])
-    return function
 
 
 class EngineServer:

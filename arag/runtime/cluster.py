@@ -6,7 +6,7 @@ import logging
 import os
 from typing import Any
 
-from arag.verbosity import quiet_libraries, ray_logging_level
+from arag.verbosity import quiet_libraries, verbose
 
 log = logging.getLogger("arag.runtime")
 
@@ -19,7 +19,8 @@ def init_ray(num_cpus: int | None = None) -> str:
     if ray.is_initialized():
         return describe_cluster()
     address = os.environ.get("RAY_ADDRESS") or None
-    kwargs: dict[str, Any] = {"ignore_reinit_error": True, "include_dashboard": False, "log_to_driver": True, "logging_level": ray_logging_level()}
+    level = logging.WARNING if verbose() else logging.ERROR
+    kwargs: dict[str, Any] = {"ignore_reinit_error": True, "include_dashboard": False, "log_to_driver": True, "logging_level": level}
     if address and quiet:  # a cluster's workers do not inherit this process's environment
         kwargs["runtime_env"] = {"env_vars": quiet}
     if address:

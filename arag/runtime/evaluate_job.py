@@ -74,8 +74,7 @@ class EpisodeWorker:
         episodes_at_once: int | None = None,
     ):
         # One model connection and one tool-server connection per episode in flight.
-        short = ensure_open_files(2 * max(1, int(episodes_at_once or 1)), f"runtime.concurrency={episodes_at_once} episodes in flight")
-        if short:
+        if short := ensure_open_files(2 * max(1, int(episodes_at_once or 1)), f"runtime.concurrency={episodes_at_once} episodes in flight"):
             log.warning("%s", short)
         # The driver's secrets (the tool server's token, API keys): a worker on another node does
         # not have the environment the driver was started with. Arguments, not a runtime_env, so
@@ -160,7 +159,6 @@ class EpisodeScheduler:
         self.model_caps = self.raise_caps()
         self.counts = EvalCounts()
         self.started = time.monotonic()
-        self.total = len(questions)
         self.progress = progress
 
         self.pending: deque[Question] = deque(questions)
@@ -180,7 +178,7 @@ class EpisodeScheduler:
     def run(self) -> EvalCounts:
         for slot in range(max(1, self.runtime.workers)):
             self.spawn(slot)
-        self.bar = progress_bar(self.total, self.settings.method_name, self.progress, unit="ep", smoothing=0.1)
+        self.bar = progress_bar(len(self.pending), self.settings.method_name, self.progress, unit="ep", smoothing=0.1)
         try:
             while self.pending or self.inflight:
                 self.dispatch()
@@ -321,8 +319,8 @@ class EpisodeScheduler:
         if self.on_row is not None:
             self.on_row(row)
         self.bar.update(1)
-        elapsed = time.monotonic() - self.started
-        self.bar.set_postfix(ok=counts.ok, failed=counts.failed, per_min=f"{60 * counts.ran / max(elapsed, 1e-9):.0f}", refresh=False)
+        counts.wall_s = time.monotonic() - self.started
+        self.bar.set_postfix(ok=counts.ok, failed=counts.failed, per_min=f"{counts.per_min:.0f}", refresh=False)
 
     def flush(self) -> None:
         self.last_flush = time.monotonic()

@@ -8,8 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +16,8 @@ from arag.graph.extract import RuleExtractor
 from arag.graph.store import GraphStore
 from arag.index.store import open_index
 from tests.support.graph_index import GRAPH_DOCS, RULES
-from tests.runtime.test_cluster_and_kill import two_node_cluster  # noqa: F401  (the fixture)
+from tests.runtime.test_cluster_and_kill import REPO, two_node_cluster, wait_for  # noqa: F401  (two_node_cluster: the fixture)
 from tests.support.tiny_index import fake_encode, make_index
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_build_resumes_from_committed_parts(tmp_path, ray_local):
@@ -70,17 +66,12 @@ def test_kill_9_mid_graph_build_then_rerun_keeps_committed_parts(tmp_path, ray_l
     command = [sys.executable, "-m", "pipelines.graph", f"index.path={root}", "graph.chunks_per_part=1", "runtime.num_cpus=1", "runtime.graph.max_in_flight=1", "progress=false", f"hydra.run.dir={tmp_path}/hydra"]
     with log_path.open("w") as log:
         proc = subprocess.Popen(command, env={**os.environ, "ARAG_FAULT_HANG_AFTER_GRAPH_PARTS": "2", "PYTHONPATH": str(REPO)}, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.time() + 300
-        held = False
         try:
-            while time.time() < deadline and not held:
-                held = "holding the graph build here" in log_path.read_text()  # the fault point's own words
-                assert proc.poll() is None, log_path.read_text()[-3000:]
-                time.sleep(0.2)
+            # Waits for the fault point's own words.
+            wait_for(lambda: "holding the graph build here" in log_path.read_text(), proc, log_path, timeout=300)
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert held, "the graph build never reached its fault point:\n" + log_path.read_text()[-3000:]
     layout = GraphLayout(root)
     committed = {p.name: p.read_text() for p in (layout.root / "parts").glob("*.json")}
     assert 2 <= len(committed) < 6 and not layout.manifest.exists()

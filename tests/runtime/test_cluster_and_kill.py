@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -70,6 +71,14 @@ def assert_same_index(a: Path, b: Path) -> None:
     assert all(np.allclose(va[k], vb[k], atol=1e-5) for k in va)
 
 
+def wait_for(predicate, proc: subprocess.Popen, log: Path, timeout: float = 600) -> None:
+    deadline = time.time() + timeout
+    while not predicate():
+        assert proc.poll() is None, "the job ended before it could be interrupted:\n" + log.read_text()[-3000:]
+        assert time.time() < deadline, "timed out:\n" + log.read_text()[-3000:]
+        time.sleep(0.1)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -83,10 +92,8 @@ def kill_tree_matching(marker: str) -> None:
         if any(marker in part for part in (p.info["cmdline"] or [])):
             victims += [p, *p.children(recursive=True)]
     for p in victims:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(victims, timeout=10)
 
 
@@ -142,17 +149,14 @@ def test_kill_9_mid_build_then_rerun_finishes_without_redoing_work(tmp_path):
     index = tmp_path / "killed"
     # The build holds still after its second FAISS shard (a fault point read from the
     # environment), so the kill lands mid-build however fast the machine is.
-    log = (tmp_path / "killed.log").open("w")
-    proc = subprocess.Popen(index_command(source, index), env=env(ARAG_FAULT_HANG_AFTER_SHARDS="2"), cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.time() + 600
-    try:
-        while time.time() < deadline and "holding the build here" not in (tmp_path / "killed.log").read_text():
-            assert proc.poll() is None, "the build ended before it could be interrupted:\n" + (tmp_path / "killed.log").read_text()[-3000:]
-            time.sleep(0.1)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        log.close()
+    log = tmp_path / "killed.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(index_command(source, index), env=env(ARAG_FAULT_HANG_AFTER_SHARDS="2"), cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_for(lambda: "holding the build here" in log.read_text(), proc, log)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     parts = len(list((index / "parts").glob("part-?????.json")))
     assert 2 <= len(list((index / "vectors").glob("part-*.faiss"))) < parts
     assert not (index / "manifest.json").exists()

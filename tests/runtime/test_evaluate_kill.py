@@ -3,42 +3,26 @@ worker node mid-run. Every question must end up stored exactly once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import time
-from pathlib import Path
 
 import psutil
 import pytest
 
 from tests.conftest import write_jsonl
 from tests.support.scripted_evaluation import QUESTIONS, base_overrides, read_rows
-from tests.runtime.test_cluster_and_kill import RAY, free_port, kill_tree_matching
+from tests.runtime.test_cluster_and_kill import REPO, RAY, env, free_port, kill_tree_matching, wait_for
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
-
-
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    e.update({"RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(REPO), **extra})
-    return e
 
 
 def command(*overrides: str) -> list[str]:
     return [sys.executable, "-m", "pipelines.evaluate", *overrides]
-
-
-def wait_for(predicate, proc: subprocess.Popen, log: Path, timeout: float = 600) -> None:
-    deadline = time.time() + timeout
-    while not predicate():
-        assert proc.poll() is None, "the evaluation ended before it could be interrupted:\n" + log.read_text()[-3000:]
-        assert time.time() < deadline, "timed out:\n" + log.read_text()[-3000:]
-        time.sleep(0.1)
 
 
 def kill_process_tree(proc: subprocess.Popen) -> None:
@@ -47,15 +31,11 @@ def kill_process_tree(proc: subprocess.Popen) -> None:
         victims = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
     except psutil.NoSuchProcess:
         victims = []
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     for p in victims:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(victims, timeout=30)
     proc.wait()
 
