@@ -21,19 +21,31 @@ MAX_CONNECTIONS = 4
 MAX_WAITING = 8
 
 
-@pytest.fixture(scope="module")
-def shares(served_index, tmp_path_factory):
-    """Few request slots and waiting places, one tool thread whose calls can be held, and
+def held_calls_server(index, logs, threads: int):
+    """Few request slots and waiting places, `threads` tool threads whose calls can be held, and
     keep-alive, body and stream timeouts long enough that none of them decides an outcome."""
-    logs = tmp_path_factory.mktemp("shares")
     (logs / "release").mkdir()
     env = server_env(ARAG_SERVE_TOKEN=TOKEN, ARAG_TEST_CALL_LOG=str(logs / "calls.log"), ARAG_TEST_QUEUE_LOG=str(logs / "queued.log"), ARAG_TEST_RELEASE_DIR=str(logs / "release"))
     server = start_http_server(
-        served_index.path, logs / "server.log", f"serve.max_connections={MAX_CONNECTIONS}", f"serve.max_waiting_connections={MAX_WAITING}", "serve.threads=1", "serve.preload=false",
+        index, logs / "server.log", f"serve.max_connections={MAX_CONNECTIONS}", f"serve.max_waiting_connections={MAX_WAITING}", f"serve.threads={threads}", "serve.preload=false",
         "serve.keep_alive_s=60", "serve.header_timeout_s=60", "serve.body_timeout_s=60", "serve.stream_idle_s=600",
         token=TOKEN, env=env, module="tests.serve.slow_server",
     )
     server.calls, server.queued, server.release = logs / "calls.log", logs / "queued.log", logs / "release"
+    return server
+
+
+@pytest.fixture(scope="module")
+def shares(served_index, tmp_path_factory):
+    server = held_calls_server(served_index.path, tmp_path_factory.mktemp("shares"), threads=1)
+    yield server
+    stop(server)
+
+
+@pytest.fixture(scope="module")
+def running(served_index, tmp_path_factory):
+    """A tool thread per request slot: a flood's held calls all run, none waits in the tool queue (where its slot could be taken)."""
+    server = held_calls_server(served_index.path, tmp_path_factory.mktemp("running"), threads=MAX_CONNECTIONS)
     yield server
     stop(server)
 
@@ -120,3 +132,30 @@ def test_a_flood_from_one_client_neither_refuses_nor_delays_another_clients_call
     assert sorted(answers) == [200] * (flood + 1) + [503], answers
     ran = [word for word in noted(shares.calls) if word in ("held-flood", "note-flood", "note-victim")]
     assert ran[:2] == ["held-flood", "note-victim"], ran
+
+
+def test_a_flood_running_in_every_slot_makes_a_new_client_wait_for_the_next_slot_not_fail(running):
+    answers: dict[str, int] = {}
+
+    def call(source: str, word: str, key: str) -> None:
+        with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=WAIT_S) as client:
+            answers[key] = client.post(f"{running.url}/tools/keyword_search", json={"keywords": [word]}, headers=running.headers()).status_code
+
+    flood = [threading.Thread(target=call, args=("127.0.0.2", "held-flood", f"flood{i}")) for i in range(MAX_CONNECTIONS)]
+    for thread in flood:
+        thread.start()
+    wait_for_notes(running.calls, "held-flood", MAX_CONNECTIONS)  # every request slot: a running call of the flooder's
+    assert ready_call(running, "127.0.0.2").status_code == 503  # the flooder's excess
+    victim = threading.Thread(target=call, args=("127.0.0.3", "note-victim", "victim"))
+    victim.start()
+    while "slot-127.0.0.3" not in noted(running.queued) and victim.is_alive():  # until it waits for a slot (or was answered: it was refused)
+        victim.join(0.02)
+    assert "victim" not in answers, answers  # was 503: nothing of the flooder's to take, so the newcomer was refused
+    excess = ready_call(running, "127.0.0.2")
+    assert excess.status_code == 503, excess.text  # while the victim waits, the flooder gets no slot
+    (running.release / "flood").touch()
+    for thread in [*flood, victim]:
+        thread.join(WAIT_S)
+    assert answers == {**{f"flood{i}": 200 for i in range(MAX_CONNECTIONS)}, "victim": 200}, answers
+    ran = [word for word in noted(running.calls) if word in ("held-flood", "note-victim")]
+    assert ran == ["held-flood"] * MAX_CONNECTIONS + ["note-victim"], ran
