@@ -159,3 +159,21 @@ def test_a_flood_running_in_every_slot_makes_a_new_client_wait_for_the_next_slot
     assert answers == {**{f"flood{i}": 200 for i in range(MAX_CONNECTIONS)}, "victim": 200}, answers
     ran = [word for word in noted(running.calls) if word in ("held-flood", "note-victim")]
     assert ran == ["held-flood"] * MAX_CONNECTIONS + ["note-victim"], ran
+
+
+def test_a_flood_of_waiting_connections_loses_its_own_place_to_another_clients_newcomer(shares):
+    flood = []
+    try:
+        for _ in range(MAX_WAITING):  # every waiting place: uploads answered 413 on their Content-Length, their bodies still to come
+            conn = connect(shares, "127.0.0.2")
+            conn.sendall(f"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n".encode())
+            assert_json_error(read_answer(conn), 413, "request body too large")
+            flood.append(conn)
+        response = ready_call(shares, "127.0.0.3")
+        assert response.status_code == 200, response.text  # was 503: the newcomer was the one closed
+        readable, _, _ = select.select(flood, [], [], WAIT_S)
+        assert readable, "no connection of the flooder's lost its place"
+        assert_json_error(until_closed(readable[0]), 503, "too many connections are waiting")
+    finally:
+        for conn in flood:
+            conn.close()
