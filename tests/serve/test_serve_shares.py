@@ -56,6 +56,13 @@ def ready_call(server, source: str | None = None) -> httpx.Response:
         return client.post(f"{server.url}/tools/keyword_search", json={"keywords": ["Lothair"], "top_k": 1}, headers=server.headers())
 
 
+def assert_one_closed(conns, fragment: str) -> None:
+    """One of `conns` lost its place: answered a retryable JSON 503 saying `fragment`, and closed."""
+    readable, _, _ = select.select(conns, [], [], WAIT_S)
+    assert readable, "none of the connections lost its place"
+    assert_json_error(until_closed(readable[0]), 503, fragment)
+
+
 def test_stalled_bodies_with_the_token_give_their_slots_to_a_ready_request(shares):
     stalled = []
     for _ in range(MAX_CONNECTIONS):
@@ -65,9 +72,7 @@ def test_stalled_bodies_with_the_token_give_their_slots_to_a_ready_request(share
     try:
         response = ready_call(shares)
         assert response.status_code == 200, response.text  # was 503 for body_timeout_s
-        readable, _, _ = select.select(stalled, [], [], WAIT_S)
-        assert readable, "no stalled body lost its slot"
-        assert_json_error(until_closed(readable[0]), 503, "another request needed its slot")
+        assert_one_closed(stalled, "another request needed its slot")
     finally:
         for conn in stalled:
             conn.close()
@@ -171,9 +176,22 @@ def test_a_flood_of_waiting_connections_loses_its_own_place_to_another_clients_n
             flood.append(conn)
         response = ready_call(shares, "127.0.0.3")
         assert response.status_code == 200, response.text  # was 503: the newcomer was the one closed
-        readable, _, _ = select.select(flood, [], [], WAIT_S)
-        assert readable, "no connection of the flooder's lost its place"
-        assert_json_error(until_closed(readable[0]), 503, "too many connections are waiting")
+        assert_one_closed(flood, "too many connections are waiting")
+    finally:
+        for conn in flood:
+            conn.close()
+
+
+def test_an_unauthenticated_flood_from_an_authorised_clients_address_takes_none_of_its_share(shares):
+    flood = []
+    try:
+        for _ in range(MAX_WAITING):  # every waiting place, from the address the authorised client calls from, with no token
+            conn = connect(shares, "127.0.0.2")
+            conn.sendall(b"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            flood.append(conn)
+        response = ready_call(shares, "127.0.0.2")
+        assert response.status_code == 200, response.text
+        assert_one_closed(flood, "too many connections are waiting")
     finally:
         for conn in flood:
             conn.close()
