@@ -10,12 +10,15 @@ import pytest
 pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
 
 import select
+import socket
 import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 import httpx
 
 from tests.support.tool_server import TOKEN, server_env, start_http_server, stop
-from tests.serve.probes import MCP_HEADERS, WAIT_S, assert_json_error, connect, mcp_session, noted, read_answer, until_closed, wait_for_notes
+from tests.serve.probes import MCP_HEADERS, WAIT_S, assert_json_error, connect, mcp_session, noted, read_answer, status_of, until_closed, wait_for_notes
 
 MAX_CONNECTIONS = 4
 MAX_WAITING = 8
@@ -56,6 +59,22 @@ def ready_call(server, source: str | None = None) -> httpx.Response:
         return client.post(f"{server.url}/tools/keyword_search", json={"keywords": ["Lothair"], "top_k": 1}, headers=server.headers())
 
 
+@contextmanager
+def connections(server, n: int, request: str, source: str | None = None, answered: int | None = None) -> Iterator[list[socket.socket]]:
+    """`n` connections from `source` that each sent `request` (and read its answer, of status `answered`, if given); closed after."""
+    conns = []
+    try:
+        for _ in range(n):
+            conns.append(connect(server, source))
+            conns[-1].sendall(request.encode())
+            if answered is not None:
+                assert status_of(read_answer(conns[-1])) == answered
+        yield conns
+    finally:
+        for conn in conns:
+            conn.close()
+
+
 def assert_one_closed(conns, fragment: str) -> None:
     """One of `conns` lost its place: answered a retryable JSON 503 saying `fragment`, and closed."""
     readable, _, _ = select.select(conns, [], [], WAIT_S)
@@ -64,33 +83,18 @@ def assert_one_closed(conns, fragment: str) -> None:
 
 
 def test_stalled_bodies_with_the_token_give_their_slots_to_a_ready_request(shares):
-    stalled = []
-    for _ in range(MAX_CONNECTIONS):
-        conn = connect(shares)
-        conn.sendall(f"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"keywo".encode())
-        stalled.append(conn)
-    try:
+    stalled_body = f"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"keywo"
+    with connections(shares, MAX_CONNECTIONS, stalled_body) as stalled:
         response = ready_call(shares)
         assert response.status_code == 200, response.text  # was 503 for body_timeout_s
         assert_one_closed(stalled, "another request needed its slot")
-    finally:
-        for conn in stalled:
-            conn.close()
 
 
 def test_idle_kept_alive_connections_do_not_refuse_a_new_client(shares):
-    idle = []
-    try:
-        for _ in range(MAX_WAITING + 2):
-            conn = connect(shares)
-            conn.sendall(f"GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
-            read_answer(conn)  # then kept alive, idle (as a client's pool, or pinging /health now and then)
-            idle.append(conn)
+    # Answered, then kept alive, idle (as a client's pool, or pinging /health now and then).
+    with connections(shares, MAX_WAITING + 2, f"GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n", answered=200):
         response = ready_call(shares)
         assert response.status_code == 200, response.text  # was 503 "too many connections are waiting"
-    finally:
-        for conn in idle:
-            conn.close()
 
 
 def test_idle_event_streams_take_no_request_slots(shares):
@@ -167,31 +171,17 @@ def test_a_flood_running_in_every_slot_makes_a_new_client_wait_for_the_next_slot
 
 
 def test_a_flood_of_waiting_connections_loses_its_own_place_to_another_clients_newcomer(shares):
-    flood = []
-    try:
-        for _ in range(MAX_WAITING):  # every waiting place: uploads answered 413 on their Content-Length, their bodies still to come
-            conn = connect(shares, "127.0.0.2")
-            conn.sendall(f"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n".encode())
-            assert_json_error(read_answer(conn), 413, "request body too large")
-            flood.append(conn)
+    # Every waiting place: uploads answered 413 on their Content-Length, their bodies still to come.
+    upload = f"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
+    with connections(shares, MAX_WAITING, upload, "127.0.0.2", answered=413) as flood:
         response = ready_call(shares, "127.0.0.3")
         assert response.status_code == 200, response.text  # was 503: the newcomer was the one closed
         assert_one_closed(flood, "too many connections are waiting")
-    finally:
-        for conn in flood:
-            conn.close()
 
 
 def test_an_unauthenticated_flood_from_an_authorised_clients_address_takes_none_of_its_share(shares):
-    flood = []
-    try:
-        for _ in range(MAX_WAITING):  # every waiting place, from the address the authorised client calls from, with no token
-            conn = connect(shares, "127.0.0.2")
-            conn.sendall(b"POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-            flood.append(conn)
+    # Every waiting place, from the address the authorised client calls from, with no token.
+    with connections(shares, MAX_WAITING, "POST /tools/keyword_search HTTP/1.1\r\nHost: 127.0.0.1\r\n", "127.0.0.2") as flood:
         response = ready_call(shares, "127.0.0.2")
         assert response.status_code == 200, response.text
         assert_one_closed(flood, "too many connections are waiting")
-    finally:
-        for conn in flood:
-            conn.close()
