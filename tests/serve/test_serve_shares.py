@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("mcp", reason="the tool server needs the serve extra: pip install -e '.[serve]'")
 
 import select
+import signal
 import socket
 import threading
 from contextlib import contextmanager
@@ -143,31 +144,60 @@ def test_a_flood_from_one_client_neither_refuses_nor_delays_another_clients_call
     assert ran[:2] == ["held-flood", "note-victim"], ran
 
 
-def test_a_flood_running_in_every_slot_makes_a_new_client_wait_for_the_next_slot_not_fail(running):
-    answers: dict[str, int] = {}
+def flood_then_victim(server, answers: dict[str, httpx.Response]) -> tuple[list[threading.Thread], threading.Thread]:
+    """Every request slot held by a running call from 127.0.0.2 (held until the test releases "flood"),
+    then a call from 127.0.0.3, returned once it waits for a slot (or was answered: refused).
+    Each call's answer goes to `answers` (flood0.., victim)."""
 
     def call(source: str, word: str, key: str) -> None:
         with httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=WAIT_S) as client:
-            answers[key] = client.post(f"{running.url}/tools/keyword_search", json={"keywords": [word]}, headers=running.headers()).status_code
+            answers[key] = client.post(f"{server.url}/tools/keyword_search", json={"keywords": [word]}, headers=server.headers())
 
     flood = [threading.Thread(target=call, args=("127.0.0.2", "held-flood", f"flood{i}")) for i in range(MAX_CONNECTIONS)]
     for thread in flood:
         thread.start()
-    wait_for_notes(running.calls, "held-flood", MAX_CONNECTIONS)  # every request slot: a running call of the flooder's
-    assert ready_call(running, "127.0.0.2").status_code == 503  # the flooder's excess
+    wait_for_notes(server.calls, "held-flood", MAX_CONNECTIONS)  # every request slot: a running call of the flooder's
+    assert ready_call(server, "127.0.0.2").status_code == 503  # the flooder's excess
     victim = threading.Thread(target=call, args=("127.0.0.3", "note-victim", "victim"))
     victim.start()
-    while "slot-127.0.0.3" not in noted(running.queued) and victim.is_alive():  # until it waits for a slot (or was answered: it was refused)
+    while "slot-127.0.0.3" not in noted(server.queued) and victim.is_alive():
         victim.join(0.02)
-    assert "victim" not in answers, answers  # was 503: nothing of the flooder's to take, so the newcomer was refused
+    return flood, victim
+
+
+def statuses(answers: dict[str, httpx.Response]) -> dict[str, int]:
+    return {key: response.status_code for key, response in answers.items()}
+
+
+def test_a_flood_running_in_every_slot_makes_a_new_client_wait_for_the_next_slot_not_fail(running):
+    answers: dict[str, httpx.Response] = {}
+    flood, victim = flood_then_victim(running, answers)
+    assert "victim" not in answers, statuses(answers)  # was 503: nothing of the flooder's to take, so the newcomer was refused
     excess = ready_call(running, "127.0.0.2")
     assert excess.status_code == 503, excess.text  # while the victim waits, the flooder gets no slot
     (running.release / "flood").touch()
     for thread in [*flood, victim]:
         thread.join(WAIT_S)
-    assert answers == {**{f"flood{i}": 200 for i in range(MAX_CONNECTIONS)}, "victim": 200}, answers
+    assert statuses(answers) == {**{f"flood{i}": 200 for i in range(MAX_CONNECTIONS)}, "victim": 200}, statuses(answers)
     ran = [word for word in noted(running.calls) if word in ("held-flood", "note-victim")]
     assert ran == ["held-flood"] * MAX_CONNECTIONS + ["note-victim"], ran
+
+
+def test_a_stop_answers_a_request_waiting_for_a_slot(served_index, tmp_path):
+    server = held_calls_server(served_index.path, tmp_path, threads=MAX_CONNECTIONS)
+    try:
+        answers: dict[str, httpx.Response] = {}
+        flood, victim = flood_then_victim(server, answers)
+        server.process.send_signal(signal.SIGTERM)
+        victim.join(WAIT_S)  # answered by the stop itself, before the running calls' grace period
+        assert answers["victim"].status_code == 503, answers["victim"].text
+        assert "stopping" in answers["victim"].json()["error"] and answers["victim"].headers["retry-after"] == "1"
+        (server.release / "flood").touch()
+        for thread in flood:
+            thread.join(WAIT_S)
+        assert statuses(answers) == {**{f"flood{i}": 200 for i in range(MAX_CONNECTIONS)}, "victim": 503}, statuses(answers)
+    finally:
+        stop(server)
 
 
 def test_a_flood_of_waiting_connections_loses_its_own_place_to_another_clients_newcomer(shares):
