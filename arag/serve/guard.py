@@ -162,7 +162,7 @@ class Guard:
         slot = scope[SLOT] = Slot(client)
         try:
             if not self._admit(slot) and not await self._wait_for_slot(slot, scope.get(CONNECTION_LOST)):
-                refused = STOPPING if self.stopping else f"the server is serving {self.settings.max_connections} requests at once (serve.max_connections) and this client holds its share; send it again"
+                refused = STOPPING if self.stopping else f"the server is serving {self.settings.max_connections} requests at once (serve.max_connections) and this client holds its share of them (or as many requests wait); send it again"
                 await send_json(send, 503, refused, RETRY)
                 return
             await self._admitted(scope, receive, send, headers, slot)
