@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from http import HTTPStatus
 from typing import Any
 
@@ -30,7 +30,8 @@ def json_response(status: int, message: str, *, retry_after: int | None = None) 
 
 
 class WaitingConnections:
-    """The connections running no request, oldest first; beyond `max_waiting` the least useful is closed.
+    """The connections running no request, oldest first; beyond `max_waiting` the least useful of the
+    client (peer address, and whether it showed the token) holding the most places is closed.
     Own code: uvicorn's limit_concurrency refuses the newcomer, counting connections before any token."""
 
     def __init__(self, max_waiting: int):  # checked in ServeSettings.from_dict
@@ -44,20 +45,31 @@ class WaitingConnections:
             self._least_useful(connection).evict()
 
     def _least_useful(self, newcomer: Any) -> Any:
+        """A connection that never showed the token, else an idle one, else, when its client holds more
+        places than the newcomer's, the oldest; each of the client holding the most places among those.
+        The newcomer counts as its address's authorised client's (it has sent nothing yet)."""
         others = [c for c in self._waiting if c is not newcomer]
-        unproven = [c for c in others if not c.authorised]
-        # Idle first (health checks only: nothing lost), then the oldest still sending headers.
-        first = next((c for c in unproven if c.idle), None) or next(iter(unproven), None)
-        if first is not None:
-            return first
-        idle = [c for c in others if c.idle]
-        return min(idle, key=lambda c: c.useful_at) if idle else newcomer
+        places = Counter(c.share_key for c in others)
+        for candidates in ([c for c in others if not c.authorised], [c for c in others if c.idle]):
+            if candidates:
+                return most_holding(candidates, places)
+        if places[(newcomer.share_key[0], True)] + 1 >= max(places.values()):
+            return newcomer  # its own client holds as many places as any: this is its excess
+        return most_holding(others, places)
 
     def discard(self, connection: Any) -> None:
         self._waiting.pop(connection, None)
 
     def __contains__(self, connection: Any) -> bool:
         return connection in self._waiting
+
+
+def most_holding(candidates: list[Any], places: Counter) -> Any:
+    """Of `candidates`, the ones of the client holding the most `places`: the least recently useful idle one, else the oldest."""
+    most = max(places[c.share_key] for c in candidates)
+    crowded = [c for c in candidates if places[c.share_key] == most]
+    idle = [c for c in crowded if c.idle]
+    return min(idle, key=lambda c: c.useful_at) if idle else crowded[0]
 
 
 def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: WaitingConnections) -> type[asyncio.Protocol]:
@@ -104,6 +116,11 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
 
         def send_400_response(self, msg: str) -> None:
             self._close_with(json_response(400, f"malformed HTTP request ({msg.rstrip('.').lower()})"))
+
+        @property
+        def share_key(self) -> tuple[str, bool]:
+            """The client whose share of waiting places this connection takes."""
+            return ((self.client or ("?",))[0], self.authorised)
 
         @property
         def idle(self) -> bool:

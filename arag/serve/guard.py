@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from arag.config.schemas import TOKEN_ENV  # noqa: F401  (the variable index.token_env names by default)
 from arag.tools.hosting.admission import ClientGone, ServerBusy, set_within, unless
-from arag.serve.connections import AUTHORISED, CLIENT, SLOT
+from arag.serve.connections import AUTHORISED, CLIENT, CONNECTION_LOST, SLOT
 
 if TYPE_CHECKING:  # the remote client imports this module without the serve extra
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -87,6 +87,7 @@ class Guard:
         self._slots: list[Slot] = []  # authorised requests being served, oldest first
         self._answered = asyncio.Event()  # no request holds a slot
         self._answered.set()
+        self._waiting: list[tuple[Slot, asyncio.Future[bool]]] = []  # requests waiting for a slot, in arrival order
         self._streams: OrderedDict[Any, asyncio.Event] = OrderedDict()  # open event streams → set to end each
         self._failing = asyncio.Semaphore(MAX_FAILING_TOKENS)  # failed tokens being answered (each after FAILED_TOKEN_DELAY_S)
         self._inner: ASGIApp = self._checked
@@ -98,6 +99,9 @@ class Guard:
     def stop(self) -> None:
         """The server stops: every request from now on gets a retryable 503, and event streams end."""
         self.stopping = True
+        for _, granted in self._waiting:
+            if not granted.done():
+                granted.set_result(False)
         for ended in self._streams.values():
             ended.set()
 
@@ -155,18 +159,58 @@ class Guard:
         if scope["method"] == "GET" and scope["path"] == MCP_PATH:
             await self._stream(scope, receive, send)
             return
-        if sum(not slot.taken for slot in self._slots) >= self.settings.max_connections and not self._take_a_slot(client):
-            await send_json(send, 503, f"the server is serving {self.settings.max_connections} requests at once (serve.max_connections); send it again", RETRY)
-            return
         slot = scope[SLOT] = Slot(client)
-        self._slots.append(slot)
-        self._answered.clear()
         try:
+            if not self._admit(slot) and not await self._wait_for_slot(slot, scope.get(CONNECTION_LOST)):
+                refused = STOPPING if self.stopping else f"the server is serving {self.settings.max_connections} requests at once (serve.max_connections) and this client holds its share of them (or as many requests wait); send it again"
+                await send_json(send, 503, refused, RETRY)
+                return
             await self._admitted(scope, receive, send, headers, slot)
         finally:
+            self._release(slot)
+
+    def _grant(self, slot: Slot) -> None:
+        self._slots.append(slot)
+        self._answered.clear()
+
+    def _admit(self, slot: Slot) -> bool:
+        """`slot` granted at once: one is free (nobody waits), or it takes one (_take_a_slot)."""
+        free = self.settings.max_connections - sum(not held.taken for held in self._slots)
+        if (free > 0 and not self._waiting) or self._take_a_slot(slot.client):
+            self._grant(slot)
+            return True
+        return False
+
+    async def _wait_for_slot(self, slot: Slot, lost: asyncio.Event | None) -> bool:
+        """True once a slot freed was handed to `slot`; False at once if its client already holds (or
+        waits for) its share, serve.max_connections over the clients holding or waiting, or when the
+        server stops. Own code: no server library shares its slots per client."""
+        held = Counter(other.client for other in self._slots if not other.taken)
+        held.update(waiting.client for waiting, _ in self._waiting)
+        share = max(1, self.settings.max_connections // len({*held, slot.client}))
+        if held[slot.client] >= share or len(self._waiting) >= self.settings.max_connections:
+            return False
+        granted: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiting.append((slot, granted))
+        try:
+            return await (granted if lost is None else unless(lost.wait(), granted))
+        except ClientGone:
+            return False  # nobody to answer: the 503 goes nowhere
+
+    def _release(self, slot: Slot) -> None:
+        """`slot` given back (or its wait ended): freed slots go to the waiting requests, the client holding fewest first."""
+        self._waiting = [(waiting, granted) for waiting, granted in self._waiting if waiting is not slot]
+        if slot in self._slots:
             self._slots.remove(slot)
-            if not self._slots:
-                self._answered.set()
+        while self._waiting and sum(not held.taken for held in self._slots) < self.settings.max_connections:
+            held = Counter(other.client for other in self._slots if not other.taken)
+            waiting, granted = min(self._waiting, key=lambda pair: held[pair[0].client])  # min(): the first to come among equals
+            self._waiting.remove((waiting, granted))
+            if not granted.done():
+                self._grant(waiting)
+                granted.set_result(True)
+        if not self._slots:
+            self._answered.set()
 
     def _take_a_slot(self, client: Any) -> bool:
         """Free a slot for `client`: a body still arriving (the most-holding client's oldest), else the newest

@@ -3,7 +3,8 @@ whose arguments mention "slow" takes ARAG_TEST_SLOW_S seconds, so probes can fil
 call mentioning "slow", "fresh" or a word "held-<name>" / "note-<name>" is noted (one line, the
 word) in the file ARAG_TEST_CALL_LOG when it starts running, and in ARAG_TEST_QUEUE_LOG when it
 reaches the server's call gate (written in the same step of the event loop as the call joins the
-queue, so a test that has read the line knows the call is queued). A call mentioning
+queue, so a test that has read the line knows the call is queued), and "slot-<client address>" there
+when a request asks to wait for a request slot (arag.serve.guard.Guard._wait_for_slot). A call mentioning
 "held-<name>" runs only once the file <ARAG_TEST_RELEASE_DIR>/<name> exists: a tool stand-in that
 blocks until the test releases it."""
 
@@ -16,11 +17,13 @@ import runpy
 import time
 from pathlib import Path
 
+from arag.serve.guard import Guard
 from arag.serve.tool_service import ToolService
 from arag.tools import ToolContext
 
 _call = ToolContext.call
 _run = ToolService._run
+_wait_for_slot = Guard._wait_for_slot
 HELD_MAX_S = 120  # a held call never released (a failed test) gives up after this long
 WORDS = re.compile(r"\b(slow|fresh|held-\w+|note-\w+)\b")
 
@@ -58,6 +61,12 @@ async def noted_run(self, tool, arguments, **kwargs):
     return await _run(self, tool, arguments, **kwargs)
 
 
+async def noted_wait_for_slot(self, slot, lost):
+    _note("ARAG_TEST_QUEUE_LOG", f"slot-{slot.client}")
+    return await _wait_for_slot(self, slot, lost)
+
+
 ToolContext.call = slowed_call
+Guard._wait_for_slot = noted_wait_for_slot
 ToolService._run = noted_run
 runpy.run_module("pipelines.serve", run_name="__main__")
