@@ -21,7 +21,6 @@ from arag.report.run_tables import agentic_table, cost_table, details_table, too
 from arag.report.sweeps import SWEEPABLE, sweep_table
 
 
-
 @dataclass
 class Report:
     markdown: str

@@ -168,8 +168,6 @@ def comparisons(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -
     """Every pair's comparison per accuracy (METRICS): what the report and the viewer list, in this order."""
     runs = run_keys(con, shown_settings)
     chosen = [*method_pairs(runs, paper_comparisons()), *within_method_pairs(runs)]  # the paper's pairs first
-    if not chosen:
-        return []
     out = []
     by_metric = {name: scores(con, column) for name, column in METRICS}
     for p in chosen:

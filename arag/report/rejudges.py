@@ -24,15 +24,11 @@ def rejudged_runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, s
 
 def counted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Every run that is no re-judge, and a re-judged run only where its source is absent (the first by run id)."""
-    origins = con.execute(f"SELECT DISTINCT run_id, coalesce({REJUDGED_FROM_SQL}, run_id) FROM episodes ORDER BY ALL").fetchall()
-    runs = {run for run, _ in origins}
-    kept: dict[str, str] = {}
-    for run, origin in origins:
-        if origin in runs:
-            kept[origin] = origin
-        else:
-            kept.setdefault(origin, run)
-    return sorted(set(kept.values()))
+    return [run for (run,) in con.execute(
+        f"""WITH origins AS (SELECT DISTINCT run_id, coalesce({REJUDGED_FROM_SQL}, run_id) AS origin FROM episodes)
+            SELECT DISTINCT CASE WHEN origin IN (SELECT run_id FROM origins) THEN origin ELSE min(run_id) OVER (PARTITION BY origin) END AS run
+            FROM origins ORDER BY run"""
+    ).fetchall()]
 
 
 def counted_once_sql(con: duckdb.DuckDBPyConnection) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Any
 
 import duckdb
@@ -98,11 +99,9 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
                    {failures_sql()}
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
-    grouped: dict[tuple, list[tuple]] = {}
-    for r in data:
-        grouped.setdefault(tuple(r[: len(keys)]), []).append(r[len(keys) :])
     out = []
-    for key, rows in grouped.items():
+    for key, group in groupby(data, key=lambda r: r[: len(keys)]):  # ORDER BY ALL: a series' runs are adjacent
+        rows = [r[len(keys) :] for r in group]
         if len({r[0] for r in rows}) < 2:
             continue
         rows.sort(key=lambda r: setting_order(x, r[0]))
