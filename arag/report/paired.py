@@ -201,7 +201,7 @@ def within_table(found: Sequence[Comparison], label: Callable[[str], str]) -> li
     return fitted_tables(5, [Topic(WITHIN_TITLE, header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])]) if rows else []
 
 
-def paired_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str] = str) -> str:
+def paired_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
     found = comparisons(con, shown_settings)
     if not found:
         return f"{TITLE}\n\nNo two runs of one dataset (one method, or two methods the paper compares) to compare on shared questions.\n"

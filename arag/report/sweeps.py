@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 
@@ -117,7 +117,7 @@ def _sum_n(p: Proportion | None) -> tuple[float | None, int]:
     return (p.successes, p.n) if p else (None, 0)
 
 
-def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label=lambda m: m) -> str:
+def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label: Callable[[str], str]) -> str:
     """Markdown: one table per series, x as the first column, accuracy and cost per point."""
     title = f"## Test-time scaling: accuracy and cost against {x}"
     series = sweep_series(con, x, shown_settings)
@@ -181,13 +181,9 @@ def _in_paper_range(x: str, value: Any) -> bool:
     return value in PAPER_EFFORT_LEVELS
 
 
-def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str], label=lambda m: m, official_steps: int | None = None) -> tuple[list[Panel], list[str]]:
+def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str], label: Callable[[str], str], official_steps: int) -> tuple[list[Panel], list[str]]:
     """The figure's panels (max steps first) and a note per series or point left out: effort series at another
     step limit than `official_steps`, x outside the paper's range, points without an LLM-Acc."""
-    if official_steps is None:
-        from arag.agent.loop import AgentConfig
-
-        official_steps = AgentConfig().max_steps
     steps_of = dict(con.execute("SELECT run_id, any_value(max_steps) FROM episodes GROUP BY run_id").fetchall())
     lines: dict[tuple[str, str, str], list] = {}
     notes: list[str] = []

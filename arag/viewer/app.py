@@ -93,7 +93,7 @@ def create_app(results: str | Path | ResultsTree):
 
     def settings(request: Request) -> str:
         run = run_named(request.query_params.get("run", ""))
-        return pages.settings_page(run, RunStore.at(run.path).read_invocations())
+        return pages.render("settings.html", run=run, invocations=RunStore.at(run.path).read_invocations())
 
     def report_of(request: Request) -> Path:
         run = run_named(request.query_params.get("run", ""))
@@ -127,8 +127,7 @@ def create_app(results: str | Path | ResultsTree):
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=list(records[0]) if records else ["question_id"])
         writer.writeheader()
-        for record in records:
-            writer.writerow({k: " | ".join(v) if isinstance(v, list) else v for k, v in record.items()})
+        writer.writerows({k: " | ".join(v) if isinstance(v, list) else v for k, v in record.items()} for record in records)
         return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
 
     routes = {"/": index, "/paired": paired, "/episode": episode, "/compare": compare, "/run": run_page, "/settings": settings, "/report": report, "/report/file": report_file, "/export": export}

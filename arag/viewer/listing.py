@@ -70,11 +70,9 @@ def passes(run: Run, row: dict[str, Any], f: dict[str, str], needle: str) -> boo
 
 def check_listing(f: dict[str, str]) -> None:
     """A filter or sort value that is not one of its choices is a ValueError naming it."""
-    for name, choices in CHOICES.items():
+    for name, choices in {**CHOICES, "sort": SORTS}.items():
         if f.get(name) and f[name] not in choices:
             raise ValueError(f"{name}={f[name]!r} is not one of {', '.join(choices)}")
-    if f.get("sort") and f["sort"] not in SORTS:
-        raise ValueError(f"sort={f['sort']!r} is not one of {', '.join(SORTS)}")
     if f.get("order") and f["order"] not in ORDERS:
         raise ValueError(f"order={f['order']!r} is not asc or desc")
 

@@ -183,7 +183,3 @@ def run_page(run: Run, report: Any) -> str:
                   answered=sum(r["status"] == "ok" for r in rows), mix=mix, total_calls=sum(c for _, c, _ in mix),
                   errors=sum(r["unusable_results"] for r in rows) if counted else "n/a", repeated=sum(r["repeated"] for r in rows) if counted else "n/a",
                   kinds_text=" (" + ", ".join(f"{kind.replace('_', ' ')} {n}" for kind, n in kinds.items()) + ")" if kinds else "")
-
-
-def settings_page(run: Run, invocations: list[dict[str, Any]]) -> str:
-    return render("settings.html", run=run, invocations=invocations)
