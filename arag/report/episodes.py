@@ -104,10 +104,6 @@ def method_order(methods: Sequence[str]) -> list[str]:
     return sorted(methods, key=lambda m: (known.index(m) if m in known else len(known), m))
 
 
-def methods_in(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()])
-
-
 def method_label(method: str) -> str:
     """The method's name in the tables: its config's `label` (conf/method/<name>.yaml)."""
     declared = method_declarations().get(method)

@@ -62,11 +62,7 @@ def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     con.from_arrow(pa.Table.from_pylist(records, schema=schema)).create(FACTS_TABLE)
     counted = [c for c, _ in columns]
     kept = {"tool_calls", *call_columns, CALLS_OTHER}  # the row's stored value stands where its trajectory holds no tool-call record
-
-    def value(c: str) -> str:
-        return f"coalesce(f.{c}, s.{c})" if c in kept and c in present else f"f.{c}"
-
-    replaced = [f"{value(c)} AS {c}" for c in counted if c in present]
+    replaced = [f"coalesce(f.{c}, s.{c}) AS {c}" if c in kept else f"f.{c} AS {c}" for c in counted if c in present]
     added = [f"f.{c} AS {c}" for c in counted if c not in present]
     con.execute(
         f"""CREATE VIEW all_episodes AS SELECT s.* EXCLUDE ({', '.join(KEY)}){f' REPLACE ({", ".join(replaced)})' if replaced else ''}{''.join(', ' + a for a in added)}

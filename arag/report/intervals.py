@@ -84,8 +84,6 @@ def cell(total: float | None, n: int | None, failed: int | None = 0, causes: Seq
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value for the discordant counts (right only in a, right only in b)."""
     n = a_only + b_only
-    if n == 0:
-        return 1.0
     k = min(a_only, b_only)
     tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return min(1.0, 2 * tail)

@@ -91,9 +91,8 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
         out += fitted_tables(len(found.shown) + 1, [Topic("", header, rows, keep=header[len(found.shown) + 1 :])])
     if other_models:
         shown_methods = method_order(sorted({m for rows_of in found.blocks.values() for cells in rows_of.values() for m, _ in cells if m in paper.tokens}))
-        out.append(f"**The paper's Table 3** — published mean retrieved tokens per question with its backbone {paper.backbone}, "
-                   f"not the model of the blocks above ({paper.source})")
-        out.append("")
+        out += [f"**The paper's Table 3** — published mean retrieved tokens per question with its backbone {paper.backbone}, "
+                f"not the model of the blocks above ({paper.source})", ""]
         out += _protocol_note(cards, sorted(cards or {}))
         if shown_methods:
             out += [markdown_table(["Method", *datasets], [[method_label(m), *(_fmt(paper.cell(m, d), "int") for d in datasets)] for m in shown_methods]), ""]
@@ -134,10 +133,9 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
         if by_model:
             out += [f"**model={block[0]}**", ""]
         if paper is not None:
-            out.append(f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
-                       f"Rows \"paper, … (reference)\": the published numbers of the paper's backbones ({', '.join(paper.backbones)}), "
-                       f"not of model {block[0]}; {paper.source}.")
-            out.append("")
+            out += [f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
+                    f"Rows \"paper, … (reference)\": the published numbers of the paper's backbones ({', '.join(paper.backbones)}), "
+                    f"not of model {block[0]}; {paper.source}.", ""]
             out += _protocol_note(cards, block_runs(con, ["model"], block, methods))
         header = [*(SETTING_HEADERS.get(k, k) for k in shown), "Method"]
         for d in datasets:

@@ -115,9 +115,8 @@ def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, Protoco
     ]
     for card, run_ids in sorted(groups.items(), key=lambda kv: kv[1][0]):
         deviations = card.deviations
-        out.append(f"**{', '.join(names.get(r, f'`{r}`') for r in run_ids)}** — against {card.paper}: "
-                   + (f"{len(deviations)} of {len(card.rows)} settings differ" if deviations else f"no deviation in {len(card.rows)} settings"))
-        out.append("")
+        out += [f"**{', '.join(names.get(r, f'`{r}`') for r in run_ids)}** — against {card.paper}: "
+                + (f"{len(deviations)} of {len(card.rows)} settings differ" if deviations else f"no deviation in {len(card.rows)} settings"), ""]
         if deviations:
             rows = [[cell(r.setting), cell(r.ours), cell(r.paper), cell(r.official or "–"), cell(r.source)] for r in deviations]
             out += [markdown_table(["Setting", "Ours", "Paper", "Authors' code", "Stated in"], rows, ["l"] * 5), ""]

@@ -208,12 +208,14 @@ class ResultsTree:
     def _read_comparisons(self, stamps: tuple, any_rows: bool) -> tuple[list[Comparison], str | None]:
         import duckdb
 
-        from arag.report.build import paired_comparisons
+        from arag.report.episodes import connect, varying_settings
+        from arag.report.paired import comparisons
 
         if not any_rows:
             return [], None
         try:
-            return paired_comparisons(self.root), None
+            con = connect(self.root)
+            return comparisons(con, varying_settings(con)), None
         except (duckdb.Error, OSError, ValueError) as exc:  # a file the report cannot read: the runs still show
             return [], f"paired comparisons: {exc}"
 

@@ -56,11 +56,7 @@ def pct(value: float | None) -> str:
 
 
 def as_json(value: Any, indent: int | None = None) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent)
-
-
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent, default=str)
 
 
 def breakable(text: Any) -> Markup:
@@ -109,7 +105,7 @@ def run_accuracy(run: Run, column: str) -> Accuracy:
 # Autoescaping on for every template; None shows as nothing, as an absent value should.
 ENV = Environment(loader=PackageLoader("arag.viewer", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
                   finalize=lambda value: "" if value is None else value)
-ENV.filters.update(num=num, pct=pct, as_json=as_json, pretty=pretty, breakable=breakable, mark_ids=mark_ids, result_html=result_html)
+ENV.filters.update(num=num, pct=pct, as_json=as_json, breakable=breakable, mark_ids=mark_ids, result_html=result_html)
 ENV.globals.update(
     href=href, nums=nums, outcome=outcome, run_accuracy=run_accuracy, unknown_ids_in=unknown_ids_in, shows_full_text=shows_full_text,
     gold_seen_but_wrong=gold_seen_but_wrong, gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text, percent_text=percent_text,
