@@ -112,9 +112,9 @@ def method_label(method: str) -> str:
 
 def tool_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The tools counted (a calls_<tool> column each): the registered ones, then any other the files hold, then "other"."""
-    present = [r[0].removeprefix("calls_") for r in con.execute("DESCRIBE episodes").fetchall() if r[0].startswith("calls_") and r[0] != CALLS_OTHER]
-    registered = [t for t in TOOLS if t in present]
-    return [*registered, *(t for t in present if t not in registered), "other"]
+    present = [r[0] for r in con.execute("DESCRIBE episodes").fetchall() if r[0].startswith("calls_") and r[0] != CALLS_OTHER]
+    registered = [t for t in TOOLS if f"calls_{t}" in present]
+    return [*registered, *(c.removeprefix("calls_") for c in present if c.removeprefix("calls_") not in registered), "other"]
 
 
 def token_unit(con: duckdb.DuckDBPyConnection) -> str:

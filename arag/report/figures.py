@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import duckdb
 
@@ -177,7 +177,7 @@ def paper_figure(panels: list[Panel], official_steps: int):
     return fig
 
 
-def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[str], out_dir: Path, label: Callable[[str], str]) -> tuple[str, list[Path]]:
+def paper_figure_section(con: duckdb.DuckDBPyConnection, shown_settings: list[str], out_dir, label=lambda m: m) -> tuple[str, list]:
     """The section for the paper's figure (report.paper_columns=true) and the PNG it wrote, if any."""
     from arag.agent.loop import AgentConfig
 

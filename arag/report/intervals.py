@@ -49,12 +49,12 @@ class Proportion:
     def interval(self) -> tuple[float, float]:
         return wilson(self.successes, self.n)
 
-    def text(self) -> str:
-        """'10.0 [2.8, 30.1] n=20' (in %); '–' with no scored question."""
+    def text(self, unit: str = "") -> str:
+        """'10.0 [2.8, 30.1] n=20' (in %, `unit` after the value: the viewer's "%"); '–' with no scored question."""
         if not self.n:
             return "–"
         low, high = self.interval
-        return f"{100 * self.value:.1f} [{100 * low:.1f}, {100 * high:.1f}] n={self.n}"
+        return f"{100 * self.value:.1f}{unit} [{100 * low:.1f}, {100 * high:.1f}] n={self.n}"
 
 
 def proportion(total: float | None, n: int | None) -> Proportion | None:

@@ -18,8 +18,8 @@ def counted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Every run that is no re-judge, and a re-judged run only where its source is absent (the first by run id)."""
     return [run for (run,) in con.execute(
         f"""WITH origins AS (SELECT DISTINCT run_id, coalesce({REJUDGED_FROM_SQL}, run_id) AS origin FROM episodes)
-            SELECT DISTINCT CASE WHEN origin IN (SELECT run_id FROM origins) THEN origin ELSE min(run_id) OVER (PARTITION BY origin) END AS run
-            FROM origins ORDER BY run"""
+            SELECT DISTINCT CASE WHEN origin IN (SELECT run_id FROM origins) THEN origin ELSE min(run_id) OVER (PARTITION BY origin) END
+                   AS run FROM origins ORDER BY run"""
     ).fetchall()]
 
 

@@ -44,17 +44,15 @@ def create_app(results: str | Path | ResultsTree):
 
     tree = results if isinstance(results, ResultsTree) else ResultsTree(results)
 
-    def html(render: Callable[[Request], Any]) -> Callable[[Request], Any]:
-        def endpoint(request: Request) -> Any:  # sync: Starlette runs it in a thread, off the event loop
-            try:
-                out = render(request)
-                return out if isinstance(out, Response) else HTMLResponse(out)
-            except LookupError as exc:
-                return HTMLResponse(pages.render("error.html", status=404, message=str(exc.args[0])), status_code=404)
-            except ValueError as exc:
-                return HTMLResponse(pages.render("error.html", status=400, message=str(exc)), status_code=400)
+    def html(render: Callable[[Request], Any]) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:  # sync: Starlette runs it in a thread, off the event loop
+            out = render(request)
+            return out if isinstance(out, Response) else HTMLResponse(out)
 
         return endpoint
+
+    def error_page(status: int, message: Callable[[Exception], str]) -> Callable[[Request, Exception], Response]:
+        return lambda request, exc: HTMLResponse(pages.render("error.html", status=status, message=message(exc)), status_code=status)
 
     def run_named(run_id: str) -> Run:
         run = tree.run(run_id)
@@ -131,7 +129,8 @@ def create_app(results: str | Path | ResultsTree):
         return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
 
     routes = {"/": index, "/paired": paired, "/episode": episode, "/compare": compare, "/run": run_page, "/settings": settings, "/report": report, "/report/file": report_file, "/export": export}
-    return Starlette(routes=[Route(path, html(fn)) for path, fn in routes.items()])
+    errors = {LookupError: error_page(404, lambda exc: str(exc.args[0])), ValueError: error_page(400, str)}  # no such name; a value refused
+    return Starlette(routes=[Route(path, html(fn)) for path, fn in routes.items()], exception_handlers=errors)
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -79,12 +79,6 @@ def result_html(text: str, gold: Iterable[str]) -> Markup:
     return Markup(UNKNOWN_LINE.sub(lambda m: f'<span class="error-line">{m.group(0)}</span>', mark_ids(text, gold)))
 
 
-def percent_text(p: Proportion) -> str:
-    """ "50.0% [15.0, 85.0] n=4": an accuracy in %, its 95% Wilson interval and n."""
-    low, high = p.interval
-    return f"{100 * (p.value or 0):.1f}% [{100 * low:.1f}, {100 * high:.1f}] n={p.n}"
-
-
 class Accuracy(NamedTuple):
     value: str | None  # "50.0%"; None where nothing was scored
     interval: str  # "[15.0, 85.0] n=4"
@@ -98,7 +92,7 @@ def run_accuracy(run: Run, column: str) -> Accuracy:
     failed = failures_text(len(causes), causes)
     if not values:
         return Accuracy(None, "", failed)
-    value, interval = percent_text(Proportion(sum(values), len(values))).split(" ", 1)
+    value, interval = Proportion(sum(values), len(values)).text("%").split(" ", 1)
     return Accuracy(value, interval, failed)
 
 
@@ -108,7 +102,7 @@ ENV = Environment(loader=PackageLoader("arag.viewer", "templates"), autoescape=T
 ENV.filters.update(num=num, pct=pct, as_json=as_json, breakable=breakable, mark_ids=mark_ids, result_html=result_html)
 ENV.globals.update(
     href=href, nums=nums, outcome=outcome, run_accuracy=run_accuracy, unknown_ids_in=unknown_ids_in, shows_full_text=shows_full_text,
-    gold_seen_but_wrong=gold_seen_but_wrong, gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text, percent_text=percent_text,
+    gold_seen_but_wrong=gold_seen_but_wrong, gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text,
     PAIR_KINDS=PAIR_KINDS, PAIRED_HEADER=PAIRED_HEADER, DELTA=DELTA, WITHIN_NOISE=WITHIN_NOISE, EPISODE_COLUMNS=EPISODE_COLUMNS, RUN_INFO=RUN_INFO,
     json=json, figures=figures, zip=zip, sum=sum, cells=paired_cells,
 )
