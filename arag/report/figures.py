@@ -19,8 +19,7 @@ from arag.report.sweeps import AXIS_LABELS, PAPER_EFFORT_LEVELS, PAPER_FIGURE_FI
 MIN_PLOTTED_POINTS = 3
 # Characters per line of a legend entry (the legends sit beside the axes).
 LEGEND_WIDTH = 40
-PLOT_TITLES = {**{f"accuracy_vs_{x}.png": f"Accuracy vs {AXIS_LABELS[x]}" for x in SWEEPABLE}, "tool_use.png": "Tool use",
-               PAPER_FIGURE_FILE: "Test-time scaling, the paper's layout"}
+PLOT_TITLES = {**{f"accuracy_vs_{x}.png": f"Accuracy vs {AXIS_LABELS[x]}" for x in SWEEPABLE}, "tool_use.png": "Tool use"}
 # Where a legend sits: beside its axes, never over them.
 BESIDE = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0}
 

@@ -148,8 +148,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     ).fetchall()
     if not any(r[2].startswith("agenticrag") for r in data):
         return "## AgenticRAG\n\nNo AgenticRAG runs (methods `agenticrag*`) in these results.\n"
-    n = len(cols)
-    t = len(tools)
+    n, t = len(cols), len(tools)
     accuracy = [*key_header(cols), "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3"]
     cost = [*key_header(cols), "tokens / question", "retrieved tokens", "forced summarizes", "forced answers %"]
     calls = [*key_header(cols), *tools]

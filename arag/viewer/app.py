@@ -114,11 +114,10 @@ def create_app(results: str | Path | ResultsTree):
         return FileResponse(wanted, media_type="image/png")
 
     def export(request: Request) -> Response:
-        params = dict(request.query_params)
-        kind = params.pop("format", "csv")
+        kind = request.query_params.get("format", "csv")
         if kind not in ("csv", "json"):
             raise ValueError(f"format={kind!r} is not csv or json")
-        records = export_records(filter_rows(tree.runs()[0], pages.listing_params(params)))
+        records = export_records(filter_rows(tree.runs()[0], pages.listing_params(dict(request.query_params))))
         disposition = {"Content-Disposition": f'attachment; filename="episodes.{kind}"'}
         if kind == "json":
             return Response(json.dumps(records, ensure_ascii=False, indent=1, default=str), media_type="application/json", headers=disposition)

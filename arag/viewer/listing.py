@@ -32,7 +32,6 @@ SORTS = {
     "repeated": lambda run, r: r.get("repeated"),
     "seconds": lambda run, r: r.get("wall_s"),
 }
-ORDERS = ("asc", "desc")
 
 
 def gold_seen_but_wrong(row: dict[str, Any]) -> bool:
@@ -73,7 +72,7 @@ def check_listing(f: dict[str, str]) -> None:
     for name, choices in {**CHOICES, "sort": SORTS}.items():
         if f.get(name) and f[name] not in choices:
             raise ValueError(f"{name}={f[name]!r} is not one of {', '.join(choices)}")
-    if f.get("order") and f["order"] not in ORDERS:
+    if f.get("order") and f["order"] not in ("asc", "desc"):
         raise ValueError(f"order={f['order']!r} is not asc or desc")
 
 

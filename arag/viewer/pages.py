@@ -89,11 +89,8 @@ def run_accuracy(run: Run, column: str) -> Accuracy:
     """A run's accuracy over its scored questions with its 95% Wilson interval and n, its failed episodes beside it."""
     values = list(scores(run, column).values())
     causes = failure_causes(run)
-    failed = failures_text(len(causes), causes)
-    if not values:
-        return Accuracy(None, "", failed)
-    value, interval = Proportion(sum(values), len(values)).text("%").split(" ", 1)
-    return Accuracy(value, interval, failed)
+    shown = Proportion(sum(values), len(values)).text("%").split(" ", 1) if values else (None, "")
+    return Accuracy(*shown, failures_text(len(causes), causes))
 
 
 # Autoescaping on for every template; None shows as nothing, as an absent value should.
