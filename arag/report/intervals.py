@@ -130,7 +130,7 @@ class Paired:
         return WITHIN_NOISE if self.within_noise else DIFFERS
 
 
-def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESAMPLES, seed: int = SEED) -> Paired | None:
+def paired(a: Mapping[str, float], b: Mapping[str, float]) -> Paired | None:
     """Two runs' scores ({question id: 0/1}) compared over the ids both hold; None when they share none."""
     shared = sorted(a.keys() & b.keys())
     if not shared:
@@ -140,7 +140,7 @@ def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESA
     n = len(shared)
     a_only = sum(x > y for x, y in zip(sa, sb))
     b_only = sum(y > x for x, y in zip(sa, sb))
-    return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([x - y for x, y in zip(sa, sb)], resamples, seed), mcnemar_exact(a_only, b_only))
+    return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([x - y for x, y in zip(sa, sb)]), mcnemar_exact(a_only, b_only))
 
 
 DELTA = "Δ (A − B)"

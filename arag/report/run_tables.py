@@ -116,9 +116,9 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
                                          Topic("Tool errors by kind (calls)", kinds, kind_rows)])])
 
 
-def _counted(aggregate: str, column: str = "tool_errors") -> str:
+def _counted(aggregate: str) -> str:
     """`aggregate` where every row of the cell has its facts counted (a trajectory), else NULL."""
-    return f"CASE WHEN count({column}) = count(*) THEN {aggregate} END"
+    return f"CASE WHEN count(tool_errors) = count(*) THEN {aggregate} END"
 
 
 def calls_share(count: Any, calls: Any) -> str:

@@ -138,7 +138,7 @@ class Run:
         needle = text.lower()
         if needle not in self._matches:
             found = set()
-            for path, rows in RunStore.at(self.path).read_rows_by_file(["question_id", "trajectory"]):
+            for _, rows in RunStore.at(self.path).read_rows_by_file(["question_id", "trajectory"]):
                 found.update(r["question_id"] for r in rows if needle in (r["trajectory"] or "").lower())
             if len(self._matches) > 32:
                 self._matches.clear()
@@ -226,14 +226,14 @@ class ResultsTree:
         """The whole row of one episode and its trajectory (with `error` set when it is not readable JSON)."""
         if question_id not in run.where:
             return None
-        return self._read_episode(*run.where[question_id], self._cache[run.path][0] if run.path in self._cache else None)
+        return self._read_episode(*run.where[question_id], self._cache[run.path][0])
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
         runs = [run for run in self.runs()[0] if run.dataset == dataset and question_id in run.where]
         return [(run, *self.episode(run, question_id)) for run in runs]
 
 
-def _read_episode(file: Path, index: int, stamp: tuple | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _read_episode(file: Path, index: int, stamp: tuple) -> tuple[dict[str, Any], dict[str, Any]]:
     """A row and its trajectory; `stamp`, the run's version, only tells a rewritten file apart."""
     row = read_row(file, index)
     trajectory = parse_trajectory(row.get("trajectory"))
