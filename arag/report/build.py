@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from arag.report.a2rag import a2rag_section
-from arag.report.episodes import check_one_run_per_cell, connect, method_label, methods_in, varying_settings
+from arag.report.episodes import check_one_run_per_cell, connect, method_label, method_order, varying_settings
 from arag.report.figures import draw_plots, paper_figure_section, plots_section
-from arag.report.paired import Comparison, comparisons, paired_section
+from arag.report.paired import paired_section
 from arag.report.paper import PAPER_ABLATIONS_FILE, PaperResults, PaperTokens
 from arag.report.pivots import ablation_table, accuracy_pivot, tokens_pivot
 from arag.report.protocol import protocol_section, run_cards
@@ -21,19 +21,12 @@ from arag.report.run_tables import agentic_table, cost_table, details_table, too
 from arag.report.sweeps import SWEEPABLE, sweep_table
 
 
-
 @dataclass
 class Report:
     markdown: str
     path: Path
     plots: list[Path] = field(default_factory=list)
     rows: int = 0
-
-
-def paired_comparisons(results_path: str | Path) -> list[Comparison]:
-    """The paired comparisons the report lists for a results tree, in its order (the viewer's table)."""
-    con = connect(results_path)
-    return comparisons(con, varying_settings(con))
 
 
 def build_report(results_path: str | Path, out_dir: str | Path | None = None, *, where: str | None = None, title: str = "Evaluation report", paper_columns: bool = False) -> Report:
@@ -55,7 +48,7 @@ def build_report(results_path: str | Path, out_dir: str | Path | None = None, *,
         sweeps.append(figure)
         plots += drawn
     cards = run_cards(con, results_path)
-    methods = methods_in(con)
+    methods = method_order([m for (m,) in con.execute("SELECT DISTINCT method FROM episodes").fetchall()])
     parts = [
         f"# {title}",
         "",

@@ -25,8 +25,7 @@ ABLATION_ROWS = ("arag_full", "arag_no_keyword", "arag_no_semantic", "arag_no_ch
 AGENTIC_COMPARISON = ("naive_rag", "arag_full", "agenticrag", "agenticrag_no_summarize", "agenticrag_no_semantic_find", "agenticrag_single_query")
 # Settings that may vary between runs (a column only where they do), and the tables' headers.
 SETTING_COLUMNS = ("max_steps", "reasoning_effort", "token_budget", "temperature", "guard_rails", "judge")
-SETTING_HEADERS = {"model": "model", "max_steps": "max steps", "reasoning_effort": "reasoning effort", "token_budget": "token budget",
-                   "temperature": "temperature", "guard_rails": "guard rails", "judge": "judge"}
+SETTING_HEADERS = {c: c.replace("_", " ") for c in ("model", *SETTING_COLUMNS)}
 
 # Guard rails change what an agent may do, so runs that differ only in them must not share a table
 # block; they live in the `settings` JSON, and the view spells the ones that are on as one value.
@@ -71,14 +70,12 @@ def _store_varying(con: duckdb.DuckDBPyConnection) -> None:
     per_column = dict(zip(others, con.execute(f"SELECT {', '.join(distinct(c) for c in others)} FROM episodes").fetchone()))
     per_column["judge"] = con.execute(f"SELECT coalesce(max(n), 0) FROM (SELECT {distinct('judge')} AS n FROM episodes GROUP BY model)").fetchone()[0]
     varying = [c for c in SETTING_COLUMNS if (per_column[c] or 0) > 1]
-    con.execute(f"CREATE OR REPLACE TABLE {VARYING_TABLE} (position INTEGER, name VARCHAR)")
-    if varying:
-        con.executemany(f"INSERT INTO {VARYING_TABLE} VALUES (?, ?)", list(enumerate(varying)))
+    con.execute(f"CREATE OR REPLACE TABLE {VARYING_TABLE} AS SELECT ?::VARCHAR[] AS names", [varying])
 
 
 def varying_settings(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The settings columns whose value varies (counted when the connection was made)."""
-    return [name for (name,) in con.execute(f"SELECT name FROM {VARYING_TABLE} ORDER BY position").fetchall()]
+    return con.execute(f"SELECT names FROM {VARYING_TABLE}").fetchone()[0]
 
 
 def check_one_run_per_cell(con: duckdb.DuckDBPyConnection) -> None:
@@ -107,10 +104,6 @@ def method_order(methods: Sequence[str]) -> list[str]:
     return sorted(methods, key=lambda m: (known.index(m) if m in known else len(known), m))
 
 
-def methods_in(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return method_order([r[0] for r in con.execute("SELECT DISTINCT method FROM episodes").fetchall()])
-
-
 def method_label(method: str) -> str:
     """The method's name in the tables: its config's `label` (conf/method/<name>.yaml)."""
     declared = method_declarations().get(method)
@@ -121,7 +114,7 @@ def tool_columns(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The tools counted (a calls_<tool> column each): the registered ones, then any other the files hold, then "other"."""
     present = [r[0] for r in con.execute("DESCRIBE episodes").fetchall() if r[0].startswith("calls_") and r[0] != CALLS_OTHER]
     registered = [t for t in TOOLS if f"calls_{t}" in present]
-    return [*registered, *(c[len("calls_"):] for c in present if c[len("calls_"):] not in registered), "other"]
+    return [*registered, *(c.removeprefix("calls_") for c in present if c.removeprefix("calls_") not in registered), "other"]
 
 
 def token_unit(con: duckdb.DuckDBPyConnection) -> str:

@@ -20,8 +20,6 @@ FACTS_TABLE = "episode_facts"
 KEY = ("filename", "file_row_number")
 # Rows read per batch: trajectories are the large column.
 BATCH_ROWS = 500
-# Columns that keep the row's stored value where its trajectory holds no tool-call record.
-CALL_COUNT_COLUMNS = ("tool_calls",)
 
 
 def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
@@ -31,11 +29,11 @@ def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
 
 
 def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, Any]:
-    named = {c[len("calls_"):] for c in call_columns}
+    named = {c.removeprefix("calls_") for c in call_columns}
     record: dict[str, Any] = {c: getattr(facts, c) for c in EVIDENCE_FACTS}
     if facts.recorded:  # else the row's own call counts stand
         record["tool_calls"] = facts.tool_calls
-        record.update({c: facts.calls.get(c[len("calls_"):], 0) for c in call_columns})
+        record.update({c: facts.calls.get(c.removeprefix("calls_"), 0) for c in call_columns})
         record[CALLS_OTHER] = sum(n for name, n in facts.calls.items() if name not in named)
     if not facts.counted:
         return record  # tool errors and repeats: unknown
@@ -63,12 +61,8 @@ def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     schema = pa.schema([("filename", pa.string()), ("file_row_number", pa.int64()), *columns])
     con.from_arrow(pa.Table.from_pylist(records, schema=schema)).create(FACTS_TABLE)
     counted = [c for c, _ in columns]
-    kept = set(CALL_COUNT_COLUMNS) | set(call_columns) | {CALLS_OTHER}
-
-    def value(c: str) -> str:
-        return f"coalesce(f.{c}, s.{c})" if c in kept and c in present else f"f.{c}"
-
-    replaced = [f"{value(c)} AS {c}" for c in counted if c in present]
+    kept = {"tool_calls", *call_columns, CALLS_OTHER}  # the row's stored value stands where its trajectory holds no tool-call record
+    replaced = [f"coalesce(f.{c}, s.{c}) AS {c}" if c in kept else f"f.{c} AS {c}" for c in counted if c in present]
     added = [f"f.{c} AS {c}" for c in counted if c not in present]
     con.execute(
         f"""CREATE VIEW all_episodes AS SELECT s.* EXCLUDE ({', '.join(KEY)}){f' REPLACE ({", ".join(replaced)})' if replaced else ''}{''.join(', ' + a for a in added)}

@@ -19,8 +19,7 @@ from arag.report.sweeps import AXIS_LABELS, PAPER_EFFORT_LEVELS, PAPER_FIGURE_FI
 MIN_PLOTTED_POINTS = 3
 # Characters per line of a legend entry (the legends sit beside the axes).
 LEGEND_WIDTH = 40
-PLOT_TITLES = {**{f"accuracy_vs_{x}.png": f"Accuracy vs {AXIS_LABELS[x]}" for x in SWEEPABLE}, "tool_use.png": "Tool use",
-               PAPER_FIGURE_FILE: "Test-time scaling, the paper's layout"}
+PLOT_TITLES = {**{f"accuracy_vs_{x}.png": f"Accuracy vs {AXIS_LABELS[x]}" for x in SWEEPABLE}, "tool_use.png": "Tool use"}
 # Where a legend sits: beside its axes, never over them.
 BESIDE = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0}
 
@@ -111,20 +110,19 @@ def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, li
     setting but the judge; each episode counts once (a re-judged run's are its source's)."""
     shown = [c for c in varying_settings(con) if c != "judge"]
     keys = ["dataset", "method", *shown]
-    once = counted_once_sql(con)
-    means = con.execute(f"SELECT {', '.join(keys)}, {', '.join(f'avg(calls_{t})' for t in tool_columns(con))} FROM episodes WHERE {once} GROUP BY ALL").fetchall()
-    hist: dict[tuple, list[tuple[int, int]]] = {}
-    for *key, calls, count in con.execute(f"SELECT {', '.join(keys)}, tool_calls, count(*) FROM episodes WHERE {once} GROUP BY ALL ORDER BY ALL").fetchall():
-        hist.setdefault(tuple(key), []).append((calls, count))
+    rows = con.execute(
+        f"""SELECT {', '.join(keys)}, {', '.join(f'avg(calls_{t})' for t in tool_columns(con))}, histogram(tool_calls)
+            FROM episodes WHERE {counted_once_sql(con)} GROUP BY ALL"""
+    ).fetchall()
     n = len(keys)
-    several = len({r[0] for r in means}) > 1
-    order = {m: i for i, m in enumerate(method_order(sorted({r[1] for r in means})))}
+    several = len({r[0] for r in rows}) > 1
+    order = {m: i for i, m in enumerate(method_order(sorted({r[1] for r in rows})))}
 
     def label(r: tuple) -> str:
         return " · ".join([method_label(r[1]), *([str(r[0])] if several else []), *(f"{c}={setting_text(v)}" for c, v in zip(shown, r[2:n]))])
 
-    return [(label(r), tuple(r[n:]), hist.get(tuple(r[:n]), []))
-            for r in sorted(means, key=lambda r: (str(r[0]), order[r[1]], *setting_keys(shown, r[2:n])))]
+    return [(label(r), tuple(r[n:-1]), sorted(r[-1].items()))
+            for r in sorted(rows, key=lambda r: (str(r[0]), order[r[1]], *setting_keys(shown, r[2:n])))]
 
 
 def tool_use_figure(con: duckdb.DuckDBPyConnection):

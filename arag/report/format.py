@@ -56,7 +56,7 @@ def format_value(value: Any, kind: str = "pct") -> str:
         return "–"
     if kind == "pct":
         value, kind = 100 * value, "f1"
-    return FORMATS[kind].format(value) if kind in FORMATS else str(value)
+    return FORMATS[kind].format(value)
 
 
 def setting_text(value: Any) -> str:

@@ -49,12 +49,12 @@ class Proportion:
     def interval(self) -> tuple[float, float]:
         return wilson(self.successes, self.n)
 
-    def text(self) -> str:
-        """'10.0 [2.8, 30.1] n=20' (in %); '–' with no scored question."""
+    def text(self, unit: str = "") -> str:
+        """'10.0 [2.8, 30.1] n=20' (in %, `unit` after the value: the viewer's "%"); '–' with no scored question."""
         if not self.n:
             return "–"
         low, high = self.interval
-        return f"{100 * self.value:.1f} [{100 * low:.1f}, {100 * high:.1f}] n={self.n}"
+        return f"{100 * self.value:.1f}{unit} [{100 * low:.1f}, {100 * high:.1f}] n={self.n}"
 
 
 def proportion(total: float | None, n: int | None) -> Proportion | None:
@@ -84,8 +84,6 @@ def cell(total: float | None, n: int | None, failed: int | None = 0, causes: Seq
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value for the discordant counts (right only in a, right only in b)."""
     n = a_only + b_only
-    if n == 0:
-        return 1.0
     k = min(a_only, b_only)
     tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return min(1.0, 2 * tail)
@@ -132,7 +130,7 @@ class Paired:
         return WITHIN_NOISE if self.within_noise else DIFFERS
 
 
-def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESAMPLES, seed: int = SEED) -> Paired | None:
+def paired(a: Mapping[str, float], b: Mapping[str, float]) -> Paired | None:
     """Two runs' scores ({question id: 0/1}) compared over the ids both hold; None when they share none."""
     shared = sorted(a.keys() & b.keys())
     if not shared:
@@ -142,7 +140,7 @@ def paired(a: Mapping[str, float], b: Mapping[str, float], resamples: int = RESA
     n = len(shared)
     a_only = sum(x > y for x, y in zip(sa, sb))
     b_only = sum(y > x for x, y in zip(sa, sb))
-    return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([x - y for x, y in zip(sa, sb)], resamples, seed), mcnemar_exact(a_only, b_only))
+    return Paired(n, sum(sa) / n, sum(sb) / n, a_only, b_only, bootstrap_interval([x - y for x, y in zip(sa, sb)]), mcnemar_exact(a_only, b_only))
 
 
 DELTA = "Δ (A − B)"

@@ -75,13 +75,6 @@ class RunKey:
         return self.settings.get("rejudged_from") == other.run_id
 
 
-@dataclass(frozen=True)
-class Pair:
-    a: RunKey
-    b: RunKey
-    table: str | None  # the paper's table of a method pair; None for two runs of one method
-
-
 def earlier_first(x: RunKey, y: RunKey) -> tuple[RunKey, RunKey]:
     """(A, B): a re-judged copy after its source, else the smaller shown settings, then the earlier run, first."""
     if x.rejudges(y):
@@ -91,7 +84,7 @@ def earlier_first(x: RunKey, y: RunKey) -> tuple[RunKey, RunKey]:
     return (x, y) if x.order() <= y.order() else (y, x)
 
 
-def within_method_pairs(runs: Sequence[RunKey]) -> list[Pair]:
+def within_method_pairs(runs: Sequence[RunKey]) -> list[tuple[RunKey, RunKey]]:
     groups: dict[tuple[str, str], list[RunKey]] = {}
     for r in runs:
         groups.setdefault((r.dataset, r.method), []).append(r)
@@ -99,7 +92,7 @@ def within_method_pairs(runs: Sequence[RunKey]) -> list[Pair]:
     for _, group in sorted(groups.items()):
         group.sort(key=RunKey.order)
         if len(group) == 2:
-            out.append(Pair(*earlier_first(*group), None))
+            out.append(earlier_first(*group))
             continue
         for a, b in combinations(group, 2):
             differ = [k for k, v in a.shown if b.value(k) != v]
@@ -109,19 +102,19 @@ def within_method_pairs(runs: Sequence[RunKey]) -> list[Pair]:
             same_else = [r for r in group if all(r.value(k) == v for k, v in a.shown if k != name)]
             low, high = setting_order(name, a.value(name)), setting_order(name, b.value(name))
             if not any(low < setting_order(name, r.value(name)) < high for r in same_else):
-                out.append(Pair(*earlier_first(a, b), None))
+                out.append(earlier_first(a, b))
     return out
 
 
-def method_pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison]) -> list[Pair]:
-    """Runs of each comparison's methods with one dataset and the same shown settings, A the method under test."""
+def method_pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison]) -> list[tuple[RunKey, RunKey, str]]:
+    """(A, B, the paper's table) of each comparison's methods with one dataset and the same shown settings, A the method under test."""
     by_key: dict[tuple, dict[str, list[RunKey]]] = {}
     for r in runs:
         by_key.setdefault((r.dataset, r.shown), {}).setdefault(r.method, []).append(r)
     out = []
     for (dataset, shown), methods in sorted(by_key.items(), key=lambda kv: (kv[0][0], [setting_order(k, v) for k, v in kv[0][1]])):
         for c in compared:
-            out += [Pair(a, b, c.table) for a in methods.get(c.a, []) for b in methods.get(c.b, [])]
+            out += [(a, b, c.table) for a in methods.get(c.a, []) for b in methods.get(c.b, [])]
     return out
 
 
@@ -158,7 +151,10 @@ def scores(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, dict[str, f
 
 
 @dataclass(frozen=True)
-class Comparison(Pair):
+class Comparison:
+    a: RunKey
+    b: RunKey
+    table: str | None  # the paper's table of a method pair; None for two runs of one method
     differs: str  # what tells b from a, e.g. "max_steps 10 → 15; code a058428 → 9161588"
     metric: str
     result: Paired
@@ -167,16 +163,14 @@ class Comparison(Pair):
 def comparisons(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> list[Comparison]:
     """Every pair's comparison per accuracy (METRICS): what the report and the viewer list, in this order."""
     runs = run_keys(con, shown_settings)
-    chosen = [*method_pairs(runs, paper_comparisons()), *within_method_pairs(runs)]  # the paper's pairs first
-    if not chosen:
-        return []
+    chosen = [*method_pairs(runs, paper_comparisons()), *((a, b, None) for a, b in within_method_pairs(runs))]  # the paper's pairs first
     out = []
     by_metric = {name: scores(con, column) for name, column in METRICS}
-    for p in chosen:
+    for a, b, table in chosen:
         for name, _ in METRICS:
-            result = paired(by_metric[name].get(p.a.run_id, {}), by_metric[name].get(p.b.run_id, {}))
+            result = paired(by_metric[name].get(a.run_id, {}), by_metric[name].get(b.run_id, {}))
             if result is not None:
-                out.append(Comparison(p.a, p.b, p.table, differences(p.a, p.b), name, result))
+                out.append(Comparison(a, b, table, differences(a, b), name, result))
     return out
 
 
@@ -203,7 +197,7 @@ def within_table(found: Sequence[Comparison], label: Callable[[str], str]) -> li
     return fitted_tables(5, [Topic(WITHIN_TITLE, header, rows, ["l"] * 5 + ["r"] * 7 + ["l"])]) if rows else []
 
 
-def paired_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str] = str) -> str:
+def paired_section(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str], label: Callable[[str], str]) -> str:
     found = comparisons(con, shown_settings)
     if not found:
         return f"{TITLE}\n\nNo two runs of one dataset (one method, or two methods the paper compares) to compare on shared questions.\n"

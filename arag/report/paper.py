@@ -12,7 +12,8 @@ PAPER_ABLATIONS_FILE = "a_rag_table2.yaml"  # the same layout as Table 1
 PAPER_TOKENS_FILE = "a_rag_table3.yaml"
 
 
-def _load(name: str, path: str | Path | None) -> tuple[Path, dict[str, Any]]:
+def _load(name: str, path: str | Path | None, **kinds: type) -> list[Any]:
+    """The file's fields named in `kinds`, in order; a missing or mistyped field names the file and the key."""
     from omegaconf import OmegaConf
 
     from arag.config.files import conf_path
@@ -21,17 +22,12 @@ def _load(name: str, path: str | Path | None) -> tuple[Path, dict[str, Any]]:
     data = OmegaConf.to_container(OmegaConf.load(source))
     if not isinstance(data, dict):
         raise ValueError(f"{source}: expected a mapping of the paper's published numbers, got {type(data).__name__}")
-    return source, data
-
-
-def _field(loaded: tuple[Path, dict[str, Any]], key: str, kind: type) -> Any:
-    """The file's `key` of the kind expected; a missing or mistyped field names the file and the key."""
-    source, data = loaded
-    if key not in data:
-        raise ValueError(f"{source}: missing field {key!r}")
-    if not isinstance(data[key], kind):
-        raise ValueError(f"{source}: field {key!r} must be a {kind.__name__}, got {type(data[key]).__name__}")
-    return data[key]
+    for key, kind in kinds.items():
+        if key not in data:
+            raise ValueError(f"{source}: missing field {key!r}")
+        if not isinstance(data[key], kind):
+            raise ValueError(f"{source}: field {key!r} must be a {kind.__name__}, got {type(data[key]).__name__}")
+    return [data[key] for key in kinds]
 
 
 @dataclass(frozen=True)
@@ -43,8 +39,7 @@ class PaperResults:
 
     @classmethod
     def load(cls, path: str | Path | None = None, *, table: str = PAPER_RESULTS_FILE) -> "PaperResults":
-        loaded = _load(table, path)
-        return cls(str(_field(loaded, "source", str)), _field(loaded, "backbones", dict))
+        return cls(*_load(table, path, source=str, backbones=dict))
 
     def backbone(self, model: str) -> str | None:
         """The paper backbone a model name names (e.g. 'gpt-5-mini-2025-08-07' → 'gpt-5-mini')."""
@@ -67,8 +62,7 @@ class PaperTokens:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> "PaperTokens":
-        loaded = _load(PAPER_TOKENS_FILE, path)
-        return cls(str(_field(loaded, "source", str)), str(_field(loaded, "backbone", str)), _field(loaded, "retrieved_tokens", dict))
+        return cls(*_load(PAPER_TOKENS_FILE, path, source=str, backbone=str, retrieved_tokens=dict))
 
     def is_backbone(self, model: str) -> bool:
         return self.backbone in str(model).lower()

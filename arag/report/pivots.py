@@ -4,7 +4,7 @@ table (Table 1's layout), the ablations (Table 2's) and the retrieved tokens (Ta
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import duckdb
 
@@ -76,7 +76,7 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
             out += [f"**model={block[0]}**", ""]
         if beside:
             out += [f"Columns (paper): published numbers for {paper.backbone}, {paper.source}.", ""]
-            out += _protocol_note(con, cards, ["model"], block, methods)
+            out += _protocol_note(cards, block_runs(con, block[0], methods))
         header = [*(SETTING_HEADERS.get(k, k) for k in found.shown), "Method"]
         for d in datasets:
             header += [d, "(paper)"] if beside else [d]
@@ -91,10 +91,9 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
         out += fitted_tables(len(found.shown) + 1, [Topic("", header, rows, keep=header[len(found.shown) + 1 :])])
     if other_models:
         shown_methods = method_order(sorted({m for rows_of in found.blocks.values() for cells in rows_of.values() for m, _ in cells if m in paper.tokens}))
-        out.append(f"**The paper's Table 3** — published mean retrieved tokens per question with its backbone {paper.backbone}, "
-                   f"not the model of the blocks above ({paper.source})")
-        out.append("")
-        out += _protocol_note(con, cards, (), (), None, runs=sorted(cards or {}))
+        out += [f"**The paper's Table 3** — published mean retrieved tokens per question with its backbone {paper.backbone}, "
+                f"not the model of the blocks above ({paper.source})", ""]
+        out += _protocol_note(cards, sorted(cards or {}))
         if shown_methods:
             out += [markdown_table(["Method", *datasets], [[method_label(m), *(_fmt(paper.cell(m, d), "int") for d in datasets)] for m in shown_methods]), ""]
         else:
@@ -134,11 +133,10 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
         if by_model:
             out += [f"**model={block[0]}**", ""]
         if paper is not None:
-            out.append(f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
-                       f"Rows \"paper, … (reference)\": the published numbers of the paper's backbones ({', '.join(paper.backbones)}), "
-                       f"not of model {block[0]}; {paper.source}.")
-            out.append("")
-            out += _protocol_note(con, cards, ["model"], block, methods)
+            out += [f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
+                    f"Rows \"paper, … (reference)\": the published numbers of the paper's backbones ({', '.join(paper.backbones)}), "
+                    f"not of model {block[0]}; {paper.source}.", ""]
+            out += _protocol_note(cards, block_runs(con, block[0], methods))
         header = [*(SETTING_HEADERS.get(k, k) for k in shown), "Method"]
         for d in datasets:
             for m in accuracy_columns(d):
@@ -192,12 +190,9 @@ def _by_dataset(keys: int, header: Sequence[str], rows: Sequence[Sequence[str]],
             for d, a, b in zip(datasets, starts, [*starts[1:], len(header)])]
 
 
-def _protocol_note(con: duckdb.DuckDBPyConnection, cards: dict | None, keys: Sequence[str], group: Sequence[Any], methods: Sequence[str] | None,
-                   runs: Sequence[str] | None = None) -> list[str]:
+def _protocol_note(cards: dict | None, runs: Sequence[str]) -> list[str]:
     """The deviation line (arag.report.protocol.deviation_note) of a block's runs, with a blank line."""
-    if cards is None:
-        return []
-    note = deviation_note(cards, runs if runs is not None else block_runs(con, keys, group, methods))
+    note = deviation_note(cards or {}, runs)
     return [note, ""] if note else []
 
 

@@ -115,9 +115,8 @@ def protocol_section(con: duckdb.DuckDBPyConnection, cards: Mapping[str, Protoco
     ]
     for card, run_ids in sorted(groups.items(), key=lambda kv: kv[1][0]):
         deviations = card.deviations
-        out.append(f"**{', '.join(names.get(r, f'`{r}`') for r in run_ids)}** — against {card.paper}: "
-                   + (f"{len(deviations)} of {len(card.rows)} settings differ" if deviations else f"no deviation in {len(card.rows)} settings"))
-        out.append("")
+        out += [f"**{', '.join(names.get(r, f'`{r}`') for r in run_ids)}** — against {card.paper}: "
+                + (f"{len(deviations)} of {len(card.rows)} settings differ" if deviations else f"no deviation in {len(card.rows)} settings"), ""]
         if deviations:
             rows = [[cell(r.setting), cell(r.ours), cell(r.paper), cell(r.official or "–"), cell(r.source)] for r in deviations]
             out += [markdown_table(["Setting", "Ours", "Paper", "Authors' code", "Stated in"], rows, ["l"] * 5), ""]
@@ -142,11 +141,8 @@ def deviation_note(cards: Mapping[str, ProtocolCard], run_ids: Sequence[str]) ->
             "(section Protocol: ours beside the paper's); the paper's numbers are not a like-for-like comparison.")
 
 
-def block_runs(con: duckdb.DuckDBPyConnection, keys: Sequence[str], group: Sequence[Any], methods: Sequence[str] | None = None) -> list[str]:
-    """The run ids of the rows whose `keys` hold `group`'s values (and whose method is one of `methods`)."""
-    conds = [f"{k} IS NOT DISTINCT FROM ?" for k in keys]
-    params = list(group)
-    if methods is not None:
-        conds.append("list_contains(?, method)")
-        params.append(list(methods))
-    return [r[0] for r in con.execute(f"SELECT DISTINCT run_id FROM episodes WHERE {' AND '.join(conds)} ORDER BY 1", params).fetchall()]
+def block_runs(con: duckdb.DuckDBPyConnection, model: Any, methods: Sequence[str] | None) -> list[str]:
+    """The run ids of the rows of `model` (and whose method is one of `methods`)."""
+    of_methods = "" if methods is None else " AND list_contains(?, method)"
+    query = f"SELECT DISTINCT run_id FROM episodes WHERE model IS NOT DISTINCT FROM ?{of_methods} ORDER BY 1"
+    return [run for (run,) in con.execute(query, [model] if methods is None else [model, list(methods)]).fetchall()]

@@ -14,25 +14,13 @@ from arag.report.tables import Topic, fitted_tables
 REJUDGED_FROM_SQL = "json_extract_string(settings, '$.rejudged_from')"
 
 
-def rejudged_runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str, str]]:
-    """(run id, the run it re-judges, its judge, dataset, method) of each re-judged run, by run id."""
-    return con.execute(
-        f"""SELECT run_id, any_value({REJUDGED_FROM_SQL}), any_value(judge), any_value(dataset), any_value(method) FROM episodes
-            WHERE {REJUDGED_FROM_SQL} IS NOT NULL GROUP BY run_id ORDER BY run_id"""
-    ).fetchall()
-
-
 def counted_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Every run that is no re-judge, and a re-judged run only where its source is absent (the first by run id)."""
-    origins = con.execute(f"SELECT DISTINCT run_id, coalesce({REJUDGED_FROM_SQL}, run_id) FROM episodes ORDER BY ALL").fetchall()
-    runs = {run for run, _ in origins}
-    kept: dict[str, str] = {}
-    for run, origin in origins:
-        if origin in runs:
-            kept[origin] = origin
-        else:
-            kept.setdefault(origin, run)
-    return sorted(set(kept.values()))
+    return [run for (run,) in con.execute(
+        f"""WITH origins AS (SELECT DISTINCT run_id, coalesce({REJUDGED_FROM_SQL}, run_id) AS origin FROM episodes)
+            SELECT DISTINCT CASE WHEN origin IN (SELECT run_id FROM origins) THEN origin ELSE min(run_id) OVER (PARTITION BY origin) END
+                   AS run FROM origins ORDER BY run"""
+    ).fetchall()]
 
 
 def counted_once_sql(con: duckdb.DuckDBPyConnection) -> str:
@@ -43,7 +31,10 @@ def counted_once_sql(con: duckdb.DuckDBPyConnection) -> str:
 
 def rejudge_section(con: duckdb.DuckDBPyConnection, label: Callable[[str], str]) -> str:
     """The re-judged runs, each with the run it re-judges and both judges; empty when there is none."""
-    found = rejudged_runs(con)
+    found = con.execute(
+        f"""SELECT run_id, any_value({REJUDGED_FROM_SQL}), any_value(judge), any_value(dataset), any_value(method) FROM episodes
+            WHERE {REJUDGED_FROM_SQL} IS NOT NULL GROUP BY run_id ORDER BY run_id"""
+    ).fetchall()
     if not found:
         return ""
     judges = dict(con.execute("SELECT run_id, any_value(judge) FROM episodes GROUP BY run_id").fetchall())

@@ -116,9 +116,9 @@ def tool_table(con: duckdb.DuckDBPyConnection) -> str:
                                          Topic("Tool errors by kind (calls)", kinds, kind_rows)])])
 
 
-def _counted(aggregate: str, column: str = "tool_errors") -> str:
+def _counted(aggregate: str) -> str:
     """`aggregate` where every row of the cell has its facts counted (a trajectory), else NULL."""
-    return f"CASE WHEN count({column}) = count(*) THEN {aggregate} END"
+    return f"CASE WHEN count(tool_errors) = count(*) THEN {aggregate} END"
 
 
 def calls_share(count: Any, calls: Any) -> str:
@@ -148,8 +148,7 @@ def agentic_table(con: duckdb.DuckDBPyConnection) -> str:
     ).fetchall()
     if not any(r[2].startswith("agenticrag") for r in data):
         return "## AgenticRAG\n\nNo AgenticRAG runs (methods `agenticrag*`) in these results.\n"
-    n = len(cols)
-    t = len(tools)
+    n, t = len(cols), len(tools)
     accuracy = [*key_header(cols), "n", "LLM-Acc", "Cont-Acc", "cited R@1", "cited R@3"]
     cost = [*key_header(cols), "tokens / question", "retrieved tokens", "forced summarizes", "forced answers %"]
     calls = [*key_header(cols), *tools]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from itertools import groupby
+from typing import Any, Callable
 
 import duckdb
 
@@ -87,8 +88,6 @@ def check_series_identity(x: str, runs: list[tuple[str, Any, str]]) -> None:
 
 def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str]) -> list[Series]:
     """The series over `x` (runs grouped by everything but `x`, checked) with ≥ 2 points."""
-    if x not in SWEEPABLE:
-        raise ValueError(f"report: cannot sweep over {x!r}; sweepable settings: {', '.join(SWEEPABLE)}")
     others = [c for c in shown_settings if c != x]
     keys = ["dataset", "model", "method", *others, "guard_rails"]
     data = con.execute(
@@ -98,11 +97,9 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
                    {failures_sql()}
             FROM episodes GROUP BY ALL ORDER BY ALL"""
     ).fetchall()
-    grouped: dict[tuple, list[tuple]] = {}
-    for r in data:
-        grouped.setdefault(tuple(r[: len(keys)]), []).append(r[len(keys) :])
     out = []
-    for key, rows in grouped.items():
+    for key, group in groupby(data, key=lambda r: r[: len(keys)]):  # ORDER BY ALL: a series' runs are adjacent
+        rows = [r[len(keys) :] for r in group]
         if len({r[0] for r in rows}) < 2:
             continue
         rows.sort(key=lambda r: setting_order(x, r[0]))
@@ -118,7 +115,7 @@ def _sum_n(p: Proportion | None) -> tuple[float | None, int]:
     return (p.successes, p.n) if p else (None, 0)
 
 
-def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label=lambda m: m) -> str:
+def sweep_table(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str], label: Callable[[str], str]) -> str:
     """Markdown: one table per series, x as the first column, accuracy and cost per point."""
     title = f"## Test-time scaling: accuracy and cost against {x}"
     series = sweep_series(con, x, shown_settings)
@@ -182,13 +179,9 @@ def _in_paper_range(x: str, value: Any) -> bool:
     return value in PAPER_EFFORT_LEVELS
 
 
-def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str], label=lambda m: m, official_steps: int | None = None) -> tuple[list[Panel], list[str]]:
+def paper_figure_panels(con: duckdb.DuckDBPyConnection, shown_settings: list[str], label: Callable[[str], str], official_steps: int) -> tuple[list[Panel], list[str]]:
     """The figure's panels (max steps first) and a note per series or point left out: effort series at another
     step limit than `official_steps`, x outside the paper's range, points without an LLM-Acc."""
-    if official_steps is None:
-        from arag.agent.loop import AgentConfig
-
-        official_steps = AgentConfig().max_steps
     steps_of = dict(con.execute("SELECT run_id, any_value(max_steps) FROM episodes GROUP BY run_id").fetchall())
     lines: dict[tuple[str, str, str], list] = {}
     notes: list[str] = []

@@ -45,8 +45,6 @@ def _without(columns: Sequence[int], values: Sequence) -> list:
 def fitted_tables(keys: int, topics: Sequence[Topic], limit: int = MAX_COLUMNS) -> list[str]:
     """Markdown lines for a section's tables sharing their first `keys` columns and rows: constant columns
     stated once above (the row keys' above the first table), a table wider than `limit` split in parts."""
-    if not topics:
-        return []
     first = topics[0]
     shared = [i for i in constant_columns(first.header, first.rows, first.keep) if i < keys]
     shared_pairs = [(first.header[i], first.rows[0][i]) for i in shared]

@@ -44,17 +44,15 @@ def create_app(results: str | Path | ResultsTree):
 
     tree = results if isinstance(results, ResultsTree) else ResultsTree(results)
 
-    def html(render: Callable[[Request], Any]) -> Callable[[Request], Any]:
-        def endpoint(request: Request) -> Any:  # sync: Starlette runs it in a thread, off the event loop
-            try:
-                out = render(request)
-                return out if isinstance(out, Response) else HTMLResponse(out)
-            except LookupError as exc:
-                return HTMLResponse(pages.render("error.html", status=404, message=str(exc.args[0])), status_code=404)
-            except ValueError as exc:
-                return HTMLResponse(pages.render("error.html", status=400, message=str(exc)), status_code=400)
+    def html(render: Callable[[Request], Any]) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:  # sync: Starlette runs it in a thread, off the event loop
+            out = render(request)
+            return out if isinstance(out, Response) else HTMLResponse(out)
 
         return endpoint
+
+    def error_page(status: int, message: Callable[[Exception], str]) -> Callable[[Request, Exception], Response]:
+        return lambda request, exc: HTMLResponse(pages.render("error.html", status=status, message=message(exc)), status_code=status)
 
     def run_named(run_id: str) -> Run:
         run = tree.run(run_id)
@@ -93,7 +91,7 @@ def create_app(results: str | Path | ResultsTree):
 
     def settings(request: Request) -> str:
         run = run_named(request.query_params.get("run", ""))
-        return pages.settings_page(run, RunStore.at(run.path).read_invocations())
+        return pages.render("settings.html", run=run, invocations=RunStore.at(run.path).read_invocations())
 
     def report_of(request: Request) -> Path:
         run = run_named(request.query_params.get("run", ""))
@@ -116,23 +114,22 @@ def create_app(results: str | Path | ResultsTree):
         return FileResponse(wanted, media_type="image/png")
 
     def export(request: Request) -> Response:
-        params = dict(request.query_params)
-        kind = params.pop("format", "csv")
+        kind = request.query_params.get("format", "csv")
         if kind not in ("csv", "json"):
             raise ValueError(f"format={kind!r} is not csv or json")
-        records = export_records(filter_rows(tree.runs()[0], pages.listing_params(params)))
+        records = export_records(filter_rows(tree.runs()[0], pages.listing_params(dict(request.query_params))))
         disposition = {"Content-Disposition": f'attachment; filename="episodes.{kind}"'}
         if kind == "json":
             return Response(json.dumps(records, ensure_ascii=False, indent=1, default=str), media_type="application/json", headers=disposition)
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=list(records[0]) if records else ["question_id"])
         writer.writeheader()
-        for record in records:
-            writer.writerow({k: " | ".join(v) if isinstance(v, list) else v for k, v in record.items()})
+        writer.writerows({k: " | ".join(v) if isinstance(v, list) else v for k, v in record.items()} for record in records)
         return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
 
     routes = {"/": index, "/paired": paired, "/episode": episode, "/compare": compare, "/run": run_page, "/settings": settings, "/report": report, "/report/file": report_file, "/export": export}
-    return Starlette(routes=[Route(path, html(fn)) for path, fn in routes.items()])
+    errors = {LookupError: error_page(404, lambda exc: str(exc.args[0])), ValueError: error_page(400, str)}  # no such name; a value refused
+    return Starlette(routes=[Route(path, html(fn)) for path, fn in routes.items()], exception_handlers=errors)
 
 
 def listen(host: str, port: int) -> socket.socket:

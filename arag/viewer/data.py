@@ -127,12 +127,8 @@ class Run:
     @property
     def label(self) -> str:
         """What tells this run from its neighbours: method, model and the swept settings."""
-        parts = [self.method, self.model]
-        if self.max_steps is not None:
-            parts.append(f"max_steps {self.max_steps}")
-        if self.effort is not None:
-            parts.append(f"effort {self.effort}")
-        return " · ".join(parts)
+        swept = {"max_steps": self.max_steps, "effort": self.effort}
+        return " · ".join([self.method, self.model, *(f"{k} {v}" for k, v in swept.items() if v is not None)])
 
     def sort_key(self) -> tuple:
         return (self.dataset, self.method, self.model, _num(self.max_steps), str(self.effort), self.run_id)
@@ -142,7 +138,7 @@ class Run:
         needle = text.lower()
         if needle not in self._matches:
             found = set()
-            for path, rows in RunStore.at(self.path).read_rows_by_file(["question_id", "trajectory"]):
+            for _, rows in RunStore.at(self.path).read_rows_by_file(["question_id", "trajectory"]):
                 found.update(r["question_id"] for r in rows if needle in (r["trajectory"] or "").lower())
             if len(self._matches) > 32:
                 self._matches.clear()
@@ -185,7 +181,7 @@ class ResultsTree:
         self.root = Path(root)
         self._cache: dict[Path, tuple[tuple, Run]] = {}
         self._read_episode = lru_cache(maxsize=EPISODES_KEPT)(_read_episode)  # keyed by the run's version too
-        self._comparisons: tuple[tuple, list[Comparison], str | None] | None = None
+        self._comparisons_at = lru_cache(maxsize=1)(self._read_comparisons)  # keyed by the runs' versions
 
     def runs(self) -> tuple[list[Run], list[str]]:
         """The runs, sorted by dataset, method, model and settings, and a line per folder that could not be read."""
@@ -207,21 +203,21 @@ class ResultsTree:
     def comparisons(self) -> tuple[list[Comparison], str | None]:
         """The report's paired comparisons of this tree, kept until a run's files change, and why not, if so."""
         runs, _ = self.runs()
-        stamps = tuple((r.path, self._cache[r.path][0]) for r in runs)
-        if self._comparisons is None or self._comparisons[0] != stamps:
-            import duckdb
+        return self._comparisons_at(tuple((r.path, self._cache[r.path][0]) for r in runs), any(r.rows for r in runs))
 
-            from arag.report.build import paired_comparisons
+    def _read_comparisons(self, stamps: tuple, any_rows: bool) -> tuple[list[Comparison], str | None]:
+        import duckdb
 
-            found: list[Comparison] = []
-            problem = None
-            if any(r.rows for r in runs):
-                try:
-                    found = paired_comparisons(self.root)
-                except (duckdb.Error, OSError, ValueError) as exc:  # a file the report cannot read: the runs still show
-                    problem = f"paired comparisons: {exc}"
-            self._comparisons = (stamps, found, problem)
-        return self._comparisons[1], self._comparisons[2]
+        from arag.report.episodes import connect, varying_settings
+        from arag.report.paired import comparisons
+
+        if not any_rows:
+            return [], None
+        try:
+            con = connect(self.root)
+            return comparisons(con, varying_settings(con)), None
+        except (duckdb.Error, OSError, ValueError) as exc:  # a file the report cannot read: the runs still show
+            return [], f"paired comparisons: {exc}"
 
     def run(self, run_id: str) -> Run | None:
         return next((r for r in self.runs()[0] if r.run_id == run_id), None)
@@ -230,14 +226,14 @@ class ResultsTree:
         """The whole row of one episode and its trajectory (with `error` set when it is not readable JSON)."""
         if question_id not in run.where:
             return None
-        return self._read_episode(*run.where[question_id], self._cache[run.path][0] if run.path in self._cache else None)
+        return self._read_episode(*run.where[question_id], self._cache[run.path][0])
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
         runs = [run for run in self.runs()[0] if run.dataset == dataset and question_id in run.where]
         return [(run, *self.episode(run, question_id)) for run in runs]
 
 
-def _read_episode(file: Path, index: int, stamp: tuple | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _read_episode(file: Path, index: int, stamp: tuple) -> tuple[dict[str, Any], dict[str, Any]]:
     """A row and its trajectory; `stamp`, the run's version, only tells a rewritten file apart."""
     row = read_row(file, index)
     trajectory = parse_trajectory(row.get("trajectory"))

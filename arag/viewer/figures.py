@@ -4,7 +4,6 @@ and drawn as inline SVG by templates/figures.html."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from arag.evaluation.rows import OK
@@ -16,23 +15,12 @@ HIST_W, HIST_H = 320, 70
 BINS = 10
 
 
-@dataclass(frozen=True)
-class Mean:
-    value: float
-    low: float
-    high: float
-    n: int
-
-    def text(self, digits: int = 1) -> str:
-        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}] n={self.n}"
-
-
-def mean(values: Sequence[float]) -> Mean | None:
-    """The mean with its 95% bootstrap interval (arag.report.intervals.bootstrap_interval, seeded)."""
+def mean_text(values: Sequence[float]) -> str | None:
+    """ "3.5 [2.0, 5.0] n=4": the mean with its 95% bootstrap interval (arag.report.intervals.bootstrap_interval, seeded)."""
     if not values:
         return None
     low, high = bootstrap_interval([float(v) for v in values])
-    return Mean(sum(values) / len(values), low, high, len(values))
+    return f"{sum(values) / len(values):.1f} [{low:.1f}, {high:.1f}] n={len(values)}"
 
 
 def column(rows: list[dict[str, Any]], name: str) -> list[float]:

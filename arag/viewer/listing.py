@@ -32,7 +32,6 @@ SORTS = {
     "repeated": lambda run, r: r.get("repeated"),
     "seconds": lambda run, r: r.get("wall_s"),
 }
-ORDERS = ("asc", "desc")
 
 
 def gold_seen_but_wrong(row: dict[str, Any]) -> bool:
@@ -70,12 +69,10 @@ def passes(run: Run, row: dict[str, Any], f: dict[str, str], needle: str) -> boo
 
 def check_listing(f: dict[str, str]) -> None:
     """A filter or sort value that is not one of its choices is a ValueError naming it."""
-    for name, choices in CHOICES.items():
+    for name, choices in {**CHOICES, "sort": SORTS}.items():
         if f.get(name) and f[name] not in choices:
             raise ValueError(f"{name}={f[name]!r} is not one of {', '.join(choices)}")
-    if f.get("sort") and f["sort"] not in SORTS:
-        raise ValueError(f"sort={f['sort']!r} is not one of {', '.join(SORTS)}")
-    if f.get("order") and f["order"] not in ORDERS:
+    if f.get("order") and f["order"] not in ("asc", "desc"):
         raise ValueError(f"order={f['order']!r} is not asc or desc")
 
 

@@ -56,11 +56,7 @@ def pct(value: float | None) -> str:
 
 
 def as_json(value: Any, indent: int | None = None) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent)
-
-
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=indent, default=str)
 
 
 def breakable(text: Any) -> Markup:
@@ -83,12 +79,6 @@ def result_html(text: str, gold: Iterable[str]) -> Markup:
     return Markup(UNKNOWN_LINE.sub(lambda m: f'<span class="error-line">{m.group(0)}</span>', mark_ids(text, gold)))
 
 
-def percent_text(p: Proportion) -> str:
-    """ "50.0% [15.0, 85.0] n=4": an accuracy in %, its 95% Wilson interval and n."""
-    low, high = p.interval
-    return f"{100 * (p.value or 0):.1f}% [{100 * low:.1f}, {100 * high:.1f}] n={p.n}"
-
-
 class Accuracy(NamedTuple):
     value: str | None  # "50.0%"; None where nothing was scored
     interval: str  # "[15.0, 85.0] n=4"
@@ -99,20 +89,17 @@ def run_accuracy(run: Run, column: str) -> Accuracy:
     """A run's accuracy over its scored questions with its 95% Wilson interval and n, its failed episodes beside it."""
     values = list(scores(run, column).values())
     causes = failure_causes(run)
-    failed = failures_text(len(causes), causes)
-    if not values:
-        return Accuracy(None, "", failed)
-    value, interval = percent_text(Proportion(sum(values), len(values))).split(" ", 1)
-    return Accuracy(value, interval, failed)
+    shown = Proportion(sum(values), len(values)).text("%").split(" ", 1) if values else (None, "")
+    return Accuracy(*shown, failures_text(len(causes), causes))
 
 
 # Autoescaping on for every template; None shows as nothing, as an absent value should.
 ENV = Environment(loader=PackageLoader("arag.viewer", "templates"), autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined,
                   finalize=lambda value: "" if value is None else value)
-ENV.filters.update(num=num, pct=pct, as_json=as_json, pretty=pretty, breakable=breakable, mark_ids=mark_ids, result_html=result_html)
+ENV.filters.update(num=num, pct=pct, as_json=as_json, breakable=breakable, mark_ids=mark_ids, result_html=result_html)
 ENV.globals.update(
     href=href, nums=nums, outcome=outcome, run_accuracy=run_accuracy, unknown_ids_in=unknown_ids_in, shows_full_text=shows_full_text,
-    gold_seen_but_wrong=gold_seen_but_wrong, gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text, percent_text=percent_text,
+    gold_seen_but_wrong=gold_seen_but_wrong, gold_marks=gold_marks, row_facts=row_facts, stored_calls=stored_calls, failures_text=failures_text,
     PAIR_KINDS=PAIR_KINDS, PAIRED_HEADER=PAIRED_HEADER, DELTA=DELTA, WITHIN_NOISE=WITHIN_NOISE, EPISODE_COLUMNS=EPISODE_COLUMNS, RUN_INFO=RUN_INFO,
     json=json, figures=figures, zip=zip, sum=sum, cells=paired_cells,
 )
@@ -183,7 +170,3 @@ def run_page(run: Run, report: Any) -> str:
                   answered=sum(r["status"] == "ok" for r in rows), mix=mix, total_calls=sum(c for _, c, _ in mix),
                   errors=sum(r["unusable_results"] for r in rows) if counted else "n/a", repeated=sum(r["repeated"] for r in rows) if counted else "n/a",
                   kinds_text=" (" + ", ".join(f"{kind.replace('_', ' ')} {n}" for kind, n in kinds.items()) + ")" if kinds else "")
-
-
-def settings_page(run: Run, invocations: list[dict[str, Any]]) -> str:
-    return render("settings.html", run=run, invocations=invocations)

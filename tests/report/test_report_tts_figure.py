@@ -38,7 +38,7 @@ def test_one_panel_per_backbone_and_dataset_with_llm_acc_only(tmp_path):
     results = tmp_path / "results"
     results_tree(results)
     con = connect(results)
-    panels, notes = paper_figure_panels(con, varying_settings(con), method_label)
+    panels, notes = paper_figure_panels(con, varying_settings(con), method_label, OFFICIAL)
     fig = paper_figure(panels, OFFICIAL)
     axes = fig.axes
     # 2 backbones x MuSiQue x (steps, effort) + gpt-5-mini's 2Wiki steps panel; gpt-5's effort runs
