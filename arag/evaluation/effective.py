@@ -34,10 +34,7 @@ def chunk_readers() -> frozenset[str]:
 
 
 def window_of(backend: Mapping[str, Any]) -> int | None:
-    for key in WINDOW_KEYS:
-        if backend.get(key):
-            return int(backend[key])
-    return None
+    return next((int(backend[key]) for key in WINDOW_KEYS if backend.get(key)), None)
 
 
 def reply_cap_of(trajectory: Mapping[str, Any]) -> int | None:

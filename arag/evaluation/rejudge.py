@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import time
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -155,14 +156,9 @@ def rejudge_run(source: SourceRun, results_root: str | Path, settings: RunSettin
 
         async def judge_all() -> set[str]:  # one event loop: an endpoint client keeps its connections
             answered = set(done)
-            batch: list[dict[str, Any]] = []
-            for row in _answered_rows(source, done):
-                answered.add(row["question_id"])
-                batch.append(row)
-                if len(batch) >= max(batch_size, concurrency):  # a batch keeps `concurrency` calls in flight
-                    await flush(batch)
-                    batch = []
-            if batch:
+            rows = _answered_rows(source, done)
+            while batch := list(islice(rows, max(batch_size, concurrency))):  # a batch keeps `concurrency` calls in flight
+                answered.update(r["question_id"] for r in batch)
                 await flush(batch)
             return answered
 

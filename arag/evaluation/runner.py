@@ -83,10 +83,7 @@ class EpisodeRunner:
 
     async def run(self, question: Question, attempt: int = 1, worker: str | None = None) -> EpisodeRow:
         try:
-            if self.episode_timeout_s:
-                episode = await asyncio.wait_for(self.agent.arun(question.question, question.id), self.episode_timeout_s)
-            else:
-                episode = await self.agent.arun(question.question, question.id)
+            episode = await asyncio.wait_for(self.agent.arun(question.question, question.id), self.episode_timeout_s or None)
         except asyncio.TimeoutError:
             return self.failed_row(question, f"episode timed out after {self.episode_timeout_s:g}s", attempt, worker)
         except Exception as exc:  # Agent.arun records its own failures; this is a last resort

@@ -40,18 +40,15 @@ class TextCheck:
     note: str = ""  # how the preset was read, when not at the run's own commit
 
 
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
 @lru_cache(maxsize=64)
 def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str]:
     """conf/method/<name>.yaml at `commit`, and a note when the checkout's file stood in for it."""
     path = conf_path("method", f"{name}.yaml")
     if commit and commit != run_settings.code_version().get("commit"):
         try:
-            relative = path.resolve().relative_to(_repo_root())
-            text = subprocess.run(["git", "show", f"{commit}:{relative.as_posix()}"], cwd=_repo_root(), capture_output=True, text=True, timeout=10, check=True).stdout
+            root = Path(__file__).resolve().parents[2]
+            relative = path.resolve().relative_to(root)
+            text = subprocess.run(["git", "show", f"{commit}:{relative.as_posix()}"], cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout
             return yaml.safe_load(text), ""
         except (OSError, ValueError, subprocess.SubprocessError):
             note = f"the preset as of this checkout: code {commit[:7]} not in git here"
