@@ -57,9 +57,6 @@ class ContextManager:
     warned: bool = False
     observations: dict[int, Observation] = field(default_factory=dict)  # by message index
 
-    def observed(self, index: int, observation: Observation) -> None:
-        self.observations[index] = observation
-
     def should_warn(self, conversation: int) -> bool:
         return not self.warned and conversation >= self.warn_fraction * self.budget
 

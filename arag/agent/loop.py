@@ -220,7 +220,7 @@ class Agent:
 
     def _after_tool(self, manager: Any, action: ToolAction, record: ToolCallRecord, messages: list[Message], conversation: int) -> int:
         """Register the observation just appended; a successful summarize compacts the conversation."""
-        manager.observed(len(messages) - 1, Observation(record.name, record.ref_ids, lambda text, a=action: self.protocol.observation(a, text), record.text))
+        manager.observations[len(messages) - 1] = Observation(record.name, record.ref_ids, lambda text, a=action: self.protocol.observation(a, text), record.text)
         if compacts_context(record.name) and not record.error:
             manager.compact(messages, set(record.ref_ids))
             return sum(estimate_tokens(m) for m in messages)

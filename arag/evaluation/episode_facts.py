@@ -81,19 +81,10 @@ def with_defaults(name: str, arguments: Any) -> Any:
     return {**defaults, **arguments}
 
 
-def call_key(name: str, arguments: Any) -> str:
-    return json.dumps([name, normalised(with_defaults(name, arguments))], sort_keys=True, ensure_ascii=False, default=str)
-
-
 def repeated_flags(calls: Iterable[tuple[str, Any]]) -> list[bool]:
     """Per (tool name, arguments) of an episode's calls: whether an earlier call was identical."""
-    seen: set[str] = set()
-    flags = []
-    for name, arguments in calls:
-        key = call_key(str(name), arguments)
-        flags.append(key in seen)
-        seen.add(key)
-    return flags
+    keys = [json.dumps([str(n), normalised(with_defaults(str(n), a))], sort_keys=True, ensure_ascii=False, default=str) for n, a in calls]
+    return [key in keys[:i] for i, key in enumerate(keys)]
 
 
 @dataclass(frozen=True)

@@ -139,12 +139,9 @@ class RunStore:
     def claim_failed(self, question_ids: Iterable[str]) -> dict[str, int]:
         """Take the retried questions' rows out of failed/; returns each one's last attempt number."""
         table = self.failed_table()
-        if table is None:
-            return {}
         wanted = set(question_ids)
-        ids = table.column("question_id").to_pylist()
-        attempts = table.column("attempt").to_pylist()
-        claimed = {q: int(a or 1) for q, a in zip(ids, attempts) if q in wanted}
+        rows = table.select(["question_id", "attempt"]).to_pylist() if table is not None else []
+        claimed = {r["question_id"]: int(r["attempt"] or 1) for r in rows if r["question_id"] in wanted}
         if claimed:
             self._drop_failed(set(claimed))
         return claimed

@@ -119,14 +119,9 @@ class EpisodeRow:
         return {f"{ERROR_KIND_PREFIX}{k}": int(kinds.get(k, 0)) for k in FAILURE_KINDS}
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("calls_"):
-            counts = self.call_counts()
-            if name in counts:
-                return counts[name]
-        if name.startswith(ERROR_KIND_PREFIX):
-            counts = self.error_kind_counts()
-            if name in counts:
-                return counts[name]
+        for prefix, counts in (("calls_", self.call_counts), (ERROR_KIND_PREFIX, self.error_kind_counts)):
+            if name.startswith(prefix) and name in (found := counts()):
+                return found[name]
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     def to_record(self) -> dict[str, Any]:
