@@ -53,9 +53,7 @@ class SourceRun:
         return self.settings.rejudged_from is not None
 
     def origin(self) -> dict[str, Any]:
-        if self.settings.rejudged_from is not None:
-            return self.settings.rejudged_from
-        return {"run_id": self.run_id, "identity": self.identity}
+        return self.settings.rejudged_from or {"run_id": self.run_id, "identity": self.identity}
 
     @property
     def store(self) -> RunStore:
@@ -171,8 +169,7 @@ def rejudge_run(source: SourceRun, results_root: str | Path, settings: RunSettin
                 for r in source_failed.to_pylist()
                 if r["question_id"] not in seen_ok and r["status"] == ROW_FAILED
             ]
-            if failed:
-                store.write(failed)  # replaces the same questions' rows from an earlier re-judge
+            store.write(failed)  # replaces the same questions' rows from an earlier re-judge
             counts.failed_copied = len(failed)
         counts.wall_s = time.time() - started
         store.log_invocation({

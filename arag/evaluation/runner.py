@@ -28,6 +28,7 @@ from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
 from arag.llm.instrument import at_model_defaults
 from arag.methods import method_from_config
+from arag.tools.failures import ToolInfrastructureError
 
 if TYPE_CHECKING:
     from arag.serve.client import RemoteTools
@@ -98,8 +99,6 @@ class EpisodeRunner:
         prediction = episode.answer if answered else None
         scores = score_answer(prediction, question.answers)
         verdict = await self.judge.judge(question.question, question.answers, prediction, exact=scores.exact_match == 1.0)
-        from arag.tools.failures import ToolInfrastructureError
-
         try:
             evidence = await asyncio.to_thread(evidence_recall, episode, question.supporting_titles, self.titles_of if self.ctx is not None else None)
         except ToolInfrastructureError:

@@ -3,7 +3,6 @@ the run's commit with git (docs/evaluation.md, "Protocol", "Texts by fingerprint
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import subprocess
@@ -16,13 +15,10 @@ import yaml
 
 from arag.config.files import conf_path
 from arag.evaluation import run_settings
-from arag.methods import method_class
 
 PRESET = "preset"
 CUSTOM = "custom"
 EARLIER = "earlier code"
-# Method config keys holding texts the model reads (system_prompt, final_prompt, user_template, A2RAG's prompts).
-TEXT_KEY_ENDINGS = ("_prompt", "_template")
 # The texts the card names, as model_texts keys them.
 SYSTEM, FINAL = "system", "final"
 PROMPT_KEYS = {SYSTEM: "system_prompt", FINAL: "final_prompt"}
@@ -60,17 +56,9 @@ def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str
         return None, note
 
 
-def text_keys(method_cfg: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(method_class(dict(method_cfg))) if f.name.endswith(TEXT_KEY_ENDINGS))
-
-
 def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commit: str | None) -> dict[str, TextCheck]:
     shown = texts.get("method") or {}
     preset, note = preset_at(str(method_cfg.get("name")), commit)
-    try:
-        keys = text_keys(method_cfg)
-    except (KeyError, ValueError):
-        keys = tuple(PROMPT_KEYS.values())
     out = {}
     for text, key in PROMPT_KEYS.items():
         if text not in shown:
@@ -79,8 +67,7 @@ def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commi
             status = CUSTOM  # no preset of that name: a method config of the user's own
         else:
             # a key the preset leaves out takes the class default; the run's config then holds it only when set
-            same = method_cfg.get(key) == preset.get(key) if key in keys else True
-            status = PRESET if same else CUSTOM
+            status = PRESET if method_cfg.get(key) == preset.get(key) else CUSTOM
         out[text] = TextCheck(status, fingerprint(shown[text]), note if preset is not None else "")
     return out
 
