@@ -74,11 +74,10 @@ class Judge:
         messages = self.messages(question, golds, prediction)
         problem = "no attempt"
         reply: str | None = None
+        schema = VERDICT_SCHEMA if self.structured else None
         for attempt in range(max(1, self.config.attempts)):
             try:
-                completion = await self.backend.acomplete(
-                    messages, response_schema=VERDICT_SCHEMA if self.structured else None, max_tokens=self.config.max_tokens
-                )
+                completion = await self.backend.acomplete(messages, response_schema=schema, max_tokens=self.config.max_tokens)
             except LLMError as exc:
                 problem = f"LLMError: {str(exc)[:300]}"
                 if not exc.retryable:

@@ -146,8 +146,6 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
     commit = (identity.get("code") or {}).get("commit")
     prompts = T.prompt_checks(method, texts, commit)
     system = prompts.get(T.SYSTEM)
-    if system is not None and system.status != T.PRESET:
-        facts[P.PROMPT_VARIANT] = Fact("custom", f"custom (the system prompt, sha256 {system.sha}, is not the preset's)")
     if system is not None:
         added = T.added_rules(str((texts.get("method") or {}).get(T.SYSTEM) or ""))
         note = f"; {system.note}" if system.note else ""
@@ -156,6 +154,7 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
             shown = f"the {method.get('name')} preset's (sha256 {system.sha}): the paper's rules in our words" + (f", plus: {', '.join(added)}" if added else "") + note
         else:
             value, shown = "custom", f"custom (sha256 {system.sha}){note}"
+            facts[P.PROMPT_VARIANT] = Fact("custom", f"custom (the system prompt, sha256 {system.sha}, is not the preset's)")
         facts[P.SYSTEM_PROMPT] = Fact(value, shown)
     final = prompts.get(T.FINAL)
     if final is not None and tools:
@@ -234,13 +233,12 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any 
         facts.update(_loop_facts(model, agent, method, ran))
         rails = guard_rails_label(agent.get("guard_rails"))
         facts[P.GUARD_RAILS] = Fact(rails, rails)
+        facts.update(_request_facts(model, method, ran))
     facts.update(_text_facts(info, method, tools, built))
     if chunk_readers() & set(tools):
         facts[P.CHUNK_READ_HEADER] = _chunk_read_header(method, ran)
         (reader,) = sorted(chunk_readers() & set(tools))[:1]
         facts[P.READ_TOOL_NAME] = Fact(reader, reader)
-    if kind in LOOP_KINDS and tools:
-        facts.update(_request_facts(model, method, ran))
     followed = result_settings_of(tools)
     if "snippets_per_chunk" in followed:
         facts[P.SNIPPET_CAP] = _method_setting(method, "snippets_per_chunk", "all", "all")
