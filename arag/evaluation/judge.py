@@ -21,6 +21,8 @@ VERDICT_FAILED = "failed"  # the judge gave no usable verdict: LLM-Acc unknown
 SKIPPED = "skipped"  # judging disabled
 NO_ANSWER = "no_answer"  # the episode produced no prediction (scored 0, the judge is not asked)
 EXACT_MATCH = "exact_match"  # normalised exact match: correct without a judge call
+# LLM-Acc by verdict status: 0 for no answer; unknown (None) when the judge failed or was off.
+LLM_ACC = {CORRECT: 1.0, EXACT_MATCH: 1.0, INCORRECT: 0.0, NO_ANSWER: 0.0}
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -39,12 +41,7 @@ class Verdict:
 
     @property
     def llm_acc(self) -> float | None:
-        """1/0 for a verdict, 0 for no answer, None when the judge failed or was off."""
-        if self.status in (CORRECT, EXACT_MATCH):
-            return 1.0
-        if self.status in (INCORRECT, NO_ANSWER):
-            return 0.0
-        return None
+        return LLM_ACC.get(self.status)
 
     def columns(self) -> dict[str, Any]:
         return {"llm_acc": self.llm_acc, "judge_status": self.status, "judge_error": self.error, "judge_reply": self.reply, "judge_s": self.latency_s}

@@ -63,11 +63,8 @@ def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def judge_presets() -> dict[str, tuple[str, str]]:
-    out = {}
-    for path in sorted(conf_path("judge").glob("*.yaml")):
-        cfg = yaml.safe_load(path.read_text())
-        out[str(cfg.get("name") or path.stem)] = (str(cfg["system_prompt"]), str(cfg["user_template"]))
-    return out
+    configs = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(conf_path("judge").glob("*.yaml"))}
+    return {str(cfg.get("name") or stem): (str(cfg["system_prompt"]), str(cfg["user_template"])) for stem, cfg in configs.items()}
 
 
 def judge_preset(judge: Mapping[str, Any]) -> str:

@@ -40,6 +40,7 @@ class TextCheck:
 def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str]:
     """conf/method/<name>.yaml at `commit`, and a note when the checkout's file stood in for it."""
     path = conf_path("method", f"{name}.yaml")
+    note = ""
     if commit and commit != run_settings.code_version().get("commit"):
         try:
             root = Path(__file__).resolve().parents[2]
@@ -48,8 +49,6 @@ def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str
             return yaml.safe_load(text), ""
         except (OSError, ValueError, subprocess.SubprocessError):
             note = f"the preset as of this checkout: code {commit[:7]} not in git here"
-    else:
-        note = ""
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8")), note
     except OSError:

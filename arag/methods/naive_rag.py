@@ -30,7 +30,8 @@ class NaiveRagMethod(Method):
         result = checked(ctx.call(RETRIEVAL_TOOL, arguments, tracker=tracker, result_format=self.result_format))
         record = ToolCallRecord(
             step=0, name=RETRIEVAL_TOOL, arguments=arguments, text=result.text, retrieved_tokens=result.retrieved_tokens,
-            latency_s=time.perf_counter() - started, error=result.error, failure=result.failure, chunk_ids=[h.chunk_id for h in result.results],
+            latency_s=time.perf_counter() - started, error=result.error, failure=result.failure,
+            chunk_ids=[h.chunk_id for h in result.results],
         )
         messages = [Message("system", self.system_text), Message("user", self.user_template.format(question=question, context=result.text))]
         return messages, [record]
