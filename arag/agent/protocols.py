@@ -98,8 +98,7 @@ def describe_actions(tool_schemas: list[dict[str, Any]]) -> str:
         args = ", ".join(f'"{k}": {_placeholder(k, v)}' for k, v in props.items())
         optional = [k for k in props if k not in params.get("required", [])]
         note = f" ({', '.join(optional)} optional)" if optional else ""
-        lines.append(f'  {{"tool": "{fn["name"]}", "arguments": {{{args}}}}}{note}')
-        lines.append(f"    {fn['description']}")
+        lines += [f'  {{"tool": "{fn["name"]}", "arguments": {{{args}}}}}{note}', f"    {fn['description']}"]
     lines.append('or give your final answer: {"answer": "<answer>"}')
     return "\n".join(lines)
 

@@ -57,9 +57,8 @@ def replies_with_extra_calls(messages: list[Mapping[str, Any]]) -> int:
 
 def header_form(call: Mapping[str, Any]) -> str | None:
     """The first chunk header of a chunk_read result, ids written "<id>", titles "<title>"."""
-    if call.get("error"):
-        return None
-    line = next((x.strip() for x in str(call.get("text") or "").splitlines() if x.strip().startswith("[") and x.strip().endswith("]")), None)
+    lines = () if call.get("error") else (x.strip() for x in str(call.get("text") or "").splitlines())
+    line = next((x for x in lines if x.startswith("[") and x.endswith("]")), None)
     if line is None:
         return None
     inner = line[1:-1]
