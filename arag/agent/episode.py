@@ -110,8 +110,7 @@ def unpack_messages(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
     calls = trajectory.get("tool_calls") or []
     out = []
     for message in trajectory.get("messages") or []:
-        ref = message.get(CONTENT_FROM)
-        if ref is None:
+        if (ref := message.get(CONTENT_FROM)) is None:
             out.append(message)
             continue
         restored = {k: v for k, v in message.items() if k != CONTENT_FROM}

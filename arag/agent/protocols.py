@@ -153,15 +153,13 @@ class JsonProtocol(ActionProtocol):
 
     def parse(self, completion: Completion) -> list[Action]:
         text = (completion.text or "").strip()
-        fenced = _FENCE.match(text)
-        if fenced:
+        if fenced := _FENCE.match(text):
             text = fenced.group(1)
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as exc:
             if completion.finish_reason == CUT_OFF:
-                partial = cut_off_answer(text)
-                if partial:
+                if partial := cut_off_answer(text):
                     return [AnswerAction(partial, cut_off=True)]
                 return [InvalidAction("the reply was cut off at the reply-length limit before its JSON ended: write a shorter reply")]
             return [InvalidAction(f"the reply is not valid JSON ({str(exc)[:120]})")]

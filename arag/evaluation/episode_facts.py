@@ -27,8 +27,7 @@ def unknown_ids_in(call: Mapping[str, Any]) -> int:
     """How many ids a stored tool call named that do not exist: as recorded, else from its result."""
     if call.get("unknown_id_count"):
         return int(call["unknown_id_count"])
-    m = UNKNOWN_CHUNK_IDS.search(call.get("text") or "")
-    if m is None:
+    if (m := UNKNOWN_CHUNK_IDS.search(call.get("text") or "")) is None:
         return 0
     try:
         return len(json.loads(m["ids"]))
@@ -37,8 +36,7 @@ def unknown_ids_in(call: Mapping[str, Any]) -> int:
 
 
 def call_failure(call: Mapping[str, Any]) -> str | None:
-    failure = call.get("failure")
-    if failure:
+    if failure := call.get("failure"):
         return failure if failure in FAILURE_KINDS else REFUSED
     if call.get("error"):
         error = str(call["error"])

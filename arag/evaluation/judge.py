@@ -85,8 +85,7 @@ class Judge:
                 problem = f"{type(exc).__name__}: {str(exc)[:300]}"
                 break
             reply = completion.text or ""
-            status = parse_verdict(reply)
-            if status is not None:
+            if (status := parse_verdict(reply)) is not None:
                 return Verdict(status, reply[:500], None, time.perf_counter() - started)
             problem = f"unusable judge reply: {reply[:200]!r}"
         return Verdict(VERDICT_FAILED, reply[:500] if reply else None, problem, time.perf_counter() - started)
@@ -98,7 +97,6 @@ _WORD = re.compile(r"[a-z]+")
 def parse_verdict(text: str) -> str | None:
     """`{"verdict": "correct"}` (or a bare correct/incorrect/yes/no) → CORRECT/INCORRECT; None if unusable."""
     text = (text or "").strip()
-    value: Any = None
     try:
         obj = json.loads(text)
         value = obj.get("verdict", obj.get("equivalent")) if isinstance(obj, dict) else obj

@@ -145,8 +145,7 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
         return facts
     commit = (identity.get("code") or {}).get("commit")
     prompts = T.prompt_checks(method, texts, commit)
-    system = prompts.get(T.SYSTEM)
-    if system is not None:
+    if (system := prompts.get(T.SYSTEM)) is not None:
         added = T.added_rules(str((texts.get("method") or {}).get(T.SYSTEM) or ""))
         note = f"; {system.note}" if system.note else ""
         if system.status == T.PRESET:
@@ -156,14 +155,12 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
             value, shown = "custom", f"custom (sha256 {system.sha}){note}"
             facts[P.PROMPT_VARIANT] = Fact("custom", f"custom (the system prompt, sha256 {system.sha}, is not the preset's)")
         facts[P.SYSTEM_PROMPT] = Fact(value, shown)
-    final = prompts.get(T.FINAL)
-    if final is not None and tools:
+    if (final := prompts.get(T.FINAL)) is not None and tools:
         note = f"; {final.note}" if final.note else ""
         facts[P.FORCED_ANSWER] = (Fact("forced, no tools", f"tools removed, the preset's request in our words (sha256 {final.sha}){note}") if final.status == T.PRESET
                                   else Fact("custom", f"tools removed, a custom request (sha256 {final.sha}){note}"))
     same_code = commit is not None and commit == run_settings.code_version().get("commit")
-    checks = T.tool_checks(method, texts, settings.get("chunk_ids"), same_code, built)
-    if checks:
+    if checks := T.tool_checks(method, texts, settings.get("chunk_ids"), same_code, built):
         custom = [n for n, c in checks.items() if c.status == T.CUSTOM]
         earlier = [n for n, c in checks.items() if c.status == T.EARLIER]
         shas = ", ".join(f"{n} {c.sha}" for n, c in checks.items())

@@ -71,8 +71,7 @@ def judge_preset(judge: Mapping[str, Any]) -> str:
     """The judge preset a run's judge settings are, by name, else by its prompts."""
     prompts = (str(judge.get("system_prompt")), str(judge.get("user_template")))
     presets = judge_presets()
-    name = judge.get("name")
-    if name:
+    if name := judge.get("name"):
         return f"preset {name}" + ("" if name not in presets or presets[name] == prompts else ", prompts changed")
     same = [n for n, p in presets.items() if p == prompts]
     return f"preset {same[0]}" if same else "unnamed preset"

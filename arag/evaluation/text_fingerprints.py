@@ -58,17 +58,11 @@ def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str
 def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commit: str | None) -> dict[str, TextCheck]:
     shown = texts.get("method") or {}
     preset, note = preset_at(str(method_cfg.get("name")), commit)
-    out = {}
-    for text, key in PROMPT_KEYS.items():
-        if text not in shown:
-            continue
-        if preset is None:
-            status = CUSTOM  # no preset of that name: a method config of the user's own
-        else:
-            # a key the preset leaves out takes the class default; the run's config then holds it only when set
-            status = PRESET if method_cfg.get(key) == preset.get(key) else CUSTOM
-        out[text] = TextCheck(status, fingerprint(shown[text]), note if preset is not None else "")
-    return out
+    if preset is None:  # no preset of that name: a method config of the user's own
+        return {text: TextCheck(CUSTOM, fingerprint(shown[text])) for text in PROMPT_KEYS if text in shown}
+    # a key the preset leaves out takes the class default; the run's config then holds it only when set
+    return {text: TextCheck(PRESET if method_cfg.get(key) == preset.get(key) else CUSTOM, fingerprint(shown[text]), note)
+            for text, key in PROMPT_KEYS.items() if text in shown}
 
 
 def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_ids: Mapping[str, str] | None, same_code: bool, built: Any = None) -> dict[str, TextCheck]:
