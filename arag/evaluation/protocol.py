@@ -254,13 +254,9 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any 
     return facts
 
 
-AUTHORS_HEADER = "[Chunk <id>]"
-
-
 def _chunk_read_header(method: Mapping[str, Any], ran: Effective | None) -> Fact:
     if ran is not None and ran.chunk_read_header:
-        header = ran.chunk_read_header
-        return Fact(AUTHORS_HEADER if header == AUTHORS_HEADER else header, header)
+        return Fact(ran.chunk_read_header, ran.chunk_read_header)
     titles = bool(method.get("result_titles", True))
     text = chunk_read_text([Hit("<id>", title="<title>" if titles else None, prev_id="<id>", next_id="<id>")], {"<id>": ""}, [], result_format=ResultFormat(result_titles=titles))
     header = text.splitlines()[0]
@@ -302,7 +298,7 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
         given = embedder_facts(embedder_config(str(facts.get("embedder"))) or {})
         known, why = False, f" ({NOT_RECORDED}: the embedder preset of that name)"
     instruction = given.get("query_instruction")
-    out[P.QUERY_INSTRUCTION] = Fact(instruction, f"{instruction if instruction else 'none'} (on questions only){why}" if instruction else f"none{why}", recorded=known)
+    out[P.QUERY_INSTRUCTION] = Fact(instruction, f"{instruction} (on questions only){why}" if instruction else f"none{why}", recorded=known)
     out[P.EMBEDDER_PRECISION] = Fact(given.get("dtype"), f"{given.get('dtype')}{why}", recorded=known)
     return out
 
