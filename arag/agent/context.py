@@ -57,9 +57,6 @@ class ContextManager:
     warned: bool = False
     observations: dict[int, Observation] = field(default_factory=dict)  # by message index
 
-    def observed(self, index: int, observation: Observation) -> None:
-        self.observations[index] = observation
-
     def should_warn(self, conversation: int) -> bool:
         return not self.warned and conversation >= self.warn_fraction * self.budget
 
@@ -80,24 +77,20 @@ class ContextManager:
         """Reference ids whose results are still in the conversation (not replaced by the marker)."""
         return list(dict.fromkeys(r for _, obs in self.removable() for r in obs.ref_ids if removed_entry(r) not in obs.text))
 
-    def compact(self, messages: list[Message], keep: set[str]) -> list[str]:
-        """Replace, in place, every referenced result not kept by the marker; returns the removed ids.
-        Results without a reference id (errors) are removed too; summaries always stay."""
-        removed: list[str] = []
+    def compact(self, messages: list[Message], keep: set[str]) -> None:
+        """Replace, in place, every referenced result not kept by the marker (in a search result, each
+        un-kept entry). Results without a reference id (errors) are removed too; summaries always stay."""
         for index, obs in self.removable():
-            if lists_ref_entries(obs.tool) and obs.ref_ids and keep & set(obs.ref_ids):
-                text = keep_search_entries(obs.text, keep)
-                removed += [r for r in obs.ref_ids if r not in keep]
-            elif keep & set(obs.ref_ids):
-                continue
-            else:
+            if not keep & set(obs.ref_ids):
                 text = REMOVED
-                removed += obs.ref_ids
+            elif lists_ref_entries(obs.tool):
+                text = keep_search_entries(obs.text, keep)
+            else:
+                continue
             if text != obs.text:
                 obs.text = text
                 messages[index] = obs.rebuild(text)
         self.warned = False
-        return list(dict.fromkeys(removed))
 
 
 def forced_summarize_schema(schema: dict, shown: list[str]) -> dict:

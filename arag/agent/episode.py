@@ -73,11 +73,7 @@ class Episode:
 
     def to_row(self) -> dict[str, Any]:
         """Flat columns for a Parquet row: scalars stay, nested values become JSON text."""
-        row = self.to_json()
-        for key, value in row.items():
-            if isinstance(value, (list, dict)):
-                row[key] = json.dumps(value, ensure_ascii=False, default=str)
-        return row
+        return {k: json.dumps(v, ensure_ascii=False, default=str) if isinstance(v, (list, dict)) else v for k, v in self.to_json().items()}
 
 
 # A stored trajectory holds each tool result once: in its tool call's `text`. The message that
@@ -114,8 +110,7 @@ def unpack_messages(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
     calls = trajectory.get("tool_calls") or []
     out = []
     for message in trajectory.get("messages") or []:
-        ref = message.get(CONTENT_FROM)
-        if ref is None:
+        if (ref := message.get(CONTENT_FROM)) is None:
             out.append(message)
             continue
         restored = {k: v for k, v in message.items() if k != CONTENT_FROM}

@@ -220,7 +220,7 @@ class Agent:
 
     def _after_tool(self, manager: Any, action: ToolAction, record: ToolCallRecord, messages: list[Message], conversation: int) -> int:
         """Register the observation just appended; a successful summarize compacts the conversation."""
-        manager.observed(len(messages) - 1, Observation(record.name, record.ref_ids, lambda text, a=action: self.protocol.observation(a, text), record.text))
+        manager.observations[len(messages) - 1] = Observation(record.name, record.ref_ids, lambda text, a=action: self.protocol.observation(a, text), record.text)
         if compacts_context(record.name) and not record.error:
             manager.compact(messages, set(record.ref_ids))
             return sum(estimate_tokens(m) for m in messages)
@@ -262,7 +262,8 @@ class Agent:
         if size <= room:
             return note
         room = int(room * 0.9) - 16  # the backend's tokenizer may count the cut text higher than cl100k does
-        text = note_text(note, action, self.protocol)
+        record = ep.tool_calls[-1]  # the call `note` shows
+        text = record.text
         text_tokens = count_tokens(text)
         keep = max(0, room - (size - text_tokens) - count_tokens(TRUNCATION_NOTE))
         kept = truncate_tokens(text, keep)
@@ -275,7 +276,6 @@ class Agent:
         ep.guard_rail_events.append(f"step {step}: {action.name} result cut from {size} to {estimate_tokens(cut)} tokens to fit the context window")
         # The record says what the model was shown: retrieved tokens count the text put into the
         # context, so a cut result counts the share of its retrieved text that was kept.
-        record = ep.tool_calls[-1]
         record.retrieved_tokens = round(record.retrieved_tokens * count_tokens(kept) / max(1, text_tokens))
         record.chunk_ids = chunk_ids_shown(record.chunk_ids, text, len(kept))
         record.neighbour_ids = [n for n in record.neighbour_ids if f": {n}" in kept]
@@ -392,13 +392,6 @@ def fitted_token_budget(token_budget: int | None, window: int, cap: int) -> int:
     way for runs that did not record it (arag.evaluation.protocol)."""
     limit = max(256, window - reply_room(cap, window) - CONTEXT_MARGIN_TOKENS)
     return limit if token_budget is None else min(token_budget, limit)
-
-
-def note_text(note: Message, action: ToolAction, protocol: ActionProtocol) -> str:
-    """The tool result inside an observation message (the JSON protocol prefixes the tool name)."""
-    prefix = protocol.observation(action, "").content
-    text = note.content or ""
-    return text[len(prefix):] if prefix and text.startswith(prefix) else text
 
 
 def chunk_ids_shown(chunk_ids: list[str], text: str, kept_chars: int) -> list[str]:

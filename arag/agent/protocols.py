@@ -98,8 +98,7 @@ def describe_actions(tool_schemas: list[dict[str, Any]]) -> str:
         args = ", ".join(f'"{k}": {_placeholder(k, v)}' for k, v in props.items())
         optional = [k for k in props if k not in params.get("required", [])]
         note = f" ({', '.join(optional)} optional)" if optional else ""
-        lines.append(f'  {{"tool": "{fn["name"]}", "arguments": {{{args}}}}}{note}')
-        lines.append(f"    {fn['description']}")
+        lines += [f'  {{"tool": "{fn["name"]}", "arguments": {{{args}}}}}{note}', f"    {fn['description']}"]
     lines.append('or give your final answer: {"answer": "<answer>"}')
     return "\n".join(lines)
 
@@ -154,15 +153,13 @@ class JsonProtocol(ActionProtocol):
 
     def parse(self, completion: Completion) -> list[Action]:
         text = (completion.text or "").strip()
-        fenced = _FENCE.match(text)
-        if fenced:
+        if fenced := _FENCE.match(text):
             text = fenced.group(1)
         try:
             value = json.loads(text)
         except (ValueError, RecursionError) as exc:
             if completion.finish_reason == CUT_OFF:
-                partial = cut_off_answer(text)
-                if partial:
+                if partial := cut_off_answer(text):
                     return [AnswerAction(partial, cut_off=True)]
                 return [InvalidAction("the reply was cut off at the reply-length limit before its JSON ended: write a shorter reply")]
             return [InvalidAction(f"the reply is not valid JSON ({str(exc)[:120]})")]

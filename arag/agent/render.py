@@ -16,8 +16,7 @@ def _clip(text: str, lines: int) -> str:
 
 def render_episode(ep: Episode, observation_lines: int = 12) -> str:
     out = [f"question: {ep.question}", f"method: {ep.method}   model: {ep.backend.get('model')} ({ep.backend.get('backend')}, {ep.protocol} protocol)"]
-    rails = {k: v for k, v in (ep.guard_rails or {}).items() if k != "max_refusals" and v}
-    if rails:
+    if rails := {k: v for k, v in (ep.guard_rails or {}).items() if k != "max_refusals" and v}:
         out.append("guard rails on: " + ", ".join(f"{k}={v}" for k, v in rails.items()) + " (help for small models, not part of the paper's method)")
     by_step: dict[int, list] = {}
     for call in ep.tool_calls:

@@ -34,10 +34,7 @@ def chunk_readers() -> frozenset[str]:
 
 
 def window_of(backend: Mapping[str, Any]) -> int | None:
-    for key in WINDOW_KEYS:
-        if backend.get(key):
-            return int(backend[key])
-    return None
+    return next((int(backend[key]) for key in WINDOW_KEYS if backend.get(key)), None)
 
 
 def reply_cap_of(trajectory: Mapping[str, Any]) -> int | None:
@@ -60,9 +57,8 @@ def replies_with_extra_calls(messages: list[Mapping[str, Any]]) -> int:
 
 def header_form(call: Mapping[str, Any]) -> str | None:
     """The first chunk header of a chunk_read result, ids written "<id>", titles "<title>"."""
-    if call.get("error"):
-        return None
-    line = next((x.strip() for x in str(call.get("text") or "").splitlines() if x.strip().startswith("[") and x.strip().endswith("]")), None)
+    lines = () if call.get("error") else (x.strip() for x in str(call.get("text") or "").splitlines())
+    line = next((x for x in lines if x.startswith("[") and x.endswith("]")), None)
     if line is None:
         return None
     inner = line[1:-1]

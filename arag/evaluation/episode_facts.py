@@ -27,8 +27,7 @@ def unknown_ids_in(call: Mapping[str, Any]) -> int:
     """How many ids a stored tool call named that do not exist: as recorded, else from its result."""
     if call.get("unknown_id_count"):
         return int(call["unknown_id_count"])
-    m = UNKNOWN_CHUNK_IDS.search(call.get("text") or "")
-    if m is None:
+    if (m := UNKNOWN_CHUNK_IDS.search(call.get("text") or "")) is None:
         return 0
     try:
         return len(json.loads(m["ids"]))
@@ -37,8 +36,7 @@ def unknown_ids_in(call: Mapping[str, Any]) -> int:
 
 
 def call_failure(call: Mapping[str, Any]) -> str | None:
-    failure = call.get("failure")
-    if failure:
+    if failure := call.get("failure"):
         return failure if failure in FAILURE_KINDS else REFUSED
     if call.get("error"):
         error = str(call["error"])
@@ -81,19 +79,10 @@ def with_defaults(name: str, arguments: Any) -> Any:
     return {**defaults, **arguments}
 
 
-def call_key(name: str, arguments: Any) -> str:
-    return json.dumps([name, normalised(with_defaults(name, arguments))], sort_keys=True, ensure_ascii=False, default=str)
-
-
 def repeated_flags(calls: Iterable[tuple[str, Any]]) -> list[bool]:
     """Per (tool name, arguments) of an episode's calls: whether an earlier call was identical."""
-    seen: set[str] = set()
-    flags = []
-    for name, arguments in calls:
-        key = call_key(str(name), arguments)
-        flags.append(key in seen)
-        seen.add(key)
-    return flags
+    keys = [json.dumps([str(n), normalised(with_defaults(str(n), a))], sort_keys=True, ensure_ascii=False, default=str) for n, a in calls]
+    return [key in keys[:i] for i, key in enumerate(keys)]
 
 
 @dataclass(frozen=True)

@@ -56,14 +56,6 @@ class EvidenceRecall:
     at_k: dict[int, float | None] | None = None  # Recall@k over the passages retrieved, in retrieval order
     chunk_titles: dict[str, str] = field(default_factory=dict)  # the title field of each seen chunk looked up
 
-    @property
-    def recall_seen(self) -> float | None:
-        return self.found_seen / self.n_supporting if self.n_supporting else None
-
-    @property
-    def recall_read(self) -> float | None:
-        return self.found_read / self.n_supporting if self.n_supporting else None
-
 
 def gold_chunks(chunk_titles: Mapping[str, str | None], supporting_titles: Iterable[str]) -> dict[str, list[str]]:
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}

@@ -21,6 +21,8 @@ VERDICT_FAILED = "failed"  # the judge gave no usable verdict: LLM-Acc unknown
 SKIPPED = "skipped"  # judging disabled
 NO_ANSWER = "no_answer"  # the episode produced no prediction (scored 0, the judge is not asked)
 EXACT_MATCH = "exact_match"  # normalised exact match: correct without a judge call
+# LLM-Acc by verdict status: 0 for no answer; unknown (None) when the judge failed or was off.
+LLM_ACC = {CORRECT: 1.0, EXACT_MATCH: 1.0, INCORRECT: 0.0, NO_ANSWER: 0.0}
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -39,12 +41,7 @@ class Verdict:
 
     @property
     def llm_acc(self) -> float | None:
-        """1/0 for a verdict, 0 for no answer, None when the judge failed or was off."""
-        if self.status in (CORRECT, EXACT_MATCH):
-            return 1.0
-        if self.status in (INCORRECT, NO_ANSWER):
-            return 0.0
-        return None
+        return LLM_ACC.get(self.status)
 
     def columns(self) -> dict[str, Any]:
         return {"llm_acc": self.llm_acc, "judge_status": self.status, "judge_error": self.error, "judge_reply": self.reply, "judge_s": self.latency_s}
@@ -74,11 +71,10 @@ class Judge:
         messages = self.messages(question, golds, prediction)
         problem = "no attempt"
         reply: str | None = None
+        schema = VERDICT_SCHEMA if self.structured else None
         for attempt in range(max(1, self.config.attempts)):
             try:
-                completion = await self.backend.acomplete(
-                    messages, response_schema=VERDICT_SCHEMA if self.structured else None, max_tokens=self.config.max_tokens
-                )
+                completion = await self.backend.acomplete(messages, response_schema=schema, max_tokens=self.config.max_tokens)
             except LLMError as exc:
                 problem = f"LLMError: {str(exc)[:300]}"
                 if not exc.retryable:
@@ -89,8 +85,7 @@ class Judge:
                 problem = f"{type(exc).__name__}: {str(exc)[:300]}"
                 break
             reply = completion.text or ""
-            status = parse_verdict(reply)
-            if status is not None:
+            if (status := parse_verdict(reply)) is not None:
                 return Verdict(status, reply[:500], None, time.perf_counter() - started)
             problem = f"unusable judge reply: {reply[:200]!r}"
         return Verdict(VERDICT_FAILED, reply[:500] if reply else None, problem, time.perf_counter() - started)
@@ -102,7 +97,6 @@ _WORD = re.compile(r"[a-z]+")
 def parse_verdict(text: str) -> str | None:
     """`{"verdict": "correct"}` (or a bare correct/incorrect/yes/no) → CORRECT/INCORRECT; None if unusable."""
     text = (text or "").strip()
-    value: Any = None
     try:
         obj = json.loads(text)
         value = obj.get("verdict", obj.get("equivalent")) if isinstance(obj, dict) else obj

@@ -26,16 +26,11 @@ def _norm(text: str) -> str:
     return n if n else " ".join(text.lower().split())
 
 
-def _golds(golds: Iterable[str]) -> list[str]:
-    out = [_norm(g) for g in golds]
-    return [g for g in out if g]
-
-
 def _best(prediction: str | None, golds: Iterable[str], score: Callable[[str, str], float]) -> float:
     if not prediction:
         return 0.0
     p = _norm(prediction)
-    return max((score(p, g) for g in _golds(golds)), default=0.0)
+    return max((score(p, g) for g in map(_norm, golds) if g), default=0.0)
 
 
 def token_f1(prediction: str, gold: str) -> float:

@@ -145,10 +145,7 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
         return facts
     commit = (identity.get("code") or {}).get("commit")
     prompts = T.prompt_checks(method, texts, commit)
-    system = prompts.get(T.SYSTEM)
-    if system is not None and system.status != T.PRESET:
-        facts[P.PROMPT_VARIANT] = Fact("custom", f"custom (the system prompt, sha256 {system.sha}, is not the preset's)")
-    if system is not None:
+    if (system := prompts.get(T.SYSTEM)) is not None:
         added = T.added_rules(str((texts.get("method") or {}).get(T.SYSTEM) or ""))
         note = f"; {system.note}" if system.note else ""
         if system.status == T.PRESET:
@@ -156,15 +153,14 @@ def _text_facts(info: Mapping[str, Any], method: Mapping[str, Any], tools: tuple
             shown = f"the {method.get('name')} preset's (sha256 {system.sha}): the paper's rules in our words" + (f", plus: {', '.join(added)}" if added else "") + note
         else:
             value, shown = "custom", f"custom (sha256 {system.sha}){note}"
+            facts[P.PROMPT_VARIANT] = Fact("custom", f"custom (the system prompt, sha256 {system.sha}, is not the preset's)")
         facts[P.SYSTEM_PROMPT] = Fact(value, shown)
-    final = prompts.get(T.FINAL)
-    if final is not None and tools:
+    if (final := prompts.get(T.FINAL)) is not None and tools:
         note = f"; {final.note}" if final.note else ""
         facts[P.FORCED_ANSWER] = (Fact("forced, no tools", f"tools removed, the preset's request in our words (sha256 {final.sha}){note}") if final.status == T.PRESET
                                   else Fact("custom", f"tools removed, a custom request (sha256 {final.sha}){note}"))
     same_code = commit is not None and commit == run_settings.code_version().get("commit")
-    checks = T.tool_checks(method, texts, settings.get("chunk_ids"), same_code, built)
-    if checks:
+    if checks := T.tool_checks(method, texts, settings.get("chunk_ids"), same_code, built):
         custom = [n for n, c in checks.items() if c.status == T.CUSTOM]
         earlier = [n for n, c in checks.items() if c.status == T.EARLIER]
         shas = ", ".join(f"{n} {c.sha}" for n, c in checks.items())
@@ -234,13 +230,12 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any 
         facts.update(_loop_facts(model, agent, method, ran))
         rails = guard_rails_label(agent.get("guard_rails"))
         facts[P.GUARD_RAILS] = Fact(rails, rails)
+        facts.update(_request_facts(model, method, ran))
     facts.update(_text_facts(info, method, tools, built))
     if chunk_readers() & set(tools):
         facts[P.CHUNK_READ_HEADER] = _chunk_read_header(method, ran)
         (reader,) = sorted(chunk_readers() & set(tools))[:1]
         facts[P.READ_TOOL_NAME] = Fact(reader, reader)
-    if kind in LOOP_KINDS and tools:
-        facts.update(_request_facts(model, method, ran))
     followed = result_settings_of(tools)
     if "snippets_per_chunk" in followed:
         facts[P.SNIPPET_CAP] = _method_setting(method, "snippets_per_chunk", "all", "all")
@@ -259,13 +254,9 @@ def run_facts(info: Mapping[str, Any], ran: Effective | None = None, built: Any 
     return facts
 
 
-AUTHORS_HEADER = "[Chunk <id>]"
-
-
 def _chunk_read_header(method: Mapping[str, Any], ran: Effective | None) -> Fact:
     if ran is not None and ran.chunk_read_header:
-        header = ran.chunk_read_header
-        return Fact(AUTHORS_HEADER if header == AUTHORS_HEADER else header, header)
+        return Fact(ran.chunk_read_header, ran.chunk_read_header)
     titles = bool(method.get("result_titles", True))
     text = chunk_read_text([Hit("<id>", title="<title>" if titles else None, prev_id="<id>", next_id="<id>")], {"<id>": ""}, [], result_format=ResultFormat(result_titles=titles))
     header = text.splitlines()[0]
@@ -307,7 +298,7 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
         given = embedder_facts(embedder_config(str(facts.get("embedder"))) or {})
         known, why = False, f" ({NOT_RECORDED}: the embedder preset of that name)"
     instruction = given.get("query_instruction")
-    out[P.QUERY_INSTRUCTION] = Fact(instruction, f"{instruction if instruction else 'none'} (on questions only){why}" if instruction else f"none{why}", recorded=known)
+    out[P.QUERY_INSTRUCTION] = Fact(instruction, f"{instruction} (on questions only){why}" if instruction else f"none{why}", recorded=known)
     out[P.EMBEDDER_PRECISION] = Fact(given.get("dtype"), f"{given.get('dtype')}{why}", recorded=known)
     return out
 

@@ -123,16 +123,11 @@ def equals(expected: Any) -> Callable[[Any], bool]:
     return lambda value: value == expected
 
 
-def at_least(minimum: int) -> Callable[[Any], bool]:
-    return lambda value: isinstance(value, int) and value >= minimum
-
-
 NOT_STATED = "not stated"
-AUTHORS = "authors' code a44de6b"
 
 
 def authors(path: str) -> str:
-    return f"{AUTHORS}, {path}"
+    return f"authors' code a44de6b, {path}"
 
 
 A_RAG_BACKBONES = ("gpt-5-mini", "gpt-4o-mini")
@@ -155,7 +150,8 @@ A_RAG = PaperProtocol(
                             "o200k_base", authors("src/arag/tools/*.py (tiktoken for gpt-4o)")),
         MAX_STEPS: Expected("15", f"{OFFICIAL} (agent.max_loops; the paper text names none)", equals(15), "15", authors("configs/example.yaml")),
         TOKEN_BUDGET: Expected("128000", f"{OFFICIAL} (agent.max_token_budget)", equals(128000), "128000", authors("configs/example.yaml")),
-        REPLY_CAP: Expected("≥ 16384", "Appendix B (max_tokens ≥ 16384); official: 16384", at_least(16384), "16384", authors("configs/example.yaml")),
+        REPLY_CAP: Expected("≥ 16384", "Appendix B (max_tokens ≥ 16384); official: 16384", lambda v: isinstance(v, int) and v >= 16384,
+                            "16384", authors("configs/example.yaml")),
         # the value is (effort, model name): GPT-4o-mini, the paper's other backbone, has no reasoning effort
         REASONING_EFFORT: Expected("medium", f"{OFFICIAL} (llm.reasoning_effort)", lambda v: v[0] == "medium" or (v[0] is None and "gpt-4o-mini" in v[1])),
         GUARD_RAILS: Expected("none", "§3.3 Agent Loop and Appendix C, Algorithm 1 (no constraint on the agent's choices)", equals("off")),

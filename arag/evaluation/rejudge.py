@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import time
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -52,9 +53,7 @@ class SourceRun:
         return self.settings.rejudged_from is not None
 
     def origin(self) -> dict[str, Any]:
-        if self.settings.rejudged_from is not None:
-            return self.settings.rejudged_from
-        return {"run_id": self.run_id, "identity": self.identity}
+        return self.settings.rejudged_from or {"run_id": self.run_id, "identity": self.identity}
 
     @property
     def store(self) -> RunStore:
@@ -70,8 +69,7 @@ def find_runs(results_root: str | Path, run_ids: Iterable[str] | None = None) ->
     if run_ids is not None:
         if not run_ids:
             raise RejudgeError("runs=[] names no run: give runs=[<run id>, ...], or runs=null for every run under results.path")
-        missing = [r for r in run_ids if not RunStore(root, r).has_info()]
-        if missing:
+        if missing := [r for r in run_ids if not RunStore(root, r).has_info()]:
             known = [p.name for p in find_run_dirs(root, nested=False)]
             raise RejudgeError(f"no run {', '.join(missing)} under {root}; its runs: {', '.join(known) or 'none'}")
         return [SourceRun.open(root / r) for r in run_ids]
@@ -147,23 +145,15 @@ def rejudge_run(source: SourceRun, results_root: str | Path, settings: RunSettin
                 "wall_s": (row["wall_s"] or 0.0) - (row["judge_s"] or 0.0) + verdict.latency_s,
             }
 
-        async def flush(batch: list[dict[str, Any]]) -> None:
-            rows = await asyncio.gather(*(judged(r) for r in batch))
-            store.claim_failed(r["question_id"] for r in rows)  # a question is never both answered and failed
-            store.write(rows)
-            counts.judged += len(rows)
-
         async def judge_all() -> set[str]:  # one event loop: an endpoint client keeps its connections
             answered = set(done)
-            batch: list[dict[str, Any]] = []
-            for row in _answered_rows(source, done):
-                answered.add(row["question_id"])
-                batch.append(row)
-                if len(batch) >= max(batch_size, concurrency):  # a batch keeps `concurrency` calls in flight
-                    await flush(batch)
-                    batch = []
-            if batch:
-                await flush(batch)
+            rows = _answered_rows(source, done)
+            while batch := list(islice(rows, max(batch_size, concurrency))):  # a batch keeps `concurrency` calls in flight
+                answered.update(r["question_id"] for r in batch)
+                new_rows = await asyncio.gather(*(judged(r) for r in batch))
+                store.claim_failed(r["question_id"] for r in new_rows)  # a question is never both answered and failed
+                store.write(new_rows)
+                counts.judged += len(new_rows)
             return answered
 
         seen_ok = asyncio.run(judge_all())
@@ -175,8 +165,7 @@ def rejudge_run(source: SourceRun, results_root: str | Path, settings: RunSettin
                 for r in source_failed.to_pylist()
                 if r["question_id"] not in seen_ok and r["status"] == ROW_FAILED
             ]
-            if failed:
-                store.write(failed)  # replaces the same questions' rows from an earlier re-judge
+            store.write(failed)  # replaces the same questions' rows from an earlier re-judge
             counts.failed_copied = len(failed)
         counts.wall_s = time.time() - started
         store.log_invocation({

@@ -8,6 +8,7 @@ import json
 import os
 import time
 from contextlib import contextmanager, suppress
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -39,7 +40,6 @@ class RunStore:
         self.info_path = self.root / RUN_INFO
         self._lock_fd: int | None = None
         self._seq = 0
-        self._failed_ids: set[str] | None = None  # question ids in failed/, read on first need
 
     def open(self) -> "RunStore":
         self.episodes.mkdir(parents=True, exist_ok=True)
@@ -110,27 +110,18 @@ class RunStore:
 
     def read_rows(self, columns: Iterable[str] | None = None, question_id: str | None = None) -> list[dict[str, Any]]:
         """The stored rows, answered then failed; columns an older schema version lacks read as None."""
-        rows: list[dict[str, Any]] = []
-        for path in self.row_files():
-            rows += read_file_rows(path, columns, question_id)
-        return rows
+        return [row for path in self.row_files() for row in read_file_rows(path, columns, question_id)]
 
     def read_rows_by_file(self, columns: Iterable[str] | None = None) -> list[tuple[Path, list[dict[str, Any]]]]:
         return [(path, read_file_rows(path, columns)) for path in self.row_files()]
 
     def read_invocations(self) -> list[dict[str, Any]]:
         path = self.root / INVOCATIONS
-        if not path.is_file():
-            return []
-        out = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                out.append(record)
-        return out
+        records = []
+        for line in path.read_text(encoding="utf-8").splitlines() if path.is_file() else []:
+            with suppress(ValueError):  # a line cut short by a kill
+                records.append(json.loads(line))
+        return [r for r in records if isinstance(r, dict)]
 
     def part_files(self) -> list[Path]:
         return sorted(self.episodes.glob("part-*.parquet"))
@@ -148,12 +139,9 @@ class RunStore:
     def claim_failed(self, question_ids: Iterable[str]) -> dict[str, int]:
         """Take the retried questions' rows out of failed/; returns each one's last attempt number."""
         table = self.failed_table()
-        if table is None:
-            return {}
         wanted = set(question_ids)
-        ids = table.column("question_id").to_pylist()
-        attempts = table.column("attempt").to_pylist()
-        claimed = {q: int(a or 1) for q, a in zip(ids, attempts) if q in wanted}
+        rows = table.select(["question_id", "attempt"]).to_pylist() if table is not None else []
+        claimed = {r["question_id"]: int(r["attempt"] or 1) for r in rows if r["question_id"] in wanted}
         if claimed:
             self._drop_failed(set(claimed))
         return claimed
@@ -166,7 +154,7 @@ class RunStore:
             atomic_write_table(rows_to_table(ok), self.episodes / self._part_name())
         if failed:
             new = {r["question_id"] for r in failed}
-            stored = self._stored_failed_ids()
+            stored = self._stored_failed_ids
             if new & stored:
                 # Removed before the new rows are written: a kill in between leaves the question
                 # unrecorded (run again), never recorded twice.
@@ -179,10 +167,10 @@ class RunStore:
         self._seq += 1
         return f"part-{time.time_ns():020d}-{os.getpid()}-{self._seq:05d}.parquet"
 
+    @cached_property
     def _stored_failed_ids(self) -> set[str]:
-        if self._failed_ids is None:
-            self._failed_ids = {q for f in self.failed_files() for q in _question_ids(f)}
-        return self._failed_ids
+        """Question ids in failed/, read on first need and kept up to date by this store's writes."""
+        return {q for f in self.failed_files() for q in _question_ids(f)}
 
     def _drop_failed(self, question_ids: set[str]) -> None:
         for path in self.failed_files():
@@ -196,7 +184,7 @@ class RunStore:
             else:
                 path.unlink()
                 _fsync_dir(path.parent)
-        self._stored_failed_ids().difference_update(question_ids)
+        self._stored_failed_ids.difference_update(question_ids)
 
 
 def _question_ids(path: Path) -> list[str]:

@@ -113,20 +113,14 @@ class EpisodeRow:
 
     def error_kind_counts(self) -> dict[str, int]:
         kinds = self.__dict__.get("tool_error_kinds") or {}
-        unknown = set(kinds) - set(FAILURE_KINDS)
-        if unknown:
+        if unknown := set(kinds) - set(FAILURE_KINDS):
             raise ValueError(f"tool_error_kinds: unknown failure kind(s) {', '.join(sorted(unknown))}; known: {', '.join(FAILURE_KINDS)}")
         return {f"{ERROR_KIND_PREFIX}{k}": int(kinds.get(k, 0)) for k in FAILURE_KINDS}
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("calls_"):
-            counts = self.call_counts()
-            if name in counts:
-                return counts[name]
-        if name.startswith(ERROR_KIND_PREFIX):
-            counts = self.error_kind_counts()
-            if name in counts:
-                return counts[name]
+        for prefix, counts in (("calls_", self.call_counts), (ERROR_KIND_PREFIX, self.error_kind_counts)):
+            if name.startswith(prefix) and name in (found := counts()):
+                return found[name]
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     def to_record(self) -> dict[str, Any]:
@@ -146,9 +140,7 @@ _INT64 = ("token_budget", "retrieved_tokens", "prompt_tokens", "completion_token
 
 
 def _column_type(f: Any) -> pa.DataType:
-    if f.name in _INT64:
-        return pa.int64()
-    return _BY_ANNOTATION.get(str(f.type).removesuffix(" | None"), pa.string())
+    return pa.int64() if f.name in _INT64 else _BY_ANNOTATION.get(str(f.type).removesuffix(" | None"), pa.string())
 
 
 def row_schema() -> pa.Schema:

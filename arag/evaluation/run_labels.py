@@ -31,21 +31,17 @@ def index_facts(index_path: str | Path, build_fingerprint: str | None = None, ma
     return manifest_facts(manifest)
 
 
-def _conf_yaml(path: Path) -> Any:
-    return yaml.safe_load(path.read_text())
-
-
 @lru_cache(maxsize=1)
 def _index_defaults() -> tuple[str, dict[str, Any]]:
-    index_conf = _conf_yaml(conf_path("index.yaml"))
+    index_conf = yaml.safe_load(conf_path("index.yaml").read_text())
     embedder = next(d["embedder"] for d in index_conf["defaults"] if isinstance(d, dict) and "embedder" in d)
-    name = _conf_yaml(conf_path("embedder", f"{embedder}.yaml"))["name"]
+    name = yaml.safe_load(conf_path("embedder", f"{embedder}.yaml").read_text())["name"]
     return str(name), {**dataclasses.asdict(IndexBuild()), **index_conf["index"]}
 
 
 @lru_cache(maxsize=16)
 def embedder_config(name: str) -> dict[str, Any] | None:
-    configs = (_conf_yaml(path) for path in sorted(conf_path("embedder").glob("*.yaml")))
+    configs = (yaml.safe_load(path.read_text()) for path in sorted(conf_path("embedder").glob("*.yaml")))
     return next((cfg for cfg in configs if isinstance(cfg, dict) and cfg.get("name") == name), None)
 
 
@@ -67,19 +63,15 @@ def assumed_index_facts(corpus: Mapping[str, Any] | None) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def judge_presets() -> dict[str, tuple[str, str]]:
-    out = {}
-    for path in sorted(conf_path("judge").glob("*.yaml")):
-        cfg = _conf_yaml(path)
-        out[str(cfg.get("name") or path.stem)] = (str(cfg["system_prompt"]), str(cfg["user_template"]))
-    return out
+    configs = {path.stem: yaml.safe_load(path.read_text()) for path in sorted(conf_path("judge").glob("*.yaml"))}
+    return {str(cfg.get("name") or stem): (str(cfg["system_prompt"]), str(cfg["user_template"])) for stem, cfg in configs.items()}
 
 
 def judge_preset(judge: Mapping[str, Any]) -> str:
     """The judge preset a run's judge settings are, by name, else by its prompts."""
     prompts = (str(judge.get("system_prompt")), str(judge.get("user_template")))
     presets = judge_presets()
-    name = judge.get("name")
-    if name:
+    if name := judge.get("name"):
         return f"preset {name}" + ("" if name not in presets or presets[name] == prompts else ", prompts changed")
     same = [n for n, p in presets.items() if p == prompts]
     return f"preset {same[0]}" if same else "unnamed preset"

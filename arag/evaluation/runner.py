@@ -28,6 +28,7 @@ from arag.llm.base import LLMBackend
 from arag.llm.factory import make_backend
 from arag.llm.instrument import at_model_defaults
 from arag.methods import method_from_config
+from arag.tools.failures import ToolInfrastructureError
 
 if TYPE_CHECKING:
     from arag.serve.client import RemoteTools
@@ -83,10 +84,7 @@ class EpisodeRunner:
 
     async def run(self, question: Question, attempt: int = 1, worker: str | None = None) -> EpisodeRow:
         try:
-            if self.episode_timeout_s:
-                episode = await asyncio.wait_for(self.agent.arun(question.question, question.id), self.episode_timeout_s)
-            else:
-                episode = await self.agent.arun(question.question, question.id)
+            episode = await asyncio.wait_for(self.agent.arun(question.question, question.id), self.episode_timeout_s or None)
         except asyncio.TimeoutError:
             return self.failed_row(question, f"episode timed out after {self.episode_timeout_s:g}s", attempt, worker)
         except Exception as exc:  # Agent.arun records its own failures; this is a last resort
@@ -101,8 +99,6 @@ class EpisodeRunner:
         prediction = episode.answer if answered else None
         scores = score_answer(prediction, question.answers)
         verdict = await self.judge.judge(question.question, question.answers, prediction, exact=scores.exact_match == 1.0)
-        from arag.tools.failures import ToolInfrastructureError
-
         try:
             evidence = await asyncio.to_thread(evidence_recall, episode, question.supporting_titles, self.titles_of if self.ctx is not None else None)
         except ToolInfrastructureError:

@@ -3,7 +3,6 @@ the run's commit with git (docs/evaluation.md, "Protocol", "Texts by fingerprint
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import subprocess
@@ -16,13 +15,10 @@ import yaml
 
 from arag.config.files import conf_path
 from arag.evaluation import run_settings
-from arag.methods import method_class
 
 PRESET = "preset"
 CUSTOM = "custom"
 EARLIER = "earlier code"
-# Method config keys holding texts the model reads (system_prompt, final_prompt, user_template, A2RAG's prompts).
-TEXT_KEY_ENDINGS = ("_prompt", "_template")
 # The texts the card names, as model_texts keys them.
 SYSTEM, FINAL = "system", "final"
 PROMPT_KEYS = {SYSTEM: "system_prompt", FINAL: "final_prompt"}
@@ -40,52 +36,33 @@ class TextCheck:
     note: str = ""  # how the preset was read, when not at the run's own commit
 
 
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
 @lru_cache(maxsize=64)
 def preset_at(name: str, commit: str | None) -> tuple[dict[str, Any] | None, str]:
     """conf/method/<name>.yaml at `commit`, and a note when the checkout's file stood in for it."""
     path = conf_path("method", f"{name}.yaml")
+    note = ""
     if commit and commit != run_settings.code_version().get("commit"):
         try:
-            relative = path.resolve().relative_to(_repo_root())
-            text = subprocess.run(["git", "show", f"{commit}:{relative.as_posix()}"], cwd=_repo_root(), capture_output=True, text=True, timeout=10, check=True).stdout
+            root = Path(__file__).resolve().parents[2]
+            relative = path.resolve().relative_to(root)
+            text = subprocess.run(["git", "show", f"{commit}:{relative.as_posix()}"], cwd=root, capture_output=True, text=True, timeout=10, check=True).stdout
             return yaml.safe_load(text), ""
         except (OSError, ValueError, subprocess.SubprocessError):
             note = f"the preset as of this checkout: code {commit[:7]} not in git here"
-    else:
-        note = ""
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8")), note
     except OSError:
         return None, note
 
 
-def text_keys(method_cfg: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(method_class(dict(method_cfg))) if f.name.endswith(TEXT_KEY_ENDINGS))
-
-
 def prompt_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], commit: str | None) -> dict[str, TextCheck]:
     shown = texts.get("method") or {}
     preset, note = preset_at(str(method_cfg.get("name")), commit)
-    try:
-        keys = text_keys(method_cfg)
-    except (KeyError, ValueError):
-        keys = tuple(PROMPT_KEYS.values())
-    out = {}
-    for text, key in PROMPT_KEYS.items():
-        if text not in shown:
-            continue
-        if preset is None:
-            status = CUSTOM  # no preset of that name: a method config of the user's own
-        else:
-            # a key the preset leaves out takes the class default; the run's config then holds it only when set
-            same = method_cfg.get(key) == preset.get(key) if key in keys else True
-            status = PRESET if same else CUSTOM
-        out[text] = TextCheck(status, fingerprint(shown[text]), note if preset is not None else "")
-    return out
+    if preset is None:  # no preset of that name: a method config of the user's own
+        return {text: TextCheck(CUSTOM, fingerprint(shown[text])) for text in PROMPT_KEYS if text in shown}
+    # a key the preset leaves out takes the class default; the run's config then holds it only when set
+    return {text: TextCheck(PRESET if method_cfg.get(key) == preset.get(key) else CUSTOM, fingerprint(shown[text]), note)
+            for text, key in PROMPT_KEYS.items() if text in shown}
 
 
 def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_ids: Mapping[str, str] | None, same_code: bool, built: Any = None) -> dict[str, TextCheck]:

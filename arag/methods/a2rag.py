@@ -85,8 +85,7 @@ class A2RagMethod(Method):
             raise ValueError(f"method {FULL_METHOD} is the A2RAG paper's Full method (relation seeds on); its Node-only ablation is method={NODE_ONLY_METHOD}")
         if self.name == NODE_ONLY_METHOD and self.relation_seeds:
             raise ValueError(f"method {NODE_ONLY_METHOD} is the A2RAG paper's Node-only ablation (relation_seeds: false); the Full method is method={FULL_METHOD}")
-        missing = [k for k in CHECKS if not self.rewrite_prompts.get(k)]
-        if missing:
+        if missing := [k for k in CHECKS if not self.rewrite_prompts.get(k)]:
             raise ValueError(f"method.rewrite_prompts lacks {', '.join(missing)}")
         for key in ("answer_prompt", "triple_check_prompt", *(("sufficiency_prompt",) if self.sufficiency == "llm" else ())):
             if not getattr(self, key):

@@ -23,21 +23,14 @@ class NaiveRagMethod(Method):
         return True
 
     def initial_messages(self, question, ctx, tracker):
-        if ctx is None:
-            raise ValueError(f"method {self.name!r} needs an index")
         started = time.perf_counter()
+        arguments = {"query": question, "top_k": self.top_k}
         # A retrieval that failed on its own (or a tool server gone, which raises) fails the episode:
         # the model must not answer from an error text as if it were the context.
-        result = checked(ctx.call(RETRIEVAL_TOOL, {"query": question, "top_k": self.top_k}, tracker=tracker, result_format=self.result_format))
+        result = checked(ctx.call(RETRIEVAL_TOOL, arguments, tracker=tracker, result_format=self.result_format))
         record = ToolCallRecord(
-            step=0,
-            name=RETRIEVAL_TOOL,
-            arguments={"query": question, "top_k": self.top_k},
-            text=result.text,
-            retrieved_tokens=result.retrieved_tokens,
-            latency_s=time.perf_counter() - started,
-            error=result.error,
-            failure=result.failure,
+            step=0, name=RETRIEVAL_TOOL, arguments=arguments, text=result.text, retrieved_tokens=result.retrieved_tokens,
+            latency_s=time.perf_counter() - started, error=result.error, failure=result.failure,
             chunk_ids=[h.chunk_id for h in result.results],
         )
         messages = [Message("system", self.system_text), Message("user", self.user_template.format(question=question, context=result.text))]

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from arag.evaluation.questions import Question
-from tests.evaluation.test_runner import ctx, run, settings  # noqa: F401  (ctx: the module's index fixture)
+from tests.evaluation.test_runner import run, settings
 
 # The gold answer only on the reply's second line: a scorer that took the first line (or a span
 # extracted from it) would miss it.

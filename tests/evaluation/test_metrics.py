@@ -118,7 +118,6 @@ def test_evidence_recall_separates_seen_from_read():
     assert seen == {"1#0", "3#0", "2#0"} and read == {"2#0"}
     r = evidence_recall(ep, ["Lothair II", "Ermengarde of Tours"], lookup)
     assert (r.n_supporting, r.found_seen, r.found_read) == (2, 2, 1)
-    assert r.recall_seen == 1.0 and r.recall_read == 0.5
 
 
 def test_whole_chunk_tools_and_full_text_methods_count_as_read():
@@ -129,6 +128,6 @@ def test_whole_chunk_tools_and_full_text_methods_count_as_read():
 
 def test_evidence_recall_without_supporting_titles_is_unknown():
     r = evidence_recall(_episode([("chunk_read", ["1#0"])]), [], lookup)
-    assert r.recall_seen is None and r.recall_read is None
+    assert r.n_supporting == 0 and r.at_k == {2: None, 5: None}
     r = evidence_recall(_episode([]), ["Lothair II"], None)  # direct: nothing read
-    assert r.recall_read == 0.0 and r.recall_seen == 0.0
+    assert (r.n_supporting, r.found_seen, r.found_read) == (1, 0, 0)

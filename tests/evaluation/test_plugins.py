@@ -19,7 +19,6 @@ from arag.evaluation.run_settings import RunSettings
 from arag.llm.scripted import ScriptedBackend
 from arag.registry import BACKEND, METHOD, TOOL, register, unregister
 from arag.tools.base import NOT_EVIDENCE, READ, SNIPPET, Hit, ToolResult, ToolSpec
-from tests.support.tiny_index import fake_encode
 
 TOY = "toy_lookup"
 # Ermengarde of Tours' chunk in the evaluation index (tests/support/scripted_evaluation.py), one of the two
@@ -51,14 +50,6 @@ def registered():
     yield add
     for kind, name in added:
         unregister(kind, name)
-
-
-@pytest.fixture(scope="module")
-def ctx(eval_index):
-    from arag.tools import ToolContext
-
-    with ToolContext(eval_index.path, encoder=fake_encode) as c:
-        yield c
 
 
 def toy_settings(judge) -> RunSettings:

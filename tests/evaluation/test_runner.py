@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import json
 
-import pytest
 import yaml
 
 from arag.evaluation.questions import Question
@@ -16,7 +15,6 @@ from arag.llm.scripted import ScriptedBackend
 from arag.llm.types import LLMError
 from arag.methods import METHOD_CONF_DIR
 from tests.support.scripted_evaluation import compose_evaluate
-from tests.support.tiny_index import fake_encode
 
 Q = Question("q0", "When did Lothair II's mother die?", ("20 March 851",), ("Lothair II", "Ermengarde of Tours"))
 FAST = {"backoff_initial_s": 0.0, "backoff_max_s": 0.0, "backoff_jitter_s": 0.0}
@@ -38,14 +36,6 @@ def settings(method="arag_full", model=None, agent=None, judge_model=None, **jud
         index_path="/index",
         index_build_fingerprint="fp",
     )
-
-
-@pytest.fixture(scope="module")
-def ctx(eval_index):
-    from arag.tools import ToolContext
-
-    with ToolContext(eval_index.path, encoder=fake_encode) as c:
-        yield c
 
 
 def run(s: RunSettings, script, ctx, question=Q, **kw):

@@ -24,7 +24,6 @@ from arag.tools import DocumentSession
 from arag.tools.tracker import ReadTracker
 from tests.support.scripted_evaluation import QUESTIONS, base_overrides, compose_evaluate, read_rows
 from tests.evaluation.test_runner import settings
-from tests.support.tiny_index import fake_encode
 
 # Every kind the model can cause, and two repeats: the second empty search (top_k given as its
 # default) and the second read of 2#0 and nope#9 (nothing new, an id unknown).
@@ -50,14 +49,6 @@ HYDRA_SCRIPT = (
     "{tool:chunk_read,arguments:{chunk_ids:['2#0']}},{tool:keyword_search,arguments:{keywords:'not a list'}},"
     "{tool:no_such_tool,arguments:{}},{answer:'20 March 851'}]"
 )
-
-
-@pytest.fixture(scope="module")
-def ctx(eval_index):
-    from arag.tools import ToolContext
-
-    with ToolContext(eval_index.path, encoder=fake_encode) as c:
-        yield c
 
 
 def test_each_unusable_result_carries_its_kind_and_its_text_is_unchanged(ctx):

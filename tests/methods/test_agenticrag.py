@@ -158,7 +158,7 @@ def test_shown_ref_ids_leave_out_removed_results_and_entries():
     search = "[turn1search1] A\\nline\n\n[turn1search2] B\\nline"
     messages = [Message("user", "q"), Message("tool", search), Message("tool", "opened"), Message("tool", "notes")]
     for i, (tool, refs, text) in enumerate([("search", ["turn1search1", "turn1search2"], search), ("open", ["turn2open1"], "opened"), ("summarize", [], "notes")], start=1):
-        manager.observed(i, Observation(tool, refs, lambda t: Message("tool", t), text))
+        manager.observations[i] = Observation(tool, refs, lambda t: Message("tool", t), text)
     assert manager.shown_ref_ids() == ["turn1search1", "turn1search2", "turn2open1"]
     manager.compact(messages, {"turn1search2"})
     assert manager.shown_ref_ids() == ["turn1search2"]
