@@ -45,31 +45,25 @@ class WaitingConnections:
             self._least_useful(connection).evict()
 
     def _least_useful(self, newcomer: Any) -> Any:
-        """A connection that never showed the token, else an idle one, else, when its client holds more
-        places than the newcomer's, the oldest; each of the client holding the most places among those.
-        The newcomer counts as its address's authorised client's (it has sent nothing yet)."""
-        others = [c for c in self._waiting if c is not newcomer]
-        places = Counter(c.share_key for c in others)
-        for candidates in ([c for c in others if not c.authorised], [c for c in others if c.idle]):
-            if candidates:
-                return most_holding(candidates, places)
-        if places[(newcomer.share_key[0], True)] + 1 >= max(places.values()):
-            return newcomer  # its own client holds as many places as any: this is its excess
-        return most_holding(others, places)
+        """A connection of the client holding the most places, so no client keeps more while another
+        waits: one that never showed the token (oldest first), else the least recently useful idle
+        one, else the newcomer when it is that client's (its excess), else that client's oldest."""
+        places = Counter(c.share_key for c in self._waiting)
+        most = max(places.values())
+        crowded = [c for c in self._waiting if places[c.share_key] == most]
+        unproven = [c for c in crowded if not c.authorised and c is not newcomer]
+        idle = [c for c in crowded if c.idle]
+        if unproven:
+            return unproven[0]
+        if idle:
+            return min(idle, key=lambda c: c.useful_at)
+        return newcomer if newcomer in crowded else crowded[0]
 
     def discard(self, connection: Any) -> None:
         self._waiting.pop(connection, None)
 
     def __contains__(self, connection: Any) -> bool:
         return connection in self._waiting
-
-
-def most_holding(candidates: list[Any], places: Counter) -> Any:
-    """Of `candidates`, the ones of the client holding the most `places`: the least recently useful idle one, else the oldest."""
-    most = max(places[c.share_key] for c in candidates)
-    crowded = [c for c in candidates if places[c.share_key] == most]
-    idle = [c for c in crowded if c.idle]
-    return min(idle, key=lambda c: c.useful_at) if idle else crowded[0]
 
 
 def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: WaitingConnections) -> type[asyncio.Protocol]:
@@ -119,8 +113,9 @@ def bounded_protocol(base: type[asyncio.Protocol], timeout_s: float, waiting: Wa
 
         @property
         def share_key(self) -> tuple[str, bool]:
-            """The client whose share of waiting places this connection takes."""
-            return ((self.client or ("?",))[0], self.authorised)
+            """The client whose share of waiting places this connection takes: its address, and whether
+            it showed the token (one not answered yet counts as its address's authorised client's)."""
+            return ((self.client or ("?",))[0], self.authorised or not self._answered)
 
         @property
         def idle(self) -> bool:

@@ -215,3 +215,17 @@ def test_an_unauthenticated_flood_from_an_authorised_clients_address_takes_none_
         response = ready_call(shares, "127.0.0.2")
         assert response.status_code == 200, response.text
         assert_one_closed(flood, "too many connections are waiting")
+
+
+def test_a_new_clients_connection_keeps_its_place_when_a_client_holding_more_connects_again(shares):
+    # Every waiting place: another client's kept-alive connections; then the newcomer connects, and
+    # that client connects once more before the newcomer has sent anything.
+    kept_alive = f"GET /tools HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    with connections(shares, MAX_WAITING, kept_alive, "127.0.0.2", answered=200):
+        victim = connect(shares, "127.0.0.3")
+        try:
+            with connections(shares, 1, kept_alive, "127.0.0.2", answered=200):  # answered: the server took it in after the victim
+                victim.sendall(kept_alive.encode())
+                assert status_of(read_answer(victim)) == 200  # was closed with a 503: it had shown no token yet
+        finally:
+            victim.close()
