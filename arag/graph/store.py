@@ -233,11 +233,9 @@ class GraphStore:
         hoods = {s: {s} for s in seeds}
         if relations:
             rows = self.relation_rows(set(relations) | UNTYPED_RELATIONS)
-            for h, t in zip(self.edge_head[rows].tolist(), self.edge_tail[rows].tolist()):
-                if h in hoods:
-                    hoods[h].add(t)
-                if t in hoods:
-                    hoods[t].add(h)
+            heads, tails = self.edge_head[rows], self.edge_tail[rows]
+            for s, hood in hoods.items():
+                hood.update(tails[heads == s].tolist(), heads[tails == s].tolist())
             return hoods
         for s, hood in zip(seeds, self.graph.neighborhood(seeds, order=1, mindist=1) if seeds else []):
             hoods[s].update(hood)
