@@ -319,8 +319,7 @@ def seeds_connected(hoods: dict[int, set[int]]) -> bool:
     groups: list[set[int]] = []
     for hood in hoods.values():
         joined = [g for g in groups if g & hood]
-        merged = set(hood).union(*joined)
-        groups = [g for g in groups if not any(g is j for j in joined)] + [merged]
+        groups = [g for g in groups if not g & hood] + [set(hood).union(*joined)]
     return len(groups) <= 1
 
 
