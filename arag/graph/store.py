@@ -127,11 +127,8 @@ class GraphStore:
         for r in rows:
             r = int(r)
             key = (int(self.edge_head[r]), self.edge_relation[r], int(self.edge_tail[r]))
-            if key not in found:
-                if len(found) >= limit:
-                    continue
-                found[key] = []
-            found[key].append(self.edge_chunks[r])
+            if key in found or len(found) < limit:
+                found.setdefault(key, []).append(self.edge_chunks[r])
         return [GraphTriple(self.shown_names[h], rel, self.shown_names[t], tuple(dict.fromkeys(c))) for (h, rel, t), c in found.items()]
 
     def local_triples(self, seeds: list[int], hoods: dict[int, set[int]], relations: set[str] | None, limit: int) -> list[GraphTriple]:
