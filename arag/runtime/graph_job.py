@@ -100,7 +100,8 @@ def build_graph(
     tasks = PartTasks(num_cpus=runtime.num_cpus, num_gpus=runtime.num_gpus, max_in_flight=runtime.max_in_flight)
     totals = {"triples": "num_triples", "rejected": "num_rejected"}
     records = run_parts(
-        plan, done, _extract_task, shared, tasks=tasks, progress=progress, desc="extracting", unit="chunk", size=lambda p: p.end - p.start, totals=totals
+        plan, done, _extract_task, shared, tasks=tasks, totals=totals, size=lambda p: p.end - p.start,
+        progress=progress, desc="extracting", unit="chunk",
     )
     log.info("merging %d parts", len(plan))
     merge = ray.remote(num_cpus=runtime.merge_num_cpus, max_retries=1)(merge_graph)
