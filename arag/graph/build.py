@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from arag.graph.extract import _SENTENCE, RULES_LABEL, Chunk, ExtractionReject, Extractor, LLMExtractor, make_extractor, normalise_name, written_by
@@ -177,9 +178,8 @@ def merge_graph(
     if missing:
         raise GraphBuildError(f"graph parts {missing[:5]} have no commit record; cannot merge")
     files = {kind: [str(layout.part_file(kind, p.part)) for p in plan] for kind in ("triples", "mentions")}
-    con = duckdb.connect()
-    con.create_function("norm", normalise_name, ["VARCHAR"], "VARCHAR")
-    try:
+    with duckdb.connect() as con:
+        con.create_function("norm", normalise_name, ["VARCHAR"], "VARCHAR")
         con.execute("CREATE TABLE m AS SELECT chunk_id, surface, norm(surface) AS name FROM read_parquet(?)", [files["mentions"]])
         con.execute("CREATE TABLE t AS SELECT chunk_id, norm(head) AS h, relation, norm(tail) AS tl, head, tail FROM read_parquet(?)", [files["triples"]])
         # Every triple end is a node, even if an LLM named it only in a triple.
@@ -202,29 +202,25 @@ def merge_graph(
         for table, target in (("nodes", layout.nodes), ("edges", layout.edges), ("prov", layout.provenance), ("rels", layout.relations)):
             _write_parquet(con.sql(f"SELECT * FROM {table}").to_arrow_table(), target)
         counts = {k: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for k, t in (("num_nodes", "nodes"), ("num_edges", "edges"), ("num_provenance", "prov"), ("num_relations", "rels"))}
-    finally:
-        con.close()
     index = Index(index_root)
     summaries = document_summaries(index, summary_sentences)
-    texts = [summaries.column("summary").to_pylist()]
-    targets = [layout.summary_vectors]
+    vector_texts = {layout.summary_vectors: summaries.column("summary").to_pylist()}
     if llm_summaries:
         parts = pa.concat_tables([pq.read_table(layout.part_file("gate_summaries", p.part)) for p in plan])
-        written = dict(zip(parts.column("doc_id").to_pylist(), parts.column("summary").to_pylist()))
-        llm = [written.get(d) for d in summaries.column("doc_id").to_pylist()]
-        summaries = summaries.append_column("llm_summary", pa.array(llm, pa.string()))
-        counts["num_llm_summaries"] = sum(x is not None for x in llm)
-        counts["num_summary_fallbacks"] = len(llm) - counts["num_llm_summaries"]  # rejected replies: the extractive summary stands in
-        texts.append([w if w is not None else e for w, e in zip(llm, texts[0])])
-        targets.append(layout.llm_summary_vectors)
+        # A document's summary is written by the one part its first chunk is in: null where it was rejected.
+        llm = parts["summary"].take(pc.index_in(summaries["doc_id"], value_set=parts["doc_id"]))
+        summaries = summaries.append_column("llm_summary", llm)
+        counts["num_llm_summaries"] = len(llm) - llm.null_count
+        counts["num_summary_fallbacks"] = llm.null_count  # rejected replies: the extractive summary stands in
+        vector_texts[layout.llm_summary_vectors] = pc.coalesce(llm, summaries["summary"]).to_pylist()
     _write_parquet(summaries, layout.summaries)
     counts["num_summaries"] = summaries.num_rows
     if encoder is None:
         encoder = SentenceEmbedder(on_this_machine(index.embedder_spec)).encode_documents
-    nodes = pq.read_table(layout.nodes, columns=["name"]).column("name").to_pylist()
-    rels = pq.read_table(layout.relations, columns=["relation"]).column("relation").to_pylist()
-    for texts_, target in ((nodes, layout.node_vectors), (rels, layout.relation_vectors), *zip(texts, targets)):
-        vectors = encoder(texts_) if texts_ else np.zeros((0, index.dimension), np.float32)
+    vector_texts[layout.node_vectors] = pq.read_table(layout.nodes, columns=["name"]).column("name").to_pylist()
+    vector_texts[layout.relation_vectors] = pq.read_table(layout.relations, columns=["relation"]).column("relation").to_pylist()
+    for target, texts in vector_texts.items():
+        vectors = encoder(texts) if texts else np.zeros((0, index.dimension), np.float32)
         with atomic_path(target) as tmp:
             np.save(tmp, np.asarray(vectors, dtype=np.float32))
     return counts
@@ -232,14 +228,11 @@ def merge_graph(
 
 def document_summaries(index: Index, sentences: int = 2) -> pa.Table:
     """Extractive summaries: each document's title and the first `sentences` sentences of its first chunk."""
-    con = duckdb.connect()
-    try:
+    with duckdb.connect() as con:
         rows = con.execute(
             "SELECT doc_id, arg_min(title, position), arg_min(text, position) FROM read_parquet(?) GROUP BY doc_id ORDER BY doc_id",
             [[str(f) for f in index.chunk_files]],
         ).fetchall()
-    finally:
-        con.close()
     summaries = []
     for doc_id, title, text in rows:
         title = title or ""
@@ -256,10 +249,7 @@ def assemble_graph_manifest(layout: GraphLayout, identity: dict[str, Any], recor
         "extractor": written_by(identity["extractor"], RULES_LABEL),
         "summaries": written_by(identity.get("summaries"), EXTRACTIVE_LABEL),
         "num_parts": len(records),
-        "num_chunks": sum(r.num_chunks for r in records),
-        "num_triples": sum(r.num_triples for r in records),
-        "num_rejected": sum(r.num_rejected for r in records),
-        "num_summary_rejected": sum(r.num_summary_rejected for r in records),
+        **{key: sum(getattr(r, key) for r in records) for key in ("num_chunks", "num_triples", "num_rejected", "num_summary_rejected")},
         "workers": sorted({r.worker for r in records if r.worker}),
         **counts,
         "elapsed_s": round(elapsed_s, 3),

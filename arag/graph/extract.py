@@ -166,11 +166,6 @@ TRIPLES_SCHEMA = {
 }
 
 
-def model_identity(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """A model config as a graph's identity records it: no secrets (API keys, tokens)."""
-    return {k: v for k, v in sorted(model_cfg.items()) if "key" not in k and "token" not in k.replace("max_tokens", "")}
-
-
 class ChatModelTask:
     """A graph-build task over a chat model; the backend is built on first use, so the driver can
     read the identity without loading a model."""
@@ -193,7 +188,7 @@ class ChatModelTask:
     def identity(self, **fields: Any) -> dict[str, Any]:
         """The task as a graph's identity records it: `fields`, the prompt's digest, the model without secrets."""
         digest = hashlib.sha256(self.prompt.encode()).hexdigest()[:16]
-        model = model_identity(self.model_cfg)
+        model = {k: v for k, v in sorted(self.model_cfg.items()) if "key" not in k and "token" not in k.replace("max_tokens", "")}
         return {"kind": "llm", "version": 1, **fields, "prompt_sha256": digest, "model": model, "max_tokens": self.max_tokens}
 
     def reply(self, user_text: str, schema: dict[str, Any]) -> str:

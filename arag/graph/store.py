@@ -127,11 +127,8 @@ class GraphStore:
         for r in rows:
             r = int(r)
             key = (int(self.edge_head[r]), self.edge_relation[r], int(self.edge_tail[r]))
-            if key not in found:
-                if len(found) >= limit:
-                    continue
-                found[key] = []
-            found[key].append(self.edge_chunks[r])
+            if key in found or len(found) < limit:
+                found.setdefault(key, []).append(self.edge_chunks[r])
         return [GraphTriple(self.shown_names[h], rel, self.shown_names[t], tuple(dict.fromkeys(c))) for (h, rel, t), c in found.items()]
 
     def local_triples(self, seeds: list[int], hoods: dict[int, set[int]], relations: set[str] | None, limit: int) -> list[GraphTriple]:
@@ -233,11 +230,9 @@ class GraphStore:
         hoods = {s: {s} for s in seeds}
         if relations:
             rows = self.relation_rows(set(relations) | UNTYPED_RELATIONS)
-            for h, t in zip(self.edge_head[rows].tolist(), self.edge_tail[rows].tolist()):
-                if h in hoods:
-                    hoods[h].add(t)
-                if t in hoods:
-                    hoods[t].add(h)
+            heads, tails = self.edge_head[rows], self.edge_tail[rows]
+            for s, hood in hoods.items():
+                hood.update(tails[heads == s].tolist(), heads[tails == s].tolist())
             return hoods
         for s, hood in zip(seeds, self.graph.neighborhood(seeds, order=1, mindist=1) if seeds else []):
             hoods[s].update(hood)
@@ -321,8 +316,7 @@ def seeds_connected(hoods: dict[int, set[int]]) -> bool:
     groups: list[set[int]] = []
     for hood in hoods.values():
         joined = [g for g in groups if g & hood]
-        merged = set(hood).union(*joined)
-        groups = [g for g in groups if not any(g is j for j in joined)] + [merged]
+        groups = [g for g in groups if not g & hood] + [set(hood).union(*joined)]
     return len(groups) <= 1
 
 

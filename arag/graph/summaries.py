@@ -32,8 +32,8 @@ def summary_mode(summaries: str | None, extractor_cfg: Mapping[str, Any]) -> str
 
 
 class LLMSummariser(ChatModelTask):
-    def __init__(self, model: Mapping[str, Any], backend: Any = None, max_tokens: int = 256, prompt: str = SUMMARY_PROMPT):
-        super().__init__(model, prompt, max_tokens, backend)
+    def __init__(self, model: Mapping[str, Any], backend: Any = None):
+        super().__init__(model, SUMMARY_PROMPT, max_tokens=256, backend=backend)
 
     def summarise(self, title: str, text: str) -> str:
         return parse_summary(self.reply(f"Document (title: {title}):\n{text}", SUMMARY_SCHEMA), json_reply=self.json_protocol)

@@ -42,10 +42,6 @@ class Slots(Generic[T]):
         for i in range(n):
             self._free.put_nowait(resources[i % len(resources)])
 
-    def waiting(self) -> int:
-        """Callers waiting for a slot now."""
-        return len(getattr(self._free, "_getters", ()))
-
     @contextlib.asynccontextmanager
     async def take(self) -> AsyncIterator[T]:
         started = time.perf_counter()

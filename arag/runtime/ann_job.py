@@ -77,7 +77,7 @@ def _train_and_encode(plan: ann.AnnPlan, layout: IndexLayout, with_vectors: list
         shards = {r.part: str(layout.vectors(r.part)) for r in with_vectors}
         rows = {r.part: r.num_sentences for r in with_vectors}
         # k-means is one multi-threaded task: give it the cores of the largest node (up to 16).
-        threads = _largest_node_cpus(TRAIN_MAX_CPUS, use_gpu)
+        threads = _largest_node_cpus(use_gpu)
         task = ray.remote(_train).options(num_cpus=threads, num_gpus=1 if use_gpu else 0, max_retries=2)
         training = ray.get(task.remote(plan, shards, rows, str(trained), use_gpu, threads))
         write_json_atomic(record_path, training)  # after trained.faiss: its presence means training is done
@@ -118,7 +118,7 @@ def _measure_recall(settings: IndexSettings, layout: IndexLayout, with_vectors: 
     sample = ray.remote(_sample_queries).options(num_cpus=1, max_retries=2).remote(shards, rows, texts, settings.embedder)
     exact = ray.remote(ann_recall.exact_neighbours).options(num_cpus=1, max_retries=2)
     truth = [exact.remote(layout.vectors(r.part), r.part, sample) for r in with_vectors]
-    threads = _largest_node_cpus(TRAIN_MAX_CPUS, False)
+    threads = _largest_node_cpus(False)
     lists = [str(ann.part_lists_path(root, r.part)) for r in with_vectors]
     measure = ray.remote(_measure).options(num_cpus=threads, max_retries=2)
     measured = ray.get(measure.remote(str(ann.trained_path(root)), lists, settings.ann_recall, threads, sample, *truth))
@@ -132,10 +132,10 @@ def _part_record(root: Path, part: int, rows: int, seconds: float | None) -> dic
     return record
 
 
-def _largest_node_cpus(cap: int, with_gpu: bool) -> int:
-    """CPUs of the largest alive node (with a GPU, when the task needs one), at most `cap`."""
+def _largest_node_cpus(with_gpu: bool) -> int:
+    """CPUs of the largest alive node (with a GPU, when the task needs one), at most TRAIN_MAX_CPUS."""
     nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive") and (n["Resources"].get("GPU", 0) >= 1 or not with_gpu)]
-    return max(1, min(cap, int(max((n.get("CPU", 0) for n in nodes), default=1))))
+    return max(1, min(TRAIN_MAX_CPUS, int(max((n.get("CPU", 0) for n in nodes), default=1))))
 
 
 def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], target: str, use_gpu: bool, threads: int) -> dict[str, Any]:

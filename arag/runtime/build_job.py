@@ -27,6 +27,3 @@ class JobResult:
     def since(cls, started: float, action: Any, manifest: Path) -> JobResult:
         """The result of a job started at `started` (perf_counter) that wrote `manifest`."""
         return cls(action, read_json(manifest), time.perf_counter() - started)
-
-    def summary(self) -> str:
-        raise NotImplementedError

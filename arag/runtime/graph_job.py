@@ -7,7 +7,6 @@ import logging
 import os
 import socket
 import time
-from dataclasses import asdict
 from typing import Any, Callable, Mapping
 
 from arag.config.schemas import GraphRuntime  # the `runtime.graph` node's schema, re-exported here
@@ -63,14 +62,14 @@ def oversubscribed_cores(extractor_cfg: Mapping[str, Any], task_cpus: float, cor
     )
 
 
-def _extract_task(part: Any, *, index_root: str, extractor_cfg: Mapping[str, Any], summaries: str) -> dict:
+def _extract_task(part: Any, *, index_root: str, extractor_cfg: Mapping[str, Any], summaries: str) -> GraphPartRecord:
     import ray
 
     # Kill tests: the task of part N (and later) stops before extracting, so parts 0..N-1 are committed.
     hold_at_fault_point("ARAG_FAULT_HANG_AFTER_GRAPH_PARTS", part.part, "graph build")
     node = ray.get_runtime_context().get_node_id()[:8]
     worker = f"{node}/{socket.gethostname()}:{os.getpid()}"
-    return asdict(extract_part(index_root, part, extractor_cfg, worker=worker, summaries=summaries))
+    return extract_part(index_root, part, extractor_cfg, worker=worker, summaries=summaries)
 
 
 def build_graph(
@@ -97,18 +96,12 @@ def build_graph(
     if warning := oversubscribed_cores(settings.extractor, runtime.num_cpus):
         log.warning(warning)
     done = {p.part: GraphPartRecord(**read_json(layout.part_file("parts", p.part))) for p in plan if layout.part_file("parts", p.part).exists()}
+    shared = {"index_root": str(layout.index_root), "extractor_cfg": dict(settings.extractor), "summaries": settings.summary_mode}
+    tasks = PartTasks(num_cpus=runtime.num_cpus, num_gpus=runtime.num_gpus, max_in_flight=runtime.max_in_flight)
+    totals = {"triples": "num_triples", "rejected": "num_rejected"}
     records = run_parts(
-        plan,
-        done,
-        _extract_task,
-        {"index_root": str(layout.index_root), "extractor_cfg": dict(settings.extractor), "summaries": settings.summary_mode},
-        lambda result: GraphPartRecord(**result),
-        tasks=PartTasks(num_cpus=runtime.num_cpus, num_gpus=runtime.num_gpus, max_in_flight=runtime.max_in_flight),
-        progress=progress,
-        desc="extracting",
-        unit="chunk",
-        size=lambda p: p.end - p.start,
-        totals={"triples": "num_triples", "rejected": "num_rejected"},
+        plan, done, _extract_task, shared, tasks=tasks, totals=totals, size=lambda p: p.end - p.start,
+        progress=progress, desc="extracting", unit="chunk",
     )
     log.info("merging %d parts", len(plan))
     merge = ray.remote(num_cpus=runtime.merge_num_cpus, max_retries=1)(merge_graph)

@@ -51,7 +51,7 @@ class BuildResult(JobResult):
         return f"indexed {counts} in {self.elapsed_s:.1f}s ({rate:.0f} sentences/s)"
 
 
-def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingSettings, root: str, rehash: bool) -> dict:
+def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingSettings, root: str, rehash: bool) -> PartRecord:
     """Phase 1's task: one input part in, its commit record out (kept if its input is unchanged), with
     the retrieval tools' cache of the part."""
     layout = IndexLayout(root)
@@ -59,7 +59,7 @@ def _build_part_task(part: InputPart, *, corpus: CorpusSpec, chunking: ChunkingS
     cache = part_cache_dir(layout.root, part.part)
     if built or not cache.exists():
         build_part_cache(layout.chunks(part.part), layout.sentences(part.part), part.part, cache)
-    return record.to_json()
+    return record
 
 
 def _verify_part_task(part: InputPart, *, corpus: CorpusSpec, root: str) -> dict:
@@ -120,7 +120,12 @@ def build_index(
     if action is BuildAction.RESUME and discard_parts_beyond(layout, len(plan)):
         log.info("the inputs now plan into %d parts: the parts beyond were discarded", len(plan))
 
-    records = _run_phase1(settings, layout, plan, progress, verified, rehash=verify_inputs)
+    # Chunk every part without a record; check the others against their input unless verified (a killed
+    # build may be resumed on edited files).
+    shared = {"corpus": settings.corpus, "chunking": settings.chunking, "root": str(layout.root), "rehash": verify_inputs}
+    done = {p: read_part_record(layout, p) for p in verified}
+    totals = {"chunks": "num_chunks", "rejected": "num_rejected"}
+    records = run_parts(plan, done, _build_part_task, shared, progress=progress, desc="chunking", totals=totals)
     check = ray.remote(num_cpus=1, max_retries=1)(find_duplicate_chunk_ids)  # on a worker: only the duplicates come back
     duplicates = [tuple(d) for d in ray.get(check.remote(layout, records))]
     if duplicates:
@@ -155,24 +160,6 @@ def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputP
                 stale.append(int(row["part"]))
             bar.update(1)
     return sorted(stale)
-
-
-def _run_phase1(
-    settings: IndexSettings, layout: IndexLayout, plan: list[InputPart], progress: bool, verified: set[int] = frozenset(), rehash: bool = False
-) -> list[PartRecord]:
-    """Chunk every part without a record; check the others against their input unless `verified`
-    (a killed build may be resumed on edited files)."""
-    done = {p: read_part_record(layout, p) for p in verified}
-    return run_parts(
-        plan,
-        done,
-        _build_part_task,
-        {"corpus": settings.corpus, "chunking": settings.chunking, "root": str(layout.root), "rehash": rehash},
-        lambda result: PartRecord(**result),
-        progress=progress,
-        desc="chunking",
-        totals={"chunks": "num_chunks", "rejected": "num_rejected"},
-    )
 
 
 def _run_phase2(

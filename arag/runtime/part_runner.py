@@ -77,9 +77,8 @@ def run_part_tasks(task: Callable[..., Any], parts: Sequence[P], shared: Mapping
 def run_parts(
     plan: Sequence[P],
     done: Mapping[int, R],
-    task: Callable[..., dict],
+    task: Callable[..., R],
     shared: Mapping[str, Any],
-    to_record: Callable[[dict], R],
     *,
     tasks: PartTasks = PartTasks(),
     progress: bool = True,
@@ -88,7 +87,7 @@ def run_parts(
     size: Callable[[P], int] = lambda part: 1,
     totals: Mapping[str, str] | None = None,
 ) -> list[R]:
-    """Every part's record in plan order: `done`'s as they are, the others `to_record(result)`.
+    """Every part's record in plan order: `done`'s as they are, the others `task(part, **shared)`'s.
     size: a part's progress units; totals: {label: record attribute} summed beside the bar."""
     records: dict[int, R] = dict(done)
     pending = [p for p in plan if p.part not in records]  # type: ignore[attr-defined]
@@ -96,8 +95,7 @@ def run_parts(
     with progress_bar(sum(size(p) for p in plan), desc, progress, unit=unit) as bar:
         bar.update(sum(size(p) for p in plan if p.part in records))  # type: ignore[attr-defined]
         by_part = {p.part: p for p in pending}  # type: ignore[attr-defined]
-        for result in run_part_tasks(task, pending, shared, tasks):
-            record = to_record(result)
+        for record in run_part_tasks(task, pending, shared, tasks):
             records[record.part] = record  # type: ignore[attr-defined]
             for label, attr in (totals or {}).items():
                 sums[label] += getattr(record, attr)

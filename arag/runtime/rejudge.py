@@ -4,6 +4,7 @@ workers get the same way (evaluate_job)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -31,7 +32,7 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
     target = str(cfg.out if cfg.out is not None else cfg.results.path)
     backends: dict[str, Any] = {}  # one judge backend per model config, shared by the runs it judges
     summaries = []
-    try:
+    with contextlib.ExitStack() as closing:
         for source in sources:
             settings = rejudged_settings(source, judge, judge_model)
             # By default each run's own model at the model's defaults: a sweep's runs share one judge.
@@ -43,7 +44,7 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
                 caps, warnings = backend_caps(model_cfg, concurrency, concurrency, role="judge.model" if judge_model is not None else "model")
                 for warning in warnings:
                     logging.getLogger("arag.rejudge").warning("%s", warning)
-                backends[key] = make_backend({**model_cfg, **caps})
+                backends[key] = closing.enter_context(contextlib.closing(make_backend({**model_cfg, **caps})))
             with progress_bar(None, f"{source.run_id} → {settings.run_id}", bool(cfg.progress), unit="ep") as bar:
                 counts = rejudge_run(source, target, settings, backends[key], concurrency=concurrency, batch_size=int(cfg.batch_size), on_row=bar.update)
             print(
@@ -59,7 +60,4 @@ def rejudge(cfg: DictConfig, *, out=sys.stdout) -> list[dict[str, Any]]:
             summary = summarize_run(RunStore(target, settings.run_id)) | {"rejudged_from": settings.rejudged_from["run_id"]}
             print(format_summary(summary), file=out)
             summaries.append(summary)
-    finally:
-        for backend in backends.values():
-            backend.close()
     return summaries

@@ -61,7 +61,7 @@ def test_llm_s_leaves_out_the_wait_for_a_backend_slot():
         slots = backend._session()
         async with slots.take():  # another episode's request holds the only slot
             episode = asyncio.create_task(agent.arun("q?"))
-            while not slots.waiting():  # the episode's first request is waiting for the slot
+            while not slots._free._getters:  # the episode's first request is waiting for the slot (asyncio.Queue's waiters)
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.3)
         return await episode

@@ -25,20 +25,16 @@ class Record:
     pid: int
 
 
-def double(part: Part, *, factor: int) -> dict:
+def double(part: Part, *, factor: int) -> Record:
     if part.size < 0:
         raise CorpusError(f"part {part.part}: a negative size")
-    return {"part": part.part, "doubled": part.size * factor, "pid": os.getpid()}
-
-
-def to_record(result: dict) -> Record:
-    return Record(**result)
+    return Record(part.part, part.size * factor, os.getpid())
 
 
 def test_runs_pending_parts_keeps_committed_ones_in_plan_order(ray_local):
     plan = [Part(i, i + 1) for i in range(7)]
     committed = {2: Record(2, -1, 0), 5: Record(5, -1, 0)}
-    records = run_parts(plan, committed, double, {"factor": 2}, to_record, tasks=PartTasks(max_in_flight=2), progress=False, size=lambda p: p.size, totals={"doubled": "doubled"})
+    records = run_parts(plan, committed, double, {"factor": 2}, tasks=PartTasks(max_in_flight=2), progress=False, size=lambda p: p.size, totals={"doubled": "doubled"})
     assert [r.part for r in records] == list(range(7))
     assert [r.doubled for r in records] == [2, 4, -1, 8, 10, -1, 14]  # committed records are not run again
     assert {r.pid for r in records if r.pid} and os.getpid() not in {r.pid for r in records}  # ran in Ray workers
@@ -47,7 +43,7 @@ def test_runs_pending_parts_keeps_committed_ones_in_plan_order(ray_local):
 def test_a_task_error_is_raised_as_itself(ray_local):
     plan = [Part(0, 1), Part(1, -1), Part(2, 3)]
     with pytest.raises(CorpusError, match="^part 1: a negative size$") as err:
-        run_parts(plan, {}, double, {"factor": 2}, to_record, progress=False)
+        run_parts(plan, {}, double, {"factor": 2}, progress=False)
     assert type(err.value) is CorpusError  # not Ray's wrapper: the CLIs print its message as it is
 
 
