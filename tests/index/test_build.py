@@ -357,13 +357,13 @@ def test_retrieval_tools_work_on_a_pipeline_built_index(multi_part_index):
     assert ctx.store.dirs == [part_cache_dir(root, p.part) for p in parts]
     assert before == {p.part: (part_cache_dir(root, p.part) / "cache.json").stat().st_mtime_ns for p in parts}
     found = ctx.call("keyword_search", {"keywords": ["about subject 17 "], "top_k": 3})
-    assert found.ok and {h.doc_id for h in found.results} == {"doc17"}
+    assert found.error is None and {h.doc_id for h in found.results} == {"doc17"}
     semantic = ctx.call("semantic_search", {"query": "Fact 3 about subject 8 is recorded here.", "top_k": 3})
     best = semantic.results[0]
     assert best.doc_id == "doc8" and best.score > 0.99
     assert "Fact 3 about subject 8 is recorded here." in best.snippets
     read = ctx.call("chunk_read", {"chunk_ids": ["doc8#0"]}, tracker=ReadTracker())
-    assert read.ok and read.results[0].next_id == "doc8#1" and read.results[0].prev_id is None
+    assert read.error is None and read.results[0].next_id == "doc8#1" and read.results[0].prev_id is None
     assert read.results[0].snippets[0].startswith("Title 8\nFact 0 about subject 8")
 
 
