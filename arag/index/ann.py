@@ -55,7 +55,7 @@ DEFAULT_NPROBE = 256
 DEFAULT_RERANK = 64
 MIN_CANDIDATES = 256
 
-_FACTORY = re.compile(r"^IVF(\d+)(_HNSW\d+)?,(PQ\d+(x\d+)?(fs)?|SQ8|SQfp16|Flat)$")
+_FACTORY = re.compile(r"^IVF(?P<nlist>\d+)(_HNSW\d+)?,(PQ(?P<m>\d+)(x(?P<bits>\d+))?(?P<fs>fs)?|SQ8|SQfp16|Flat)$")
 _ROW_MASK = (1 << PART_SHIFT) - 1
 
 
@@ -103,14 +103,13 @@ def plan_ann(setting: str, num_vectors: int, dimension: int) -> AnnPlan:
         return AnnPlan(setting, num_vectors, dimension)
     factory = derived_factory(num_vectors, dimension) if setting in ("auto", "ivfpq") else setting
     match = _FACTORY.match(factory)
-    nlist = int(match.group(1))
+    nlist = int(match["nlist"])
     if num_vectors < MIN_TRAIN_PER_LIST * nlist:
         raise AnnSettingError(f"index.ann={setting!r}: {nlist} lists need at least {MIN_TRAIN_PER_LIST * nlist} vectors to train, the index has {num_vectors}")
-    pq = re.match(r"PQ(\d+)(?:x(\d+))?", match.group(3))
-    m, bits = (int(pq.group(1)), int(pq.group(2) or 8)) if pq else (None, None)
+    m, bits = (int(match["m"]), int(match["bits"] or 8)) if match["m"] else (None, None)
     if m and dimension % m:
         raise AnnSettingError(f"index.ann={setting!r}: PQ{m} needs a dimension divisible by {m}, the vectors have {dimension}")
-    if match.group(5) and bits != FASTSCAN_BITS:
+    if match["fs"] and bits != FASTSCAN_BITS:
         raise AnnSettingError(f"index.ann={setting!r}: fast-scan PQ (fs) codes have {FASTSCAN_BITS} bits: write PQ{m}x{FASTSCAN_BITS}fs")
     try:
         faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
@@ -430,10 +429,8 @@ def search_settings(entry: dict[str, Any]) -> tuple[int, int]:
     return int(chosen.get("nprobe", DEFAULT_NPROBE)), int(chosen.get("rerank", DEFAULT_RERANK))
 
 
-def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]], recall: dict[str, Any] | None = None, search: dict[str, Any] | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors}
-    if recall is not None:
-        entry["recall"] = recall
+def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]], recall: dict[str, Any], search: dict[str, Any] | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors, "recall": recall}
     if search is not None:
         entry["search"] = search
     if plan.factory is None:

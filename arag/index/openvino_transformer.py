@@ -131,18 +131,6 @@ def _converted(ov, torch_model, example, input_names: list[str], model_path: str
             return ov.Core().read_model(str(xml))
         except Exception as exc:  # a damaged cache entry: convert again below
             log.warning("openvino cache %s unreadable (%s); converting again", final, exc)
-    ov_model = _convert(ov, torch_model, example, input_names)
-
-    def write(tmp: Path) -> None:
-        # fp32 weights as they are (save_model would halve them to fp16 by default)
-        ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
-        (tmp / "source.json").write_text(json.dumps({"model_path": str(Path(model_path).resolve()), "inputs": input_names}))
-
-    publish_folder(final, write, marker="model.xml", what="openvino cache")
-    return ov_model
-
-
-def _convert(ov, torch_model, example, input_names: list[str]):
     import torch
 
     class _Traceable(torch.nn.Module):
@@ -151,17 +139,23 @@ def _convert(ov, torch_model, example, input_names: list[str]):
             self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids=None):
-            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-            if token_type_ids is not None:
-                kwargs["token_type_ids"] = token_type_ids
-            return self.model(**kwargs, return_dict=True).last_hidden_state
+            given = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **given, return_dict=True).last_hidden_state
 
     torch_model.eval()
     with torch.no_grad(), warnings.catch_warnings():
         # Tracing notes Python branches on shapes (e.g. "padding_length > 0"); for an encoder
         # they go the same way for every input, and the start-up probe checks the result.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        return ov.convert_model(_Traceable(torch_model), example_input=tuple(example[n] for n in input_names))
+        ov_model = ov.convert_model(_Traceable(torch_model), example_input=tuple(example[n] for n in input_names))
+
+    def write(tmp: Path) -> None:
+        # fp32 weights as they are (save_model would halve them to fp16 by default)
+        ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
+        (tmp / "source.json").write_text(json.dumps({"model_path": str(Path(model_path).resolve()), "inputs": input_names}))
+
+    publish_folder(final, write, marker="model.xml", what="openvino cache")
+    return ov_model
 
 
 @functools.cache
