@@ -135,7 +135,10 @@ def derived_factory(num_vectors: int, dimension: int) -> str:
     """The IVF factory `auto` and `ivfpq` build: fast-scan 4-bit PQ over ~4·sqrt(N) lists from
     FASTSCAN_MIN_SENTENCES on, 8-bit PQ over ~sqrt(N) lists below."""
     fast = num_vectors >= FASTSCAN_MIN_SENTENCES
-    nlist = derived_nlist(num_vectors, FASTSCAN_LISTS_PER_SQRT if fast else 1)
+    # A power of two near that many lists, at most N/39 (k-means needs ~39 vectors per list).
+    nlist = 2 ** round(math.log2(max(1.0, (FASTSCAN_LISTS_PER_SQRT if fast else 1) * math.sqrt(num_vectors))))
+    while nlist > 1 and nlist * MIN_TRAIN_PER_LIST > num_vectors:
+        nlist //= 2
     train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
     if fast:
         return f"IVF{nlist},PQ{_divisor_at_most(dimension, dimension // FASTSCAN_DIMS_PER_SUBVECTOR)}x{FASTSCAN_BITS}fs"
@@ -143,14 +146,6 @@ def derived_factory(num_vectors: int, dimension: int) -> str:
     m = _divisor_at_most(dimension, dimension // PQ_DIMS_PER_SUBVECTOR)
     bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
     return f"IVF{nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
-
-
-def derived_nlist(num_vectors: int, per_sqrt: int = 1) -> int:
-    """A power of two near `per_sqrt` x sqrt(N), at most N/39 (k-means needs ~39 vectors per list)."""
-    nlist = 2 ** round(math.log2(max(1.0, per_sqrt * math.sqrt(num_vectors))))
-    while nlist > 1 and nlist * MIN_TRAIN_PER_LIST > num_vectors:
-        nlist //= 2
-    return nlist
 
 
 def _divisor_at_most(dimension: int, m: int) -> int:
@@ -297,10 +292,9 @@ def part_list_sizes(path: Path) -> np.ndarray:
             return _block_list_sizes(f, path, struct.unpack_from("<Q", head, 4)[0])
         if len(head) < 32 or head[:4] != b"ilar" or head[20:24] not in (b"full", b"sprs"):
             raise ValueError(f"{path}: not a FAISS inverted-lists file")
-        nlist, _ = struct.unpack_from("<QQ", head, 4)
-        (count,) = struct.unpack_from("<Q", head, 24)
+        nlist, _, kind, count = struct.unpack_from("<QQ4sQ", head, 4)
         values = np.fromfile(f, dtype="<u8", count=count)
-    if head[20:24] == b"full":
+    if kind == b"full":
         return values.astype(np.int64)
     sizes = np.zeros(nlist, np.int64)
     sizes[values[0::2].astype(np.int64)] = values[1::2]

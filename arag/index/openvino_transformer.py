@@ -76,8 +76,6 @@ def run_on_openvino(model, model_path: str, spec, threads: int, streams: int, en
 def import_openvino():
     """`import openvino` with its usage telemetry unimportable while it loads, so the converter binds
     its own no-op stub: an index build must not phone home."""
-    if "openvino" in sys.modules:
-        return sys.modules["openvino"]
     blocked = [name for name in ("openvino_telemetry", "openvino_telemetry.backend") if name not in sys.modules]
     for name in blocked:
         sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` raise ImportError
@@ -178,8 +176,7 @@ def _module_class():
                 self._requests.put(compiled.create_infer_request())
 
         def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **_ignored):
-            if token_type_ids is None:
-                token_type_ids = torch.zeros_like(input_ids)
+            # input_names are the tokenizer's outputs, which sentence-transformers passes on: none is None
             given = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
             feed = [np.ascontiguousarray(given[name].detach().cpu().numpy(), dtype=np.int64) for name in self.input_names]
             # a copy: the request reuses its output buffer

@@ -101,7 +101,6 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
 
     Memory: ~16 bytes a (word, chunk) posting while they are collected (~2x the part's text on
     wiki prose), a few times that while they are sorted and written."""
-    chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
     if is_valid(target, chunks, sentences):
         return target
     started = time.perf_counter()
@@ -236,10 +235,8 @@ class PartCache:
         self.spans = mapped(self.dir / "sentence_spans.npy")
         self._extra_marker = int(np.iinfo(self.spans.dtype).max)
         self.python_lower = np.load(self.dir / "python_lower_rows.npy")
-        self.id_hash = mapped(self.dir / "chunk_id_hash.npy")
-        self.id_rows = mapped(self.dir / "chunk_id_rows.npy")
-        self.doc_hash = mapped(self.dir / "doc_id_hash.npy")
-        self.doc_rows = mapped(self.dir / "doc_id_rows.npy")
+        # find_rows' column -> (sorted hashes of its values, the row of each)
+        self._hashed = {c: (mapped(self.dir / f"{c}_hash.npy"), mapped(self.dir / f"{c}_rows.npy")) for c in ("chunk_id", "doc_id")}
         self.words = WordPostings(self.dir, self.num_chunks)
 
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
@@ -371,7 +368,7 @@ class PartCache:
 
     def find_rows(self, column: str, values: list[str]) -> dict[str, list[int]]:
         """Local rows whose `column` (chunk_id or doc_id) equals each value present."""
-        hashes, order = (self.id_hash, self.id_rows) if column == "chunk_id" else (self.doc_hash, self.doc_rows)
+        hashes, order = self._hashed[column]
         h = hash64(values)
         lo, hi = positions(hashes, h, side="left"), positions(hashes, h, side="right")
         wanted = {v: [int(r) for r in order[a:b]] for v, a, b in zip(values, lo.tolist(), hi.tolist()) if b > a}

@@ -108,10 +108,9 @@ class WordPostingsWriter:
         self.rows = 0
 
     def add(self, lowered_texts: list[str], first_row: int) -> None:
-        find = WORD.findall
         self.text_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in lowered_texts)
         self.rows = max(self.rows, first_row + len(lowered_texts))
-        per_row = [find(t) for t in lowered_texts]
+        per_row = [WORD.findall(t) for t in lowered_texts]
         lengths = np.fromiter(map(len, per_row), dtype=np.int64, count=len(per_row))
         total = int(lengths.sum())
         if not total:
@@ -165,8 +164,7 @@ class WordPostingsWriter:
             m = per_posting > b
             stream[pos[m] + b] = (gaps[m] >> (8 * b)) & 0xFF
         nibbles = np.where(counts > ESCAPE, ESCAPE, counts - 1).astype(np.uint8)
-        if len(nibbles) % 2:
-            nibbles = np.append(nibbles, np.uint8(0))
+        nibbles = np.pad(nibbles, (0, len(nibbles) % 2))  # two to a byte
         big = np.flatnonzero(counts > ESCAPE)
         encoded = [w.encode("utf-8", "surrogatepass") for w in words]
         blob = SEP + b"".join(w + SEP for w in encoded)
