@@ -55,7 +55,7 @@ DEFAULT_NPROBE = 256
 DEFAULT_RERANK = 64
 MIN_CANDIDATES = 256
 
-_FACTORY = re.compile(r"^IVF(\d+)(_HNSW\d+)?,(PQ\d+(x\d+)?(fs)?|SQ8|SQfp16|Flat)$")
+_FACTORY = re.compile(r"^IVF(?P<nlist>\d+)(_HNSW\d+)?,(PQ(?P<m>\d+)(x(?P<bits>\d+))?(?P<fs>fs)?|SQ8|SQfp16|Flat)$")
 _ROW_MASK = (1 << PART_SHIFT) - 1
 
 
@@ -103,14 +103,13 @@ def plan_ann(setting: str, num_vectors: int, dimension: int) -> AnnPlan:
         return AnnPlan(setting, num_vectors, dimension)
     factory = derived_factory(num_vectors, dimension) if setting in ("auto", "ivfpq") else setting
     match = _FACTORY.match(factory)
-    nlist = int(match.group(1))
+    nlist = int(match["nlist"])
     if num_vectors < MIN_TRAIN_PER_LIST * nlist:
         raise AnnSettingError(f"index.ann={setting!r}: {nlist} lists need at least {MIN_TRAIN_PER_LIST * nlist} vectors to train, the index has {num_vectors}")
-    pq = re.match(r"PQ(\d+)(?:x(\d+))?", match.group(3))
-    m, bits = (int(pq.group(1)), int(pq.group(2) or 8)) if pq else (None, None)
+    m, bits = (int(match["m"]), int(match["bits"] or 8)) if match["m"] else (None, None)
     if m and dimension % m:
         raise AnnSettingError(f"index.ann={setting!r}: PQ{m} needs a dimension divisible by {m}, the vectors have {dimension}")
-    if match.group(5) and bits != FASTSCAN_BITS:
+    if match["fs"] and bits != FASTSCAN_BITS:
         raise AnnSettingError(f"index.ann={setting!r}: fast-scan PQ (fs) codes have {FASTSCAN_BITS} bits: write PQ{m}x{FASTSCAN_BITS}fs")
     try:
         faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
@@ -136,7 +135,10 @@ def derived_factory(num_vectors: int, dimension: int) -> str:
     """The IVF factory `auto` and `ivfpq` build: fast-scan 4-bit PQ over ~4·sqrt(N) lists from
     FASTSCAN_MIN_SENTENCES on, 8-bit PQ over ~sqrt(N) lists below."""
     fast = num_vectors >= FASTSCAN_MIN_SENTENCES
-    nlist = derived_nlist(num_vectors, FASTSCAN_LISTS_PER_SQRT if fast else 1)
+    # A power of two near that many lists, at most N/39 (k-means needs ~39 vectors per list).
+    nlist = 2 ** round(math.log2(max(1.0, (FASTSCAN_LISTS_PER_SQRT if fast else 1) * math.sqrt(num_vectors))))
+    while nlist > 1 and nlist * MIN_TRAIN_PER_LIST > num_vectors:
+        nlist //= 2
     train_size = min(num_vectors, max(TRAIN_PER_LIST * nlist, PQ_TRAIN_SIZE))
     if fast:
         return f"IVF{nlist},PQ{_divisor_at_most(dimension, dimension // FASTSCAN_DIMS_PER_SUBVECTOR)}x{FASTSCAN_BITS}fs"
@@ -144,14 +146,6 @@ def derived_factory(num_vectors: int, dimension: int) -> str:
     m = _divisor_at_most(dimension, dimension // PQ_DIMS_PER_SUBVECTOR)
     bits = 8 if train_size >= PQ_TRAIN_SIZE else max(4, min(8, int(math.log2(max(16, train_size) / MIN_TRAIN_PER_LIST))))
     return f"IVF{nlist},PQ{m}" + ("" if bits == 8 else f"x{bits}")
-
-
-def derived_nlist(num_vectors: int, per_sqrt: int = 1) -> int:
-    """A power of two near `per_sqrt` x sqrt(N), at most N/39 (k-means needs ~39 vectors per list)."""
-    nlist = 2 ** round(math.log2(max(1.0, per_sqrt * math.sqrt(num_vectors))))
-    while nlist > 1 and nlist * MIN_TRAIN_PER_LIST > num_vectors:
-        nlist //= 2
-    return nlist
 
 
 def _divisor_at_most(dimension: int, m: int) -> int:
@@ -298,10 +292,9 @@ def part_list_sizes(path: Path) -> np.ndarray:
             return _block_list_sizes(f, path, struct.unpack_from("<Q", head, 4)[0])
         if len(head) < 32 or head[:4] != b"ilar" or head[20:24] not in (b"full", b"sprs"):
             raise ValueError(f"{path}: not a FAISS inverted-lists file")
-        nlist, _ = struct.unpack_from("<QQ", head, 4)
-        (count,) = struct.unpack_from("<Q", head, 24)
+        nlist, _, kind, count = struct.unpack_from("<QQ4sQ", head, 4)
         values = np.fromfile(f, dtype="<u8", count=count)
-    if head[20:24] == b"full":
+    if kind == b"full":
         return values.astype(np.int64)
     sizes = np.zeros(nlist, np.int64)
     sizes[values[0::2].astype(np.int64)] = values[1::2]
@@ -430,10 +423,8 @@ def search_settings(entry: dict[str, Any]) -> tuple[int, int]:
     return int(chosen.get("nprobe", DEFAULT_NPROBE)), int(chosen.get("rerank", DEFAULT_RERANK))
 
 
-def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]], recall: dict[str, Any] | None = None, search: dict[str, Any] | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors}
-    if recall is not None:
-        entry["recall"] = recall
+def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[dict[str, Any]], recall: dict[str, Any], search: dict[str, Any] | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kind": plan.kind, "setting": plan.setting, "num_vectors": plan.num_vectors, "recall": recall}
     if search is not None:
         entry["search"] = search
     if plan.factory is None:

@@ -73,10 +73,6 @@ class DirectQueryEncoder:
         return encoder, ""
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        if len(texts) <= self.batch_size:
-            return self._encode_batch(texts)
         # As encode() does: batches cut from the texts sorted by length, longest first (little padding).
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)

@@ -9,6 +9,7 @@ one (arag.index.static_embedding). Docs: docs/indexing.md, "Build the 2Wiki inde
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -149,8 +150,12 @@ class SentenceEmbedder:
             self.streams = streams
             if self.backend == "torch":
                 torch.set_num_threads(max(1, self.threads // self.streams))
-        if self.backend == "openvino":
-            self._use_direct_queries()
+        if self.backend == "openvino":  # queries straight through the tokenizer and OpenVINO where the probe agrees
+            prompt = self.model._resolve_prompt(spec.query_prompt, spec.query_prompt_name)  # the prompt encode() would prepend
+            reference = functools.partial(self._encode, prompt=spec.query_prompt, prompt_name=spec.query_prompt_name)
+            self._direct_queries, why = DirectQueryEncoder.build(self.model, prompt, spec.batch_size, reference)
+            if self._direct_queries is None:
+                log.info("embedder '%s': queries through encode() (no direct path: %s)", spec.name, why)
 
     def encode_documents(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts, prompt=None, prompt_name=None)
@@ -167,14 +172,6 @@ class SentenceEmbedder:
         if len(texts) <= 1:
             return self._encode(texts, **options)
         return np.concatenate([self._encode([t], **options) for t in texts])
-
-    def _use_direct_queries(self) -> None:
-        spec = self.spec
-        prompt = self.model._resolve_prompt(spec.query_prompt, spec.query_prompt_name)  # the prompt encode() would prepend
-        direct, why = DirectQueryEncoder.build(self.model, prompt, spec.batch_size, lambda texts: self._encode(texts, spec.query_prompt, spec.query_prompt_name))
-        if direct is None:
-            log.info("embedder '%s': queries through encode() (no direct path: %s)", spec.name, why)
-        self._direct_queries = direct
 
     def _encode(self, texts: list[str], prompt: str | None, prompt_name: str | None) -> np.ndarray:
         if self._static is not None:

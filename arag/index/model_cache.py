@@ -29,26 +29,24 @@ def cache_entry(kind: str, model_path: str, **material) -> Path:
     return cache_root(kind) / f"{Path(model_path).name}-{key}"
 
 
-def publish_folder(final: Path, write, marker: str, what: str) -> bool:
+def publish_folder(final: Path, write, marker: str, what: str) -> None:
     """`write(folder)` fills a fresh folder beside `final`, then renamed to it (atomic). An entry with
     `marker` is another process's and kept; one without is stale and replaced. An unwritable cache is
-    logged, not raised: the caller holds what it built. True when this call's folder became `final`."""
+    logged, not raised: the caller holds what it built."""
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     except OSError as exc:
         log.info("%s %s not writable (%s); using what was built in memory", what, final.parent, exc)
-        return False
+        return
     try:
         write(tmp)
         if (final / marker).exists():  # another process finished first: keep theirs
-            return False
+            return
         if final.exists():  # a stale, incomplete entry: make way
             shutil.rmtree(final, ignore_errors=True)
         os.rename(tmp, final)
-        return True
     except OSError as exc:  # lost a race, or the disk is full: what is in memory is fine
         log.info("%s %s not written (%s)", what, final, exc)
-        return False
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone once renamed

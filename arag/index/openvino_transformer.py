@@ -76,8 +76,6 @@ def run_on_openvino(model, model_path: str, spec, threads: int, streams: int, en
 def import_openvino():
     """`import openvino` with its usage telemetry unimportable while it loads, so the converter binds
     its own no-op stub: an index build must not phone home."""
-    if "openvino" in sys.modules:
-        return sys.modules["openvino"]
     blocked = [name for name in ("openvino_telemetry", "openvino_telemetry.backend") if name not in sys.modules]
     for name in blocked:
         sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` raise ImportError
@@ -131,18 +129,6 @@ def _converted(ov, torch_model, example, input_names: list[str], model_path: str
             return ov.Core().read_model(str(xml))
         except Exception as exc:  # a damaged cache entry: convert again below
             log.warning("openvino cache %s unreadable (%s); converting again", final, exc)
-    ov_model = _convert(ov, torch_model, example, input_names)
-
-    def write(tmp: Path) -> None:
-        # fp32 weights as they are (save_model would halve them to fp16 by default)
-        ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
-        (tmp / "source.json").write_text(json.dumps({"model_path": str(Path(model_path).resolve()), "inputs": input_names}))
-
-    publish_folder(final, write, marker="model.xml", what="openvino cache")
-    return ov_model
-
-
-def _convert(ov, torch_model, example, input_names: list[str]):
     import torch
 
     class _Traceable(torch.nn.Module):
@@ -151,17 +137,23 @@ def _convert(ov, torch_model, example, input_names: list[str]):
             self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids=None):
-            kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-            if token_type_ids is not None:
-                kwargs["token_type_ids"] = token_type_ids
-            return self.model(**kwargs, return_dict=True).last_hidden_state
+            given = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **given, return_dict=True).last_hidden_state
 
     torch_model.eval()
     with torch.no_grad(), warnings.catch_warnings():
         # Tracing notes Python branches on shapes (e.g. "padding_length > 0"); for an encoder
         # they go the same way for every input, and the start-up probe checks the result.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        return ov.convert_model(_Traceable(torch_model), example_input=tuple(example[n] for n in input_names))
+        ov_model = ov.convert_model(_Traceable(torch_model), example_input=tuple(example[n] for n in input_names))
+
+    def write(tmp: Path) -> None:
+        # fp32 weights as they are (save_model would halve them to fp16 by default)
+        ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
+        (tmp / "source.json").write_text(json.dumps({"model_path": str(Path(model_path).resolve()), "inputs": input_names}))
+
+    publish_folder(final, write, marker="model.xml", what="openvino cache")
+    return ov_model
 
 
 @functools.cache
@@ -184,8 +176,7 @@ def _module_class():
                 self._requests.put(compiled.create_infer_request())
 
         def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **_ignored):
-            if token_type_ids is None:
-                token_type_ids = torch.zeros_like(input_ids)
+            # input_names are the tokenizer's outputs, which sentence-transformers passes on: none is None
             given = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
             feed = [np.ascontiguousarray(given[name].detach().cpu().numpy(), dtype=np.int64) for name in self.input_names]
             # a copy: the request reuses its output buffer

@@ -140,26 +140,22 @@ def discard_parts_beyond(layout: IndexLayout, num_parts: int) -> list[int]:
     return extra
 
 
-class _ColumnBuffer:
+class _RowBuffer:
     def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema):
         self.writer, self.schema = writer, schema
-        self.columns: dict[str, list] = {name: [] for name in schema.names}
-        self.rows = 0
+        self.rows: list[tuple] = []  # not written yet
         self.total = 0
 
     def add(self, *values) -> None:
-        for name, value in zip(self.schema.names, values):
-            self.columns[name].append(value)
-        self.rows += 1
+        self.rows.append(values)
         self.total += 1
-        if self.rows >= ROW_GROUP_SIZE:
+        if len(self.rows) >= ROW_GROUP_SIZE:
             self.flush()
 
     def flush(self) -> None:
         if self.rows:
-            self.writer.write_table(pa.table(self.columns, schema=self.schema))
-            self.columns = {name: [] for name in self.schema.names}
-            self.rows = 0
+            self.writer.write_table(pa.table(list(zip(*self.rows)), schema=self.schema))  # rows to columns
+            self.rows = []
 
 
 def build_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSettings, layout: IndexLayout, rehash: bool = False) -> PartRecord:
@@ -186,7 +182,7 @@ def build_or_keep_part(spec: CorpusSpec, part: InputPart, settings: ChunkingSett
         pq.ParquetWriter(sentences_tmp, SENTENCE_SCHEMA, compression="zstd") as sw,
         pq.ParquetWriter(rejects_tmp, REJECT_SCHEMA, compression="zstd") as rw,
     ):
-        chunks, sentences, rejects = _ColumnBuffer(cw, CHUNK_SCHEMA), _ColumnBuffer(sw, SENTENCE_SCHEMA), _ColumnBuffer(rw, REJECT_SCHEMA)
+        chunks, sentences, rejects = _RowBuffer(cw, CHUNK_SCHEMA), _RowBuffer(sw, SENTENCE_SCHEMA), _RowBuffer(rw, REJECT_SCHEMA)
 
         def write(done: list[Chunk]) -> None:
             for c in done:

@@ -28,20 +28,12 @@ def sentence_spans(text: str, language: str = "en") -> list[Span]:
         start = max(plain.find(piece, pos), pos)  # the pieces tile the text: found at `pos` or after white space
         end = start + len(piece)
         pos = end
-        for line_start, line_end in _lines(text, start, end):
-            spans.append(Span(line_start, line_end))
+        for line in text[start:end].split("\n"):
+            a, b = trimmed(text, start, start + len(line))
+            if b > a:
+                spans.append(Span(a, b))
+            start += len(line) + 1
     return spans
-
-
-def _lines(text: str, start: int, end: int):
-    seg_start = start
-    while seg_start < end:
-        nl = text.find("\n", seg_start, end)
-        seg_end = end if nl < 0 else nl
-        a, b = trimmed(text, seg_start, seg_end)
-        if b > a:
-            yield a, b
-        seg_start = seg_end + 1
 
 
 def trimmed(text: str, start: int, end: int) -> tuple[int, int]:

@@ -67,10 +67,6 @@ class Index:
         return [p.chunks for p in self.parts if p.num_chunks]
 
     @property
-    def sentence_files(self) -> list[Path]:
-        return [p.sentences for p in self.parts if p.num_sentences]
-
-    @property
     def vector_files(self) -> list[Path]:
         return [p.vectors for p in self.parts if p.num_sentences and p.vectors is not None]
 

@@ -36,7 +36,7 @@ def test_every_passage_is_a_document_and_counts_agree():
 
     con = duckdb.connect()
     chunks = parquet(index.chunk_files)
-    sentences = parquet(index.sentence_files)
+    sentences = parquet([p.sentences for p in index.parts if p.num_sentences])
     if index.chunking_mode == "packed":  # the corpus config's default: windows across passages, ids <part>:<n>
         n_chunks, n_bad_ids, over = con.execute(
             f"select count(*), count(*) filter (where chunk_id != '0:' || position), count(*) filter (where n_tokens > {m['chunking']['chunk_tokens']}) from read_parquet({chunks})"

@@ -74,13 +74,14 @@ def test_build_writes_consistent_chunks_sentences_vectors_and_manifest(multi_par
     chunks = con.execute("select chunk_id, doc_id, position, n_tokens from read_parquet(?) order by all", [[str(f) for f in index.chunk_files]]).fetchall()
     assert len(chunks) == m["num_chunks"] > 120  # long documents made several chunks
     assert max(c[3] for c in chunks) <= 64
-    sentences = pq.read_table([str(f) for f in index.sentence_files][0]).schema
+    sentence_files = [str(p.sentences) for p in index.parts if p.num_sentences]
+    sentences = pq.read_table(sentence_files[0]).schema
     assert sentences.field("sentence_id").type == "int64"
-    ids_in_parquet = np.sort(np.concatenate([pq.read_table(f, columns=["sentence_id"])["sentence_id"].to_numpy() for f in index.sentence_files]))
+    ids_in_parquet = np.sort(np.concatenate([pq.read_table(f, columns=["sentence_id"])["sentence_id"].to_numpy() for f in sentence_files]))
     assert len(ids_in_parquet) == m["num_sentences"] == len(np.unique(ids_in_parquet))
     assert con.execute(
         "select count(*) from read_parquet(?) s anti join read_parquet(?) c using (chunk_id)",
-        [[str(f) for f in index.sentence_files], [str(f) for f in index.chunk_files]],
+        [sentence_files, [str(f) for f in index.chunk_files]],
     ).fetchone()[0] == 0  # every sentence has its parent chunk
     faiss_ids, total = [], 0
     for part in index.parts:
@@ -105,7 +106,7 @@ def test_vectors_rerun_rebuild_and_overwrite(ray_local, passages_corpus, tmp_pat
     s = settings(passages_corpus)
     first = build(s, tmp_path / "idx")
     index = open_index(tmp_path / "idx")
-    table = pq.read_table(index.sentence_files[0])
+    table = pq.read_table(_first_sentences(index))
     shard = faiss.read_index(str(index.vector_files[0]))
     from arag.index.embedding import SentenceEmbedder
 
@@ -133,7 +134,11 @@ def test_vectors_rerun_rebuild_and_overwrite(ray_local, passages_corpus, tmp_pat
 
 def _stored_vectors(root: Path) -> np.ndarray:
     index = open_index(root)
-    return stored_vectors(index.vector_files, pq.read_table(index.sentence_files[0])["sentence_id"].to_pylist())
+    return stored_vectors(index.vector_files, pq.read_table(_first_sentences(index))["sentence_id"].to_pylist())
+
+
+def _first_sentences(index) -> Path:
+    return next(p.sentences for p in index.parts if p.num_sentences)
 
 
 def test_bfloat16_rebuilds_is_recorded_and_stays_close(ray_local, passages_corpus, tmp_path):

@@ -162,7 +162,7 @@ def test_an_index_built_with_the_static_model_searches_with_it(small_spec, ray_l
         for n, root in enumerate((tmp_path / "first", tmp_path / "second")):
             settings = build_and_check(small_spec, corpus, root)
             index = open_index(root)
-            sentences = pq.read_table([str(f) for f in index.sentence_files], columns=["sentence_id", "text"])
+            sentences = pq.read_table([str(p.sentences) for p in index.parts if p.num_sentences], columns=["sentence_id", "text"])
             stored = stored_vectors(index.vector_files, sentences["sentence_id"].to_pylist())
             assert np.allclose(stored, reversed_model.encode_documents(sentences["text"].to_pylist()), atol=1e-5), f"build {n + 1} distilled again"
         # The same corpus embedded with MiniLM is another index.

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 import weakref
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
@@ -100,7 +101,6 @@ def build_part_cache(chunks: Path, sentences: Path, part: int, target: Path) -> 
 
     Memory: ~16 bytes a (word, chunk) posting while they are collected (~2x the part's text on
     wiki prose), a few times that while they are sorted and written."""
-    chunks, sentences, target = Path(chunks), Path(sentences), Path(target)
     if is_valid(target, chunks, sentences):
         return target
     started = time.perf_counter()
@@ -235,12 +235,9 @@ class PartCache:
         self.spans = mapped(self.dir / "sentence_spans.npy")
         self._extra_marker = int(np.iinfo(self.spans.dtype).max)
         self.python_lower = np.load(self.dir / "python_lower_rows.npy")
-        self.id_hash = mapped(self.dir / "chunk_id_hash.npy")
-        self.id_rows = mapped(self.dir / "chunk_id_rows.npy")
-        self.doc_hash = mapped(self.dir / "doc_id_hash.npy")
-        self.doc_rows = mapped(self.dir / "doc_id_rows.npy")
+        # find_rows' column -> (sorted hashes of its values, the row of each)
+        self._hashed = {c: (mapped(self.dir / f"{c}_hash.npy"), mapped(self.dir / f"{c}_rows.npy")) for c in ("chunk_id", "doc_id")}
         self.words = WordPostings(self.dir, self.num_chunks)
-        self._extra: list[str] | None = None
 
     def rows(self, rows: list[int], columns: list[str]) -> dict[str, list]:
         """Columns of the chunks at local `rows` (in that order) as Python lists, equal to Arrow's `take`.
@@ -279,11 +276,9 @@ class PartCache:
                     offsets = np.frombuffer(offsets_or_values, dtype=np.int32)[c.offset : c.offset + len(c) + 1]
                     data = memoryview(rest[0]) if rest[0] is not None else memoryview(b"")
                     per_batch.append(("str", offsets, data, valid, c.offset))
-                elif pa.types.is_integer(c.type):
+                else:  # CHUNK_SCHEMA's other columns are integers
                     values = np.frombuffer(offsets_or_values, dtype=c.type.to_pandas_dtype())[c.offset : c.offset + len(c)]
                     per_batch.append(("int", values, None, valid, c.offset))
-                else:
-                    raise CacheBuildError(f"{self.dir / 'chunks.arrow'}: column {name!r} has type {c.type}, which the cache does not read")
             views[name] = per_batch
         return views
 
@@ -337,12 +332,9 @@ class PartCache:
 
     def keyword_counts(self, lowered_keyword: str) -> tuple[np.ndarray, np.ndarray, int]:
         """(ascending local rows, their counts > 0, rows whose text was read) of one lowered keyword."""
-        whole, conditions = split_keyword(lowered_keyword)
-        if whole:
+        if split_keyword(lowered_keyword)[0]:  # inside one word: counted from the words alone
             return (*self.words.keyword_counts(lowered_keyword), 0)
-        rows = self.words.candidates(conditions)
-        if rows is None:  # nothing narrows it: every row
-            rows = np.arange(self.num_chunks, dtype=np.int64)
+        rows = self.candidate_rows([lowered_keyword])
         c = self.keyword_scores(rows, [(lowered_keyword, 1)])
         hit = c > 0
         return rows[hit], c[hit], len(rows)
@@ -367,22 +359,19 @@ class PartCache:
         wanted = sorted(set(owners))
         by_owner = dict(zip(wanted, self.rows(wanted, ["text"])["text"]))
         spans = self.spans[rows_arr].tolist()  # one gather, not an element read per row
-        return [self._extra_text(end) if start == self._extra_marker else by_owner[o][start:end] for (start, end), o in zip(spans, owners)]
+        return [self._extra[end] if start == self._extra_marker else by_owner[o][start:end] for (start, end), o in zip(spans, owners)]
 
-    def _extra_text(self, i: int) -> str:
-        if self._extra is None:
-            table = pa.ipc.open_file(pa.memory_map(str(self.dir / "sentences_extra.arrow"))).read_all()
-            self._extra = table.column("text").to_pylist()
-        return self._extra[i]
+    @cached_property
+    def _extra(self) -> list[str]:
+        """The sentences kept verbatim (not substrings of their chunk), read on first use."""
+        return pa.ipc.open_file(pa.memory_map(str(self.dir / "sentences_extra.arrow"))).read_all().column("text").to_pylist()
 
     def find_rows(self, column: str, values: list[str]) -> dict[str, list[int]]:
         """Local rows whose `column` (chunk_id or doc_id) equals each value present."""
-        hashes, order = (self.id_hash, self.id_rows) if column == "chunk_id" else (self.doc_hash, self.doc_rows)
+        hashes, order = self._hashed[column]
         h = hash64(values)
         lo, hi = positions(hashes, h, side="left"), positions(hashes, h, side="right")
         wanted = {v: [int(r) for r in order[a:b]] for v, a, b in zip(values, lo.tolist(), hi.tolist()) if b > a}
-        if not wanted:
-            return {}
         every = sorted({r for rs in wanted.values() for r in rs})
         actual = dict(zip(every, self.rows(every, [column])[column]))  # rule out hash collisions
         out = {v: [r for r in rs if actual[r] == v] for v, rs in wanted.items()}

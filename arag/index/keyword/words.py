@@ -54,12 +54,8 @@ def split_keyword(lowered: str) -> tuple[bool, list[tuple[str, str]]]:
     return False, [("suffix" if a == 0 else "prefix" if b == len(lowered) else "whole", lowered[a:b]) for a, b in runs]
 
 
-def pair_hash(left_tail: int, right_head: int) -> int:
-    """The 32-bit key hash of an adjacent pair from its words' edge hashes (zlib.crc32)."""
-    return int(_pair_hashes(np.asarray([left_tail], np.uint64), np.asarray([right_head], np.uint64))[0])
-
-
 def _pair_hashes(tails: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """The 32-bit key hash of each adjacent pair from its words' edge hashes (zlib.crc32)."""
     x = (tails * np.uint64(0x9E3779B1) + heads * np.uint64(0x85EBCA77)) & np.uint64(0xFFFFFFFF)
     return x ^ (x >> np.uint64(15))
 
@@ -112,10 +108,9 @@ class WordPostingsWriter:
         self.rows = 0
 
     def add(self, lowered_texts: list[str], first_row: int) -> None:
-        find = WORD.findall
         self.text_bytes += sum(len(t.encode("utf-8", "surrogatepass")) for t in lowered_texts)
         self.rows = max(self.rows, first_row + len(lowered_texts))
-        per_row = [find(t) for t in lowered_texts]
+        per_row = [WORD.findall(t) for t in lowered_texts]
         lengths = np.fromiter(map(len, per_row), dtype=np.int64, count=len(per_row))
         total = int(lengths.sum())
         if not total:
@@ -169,8 +164,7 @@ class WordPostingsWriter:
             m = per_posting > b
             stream[pos[m] + b] = (gaps[m] >> (8 * b)) & 0xFF
         nibbles = np.where(counts > ESCAPE, ESCAPE, counts - 1).astype(np.uint8)
-        if len(nibbles) % 2:
-            nibbles = np.append(nibbles, np.uint8(0))
+        nibbles = np.pad(nibbles, (0, len(nibbles) % 2))  # two to a byte
         big = np.flatnonzero(counts > ESCAPE)
         encoded = [w.encode("utf-8", "surrogatepass") for w in words]
         blob = SEP + b"".join(w + SEP for w in encoded)
@@ -313,9 +307,8 @@ class WordPostings:
                     return np.zeros(0, np.int64)  # a word every match needs, in no chunk of this part
                 ranked.append((int(self.offsets[hi]) - int(self.offsets[lo]), np.arange(lo, hi)))
         ranked.sort(key=lambda t: t[0])
-        rows = self._union(ranked[0][1]) if ranked else None
-        if rows is not None:  # the pair filter costs a bit test a candidate: before gathering more postings
-            rows = self.with_pairs(rows, conditions)
+        # The pair filter costs a bit test a candidate: before gathering more postings.
+        rows = self.with_pairs(self._union(ranked[0][1]), conditions) if ranked else None
         for size, ids in ranked[1:]:
             if len(rows) <= ENOUGH or not self._worth(len(rows), size):
                 break
@@ -341,11 +334,11 @@ class WordPostings:
 
     def with_pairs(self, rows: np.ndarray | None, conditions: list[tuple[str, str]]) -> np.ndarray | None:
         """Those of ascending `rows` (None: every row) whose pair buckets hold every `pair_edges` pair."""
-        buckets = len(self.pairs)
-        for tail, head in pair_edges(conditions):
+        edges = np.asarray(pair_edges(conditions), np.uint64).reshape(-1, 2)
+        for key in (_pair_hashes(edges[:, 0], edges[:, 1]) % np.uint64(len(self.pairs))).tolist():
             if rows is not None and len(rows) == 0:
                 break
-            bucket = self.pairs[pair_hash(tail, head) % buckets]
+            bucket = self.pairs[key]
             if rows is None:
                 rows = np.flatnonzero(np.unpackbits(bucket, bitorder="little")[: self.num_chunks])
             else:
