@@ -114,15 +114,13 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     links = neighbours(ctx, ords, rows["doc_id"], rows["position"])
     tracker = options.tracker
     hits: list[Hit] = []
-    texts: dict[str, str] = {}
     for i, cid in enumerate(known):
         already = tracker is not None and tracker.seen(cid)
-        hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
-        if not already:
-            texts[cid] = rows["text"][i]
-            hits[-1].snippets = [rows["text"][i]]
-            if tracker is not None:
-                tracker.mark(cid)
+        hits.append(Hit(chunk_id=cid, snippets=[] if already else [rows["text"][i]], title=rows["title"][i], doc_id=rows["doc_id"][i],
+                        prev_id=links[i][0], next_id=links[i][1], already_read=already))
+        if tracker is not None:
+            tracker.mark(cid)  # a chunk read before stays where it is in the reading order
+    texts = {hit.chunk_id: hit.snippets[0] for hit in hits if not hit.already_read}
     text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
     details: dict[str, Any] = {"unknown_ids": unknown} if unknown else {}
     if not texts:

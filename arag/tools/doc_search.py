@@ -127,11 +127,9 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     # Each document is read once, into the session (find and open reuse it): its lines give the
     # result's line range and the line its snippet starts at.
     documents = [load_document(ctx, session, d, best[d][1].anchor) for d in top]
-    refs = []
-    for rank, (doc, hit) in enumerate(zip(documents, hits), 1):
-        ref = DocumentRef(f"turn{turn}search{rank}", doc.doc_id, hit.title, len(doc.lines), best[doc.doc_id][1].anchor)
-        session.refs[ref.ref_id] = ref
-        refs.append(ref)
+    refs = [DocumentRef(f"turn{turn}search{rank}", doc.doc_id, hit.title, len(doc.lines), best[doc.doc_id][1].anchor)
+            for rank, (doc, hit) in enumerate(zip(documents, hits), 1)]
+    session.refs.update((ref.ref_id, ref) for ref in refs)
     starts = [snippet_line(doc, hit) for doc, hit in zip(documents, hits)]
     return ToolResult(
         tool=NAME,

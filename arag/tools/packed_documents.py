@@ -81,8 +81,6 @@ def load_lines(store: ChunkStore, doc_id: str, anchor: int) -> tuple[str | None,
 def semantic_documents(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[DocumentCandidate]:
     """Documents of the matched sentences (best score first): each sentence counts for its own
     document; a document's matched sentences come in its order, each overlap copy once."""
-    if len(sids) == 0:
-        return []
     store = ctx.store
     order = sorted(range(len(sids)), key=lambda i: (-float(scores[i]), int(sids[i])))
     rows = store.sentence_rows(np.asarray(sids)[order])
