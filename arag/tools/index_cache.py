@@ -43,7 +43,7 @@ def _user_cache_root(index: Index) -> Path:
     return base / manifest_hash(index)
 
 
-def _open_part(index: Index, part: PartFiles, cache_dir: Path | None) -> PartCache:
+def _open_part(index: Index, part: PartFiles, cache_dir: str | Path | None) -> PartCache:
     """The part's cache: a complete one where it may be, else built in the first writable place."""
     roots = [Path(cache_dir)] if cache_dir else [index.root / TOOLS_CACHE, _user_cache_root(index)]
     for root in roots:
@@ -67,11 +67,20 @@ def top_pairs(ords: np.ndarray, scores: np.ndarray, top_k: int) -> list[tuple[in
 
 
 class ChunkStore:
-    """All parts' caches of one index, addressed by global chunk `ord` and global sentence row."""
+    """All parts' caches of one index, addressed by global chunk `ord` and global sentence row; missing
+    or stale caches are built on opening."""
 
-    def __init__(self, index: Index, parts: list[PartCache]):
+    def __init__(self, index: Index, cache_dir: str | Path | None = None):
         self.index = index
-        self.parts = parts
+        self.parts: list[PartCache] = []
+        for part in index.parts:
+            cache = _open_part(index, part, cache_dir)
+            if cache.num_chunks != part.num_chunks or cache.num_sentences != part.num_sentences:
+                raise CacheBuildError(
+                    f"part {part.part} of {index.root}: the manifest says {part.num_chunks} chunks and {part.num_sentences} sentences, "
+                    f"its files hold {cache.num_chunks} and {cache.num_sentences}"
+                )
+            self.parts.append(cache)
         self.part_numbers = [p.part for p in index.parts]
         self.chunk_offsets = np.cumsum([0] + [p.num_chunks for p in self.parts], dtype=np.int64)
         self.sentence_offsets = np.cumsum([0] + [p.num_sentences for p in self.parts], dtype=np.int64)
@@ -79,20 +88,6 @@ class ChunkStore:
         self.num_sentences = int(self.sentence_offsets[-1])
         self._part_index = {n: i for i, n in enumerate(self.part_numbers)}
         self.keyword_counts = KeywordCounts()
-
-    @classmethod
-    def open(cls, index: Index, cache_dir: str | Path | None = None) -> "ChunkStore":
-        """Open every part's cache of `index`, building missing or stale ones first."""
-        parts = []
-        for part in index.parts:
-            cache = _open_part(index, part, Path(cache_dir) if cache_dir else None)
-            if cache.num_chunks != part.num_chunks or cache.num_sentences != part.num_sentences:
-                raise CacheBuildError(
-                    f"part {part.part} of {index.root}: the manifest says {part.num_chunks} chunks and {part.num_sentences} sentences, "
-                    f"its files hold {cache.num_chunks} and {cache.num_sentences}"
-                )
-            parts.append(cache)
-        return cls(index, parts)
 
     @property
     def dirs(self) -> list[Path]:

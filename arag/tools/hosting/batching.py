@@ -35,7 +35,6 @@ class _Waiter:
         self.wake = threading.Event()  # set on the answer or on promotion
 
     def answer(self, vector: np.ndarray | None, error: BaseException | None) -> None:
-        self.state = _TAKEN
         if error is None:
             self.future.set_result(vector)
         else:
