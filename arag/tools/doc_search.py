@@ -156,7 +156,8 @@ def result_hits(ctx: ToolHost, top: list[str], fused: dict[str, float], best: di
         _, cand, query = best[doc]
         sentences = cand.sentences
         if sentences is None:  # found by keywords: the chunk's sentences holding one
-            all_sentences = ctx.store.sentence_texts(rows["s_start"][i], rows["s_count"][i]) or [rows["text"][i]]
+            start, count = rows["s_start"][i], rows["s_count"][i]
+            all_sentences = ctx.store.sentences_at(range(start, start + count)) or [rows["text"][i]]
             sentences = matching_sentences(all_sentences, query_keywords(query))
         # A packed window lists every document it covers: the title is the document's own.
         title = cand.title if is_packed(ctx) else rows["title"][i]

@@ -140,7 +140,7 @@ def document_lines(ctx: ToolHost, doc_id: str) -> DocumentLines:
     for i in order:
         start, count = int(rows["s_start"][i]), int(rows["s_count"][i])
         if count:
-            lines += ctx.store.sentence_texts(start, count)
+            lines += ctx.store.sentences_at(range(start, start + count))
             sids += ctx.store.sentence_ids(start, count)
         else:
             lines.append(rows["text"][i])

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -120,15 +121,7 @@ class ChunkStore:
             out.append((o - 1 if o - 1 >= lo else None, o + 1 if o + 1 < hi else None))
         return out
 
-    def sentence_texts(self, start: int, count: int) -> list[str]:
-        """Texts of global sentence rows [start, start+count) (a chunk's sentences never span parts)."""
-        if count <= 0:
-            return []
-        w = position(self.sentence_offsets, start, side="right") - 1
-        local = start - int(self.sentence_offsets[w])
-        return self.parts[w].sentence_texts(list(range(local, local + count)))
-
-    def sentences_at(self, rows: np.ndarray | list[int]) -> list[str]:
+    def sentences_at(self, rows: np.ndarray | Sequence[int]) -> list[str]:
         """Texts of global sentence rows (any order, any parts), in that order; one text read per chunk."""
         out: list[str] = [""] * len(rows)
         for w, at, local in by_range(self.sentence_offsets, rows):

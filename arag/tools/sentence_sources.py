@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -22,7 +22,7 @@ from arag.small_sorted import distinct, positions
 CACHED_GROUPS = 64
 
 
-def by_range(bounds: np.ndarray, rows: np.ndarray | list[int]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+def by_range(bounds: np.ndarray, rows: np.ndarray | Sequence[int]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     """`rows` grouped by the range [bounds[w], bounds[w + 1]) they fall in: (w, their places in `rows`,
     the rows counted from bounds[w]). Bounds: the parts' (or row groups') first rows, then the total."""
     rows = np.asarray(rows, dtype=np.int64)
@@ -69,7 +69,7 @@ class SentenceSources:
                     f"rerun python -m pipelines.index with index.path={root} and the same corpus (the format changed, so it rebuilds)"
                 )
 
-    def of_rows(self, rows: np.ndarray | list[int]) -> Sources:
+    def of_rows(self, rows: np.ndarray | Sequence[int]) -> Sources:
         doc_ids: list = [None] * len(rows)
         titles: list = [None] * len(rows)
         ordinals = np.empty(len(rows), dtype=np.int64)
@@ -79,9 +79,6 @@ class SentenceSources:
                 for i, r in zip(at[in_group].tolist(), group_rows.tolist()):
                     doc_ids[i], titles[i], ordinals[i] = ids[r], names[r], ords[r]
         return Sources(doc_ids, titles, ordinals)
-
-    def of_range(self, start: int, count: int) -> Sources:
-        return self.of_rows(np.arange(start, start + count, dtype=np.int64))
 
     def _read_starts(self, w: int) -> np.ndarray:
         meta = pq.ParquetFile(self.files[w]).metadata
