@@ -76,8 +76,8 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
             texts = iter(ctx.store.sentences_at(np.concatenate([np.arange(a, a + n, dtype=np.int64) for a, n in zip(rows["s_start"], counts)])))
             lowered = [k.lower() for k in keywords]
             snippets = [options.result_format.cap(matching_sentences([next(texts) for _ in range(n)], lowered)) for n in counts]
-        for i, (_, score) in enumerate(scored):
-            hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i]))
+        hits = [Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i])
+                for i, (_, score) in enumerate(scored)]
     text = keyword_text(keywords, hits, options.full_text, details, options.result_format)
     return search_result(NAME, text, hits, options.full_text, details)
 

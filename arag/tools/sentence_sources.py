@@ -53,10 +53,7 @@ class SentenceSources:
         self.files: list[Path] = [p.sentences for p in store.index.parts]  # in the store's part order
         self._starts = lru_cache(maxsize=None)(self._read_starts)
         self._group = lru_cache(maxsize=CACHED_GROUPS)(self._read_group)
-        self.check()
-
-    def check(self) -> None:
-        """Every part with sentences has the source columns, else a clear error naming the index."""
+        # Every part with sentences has the source columns, else a clear error naming the index.
         for w, path in enumerate(self.files):
             if self.store.parts[w].num_sentences == 0:
                 continue
