@@ -12,6 +12,7 @@ from typing import Any
 
 from arag.index.parts import PACKED
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
+from arag import small_sorted
 from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, READ
 from arag.tools.failures import ALREADY_READ, FAILURE, UNKNOWN_IDS
 from arag.tools.render import chunk_read_text, content_tokens
@@ -86,7 +87,9 @@ def ids_by_place(ctx: ToolHost, ords: list[int]) -> dict[tuple[str, int], str]:
 
 def window_neighbours(ctx: ToolHost, ords: list[int]) -> list[tuple[str | None, str | None]]:
     """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (written in order)."""
-    adjacent = ctx.store.adjacent_in_part(ords)
+    offsets = ctx.store.chunk_offsets
+    parts = (small_sorted.positions(offsets, ords, side="right") - 1).tolist()
+    adjacent = [(o - 1 if o > offsets[w] else None, o + 1 if o + 1 < offsets[w + 1] else None) for o, w in zip(ords, parts)]
     probe = sorted({o for pair in adjacent for o in pair if o is not None})
     ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"]))
     return [(ids.get(p), ids.get(n)) for p, n in adjacent]  # no neighbour (None) is no key of ids: it stays None

@@ -112,15 +112,6 @@ class ChunkStore:
                     out[c][i] = v
         return out
 
-    def adjacent_in_part(self, ords: list[int]) -> list[tuple[int | None, int | None]]:
-        """(ord − 1, ord + 1) of each chunk, each None where it would leave the chunk's part."""
-        which = positions(self.chunk_offsets, ords, side="right") - 1
-        out = []
-        for o, w in zip(ords, which.tolist()):
-            lo, hi = int(self.chunk_offsets[w]), int(self.chunk_offsets[w + 1])
-            out.append((o - 1 if o - 1 >= lo else None, o + 1 if o + 1 < hi else None))
-        return out
-
     def sentences_at(self, rows: np.ndarray | Sequence[int]) -> list[str]:
         """Texts of global sentence rows (any order, any parts), in that order; one text read per chunk."""
         out: list[str] = [""] * len(rows)
