@@ -11,8 +11,6 @@ import json
 import re
 from typing import Any
 
-import numpy as np
-
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, SNIPPET
 import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentLines, DocumentRef, DocumentSession, is_packed, load_document, session_of
@@ -90,11 +88,11 @@ def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCan
     chunk_rankings: list[list[tuple[int, list[str] | None]]] = [] if scored is None else [[(o, None) for o, _ in scored]]
     if semantic is not None:
         groups = group_by_chunk(ctx, *semantic)[:n]
-        texts = iter(ctx.store.sentences_at(np.concatenate([rows for _, _, rows in groups])) if groups else [])  # one pass per part
+        texts = iter(ctx.store.sentences_at([r for _, _, rows in groups for r in rows.tolist()]))  # one pass per part
         chunk_rankings.append([(o, [next(texts) for _ in rows]) for o, _, rows in groups])
     out = []
     for ranking in chunk_rankings:
-        docs = ctx.store.chunk_rows([o for o, _ in ranking], ["doc_id"])["doc_id"] if ranking else []
+        docs = ctx.store.chunk_rows([o for o, _ in ranking], ["doc_id"])["doc_id"]
         firsts: dict[str, DocumentCandidate] = {}
         for (o, sentences), doc in zip(ranking, docs):
             firsts.setdefault(doc, DocumentCandidate(doc, o, None, sentences))
