@@ -12,6 +12,7 @@ from typing import Any
 
 from arag.index.parts import PACKED
 from arag.index.tokens import RETRIEVED_TOKENS_TOKENIZER
+from arag import small_sorted
 from arag.tools.base import MAX_CHUNK_ID_CHARS, MAX_CHUNK_IDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, READ
 from arag.tools.failures import ALREADY_READ, FAILURE, UNKNOWN_IDS
 from arag.tools.render import chunk_read_text, content_tokens
@@ -65,39 +66,30 @@ def chunk_titles(ctx: ToolHost, chunk_ids: list[str]) -> dict[str, str]:
 
 def neighbours(ctx: ToolHost, ords: list[int], doc_ids: list[str], positions: list[int]) -> list[tuple[str | None, str | None]]:
     """(previous id, next id) of each chunk: its document's chunks at position ∓ 1 (packed: its part's windows).
-    The pipeline writes a document's chunks consecutively, so rows ord∓1 are checked before (doc_id, position)."""
+    The pipeline writes a document's chunks consecutively, so rows ord∓1 are read first; a document whose
+    neighbour is not among them is looked up by doc_id ((doc_id, position) is unique, as chunk ids are)."""
     store = ctx.store
     if store.index.chunking_mode == PACKED:
         return window_neighbours(ctx, ords)
-    out: list[list[str | None]] = []
-    missing: list[tuple[int, int, str, int]] = []  # (result index, side, doc_id, position)
-    probe = sorted({o + d for o in ords for d in (-1, 1) if 0 <= o + d < store.num_chunks})
-    near = dict(zip(probe, zip(*store.chunk_rows(probe, ["chunk_id", "doc_id", "position"]).values())))
-    for i, (o, doc, pos) in enumerate(zip(ords, doc_ids, positions)):
-        pair: list[str | None] = [None, None]
-        for side, d in ((0, -1), (1, 1)):
-            want = pos + d
-            if want < 0:
-                continue
-            got = near.get(o + d)
-            if got is not None and got[1] == doc and got[2] == want:
-                pair[side] = got[0]
-            else:
-                missing.append((i, side, doc, want))
-        out.append(pair)
-    if missing:
-        found = store.find_chunks("doc_id", sorted({m[2] for m in missing}))
-        doc_ords = sorted({o for ords in found.values() for o in ords})
-        rows = store.chunk_rows(doc_ords, ["doc_id", "position", "chunk_id"])
-        by_key = {(d, p): c for d, p, c in zip(rows["doc_id"], rows["position"], rows["chunk_id"])}
-        for i, side, doc, want in missing:
-            out[i][side] = by_key.get((doc, want))
-    return [(p, n) for p, n in out]
+    wanted = [((doc, pos - 1) if pos > 0 else None, (doc, pos + 1)) for doc, pos in zip(doc_ids, positions)]
+    ids = ids_by_place(ctx, sorted({o + d for o in ords for d in (-1, 1) if 0 <= o + d < store.num_chunks}))
+    unseen = sorted({key[0] for pair in wanted for key in pair if key is not None and key not in ids})
+    if unseen:
+        ids.update(ids_by_place(ctx, sorted({o for found in store.find_chunks("doc_id", unseen).values() for o in found})))
+    return [(ids.get(before), ids.get(after)) for before, after in wanted]  # no neighbour (None) is no key of ids
+
+
+def ids_by_place(ctx: ToolHost, ords: list[int]) -> dict[tuple[str, int], str]:
+    """{(doc_id, position): chunk_id} of the chunks at `ords`."""
+    rows = ctx.store.chunk_rows(ords, ["doc_id", "position", "chunk_id"])
+    return dict(zip(zip(rows["doc_id"], rows["position"]), rows["chunk_id"]))
 
 
 def window_neighbours(ctx: ToolHost, ords: list[int]) -> list[tuple[str | None, str | None]]:
     """(previous id, next id) of each packed window: rows ord ∓ 1 of its part (written in order)."""
-    adjacent = ctx.store.adjacent_in_part(ords)
+    offsets = ctx.store.chunk_offsets
+    parts = (small_sorted.positions(offsets, ords, side="right") - 1).tolist()
+    adjacent = [(o - 1 if o > offsets[w] else None, o + 1 if o + 1 < offsets[w + 1] else None) for o, w in zip(ords, parts)]
     probe = sorted({o for pair in adjacent for o in pair if o is not None})
     ids = dict(zip(probe, ctx.store.chunk_rows(probe, ["chunk_id"])["chunk_id"]))
     return [(ids.get(p), ids.get(n)) for p, n in adjacent]  # no neighbour (None) is no key of ids: it stays None
@@ -114,15 +106,13 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     links = neighbours(ctx, ords, rows["doc_id"], rows["position"])
     tracker = options.tracker
     hits: list[Hit] = []
-    texts: dict[str, str] = {}
     for i, cid in enumerate(known):
         already = tracker is not None and tracker.seen(cid)
-        hits.append(Hit(chunk_id=cid, title=rows["title"][i], doc_id=rows["doc_id"][i], prev_id=links[i][0], next_id=links[i][1], already_read=already))
-        if not already:
-            texts[cid] = rows["text"][i]
-            hits[-1].snippets = [rows["text"][i]]
-            if tracker is not None:
-                tracker.mark(cid)
+        hits.append(Hit(chunk_id=cid, snippets=[] if already else [rows["text"][i]], title=rows["title"][i], doc_id=rows["doc_id"][i],
+                        prev_id=links[i][0], next_id=links[i][1], already_read=already))
+        if tracker is not None:
+            tracker.mark(cid)  # a chunk read before stays where it is in the reading order
+    texts = {hit.chunk_id: hit.snippets[0] for hit in hits if not hit.already_read}
     text = chunk_read_text(hits, texts, unknown, "part" if ctx.store.index.chunking_mode == PACKED else "document", options.result_format)
     details: dict[str, Any] = {"unknown_ids": unknown} if unknown else {}
     if not texts:

@@ -11,8 +11,6 @@ import json
 import re
 from typing import Any
 
-import numpy as np
-
 from arag.tools.base import ToolHost, MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolOptions, ToolResult, ToolSpec, SNIPPET
 import arag.tools.packed_documents as packed_documents
 from arag.tools.documents import DocumentLines, DocumentRef, DocumentSession, is_packed, load_document, session_of
@@ -90,11 +88,11 @@ def ranked_documents(ctx: ToolHost, query: str, n: int) -> list[list[DocumentCan
     chunk_rankings: list[list[tuple[int, list[str] | None]]] = [] if scored is None else [[(o, None) for o, _ in scored]]
     if semantic is not None:
         groups = group_by_chunk(ctx, *semantic)[:n]
-        texts = iter(ctx.store.sentences_at(np.concatenate([rows for _, _, rows in groups])) if groups else [])  # one pass per part
+        texts = iter(ctx.store.sentences_at([r for _, _, rows in groups for r in rows.tolist()]))  # one pass per part
         chunk_rankings.append([(o, [next(texts) for _ in rows]) for o, _, rows in groups])
     out = []
     for ranking in chunk_rankings:
-        docs = ctx.store.chunk_rows([o for o, _ in ranking], ["doc_id"])["doc_id"] if ranking else []
+        docs = ctx.store.chunk_rows([o for o, _ in ranking], ["doc_id"])["doc_id"]
         firsts: dict[str, DocumentCandidate] = {}
         for (o, sentences), doc in zip(ranking, docs):
             firsts.setdefault(doc, DocumentCandidate(doc, o, None, sentences))
@@ -127,11 +125,9 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     # Each document is read once, into the session (find and open reuse it): its lines give the
     # result's line range and the line its snippet starts at.
     documents = [load_document(ctx, session, d, best[d][1].anchor) for d in top]
-    refs = []
-    for rank, (doc, hit) in enumerate(zip(documents, hits), 1):
-        ref = DocumentRef(f"turn{turn}search{rank}", doc.doc_id, hit.title, len(doc.lines), best[doc.doc_id][1].anchor)
-        session.refs[ref.ref_id] = ref
-        refs.append(ref)
+    refs = [DocumentRef(f"turn{turn}search{rank}", doc.doc_id, hit.title, len(doc.lines), best[doc.doc_id][1].anchor)
+            for rank, (doc, hit) in enumerate(zip(documents, hits), 1)]
+    session.refs.update((ref.ref_id, ref) for ref in refs)
     starts = [snippet_line(doc, hit) for doc, hit in zip(documents, hits)]
     return ToolResult(
         tool=NAME,
@@ -158,7 +154,8 @@ def result_hits(ctx: ToolHost, top: list[str], fused: dict[str, float], best: di
         _, cand, query = best[doc]
         sentences = cand.sentences
         if sentences is None:  # found by keywords: the chunk's sentences holding one
-            all_sentences = ctx.store.sentence_texts(rows["s_start"][i], rows["s_count"][i]) or [rows["text"][i]]
+            start, count = rows["s_start"][i], rows["s_count"][i]
+            all_sentences = ctx.store.sentences_at(range(start, start + count)) or [rows["text"][i]]
             sentences = matching_sentences(all_sentences, query_keywords(query))
         # A packed window lists every document it covers: the title is the document's own.
         title = cand.title if is_packed(ctx) else rows["title"][i]

@@ -131,21 +131,22 @@ def load_document(ctx: ToolHost, session: DocumentSession, doc_id: str, anchor: 
 
 def document_lines(ctx: ToolHost, doc_id: str) -> DocumentLines:
     """A per-document index's document as lines: its chunks' sentences in position order."""
-    ords = ctx.store.document_ords([doc_id]).get(doc_id, [])
-    rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "text", "s_start", "s_count"]) if ords else {}
+    ords = ctx.store.find_chunks("doc_id", [doc_id]).get(doc_id, [])
+    rows = ctx.store.chunk_rows(ords, ["position", "chunk_id", "title", "text", "s_start", "s_count"])
+    order = sorted(range(len(ords)), key=lambda i: (rows["position"][i], ords[i]))
     lines: list[str] = []
     sids: list[int] = []
     chunk_ids: list[str] = []
-    for i in range(len(ords)):
+    for i in order:
         start, count = int(rows["s_start"][i]), int(rows["s_count"][i])
         if count:
-            lines += ctx.store.sentence_texts(start, count)
+            lines += ctx.store.sentences_at(range(start, start + count))
             sids += ctx.store.sentence_ids(start, count)
         else:
             lines.append(rows["text"][i])
             sids.append(-1)
         chunk_ids += [rows["chunk_id"][i]] * max(count, 1)
-    return DocumentLines(doc_id, rows["title"][0] if ords else None, lines, sids, chunk_ids)
+    return DocumentLines(doc_id, rows["title"][order[0]] if ords else None, lines, sids, chunk_ids)
 
 
 def line_similarities(ctx: ToolHost, query: str, sentence_ids: list[int]) -> dict[int, float]:

@@ -11,8 +11,10 @@ import hashlib
 import logging
 import os
 import time
+from collections import Counter
 from functools import cached_property
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -21,7 +23,7 @@ from arag.index.store import Index, PartFiles
 from arag.small_sorted import best_first, distinct, position, positions
 from arag.index.keyword.counts import KeywordCounts
 from arag.index.keyword.part_cache import CacheBuildError, PartCache, build_part_cache, is_valid
-from arag.tools.sentence_sources import SentenceSources
+from arag.tools.sentence_sources import SentenceSources, by_range
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ def _user_cache_root(index: Index) -> Path:
     return base / manifest_hash(index)
 
 
-def _open_part(index: Index, part: PartFiles, cache_dir: Path | None) -> PartCache:
+def _open_part(index: Index, part: PartFiles, cache_dir: str | Path | None) -> PartCache:
     """The part's cache: a complete one where it may be, else built in the first writable place."""
     roots = [Path(cache_dir)] if cache_dir else [index.root / TOOLS_CACHE, _user_cache_root(index)]
     for root in roots:
@@ -66,12 +68,21 @@ def top_pairs(ords: np.ndarray, scores: np.ndarray, top_k: int) -> list[tuple[in
 
 
 class ChunkStore:
-    """All parts' caches of one index, addressed by global chunk `ord` and global sentence row."""
+    """All parts' caches of one index, addressed by global chunk `ord` and global sentence row; missing
+    or stale caches are built on opening."""
 
-    def __init__(self, index: Index, parts: list[tuple[int, PartCache]]):
+    def __init__(self, index: Index, cache_dir: str | Path | None = None):
         self.index = index
-        self.parts = [p for _, p in parts]
-        self.part_numbers = [n for n, _ in parts]
+        self.parts: list[PartCache] = []
+        for part in index.parts:
+            cache = _open_part(index, part, cache_dir)
+            if cache.num_chunks != part.num_chunks or cache.num_sentences != part.num_sentences:
+                raise CacheBuildError(
+                    f"part {part.part} of {index.root}: the manifest says {part.num_chunks} chunks and {part.num_sentences} sentences, "
+                    f"its files hold {cache.num_chunks} and {cache.num_sentences}"
+                )
+            self.parts.append(cache)
+        self.part_numbers = [p.part for p in index.parts]
         self.chunk_offsets = np.cumsum([0] + [p.num_chunks for p in self.parts], dtype=np.int64)
         self.sentence_offsets = np.cumsum([0] + [p.num_sentences for p in self.parts], dtype=np.int64)
         self.num_chunks = int(self.chunk_offsets[-1])
@@ -79,75 +90,33 @@ class ChunkStore:
         self._part_index = {n: i for i, n in enumerate(self.part_numbers)}
         self.keyword_counts = KeywordCounts()
 
-    @classmethod
-    def open(cls, index: Index, cache_dir: str | Path | None = None) -> "ChunkStore":
-        """Open every part's cache of `index`, building missing or stale ones first."""
-        parts = []
-        for part in index.parts:
-            cache = _open_part(index, part, Path(cache_dir) if cache_dir else None)
-            if cache.num_chunks != part.num_chunks or cache.num_sentences != part.num_sentences:
-                raise CacheBuildError(
-                    f"part {part.part} of {index.root}: the manifest says {part.num_chunks} chunks and {part.num_sentences} sentences, "
-                    f"its files hold {cache.num_chunks} and {cache.num_sentences}"
-                )
-            parts.append((part.part, cache))
-        return cls(index, parts)
-
     @property
     def dirs(self) -> list[Path]:
         return [p.dir for p in self.parts]
-
-    def _split(self, ords: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
-        ords = np.asarray(ords, dtype=np.int64)
-        which = positions(self.chunk_offsets, ords, side="right") - 1
-        return which, ords - self.chunk_offsets[which]
 
     def chunk_rows(self, ords: np.ndarray | list[int], columns: list[str]) -> dict[str, list]:
         """Columns of the chunks at `ords` as lists: CHUNK_SCHEMA's plus s_start, s_count (global sentence rows)."""
         ords = list(ords)
         out: dict[str, list] = {c: [None] * len(ords) for c in columns}
         stored = [c for c in columns if c not in ("s_start", "s_count")]
-        which, local = self._split(ords)
-        for w in distinct(which):
-            idx = np.flatnonzero(which == w).tolist()
+        for w, at, local in by_range(self.chunk_offsets, ords):
             part = self.parts[w]
-            rows = [int(local[i]) for i in idx]
+            rows = local.tolist()
             values = part.rows(rows, stored) if stored else {}
             if "s_start" in out or "s_count" in out:
                 starts = part.sentence_starts
                 values["s_start"] = [int(self.sentence_offsets[w]) + int(starts[r]) for r in rows]
                 values["s_count"] = [int(starts[r + 1]) - int(starts[r]) for r in rows]
             for c in columns:
-                for i, v in zip(idx, values[c]):
+                for i, v in zip(at.tolist(), values[c]):
                     out[c][i] = v
         return out
 
-    def adjacent_in_part(self, ords: list[int]) -> list[tuple[int | None, int | None]]:
-        """(ord − 1, ord + 1) of each chunk, each None where it would leave the chunk's part."""
-        which, _ = self._split(ords)
-        out = []
-        for o, w in zip(ords, which.tolist()):
-            lo, hi = int(self.chunk_offsets[w]), int(self.chunk_offsets[w + 1])
-            out.append((o - 1 if o - 1 >= lo else None, o + 1 if o + 1 < hi else None))
-        return out
-
-    def sentence_texts(self, start: int, count: int) -> list[str]:
-        """Texts of global sentence rows [start, start+count) (a chunk's sentences never span parts)."""
-        if count <= 0:
-            return []
-        w = position(self.sentence_offsets, start, side="right") - 1
-        local = start - int(self.sentence_offsets[w])
-        return self.parts[w].sentence_texts(list(range(local, local + count)))
-
-    def sentences_at(self, rows: np.ndarray | list[int]) -> list[str]:
+    def sentences_at(self, rows: np.ndarray | Sequence[int]) -> list[str]:
         """Texts of global sentence rows (any order, any parts), in that order; one text read per chunk."""
-        rows = np.asarray(rows, dtype=np.int64)
         out: list[str] = [""] * len(rows)
-        which = positions(self.sentence_offsets, rows, side="right") - 1
-        for w in distinct(which):
-            at = np.flatnonzero(which == w)
-            texts = self.parts[w].sentence_texts((rows[at] - self.sentence_offsets[w]).tolist())
-            for i, t in zip(at.tolist(), texts):
+        for w, at, local in by_range(self.sentence_offsets, rows):
+            for i, t in zip(at.tolist(), self.parts[w].sentence_texts(local.tolist())):
                 out[i] = t
         return out
 
@@ -158,15 +127,6 @@ class ChunkStore:
         w = position(self.sentence_offsets, start, side="right") - 1
         local = start - int(self.sentence_offsets[w])
         return [(self.part_numbers[w] << PART_SHIFT) | r for r in range(local, local + count)]
-
-    def document_ords(self, doc_ids: list[str]) -> dict[str, list[int]]:
-        """Each document's chunk ords in position order (documents without chunks absent)."""
-        found = self.find_chunks("doc_id", doc_ids)
-        out: dict[str, list[int]] = {}
-        for doc, ords in found.items():
-            positions = self.chunk_rows(ords, ["position"])["position"]
-            out[doc] = [o for _, o in sorted(zip(positions, ords))]
-        return out
 
     def sentence_rows(self, sentence_ids: np.ndarray) -> np.ndarray:
         """Global sentence row of each FAISS id (part << 32 | row)."""
@@ -183,13 +143,9 @@ class ChunkStore:
         return out
 
     def chunk_of_sentence_rows(self, rows: np.ndarray) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.int64)
-        which = positions(self.sentence_offsets, rows, side="right") - 1
         out = np.empty(len(rows), dtype=np.int64)
-        for w in distinct(which):
-            m = which == w
-            local = rows[m] - self.sentence_offsets[w]
-            out[m] = self.chunk_offsets[w] + positions(self.parts[w].sentence_starts, local, side="right") - 1
+        for w, at, local in by_range(self.sentence_offsets, rows):
+            out[at] = self.chunk_offsets[w] + positions(self.parts[w].sentence_starts, local, side="right") - 1
         return out
 
     def find_chunks(self, column: str, values: list[str]) -> dict[str, list[int]]:
@@ -211,9 +167,9 @@ class ChunkStore:
         terms = [(k.lower(), len(k)) for k in keywords]
         if not narrow:
             return self._scan_top(terms, top_k)
-        weights: dict[str, int] = {}
+        weights: Counter[str] = Counter()
         for k, n in terms:  # a keyword given twice counts twice
-            weights[k] = weights.get(k, 0) + n
+            weights[k] += n
         ords, scores = [], []
         for k, n in weights.items():
             o, c = self.keyword_occurrences(k)

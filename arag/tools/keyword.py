@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from arag.tools.base import MAX_KEYWORD_CHARS, MAX_KEYWORDS, Hit, ToolHost, ToolOptions, ToolResult, ToolSpec, get_top_k, SNIPPET
 from arag.tools.render import keyword_text, search_result
 
@@ -65,19 +63,17 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
     keywords = args["keywords"]
     top_k = get_top_k(args, details)
     scored = ctx.store.keyword_top(keywords, top_k, narrow=ctx.accelerate)
-    hits: list[Hit] = []
-    if scored:
-        ords = [o for o, _ in scored]
-        rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "doc_id"] + (["text"] if options.full_text else ["s_start", "s_count"]))
-        if options.full_text:
-            snippets = [[t] for t in rows["text"]]
-        else:  # every hit's sentences in one read, then matched per hit
-            counts = [max(int(n), 0) for n in rows["s_count"]]
-            texts = iter(ctx.store.sentences_at(np.concatenate([np.arange(a, a + n, dtype=np.int64) for a, n in zip(rows["s_start"], counts)])))
-            lowered = [k.lower() for k in keywords]
-            snippets = [options.result_format.cap(matching_sentences([next(texts) for _ in range(n)], lowered)) for n in counts]
-        for i, (_, score) in enumerate(scored):
-            hits.append(Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i]))
+    ords = [o for o, _ in scored]
+    rows = ctx.store.chunk_rows(ords, ["chunk_id", "title", "doc_id"] + (["text"] if options.full_text else ["s_start", "s_count"]))
+    if options.full_text:
+        snippets = [[t] for t in rows["text"]]
+    else:  # every hit's sentences in one read, then matched per hit
+        counts = [max(int(n), 0) for n in rows["s_count"]]
+        texts = iter(ctx.store.sentences_at([r for a, n in zip(rows["s_start"], counts) for r in range(a, a + n)]))
+        lowered = [k.lower() for k in keywords]
+        snippets = [options.result_format.cap(matching_sentences([next(texts) for _ in range(n)], lowered)) for n in counts]
+    hits = [Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i])
+            for i, (_, score) in enumerate(scored)]
     text = keyword_text(keywords, hits, options.full_text, details, options.result_format)
     return search_result(NAME, text, hits, options.full_text, details)
 

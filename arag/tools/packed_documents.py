@@ -62,12 +62,12 @@ def load_lines(store: ChunkStore, doc_id: str, anchor: int) -> tuple[str | None,
     """The document's title and lines: its sentences in ordinal order, each overlap copy once, with the
     FAISS id and the window of each line's first copy (the fields of a DocumentLines)."""
     rows = store.chunk_rows(document_windows(store, doc_id, anchor), ["chunk_id", "s_start", "s_count"])
-    start = int(rows["s_start"][0])  # the windows are consecutive: their sentence rows are too
-    count = int(rows["s_start"][-1]) + int(rows["s_count"][-1]) - start
-    sources = store.sentence_sources.of_range(start, count)
+    # The windows are consecutive: their sentence rows are too.
+    span = range(int(rows["s_start"][0]), int(rows["s_start"][-1]) + int(rows["s_count"][-1]))
+    sources = store.sentence_sources.of_rows(span)
     owners = [cid for cid, n in zip(rows["chunk_id"], rows["s_count"]) for _ in range(int(n))]
-    texts = store.sentence_texts(start, count)
-    sids = store.sentence_ids(start, count)
+    texts = store.sentences_at(span)
+    sids = store.sentence_ids(span.start, len(span))
     first: dict[int, int] = {}  # ordinal → row offset of its first copy
     title = None
     for i, (doc, ordinal) in enumerate(zip(sources.doc_ids, sources.ordinals.tolist())):
@@ -81,8 +81,6 @@ def load_lines(store: ChunkStore, doc_id: str, anchor: int) -> tuple[str | None,
 def semantic_documents(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> list[DocumentCandidate]:
     """Documents of the matched sentences (best score first): each sentence counts for its own
     document; a document's matched sentences come in its order, each overlap copy once."""
-    if len(sids) == 0:
-        return []
     store = ctx.store
     order = sorted(range(len(sids)), key=lambda i: (-float(scores[i]), int(sids[i])))
     rows = store.sentence_rows(np.asarray(sids)[order])
@@ -95,7 +93,7 @@ def semantic_documents(ctx: ToolHost, scores: np.ndarray, sids: np.ndarray) -> l
             found[doc] = DocumentCandidate(doc, int(o), title or None, [])
         matched.setdefault(doc, {}).setdefault(ordinal, row)
     for doc, cand in found.items():
-        cand.sentences = [store.sentence_texts(matched[doc][o], 1)[0] for o in sorted(matched[doc])]
+        cand.sentences = store.sentences_at([matched[doc][o] for o in sorted(matched[doc])])
     return list(found.values())
 
 
@@ -107,8 +105,9 @@ def keyword_documents(ctx: ToolHost, scored: list[tuple[int, int]], keywords: li
     rows = store.chunk_rows([o for o, _ in scored], ["s_start", "s_count"])
     out: dict[str, DocumentCandidate] = {}
     for (o, _), start, count in zip(scored, rows["s_start"], rows["s_count"]):
-        texts = store.sentence_texts(int(start), int(count))
-        sources = store.sentence_sources.of_range(int(start), int(count))
+        span = range(int(start), int(start) + int(count))
+        texts = store.sentences_at(span)
+        sources = store.sentence_sources.of_rows(span)
         by_doc: dict[str, list[str]] = {}
         titles: dict[str, str | None] = {}
         for text, doc, title in zip(texts, sources.doc_ids, sources.titles):

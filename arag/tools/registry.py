@@ -5,9 +5,10 @@ which the method configs declare (conf/method/*.yaml `tools`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arag.config.files import method_declarations
+from arag.index.chunk_ids import ChunkIdFormat
 from arag.registry import TOOL, plugins, register
 from arag.tools.base import ToolSpec
 from arag.tools.chunk_read import SPEC as CHUNK_READ
@@ -18,9 +19,6 @@ from arag.tools.keyword import SPEC as KEYWORD_SEARCH
 from arag.tools.naive import SPEC as NAIVE_EMBEDDING_SEARCH
 from arag.tools.semantic import SPEC as SEMANTIC_SEARCH
 from arag.tools.summarize import SPEC as SUMMARIZE
-
-if TYPE_CHECKING:
-    from arag.index.chunk_ids import ChunkIdFormat
 
 for _spec in (KEYWORD_SEARCH, SEMANTIC_SEARCH, NAIVE_EMBEDDING_SEARCH, CHUNK_READ, DOC_SEARCH, DOC_FIND, DOC_OPEN, SUMMARIZE):
     register(TOOL, _spec.name, _spec)
@@ -61,7 +59,7 @@ def result_settings_of(names: Iterable[str]) -> set[str]:
     return {setting for name in names if name in TOOLS for setting in TOOLS[name].result_settings}
 
 
-def tool_schemas(tool_set: str | list[str] | tuple[str, ...], chunk_ids: "ChunkIdFormat | None" = None, documents: Any = None) -> list[dict]:
+def tool_schemas(tool_set: str | list[str] | tuple[str, ...], chunk_ids: ChunkIdFormat | None = None, documents: Any = None) -> list[dict]:
     """The tools' function schemas; with `chunk_ids` (an opened index's), their texts describe its
     chunk ids, else they keep the `{chunk_id_format}`/`{chunk_id_example}` slots; with `documents`
     (a method's DocumentToolSettings), the document tools' schemas follow its limits."""

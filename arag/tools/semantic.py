@@ -71,15 +71,12 @@ def run(ctx: ToolHost, args: dict[str, Any], options: ToolOptions) -> ToolResult
 
 
 def hits_for(ctx: ToolHost, groups: list[tuple[int, float, np.ndarray]], full_text: bool) -> list[Hit]:
-    if not groups:
-        return []
-    rows = ctx.store.chunk_rows([g[0] for g in groups], ["chunk_id", "title", "doc_id"] + (["text"] if full_text else []))
+    rows = ctx.store.chunk_rows([o for o, _, _ in groups], ["chunk_id", "title", "doc_id"] + (["text"] if full_text else []))
     if full_text:
         snippets = [[t] for t in rows["text"]]
     else:  # every group's matched sentences in one read, then cut back into groups
-        texts = ctx.store.sentences_at(np.concatenate([g[2] for g in groups]))
-        cuts = np.cumsum([len(g[2]) for g in groups]).tolist()
-        snippets = [texts[a:b] for a, b in zip([0] + cuts, cuts)]
+        texts = iter(ctx.store.sentences_at([r for _, _, group in groups for r in group.tolist()]))
+        snippets = [[next(texts) for _ in group] for _, _, group in groups]
     return [
         Hit(chunk_id=rows["chunk_id"][i], score=float(score), snippets=snippets[i], title=rows["title"][i], doc_id=rows["doc_id"][i])
         for i, (_, score, _) in enumerate(groups)

@@ -10,15 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
 
 from arag.index.parts import SOURCE_COLUMNS
+from arag.small_sorted import distinct, positions
 
 # Row groups kept decoded (each ~8,192 rows of three short columns).
 CACHED_GROUPS = 64
+
+
+def by_range(bounds: np.ndarray, rows: np.ndarray | Sequence[int]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """`rows` grouped by the range [bounds[w], bounds[w + 1]) they fall in: (w, their places in `rows`,
+    the rows counted from bounds[w]). Bounds: the parts' (or row groups') first rows, then the total."""
+    rows = np.asarray(rows, dtype=np.int64)
+    which = positions(bounds, rows, side="right") - 1
+    for w in distinct(which):
+        at = np.flatnonzero(which == w)
+        yield w, at, rows[at] - bounds[w]
 
 
 class MissingSentenceSourcesError(RuntimeError):
@@ -42,10 +53,7 @@ class SentenceSources:
         self.files: list[Path] = [p.sentences for p in store.index.parts]  # in the store's part order
         self._starts = lru_cache(maxsize=None)(self._read_starts)
         self._group = lru_cache(maxsize=CACHED_GROUPS)(self._read_group)
-        self.check()
-
-    def check(self) -> None:
-        """Every part with sentences has the source columns, else a clear error naming the index."""
+        # Every part with sentences has the source columns, else a clear error naming the index.
         for w, path in enumerate(self.files):
             if self.store.parts[w].num_sentences == 0:
                 continue
@@ -58,27 +66,16 @@ class SentenceSources:
                     f"rerun python -m pipelines.index with index.path={root} and the same corpus (the format changed, so it rebuilds)"
                 )
 
-    def of_rows(self, rows: np.ndarray | list[int]) -> Sources:
-        rows = np.asarray(rows, dtype=np.int64)
+    def of_rows(self, rows: np.ndarray | Sequence[int]) -> Sources:
         doc_ids: list = [None] * len(rows)
         titles: list = [None] * len(rows)
         ordinals = np.empty(len(rows), dtype=np.int64)
-        offsets = self.store.sentence_offsets
-        which = np.searchsorted(offsets, rows, side="right") - 1
-        for w in np.unique(which).tolist():
-            at = np.flatnonzero(which == w)
-            local = rows[at] - offsets[w]
-            starts = self._starts(w)
-            groups = np.searchsorted(starts, local, side="right") - 1
-            for g in np.unique(groups).tolist():
-                m = groups == g
+        for w, at, local in by_range(self.store.sentence_offsets, rows):
+            for g, in_group, group_rows in by_range(self._starts(w), local):
                 ids, names, ords = self._group(w, g)
-                for i, r in zip(at[m].tolist(), (local[m] - starts[g]).tolist()):
+                for i, r in zip(at[in_group].tolist(), group_rows.tolist()):
                     doc_ids[i], titles[i], ordinals[i] = ids[r], names[r], ords[r]
         return Sources(doc_ids, titles, ordinals)
-
-    def of_range(self, start: int, count: int) -> Sources:
-        return self.of_rows(np.arange(start, start + count, dtype=np.int64))
 
     def _read_starts(self, w: int) -> np.ndarray:
         meta = pq.ParquetFile(self.files[w]).metadata

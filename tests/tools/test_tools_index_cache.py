@@ -52,7 +52,7 @@ def test_sentences_not_in_their_chunk_text_are_kept(tmp_path):
     table = pq.read_table(chunks)
     pq.write_table(table.set_column(4, "text", [["One two. Three five."]]), chunks)  # second sentence no longer a substring
     with ToolContext(built.path, encoder=fake_encode) as ctx:
-        assert ctx.store.sentence_texts(0, 2) == ["One two.", "Three four."]
+        assert ctx.store.sentences_at(range(2)) == ["One two.", "Three four."]
 
 
 @pytest.mark.parametrize("long_chunk", [False, True], ids=["uint16 spans", "uint32 spans"])
@@ -68,7 +68,7 @@ def test_sentence_spans_narrow_or_wide_and_extra_sentences(tmp_path, long_chunk)
         spans = np.load(cache / "sentence_spans.npy")
         assert spans.dtype == (np.uint32 if long_chunk else np.uint16)
         assert spans[1, 0] == np.iinfo(spans.dtype).max  # the marker of a sentence kept in sentences_extra.arrow
-        assert ctx.store.sentence_texts(0, 4) == ["One two.", "Three four.", filler, "Last one."]
+        assert ctx.store.sentences_at(range(4)) == ["One two.", "Three four.", filler, "Last one."]
         assert json.loads((cache / "cache.json").read_text())["extra_sentences"] == 1
 
 

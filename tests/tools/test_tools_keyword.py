@@ -250,7 +250,7 @@ def test_word_postings_match_the_reference_on_adversarial_keywords(wordy_index, 
     """Keywords inside words, across word boundaries and punctuation, overlapping runs, case and
     Unicode lowering: counted from the word postings (or their candidates' text) exactly as the
     definition counts them."""
-    store = ChunkStore.open(open_index(wordy_index.path))
+    store = ChunkStore(open_index(wordy_index.path))
     expected = reference.keyword_scores(wordy_index.chunk_texts, keywords, 20)
     assert store.keyword_top(keywords, 20) == expected
     assert store.keyword_top(keywords, 20, narrow=False) == expected
@@ -260,7 +260,7 @@ def test_word_postings_match_the_reference_on_adversarial_keywords(wordy_index, 
 @given(data=st.data())
 def test_any_substring_of_the_text_counts_as_the_reference_does(wordy_index, data):
     """Any piece of any chunk's text, and pieces of it in other case, as a keyword."""
-    store = ChunkStore.open(open_index(wordy_index.path))
+    store = ChunkStore(open_index(wordy_index.path))
     texts = [t for t in wordy_index.chunk_texts if t.strip()]
     t = data.draw(st.sampled_from(texts))
     a = data.draw(st.integers(0, len(t) - 1))
@@ -272,7 +272,7 @@ def test_any_substring_of_the_text_counts_as_the_reference_does(wordy_index, dat
 def test_a_keyword_without_whitespace_reads_no_text(wordy_index, monkeypatch):
     """'mother' and "mother's" are counted from the words alone (grandmother, stepmother's, mothers
     included); 'a nest of' only on the chunks holding the whole word 'nest'."""
-    store = ChunkStore.open(open_index(wordy_index.path))
+    store = ChunkStore(open_index(wordy_index.path))
     (part,) = [p for p in store.parts if p.num_chunks]
     read: list[np.ndarray] = []
     real = part.keyword_scores
@@ -380,7 +380,7 @@ def test_made_up_words_score_exactly(tmp_path):
     vocab = ["".join(rng.choice(syllables, size=int(rng.integers(1, 5)))) for _ in range(300)]
     texts = [" ".join(rng.choice(vocab, size=30)) + "." for _ in range(60)]
     built = make_index(tmp_path / "index", [Doc(str(i), "t", [[t]]) for i, t in enumerate(texts)])
-    store = ChunkStore.open(open_index(built.path))
+    store = ChunkStore(open_index(built.path))
     for kws in (["kalo"], ["ka lo"], ["a k"], ["mita ruso"], [vocab[7]], [vocab[3] + " " + vocab[9]], ["o."], ["vivivivi"]):
         assert store.keyword_top(kws, 20) == reference.keyword_scores(built.chunk_texts, kws, 20), kws
 
@@ -389,7 +389,7 @@ def test_made_up_words_score_exactly(tmp_path):
 def test_candidate_texts_read_with_pread_or_in_place_score_the_same(edge_index, monkeypatch, reads, gap, block):
     monkeypatch.setattr(part_cache, "READ_GAP", gap)  # 0: a read per candidate run of adjacent rows
     monkeypatch.setattr(part_cache, "SCORE_ROWS", block)  # candidates scored a few at a time
-    store = ChunkStore.open(open_index(edge_index.path))
+    store = ChunkStore(open_index(edge_index.path))
     assert any(len(p.python_lower) for p in store.parts)  # rows scored with Python's lower() are among them
     for p in store.parts:
         p.text_reads = reads
@@ -403,7 +403,7 @@ def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch
     """A cache written in record batches of 2 rows: candidate runs stop at every batch's end (the
     other columns' bytes lie between two batches' texts), with or without a read gap."""
     monkeypatch.setattr(part_cache, "READ_BATCH", 2)
-    store = ChunkStore.open(open_index(edge_index.path), cache_dir=tmp_path)
+    store = ChunkStore(open_index(edge_index.path), cache_dir=tmp_path)
     assert any(p.table.column("text").num_chunks > 2 for p in store.parts)
     for gap in (0, 1 << 30):
         monkeypatch.setattr(part_cache, "READ_GAP", gap)
@@ -415,7 +415,7 @@ def test_candidate_reads_never_run_across_record_batches(edge_index, monkeypatch
 def test_remembered_keyword_counts_give_the_same_top_chunks(edge_index):
     """Every keyword's counts remembered (no candidate minimum): each set asked twice, the second
     time from memory, equals the reference; a keyword given twice still counts twice."""
-    store = ChunkStore.open(open_index(edge_index.path))
+    store = ChunkStore(open_index(edge_index.path))
     store.keyword_counts = KeywordCounts(min_candidates=0)
     sets = KEYWORD_SETS + [["Lothair II", "lothair ii", "LOTHAIR II"]]
     for _ in range(2):

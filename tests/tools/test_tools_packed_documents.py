@@ -62,7 +62,8 @@ def test_fixture_is_packed_with_overlap_and_a_document_over_several_windows(ctx)
     fields = ctx.store.chunk_rows(list(range(ctx.store.num_chunks)), ["doc_id"])["doc_id"]
     assert max(len(f.split(COVERED_SEPARATOR)) for f in fields) >= 3  # windows cover several documents
     assert len(windows_of(ctx, "lothair")) >= 2
-    sentences = [t for o in windows_of(ctx, "lothair") for t in ctx.store.sentence_texts(*(lambda r: (r["s_start"][0], r["s_count"][0]))(ctx.store.chunk_rows([o], ["s_start", "s_count"])))]
+    rows = ctx.store.chunk_rows(windows_of(ctx, "lothair"), ["s_start", "s_count"])
+    sentences = ctx.store.sentences_at([r for start, n in zip(rows["s_start"], rows["s_count"]) for r in range(start, start + n)])
     assert len(sentences) > len(set(sentences))  # the overlap repeats some of its sentences
 
 

@@ -19,23 +19,19 @@ import numpy as np
 # Encodes queries into unit float32 vectors of the index's dimension, shape (n, d).
 Encoder = Callable[[list[str]], np.ndarray]
 
-_QUEUED, _TAKEN = 0, 1
-
-
 class _Waiter:
     """One caller's query, and how it ends: an answer (`future`: a vector or an error), or the hand-over of a slot."""
 
-    __slots__ = ("query", "state", "promoted", "future", "wake")
+    __slots__ = ("query", "taken", "promoted", "future", "wake")
 
     def __init__(self, query: str):
         self.query = query
-        self.state = _QUEUED  # _TAKEN: in a batch being encoded (by any slot holder)
+        self.taken = False  # in a batch being encoded (by any slot holder)
         self.promoted = False  # a slot was handed to this caller
         self.future: Future[np.ndarray] = Future()
         self.wake = threading.Event()  # set on the answer or on promotion
 
     def answer(self, vector: np.ndarray | None, error: BaseException | None) -> None:
-        self.state = _TAKEN
         if error is None:
             self.future.set_result(vector)
         else:
@@ -77,17 +73,17 @@ class BatchingEncoder:
     def _encode_next(self, me: _Waiter) -> bool:
         """Encode the next batch from the queue while `me` is still queued; False once it is not."""
         with self._lock:
-            if me.state != _QUEUED:
+            if me.taken:
                 return False
             gather = self.window_s > 0 and self._free == 0 and 1 < len(self._queue) < self.max_batch
         if gather:  # under load: let more queries join this batch
             time.sleep(self.window_s)
         with self._lock:
-            if me.state != _QUEUED:  # another holder took it meanwhile
+            if me.taken:  # another holder took it meanwhile
                 return False
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
             for w in batch:
-                w.state = _TAKEN
+                w.taken = True
         self._answer(batch)
         return True
 

@@ -63,7 +63,7 @@ class ToolContext(ToolCalls):
             raise ValueError(f"encoder_threads must be at least 1, got {encoder_threads}")
         self.encoder_threads = None if encoder_threads is None else int(encoder_threads)
         self.index = index if isinstance(index, Index) else open_index(index)
-        self.store = ChunkStore.open(self.index, cache_dir=cache_dir)
+        self.store = ChunkStore(self.index, cache_dir=cache_dir)
         self.accelerate = accelerate
         self._encoder = encoder
         cores = usable_cores()
