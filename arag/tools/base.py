@@ -236,7 +236,8 @@ class ToolSpec:
             return self
         return replace(self, description=chunk_ids.fill(self.description), parameters=chunk_ids.fill_all(self.parameters))
 
-    def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions) -> ToolResult:
+    def call(self, ctx: ToolHost, arguments: Any, options: ToolOptions | None = None) -> ToolResult:
+        options = options or ToolOptions()
         try:
             # A DocumentSession's settings narrow the schema the arguments are checked against.
             result = self.fn(ctx, check_arguments(self.name, self.validator(getattr(options.tracker, "settings", None)), arguments), options)
