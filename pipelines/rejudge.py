@@ -26,8 +26,12 @@ def run_ids_as_given(cfg: DictConfig, overrides: list[str]) -> None:
     """runs as the command line's text: a run id is text, but Hydra reads an unquoted 8e500123 as a
     number (infinity)."""
     raw = given_text("runs", overrides)
-    if raw is not None and raw.startswith("[") and raw.endswith("]") and OmegaConf.is_list(cfg.runs):
+    if raw is None or cfg.runs is None:
+        return
+    if raw.startswith("[") and raw.endswith("]") and OmegaConf.is_list(cfg.runs):
         cfg.runs = [part.strip().strip("'\"") for part in raw[1:-1].split(",") if part.strip()]
+    elif not OmegaConf.is_list(cfg.runs):
+        cfg.runs = raw  # not a list: the runs check names it as typed
 
 
 def rejudge_settings(cfg: DictConfig) -> DictConfig:

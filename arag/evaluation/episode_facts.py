@@ -82,7 +82,12 @@ def with_defaults(name: str, arguments: Any) -> Any:
 def repeated_flags(calls: Iterable[tuple[str, Any]]) -> list[bool]:
     """Per (tool name, arguments) of an episode's calls: whether an earlier call was identical."""
     keys = [json.dumps([str(n), normalised(with_defaults(str(n), a))], sort_keys=True, ensure_ascii=False, default=str) for n, a in calls]
-    return [key in keys[:i] for i, key in enumerate(keys)]
+    seen: set[str] = set()
+    flags = []
+    for key in keys:
+        flags.append(key in seen)
+        seen.add(key)
+    return flags
 
 
 @dataclass(frozen=True)

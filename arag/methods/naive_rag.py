@@ -23,6 +23,8 @@ class NaiveRagMethod(Method):
         return True
 
     def initial_messages(self, question, ctx, tracker):
+        if ctx is None:
+            raise ValueError(f"method {self.name!r} needs an index")
         started = time.perf_counter()
         arguments = {"query": question, "top_k": self.top_k}
         # A retrieval that failed on its own (or a tool server gone, which raises) fails the episode:

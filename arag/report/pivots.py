@@ -76,7 +76,7 @@ def tokens_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str], paper: 
             out += [f"**model={block[0]}**", ""]
         if beside:
             out += [f"Columns (paper): published numbers for {paper.backbone}, {paper.source}.", ""]
-            out += _protocol_note(cards, block_runs(con, block[0], methods))
+            out += _protocol_note(cards, block_runs(con, block[0], methods) if cards else [])
         header = [*(SETTING_HEADERS.get(k, k) for k in found.shown), "Method"]
         for d in datasets:
             header += [d, "(paper)"] if beside else [d]
@@ -136,7 +136,7 @@ def accuracy_pivot(con: duckdb.DuckDBPyConnection, methods: Sequence[str] | None
             out += [f"Columns (paper): published numbers for {backbone}, {paper.source}." if backbone else
                     f"Rows \"paper, … (reference)\": the published numbers of the paper's backbones ({', '.join(paper.backbones)}), "
                     f"not of model {block[0]}; {paper.source}.", ""]
-            out += _protocol_note(cards, block_runs(con, block[0], methods))
+            out += _protocol_note(cards, block_runs(con, block[0], methods) if cards else [])
         header = [*(SETTING_HEADERS.get(k, k) for k in shown), "Method"]
         for d in datasets:
             for m in accuracy_columns(d):

@@ -88,6 +88,8 @@ def check_series_identity(x: str, runs: list[tuple[str, Any, str]]) -> None:
 
 def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[str]) -> list[Series]:
     """The series over `x` (runs grouped by everything but `x`, checked) with ≥ 2 points."""
+    if x not in SWEEPABLE:  # `x` goes into the SQL text
+        raise ValueError(f"report: cannot sweep over {x!r}; sweepable settings: {', '.join(SWEEPABLE)}")
     others = [c for c in shown_settings if c != x]
     keys = ["dataset", "model", "method", *others, "guard_rails"]
     data = con.execute(

@@ -46,15 +46,16 @@ class WaitingConnections:
 
     def _least_useful(self, newcomer: Any) -> Any:
         """A connection of the client holding the most places, so no client keeps more while another
-        waits: one that never showed the token (oldest first), else the least recently useful idle
-        one, else the newcomer when it is that client's (its excess), else that client's oldest."""
+        waits: one that never showed the token (an idle one first: health checks only, nothing lost;
+        else the oldest), else the least recently useful idle one, else the newcomer when it is that
+        client's (its excess), else that client's oldest."""
         places = Counter(c.share_key for c in self._waiting)
         most = max(places.values())
         crowded = [c for c in self._waiting if places[c.share_key] == most]
         unproven = [c for c in crowded if not c.authorised and c is not newcomer]
         idle = [c for c in crowded if c.idle]
         if unproven:
-            return unproven[0]
+            return next((c for c in unproven if c.idle), unproven[0])
         if idle:
             return min(idle, key=lambda c: c.useful_at)
         return newcomer if newcomer in crowded else crowded[0]

@@ -72,6 +72,10 @@ class ToolResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
     def failure(self) -> str | None:
         """Why the model cannot use this result (arag.tools.failures.FAILURE_KINDS); None if it can."""
         return self.details.get(FAILURE)

@@ -97,3 +97,14 @@ def test_rejudge_names_the_run_ids_as_typed_not_as_hydra_read_them(tmp_path, ids
     done = subprocess.run([sys.executable, "-m", "pipelines.rejudge", f"results.path={tmp_path / 'results'}", f"runs=[{ids}]", f"hydra.run.dir={tmp_path / 'hydra'}"],
                           cwd=CONF.rsplit("/conf", 1)[0], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and done.stderr.strip() == f"error: no run {ids.replace(',', ', ')} under {tmp_path / 'results'}; its runs: none", done.stderr
+
+
+def test_rejudge_names_a_bare_run_id_as_typed(tmp_path):
+    """runs takes a list: a bare id is named as typed in the error, not as the number Hydra read."""
+    import subprocess
+    import sys
+
+    (tmp_path / "results").mkdir()
+    done = subprocess.run([sys.executable, "-m", "pipelines.rejudge", f"results.path={tmp_path / 'results'}", "runs=8e500123", f"hydra.run.dir={tmp_path / 'hydra'}"],
+                          cwd=CONF.rsplit("/conf", 1)[0], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stderr.strip() == "error: runs must be a list of run ids, e.g. runs=[8e500123], got '8e500123'", done.stderr

@@ -372,6 +372,8 @@ class PartCache:
         h = hash64(values)
         lo, hi = positions(hashes, h, side="left"), positions(hashes, h, side="right")
         wanted = {v: [int(r) for r in order[a:b]] for v, a, b in zip(values, lo.tolist(), hi.tolist()) if b > a}
+        if not wanted:  # the usual case for all parts but one: no rows read
+            return {}
         every = sorted({r for rs in wanted.values() for r in rs})
         actual = dict(zip(every, self.rows(every, [column])[column]))  # rule out hash collisions
         out = {v: [r for r in rs if actual[r] == v] for v, rs in wanted.items()}
