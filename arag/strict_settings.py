@@ -1,6 +1,6 @@
-"""Settings are strict: a key that no settings object knows is an error that names it, the key it was
-probably meant to be and the valid ones, never silently dropped (a misspelled `+embedder.batchsize=8`
-would otherwise run as if nothing was said) and never a `TypeError` traceback from a constructor."""
+"""Settings are strict: a key no settings object knows is an error naming it, the key probably meant and
+the valid ones; never silently dropped (a misspelled `+embedder.batchsize=8` would run as if unsaid),
+never a constructor's `TypeError` traceback."""
 
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ class UnknownSettingError(ValueError):
 
 
 def unknown_setting(group: str, given: Iterable[str], known: Iterable[str]) -> UnknownSettingError | None:
-    """The error for the keys of `given` outside `known`, if any; `group` is the config path of
-    `given` ("embedder", "agent.guard_rails", "" for the top level)."""
+    """The error for the keys of `given` outside `known`, if any; `group` is `given`'s config path
+    ("embedder", "agent.guard_rails", "" for the top level)."""
     known = sorted(set(map(str, known)))
-    unknown = sorted(str(k) for k in given if k not in known)
-    if not unknown:
+    if not (unknown := sorted(str(k) for k in given if k not in known)):
         return None
     where = f"{group}." if group else ""
     hints = [f"{where}{close[0]}" for k in unknown if (close := difflib.get_close_matches(k, known, n=1, cutoff=0.6))]
@@ -31,19 +30,17 @@ def unknown_setting(group: str, given: Iterable[str], known: Iterable[str]) -> U
 
 
 def check_keys(group: str, given: Iterable[str], known: Iterable[str]) -> None:
-    """Raise `unknown_setting`'s error, if any."""
     if (error := unknown_setting(group, given, known)) is not None:
         raise error
 
 
 def field_names(cls: type) -> tuple[str, ...]:
-    """The keys a dataclass takes in its constructor."""
     return tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
 
 def from_settings(cls: type[T], cfg: Mapping[str, Any], group: str, **converted: Any) -> T:
-    """`cls(**cfg)` for a dataclass, after checking every key of `cfg` is one of its fields;
-    `converted` replaces values that need building first (e.g. a nested settings object)."""
+    """`cls(**cfg)` for a dataclass once every key of `cfg` is one of its fields; `converted` replaces
+    values built first (e.g. a nested settings object)."""
     check_keys(group, cfg, field_names(cls))
     return cls(**{**dict(cfg), **converted})
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from pipelines.command_line import check_command_line
+from pipelines.config_checks import check_command_line
 from arag.config.schemas import AgentConfig, AskShow, EvalRuntime, GraphConfig, GraphPipelineRuntime, IndexBuild, IndexRuntime, IndexSource, JudgeConfig, QuestionsSource, ReportConfig, ResultsTree, ServeConfig, ToolOptions, ViewConfig
 from arag.config.files import conf_dir
 from arag.config.typed import typed_config

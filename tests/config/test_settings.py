@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from arag.config.files import conf_dir
-from pipelines.command_line import check_command_line
+from pipelines.config_checks import check_command_line
 from arag.strict_settings import UnknownSettingError, check_keys, constructor_keys, from_settings
 from pipelines.config_checks import checked_settings
 
@@ -207,7 +207,7 @@ def test_sweeps_name_only_valid_keys():
         compose_config("evaluate", "model=scripted", "agent.max_step=5")
     with pytest.raises(UnknownSettingError, match=r"agent\.max_step\b"):
         checked_settings(compose_config("evaluate", "model=scripted", "+agent.max_step=5"))
-    # On the command line both are refused before Hydra composes (pipelines.command_line), naming the key meant.
+    # On the command line both are refused before any work (pipelines.config_checks), naming the key meant.
     for override in ("agent.max_step=5", "+agent.max_step=5"):
         with pytest.raises(UnknownSettingError, match=r"agent\.max_step \(did you mean agent\.max_steps\?\)"):
             check_command_line("evaluate", ["model=scripted", override])

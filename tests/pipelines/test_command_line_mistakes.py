@@ -183,8 +183,8 @@ def test_a_run_where_nothing_was_answered_prints_no_accuracy():
     ("graph", "model@graph.extractor.model=gpt4", "unknown model=gpt4; the choices of model (conf/model/): llamacpp_qwen2.5_coder_0.5b, "),
 ])
 def test_every_pipeline_names_the_choices_of_a_group(config, arg, start):
-    """The check is the command line's, shared by every pipeline (pipelines.command_line)."""
-    from pipelines.command_line import check_command_line
+    """The check is the command line's, shared by every pipeline (pipelines.config_checks)."""
+    from pipelines.config_checks import check_command_line
 
     with pytest.raises(ValueError) as caught:
         check_command_line(config, [arg])
