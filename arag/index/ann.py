@@ -38,11 +38,13 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 # is close to exact (PQ48 needed ~10x more re-rank candidates for the same recall at 1M:
 # `python -m benchmarks.semantic_search --sizes 1000000 --factory IVF1024,PQ48`).
 PQ_DIMS_PER_SUBVECTOR = 4
-# From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): ~1/2.5 of
+# From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): ~1/2.6 of
 # 8-bit PQ's cost per code byte (`python -m benchmarks.fastscan_cost`), but recall 0.99 needs ~10x the
-# exact re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md). 4M is the cost
-# model's estimate of the crossing, not a measured one (`python -m benchmarks.ann_side_by_side`). One
-# 4-bit sub-quantizer per 4 dimensions reached only recall@10 0.948 on questions (2,560 candidates, 500k).
+# exact re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md). 4M is an
+# estimate of the crossing that priced a re-ranked row at 3 µs; not measured (`python -m
+# benchmarks.ann_side_by_side` measures it at a given size), and at the 1.1 µs of a warm page cache
+# (ann_recall.RERANK_NS_PER_ROW) it would lie lower. One 4-bit sub-quantizer per 4 dimensions reached
+# only recall@10 0.948 on questions (2,560 candidates, 500k).
 FASTSCAN_MIN_SENTENCES = 4_000_000
 FASTSCAN_LISTS_PER_SQRT = 4
 FASTSCAN_BITS = 4

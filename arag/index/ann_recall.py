@@ -26,12 +26,13 @@ QUERY_SEED = 1  # not the training sample's seed: the queries are not the k-mean
 # Candidates re-ranked per result asked for; the searcher re-ranks at least ann.MIN_CANDIDATES.
 RERANK_GRID = (16, 32, 64, 128, 256)
 # Cost per query: codes scanned x code size x ns per code byte, plus candidates x ns per re-ranked row
-# (one pread and its inner product). One core of the 2-core development machine, measured by `python
-# -m benchmarks.fastscan_cost` (IVF256 over 200k 256-d static vectors, PQ64 against PQ64x4fs on the
-# same centroids, 256 results per query, one thread; random rows re-ranked).
-SCAN_NS_PER_CODE_BYTE = 0.3
-FASTSCAN_NS_PER_CODE_BYTE = 0.11
-RERANK_NS_PER_ROW = 3000.0
+# (one pread and its inner product). One core of the 2-core development machine, quiet, the medians
+# that `python -m benchmarks.fastscan_cost --rounds 7` printed (IVF256 over 200k 256-d static vectors,
+# PQ64 against PQ64x4fs on the same centroids, 256 results per query, one thread; random rows
+# re-ranked from a warm page cache: a cold read of a larger index costs more).
+SCAN_NS_PER_CODE_BYTE = 0.35
+FASTSCAN_NS_PER_CODE_BYTE = 0.13
+RERANK_NS_PER_ROW = 1120.0
 EXACT_BLOCK_ROWS = 16_384
 MISSING = np.iinfo(np.int64).max
 

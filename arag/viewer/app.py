@@ -14,6 +14,7 @@ from typing import Any, Callable, TextIO
 import arag.viewer.pages as pages
 from arag.evaluation.results import RUN_INFO, RunStore
 from arag.viewer.data import ResultsTree, Run
+from arag.viewer.errors import NotFound, Refused
 from arag.viewer.listing import export_records, filter_rows
 from arag.viewer.gold import chunk_titles
 
@@ -57,7 +58,7 @@ def create_app(results: str | Path | ResultsTree):
     def run_named(run_id: str) -> Run:
         run = tree.run(run_id)
         if run is None:
-            raise LookupError(f"no run {run_id!r} under {tree.root}")
+            raise NotFound(f"no run {run_id!r} under {tree.root}")
         return run
 
     def index(request: Request) -> str:
@@ -74,7 +75,7 @@ def create_app(results: str | Path | ResultsTree):
         run = run_named(run_id)
         found = tree.episode(run, question_id)
         if found is None:
-            raise LookupError(f"run {run_id} has no episode of question {question_id!r}")
+            raise NotFound(f"run {run_id} has no episode of question {question_id!r}")
         row, trajectory = found
         return pages.episode_page(run, row, trajectory, *chunk_titles(trajectory))
 
@@ -82,7 +83,7 @@ def create_app(results: str | Path | ResultsTree):
         dataset, question_id = request.query_params.get("dataset", ""), request.query_params.get("q", "")
         found = tree.same_question(dataset, question_id)
         if not found:
-            raise LookupError(f"no run of dataset {dataset!r} has question {question_id!r}")
+            raise NotFound(f"no run of dataset {dataset!r} has question {question_id!r}")
         return pages.render("compare.html", dataset=dataset, question_id=question_id, found=[(run, row, t, chunk_titles(t)[0]) for run, row, t in found])
 
     def run_page(request: Request) -> str:
@@ -97,7 +98,7 @@ def create_app(results: str | Path | ResultsTree):
         run = run_named(request.query_params.get("run", ""))
         found = find_report(run, tree.root)
         if found is None:
-            raise LookupError(f"no {REPORT_DIR}/{REPORT_FILE} beside run {run.run_id} or above it under {tree.root}: python -m pipelines.report results.path={run.path.parent}")
+            raise NotFound(f"no {REPORT_DIR}/{REPORT_FILE} beside run {run.run_id} or above it under {tree.root}: python -m pipelines.report results.path={run.path.parent}")
         return found
 
     def report(request: Request) -> str:
@@ -110,13 +111,13 @@ def create_app(results: str | Path | ResultsTree):
         name = request.query_params.get("name", "")
         wanted = folder / name
         if "/" in name or "\\" in name or not name.endswith(".png") or not wanted.is_file():
-            raise LookupError(f"no plot {name!r} in {folder}")
+            raise NotFound(f"no plot {name!r} in {folder}")
         return FileResponse(wanted, media_type="image/png")
 
     def export(request: Request) -> Response:
         kind = request.query_params.get("format", "csv")
         if kind not in ("csv", "json"):
-            raise ValueError(f"format={kind!r} is not csv or json")
+            raise Refused(f"format={kind!r} is not csv or json")
         records = export_records(filter_rows(tree.runs()[0], pages.listing_params(dict(request.query_params))))
         disposition = {"Content-Disposition": f'attachment; filename="episodes.{kind}"'}
         if kind == "json":
@@ -128,7 +129,7 @@ def create_app(results: str | Path | ResultsTree):
         return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
 
     routes = {"/": index, "/paired": paired, "/episode": episode, "/compare": compare, "/run": run_page, "/settings": settings, "/report": report, "/report/file": report_file, "/export": export}
-    errors = {LookupError: error_page(404, lambda exc: str(exc.args[0])), ValueError: error_page(400, str)}  # no such name; a value refused
+    errors = {NotFound: error_page(404, lambda exc: str(exc.args[0])), Refused: error_page(400, str)}
     return Starlette(routes=[Route(path, html(fn)) for path, fn in routes.items()], exception_handlers=errors)
 
 

@@ -8,6 +8,7 @@ from typing import Any, Iterable
 from arag.evaluation.rows import ERROR_KIND_PREFIX, OK
 from arag.tools.failures import FAILURE_KINDS
 from arag.viewer.data import OUTCOMES, Run, outcome
+from arag.viewer.errors import Refused
 
 # Filters of the episode list: (name, {value: label}); every value is checked.
 CHOICES: dict[str, dict[str, str]] = {
@@ -68,12 +69,12 @@ def passes(run: Run, row: dict[str, Any], f: dict[str, str], needle: str) -> boo
 
 
 def check_listing(f: dict[str, str]) -> None:
-    """A filter or sort value that is not one of its choices is a ValueError naming it."""
+    """A filter or sort value that is not one of its choices is refused by name (a 400 page)."""
     for name, choices in {**CHOICES, "sort": SORTS}.items():
         if f.get(name) and f[name] not in choices:
-            raise ValueError(f"{name}={f[name]!r} is not one of {', '.join(choices)}")
+            raise Refused(f"{name}={f[name]!r} is not one of {', '.join(choices)}")
     if f.get("order") and f["order"] not in ("asc", "desc"):
-        raise ValueError(f"order={f['order']!r} is not asc or desc")
+        raise Refused(f"order={f['order']!r} is not asc or desc")
 
 
 def filter_rows(runs: list[Run], f: dict[str, str]) -> list[tuple[Run, dict[str, Any]]]:

@@ -18,6 +18,7 @@ from arag.evaluation.results import RUN_INFO
 from arag.report.intervals import DELTA, PAIRED_HEADER, WITHIN_NOISE, Proportion, failures_text, paired_cells
 from arag.report.paired import TABLE1, TABLE2
 from arag.viewer.data import Run, failure_causes, outcome, scores
+from arag.viewer.errors import Refused
 from arag.viewer.listing import CHOICES, filter_rows, gold_seen_but_wrong
 from arag.viewer.gold import gold_marks
 
@@ -122,7 +123,7 @@ def index_page(root: str, runs: list[Run], problems: list[str], params: dict[str
     try:
         offset = max(0, int(params.get("offset") or 0))
     except ValueError:
-        raise ValueError(f"offset={params.get('offset')!r} is not a number") from None
+        raise Refused(f"offset={params.get('offset')!r} is not a number") from None
     shown = filter_rows(runs, f)
     # A filtered listing is what was asked for: its episodes first, the runs below them.
     filtered = any(f[k] for k in FILTERS if k not in ("sort", "order")) or offset

@@ -263,6 +263,24 @@ def test_every_accuracy_carries_its_n_and_interval_and_the_two_runs_are_paired(c
     assert "100.0% [43.9, 100.0] n=3" in side.having("run-accuracy")[2][2]
 
 
+def test_a_lookup_or_value_error_from_a_bug_is_a_server_error_not_a_refused_request(tree, monkeypatch):
+    """Only the viewer's own refusals (arag.viewer.errors) are 404/400 pages: a KeyError or a
+    ValueError raised by a page's code is a 500, never "no such run" or "a value refused"."""
+    from starlette.testclient import TestClient
+
+    import arag.viewer.pages as pages
+    from arag.viewer import create_app
+
+    for error in (KeyError("trajectory"), ValueError("invalid literal for int()")):
+        def broken(*args, error=error, **kwargs):
+            raise error
+
+        monkeypatch.setattr(pages, "episode_page", broken)
+        with TestClient(create_app(tree["root"]), raise_server_exceptions=False) as client:
+            assert client.get(f"/episode?run={tree['a']}&q=q0").status_code == 500
+            assert client.get("/episode?run=nope&q=q0").status_code == 404  # the refusal itself is unchanged
+
+
 def test_unknown_runs_and_questions_are_404_with_the_reason(client, tree):
     assert problems(get(client, "/episode?run=nope&q=q0", 404)) == [f"no run 'nope' under {tree['root']}"]
     assert problems(get(client, f"/episode?run={tree['a']}&q=q9", 404)) == [f"run {tree['a']} has no episode of question 'q9'"]
