@@ -298,6 +298,26 @@ def test_split_keyword_conditions():
     assert split_keyword(" \t ") == (False, [])  # separators only: every chunk is counted
 
 
+def test_counts_of_one_take_no_nibble_and_every_count_reads_back(tmp_path):
+    """Counts 1 to 40 over 500 chunks and three words: which postings count more than one is a bit
+    each, their nibbles found by the bits set before (words_repeated*.npy), 16 or more in words_big."""
+    rng = np.random.default_rng(3)
+    counts = {w: rng.choice([1, 1, 1, 1, 2, 3, 15, 16, 17, 40], size=500) for w in ("alpha", "beta", "gamma")}
+    present = {w: rng.random(500) < 0.7 for w in counts}
+    texts = [" ".join(f"{w} " * int(counts[w][i]) for w in counts if present[w][i]) for i in range(500)]
+    writer = WordPostingsWriter()
+    writer.add(texts[:250], 0)
+    writer.add(texts[250:], 250)
+    writer.write(tmp_path)
+    words = WordPostings(tmp_path, num_chunks=500)
+    for w in counts:
+        rows, got = words.keyword_counts(w)
+        assert rows.tolist() == np.flatnonzero(present[w]).tolist()
+        assert got.tolist() == counts[w][present[w]].tolist()
+    postings = sum(int(p.sum()) for p in present.values())
+    assert np.load(tmp_path / "words_counts.npy").size == -(-sum(int((counts[w][present[w]] > 1).sum()) for w in counts) // 2) < postings / 2
+
+
 def test_words_never_cross_chunk_boundaries_and_counts_are_exact(tmp_path):
     writer = WordPostingsWriter()
     writer.add(["ab", "cd ab", "xyz " * 300], 0)

@@ -30,7 +30,7 @@ from arag.index.parts import CHUNK_SCHEMA
 from arag.small_sorted import mapped, members, positions
 from arag.index.keyword.words import UNICODE_VERSION, WordPostings, WordPostingsWriter, split_keyword
 
-CACHE_FORMAT = 8  # bumped whenever the files change: an older cache is rebuilt
+CACHE_FORMAT = 9  # bumped whenever the files change: an older cache is rebuilt
 MARKER = "cache.json"
 READ_BATCH = 4096
 EXTRA_SCHEMA = pa.schema([("text", pa.string())])
@@ -76,10 +76,11 @@ def is_valid(directory: Path, chunks: Path, sentences: Path) -> bool:
     )
 
 
-def hash64(values: list[str]) -> np.ndarray:
-    """A stable 64-bit hash of each string (for id lookups; collisions are checked on read)."""
-    digests = b"".join(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=8).digest() for v in values)
-    return np.frombuffer(digests, dtype="<u8").astype(np.uint64)
+def id_hash(values: list[str]) -> np.ndarray:
+    """A stable 32-bit hash of each string (for id lookups; collisions are checked on read, and at a
+    part's ~60k ids cost an extra row read about once in 70k lookups)."""
+    digests = b"".join(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=4).digest() for v in values)
+    return np.frombuffer(digests, dtype="<u4").astype(np.uint32)
 
 
 def _sentences(path: Path, part: int) -> Iterator[tuple[str, str]]:
@@ -164,19 +165,19 @@ def _write(chunks: Path, sentences: Path, part: int, out: Path) -> dict:
             text_chars += sum(map(len, texts))
             longest = max([longest, *map(len, texts)])
             writer.write_batch(batch)
-            id_hashes.append(hash64(ids))
-            doc_hashes.append(hash64(batch.column("doc_id").to_pylist()))
+            id_hashes.append(id_hash(ids))
+            doc_hashes.append(id_hash(batch.column("doc_id").to_pylist()))
             rows += batch.num_rows
     if pending is not None:
         raise CacheBuildError(f"{sentences}: sentences of chunk {pending[0]!r} are out of chunk order or belong to no chunk")
-    np.save(out / "sentence_starts.npy", np.asarray(starts, dtype=np.int64))
+    np.save(out / "sentence_starts.npy", np.asarray(starts, dtype=np.uint32 if len(spans) < 2**32 else np.int64))
     np.save(out / "python_lower_rows.npy", np.asarray(python_lower, dtype=np.int64))
     np.save(out / "sentence_spans.npy", _span_array(spans, longest=longest))
     if extra:
         with pa.OSFile(str(out / "sentences_extra.arrow"), "wb") as sink, pa.ipc.new_file(sink, EXTRA_SCHEMA) as writer:
             writer.write_batch(pa.record_batch([pa.array(extra, pa.string())], schema=EXTRA_SCHEMA))
     for name, hashes in (("chunk_id", id_hashes), ("doc_id", doc_hashes)):
-        h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+        h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint32)
         order = np.argsort(h, kind="stable")
         np.save(out / f"{name}_hash.npy", h[order])
         np.save(out / f"{name}_rows.npy", order.astype(np.uint32))  # rows of a part fit in 32 bits
@@ -369,7 +370,7 @@ class PartCache:
     def find_rows(self, column: str, values: list[str]) -> dict[str, list[int]]:
         """Local rows whose `column` (chunk_id or doc_id) equals each value present."""
         hashes, order = self._hashed[column]
-        h = hash64(values)
+        h = id_hash(values)
         lo, hi = positions(hashes, h, side="left"), positions(hashes, h, side="right")
         wanted = {v: [int(r) for r in order[a:b]] for v, a, b in zip(values, lo.tolist(), hi.tolist()) if b > a}
         if not wanted:  # the usual case for all parts but one: no rows read

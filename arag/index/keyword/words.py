@@ -163,7 +163,13 @@ class WordPostingsWriter:
         for b in range(4):
             m = per_posting > b
             stream[pos[m] + b] = (gaps[m] >> (8 * b)) & 0xFF
-        nibbles = np.where(counts > ESCAPE, ESCAPE, counts - 1).astype(np.uint8)
+        # Most postings of wiki text count 1: one bit a posting says which count more, and only
+        # those have a nibble, found by the bits set before theirs (the cache's size at 1M chunks:
+        # benchmarks/keyword_search.py).
+        repeated = counts > 1
+        bits = np.packbits(np.pad(repeated, (0, -len(repeated) % 64)), bitorder="little").view("<u8")
+        rank = np.concatenate(([0], np.cumsum(np.bitwise_count(bits))[:-1])).astype(np.uint32)
+        nibbles = np.where(counts[repeated] > ESCAPE, ESCAPE, counts[repeated] - 1).astype(np.uint8)
         nibbles = np.pad(nibbles, (0, len(nibbles) % 2))  # two to a byte
         big = np.flatnonzero(counts > ESCAPE)
         encoded = [w.encode("utf-8", "surrogatepass") for w in words]
@@ -174,6 +180,8 @@ class WordPostingsWriter:
             "words_offsets.npy": offsets.astype(_index_dtype(len(rows))),
             "words_row_at.npy": row_at.astype(_index_dtype(len(stream))),
             "words_rows.npy": stream,
+            "words_repeated.npy": bits,
+            "words_repeated_rank.npy": rank,
             "words_counts.npy": nibbles[0::2] | (nibbles[1::2] << np.uint8(4)),
             "words_big.npy": np.stack([big, counts[big]], axis=1).astype(_index_dtype(max(len(rows), int(counts.max(initial=0))))),
             "words_blocks.npy": _signatures(np.frombuffer(blob, dtype=np.uint8), starts, len(words)),
@@ -197,6 +205,8 @@ class WordPostings:
         self.offsets = mapped(directory / "words_offsets.npy")
         self.row_at = mapped(directory / "words_row_at.npy")
         self.stream = mapped(directory / "words_rows.npy")
+        self.repeated = mapped(directory / "words_repeated.npy")
+        self.repeated_rank = mapped(directory / "words_repeated_rank.npy")
         self.nibbles = mapped(directory / "words_counts.npy")
         self.big = np.load(directory / "words_big.npy")
         self.blocks = mapped(directory / "words_blocks.npy")
@@ -267,7 +277,12 @@ class WordPostings:
         if not with_counts:
             return rows, None
         posting = np.repeat(lo, n) + rank
-        counts = ((self.nibbles[posting >> 1] >> ((posting & 1) * 4).astype(np.uint8)) & 0xF).astype(np.int64) + 1
+        word, bit = posting >> 6, (posting & 63).astype(np.uint64)
+        bits = self.repeated[word]
+        counts = np.ones(len(posting), dtype=np.int64)
+        more = np.flatnonzero((bits >> bit) & np.uint64(1))
+        nib = self.repeated_rank[word[more]].astype(np.int64) + np.bitwise_count(bits[more] & ((np.uint64(1) << bit[more]) - np.uint64(1)))
+        counts[more] = ((self.nibbles[nib >> 1] >> ((nib & 1) * 4).astype(np.uint8)) & 0xF).astype(np.int64) + 1
         escaped = np.flatnonzero(counts > ESCAPE)
         if len(escaped):
             counts[escaped] = self.big[np.searchsorted(self.big[:, 0], posting[escaped]), 1].astype(np.int64)
