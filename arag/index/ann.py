@@ -40,11 +40,10 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 PQ_DIMS_PER_SUBVECTOR = 4
 # From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): ~1/2.6 of
 # 8-bit PQ's cost per code byte (`python -m benchmarks.fastscan_cost`), but recall 0.99 needs ~10x the
-# exact re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md). 4M is an
-# estimate of the crossing that priced a re-ranked row at 3 µs; not measured (`python -m
-# benchmarks.ann_side_by_side` measures it at a given size), and at the 1.1 µs of a warm page cache
-# (ann_recall.RERANK_NS_PER_ROW) it would lie lower. One 4-bit sub-quantizer per 4 dimensions reached
-# only recall@10 0.948 on questions (2,560 candidates, 500k).
+# exact re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md). 4M is an unmeasured
+# estimate of the crossing at 3 µs a re-ranked row (lower at ann_recall.RERANK_NS_PER_ROW's warm 1.1 µs;
+# `python -m benchmarks.ann_side_by_side` measures a size). One 4-bit sub-quantizer per 4 dimensions
+# reached only recall@10 0.948 on questions (2,560 candidates, 500k).
 FASTSCAN_MIN_SENTENCES = 4_000_000
 FASTSCAN_LISTS_PER_SQRT = 4
 FASTSCAN_BITS = 4

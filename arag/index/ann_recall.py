@@ -26,10 +26,9 @@ QUERY_SEED = 1  # not the training sample's seed: the queries are not the k-mean
 # Candidates re-ranked per result asked for; the searcher re-ranks at least ann.MIN_CANDIDATES.
 RERANK_GRID = (16, 32, 64, 128, 256)
 # Cost per query: codes scanned x code size x ns per code byte, plus candidates x ns per re-ranked row
-# (one pread and its inner product). One core of the 2-core development machine, quiet, the medians
-# that `python -m benchmarks.fastscan_cost --rounds 7` printed (IVF256 over 200k 256-d static vectors,
-# PQ64 against PQ64x4fs on the same centroids, 256 results per query, one thread; random rows
-# re-ranked from a warm page cache: a cold read of a larger index costs more).
+# (one pread and its inner product): the medians `python -m benchmarks.fastscan_cost --rounds 7` printed
+# on one core of the quiet 2-core development machine (IVF256 over 200k 256-d static vectors, PQ64 and
+# PQ64x4fs on the same centroids, 256 results a query; rows re-ranked from a warm page cache).
 SCAN_NS_PER_CODE_BYTE = 0.35
 FASTSCAN_NS_PER_CODE_BYTE = 0.13
 RERANK_NS_PER_ROW = 1120.0

@@ -77,8 +77,7 @@ def is_valid(directory: Path, chunks: Path, sentences: Path) -> bool:
 
 
 def id_hash(values: list[str]) -> np.ndarray:
-    """A stable 32-bit hash of each string (for id lookups; collisions are checked on read, and at a
-    part's ~60k ids cost an extra row read about once in 70k lookups)."""
+    """A stable 32-bit hash of each string (for id lookups; a collision costs a row read, checked on read)."""
     digests = b"".join(hashlib.blake2b(v.encode("utf-8", "surrogatepass"), digest_size=4).digest() for v in values)
     return np.frombuffer(digests, dtype="<u4").astype(np.uint32)
 

@@ -163,9 +163,8 @@ class WordPostingsWriter:
         for b in range(4):
             m = per_posting > b
             stream[pos[m] + b] = (gaps[m] >> (8 * b)) & 0xFF
-        # Most postings of wiki text count 1: one bit a posting says which count more, and only
-        # those have a nibble, found by the bits set before theirs (the cache's size at 1M chunks:
-        # benchmarks/keyword_search.py).
+        # Most postings of wiki text count 1: a bit a posting says which count more, and only those
+        # have a nibble, found by the bits set before theirs (size: benchmarks/keyword_search.py).
         repeated = counts > 1
         bits = np.packbits(np.pad(repeated, (0, -len(repeated) % 64)), bitorder="little").view("<u8")
         rank = np.concatenate(([0], np.cumsum(np.bitwise_count(bits))[:-1])).astype(np.uint32)
