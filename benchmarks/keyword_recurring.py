@@ -26,8 +26,8 @@ baseline, not timed, brings the candidates' text into the OS page cache; then
 Every query's top 5 (chunk, score) must be identical on all sides and to the reference definition
 (tests/support/tools_reference.py: a Python loop over every chunk's lowered text; --no-reference
 skips it, which holds every chunk text in memory). Prints p50/p95/mean per side,
-the baseline's mean over each side's mean, and the queries' five keywords with the most candidate
-chunks (how many, the chunks holding them, the time to count them with nothing remembered).
+the baseline's mean over each side's mean, and the queries' five keywords slowest to count with
+nothing remembered (the time, their candidate chunks, the chunks holding them).
 """
 
 from __future__ import annotations
@@ -90,17 +90,17 @@ def summary(latencies: list[float]) -> dict[str, float]:
 
 
 def costliest(store, queries: list[list[str]], n: int = 5) -> list[dict[str, Any]]:
-    """The `n` keywords of the queries with the most candidate chunks: candidates, chunks holding
-    them, and the time to count them again (nothing remembered)."""
-    keywords = {k.lower() for kws in queries for k in kws}
-    candidates = {k: sum(len(p.candidate_rows([k])) for p in store.parts if p.num_chunks) for k in keywords}
+    """The `n` keywords of the queries slowest to count with nothing remembered: the time, their
+    candidate chunks (texts read for a keyword with separators; the chunks holding a word) and the
+    chunks holding them."""
     store.keyword_counts = KeywordCounts(budget_bytes=0)
-    out = []
-    for k in sorted(keywords, key=lambda k: (-candidates[k], k))[:n]:
+    timed_counts = []
+    for k in sorted({k.lower() for kws in queries for k in kws}):
         t = time.perf_counter()
         ords, _ = store.keyword_occurrences(k)
-        out.append({"keyword": k, "candidates": candidates[k], "chunks": len(ords), "count_ms": round(1e3 * (time.perf_counter() - t), 1)})
-    return out
+        timed_counts.append((time.perf_counter() - t, k, len(ords)))
+    return [{"keyword": k, "count_ms": round(1e3 * s, 1), "candidates": sum(len(p.candidate_rows([k])) for p in store.parts if p.num_chunks), "chunks": chunks}
+            for s, k, chunks in sorted(timed_counts, reverse=True)[:n]]
 
 
 def rehearsal_pool(data_dir: Path, limit: int) -> list[str]:
