@@ -126,8 +126,7 @@ class SentenceEmbedder:
         from sentence_transformers import SentenceTransformer
 
         if spec.device == "cpu":
-            # Ray sets OMP_NUM_THREADS to the CPUs it reserved for a worker (often 1); an embedding
-            # actor uses the cores it was sized for.
+            # Ray sets OMP_NUM_THREADS to the CPUs it reserved for a worker (often 1); an embedding actor uses the cores it was sized for.
             torch.set_num_threads(self.threads)
         model_path = spec.resolve_path()
         # OpenVINO converts the fp32 model and lowers the precision when it compiles it; torch

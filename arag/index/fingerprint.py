@@ -29,7 +29,6 @@ def index_build_fingerprint(index_path: str | Path, manifest: dict[str, Any] | N
             return "manifest-" + hashlib.sha256(data).hexdigest()[:16]
     content = (manifest.get("inputs") or {}).get("content")
     if "build_fingerprint" not in manifest and content:
-        # Written before the fingerprint covered content: its settings-only fingerprint and the
-        # content digest it recorded beside it.
+        # Written before the fingerprint covered content: its settings-only fingerprint and the content digest it recorded beside it.
         return hashlib.sha256(json.dumps({"legacy": fp, "content": content}, sort_keys=True).encode()).hexdigest()[:16]
     return str(fp)

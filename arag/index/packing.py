@@ -18,8 +18,7 @@ from arag.index.tokens import count_tokens
 DOCUMENT_SEPARATOR = "\n\n"
 # Between the document ids and between the titles of one window (arag.evaluation.evidence splits on it).
 COVERED_SEPARATOR = "\n"
-# Estimated tokens of DOCUMENT_SEPARATOR before a document's first sentence; the exact count of each
-# window's text decides in the end.
+# Estimated tokens of DOCUMENT_SEPARATOR before a document's first sentence; the exact count of each window's text decides in the end.
 SEPARATOR_TOKENS = 1
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-# A failed episode (an outage, a timeout, a worker lost): no result, counted apart with its cause,
-# never scored.
+# A failed episode (an outage, a timeout, a worker lost): no result, counted apart with its cause, never scored.
 FAILED = "status = 'failed'"
 # The questions both accuracies average over: the completed episodes but those the judge gave no verdict for.
 SCORED = f"NOT ({FAILED}) AND coalesce(judge_status, '') <> 'failed'"

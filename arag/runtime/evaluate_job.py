@@ -188,8 +188,7 @@ class EpisodeScheduler:
                         self.on_ready(ref)
                     else:
                         self.on_episode(ref)
-                    # Checked per episode, not per wait: several episodes can finish together,
-                    # and a part holds at most batch_size rows.
+                    # Checked per episode, not per wait: several episodes can finish together, and a part holds at most batch_size rows.
                     if len(self.buffer) >= self.runtime.batch_size:
                         self.flush()
                 if self.buffer and time.monotonic() - self.last_flush >= self.runtime.flush_s:

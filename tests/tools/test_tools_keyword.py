@@ -213,6 +213,8 @@ WORDY_TEXTS = [
     "the first day, the first days; the firstday the  first. Day. breathe first daylight (the first) day",
     "I like only you. i like onlyness; alike only. i, like only: likely only",
     "can you no; no can you. first the day, day first the. only like i",  # the same words, other orders
+    "0 \u212a is cold; the \u212aELVIN scale, KELVIN, kelvin. ik",  # the Kelvin sign lowers to ASCII 'k'
+    "İK ik",
 ]
 
 ADVERSARIAL = [
@@ -236,6 +238,7 @@ ADVERSARIAL = [
     ["first daylight"], ["the firstday"], ["(the first) day"], ["the first)"], ["first the"], ["day first the"],
     ["i like only"], ["like only"], ["e onl"], ["i, like only"], ["ike only"], ["likely only"], ["only like i"],
     ["the the"], ["the the the"], ["he the t"], ["the the the the"], ["e the"], ["the the", "the first day"],
+    ["kelvin"], ["0 k"], ["\u212a"], ["the k"], ["i̇k"], ["ik"], ["k is", "kelvin"],
 ]
 
 
@@ -284,6 +287,13 @@ def test_a_keyword_without_whitespace_reads_no_text(wordy_index, monkeypatch):
     rows, counts, n_read = part.keyword_counts("a nest of")
     assert (rows.tolist(), counts.tolist(), n_read) == ([1], [1], 1)  # "honest nest of" is not "a nest of"
     assert part.candidate_rows(["a nest of"]).tolist() == [1]  # the whole word "nest"
+
+
+def test_only_the_listed_characters_lower_to_ascii():
+    """An ASCII keyword is counted on text with only its ASCII letters lowered; that is exact for
+    every row but those holding a character whose Python lowercase holds ASCII."""
+    found = [c for c in map(chr, range(128, 0x110000)) if any(x.isascii() for x in c.lower())]
+    assert tuple(found) == part_cache.LOWER_TO_ASCII
 
 
 def test_split_keyword_conditions():
@@ -360,6 +370,13 @@ def test_a_condition_in_nearly_every_chunk_is_not_gathered(tmp_path, monkeypatch
     assert gathered == [] and rows.tolist() == list(range(1, 200, 2))
     rows = words.candidates([("whole", "with"), ("whole", "zebra"), ("prefix", "a")])  # " with zebra a"
     assert gathered == [1] and rows.tolist() == list(range(1, 200, 4))
+    scanned = []
+    real_scan = words.matching_words
+    monkeypatch.setattr(words, "matching_words", lambda needle, limit=None: scanned.append(needle) or real_scan(needle, limit))
+    rows = words.candidates([("suffix", "apple"), ("prefix", "with")])  # 'apple with': the word 'apple' alone is in every chunk
+    assert scanned == [] and rows.tolist() == list(range(200))
+    rows = words.candidates([("suffix", "ebra"), ("prefix", "a")])  # 'ebra a': no word 'ebra', so the words are scanned
+    assert scanned == [b"ebra\n"] and rows.tolist() == list(range(1, 200, 4))
 
 
 def test_block_signatures_skip_blocks_and_keep_every_word(tmp_path):

@@ -26,8 +26,7 @@ ESCAPE = 15  # a count nibble meaning "16 or more: in words_big.npy"
 # they are expected to remove: gathering a posting costs ~60-140 ns, reading and counting a chunk's
 # text ~10-20 µs for a few kB of wiki text. A prefix like 'a', in nearly every chunk, is not worth it.
 UNION_PER_CANDIDATE = 150
-# Candidates few enough to count on their text without narrowing further.
-ENOUGH = 32
+ENOUGH = 32  # candidates few enough to count on their text without narrowing further
 # A suffix condition matching more words than this (a word ending in "a") is not used: finding
 # them (a scan of the words, ~5 µs a match) costs more than it narrows.
 SUFFIX_WORDS = 64
@@ -252,7 +251,7 @@ class WordPostings:
                 if limit is not None and len(found) > limit:
                     return None
                 at += step
-        ids = np.searchsorted(self.starts, np.asarray(found, dtype=np.int64), side="right") - 1
+        ids = np.searchsorted(self.starts, np.asarray(found, dtype=self.starts.dtype), side="right") - 1  # its dtype: no copy of `starts`
         return np.unique(ids, return_counts=True)
 
     def _gather(self, ids: np.ndarray, with_counts: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -330,6 +329,10 @@ class WordPostings:
         for kind, run in conditions:
             if kind != "suffix" or (rows is not None and len(rows) <= ENOUGH):
                 continue
+            if rows is not None:  # the word `run` itself ends in it: its postings are a floor on the scan's
+                lo, hi = self._range(run.encode("utf-8", "surrogatepass"), whole=True)
+                if not self._worth(len(rows), int(self.offsets[hi]) - int(self.offsets[lo])):
+                    continue
             found = self.matching_words(run.encode("utf-8", "surrogatepass") + SEP, limit=SUFFIX_WORDS)
             if found is None:
                 continue

@@ -180,8 +180,7 @@ class ToolWorkerPool(ToolCalls):
         except (EOFError, OSError):
             return self._replace(worker, tool)
         except BaseException:
-            # Interrupted mid-call (a KeyboardInterrupt, say): its reply would be read by the
-            # next caller, so this worker is not reused.
+            # Interrupted mid-call (a KeyboardInterrupt, say): its reply would be read by the next caller, so this worker is not reused.
             self._retire(worker)
             raise
         self._give_back(worker)
