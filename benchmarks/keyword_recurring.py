@@ -130,10 +130,19 @@ def generate_index(root: Path, chunks: int, parts: int, sentences_per_chunk: int
     print(f"tools caches of {parts} parts: {wall:.0f} s wall, {summed:.0f} s summed over parts ({1e6 * summed / sentences:.1f} µs a sentence)", flush=True)
 
 
+QUESTIONS = REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"
+
+
+def agent_queries(questions: str | Path, n: int) -> list[list[str]]:
+    """The keyword lists the rehearsal's simulated agent gives for the first `n` questions."""
+    lines = [line for line in Path(questions).read_text().splitlines() if line.strip()][:n]
+    return [keywords_of(json.loads(line)["question"]) for line in lines]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--index", required=True)
-    ap.add_argument("--questions", default=str(REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"))
+    ap.add_argument("--questions", default=str(QUESTIONS))
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--no-reference", action="store_true", help="skip the check against the reference loop over every chunk")
     ap.add_argument("--generate", type=int, default=0, help="first write a keyword-only index of this many chunks at --index (if absent)")
@@ -145,8 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.generate and not (Path(args.index) / "manifest.json").exists():
         generate_index(Path(args.index), args.generate, args.parts, args.sentences_per_chunk, args.pool, Path(args.data_dir))
 
-    questions = [json.loads(line)["question"] for line in Path(args.questions).read_text().splitlines() if line.strip()][: args.queries]
-    queries = [keywords_of(q) for q in questions]
+    queries = agent_queries(args.questions, args.queries)
     ctx = ToolContext(open_index(args.index))
     store = ctx.store
     baseline = lambda kws: union_top(store, kws, TOP_K)  # noqa: E731

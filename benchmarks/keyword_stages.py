@@ -21,16 +21,13 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 
 import pyarrow.compute as pc
 
 from arag.index.keyword.words import split_keyword
 from arag.index.store import open_index
 from arag.tools import ToolContext
-from tests.support.agent_policy import keywords_of
-
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.keyword_recurring import QUESTIONS, agent_queries
 
 
 def median_ms(fn, rounds: int) -> float:
@@ -52,11 +49,12 @@ def stages(parts, keyword: str, rounds: int) -> dict:
         "candidates_ms": median_ms(lambda: [p.candidate_rows([keyword]) for p in parts], rounds),
         "text_ms": median_ms(lambda: [p.keyword_scores(r, [(keyword, 1)]) for p, r in zip(parts, rows)], rounds),
         "rows_read": int(sum(len(r) for r in rows)),
+        "rows": rows,
     }
 
 
-def lowercases(parts, keyword: str, rounds: int) -> dict:
-    texts = [p._read_texts(r)[0] for p in parts if len(r := p.candidate_rows([keyword]))]
+def lowercases(parts, phrase: dict, rounds: int) -> dict:
+    texts = [p._read_texts(r)[0] for p, r in zip(parts, phrase["rows"]) if len(r)]
     utf8, ascii_ = [], []
     for _ in range(rounds):
         for side, fn in ((utf8, pc.utf8_lower), (ascii_, pc.ascii_lower)):
@@ -65,20 +63,19 @@ def lowercases(parts, keyword: str, rounds: int) -> dict:
                 fn(a)
             side.append(time.perf_counter() - t)
     u, a = 1e3 * statistics.median(utf8), 1e3 * statistics.median(ascii_)
-    return {"keyword": keyword, "text_mb": round(sum(a.nbytes for a in texts) / 1e6, 1), "utf8_lower_ms": round(u, 1), "ascii_lower_ms": round(a, 1), "ratio": round(u / a, 2)}
+    return {"keyword": phrase["keyword"], "text_mb": round(sum(a.nbytes for a in texts) / 1e6, 1), "utf8_lower_ms": round(u, 1), "ascii_lower_ms": round(a, 1), "ratio": round(u / a, 2)}
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--index", required=True)
-    ap.add_argument("--questions", default=str(REPO.parent / "shared" / "data" / "2wikimultihopqa" / "questions.jsonl"))
+    ap.add_argument("--questions", default=str(QUESTIONS))
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--top", type=int, default=8)
     args = ap.parse_args(argv)
 
-    questions = [json.loads(line)["question"] for line in Path(args.questions).read_text().splitlines() if line.strip()][: args.queries]
-    keywords = sorted({k.lower() for q in questions for k in keywords_of(q)})
+    keywords = sorted({k.lower() for kws in agent_queries(args.questions, args.queries) for k in kws})
     store = ToolContext(open_index(args.index)).store
     parts = [p for p in store.parts if p.num_chunks]
     measured = [stages(parts, k, args.rounds) for k in keywords]
@@ -93,15 +90,14 @@ def main(argv: list[str] | None = None) -> None:
         "phrases": {"n": len(phrases), "candidates_ms": round(sum(m["candidates_ms"] for m in phrases), 1), "text_ms": round(text_ms, 1),
                     "rows_read": rows, "text_us_per_row": round(1e3 * text_ms / max(rows, 1), 2),
                     "candidates_per_part_ms": round(statistics.mean(m["candidates_ms"] for m in phrases) / len(parts), 3)},
-        "costliest_phrases": [{k: round(v, 1) if isinstance(v, float) else v for k, v in m.items()} for m in costliest[: args.top]],
-        "lowercases": [lowercases(parts, m["keyword"], args.rounds) for m in sorted(phrases, key=lambda m: -m["text_ms"])[: args.top]
-                       if m["keyword"].isascii()],
+        "costliest_phrases": [{k: round(v, 1) if isinstance(v, float) else v for k, v in m.items() if k != "rows"} for m in costliest[: args.top]],
+        "lowercases": [lowercases(parts, m, args.rounds) for m in sorted(phrases, key=lambda m: -m["text_ms"])[: args.top] if m["keyword"].isascii()],
     }
     print(json.dumps(out, indent=1))
     low = out["lowercases"]
     print(f"keyword_stages: {len(parts)} parts, {len(keywords)} keywords; one-word keywords {out['one_word_keywords']['per_part_ms']} ms a part; "
           f"phrases: candidates {out['phrases']['candidates_ms']} ms, text {out['phrases']['text_ms']} ms ({out['phrases']['text_us_per_row']} µs a row); "
-          f"utf8_lower / ascii_lower on the same texts: {statistics.median(x['ratio'] for x in low) if low else 'n/a'}x (median over {len(low)} keywords)")
+          f"utf8_lower / ascii_lower on the same texts: {round(statistics.median(x['ratio'] for x in low), 2) if low else 'n/a'}x (median over {len(low)} keywords)")
 
 
 if __name__ == "__main__":

@@ -305,15 +305,15 @@ class PartCache:
 
     def keyword_scores(self, rows: np.ndarray, terms: list[tuple[str, int]]) -> np.ndarray:
         """Σ count(k, lower(text))·n over `terms` (lowered keyword k, weight n) for ascending local `rows`."""
-        scores = np.zeros(len(rows), dtype=np.int64)
-        patterns = [(literal_regex(k), n) for k, n in terms]
+        scores, patterns = np.zeros(len(rows), dtype=np.int64), [(literal_regex(k), n) for k, n in terms]
+        lower = pc.ascii_lower if all(k.isascii() for k, _ in terms) else pc.utf8_lower  # ASCII keywords match ASCII runs only
         for lo in range(0, len(rows), SCORE_ROWS):  # bounded buffers, however many candidates
             block = rows[lo : lo + SCORE_ROWS]
             if self.text_reads == "pread":
                 texts, wanted = self._read_texts(block)
             else:  # read in place from the memory map
                 texts, wanted = self._gather_texts(block), np.arange(len(block))
-            lowered = (pc.ascii_lower if all(k.isascii() for k, _ in terms) else pc.utf8_lower)(texts)  # ASCII keywords match ASCII runs only
+            lowered = lower(texts)
             for pattern, n in patterns:
                 # RE2 on an escaped literal: non-overlapping left-to-right matches like str.count, in C++
                 # without the GIL, several times faster than Arrow's count_substring (benchmarks/keyword_search.py).
