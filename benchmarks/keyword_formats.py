@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"keyword_formats: {args.queries} questions, {args.rounds} rounds, medians over rounds:")
     for code in (old, new):
         print(f"  {code.label}: " + "; ".join(
-            f"{s} p50 {statistics.median(r[s]['p50_ms'] for r in runs[code])} / p95 {statistics.median(r[s]['p95_ms'] for r in runs[code])} ms"
+            f"{s} p50 {statistics.median(r[s]['p50_ms'] for r in runs[code]):.1f} / p95 {statistics.median(r[s]['p95_ms'] for r in runs[code]):.1f} ms"
             for s in SIDES))
 
 

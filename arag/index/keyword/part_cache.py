@@ -45,7 +45,7 @@ TEXT_READS = "pread"
 READ_GAP = 1024
 SCORE_ROWS = 16384  # candidates scored at a time: bounds the text buffers (~16 MB of wiki chunks)
 # Characters whose Python lowercase holds ASCII (a test checks every code point): their rows are scored
-# in Python, so an ASCII keyword is counted on text with only ASCII lowered (~4.8x faster: benchmarks/keyword_stages.py).
+# in Python, so an ASCII keyword is counted on text with only ASCII lowered (~5-9x faster: benchmarks/keyword_stages.py).
 LOWER_TO_ASCII = ("\u0130", "\u212a")
 
 
