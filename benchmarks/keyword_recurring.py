@@ -6,7 +6,8 @@ candidates with nothing remembered (how keyword_top worked before), on a real in
     python -m benchmarks.keyword_recurring --index /tmp/kw-449k --generate 449324 [--parts 98] [--sentences-per-chunk 21]
 
 `--generate N` first writes, where --index points and nothing is there yet, a keyword-only index of
-N chunks shaped like the full-size rehearsal's (449,324 chunks in 98 parts at 10M sentences): each
+N chunks shaped like the full-size rehearsal's (449,324 chunks in 98 parts at 10M sentences, its
+corpus planned at `corpus.part_size_mb` 16; benchmarks/keyword_parts.py merges them into fewer): each
 chunk `--sentences-per-chunk` sentences drawn from a pool of the rehearsal's sources
 (benchmarks/rehearsal_corpus.py: 2WikiMultiHopQA's passages first, then GraphRAG-Bench medical and
 novel, then the Wikipedia sample; cut by the pipeline's sentence splitter; the first `--pool`
@@ -27,12 +28,14 @@ Every query's top 5 (chunk, score) must be identical on all sides and to the ref
 (tests/support/tools_reference.py: a Python loop over every chunk's lowered text; --no-reference
 skips it, which holds every chunk text in memory). Prints p50/p95/mean per side,
 the baseline's mean over each side's mean, and the queries' five keywords slowest to count with
-nothing remembered (the time, their candidate chunks, the chunks holding them).
+nothing remembered (the time, their candidate chunks, the chunks holding them), and a digest of
+the first-time answers (`answers_sha1`: the same chunks in another part layout must give the same).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -184,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
         "asked_again": summary(again_lat),
         "memory_after_first_pass": remembered,
     }
+    out["answers_sha1"] = hashlib.sha1(json.dumps([[list(map(int, p)) for p in r] for r in first_res]).encode()).hexdigest()  # to compare layouts
     out["costliest_keywords"] = costliest(store, queries)
     out["ratio_first_time"] = round(statistics.mean(base_lat) / statistics.mean(first_lat), 2)
     out["ratio_asked_again"] = round(statistics.mean(base_lat) / statistics.mean(again_lat), 2)

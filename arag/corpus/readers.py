@@ -49,7 +49,7 @@ class CorpusSpec:
     fields: FieldNames = field(default_factory=FieldNames)
     include: tuple[str, ...] = ()  # file-name globs when `path` is a folder; empty: per-format default
     prepend_title: bool = False  # put the title as the first line of the text (it becomes a sentence)
-    part_size_mb: float = 4.0  # target size of a JSON Lines byte-range part
+    part_size_mb: float = 64.0  # size of a JSON Lines byte-range part; large: every search does fixed work per part (docs/indexing.md, Parts)
 
     def validate(self) -> None:
         if self.format not in FORMATS:
@@ -338,5 +338,5 @@ def corpus_spec_from_config(cfg) -> CorpusSpec:
         fields=FieldNames(**{name: fields.get(name, default) for name, default in asdict(FieldNames()).items()}),
         include=tuple(cfg.get("include") or ()),
         prepend_title=bool(cfg.get("prepend_title", False)),
-        part_size_mb=float(cfg.get("part_size_mb", 4.0)),
+        part_size_mb=float(cfg.get("part_size_mb", CorpusSpec.part_size_mb)),
     )

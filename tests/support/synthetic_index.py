@@ -235,6 +235,37 @@ def write_synthetic_index(
     return commit_parts(root, corpus_file, records, dimension=0, factory="Flat", embedder=EmbedderSpec(name="none (keyword-only synthetic index)"), vectors=TEXT_ONLY)
 
 
+def write_merged_index(source: Path, target: Path, parts: int) -> dict:
+    """`source` (a text_only index) again at `target` in `parts` parts, each some consecutive parts of
+    `source` whole (as a larger `corpus.part_size_mb` would plan them): the same chunks and sentences
+    in the same order, sentence ids renumbered part<<32|row. Returns the manifest."""
+    from arag.index.store import open_index
+
+    index = open_index(source)
+    described_parts = index.manifest["parts"]  # in index order, as index.parts
+    if index.manifest.get("vectors") != TEXT_ONLY:
+        raise ValueError(f"{source}: only a text_only index can be merged here (its shards would need renumbering)")
+    layout = IndexLayout(target)
+    layout.make_dirs()
+    corpus_file = target / "generated-corpus.json"
+    described = json.loads((Path(source) / "generated-corpus.json").read_text())
+    corpus_file.write_text(json.dumps({**described, "parts": parts, "merged_from": str(source)}) + "\n")
+    records = []
+    for p, group in enumerate(np.array_split(np.arange(len(index.parts)), parts)):
+        row = documents = 0
+        with pq.ParquetWriter(layout.chunks(p), CHUNK_SCHEMA, compression="zstd") as cw, pq.ParquetWriter(layout.sentences(p), SENTENCE_SCHEMA, compression="zstd") as sw:
+            for s in group.tolist():
+                for batch in pq.ParquetFile(index.parts[s].chunks).iter_batches(batch_size=ROW_GROUP):
+                    cw.write_batch(batch)
+                for batch in pq.ParquetFile(index.parts[s].sentences).iter_batches(batch_size=ROW_GROUP):
+                    ids = pa.array([sentence_id(p, r) for r in range(row, row + batch.num_rows)], pa.int64())
+                    sw.write_batch(batch.set_column(batch.schema.get_field_index("sentence_id"), "sentence_id", ids))
+                    row += batch.num_rows
+                documents += described_parts[s]["num_documents"]
+        write_rejects(layout, p)
+        records.append(part_record(p, corpus_file, documents, sum(index.parts[s].num_chunks for s in group.tolist()), row))
+    return commit_parts(target, corpus_file, records, dimension=0, factory="Flat", embedder=EmbedderSpec(name="none (keyword-only synthetic index)"), vectors=TEXT_ONLY)
+
 def iter_chunk_texts(index_root: Path, batch: int = 65536) -> Iterator[list[str]]:
     """Chunk texts of an index in index order, in batches (for reference implementations)."""
     manifest = json.loads((index_root / "manifest.json").read_text())

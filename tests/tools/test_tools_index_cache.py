@@ -179,3 +179,27 @@ def test_registry_and_schemas():
     assert [s["function"]["name"] for s in tool_schemas("arag_full")] == ["keyword_search", "semantic_search", "chunk_read"]
     with pytest.raises(KeyError):
         get_tool("nope")
+
+
+def test_the_same_chunks_in_fewer_parts_answer_the_same(tmp_path):
+    """What a larger corpus.part_size_mb changes is the parts, not the answers: keyword_search's top
+    chunks and scores, chunk and sentence reads, and FAISS ids mapped back to the same sentences."""
+    from tests.support.synthetic_index import write_merged_index, write_synthetic_index
+
+    write_synthetic_index(tmp_path / "six", num_chunks=1200, sentences_per_chunk=5, parts=6, sentence_pool=3000, log=lambda *_: None)
+    write_merged_index(tmp_path / "six", tmp_path / "two", parts=2)
+    with ToolContext(tmp_path / "six") as six, ToolContext(tmp_path / "two") as two:
+        assert (len(six.store.parts), len(two.store.parts)) == (6, 2)
+        assert (six.store.num_chunks, six.store.num_sentences) == (two.store.num_chunks, two.store.num_sentences) == (1200, 7200)
+        ords = list(range(0, 1200, 37))
+        rows = six.store.chunk_rows(ords, ["chunk_id", "title", "text"])
+        assert rows == two.store.chunk_rows(ords, ["chunk_id", "title", "text"])
+        words_of = [t.split() for t in rows["text"]]
+        queries = [[w[3]] for w in words_of[:8]] + [[" ".join(w[5:7]), w[9]] for w in words_of[8:16]] + [["register"], ["item 7"]]
+        for keywords in queries:
+            top = six.store.keyword_top(keywords, 10)
+            assert top and top == two.store.keyword_top(keywords, 10), keywords
+        sentences = list(range(0, 7200, 113))
+        assert six.store.sentences_at(sentences) == two.store.sentences_at(sentences)
+        ids = [two.store.sentence_ids(r, 1)[0] for r in sentences]
+        assert len({i >> 32 for i in ids}) == 2 and two.store.sentence_rows(np.asarray(ids)).tolist() == sentences
