@@ -170,7 +170,7 @@ def main() -> None:
     print(f"  FASTSCAN_NS_PER_CODE_BYTE  measured {median['fast-scan']:.3f}   the code uses {ann_recall.FASTSCAN_NS_PER_CODE_BYTE}")
     print(f"  RERANK_NS_PER_ROW          measured {median['re-rank']:,.0f}   the code uses {ann_recall.RERANK_NS_PER_ROW:,.0f}")
     print(f"  a re-ranked row read from a cold page cache: {median['re-rank, cold']:,.0f} ns ({median['re-rank, cold'] / median['re-rank']:.0f}x warm; "
-          "the cost model prices a warm cache, where a serving index's shards stay)")
+          "the cost model prices a warm cache)")
     ratios = [a / b for a, b in zip(rounds["8-bit"], rounds["fast-scan"])]
     print(f"  8-bit / fast-scan per code byte: {statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}x)")
 
