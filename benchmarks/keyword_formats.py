@@ -14,16 +14,11 @@ of each asked again, then the medians over rounds per side.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import subprocess
 import time
 from pathlib import Path
 
 from benchmarks.code_versions import Code, alternate, checkout, this_checkout
-from benchmarks.keyword_recurring import QUESTIONS
-
-SIDES = ("baseline_union_no_memory", "first_time_asked", "asked_again")
+from benchmarks.keyword_recurring import QUESTIONS, medians_line, run_printed, sides_line
 
 
 def linked_view(index: Path, view: Path) -> Path:
@@ -49,27 +44,18 @@ def main(argv: list[str] | None = None) -> None:
     indexes = {new: args.index, old: linked_view(args.index, args.workdir / "index")}
     runs: dict[Code, list[dict]] = {new: [], old: []}
 
-    def recurring(code: Code, queries: int) -> str:
-        cmd = code.command("benchmarks.keyword_recurring", "--index", str(indexes[code]), "--questions", str(args.questions.resolve()),
-                           "--queries", str(queries), "--no-reference")
-        return subprocess.run(cmd, cwd=code.root, env=code.env(), capture_output=True, text=True, check=True).stdout
-
     def measure(code: Code) -> float:
         started = time.perf_counter()
-        out = recurring(code, args.queries)
-        printed = json.loads(out[: out.index("keyword_recurring:")])
-        runs[code].append(printed)
-        print(f"    {code.label}: " + "; ".join(f"{s} p50 {printed[s]['p50_ms']} / p95 {printed[s]['p95_ms']} / mean {printed[s]['mean_ms']} ms" for s in SIDES), flush=True)
+        runs[code].append(run_printed(code, indexes[code], args.questions, args.queries))
+        print(f"    {code.label}: {sides_line(runs[code][-1])}", flush=True)
         return time.perf_counter() - started
 
     for code in (old, new):  # each cache built (or checked) before any round is timed
-        recurring(code, 1)
+        run_printed(code, indexes[code], args.questions, 1)
     alternate([new, old], args.rounds, measure)
     print(f"keyword_formats: {args.queries} questions, {args.rounds} rounds, medians over rounds:")
     for code in (old, new):
-        print(f"  {code.label}: " + "; ".join(
-            f"{s} p50 {statistics.median(r[s]['p50_ms'] for r in runs[code]):.1f} / p95 {statistics.median(r[s]['p95_ms'] for r in runs[code]):.1f} ms"
-            for s in SIDES))
+        print(f"  {code.label}: {medians_line(runs[code])}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ parts of --index whole (tests/support/synthetic_index.py, `write_merged_index`):
 `corpus.part_size_mb` plans from the same files. Each layout is first opened once (its tools caches
 built or checked) and checked against the reference loop on --check-queries questions; then, per
 round, benchmarks/keyword_recurring.py (`--no-reference`) runs on each layout as a subprocess, the
-order reversed every other round. Prints each run's p50/p95/mean of the union baseline, of each
+order reversed every other round (`alternate` of benchmarks/code_versions.py). Prints each run's p50/p95/mean of the union baseline, of each
 question asked the first time and asked again, then the medians over rounds per layout, and
 stops if the layouts' top-5 answers differ.
 """
@@ -17,22 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import subprocess
-import sys
+import time
 from pathlib import Path
 
-from benchmarks.keyword_recurring import QUESTIONS
+from benchmarks.code_versions import Code, alternate, this_checkout
+from benchmarks.keyword_recurring import QUESTIONS, medians_line, run_printed, sides_line
 from tests.support.synthetic_index import write_merged_index
-
-SIDES = ("baseline_union_no_memory", "first_time_asked", "asked_again")
-REPO = Path(__file__).resolve().parent.parent
-
-
-def recurring(index: Path, questions: Path, queries: int, reference: bool) -> dict:
-    cmd = [sys.executable, "-m", "benchmarks.keyword_recurring", "--index", str(index), "--questions", str(questions), "--queries", str(queries)]
-    out = subprocess.run(cmd + ([] if reference else ["--no-reference"]), cwd=REPO, capture_output=True, text=True, check=True).stdout
-    return json.loads(out[: out.index("keyword_recurring:")])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,30 +36,32 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/arag-keyword-parts"))
     args = ap.parse_args(argv)
 
-    layouts = {len(json.loads((args.index / "manifest.json").read_text())["parts"]): args.index.resolve()}
+    code = this_checkout()
+    layouts = {Code(f"{len(json.loads((args.index / 'manifest.json').read_text())['parts'])} parts", code.root): args.index.resolve()}
     for n in args.parts:
         target = args.workdir / f"parts-{n}"
         if not (target / "manifest.json").exists():
             print(f"writing {target}: the chunks of {args.index} in {n} parts", flush=True)
             write_merged_index(args.index, target, n)
-        layouts[n] = target.resolve()
-    for n, index in layouts.items():  # caches built or checked before any round is timed
-        recurring(index, args.questions, args.check_queries, reference=True)
-        print(f"  {n} parts ({index}): identical to the reference on {args.check_queries} questions", flush=True)
-    runs: dict[int, list[dict]] = {n: [] for n in layouts}
-    order = list(layouts)
-    for i in range(args.rounds):
-        for n in order if i % 2 == 0 else list(reversed(order)):
-            printed = recurring(layouts[n], args.questions, args.queries, reference=False)
-            runs[n].append(printed)
-            print(f"  round {i + 1}, {n} parts: " + "; ".join(f"{s} p50 {printed[s]['p50_ms']} / p95 {printed[s]['p95_ms']} / mean {printed[s]['mean_ms']} ms" for s in SIDES), flush=True)
+        layouts[Code(f"{n} parts", code.root)] = target.resolve()
+    for layout, index in layouts.items():  # caches built or checked before any round is timed
+        run_printed(layout, index, args.questions, args.check_queries, reference=True)
+        print(f"  {layout.label} ({index}): identical to the reference on {args.check_queries} questions", flush=True)
+    runs: dict[Code, list[dict]] = {layout: [] for layout in layouts}
+
+    def measure(layout: Code) -> float:
+        started = time.perf_counter()
+        runs[layout].append(run_printed(layout, layouts[layout], args.questions, args.queries))
+        print(f"    {layout.label}: {sides_line(runs[layout][-1])}", flush=True)
+        return time.perf_counter() - started
+
+    alternate(list(layouts), args.rounds, measure)
     answers = {r["answers_sha1"] for rs in runs.values() for r in rs}
     if len(answers) != 1:
         raise SystemExit(f"the layouts' answers differ: {answers}")
-    print(f"keyword_parts: {args.queries} questions, {args.rounds} rounds, the same top-5 answers on every layout; medians over rounds:")
-    for n, rs in runs.items():
-        print(f"  {n} parts: " + "; ".join(
-            f"{s} p50 {statistics.median(r[s]['p50_ms'] for r in rs):.1f} / p95 {statistics.median(r[s]['p95_ms'] for r in rs):.1f} ms" for s in SIDES))
+    print(f"keyword_parts: {args.queries} questions, {args.rounds} rounds, the same top-5 answers on every layout ({code.label}); medians over rounds:")
+    for layout, rs in runs.items():
+        print(f"  {layout.label}: {medians_line(rs)}")
 
 
 if __name__ == "__main__":

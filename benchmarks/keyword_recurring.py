@@ -39,6 +39,7 @@ import hashlib
 import json
 import os
 import statistics
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ from arag.index.store import open_index
 from arag.tools import ToolContext
 from arag.index.keyword.counts import KeywordCounts
 from arag.tools.index_cache import top_pairs
+from benchmarks.code_versions import Code
 from tests.support import tools_reference as reference
 from tests.support.agent_policy import keywords_of
 from tests.support.synthetic_index import iter_chunk_texts, write_synthetic_index
@@ -140,6 +142,24 @@ def agent_queries(questions: str | Path, n: int) -> list[list[str]]:
     """The keyword lists the rehearsal's simulated agent gives for the first `n` questions."""
     lines = [line for line in Path(questions).read_text().splitlines() if line.strip()][:n]
     return [keywords_of(json.loads(line)["question"]) for line in lines]
+
+
+SIDES = ("baseline_union_no_memory", "first_time_asked", "asked_again")
+
+
+def run_printed(code: Code, index: Path, questions: Path, queries: int, reference: bool = False) -> dict:
+    """What this benchmark prints (its JSON), run by `code`'s version of it as a subprocess on `index`."""
+    cmd = code.command("benchmarks.keyword_recurring", "--index", str(index), "--questions", str(Path(questions).resolve()), "--queries", str(queries))
+    out = subprocess.run(cmd + ([] if reference else ["--no-reference"]), cwd=code.root, env=code.env(), capture_output=True, text=True, check=True).stdout
+    return json.loads(out[: out.index("keyword_recurring:")])
+
+
+def sides_line(printed: dict) -> str:
+    return "; ".join(f"{s} p50 {printed[s]['p50_ms']} / p95 {printed[s]['p95_ms']} / mean {printed[s]['mean_ms']} ms" for s in SIDES)
+
+
+def medians_line(runs: list[dict]) -> str:
+    return "; ".join(f"{s} p50 {statistics.median(r[s]['p50_ms'] for r in runs):.1f} / p95 {statistics.median(r[s]['p95_ms'] for r in runs):.1f} ms" for s in SIDES)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,6 +16,7 @@ from arag.tools import TOOL_SETS, TOOLS, ToolContext, get_tool, tool_schemas
 from arag.index.keyword import part_cache, words
 from arag.tools.index_cache import manifest_hash, part_cache_dir
 
+from tests.support.synthetic_index import write_merged_index, write_synthetic_index
 from tests.support.tiny_index import EDGE_DOCS, Doc, fake_encode, make_index
 
 
@@ -184,8 +185,6 @@ def test_registry_and_schemas():
 def test_the_same_chunks_in_fewer_parts_answer_the_same(tmp_path):
     """What a larger corpus.part_size_mb changes is the parts, not the answers: keyword_search's top
     chunks and scores, chunk and sentence reads, and FAISS ids mapped back to the same sentences."""
-    from tests.support.synthetic_index import write_merged_index, write_synthetic_index
-
     write_synthetic_index(tmp_path / "six", num_chunks=1200, sentences_per_chunk=5, parts=6, sentence_pool=3000, log=lambda *_: None)
     write_merged_index(tmp_path / "six", tmp_path / "two", parts=2)
     with ToolContext(tmp_path / "six") as six, ToolContext(tmp_path / "two") as two:
