@@ -49,7 +49,7 @@ class CorpusSpec:
     fields: FieldNames = field(default_factory=FieldNames)
     include: tuple[str, ...] = ()  # file-name globs when `path` is a folder; empty: per-format default
     prepend_title: bool = False  # put the title as the first line of the text (it becomes a sentence)
-    part_size_mb: float = 64.0  # size of a JSON Lines byte-range part; large: every search does fixed work per part (docs/indexing.md, Parts)
+    part_size_mb: float = 64.0  # size of a JSON Lines byte-range part; large: a search does fixed work per part (benchmarks/keyword_parts.py)
 
     def validate(self) -> None:
         if self.format not in FORMATS:
