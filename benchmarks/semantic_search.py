@@ -38,25 +38,31 @@ Per size, in one run:
         exact Flat shard scan (`VectorSearch` without an ANN: BLAS over each FAISS shard, shards
         in parallel threads; memory-mapped, since 250k-vector shards would otherwise be read
         whole into RAM: 15 GB at 10M).
+    Re-rank rows: the ANN is searched twice, its rows held in memory (`tools.resident_vectors=true`)
+    and read with pread (`false`), alternated with the anchors; both must rank alike.
     Recall@10 = |top-10 ∩ exact top-10| / 10, averaged over the queries, with a 95% interval
     that resamples the queries (seeded bootstrap; a query's ten neighbours are not independent,
     so they are not ten samples). The ratios compare p50s over the SAME anchor
-    queries. Cache state: every search runs after the reference pass has read all shards, so
-    shard pages are in the OS page cache as far as RAM (24 GB, shared) allows.
+    queries. Cache state: every search runs after the reference pass has read all shards; the
+    script prints the share of the shards' bytes in the page cache before each ANN run (fincore),
+    since a kernel may reclaim page cache that no process maps while it sits idle.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import multiprocessing as mp
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
 import faiss
 import numpy as np
+import psutil
 
 
 from tests.support import ann_data
@@ -67,6 +73,7 @@ from arag.index.vectors import build_shard, write_shard
 from arag.report.intervals import bootstrap_interval
 
 K = 10
+MULTI_THREADED_IMPLEM = 15  # IndexIVFFastScan: queries x lists across threads, results in a reservoir
 MODEL = {"minilm": "all-MiniLM-L6-v2", "static": "all-MiniLM-L6-v2-static"}
 
 
@@ -78,6 +85,15 @@ def memory() -> dict[str, float]:
         if key in ("VmRSS", "RssAnon", "RssFile"):
             fields[key] = int(value.split()[0]) / 1024
     return {"rss": fields["VmRSS"], "anon": fields["RssAnon"]}
+
+
+def page_cache_share(paths: list[Path]) -> float | None:
+    """The share of the files' bytes in the OS page cache (util-linux `fincore`; None without it)."""
+    try:
+        rows = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES,SIZE", *map(str, paths)], capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sum(map(int, rows[0::2])) / max(1, sum(map(int, rows[1::2])))
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -142,18 +158,24 @@ def exact_top(shards: list[Path], queries: np.ndarray, k: int = K) -> np.ndarray
 # ---- measurements (each in a fresh process) -------------------------------------------------------
 
 
-def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None, int | None]], mmap_bytes: int, out) -> None:
+def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None, int | None]], mmap_bytes: int, resident: bool | None, out) -> None:
     from arag.index.store import open_index
     from arag.tools.vector_search import VectorSearch
 
     base = memory()
-    search = VectorSearch(open_index(root), mmap_bytes=mmap_bytes)
+    search = VectorSearch(open_index(root), mmap_bytes=mmap_bytes, resident_vectors=resident)
     t = time.perf_counter()
     search.load()
     load_s = time.perf_counter() - t
     loaded = memory()
     results = []
-    for nprobe, rerank in knobs:
+    # A fast-scan index is also searched with FAISS's implem 15 (one query's lists scanned on every
+    # FAISS thread, not the product's default): what a multi-threaded scan would give one caller.
+    fast = faiss.downcast_index(search._ann_searcher().index) if search.ann_entry else None
+    implems = (0, MULTI_THREADED_IMPLEM) if resident and isinstance(fast, faiss.IndexIVFFastScan) else (0,)
+    for implem, (nprobe, rerank) in itertools.product(implems, knobs):
+        if fast is not None and implems != (0,):
+            fast.implem = implem
         search.search(queries[:1], K, nprobe=nprobe, rerank=rerank)  # warm-up
         times, ids = [], []
         for q in queries:
@@ -161,8 +183,20 @@ def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None,
             _, got = search.search(q[None, :], K, nprobe=nprobe, rerank=rerank)
             times.append(time.perf_counter() - t)
             ids.append(got.tolist())
-        results.append({"nprobe": nprobe, "rerank": rerank, "times": times, "ids": ids})
-    out.put({"base": base, "loaded": loaded, "after": memory(), "load_s": load_s, "results": results})
+        results.append({"nprobe": nprobe, "rerank": rerank, "implem": implem, "times": times, "ids": ids})
+    if fast is not None and implems != (0,):
+        fast.implem = 0
+    split = None
+    if search.ann_entry is not None:  # the manifest's setting again, its two halves timed apart
+        searcher, split = search._ann_searcher(), {"candidates": [], "rerank": []}
+        for q in queries:
+            t = time.perf_counter()
+            candidates = searcher.candidates(q[None, :], K)
+            split["candidates"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            ann.rerank(searcher.vectors, candidates, q, K)
+            split["rerank"].append(time.perf_counter() - t)
+    out.put({"base": base, "loaded": loaded, "after": memory(), "load_s": load_s, "results": results, "split": split})
 
 
 def measure_numpy(shards: list[str], queries: np.ndarray, out) -> None:
@@ -305,7 +339,13 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         f"part lists {ann_bytes / n:.1f} B/vector on disk; {faiss.omp_get_max_threads()} threads",
         flush=True,
     )
-    chosen = choose_settings(root, shards, per_part, build["records"], tune_q, args.target)
+    measured_record = root / f"bench-recall-{args.target}-{len(tune_q)}q.json"
+    if args.reuse and measured_record.exists():
+        chosen = json.loads(measured_record.read_text())
+        print("reusing the recall measurement of an earlier run (--reuse, same target and questions); its figures:", flush=True)
+    else:
+        chosen = choose_settings(root, shards, per_part, build["records"], tune_q, args.target)
+        measured_record.write_text(json.dumps(chosen))
     best, alone = chosen["with_questions"]["best"], chosen["sentences_only"]["best"]
     print(
         f"recall measurement (index.ann_recall={args.target}): exact neighbours of {chosen['sample']['size']:,} queries in {chosen['truth_s']:.1f} s, "
@@ -330,25 +370,39 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         knobs.append((alone["nprobe"], alone["rerank"]))
     knobs += [(int(a), int(b)) for a in filter(None, args.nprobe.split(",")) for b in filter(None, args.rerank.split(","))]
     a = args.anchor_queries
-    # Anchors and ANN alternate (A B A B) so that both sides of each ratio see the same machine.
-    annm = in_child(measure_search, str(root), queries, knobs, 1 << 62)
+    # Anchors and ANN alternate (A B A B) so that both sides of each ratio see the same machine; the
+    # ANN's re-rank rows are held in memory (tools.resident_vectors=true) or read with pread (false).
+    shard_bytes = sum(s.stat().st_size for s in shards)
+    default_resident = shard_bytes <= ann.RESIDENT_SHARE * psutil.virtual_memory().available
+    cached = {"ann": page_cache_share(shards)}
+    annm = in_child(measure_search, str(root), queries, knobs, 1 << 62, True)
+    cached["pread"] = page_cache_share(shards)
+    preadm = in_child(measure_search, str(root), queries, [(None, None)], 1 << 62, False)
     anchors = {
         "numpy brute force": in_child(measure_numpy, [str(s) for s in shards], queries[:a]),
-        "Flat shards (exact)": in_child(measure_search, str(work / f"flat-{n}"), queries[:a], [(None, None)], 0),
+        "Flat shards (exact)": in_child(measure_search, str(work / f"flat-{n}"), queries[:a], [(None, None)], 0, None),
     }
-    again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62)
+    cached["again"] = page_cache_share(shards)
+    again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62, True)
+    cached["pread again"] = page_cache_share(shards)
+    pread_again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62, False)
     rows = []
-    header = f"{'layout':<34}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}   recall 95%"
+    header = f"{'layout':<44}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}   recall 95%"
     print(header)
     anchor_p50 = {}
     for name, m in anchors.items():
         r = m["results"][0]
         anchor_p50[name] = pct(r["times"], 50)
-        print(f"{name:<34}{a:>8}{recall(r['ids'], exact[:a]):>10.3f}{pct(r['times'], 50):>9.1f}{pct(r['times'], 95):>9.1f}{pct(r['times'], 50):>9.1f}{m['after']['rss']:>9,.0f}{m['after']['anon']:>7,.0f}")
-    for r in annm["results"]:
-        p50_a = (pct(r["times"][:a], 50) + pct(again["results"][0]["times"], 50)) / 2 if r["nprobe"] is None else pct(r["times"][:a], 50)
+        print(f"{name:<44}{a:>8}{recall(r['ids'], exact[:a]):>10.3f}{pct(r['times'], 50):>9.1f}{pct(r['times'], 95):>9.1f}{pct(r['times'], 50):>9.1f}{m['after']['rss']:>9,.0f}{m['after']['anon']:>7,.0f}")
+    default_ids = {(r["nprobe"], r["rerank"]): r["ids"] for r in annm["results"] if not r["implem"]}
+    for side, r in [("memory", r) for r in annm["results"]] + [("pread", preadm["results"][0])]:
+        second = (again if side == "memory" else pread_again)["results"][0]["times"]
+        p50_a = (pct(r["times"][:a], 50) + pct(second, 50)) / 2 if r["nprobe"] is None and not r["implem"] else pct(r["times"][:a], 50)
         nprobe, rerank = (best["nprobe"], best["rerank"]) if r["nprobe"] is None else (r["nprobe"], r["rerank"])
         row = {
+            "rows": side,
+            "implem": r["implem"],
+            "same_top10_as_implem_0": r["ids"] == default_ids[(r["nprobe"], r["rerank"])],
             "nprobe": nprobe,
             "rerank": rerank,
             "chosen": r["nprobe"] is None,
@@ -361,20 +415,36 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
             "vs_flat": anchor_p50["Flat shards (exact)"] / p50_a,
         }
         rows.append(row)
-        name = f"ANN nprobe={nprobe} rerank={rerank}" + (" *" if row["chosen"] else " s" if alone and (nprobe, rerank) == (alone["nprobe"], alone["rerank"]) else "")
+        name = f"ANN nprobe={nprobe} rerank={rerank}" + (" pread" if side == "pread" else "") + (f" implem {r['implem']}" if r["implem"] else "") + (" *" if row["chosen"] else " s" if alone and (nprobe, rerank) == (alone["nprobe"], alone["rerank"]) else "")
         print(
-            f"{name:<34}{len(queries):>8}{row['recall']:>10.3f}{row['p50']:>9.2f}{row['p95']:>9.2f}{p50_a:>9.2f}"
+            f"{name:<44}{len(queries):>8}{row['recall']:>10.3f}{row['p50']:>9.2f}{row['p95']:>9.2f}{p50_a:>9.2f}"
             f"{'':>16}{row['vs_numpy']:>9.0f}x{row['vs_flat']:>8.0f}x   [{row['recall_95'][0]:.3f}, {row['recall_95'][1]:.3f}]"
+            + ("" if row["same_top10_as_implem_0"] else "   top-10 differs from implem 0")
         )
     print(
-        f"ANN process: RSS {annm['after']['rss']:,.0f} MiB after all queries (anon {annm['after']['anon']:,.0f}), "
-        f"{annm['loaded']['rss'] - annm['base']['rss']:,.0f} MiB for loading (merge of {parts} part lists in {annm['load_s']:.1f} s); "
+        f"ANN process, rows in memory: RSS {annm['after']['rss']:,.0f} MiB after all queries (anon {annm['after']['anon']:,.0f}), "
+        f"{annm['loaded']['rss'] - annm['base']['rss']:,.0f} MiB for loading (merge of {parts} part lists and the shards read in {annm['load_s']:.1f} s); "
+        f"rows read with pread: RSS {preadm['after']['rss']:,.0f} MiB (anon {preadm['after']['anon']:,.0f}), loaded in {preadm['load_s']:.1f} s; "
         f"* = the manifest's settings (chosen on sentences + {len(tune_q)} questions; its p50/{a}q is the mean of two runs, before and after the anchors), "
-        f"s = chosen on sentences alone; vs = anchor p50 / ANN p50 over the same {a} queries; "
+        f"s = chosen on sentences alone; re-rank rows held in memory, or read with pread where the row says pread; implem 15 = FAISS's multi-threaded fast-scan search; vs = anchor p50 / ANN p50 over the same {a} queries; "
         f"[low, high] = 95% interval of recall@10 over the {len(queries)} queries (bootstrap resampling queries, seeded)",
         flush=True,
     )
+    split = {side: {half: pct(times, 50) for half, times in m["split"].items()} for side, m in (("memory", annm), ("pread", preadm))}
+    share = {run: "unknown (no fincore)" if v is None else f"{100 * v:.0f}%" for run, v in cached.items()}
+    print(
+        f"the manifest's setting again, its halves timed apart over the {len(queries)} queries (p50): rows in memory: IVF candidates "
+        f"{split['memory']['candidates']:.2f} ms, exact re-rank {split['memory']['rerank']:.2f} ms; rows read with pread: "
+        f"{split['pread']['candidates']:.2f} ms, {split['pread']['rerank']:.2f} ms. Shards ({shard_bytes / 2**30:.1f} GiB; held in memory by "
+        f"tools.resident_vectors' default here: {'yes' if default_resident else 'no'}) in the page cache before each ANN run: "
+        + ", ".join(f"{run} {v}" for run, v in share.items()),
+        flush=True,
+    )
+    assert preadm["results"][0]["ids"] == annm["results"][0]["ids"], "rows in memory and rows read with pread ranked differently"
     return {
+        "split_p50": split,
+        "page_cache_share": cached,
+        "default_resident": default_resident,
         "vectors": n,
         "embedder": args.embedder,
         "dimension": dim,
@@ -385,6 +455,7 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         "encode_s": encode_s,
         "ann_bytes_per_vector": ann_bytes / n,
         "ann_rss_mib": annm["after"]["rss"],
+        "pread_rss_mib": preadm["after"]["rss"],
         "ann_anon_mib": annm["after"]["anon"],
         "load_s": annm["load_s"],
         "anchors": {k: {"p50": v, "rss": anchors[k]["after"]["rss"]} for k, v in anchor_p50.items()},
@@ -411,10 +482,9 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/arag-ann")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--keep", action="store_true", help="keep the generated shards and indexes")
-    ap.add_argument("--reuse", action="store_true", help="search an ANN that an earlier --keep run built (its build figures are reprinted)")
+    ap.add_argument("--reuse", action="store_true", help="search an ANN that an earlier --keep run built (its build figures, and its recall measurement when the target and questions are the same, are reprinted)")
     ap.add_argument("--coarse-from", help="an ANN index folder an earlier --keep run built with the same lists: reuse its coarse centroids, train only the PQ")
     args = ap.parse_args()
-    import psutil
 
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, faiss {faiss.__version__}", flush=True)
     work = Path(args.workdir)

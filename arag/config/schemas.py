@@ -355,6 +355,7 @@ class ToolOptions:
     batch_window_s: float = 0.001  # under load, how long a query batch waits for more queries to join it
     max_active: Optional[int] = None  # tool calls that run at once; None: twice the cores
     encoder_threads: Optional[int] = None  # CPU threads of the query encoder; None: the embedder's setting (a worker pool: its share of the cores)
+    resident_vectors: Optional[bool] = None  # ANN re-rank rows held in memory; None: when the shards take at most half the memory available
 
 
 @dataclass

@@ -43,11 +43,7 @@ def call_failure(call: Mapping[str, Any]) -> str | None:
         return UNKNOWN_IDS if UNKNOWN_REF_ID.match(error) else UNKNOWN_TOOL if UNKNOWN_TOOL_ERROR.match(error) else REFUSED
     if "failure" in call:  # recorded since kinds were: no kind is a usable result
         return None
-    return _legacy_failure(call)
-
-
-def _legacy_failure(call: Mapping[str, Any]) -> str | None:
-    """The kind of a call stored before kinds were recorded, from what it returned (docs/evaluation.md)."""
+    # A call stored before kinds were recorded: its kind from what it returned (docs/evaluation.md).
     named_unknown = unknown_ids_in(call) > 0
     if not call.get("chunk_ids"):
         if named_unknown:
@@ -82,12 +78,8 @@ def with_defaults(name: str, arguments: Any) -> Any:
 def repeated_flags(calls: Iterable[tuple[str, Any]]) -> list[bool]:
     """Per (tool name, arguments) of an episode's calls: whether an earlier call was identical."""
     keys = [json.dumps([str(n), normalised(with_defaults(str(n), a))], sort_keys=True, ensure_ascii=False, default=str) for n, a in calls]
-    seen: set[str] = set()
-    flags = []
-    for key in keys:
-        flags.append(key in seen)
-        seen.add(key)
-    return flags
+    first = {key: i for i, key in reversed(list(enumerate(keys)))}  # each key's first call
+    return [first[key] < i for i, key in enumerate(keys)]
 
 
 @dataclass(frozen=True)

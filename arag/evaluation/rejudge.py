@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 import pyarrow.parquet as pq
 
@@ -104,13 +104,6 @@ class RejudgeCounts:
     wall_s: float = 0.0
 
 
-def _answered_rows(source: SourceRun, skip: set[str]) -> Iterator[dict[str, Any]]:
-    for part in source.store.part_files():
-        for row in pq.read_table(part, schema=row_schema()).to_pylist():
-            if row["question_id"] not in skip and row["status"] == OK:
-                yield row
-
-
 def rejudge_run(source: SourceRun, results_root: str | Path, settings: RunSettings, backend: LLMBackend, *, concurrency: int = 1,
                 batch_size: int = 25, on_row: Callable[[], None] | None = None) -> RejudgeCounts:
     """Judge the source's answered episodes the new run lacks, copy its failed ones, log the invocation.
@@ -147,7 +140,8 @@ def rejudge_run(source: SourceRun, results_root: str | Path, settings: RunSettin
 
         async def judge_all() -> set[str]:  # one event loop: an endpoint client keeps its connections
             answered = set(done)
-            rows = _answered_rows(source, done)
+            rows = (row for part in source.store.part_files() for row in pq.read_table(part, schema=row_schema()).to_pylist()
+                    if row["question_id"] not in done and row["status"] == OK)
             while batch := list(islice(rows, max(batch_size, concurrency))):  # a batch keeps `concurrency` calls in flight
                 answered.update(r["question_id"] for r in batch)
                 new_rows = await asyncio.gather(*(judged(r) for r in batch))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import mmap
 import os
 import re
 import struct
@@ -19,6 +20,7 @@ from typing import Any
 
 import faiss
 import numpy as np
+import psutil
 
 from arag.index.layout import PART_SHIFT, atomic_path, part_name
 from arag.index.vectors import inner_products, read_shard, write_shard
@@ -55,6 +57,8 @@ SAMPLE_SEED = 0
 DEFAULT_NPROBE = 256
 DEFAULT_RERANK = 64
 MIN_CANDIDATES = 256
+# Re-rank rows are held in memory by default when the shards take at most this share of MemAvailable.
+RESIDENT_SHARE = 0.5
 
 _FACTORY = re.compile(r"^IVF(?P<nlist>\d+)(_HNSW\d+)?,(PQ(?P<m>\d+)(x(?P<bits>\d+))?(?P<fs>fs)?|SQ8|SQfp16|Flat)$")
 _ROW_MASK = (1 << PART_SHIFT) - 1
@@ -201,27 +205,42 @@ def map_flat_shard(path: Path) -> np.ndarray:
 
 
 class StoredVectors:
-    """Single rows of the exact shards, by sentence id, read with `pread`: through a memory map each
-    scattered row would also map its neighbours, and the resident memory grow towards all shards."""
+    """Single rows of the exact shards, by sentence id. Resident (`resident`; None: when the shards take
+    at most RESIDENT_SHARE of the memory available): each shard memory-mapped and read whole at load, so a
+    row is a memory read; pages no process maps may be reclaimed while idle (docs/indexing.md, "Re-rank
+    rows"). Else a row is read with `pread`: through a memory map each scattered row would also map its
+    neighbours, and the resident memory grow towards all shards."""
 
-    def __init__(self, parts: dict[int, Path]):
+    def __init__(self, parts: dict[int, Path], resident: bool | None = None):
         self.files = {part: (str(path), *flat_shard_layout(path)) for part, path in parts.items()}
+        if resident is None:
+            resident = sum(os.path.getsize(f[0]) for f in self.files.values()) <= RESIDENT_SHARE * psutil.virtual_memory().available
+        self.resident = {part: _mapped_rows(*f) for part, f in self.files.items()} if resident else {}
 
     def scores(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
-        out = np.empty(len(ids), np.float32)
-        parts = ids >> PART_SHIFT
+        stored = np.empty((len(ids), len(query)), np.float32)
+        parts, local = ids >> PART_SHIFT, ids & _ROW_MASK
         for part in np.unique(parts).tolist():
             where = np.flatnonzero(parts == part)
             path, offset, rows, d = self.files[part]
-            local = (ids[where] & _ROW_MASK).tolist()
-            beyond = [row for row in local if row >= rows]
-            if beyond:
-                raise IndexError(f"{path}: sentence row {beyond[0]} beyond its {rows} rows")
+            if d != len(query):
+                raise ValueError(f"{path}: {d}-d vectors, the query has {len(query)} dimensions")
+            if local[where].max() >= rows:
+                raise IndexError(f"{path}: sentence row {local[where].max()} beyond its {rows} rows")
+            if part in self.resident:
+                stored[where] = self.resident[part][local[where]]
+                continue
             with open(path, "rb", buffering=0) as f:  # one pread a row, the loop in C
-                data = b"".join(map(os.pread, itertools.repeat(f.fileno()), itertools.repeat(4 * d, len(local)), [offset + 4 * d * r for r in local]))
-            # FAISS's kernel on this thread: the exact search's scores, no BLAS threads (arag.index.vectors.inner_products).
-            out[where] = inner_products(np.frombuffer(data, np.float32).reshape(len(where), d), query)
-        return out
+                data = b"".join(map(os.pread, itertools.repeat(f.fileno()), itertools.repeat(4 * d, len(where)), (offset + 4 * d * local[where]).tolist()))
+            stored[where] = np.frombuffer(data, np.float32).reshape(len(where), d)
+        # FAISS's kernel on this thread: the exact search's scores, no BLAS threads (arag.index.vectors.inner_products).
+        return inner_products(stored, query)
+
+
+def _mapped_rows(path: str, offset: int, rows: int, d: int) -> np.ndarray:
+    with open(path, "rb") as f:  # the map outlives the file; MAP_POPULATE reads it all now
+        whole = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+    return np.frombuffer(whole, np.float32, count=rows * d, offset=offset).reshape(rows, d)
 
 
 def sample_rows(part_rows: dict[int, int], size: int, seed: int = SAMPLE_SEED) -> dict[int, np.ndarray]:
@@ -401,21 +420,22 @@ def rerank(vectors: StoredVectors, candidates: np.ndarray, query: np.ndarray, n:
 class AnnSearcher:
     """The merged IVF index and the on-disk exact vectors of one index; immutable, so threads search without a lock."""
 
-    def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path]):
+    def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path], resident: bool | None = None):
         self.index = merge_parts(read_trained(Path(root) / entry["trained"]), [Path(root) / p["file"] for p in entry["parts"] if p["rows"]])
-        self.vectors = StoredVectors(parts)
+        self.vectors = StoredVectors(parts, resident)
         self.nlist = int(entry["nlist"])
         self.nprobe, self.rerank_factor = search_settings(entry)
 
     def search(self, query: np.ndarray, n: int, nprobe: int | None = None, rerank_factor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top `n` sentences for one query of shape (1, d): (exact scores descending, sentence ids)."""
+        return rerank(self.vectors, self.candidates(query, n, nprobe, rerank_factor), query[0], n)
+
+    def candidates(self, query: np.ndarray, n: int, nprobe: int | None = None, rerank_factor: int | None = None) -> np.ndarray:
+        """The IVF's ids to re-rank for the top `n` (-1 where a probe found fewer)."""
         nprobe, rerank_factor = nprobe or self.nprobe, rerank_factor or self.rerank_factor
-        k = min(self.index.ntotal, max(rerank_factor * n, MIN_CANDIDATES))
-        if k == 0 or n == 0:
-            return np.zeros(0, np.float32), np.zeros(0, np.int64)
+        k = min(self.index.ntotal, max(rerank_factor * n, MIN_CANDIDATES)) if n else 0
         params = faiss.SearchParametersIVF(nprobe=min(int(nprobe), self.nlist))
-        _, candidates = self.index.search(query, k, params=params)
-        return rerank(self.vectors, candidates[0], query[0], n)
+        return self.index.search(query, k, params=params)[1][0] if k else np.zeros(0, np.int64)
 
 
 def search_settings(entry: dict[str, Any]) -> tuple[int, int]:

@@ -4,7 +4,7 @@ has no trajectory, its call counts stand and tool errors and repeated calls are 
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -22,12 +22,6 @@ KEY = ("filename", "file_row_number")
 BATCH_ROWS = 500
 
 
-def fact_columns(call_columns: Sequence[str]) -> list[tuple[str, pa.DataType]]:
-    ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in FAILURE_KINDS), "repeated_calls",
-            "evidence_supporting", "evidence_seen", "evidence_read"]
-    return [*((c, pa.int32()) for c in ints), ("evidence_recall_seen", pa.float64()), ("evidence_recall_read", pa.float64())]
-
-
 def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, Any]:
     named = {c.removeprefix("calls_") for c in call_columns}
     record: dict[str, Any] = {c: getattr(facts, c) for c in EVIDENCE_FACTS}
@@ -43,11 +37,6 @@ def fact_record(facts: EpisodeFacts, call_columns: Sequence[str]) -> dict[str, A
     return record
 
 
-def _stored_rows(con: duckdb.DuckDBPyConnection, columns: Sequence[str]) -> Iterator[dict[str, Any]]:
-    for batch in con.sql(f"SELECT {', '.join([*KEY, *columns])} FROM {STORED_TABLE}").to_arrow_reader(BATCH_ROWS):
-        yield from batch.to_pylist()
-
-
 def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     """The tables `stored_episodes` and `episode_facts`, and the view `all_episodes` (stored rows, counted facts)."""
     listing = ", ".join(sql_literal(f) for f in files)
@@ -55,9 +44,12 @@ def create_views(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> None:
     con.execute(f"CREATE TABLE {STORED_TABLE} AS SELECT * FROM read_parquet([{listing}], union_by_name = true, filename = true, file_row_number = true)")
     present = [r[0] for r in con.execute(f"DESCRIBE {STORED_TABLE}").fetchall()]
     call_columns = [c for c in present if c.startswith("calls_") and c != CALLS_OTHER]
-    columns = fact_columns(call_columns)
+    ints = ["tool_calls", *call_columns, CALLS_OTHER, "tool_errors", *(f"{ERROR_KIND_PREFIX}{k}" for k in FAILURE_KINDS), "repeated_calls",
+            "evidence_supporting", "evidence_seen", "evidence_read"]
+    columns = [*((c, pa.int32()) for c in ints), ("evidence_recall_seen", pa.float64()), ("evidence_recall_read", pa.float64())]
     inputs = [c for c in ("trajectory", *FACT_INPUT_COLUMNS) if c in present]
-    records = [{**{k: row[k] for k in KEY}, **fact_record(row_facts(row), call_columns)} for row in _stored_rows(con, inputs)]
+    batches = con.sql(f"SELECT {', '.join([*KEY, *inputs])} FROM {STORED_TABLE}").to_arrow_reader(BATCH_ROWS)
+    records = [{**{k: row[k] for k in KEY}, **fact_record(row_facts(row), call_columns)} for batch in batches for row in batch.to_pylist()]
     schema = pa.schema([("filename", pa.string()), ("file_row_number", pa.int64()), *columns])
     con.from_arrow(pa.Table.from_pylist(records, schema=schema)).create(FACTS_TABLE)
     counted = [c for c, _ in columns]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import combinations
+from itertools import combinations, groupby
 from typing import Any, Callable, Sequence
 
 import duckdb
@@ -85,12 +85,9 @@ def earlier_first(x: RunKey, y: RunKey) -> tuple[RunKey, RunKey]:
 
 
 def within_method_pairs(runs: Sequence[RunKey]) -> list[tuple[RunKey, RunKey]]:
-    groups: dict[tuple[str, str], list[RunKey]] = {}
-    for r in runs:
-        groups.setdefault((r.dataset, r.method), []).append(r)
     out = []
-    for _, group in sorted(groups.items()):
-        group.sort(key=RunKey.order)
+    for _, grouped in groupby(sorted(runs, key=lambda r: (r.dataset, r.method, r.order())), key=lambda r: (r.dataset, r.method)):
+        group = list(grouped)
         if len(group) == 2:
             out.append(earlier_first(*group))
             continue

@@ -27,10 +27,11 @@ MMAP_SHARD_BYTES = 1 << 30
 class VectorSearch:
     """The vector shards of one index and how to search them. nprobe (IVF lists probed; per shard for
     old per-part IVF shards) and rerank (exact re-rank candidates per result) default to what the index's
-    build recorded (arag.index.ann.search_settings); shards over `mmap_bytes` are memory-mapped."""
+    build recorded (arag.index.ann.search_settings); shards over `mmap_bytes` are memory-mapped;
+    resident_vectors: re-rank rows held in memory (None: when they fit, arag.index.ann.StoredVectors)."""
 
-    def __init__(self, index: Index, *, nprobe: int | None = None, rerank: int | None = None, mmap_bytes: int = MMAP_SHARD_BYTES):
-        self.index = index
+    def __init__(self, index: Index, *, nprobe: int | None = None, rerank: int | None = None, mmap_bytes: int = MMAP_SHARD_BYTES, resident_vectors: bool | None = None):
+        self.index, self.resident_vectors = index, resident_vectors
         self.nprobe = nprobe
         self.rerank = rerank
         self.mmap_bytes = mmap_bytes
@@ -65,7 +66,7 @@ class VectorSearch:
         if self._stored is None:
             with self._load_lock:
                 if self._stored is None:
-                    self._stored = ann.StoredVectors({p.part: p.vectors for p in self.index.parts if p.num_sentences})
+                    self._stored = ann.StoredVectors({p.part: p.vectors for p in self.index.parts if p.num_sentences}, self.resident_vectors)
         return self._stored.scores(np.asarray(sentence_ids, dtype=np.int64), qvec[0])
 
     def _ann_searcher(self) -> ann.AnnSearcher:
@@ -73,7 +74,7 @@ class VectorSearch:
             with self._load_lock:
                 if self._ann is None:
                     parts = {p.part: p.vectors for p in self.index.parts if p.num_sentences}
-                    self._ann = ann.AnnSearcher(self.index.root, self.ann_entry, parts)
+                    self._ann = ann.AnnSearcher(self.index.root, self.ann_entry, parts, self.resident_vectors)
         return self._ann
 
     def _exact_shards(self) -> list[tuple[Any, tuple[np.ndarray, np.ndarray] | None]]:

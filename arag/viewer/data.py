@@ -131,7 +131,8 @@ class Run:
         return " · ".join([self.method, self.model, *(f"{k} {v}" for k, v in swept.items() if v is not None)])
 
     def sort_key(self) -> tuple:
-        return (self.dataset, self.method, self.model, _num(self.max_steps), str(self.effort), self.run_id)
+        steps = float(self.max_steps) if isinstance(self.max_steps, (int, float)) else float("inf")
+        return (self.dataset, self.method, self.model, steps, str(self.effort), self.run_id)
 
     def trajectories_holding(self, text: str) -> frozenset[str]:
         """The question ids whose trajectory holds `text` (any case), read once per version of the run."""
@@ -154,10 +155,6 @@ def scores(run: Run, column: str) -> dict[str, float]:
 def failure_causes(run: Run) -> list[str]:
     """The cause of each failed episode of a run (arag.report.format.failure_cause)."""
     return [failure_cause(r.get("failure")) for r in run.rows if r["status"] != OK]
-
-
-def _num(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) else float("inf")
 
 
 def read_run(path: Path) -> Run:
@@ -224,13 +221,10 @@ class ResultsTree:
 
     def episode(self, run: Run, question_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The whole row of one episode and its trajectory (with `error` set when it is not readable JSON)."""
-        if question_id not in run.where:
-            return None
-        return self._read_episode(*run.where[question_id], self._cache[run.path][0])
+        return self._read_episode(*run.where[question_id], self._cache[run.path][0]) if question_id in run.where else None
 
     def same_question(self, dataset: str, question_id: str) -> list[tuple[Run, dict[str, Any], dict[str, Any]]]:
-        runs = [run for run in self.runs()[0] if run.dataset == dataset and question_id in run.where]
-        return [(run, *self.episode(run, question_id)) for run in runs]
+        return [(run, *self.episode(run, question_id)) for run in self.runs()[0] if run.dataset == dataset and question_id in run.where]
 
 
 def _read_episode(file: Path, index: int, stamp: tuple) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -61,11 +61,8 @@ KEEPS = {
 def passes(run: Run, row: dict[str, Any], f: dict[str, str], needle: str) -> bool:
     if not all(keeps(row, f[name]) for name, keeps in KEEPS.items() if f.get(name)):
         return False
-    if needle:
-        shown = (str(row.get("question") or ""), str(row["question_id"]), str(row.get("prediction") or ""))
-        if not any(needle in s.lower() for s in shown) and row["question_id"] not in run.trajectories_holding(needle):
-            return False
-    return True
+    shown = (str(row.get("question") or ""), str(row["question_id"]), str(row.get("prediction") or ""))
+    return not needle or any(needle in s.lower() for s in shown) or row["question_id"] in run.trajectories_holding(needle)
 
 
 def check_listing(f: dict[str, str]) -> None:

@@ -272,17 +272,46 @@ def test_a_derived_code_grows_once_before_the_target_is_given_up():
     assert ann.with_larger_code(ann.plan_ann("IVF4096,PQ96", 10**7, 384)) is None  # the user's own code is kept
 
 
-def test_reranked_scores_are_the_exact_searchs_scores_bit_for_bit(ann_index):
+@pytest.mark.parametrize("resident", [True, False])
+def test_reranked_scores_are_the_exact_searchs_scores_bit_for_bit(ann_index, resident):
     """Re-ranking uses the exact scan's kernel (arag.index.vectors.inner_products, FAISS on the
-    calling thread), so a sentence scores the same under ANN and exact search."""
+    calling thread), so a sentence scores the same under ANN and exact search, whether its row is
+    held in memory or read from the shard."""
     from arag.index.vectors import inner_products
 
     layout, parts = ann_index
-    search = VectorSearch(open_index(layout.root))
+    search = VectorSearch(open_index(layout.root), resident_vectors=resident)
+    assert bool(search._ann_searcher().vectors.resident) is resident
     for q in clustered(20, seed=11):
         scores, ids = search.search(q[None, :], 10)
         stored = np.stack([parts[i >> PART_SHIFT][i & 0xFFFFFFFF] for i in ids.tolist()]).astype(np.float32)
         np.testing.assert_array_equal(scores, inner_products(stored, q.astype(np.float32)))
+
+
+def test_rerank_rows_are_resident_by_default_only_when_the_shards_fit(ann_index, monkeypatch):
+    layout, parts = ann_index
+    shards = {p: layout.vectors(p) for p in range(len(parts))}
+    shard_bytes = sum(path.stat().st_size for path in shards.values())
+    available = {"bytes": 2 * shard_bytes}
+    monkeypatch.setattr(ann.psutil, "virtual_memory", lambda: type("Memory", (), {"available": available["bytes"]})())
+    assert sorted(ann.StoredVectors(shards).resident) == sorted(shards)
+    available["bytes"] = 2 * shard_bytes - 1
+    stored = ann.StoredVectors(shards)
+    assert stored.resident == {}
+    ids = np.asarray([(1 << PART_SHIFT) | 3, 7], np.int64)
+    q = clustered(1, seed=2)[0].astype(np.float32)
+    np.testing.assert_array_equal(stored.scores(ids, q), ann.StoredVectors(shards, resident=True).scores(ids, q))
+
+
+@pytest.mark.parametrize("resident", [True, False])
+def test_a_row_beyond_its_shard_or_a_query_of_another_dimension_is_an_error_naming_the_shard(ann_index, resident):
+    layout, parts = ann_index
+    stored = ann.StoredVectors({0: layout.vectors(0)}, resident=resident)
+    q = clustered(1, seed=2)[0].astype(np.float32)
+    with pytest.raises(IndexError, match=rf"part-00000.*row {len(parts[0])} beyond its {len(parts[0])} rows"):
+        stored.scores(np.asarray([1, len(parts[0])], np.int64), q)
+    with pytest.raises(ValueError, match=rf"part-00000.*{DIM}-d vectors, the query has {DIM + 1} dimensions"):
+        stored.scores(np.asarray([1], np.int64), np.ones(DIM + 1, np.float32))
 
 
 def test_ties_are_ordered_by_smaller_sentence_id(tmp_path):

@@ -58,6 +58,7 @@ class ToolContext(ToolCalls):
         batch_window_s: float = 0.001,
         max_active: int | None = None,
         encoder_threads: int | None = None,
+        resident_vectors: bool | None = None,
     ):
         if encoder_threads is not None and int(encoder_threads) < 1:
             raise ValueError(f"encoder_threads must be at least 1, got {encoder_threads}")
@@ -70,7 +71,7 @@ class ToolContext(ToolCalls):
         self._batcher = BatchingEncoder(self._encode_batch, window_s=batch_window_s, workers=cores)
         self.max_active = max(1, int(max_active or 2 * cores))
         self.admit(self.max_active)
-        self.vectors = VectorSearch(self.index, nprobe=nprobe, rerank=rerank)
+        self.vectors = VectorSearch(self.index, nprobe=nprobe, rerank=rerank, resident_vectors=resident_vectors)
         self._lock = threading.RLock()  # one-time loads only (the encoder)
         self._duckdb_threads = duckdb_threads
         self._con: Any = None
