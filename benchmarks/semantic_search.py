@@ -174,7 +174,7 @@ def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None,
     fast = faiss.downcast_index(search._ann_searcher().index) if search.ann_entry else None
     implems = (0, MULTI_THREADED_IMPLEM) if resident and isinstance(fast, faiss.IndexIVFFastScan) else (0,)
     for implem, (nprobe, rerank) in itertools.product(implems, knobs):
-        if fast is not None and implems != (0,):
+        if len(implems) > 1:
             fast.implem = implem
         search.search(queries[:1], K, nprobe=nprobe, rerank=rerank)  # warm-up
         times, ids = [], []
@@ -184,7 +184,7 @@ def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None,
             times.append(time.perf_counter() - t)
             ids.append(got.tolist())
         results.append({"nprobe": nprobe, "rerank": rerank, "implem": implem, "times": times, "ids": ids})
-    if fast is not None and implems != (0,):
+    if len(implems) > 1:
         fast.implem = 0
     split = None
     if search.ann_entry is not None:  # the manifest's setting again, its two halves timed apart
@@ -373,7 +373,7 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
     # Anchors and ANN alternate (A B A B) so that both sides of each ratio see the same machine; the
     # ANN's re-rank rows are held in memory (tools.resident_vectors=true) or read with pread (false).
     shard_bytes = sum(s.stat().st_size for s in shards)
-    default_resident = shard_bytes <= ann.RESIDENT_SHARE * psutil.virtual_memory().available
+    default_resident = ann.fits_in_memory(shards)
     cached = {"ann": page_cache_share(shards)}
     annm = in_child(measure_search, str(root), queries, knobs, 1 << 62, True)
     cached["pread"] = page_cache_share(shards)

@@ -214,7 +214,7 @@ class StoredVectors:
     def __init__(self, parts: dict[int, Path], resident: bool | None = None):
         self.files = {part: (str(path), *flat_shard_layout(path)) for part, path in parts.items()}
         if resident is None:
-            resident = sum(os.path.getsize(f[0]) for f in self.files.values()) <= RESIDENT_SHARE * psutil.virtual_memory().available
+            resident = fits_in_memory([f[0] for f in self.files.values()])
         self.resident = {part: _mapped_rows(*f) for part, f in self.files.items()} if resident else {}
 
     def scores(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -223,18 +223,24 @@ class StoredVectors:
         for part in np.unique(parts).tolist():
             where = np.flatnonzero(parts == part)
             path, offset, rows, d = self.files[part]
+            part_rows = local[where]
             if d != len(query):
                 raise ValueError(f"{path}: {d}-d vectors, the query has {len(query)} dimensions")
-            if local[where].max() >= rows:
-                raise IndexError(f"{path}: sentence row {local[where].max()} beyond its {rows} rows")
+            if part_rows.max() >= rows:
+                raise IndexError(f"{path}: sentence row {part_rows.max()} beyond its {rows} rows")
             if part in self.resident:
-                stored[where] = self.resident[part][local[where]]
+                stored[where] = self.resident[part][part_rows]
                 continue
             with open(path, "rb", buffering=0) as f:  # one pread a row, the loop in C
-                data = b"".join(map(os.pread, itertools.repeat(f.fileno()), itertools.repeat(4 * d, len(where)), (offset + 4 * d * local[where]).tolist()))
+                data = b"".join(map(os.pread, itertools.repeat(f.fileno()), itertools.repeat(4 * d, len(where)), (offset + 4 * d * part_rows).tolist()))
             stored[where] = np.frombuffer(data, np.float32).reshape(len(where), d)
         # FAISS's kernel on this thread: the exact search's scores, no BLAS threads (arag.index.vectors.inner_products).
         return inner_products(stored, query)
+
+
+def fits_in_memory(paths: list[str] | list[Path]) -> bool:
+    """Whether the files take at most RESIDENT_SHARE of the memory the kernel reports available."""
+    return sum(os.path.getsize(p) for p in paths) <= RESIDENT_SHARE * psutil.virtual_memory().available
 
 
 def _mapped_rows(path: str, offset: int, rows: int, d: int) -> np.ndarray:
