@@ -375,9 +375,7 @@ class Agent:
 def fit_budget(config: AgentConfig, backend: LLMBackend) -> AgentConfig:
     """Within a known context window, the token budget capped so the forced answer still fits (None: all it allows)."""
     window = getattr(backend, "context_window", None)
-    if not window:
-        return config
-    return replace(config, token_budget=fitted_token_budget(config.token_budget, window, reply_cap(config, backend)))
+    return replace(config, token_budget=fitted_token_budget(config.token_budget, window, reply_cap(config, backend))) if window else config
 
 
 def reply_cap(config: AgentConfig, backend: LLMBackend) -> int:

@@ -134,9 +134,7 @@ class NativeProtocol(ActionProtocol):
         if completion.tool_calls:
             return [ToolAction(c.name, c.arguments, c.id) for c in completion.tool_calls]
         text = (completion.text or "").strip()
-        if not text:
-            return [InvalidAction("the reply was empty: call a tool or write the answer")]
-        return [AnswerAction(text)]
+        return [AnswerAction(text)] if text else [InvalidAction("the reply was empty: call a tool or write the answer")]
 
     def assistant_message(self, completion: Completion) -> Message:
         return Message("assistant", completion.text or "", tool_calls=list(completion.tool_calls))

@@ -22,12 +22,7 @@ from arag.corpus.digest import HashingFile, InputDigest, PartDigest, hash_range,
 from arag.corpus.documents import Document, Reject
 
 FORMATS = ("jsonl", "json", "parquet", "wikiextractor")
-DEFAULT_INCLUDE = {
-    "jsonl": ["*.jsonl", "*.jsonl.gz", "*.jsonl.bz2", "*.ndjson"],
-    "json": ["*.json"],
-    "parquet": ["*.parquet"],
-    "wikiextractor": ["wiki_*"],
-}
+DEFAULT_INCLUDE = {"jsonl": ["*.jsonl", "*.jsonl.gz", "*.jsonl.bz2", "*.ndjson"], "json": ["*.json"], "parquet": ["*.parquet"], "wikiextractor": ["wiki_*"]}
 
 
 class CorpusError(ValueError):

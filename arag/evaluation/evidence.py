@@ -37,9 +37,7 @@ def recall_at_k(ranked_titles: Sequence[str | Sequence[str] | None], supporting_
     if k < 1:
         raise ValueError(f"recall_at_k needs k >= 1, got {k}")
     wanted = {t.strip() for t in supporting_titles if t and t.strip()}
-    if not wanted:
-        return None
-    return len(wanted & set(ranked_passages(ranked_titles)[:k])) / len(wanted)
+    return len(wanted & set(ranked_passages(ranked_titles)[:k])) / len(wanted) if wanted else None
 
 
 def ranked_chunks(episode: Episode) -> list[str]:

@@ -44,11 +44,7 @@ def summarize_run(store: RunStore, question_ids: Iterable[str] | None = None) ->
         """
     ).fetchall()
     counted = Counter((kind, first_line(cause or "no cause recorded")) for kind, cause in causes).most_common()
-    top = [
-        (kind, cause, n)
-        for wanted in ("episode", "judge")
-        for (kind, cause), n in [c for c in counted if c[0][0] == wanted][:TOP_CAUSES]
-    ]
+    top = [(kind, cause, n) for wanted in ("episode", "judge") for (kind, cause), n in [c for c in counted if c[0][0] == wanted][:TOP_CAUSES]]
     return summary | dict(zip(SUMMARY_KEYS, row)) | {"failure_causes": top}
 
 

@@ -80,8 +80,7 @@ def tool_checks(method_cfg: Mapping[str, Any], texts: Mapping[str, Any], chunk_i
 
 
 # The rules our prompts add to the paper's: {a phrase that states it: its name on the card}.
-ADDED_RULES = {"one tool per step": "one tool per step", "ids of the form": "the chunk-id form",
-               "only the chunks you need": "read only the chunks you need"}
+ADDED_RULES = {"one tool per step": "one tool per step", "ids of the form": "the chunk-id form", "only the chunks you need": "read only the chunks you need"}
 
 
 def added_rules(system_text: str) -> list[str]:

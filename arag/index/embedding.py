@@ -80,9 +80,7 @@ class EmbedderSpec:
             try:
                 module = importlib.import_module(self.package)
             except ImportError as exc:
-                raise ImportError(
-                    f"embedder '{self.name}' needs the package '{self.package}': pip install {self.package.replace('_', '-')}"
-                ) from exc
+                raise ImportError(f"embedder '{self.name}' needs the package '{self.package}': pip install {self.package.replace('_', '-')}") from exc
             return str(module.get_model_path())
         raise ValueError(f"embedder '{self.name}': set either embedder.path or embedder.package")
 
@@ -168,9 +166,7 @@ class SentenceEmbedder:
         # encode() pads a batch to its longest text, which changes the other vectors' last bits
         # (and a GPU may pick kernels by batch size): one query at a time on this path.
         options = dict(prompt=self.spec.query_prompt, prompt_name=self.spec.query_prompt_name)
-        if len(texts) <= 1:
-            return self._encode(texts, **options)
-        return np.concatenate([self._encode([t], **options) for t in texts])
+        return self._encode(texts, **options) if len(texts) <= 1 else np.concatenate([self._encode([t], **options) for t in texts])
 
     def _encode(self, texts: list[str], prompt: str | None, prompt_name: str | None) -> np.ndarray:
         if self._static is not None:

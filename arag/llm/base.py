@@ -26,9 +26,7 @@ MIN_REPLY_ROOM = 1_024
 def reply_room(cap: int, window: int | None) -> int:
     """Tokens kept free for a reply: the whole cap where the window holds it twice over (or is
     unknown), else MIN_REPLY_ROOM (never more than the cap)."""
-    if window is None or window >= 2 * cap:
-        return cap
-    return min(cap, MIN_REPLY_ROOM)
+    return cap if window is None or window >= 2 * cap else min(cap, MIN_REPLY_ROOM)
 
 
 class LLMBackend(ABC):
@@ -83,14 +81,8 @@ class LLMBackend(ABC):
 
     def describe(self) -> dict[str, Any]:
         """Settings recorded with every episode."""
-        return {
-            "backend": self.kind,
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "reasoning": asdict(self.reasoning),
-            "context_window": self.context_window,
-        }
+        return {"backend": self.kind, "model": self.model, "max_tokens": self.max_tokens, "temperature": self.temperature,
+                "reasoning": asdict(self.reasoning), "context_window": self.context_window}
 
     def close(self) -> None:
         pass

@@ -112,8 +112,4 @@ def grammar_schema(schema: Any) -> Any:
         return [grammar_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    return {
-        k: grammar_schema(v)
-        for k, v in schema.items()
-        if not (k in ("maxLength", "minLength") and isinstance(v, int) and v > GRAMMAR_MAX_STRING_BOUND)
-    }
+    return {k: grammar_schema(v) for k, v in schema.items() if not (k in ("maxLength", "minLength") and isinstance(v, int) and v > GRAMMAR_MAX_STRING_BOUND)}

@@ -97,9 +97,7 @@ class EngineServer:
             from vllm.engine.arg_utils import AsyncEngineArgs
             from vllm.v1.engine.async_llm import AsyncLLM
         except ImportError as exc:
-            raise ImportError(
-                "the vllm backend needs vLLM in this environment: make one with cluster/install_vllm.sh cpu|gpu (see docs/agents.md)"
-            ) from exc
+            raise ImportError("the vllm backend needs vLLM in this environment: make one with cluster/install_vllm.sh cpu|gpu (see docs/agents.md)") from exc
 
         engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.spec["engine_args"]))
         return engine, engine.get_tokenizer()

@@ -39,9 +39,7 @@ DEFAULT_FINAL_PROMPT = (
 
 
 def fill_answer_style(text: str, sentence: str | None) -> str:
-    if sentence is not None:
-        return text.replace(ANSWER_STYLE_SLOT, sentence)
-    return _SLOT_IN_LINE.sub("", _SLOT_LINE.sub("", text)).rstrip()
+    return text.replace(ANSWER_STYLE_SLOT, sentence) if sentence is not None else _SLOT_IN_LINE.sub("", _SLOT_LINE.sub("", text)).rstrip()
 
 
 @dataclass

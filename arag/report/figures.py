@@ -121,8 +121,7 @@ def tool_use_series(con: duckdb.DuckDBPyConnection) -> list[tuple[str, tuple, li
     def label(r: tuple) -> str:
         return " · ".join([method_label(r[1]), *([str(r[0])] if several else []), *(f"{c}={setting_text(v)}" for c, v in zip(shown, r[2:n]))])
 
-    return [(label(r), tuple(r[n:-1]), sorted(r[-1].items()))
-            for r in sorted(rows, key=lambda r: (str(r[0]), order[r[1]], *setting_keys(shown, r[2:n])))]
+    return [(label(r), tuple(r[n:-1]), sorted(r[-1].items())) for r in sorted(rows, key=lambda r: (str(r[0]), order[r[1]], *setting_keys(shown, r[2:n])))]
 
 
 def tool_use_figure(con: duckdb.DuckDBPyConnection):

@@ -38,8 +38,7 @@ def accuracy_sql(column: str, answered: bool = False) -> str:
 
 def failures_sql() -> str:
     """Two SQL aggregates: the failed episodes and their distinct causes, most frequent first."""
-    return (f"count(*) FILTER ({FAILED}), "
-            f"list({FAILURE_CAUSE_SQL} ORDER BY {FAILURE_CAUSE_SQL}) FILTER ({FAILED})")
+    return f"count(*) FILTER ({FAILED}), list({FAILURE_CAUSE_SQL} ORDER BY {FAILURE_CAUSE_SQL}) FILTER ({FAILED})"
 
 
 class UnlikeRunsError(ValueError):

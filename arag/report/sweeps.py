@@ -18,10 +18,7 @@ from arag.report.format import format_value as _fmt
 from arag.report.tables import Topic, fitted_tables
 
 # A swept row column → where it sits in a run's identity settings (arag.evaluation.run_settings).
-SWEEPABLE: dict[str, tuple[str, ...]] = {
-    "max_steps": ("agent", "max_steps"),
-    "reasoning_effort": ("model", "reasoning_effort"),
-}
+SWEEPABLE: dict[str, tuple[str, ...]] = {"max_steps": ("agent", "max_steps"), "reasoning_effort": ("model", "reasoning_effort")}
 EFFORT_ORDER = ("none", "minimal", "low", "medium", "high")
 
 
@@ -106,8 +103,7 @@ def sweep_series(con: duckdb.DuckDBPyConnection, x: str, shown_settings: list[st
             continue
         rows.sort(key=lambda r: setting_order(x, r[0]))
         check_series_identity(x, [(r[1], r[0], r[2]) for r in rows])
-        points = tuple(SweepPoint(r[0], r[1], r[3], proportion(r[4], r[5]), proportion(r[6], r[7]), *r[8:-1], tuple(r[-1] or ()))
-                       for r in rows)
+        points = tuple(SweepPoint(r[0], r[1], r[3], proportion(r[4], r[5]), proportion(r[6], r[7]), *r[8:-1], tuple(r[-1] or ())) for r in rows)
         out.append(Series(tuple(zip(keys, key)), points))
     # Series in the order of their fixed values (reasoning effort by level, not alphabetically).
     return sorted(out, key=lambda s: [setting_order(k, v) for k, v in s.fixed])

@@ -28,9 +28,7 @@ class Topic:
 
 def constant_columns(header: Sequence[str], rows: Sequence[Sequence[str]], keep: Sequence[str] = ()) -> list[int]:
     """The columns the same on every row, `keep` aside; none under two rows (one would state all of itself)."""
-    if len(rows) < 2:
-        return []
-    return [i for i, h in enumerate(header) if h not in keep and all(r[i] == rows[0][i] for r in rows)]
+    return [] if len(rows) < 2 else [i for i, h in enumerate(header) if h not in keep and all(r[i] == rows[0][i] for r in rows)]
 
 
 def constants_line(pairs: Sequence[tuple[str, str]]) -> str:

@@ -162,9 +162,7 @@ def _stale_parts(settings: IndexSettings, layout: IndexLayout, plan: list[InputP
     return sorted(stale)
 
 
-def _run_phase2(
-    settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], embed: EmbedRuntime, progress: bool
-) -> int:
+def _run_phase2(settings: IndexSettings, layout: IndexLayout, records: list[PartRecord], embed: EmbedRuntime, progress: bool) -> int:
     """Embed every part without a complete vectors record; the dimension."""
     import ray.data
 

@@ -53,9 +53,7 @@ def same_counting(info: dict[str, Any]) -> str | None:
     if served != RETRIEVED_TOKENS_TOKENIZER:
         return f"counts retrieved tokens with {served or 'an older tokenizer (cl100k_base)'}, not {RETRIEVED_TOKENS_TOKENIZER}"
     ignored = [p for p in RESULT_FORMAT_PARAMS if p not in (info.get("result_format_params") or [])]
-    if ignored:
-        return f"does not take the result-format parameter(s) {', '.join(ignored)}"
-    return None
+    return f"does not take the result-format parameter(s) {', '.join(ignored)}" if ignored else None
 
 
 class RemoteTools(ToolCalls):

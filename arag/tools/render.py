@@ -34,9 +34,7 @@ def snippet_block(sentences: list[str]) -> str:
 
 def _title(hit: Hit, result_format: ResultFormat, shape: str) -> str:
     """`shape` filled with the hit's title where `result_titles` asks for it; a packed chunk's several, "; " between them."""
-    if not (result_format.result_titles and hit.title):
-        return ""
-    return shape.format("; ".join(hit.title.split(COVERED_SEPARATOR)))
+    return shape.format("; ".join(hit.title.split(COVERED_SEPARATOR))) if result_format.result_titles and hit.title else ""
 
 
 def _capped_note(details: dict) -> str:
