@@ -3,7 +3,7 @@
     python -m benchmarks.semantic_search [--sizes 250000,1000000,4000000,10000000] [--part-vectors 250000]
         [--embedder minilm|static] [--factory ivfpq] [--target 0.99] [--tune-questions 1000]
         [--queries 300] [--anchor-queries 20] [--nprobe 16,32,64,128] [--rerank 8,16,32,64]
-        [--workdir /tmp/arag-ann] [--keep]
+        [--slices 1,2] [--callers 1,4] [--workdir /tmp/arag-ann] [--keep] [--reuse]
 
 Data (tests/support/ann_data.py says exactly how): real vectors of 100k wiki-sample sentences
 (`--embedder minilm`: all-MiniLM-L6-v2, 384-d; `static`: the static model distilled from it,
@@ -31,7 +31,11 @@ Per size, in one run:
     it touched; "anon" = the part that is not file pages):
       - ANN with the settings the recall measurement chose (the manifest's, as semantic_search
         searches), with the sentences-only choice, and for every `--nprobe` x `--rerank` (exact
-        re-rank of rerank*10 candidates, >= 256), over all `--queries` queries;
+        re-rank of rerank*10 candidates, >= 256), over all `--queries` queries, each with every
+        `--slices` (tools.probe_slices: the probed lists scanned in that many slices at once) and
+        every `--callers` (threads searching at once, each taking the next query; a query's latency
+        is its own, and q/s is all queries over the wall time); answers at the default slices must
+        not change with the callers;
       - anchors, over the first `--anchor-queries` queries only (they are slow): numpy brute
         force (matrix-vector products over aligned copies of 64k-row blocks of the memory-mapped
         shards, then the top 10), and today's
@@ -51,6 +55,7 @@ Per size, in one run:
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import json
 import multiprocessing as mp
@@ -73,7 +78,6 @@ from arag.index.vectors import build_shard, write_shard
 from arag.report.intervals import bootstrap_interval
 
 K = 10
-MULTI_THREADED_IMPLEM = 15  # IndexIVFFastScan: queries x lists across threads, results in a reservoir
 MODEL = {"minilm": "all-MiniLM-L6-v2", "static": "all-MiniLM-L6-v2-static"}
 
 
@@ -158,7 +162,34 @@ def exact_top(shards: list[Path], queries: np.ndarray, k: int = K) -> np.ndarray
 # ---- measurements (each in a fresh process) -------------------------------------------------------
 
 
-def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None, int | None]], mmap_bytes: int, resident: bool | None, out) -> None:
+def _copy_with_slices(searcher: ann.AnnSearcher, slices: int) -> ann.AnnSearcher:
+    """The same loaded index, rows and threads, searched with `slices` probe slices (tools.probe_slices)."""
+    twin = copy.copy(searcher)
+    twin.probe_slices = slices
+    return twin
+
+
+def timed_queries(search, queries: np.ndarray, nprobe: int | None, rerank: int | None, callers: int) -> tuple[list[float], list[list[int]], float]:
+    """Every query once, `callers` threads taking the next query as they finish one: (latency of each
+    query in query order, its top-10 ids, wall seconds for all)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(q: np.ndarray) -> tuple[float, list[int]]:
+        t = time.perf_counter()
+        _, got = search.search(q[None, :], K, nprobe=nprobe, rerank=rerank)
+        return time.perf_counter() - t, got.tolist()
+
+    t = time.perf_counter()
+    if callers == 1:
+        done = [one(q) for q in queries]
+    else:
+        with ThreadPoolExecutor(callers) as pool:
+            done = list(pool.map(one, queries))
+    wall = time.perf_counter() - t
+    return [d[0] for d in done], [d[1] for d in done], wall
+
+
+def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None, int | None]], mmap_bytes: int, resident: bool | None, slices: list[int], callers: list[int], out) -> None:
     from arag.index.store import open_index
     from arag.tools.vector_search import VectorSearch
 
@@ -169,26 +200,19 @@ def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None,
     load_s = time.perf_counter() - t
     loaded = memory()
     results = []
-    # A fast-scan index is also searched with FAISS's implem 15 (one query's lists scanned on every
-    # FAISS thread, not the product's default): what a multi-threaded scan would give one caller.
-    fast = faiss.downcast_index(search._ann_searcher().index) if search.ann_entry else None
-    implems = (0, MULTI_THREADED_IMPLEM) if resident and isinstance(fast, faiss.IndexIVFFastScan) else (0,)
-    for implem, (nprobe, rerank) in itertools.product(implems, knobs):
-        if len(implems) > 1:
-            fast.implem = implem
+    # An ANN is searched with each number of probe slices (tools.probe_slices) and each number of
+    # concurrent callers, on the same loaded index: its default first, then the others.
+    loaded_ann = search._ann_searcher() if search.ann_entry else None
+    settings = [(ann.DEFAULT_PROBE_SLICES, 1)] + [(s, c) for s in slices for c in callers if (s, c) != (ann.DEFAULT_PROBE_SLICES, 1)] if loaded_ann else [(None, 1)]
+    for (n_slices, n_callers), (nprobe, rerank) in itertools.product(settings, knobs):
+        if loaded_ann:
+            search._ann = _copy_with_slices(loaded_ann, n_slices)
         search.search(queries[:1], K, nprobe=nprobe, rerank=rerank)  # warm-up
-        times, ids = [], []
-        for q in queries:
-            t = time.perf_counter()
-            _, got = search.search(q[None, :], K, nprobe=nprobe, rerank=rerank)
-            times.append(time.perf_counter() - t)
-            ids.append(got.tolist())
-        results.append({"nprobe": nprobe, "rerank": rerank, "implem": implem, "times": times, "ids": ids})
-    if len(implems) > 1:
-        fast.implem = 0
+        times, ids, wall = timed_queries(search, queries, nprobe, rerank, n_callers)
+        results.append({"nprobe": nprobe, "rerank": rerank, "slices": n_slices, "callers": n_callers, "times": times, "ids": ids, "qps": len(queries) / wall})
     split = None
-    if search.ann_entry is not None:  # the manifest's setting again, its two halves timed apart
-        searcher, split = search._ann_searcher(), {"candidates": [], "rerank": []}
+    if loaded_ann is not None:  # the manifest's setting again, at the default slices, its two halves timed apart
+        searcher, split = _copy_with_slices(loaded_ann, ann.DEFAULT_PROBE_SLICES), {"candidates": [], "rerank": []}
         for q in queries:
             t = time.perf_counter()
             candidates = searcher.candidates(q[None, :], K)
@@ -221,7 +245,7 @@ def measure_numpy(shards: list[str], queries: np.ndarray, out) -> None:
         _, got = ann.top_exact(np.concatenate(scores), np.concatenate(cand), K)
         times.append(time.perf_counter() - t)
         ids.append(got.tolist())
-    out.put({"base": base, "loaded": base, "after": memory(), "load_s": 0.0, "results": [{"nprobe": None, "rerank": None, "times": times, "ids": ids}]})
+    out.put({"base": base, "loaded": base, "after": memory(), "load_s": 0.0, "results": [{"nprobe": None, "rerank": None, "slices": None, "callers": 1, "times": times, "ids": ids}]})
 
 
 def in_child(fn, *args) -> dict:
@@ -375,34 +399,38 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
     shard_bytes = sum(s.stat().st_size for s in shards)
     default_resident = ann.fits_in_memory(shards)
     cached = {"ann": page_cache_share(shards)}
-    annm = in_child(measure_search, str(root), queries, knobs, 1 << 62, True)
+    slices, callers = [int(v) for v in args.slices.split(",")], [int(v) for v in args.callers.split(",")]
+    annm = in_child(measure_search, str(root), queries, knobs, 1 << 62, True, slices, callers)
     cached["pread"] = page_cache_share(shards)
-    preadm = in_child(measure_search, str(root), queries, [(None, None)], 1 << 62, False)
+    preadm = in_child(measure_search, str(root), queries, [(None, None)], 1 << 62, False, [], [])
     anchors = {
         "numpy brute force": in_child(measure_numpy, [str(s) for s in shards], queries[:a]),
-        "Flat shards (exact)": in_child(measure_search, str(work / f"flat-{n}"), queries[:a], [(None, None)], 0, None),
+        "Flat shards (exact)": in_child(measure_search, str(work / f"flat-{n}"), queries[:a], [(None, None)], 0, None, [], []),
     }
     cached["again"] = page_cache_share(shards)
-    again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62, True)
+    again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62, True, [], [])
     cached["pread again"] = page_cache_share(shards)
-    pread_again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62, False)
+    pread_again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62, False, [], [])
     rows = []
-    header = f"{'layout':<44}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}   recall 95%"
+    header = f"{'layout':<56}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}   recall 95%"
     print(header)
     anchor_p50 = {}
     for name, m in anchors.items():
         r = m["results"][0]
         anchor_p50[name] = pct(r["times"], 50)
-        print(f"{name:<44}{a:>8}{recall(r['ids'], exact[:a]):>10.3f}{pct(r['times'], 50):>9.1f}{pct(r['times'], 95):>9.1f}{pct(r['times'], 50):>9.1f}{m['after']['rss']:>9,.0f}{m['after']['anon']:>7,.0f}")
-    default_ids = {(r["nprobe"], r["rerank"]): r["ids"] for r in annm["results"] if not r["implem"]}
+        print(f"{name:<56}{a:>8}{recall(r['ids'], exact[:a]):>10.3f}{pct(r['times'], 50):>9.1f}{pct(r['times'], 95):>9.1f}{pct(r['times'], 50):>9.1f}{m['after']['rss']:>9,.0f}{m['after']['anon']:>7,.0f}")
+    one_slice_ids = {(r["nprobe"], r["rerank"]): r["ids"] for r in annm["results"] if (r["slices"], r["callers"]) == (1, 1)}
+    product_default = (ann.DEFAULT_PROBE_SLICES, 1)
     for side, r in [("memory", r) for r in annm["results"]] + [("pread", preadm["results"][0])]:
         second = (again if side == "memory" else pread_again)["results"][0]["times"]
-        p50_a = (pct(r["times"][:a], 50) + pct(second, 50)) / 2 if r["nprobe"] is None and not r["implem"] else pct(r["times"][:a], 50)
+        p50_a = (pct(r["times"][:a], 50) + pct(second, 50)) / 2 if r["nprobe"] is None and (r["slices"], r["callers"]) == product_default else pct(r["times"][:a], 50)
         nprobe, rerank = (best["nprobe"], best["rerank"]) if r["nprobe"] is None else (r["nprobe"], r["rerank"])
         row = {
             "rows": side,
-            "implem": r["implem"],
-            "same_top10_as_implem_0": r["ids"] == default_ids[(r["nprobe"], r["rerank"])],
+            "slices": r["slices"],
+            "callers": r["callers"],
+            "queries_per_s": r["qps"],
+            "same_top10_as_one_slice": (r["nprobe"], r["rerank"]) not in one_slice_ids or r["ids"] == one_slice_ids[(r["nprobe"], r["rerank"])],
             "nprobe": nprobe,
             "rerank": rerank,
             "chosen": r["nprobe"] is None,
@@ -415,25 +443,25 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
             "vs_flat": anchor_p50["Flat shards (exact)"] / p50_a,
         }
         rows.append(row)
-        name = f"ANN nprobe={nprobe} rerank={rerank}" + (" pread" if side == "pread" else "") + (f" implem {r['implem']}" if r["implem"] else "") + (" *" if row["chosen"] else " s" if alone and (nprobe, rerank) == (alone["nprobe"], alone["rerank"]) else "")
+        name = f"ANN nprobe={nprobe} rerank={rerank}" + (" pread" if side == "pread" else "") + f" slices={r['slices']}" + (f" callers={r['callers']} ({r['qps']:.0f} q/s)" if r["callers"] > 1 else "") + (" *" if row["chosen"] else " s" if alone and (nprobe, rerank) == (alone["nprobe"], alone["rerank"]) else "")
         print(
-            f"{name:<44}{len(queries):>8}{row['recall']:>10.3f}{row['p50']:>9.2f}{row['p95']:>9.2f}{p50_a:>9.2f}"
+            f"{name:<56}{len(queries):>8}{row['recall']:>10.3f}{row['p50']:>9.2f}{row['p95']:>9.2f}{p50_a:>9.2f}"
             f"{'':>16}{row['vs_numpy']:>9.0f}x{row['vs_flat']:>8.0f}x   [{row['recall_95'][0]:.3f}, {row['recall_95'][1]:.3f}]"
-            + ("" if row["same_top10_as_implem_0"] else "   top-10 differs from implem 0")
+            + ("" if row["same_top10_as_one_slice"] else "   top-10 differs from 1 slice")
         )
     print(
         f"ANN process, rows in memory: RSS {annm['after']['rss']:,.0f} MiB after all queries (anon {annm['after']['anon']:,.0f}), "
         f"{annm['loaded']['rss'] - annm['base']['rss']:,.0f} MiB for loading (merge of {parts} part lists and the shards read in {annm['load_s']:.1f} s); "
         f"rows read with pread: RSS {preadm['after']['rss']:,.0f} MiB (anon {preadm['after']['anon']:,.0f}), loaded in {preadm['load_s']:.1f} s; "
         f"* = the manifest's settings (chosen on sentences + {len(tune_q)} questions; its p50/{a}q is the mean of two runs, before and after the anchors), "
-        f"s = chosen on sentences alone; re-rank rows held in memory, or read with pread where the row says pread; implem 15 = FAISS's multi-threaded fast-scan search; vs = anchor p50 / ANN p50 over the same {a} queries; "
+        f"s = chosen on sentences alone; re-rank rows held in memory, or read with pread where the row says pread; slices = tools.probe_slices (the probed lists scanned in that many slices at once; {ann.DEFAULT_PROBE_SLICES} by default), callers = threads searching at once, each query's latency timed alone; vs = anchor p50 / ANN p50 over the same {a} queries; "
         f"[low, high] = 95% interval of recall@10 over the {len(queries)} queries (bootstrap resampling queries, seeded)",
         flush=True,
     )
     split = {side: {half: pct(times, 50) for half, times in m["split"].items()} for side, m in (("memory", annm), ("pread", preadm))}
     share = {run: "unknown (no fincore)" if v is None else f"{100 * v:.0f}%" for run, v in cached.items()}
     print(
-        f"the manifest's setting again, its halves timed apart over the {len(queries)} queries (p50): rows in memory: IVF candidates "
+        f"the manifest's setting again ({ann.DEFAULT_PROBE_SLICES} slices), its halves timed apart over the {len(queries)} queries (p50): rows in memory: IVF candidates "
         f"{split['memory']['candidates']:.2f} ms, exact re-rank {split['memory']['rerank']:.2f} ms; rows read with pread: "
         f"{split['pread']['candidates']:.2f} ms, {split['pread']['rerank']:.2f} ms. Shards ({shard_bytes / 2**30:.1f} GiB; held in memory by "
         f"tools.resident_vectors' default here: {'yes' if default_resident else 'no'}) in the page cache before each ANN run: "
@@ -441,6 +469,7 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         flush=True,
     )
     assert preadm["results"][0]["ids"] == annm["results"][0]["ids"], "rows in memory and rows read with pread ranked differently"
+    assert all(r["ids"] == annm["results"][0]["ids"] for r in annm["results"] if (r["nprobe"], r["slices"]) == (None, ann.DEFAULT_PROBE_SLICES)), "concurrent callers changed an answer"
     return {
         "split_p50": split,
         "page_cache_share": cached,
@@ -479,6 +508,8 @@ def main() -> None:
     ap.add_argument("--anchor-queries", type=int, default=20)
     ap.add_argument("--nprobe", default="", help="more settings to measure: nprobe values x --rerank values")
     ap.add_argument("--rerank", default="")
+    ap.add_argument("--slices", default=f"1,{ann.DEFAULT_PROBE_SLICES}", help="tools.probe_slices values every ANN setting is searched with")
+    ap.add_argument("--callers", default="1,4", help="concurrent callers every ANN setting is searched with")
     ap.add_argument("--workdir", default="/tmp/arag-ann")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--keep", action="store_true", help="keep the generated shards and indexes")

@@ -356,6 +356,7 @@ class ToolOptions:
     max_active: Optional[int] = None  # tool calls that run at once; None: twice the cores
     encoder_threads: Optional[int] = None  # CPU threads of the query encoder; None: the embedder's setting (a worker pool: its share of the cores)
     resident_vectors: Optional[bool] = None  # ANN re-rank rows held in memory; None: when the shards take at most half the memory available
+    probe_slices: Optional[int] = None  # one ANN query's probed lists scanned in this many slices at once; None: 2 (arag.index.ann.AnnSearcher)
 
 
 @dataclass

@@ -14,6 +14,7 @@ import mmap
 import os
 import re
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,12 @@ DEFAULT_RERANK = 64
 MIN_CANDIDATES = 256
 # Re-rank rows are held in memory by default when the shards take at most this share of MemAvailable.
 RESIDENT_SHARE = 0.5
+# One query's probed lists are scanned in this many slices at once by default (`tools.probe_slices`): a
+# fixed number, not the cores, so an answer is the same on every machine. At 10M on 2 cores, 2 slices: 12.6 ms
+# p50 against 18.4 ms for 1, and 6% fewer queries/s with 4 callers (`python -m benchmarks.semantic_search
+# --embedder static --sizes 10000000 --tune-questions 500 --queries 300 --keep --reuse --factory
+# IVF16384,PQ256x4fs --target 0.996 --nprobe 512,1024 --rerank 64,128 --slices 1,2 --callers 1,4`).
+DEFAULT_PROBE_SLICES = 2
 
 _FACTORY = re.compile(r"^IVF(?P<nlist>\d+)(_HNSW\d+)?,(PQ(?P<m>\d+)(x(?P<bits>\d+))?(?P<fs>fs)?|SQ8|SQfp16|Flat)$")
 _ROW_MASK = (1 << PART_SHIFT) - 1
@@ -424,13 +431,22 @@ def rerank(vectors: StoredVectors, candidates: np.ndarray, query: np.ndarray, n:
 
 
 class AnnSearcher:
-    """The merged IVF index and the on-disk exact vectors of one index; immutable, so threads search without a lock."""
+    """The merged IVF index and the on-disk exact vectors of one index; immutable, so threads search without a lock.
+    probe_slices: one query's probed lists (ranked by exact centroid score, then smaller list) are dealt
+    into this many slices, the list of rank r to slice r mod probe_slices, scanned at once on as many
+    threads as the cores allow, and their candidates merged by approximate score, then smaller id: an
+    answer depends on this number, never on the threads or the load. 1: one FAISS search."""
 
-    def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path], resident: bool | None = None):
+    def __init__(self, root: Path, entry: dict[str, Any], parts: dict[int, Path], resident: bool | None = None, probe_slices: int = DEFAULT_PROBE_SLICES):
         self.index = merge_parts(read_trained(Path(root) / entry["trained"]), [Path(root) / p["file"] for p in entry["parts"] if p["rows"]])
         self.vectors = StoredVectors(parts, resident)
         self.nlist = int(entry["nlist"])
         self.nprobe, self.rerank_factor = search_settings(entry)
+        self.probe_slices = int(probe_slices)
+        # Every IVF search runs on this pool, FAISS at one OpenMP thread: one query's search otherwise wakes
+        # OpenMP threads that spin, taking a core from concurrent searches (docs/indexing.md, "Probe slices").
+        self._pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="ivf-search", initializer=faiss.omp_set_num_threads, initargs=(1,))
+        self._centroids: np.ndarray | None = None
 
     def search(self, query: np.ndarray, n: int, nprobe: int | None = None, rerank_factor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top `n` sentences for one query of shape (1, d): (exact scores descending, sentence ids)."""
@@ -438,10 +454,31 @@ class AnnSearcher:
 
     def candidates(self, query: np.ndarray, n: int, nprobe: int | None = None, rerank_factor: int | None = None) -> np.ndarray:
         """The IVF's ids to re-rank for the top `n` (-1 where a probe found fewer)."""
-        nprobe, rerank_factor = nprobe or self.nprobe, rerank_factor or self.rerank_factor
+        nprobe, rerank_factor = min(int(nprobe or self.nprobe), self.nlist), rerank_factor or self.rerank_factor
         k = min(self.index.ntotal, max(rerank_factor * n, MIN_CANDIDATES)) if n else 0
-        params = faiss.SearchParametersIVF(nprobe=min(int(nprobe), self.nlist))
-        return self.index.search(query, k, params=params)[1][0] if k else np.zeros(0, np.int64)
+        if not k:
+            return np.zeros(0, np.int64)
+        if self.probe_slices == 1:
+            return self._pool.submit(self.index.search, query, k, params=faiss.SearchParametersIVF(nprobe=nprobe)).result()[1][0]
+        ivf, query = faiss.extract_index_ivf(self.index), np.ascontiguousarray(query, np.float32)
+        if self._centroids is None:  # threads racing here compute the same array
+            self._centroids = ivf.quantizer.reconstruct_n(0, ivf.nlist)
+        coarse = inner_products(self._centroids, query[0])
+        lists = np.argpartition(-coarse, nprobe - 1)[:nprobe] if nprobe < len(coarse) else np.arange(len(coarse))
+        lists = lists[best_first(coarse[lists], lists)]
+        dealt = [(lists[s :: self.probe_slices][None, :].astype(np.int64), coarse[lists[s :: self.probe_slices]][None, :]) for s in range(min(self.probe_slices, nprobe))]
+        found = list(self._pool.map(lambda slice_: _scan_lists(ivf, query, k, *slice_), dealt))
+        scores, ids = np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+        scores, ids = scores[ids >= 0], ids[ids >= 0]
+        return ids[best_first(scores, ids)[:k]]
+
+
+def _scan_lists(ivf: faiss.IndexIVF, query: np.ndarray, k: int, lists: np.ndarray, coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The best `k` of the given probed lists for one query, on this thread (FAISS releases the GIL)."""
+    scores, ids = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
+    params = faiss.SearchParametersIVF(nprobe=lists.shape[1])  # the Python wrapper takes no params: the C++ call
+    ivf.search_preassigned_c(1, faiss.swig_ptr(query), k, faiss.swig_ptr(lists), faiss.swig_ptr(coarse), faiss.swig_ptr(scores), faiss.swig_ptr(ids), False, params)
+    return scores[0], ids[0]
 
 
 def search_settings(entry: dict[str, Any]) -> tuple[int, int]:

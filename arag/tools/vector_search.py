@@ -28,14 +28,16 @@ class VectorSearch:
     """The vector shards of one index and how to search them. nprobe (IVF lists probed; per shard for
     old per-part IVF shards) and rerank (exact re-rank candidates per result) default to what the index's
     build recorded (arag.index.ann.search_settings); shards over `mmap_bytes` are memory-mapped;
-    resident_vectors: re-rank rows held in memory (None: when they fit, arag.index.ann.StoredVectors)."""
+    resident_vectors: re-rank rows held in memory (None: when they fit, arag.index.ann.StoredVectors);
+    probe_slices: one ANN query's lists scanned in this many slices at once (None: ann.DEFAULT_PROBE_SLICES)."""
 
-    def __init__(self, index: Index, *, nprobe: int | None = None, rerank: int | None = None, mmap_bytes: int = MMAP_SHARD_BYTES, resident_vectors: bool | None = None):
+    def __init__(self, index: Index, *, nprobe: int | None = None, rerank: int | None = None, mmap_bytes: int = MMAP_SHARD_BYTES, resident_vectors: bool | None = None, probe_slices: int | None = None):
         self.index, self.resident_vectors = index, resident_vectors
         self.nprobe = nprobe
         self.rerank = rerank
         self.mmap_bytes = mmap_bytes
-        for name, value in (("nprobe", nprobe), ("rerank", rerank)):
+        self.probe_slices = ann.DEFAULT_PROBE_SLICES if probe_slices is None else probe_slices
+        for name, value in (("nprobe", nprobe), ("rerank", rerank), ("probe_slices", probe_slices)):
             if value is not None and int(value) < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
         entry = index.manifest.get("ann") or {"kind": "flat"}
@@ -74,7 +76,7 @@ class VectorSearch:
             with self._load_lock:
                 if self._ann is None:
                     parts = {p.part: p.vectors for p in self.index.parts if p.num_sentences}
-                    self._ann = ann.AnnSearcher(self.index.root, self.ann_entry, parts, self.resident_vectors)
+                    self._ann = ann.AnnSearcher(self.index.root, self.ann_entry, parts, self.resident_vectors, self.probe_slices)
         return self._ann
 
     def _exact_shards(self) -> list[tuple[Any, tuple[np.ndarray, np.ndarray] | None]]:

@@ -604,3 +604,41 @@ def test_fast_scan_lists_merge_when_a_list_ends_on_a_whole_block_at_a_part_bound
     d2, i2 = single.search(queries, 60)
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(d1, d2)
+
+
+@pytest.mark.parametrize("slices", [1, 3])
+def test_probed_lists_of_exact_codes_give_the_brute_force_candidates_however_they_are_sliced(tmp_path, slices):
+    """With codes that are the vectors themselves (IVF,Flat) and every list probed, the candidates are the
+    exact top k whether the lists are scanned by one FAISS search or dealt into slices and merged."""
+    parts = [clustered(n, seed) for seed, n in enumerate([3000, 2000])]
+    layout = write_parts(tmp_path / "idx", parts)
+    entry = build_ann(layout, parts, "IVF32,Flat")
+    searcher = ann.AnnSearcher(layout.root, entry, {p: layout.vectors(p) for p in range(len(parts))}, probe_slices=slices)
+    for q in clustered(10, seed=7):
+        got = searcher.candidates(q[None, :], 10, nprobe=32, rerank_factor=30)
+        assert sorted(got.tolist()) == sorted(brute_force(parts, q, 300)[1].tolist())
+
+
+def test_sliced_candidates_depend_on_neither_the_threads_nor_the_load(fast_scan_index):
+    """Fast-scan distances are 16-bit sums, so ties are common: slices scanned on one thread, one after
+    the other, and the same slices scanned by a pool under eight concurrent callers give the same ids in
+    the same order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    layout, parts, entry = fast_scan_index
+    shards = {p: layout.vectors(p) for p in range(len(parts))}
+    one_thread = ann.AnnSearcher(layout.root, entry, shards, probe_slices=4)
+    one_thread._pool = ThreadPoolExecutor(1)
+    pooled = ann.AnnSearcher(layout.root, entry, shards, probe_slices=4)
+    queries = clustered(40, seed=12)
+    expected = [one_thread.candidates(q[None, :], 10, nprobe=128, rerank_factor=100).tolist() for q in queries]
+    with ThreadPoolExecutor(8) as load:
+        got = list(load.map(lambda q: pooled.candidates(q[None, :], 10, nprobe=128, rerank_factor=100).tolist(), queries))
+    assert got == expected
+    assert {len(ids) for ids in expected} == {1000}
+
+
+def test_probe_slices_below_one_is_an_error_naming_the_setting(ann_index):
+    layout, _ = ann_index
+    with pytest.raises(ValueError, match="probe_slices must be at least 1, got 0"):
+        VectorSearch(open_index(layout.root), probe_slices=0)

@@ -59,6 +59,7 @@ class ToolContext(ToolCalls):
         max_active: int | None = None,
         encoder_threads: int | None = None,
         resident_vectors: bool | None = None,
+        probe_slices: int | None = None,
     ):
         if encoder_threads is not None and int(encoder_threads) < 1:
             raise ValueError(f"encoder_threads must be at least 1, got {encoder_threads}")
@@ -71,7 +72,7 @@ class ToolContext(ToolCalls):
         self._batcher = BatchingEncoder(self._encode_batch, window_s=batch_window_s, workers=cores)
         self.max_active = max(1, int(max_active or 2 * cores))
         self.admit(self.max_active)
-        self.vectors = VectorSearch(self.index, nprobe=nprobe, rerank=rerank, resident_vectors=resident_vectors)
+        self.vectors = VectorSearch(self.index, nprobe=nprobe, rerank=rerank, resident_vectors=resident_vectors, probe_slices=probe_slices)
         self._lock = threading.RLock()  # one-time loads only (the encoder)
         self._duckdb_threads = duckdb_threads
         self._con: Any = None
