@@ -212,7 +212,7 @@ def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None,
         results.append({"nprobe": nprobe, "rerank": rerank, "slices": n_slices, "callers": n_callers, "times": times, "ids": ids, "qps": len(queries) / wall})
     split = None
     if loaded_ann is not None:  # the manifest's setting again, at the default slices, its two halves timed apart
-        searcher, split = _copy_with_slices(loaded_ann, ann.DEFAULT_PROBE_SLICES), {"candidates": [], "rerank": []}
+        searcher, split = loaded_ann, {"candidates": [], "rerank": []}  # as VectorSearch loaded it: the default slices
         for q in queries:
             t = time.perf_counter()
             candidates = searcher.candidates(q[None, :], K)

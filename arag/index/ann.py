@@ -446,7 +446,8 @@ class AnnSearcher:
         # Every IVF search runs on this pool, FAISS at one OpenMP thread: one query's search otherwise wakes
         # OpenMP threads that spin, taking a core from concurrent searches (docs/indexing.md, "Probe slices").
         self._pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="ivf-search", initializer=faiss.omp_set_num_threads, initargs=(1,))
-        self._centroids: np.ndarray | None = None
+        self._ivf = faiss.extract_index_ivf(self.index)
+        self._centroids = self._ivf.quantizer.reconstruct_n(0, self._ivf.nlist)
 
     def search(self, query: np.ndarray, n: int, nprobe: int | None = None, rerank_factor: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top `n` sentences for one query of shape (1, d): (exact scores descending, sentence ids)."""
@@ -460,23 +461,23 @@ class AnnSearcher:
             return np.zeros(0, np.int64)
         if self.probe_slices == 1:
             return self._pool.submit(self.index.search, query, k, params=faiss.SearchParametersIVF(nprobe=nprobe)).result()[1][0]
-        ivf, query = faiss.extract_index_ivf(self.index), np.ascontiguousarray(query, np.float32)
-        if self._centroids is None:  # threads racing here compute the same array
-            self._centroids = ivf.quantizer.reconstruct_n(0, ivf.nlist)
+        query = np.ascontiguousarray(query, np.float32)
         coarse = inner_products(self._centroids, query[0])
         lists = np.argpartition(-coarse, nprobe - 1)[:nprobe] if nprobe < len(coarse) else np.arange(len(coarse))
         lists = lists[best_first(coarse[lists], lists)]
-        dealt = [(lists[s :: self.probe_slices][None, :].astype(np.int64), coarse[lists[s :: self.probe_slices]][None, :]) for s in range(min(self.probe_slices, nprobe))]
-        found = list(self._pool.map(lambda slice_: _scan_lists(ivf, query, k, *slice_), dealt))
+        dealt = [lists[s :: self.probe_slices] for s in range(min(self.probe_slices, nprobe))]
+        found = list(self._pool.map(lambda slice_: _scan_lists(self._ivf, query, k, slice_, coarse[slice_]), dealt))
         scores, ids = np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
         scores, ids = scores[ids >= 0], ids[ids >= 0]
         return ids[best_first(scores, ids)[:k]]
 
 
 def _scan_lists(ivf: faiss.IndexIVF, query: np.ndarray, k: int, lists: np.ndarray, coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The best `k` of the given probed lists for one query, on this thread (FAISS releases the GIL)."""
+    """The best `k` of the given probed lists (their centroid scores `coarse`) for one query, on this thread
+    (FAISS releases the GIL)."""
     scores, ids = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
-    params = faiss.SearchParametersIVF(nprobe=lists.shape[1])  # the Python wrapper takes no params: the C++ call
+    lists, coarse = np.ascontiguousarray(lists, np.int64), np.ascontiguousarray(coarse, np.float32)
+    params = faiss.SearchParametersIVF(nprobe=len(lists))  # the Python wrapper takes no params: the C++ call
     ivf.search_preassigned_c(1, faiss.swig_ptr(query), k, faiss.swig_ptr(lists), faiss.swig_ptr(coarse), faiss.swig_ptr(scores), faiss.swig_ptr(ids), False, params)
     return scores[0], ids[0]
 
