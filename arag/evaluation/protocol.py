@@ -16,6 +16,7 @@ from arag.evaluation.results import RUN_INFO
 from arag.evaluation.run_labels import (  # noqa: F401 (index_facts, judge_presets: callers take them from here too)
     OUR_SPLITTER, assumed_index_facts, embedder_config, guard_rails_label, index_facts, judge_model_name, judge_preset, judge_presets,
 )
+from arag.index.ann import AUTO_FLAT_MAX_SENTENCES
 from arag.index.facts import embedder_facts
 from arag.llm.base import PAPER_REPLY_TOKENS
 from arag.methods.base import Method
@@ -285,7 +286,8 @@ def _index_rows(settings: Mapping[str, Any], config: Mapping[str, Any], tools: t
 
 
 def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: tuple[str, ...]) -> dict[str, Fact]:
-    """The sentence splitter and, for a method that embeds queries, the query instruction and precision."""
+    """The sentence splitter and, for a method that embeds queries, the query instruction, precision and
+    how the sentences are searched (exact, or an ANN and its measured recall)."""
     out = {}
     splitter = facts.get("splitter")
     out[P.SENTENCE_SPLITTER] = (Fact("sentencex", f"{splitter} (end punctuation kept){note}", recorded=recorded) if splitter
@@ -300,6 +302,11 @@ def _sentence_rows(facts: Mapping[str, Any], recorded: bool, note: str, tools: t
     instruction = given.get("query_instruction")
     out[P.QUERY_INSTRUCTION] = Fact(instruction, f"{instruction} (on questions only){why}" if instruction else f"none{why}", recorded=known)
     out[P.EMBEDDER_PRECISION] = Fact(given.get("dtype"), f"{given.get('dtype')}{why}", recorded=known)
+    # Without a record: the index pipelines.index builds at its defaults, or facts recorded before they named the search.
+    search = facts.get("vector_search")
+    out[P.VECTOR_SEARCH] = (Fact("exact" if search == "exact" else "approximate", f"{search}{note}", recorded=recorded) if search else
+                            Fact("exact", f"exact ({NOT_RECORDED}: index.ann=auto builds no ANN up to {AUTO_FLAT_MAX_SENTENCES:,} sentences)", recorded=False) if not recorded else
+                            Fact(None, f"{NOT_RECORDED} (an index built with index.ann other than flat searches approximately)", recorded=False))
     return out
 
 

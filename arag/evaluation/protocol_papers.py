@@ -42,6 +42,7 @@ CHUNK_READ_HEADER = "chunk_read header"
 SENTENCE_SPLITTER = "sentence splitter"
 QUERY_INSTRUCTION = "query instruction"
 EMBEDDER_PRECISION = "embedder precision"
+VECTOR_SEARCH = "sentence vector search"
 BUDGET_ACCOUNTING = "budget accounting"
 TOOL_RESULT_CUT = "tool result cut"
 TOOL_CALLS_PER_STEP = "tool calls per step"
@@ -51,7 +52,7 @@ QUESTION_MESSAGE = "question message"
 REQUEST_FIELDS = "request fields"
 
 SETTINGS_ORDER = (
-    BACKBONE, JUDGE_MODEL, JUDGE_PRESET, JUDGE_SHORTCUT, EMBEDDER, QUERY_INSTRUCTION, EMBEDDER_PRECISION, CHUNKING, CHUNK_OVERLAP,
+    BACKBONE, JUDGE_MODEL, JUDGE_PRESET, JUDGE_SHORTCUT, EMBEDDER, QUERY_INSTRUCTION, EMBEDDER_PRECISION, VECTOR_SEARCH, CHUNKING, CHUNK_OVERLAP,
     SENTENCE_SPLITTER, TOKENIZER, MAX_STEPS, TOKEN_BUDGET, BUDGET_ACCOUNTING, TOOL_RESULT_CUT, REPLY_CAP, REASONING_EFFORT,
     TEMPERATURE, GUARD_RAILS, TOOL_CALLS_PER_STEP, PROMPT_VARIANT, SYSTEM_PROMPT, TOOL_DESCRIPTIONS, FORCED_ANSWER,
     READ_TOOL_NAME, QUESTION_MESSAGE, REQUEST_FIELDS, CHUNK_READ_HEADER, SNIPPET_CAP, RESULT_TITLES, QUERIES_PER_SEARCH, RESULTS_PER_QUERY, FIND_PASSAGES, OPEN_WINDOW,
@@ -85,6 +86,7 @@ EFFECTS: Mapping[str, Effect] = {
     SENTENCE_SPLITTER: Effect(True, "decides which sentences exist to match: semantic_search ranked as the authors' code in 6 of 50 2Wiki queries, with 20% more retrieved tokens"),
     QUERY_INSTRUCTION: Effect(True, "changes every query vector, so semantic_search's ranking"),
     EMBEDDER_PRECISION: Effect(True, "moves every vector a little: near-tied sentences may swap ranks"),
+    VECTOR_SEARCH: Effect(True, "an approximate index misses some of a query's exact top sentences (its recall@10 says how many)"),
     BUDGET_ACCOUNTING: Effect(True, "decides at which step the budget forces the answer"),
     TOOL_RESULT_CUT: Effect(True, "a cut result shows the model, and counts, fewer retrieved tokens"),
     TOOL_CALLS_PER_STEP: Effect(True, "a reply's extra calls are not run: the model sees fewer results per step"),
@@ -174,6 +176,8 @@ A_RAG = PaperProtocol(
                                     "none (the raw query encoded)", authors("src/arag/tools/semantic_search.py")),
         EMBEDDER_PRECISION: Expected(NOT_STATED, authors("scripts/build_index.py (the paper states none)"), equals("float32"),
                                      "float32 (sentence-transformers' default)", authors("scripts/build_index.py, src/arag/tools/semantic_search.py")),
+        VECTOR_SEARCH: Expected("exact: cosine with every sentence embedding", "§3.2 Semantic Search, Eq. (3)", equals("exact"),
+                                "exact (a product with every sentence vector)", authors("src/arag/tools/semantic_search.py")),
         BUDGET_ACCOUNTING: Expected(NOT_STATED, authors("src/arag/agent/base.py (the paper states no budget; its code's configs/example.yaml sets 128000)"), equals("message text, o200k"),
                                     "o200k tokens of the messages' text (the system prompt counted twice), checked before each step", authors("src/arag/agent/base.py")),
         TOOL_RESULT_CUT: Expected(NOT_STATED, authors("src/arag/agent/base.py (the paper states none)"), equals("never"),

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from arag.index.ann import DEFAULT_PROBE_SLICES, search_settings
+
 
 def manifest_facts(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """Embedder, chunking and, where recorded, the splitter and the embedder's query instruction and precision."""
+    """Embedder, chunking, vector search and, where recorded, the splitter and the embedder's query instruction and precision."""
     chunking = manifest.get("chunking") or {}
     embedding = manifest.get("embedding") or {}
     facts = {
@@ -15,6 +17,7 @@ def manifest_facts(manifest: Mapping[str, Any]) -> dict[str, Any]:
         "chunking": chunking.get("mode"),
         "chunk_tokens": chunking.get("chunk_tokens"),
         "chunk_overlap": chunking.get("chunk_overlap"),
+        "vector_search": vector_search_fact(manifest),
     }
     if chunking.get("splitter"):
         facts["splitter"] = chunking["splitter"]
@@ -28,3 +31,17 @@ def embedder_facts(spec: Mapping[str, Any]) -> dict[str, Any]:
     """An embedder's query instruction (its own text, or the model's named prompt) and precision."""
     prompt = spec.get("query_prompt") or (f"the model's {spec['query_prompt_name']!r} prompt" if spec.get("query_prompt_name") else None)
     return {"query_instruction": prompt, "dtype": spec.get("dtype") or "float32"}
+
+
+def vector_search_fact(manifest: Mapping[str, Any], nprobe: int | None = None, rerank: int | None = None, probe_slices: int | None = None) -> str:
+    """How semantic_search scores a query against the sentences, given the tools' overrides: "exact" (every
+    sentence's cosine, A-RAG §3.2) or "approximate: ..." naming the ANN, its search settings and the
+    recall@10 its build measured (arag.index.ann_recall)."""
+    entry, shards, own = manifest.get("ann") or {}, (manifest.get("faiss") or {}).get("factory", "Flat"), "each shard's own"
+    if entry.get("factory") is None:
+        return "exact" if shards == "Flat" else f"approximate: per-part {shards} shards, nprobe {nprobe or own}"
+    built_nprobe, built_rerank = search_settings(entry)
+    recall = entry.get("recall") or {}
+    measured = (f"recall@10 {recall['recall_at_10']} against exact search (target {recall.get('target')}) measured by the build at nprobe {built_nprobe}, re-rank {built_rerank}"
+                if recall.get("recall_at_10") is not None else "no recall measured (built before recall targets)")
+    return f"approximate: {entry['factory']}, nprobe {nprobe or built_nprobe}, re-rank {rerank or built_rerank} per result, {probe_slices or DEFAULT_PROBE_SLICES} probe slices; {measured}"

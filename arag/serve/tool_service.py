@@ -172,8 +172,9 @@ class ToolService:
             "num_chunks": index.manifest.get("num_chunks"),
             "num_sentences": index.manifest.get("num_sentences"),
             "embedding_model": index.manifest.get("embedding", {}).get("model"),
-            # the embedder (query instruction, precision), chunking and sentence splitter, for the protocol card of a run against it
-            "index_facts": manifest_facts(index.manifest),
+            # the embedder (query instruction, precision), chunking, sentence splitter and vector search as served
+            # (the tools' overrides applied), for the protocol card of a run against it
+            "index_facts": {**manifest_facts(index.manifest), "vector_search": self.ctx.vectors.search_fact()},
             "tools": list(self.tools),
             "full_text": self.full_text,
             # A client checks these: its retrieved tokens and its result formats must be counted and shown here as it would.

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from arag.index import ann
+from arag.index.facts import vector_search_fact
 from arag.index.store import Index
 from arag.index.vectors import inner_products
 from arag.small_sorted import best_first
@@ -48,6 +49,10 @@ class VectorSearch:
         self._stored: ann.StoredVectors | None = None
         self._load_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+
+    def search_fact(self) -> str:
+        """How this search scores sentences, its overrides applied (arag.index.facts.vector_search_fact)."""
+        return vector_search_fact(self.index.manifest, self.nprobe, self.rerank, self.probe_slices)
 
     def load(self) -> None:
         """Load the shards (or the ANN) now instead of on the first search."""

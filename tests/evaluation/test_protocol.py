@@ -88,7 +88,7 @@ def paper_run_info() -> dict:
     s["method"].update(prompt_variant="paper", snippets_per_chunk=5, result_titles=False)
     s["retrieved_tokens_tokenizer"] = "o200k_base"
     s["index_facts"] = {"embedder": "Qwen3-Embedding-0.6B", "chunking": "packed", "chunk_tokens": 1000, "chunk_overlap": 100, "splitter": "sentencex",
-                        "query_instruction": None, "dtype": "float32"}
+                        "query_instruction": None, "dtype": "float32", "vector_search": "exact"}
     return info
 
 
@@ -107,6 +107,19 @@ def test_recorded_fields_replace_the_fallbacks_and_the_papers_settings_list_only
     info["settings"]["method"]["snippets_per_chunk"] = 3
     assert {r.setting: (r.ours, r.paper) for r in protocol_card(info).deviations if r.setting not in OURS_BY_DESIGN} == {P.MAX_STEPS: ("10", "15"), P.SNIPPET_CAP: ("3", "5")}
 
+
+def test_an_approximate_sentence_search_is_a_deviation_from_the_papers_exact_cosine():
+    """A-RAG §3.2 (Eq. 3) scores a query against every sentence embedding; an ANN index is a difference
+    that moves numbers, shown with the recall its build measured."""
+    info = paper_run_info()
+    assert not rows_by_setting(protocol_card(info))[P.VECTOR_SEARCH].differs
+    searched = "approximate: IVF16384,PQ256x4fs, nprobe 1024, re-rank 64 per result, 2 probe slices; recall@10 0.9964 against exact search (target 0.996)"
+    info["settings"]["index_facts"]["vector_search"] = searched
+    row = rows_by_setting(protocol_card(info))[P.VECTOR_SEARCH]
+    assert row.differs and row.recorded and row.moves_numbers and row.ours == searched and row.paper.startswith("exact") and row.source.startswith("§3.2")
+    del info["settings"]["index_facts"]["vector_search"]  # facts recorded before they named the search
+    row = rows_by_setting(protocol_card(info))[P.VECTOR_SEARCH]
+    assert row.differs and not row.recorded and row.ours.startswith("not recorded")
 
 def test_a_manifest_at_the_index_path_names_the_embedder(tmp_path):
     info = committed_info(FULL)
@@ -132,7 +145,7 @@ def test_the_index_facts_stay_out_of_the_run_id(eval_index, questions_file):
 
     settings = run_settings(compose_evaluate(f"index.path={eval_index.path}", f"questions.path={questions_file}", "model=scripted"), load_questions(str(questions_file)))
     assert settings.index_facts == {"embedder": "fake-trigram-hash", "chunking": "per_document", "chunk_tokens": 1000, "chunk_overlap": None,
-                                    "splitter": "sentencex", "query_instruction": None, "dtype": "float32"}
+                                    "splitter": "sentencex", "query_instruction": None, "dtype": "float32", "vector_search": "exact"}
     assert dataclasses.replace(settings, index_facts=None).run_id == settings.run_id
 
 
@@ -174,7 +187,7 @@ def test_the_report_prints_each_runs_card_and_the_papers_table_1_for_any_backbon
     text = build_report(results, tmp_path / "report", paper_columns=True).markdown
     section = text.split("## Protocol\n")[1].split("\n## ")[0]
     assert f"`{FULL}` (A-RAG (Full), 2wikimultihopqa, qwen2.5-coder-1.5b-instruct)" in section and f"`{NAIVE}` (A-RAG (Naive)" in section
-    assert "18 of 29 settings differ" in section and "17 of 28 settings differ" in section
+    assert "18 of 30 settings differ" in section and "17 of 29 settings differ" in section
     assert "| embedder | all-MiniLM-L6-v2 (not recorded: pipelines.index's default assumed) | Qwen3-Embedding-0.6B | Qwen/Qwen3-Embedding-0.6B | §4.1 Implementation |" in section
     assert "| judge model | qwen2.5-coder-1.5b-instruct (the agent's model) | gpt-5-mini |" in section
     main = text.split("## Main results")[1].split("\n## ")[0]

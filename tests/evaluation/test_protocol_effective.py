@@ -48,7 +48,7 @@ def paper_run_info(**model) -> dict:
     s["method"].update(prompt_variant="paper", snippets_per_chunk=5, result_titles=False)
     s["retrieved_tokens_tokenizer"] = "o200k_base"
     s["index_facts"] = {"embedder": "Qwen3-Embedding-0.6B", "chunking": "packed", "chunk_tokens": 1000, "chunk_overlap": 100, "splitter": "sentencex",
-                        "query_instruction": "the model's 'query' prompt", "dtype": "float16"}
+                        "query_instruction": "the model's 'query' prompt", "dtype": "float16", "vector_search": "exact"}
     return info
 
 
@@ -190,6 +190,7 @@ def test_a_served_index_run_shows_the_servers_embedder(agent_ctx):
     embedder = info["index_facts"]["embedder"]
     assert rows[P.EMBEDDER].ours == f"{embedder} (from the tool server)" and rows[P.EMBEDDER].recorded
     assert rows[P.SENTENCE_SPLITTER].recorded and rows[P.SENTENCE_SPLITTER].ours.startswith("sentencex")
+    assert rows[P.VECTOR_SEARCH].ours == "exact (from the tool server)" and not rows[P.VECTOR_SEARCH].differs
     # A server from before it stated its facts still names its embedder.
     older = {k: v for k, v in info.items() if k != "index_facts"}
     remote = RemoteTools("http://tools.test", retries=0, transport=httpx.MockTransport(lambda request: httpx.Response(200, json=older)))

@@ -642,3 +642,20 @@ def test_probe_slices_below_one_is_an_error_naming_the_setting(ann_index):
     layout, _ = ann_index
     with pytest.raises(ValueError, match="probe_slices must be at least 1, got 0"):
         VectorSearch(open_index(layout.root), probe_slices=0)
+
+
+def test_an_ann_index_states_its_approximate_search_and_measured_recall_with_the_tools_overrides(ann_index):
+    """What the protocol card shows for semantic_search (A-RAG §3.2 scores every sentence exactly): the
+    ANN, the settings it is searched with (a tool server's overrides applied) and the build's recall."""
+    from arag.index.facts import manifest_facts
+
+    layout, _ = ann_index
+    index = open_index(layout.root)
+    entry = index.manifest["ann"]
+    nprobe, rerank = ann.search_settings(entry)
+    built = f"recall@10 {entry['recall']['recall_at_10']} against exact search (target 0.99) measured by the build at nprobe {nprobe}, re-rank {rerank}"
+    assert manifest_facts(index.manifest)["vector_search"] == f"approximate: {entry['factory']}, nprobe {nprobe}, re-rank {rerank} per result, {ann.DEFAULT_PROBE_SLICES} probe slices; {built}"
+    assert VectorSearch(index).search_fact() == manifest_facts(index.manifest)["vector_search"]
+    assert VectorSearch(index, nprobe=7, rerank=3, probe_slices=3).search_fact() == f"approximate: {entry['factory']}, nprobe 7, re-rank 3 per result, 3 probe slices; {built}"
+    exact = dict(index.manifest, ann={"kind": "flat", "recall": ann_recall.exact_record(0.99)})
+    assert manifest_facts(exact)["vector_search"] == "exact"
