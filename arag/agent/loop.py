@@ -70,15 +70,8 @@ class EpisodeFailed(Exception):
 class Agent:
     """Runs episodes of one method with one backend over one index; `arun` is safe from many tasks at once."""
 
-    def __init__(
-        self,
-        backend: LLMBackend,
-        method: Method,
-        ctx: "ToolContext | None" = None,
-        *,
-        protocol: str | ActionProtocol = "json",
-        config: AgentConfig | None = None,
-    ):
+    def __init__(self, backend: LLMBackend, method: Method, ctx: "ToolContext | None" = None, *, protocol: str | ActionProtocol = "json",
+                 config: AgentConfig | None = None):
         self.backend = backend
         # The texts the model reads describe this index's chunk ids (arag.index.chunk_ids).
         self.method = method.for_index(ctx.chunk_ids) if ctx is not None else method

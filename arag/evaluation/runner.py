@@ -44,17 +44,9 @@ class EpisodeRunner:
     """settings: the run; backend/ctx: already built ones (tests, benchmarks), else built here.
     episode_timeout_s: wall-clock cap per episode (the episode is then `failed`); None: no cap."""
 
-    def __init__(
-        self,
-        settings: RunSettings,
-        *,
-        overrides: list[str] | None = None,
-        backend: LLMBackend | None = None,
-        ctx: "ToolContext | RemoteTools | None" = None,
-        model_overrides: dict[str, Any] | None = None,
-        episode_timeout_s: float | None = None,
-        episodes_at_once: int | None = None,
-    ):
+    def __init__(self, settings: RunSettings, *, overrides: list[str] | None = None, backend: LLMBackend | None = None,
+                 ctx: "ToolContext | RemoteTools | None" = None, model_overrides: dict[str, Any] | None = None,
+                 episode_timeout_s: float | None = None, episodes_at_once: int | None = None):
         self.settings = settings
         self.overrides = list(overrides or [])
         self.episode_timeout_s = episode_timeout_s

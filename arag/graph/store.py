@@ -205,10 +205,8 @@ class GraphStore:
                 cos = vectors @ mention_vectors[i]
                 for idx in np.argsort(-cos)[:10]:
                     candidates.setdefault(int(idx), fuzz.ratio(key, self.names[int(idx)]) / 100.0)
-            scored = []
-            for idx, edit in candidates.items():
-                c = float(cos[idx]) if cos is not None else edit
-                scored.append((edit_weight * edit + (1 - edit_weight) * c, idx))
+            scored = [(edit_weight * edit + (1 - edit_weight) * (float(cos[idx]) if cos is not None else edit), idx)
+                      for idx, edit in candidates.items()]
             for score, idx in sorted(scored, reverse=True)[:per_mention]:
                 if score >= min_score and (idx not in seeds or seeds[idx].score < score):
                     seeds[idx] = Seed(idx, self.names[idx], mention, round(score, 4))

@@ -186,16 +186,8 @@ TEXT_ONLY = "text_only"
 VECTOR_MODES = (EMBEDDED, TEXT_ONLY)
 
 
-def assemble_manifest(
-    layout: IndexLayout,
-    settings: IndexSettings,
-    plan: list[InputPart],
-    records: list[PartRecord],
-    dimension: int,
-    elapsed_s: float,
-    ann: dict[str, Any] | None = None,
-    vectors: str = EMBEDDED,
-) -> dict[str, Any]:
+def assemble_manifest(layout: IndexLayout, settings: IndexSettings, plan: list[InputPart], records: list[PartRecord], dimension: int,
+                      elapsed_s: float, ann: dict[str, Any] | None = None, vectors: str = EMBEDDED) -> dict[str, Any]:
     if vectors not in VECTOR_MODES:
         raise ValueError(f"vectors must be one of {', '.join(VECTOR_MODES)}, got {vectors!r}")
     text_only = vectors == TEXT_ONLY

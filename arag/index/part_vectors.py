@@ -55,14 +55,8 @@ def committed_vectors(layout: IndexLayout, part: PartRecord) -> VectorsRecord | 
     return None if missing_or_short(layout.root, {record.path: record.bytes}) else record
 
 
-def embed_part(
-    layout: IndexLayout,
-    part: PartRecord,
-    encode: Callable[[list[str]], np.ndarray],
-    factory: str = "Flat",
-    sentences_per_call: int = DEFAULT_SENTENCES_PER_CALL,
-    node: str = "",
-) -> VectorsRecord:
+def embed_part(layout: IndexLayout, part: PartRecord, encode: Callable[[list[str]], np.ndarray], factory: str = "Flat",
+               sentences_per_call: int = DEFAULT_SENTENCES_PER_CALL, node: str = "") -> VectorsRecord:
     """Embed one part's sentences in row order and commit its shard."""
     started = time.perf_counter()
     source = pq.ParquetFile(layout.sentences(part.part))

@@ -108,11 +108,8 @@ def method_pairs(runs: Sequence[RunKey], compared: Sequence[MethodComparison]) -
     by_key: dict[tuple, dict[str, list[RunKey]]] = {}
     for r in runs:
         by_key.setdefault((r.dataset, r.shown), {}).setdefault(r.method, []).append(r)
-    out = []
-    for (dataset, shown), methods in sorted(by_key.items(), key=lambda kv: (kv[0][0], [setting_order(k, v) for k, v in kv[0][1]])):
-        for c in compared:
-            out += [(a, b, c.table) for a in methods.get(c.a, []) for b in methods.get(c.b, [])]
-    return out
+    ordered = sorted(by_key.items(), key=lambda kv: (kv[0][0], [setting_order(k, v) for k, v in kv[0][1]]))
+    return [(a, b, c.table) for _, methods in ordered for c in compared for a in methods.get(c.a, []) for b in methods.get(c.b, [])]
 
 
 def run_keys(con: duckdb.DuckDBPyConnection, shown_settings: Sequence[str]) -> list[RunKey]:

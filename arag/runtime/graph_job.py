@@ -72,15 +72,8 @@ def _extract_task(part: Any, *, index_root: str, extractor_cfg: Mapping[str, Any
     return extract_part(index_root, part, extractor_cfg, worker=worker, summaries=summaries)
 
 
-def build_graph(
-    index_root: str,
-    settings: GraphSettings,
-    runtime: GraphRuntime = GraphRuntime(),
-    overwrite: bool = False,
-    progress: bool = True,
-    ray_init: Callable[[], object] = init_ray,
-    encoder: Callable | None = None,
-) -> GraphResult:
+def build_graph(index_root: str, settings: GraphSettings, runtime: GraphRuntime = GraphRuntime(), overwrite: bool = False, progress: bool = True,
+                ray_init: Callable[[], object] = init_ray, encoder: Callable | None = None) -> GraphResult:
     """`encoder` embeds nodes, relations and summaries (default: the index's embedder, loaded in the merge task)."""
     import ray
 

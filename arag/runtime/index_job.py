@@ -85,15 +85,8 @@ class _PartEmbedder:
         return record.to_json()
 
 
-def build_index(
-    settings: IndexSettings,
-    root: str,
-    embed: EmbedRuntime = EmbedRuntime(),
-    overwrite: bool = False,
-    progress: bool = True,
-    ray_init: Callable[[], object] = init_ray,
-    verify_inputs: bool = False,
-) -> BuildResult:
+def build_index(settings: IndexSettings, root: str, embed: EmbedRuntime = EmbedRuntime(), overwrite: bool = False, progress: bool = True,
+                ray_init: Callable[[], object] = init_ray, verify_inputs: bool = False) -> BuildResult:
     """verify_inputs: hash every committed input again, not trusting an unchanged size and mtime."""
     started = time.perf_counter()
     layout = IndexLayout(root)

@@ -230,15 +230,8 @@ def index_timeout(value: Any) -> float:
     return float(value)
 
 
-def open_tools(
-    index_path: str | None = None,
-    index_url: str | None = None,
-    *,
-    token_env: str | None = None,
-    require_tools: Iterable[str] = (),
-    calls_at_once: int | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> "ToolContext | RemoteTools":
+def open_tools(index_path: str | None = None, index_url: str | None = None, *, token_env: str | None = None, require_tools: Iterable[str] = (),
+               calls_at_once: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> "ToolContext | RemoteTools":
     """A served index when `index_url` is given (its token read from the environment variable
     `token_env`, ARAG_SERVE_TOKEN by default; `calls_at_once`: the tool calls this process may make
     at once, one connection each; `timeout_s`: per call), else the local index at `index_path`."""
