@@ -4,6 +4,11 @@
         [--embedder minilm|static] [--factory ivfpq] [--target 0.99] [--tune-questions 1000]
         [--queries 300] [--anchor-queries 20] [--nprobe 16,32,64,128] [--rerank 8,16,32,64]
         [--slices 1,2] [--callers 1,4] [--workdir /tmp/arag-ann] [--keep] [--reuse]
+    python -m benchmarks.semantic_search --index <an index pipelines.index built with an ANN> [--queries 300] ...
+
+`--index` measures what the pipeline built instead (the 10M MiniLM index: benchmarks/RESULTS.md): the
+same searches and anchors, on 2WikiMultihopQA questions its build's recall measurement did not use
+(`index.ann_questions`, as its manifest records them), encoded with the index's own embedder.
 
 Data (tests/support/ann_data.py says exactly how): real vectors of 100k wiki-sample sentences
 (`--embedder minilm`: all-MiniLM-L6-v2, 384-d; `static`: the static model distilled from it,
@@ -124,27 +129,32 @@ def ensure_shards(work: Path, parts: int, per_part: int, real: np.ndarray, knn: 
 
 def write_index(root: Path, shards: list[Path], per_part: int, ann_entry: dict | None, dim: int, model: str) -> None:
     """A manifest over the shards (vectors only: enough for VectorSearch)."""
+    write_vectors_manifest(root, [(p, s, per_part) for p, s in enumerate(shards)], ann_entry, dim, model)
+
+
+def write_vectors_manifest(root: Path, shards: list[tuple[int, Path, int]], ann_entry: dict | None, dim: int, model: str) -> None:
+    """A manifest over (part, shard, rows) (vectors only: enough for VectorSearch)."""
     root.mkdir(parents=True, exist_ok=True)
     parts = [
-        {"part": p, "chunks": "-", "sentences": "-", "rejects": "-", "vectors": os.path.relpath(s, root), "num_chunks": 0, "num_sentences": per_part}
-        for p, s in enumerate(shards)
+        {"part": p, "chunks": "-", "sentences": "-", "rejects": "-", "vectors": os.path.relpath(s, root), "num_chunks": 0, "num_sentences": rows}
+        for p, s, rows in shards
     ]
     manifest = {
         "format_version": FORMAT_VERSION,
         "embedding": {"model": model, "dimension": dim, "normalized": True, "spec": {"name": model}},
         "parts": parts,
-        "num_sentences": per_part * len(shards),
+        "num_sentences": sum(rows for _, _, rows in shards),
     }
     if ann_entry is not None:
         manifest["ann"] = ann_entry
     (root / "manifest.json").write_text(json.dumps(manifest))
 
 
-def exact_top(shards: list[Path], queries: np.ndarray, k: int = K) -> np.ndarray:
-    """Exact top-k sentence ids of every query (ties: smaller id), batched over memory-mapped shards."""
+def exact_top(shards: list[tuple[int, Path]], queries: np.ndarray, k: int = K) -> np.ndarray:
+    """Exact top-k sentence ids of every query (ties: smaller id), batched over memory-mapped (part, shard)s."""
     best_s = np.full((len(queries), 0), -np.inf, np.float32)
     best_i = np.zeros((len(queries), 0), np.int64)
-    for p, path in enumerate(shards):
+    for p, path in shards:
         mm = ann.map_flat_shard(path)
         for start in range(0, len(mm), 65536):
             block = np.asarray(mm[start : start + 65536])
@@ -223,12 +233,12 @@ def measure_search(root: str, queries: np.ndarray, knobs: list[tuple[int | None,
     out.put({"base": base, "loaded": loaded, "after": memory(), "load_s": load_s, "results": results, "split": split})
 
 
-def measure_numpy(shards: list[str], queries: np.ndarray, out) -> None:
-    """Brute force with numpy, one query at a time: per shard, blocks of the memory-mapped
+def measure_numpy(shards: list[tuple[int, str]], queries: np.ndarray, out) -> None:
+    """Brute force with numpy, one query at a time: per (part, shard), blocks of the memory-mapped
     vectors are copied into one aligned buffer and multiplied there (BLAS needs aligned floats;
     the vectors start at byte 82 of a FAISS file), then the top 10 of all shards."""
     base = memory()
-    maps = [(p, ann.map_flat_shard(Path(s))) for p, s in enumerate(shards)]
+    maps = [(p, ann.map_flat_shard(Path(s))) for p, s in shards]
     block = np.empty((65536, maps[0][1].shape[1]), np.float32)
     times, ids = [], []
     for q in queries:
@@ -382,9 +392,30 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
             f"{plan.factory}: index.ann_recall={args.target} not reached; the grid's best: {top} "
             "(a build with index.ann=auto/ivfpq doubles the code next: run again with --factory and that code)"
         )
-    measured = ann_recall.recall_record(args.target, chosen["with_questions"], chosen["sample"])
-    entry = ann.ann_entry(plan, root, {"seconds": build["seconds"], "device": "cpu"}, build["records"], recall=measured, search=ann_recall.search_record(best))
+    recorded = ann_recall.recall_record(args.target, chosen["with_questions"], chosen["sample"])
+    entry = ann.ann_entry(plan, root, {"seconds": build["seconds"], "device": "cpu"}, build["records"], recall=recorded, search=ann_recall.search_record(best))
     write_index(root, shards, per_part, entry, dim, model)
+    measured = measure_index(args, root, work / f"flat-{n}", list(enumerate(shards)), best, alone, len(tune_q), queries)
+    return {
+        "vectors": n,
+        "embedder": args.embedder,
+        "dimension": dim,
+        "factory": plan.factory,
+        "train_size": plan.train_size,
+        "sample_s": sample_s,
+        "train_s": train_s,
+        "encode_s": encode_s,
+        "ann_bytes_per_vector": ann_bytes / n,
+        "recall_grid": chosen["with_questions"]["grid"],
+        **measured,
+    }
+
+
+def measure_index(args, root: Path, flat_root: Path, shards: list[tuple[int, Path]], best: dict, alone: dict | None, tuned: int, queries: np.ndarray) -> dict:
+    """Search the ANN index at `root` (the manifest's settings `best`; `alone`: those chosen on sentences
+    alone, if measured) and the anchors (numpy, and the exact (part, shard)s through `flat_root`'s
+    vectors-only manifest) on the held-out `queries`; `tuned`: the questions the build measured on."""
+    a = args.anchor_queries
     t = time.perf_counter()
     exact = exact_top(shards, queries)
     print(f"exact top-{K} of {len(queries)} held-out queries (batched numpy) in {time.perf_counter() - t:.1f} s", flush=True)
@@ -393,23 +424,23 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
     if alone is not None and (alone["nprobe"], alone["rerank"]) != (best["nprobe"], best["rerank"]):
         knobs.append((alone["nprobe"], alone["rerank"]))
     knobs += [(int(a), int(b)) for a in filter(None, args.nprobe.split(",")) for b in filter(None, args.rerank.split(","))]
-    a = args.anchor_queries
     # Anchors and ANN alternate (A B A B) so that both sides of each ratio see the same machine; the
     # ANN's re-rank rows are held in memory (tools.resident_vectors=true) or read with pread (false).
-    shard_bytes = sum(s.stat().st_size for s in shards)
-    default_resident = ann.fits_in_memory(shards)
-    cached = {"ann": page_cache_share(shards)}
+    paths = [path for _, path in shards]
+    shard_bytes = sum(path.stat().st_size for path in paths)
+    default_resident = ann.fits_in_memory(paths)
+    cached = {"ann": page_cache_share(paths)}
     slices, callers = [int(v) for v in args.slices.split(",")], [int(v) for v in args.callers.split(",")]
     annm = in_child(measure_search, str(root), queries, knobs, 1 << 62, True, slices, callers)
-    cached["pread"] = page_cache_share(shards)
+    cached["pread"] = page_cache_share(paths)
     preadm = in_child(measure_search, str(root), queries, [(None, None)], 1 << 62, False, [], [])
     anchors = {
-        "numpy brute force": in_child(measure_numpy, [str(s) for s in shards], queries[:a]),
-        "Flat shards (exact)": in_child(measure_search, str(work / f"flat-{n}"), queries[:a], [(None, None)], 0, None, [], []),
+        "numpy brute force": in_child(measure_numpy, [(p, str(path)) for p, path in shards], queries[:a]),
+        "Flat shards (exact)": in_child(measure_search, str(flat_root), queries[:a], [(None, None)], 0, None, [], []),
     }
-    cached["again"] = page_cache_share(shards)
+    cached["again"] = page_cache_share(paths)
     again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62, True, [], [])
-    cached["pread again"] = page_cache_share(shards)
+    cached["pread again"] = page_cache_share(paths)
     pread_again = in_child(measure_search, str(root), queries[:a], [(None, None)], 1 << 62, False, [], [])
     rows = []
     header = f"{'layout':<56}{'queries':>8}{'recall@10':>10}{'p50 ms':>9}{'p95 ms':>9}{f'p50/{a}q':>9}{'RSS MiB':>9}{'anon':>7}{'vs numpy':>10}{'vs Flat':>9}   recall 95%"
@@ -451,9 +482,9 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         )
     print(
         f"ANN process, rows in memory: RSS {annm['after']['rss']:,.0f} MiB after all queries (anon {annm['after']['anon']:,.0f}), "
-        f"{annm['loaded']['rss'] - annm['base']['rss']:,.0f} MiB for loading (merge of {parts} part lists and the shards read in {annm['load_s']:.1f} s); "
+        f"{annm['loaded']['rss'] - annm['base']['rss']:,.0f} MiB for loading (merge of {len(shards)} part lists and the shards read in {annm['load_s']:.1f} s); "
         f"rows read with pread: RSS {preadm['after']['rss']:,.0f} MiB (anon {preadm['after']['anon']:,.0f}), loaded in {preadm['load_s']:.1f} s; "
-        f"* = the manifest's settings (chosen on sentences + {len(tune_q)} questions; its p50/{a}q is the mean of two runs, before and after the anchors), "
+        f"* = the manifest's settings (chosen on sentences + {tuned} questions; its p50/{a}q is the mean of two runs, before and after the anchors), "
         f"s = chosen on sentences alone; re-rank rows held in memory, or read with pread where the row says pread; slices = tools.probe_slices (the probed lists scanned in that many slices at once; {ann.DEFAULT_PROBE_SLICES} by default), callers = threads searching at once, each query's latency timed alone; vs = anchor p50 / ANN p50 over the same {a} queries; "
         f"[low, high] = 95% interval of recall@10 over the {len(queries)} queries (bootstrap resampling queries, seeded)",
         flush=True,
@@ -474,15 +505,6 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         "split_p50": split,
         "page_cache_share": cached,
         "default_resident": default_resident,
-        "vectors": n,
-        "embedder": args.embedder,
-        "dimension": dim,
-        "factory": plan.factory,
-        "train_size": plan.train_size,
-        "sample_s": sample_s,
-        "train_s": train_s,
-        "encode_s": encode_s,
-        "ann_bytes_per_vector": ann_bytes / n,
         "ann_rss_mib": annm["after"]["rss"],
         "pread_rss_mib": preadm["after"]["rss"],
         "ann_anon_mib": annm["after"]["anon"],
@@ -490,9 +512,53 @@ def run_size(args, n: int, real: np.ndarray, knn: np.ndarray, tune_q: np.ndarray
         "anchors": {k: {"p50": v, "rss": anchors[k]["after"]["rss"]} for k, v in anchor_p50.items()},
         "chosen": best,
         "chosen_on_sentences_alone": alone,
-        "recall_grid": chosen["with_questions"]["grid"],
         "rows": rows,
     }
+
+
+def held_out_questions(sample: dict, count: int) -> tuple[list[str], int]:
+    """The first `count` 2WikiMultihopQA questions that the build's recall measurement (its manifest's
+    `ann.recall.queries`) did not use, and how many questions it used."""
+    used = int(sample.get("questions") or 0)
+    seen: set[str] = set()
+    if used:
+        with open(sample["questions_file"]) as f:
+            seen = {json.loads(line)["question"] for _, line in zip(range(used), f)}
+    with ann_data.QUESTIONS.open() as f:
+        fresh = [q for q in (json.loads(line)["question"] for line in f) if q not in seen]
+    if len(fresh) < count:
+        raise SystemExit(f"--queries {count}: only {len(fresh)} questions of {ann_data.QUESTIONS} are not among the {used} the build measured on")
+    return fresh[:count], used
+
+
+def run_built(args) -> dict:
+    """`--index`: an index the pipeline built (with its ANN), searched on questions its build never saw."""
+    from arag.index.embedding import SentenceEmbedder, on_this_machine
+    from arag.index.store import open_index
+
+    root = Path(args.index).resolve()
+    index = open_index(root)
+    entry = index.manifest.get("ann") or {}
+    if entry.get("factory") is None:
+        raise SystemExit(f"--index {root}: its manifest has no ANN (index.ann=auto builds none up to {ann.AUTO_FLAT_MAX_SENTENCES:,} sentences)")
+    recall = entry.get("recall") or {}
+    texts, used = held_out_questions(recall.get("queries") or {}, args.queries)
+    spec = on_this_machine(index.embedder_spec)
+    t = time.perf_counter()
+    queries = np.ascontiguousarray(SentenceEmbedder(spec).encode_queries(texts), dtype=np.float32)
+    parts = [p for p in index.parts if p.num_sentences and p.vectors is not None]
+    n = sum(p.num_sentences for p in parts)
+    nprobe, rerank = ann.search_settings(entry)
+    print(
+        f"\n=== {root}: {n:,} sentences in {len(parts)} parts ({spec.name}, {spec.dtype}, {index.dimension}-d), {entry['factory']} ===\n"
+        f"the build's recall record: {json.dumps({k: v for k, v in recall.items() if k != 'grid'})}\n"
+        f"{len(texts)} held-out questions (not among the {used} it measured on) encoded with the index's own embedder in {time.perf_counter() - t:.1f} s",
+        flush=True,
+    )
+    flat_root = Path(args.workdir) / "built" / "flat-index"
+    write_vectors_manifest(flat_root, [(p.part, p.vectors.resolve(), p.num_sentences) for p in parts], None, index.dimension, spec.name)
+    measured = measure_index(args, root, flat_root, [(p.part, p.vectors.resolve()) for p in parts], {"nprobe": nprobe, "rerank": rerank}, None, used, queries)
+    return {"index": str(root), "vectors": n, "embedder": spec.name, "dtype": spec.dtype, "dimension": index.dimension, "factory": entry["factory"], "build_recall": recall, **measured}
 
 
 def main() -> None:
@@ -514,11 +580,21 @@ def main() -> None:
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--keep", action="store_true", help="keep the generated shards and indexes")
     ap.add_argument("--reuse", action="store_true", help="search an ANN that an earlier --keep run built (its build figures, and its recall measurement when the target and questions are the same, are reprinted)")
+    ap.add_argument("--index", help="measure this pipeline-built index (its ANN as its manifest records it) instead of building generated ones: --sizes, --embedder, --factory, --target, --tune-questions and --coarse-from do not apply")
     ap.add_argument("--coarse-from", help="an ANN index folder an earlier --keep run built with the same lists: reuse its coarse centroids, train only the PQ")
     args = ap.parse_args()
 
     print(f"machine: {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, faiss {faiss.__version__}", flush=True)
     work = Path(args.workdir)
+    if args.index:
+        try:
+            figures = run_built(args)
+        finally:
+            if not args.keep:
+                shutil.rmtree(work / "built", ignore_errors=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=2))
+        return
     real, knn = ann_data.real_vectors(work, args.real, kind=args.embedder)
     questions = ann_data.query_vectors(work, args.tune_questions + args.queries, kind=args.embedder)
     tune_q, queries = questions[: args.tune_questions], questions[args.tune_questions :]

@@ -150,16 +150,23 @@ def _open_binary(path: Path, digest: InputDigest | None = None) -> Iterator[IO[b
                 raw.drain()  # also after a truncated stream stopped the reader: the digest is of the file
 
 
+# The last part of a file may run this share of corpus.part_size_mb over it rather than leave a sliver.
+PART_SLACK = 0.25
+
+
 def _line_aligned_ranges(path: Path, target: int) -> Iterator[tuple[int, int, int]]:
     """(start, end, first line number) of byte ranges that start at line starts, each ending at the
-    first line end more than `target` bytes from its start (the last at the file's end)."""
+    first line end more than `target` bytes from its start (the last at the file's end). A range
+    is not cut where less than PART_SLACK x `target` would be left: a file a little over the part
+    size stays one part, not a full part and a sliver that costs a search as much as a full one."""
+    size = path.stat().st_size
     start = end = 0
     first = line = 1
     with open(path, "rb") as f:
         for raw in f:
             end += len(raw)
             line += 1
-            if end > start + target:
+            if end > start + target and size - end > PART_SLACK * target:
                 yield start, end, first
                 start, first = end, line
     if end > start:

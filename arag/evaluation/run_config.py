@@ -40,11 +40,11 @@ def open_run_index(index: IndexSource, method: Any) -> RunIndex:
     if not method.needs_index():
         return RunIndex()
     if index.url:
-        from arag.serve.client import open_tools
+        from arag.serve.client import open_tools, served_run_fingerprint
 
         with open_tools(index_url=index.url, token_env=index.token_env, require_tools=method.tools) as served:
-            # the served index's own fingerprint: the same run as with index.path
-            return RunIndex(url=str(index.url), fingerprint=served.fingerprint, chunk_ids=served.chunk_ids.to_json(), facts=served.index_facts, server_info=dict(served.info))
+            # the served index's own fingerprint: the same run as with index.path, unless the server searches it otherwise
+            return RunIndex(url=str(index.url), fingerprint=served_run_fingerprint(served.info), chunk_ids=served.chunk_ids.to_json(), facts=served.index_facts, server_info=dict(served.info))
     if not index.path:
         raise ValueError(f"method {method.name} needs an index: give index.path=<dir> or index.url=http://host:port")
     index_path = str(Path(str(index.path)).resolve())

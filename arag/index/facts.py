@@ -45,3 +45,14 @@ def vector_search_fact(manifest: Mapping[str, Any], nprobe: int | None = None, r
     measured = (f"recall@10 {recall['recall_at_10']} against exact search (target {recall.get('target')}) measured by the build at nprobe {built_nprobe}, re-rank {built_rerank}"
                 if recall.get("recall_at_10") is not None else "no recall measured (built before recall targets)")
     return f"approximate: {entry['factory']}, nprobe {nprobe or built_nprobe}, re-rank {rerank or built_rerank} per result, {probe_slices or DEFAULT_PROBE_SLICES} probe slices; {measured}"
+
+
+def search_overrides(manifest: Mapping[str, Any], nprobe: int | None = None, rerank: int | None = None, probe_slices: int | None = None) -> dict[str, int]:
+    """The tools' search settings that differ from what the index searches with by default: they change
+    semantic_search's answers, so a run against a tool server that sets them is another run."""
+    entry, shards = manifest.get("ann") or {}, (manifest.get("faiss") or {}).get("factory", "Flat")
+    if entry.get("factory") is None:  # exact shards ignore them; per-part IVF shards probe nprobe lists
+        return {"nprobe": nprobe} if nprobe and shards != "Flat" else {}
+    own = dict(zip(("nprobe", "rerank", "probe_slices"), (*search_settings(entry), DEFAULT_PROBE_SLICES)))
+    used = {"nprobe": nprobe, "rerank": rerank, "probe_slices": probe_slices}
+    return {k: v for k, v in used.items() if v and v != own[k]}

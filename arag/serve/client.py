@@ -56,6 +56,14 @@ def same_counting(info: dict[str, Any]) -> str | None:
     return f"does not take the result-format parameter(s) {', '.join(ignored)}" if ignored else None
 
 
+def served_run_fingerprint(info: dict[str, Any]) -> str:
+    """A served index's fingerprint (GET /index), with the server's search overrides (tools.nprobe,
+    rerank, probe_slices) where they change answers: what a run's identity holds for the index
+    (arag.index.facts.search_overrides)."""
+    overrides = info.get("search_overrides") or {}
+    return str(info["fingerprint"]) + ("+search-" + ",".join(f"{k}={v}" for k, v in sorted(overrides.items())) if overrides else "")
+
+
 class RemoteTools(ToolCalls):
     """url: http://host:port; token: its bearer token (None: none sent); retries: extra tries of a
     connection that cannot be made; max_connections: pooled connections, and calls at once through

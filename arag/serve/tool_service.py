@@ -175,6 +175,8 @@ class ToolService:
             # the embedder (query instruction, precision), chunking, sentence splitter and vector search as served
             # (the tools' overrides applied), for the protocol card of a run against it
             "index_facts": {**manifest_facts(index.manifest), "vector_search": self.ctx.vectors.search_fact()},
+            # search settings that change answers from the index's own: a client's run id includes them
+            "search_overrides": self.ctx.vectors.search_overrides(),
             "tools": list(self.tools),
             "full_text": self.full_text,
             # A client checks these: its retrieved tokens and its result formats must be counted and shown here as it would.

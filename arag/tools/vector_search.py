@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from arag.index import ann
-from arag.index.facts import vector_search_fact
+from arag.index.facts import search_overrides, vector_search_fact
 from arag.index.store import Index
 from arag.index.vectors import inner_products
 from arag.small_sorted import best_first
@@ -53,6 +53,10 @@ class VectorSearch:
     def search_fact(self) -> str:
         """How this search scores sentences, its overrides applied (arag.index.facts.vector_search_fact)."""
         return vector_search_fact(self.index.manifest, self.nprobe, self.rerank, self.probe_slices)
+
+    def search_overrides(self) -> dict[str, int]:
+        """This search's settings that differ from the index's own (arag.index.facts.search_overrides)."""
+        return search_overrides(self.index.manifest, self.nprobe, self.rerank, self.probe_slices)
 
     def load(self) -> None:
         """Load the shards (or the ANN) now instead of on the first search."""

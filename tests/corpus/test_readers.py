@@ -86,6 +86,22 @@ def test_jsonl_parts_cover_every_line_once_with_true_line_numbers(tmp_path):
     assert plan_parts(spec) == parts  # deterministic plan: stable ids across runs
 
 
+def test_a_file_a_little_over_the_part_size_is_one_part_not_a_part_and_a_sliver(tmp_path):
+    rows = [{"doc_id": str(i), "text": "A sentence of some length. " * 3} for i in range(1000)]
+    path = write_jsonl(tmp_path / "c.jsonl", rows)
+    size = path.stat().st_size
+
+    def sizes(part_bytes: float) -> list[int]:
+        return [p.end - p.start for p in plan_parts(CorpusSpec("t", "jsonl", str(path), part_size_mb=part_bytes / 2**20))]
+
+    assert sizes(size / 1.2) == [size]  # 20% over: no 0.2 sliver
+    halves = sizes(size / 2.0)  # cut at the first line end past half: what is left is just under half
+    assert len(halves) == 2 and sum(halves) == size and min(halves) > 0.45 * size
+    assert len(sizes(size / 2.5)) == 3  # a half-part tail is over the slack: its own part
+    docs, _ = read_all(CorpusSpec("t", "jsonl", str(path), part_size_mb=size / 1.2 / 2**20))
+    assert [d.doc_id for d in docs] == [str(i) for i in range(1000)]
+
+
 def test_json_list_and_parquet_inputs(tmp_path):
     (tmp_path / "c.json").write_text(json.dumps([{"doc_id": "x", "text": "One."}, {"doc_id": "y", "text": ""}]))
     docs, rejects = read_all(CorpusSpec("t", "json", str(tmp_path / "c.json")))

@@ -470,6 +470,45 @@ def test_the_pipeline_measures_recall_and_semantic_search_uses_its_settings(ann_
         assert (searcher.nprobe, searcher.rerank_factor) == (entry["search"]["nprobe"], entry["search"]["rerank"])
 
 
+def test_a_servers_search_overrides_join_a_runs_index_fingerprint(ann_built, monkeypatch):
+    """tools.nprobe/rerank/probe_slices on a tool server change semantic_search's answers on an ANN
+    index: a run against it is not the run against the index folder, unless they equal its own."""
+    from arag.index.fingerprint import index_build_fingerprint
+    from types import SimpleNamespace
+
+    from arag.config.schemas import IndexSource
+    from arag.evaluation.run_config import open_run_index
+    from arag.methods import method_from_config
+    from arag.serve.client import RemoteTools, served_run_fingerprint
+    from arag.serve.sessions import SessionTrackers
+    from arag.serve.tool_service import ToolService
+    from arag.tools import ToolContext
+
+    root, manifest = ann_built
+    nprobe, rerank = ann.search_settings(manifest["ann"])
+    by_path = index_build_fingerprint(root)
+
+    def served(**tools) -> dict:
+        with ToolContext(root, **tools) as ctx:
+            return ToolService(ctx, sessions=SessionTrackers(), tools=("semantic_search",)).info()
+
+    for same in ({}, {"nprobe": nprobe, "rerank": rerank, "probe_slices": ann.DEFAULT_PROBE_SLICES}):
+        info = served(**same)
+        assert info["search_overrides"] == {} and served_run_fingerprint(info) == by_path
+    info = served(nprobe=nprobe + 1, probe_slices=ann.DEFAULT_PROBE_SLICES + 1)
+    assert info["search_overrides"] == {"nprobe": nprobe + 1, "probe_slices": ann.DEFAULT_PROBE_SLICES + 1}
+    assert served_run_fingerprint(info) == f"{by_path}+search-nprobe={nprobe + 1},probe_slices={ann.DEFAULT_PROBE_SLICES + 1}"
+    assert served_run_fingerprint(served(rerank=rerank * 2)) == f"{by_path}+search-rerank={rerank * 2}"
+    # an evaluation against such a server takes it into its run id (arag.evaluation.run_config)
+    monkeypatch.setattr(RemoteTools, "_request", lambda self, *args, **kwargs: SimpleNamespace(json=lambda: info))
+    method = method_from_config({"name": "m", "system_prompt": "s", "tools": ["semantic_search"]})
+    ran = open_run_index(IndexSource(url="http://127.0.0.1:9"), method)
+    assert ran.fingerprint == served_run_fingerprint(info) != by_path and ran.facts["vector_search"].startswith(f"approximate: {manifest['ann']['factory']}, nprobe {nprobe + 1},")
+    exact = open_index(root)
+    exact.manifest = dict(manifest, ann={"kind": "flat"})  # exact shards: the settings change nothing
+    assert VectorSearch(exact, nprobe=3, rerank=2, probe_slices=4).search_overrides() == {}
+
+
 def test_a_questions_file_joins_the_recall_measurement(ann_built, tmp_path):
     import dataclasses
 
