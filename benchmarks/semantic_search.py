@@ -287,18 +287,13 @@ def recall_interval(got: list[list[int]], exact: np.ndarray) -> tuple[float, flo
 
 def train_with_coarse_from(plan: ann.AnnPlan, sample: np.ndarray, coarse_from: Path) -> faiss.Index:
     """`plan`'s index with the coarse centroids of the ANN built at `coarse_from` (same lists and
-    dimension), so that only the PQ codebooks are trained: the k-means it skips is the one a
-    build of `plan` runs on the same sample with the same seed."""
-    built = ann.read_trained(ann.trained_path(coarse_from))
-    source = faiss.extract_index_ivf(built)  # a view: `built` must stay alive
-    if (source.nlist, source.d) != (plan.nlist, plan.dimension):
-        raise SystemExit(f"--coarse-from {coarse_from}: {source.nlist} lists of {source.d}-d, the plan needs {plan.nlist} of {plan.dimension}-d")
-    index = faiss.index_factory(plan.dimension, plan.factory, faiss.METRIC_INNER_PRODUCT)
-    faiss.extract_index_ivf(index).quantizer.add(source.quantizer.reconstruct_n(0, source.nlist))
-    if hasattr(index, "do_polysemous_training"):
-        index.do_polysemous_training = False
-    index.train(sample)  # FAISS skips the k-means of a quantizer that holds nlist centroids
-    return index
+    dimension), so that only the PQ codebooks are trained (arag.index.ann.train, as a pipeline build
+    does when it tries a larger code): the k-means it skips is the one a build of `plan` runs on the
+    same sample with the same seed."""
+    centroids = ann.coarse_centroids(ann.read_trained(ann.trained_path(coarse_from)))
+    if centroids.shape != (plan.nlist, plan.dimension):
+        raise SystemExit(f"--coarse-from {coarse_from}: {centroids.shape[0]} lists of {centroids.shape[1]}-d, the plan needs {plan.nlist} of {plan.dimension}-d")
+    return ann.train(plan, sample, centroids=centroids)
 
 
 def build_ann(root: Path, shards: list[Path], plan: ann.AnnPlan, per_part: int, coarse_from: Path | None = None) -> dict:

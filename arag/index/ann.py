@@ -273,13 +273,18 @@ def read_sample(flat_shards: dict[int, Path], part_rows: dict[int, int], size: i
     return np.ascontiguousarray(np.concatenate(out), dtype=np.float32)
 
 
-def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Index:
+def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False, centroids: np.ndarray | None = None) -> faiss.Index:
+    """`plan`'s index trained on `sample`; with `centroids` (nlist, d), those of an earlier training on the
+    same sample and seed (a larger code of the same lists): only the PQ codebooks are trained."""
     index = faiss.index_factory(plan.dimension, plan.factory, faiss.METRIC_INNER_PRODUCT)
     ivf = faiss.extract_index_ivf(index)
     ivf.cp.seed = plan.seed
     if hasattr(index, "do_polysemous_training"):
         # Polysemous codes speed up Hamming-filtered search, which we do not use; training them costs minutes.
         index.do_polysemous_training = False
+    if centroids is not None:
+        ivf.quantizer.add(np.ascontiguousarray(centroids, dtype=np.float32))  # FAISS skips k-means over a full quantizer
+        use_gpu = False
     if use_gpu:
         if faiss.get_num_gpus() < 1:
             raise RuntimeError("the ANN phase was asked to train on a GPU (runtime with GPUs), but this FAISS has no GPU: install the gpu extra (faiss-gpu-cu12)")
@@ -293,6 +298,12 @@ def train(plan: AnnPlan, sample: np.ndarray, use_gpu: bool = False) -> faiss.Ind
 
 # The trained index is written and read as a shard is: one FAISS index file, written atomically.
 write_trained, read_trained = write_shard, read_shard
+
+
+def coarse_centroids(trained: faiss.Index) -> np.ndarray:
+    """The (nlist, d) coarse centroids of a trained IVF index."""
+    ivf = faiss.extract_index_ivf(trained)
+    return ivf.quantizer.reconstruct_n(0, ivf.nlist)
 
 
 def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path, batch: int = 65_536) -> int:
@@ -501,6 +512,7 @@ def ann_entry(plan: AnnPlan, root: Path, trained: dict[str, Any], parts: list[di
         trained=str(trained_path(root).relative_to(root)),
         train_seconds=trained["seconds"],
         train_device=trained["device"],
+        **({"coarse_centroids_from": trained["coarse_from"]} if trained.get("coarse_from") else {}),
         rerank="exact, rows read from vectors/part-*.faiss",
         parts=sorted(parts, key=lambda p: p["part"]),
     )

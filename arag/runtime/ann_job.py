@@ -68,8 +68,9 @@ def _train_and_encode(plan: ann.AnnPlan, layout: IndexLayout, with_vectors: list
         tmp.unlink(missing_ok=True)
     record_path = folder / TRAINED_RECORD
     trained = ann.trained_path(root)
-    if trained.exists() and record_path.exists() and read_json(record_path).get("factory") == plan.factory:
-        training = read_json(record_path)
+    previous = read_json(record_path) if trained.exists() and record_path.exists() else {}
+    if previous.get("factory") == plan.factory:
+        training = previous
     else:
         for stale in folder.glob("part-*.ivf"):  # encoded with another trained index
             stale.unlink()
@@ -79,7 +80,9 @@ def _train_and_encode(plan: ann.AnnPlan, layout: IndexLayout, with_vectors: list
         # k-means is one multi-threaded task: give it the cores of the largest node (up to 16).
         threads = _largest_node_cpus(use_gpu)
         task = ray.remote(_train).options(num_cpus=threads, num_gpus=1 if use_gpu else 0, max_retries=2)
-        training = ray.get(task.remote(plan, shards, rows, str(trained), use_gpu, threads))
+        # A larger code of the same lists (ann.with_larger_code) keeps the coarse centroids its k-means found.
+        same_lists = previous.get("factory", "").split(",")[0] == f"IVF{plan.nlist}" and previous.get("sample") == plan.train_size
+        training = ray.get(task.remote(plan, shards, rows, str(trained), use_gpu, threads, previous if same_lists else None))
         write_json_atomic(record_path, training)  # after trained.faiss: its presence means training is done
     todo = [r for r in with_vectors if not ann.part_lists_path(root, r.part).exists()]
     parts = {r.part: _part_record(root, r.part, r.num_sentences, None) for r in with_vectors if r not in todo}
@@ -138,14 +141,18 @@ def _largest_node_cpus(with_gpu: bool) -> int:
     return max(1, min(TRAIN_MAX_CPUS, int(max((n.get("CPU", 0) for n in nodes), default=1))))
 
 
-def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], target: str, use_gpu: bool, threads: int) -> dict[str, Any]:
+def _train(plan: ann.AnnPlan, shards: dict[int, str], rows: dict[int, int], target: str, use_gpu: bool, threads: int, coarse_from: dict[str, Any] | None = None) -> dict[str, Any]:
+    """coarse_from: the record of the index trained at `target` on the same lists and sample, whose
+    coarse centroids are taken rather than computed again by the same k-means."""
     faiss.omp_set_num_threads(threads)
     started = time.perf_counter()
+    centroids = ann.coarse_centroids(ann.read_trained(Path(target))) if coarse_from else None
     sample = ann.read_sample({p: Path(s) for p, s in shards.items()}, rows, plan.train_size, plan.seed)
     read_s = time.perf_counter() - started
-    index = ann.train(plan, sample, use_gpu=use_gpu)
+    index = ann.train(plan, sample, use_gpu=use_gpu, centroids=centroids)
     ann.write_trained(index, Path(target))
     return {
+        **({"coarse_from": coarse_from["factory"]} if coarse_from else {}),
         "factory": plan.factory,
         "sample": len(sample),
         "seconds": round(time.perf_counter() - started, 3),

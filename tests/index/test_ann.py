@@ -549,6 +549,40 @@ def test_an_unreachable_recall_target_is_one_error_naming_the_setting(ann_built,
     assert "\n" not in str(err.value)
 
 
+def test_a_larger_code_keeps_the_coarse_centroids_of_the_first_training(ann_built, tmp_path, monkeypatch):
+    """When the derived code misses the target, the larger code is trained on the same lists: its
+    k-means (same sample, same seed) is not run again, the first training's centroids are taken."""
+    from types import SimpleNamespace
+
+    from arag.index.layout import read_json
+    from arag.runtime import ann_job
+
+    root, manifest = ann_built
+    parts = [clustered(n, seed) for seed, n in enumerate([7000, 5000, 1, 8000])]
+    layout = write_parts(tmp_path / "idx", parts)
+    records = [SimpleNamespace(part=p, num_sentences=len(v)) for p, v in enumerate(parts)]
+    first = ann.plan_ann("ivfpq", sum(map(len, parts)), DIM)
+    measure, measured = ann_job._measure_recall, []
+
+    def first_code_misses(*args):  # the first code's measurement says no setting reached the target
+        result = measure(*args)
+        measured.append(json.loads((ann.ann_dir(layout.root) / ann_job.TRAINED_RECORD).read_text()))
+        return ({**result[0], "best": None}, result[1]) if len(measured) == 1 else result
+
+    monkeypatch.setattr(ann_job, "_measure_recall", first_code_misses)
+    entry = ann_job.run_ann_phase(_settings(Path(manifest["corpus"]["path"]), "ivfpq"), layout, records, progress=False, use_gpu=False)
+    larger = ann.with_larger_code(first)
+    assert [m["factory"] for m in measured] == [first.factory, larger.factory] and "coarse_from" not in measured[0]
+    assert (measured[1]["coarse_from"], entry["coarse_centroids_from"], entry["factory"]) == (first.factory, first.factory, larger.factory)
+    assert entry["recall"]["codes_tried"] == [first.factory, larger.factory]
+    assert read_json(ann.ann_dir(layout.root) / ann_job.TRAINED_RECORD)["factory"] == larger.factory
+
+    # Given centroids are the quantizer's, exactly: no k-means moved them.
+    given = clustered(first.nlist, seed=99)
+    index = ann.train(larger, np.concatenate(parts)[: first.train_size], centroids=given)
+    assert np.array_equal(ann.coarse_centroids(index), given) and index.is_trained
+
+
 def test_auto_above_the_threshold_builds_a_searchable_ann(ann_built):
     from arag.tools import ToolContext
     from tests.support import tools_reference as reference
