@@ -28,22 +28,9 @@ class LlamaCppBackend(BlockingBackend):
     def threads_in_process(cls, cfg: Mapping[str, Any], cores: int | None = None) -> int | None:
         return int(cfg.get("n_threads") or cores or os.cpu_count() or 1)
 
-    def __init__(
-        self,
-        model: str = "qwen2.5-coder-1.5b-instruct",
-        *,
-        model_path: str | None = None,
-        n_ctx: int = 8192,
-        n_threads: int | None = None,
-        n_batch: int = 512,
-        seed: int = 0,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        reasoning_effort: str | None = None,
-        on_unsupported: str = "error",
-        family: str | None = None,
-        verbose: bool = False,
-    ):
+    def __init__(self, model: str = "qwen2.5-coder-1.5b-instruct", *, model_path: str | None = None, n_ctx: int = 8192,
+                 n_threads: int | None = None, n_batch: int = 512, seed: int = 0, max_tokens: int | None = None, temperature: float = 0.0,
+                 reasoning_effort: str | None = None, on_unsupported: str = "error", family: str | None = None, verbose: bool = False):
         family = family or (MODELS[model].chat_family if model in MODELS else family_of(model))
         reasoning = resolve(reasoning_effort, family, on_unsupported=on_unsupported)
         if reasoning.thinking_budget is not None or reasoning.request:

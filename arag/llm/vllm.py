@@ -122,37 +122,14 @@ class VLLMBackend(LLMBackend):
         if cfg.get("connector") is None and _default_connector is None:
             importlib.import_module(RUNTIME_MODULE)
 
-    def __init__(
-        self,
-        model: str = "qwen2.5-coder-0.5b-instruct-q4",
-        *,
-        model_path: str | None = None,
-        dtype: str = "bfloat16",
-        max_model_len: int = 8192,
-        tensor_parallel_size: int = 1,
-        num_gpus: float = 0,
-        num_cpus: float = 1,
-        gpu_memory_utilization: float = 0.9,
-        kv_cache_gb: float | None = None,
-        enable_prefix_caching: bool = True,
-        max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
-        enforce_eager: bool = False,
-        tool_parser: str | None = "auto",
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        seed: int | None = 0,
-        reasoning_effort: str | None = None,
-        family: str | None = None,
-        on_unsupported: str = "error",
-        actor_name: str | None = None,
-        detached: bool = False,
-        max_inflight: int = DEFAULT_MAX_INFLIGHT,
-        timeout_s: float = 600.0,
-        startup_timeout_s: float = 1800.0,
-        engine_kwargs: dict[str, Any] | None = None,
-        env: dict[str, Any] | None = None,
-        connector: EngineConnector | None = None,
-    ):
+    def __init__(self, model: str = "qwen2.5-coder-0.5b-instruct-q4", *, model_path: str | None = None, dtype: str = "bfloat16",
+                 max_model_len: int = 8192, tensor_parallel_size: int = 1, num_gpus: float = 0, num_cpus: float = 1,
+                 gpu_memory_utilization: float = 0.9, kv_cache_gb: float | None = None, enable_prefix_caching: bool = True,
+                 max_num_seqs: int = DEFAULT_MAX_NUM_SEQS, enforce_eager: bool = False, tool_parser: str | None = "auto",
+                 max_tokens: int | None = None, temperature: float = 0.0, seed: int | None = 0, reasoning_effort: str | None = None,
+                 family: str | None = None, on_unsupported: str = "error", actor_name: str | None = None, detached: bool = False,
+                 max_inflight: int = DEFAULT_MAX_INFLIGHT, timeout_s: float = 600.0, startup_timeout_s: float = 1800.0,
+                 engine_kwargs: dict[str, Any] | None = None, env: dict[str, Any] | None = None, connector: EngineConnector | None = None):
         family = family or (MODELS[model].chat_family if model in MODELS else family_of(model))
         reasoning = vllm_reasoning(reasoning_effort, family, on_unsupported)
         super().__init__(model, reasoning=reasoning, max_tokens=max_tokens, temperature=temperature)
@@ -168,22 +145,11 @@ class VLLMBackend(LLMBackend):
         self.timeout_s, self.startup_timeout_s = timeout_s, startup_timeout_s
         self.detached, self.max_inflight = detached, max_inflight
         self._model_path = model_path
-        self._spec_args = dict(
-            dtype=dtype,
-            max_model_len=max_model_len,
-            tensor_parallel_size=tensor_parallel_size,
-            num_gpus=num_gpus,
-            num_cpus=num_cpus,
-            gpu_memory_utilization=gpu_memory_utilization,
-            kv_cache_gb=kv_cache_gb,
-            enable_prefix_caching=enable_prefix_caching,
-            max_num_seqs=max_num_seqs,
-            enforce_eager=enforce_eager,
-            seed=seed or 0,
-            tool_parser=tool_parser,
-            engine_kwargs=dict(engine_kwargs or {}),
-            env={k: str(v) for k, v in (env or {}).items()},
-        )
+        self._spec_args = dict(dtype=dtype, max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size, num_gpus=num_gpus,
+                               num_cpus=num_cpus, gpu_memory_utilization=gpu_memory_utilization, kv_cache_gb=kv_cache_gb,
+                               enable_prefix_caching=enable_prefix_caching, max_num_seqs=max_num_seqs, enforce_eager=enforce_eager,
+                               seed=seed or 0, tool_parser=tool_parser, engine_kwargs=dict(engine_kwargs or {}),
+                               env={k: str(v) for k, v in (env or {}).items()})
         self._requested_name = actor_name
         self._connector = connector
         self._connection: EngineConnection | None = None
@@ -220,17 +186,10 @@ class VLLMBackend(LLMBackend):
         return {**super().describe(), **{k: s[k] for k in keys}, "model_path": self._model_path, "actor": self.actor_name, "seed": self.seed}
 
     def request(self, messages: list[Message], tools: list[dict[str, Any]] | None, response_schema: dict[str, Any] | None, max_tokens: int | None) -> dict[str, Any]:
-        return {
-            "messages": [m.to_openai() for m in messages],
-            "tools": tools or None,
-            "response_schema": response_schema,
-            "max_tokens": max_tokens or self.max_tokens,
-            "temperature": self.temperature,
-            "seed": self.seed,
-            "chat_template_kwargs": dict(self.reasoning.chat_template_kwargs),
-            "thinking": self.thinking,
-            "thinking_budget": self.reasoning.thinking_budget,
-        }
+        return {"messages": [m.to_openai() for m in messages], "tools": tools or None, "response_schema": response_schema,
+                "max_tokens": max_tokens or self.max_tokens, "temperature": self.temperature, "seed": self.seed,
+                "chat_template_kwargs": dict(self.reasoning.chat_template_kwargs), "thinking": self.thinking,
+                "thinking_budget": self.reasoning.thinking_budget}
 
     def connection(self) -> EngineConnection:
         with self._connection_lock:  # episodes starting together ask at once: one registration per backend

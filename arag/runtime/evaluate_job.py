@@ -64,15 +64,8 @@ def tool_server_caps(settings: RunSettings, in_flight: int, server_info: dict[st
 class EpisodeWorker:
     """A Ray actor (async): one EpisodeRunner, up to `max_concurrency` episodes at once."""
 
-    def __init__(
-        self,
-        settings: dict[str, Any],
-        overrides: list[str],
-        episode_timeout_s: float | None,
-        model_overrides: dict[str, Any] | None = None,
-        secrets: dict[str, str] | None = None,
-        episodes_at_once: int | None = None,
-    ):
+    def __init__(self, settings: dict[str, Any], overrides: list[str], episode_timeout_s: float | None,
+                 model_overrides: dict[str, Any] | None = None, secrets: dict[str, str] | None = None, episodes_at_once: int | None = None):
         # One model connection and one tool-server connection per episode in flight.
         if short := ensure_open_files(2 * max(1, int(episodes_at_once or 1)), f"runtime.concurrency={episodes_at_once} episodes in flight"):
             log.warning("%s", short)
@@ -134,19 +127,9 @@ class EpisodeScheduler:
     yet written. `run` loops: fill every ready worker's slots, wait for whatever finishes first (a
     worker becoming ready, or an episode), handle it, write a batch when one is due."""
 
-    def __init__(
-        self,
-        settings: RunSettings,
-        questions: list[Question],
-        store: RunStore,
-        runtime: EvalRuntime,
-        *,
-        attempts: dict[str, int] | None = None,
-        overrides: list[str] | None = None,
-        progress: bool = True,
-        on_row: Callable[[dict[str, Any]], None] | None = None,
-        server_info: dict[str, Any] | None = None,
-    ):
+    def __init__(self, settings: RunSettings, questions: list[Question], store: RunStore, runtime: EvalRuntime, *,
+                 attempts: dict[str, int] | None = None, overrides: list[str] | None = None, progress: bool = True,
+                 on_row: Callable[[dict[str, Any]], None] | None = None, server_info: dict[str, Any] | None = None):
         self.settings, self.store, self.runtime, self.on_row = settings, store, runtime, on_row
         self.server_info = server_info  # a served index's description, read when the run was set up
         self.attempts = dict(attempts or {})

@@ -74,19 +74,9 @@ def run_part_tasks(task: Callable[..., Any], parts: Sequence[P], shared: Mapping
         yield pickle.loads(row["result"])
 
 
-def run_parts(
-    plan: Sequence[P],
-    done: Mapping[int, R],
-    task: Callable[..., R],
-    shared: Mapping[str, Any],
-    *,
-    tasks: PartTasks = PartTasks(),
-    progress: bool = True,
-    desc: str = "parts",
-    unit: str = "part",
-    size: Callable[[P], int] = lambda part: 1,
-    totals: Mapping[str, str] | None = None,
-) -> list[R]:
+def run_parts(plan: Sequence[P], done: Mapping[int, R], task: Callable[..., R], shared: Mapping[str, Any], *, tasks: PartTasks = PartTasks(),
+              progress: bool = True, desc: str = "parts", unit: str = "part", size: Callable[[P], int] = lambda part: 1,
+              totals: Mapping[str, str] | None = None) -> list[R]:
     """Every part's record in plan order: `done`'s as they are, the others `task(part, **shared)`'s.
     size: a part's progress units; totals: {label: record attribute} summed beside the bar."""
     records: dict[int, R] = dict(done)

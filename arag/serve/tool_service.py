@@ -70,19 +70,9 @@ class ToolService:
     """full_text: the default for calls that do not say (MCP calls never do); the other arguments are
     the `serve.*` settings of the same names (docs/configuration.md)."""
 
-    def __init__(
-        self,
-        ctx: ToolContext,
-        *,
-        sessions: SessionTrackers,
-        tools: tuple[str, ...] = tuple(TOOLS),
-        full_text: bool = False,
-        threads: int = 16,
-        workers: ToolWorkerPool | None = None,
-        ceilings: DocumentToolSettings | None = None,
-        max_response_bytes: int = 4 * 2**20,
-        max_connections: int | None = None,
-    ):
+    def __init__(self, ctx: ToolContext, *, sessions: SessionTrackers, tools: tuple[str, ...] = tuple(TOOLS), full_text: bool = False,
+                 threads: int = 16, workers: ToolWorkerPool | None = None, ceilings: DocumentToolSettings | None = None,
+                 max_response_bytes: int = 4 * 2**20, max_connections: int | None = None):
         if max_response_bytes < 1024:
             raise ValueError(f"serve.max_response_bytes must be at least 1024, got {max_response_bytes}")
         if threads < 1:

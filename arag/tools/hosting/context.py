@@ -45,22 +45,10 @@ class ToolContext(ToolCalls):
     (docs/configuration.md).
     """
 
-    def __init__(
-        self,
-        index: str | Path | Index,
-        *,
-        encoder: Encoder | None = None,
-        cache_dir: str | Path | None = None,
-        accelerate: bool = True,
-        nprobe: int | None = None,
-        rerank: int | None = None,
-        duckdb_threads: int | None = None,
-        batch_window_s: float = 0.001,
-        max_active: int | None = None,
-        encoder_threads: int | None = None,
-        resident_vectors: bool | None = None,
-        probe_slices: int | None = None,
-    ):
+    def __init__(self, index: str | Path | Index, *, encoder: Encoder | None = None, cache_dir: str | Path | None = None,
+                 accelerate: bool = True, nprobe: int | None = None, rerank: int | None = None, duckdb_threads: int | None = None,
+                 batch_window_s: float = 0.001, max_active: int | None = None, encoder_threads: int | None = None,
+                 resident_vectors: bool | None = None, probe_slices: int | None = None):
         if encoder_threads is not None and int(encoder_threads) < 1:
             raise ValueError(f"encoder_threads must be at least 1, got {encoder_threads}")
         self.encoder_threads = None if encoder_threads is None else int(encoder_threads)
