@@ -61,7 +61,7 @@ SESSION_PARAMETERS = [
 def openapi_document(tools: dict[str, ToolSpec], *, token: bool, version: str) -> dict[str, Any]:
     paths: dict[str, Any] = {
         "/tools": {"get": {"summary": "The tools' function schemas (OpenAI style)", "operationId": "list_tools", "responses": {"200": {"description": "{'tools': [schema, ...]}", "content": {"application/json": {"schema": {"type": "object"}}}}, **COMMON_ERRORS}}},
-        "/index": {"get": {"summary": "The served index: fingerprint, sizes, tools, its facts (index_facts: embedder, query instruction, precision, chunking, sentence splitter), and the connections the server takes at once (max_connections)", "operationId": "index_info", "responses": {"200": {"description": "index facts", "content": {"application/json": {"schema": {"type": "object"}}}}, **COMMON_ERRORS}}},
+        "/index": {"get": {"summary": "The served index: fingerprint, sizes, tools, its facts (index_facts: embedder, query instruction, precision, chunking, sentence splitter, vector search), the search settings that differ from the index's own (search_overrides: part of a run's id), and the connections the server takes at once (max_connections)", "operationId": "index_info", "responses": {"200": {"description": "index facts", "content": {"application/json": {"schema": {"type": "object"}}}}, **COMMON_ERRORS}}},
         "/chunks/titles": {
             "post": {
                 "summary": "Titles of chunks by id (at most 50 ids)",
