@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from arag.index.layout import read_json
-from arag.runtime.part_runner import quiet_ray_data
+from arag.runtime.part_runner import ray_data_for_parts
 
 
 def join_ray(ray_init: Callable[[], object], log: logging.Logger) -> None:
     log.info("ray: %s", ray_init())
-    quiet_ray_data()
+    ray_data_for_parts()
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,14 @@ class PartTasks:
             raise ValueError(f"max_in_flight must be at least 1, got {self.max_in_flight}")
 
 
-def quiet_ray_data() -> None:
-    """No bars or banners of Ray Data's own (the jobs show theirs); results in submission order."""
+def ray_data_for_parts() -> None:
+    """No bars or banners of Ray Data's own (the jobs show theirs); results in submission order; no
+    limit on a part's time: Ray Data fails a dataset that moves nothing for 30 min, and one part
+    can take longer (a 64 MiB part embedded by MiniLM on 2 busy cores). A failed task is still retried."""
     import ray.data
 
     ctx = ray.data.DataContext.get_current()
+    ctx.execution_no_progress_timeout_s = -1
     ctx.enable_progress_bars = False
     ctx.execution_options.preserve_order = True
     ctx.print_on_execution_start = False
@@ -59,7 +62,7 @@ def run_part_tasks(task: Callable[..., Any], parts: Sequence[P], shared: Mapping
 
     if not parts:
         return
-    quiet_ray_data()
+    ray_data_for_parts()
     rows = [{"part": pickle.dumps(p)} for p in parts]  # small descriptors (file, byte range), never data
     ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(
         _apply,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from arag.corpus.readers import CorpusError
-from arag.runtime.part_runner import PartTasks, run_parts
+from arag.runtime.part_runner import PartTasks, run_part_tasks, run_parts
 
 
 @dataclass(frozen=True)
@@ -50,3 +50,21 @@ def test_a_task_error_is_raised_as_itself(ray_local):
 def test_in_flight_must_be_positive():
     with pytest.raises(ValueError, match="max_in_flight must be at least 1"):
         PartTasks(max_in_flight=0)
+
+
+def slow_double(part: Part, *, factor: int, seconds: float) -> Record:
+    import time
+
+    time.sleep(seconds)
+    return double(part, factor=factor)
+
+
+def test_a_part_may_take_longer_than_ray_datas_no_progress_limit(ray_local):
+    """Ray Data fails a dataset that moves nothing for its limit (30 min by default); a part is the
+    unit of progress and a large one may take longer, so the part runner lifts it."""
+    import ray.data
+
+    ray.data.DataContext.get_current().execution_no_progress_timeout_s = 1  # as if 30 min had passed
+    rows = list(run_part_tasks(slow_double, [Part(0, 3)], {"factor": 2, "seconds": 4.0}, PartTasks()))
+    assert [r.doubled for r in rows] == [6]
+
