@@ -33,26 +33,35 @@ def embedder_facts(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"query_instruction": prompt, "dtype": spec.get("dtype") or "float32"}
 
 
+SEARCH_KEYS = ("nprobe", "rerank", "probe_slices")
+EACH_SHARDS_OWN = "each shard's own"
+
+
+def _searched(manifest: Mapping[str, Any], given: tuple[int | None, ...]) -> tuple[dict[str, Any], str, dict[str, int], dict[str, int]]:
+    """(the ANN entry, the shards' factory, the ANN's own search settings, those searched with: `given`
+    (nprobe, rerank, probe_slices) where set, else its own)."""
+    entry, shards = manifest.get("ann") or {}, (manifest.get("faiss") or {}).get("factory", "Flat")
+    own = dict(zip(SEARCH_KEYS, (*search_settings(entry), DEFAULT_PROBE_SLICES))) if entry.get("factory") else {}
+    return entry, shards, own, {k: v or own.get(k) for k, v in zip(SEARCH_KEYS, given)}
+
+
 def vector_search_fact(manifest: Mapping[str, Any], nprobe: int | None = None, rerank: int | None = None, probe_slices: int | None = None) -> str:
     """How semantic_search scores a query against the sentences, given the tools' overrides: "exact" (every
     sentence's cosine, A-RAG §3.2) or "approximate: ..." naming the ANN, its search settings and the
     recall@10 its build measured (arag.index.ann_recall)."""
-    entry, shards, own = manifest.get("ann") or {}, (manifest.get("faiss") or {}).get("factory", "Flat"), "each shard's own"
-    if entry.get("factory") is None:
-        return "exact" if shards == "Flat" else f"approximate: per-part {shards} shards, nprobe {nprobe or own}"
-    built_nprobe, built_rerank = search_settings(entry)
+    entry, shards, own, used = _searched(manifest, (nprobe, rerank, probe_slices))
+    if not own:
+        return "exact" if shards == "Flat" else f"approximate: per-part {shards} shards, nprobe {nprobe or EACH_SHARDS_OWN}"
     recall = entry.get("recall") or {}
-    measured = (f"recall@10 {recall['recall_at_10']} against exact search (target {recall.get('target')}) measured by the build at nprobe {built_nprobe}, re-rank {built_rerank}"
+    measured = (f"recall@10 {recall['recall_at_10']} against exact search (target {recall.get('target')}) measured by the build at nprobe {own['nprobe']}, re-rank {own['rerank']}"
                 if recall.get("recall_at_10") is not None else "no recall measured (built before recall targets)")
-    return f"approximate: {entry['factory']}, nprobe {nprobe or built_nprobe}, re-rank {rerank or built_rerank} per result, {probe_slices or DEFAULT_PROBE_SLICES} probe slices; {measured}"
+    return f"approximate: {entry['factory']}, nprobe {used['nprobe']}, re-rank {used['rerank']} per result, {used['probe_slices']} probe slices; {measured}"
 
 
 def search_overrides(manifest: Mapping[str, Any], nprobe: int | None = None, rerank: int | None = None, probe_slices: int | None = None) -> dict[str, int]:
     """The tools' search settings that differ from what the index searches with by default: they change
     semantic_search's answers, so a run against a tool server that sets them is another run."""
-    entry, shards = manifest.get("ann") or {}, (manifest.get("faiss") or {}).get("factory", "Flat")
-    if entry.get("factory") is None:  # exact shards ignore them; per-part IVF shards probe nprobe lists
+    _, shards, own, used = _searched(manifest, (nprobe, rerank, probe_slices))
+    if not own:  # exact shards ignore them; per-part IVF shards probe nprobe lists
         return {"nprobe": nprobe} if nprobe and shards != "Flat" else {}
-    own = dict(zip(("nprobe", "rerank", "probe_slices"), (*search_settings(entry), DEFAULT_PROBE_SLICES)))
-    used = {"nprobe": nprobe, "rerank": rerank, "probe_slices": probe_slices}
-    return {k: v for k, v in used.items() if v and v != own[k]}
+    return {k: v for k, v in used.items() if v != own[k]}
