@@ -34,6 +34,7 @@ from arag.index import ann, ann_recall
 from arag.index.store import open_index
 from arag.report.intervals import bootstrap_interval
 from arag.tools.vector_search import VectorSearch
+from benchmarks.semantic_search import exact_top
 from tests.support import ann_data
 
 K = ann_recall.RECALL_K
@@ -41,12 +42,6 @@ K = ann_recall.RECALL_K
 
 def shards_of(root: Path) -> dict[int, Path]:
     return {p.part: p.vectors.resolve() for p in open_index(root).parts if p.num_sentences}
-
-
-def exact_top(shards: dict[int, Path], queries: np.ndarray) -> np.ndarray:
-    """Exact top-10 sentence ids of every question over all shards (the build's own functions)."""
-    sample = ann_recall.QuerySample(queries, np.full(len(queries), -1, np.int64), 0, len(queries))
-    return ann_recall.merge_neighbours([ann_recall.exact_neighbours(path, part, sample) for part, path in sorted(shards.items())])
 
 
 def per_query_recall(got: list[np.ndarray], exact: np.ndarray) -> list[float]:
@@ -75,7 +70,7 @@ def main() -> None:
         raise SystemExit(f"{roots[0]} and {roots[1]} do not hold the same exact shards: no side by side on different data")
     queries = ann_data.query_vectors(Path(args.workdir), args.tune_questions + args.queries, kind=args.embedder)[args.tune_questions :]
     t = time.perf_counter()
-    exact = exact_top(shards[0], queries)
+    exact = exact_top(sorted(shards[0].items()), queries)
     print(f"{len(queries)} held-out questions; exact top-{K} over {len(shards[0])} shards in {time.perf_counter() - t:.1f} s", flush=True)
 
     sides = []

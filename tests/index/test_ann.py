@@ -239,7 +239,7 @@ def test_semantic_search_uses_the_recorded_settings(ann_index, tmp_path):
         manifest["ann"]["search"] = search_record
         layout.manifest.write_text(json.dumps(manifest))
         search = VectorSearch(open_index(layout.root))
-        return sum(len(set(search.search(q[None, :], 10)[1].tolist()) & set(brute_force(parts, q, 10)[1].tolist())) for q in queries) / 1000
+        return sum(len(set(search.search(q[None, :], 10)[1].ravel().tolist()) & set(brute_force(parts, q, 10)[1].tolist())) for q in queries) / 1000
 
     original = dict(manifest["ann"]["search"])
     try:
@@ -626,6 +626,44 @@ def test_auto_below_the_threshold_stays_exact(small_corpus, tmp_path):
     }
     assert not (tmp_path / "idx" / "vectors" / "ann").exists()
     assert VectorSearch(open_index(tmp_path / "idx")).kind == "flat"
+
+
+@pytest.mark.slow
+def test_the_semantic_benchmark_measures_a_built_index_against_its_own_shards(ann_built, tmp_path):
+    """`python -m benchmarks.semantic_search --index`: the recall it prints for the manifest's settings
+    is semantic_search's top 10 against brute force over the index's own shards, on the first
+    questions of the file (the build measured on none)."""
+    import subprocess
+    import sys
+
+    from arag.index.embedding import SentenceEmbedder, on_this_machine
+    from tests.support import ann_data
+
+    root, manifest = ann_built
+    out, n = tmp_path / "figures.json", 12
+    command = [sys.executable, "-m", "benchmarks.semantic_search", "--index", str(root), "--queries", str(n), "--anchor-queries", "4",
+               "--slices", "1", "--callers", "1", "--workdir", str(tmp_path / "work"), "--json", str(out)]
+    done = subprocess.run(command, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    assert (figures["vectors"], figures["factory"]) == (manifest["num_sentences"], manifest["ann"]["factory"])
+    chosen = [row for row in figures["rows"] if row["chosen"]]  # rows in memory or read, 1 or the default slices
+
+    index = open_index(root)
+    with ann_data.QUESTIONS.open() as f:
+        texts = [json.loads(line)["question"] for _, line in zip(range(n), f)]
+    queries = np.asarray(SentenceEmbedder(on_this_machine(index.embedder_spec)).encode_queries(texts), np.float32)
+    parts = [p for p in index.parts if p.num_sentences]
+    stored = np.concatenate([np.asarray(ann.map_flat_shard(p.vectors)) for p in parts])
+    ids = np.concatenate([part_ids(p.part, p.num_sentences) for p in parts])
+    search = VectorSearch(index)
+    found = []
+    for q in queries:
+        scores = stored @ q
+        exact = set(ids[np.lexsort((ids, -scores))[:10]].tolist())
+        found.append(len(exact & set(search.search(q[None, :], 10)[1].ravel().tolist())) / 10)
+    assert {row["rows"] for row in chosen} == {"memory", "pread"}
+    assert [row["recall"] for row in chosen] == pytest.approx([np.mean(found)] * len(chosen))
 
 
 def test_ann_phase_resumes_with_only_the_missing_parts(ann_built):
