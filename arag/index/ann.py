@@ -33,7 +33,8 @@ ANN_CHOICES = ("auto", "flat", "ivfpq")
 # (`--sizes 250000,1000000`): an exact scan of 250k 384-d vectors took 17 ms p50 per query on 2
 # cores, 1M took ~175 ms, growing linearly, while IVF-PQ stays at a few ms at 1M.
 AUTO_FLAT_MAX_SENTENCES = 250_000
-# k-means wants >= 39 training vectors per list; 64 per list gives stable centroids.
+# FAISS's k-means warns below 39 training vectors per list; 64 per list is a choice above that, not
+# a measured optimum (a larger sample costs k-means time linearly).
 TRAIN_PER_LIST = 64
 MIN_TRAIN_PER_LIST = 39
 PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids per sub-quantizer
@@ -43,18 +44,20 @@ PQ_TRAIN_SIZE = 256 * MIN_TRAIN_PER_LIST  # 8-bit PQ codebooks: 256 centroids pe
 PQ_DIMS_PER_SUBVECTOR = 4
 # From this many sentences `auto`/`ivfpq` derive a fast-scan IVF-PQ (`IVF<lists>,PQ<m>x4fs`): ~1/2.6 of
 # 8-bit PQ's cost per code byte (`python -m benchmarks.fastscan_cost`), but recall 0.99 needs ~10x the
-# exact re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md). 4M is an unmeasured
+# exact re-rank (1,280 rows at 500k, 2,560 at 1M static vectors: benchmarks/RESULTS.md, "Fast-scan"). 4M is an unmeasured
 # estimate of the crossing at 3 µs a re-ranked row (lower at ann_recall.RERANK_NS_PER_ROW's warm 1.1 µs;
 # `python -m benchmarks.ann_side_by_side` measures a size). One 4-bit sub-quantizer per 4 dimensions
-# reached only recall@10 0.948 on questions (2,560 candidates, 500k).
+# reached only recall@10 0.948 on questions (2,560 candidates, 500k: `python -m benchmarks.semantic_search
+# --embedder static --sizes 500000 --tune-questions 500 --queries 300 --factory IVF2048,PQ64x4fs`).
 FASTSCAN_MIN_SENTENCES = 4_000_000
 FASTSCAN_LISTS_PER_SQRT = 4
 FASTSCAN_BITS = 4
 FASTSCAN_DIMS_PER_SUBVECTOR = 2
 SAMPLE_SEED = 0
 # Search settings of an ANN built before recall targets (newer builds record their own:
-# arag.index.ann_recall), from benchmarks/semantic_search.py for recall@10 >= 0.99 at 10M
-# (IVF4096,PQ96: nprobe 256 and rerank 64 gave 0.994 at 21.6 ms p50; rerank 16 gave 0.986, nprobe 128 0.983).
+# arag.index.ann_recall): at 10M, IVF4096,PQ96 with nprobe 256 and rerank 64 gave recall@10 0.994 at
+# 21.4 ms p50 (`python -m benchmarks.semantic_search --sizes 1000000,4000000,10000000 --reuse
+# --nprobe 128,256,512 --rerank 16,64 --keep`, an earlier version of the script: benchmarks/RESULTS.md).
 DEFAULT_NPROBE = 256
 DEFAULT_RERANK = 64
 MIN_CANDIDATES = 256
