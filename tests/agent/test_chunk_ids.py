@@ -248,7 +248,7 @@ def test_the_grammar_lists_only_the_shown_ids(agent_ctx):
     _, schemas = guarded_run(agent_ctx, [action("keyword_search", keywords=["Lothair II"]), {"answer": "x"}])
     gbnf = llama_grammar.json_schema_to_gbnf(json.dumps(grammar_schema(schemas[1])))
     shown = [h.chunk_id for h in searched.results]
-    assert all(f'\\"{c}\\"' in gbnf for c in shown)
+    assert shown and all(f'\\"{c}\\"' in gbnf for c in shown)
     unshown = [c for c in ("0#0", "1#0", "1#1", "2#0", "3#0") if c not in shown]
     assert unshown and not any(f'\\"{c}\\"' in gbnf for c in unshown)
     llama_grammar.LlamaGrammar.from_json_schema(json.dumps(grammar_schema(schemas[1])), verbose=False)  # compiles

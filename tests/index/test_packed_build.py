@@ -145,8 +145,12 @@ def test_benchmark_corpora_default_to_the_papers_chunking(corpus, mode):
 
 
 def test_the_evaluate_config_accepts_a_corpus_with_index_defaults():
+    overrides = ["model=scripted", "+corpus=2wikimultihopqa-linearrag"]
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        checked_settings(compose(config_name="evaluate", overrides=["model=scripted", "+corpus=2wikimultihopqa-linearrag"]))
+        config = checked_settings(compose(config_name="evaluate", overrides=overrides))
+        assert (config.corpus["name"], config.corpus["chunking"]) == ("2wikimultihopqa-linearrag", "per_document")
+        with pytest.raises(ValueError, match="chunkng"):  # the same check refuses a key no corpus has
+            checked_settings(compose(config_name="evaluate", overrides=[*overrides, "+corpus.chunkng=packed"]))
 
 
 @pytest.mark.skipif(not (DATA_DIR / "2wikimultihopqa").is_dir(), reason=f"no 2Wiki data under {DATA_DIR}")

@@ -21,7 +21,7 @@ FAST = AgentConfig(max_steps=2, llm_attempts=1)
 def test_requests_in_flight_reach_the_limit_past_httpx_default_pool():
     """128 requests at once reach the endpoint: httpx's default pool (100 connections) would hold
     28 of them back whatever the backend's limit."""
-    server = fixed_latency(0.0, hold_until=128, hold_timeout_s=5.0)
+    server = fixed_latency(0.0, hold_until=128, hold_timeout_s=60.0)
     with serve(server) as base:
         backend = OpenAIBackend("m", base_url=base, max_concurrency=128)
 
@@ -35,7 +35,7 @@ def test_requests_in_flight_reach_the_limit_past_httpx_default_pool():
 def test_a_large_limit_is_spread_over_clients_of_a_few_connections():
     """httpx's pool costs CPU in proportion to its connections on every request: 256 slots are 16
     clients of 16 connections, each lent to at most 16 requests at once."""
-    server = fixed_latency(0.0, hold_until=256, hold_timeout_s=5.0)
+    server = fixed_latency(0.0, hold_until=256, hold_timeout_s=60.0)
     with serve(server) as base:
         backend = OpenAIBackend("m", base_url=base, max_concurrency=256)
 

@@ -103,10 +103,9 @@ def test_concurrent_episodes_share_one_actor(engine, agent_ctx):
         assert ep.status == ANSWERED and ep.invalid_replies == 0, (ep.failure, [m.raw for m in ep.model_calls])
     tokens = lambda eps: sum((m.prompt_tokens or 0) + (m.completion_tokens or 0) for ep in eps for m in ep.model_calls)  # noqa: E731
     print(f"\n{len(QUESTIONS)} episodes: sequential {sequential_s:.1f}s ({tokens(sequential)} tokens), concurrent {concurrent_s:.1f}s ({tokens(concurrent)}), peak {stats['peak_inflight']} requests in flight")
-    # The episodes' requests were in the engine together (one batch), not queued one by one. (On 2 CPU
-    # cores, prefill dominates these short episodes, so the wall-time gain is small: see the benchmark.)
+    # The episodes' requests were in the engine together (one batch), not queued one by one; what that
+    # saves in wall time is the benchmark's to measure (benchmarks/vllm_actors.py), not a test's.
     assert stats["peak_inflight"] >= 2 and stats["inflight"] == 0
-    assert concurrent_s < 1.5 * sequential_s
 
 
 def test_native_tool_calls_go_through_the_hermes_parser(engine):

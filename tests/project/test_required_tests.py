@@ -78,11 +78,12 @@ NOT_REQUIRABLE = {
 }
 
 
-def ci_required_files() -> set[str]:
-    """Every test path that .ci/run names in a required list (both stages)."""
-    text = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    lines = [line for line in text.splitlines() if "required=" in line or "ARAG_REQUIRE_TESTS=" in line]
-    return {m for line in lines for m in re.findall(r"tests/[\w/]+\.py", line)}
+def ci_required_files(text: str | None = None) -> set[str]:
+    """Every test path in the quoted value of a `required=` or `ARAG_REQUIRE_TESTS=` in .ci/run (both
+    stages); not the pytest arguments that may follow on the same line."""
+    text = (REPO / ".ci" / "run").read_text(encoding="utf-8") if text is None else text
+    values = re.findall(r'(?:\brequired|ARAG_REQUIRE_TESTS)="([^"]*)"', text)
+    return {m for value in values for m in re.findall(r"tests/[\w/]+\.py", value)}
 
 
 def files_that_can_skip() -> set[str]:
@@ -94,6 +95,11 @@ def test_the_guard_sees_skips_and_the_ci_lists():
     # known members, so that a broken pattern or parser cannot make the guard below pass vacuously
     assert {"tests/serve/test_serve_http.py", "tests/project/test_docs.py", "tests/llm/test_vllm_actors.py", "tests/pipelines/test_smoke_run.py"} <= required
     assert {"tests/serve/test_serve_http.py", "tests/test_open_files.py", "tests/tools/test_query_device.py"} <= can_skip
+
+
+def test_a_file_run_but_not_required_on_the_same_line_is_not_counted():
+    line = 'ARAG_REQUIRE_TESTS="tests/a/test_x.py" python -m pytest tests/a/test_x.py tests/a/test_y.py\nrequired="$required tests/b/test_z.py"  # tests/c/test_w.py\n'
+    assert ci_required_files(line) == {"tests/a/test_x.py", "tests/b/test_z.py"}
 
 
 def test_every_test_file_that_can_skip_is_required_in_ci():

@@ -209,12 +209,15 @@ def test_worker_processes_stop_without_tracebacks(served_index, tmp_path):
         process = subprocess.Popen([sys.executable, "-m", "pipelines.serve", f"index.path={served_index.path}", f"serve.port={port}", "serve.token=none", "serve.workers=2", "serve.preload=false", "serve.log_level=warning"], cwd=REPO, env=server_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # a worker answered a call: the stop below is of running workers
             try:
                 if httpx.post(f"http://127.0.0.1:{port}/tools/keyword_search", json={"keywords": ["Lothair"]}, timeout=5).status_code == 200:
                     break
             except httpx.TransportError:
-                time.sleep(0.3)
+                pass
+            time.sleep(0.3)
+        else:
+            pytest.fail(f"the server never answered a call in 120 s: {log.read_text(errors='replace')[-2000:]}")
         import os
 
         os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole group gets it

@@ -67,7 +67,7 @@ def test_concurrent_queries_are_encoded_as_one_batch():
 
     def slow_encode(texts: list[str]) -> np.ndarray:
         calls.append(len(texts))
-        gate.wait(5)  # the first batch is held until every caller has queued
+        gate.wait(60)  # the first batch is held until every caller has queued
         return fake_encode(texts)
 
     enc = BatchingEncoder(slow_encode, window_s=0.001)
@@ -77,7 +77,9 @@ def test_concurrent_queries_are_encoded_as_one_batch():
         while not calls:
             time.sleep(0.001)
         rest = [pool.submit(enc.encode, q) for q in queries[1:]]
-        time.sleep(0.05)
+        deadline = time.monotonic() + 30
+        while len(enc._queue) < 8 and time.monotonic() < deadline:  # every caller queued, however slow the machine
+            time.sleep(0.001)
         gate.set()
         vectors = [first.result()] + [f.result() for f in rest]
     assert calls == [1, 8]  # the 8 that arrived while the encoder was busy went in together
@@ -150,7 +152,7 @@ def test_with_a_slot_free_two_queries_are_encoded_side_by_side_on_the_callers_th
     def slow_encode(texts: list[str]) -> np.ndarray:
         started.append(len(texts))
         encoding_threads.add(threading.current_thread().name)
-        gate.wait(5)
+        gate.wait(60)
         return fake_encode(texts)
 
     enc = BatchingEncoder(slow_encode, window_s=0.05, workers=2)
@@ -161,7 +163,9 @@ def test_with_a_slot_free_two_queries_are_encoded_side_by_side_on_the_callers_th
             time.sleep(0.001)
         assert started == [1, 1]  # both slots encode at once, each its own query
         rest = [pool.submit(enc.encode, f"query {i}") for i in range(8)]
-        time.sleep(0.05)
+        deadline = time.monotonic() + 30
+        while len(enc._queue) < 8 and time.monotonic() < deadline:  # the 8 queued behind the busy slots
+            time.sleep(0.001)
         gate.set()
         got = [f.result() for f in first + rest]
     # With both slots busy, the 8 queued queries went into fewer calls than queries.

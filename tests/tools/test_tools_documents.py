@@ -46,7 +46,7 @@ def test_search_ids_metadata_and_dedup(ctx):
     assert session.refs[ref_of(session, "novel")].n_lines == 7 and session.refs[ref_of(session, "p1")].title == "Tomasz Wrona"
     assert all(h.snippets for h in first.results) and first.retrieved_tokens > 0
     second = search(ctx, session, "Kraków")
-    assert all(r.startswith("turn2search") for r in second.details["ref_ids"])  # the per-episode counter
+    assert second.details["ref_ids"] and all(r.startswith("turn2search") for r in second.details["ref_ids"])  # the per-episode counter
     assert len(session.refs) == len(docs) + len(second.details["ref_ids"])
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -83,13 +84,17 @@ def test_a_cancelled_task_does_not_hand_its_answer_to_the_next_call(pool, local_
 
     async def scenario():
         tasks = [asyncio.ensure_future(pool.acall(*slow)) for _ in range(4)]
-        await asyncio.sleep(0)  # sent to the workers (two) or waiting for one (two)
+        deadline = time.monotonic() + 30
+        while pool._idle.qsize() and time.monotonic() < deadline:  # both workers running a slow call
+            await asyncio.sleep(0.001)
+        busy = pool._idle.qsize() == 0
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        return [await pool.acall(*quick) for _ in range(4)]
+        return busy, [await pool.acall(*quick) for _ in range(4)]
 
-    answers = asyncio.run(scenario())
+    busy, answers = asyncio.run(scenario())
+    assert busy  # the cancelled calls were running in the workers
     assert all(a.text == local_ctx.call(*quick).text for a in answers)
 
 

@@ -156,7 +156,8 @@ def test_in_a_browser_agenticrag_episodes_mark_gold_and_tool_errors_look_like_er
     side = Dom(chromium(tmp_path, f"{url}compare?{urlencode({'dataset': 'graphrag-bench-novel-docs', 'q': qid})}", "--dump-dom"))
     assert len(side.having("run-column")) == 4 and len(side.having("run-identity")) == 4
     html = chromium(tmp_path, f"{url}compare?{urlencode({'dataset': 'graphrag-bench-novel-docs', 'q': qid})}", "--dump-dom")
-    assert all('class="chunk gold"' in part for part in html.split('class="box run-column"')[1:])
+    columns = html.split('class="box run-column"')[1:]
+    assert len(columns) == 4 and all('class="chunk gold"' in part for part in columns)
 
 
 # A laptop's width, and what is measured in the page at it: the page's own overflow, each table's (or
