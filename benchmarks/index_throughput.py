@@ -89,9 +89,9 @@ def _compose(args: argparse.Namespace, index_dir: str, corpus_path: str | None =
     overrides = [f"+corpus={args.corpus}", f"index.path={index_dir}", "index.overwrite=true", "progress=false"]
     if args.include:
         overrides.append(f"corpus.include=[{','.join(repr(g) for g in args.include.split(','))}]")
-    if corpus_path:
-        overrides.append(f"corpus.path={corpus_path}")
     overrides += args.override
+    if corpus_path:  # the first documents of the corpus the overrides chose (-o corpus.path=... included)
+        overrides.append(f"corpus.path={corpus_path}")
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):  # conf_dir registers the schemas
         return compose("index", overrides=overrides)
 
