@@ -82,7 +82,7 @@ from arag.index.layout import FORMAT_VERSION, PART_SHIFT
 from arag.index.vectors import build_shard, write_shard
 from arag.report.intervals import bootstrap_interval
 
-K = 10
+K = ann_recall.RECALL_K  # recall@10, as the build measures it
 MODEL = {"minilm": "all-MiniLM-L6-v2", "static": "all-MiniLM-L6-v2-static"}
 
 

