@@ -8,9 +8,9 @@ embedding) into tokens per second.
 
 `--index` reads the sentences the pipeline wrote (`sentences/part-*.parquet`); `--corpus` reads a
 conf/corpus (and `-o` overrides) with the pipeline's reader and chunker, so the sentences are the
-ones `python -m pipelines.index` would embed. Tokens are the embedder's tokenizer's, truncated as
-the model truncates (conf/embedder, by default all-MiniLM-L6-v2, 256 word pieces), specials
-included. Nothing is timed here: the seconds come from the part records.
+ones `python -m pipelines.index` would embed. Tokens are the embedder's tokenizer's (the index's
+embedder; with `--corpus`, conf/embedder and `-o embedder.*`), truncated as the model truncates
+(all-MiniLM-L6-v2: 256 word pieces), specials included. Nothing is timed here: the seconds come from the part records.
 """
 
 from __future__ import annotations
@@ -22,16 +22,36 @@ from pathlib import Path
 import numpy as np
 
 
-def _model(embedder_overrides: list[str]):
+def _configured_embedder(overrides: list[str]):
     from hydra import compose, initialize_config_dir
-    from sentence_transformers import SentenceTransformer
 
     from arag.config.files import conf_dir
     from arag.index.embedding import EmbedderSpec
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose("index", overrides=embedder_overrides)
-    spec = EmbedderSpec.from_config(cfg.embedder)
+        cfg = compose("index", overrides=overrides)
+    return EmbedderSpec.from_config(cfg.embedder)
+
+
+def _index_embedder(index: Path):
+    """The embedder an index was built with: its manifest's, or a build in progress's settings."""
+    from arag.index.embedding import EmbedderSpec
+    from arag.index.layout import IndexLayout
+
+    layout = IndexLayout(index)
+    if layout.manifest.exists():
+        return EmbedderSpec(**json.loads(layout.manifest.read_text())["embedding"]["spec"])
+    if layout.build_state.exists():
+        return EmbedderSpec(**json.loads(layout.build_state.read_text())["settings"]["embedder"])
+    raise SystemExit(f"{index}: neither {layout.manifest.name} nor {layout.build_state.name} (not an index built by pipelines.index?)")
+
+
+def _tokenizing_model(spec):
+    """The embedder's model, for its tokenizer and length limit (no OpenVINO conversion: nothing is encoded)."""
+    from sentence_transformers import SentenceTransformer
+
+    if spec.static is not None:
+        raise SystemExit(f"embedder '{spec.name}' is a static model: its cost is a token lookup, which this count is not for")
     model = SentenceTransformer(spec.resolve_path(), device="cpu")
     if spec.max_seq_length:
         model.max_seq_length = spec.max_seq_length
@@ -109,13 +129,17 @@ def main() -> None:
     ap.add_argument("--json", help="also write the rows to this JSON file")
     args = ap.parse_args()
 
-    model = _model([o for o in args.override if o.startswith("embedder")])
     if args.index:
-        parts = [int(p) for p in args.parts.split(",")] if args.parts else None
+        try:
+            parts = [int(p) for p in args.parts.split(",")] if args.parts else None
+        except ValueError:
+            ap.error(f"--parts {args.parts!r}: comma-separated part numbers, such as 3,10")
+        model = _tokenizing_model(_index_embedder(args.index))
         rows = [describe(model, name, texts, record) for name, texts, record in _index_parts(args.index, parts)]
         if not rows:
             raise SystemExit(f"{args.index}: none of parts {args.parts} has a sentences file")
     else:
+        model = _tokenizing_model(_configured_embedder([o for o in args.override if o.startswith("embedder")]))
         rows = [describe(model, f"corpus {args.corpus} {args.include}".strip(), _corpus_sentences(args.corpus, args.include, args.override))]
 
     print("| source | sentences | tokens / sentence | median | characters / sentence | at the length limit (truncated) | sentences/s | tokens/s |")
