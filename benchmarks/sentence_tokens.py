@@ -22,15 +22,17 @@ from pathlib import Path
 import numpy as np
 
 
-def _configured_embedder(overrides: list[str]):
+def _pipeline_config(corpus: str, include: str, overrides: list[str]):
+    """The config `python -m pipelines.index +corpus=<corpus>` would run with these overrides."""
     from hydra import compose, initialize_config_dir
 
     from arag.config.files import conf_dir
-    from arag.index.embedding import EmbedderSpec
 
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose("index", overrides=overrides)
-    return EmbedderSpec.from_config(cfg.embedder)
+    args = [f"+corpus={corpus}", *overrides]
+    if include:
+        args.append(f"corpus.include=[{','.join(repr(g) for g in include.split(','))}]")
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):  # conf_dir registers the schemas
+        return compose("index", overrides=args)
 
 
 def _index_embedder(index: Path):
@@ -78,21 +80,13 @@ def _index_parts(index: Path, parts: list[int] | None):
         part += 1
 
 
-def _corpus_sentences(corpus: str, include: str, overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-
-    from arag.config.files import conf_dir
+def _corpus_sentences(cfg):
     from arag.corpus.documents import Document
     from arag.corpus.readers import corpus_spec_from_config, plan_parts, read_part
     from arag.index.chunking import chunk_document
 
-    args = [f"+corpus={corpus}", *overrides]
-    if include:
-        args.append(f"corpus.include=[{','.join(repr(g) for g in include.split(','))}]")
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose("index", overrides=args)
     if cfg.index.chunking != "per_document":
-        raise SystemExit(f"--corpus reads per_document chunking only; corpus '{corpus}' has index.chunking={cfg.index.chunking}")
+        raise SystemExit(f"--corpus reads per_document chunking only; corpus '{cfg.corpus.name}' has index.chunking={cfg.index.chunking}")
     spec = corpus_spec_from_config(cfg.corpus)
     sentences: list[str] = []
     for part in plan_parts(spec):
@@ -119,6 +113,8 @@ def describe(model, name: str, texts: list[str], record: dict | None = None) -> 
 
 
 def main() -> None:
+    from arag.index.embedding import EmbedderSpec
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = ap.add_mutually_exclusive_group(required=True)
     source.add_argument("--index", type=Path, help="a built index folder (index.path)")
@@ -139,8 +135,9 @@ def main() -> None:
         if not rows:
             raise SystemExit(f"{args.index}: none of parts {args.parts} has a sentences file")
     else:
-        model = _tokenizing_model(_configured_embedder([o for o in args.override if o.startswith("embedder")]))
-        rows = [describe(model, f"corpus {args.corpus} {args.include}".strip(), _corpus_sentences(args.corpus, args.include, args.override))]
+        cfg = _pipeline_config(args.corpus, args.include, args.override)
+        model = _tokenizing_model(EmbedderSpec.from_config(cfg.embedder))
+        rows = [describe(model, f"corpus {args.corpus} {args.include}".strip(), _corpus_sentences(cfg))]
 
     print("| source | sentences | tokens / sentence | median | characters / sentence | at the length limit (truncated) | sentences/s | tokens/s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
