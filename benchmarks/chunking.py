@@ -19,13 +19,11 @@ import statistics
 import time
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-
-from arag.config.files import conf_dir
 from arag.corpus.readers import plan_parts, read_part
 from arag.corpus.documents import Document
 from arag.index.chunking import chunk_document
 from arag.index.packing import COVERED_SEPARATOR, WindowPacker
+from benchmarks.pipeline_config import compose_pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,8 +32,7 @@ def documents(corpus: str, data_dir: str) -> tuple[list[Document], int]:
     """The corpus's documents and its config's chunk_tokens."""
     from pipelines.index import settings_from_config
 
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose(config_name="index", overrides=[f"+corpus={corpus}", f"data_dir={data_dir}"])
+    cfg = compose_pipeline("index", [f"+corpus={corpus}", f"data_dir={data_dir}"])
     settings = settings_from_config(cfg)
     spec = settings.corpus
     return [d for part in plan_parts(spec) for d in read_part(spec, part) if isinstance(d, Document)], settings.chunking.chunk_tokens

@@ -36,10 +36,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-
-from arag.config.files import conf_dir
 from arag.evaluation.questions import load_questions
 from arag.evaluation.results import RunStore
+from benchmarks.pipeline_config import compose_pipeline
 from tests.support.model_server import free_port
 from tests.support.synthetic_index import write_register_questions, write_synthetic_index
 
@@ -48,16 +47,13 @@ JUDGE = {"backend": "scripted", "protocol": "json", "model": "judge", "script": 
 
 
 def settings_for(index: Path, questions: Path, base_url: str, old_caps: bool):
-    from hydra import compose, initialize_config_dir
-
     from arag.config.typed import typed_config
     from arag.evaluation.run_config import run_settings
 
     overrides = ["model=openai", "method=arag_no_semantic", f"model.base_url={base_url}", "model.model=fixed", f"index.path={index}"]
     if old_caps:
         overrides.append("model.max_concurrency=8")
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=overrides)
+    cfg = compose_pipeline("evaluate", overrides)
     cfg.judge.model = JUDGE
     return run_settings(typed_config(cfg), load_questions(str(questions)))
 

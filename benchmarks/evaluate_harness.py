@@ -39,8 +39,8 @@ from arag.evaluation.questions import load_questions
 from arag.evaluation.results import RunStore
 from arag.evaluation.runner import EpisodeRunner
 from arag.evaluation.run_settings import RunSettings
-from arag.config.files import conf_dir
 from arag.tools import ToolContext
+from benchmarks.pipeline_config import compose_pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,13 +61,10 @@ def script_for(ctx: ToolContext, semantic: bool) -> list[dict]:
 def settings_for(index: str, script: list[dict], question_set) -> RunSettings:
     """What `pipelines.evaluate` would run for A-RAG Full over this index with the scripted backend
     replaying `script` and a scripted judge: the same config composition and settings code."""
-    from hydra import compose, initialize_config_dir
-
     from arag.config.typed import typed_config
     from arag.evaluation.run_config import run_settings
 
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=["model=scripted", "method=arag_full", "model.replay=true", f"index.path={Path(index).resolve()}"])
+    cfg = compose_pipeline("evaluate", ["model=scripted", "method=arag_full", "model.replay=true", f"index.path={Path(index).resolve()}"])
     cfg.model.script = script
     cfg.judge.model = {"backend": "scripted", "protocol": "json", "model": "judge", "script": [{"verdict": "incorrect"}], "replay": True}
     return run_settings(typed_config(cfg), question_set)

@@ -82,18 +82,15 @@ def _first_documents(cfg, n_sentences: int, folder: Path) -> tuple[str, int]:
 
 
 def _compose(args: argparse.Namespace, index_dir: str, corpus_path: str | None = None):
-    from hydra import compose, initialize_config_dir
-
-    from arag.config.files import conf_dir
+    from benchmarks.pipeline_config import compose_pipeline, include_override
 
     overrides = [f"+corpus={args.corpus}", f"index.path={index_dir}", "index.overwrite=true", "progress=false"]
     if args.include:
-        overrides.append(f"corpus.include=[{','.join(repr(g) for g in args.include.split(','))}]")
+        overrides.append(include_override(args.include))
     overrides += args.override
     if corpus_path:  # the first documents of the corpus the overrides chose (-o corpus.path=... included)
         overrides.append(f"corpus.path={corpus_path}")
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):  # conf_dir registers the schemas
-        return compose("index", overrides=overrides)
+    return compose_pipeline("index", overrides)
 
 
 class _Job:

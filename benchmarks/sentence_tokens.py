@@ -24,15 +24,9 @@ import numpy as np
 
 def _pipeline_config(corpus: str, include: str, overrides: list[str]):
     """The config `python -m pipelines.index +corpus=<corpus>` would run with these overrides."""
-    from hydra import compose, initialize_config_dir
+    from benchmarks.pipeline_config import compose_pipeline, include_override
 
-    from arag.config.files import conf_dir
-
-    args = [f"+corpus={corpus}", *overrides]
-    if include:
-        args.append(f"corpus.include=[{','.join(repr(g) for g in include.split(','))}]")
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):  # conf_dir registers the schemas
-        return compose("index", overrides=args)
+    return compose_pipeline("index", [f"+corpus={corpus}", *overrides, *([include_override(include)] if include else [])])
 
 
 def _index_embedder(index: Path):

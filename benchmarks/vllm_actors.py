@@ -89,12 +89,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def run_configuration(args: argparse.Namespace, engines: int, work: Path, tokenizer_path: str) -> dict[str, Any]:
     import ray
-    from hydra import compose, initialize_config_dir
 
-    from arag.config.files import conf_dir
     from arag.config.typed import typed_config
     from arag.runtime.evaluate import evaluate
     from arag.runtime.vllm_engine import NAMESPACE
+    from benchmarks.pipeline_config import compose_pipeline
     from benchmarks.rehearsal import stored_rows
     from tests.support.vllm_standin import StandInServer, ideal_per_min, steady_rate
 
@@ -120,8 +119,7 @@ def run_configuration(args: argparse.Namespace, engines: int, work: Path, tokeni
     try:
         ray.get([h.ready.remote() for h in handles], timeout=600)
         ray.get([h.standin_stats.remote(reset=True) for h in handles], timeout=120)  # the start-up's CPU is not a request's
-        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = compose(config_name="evaluate", overrides=overrides)
+        cfg = compose_pipeline("evaluate", overrides)
         t = time.time()
         summary = evaluate(typed_config(cfg), overrides=overrides)
         wall = time.time() - t
