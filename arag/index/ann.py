@@ -309,11 +309,16 @@ def coarse_centroids(trained: faiss.Index) -> np.ndarray:
     return ivf.quantizer.reconstruct_n(0, ivf.nlist)
 
 
-def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path, batch: int = 65_536) -> int:
-    """Write one part's vectors encoded with `trained` as inverted lists (codes, ids) to `target`; returns rows."""
+def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path, batch: int = 65_536, lists: np.ndarray | None = None) -> int:
+    """Write one part's vectors encoded with `trained` as inverted lists (codes, ids) to `target`; returns rows.
+    `lists`: each row's list, known already (`list_assignment`): the coarse quantizer is not searched."""
     vectors = map_flat_shard(flat_shard)
     index = faiss.clone_index(trained)
-    for start in range(0, len(vectors), batch):
+    if lists is not None:
+        if len(lists) != len(vectors):
+            raise ValueError(f"{flat_shard}: {len(vectors)} vectors, {len(lists)} list assignments")
+        _add_assigned(index, vectors, part, lists, batch)
+    for start in range(0, len(vectors) if lists is None else 0, batch):
         chunk = np.ascontiguousarray(vectors[start : start + batch])
         ids = (np.int64(part) << PART_SHIFT) | np.arange(start, start + len(chunk), dtype=np.int64)
         index.add_with_ids(chunk, ids)
@@ -322,6 +327,58 @@ def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path,
     with atomic_path(target) as tmp:  # written and closed here, not by a SWIG destructor; fsynced by atomic_path
         tmp.write_bytes(faiss.vector_to_array(writer.data).tobytes())
     return len(vectors)
+
+
+def list_assignment(trained: faiss.Index, path: Path, part: int, rows: int) -> np.ndarray:
+    """The list of each of a part's `rows` rows in its lists file `path`, encoded by an index with
+    `trained`'s coarse centroids (a larger code of the same lists re-encodes a part without the search
+    of nlist centroids a row, which is most of an encoding's time)."""
+    holder_index = faiss.clone_index(trained)  # takes the lists over and deletes them (merge_parts says why)
+    holder, lists = faiss.extract_index_ivf(holder_index), read_part_lists(path)
+    if lists.code_size != faiss.InvertedLists.INVALID_CODE_SIZE:
+        holder.code_size = lists.code_size  # the earlier code's, which only the holder has to accept
+    holder.replace_invlists(lists, True)
+    if lists.nlist != holder.nlist:
+        raise ValueError(f"{path}: {lists.nlist} lists, the trained index has {holder.nlist}")
+    assigned = np.full(rows, -1, np.int64)
+    for list_no in range(lists.nlist):
+        if size := lists.list_size(list_no):
+            ids = faiss.rev_swig_ptr(lists.get_ids(list_no), size)
+            if np.any(ids >> PART_SHIFT != part) or int((ids & _ROW_MASK).max()) >= rows:
+                raise ValueError(f"{path}: list {list_no} holds ids of another part or beyond row {rows}")
+            assigned[ids & _ROW_MASK] = list_no
+    if missing := int((assigned < 0).sum()):
+        raise ValueError(f"{path}: {missing} of {rows} rows are in no list")
+    return assigned
+
+
+def _add_assigned(index: faiss.Index, vectors: np.ndarray, part: int, lists: np.ndarray, batch: int) -> None:
+    """Add `vectors` to their `lists` as `add_with_ids` would (each list holds its rows in order),
+    without the coarse search. Fast-scan lists hold their codes packed in blocks, which FAISS's
+    `add_core` does not write, so those are encoded, then packed list by list."""
+    ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
+    ids = (np.int64(part) << PART_SHIFT) | np.arange(len(vectors), dtype=np.int64)
+    lists = np.ascontiguousarray(lists, dtype=np.int64)
+    if not isinstance(ivf, faiss.IndexIVFFastScan):
+        for start in range(0, len(vectors), batch):
+            chunk = np.ascontiguousarray(vectors[start : start + batch])
+            ivf.add_core(len(chunk), faiss.swig_ptr(chunk), faiss.swig_ptr(ids[start:]), faiss.swig_ptr(lists[start:]))
+        return
+    codes = np.empty((len(vectors), ivf.code_size), np.uint8)
+    for start in range(0, len(vectors), batch):
+        chunk = np.ascontiguousarray(vectors[start : start + batch])
+        ivf.encode_vectors(len(chunk), faiss.swig_ptr(chunk), faiss.swig_ptr(lists[start:]), faiss.swig_ptr(codes[start:]), False)
+    packer = ivf.get_CodePacker()
+    order = np.argsort(lists, kind="stable")  # rows in order within each list, as add_with_ids leaves them
+    for rows in np.split(order, np.flatnonzero(np.diff(lists[order])) + 1) if len(order) else []:
+        blocks = -(-len(rows) // packer.nvec)
+        flat, packed = np.zeros((blocks * packer.nvec, ivf.code_size), np.uint8), np.zeros(blocks * packer.block_size, np.uint8)
+        flat[: len(rows)], list_ids = codes[rows], ids[rows]  # named: a pointer does not keep its array alive
+        for b in range(blocks):
+            packer.pack_all(faiss.swig_ptr(flat[b * packer.nvec :]), faiss.swig_ptr(packed[b * packer.block_size :]))
+        ivf.invlists.add_entries(int(lists[rows[0]]), len(rows), faiss.swig_ptr(list_ids), faiss.swig_ptr(packed))
+    ivf.ntotal += len(vectors)
+    index.ntotal = ivf.ntotal
 
 
 def read_part_lists(path: Path) -> faiss.InvertedLists:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ from arag.runtime.progress import progress_bar
 log = logging.getLogger("arag.index")
 
 TRAINED_RECORD = "trained.json"
+# A larger code on the same coarse centroids puts every row in the list the earlier code put it in: the
+# earlier code's part lists wait here until their part is encoded again, to give each row its list.
+EARLIER_LISTS = "earlier-lists"
 TRAIN_MAX_CPUS = 16
 
 
@@ -69,19 +73,21 @@ def _train_and_encode(plan: ann.AnnPlan, layout: IndexLayout, with_vectors: list
     record_path = folder / TRAINED_RECORD
     trained = ann.trained_path(root)
     previous = read_json(record_path) if trained.exists() and record_path.exists() else {}
+    earlier = folder / EARLIER_LISTS
     if previous.get("factory") == plan.factory:
         training = previous
     else:
+        # A larger code of the same lists (ann.with_larger_code) keeps the coarse centroids its k-means found.
+        same_lists = previous.get("factory", "").split(",")[0] == f"IVF{plan.nlist}" and previous.get("sample") == plan.train_size
+        earlier.mkdir(exist_ok=True) if same_lists else shutil.rmtree(earlier, ignore_errors=True)
         for stale in folder.glob("part-*.ivf"):  # encoded with another trained index
-            stale.unlink()
+            os.replace(stale, earlier / stale.name) if same_lists else stale.unlink()
         log.info("ANN %s: training on %d of %d vectors (%s)", plan.factory, plan.train_size, num_vectors, "GPU" if use_gpu else "CPU")
         shards = {r.part: str(layout.vectors(r.part)) for r in with_vectors}
         rows = {r.part: r.num_sentences for r in with_vectors}
         # k-means is one multi-threaded task: give it the cores of the largest node (up to 16).
         threads = _largest_node_cpus(use_gpu)
         task = ray.remote(_train).options(num_cpus=threads, num_gpus=1 if use_gpu else 0, max_retries=2)
-        # A larger code of the same lists (ann.with_larger_code) keeps the coarse centroids its k-means found.
-        same_lists = previous.get("factory", "").split(",")[0] == f"IVF{plan.nlist}" and previous.get("sample") == plan.train_size
         training = ray.get(task.remote(plan, shards, rows, str(trained), use_gpu, threads, previous if same_lists else None))
         write_json_atomic(record_path, training)  # after trained.faiss: its presence means training is done
     todo = [r for r in with_vectors if not ann.part_lists_path(root, r.part).exists()]
@@ -89,15 +95,17 @@ def _train_and_encode(plan: ann.AnnPlan, layout: IndexLayout, with_vectors: list
     with progress_bar(len(with_vectors), "ann encode", progress, unit="part") as bar:
         bar.update(len(parts))
         encode = ray.remote(_encode).options(num_cpus=1, max_retries=2)
+        lists_from = {r.part: earlier / ann.part_lists_path(root, r.part).name for r in todo}
         pending = [
-            encode.remote(str(trained), str(layout.vectors(r.part)), r.part, r.num_sentences, str(ann.part_lists_path(root, r.part)))
+            encode.remote(str(trained), str(layout.vectors(r.part)), r.part, r.num_sentences, str(ann.part_lists_path(root, r.part)), str(lists_from[r.part]) if lists_from[r.part].exists() else None)
             for r in todo
         ]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             result = ray.get(done[0])
-            parts[result["part"]] = _part_record(root, result["part"], result["rows"], result["seconds"])
+            parts[result["part"]] = _part_record(root, result["part"], result["rows"], result["seconds"], result["lists_reused"])
             bar.update(1)
+    shutil.rmtree(earlier, ignore_errors=True)  # every part is encoded with this code now
     return training, list(parts.values())
 
 
@@ -128,10 +136,12 @@ def _measure_recall(settings: IndexSettings, layout: IndexLayout, with_vectors: 
     return measured, ann_recall.sample_record(*measured.pop("sample"), ann_recall.QUERY_SEED, questions_file, digest)
 
 
-def _part_record(root: Path, part: int, rows: int, seconds: float | None) -> dict[str, Any]:
+def _part_record(root: Path, part: int, rows: int, seconds: float | None, lists_reused: bool = False) -> dict[str, Any]:
     record: dict[str, Any] = {"part": part, "file": str(ann.part_lists_path(root, part).relative_to(root)), "rows": rows}
     if seconds is not None:
         record["encode_seconds"] = round(seconds, 3)
+    if lists_reused:  # its rows' lists came from the earlier code's lists: no coarse search in those seconds
+        record["lists_from_earlier_code"] = True
     return record
 
 
@@ -169,14 +179,17 @@ def _read_trained(path: str, mtime: float) -> Any:
     return ann.read_trained(Path(path))
 
 
-def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str) -> dict[str, Any]:
+def _encode(trained: str, shard: str, part: int, expected_rows: int, target: str, lists_from: str | None = None) -> dict[str, Any]:
+    """lists_from: the part's lists as an earlier code on the same coarse centroids wrote them."""
     faiss.omp_set_num_threads(1)  # one task per core
     started = time.perf_counter()
-    rows = ann.encode_part(_read_trained(trained, os.stat(trained).st_mtime), Path(shard), part, Path(target))
+    index = _read_trained(trained, os.stat(trained).st_mtime)
+    lists = ann.list_assignment(index, Path(lists_from), part, expected_rows) if lists_from else None
+    rows = ann.encode_part(index, Path(shard), part, Path(target), lists=lists)
     if rows != expected_rows:
         Path(target).unlink(missing_ok=True)
         raise RuntimeError(f"{shard}: {rows} vectors, its part record says {expected_rows} sentences")
-    return {"part": part, "rows": rows, "seconds": time.perf_counter() - started}
+    return {"part": part, "rows": rows, "seconds": time.perf_counter() - started, "lists_reused": lists_from is not None}
 
 
 def _sample_queries(shards: dict[int, str], rows: dict[int, int], questions: list[str], embedder: Any) -> ann_recall.QuerySample:

@@ -18,6 +18,7 @@ from arag.index.parts import PartRecord
 from arag.index.store import open_index
 from arag.index.vectors import build_shard, shard_contents, write_shard
 from arag.tools.vector_search import VectorSearch
+from tests.support.ann_lists import list_entries
 
 DIM = 32
 
@@ -577,6 +578,13 @@ def test_a_larger_code_keeps_the_coarse_centroids_of_the_first_training(ann_buil
     assert (measured[1]["coarse_from"], entry["coarse_centroids_from"], entry["factory"]) == (first.factory, first.factory, larger.factory)
     assert entry["recall"]["codes_tried"] == [first.factory, larger.factory]
     assert read_json(ann.ann_dir(layout.root) / ann_job.TRAINED_RECORD)["factory"] == larger.factory
+    # Its parts took their rows' lists from the first code's lists, and hold what a fresh encoding holds.
+    assert [p.get("lists_from_earlier_code") for p in entry["parts"]] == [True] * len(entry["parts"])
+    assert not (ann.ann_dir(layout.root) / ann_job.EARLIER_LISTS).exists()
+    trained = ann.read_trained(ann.trained_path(layout.root))
+    for p in entry["parts"]:
+        ann.encode_part(trained, layout.vectors(p["part"]), p["part"], tmp_path / "fresh.ivf")
+        assert list_entries(trained, layout.root / p["file"]) == list_entries(trained, tmp_path / "fresh.ivf")
 
     # Given centroids are the quantizer's, exactly: no k-means moved them.
     given = clustered(first.nlist, seed=99)
@@ -704,6 +712,49 @@ def test_the_sentence_tokens_benchmark_counts_what_the_pipeline_embedded(ann_bui
         assert row["tokens_per_s"] == pytest.approx(tokens / record["seconds"])
     assert whole["sentences"] == manifest["num_sentences"] and whole["tokens"] == sum(r["tokens"] for r in rows)
     assert "tokens_per_s" not in whole  # a corpus has no embedding record
+
+
+@pytest.mark.slow
+def test_the_reencode_benchmark_times_both_encodings_of_a_part_and_checks_they_agree(ann_built, tmp_path):
+    """`python -m benchmarks.ann_reencode`: one part of a built index encoded fresh and from lists,
+    alternated; an index without an ANN is refused by name."""
+    import subprocess
+    import sys
+
+    root, manifest = ann_built
+    repo = Path(__file__).resolve().parents[2]
+    part = next(p["part"] for p in manifest["parts"] if p["num_sentences"])
+    done = subprocess.run([sys.executable, "-m", "benchmarks.ann_reencode", "--index", str(root), "--part", str(part), "--rows", "0", "--rounds", "2"],
+                          cwd=repo, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [line.split(":")[0] for line in done.stdout.splitlines() if line.startswith("round")] == ["round 1", "round 2"]
+    assert "same ids and codes in every list: True" in done.stdout
+    refused = subprocess.run([sys.executable, "-m", "benchmarks.ann_reencode", "--index", str(tmp_path)], cwd=repo, capture_output=True, text=True)
+    assert refused.returncode != 0 and "vectors/ann/trained.faiss" in refused.stderr
+
+
+@pytest.mark.parametrize("factory, larger_factory", [("IVF64,PQ8x4fs", "IVF64,PQ16x4fs"), ("IVF64,PQ8x4", "IVF64,PQ16x4")])
+def test_a_part_encoded_on_the_lists_of_an_earlier_code_is_a_fresh_encoding(tmp_path, factory, larger_factory):
+    """A larger code on the same coarse centroids re-encodes a part from the lists the first code put
+    its rows in, without searching the centroids: its lists hold what `add_with_ids` puts there (ids
+    in order, fast-scan's packed codes), over several batches."""
+    vecs = clustered(3000, seed=5)
+    layout = write_parts(tmp_path / "idx", [clustered(100, seed=6), vecs])
+    first = ann.plan_ann(factory, 6000, DIM)
+    small = ann.train(first, clustered(6000, seed=7))
+    larger = ann.train(ann.plan_ann(larger_factory, 6000, DIM), clustered(6000, seed=7), centroids=ann.coarse_centroids(small))
+    ann.encode_part(small, layout.vectors(1), 1, tmp_path / "first.ivf", batch=700)
+    lists = ann.list_assignment(larger, tmp_path / "first.ivf", 1, len(vecs))
+    fresh = ann.encode_part(larger, layout.vectors(1), 1, tmp_path / "fresh.ivf", batch=700)
+    reused = ann.encode_part(larger, layout.vectors(1), 1, tmp_path / "reused.ivf", batch=700, lists=lists)
+    assert fresh == reused == len(vecs) and len(np.unique(lists)) > 32
+    assert list_entries(larger, tmp_path / "reused.ivf") == list_entries(larger, tmp_path / "fresh.ivf")
+    assert (tmp_path / "reused.ivf").stat().st_size == (tmp_path / "fresh.ivf").stat().st_size
+    with pytest.raises(ValueError, match=r"first.ivf: list \d+ holds ids of another part"):
+        ann.list_assignment(larger, tmp_path / "first.ivf", 0, len(vecs))
+    with pytest.raises(ValueError, match="3000 vectors, 2999 list assignments"):
+        ann.encode_part(larger, layout.vectors(1), 1, tmp_path / "bad.ivf", lists=lists[1:])
+
 
 def test_ann_phase_resumes_with_only_the_missing_parts(ann_built):
     from arag.runtime.ann_job import run_ann_phase
