@@ -314,14 +314,15 @@ def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path,
     `lists`: each row's list, known already (`list_assignment`): the coarse quantizer is not searched."""
     vectors = map_flat_shard(flat_shard)
     index = faiss.clone_index(trained)
-    if lists is not None:
-        if len(lists) != len(vectors):
-            raise ValueError(f"{flat_shard}: {len(vectors)} vectors, {len(lists)} list assignments")
+    if lists is None:
+        for start in range(0, len(vectors), batch):
+            chunk = np.ascontiguousarray(vectors[start : start + batch])
+            ids = (np.int64(part) << PART_SHIFT) | np.arange(start, start + len(chunk), dtype=np.int64)
+            index.add_with_ids(chunk, ids)
+    elif len(lists) != len(vectors):
+        raise ValueError(f"{flat_shard}: {len(vectors)} vectors, {len(lists)} list assignments")
+    else:
         _add_assigned(index, vectors, part, lists, batch)
-    for start in range(0, len(vectors) if lists is None else 0, batch):
-        chunk = np.ascontiguousarray(vectors[start : start + batch])
-        ids = (np.int64(part) << PART_SHIFT) | np.arange(start, start + len(chunk), dtype=np.int64)
-        index.add_with_ids(chunk, ids)
     writer = faiss.VectorIOWriter()
     faiss.write_InvertedLists(faiss.extract_index_ivf(index).invlists, writer)
     with atomic_path(target) as tmp:  # written and closed here, not by a SWIG destructor; fsynced by atomic_path
@@ -330,9 +331,8 @@ def encode_part(trained: faiss.Index, flat_shard: Path, part: int, target: Path,
 
 
 def list_assignment(trained: faiss.Index, path: Path, part: int, rows: int) -> np.ndarray:
-    """The list of each of a part's `rows` rows in its lists file `path`, encoded by an index with
-    `trained`'s coarse centroids (a larger code of the same lists re-encodes a part without the search
-    of nlist centroids a row, which is most of an encoding's time)."""
+    """The list of each of a part's `rows` rows in its lists file `path`, written with `trained`'s coarse
+    centroids: a larger code of the same lists encodes the part again without searching them."""
     holder_index = faiss.clone_index(trained)  # takes the lists over and deletes them (merge_parts says why)
     holder, lists = faiss.extract_index_ivf(holder_index), read_part_lists(path)
     if lists.code_size != faiss.InvertedLists.INVALID_CODE_SIZE:

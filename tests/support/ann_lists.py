@@ -22,9 +22,10 @@ def list_entries(trained: faiss.Index, path: Path) -> list[tuple[list[int], list
         size, inv = ivf.invlists.list_size(list_no), ivf.invlists
         ids = faiss.rev_swig_ptr(inv.get_ids(list_no), size).tolist() if size else []
         codes = []
+        flat = faiss.rev_swig_ptr(inv.get_codes(list_no), size * ivf.code_size) if size and packer is None else None
         for i in range(size):
             if packer is None:
-                codes.append(faiss.rev_swig_ptr(inv.get_codes(list_no), size * ivf.code_size)[i * ivf.code_size : (i + 1) * ivf.code_size].tobytes())
+                codes.append(flat[i * ivf.code_size : (i + 1) * ivf.code_size].tobytes())
             else:
                 packer.unpack_1_c(inv.get_codes(list_no), i, faiss.swig_ptr(code))
                 codes.append(code.tobytes())
